@@ -1,0 +1,75 @@
+/**
+ * The one error class of workflow-host. Every failure the library reports on purpose is a
+ * `WorkflowHostError` with a stable `code`; callers and tests branch on `code`, never on the
+ * message text. The message is one sentence that starts with `<code>: `, names the bad value
+ * and says what is allowed.
+ */
+
+/** Every stable error code, grouped by the layer that raises it. */
+export type ErrorCode =
+  // ids, times, events (src/workflow)
+  | "repo_id_invalid"
+  | "id_invalid"
+  | "time_invalid"
+  | "cron_invalid"
+  | "event_invalid"
+  | "payload_too_large"
+  // git substrate (src/substrate)
+  | "authorize_denied"
+  | "path_violation"
+  | "push_rejected"
+  | "ref_conflict"
+  | "ref_locked"
+  | "ref_corrupt"
+  | "object_corrupt"
+  | "repo_not_found"
+  | "kind_unknown"
+  | "store_stopped"
+  // seams and host
+  | "timer_not_found"
+  | "channel_stopped"
+  | "scheduler_stopped"
+  | "host_locked"
+  | "host_stopped"
+  | "aborted"
+  // CLI
+  | "usage";
+
+export class WorkflowHostError extends Error {
+  override readonly name = "WorkflowHostError";
+  /** Stable machine-readable reason; see {@link ErrorCode}. */
+  readonly code: ErrorCode;
+  /** The inputs that led to the error (ids, paths, values), for logs and callers. */
+  readonly data: Readonly<Record<string, unknown>>;
+
+  constructor(
+    code: ErrorCode,
+    detail: string,
+    data: Record<string, unknown> = {},
+    options: { cause?: unknown } = {},
+  ) {
+    super(`${code}: ${detail}`, options.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    this.data = data;
+  }
+}
+
+/** True when `error` is a {@link WorkflowHostError}, optionally with the given `code`. */
+export function isWorkflowHostError(error: unknown, code?: ErrorCode): error is WorkflowHostError {
+  return error instanceof WorkflowHostError && (code === undefined || error.code === code);
+}
+
+/** Formats any value for an error message: strings quoted and cut to 80 characters. */
+export function describeValue(value: unknown): string {
+  if (typeof value === "string") {
+    const shown = value.length > 80 ? `${value.slice(0, 77)}...` : value;
+    return JSON.stringify(shown);
+  }
+  if (value === undefined) return "undefined";
+  try {
+    const json = JSON.stringify(value);
+    return json.length > 80 ? `${json.slice(0, 77)}...` : json;
+  } catch {
+    return String(value);
+  }
+}

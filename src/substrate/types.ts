@@ -1,0 +1,210 @@
+/**
+ * Shapes of the git substrate: a store of bare git repositories, each written by
+ * compare-and-swap commits and read at pinned commits. Nothing here knows about workflows.
+ */
+
+/** A repository address: `kind` picks the {@link KindHandler}, `id` the repository. */
+export interface RepoId {
+  readonly kind: string;
+  readonly id: string;
+}
+
+/** Who is asking. Opaque to the store; passed to `authorize`. */
+export type Principal = unknown;
+
+/** What an operation does, as seen by `authorize`. */
+export type RepoAction = "init" | "list" | "read" | "write" | "subscribe";
+
+/**
+ * Gate on every store operation. Return (or resolve) `true` to allow; anything else makes the
+ * store throw `authorize_denied`.
+ */
+export type Authorize = (
+  principal: Principal,
+  repoId: RepoId | { readonly kind: string; readonly id: "*" },
+  ref: string | null,
+  action: RepoAction,
+) => boolean | Promise<boolean>;
+
+/** A 40-character lowercase hex SHA-1 object id. */
+export type Oid = string;
+
+export type EntryType = "blob" | "tree";
+
+export interface DirEntry {
+  readonly name: string;
+  readonly type: EntryType;
+  readonly oid: Oid;
+}
+
+/** Reads pinned to one commit; every call sees the same tree whatever moves the ref. */
+export interface CommittedReads {
+  /** The commit these reads are pinned to, or null for an unborn ref (no commit yet). */
+  readonly commitSha: Oid | null;
+  /** Entries of the tree at `path` ("" is the root), sorted by name; [] when absent. */
+  listDir(path: string): Promise<readonly DirEntry[]>;
+  /** Bytes of the blob at `path`, or null when there is none. */
+  readBlob(path: string): Promise<Uint8Array | null>;
+  /** Bytes of a blob by oid (object_corrupt when missing or not a blob). */
+  readBlobByOid(oid: Oid): Promise<Uint8Array>;
+  /** Oid of the tree or blob at `path` ("" is the root tree), or null when absent. */
+  treeOid(path: string): Promise<Oid | null>;
+}
+
+/** One path changed by a commit, relative to its first parent. */
+export interface PathChange {
+  readonly path: string;
+  /** The new blob oid; for `deleted`, the old one. */
+  readonly oid: Oid;
+  readonly status: "added" | "modified" | "deleted";
+}
+
+/** Paths a commit writes: `puts` maps a repo path to its bytes (UTF-8 for strings). */
+export interface TreeDelta {
+  readonly puts?: ReadonlyMap<string, Uint8Array | string> | Readonly<Record<string, Uint8Array | string>>;
+  /** Paths of blobs (or whole subtrees) to remove. */
+  readonly deletes?: readonly string[];
+}
+
+/** What a `computeDelta` returns: the delta plus any value the caller wants back. */
+export interface DeltaResult<R> extends TreeDelta {
+  readonly result?: R;
+}
+
+/** What a write returns. `committed` is false for a no-op (the ref did not move). */
+export interface WriteResult<R = undefined> {
+  readonly committed: boolean;
+  /** The ref's value after the write: the new commit, or the unchanged tip on a no-op. */
+  readonly commitSha: Oid | null;
+  /** The tip the write was computed against (the new commit's parent). */
+  readonly parentSha: Oid | null;
+  /** How many compare-and-swap attempts the write took (1 when uncontended). */
+  readonly attempts: number;
+  readonly result: R | undefined;
+}
+
+/** One commit as seen by a subscriber. */
+export interface CommitChange {
+  readonly commitSha: Oid;
+  /** First parent, or null for a root commit. */
+  readonly parentSha: Oid | null;
+  readonly changes: readonly PathChange[];
+}
+
+/** Where a subscription starts: after the current tip, after a given commit, or from the root. */
+export type SubscribeFrom = "head" | "genesis" | Oid;
+
+export interface SubscribeOptions {
+  readonly from?: SubscribeFrom;
+  readonly signal?: AbortSignal;
+  /** Called when the ref moved to a commit that does not descend from the last one seen. */
+  readonly onRewrite?: (info: { readonly from: Oid | null; readonly to: Oid }) => void;
+}
+
+/** What `validatePush` sees: readers before and after, and what changed, so checks are O(changed). */
+export interface PushContext {
+  readonly repoId: RepoId;
+  readonly ref: string;
+  /** Reads of the current tip, or null when the ref is unborn. */
+  readonly prior: CommittedReads | null;
+  /** Reads of the tree about to be committed (its commitSha is null: not committed yet). */
+  readonly prospective: CommittedReads;
+  /** Every changed blob path. */
+  readonly changes: readonly PathChange[];
+  /** The distinct parent directories of changed paths, each ending in "/". */
+  readonly changedPathPrefixes: readonly string[];
+}
+
+/** Per-kind policy: where its repos live and what a valid tree is. */
+export interface KindHandler {
+  readonly kind: string;
+  /** Folder under the data dir holding this kind's repos, e.g. "deployments". */
+  readonly directoryPrefix: string;
+  /** Throw (a WorkflowHostError, usually `event_invalid`) to refuse the commit; nothing moves. */
+  validatePush?(ctx: PushContext): void | Promise<void>;
+}
+
+export interface RepoStoreOptions {
+  /** Root folder; repos live at `<dataDir>/<directoryPrefix>/<repoId>.git`. */
+  readonly dataDir: string;
+  /** node:fs compatible module (memfs works). Default: node:fs. */
+  readonly fs?: unknown;
+  readonly kindHandlers: readonly KindHandler[];
+  readonly authorize: Authorize;
+  /** Commit timestamps come from here. Default: the system clock. */
+  readonly clock?: () => Date;
+  /**
+   * Watch refs of other processes: chokidar as a hint plus a periodic ref check every
+   * `pollMs` (default 1000 ms). `false` turns both off (in-process commits are still seen).
+   */
+  readonly watch?: false | { readonly pollMs?: number; readonly chokidar?: boolean };
+  /** "fsync": every object, ref and folder write is flushed before the ref moves. Default "none". */
+  readonly durability?: "none" | "fsync";
+  /** A `<ref>.lock` older than this is a crashed writer's and is broken (ms, default 10 000). */
+  readonly staleLockMs?: number;
+  /** How long a writer waits for another's `<ref>.lock` before `ref_locked` (ms, default 5 000). */
+  readonly lockTimeoutMs?: number;
+  /** Commit author/committer identity. Default `workflow-host <workflow-host@localhost>`. */
+  readonly author?: { readonly name: string; readonly email: string };
+}
+
+export interface WriteTreeOptions {
+  readonly files: ReadonlyMap<string, Uint8Array | string> | Readonly<Record<string, Uint8Array | string>>;
+  /** When set, everything under this folder is replaced by the `files` inside it. */
+  readonly clearPrefix?: string;
+  readonly message: string;
+}
+
+export interface WriteTreePreservingPrefixOptions<R> {
+  /** A folder path ending in "/", e.g. "runs/r1/events/". */
+  readonly preservePrefix: string;
+  /**
+   * Runs under the repo lock with the blobs directly under the prefix (name → bytes) at the
+   * current tip; returns the new set for the prefix (return `existing` unchanged for a no-op).
+   * Re-run after a lost compare-and-swap.
+   */
+  readonly merge: (
+    existing: ReadonlyMap<string, Uint8Array>,
+    parentSha: Oid | null,
+  ) =>
+    | { readonly files: ReadonlyMap<string, Uint8Array | string>; readonly result?: R }
+    | Promise<{ readonly files: ReadonlyMap<string, Uint8Array | string>; readonly result?: R }>;
+  readonly message: string;
+}
+
+export interface WriteTreeDeltaOptions<R> {
+  /** Runs under the repo lock against the current tip; re-run after a lost compare-and-swap. */
+  readonly computeDelta: (
+    parentSha: Oid | null,
+    reads: CommittedReads,
+  ) => DeltaResult<R> | null | Promise<DeltaResult<R> | null>;
+  readonly message: string;
+}
+
+export interface RepoStore {
+  readonly dataDir: string;
+  /** Idempotent: creates the bare repo and a genesis commit on `refs/heads/main`. */
+  initRepo(principal: Principal, repoId: RepoId): Promise<{ created: boolean; commitSha: Oid }>;
+  /** Ids of the existing repos of a kind, sorted. */
+  listRepos(principal: Principal, kind: string): Promise<string[]>;
+  resolveRef(principal: Principal, repoId: RepoId, ref: string): Promise<Oid | null>;
+  openCommittedReads(principal: Principal, repoId: RepoId, refOrSha: string): Promise<CommittedReads>;
+  writeTree(principal: Principal, repoId: RepoId, ref: string, opts: WriteTreeOptions): Promise<WriteResult>;
+  writeTreePreservingPrefix<R = undefined>(
+    principal: Principal,
+    repoId: RepoId,
+    ref: string,
+    opts: WriteTreePreservingPrefixOptions<R>,
+  ): Promise<WriteResult<R>>;
+  writeTreeDelta<R = undefined>(
+    principal: Principal,
+    repoId: RepoId,
+    ref: string,
+    opts: WriteTreeDeltaOptions<R>,
+  ): Promise<WriteResult<R>>;
+  subscribe(principal: Principal, repoId: RepoId, ref: string, opts?: SubscribeOptions): AsyncIterable<CommitChange>;
+  /** Asks every watcher to re-check refs now (tests; after an out-of-band write). */
+  poke(repoId?: RepoId): void;
+  /** Closes watchers and timers; later calls throw `store_stopped`. */
+  close(): Promise<void>;
+}
