@@ -1,0 +1,106 @@
+/**
+ * Building the events the scheduler and the signal channel write. Each constructor validates
+ * like {@link parseEvent} and returns the event with instants normalised; the size limit is
+ * applied when the event is serialised ({@link serializeEvent}).
+ */
+import { validateEvent } from "./events.js";
+import { assertJsonValue } from "./json-value.js";
+import type {
+  SignalConsumedEvent,
+  SignalReceivedEvent,
+  TimerCancelledEvent,
+  TimerFiredEvent,
+  TimerSetData,
+  TimerSetEvent,
+  TimerSkippedEvent,
+} from "./types.js";
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+
+/** Copies the keys whose value is not undefined, so optional fields never hold `undefined`. */
+function defined<T extends object>(value: T): T {
+  const out: Record<string, unknown> = {};
+  for (const [key, v] of Object.entries(value)) if (v !== undefined) out[key] = v;
+  return out as T;
+}
+
+function withAt<T extends { seq: number; type: string }>(event: T, at: string | undefined): T & { at?: string } {
+  return at === undefined ? event : { ...event, at };
+}
+
+/**
+ * A `TimerSet`: arms `timerId` at `fireAt` (a one-shot), or one tick of a cron series.
+ * @param seq - the event's seq (non-negative integer).
+ * @param data - timerId; fireAt (RFC 3339 with offset); stepId?; cron? (5 or 6 fields, with at
+ *   least one future tick); timezone? (IANA, default "UTC" for a series); misfire? (`skip` |
+ *   `latest` | `all`).
+ * @param at - when the event was written (RFC 3339), optional.
+ * @throws `event_invalid`, `id_invalid`, `time_invalid`, `cron_invalid`.
+ */
+export function timerSetEvent(seq: number, data: TimerSetData, at?: string): TimerSetEvent {
+  return validateEvent(withAt({ seq, type: "TimerSet", data: defined(data) }, at)) as TimerSetEvent;
+}
+
+/**
+ * A `TimerFired` for the tick due at `scheduledFor`, committed at `firedAt`.
+ * @throws `event_invalid`, `id_invalid`, `time_invalid`.
+ */
+export function timerFiredEvent(
+  seq: number,
+  data: { readonly timerId: string; readonly scheduledFor: string; readonly firedAt: string },
+  at?: string,
+): TimerFiredEvent {
+  return validateEvent(withAt({ seq, type: "TimerFired", data: defined(data) }, at)) as TimerFiredEvent;
+}
+
+/**
+ * A `TimerSkipped` covering `count` missed ticks of a series, `firstMissed`..`lastMissed`
+ * (the `skip` misfire policy). `reason` is always `"missed"`.
+ * @throws `event_invalid` (count not a positive integer, range inconsistent with count),
+ *   `id_invalid`, `time_invalid`.
+ */
+export function timerSkippedEvent(
+  seq: number,
+  data: { readonly timerId: string; readonly firstMissed: string; readonly lastMissed: string; readonly count: number },
+  at?: string,
+): TimerSkippedEvent {
+  return validateEvent(withAt({ seq, type: "TimerSkipped", data: { ...defined(data), reason: "missed" } }, at)) as TimerSkippedEvent;
+}
+
+/**
+ * A `TimerCancelled`: disarms `timerId` (a one-shot or a whole series).
+ * @throws `event_invalid`, `id_invalid`, `time_invalid`.
+ */
+export function timerCancelledEvent(seq: number, data: { readonly timerId: string; readonly reason?: string }, at?: string): TimerCancelledEvent {
+  return validateEvent(withAt({ seq, type: "TimerCancelled", data: defined(data) }, at)) as TimerCancelledEvent;
+}
+
+/**
+ * A `SignalReceived`: a delivery of `signalName` with dedupe key `signalId`.
+ * @param data - signalName, signalId, payload (plain JSON data, so it reads back unchanged),
+ *   at (RFC 3339; required on this event).
+ * @throws `event_invalid` (payload not plain JSON data), `id_invalid`, `time_invalid`.
+ */
+export function signalReceivedEvent(
+  seq: number,
+  data: { readonly signalName: string; readonly signalId: string; readonly payload: unknown; readonly at: string },
+): SignalReceivedEvent {
+  assertJsonValue(data.payload, "payload");
+  const event: Mutable<SignalReceivedEvent> = {
+    seq,
+    type: "SignalReceived",
+    signalName: data.signalName,
+    signalId: data.signalId,
+    payload: data.payload,
+    at: data.at,
+  };
+  return validateEvent(event) as SignalReceivedEvent;
+}
+
+/**
+ * A `SignalConsumed`: `signalId` was handed to a waiter (optionally of step `stepId`).
+ * @throws `event_invalid`, `id_invalid`, `time_invalid`.
+ */
+export function signalConsumedEvent(seq: number, data: { readonly signalId: string; readonly stepId?: string }, at?: string): SignalConsumedEvent {
+  return validateEvent(withAt({ seq, type: "SignalConsumed", data: defined(data) }, at)) as SignalConsumedEvent;
+}

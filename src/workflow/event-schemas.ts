@@ -1,0 +1,106 @@
+/**
+ * Structural schemas of the run log's events (DESIGN §3), in arktype. They check shape and
+ * primitive types only; ids, instants and cron expressions are checked afterwards by their own
+ * parsers (see `./events.js`), which give the specific error codes. Undeclared keys are kept,
+ * so a newer writer's extra fields pass through an older reader.
+ */
+import { type } from "arktype";
+import type { TerminalEventType } from "./types.js";
+
+/** Every event: a non-negative safe-integer `seq` and a non-empty `type`. */
+export const eventBaseSchema = type({
+  seq: "0 <= number.integer <= 9007199254740991",
+  type: "string > 0",
+});
+
+export const timerSetSchema = type({
+  seq: "number",
+  type: "'TimerSet'",
+  "at?": "string",
+  data: {
+    timerId: "string",
+    fireAt: "string",
+    "stepId?": "string",
+    "cron?": "string",
+    "timezone?": "string",
+    "misfire?": "'skip' | 'latest' | 'all'",
+  },
+});
+
+/** `scheduledFor` and `firedAt` are absent in logs written by the original system. */
+export const timerFiredSchema = type({
+  seq: "number",
+  type: "'TimerFired'",
+  "at?": "string",
+  data: { timerId: "string", "scheduledFor?": "string", "firedAt?": "string" },
+});
+
+export const timerSkippedSchema = type({
+  seq: "number",
+  type: "'TimerSkipped'",
+  "at?": "string",
+  data: {
+    timerId: "string",
+    firstMissed: "string",
+    lastMissed: "string",
+    count: "1 <= number.integer <= 9007199254740991",
+    reason: "'missed'",
+  },
+});
+
+export const timerCancelledSchema = type({
+  seq: "number",
+  type: "'TimerCancelled'",
+  "at?": "string",
+  data: { timerId: "string", "reason?": "string" },
+});
+
+export const signalReceivedSchema = type({
+  seq: "number",
+  type: "'SignalReceived'",
+  signalName: "string",
+  signalId: "string",
+  payload: "unknown",
+  at: "string",
+});
+
+export const signalConsumedSchema = type({
+  seq: "number",
+  type: "'SignalConsumed'",
+  "at?": "string",
+  data: { signalId: "string", "stepId?": "string" },
+});
+
+export const terminalEventSchema = type({
+  seq: "number",
+  type: "'RunCompleted' | 'RunFailed' | 'RunCancelled'",
+  "at?": "string",
+});
+
+/** The event types that end a run; nothing may follow them (DESIGN §3). */
+export const TERMINAL_EVENT_TYPES: ReadonlySet<string> = new Set<TerminalEventType>(["RunCompleted", "RunFailed", "RunCancelled"]);
+
+/** True for `RunCompleted`, `RunFailed` and `RunCancelled`. */
+export function isTerminalEventType(type: string): type is TerminalEventType {
+  return TERMINAL_EVENT_TYPES.has(type);
+}
+
+/** Schema per interpreted event type; any other type is passed through after the base check. */
+export const knownEventSchemas = {
+  TimerSet: timerSetSchema,
+  TimerFired: timerFiredSchema,
+  TimerSkipped: timerSkippedSchema,
+  TimerCancelled: timerCancelledSchema,
+  SignalReceived: signalReceivedSchema,
+  SignalConsumed: signalConsumedSchema,
+  RunCompleted: terminalEventSchema,
+  RunFailed: terminalEventSchema,
+  RunCancelled: terminalEventSchema,
+} as const;
+
+export type KnownEventType = keyof typeof knownEventSchemas;
+
+/** True when the log model interprets events of this type. */
+export function isKnownEventType(type: string): type is KnownEventType {
+  return Object.prototype.hasOwnProperty.call(knownEventSchemas, type);
+}

@@ -1,0 +1,83 @@
+/** The run-log model (DESIGN §2, §3): ids, instants, events, paths, cron, the RunState reducer. */
+export {
+  NAME_ID_PATTERN,
+  REPO_OR_RUN_ID_PATTERN,
+  parseRepoId,
+  parseRunId,
+  parseSignalId,
+  parseSignalName,
+  parseStepId,
+  parseTimerId,
+} from "./ids.js";
+export { instantMs, isoFromMs, parseInstant } from "./time.js";
+export { DEFAULT_TIME_ZONE, parseTimeZone } from "./time-zone.js";
+export { nextTick, ticksBetween, validateCron, type TickSpan } from "./cron.js";
+export {
+  TERMINAL_EVENT_TYPES,
+  eventBaseSchema,
+  isKnownEventType,
+  isTerminalEventType,
+  knownEventSchemas,
+  signalConsumedSchema,
+  signalReceivedSchema,
+  terminalEventSchema,
+  timerCancelledSchema,
+  timerFiredSchema,
+  timerSetSchema,
+  timerSkippedSchema,
+  type KnownEventType,
+} from "./event-schemas.js";
+export { DEFAULT_MAX_EVENT_BYTES, parseEvent, serializeEvent, validateEvent, type EventContext } from "./events.js";
+export {
+  signalConsumedEvent,
+  signalReceivedEvent,
+  timerCancelledEvent,
+  timerFiredEvent,
+  timerSetEvent,
+  timerSkippedEvent,
+} from "./event-constructors.js";
+export { assertJsonValue } from "./json-value.js";
+export {
+  compactedLogPath,
+  eventPath,
+  parseCompactedLogPath,
+  parseEventPath,
+  parseEventPathName,
+  runEventsPrefix,
+  runsPrefix,
+} from "./paths.js";
+export { applyEvent, emptyRunState, reduceRunState } from "./run-state.js";
+export {
+  WORKFLOW_RUN_DIRECTORY_PREFIX,
+  WORKFLOW_RUN_KIND,
+  workflowRunKind,
+  type WorkflowRunKindOptions,
+} from "./workflow-run-kind.js";
+export type * from "./types.js";
+export {
+  appendRunEvents,
+  readRunLog,
+  readRunLogFromFiles,
+  type AppendDecision,
+  type AppendRunEventsOptions,
+  type BadEvent,
+  type ReadRunLogOptions,
+  type RunLog,
+} from "./run-log.js";
+export {
+  defaultEventValidator,
+  subscribeKind,
+  type EventValidator,
+  type KindEvent,
+  type KindIssue,
+  type SubscribeKindOptions,
+} from "./subscribe-kind.js";
+export {
+  DEFAULT_MAX_CATCH_UP,
+  DEFAULT_MISFIRE_GRACE_MS,
+  planDueTimer,
+  type DueTimer,
+  type FirePlan,
+  type FirePlanOptions,
+  type PlannedEvent,
+} from "./timer-ledger.js";

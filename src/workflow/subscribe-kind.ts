@@ -1,0 +1,98 @@
+/**
+ * Event-level subscription over the store's commit subscription: for each new commit, the event
+ * files it added, parsed, in numeric seq order per run. Bad files and edits to existing events
+ * (possible only through `git push`, which skips validatePush) are reported and skipped.
+ */
+import { WorkflowHostError } from "../errors.js";
+import type { CommitChange, Principal, RepoId, RepoStore, SubscribeFrom } from "../substrate/types.js";
+import { parseEvent } from "./events.js";
+import { parseEventPath } from "./paths.js";
+import type { RunEvent } from "./types.js";
+
+/** One event added to a run's log by a commit. */
+export interface KindEvent {
+  readonly runId: string;
+  readonly seq: number;
+  readonly commitSha: string;
+  readonly event: RunEvent;
+}
+
+/** Something a subscriber was told about instead of an event. */
+export type KindIssue =
+  | { readonly type: "bad_event"; readonly runId: string; readonly seq: number; readonly path: string; readonly commitSha: string; readonly error: WorkflowHostError }
+  | { readonly type: "event_rewritten"; readonly runId: string; readonly seq: number; readonly path: string; readonly commitSha: string; readonly status: "modified" | "deleted" }
+  | { readonly type: "ref_rewritten"; readonly from: string | null; readonly to: string };
+
+/** Parses one event file; the default is {@link parseEvent} with the file's seq checked. */
+export type EventValidator = (bytes: Uint8Array, where: { readonly path: string; readonly seq: number }) => RunEvent;
+
+export interface SubscribeKindOptions {
+  readonly from?: SubscribeFrom;
+  /** Only these event types are yielded (default: all). */
+  readonly kinds?: readonly string[];
+  /** Only this run's events are yielded (default: every run). */
+  readonly runId?: string;
+  readonly signal?: AbortSignal;
+  /** Told about bad events, edited events and force pushes; default: ignored. */
+  readonly onIssue?: (issue: KindIssue) => void;
+  /** Called after every commit has been handled, with the commit (its events already yielded). */
+  readonly onCommit?: (commit: CommitChange) => void;
+}
+
+export const defaultEventValidator: EventValidator = (bytes, where) => parseEvent(bytes, { path: where.path, expectedSeq: where.seq });
+
+/**
+ * Yields `{runId, seq, commitSha, event}` for every event blob added by each commit after
+ * `from`, commit by commit, in numeric seq order within a commit (runs in path order).
+ * Exactly-once and gap-free as the underlying {@link RepoStore.subscribe} is.
+ * @param validator parses a blob into an event; throwing reports the file as a bad event
+ */
+export async function* subscribeKind(
+  store: RepoStore,
+  principal: Principal,
+  repoId: RepoId,
+  ref: string,
+  validator: EventValidator = defaultEventValidator,
+  options: SubscribeKindOptions = {},
+): AsyncGenerator<KindEvent> {
+  const kinds = options.kinds === undefined ? null : new Set(options.kinds);
+  const onIssue = options.onIssue ?? (() => {});
+  const subscribeOptions = {
+    ...(options.from === undefined ? {} : { from: options.from }),
+    ...(options.signal === undefined ? {} : { signal: options.signal }),
+    onRewrite: (info: { from: string | null; to: string }) => onIssue({ type: "ref_rewritten", ...info }),
+  };
+  for await (const commit of store.subscribe(principal, repoId, ref, subscribeOptions)) {
+    const added: { runId: string; seq: number; path: string; oid: string }[] = [];
+    for (const change of commit.changes) {
+      const where = parseEventPath(change.path);
+      if (where === null) continue;
+      if (options.runId !== undefined && where.runId !== options.runId) continue;
+      if (change.status === "added") {
+        added.push({ ...where, path: change.path, oid: change.oid });
+      } else {
+        onIssue({ type: "event_rewritten", ...where, path: change.path, commitSha: commit.commitSha, status: change.status });
+      }
+    }
+    added.sort((a, b) => (a.runId < b.runId ? -1 : a.runId > b.runId ? 1 : a.seq - b.seq));
+    if (added.length > 0) {
+      const reads = await store.openCommittedReads(principal, repoId, commit.commitSha);
+      for (const item of added) {
+        let event: RunEvent;
+        try {
+          event = validator(await reads.readBlobByOid(item.oid), item);
+        } catch (error) {
+          const reported =
+            error instanceof WorkflowHostError
+              ? error
+              : new WorkflowHostError("event_invalid", `${item.path} could not be read as an event`, { path: item.path }, { cause: error });
+          onIssue({ type: "bad_event", runId: item.runId, seq: item.seq, path: item.path, commitSha: commit.commitSha, error: reported });
+          continue;
+        }
+        if (kinds !== null && !kinds.has(event.type)) continue;
+        yield { runId: item.runId, seq: item.seq, commitSha: commit.commitSha, event };
+      }
+    }
+    options.onCommit?.(commit);
+  }
+}

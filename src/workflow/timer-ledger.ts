@@ -1,0 +1,146 @@
+/**
+ * The timer ledger: what the scheduler appends when a queued timer comes due, decided from the
+ * run's state as read under the repo lock. Pure: no clock reads, no I/O.
+ *
+ * Rules (DESIGN §3, §5):
+ * - Only the armed generation fires: the run must not be terminal and its pending timer must
+ *   still have the generation (`setSeq`) and `fireAt` the queue held. Anything else is stale
+ *   (already fired, cancelled, re-set, run ended) and appends nothing, which is what makes a
+ *   retried or duplicated fire exactly-once.
+ * - Never early: `now < fireAt` appends nothing (the caller re-arms).
+ * - A one-shot fires once with its original `scheduledFor`, however late.
+ * - A cron tick is on time when it is the newest due tick and at most `misfireGraceMs` late.
+ *   Older due ticks are missed and handled by the misfire policy: `skip` records them in one
+ *   TimerSkipped; `latest` records all but the newest as skipped and fires the newest; `all`
+ *   fires each, the newest `maxCatchUp` of them, recording older excess as skipped.
+ * - A fired or skipped cron series is followed, in the same commit, by a TimerSet for the first
+ *   tick after the newest due tick: computed from the ticks, never from "now".
+ */
+import { firstTickAfter, compileCron, ticksBetween } from "./cron.js";
+import { isoFromMs } from "./time.js";
+import type { MisfirePolicy, PendingTimer, RunState } from "./types.js";
+
+/** A queued timer as the scheduler held it: one generation of one timer. */
+export interface DueTimer {
+  readonly timerId: string;
+  readonly fireAt: string;
+  readonly setSeq: number;
+}
+
+export interface FirePlanOptions {
+  /** The injected clock's reading, epoch ms. */
+  readonly nowMs: number;
+  /** Policy for series whose TimerSet names none. Default "skip". */
+  readonly misfire?: MisfirePolicy;
+  /** Most missed ticks fired under `all` (default 100). */
+  readonly maxCatchUp?: number;
+  /** How late the newest due tick may be and still fire as on time (ms, default 1 000). */
+  readonly misfireGraceMs?: number;
+}
+
+/** An event body without `seq`/`at`: the caller numbers and stamps it. */
+export type PlannedEvent = { readonly type: string; readonly data: Readonly<Record<string, unknown>> };
+
+export type FirePlan =
+  | { readonly kind: "stale"; readonly reason: "terminal" | "not_armed" | "rearmed" }
+  | { readonly kind: "not_due"; readonly fireAt: string }
+  | {
+      readonly kind: "append";
+      readonly events: readonly PlannedEvent[];
+      /** The clock reading recorded as `firedAt`. */
+      readonly firedAt: string;
+      /** `scheduledFor` of every TimerFired planned, oldest first. */
+      readonly fired: readonly string[];
+      readonly skipped: { readonly firstMissed: string; readonly lastMissed: string; readonly count: number } | null;
+      /** The next tick armed by the follow-on TimerSet, or null (one-shot, or series over). */
+      readonly nextFireAt: string | null;
+    };
+
+export const DEFAULT_MAX_CATCH_UP = 100;
+export const DEFAULT_MISFIRE_GRACE_MS = 1_000;
+
+/**
+ * Decides what to append for one due timer.
+ * @param state the run's state read under the repo lock
+ * @returns `stale` (append nothing), `not_due` (re-arm at `fireAt`) or the events to append
+ * @throws cron_invalid only if a series in the log has become uncompilable (never for a series
+ *   validated on write)
+ */
+export function planDueTimer(state: RunState, due: DueTimer, options: FirePlanOptions): FirePlan {
+  if (state.terminal !== null) return { kind: "stale", reason: "terminal" };
+  const pending = state.pendingTimers.get(due.timerId);
+  if (pending === undefined) return { kind: "stale", reason: "not_armed" };
+  if (pending.setSeq !== due.setSeq || pending.fireAt !== due.fireAt) return { kind: "stale", reason: "rearmed" };
+  const fireAtMs = Date.parse(pending.fireAt);
+  if (options.nowMs < fireAtMs) return { kind: "not_due", fireAt: pending.fireAt };
+  const firedAt = isoFromMs(options.nowMs);
+  if (pending.cron === undefined) {
+    return {
+      kind: "append",
+      events: [fired(pending.timerId, pending.fireAt, firedAt)],
+      firedAt,
+      fired: [pending.fireAt],
+      skipped: null,
+      nextFireAt: null,
+    };
+  }
+  return planCronTick(pending, pending.cron, firedAt, options);
+}
+
+function planCronTick(pending: PendingTimer, cron: string, firedAt: string, options: FirePlanOptions): FirePlan {
+  const policy = pending.misfire ?? options.misfire ?? "skip";
+  const maxCatchUp = Math.max(1, options.maxCatchUp ?? DEFAULT_MAX_CATCH_UP);
+  const graceMs = options.misfireGraceMs ?? DEFAULT_MISFIRE_GRACE_MS;
+  const zone = pending.timezone ?? "UTC";
+
+  // Due ticks: the armed one plus every later tick up to now. Only the tail is materialised.
+  // One tick more than will fire, so the last skipped tick is known when there are skips.
+  const tailLimit = policy === "all" ? maxCatchUp + 1 : 2;
+  const later = ticksBetween(cron, zone, pending.fireAt, firedAt, tailLimit, "last");
+  const count = 1 + later.count;
+  const tail = later.ticks.length === later.count ? [pending.fireAt, ...later.ticks] : [...later.ticks];
+  const newest = tail.at(-1) ?? pending.fireAt;
+  const onTime = options.nowMs - Date.parse(newest) <= graceMs;
+
+  let toFire: string[];
+  if (policy === "all") toFire = tail.slice(-maxCatchUp);
+  else if (policy === "latest" || onTime) toFire = [newest];
+  else toFire = [];
+
+  const skippedCount = count - toFire.length;
+  const events: PlannedEvent[] = [];
+  let skipped: { firstMissed: string; lastMissed: string; count: number } | null = null;
+  if (skippedCount > 0) {
+    const lastMissed = toFire.length === 0 ? newest : previousOf(tail, toFire[0] as string);
+    skipped = { firstMissed: pending.fireAt, lastMissed, count: skippedCount };
+    events.push({ type: "TimerSkipped", data: { timerId: pending.timerId, ...skipped, reason: "missed" } });
+  }
+  for (const scheduledFor of toFire) events.push(fired(pending.timerId, scheduledFor, firedAt));
+
+  const nextMs = firstTickAfter(compileCron(cron, zone), Date.parse(newest));
+  const nextFireAt = nextMs === null ? null : isoFromMs(nextMs);
+  if (nextFireAt !== null) {
+    events.push({
+      type: "TimerSet",
+      data: {
+        timerId: pending.timerId,
+        fireAt: nextFireAt,
+        cron,
+        timezone: zone,
+        ...(pending.misfire === undefined ? {} : { misfire: pending.misfire }),
+        ...(pending.stepId === undefined ? {} : { stepId: pending.stepId }),
+      },
+    });
+  }
+  return { kind: "append", events, firedAt, fired: toFire, skipped, nextFireAt };
+}
+
+/** The tick before `tick` in `tail` (ascending); `tail` always holds it when called. */
+function previousOf(tail: readonly string[], tick: string): string {
+  const index = tail.indexOf(tick);
+  return tail[index - 1] ?? tick;
+}
+
+function fired(timerId: string, scheduledFor: string, firedAt: string): PlannedEvent {
+  return { type: "TimerFired", data: { timerId, scheduledFor, firedAt } };
+}

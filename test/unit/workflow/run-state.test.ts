@@ -1,0 +1,208 @@
+import { describe, expect, it } from "vitest";
+import { applyEvent, emptyRunState, reduceRunState } from "../../../src/workflow/run-state.js";
+import type { RunEvent } from "../../../src/workflow/types.js";
+
+const set = (seq: number, timerId: string, fireAt: string, extra: Record<string, unknown> = {}): RunEvent =>
+  ({ seq, type: "TimerSet", data: { timerId, fireAt, ...extra } }) as RunEvent;
+const fired = (seq: number, timerId: string, scheduledFor?: string): RunEvent =>
+  ({ seq, type: "TimerFired", data: scheduledFor === undefined ? { timerId } : { timerId, scheduledFor, firedAt: scheduledFor } }) as RunEvent;
+const cancelled = (seq: number, timerId: string): RunEvent => ({ seq, type: "TimerCancelled", data: { timerId } }) as RunEvent;
+const skipped = (seq: number, timerId: string, firstMissed: string, lastMissed: string, count: number): RunEvent =>
+  ({ seq, type: "TimerSkipped", data: { timerId, firstMissed, lastMissed, count, reason: "missed" } }) as RunEvent;
+const received = (seq: number, signalId: string, signalName = "approve", payload: unknown = { ok: true }): RunEvent =>
+  ({ seq, type: "SignalReceived", signalName, signalId, payload, at: "2026-05-01T10:00:00.000Z" }) as RunEvent;
+const consumed = (seq: number, signalId: string): RunEvent => ({ seq, type: "SignalConsumed", data: { signalId } }) as RunEvent;
+
+const T10 = "2026-05-01T10:00:00.000Z";
+const T12 = "2026-05-01T12:00:00.000Z";
+
+describe("emptyRunState", () => {
+  it("has no events, timers or signals", () => {
+    const state = emptyRunState("r1");
+    expect(state).toEqual({ runId: "r1", lastSeq: -1, terminal: null, pendingTimers: new Map(), observedSignalIds: new Set(), unconsumedSignals: [] });
+    expect(reduceRunState("r1", [])).toEqual(state);
+  });
+});
+
+describe("one-shot timers", () => {
+  it("arms on TimerSet with its seq as the generation", () => {
+    const state = reduceRunState("r1", [set(1, "t1", T10, { stepId: "s1" })]);
+    expect(state.pendingTimers.get("t1")).toEqual({ timerId: "t1", fireAt: T10, setSeq: 1, stepId: "s1" });
+    expect(state.lastSeq).toBe(1);
+  });
+
+  it("re-arms on a later TimerSet (a reschedule)", () => {
+    const state = reduceRunState("r1", [set(1, "t1", T10), set(2, "t1", T12)]);
+    expect(state.pendingTimers.get("t1")).toMatchObject({ fireAt: T12, setSeq: 2 });
+  });
+
+  it("disarms on a TimerFired of the armed generation", () => {
+    expect(reduceRunState("r1", [set(1, "t1", T10), fired(2, "t1", T10)]).pendingTimers.size).toBe(0);
+  });
+
+  it("disarms on the original system's TimerFired, which names no tick", () => {
+    expect(reduceRunState("r1", [set(0, "t1", T10), fired(1, "t1")]).pendingTimers.size).toBe(0);
+  });
+
+  it("keeps a rescheduled generation armed when a stale fire of the earlier one follows", () => {
+    const state = reduceRunState("r1", [set(1, "t1", T10), set(2, "t1", T12), fired(3, "t1", T10)]);
+    expect(state.pendingTimers.get("t1")).toMatchObject({ fireAt: T12, setSeq: 2 });
+  });
+
+  it("re-arms after a fire when set again", () => {
+    const state = reduceRunState("r1", [set(1, "t1", T10), fired(2, "t1", T10), set(3, "t1", T12)]);
+    expect(state.pendingTimers.get("t1")).toMatchObject({ fireAt: T12, setSeq: 3 });
+  });
+
+  it("disarms on TimerCancelled", () => {
+    expect(reduceRunState("r1", [set(1, "t1", T10), cancelled(2, "t1")]).pendingTimers.size).toBe(0);
+  });
+
+  it("ignores fires and cancels of timers that are not armed", () => {
+    const state = reduceRunState("r1", [fired(1, "nope", T10), cancelled(2, "nope"), set(3, "t1", T10)]);
+    expect([...state.pendingTimers.keys()]).toEqual(["t1"]);
+  });
+});
+
+describe("cron series", () => {
+  const c5 = (seq: number, fireAt: string): RunEvent => set(seq, "c5", fireAt, { cron: "*/5 * * * *" });
+
+  // Case C1's log: no follow-on TimerSet after the fire.
+  it("stays armed at the next tick after a fire with no follow-on TimerSet", () => {
+    const state = reduceRunState("r1", [c5(1, T10), fired(2, "c5", T10)]);
+    expect(state.pendingTimers.get("c5")).toEqual({
+      timerId: "c5",
+      fireAt: "2026-05-01T10:05:00.000Z",
+      setSeq: 1,
+      cron: "*/5 * * * *",
+      timezone: "UTC",
+    });
+  });
+
+  it("advances from the armed tick when the original system's fire names none", () => {
+    const state = reduceRunState("r1", [c5(0, T10), fired(1, "c5"), fired(2, "c5")]);
+    expect(state.pendingTimers.get("c5")?.fireAt).toBe("2026-05-01T10:10:00.000Z");
+  });
+
+  it("takes the follow-on TimerSet committed with the fire", () => {
+    const state = reduceRunState("r1", [c5(1, T10), fired(2, "c5", T10), c5(3, "2026-05-01T10:05:00.000Z")]);
+    expect(state.pendingTimers.get("c5")).toMatchObject({ fireAt: "2026-05-01T10:05:00.000Z", setSeq: 3 });
+  });
+
+  it("advances past a fire of a later tick (misfire latest) and ignores a fire of an earlier one", () => {
+    expect(reduceRunState("r1", [c5(1, T10), fired(2, "c5", "2026-05-01T11:00:00.000Z")]).pendingTimers.get("c5")?.fireAt).toBe(
+      "2026-05-01T11:05:00.000Z",
+    );
+    expect(reduceRunState("r1", [c5(1, T10), fired(2, "c5", "2026-05-01T09:55:00.000Z")]).pendingTimers.get("c5")?.fireAt).toBe(T10);
+  });
+
+  it("advances past the last missed tick on TimerSkipped", () => {
+    const state = reduceRunState("r1", [
+      c5(1, T10),
+      fired(2, "c5", T10),
+      skipped(3, "c5", "2026-05-01T10:05:00.000Z", "2026-05-01T11:00:00.000Z", 12),
+    ]);
+    expect(state.pendingTimers.get("c5")?.fireAt).toBe("2026-05-01T11:05:00.000Z");
+  });
+
+  it("ends only on TimerCancelled or a terminal event", () => {
+    expect(reduceRunState("r1", [c5(1, T10), fired(2, "c5", T10), cancelled(3, "c5")]).pendingTimers.size).toBe(0);
+    expect(reduceRunState("r1", [c5(1, T10), { seq: 2, type: "RunCompleted" }]).pendingTimers.size).toBe(0);
+  });
+
+  it("keeps the series zone and misfire policy", () => {
+    const state = reduceRunState("r1", [
+      set(1, "ny", "2026-03-08T07:00:00.000Z", { cron: "30 2 * * *", timezone: "America/New_York", misfire: "latest" }),
+      fired(2, "ny", "2026-03-08T07:00:00.000Z"),
+    ]);
+    expect(state.pendingTimers.get("ny")).toMatchObject({ fireAt: "2026-03-09T06:30:00.000Z", timezone: "America/New_York", misfire: "latest" });
+  });
+
+  it("disarms a series whose expression cannot be computed rather than throwing", () => {
+    const state = reduceRunState("r1", [set(1, "bad", T10, { cron: "0 0 30 2 *" }), fired(2, "bad", T10)]);
+    expect(state.pendingTimers.size).toBe(0);
+  });
+
+  it("disarms a skipped one-shot only when the skip covers its fireAt", () => {
+    expect(reduceRunState("r1", [set(1, "t1", T10), skipped(2, "t1", T10, T10, 1)]).pendingTimers.size).toBe(0);
+    expect(reduceRunState("r1", [set(1, "t1", T12), skipped(2, "t1", T10, T10, 1)]).pendingTimers.size).toBe(1);
+  });
+});
+
+describe("terminal events", () => {
+  it.each(["RunCompleted", "RunFailed", "RunCancelled"])("%s disarms every timer and ends the run", (type) => {
+    const state = reduceRunState("r1", [set(1, "t1", T10), set(2, "t2", T12), { seq: 3, type }]);
+    expect(state.terminal).toBe(type);
+    expect(state.pendingTimers.size).toBe(0);
+  });
+
+  it("ignores everything after the terminal event except lastSeq", () => {
+    const state = reduceRunState("r1", [{ seq: 1, type: "RunCompleted" }, set(2, "t1", T10), received(3, "s-1")]);
+    expect(state.pendingTimers.size).toBe(0);
+    expect(state.observedSignalIds.size).toBe(0);
+    expect(state.lastSeq).toBe(3);
+  });
+});
+
+describe("signals", () => {
+  it("tracks every signal id and the unconsumed ones in seq order", () => {
+    const state = reduceRunState("r1", [received(2, "s-2"), received(10, "s-10", "approve", 10), received(5, "s-5", "other"), consumed(11, "s-5")]);
+    expect([...state.observedSignalIds].sort()).toEqual(["s-10", "s-2", "s-5"]);
+    expect(state.unconsumedSignals.map((s) => [s.signalId, s.seq])).toEqual([
+      ["s-2", 2],
+      ["s-10", 10],
+    ]);
+    expect(state.unconsumedSignals[1]).toEqual({ signalId: "s-10", signalName: "approve", payload: 10, seq: 10, at: "2026-05-01T10:00:00.000Z" });
+  });
+
+  it("treats a second SignalReceived of the same id as a duplicate delivery", () => {
+    const state = reduceRunState("r1", [received(1, "s-1", "a", 1), consumed(2, "s-1"), received(3, "s-1", "a", 2)]);
+    expect(state.unconsumedSignals).toEqual([]);
+    expect(state.observedSignalIds.has("s-1")).toBe(true);
+  });
+
+  it("does not consume a signal with a SignalConsumed that came before it", () => {
+    const state = reduceRunState("r1", [consumed(1, "s-1"), received(2, "s-1")]);
+    expect(state.unconsumedSignals.map((s) => s.signalId)).toEqual(["s-1"]);
+  });
+});
+
+describe("ordering and tailing", () => {
+  it("sorts by numeric seq, not by file name", () => {
+    const state = reduceRunState("r1", [fired(10, "t1", T10), set(2, "t1", T10)]);
+    expect(state.pendingTimers.size).toBe(0);
+    expect(state.lastSeq).toBe(10);
+  });
+
+  it("passes unknown event types through, moving only lastSeq", () => {
+    const before = reduceRunState("r1", [set(1, "t1", T10)]);
+    const after = applyEvent(before, { seq: 2, type: "StepStarted", stepId: "x" });
+    expect(after.lastSeq).toBe(2);
+    expect(after.pendingTimers).toBe(before.pendingTimers);
+    expect(after.observedSignalIds).toBe(before.observedSignalIds);
+    expect(after.unconsumedSignals).toBe(before.unconsumedSignals);
+  });
+
+  it("never modifies the state it is given", () => {
+    const before = reduceRunState("r1", [set(1, "t1", T10), received(2, "s-1")]);
+    const snapshot = { ...before, pendingTimers: new Map(before.pendingTimers), observedSignalIds: new Set(before.observedSignalIds), unconsumedSignals: [...before.unconsumedSignals] };
+    applyEvent(before, fired(3, "t1", T10));
+    applyEvent(before, consumed(3, "s-1"));
+    applyEvent(before, received(3, "s-2"));
+    applyEvent(before, { seq: 3, type: "RunFailed" });
+    expect(before).toEqual(snapshot);
+  });
+
+  it("ignores an event it has already applied (a repeated notification)", () => {
+    const state = reduceRunState("r1", [set(1, "t1", T10), fired(2, "t1", T10)]);
+    expect(applyEvent(state, set(1, "t1", T10))).toBe(state);
+    expect(applyEvent(state, fired(2, "t1", T10))).toBe(state);
+  });
+
+  it("folds to the same state as reduceRunState for a cron log", () => {
+    const events = [set(1, "c", T10, { cron: "*/5 * * * *" }), fired(2, "c", T10), received(3, "s"), fired(4, "c", "2026-05-01T10:05:00.000Z")];
+    const folded = events.reduce(applyEvent, emptyRunState("r1"));
+    expect(folded).toEqual(reduceRunState("r1", events));
+    expect(folded.pendingTimers.get("c")?.fireAt).toBe("2026-05-01T10:10:00.000Z");
+  });
+});
