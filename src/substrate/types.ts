@@ -124,6 +124,12 @@ export interface KindHandler {
   validatePush?(ctx: PushContext): void | Promise<void>;
 }
 
+/** Timer functions (a FakeClock provides both). Handles are opaque. */
+export interface TimerApi {
+  setTimeout(callback: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
 export interface RepoStoreOptions {
   /** Root folder; repos live at `<dataDir>/<directoryPrefix>/<repoId>.git`. */
   readonly dataDir: string;
@@ -146,6 +152,20 @@ export interface RepoStoreOptions {
   readonly lockTimeoutMs?: number;
   /** Commit author/committer identity. Default `workflow-host <workflow-host@localhost>`. */
   readonly author?: { readonly name: string; readonly email: string };
+  /**
+   * Timers for ref polling, lock back-off and retry back-off. Default: the global
+   * `setTimeout`/`clearTimeout`.
+   */
+  readonly timers?: TimerApi;
+  /** Compare-and-swap attempts per write before `ref_conflict` (default 32). */
+  readonly maxWriteAttempts?: number;
+  /**
+   * Parsed-tree cache size, counted in tree entries across all repositories (default 500 000;
+   * a 10 000-entry folder counts 10 001).
+   */
+  readonly treeCacheEntries?: number;
+  /** Blob cache size in bytes across all repositories (default 32 MiB; blobs over 256 KiB are not cached). */
+  readonly blobCacheBytes?: number;
 }
 
 export interface WriteTreeOptions {
@@ -181,30 +201,80 @@ export interface WriteTreeDeltaOptions<R> {
   readonly message: string;
 }
 
+/**
+ * A store of bare git repositories. Every method checks the repo id (`repo_id_invalid`) and
+ * kind (`kind_unknown`) before any fs call, then asks `authorize` (`authorize_denied`); after
+ * `close()` every method throws `store_stopped`. A ref may be given as `main`,
+ * `refs/heads/main` or `HEAD` (a name git's check-ref-format refuses is `path_violation`).
+ * Writes to one repo are serialised in this process and compare-and-swapped across processes
+ * (git's lock protocol), so concurrent writers never lose a commit and history stays linear.
+ */
 export interface RepoStore {
   readonly dataDir: string;
-  /** Idempotent: creates the bare repo and a genesis commit on `refs/heads/main`. */
+  /**
+   * Idempotent, also across processes racing: creates the bare repo (HEAD → refs/heads/main)
+   * and a genesis commit (empty tree, message "genesis") on `refs/heads/main`.
+   * @returns `created: true` only for the call that created the genesis commit; `commitSha`
+   *   is the current tip of main either way.
+   * @throws `ref_corrupt` when main exists but is torn or dangling (it is never overwritten).
+   */
   initRepo(principal: Principal, repoId: RepoId): Promise<{ created: boolean; commitSha: Oid }>;
-  /** Ids of the existing repos of a kind, sorted. */
+  /** Ids of the existing repos of a kind, sorted (authorized as `{kind, id: "*"}`, ref null). */
   listRepos(principal: Principal, kind: string): Promise<string[]>;
+  /**
+   * The commit a ref points at, or null when the ref does not exist yet (unborn).
+   * @throws `ref_corrupt` naming the ref and its value for a torn ref file (empty, truncated,
+   *   not 40 hex + newline) or one pointing at a missing commit — never null for those;
+   *   `repo_not_found` when the repository does not exist.
+   */
   resolveRef(principal: Principal, repoId: RepoId, ref: string): Promise<Oid | null>;
+  /**
+   * Reads pinned to one commit: a 40-hex sha, or the commit a ref points at now.
+   * @throws `ref_corrupt`, `repo_not_found` as resolveRef; `object_corrupt` for an unknown sha.
+   */
   openCommittedReads(principal: Principal, repoId: RepoId, refOrSha: string): Promise<CommittedReads>;
+  /**
+   * Commits `files` on top of the ref's tip (additive), or replaces the `clearPrefix` folder.
+   * No commit when the tree would not change (`committed: false`).
+   * @throws `path_violation` for a bad path (before anything is written); `ref_corrupt`,
+   *   `ref_locked` (another writer held the lock longer than `lockTimeoutMs`), `ref_conflict`
+   *   (attempts exhausted), `repo_not_found`, `object_corrupt`; whatever `validatePush` throws.
+   */
   writeTree(principal: Principal, repoId: RepoId, ref: string, opts: WriteTreeOptions): Promise<WriteResult>;
+  /**
+   * Replaces the blobs directly under `preservePrefix` with what `merge` returns (run under the
+   * repo lock against the tip; re-run after a lost race). Subfolders of the prefix are kept.
+   * @throws as writeTree; `path_violation` for a result name outside the prefix.
+   */
   writeTreePreservingPrefix<R = undefined>(
     principal: Principal,
     repoId: RepoId,
     ref: string,
     opts: WriteTreePreservingPrefixOptions<R>,
   ): Promise<WriteResult<R>>;
+  /**
+   * Commits the puts and deletes `computeDelta` returns (null or an unchanged tree: no commit).
+   * @throws as writeTree.
+   */
   writeTreeDelta<R = undefined>(
     principal: Principal,
     repoId: RepoId,
     ref: string,
     opts: WriteTreeDeltaOptions<R>,
   ): Promise<WriteResult<R>>;
+  /**
+   * Every commit on the ref's first-parent chain after `from` (default "head", fixed when this
+   * is called), oldest first, each exactly once with its blob changes against its first
+   * parent; commits by this store are seen at once, others' within `watch.pollMs`. A rewrite
+   * (tip not descending from the last commit yielded) calls `onRewrite` and yields one
+   * synthetic change set from the last yielded commit to the new tip. Ends (returns) on
+   * `signal` abort or `close()`.
+   * @throws (from the iteration) `ref_corrupt`, `repo_not_found`, `object_corrupt` (an unknown
+   *   `from` sha), `authorize_denied`.
+   */
   subscribe(principal: Principal, repoId: RepoId, ref: string, opts?: SubscribeOptions): AsyncIterable<CommitChange>;
   /** Asks every watcher to re-check refs now (tests; after an out-of-band write). */
   poke(repoId?: RepoId): void;
-  /** Closes watchers and timers; later calls throw `store_stopped`. */
+  /** Ends every subscription, closes watchers and timers, waits for queued writes; idempotent. */
   close(): Promise<void>;
 }

@@ -1,0 +1,63 @@
+/**
+ * Reads pinned to one root tree. Every call walks from that root, so the answers never change
+ * whatever happens to the ref afterwards; trees come from the shared oid cache.
+ */
+import { WorkflowHostError } from "../errors.js";
+import { dirEntriesOf, findEntry, type ParsedTree, type TreeEntry } from "./tree-object.js";
+import { parseFolderPath, parseRepoPath } from "./repo-path.js";
+import type { CommittedReads, DirEntry, Oid } from "./types.js";
+
+/** Where pinned reads get objects from (the object store, maybe with not-yet-written objects). */
+export interface ObjectSource {
+  readTree(oid: Oid): Promise<ParsedTree>;
+  readBlob(oid: Oid): Promise<Uint8Array>;
+}
+
+/**
+ * Creates reads of the tree `rootTreeOid` (null: an unborn ref, everything is absent).
+ * @param commitSha reported as `commitSha` (null for an unborn ref or a prospective tree).
+ * Paths follow the store's rules (`path_violation` otherwise); folders may end in "/".
+ */
+export function createCommittedReads(source: ObjectSource, commitSha: Oid | null, rootTreeOid: Oid | null): CommittedReads {
+  async function entryAt(segments: readonly string[]): Promise<TreeEntry | null> {
+    if (rootTreeOid === null) return null;
+    let tree = await source.readTree(rootTreeOid);
+    for (let i = 0; i < segments.length; i++) {
+      const entry = findEntry(tree, segments[i] as string);
+      if (entry === undefined) return null;
+      if (i === segments.length - 1) return entry;
+      if (entry.type !== "tree") return null;
+      tree = await source.readTree(entry.oid);
+    }
+    return null;
+  }
+
+  return {
+    commitSha,
+    async listDir(path: string): Promise<readonly DirEntry[]> {
+      const segments = parseFolderPath(path);
+      if (rootTreeOid === null) return [];
+      if (segments.length === 0) return dirEntriesOf(await source.readTree(rootTreeOid));
+      const entry = await entryAt(segments);
+      if (entry?.type !== "tree") return [];
+      return dirEntriesOf(await source.readTree(entry.oid));
+    },
+    async readBlob(path: string): Promise<Uint8Array | null> {
+      const entry = await entryAt(parseRepoPath(path));
+      if (entry?.type !== "blob") return null;
+      return source.readBlob(entry.oid);
+    },
+    async readBlobByOid(oid: Oid): Promise<Uint8Array> {
+      if (typeof oid !== "string" || !/^[0-9a-f]{40}$/.test(oid)) {
+        throw new WorkflowHostError("object_corrupt", `${String(oid)} is not a 40-hex object id`, { oid });
+      }
+      return source.readBlob(oid);
+    },
+    async treeOid(path: string): Promise<Oid | null> {
+      const segments = parseFolderPath(path);
+      if (segments.length === 0) return rootTreeOid;
+      const entry = await entryAt(segments);
+      return entry === null || entry.type === "commit" ? null : entry.oid;
+    },
+  };
+}

@@ -1,0 +1,28 @@
+/** The git substrate's public surface (DESIGN §4). */
+export { createRepoStore } from "./repo-store.js";
+export { allowAll } from "./allow-all.js";
+export type {
+  Authorize,
+  CommitChange,
+  CommittedReads,
+  DeltaResult,
+  DirEntry,
+  EntryType,
+  KindHandler,
+  Oid,
+  PathChange,
+  Principal,
+  PushContext,
+  RepoAction,
+  RepoId,
+  RepoStore,
+  RepoStoreOptions,
+  SubscribeFrom,
+  SubscribeOptions,
+  TimerApi,
+  TreeDelta,
+  WriteResult,
+  WriteTreeDeltaOptions,
+  WriteTreeOptions,
+  WriteTreePreservingPrefixOptions,
+} from "./types.js";

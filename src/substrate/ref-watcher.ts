@@ -1,0 +1,85 @@
+/**
+ * Wakes the subscribers of one repository when its refs may have moved.
+ *
+ * Three sources, from fastest to most reliable:
+ *  - `notify()` after a commit by this process (immediate fan-out);
+ *  - chokidar on `refs/` and `packed-refs`: a hint from the OS that git or another process
+ *    renamed a ref into place (events can be coalesced or dropped, so never trusted alone);
+ *  - a periodic wake every `pollMs`: the safety net that bounds how late a commit is seen.
+ * Listeners only learn "look again"; each one re-resolves its ref and compares with what it has
+ * seen, so duplicate or spurious wakes cost one small file read.
+ *
+ * States: running → closed (close(): timer cleared, chokidar closed, listeners dropped).
+ */
+import { watch as chokidarWatch, type FSWatcher } from "chokidar";
+import type { TimerApi } from "./types.js";
+
+export interface RefWatcher {
+  /** Adds a wake listener; returns the function that removes it. */
+  listen(listener: () => void): () => void;
+  /** Wakes every listener now. */
+  notify(): void;
+  /** Stops polling and OS watching; later notifications do nothing. */
+  close(): Promise<void>;
+}
+
+export interface RefWatcherOptions {
+  readonly gitdir: string;
+  /** Poll period (ms), or null for no polling. */
+  readonly pollMs: number | null;
+  /** Use OS file watching (only meaningful when the store works on node:fs). */
+  readonly useChokidar: boolean;
+  readonly timers: TimerApi;
+}
+
+export function createRefWatcher(opts: RefWatcherOptions): RefWatcher {
+  const listeners = new Set<() => void>();
+  let closed = false;
+  let timer: unknown;
+  let osWatcher: FSWatcher | undefined;
+
+  const notify = (): void => {
+    if (closed) return;
+    for (const listener of [...listeners]) listener();
+  };
+
+  const arm = (): void => {
+    if (closed || opts.pollMs === null) return;
+    timer = opts.timers.setTimeout(() => {
+      timer = undefined;
+      notify();
+      arm();
+    }, opts.pollMs);
+  };
+  arm();
+
+  if (opts.useChokidar) {
+    osWatcher = chokidarWatch([`${opts.gitdir}/refs`, `${opts.gitdir}/packed-refs`], {
+      ignoreInitial: true,
+      persistent: true,
+      // Lock files come and go around every ref move; the rename that follows is the signal.
+      ignored: (path: string) => path.endsWith(".lock"),
+    });
+    osWatcher.on("all", notify);
+    // A failing OS watcher only loses the hint; polling still finds every commit.
+    osWatcher.on("error", () => undefined);
+  }
+
+  return {
+    listen(listener) {
+      listeners.add(listener);
+      return () => {
+        listeners.delete(listener);
+      };
+    },
+    notify,
+    async close() {
+      if (closed) return;
+      closed = true;
+      listeners.clear();
+      if (timer !== undefined) opts.timers.clearTimeout(timer);
+      timer = undefined;
+      await osWatcher?.close();
+    },
+  };
+}

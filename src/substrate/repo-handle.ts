@@ -1,0 +1,136 @@
+/**
+ * One open repository: its object store and ref store, plus the checks that join them — a ref
+ * must point at a readable commit, and a missing ref is only "unborn" when the repository
+ * exists.
+ */
+import { WorkflowHostError, describeValue } from "../errors.js";
+import { createCommittedReads } from "./committed-reads.js";
+import type { FsAdapter } from "./fs-adapter.js";
+import type { ParsedCommit } from "./git-object.js";
+import { createObjectStore, type ObjectCaches, type ObjectStore } from "./object-store.js";
+import { OID_PATTERN } from "./ref-name.js";
+import { createRefStore, refCorrupt, type RefStore, type Sleep } from "./ref-store.js";
+import { repoLayoutExists } from "./repo-layout.js";
+import type { CommittedReads, KindHandler, Oid, RepoId } from "./types.js";
+
+export interface RepoHandle {
+  readonly repoId: RepoId;
+  readonly handler: KindHandler;
+  /** `<kind>/<id>`: key of the per-repo queue, watcher and cache entries. */
+  readonly key: string;
+  readonly gitdir: string;
+  readonly objects: ObjectStore;
+  readonly refs: RefStore;
+  /**
+   * The commit `refName` (a full name or `HEAD`) points at, or null when unborn.
+   * @throws `ref_corrupt` naming the ref and its value when the file is torn or the commit is
+   *   missing or unreadable; `repo_not_found` when the ref is absent because the repository is.
+   */
+  resolveRef(refName: string): Promise<Oid | null>;
+  /**
+   * Checks that `value`, read from ref `name`, is a readable commit.
+   * @throws `ref_corrupt` naming the ref and the value when it is not (a dangling ref).
+   */
+  checkRefTarget(name: string, value: Oid): Promise<void>;
+  /** As {@link resolveRef}, also naming the ref that holds the value (after symbolic refs). */
+  resolveRefNamed(refName: string): Promise<{ readonly name: string; readonly value: Oid | null }>;
+  /**
+   * A commit by sha.
+   * @throws `object_corrupt` naming the sha when it is missing or not a commit;
+   *   `repo_not_found` when the repository does not exist.
+   */
+  readCommit(sha: Oid): Promise<ParsedCommit>;
+  /** Reads pinned to `commitSha` (null: the empty, unborn state). */
+  readsAt(commitSha: Oid | null): Promise<CommittedReads>;
+  /** @throws `repo_not_found` unless the repository exists. */
+  assertExists(): Promise<void>;
+}
+
+export interface RepoHandleOptions {
+  readonly fs: FsAdapter;
+  readonly repoId: RepoId;
+  readonly handler: KindHandler;
+  readonly gitdir: string;
+  readonly caches: ObjectCaches;
+  readonly durable: boolean;
+  readonly staleLockMs: number;
+  readonly lockTimeoutMs: number;
+  readonly sleep: Sleep;
+  readonly nowMs: () => number;
+}
+
+export function createRepoHandle(opts: RepoHandleOptions): RepoHandle {
+  const { fs, repoId, gitdir } = opts;
+  const key = `${repoId.kind}/${repoId.id}`;
+  const objects = createObjectStore({ fs, gitdir, repoKey: key, caches: opts.caches, durable: opts.durable });
+  const refs = createRefStore({
+    fs,
+    gitdir,
+    durable: opts.durable,
+    staleLockMs: opts.staleLockMs,
+    lockTimeoutMs: opts.lockTimeoutMs,
+    sleep: opts.sleep,
+    nowMs: opts.nowMs,
+  });
+
+  async function assertExists(): Promise<void> {
+    if (await repoLayoutExists(fs, gitdir)) return;
+    throw new WorkflowHostError(
+      "repo_not_found",
+      `repository ${describeValue(key)} does not exist at ${gitdir}; create it with initRepo`,
+      { repoId, gitdir },
+    );
+  }
+
+  async function readCommit(sha: Oid): Promise<ParsedCommit> {
+    try {
+      return await objects.readCommit(sha);
+    } catch (error) {
+      await assertExists();
+      throw error;
+    }
+  }
+
+  async function checkRefTarget(name: string, value: Oid): Promise<void> {
+    try {
+      // Cached after the first time, so a steady ref costs one small file read.
+      await objects.readCommit(value);
+    } catch (error) {
+      await assertExists();
+      throw refCorrupt(name, value, "which is not a readable commit (dangling ref)", error);
+    }
+  }
+
+  async function resolveRefNamed(refName: string): Promise<{ name: string; value: Oid | null }> {
+    const resolved = await refs.resolve(refName);
+    if (resolved.value === null) await assertExists();
+    else await checkRefTarget(resolved.name, resolved.value);
+    return resolved;
+  }
+
+  return {
+    repoId,
+    handler: opts.handler,
+    key,
+    gitdir,
+    objects,
+    refs,
+    assertExists,
+    readCommit,
+    resolveRefNamed,
+    checkRefTarget,
+    async resolveRef(refName) {
+      return (await resolveRefNamed(refName)).value;
+    },
+    async readsAt(commitSha) {
+      if (commitSha === null) return createCommittedReads(objects, null, null);
+      if (!OID_PATTERN.test(commitSha)) {
+        throw new WorkflowHostError("object_corrupt", `${describeValue(commitSha)} is not a 40-hex commit id`, {
+          oid: commitSha,
+        });
+      }
+      const commit = await readCommit(commitSha);
+      return createCommittedReads(objects, commitSha, commit.tree);
+    },
+  };
+}

@@ -1,0 +1,77 @@
+/**
+ * Blob-level differences between two trees. Subtrees with equal oids are skipped without being
+ * read, so the cost is proportional to what changed (plus the sizes of the changed folders,
+ * which are merged in one pass as both are in git order).
+ */
+import { compareCodePoints } from "./git-object.js";
+import { compareTreeEntries, type ParsedTree, type TreeEntry } from "./tree-object.js";
+import type { Oid, PathChange } from "./types.js";
+
+export type ReadTree = (oid: Oid) => Promise<ParsedTree>;
+
+function ordered(tree: ParsedTree | null): readonly TreeEntry[] {
+  if (tree === null) return [];
+  return tree.sorted ? tree.entries : [...tree.entries].sort(compareTreeEntries);
+}
+
+async function walk(read: ReadTree, a: Oid | null, b: Oid | null, base: string, out: PathChange[]): Promise<void> {
+  if (a === b) return;
+  const [ta, tb] = await Promise.all([a === null ? null : read(a), b === null ? null : read(b)]);
+  const ea = ordered(ta);
+  const eb = ordered(tb);
+  let i = 0;
+  let j = 0;
+  while (i < ea.length || j < eb.length) {
+    const x = ea[i];
+    const y = eb[j];
+    // A blob and a tree of the same name sort apart ("a" vs "a/"), so they are seen as a
+    // deletion and an addition, which is what changed.
+    const order = x === undefined ? 1 : y === undefined ? -1 : compareTreeEntries(x, y);
+    if (order < 0) {
+      await diffEntry(read, x, undefined, base, out);
+      i++;
+    } else if (order > 0) {
+      await diffEntry(read, undefined, y, base, out);
+      j++;
+    } else {
+      await diffEntry(read, x, y, base, out);
+      i++;
+      j++;
+    }
+  }
+}
+
+async function diffEntry(
+  read: ReadTree,
+  ea: TreeEntry | undefined,
+  eb: TreeEntry | undefined,
+  base: string,
+  out: PathChange[],
+): Promise<void> {
+  // Submodule links (mode 160000) are not blobs and are never written by the store.
+  const a = ea?.type === "commit" ? undefined : ea;
+  const b = eb?.type === "commit" ? undefined : eb;
+  if (a?.oid === b?.oid && a?.type === b?.type) return;
+  const path = `${base}${(a ?? b)?.name}`;
+  if (a?.type === "blob" && b?.type === "blob") {
+    out.push({ path, oid: b.oid, status: "modified" });
+    return;
+  }
+  if (a?.type === "blob") out.push({ path, oid: a.oid, status: "deleted" });
+  if (b?.type === "blob") out.push({ path, oid: b.oid, status: "added" });
+  const ta = a?.type === "tree" ? a.oid : null;
+  const tb = b?.type === "tree" ? b.oid : null;
+  if (ta !== null || tb !== null) await walk(read, ta, tb, `${path}/`, out);
+}
+
+/**
+ * Every blob added, modified or deleted between tree `from` and tree `to` (null: no tree),
+ * with paths prefixed by `base` ("" or a folder ending in "/"), sorted by path.
+ * @throws `object_corrupt` when a tree on a changed path cannot be read.
+ */
+export async function diffTrees(read: ReadTree, from: Oid | null, to: Oid | null, base = ""): Promise<PathChange[]> {
+  const out: PathChange[] = [];
+  await walk(read, from, to, base, out);
+  out.sort((x, y) => compareCodePoints(x.path, y.path));
+  return out;
+}

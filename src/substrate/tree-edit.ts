@@ -1,0 +1,177 @@
+/**
+ * Applies path edits to a tree by rewriting only the trees on changed paths: descend from the
+ * root along the edited paths, reuse every untouched subtree by oid, re-serialise the trees
+ * whose entries changed. Nothing is written here; the new trees come back as objects.
+ */
+import { WorkflowHostError, describeValue } from "../errors.js";
+import { compareCodePoints, type GitObject } from "./git-object.js";
+import {
+  BLOB_MODE,
+  editTree,
+  EMPTY_TREE_OID,
+  findEntry,
+  makeTree,
+  type ParsedTree,
+  TREE_MODE,
+  type TreeEntry,
+} from "./tree-object.js";
+import { diffTrees, type ReadTree } from "./tree-diff.js";
+import type { Oid, PathChange } from "./types.js";
+
+/** Edits in application order: `clear` subtree, then `deletes`, then `puts`. */
+export interface TreeEdits {
+  /** Segments of a folder whose whole content is replaced ([] is the root). */
+  readonly clear?: readonly string[];
+  /** Blob or folder paths to remove, as segments. */
+  readonly deletes?: readonly (readonly string[])[];
+  /** Blob paths (as segments) and the oid each must hold. */
+  readonly puts?: readonly { readonly path: readonly string[]; readonly oid: Oid }[];
+}
+
+export interface TreeEditResult {
+  /** The new root tree (equal to the base when nothing changed). */
+  readonly rootOid: Oid;
+  /** Trees created by the edit, parents after children. */
+  readonly newTrees: readonly GitObject[];
+  /** The same trees parsed, keyed by oid (for reads before they are written). */
+  readonly pending: ReadonlyMap<Oid, ParsedTree>;
+  /** Every changed blob path, sorted. */
+  readonly changes: readonly PathChange[];
+}
+
+interface EditNode {
+  put?: Oid;
+  /** The old content here is dropped before children are applied. */
+  reset: boolean;
+  readonly children: Map<string, EditNode>;
+}
+
+const newNode = (): EditNode => ({ reset: false, children: new Map() });
+
+function conflict(path: readonly string[]): WorkflowHostError {
+  const shown = path.join("/");
+  return new WorkflowHostError(
+    "path_violation",
+    `path ${describeValue(shown)} is written both as a file and as a folder in one commit`,
+    { path: shown },
+  );
+}
+
+function buildTrie(edits: TreeEdits): EditNode {
+  const root = newNode();
+  const descend = (path: readonly string[], upto: number): EditNode => {
+    let node = root;
+    for (let i = 0; i < upto; i++) {
+      const name = path[i] as string;
+      let child = node.children.get(name);
+      if (child === undefined) {
+        child = newNode();
+        node.children.set(name, child);
+      }
+      node = child;
+    }
+    return node;
+  };
+  if (edits.clear !== undefined) {
+    const node = descend(edits.clear, edits.clear.length);
+    node.reset = true;
+    node.children.clear();
+  }
+  for (const path of edits.deletes ?? []) {
+    const node = descend(path, path.length);
+    node.reset = true;
+    node.children.clear();
+    delete node.put;
+  }
+  for (const { path, oid } of edits.puts ?? []) {
+    let node = root;
+    for (let i = 0; i < path.length; i++) {
+      const name = path[i] as string;
+      let child = node.children.get(name);
+      if (child === undefined) {
+        child = newNode();
+        node.children.set(name, child);
+      }
+      node = child;
+      if (i < path.length - 1 && node.put !== undefined) throw conflict(path.slice(0, i + 1));
+    }
+    if (node.children.size > 0) throw conflict(path);
+    node.put = oid;
+  }
+  return root;
+}
+
+/**
+ * Applies `edits` to the tree `baseOid` (null: empty).
+ * @returns the new root (the empty tree when everything was removed), the new tree objects and
+ *   the blob-level changes.
+ * @throws `path_violation` when one path is both a file and a folder in the edits;
+ *   `object_corrupt` when a tree on an edited path cannot be read.
+ */
+export async function applyTreeEdits(read: ReadTree, baseOid: Oid | null, edits: TreeEdits): Promise<TreeEditResult> {
+  const root = buildTrie(edits);
+  const pending = new Map<Oid, ParsedTree>();
+  const newTrees: GitObject[] = [];
+  const changes: PathChange[] = [];
+  const readAny: ReadTree = (oid) => {
+    const hit = pending.get(oid);
+    return hit !== undefined ? Promise.resolve(hit) : read(oid);
+  };
+
+  async function rewrite(oldOid: Oid | null, node: EditNode, base: string, isRoot: boolean): Promise<Oid | null> {
+    if (node.reset && oldOid !== null) {
+      // Build the replacement from nothing, then report it as a diff against the old subtree,
+      // so a file re-put with the same bytes is not reported as deleted and added.
+      const fresh = await rewrite(null, { ...node, reset: false }, base, isRoot);
+      changes.push(...(await diffTrees(readAny, oldOid, fresh, base)));
+      return fresh;
+    }
+    const old = oldOid === null ? null : await read(oldOid);
+    // Only the edited names are looked at; every other entry is carried over untouched.
+    const edits = new Map<string, TreeEntry | null>();
+    for (const [name, child] of node.children) {
+      const path = `${base}${name}`;
+      const existing = old === null ? undefined : findEntry(old, name);
+      if (child.put !== undefined) {
+        if (existing?.type === "blob" && existing.oid === child.put) continue;
+        if (existing?.type === "blob") changes.push({ path, oid: child.put, status: "modified" });
+        else {
+          if (existing?.type === "tree") changes.push(...(await diffTrees(readAny, existing.oid, null, `${path}/`)));
+          changes.push({ path, oid: child.put, status: "added" });
+        }
+        // Keep an executable bit set by someone else; everything the store creates is 100644.
+        const mode = existing?.type === "blob" && existing.mode === "100755" ? existing.mode : BLOB_MODE;
+        edits.set(name, { name, mode, oid: child.put, type: "blob" });
+        continue;
+      }
+      if (existing?.type === "blob" && (child.reset || child.children.size > 0)) {
+        changes.push({ path, oid: existing.oid, status: "deleted" });
+      }
+      const oldSub = existing?.type === "tree" ? existing.oid : null;
+      const newSub = await rewrite(oldSub, child, `${path}/`, false);
+      if (newSub === oldSub && existing?.type === "tree") continue;
+      if (newSub === null) {
+        if (existing !== undefined) edits.set(name, null);
+      } else {
+        edits.set(name, { name, mode: TREE_MODE, oid: newSub, type: "tree" });
+      }
+    }
+    if (edits.size === 0 && old !== null) return old.oid;
+    const built =
+      old === null
+        ? makeTree([...edits.values()].filter((e): e is TreeEntry => e !== null))
+        : editTree(old, edits);
+    // An empty folder cannot exist in git; only the root may be the empty tree.
+    if (built.tree.entries.length === 0 && !isRoot) return null;
+    if (built.tree.oid === oldOid) return oldOid;
+    if (!pending.has(built.tree.oid)) {
+      pending.set(built.tree.oid, built.tree);
+      newTrees.push(built.object);
+    }
+    return built.tree.oid;
+  }
+
+  const rootOid = (await rewrite(baseOid, root, "", true)) ?? EMPTY_TREE_OID;
+  changes.sort((x, y) => compareCodePoints(x.path, y.path));
+  return { rootOid, newTrees, pending, changes };
+}

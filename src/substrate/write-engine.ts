@@ -1,0 +1,213 @@
+/**
+ * The one commit loop behind every store write. One attempt:
+ *
+ *   resolve tip → pin reads at the tip → run the caller's plan (merge / computeDelta)
+ *   → apply its edits to the tip's tree → unchanged tree: commit nothing
+ *   → kind handler's validatePush (prior / prospective reads, O(changed) inputs)
+ *   → lock the ref, compare with the tip, write the objects, move the ref.
+ *
+ * The first attempt is optimistic: the plan runs without holding the ref lock, and the
+ * compare-and-swap fails if another process (or git) moved the ref meanwhile. A lost race is
+ * retried under the ref lock: take `<ref>.lock`, read the tip under it, re-run the plan,
+ * commit, release — so a writer that lost once cannot lose again to the same kind of race and
+ * two busy processes cannot starve each other. Either way the plan always sees the state it
+ * extends, no commit is lost and history stays linear (each commit's only parent is the tip it
+ * was computed on). Callers run this inside the repository's in-process queue: one writer per
+ * repo per process.
+ */
+import { WorkflowHostError } from "../errors.js";
+import { createCommittedReads, type ObjectSource } from "./committed-reads.js";
+import { encodeCommit, type GitObject, hashObject, type Identity } from "./git-object.js";
+import { EMPTY_TREE_OID, type ParsedTree } from "./tree-object.js";
+import type { Sleep } from "./ref-store.js";
+import type { RepoHandle } from "./repo-handle.js";
+import { parseRepoPath } from "./repo-path.js";
+import { applyTreeEdits } from "./tree-edit.js";
+import type { CommittedReads, Oid, PathChange, WriteResult } from "./types.js";
+
+/** Blob contents by repo path: strings are stored as UTF-8. */
+export type FileMap =
+  | ReadonlyMap<string, Uint8Array | string>
+  | Readonly<Record<string, Uint8Array | string>>;
+
+/** What a plan asks for, applied in order: clear a folder, delete paths, put files. */
+export interface PlannedWrite<R> {
+  /** Folder (segments, [] = root) whose content is replaced by the puts inside it. */
+  readonly clear?: readonly string[];
+  readonly deletes?: readonly string[];
+  readonly puts?: FileMap;
+  readonly result?: R;
+}
+
+/** Computes a write against the tip; null means "nothing to do". May run more than once. */
+export type Planner<R> = (parentSha: Oid | null, reads: CommittedReads) => Promise<PlannedWrite<R> | null>;
+
+export interface WriteEngineDeps {
+  readonly repo: RepoHandle;
+  readonly identity: Identity;
+  readonly clock: () => Date;
+  /** Attempts before `ref_conflict` (a locked attempt only fails when its lock is stolen). */
+  readonly maxAttempts: number;
+  readonly sleep: Sleep;
+  /** Called after the ref moved, to wake this process's subscribers at once. */
+  readonly onCommitted: (repo: RepoHandle) => void;
+}
+
+/** Entries of a {@link FileMap}. */
+export function fileEntries(files: FileMap | undefined): [string, Uint8Array | string][] {
+  if (files === undefined) return [];
+  if (files instanceof Map) return [...(files as ReadonlyMap<string, Uint8Array | string>).entries()];
+  return Object.entries(files as Readonly<Record<string, Uint8Array | string>>);
+}
+
+/** The distinct parent folders of `changes`, each ending in "/" ("" for root-level files). */
+export function changedPrefixes(changes: readonly PathChange[]): string[] {
+  const set = new Set<string>();
+  for (const change of changes) set.add(change.path.slice(0, change.path.lastIndexOf("/") + 1));
+  return [...set].sort();
+}
+
+function toBytes(content: Uint8Array | string): Uint8Array {
+  return typeof content === "string" ? Buffer.from(content, "utf8") : content;
+}
+
+/** A computed attempt: nothing to commit, or a commit with every object it needs. */
+type Prepared<R> =
+  | { readonly kind: "noop"; readonly result: R | undefined }
+  | {
+      readonly kind: "commit";
+      readonly commit: GitObject;
+      readonly objects: readonly GitObject[];
+      readonly trees: Iterable<ParsedTree>;
+      readonly result: R | undefined;
+    };
+
+async function prepare<R>(deps: WriteEngineDeps, name: string, tip: Oid | null, message: string, plan: Planner<R>): Promise<Prepared<R>> {
+  const { repo } = deps;
+  const reads = await repo.readsAt(tip);
+  const planned = await plan(tip, reads);
+  if (planned === null) return { kind: "noop", result: undefined };
+
+  const blobs = new Map<Oid, GitObject>();
+  const puts = fileEntries(planned.puts).map(([path, content]) => {
+    const blob = hashObject("blob", toBytes(content));
+    blobs.set(blob.oid, blob);
+    return { path: parseRepoPath(path), oid: blob.oid };
+  });
+  const deletes = (planned.deletes ?? []).map((path) => parseRepoPath(path));
+  const baseTree = tip === null ? null : (await repo.readCommit(tip)).tree;
+  const edit = await applyTreeEdits((oid) => repo.objects.readTree(oid), baseTree, {
+    ...(planned.clear === undefined ? {} : { clear: planned.clear }),
+    deletes,
+    puts,
+  });
+  if (edit.rootOid === (baseTree ?? EMPTY_TREE_OID)) return { kind: "noop", result: planned.result };
+
+  if (repo.handler.validatePush !== undefined) {
+    const source: ObjectSource = {
+      readTree: (oid) => {
+        const pending = edit.pending.get(oid);
+        return pending !== undefined ? Promise.resolve(pending) : repo.objects.readTree(oid);
+      },
+      readBlob: (oid) => {
+        const pending = blobs.get(oid);
+        return pending !== undefined ? Promise.resolve(pending.content.slice()) : repo.objects.readBlob(oid);
+      },
+    };
+    await repo.handler.validatePush({
+      repoId: repo.repoId,
+      ref: name,
+      prior: tip === null ? null : reads,
+      prospective: createCommittedReads(source, null, edit.rootOid),
+      changes: edit.changes,
+      changedPathPrefixes: changedPrefixes(edit.changes),
+    });
+  }
+
+  const commit = encodeCommit({
+    tree: edit.rootOid,
+    parents: tip === null ? [] : [tip],
+    author: deps.identity,
+    committer: deps.identity,
+    timestampSec: Math.floor(deps.clock().getTime() / 1000),
+    message,
+  });
+  const objects: GitObject[] = [];
+  const added = new Set<Oid>();
+  for (const change of edit.changes) {
+    const blob = blobs.get(change.oid);
+    if (change.status !== "deleted" && blob !== undefined && !added.has(blob.oid)) {
+      added.add(blob.oid);
+      objects.push(blob);
+    }
+  }
+  // Nothing refers to these objects until the ref moves, so a crash mid-way leaves only
+  // unreferenced ones (the object store writes the commit last).
+  objects.push(...edit.newTrees, commit);
+  return { kind: "commit", commit, objects, trees: edit.pending.values(), result: planned.result };
+}
+
+/**
+ * Runs `plan` and commits its result on `refName` (a full ref name or `HEAD`).
+ * @returns `committed: false` (ref unmoved) when the plan returns null or leaves the tree as
+ *   it was; otherwise the new commit, whose only parent is `parentSha`.
+ * @throws `ref_conflict` after `maxAttempts` failed attempts; `ref_corrupt`, `ref_locked`,
+ *   `path_violation`, `object_corrupt`; anything the plan or `validatePush` throws (the ref
+ *   does not move).
+ */
+export async function commitWithRetry<R>(
+  deps: WriteEngineDeps,
+  refName: string,
+  message: string,
+  plan: Planner<R>,
+): Promise<WriteResult<R>> {
+  const { repo } = deps;
+  let lastSeen: Oid | null = null;
+  const committed = (prepared: Prepared<R> & { kind: "commit" }, tip: Oid | null, attempt: number): WriteResult<R> => {
+    repo.objects.rememberTrees(prepared.trees);
+    deps.onCommitted(repo);
+    return { committed: true, commitSha: prepared.commit.oid, parentSha: tip, attempts: attempt, result: prepared.result };
+  };
+  const noop = (tip: Oid | null, attempt: number, result: R | undefined): WriteResult<R> => ({
+    committed: false,
+    commitSha: tip,
+    parentSha: tip,
+    attempts: attempt,
+    result,
+  });
+
+  for (let attempt = 1; attempt <= deps.maxAttempts; attempt++) {
+    if (attempt === 1) {
+      const { name, value: tip } = await repo.resolveRefNamed(refName);
+      const prepared = await prepare(deps, name, tip, message, plan);
+      if (prepared.kind === "noop") return noop(tip, attempt, prepared.result);
+      const outcome = await repo.refs.compareAndSwap(name, tip, prepared.commit.oid, () => repo.objects.writeObjects(prepared.objects));
+      if (outcome.ok) return committed(prepared, tip, attempt);
+      lastSeen = outcome.current;
+      continue;
+    }
+    const { name } = await repo.refs.resolve(refName);
+    let tip: Oid | null = null;
+    let prepared: Prepared<R> | undefined;
+    const outcome = await repo.refs.lockedUpdate(name, async (current) => {
+      if (current === null) await repo.assertExists();
+      else await repo.checkRefTarget(name, current);
+      tip = current;
+      const ready = await prepare(deps, name, current, message, plan);
+      prepared = ready;
+      if (ready.kind === "noop") return null;
+      return { next: ready.commit.oid, beforeSwap: () => repo.objects.writeObjects(ready.objects) };
+    });
+    const done = prepared as Prepared<R> | undefined;
+    if (outcome === "swapped" && done?.kind === "commit") return committed(done, tip, attempt);
+    if (outcome === "skipped") return noop(tip, attempt, done?.result);
+    // Our lock was broken as stale while we held it (a very slow attempt): back off, retry.
+    lastSeen = tip;
+    await deps.sleep(Math.random() * Math.min(2 ** attempt, 50));
+  }
+  throw new WorkflowHostError(
+    "ref_conflict",
+    `ref ${refName} of ${repo.key} kept moving: ${deps.maxAttempts} write attempts lost`,
+    { repoId: repo.repoId, ref: refName, attempts: deps.maxAttempts, lastSeen },
+  );
+}

@@ -1,0 +1,69 @@
+/**
+ * Runs the real `git` command line against test repositories, isolated from the user's and the
+ * system's git configuration so results do not depend on the machine.
+ */
+import { execFile, spawn } from "node:child_process";
+
+export interface GitResult {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+const ISOLATED_ENV: NodeJS.ProcessEnv = {
+  ...process.env,
+  GIT_CONFIG_NOSYSTEM: "1",
+  GIT_CONFIG_GLOBAL: "/dev/null",
+  GIT_TERMINAL_PROMPT: "0",
+  GIT_AUTHOR_NAME: "git-cli",
+  GIT_AUTHOR_EMAIL: "git-cli@example.com",
+  GIT_COMMITTER_NAME: "git-cli",
+  GIT_COMMITTER_EMAIL: "git-cli@example.com",
+  GIT_AUTHOR_DATE: "2026-01-01T00:00:00Z",
+  GIT_COMMITTER_DATE: "2026-01-01T00:00:00Z",
+  LC_ALL: "C",
+};
+
+/** Runs `git <args>` (in `cwd` when given) and returns its exit code and output; never throws. */
+export function runGit(args: readonly string[], opts: { cwd?: string; input?: string } = {}): Promise<GitResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn("git", args, { cwd: opts.cwd, env: ISOLATED_ENV, stdio: [opts.input === undefined ? "ignore" : "pipe", "pipe", "pipe"] });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout?.on("data", (chunk: Buffer) => out.push(chunk));
+    child.stderr?.on("data", (chunk: Buffer) => err.push(chunk));
+    child.on("error", reject);
+    child.on("close", (code) => {
+      resolve({ code: code ?? -1, stdout: Buffer.concat(out).toString("utf8"), stderr: Buffer.concat(err).toString("utf8") });
+    });
+    if (opts.input !== undefined) {
+      // git may exit before reading its input; that is its answer, not a test failure.
+      child.stdin?.on("error", () => undefined);
+      child.stdin?.end(opts.input);
+    }
+  });
+}
+
+/**
+ * Runs `git <args>` and returns stdout.
+ * @throws Error with git's stderr when git exits non-zero.
+ */
+export async function git(args: readonly string[], opts: { cwd?: string; input?: string } = {}): Promise<string> {
+  const result = await runGit(args, opts);
+  if (result.code !== 0) {
+    throw new Error(`git ${args.join(" ")} exited ${result.code}: ${result.stderr.trim()}`);
+  }
+  return result.stdout;
+}
+
+/** `git --git-dir=<gitdir> <args>`. */
+export function gitAt(gitdir: string, args: readonly string[]): Promise<string> {
+  return git([`--git-dir=${gitdir}`, ...args]);
+}
+
+/** True when a `git` binary is on PATH. */
+export function hasGitCli(): Promise<boolean> {
+  return new Promise((resolve) => {
+    execFile("git", ["--version"], (error) => resolve(error === null));
+  });
+}

@@ -1,0 +1,101 @@
+import { readdir, writeFile, mkdir } from "node:fs/promises";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { allowAll } from "../../../src/substrate/allow-all.js";
+import { createRepoStore } from "../../../src/substrate/repo-store.js";
+import type { CommitChange, RepoId, RepoStore, RepoStoreOptions } from "../../../src/substrate/types.js";
+import { appendNext, plainKind } from "../../helpers/append-merge.js";
+import { git, gitAt } from "../../helpers/git-cli.js";
+import { useTempDirs } from "../../helpers/temp-dir.js";
+import { expectFsckClean, expectLinearHistory } from "./fixtures/git-checks.js";
+
+const tempDir = useTempDirs("wh-git-interop-");
+const REPO: RepoId = { kind: plainKind.kind, id: "dep-1" };
+const gitdirOf = (dataDir: string): string => join(dataDir, "deployments", "dep-1.git");
+
+function openStore(dataDir: string, extra: Partial<RepoStoreOptions> = {}): RepoStore {
+  return createRepoStore({ dataDir, kindHandlers: [plainKind], authorize: allowAll, watch: false, ...extra });
+}
+
+describe("git CLI interoperability", () => {
+  it("git reads every commit the store made; log, show and fsck --strict agree", async () => {
+    const dataDir = await tempDir();
+    const store = openStore(dataDir, { durability: "fsync", clock: () => new Date("2026-01-01T00:00:00Z") });
+    const { commitSha: genesis } = await store.initRepo(null, REPO);
+    const made: string[] = [];
+    for (let i = 0; i < 5; i++) made.push((await store.writeTreePreservingPrefix(null, REPO, "main", appendNext("r1", (seq) => ({ seq })))).commitSha as string);
+    made.push((await store.writeTree(null, REPO, "main", { files: { "runs/r1/events/1.json": "{\"seq\":1,\"v\":2}", "README.md": "# dep\n" }, message: "edit" })).commitSha as string);
+    made.push((await store.writeTreeDelta(null, REPO, "main", { message: "delete", computeDelta: () => ({ deletes: ["README.md"] }) })).commitSha as string);
+    const gitdir = gitdirOf(dataDir);
+    await expectFsckClean(gitdir);
+    const shas = await expectLinearHistory(gitdir, 8);
+    expect(shas).toEqual([...made].reverse().concat(genesis));
+    expect((await gitAt(gitdir, ["log", "-1", "--format=%an <%ae> %at %s", genesis])).trim()).toBe("workflow-host <workflow-host@localhost> 1767225600 genesis");
+    expect(await gitAt(gitdir, ["show", `${made[2]}:runs/r1/events/3.json`])).toBe("{\"seq\":3}");
+    expect(await gitAt(gitdir, ["diff", "--name-status", `${made[5]}^`, made[5] as string])).toBe("A\tREADME.md\nM\truns/r1/events/1.json\n");
+    expect((await gitAt(gitdir, ["symbolic-ref", "HEAD"])).trim()).toBe("refs/heads/main");
+    expect((await gitAt(gitdir, ["rev-parse", "--is-bare-repository"])).trim()).toBe("true");
+    // A clone sees the same history.
+    const clone = join(await tempDir(), "clone");
+    await git(["clone", "--quiet", gitdir, clone]);
+    expect((await git(["rev-parse", "HEAD"], { cwd: clone })).trim()).toBe(made[6]);
+    await store.close();
+  });
+
+  it("subscribe yields a commit pushed by the git CLI within 2 s", async () => {
+    const dataDir = await tempDir();
+    const store = createRepoStore({ dataDir, kindHandlers: [plainKind], authorize: allowAll });
+    await store.initRepo(null, REPO);
+    const controller = new AbortController();
+    const iterator = store.subscribe(null, REPO, "main", { signal: controller.signal })[Symbol.asyncIterator]();
+    const next = iterator.next();
+
+    const clone = join(await tempDir(), "work");
+    await git(["clone", "--quiet", gitdirOf(dataDir), clone]);
+    await mkdir(join(clone, "runs", "r1", "events"), { recursive: true });
+    await writeFile(join(clone, "runs", "r1", "events", "1.json"), "{\"seq\":1,\"type\":\"TimerSet\"}");
+    await git(["add", "runs/r1/events/1.json"], { cwd: clone });
+    await git(["commit", "--quiet", "-m", "from git"], { cwd: clone });
+    const pushed = (await git(["rev-parse", "HEAD"], { cwd: clone })).trim();
+    const startedMs = performance.now();
+    await git(["push", "--quiet", "origin", "HEAD:main"], { cwd: clone });
+
+    const got = (await next).value as CommitChange;
+    expect(performance.now() - startedMs).toBeLessThan(2000);
+    expect(got.commitSha).toBe(pushed);
+    expect(got.changes).toEqual([{ path: "runs/r1/events/1.json", oid: expect.stringMatching(/^[0-9a-f]{40}$/), status: "added" }]);
+    controller.abort();
+    expect((await iterator.next()).done).toBe(true);
+    await store.close();
+  });
+
+  it("reads a repository whose objects and refs were packed by git gc, and keeps writing to it", async () => {
+    const dataDir = await tempDir();
+    const store = openStore(dataDir);
+    await store.initRepo(null, REPO);
+    for (let i = 0; i < 12; i++) await store.writeTreePreservingPrefix(null, REPO, "main", appendNext(`r${i % 3}`, (seq) => ({ seq, i })));
+    const gitdir = gitdirOf(dataDir);
+    const tipBefore = (await gitAt(gitdir, ["rev-parse", "main"])).trim();
+    await gitAt(gitdir, ["gc", "--quiet", "--prune=now"]);
+    const fanout = (await readdir(join(gitdir, "objects"))).filter((name) => /^[0-9a-f]{2}$/.test(name));
+    expect(fanout).toEqual([]);
+    expect((await readdir(join(gitdir, "objects", "pack"))).some((name) => name.endsWith(".pack"))).toBe(true);
+
+    const fresh = openStore(dataDir); // no cache: every read goes to the pack
+    expect(await fresh.resolveRef(null, REPO, "main")).toBe(tipBefore);
+    const reads = await fresh.openCommittedReads(null, REPO, "main");
+    expect((await reads.listDir("runs/r2/events")).map((e) => e.name)).toEqual(["1.json", "2.json", "3.json", "4.json"]);
+    expect(Buffer.from((await reads.readBlob("runs/r2/events/4.json")) as Uint8Array).toString()).toBe("{\"seq\":4,\"i\":11}");
+    const all: CommitChange[] = [];
+    for await (const change of fresh.subscribe(null, REPO, "main", { from: "genesis" })) {
+      all.push(change);
+      if (all.length === 13) break;
+    }
+    expect(all[12]?.commitSha).toBe(tipBefore);
+    const after = await fresh.writeTreePreservingPrefix(null, REPO, "main", appendNext("r0", (seq) => ({ seq })));
+    expect(after).toMatchObject({ committed: true, parentSha: tipBefore, result: 5 });
+    await expectFsckClean(gitdir);
+    await expectLinearHistory(gitdir, 14);
+    await Promise.all([store.close(), fresh.close()]);
+  });
+});

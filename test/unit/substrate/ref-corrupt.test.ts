@@ -1,0 +1,70 @@
+import { describe, expect, it } from "vitest";
+import { appendNext } from "../../helpers/append-merge.js";
+import { createMemStore, GITDIR, looseObjects, REPO } from "../../helpers/memfs-repo-store.js";
+
+async function errorOf(promise: Promise<unknown>): Promise<{ code?: string; data?: Record<string, unknown> } | undefined> {
+  try {
+    await promise;
+  } catch (error) {
+    return error as { code?: string; data?: Record<string, unknown> };
+  }
+  return undefined;
+}
+
+const CASES: [string, (tip: string) => string][] = [
+  ["truncated to 0 bytes (F2b)", () => ""],
+  ["truncated mid-oid", (tip) => tip.slice(0, 17)],
+  ["missing its newline", (tip) => tip],
+  ["not hex", () => `${"z".repeat(40)}\n`],
+  ["dangling (valid oid, no such object)", () => `${"0123456789abcdef0123456789abcdef01234567"}\n`],
+];
+
+describe("a torn or dangling ref is ref_corrupt, never an empty repository", () => {
+  it.each(CASES)("refs/heads/main %s", async (_label, corrupt) => {
+    const { store, fs } = createMemStore();
+    const { commitSha } = await store.initRepo(null, REPO);
+    await store.writeTree(null, REPO, "main", { files: { "runs/r1/events/1.json": "{}" }, message: "seed" });
+    const tip = (await store.resolveRef(null, REPO, "main")) as string;
+    const value = corrupt(tip);
+    fs.writeFileSync(`${GITDIR}/refs/heads/main`, value);
+    const before = looseObjects(fs);
+    let merges = 0;
+
+    const attempts: (() => Promise<unknown>)[] = [
+      () => store.resolveRef(null, REPO, "main"),
+      () => store.resolveRef(null, REPO, "HEAD"),
+      () => store.openCommittedReads(null, REPO, "main"),
+      () => store.initRepo(null, REPO),
+      () => store.writeTree(null, REPO, "main", { files: { x: "1" }, message: "m" }),
+      () => store.writeTreePreservingPrefix(null, REPO, "main", { ...appendNext("r1", () => ({})), merge: (e) => (merges++, { files: e }) }),
+      () => store.writeTreeDelta(null, REPO, "main", { message: "m", computeDelta: () => (merges++, { puts: { y: "1" } }) }),
+      () => store.subscribe(null, REPO, "main", { from: commitSha })[Symbol.asyncIterator]().next(),
+    ];
+    for (const attempt of attempts) {
+      const error = await errorOf(attempt());
+      expect(error?.code).toBe("ref_corrupt");
+      expect(error?.data?.ref).toBe("refs/heads/main");
+      // The value found is named (the raw bytes of a torn file, the oid of a dangling ref).
+      expect(String(error?.data?.value).trim()).toBe(value.trim());
+    }
+    expect(merges).toBe(0);
+    expect(fs.readFileSync(`${GITDIR}/refs/heads/main`, "utf8")).toBe(value);
+    expect(fs.existsSync(`${GITDIR}/refs/heads/main.lock`)).toBe(false);
+    expect(looseObjects(fs)).toEqual(before);
+  });
+
+  it("reports a torn loose object as object_corrupt naming its oid", async () => {
+    const { store, fs } = createMemStore();
+    await store.initRepo(null, REPO);
+    await store.writeTree(null, REPO, "main", { files: { "a.json": "{\"x\":1}" }, message: "seed" });
+    const reads = await store.openCommittedReads(null, REPO, "main");
+    const oid = (await reads.listDir(""))[0]?.oid as string;
+    const path = `${GITDIR}/objects/${oid.slice(0, 2)}/${oid.slice(2)}`;
+    const bytes = fs.readFileSync(path) as Buffer;
+    fs.writeFileSync(path, bytes.subarray(0, bytes.length - 3));
+    const { store: fresh } = createMemStore({ fs });
+    const error = await errorOf((await fresh.openCommittedReads(null, REPO, "main")).readBlob("a.json"));
+    expect(error?.code).toBe("object_corrupt");
+    expect(error?.data?.oid).toBe(oid);
+  });
+});
