@@ -1,0 +1,110 @@
+/**
+ * Options, handle and reports of the host scheduler (DESIGN §5).
+ */
+import type { Logger } from "../src/logger.js";
+import type { Principal, RepoId, RepoStore } from "../src/substrate/types.js";
+import type { Clock, Timers } from "../src/time/clock.js";
+import type { MisfirePolicy } from "../src/workflow/types.js";
+import type { WorkflowHostError } from "../src/errors.js";
+
+export interface SchedulerOptions {
+  readonly repoStore: RepoStore;
+  readonly principal: Principal;
+  /** Ids of the workflow-run repos to serve; polled every `discoverEveryMs`. */
+  readonly listActiveDeployments: () => Promise<readonly (string | RepoId)[]> | readonly (string | RepoId)[];
+  /** Ref holding each run log. Default "refs/heads/main". */
+  readonly ref?: string;
+  /** Wall clock; never fires before `fireAt` by this clock. */
+  readonly clock: Clock;
+  /** Monotonic one-shot timers. Default: node's, unref'd (the embedding host keeps the process alive). */
+  readonly timers?: Timers;
+  /** Misfire policy of cron series whose TimerSet names none. Default "skip". */
+  readonly misfire?: MisfirePolicy;
+  /** Most missed ticks fired per series under "all". Default 100. */
+  readonly maxCatchUp?: number;
+  /** How late the newest due cron tick may be and still count as on time (ms, default 1 000). */
+  readonly misfireGraceMs?: number;
+  /** Timers per commit. Default 1 000. */
+  readonly maxBatch?: number;
+  /** Longest single timer arm; the wall clock is re-read at least this often (ms, default 30 000). */
+  readonly maxArmMs?: number;
+  /** How often `listActiveDeployments` is polled for new repos (ms, default 2 000). */
+  readonly discoverEveryMs?: number;
+  /** First retry delay after a failed commit, doubled per failure up to `retryMaxMs` (ms, default 500). */
+  readonly retryInitialMs?: number;
+  /** Longest retry delay (ms, default 30 000). */
+  readonly retryMaxMs?: number;
+  /** Largest event read from a log (bytes, default 1 MiB). */
+  readonly maxEventBytes?: number;
+  readonly logger?: Logger;
+  /** Every report of the scheduler, synchronously, in order. Exceptions thrown here are ignored. */
+  readonly onEvent?: (event: SchedulerEvent) => void;
+}
+
+/** A timer held in memory, due at `fireAt`. */
+export interface QueuedTimer {
+  readonly repoId: string;
+  readonly runId: string;
+  readonly timerId: string;
+  /** The armed generation's fireAt (for a cron series, its next tick). */
+  readonly fireAt: string;
+  /** Seq of the TimerSet that armed this generation. */
+  readonly setSeq: number;
+  readonly cron?: string;
+  readonly timezone?: string;
+}
+
+export type SchedulerEvent =
+  | { readonly type: "recovered"; readonly repoId: string; readonly commitSha: string | null; readonly runs: number; readonly pending: number; readonly badEvents: number; readonly ms: number }
+  | { readonly type: "fired"; readonly repoId: string; readonly runId: string; readonly timerId: string; readonly scheduledFor: string; readonly firedAt: string; readonly commitSha: string }
+  | { readonly type: "skipped"; readonly repoId: string; readonly runId: string; readonly timerId: string; readonly firstMissed: string; readonly lastMissed: string; readonly count: number; readonly commitSha: string }
+  | { readonly type: "armed"; readonly repoId: string; readonly runId: string; readonly timerId: string; readonly fireAt: string }
+  | { readonly type: "cancelled"; readonly repoId: string; readonly runId: string; readonly timerId: string; readonly commitSha: string | null }
+  | { readonly type: "bad_event"; readonly repoId: string; readonly runId: string; readonly seq: number | null; readonly path: string; readonly error: WorkflowHostError }
+  | { readonly type: "commit_failed"; readonly repoId: string; readonly timers: number; readonly retryInMs: number; readonly error: unknown }
+  | { readonly type: "timer_rejected"; readonly repoId: string; readonly runId: string; readonly timerId: string; readonly error: unknown }
+  | { readonly type: "repo_failed"; readonly repoId: string; readonly retryInMs: number; readonly error: unknown }
+  | { readonly type: "ref_rewritten"; readonly repoId: string; readonly from: string | null; readonly to: string };
+
+export interface SchedulerStats {
+  readonly repos: number;
+  readonly runs: number;
+  readonly queued: number;
+  readonly fired: number;
+  readonly skippedTicks: number;
+  readonly cancelled: number;
+  readonly commits: number;
+  readonly commitFailures: number;
+  readonly badEvents: number;
+  /** Reports of bad events, newest last, at most 100. */
+  readonly recentBadEvents: readonly { readonly repoId: string; readonly path: string; readonly seq: number | null; readonly code: string }[];
+}
+
+export type CancelOutcome = "cancelled" | "already_fired" | "already_cancelled" | "not_armed" | "run_terminal";
+
+export interface WorkflowHostScheduler {
+  /** Recovers every active deployment (resolves when their timers are armed) and starts tailing. */
+  start(): Promise<void>;
+  /** Cancels arms, waits for the commit in flight, releases every watcher and timer. Idempotent. */
+  stop(): Promise<void>;
+  /**
+   * Drops a queued timer from memory only (sync, idempotent); the log is untouched, so a restart
+   * re-arms it. A later TimerSet (a new generation) is armed as usual.
+   * @param repoId limits the cancel to one deployment (default: every deployment)
+   * @returns whether a queued timer was dropped
+   */
+  cancelQueued(runId: string, timerId: string, repoId?: string): boolean;
+  /**
+   * Cancels a timer durably: appends TimerCancelled unless the timer already fired, checked
+   * under the repo lock, so cancel-vs-fire has exactly one winner.
+   * @throws id_invalid / repo_id_invalid before any write; the store's write errors
+   */
+  cancelTimer(repoId: string, runId: string, timerId: string, reason?: string): Promise<{ outcome: CancelOutcome; commitSha: string | null }>;
+  /** Every timer held in memory, sorted by fireAt. */
+  queuedTimers(): QueuedTimer[];
+  stats(): SchedulerStats;
+  /** Polls `listActiveDeployments` now and recovers new deployments; resolves when they are armed. */
+  refresh(): Promise<void>;
+  /** Resolves when no commit is in flight and no fire is buffered (tests, graceful handover). */
+  idle(): Promise<void>;
+}

@@ -1,0 +1,293 @@
+/**
+ * The host scheduler: the single writer of timer outcomes (DESIGN §5).
+ *
+ * States: created → starting (recovering every active deployment) → running (live tail,
+ * discovery polling, one armed timer) → stopped. Per deployment a {@link RepoTracker} keeps
+ * the runs' state; one process-wide timer queue holds every armed generation.
+ *
+ * Guarantees:
+ * - exactly one TimerFired per armed generation, across restarts, crashes, retries and
+ *   duplicate TimerSets: every fire is decided under the repo lock from the log at the parent
+ *   commit (see `src/workflow/timer-ledger.ts`);
+ * - never before fireAt by the injected clock; an overdue timer fires at once;
+ * - due timers of one repo are committed together, at most `maxBatch` per commit;
+ * - a failed commit is retried with backoff and reported; a bad event is reported and skipped.
+ */
+import { WorkflowHostError } from "../src/errors.js";
+import { silentLogger } from "../src/logger.js";
+import { createSystemTimers, type TimerHandle, type Timers } from "../src/time/clock.js";
+import { createTimerQueue, type TimerQueueEntry } from "../src/time/timer-queue.js";
+import { parseRepoId, parseRunId, parseTimerId } from "../src/workflow/ids.js";
+import { appendRunEvents } from "../src/workflow/run-log.js";
+import { DEFAULT_MAX_CATCH_UP, DEFAULT_MISFIRE_GRACE_MS } from "../src/workflow/timer-ledger.js";
+import { WORKFLOW_RUN_KIND } from "../src/workflow/workflow-run-kind.js";
+import { RepoTracker, type TrackerContext } from "./repo-tracker.js";
+import type {
+  CancelOutcome,
+  QueuedTimer,
+  SchedulerEvent,
+  SchedulerOptions,
+  SchedulerStats,
+  WorkflowHostScheduler,
+} from "./scheduler-types.js";
+
+export type * from "./scheduler-types.js";
+
+const MAX_RECENT_BAD = 100;
+
+/**
+ * Creates the scheduler. Nothing runs until `start()`.
+ * @param opts see {@link SchedulerOptions}; `repoStore` must have the workflow-run kind handler
+ * @throws nothing; every runtime failure is reported through `onEvent`/`logger`
+ */
+export function createWorkflowHostScheduler(opts: SchedulerOptions): WorkflowHostScheduler {
+  const ref = opts.ref ?? "refs/heads/main";
+  const logger = opts.logger ?? silentLogger;
+  const timers: Timers = opts.timers ?? createSystemTimers({ unref: true });
+  const discoverEveryMs = opts.discoverEveryMs ?? 2_000;
+  const retryInitialMs = opts.retryInitialMs ?? 500;
+  const retryMaxMs = opts.retryMaxMs ?? 30_000;
+  const nowMs = (): number => opts.clock().getTime();
+
+  const trackers = new Map<string, RepoTracker>();
+  const failedRepos = new Map<string, { retryAtMs: number; delayMs: number }>();
+  /** `repo/run/timer` → the suppressed generation's setSeq (from cancelQueued). */
+  const suppressed = new Map<string, number>();
+  const counters = { fired: 0, skippedTicks: 0, cancelled: 0, commits: 0, commitFailures: 0, badEvents: 0 };
+  const recentBad: { repoId: string; path: string; seq: number | null; code: string }[] = [];
+  let state: "created" | "starting" | "running" | "stopped" = "created";
+  let discoverHandle: TimerHandle | null = null;
+  let discovering: Promise<void> | null = null;
+
+  const report = (event: SchedulerEvent): void => {
+    if (event.type === "bad_event") {
+      recentBad.push({ repoId: event.repoId, path: event.path, seq: event.seq, code: event.error.code });
+      if (recentBad.length > MAX_RECENT_BAD) recentBad.shift();
+      logger.warn(`bad event skipped: ${event.path} (${event.error.message})`, { repoId: event.repoId, seq: event.seq });
+    } else if (event.type === "commit_failed" || event.type === "repo_failed") {
+      logger.error(`${event.type} in ${event.repoId}, retry in ${event.retryInMs} ms: ${String(event.error)}`);
+    } else if (event.type === "timer_rejected") {
+      logger.error(`timer ${event.runId}/${event.timerId} in ${event.repoId} refused: ${String(event.error)}`);
+    } else if (event.type === "ref_rewritten") {
+      logger.warn(`ref of ${event.repoId} rewritten from ${event.from ?? "nothing"} to ${event.to}; runs re-read`);
+    }
+    try {
+      opts.onEvent?.(event);
+    } catch {
+      // A listener's failure must never stop the scheduler.
+    }
+  };
+
+  const keyOf = (repoId: string, runId: string, timerId: string): string => `${repoId}/${runId}/${timerId}`;
+
+  const queue = createTimerQueue<QueuedTimer>({
+    clock: opts.clock,
+    timers,
+    ...(opts.maxArmMs === undefined ? {} : { maxArmMs: opts.maxArmMs }),
+    onDue: async (entries) => {
+      const byRepo = new Map<string, { timer: QueuedTimer; dueMs: number }[]>();
+      for (const entry of entries) {
+        const list = byRepo.get(entry.payload.repoId) ?? [];
+        list.push({ timer: entry.payload, dueMs: entry.fireAtMs });
+        byRepo.set(entry.payload.repoId, list);
+      }
+      await Promise.all(
+        [...byRepo].map(([repoId, due]) => trackers.get(repoId)?.fire(due) ?? Promise.resolve()),
+      );
+    },
+    onError: (error, entries: readonly TimerQueueEntry<QueuedTimer>[]) => {
+      logger.error(`timer delivery failed: ${String(error)}`);
+      const retryAtMs = nowMs() + retryInitialMs;
+      for (const entry of entries) queue.schedule(entry.key, retryAtMs, entry.payload);
+    },
+  });
+
+  const ctx: TrackerContext = {
+    store: opts.repoStore,
+    principal: opts.principal,
+    ref,
+    nowMs,
+    maxBatch: opts.maxBatch ?? 1_000,
+    maxEventBytes: opts.maxEventBytes ?? 1_048_576,
+    planOptions: {
+      misfire: opts.misfire ?? "skip",
+      maxCatchUp: opts.maxCatchUp ?? DEFAULT_MAX_CATCH_UP,
+      misfireGraceMs: opts.misfireGraceMs ?? DEFAULT_MISFIRE_GRACE_MS,
+    },
+    retryInitialMs,
+    retryMaxMs,
+    arm: (timer, atMs) => {
+      const key = keyOf(timer.repoId, timer.runId, timer.timerId);
+      const current = queue.get(key);
+      if (current !== undefined && current.fireAtMs === atMs && current.payload.setSeq === timer.setSeq && current.payload.fireAt === timer.fireAt) return;
+      if (queue.schedule(key, atMs, timer) && current === undefined) {
+        report({ type: "armed", repoId: timer.repoId, runId: timer.runId, timerId: timer.timerId, fireAt: timer.fireAt });
+      }
+    },
+    disarm: (repoId, runId, timerId) => {
+      queue.cancel(keyOf(repoId, runId, timerId));
+    },
+    suppressed: (timer) => suppressed.get(keyOf(timer.repoId, timer.runId, timer.timerId)) === timer.setSeq,
+    report,
+    count: (what, n = 1) => {
+      counters[what] += n;
+    },
+  };
+
+  async function track(repoId: string): Promise<void> {
+    const tracker = new RepoTracker(repoId, ctx, (failed, error) => {
+      if (trackers.get(repoId) !== failed) return;
+      trackers.delete(repoId);
+      void failed.stop();
+      markFailed(repoId, error);
+    });
+    trackers.set(repoId, tracker);
+    try {
+      await tracker.recover();
+      failedRepos.delete(repoId);
+    } catch (error) {
+      trackers.delete(repoId);
+      await tracker.stop();
+      markFailed(repoId, error);
+    }
+  }
+
+  function markFailed(repoId: string, error: unknown): void {
+    const previous = failedRepos.get(repoId);
+    const delayMs = previous === undefined ? retryInitialMs : Math.min(previous.delayMs * 2, retryMaxMs);
+    failedRepos.set(repoId, { retryAtMs: nowMs() + delayMs, delayMs });
+    report({ type: "repo_failed", repoId, retryInMs: delayMs, error });
+  }
+
+  async function discover(): Promise<void> {
+    let listed: readonly (string | { id: string; kind: string })[];
+    try {
+      listed = await opts.listActiveDeployments();
+    } catch (error) {
+      logger.error(`listing deployments failed: ${String(error)}`);
+      return;
+    }
+    const active = new Set(listed.filter((r) => typeof r === "string" || r.kind === WORKFLOW_RUN_KIND).map((r) => (typeof r === "string" ? r : r.id)));
+    const now = nowMs();
+    const starting: Promise<void>[] = [];
+    for (const repoId of active) {
+      if (trackers.has(repoId)) continue;
+      const failed = failedRepos.get(repoId);
+      if (failed !== undefined && failed.retryAtMs > now) continue;
+      starting.push(track(repoId));
+    }
+    for (const [repoId, tracker] of trackers) {
+      if (!active.has(repoId)) {
+        trackers.delete(repoId);
+        starting.push(tracker.stop());
+      }
+    }
+    await Promise.all(starting);
+  }
+
+  function refresh(): Promise<void> {
+    if (state === "stopped") return Promise.resolve();
+    if (discovering === null) {
+      discovering = discover().finally(() => {
+        discovering = null;
+      });
+    }
+    return discovering;
+  }
+
+  function armDiscovery(): void {
+    if (state !== "running") return;
+    discoverHandle = timers.setTimeout(() => {
+      discoverHandle = null;
+      return refresh().finally(armDiscovery);
+    }, discoverEveryMs);
+  }
+
+  return {
+    async start() {
+      if (state !== "created") throw new WorkflowHostError("scheduler_stopped", `start() called on a scheduler that is ${state}`, { state });
+      state = "starting";
+      await refresh();
+      if (state !== "starting") return;
+      state = "running";
+      armDiscovery();
+    },
+
+    async stop() {
+      if (state === "stopped") return;
+      state = "stopped";
+      if (discoverHandle !== null) timers.clearTimeout(discoverHandle);
+      discoverHandle = null;
+      await discovering;
+      await queue.stop();
+      await Promise.all([...trackers.values()].map((t) => t.stop()));
+      trackers.clear();
+    },
+
+    cancelQueued(runId, timerId, repoId) {
+      let dropped = false;
+      for (const tracker of trackers.values()) {
+        if (repoId !== undefined && tracker.repoId !== repoId) continue;
+        const key = keyOf(tracker.repoId, runId, timerId);
+        const entry = queue.get(key);
+        const pending = tracker.run(runId)?.state.pendingTimers.get(timerId);
+        const setSeq = entry?.payload.setSeq ?? pending?.setSeq;
+        if (setSeq !== undefined) suppressed.set(key, setSeq);
+        if (queue.cancel(key)) dropped = true;
+        tracker.forget(runId, timerId);
+      }
+      return dropped;
+    },
+
+    async cancelTimer(repoId, runId, timerId, reason) {
+      parseRepoId(repoId);
+      parseRunId(runId);
+      parseTimerId(timerId);
+      const result = await appendRunEvents<CancelOutcome>({
+        store: opts.repoStore,
+        principal: opts.principal,
+        repoId,
+        runId,
+        ref,
+        message: `Cancel timer ${timerId} of ${runId}`,
+        ...(opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes }),
+        decide: (log) => {
+          if (log.state.terminal !== null) return { append: [], result: "run_terminal" };
+          if (log.state.pendingTimers.has(timerId)) {
+            return {
+              append: [{ type: "TimerCancelled", at: new Date(nowMs()).toISOString(), data: { timerId, ...(reason === undefined ? {} : { reason }) } }],
+              result: "cancelled",
+            };
+          }
+          const last = [...log.events].reverse().find((e) => (e as { data?: { timerId?: unknown } }).data?.timerId === timerId);
+          if (last?.type === "TimerFired") return { append: [], result: "already_fired" };
+          if (last?.type === "TimerCancelled") return { append: [], result: "already_cancelled" };
+          return { append: [], result: "not_armed" };
+        },
+      });
+      const outcome = result.result ?? "not_armed";
+      if (outcome === "cancelled") {
+        counters.cancelled += 1;
+        queue.cancel(keyOf(repoId, runId, timerId));
+        report({ type: "cancelled", repoId, runId, timerId, commitSha: result.commitSha });
+      }
+      return { outcome, commitSha: result.committed ? result.commitSha : null };
+    },
+
+    queuedTimers() {
+      return [...queue.entries()].map((e) => e.payload).sort((a, b) => Date.parse(a.fireAt) - Date.parse(b.fireAt));
+    },
+
+    stats(): SchedulerStats {
+      let runs = 0;
+      for (const tracker of trackers.values()) runs += tracker.runs.size;
+      return { repos: trackers.size, runs, queued: queue.size, ...counters, recentBadEvents: [...recentBad] };
+    },
+
+    refresh,
+
+    async idle() {
+      await Promise.all([...trackers.values()].map((t) => t.idle()));
+    },
+  };
+}

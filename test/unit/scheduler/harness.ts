@@ -1,0 +1,117 @@
+/**
+ * A scheduler on a memfs store and a FakeClock, with helpers to write logs and read them back.
+ */
+import { createFsFromVolume, Volume } from "memfs";
+import { createWorkflowHostScheduler } from "../../../seams/scheduler.js";
+import type { SchedulerEvent, SchedulerOptions, WorkflowHostScheduler } from "../../../seams/scheduler-types.js";
+import { allowAll, createRepoStore } from "../../../src/substrate/index.js";
+import type { RepoStore } from "../../../src/substrate/types.js";
+import { createFakeClock, type FakeClock } from "../../../src/testing/fake-clock.js";
+import { appendRunEvents, readRunLog } from "../../../src/workflow/run-log.js";
+import type { RunEvent } from "../../../src/workflow/types.js";
+import { workflowRunKind, WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
+
+export interface Harness {
+  readonly clock: FakeClock;
+  readonly store: RepoStore;
+  readonly events: SchedulerEvent[];
+  scheduler: WorkflowHostScheduler;
+  /** Appends event bodies (without seq) to a run, as a workflow runtime would. */
+  append(runId: string, ...bodies: Record<string, unknown>[]): Promise<void>;
+  /** Every valid event of a run at the tip. */
+  log(runId: string, repoId?: string): Promise<RunEvent[]>;
+  /** A new scheduler over the same store and clock (a restart); the old one is stopped. */
+  restart(overrides?: Partial<SchedulerOptions>): Promise<WorkflowHostScheduler>;
+  /** Commits files as they are, with no validation: a `git push` of untrusted content. */
+  rawWrite(files: Record<string, string>, repoId?: string): Promise<void>;
+  /** Overwrites a file of the memfs volume (to break a ref by hand). */
+  writeFile(path: string, content: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+export const REPO = "dep";
+
+export async function createHarness(startIso: string, overrides: Partial<SchedulerOptions> = {}, repos: string[] = [REPO]): Promise<Harness> {
+  const fs = createFsFromVolume(new Volume());
+  const clock = createFakeClock(startIso);
+  const store = createRepoStore({
+    dataDir: "/data",
+    fs,
+    kindHandlers: [workflowRunKind()],
+    authorize: allowAll,
+    clock: clock.clock,
+    watch: false,
+  });
+  // Same repos, no validatePush: stands in for content that arrives by `git push`.
+  const raw = createRepoStore({
+    dataDir: "/data",
+    fs,
+    kindHandlers: [{ kind: WORKFLOW_RUN_KIND, directoryPrefix: "deployments" }],
+    authorize: allowAll,
+    clock: clock.clock,
+    watch: false,
+  });
+  for (const id of repos) await store.initRepo(null, { kind: WORKFLOW_RUN_KIND, id });
+  const events: SchedulerEvent[] = [];
+  const make = (extra: Partial<SchedulerOptions>): WorkflowHostScheduler =>
+    createWorkflowHostScheduler({
+      repoStore: store,
+      principal: null,
+      listActiveDeployments: () => store.listRepos(null, WORKFLOW_RUN_KIND),
+      clock: clock.clock,
+      timers: clock.timers,
+      onEvent: (e) => events.push(e),
+      ...overrides,
+      ...extra,
+    });
+  const harness: Harness = {
+    clock,
+    store,
+    events,
+    scheduler: make({}),
+    async append(runId, ...bodies) {
+      await appendRunEvents({
+        store,
+        principal: null,
+        repoId: REPO,
+        runId,
+        message: `append to ${runId}`,
+        decide: () => ({ append: bodies, result: undefined }),
+      });
+    },
+    async log(runId, repoId = REPO) {
+      const reads = await store.openCommittedReads(null, { kind: WORKFLOW_RUN_KIND, id: repoId }, "refs/heads/main");
+      return [...(await readRunLog(reads, runId)).events];
+    },
+    async restart(extra = {}) {
+      await harness.scheduler.stop();
+      harness.scheduler = make(extra);
+      await harness.scheduler.start();
+      return harness.scheduler;
+    },
+    async writeFile(path, content) {
+      await fs.promises.writeFile(path, content);
+    },
+    async rawWrite(files, repoId = REPO) {
+      await raw.writeTree(null, { kind: WORKFLOW_RUN_KIND, id: repoId }, "refs/heads/main", { files, message: "raw write" });
+      store.poke();
+    },
+    async close() {
+      await harness.scheduler.stop();
+      await store.close();
+      await raw.close();
+    },
+  };
+  return harness;
+}
+
+/** TimerFired events of a log. */
+export function firedOf(log: readonly RunEvent[], timerId?: string): { scheduledFor: string; firedAt: string; seq: number }[] {
+  return log
+    .filter((e) => e.type === "TimerFired" && (timerId === undefined || (e as { data: { timerId: string } }).data.timerId === timerId))
+    .map((e) => ({ ...(e as { data: { scheduledFor: string; firedAt: string } }).data, seq: e.seq }));
+}
+
+export function ofType(log: readonly RunEvent[], type: string): RunEvent[] {
+  return log.filter((e) => e.type === type);
+}
