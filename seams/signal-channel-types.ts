@@ -5,6 +5,7 @@ import type { Logger } from "../src/logger.js";
 import type { Principal, RepoStore } from "../src/substrate/types.js";
 import type { Clock } from "../src/time/clock.js";
 import type { RunState } from "../src/workflow/types.js";
+import type { RunEventFeed } from "./run-event-feed.js";
 
 export interface SignalChannelOptions {
   /** Store holding the deployment; it needs the workflow-run kind handler. */
@@ -30,7 +31,13 @@ export interface SignalChannelOptions {
   readonly clock: Clock;
   /** Largest serialised event (bytes of UTF-8, default 1 MiB = 1 048 576). */
   readonly maxEventBytes?: number;
-  /** Where subscription failures are reported. Default: silent. */
+  /**
+   * The deployment's event feed, to share one subscription among the channels of many runs
+   * (it must follow the same repo and ref). Default: a feed of this channel's own, which
+   * subscribes at the first `awaitNext` and unsubscribes at `stop()`.
+   */
+  readonly feed?: RunEventFeed;
+  /** Where bad events and subscription failures are reported. Default: silent. */
   readonly logger?: Logger;
 }
 
@@ -52,15 +59,25 @@ export interface ReceivedSignal {
 
 export interface WorkflowHostSignalChannel {
   /**
-   * Commits a SignalReceived at the next seq, unless `signalId` is already in the log.
-   * @throws id_invalid (name or id), payload_too_large (nothing written, id not recorded),
-   *   event_invalid (payload not JSON), channel_stopped, and the store's write errors
+   * Commits a SignalReceived at the next seq (max seq + 1), unless `signalId` is anywhere in
+   * the log (waiting, consumed or not): then nothing is committed and the existing seq is
+   * returned with `duplicate: true`. The check and the append run together under the repo lock,
+   * so concurrent deliveries of one signalId, from any process, commit it once. Ids, payload and
+   * size are checked before any write. Does not start the subscription.
+   * @param signalId dedupe key; default `newId()` (a random UUID)
+   * @throws id_invalid (name or id), payload_too_large (the serialised event is over
+   *   `maxEventBytes`: nothing written, the id stays free), event_invalid (payload not plain
+   *   JSON data, or the run has ended), channel_stopped, and the store's write errors
    */
   deliver(signalName: string, payload: unknown, signalId?: string): Promise<DeliverResult>;
   /**
    * Resolves with the oldest signal of that name (numeric seq) not yet consumed nor handed to
-   * another awaiter. Awaiters of one name are served first-in, first-out.
-   * @throws aborted (the AbortSignal fired), channel_stopped
+   * another awaiter: at once when the log already holds one, else when a commit (by any
+   * process) brings one. Awaiters of one name are served first-in, first-out; each signal goes
+   * to one awaiter only. The first call subscribes (see `feed`).
+   * @throws aborted (the AbortSignal fired; the awaiter is removed), channel_stopped, id_invalid
+   *   (name), store_stopped (the store closed), and the store's read errors (all awaiters of
+   *   the channel are then rejected and the next call reads afresh)
    */
   awaitNext(signalName: string, abortSignal?: AbortSignal): Promise<ReceivedSignal>;
   /**

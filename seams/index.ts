@@ -1,0 +1,19 @@
+/** The host's two seams onto the run log (DESIGN §5, §6). */
+export { createWorkflowHostScheduler } from "./scheduler.js";
+export type {
+  CancelOutcome,
+  QueuedTimer,
+  SchedulerEvent,
+  SchedulerOptions,
+  SchedulerStats,
+  WorkflowHostScheduler,
+} from "./scheduler-types.js";
+export { createWorkflowHostSignalChannel } from "./signal-channel.js";
+export type {
+  DeliverResult,
+  ReceivedSignal,
+  SignalChannelOptions,
+  WorkflowHostSignalChannel,
+} from "./signal-channel-types.js";
+export { createRunEventFeed } from "./run-event-feed.js";
+export type { RunEventAttachment, RunEventFeed, RunEventFeedOptions, RunEventListener } from "./run-event-feed.js";

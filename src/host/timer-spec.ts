@@ -1,0 +1,87 @@
+/**
+ * Turning what a runtime asks for (`fireAt` | `delayMs` | `cron`) into the data of a TimerSet,
+ * checked in full before anything is written. Pure: "now" is passed in.
+ */
+import { WorkflowHostError, describeValue } from "../errors.js";
+import { nextTick, validateCron } from "../workflow/cron.js";
+import { timerSetEvent } from "../workflow/event-constructors.js";
+import { parseStepId, parseTimerId } from "../workflow/ids.js";
+import { isoFromMs, parseInstant } from "../workflow/time.js";
+import { DEFAULT_TIME_ZONE } from "../workflow/time-zone.js";
+import type { PendingTimer, TimerSetData } from "../workflow/types.js";
+import type { TimerSpec } from "./runtime-types.js";
+
+/**
+ * An instant given as RFC 3339 text or a Date, normalised (UTC, milliseconds).
+ * @throws time_invalid naming `field`
+ */
+export function instantOf(value: unknown, field: string): string {
+  if (value instanceof Date) {
+    if (!Number.isFinite(value.getTime())) throw new WorkflowHostError("time_invalid", `${field} is an invalid Date; allowed: a valid Date or an RFC 3339 instant with offset`, { field, value: String(value) });
+    return isoFromMs(value.getTime(), field);
+  }
+  return parseInstant(value, field);
+}
+
+/**
+ * Checks a duration in ms.
+ * @returns the same number
+ * @throws time_invalid naming `field` when not a finite number ≥ 0
+ */
+export function durationMs(value: unknown, field: string): number {
+  if (typeof value === "number" && Number.isFinite(value) && value >= 0) return value;
+  throw new WorkflowHostError("time_invalid", `${field} ${describeValue(value)} is not a duration; allowed: a finite number of milliseconds >= 0`, { field, value });
+}
+
+/**
+ * The TimerSet data for a request.
+ * @param nowMs the clock's reading (epoch ms): `delayMs` counts from it; a cron's first tick is
+ *   the first after it
+ * @returns validated data (it passes the TimerSet schema, cron compiled with its zone)
+ * @throws id_invalid (timerId, stepId); time_invalid (fireAt, delayMs, not exactly one of
+ *   fireAt/delayMs/cron, timezone without cron); cron_invalid (expression, zone, no tick after
+ *   now); event_invalid (misfire)
+ */
+export function resolveTimerSpec(spec: TimerSpec, nowMs: number): TimerSetData {
+  const timerId = parseTimerId(spec.timerId);
+  const stepId = spec.stepId === undefined ? undefined : parseStepId(spec.stepId);
+  const given = (["fireAt", "delayMs", "cron"] as const).filter((k) => spec[k] !== undefined);
+  if (given.length !== 1) {
+    throw new WorkflowHostError("time_invalid", `timer ${timerId} names ${given.length === 0 ? "none" : given.join(" and ")} of fireAt, delayMs, cron; allowed: exactly one`, { timerId, given });
+  }
+  let data: TimerSetData;
+  if (spec.cron !== undefined) {
+    const series = validateCron(spec.cron, spec.timezone ?? DEFAULT_TIME_ZONE);
+    const fireAt = nextTick(series.cron, series.timezone, isoFromMs(nowMs));
+    if (fireAt === null) {
+      throw new WorkflowHostError("cron_invalid", `cron ${describeValue(series.cron)} (zone ${series.timezone}) has no tick after now; allowed: a series with a future tick`, {
+        field: "cron",
+        value: series.cron,
+        timezone: series.timezone,
+      });
+    }
+    data = { timerId, fireAt, cron: series.cron, timezone: series.timezone };
+  } else {
+    const timezone = (spec as { timezone?: unknown }).timezone;
+    if (timezone !== undefined) {
+      throw new WorkflowHostError("time_invalid", `timezone ${describeValue(timezone)} given without cron; allowed: timezone only with a cron series`, { field: "timezone", value: timezone });
+    }
+    const fireAt = spec.fireAt !== undefined ? instantOf(spec.fireAt, "fireAt") : isoFromMs(nowMs + durationMs(spec.delayMs, "delayMs"), "delayMs");
+    data = { timerId, fireAt };
+  }
+  if (stepId !== undefined) data = { ...data, stepId };
+  if (spec.misfire !== undefined) data = { ...data, misfire: spec.misfire };
+  // The schema's own checks (misfire values, field shapes) run here, before any write.
+  return timerSetEvent(1, data).data;
+}
+
+/**
+ * Whether an armed timer already is this request, so setting it again would change nothing:
+ * a one-shot with the same fireAt and stepId, or a series with the same expression, zone,
+ * misfire and stepId (whichever tick it has reached).
+ */
+export function sameTimerRequest(pending: PendingTimer, data: TimerSetData): boolean {
+  if (pending.stepId !== data.stepId) return false;
+  if (data.cron === undefined) return pending.cron === undefined && Date.parse(pending.fireAt) === Date.parse(data.fireAt);
+  return pending.cron === data.cron && (pending.timezone ?? DEFAULT_TIME_ZONE) === (data.timezone ?? DEFAULT_TIME_ZONE) && pending.misfire === data.misfire;
+}
