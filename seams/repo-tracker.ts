@@ -35,6 +35,8 @@ export interface TrackerContext {
   readonly disarm: (repoId: string, runId: string, timerId: string) => void;
   /** Whether `cancelQueued` suppressed this generation. */
   readonly suppressed: (timer: QueuedTimer) => boolean;
+  /** Drops a suppression once the run's log is past it and the timer is no longer armed. */
+  readonly forgetSuppressed: (repoId: string, runId: string, timerId: string, lastSeq: number) => void;
   readonly report: (event: SchedulerEvent) => void;
   readonly count: (what: "fired" | "skippedTicks" | "commits" | "commitFailures" | "badEvents", n?: number) => void;
 }
@@ -47,6 +49,8 @@ interface RunRecord {
   eventsOid: string | null;
   /** timerIds this run has in the queue. */
   queued: Set<string>;
+  /** timerIds `cancelQueued` suppressed, until they are disarmed in the log. */
+  suppressed: Set<string>;
 }
 
 export class RepoTracker {
@@ -140,16 +144,18 @@ export class RepoTracker {
     return this.runs.get(runId);
   }
 
-  /** Marks a timer as no longer queued (after `cancelQueued`). */
+  /** Marks a timer as no longer queued and suppressed (after `cancelQueued`). */
   forget(runId: string, timerId: string): void {
-    this.runs.get(runId)?.queued.delete(timerId);
+    const record = this.runs.get(runId);
+    record?.queued.delete(timerId);
+    record?.suppressed.add(timerId);
   }
 
   private async readRun(reads: CommittedReads, runId: string): Promise<{ state: RunState; bad: number }> {
     const log = await readRunLog(reads, runId, { maxEventBytes: this.ctx.maxEventBytes });
     for (const bad of log.bad) this.reportBad(bad);
     const eventsOid = await reads.treeOid(runEventsPrefix(runId).slice(0, -1));
-    const record = this.runs.get(runId) ?? { state: log.state, maxFileSeq: -1, eventsOid: null, queued: new Set<string>() };
+    const record = this.runs.get(runId) ?? { state: log.state, maxFileSeq: -1, eventsOid: null, queued: new Set<string>(), suppressed: new Set<string>() };
     record.state = log.state;
     record.maxFileSeq = log.maxFileSeq;
     record.eventsOid = eventsOid;
@@ -165,6 +171,12 @@ export class RepoTracker {
       if (!wanted.has(timerId)) {
         this.ctx.disarm(this.repoId, runId, timerId);
         record.queued.delete(timerId);
+      }
+    }
+    for (const timerId of record.suppressed) {
+      if (!wanted.has(timerId)) {
+        this.ctx.forgetSuppressed(this.repoId, runId, timerId, record.state.lastSeq);
+        record.suppressed.delete(timerId);
       }
     }
     for (const pending of wanted.values()) {

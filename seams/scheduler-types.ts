@@ -91,9 +91,11 @@ export interface WorkflowHostScheduler {
    * Drops a queued timer from memory only (sync, idempotent); the log is untouched, so a restart
    * re-arms it. A later TimerSet (a new generation) is armed as usual.
    * @param repoId limits the cancel to one deployment (default: every deployment)
+   * @param setSeq also suppresses every generation up to this TimerSet seq, even one the live
+   *   tail has not seen yet (a cancel racing its own TimerSet's commit)
    * @returns whether a queued timer was dropped
    */
-  cancelQueued(runId: string, timerId: string, repoId?: string): boolean;
+  cancelQueued(runId: string, timerId: string, repoId?: string, setSeq?: number): boolean;
   /**
    * Cancels a timer durably: appends TimerCancelled unless the timer already fired, checked
    * under the repo lock, so cancel-vs-fire has exactly one winner.

@@ -51,7 +51,7 @@ export function createWorkflowHostScheduler(opts: SchedulerOptions): WorkflowHos
 
   const trackers = new Map<string, RepoTracker>();
   const failedRepos = new Map<string, { retryAtMs: number; delayMs: number }>();
-  /** `repo/run/timer` → the suppressed generation's setSeq (from cancelQueued). */
+  /** `repo/run/timer` → the newest generation (setSeq) `cancelQueued` suppressed; older ones are too. */
   const suppressed = new Map<string, number>();
   const counters = { fired: 0, skippedTicks: 0, cancelled: 0, commits: 0, commitFailures: 0, badEvents: 0 };
   const recentBad: { repoId: string; path: string; seq: number | null; code: string }[] = [];
@@ -127,7 +127,20 @@ export function createWorkflowHostScheduler(opts: SchedulerOptions): WorkflowHos
     disarm: (repoId, runId, timerId) => {
       queue.cancel(keyOf(repoId, runId, timerId));
     },
-    suppressed: (timer) => suppressed.get(keyOf(timer.repoId, timer.runId, timer.timerId)) === timer.setSeq,
+    suppressed: (timer) => {
+      const key = keyOf(timer.repoId, timer.runId, timer.timerId);
+      const upTo = suppressed.get(key);
+      if (upTo === undefined) return false;
+      if (timer.setSeq <= upTo) return true;
+      suppressed.delete(key); // a newer generation: the suppression is spent
+      return false;
+    },
+    forgetSuppressed: (repoId, runId, timerId, lastSeq) => {
+      const key = keyOf(repoId, runId, timerId);
+      // Kept until the log has caught up with the suppressed generation, so a cancel that raced
+      // the TimerSet's commit still applies when the tail sees it.
+      if ((suppressed.get(key) ?? Number.POSITIVE_INFINITY) <= lastSeq) suppressed.delete(key);
+    },
     report,
     count: (what, n = 1) => {
       counters[what] += n;
@@ -224,15 +237,15 @@ export function createWorkflowHostScheduler(opts: SchedulerOptions): WorkflowHos
       trackers.clear();
     },
 
-    cancelQueued(runId, timerId, repoId) {
+    cancelQueued(runId, timerId, repoId, setSeq) {
       let dropped = false;
       for (const tracker of trackers.values()) {
         if (repoId !== undefined && tracker.repoId !== repoId) continue;
         const key = keyOf(tracker.repoId, runId, timerId);
         const entry = queue.get(key);
         const pending = tracker.run(runId)?.state.pendingTimers.get(timerId);
-        const setSeq = entry?.payload.setSeq ?? pending?.setSeq;
-        if (setSeq !== undefined) suppressed.set(key, setSeq);
+        const upTo = Math.max(setSeq ?? -1, entry?.payload.setSeq ?? -1, pending?.setSeq ?? -1);
+        if (upTo >= 0) suppressed.set(key, Math.max(upTo, suppressed.get(key) ?? -1));
         if (queue.cancel(key)) dropped = true;
         tracker.forget(runId, timerId);
       }

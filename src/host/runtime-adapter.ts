@@ -141,7 +141,7 @@ export function createRuntimeAdapter(opts: RuntimeAdapterOptions): WorkflowRunti
         if (disposed) return null;
         const result = await setTimer(runId, { timerId, fireAt: at });
         // Disposed while writing: the scheduler may have queued the new generation meanwhile.
-        if (disposed) opts.scheduler.cancelQueued(runId, timerId, repoId);
+        if (disposed) opts.scheduler.cancelQueued(runId, timerId, repoId, result.setSeq);
         return result;
       });
       ready.catch((error: unknown) => {

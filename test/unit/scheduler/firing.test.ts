@@ -261,6 +261,19 @@ describe("cancel", () => {
     expect(h.scheduler.queuedTimers().map((t) => t.timerId)).toEqual(["t"]);
   });
 
+  it("cancelQueued with a setSeq suppresses a generation the tail has not seen yet, not a later one", async () => {
+    h = await createHarness("2026-05-01T00:00:00.000Z");
+    await h.append("r1", { type: "Started" });
+    await h.scheduler.start();
+    expect(h.scheduler.cancelQueued("r1", "t", REPO, 2)).toBe(false);
+    await h.append("r1", { type: "TimerSet", data: { timerId: "t", fireAt: "2026-05-01T00:00:10.000Z" } });
+    await h.clock.advance(0);
+    expect(h.scheduler.queuedTimers()).toEqual([]);
+    await h.append("r1", { type: "TimerSet", data: { timerId: "t", fireAt: "2026-05-01T00:00:20.000Z" } });
+    await h.clock.advance(0);
+    expect(h.scheduler.queuedTimers()).toMatchObject([{ timerId: "t", setSeq: 3 }]);
+  });
+
   it("rejects bad ids before any write", async () => {
     h = await createHarness("2026-05-01T00:00:00.000Z");
     await expect(h.scheduler.cancelTimer(REPO, "../x", "t")).rejects.toMatchObject({ code: "id_invalid" });
