@@ -1,0 +1,92 @@
+/**
+ * Argument parsing for every command, over node's `util.parseArgs` (strict: unknown options and
+ * stray positionals are usage errors). A usage error is a `WorkflowHostError` with code `usage`,
+ * which `main()` prints as one line and maps to exit code 2.
+ */
+import { isAbsolute, resolve } from "node:path";
+import { parseArgs, type ParseArgsConfig } from "node:util";
+import { WorkflowHostError } from "../errors.js";
+import type { CliIo } from "./io.js";
+
+export type OptionSpecs = NonNullable<ParseArgsConfig["options"]>;
+export type FlagValues = Readonly<Record<string, string | boolean | undefined>>;
+
+/** A usage error for `command` (its words, e.g. "timer set"), pointing at its help. */
+export function usageError(command: string, detail: string): WorkflowHostError {
+  const where = command === "" ? "workflow-host --help" : `workflow-host ${command} --help`;
+  return new WorkflowHostError("usage", `${detail}; see ${where}`, { command });
+}
+
+/** Whether the arguments ask for help, wherever `--help`/`-h` stands (before `--`). */
+export function wantsHelp(argv: readonly string[]): boolean {
+  for (const arg of argv) {
+    if (arg === "--") return false;
+    if (arg === "--help" || arg === "-h") return true;
+  }
+  return false;
+}
+
+/**
+ * Parses a command's flags.
+ * @throws usage for an unknown option, a missing option value, a positional argument
+ */
+export function parseFlags(command: string, argv: readonly string[], options: OptionSpecs): FlagValues {
+  try {
+    const { values } = parseArgs({ args: [...argv], options, strict: true, allowPositionals: false });
+    return values as FlagValues;
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    const first = message.split(". ")[0] ?? message;
+    throw usageError(command, first.charAt(0).toLowerCase() + first.slice(1));
+  }
+}
+
+/** A string flag's value, or undefined when absent. */
+export function stringFlag(values: FlagValues, name: string): string | undefined {
+  const value = values[name];
+  return typeof value === "string" ? value : undefined;
+}
+
+/** A string flag that must be given. @throws usage when missing or empty */
+export function requiredFlag(command: string, values: FlagValues, name: string): string {
+  const value = stringFlag(values, name);
+  if (value === undefined || value === "") throw usageError(command, `missing --${name}`);
+  return value;
+}
+
+/**
+ * An integer flag within `min` … `max`, or `fallback` when absent.
+ * @throws usage for a non-integer or out-of-range value
+ */
+export function intFlag(command: string, values: FlagValues, name: string, range: { min: number; max: number }, fallback?: number): number | undefined {
+  const raw = stringFlag(values, name);
+  if (raw === undefined) return fallback;
+  const value = Number(raw);
+  if (!/^-?\d+$/.test(raw.trim()) || !Number.isSafeInteger(value) || value < range.min || value > range.max) {
+    throw usageError(command, `--${name} ${JSON.stringify(raw)} is not an integer in ${range.min}..${range.max}`);
+  }
+  return value;
+}
+
+/** One of a fixed set of words, or `fallback` when absent. @throws usage for another value */
+export function choiceFlag<T extends string>(command: string, values: FlagValues, name: string, choices: readonly T[], fallback: T): T {
+  const raw = stringFlag(values, name);
+  if (raw === undefined) return fallback;
+  if (!(choices as readonly string[]).includes(raw)) {
+    throw usageError(command, `--${name} ${JSON.stringify(raw)} is not one of ${choices.join(", ")}`);
+  }
+  return raw as T;
+}
+
+/** The `--data-dir` option shared by every command. */
+export const dataDirOption: OptionSpecs = { "data-dir": { type: "string", short: "d" } };
+
+/**
+ * The data dir: `--data-dir`, else `$WORKFLOW_HOST_DATA_DIR`, resolved against the working
+ * folder. @throws usage when neither is set
+ */
+export function dataDirFlag(command: string, values: FlagValues, io: CliIo): string {
+  const raw = stringFlag(values, "data-dir") ?? io.env["WORKFLOW_HOST_DATA_DIR"];
+  if (raw === undefined || raw === "") throw usageError(command, "missing --data-dir (or set WORKFLOW_HOST_DATA_DIR)");
+  return isAbsolute(raw) ? raw : resolve(io.cwd, raw);
+}

@@ -1,0 +1,27 @@
+/** Every `workflow-host` command, in the order the top-level help lists them. */
+import type { CliCommand } from "../command.js";
+import { checkCommand } from "./check.js";
+import { demoCommand } from "./demo.js";
+import { repoCreateCommand } from "./repo-create.js";
+import { repoListCommand } from "./repo-list.js";
+import { runsListCommand } from "./runs-list.js";
+import { runsShowCommand } from "./runs-show.js";
+import { serveCommand } from "./serve.js";
+import { signalSendCommand } from "./signal-send.js";
+import { timerCancelCommand } from "./timer-cancel.js";
+import { timerSetCommand } from "./timer-set.js";
+import { timersCommand } from "./timers.js";
+
+export const commands: readonly CliCommand[] = [
+  demoCommand,
+  serveCommand,
+  repoCreateCommand,
+  repoListCommand,
+  timerSetCommand,
+  timerCancelCommand,
+  timersCommand,
+  signalSendCommand,
+  runsListCommand,
+  runsShowCommand,
+  checkCommand,
+];

@@ -1,0 +1,98 @@
+import { parseRepoId, parseRunId } from "../../workflow/ids.js";
+import { readRunLog } from "../../workflow/run-log.js";
+import type { RunEvent, RunState } from "../../workflow/types.js";
+import { WORKFLOW_RUN_KIND } from "../../workflow/workflow-run-kind.js";
+import { dataDirFlag, dataDirOption, requiredFlag } from "../args.js";
+import type { CliCommand } from "../command.js";
+import { shortSha } from "../format.js";
+import { printJson, printLine } from "../io.js";
+import { withStore } from "../with-store.js";
+
+const NAME = "runs show";
+
+/** `runs show`: one run's events and the state they fold to. */
+export const runsShowCommand: CliCommand = {
+  name: ["runs", "show"],
+  summary: "show a run's events and state",
+  options: { ...dataDirOption, repo: { type: "string", short: "r" }, run: { type: "string" }, json: { type: "boolean" } },
+  help: `Usage: workflow-host runs show --data-dir DIR --repo R --run X [--json]
+
+Prints the run's events in seq order (from runs/<X>/events/ at the tip of main), the events
+that could not be read, and the state they fold to: last seq, terminal event, armed timers,
+signals not yet consumed.
+
+Options:
+  -d, --data-dir DIR   data dir (default: $WORKFLOW_HOST_DATA_DIR)
+  -r, --repo R         deployment id
+      --run X          run id
+      --json           print {repoId, runId, commitSha, events, bad, state}
+
+Example:
+  workflow-host runs show -d ./data -r payments --run order-17
+`,
+  async run(values, io) {
+    const dataDir = dataDirFlag(NAME, values, io);
+    const repoId = parseRepoId(requiredFlag(NAME, values, "repo"));
+    const runId = parseRunId(requiredFlag(NAME, values, "run"));
+    const { commitSha, log } = await withStore(dataDir, io, async (store) => {
+      const reads = await store.openCommittedReads(null, { kind: WORKFLOW_RUN_KIND, id: repoId }, "refs/heads/main");
+      return { commitSha: reads.commitSha, log: await readRunLog(reads, runId) };
+    });
+    const state = stateJson(log.state);
+    if (values["json"] === true) {
+      printJson(io, {
+        repoId,
+        runId,
+        commitSha,
+        events: log.events,
+        bad: log.bad.map((b) => ({ path: b.path, seq: b.seq, code: b.error.code, message: b.error.message })),
+        state,
+      });
+      return 0;
+    }
+    printLine(io, `run ${runId} in ${repoId} at ${shortSha(commitSha)}: ${log.events.length} events`);
+    if (log.events.length === 0 && log.bad.length === 0) {
+      printLine(io, `  (no events: the run has not started, or the id is mistyped; see workflow-host runs list)`);
+    }
+    for (const event of log.events) printLine(io, `  ${String(event.seq).padStart(4)}  ${event.type.padEnd(15)} ${describeEvent(event)}`);
+    for (const bad of log.bad) printLine(io, `  ${String(bad.seq ?? "?").padStart(4)}  UNREADABLE      ${bad.path}: ${bad.error.message}`);
+    printLine(io, `state: lastSeq ${state.lastSeq}, ${state.terminal === null ? "running" : `ended (${state.terminal})`}`);
+    for (const t of state.pendingTimers) {
+      printLine(io, `  timer ${t.timerId} armed for ${t.fireAt}${t.cron === undefined ? "" : ` (cron "${t.cron}" ${t.timezone ?? "UTC"})`}`);
+    }
+    for (const s of state.unconsumedSignals) printLine(io, `  signal ${s.signalName} (${s.signalId}, seq ${s.seq}) not consumed yet`);
+    return 0;
+  },
+};
+
+function stateJson(state: RunState) {
+  return {
+    lastSeq: state.lastSeq,
+    terminal: state.terminal,
+    pendingTimers: [...state.pendingTimers.values()],
+    observedSignalIds: [...state.observedSignalIds],
+    unconsumedSignals: state.unconsumedSignals,
+  };
+}
+
+/** The interesting fields of an event, on one line. */
+function describeEvent(event: RunEvent): string {
+  const data = (event as { data?: Record<string, unknown> }).data ?? {};
+  const at = typeof event["at"] === "string" ? `  at ${event["at"]}` : "";
+  switch (event.type) {
+    case "TimerSet":
+      return `${String(data["timerId"])} fireAt ${String(data["fireAt"])}${data["cron"] === undefined ? "" : ` cron "${String(data["cron"])}" ${String(data["timezone"] ?? "UTC")}`}${at}`;
+    case "TimerFired":
+      return `${String(data["timerId"])} scheduledFor ${String(data["scheduledFor"] ?? "-")} firedAt ${String(data["firedAt"] ?? "-")}`;
+    case "TimerSkipped":
+      return `${String(data["timerId"])} ${String(data["count"])} missed ${String(data["firstMissed"])}..${String(data["lastMissed"])}`;
+    case "TimerCancelled":
+      return `${String(data["timerId"])}${data["reason"] === undefined ? "" : ` (${String(data["reason"])})`}${at}`;
+    case "SignalReceived":
+      return `${String(event["signalName"])} ${String(event["signalId"])} payload ${JSON.stringify(event["payload"])}${at}`;
+    case "SignalConsumed":
+      return `${String(data["signalId"])}${data["stepId"] === undefined ? "" : ` step ${String(data["stepId"])}`}${at}`;
+    default:
+      return at.trim();
+  }
+}

@@ -1,0 +1,62 @@
+import { listPendingTimers } from "../../host/list-pending-timers.js";
+import { dataDirFlag, dataDirOption, stringFlag } from "../args.js";
+import type { CliCommand } from "../command.js";
+import { plural, relative, table } from "../format.js";
+import { printJson, printLine } from "../io.js";
+import { withStore } from "../with-store.js";
+
+const NAME = "timers";
+
+/** `timers`: pending timers with their next fire time, across deployments. */
+export const timersCommand: CliCommand = {
+  name: ["timers"],
+  summary: "list pending timers with their next fire time, across deployments",
+  options: { ...dataDirOption, repo: { type: "string", short: "r" }, json: { type: "boolean" } },
+  help: `Usage: workflow-host timers --data-dir DIR [--repo R] [--json]
+
+Lists every armed timer of every run that has not ended, read from the logs at each
+deployment's tip: what a host arms when it starts. Works with or without a running host.
+An overdue one-shot fires as soon as a host runs; an overdue cron tick follows the series'
+misfire policy (default skip).
+
+Options:
+  -d, --data-dir DIR   data dir (default: $WORKFLOW_HOST_DATA_DIR)
+  -r, --repo R         only this deployment
+      --json           print {timers: [{repoId, runId, timerId, fireAt, overdueMs, setSeq,
+                       cron?, timezone?, misfire?, stepId?}], badEvents, repos, runs}
+
+Example:
+  workflow-host timers --data-dir ./data
+`,
+  async run(values, io) {
+    const dataDir = dataDirFlag(NAME, values, io);
+    const repoId = stringFlag(values, "repo");
+    const nowMs = io.clock().getTime();
+    const report = await withStore(dataDir, io, (store) => listPendingTimers(store, { nowMs, ...(repoId === undefined ? {} : { repoId }) }));
+    if (values["json"] === true) {
+      printJson(io, {
+        ...report,
+        badEvents: report.badEvents.map((b) => ({ repoId: b.repoId, runId: b.runId, path: b.path, seq: b.seq, code: b.error.code, message: b.error.message })),
+      });
+      return 0;
+    }
+    if (report.timers.length === 0) {
+      printLine(io, `no pending timers (${plural(report.repos, "deployment")}, ${plural(report.runs, "run")})`);
+    } else {
+      const rows = report.timers.map((t) => [
+        t.repoId,
+        t.runId,
+        t.timerId,
+        t.fireAt,
+        t.overdueMs > 0 ? `overdue ${relative(-t.overdueMs).replace(" ago", "")}` : relative(-t.overdueMs),
+        t.cron === undefined ? "one-shot" : `cron "${t.cron}" ${t.timezone ?? "UTC"}${t.misfire === undefined ? "" : ` misfire=${t.misfire}`}`,
+      ]);
+      for (const line of table(["REPO", "RUN", "TIMER", "NEXT FIRE (UTC)", "WHEN", "KIND"], rows)) printLine(io, line);
+      printLine(io, `${plural(report.timers.length, "pending timer")} in ${plural(report.repos, "deployment")}, ${plural(report.runs, "run")}`);
+    }
+    if (report.badEvents.length > 0) {
+      printLine(io, `${plural(report.badEvents.length, "unreadable event")} skipped; run workflow-host check --data-dir ${dataDir}`);
+    }
+    return 0;
+  },
+};

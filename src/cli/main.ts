@@ -1,0 +1,139 @@
+/**
+ * The `workflow-host` command line. `main(argv)` parses, runs one command and returns the exit
+ * code: 0 ok, 1 failure, 2 usage. Every error is one line on stderr: `workflow-host: <code>:
+ * <what failed>`. Run directly (`node --import tsx src/cli/main.ts …`) it sets the process's
+ * exit code; `bin/workflow-host.js` does the same from the built files.
+ */
+import { realpathSync } from "node:fs";
+import { pathToFileURL } from "node:url";
+import { isWorkflowHostError } from "../errors.js";
+import { parseFlags, usageError, wantsHelp } from "./args.js";
+import { commandName, type CliCommand } from "./command.js";
+import { commands } from "./commands/index.js";
+import { processIo, type CliIo } from "./io.js";
+
+const TOP_HELP = `workflow-host: durable timers and signals for workflow engines, with git repos as the database
+
+Usage: workflow-host <command> [options]
+       workflow-host <command> --help
+
+Commands:
+${commands.map((c) => `  ${commandName(c).padEnd(14)} ${c.summary}`).join("\n")}
+
+Every command but demo takes --data-dir DIR (or $WORKFLOW_HOST_DATA_DIR). Read commands take
+--json for machine output. Exit codes: 0 ok, 1 failure, 2 usage. Errors are one line on stderr:
+"workflow-host: <code>: <message>".
+
+Examples:
+  workflow-host demo
+  workflow-host serve --data-dir ./data
+  workflow-host repo create --data-dir ./data --repo payments
+  workflow-host timer set --data-dir ./data --repo payments --run order-17 --timer reminder --delay-ms 60000
+  workflow-host timers --data-dir ./data
+  workflow-host signal send --data-dir ./data --repo payments --run order-17 --name approve
+  workflow-host check --data-dir ./data
+`;
+
+/** Finds the command named by the leading words of `argv`; returns it and the remaining arguments. */
+function findCommand(argv: readonly string[]): { command: CliCommand; rest: string[] } | null {
+  let best: { command: CliCommand; rest: string[] } | null = null;
+  for (const command of commands) {
+    const words = command.name;
+    if (words.every((word, i) => argv[i] === word) && (best === null || words.length > best.command.name.length)) {
+      best = { command, rest: argv.slice(words.length) };
+    }
+  }
+  return best;
+}
+
+function groupHelp(group: string): string | null {
+  const members = commands.filter((c) => c.name.length > 1 && c.name[0] === group);
+  if (members.length === 0) return null;
+  return `Usage: workflow-host ${group} <${members.map((c) => c.name[1]).join("|")}> [options]\n\n${members
+    .map((c) => `  ${commandName(c).padEnd(14)} ${c.summary}`)
+    .join("\n")}\n\nSee workflow-host ${group} <command> --help.\n`;
+}
+
+/**
+ * Runs one `workflow-host` command.
+ * @param argv the arguments after the program name
+ * @param io where output goes and what the command may read (default: this process)
+ * @returns the exit code: 0 ok, 1 failure (an error, or `check` found problems), 2 usage
+ */
+export async function main(argv: readonly string[], io: CliIo = processIo()): Promise<number> {
+  try {
+    const first = argv[0];
+    if (first === undefined) {
+      io.stderr.write(TOP_HELP);
+      return 2;
+    }
+    if (first === "--help" || first === "-h" || first === "help") {
+      const topic = first === "help" ? argv.slice(1) : [];
+      const found = topic.length === 0 ? null : findCommand(topic);
+      io.stdout.write(found !== null ? found.command.help : topic.length > 0 ? groupHelp(topic[0] ?? "") ?? TOP_HELP : TOP_HELP);
+      return 0;
+    }
+    if (first === "--version") {
+      io.stdout.write(`${await packageVersion()}\n`);
+      return 0;
+    }
+    const found = findCommand(argv);
+    if (found === null) {
+      const group = groupHelp(first);
+      if (group !== null) {
+        if (wantsHelp(argv.slice(1))) {
+          io.stdout.write(group);
+          return 0;
+        }
+        const sub = argv[1];
+        throw usageError(first, sub === undefined ? `${first} needs a subcommand` : `unknown command "${first} ${sub}"`);
+      }
+      throw usageError("", `unknown command "${first}"`);
+    }
+    const { command, rest } = found;
+    if (wantsHelp(rest)) {
+      io.stdout.write(command.help);
+      return 0;
+    }
+    const values = parseFlags(commandName(command), rest, command.options);
+    return await command.run(values, io);
+  } catch (error) {
+    if (isWorkflowHostError(error)) {
+      io.stderr.write(`workflow-host: ${error.message}\n`);
+      return error.code === "usage" ? 2 : 1;
+    }
+    const message = error instanceof Error ? error.message : String(error);
+    io.stderr.write(`workflow-host: error: ${message}\n`);
+    return 1;
+  }
+}
+
+async function packageVersion(): Promise<string> {
+  const { readFile } = await import("node:fs/promises");
+  for (const up of ["../../package.json", "../../../package.json"]) {
+    try {
+      const pkg = JSON.parse(await readFile(new URL(up, import.meta.url), "utf8")) as { name?: string; version?: string };
+      if (pkg.name === "workflow-host" && typeof pkg.version === "string") return pkg.version;
+    } catch {
+      // try the next candidate: the layout differs between src/ and dist/src/
+    }
+  }
+  return "unknown";
+}
+
+function isEntryPoint(): boolean {
+  const script = process.argv[1];
+  if (script === undefined) return false;
+  try {
+    return pathToFileURL(realpathSync(script)).href === import.meta.url;
+  } catch {
+    return false;
+  }
+}
+
+if (isEntryPoint()) {
+  process.exitCode = await main(process.argv.slice(2));
+  // Everything a command opens is closed before main returns; this only guards against a
+  // stray handle keeping a finished command alive.
+  setTimeout(() => process.exit(), 3_000).unref();
+}

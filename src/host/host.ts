@@ -1,0 +1,284 @@
+/**
+ * `createWorkflowHost`: one data dir served by one process (DESIGN §7). It wires the repo store,
+ * the scheduler (the single writer of timer outcomes), one signal channel per run and one
+ * runtime adapter per deployment, and guards the data dir with the host lock.
+ *
+ * States: created → starting (lock taken, scheduler recovering) → running → stopping → stopped.
+ * `start()` runs once; a failed start leaves the host stopped with the lock released. `stop()`
+ * is idempotent and may be called in any state (also while starting: it waits for the start to
+ * settle). A lost lock (another process took it over) stops the host by itself.
+ *
+ * The library installs no signal handlers; a process that wants Ctrl-C to stop the host calls
+ * {@link stopOnSignals} (see `./stop-on-signals.ts`).
+ */
+import { createWorkflowHostScheduler } from "../../seams/scheduler.js";
+import type { SchedulerEvent, WorkflowHostScheduler } from "../../seams/scheduler-types.js";
+import { createWorkflowHostSignalChannel } from "../../seams/signal-channel.js";
+import type { WorkflowHostSignalChannel } from "../../seams/signal-channel-types.js";
+import { WorkflowHostError } from "../errors.js";
+import { silentLogger, type Logger } from "../logger.js";
+import { allowAll } from "../substrate/allow-all.js";
+import { createRepoStore } from "../substrate/repo-store.js";
+import type { Authorize, Principal, RepoStore, RepoStoreOptions } from "../substrate/types.js";
+import { createSystemTimers, systemClock, type Clock, type Timers } from "../time/clock.js";
+import { parseRepoId, parseRunId } from "../workflow/ids.js";
+import type { MisfirePolicy } from "../workflow/types.js";
+import { WORKFLOW_RUN_KIND, workflowRunKind } from "../workflow/workflow-run-kind.js";
+import { acquireHostLock, type HostLock, type HostLockOptions } from "./host-lock.js";
+import { createRuntimeAdapter, type WorkflowRuntime } from "./runtime-adapter.js";
+
+export type WorkflowHostState = "created" | "starting" | "running" | "stopping" | "stopped";
+
+export interface WorkflowHostOptions {
+  /** Root folder; deployments live at `<dataDir>/deployments/<repoId>.git`. Created by `start()`. */
+  readonly dataDir: string;
+  /** node:fs-compatible module (memfs works, without OS file watching). Default node:fs. */
+  readonly fs?: unknown;
+  /** Wall clock for firing and event stamps. Default the system clock. */
+  readonly clock?: Clock;
+  /** Timers of the scheduler and the runtime (a FakeClock's `timers` in tests). Default node's, unref'd. */
+  readonly timers?: Timers;
+  /** Where the host reports (lock takeovers, bad events, failed commits). Default silent. */
+  readonly logger?: Logger;
+  /** Misfire policy of cron series whose TimerSet names none. Default "skip". */
+  readonly misfire?: MisfirePolicy;
+  /** Gate on every store operation. Default {@link allowAll} (single-tenant host). */
+  readonly authorize?: Authorize;
+  /** The principal the host's own reads and writes run as. Default null. */
+  readonly principal?: Principal;
+  /**
+   * How commits of other processes (`git push`, the CLI) are noticed: chokidar as a hint plus a
+   * ref check every `pollMs`. Default `{pollMs: 1000, chokidar: true}`; `false` turns both off.
+   */
+  readonly watch?: RepoStoreOptions["watch"];
+  /** "fsync": every write is flushed before its ref moves. Default "none". */
+  readonly durability?: "none" | "fsync";
+  /** Ref holding each run log. Default "refs/heads/main". */
+  readonly ref?: string;
+  /** Largest serialised event (bytes, default 1 MiB). */
+  readonly maxEventBytes?: number;
+  /** How often the data dir is re-listed for new deployments (ms, default 2 000). */
+  readonly discoverEveryMs?: number;
+  /**
+   * Host lock tuning: `staleMs` (default 10 000), `heartbeatMs` (default staleMs / 2),
+   * `guardTimeoutMs` (5 000), `timers` for the holder-file heartbeat (default node's, ref'd, so a
+   * started host keeps its process alive). The lock always judges staleness by the system clock:
+   * other processes read it.
+   */
+  readonly lock?: Pick<HostLockOptions, "staleMs" | "heartbeatMs" | "guardTimeoutMs" | "timers">;
+  /** Every scheduler report (fired, skipped, bad_event, …), synchronously. Exceptions are ignored. */
+  readonly onEvent?: (event: SchedulerEvent) => void;
+}
+
+export interface WorkflowHost {
+  readonly dataDir: string;
+  readonly store: RepoStore;
+  readonly scheduler: WorkflowHostScheduler;
+  /** Current state; see the module comment. */
+  readonly state: WorkflowHostState;
+  /** The held host lock while running, else null. */
+  readonly lock: HostLock | null;
+  /** Resolves once the host is stopped, by `stop()` or because its lock was lost. */
+  readonly stopped: Promise<void>;
+  /**
+   * Takes the host lock, then recovers every deployment and starts firing; resolves when every
+   * recovered timer is armed.
+   * @throws host_locked (another live host holds the data dir; the error names it),
+   *   host_stopped (called twice, or after stop); a failed start stops the host and rethrows
+   */
+  start(): Promise<void>;
+  /**
+   * Stops channels (pending waits reject with channel_stopped), the scheduler (waits for the
+   * commit in flight), the store (closes watchers), then releases the lock. Idempotent;
+   * concurrent calls share one stop.
+   */
+  stop(): Promise<void>;
+  /**
+   * Creates a deployment repo (idempotent: an existing one is kept) and, when running, has the
+   * scheduler pick it up at once.
+   * @throws repo_id_invalid, host_stopped, the store's errors
+   */
+  createDeployment(repoId: string): Promise<{ created: boolean; commitSha: string }>;
+  /**
+   * The signal channel of one run; one instance per (repo, run), created on first use.
+   * @throws repo_id_invalid / id_invalid, host_stopped
+   */
+  channel(repoId: string, runId: string): WorkflowHostSignalChannel;
+  /**
+   * The runtime adapter of one deployment (timers and signals for workflow code); one per repo.
+   * @throws repo_id_invalid, host_stopped
+   */
+  runtime(repoId: string): WorkflowRuntime;
+}
+
+/**
+ * Creates a host over a data dir. Nothing touches the disk until `start()` or `createDeployment`.
+ * @throws TypeError for a bad store option (see `createRepoStore`)
+ */
+export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
+  const clock = opts.clock ?? systemClock;
+  const timers = opts.timers ?? createSystemTimers({ unref: true });
+  const logger = opts.logger ?? silentLogger;
+  const principal = opts.principal ?? null;
+  const ref = opts.ref ?? "refs/heads/main";
+  const store = createRepoStore({
+    dataDir: opts.dataDir,
+    kindHandlers: [workflowRunKind(opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes })],
+    authorize: opts.authorize ?? allowAll,
+    clock,
+    watch: opts.watch ?? { pollMs: 1_000, chokidar: true },
+    ...(opts.fs === undefined ? {} : { fs: opts.fs }),
+    ...(opts.durability === undefined ? {} : { durability: opts.durability }),
+  });
+  const scheduler = createWorkflowHostScheduler({
+    repoStore: store,
+    principal,
+    listActiveDeployments: () => store.listRepos(principal, WORKFLOW_RUN_KIND),
+    ref,
+    clock,
+    timers,
+    logger,
+    ...(opts.misfire === undefined ? {} : { misfire: opts.misfire }),
+    ...(opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes }),
+    ...(opts.discoverEveryMs === undefined ? {} : { discoverEveryMs: opts.discoverEveryMs }),
+    ...(opts.onEvent === undefined ? {} : { onEvent: opts.onEvent }),
+  });
+
+  const channels = new Map<string, WorkflowHostSignalChannel>();
+  const runtimes = new Map<string, WorkflowRuntime>();
+  let state: WorkflowHostState = "created";
+  let lock: HostLock | null = null;
+  let starting: Promise<void> | null = null;
+  let stopping: Promise<void> | null = null;
+  let markStopped: () => void = () => undefined;
+  const stopped = new Promise<void>((resolve) => {
+    markStopped = resolve;
+  });
+
+  const ensureUsable = (what: string): void => {
+    if (state === "stopping" || state === "stopped") {
+      throw new WorkflowHostError("host_stopped", `${what}: the host of ${store.dataDir} is ${state}; create a new host`, { dataDir: store.dataDir, state });
+    }
+  };
+
+  async function doStart(): Promise<void> {
+    try {
+      lock = await acquireHostLock({
+        dataDir: opts.dataDir,
+        logger,
+        ...(opts.fs === undefined ? {} : { fs: opts.fs }),
+        ...opts.lock,
+        onCompromised: () => {
+          logger.error(`stopping the host of ${store.dataDir}: its lock was lost`);
+          void host.stop();
+        },
+      });
+      await scheduler.start();
+      if (state === "starting") state = "running";
+    } catch (error) {
+      state = "stopping";
+      await shutdown();
+      throw error;
+    }
+  }
+
+  async function shutdown(): Promise<void> {
+    // Every part is stopped even when another fails; failures are logged, the lock still released.
+    const attempt = async (what: string, work: () => Promise<unknown>): Promise<void> => {
+      try {
+        await work();
+      } catch (error) {
+        logger.error(`stopping ${what} failed: ${String(error)}`);
+      }
+    };
+    // Runtimes first: their waits end with host_stopped rather than the channels' channel_stopped.
+    await Promise.all([...runtimes.values()].map((runtime) => attempt("a runtime", () => runtime.stop())));
+    runtimes.clear();
+    await Promise.all([...channels.values()].map((channel) => attempt("a signal channel", () => channel.stop())));
+    channels.clear();
+    await attempt("the scheduler", () => scheduler.stop());
+    await attempt("the store", () => store.close());
+    const held = lock;
+    lock = null;
+    if (held !== null) await attempt("the host lock", () => held.release());
+    state = "stopped";
+    markStopped();
+  }
+
+  const host: WorkflowHost = {
+    dataDir: store.dataDir,
+    store,
+    scheduler,
+    get state() {
+      return state;
+    },
+    get lock() {
+      return lock;
+    },
+    stopped,
+
+    start() {
+      if (state !== "created") {
+        return Promise.reject(
+          new WorkflowHostError("host_stopped", `start() called on a host that is ${state}; a host starts once`, { dataDir: store.dataDir, state }),
+        );
+      }
+      state = "starting";
+      starting = doStart();
+      return starting;
+    },
+
+    stop() {
+      if (stopping !== null) return stopping;
+      stopping = (async () => {
+        // Let a start in progress settle first, so the lock it takes is released below.
+        if (state === "starting") await starting?.catch(() => undefined);
+        if (state === "stopped") return;
+        state = "stopping";
+        await shutdown();
+      })();
+      return stopping;
+    },
+
+    async createDeployment(repoId) {
+      ensureUsable("createDeployment");
+      const id = parseRepoId(repoId);
+      const result = await store.initRepo(principal, { kind: WORKFLOW_RUN_KIND, id });
+      if (state === "running") await scheduler.refresh();
+      return result;
+    },
+
+    channel(repoId, runId) {
+      ensureUsable("channel");
+      const key = `${parseRepoId(repoId)}/${parseRunId(runId)}`;
+      let channel = channels.get(key);
+      if (channel === undefined) {
+        channel = createWorkflowHostSignalChannel({ repoStore: store, principal, repoId, ref, runId, clock, logger, ...(opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes }) });
+        channels.set(key, channel);
+      }
+      return channel;
+    },
+
+    runtime(repoId) {
+      ensureUsable("runtime");
+      const id = parseRepoId(repoId);
+      let runtime = runtimes.get(id);
+      if (runtime === undefined) {
+        runtime = createRuntimeAdapter({
+          store,
+          principal,
+          repoId: id,
+          ref,
+          scheduler,
+          clock,
+          timers,
+          logger,
+          channel: (runId: string) => host.channel(id, runId),
+        });
+        runtimes.set(id, runtime);
+      }
+      return runtime;
+    },
+  };
+  return host;
+}

@@ -1,0 +1,87 @@
+/**
+ * Pending timers read straight from the logs at each deployment's tip: what a host would arm
+ * if it started now. Needs no running host and takes no lock, so it is safe next to one.
+ */
+import type { Principal, RepoStore } from "../substrate/types.js";
+import { parseRepoId } from "../workflow/ids.js";
+import { runsPrefix } from "../workflow/paths.js";
+import { readRunLog, type BadEvent } from "../workflow/run-log.js";
+import { REPO_OR_RUN_ID_PATTERN } from "../workflow/ids.js";
+import type { MisfirePolicy } from "../workflow/types.js";
+import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
+
+/** One armed timer generation of one run. */
+export interface PendingTimerInfo {
+  readonly repoId: string;
+  readonly runId: string;
+  readonly timerId: string;
+  /** When this generation is due (a cron series: its next tick), RFC 3339 UTC. */
+  readonly fireAt: string;
+  /** How far `fireAt` is past `now` (ms, > 0 when overdue: it fires as soon as a host runs). */
+  readonly overdueMs: number;
+  /** Seq of the TimerSet that armed it. */
+  readonly setSeq: number;
+  readonly stepId?: string;
+  readonly cron?: string;
+  readonly timezone?: string;
+  readonly misfire?: MisfirePolicy;
+}
+
+export interface ListPendingTimersOptions {
+  readonly principal?: Principal;
+  /** Only this deployment. Default: every deployment in the store. */
+  readonly repoId?: string;
+  /** Default "refs/heads/main". */
+  readonly ref?: string;
+  /** Reference instant for `overdueMs` (epoch ms). */
+  readonly nowMs: number;
+}
+
+export interface PendingTimersReport {
+  /** Sorted by fireAt, then repo, run and timer id. */
+  readonly timers: readonly PendingTimerInfo[];
+  /** Events that could not be read (skipped, as a host would); `workflow-host check` explains them. */
+  readonly badEvents: readonly (BadEvent & { readonly repoId: string })[];
+  readonly repos: number;
+  readonly runs: number;
+}
+
+/**
+ * Lists every armed timer of every non-terminal run.
+ * @returns the timers and any unreadable events met on the way
+ * @throws repo_id_invalid for a bad `repoId`, repo_not_found, ref_corrupt, authorize_denied
+ */
+export async function listPendingTimers(store: RepoStore, opts: ListPendingTimersOptions): Promise<PendingTimersReport> {
+  const principal = opts.principal ?? null;
+  const ref = opts.ref ?? "refs/heads/main";
+  const repoIds = opts.repoId === undefined ? await store.listRepos(principal, WORKFLOW_RUN_KIND) : [parseRepoId(opts.repoId)];
+  const timers: PendingTimerInfo[] = [];
+  const badEvents: (BadEvent & { repoId: string })[] = [];
+  let runs = 0;
+  for (const repoId of repoIds) {
+    const reads = await store.openCommittedReads(principal, { kind: WORKFLOW_RUN_KIND, id: repoId }, ref);
+    for (const entry of await reads.listDir(runsPrefix.slice(0, -1))) {
+      if (entry.type !== "tree" || !REPO_OR_RUN_ID_PATTERN.test(entry.name)) continue;
+      runs += 1;
+      const log = await readRunLog(reads, entry.name);
+      for (const bad of log.bad) badEvents.push({ ...bad, repoId });
+      if (log.state.terminal !== null) continue;
+      for (const pending of log.state.pendingTimers.values()) {
+        timers.push({
+          repoId,
+          runId: entry.name,
+          timerId: pending.timerId,
+          fireAt: pending.fireAt,
+          overdueMs: opts.nowMs - Date.parse(pending.fireAt),
+          setSeq: pending.setSeq,
+          ...(pending.stepId === undefined ? {} : { stepId: pending.stepId }),
+          ...(pending.cron === undefined ? {} : { cron: pending.cron, timezone: pending.timezone ?? "UTC" }),
+          ...(pending.misfire === undefined ? {} : { misfire: pending.misfire }),
+        });
+      }
+    }
+  }
+  const key = (t: PendingTimerInfo): string => `${t.repoId}\u0000${t.runId}\u0000${t.timerId}`;
+  timers.sort((a, b) => Date.parse(a.fireAt) - Date.parse(b.fireAt) || (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
+  return { timers, badEvents, repos: repoIds.length, runs };
+}

@@ -1,0 +1,137 @@
+/**
+ * The read and write commands on real disk. Most run `main()` in this process (fast, same code
+ * path as the binary); exit codes that matter to scripts are also checked on a child process.
+ */
+import { mkdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { git, gitAt } from "../../helpers/git-cli.js";
+import { useTempDirs } from "../../helpers/temp-dir.js";
+import { runCli } from "../../unit/cli/cli-io.js";
+import { runCliProcess } from "../host/cli-child.js";
+
+const tempDir = useTempDirs("wfh-cli-");
+const NOW = "2026-05-01T10:00:00.000Z";
+const clock = (): Date => new Date(NOW);
+
+async function cli(argv: readonly string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return runCli(argv, { clock });
+}
+
+async function json<T>(argv: readonly string[]): Promise<T> {
+  const run = await cli([...argv, "--json"]);
+  expect(run.stderr).toBe("");
+  expect(run.code).toBe(0);
+  return JSON.parse(run.stdout) as T;
+}
+
+interface TimersJson {
+  timers: { repoId: string; runId: string; timerId: string; fireAt: string; overdueMs: number; cron?: string; timezone?: string }[];
+  badEvents: { path: string; seq: number | null; code: string }[];
+}
+
+describe("workflow-host commands on a data dir", () => {
+  it("sets timers of every kind, lists them across deployments with their next fire time, cancels one", async () => {
+    const dataDir = join(await tempDir(), "data");
+    for (const repo of ["payments", "reports"]) expect((await cli(["repo", "create", "-d", dataDir, "-r", repo])).code).toBe(0);
+    const set = await json<{ seq: number; path: string; fireAt: string }>(["timer", "set", "-d", dataDir, "-r", "payments", "--run", "order-17", "-t", "reminder", "--delay-ms", "60000"]);
+    expect(set).toMatchObject({ seq: 1, path: "runs/order-17/events/1.json", fireAt: "2026-05-01T10:01:00.000Z" });
+    expect((await cli(["timer", "set", "-d", dataDir, "-r", "payments", "--run", "order-17", "-t", "due", "--fire-at", "2026-05-01T09:00:00+02:00"])).stdout).toMatch(
+      /^TimerSet seq 2 .* fires at 2026-05-01T07:00:00.000Z \(3h 0m ago\)/,
+    );
+    expect((await cli(["timer", "set", "-d", dataDir, "-r", "reports", "--run", "nightly", "-t", "tick", "--cron", "0 2 * * *", "--timezone", "Europe/Berlin", "--misfire", "latest"])).code).toBe(0);
+
+    const listed = await json<TimersJson>(["timers", "-d", dataDir]);
+    expect(listed.timers.map((t) => [t.repoId, t.runId, t.timerId, t.fireAt])).toEqual([
+      ["payments", "order-17", "due", "2026-05-01T07:00:00.000Z"],
+      ["payments", "order-17", "reminder", "2026-05-01T10:01:00.000Z"],
+      ["reports", "nightly", "tick", "2026-05-02T00:00:00.000Z"],
+    ]);
+    expect(listed.timers[0]?.overdueMs).toBe(3 * 3_600_000);
+    expect(listed.timers[2]).toMatchObject({ cron: "0 2 * * *", timezone: "Europe/Berlin", misfire: "latest" });
+    const human = await cli(["timers", "-d", dataDir, "--repo", "payments"]);
+    expect(human.stdout).toMatch(/^REPO +RUN +TIMER +NEXT FIRE \(UTC\) +WHEN +KIND/);
+    expect(human.stdout).toMatch(/payments +order-17 +due +2026-05-01T07:00:00.000Z +overdue 3h 0m +one-shot/);
+    expect(human.stdout).toMatch(/payments +order-17 +reminder +2026-05-01T10:01:00.000Z +in 1m 0s +one-shot/);
+    expect(human.stdout).not.toContain("nightly");
+
+    expect(await json(["timer", "cancel", "-d", dataDir, "-r", "payments", "--run", "order-17", "-t", "reminder", "--reason", "paid"])).toMatchObject({ outcome: "cancelled" });
+    expect(await json(["timer", "cancel", "-d", dataDir, "-r", "payments", "--run", "order-17", "-t", "reminder"])).toMatchObject({ outcome: "already_cancelled", commitSha: null });
+    const unknown = await cli(["timer", "cancel", "-d", dataDir, "-r", "payments", "--run", "order-17", "-t", "nope"]);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/^workflow-host: timer_not_found: /);
+    expect((await json<TimersJson>(["timers", "-d", dataDir])).timers.map((t) => t.timerId)).toEqual(["due", "tick"]);
+
+    const shown = await json<{ events: { seq: number; type: string }[]; state: { lastSeq: number; pendingTimers: { timerId: string }[] } }>([
+      "runs", "show", "-d", dataDir, "-r", "payments", "--run", "order-17",
+    ]);
+    expect(shown.events.map((e) => e.type)).toEqual(["TimerSet", "TimerSet", "TimerCancelled"]);
+    expect(shown.state.lastSeq).toBe(3);
+    expect(shown.state.pendingTimers.map((t) => t.timerId)).toEqual(["due"]);
+    expect((await cli(["runs", "show", "-d", dataDir, "-r", "payments", "--run", "order-17"])).stdout).toContain("TimerCancelled  reminder (paid)");
+    expect(await json(["runs", "list", "-d", dataDir, "-r", "payments"])).toEqual([
+      { runId: "order-17", lastSeq: 3, terminal: null, pendingTimers: 1, unconsumedSignals: 0, badEvents: 0 },
+    ]);
+    expect(await json(["repo", "list", "-d", dataDir])).toEqual([
+      { repoId: "payments", gitdir: join(dataDir, "deployments", "payments.git") },
+      { repoId: "reports", gitdir: join(dataDir, "deployments", "reports.git") },
+    ]);
+    for (const repo of ["payments", "reports"]) await gitAt(join(dataDir, "deployments", `${repo}.git`), ["fsck", "--strict", "--no-progress"]);
+  });
+
+  it("delivers a signal once per id, keeps it for a later waiter, and shows it as unconsumed", async () => {
+    const dataDir = join(await tempDir(), "data");
+    await cli(["repo", "create", "-d", dataDir, "-r", "dep"]);
+    const first = await json<{ seq: number; duplicate: boolean }>(["signal", "send", "-d", dataDir, "-r", "dep", "--run", "r1", "-n", "approve", "-p", '{"by":"ana"}', "--id", "s-1"]);
+    expect(first).toMatchObject({ seq: 1, duplicate: false });
+    const retry = await cli(["signal", "send", "-d", dataDir, "-r", "dep", "--run", "r1", "-n", "approve", "--id", "s-1"]);
+    expect(retry.stdout).toMatch(/^duplicate: signal s-1 was already delivered to r1 at seq 1; nothing written/);
+    const shown = await json<{ state: { unconsumedSignals: { signalId: string; payload: unknown }[] } }>(["runs", "show", "-d", dataDir, "-r", "dep", "--run", "r1"]);
+    expect(shown.state.unconsumedSignals).toMatchObject([{ signalId: "s-1", payload: { by: "ana" } }]);
+    const missing = await cli(["signal", "send", "-d", dataDir, "-r", "ghost", "--run", "r1", "-n", "approve"]);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/^workflow-host: repo_not_found: /);
+  });
+
+  it("`check` reports a hand-broken event committed with git by path and seq and exits 1; `timers` still lists the healthy timers", async () => {
+    const root = await tempDir();
+    const dataDir = join(root, "data");
+    const gitdir = join(dataDir, "deployments", "dep.git");
+    await cli(["repo", "create", "-d", dataDir, "-r", "dep"]);
+    await cli(["timer", "set", "-d", dataDir, "-r", "dep", "--run", "run-c", "-t", "healthy", "--delay-ms", "5000"]);
+    const clean = await runCliProcess(["check", "--data-dir", dataDir]);
+    expect(clean.code).toBe(0);
+    expect(clean.stdout).toMatch(/^ok +dep +main [0-9a-f]{7} +1 run, 1 event/m);
+
+    const work = join(root, "work");
+    await git(["clone", "--quiet", gitdir, work]);
+    await mkdir(join(work, "runs/run-b/events"), { recursive: true });
+    await writeFile(join(work, "runs/run-b/events/1.json"), JSON.stringify({ seq: 1, type: "TimerSet", data: { timerId: "x", fireAt: NOW } }));
+    await writeFile(join(work, "runs/run-b/events/2.json"), '{"type":"TimerSet",');
+    await writeFile(join(work, "runs/run-b/events/4.json"), JSON.stringify({ seq: 4, type: "Note" }));
+    await git(["add", "runs"], { cwd: work });
+    await git(["commit", "--quiet", "-m", "Hand-edited log"], { cwd: work });
+    await git(["push", "--quiet", "origin", "HEAD:main"], { cwd: work });
+
+    const broken = await runCliProcess(["check", "--data-dir", dataDir]);
+    expect(broken.code).toBe(1);
+    expect(broken.stdout).toMatch(/^PROBLEM +dep /m);
+    expect(broken.stdout).toMatch(/^dep: runs\/run-b\/events\/2\.json \(seq 2\): event_invalid: .*not JSON/m);
+    expect(broken.stdout).toMatch(/^dep: runs\/run-b\/events\/3\.json \(seq 3\): event_invalid: .*seq 3 is missing/m);
+    expect(broken.stdout).toMatch(/1 deployment checked, 2 problems$/m);
+
+    const asJson = await cli(["check", "-d", dataDir, "--json"]);
+    expect(asJson.code).toBe(1);
+    expect(JSON.parse(asJson.stdout)).toMatchObject({
+      ok: false,
+      problems: [
+        { repoId: "dep", path: "runs/run-b/events/2.json", seq: 2, code: "event_invalid" },
+        { repoId: "dep", path: "runs/run-b/events/3.json", seq: 3, code: "event_invalid" },
+      ],
+    });
+
+    const timers = await json<TimersJson>(["timers", "-d", dataDir]);
+    expect(timers.timers.map((t) => `${t.runId}/${t.timerId}`)).toEqual(["run-b/x", "run-c/healthy"]);
+    expect(timers.badEvents).toMatchObject([{ path: "runs/run-b/events/2.json", seq: 2, code: "event_invalid" }]);
+  });
+});

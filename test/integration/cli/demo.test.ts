@@ -1,0 +1,68 @@
+/**
+ * `npm start` (the demo) end to end, as a fresh clone runs it.
+ */
+import { spawn } from "node:child_process";
+import { mkdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { gitAt } from "../../helpers/git-cli.js";
+import { useTempDirs } from "../../helpers/temp-dir.js";
+import { runCli } from "../../unit/cli/cli-io.js";
+import { REPO_ROOT, runCliProcess, lockLeft } from "../host/cli-child.js";
+
+const tempDir = useTempDirs("wfh-demo-");
+
+function npmStart(args: readonly string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn("npm", ["start", "--silent", "--", ...args], { cwd: REPO_ROOT, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (c: Buffer) => (stdout += c.toString("utf8")));
+    child.stderr.on("data", (c: Buffer) => (stderr += c.toString("utf8")));
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+describe("workflow-host demo", () => {
+  it("runs as `npm start` in well under a minute, exit 0, showing fires, a skipped cron tick, a signal delivered, and the git command; runs again on the same folder", async () => {
+    const dataDir = join(await tempDir(), "demo");
+    const startedMs = Date.now();
+    const run = await npmStart(["--data-dir", dataDir]);
+    const elapsedMs = Date.now() - startedMs;
+    expect(run.stderr).toBe("");
+    expect(run.code).toBe(0);
+    expect(elapsedMs).toBeLessThan(60_000);
+    expect(run.stdout).toMatch(/ fired +invoice-7 +payment-due +scheduledFor .* late \d+ ms/);
+    expect(run.stdout).toMatch(/ fired +welcome-42 +send-email /);
+    expect(run.stdout).toMatch(/ fired +report-berlin +every-2s .* in Europe\/Berlin/);
+    expect(run.stdout).toMatch(/ skipped +report-berlin +every-2s +\d+ missed ticks .*misfire: skip/);
+    expect(run.stdout).toMatch(/ signal +approval-9 +approve +deliverSignal: SignalReceived committed at seq \d+/);
+    expect(run.stdout).toMatch(/ received +approval-9 +approve +waitForSignal resolved with \{"approvedBy":"ops@example.com"\}/);
+    expect(run.stdout).toMatch(/ timed out +approval-10 /);
+    expect(run.stdout).toMatch(/^ +RUN +WHAT IT SHOWS +EVENTS +FIRED +SKIPPED +SIGNALS +STATE$/m);
+    expect(run.stdout).toContain(`git --git-dir=${join(dataDir, "deployments", "demo.git")} log --stat`);
+    expect(run.stdout).toMatch(/demo finished in [\d.]+s: timers fired, missed cron ticks skipped, signal delivered/);
+    const gitdir = join(dataDir, "deployments", "demo.git");
+    await gitAt(gitdir, ["fsck", "--strict", "--no-progress"]);
+    expect(await gitAt(gitdir, ["log", "--oneline"])).toMatch(/RunCompleted approval-9/);
+    expect(lockLeft(dataDir)).toBe(false);
+
+    const pending = await runCliProcess(["timers", "--data-dir", dataDir, "--json"]);
+    expect(JSON.parse(pending.stdout)).toMatchObject({ timers: [{ runId: "welcome-42", timerId: "check-in-7d" }] });
+
+    const again = await runCliProcess(["demo", "--data-dir", dataDir]);
+    expect(again.code).toBe(0);
+    expect(again.stdout).toContain("(cleared the previous demo's data)");
+    console.info(`demo: npm start took ${elapsedMs} ms`);
+  });
+
+  it("refuses a folder it did not make, before touching it", async () => {
+    const dataDir = join(await tempDir(), "mine");
+    await mkdir(dataDir);
+    await writeFile(join(dataDir, "notes.txt"), "keep me");
+    const run = await runCli(["demo", "--data-dir", dataDir]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/^workflow-host: usage: --data-dir .* holds data the demo did not make/);
+  });
+});

@@ -1,0 +1,102 @@
+/**
+ * `workflow-host serve` end to end: real disk, real `git`, the host in a child process.
+ */
+import { mkdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterEach, beforeAll, describe, expect, it } from "vitest";
+import { git, gitAt, hasGitCli } from "../../helpers/git-cli.js";
+import { useTempDirs } from "../../helpers/temp-dir.js";
+import { cliInProcess, killAllChildren, lockLeft, pollUntil, spawnCli } from "./cli-child.js";
+import { firesOf, gitRunLog } from "./git-log.js";
+
+const tempDir = useTempDirs("wfh-serve-");
+
+beforeAll(async () => {
+  expect(await hasGitCli()).toBe(true);
+});
+
+afterEach(() => {
+  killAllChildren();
+});
+
+describe("workflow-host serve", () => {
+  it("fires a TimerSet pushed with git within 2 s, stops on SIGTERM with exit 0 and no lock left, and fires nothing twice after a restart", async () => {
+    const root = await tempDir();
+    const dataDir = join(root, "data");
+    const gitdir = join(dataDir, "deployments", "dep.git");
+    expect((await cliInProcess(["repo", "create", "--data-dir", dataDir, "--repo", "dep"])).code).toBe(0);
+
+    const serve = spawnCli(["serve", "--data-dir", dataDir, "--poll-ms", "200"]);
+    await serve.waitFor(/^serving /);
+
+    // A workflow runtime elsewhere: clone, append a TimerSet file, commit, push.
+    const work = join(root, "work");
+    await git(["clone", "--quiet", gitdir, work]);
+    await mkdir(join(work, "runs", "r1", "events"), { recursive: true });
+    const dueNow = new Date().toISOString();
+    const inASecond = new Date(Date.now() + 1_000).toISOString();
+    await writeFile(join(work, "runs/r1/events/1.json"), JSON.stringify({ seq: 1, type: "TimerSet", data: { timerId: "t-now", fireAt: dueNow } }));
+    await writeFile(join(work, "runs/r1/events/2.json"), JSON.stringify({ seq: 2, type: "TimerSet", data: { timerId: "t-soon", fireAt: inASecond } }));
+    await git(["add", "runs"], { cwd: work });
+    await git(["commit", "--quiet", "-m", "Set two timers"], { cwd: work });
+    await git(["push", "--quiet", "origin", "HEAD:main"], { cwd: work });
+    const pushedMs = Date.now();
+
+    const firedNow = await pollUntil(async () => {
+      const fired = firesOf(await gitRunLog(gitdir, "r1"), "t-now");
+      return fired.length > 0 ? fired : undefined;
+    }, 15_000, serve);
+    const latencyMs = Date.now() - pushedMs;
+    expect(latencyMs, `fired after ${latencyMs} ms\nserve stdout:\n${serve.stdout()}\nserve stderr:\n${serve.stderr()}`).toBeLessThan(2_000);
+    expect(firedNow[0]?.data).toMatchObject({ scheduledFor: new Date(dueNow).toISOString() });
+
+    await pollUntil(async () => (firesOf(await gitRunLog(gitdir, "r1"), "t-soon").length > 0 ? true : undefined), 5_000, serve);
+    expect(serve.stdout()).toMatch(/fired +dep\/r1\/t-now scheduledFor/);
+
+    serve.kill("SIGTERM");
+    expect(await serve.exited).toEqual({ code: 0, signal: null });
+    expect(serve.stdout()).toMatch(/stopped on SIGTERM: 2 fired/);
+    expect(lockLeft(dataDir)).toBe(false);
+
+    // Restart: recovery must find both timers fired and fire nothing.
+    const again = spawnCli(["serve", "--data-dir", dataDir, "--poll-ms", "200"]);
+    await again.waitFor(/^serving .*0 timers armed/);
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    again.kill("SIGTERM");
+    expect((await again.exited).code).toBe(0);
+    expect(again.stdout()).not.toMatch(/ fired /);
+    expect(lockLeft(dataDir)).toBe(false);
+
+    const log = await gitRunLog(gitdir, "r1");
+    expect(firesOf(log, "t-now")).toHaveLength(1);
+    expect(firesOf(log, "t-soon")).toHaveLength(1);
+    expect(log.map((e) => e.seq)).toEqual([1, 2, 3, 4]);
+    await gitAt(gitdir, ["fsck", "--strict", "--no-progress"]);
+    // The clone follows with a plain fast-forward pull.
+    await git(["pull", "--quiet", "--ff-only", "origin", "main"], { cwd: work });
+    console.info(`serve: TimerSet pushed with git fired after ${latencyMs} ms`);
+  });
+
+  it("reports a bad event pushed with git on one line and keeps firing the healthy run", async () => {
+    const root = await tempDir();
+    const dataDir = join(root, "data");
+    const gitdir = join(dataDir, "deployments", "dep.git");
+    expect((await cliInProcess(["repo", "create", "--data-dir", dataDir, "--repo", "dep"])).code).toBe(0);
+    const serve = spawnCli(["serve", "--data-dir", dataDir, "--poll-ms", "200", "--json"]);
+    await serve.waitFor(/"event":"serving"/);
+    const work = join(root, "work");
+    await git(["clone", "--quiet", gitdir, work]);
+    await mkdir(join(work, "runs/run-b/events"), { recursive: true });
+    await mkdir(join(work, "runs/run-c/events"), { recursive: true });
+    await writeFile(join(work, "runs/run-b/events/1.json"), '{"type":"TimerSet",');
+    await writeFile(join(work, "runs/run-c/events/1.json"), JSON.stringify({ seq: 1, type: "TimerSet", data: { timerId: "ok", fireAt: new Date().toISOString() } }));
+    await git(["add", "runs"], { cwd: work });
+    await git(["commit", "--quiet", "-m", "One bad, one good"], { cwd: work });
+    await git(["push", "--quiet", "origin", "HEAD:main"], { cwd: work });
+    const bad = JSON.parse(await serve.waitFor(/"event":"bad-event"/)) as Record<string, unknown>;
+    expect(bad).toMatchObject({ repoId: "dep", runId: "run-b", path: "runs/run-b/events/1.json", seq: 1, error: { code: "event_invalid" } });
+    await pollUntil(async () => (firesOf(await gitRunLog(gitdir, "run-c"), "ok").length === 1 ? true : undefined), 5_000, serve);
+    serve.kill("SIGINT");
+    expect((await serve.exited).code).toBe(0);
+  });
+});

@@ -1,0 +1,106 @@
+import { describe, expect, it } from "vitest";
+import { commands } from "../../../src/cli/commands/index.js";
+import { runCli } from "./cli-io.js";
+
+const oneLine = (text: string): boolean => text.endsWith("\n") && !text.slice(0, -1).includes("\n");
+
+describe("workflow-host CLI: help, usage errors and exit codes", () => {
+  it("prints the command list for --help, -h and help, exit 0", async () => {
+    for (const argv of [["--help"], ["-h"], ["help"]]) {
+      const run = await runCli(argv);
+      expect(run.code).toBe(0);
+      for (const command of commands) expect(run.stdout).toContain(command.name.join(" "));
+      expect(run.stdout).toContain("Exit codes: 0 ok, 1 failure, 2 usage");
+    }
+  });
+
+  it("prints the usage to stderr and exits 2 without a command", async () => {
+    const run = await runCli([]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain("Usage: workflow-host <command>");
+  });
+
+  it.each(commands.map((c) => [c.name.join(" ")]))("has --help with usage, options and an example: %s", async (name) => {
+    for (const flag of ["--help", "-h"]) {
+      const run = await runCli([...name.split(" "), flag]);
+      expect(run.code).toBe(0);
+      expect(run.stdout).toContain(`Usage: workflow-host ${name}`);
+      expect(run.stdout).toContain("Options:");
+      expect(run.stdout).toMatch(/Examples?:/);
+      expect(run.stderr).toBe("");
+    }
+    const viaHelp = await runCli(["help", ...name.split(" ")]);
+    expect(viaHelp.stdout).toContain(`Usage: workflow-host ${name}`);
+  });
+
+  it("shows --help even next to bad flags", async () => {
+    const run = await runCli(["timer", "set", "--bogus", "--help"]);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain("Usage: workflow-host timer set");
+  });
+
+  it("lists a group's subcommands for `timer --help`", async () => {
+    const run = await runCli(["timer", "--help"]);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain("timer set");
+    expect(run.stdout).toContain("timer cancel");
+  });
+
+  it.each([
+    [["frobnicate"], /unknown command "frobnicate"/],
+    [["timer"], /timer needs a subcommand/],
+    [["timer", "snooze"], /unknown command "timer snooze"/],
+    [["timers", "--data-dir", "/d", "--bogus"], /unknown option '--bogus'/],
+    [["timers", "--data-dir"], /argument missing/],
+    [["timers", "extra", "--data-dir", "/d"], /unexpected argument 'extra'/],
+    [["timers"], /missing --data-dir/],
+    [["timer", "set", "-d", "/d", "-r", "dep", "--run", "r1", "-t", "t1"], /exactly one of --fire-at, --delay-ms, --cron/],
+    [["timer", "set", "-d", "/d", "-r", "dep", "--run", "r1", "-t", "t1", "--delay-ms", "5", "--fire-at", "2026-05-01T10:00:00Z"], /exactly one/],
+    [["timer", "set", "-d", "/d", "-r", "dep", "--run", "r1", "-t", "t1", "--delay-ms", "soon"], /--delay-ms "soon" is not an integer/],
+    [["timer", "set", "-d", "/d", "-r", "dep", "--run", "r1", "-t", "t1", "--delay-ms", "5", "--timezone", "UTC"], /apply to --cron only/],
+    [["timer", "set", "-d", "/d", "-r", "dep", "--run", "r1", "-t", "t1", "--cron", "* * * * *", "--misfire", "never"], /--misfire "never" is not one of skip, latest, all/],
+    [["signal", "send", "-d", "/d", "-r", "dep", "--run", "r1", "-n", "go", "--payload", "{nope"], /--payload is not JSON/],
+    [["signal", "send", "-d", "/d", "-r", "dep", "--run", "r1"], /missing --name/],
+    [["serve", "-d", "/d", "--poll-ms", "0"], /--poll-ms "0" is not an integer in 10\.\./],
+    [["serve", "-d", "/d", "--durability", "maybe"], /--durability "maybe"/],
+  ])("exits 2 with one usage line for %j", async (argv, pattern) => {
+    const run = await runCli(argv);
+    expect(run.code).toBe(2);
+    expect(run.stdout).toBe("");
+    expect(oneLine(run.stderr)).toBe(true);
+    expect(run.stderr).toMatch(/^workflow-host: usage: /);
+    expect(run.stderr).toMatch(pattern);
+    expect(run.stderr).toContain("--help");
+  });
+
+  it("exits 1 with one `workflow-host: <code>: …` line for a bad id, before touching the disk", async () => {
+    const run = await runCli(["repo", "create", "--data-dir", "/nonexistent/data", "--repo", "../escape"]);
+    expect(run.code).toBe(1);
+    expect(oneLine(run.stderr)).toBe(true);
+    expect(run.stderr).toMatch(/^workflow-host: repo_id_invalid: /);
+  });
+
+  it("exits 1 with time_invalid for a fire time without an offset", async () => {
+    const run = await runCli(["timer", "set", "-d", "/nonexistent/data", "-r", "dep", "--run", "r1", "-t", "t1", "--fire-at", "2026-03-08T02:30:00"]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/^workflow-host: time_invalid: .*fireAt/);
+  });
+
+  it("exits 1 with cron_invalid for a cron in an unknown zone", async () => {
+    const run = await runCli(["timer", "set", "-d", "/nonexistent/data", "-r", "dep", "--run", "r1", "-t", "t1", "--cron", "0 0 * * *", "--timezone", "America/New_Yrok"]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/^workflow-host: cron_invalid: /);
+  });
+
+  it("reads --data-dir from WORKFLOW_HOST_DATA_DIR and reports a missing data dir as repo_not_found", async () => {
+    const run = await runCli(["timers"], { env: { WORKFLOW_HOST_DATA_DIR: "/nonexistent/data" } });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/^workflow-host: repo_not_found: data dir \/nonexistent\/data does not exist/);
+  });
+
+  it("prints the package version", async () => {
+    const run = await runCli(["--version"]);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/^\d+\.\d+\.\d+\n$/);
+  });
+});
