@@ -1,0 +1,129 @@
+/**
+ * Running a scheduler over a store under a FakeClock, for the fixture and property tests:
+ * reading every run log at the tip, comparing the scheduler's queue with what the log arms,
+ * and waiting (on event-loop turns, never on time) until the two agree.
+ */
+import { createWorkflowHostScheduler } from "../../seams/scheduler.js";
+import type { QueuedTimer, SchedulerEvent, SchedulerOptions, WorkflowHostScheduler } from "../../seams/scheduler-types.js";
+import type { RepoId, RepoStore } from "../../src/substrate/types.js";
+import type { FakeClock } from "../../src/testing/fake-clock.js";
+import { readRunLog, type RunLog } from "../../src/workflow/run-log.js";
+import { WORKFLOW_RUN_KIND } from "../../src/workflow/workflow-run-kind.js";
+
+const HOUR_MS = 3_600_000;
+
+/** A queue entry as the fixture manifests write it. */
+export interface QueueView {
+  readonly runId: string;
+  readonly timerId: string;
+  readonly fireAt: string;
+  readonly setSeq: number;
+}
+
+export interface RunningScheduler {
+  readonly scheduler: WorkflowHostScheduler;
+  /** Every report, in order. */
+  readonly events: SchedulerEvent[];
+}
+
+export function repoIdOf(id: string): RepoId {
+  return { kind: WORKFLOW_RUN_KIND, id };
+}
+
+/**
+ * A scheduler (not started) serving every deployment of `store`, on the FakeClock's wall clock
+ * and timers. Discovery polls once a day so long advances do not spend their time listing repos.
+ */
+export function makeScheduler(store: RepoStore, clock: FakeClock, extra: Partial<SchedulerOptions> = {}): RunningScheduler {
+  const events: SchedulerEvent[] = [];
+  const scheduler = createWorkflowHostScheduler({
+    repoStore: store,
+    principal: null,
+    listActiveDeployments: () => store.listRepos(null, WORKFLOW_RUN_KIND),
+    clock: clock.clock,
+    timers: clock.timers,
+    discoverEveryMs: 24 * HOUR_MS,
+    onEvent: (event) => events.push(event),
+    ...extra,
+  });
+  return { scheduler, events };
+}
+
+/** Every run's log at the tip of `ref`, by runId. */
+export async function readRepoLogs(store: RepoStore, repoId: string, ref = "refs/heads/main"): Promise<Map<string, RunLog>> {
+  const reads = await store.openCommittedReads(null, repoIdOf(repoId), ref);
+  const logs = new Map<string, RunLog>();
+  for (const entry of await reads.listDir("runs")) {
+    if (entry.type === "tree") logs.set(entry.name, await readRunLog(reads, entry.name));
+  }
+  return logs;
+}
+
+/** Sorts queue views by fireAt, then runId, then timerId (the order manifests list them in). */
+export function sortQueue<T extends QueueView>(timers: readonly T[]): QueueView[] {
+  return timers
+    .map(({ runId, timerId, fireAt, setSeq }) => ({ runId, timerId, fireAt, setSeq }))
+    .sort((a, b) => cmp(a.fireAt, b.fireAt) || cmp(a.runId, b.runId) || cmp(a.timerId, b.timerId));
+}
+
+/** The scheduler's queue of one repo, as queue views. */
+export function queueOf(scheduler: WorkflowHostScheduler, repoId: string): QueueView[] {
+  return sortQueue(scheduler.queuedTimers().filter((t: QueuedTimer) => t.repoId === repoId));
+}
+
+/** What the log arms: every pending timer of every run that has not ended. */
+export function armedByLog(logs: ReadonlyMap<string, RunLog>): QueueView[] {
+  const out: QueueView[] = [];
+  for (const [runId, log] of logs) {
+    if (log.state.terminal !== null) continue;
+    for (const timer of log.state.pendingTimers.values()) out.push({ runId, timerId: timer.timerId, fireAt: timer.fireAt, setSeq: timer.setSeq });
+  }
+  return sortQueue(out);
+}
+
+/**
+ * Waits until the scheduler is idle and its queue holds exactly what the log at the tip arms,
+ * e.g. after a commit whose follow-on cron TimerSet reaches the queue through the live tail.
+ * Gives up after `maxTurns` event-loop turns.
+ * @throws Error showing both sides when they never agree
+ */
+export async function waitForCaughtUp(scheduler: WorkflowHostScheduler, store: RepoStore, repoId: string, maxTurns = 20_000): Promise<void> {
+  let tip: string | null | undefined;
+  let wanted: QueueView[] = [];
+  for (let turn = 0; ; turn += 1) {
+    await scheduler.idle();
+    const now = await store.resolveRef(null, repoIdOf(repoId), "refs/heads/main");
+    if (now !== tip) {
+      tip = now;
+      wanted = armedByLog(await readRepoLogs(store, repoId));
+    }
+    const have = queueOf(scheduler, repoId);
+    if (JSON.stringify(have) === JSON.stringify(wanted)) return;
+    if (turn >= maxTurns) {
+      throw new Error(`scheduler queue never matched the log of ${repoId} at ${String(tip)}:\nqueue ${JSON.stringify(have)}\nlog   ${JSON.stringify(wanted)}`);
+    }
+    await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+}
+
+/**
+ * Runs the clock forward to `untilMs`, stopping at every fireAt the scheduler has queued and
+ * letting it catch up with the log there, so a cron series' next tick is armed before the
+ * clock passes it however slow the disk is.
+ * @throws Error when the clock stops making progress (a due timer that never leaves the queue)
+ */
+export async function runUntil(run: RunningScheduler, store: RepoStore, repoId: string, clock: FakeClock, untilMs: number): Promise<void> {
+  let stalled = 0;
+  while (clock.now() < untilMs) {
+    const next = Math.min(untilMs, ...run.scheduler.queuedTimers().map((t) => Date.parse(t.fireAt)));
+    const before = clock.now();
+    await clock.advance(Math.max(0, next - before));
+    await waitForCaughtUp(run.scheduler, store, repoId);
+    stalled = clock.now() === before ? stalled + 1 : 0;
+    if (stalled > 100) throw new Error(`timers due at ${new Date(before).toISOString()} stay queued: ${JSON.stringify(queueOf(run.scheduler, repoId))}`);
+  }
+}
+
+function cmp(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
