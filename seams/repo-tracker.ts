@@ -3,21 +3,30 @@
  * (a walk of the logs at tip C) and then a live tail from C, and the fire loop that commits
  * due timers of this repo, one commit per batch.
  *
+ * Recovery reads only what changed: the derived recovery index (see recovery-index.ts) holds
+ * each run's summary under its tree oid, and a run whose `runs/<runId>` oid at C matches is
+ * restored from it without reading its log. The index is rewritten after a recovery that read
+ * runs, and at stop() when runs changed since.
+ *
  * States: recovering → tailing → stopped. A failed recovery or tail is reported and the
  * scheduler retries the whole tracker after a backoff; a ref rewritten by a force push
  * re-reads the runs the rewrite touched.
  */
 import { WorkflowHostError } from "../src/errors.js";
-import type { CommitChange, CommittedReads, RepoId } from "../src/substrate/types.js";
+import type { CommitChange, CommittedReads, DirEntry, RepoId } from "../src/substrate/types.js";
 import { parseEvent, serializeEvent } from "../src/workflow/events.js";
-import { eventPath, parseEventPath, runEventsPrefix, runsPrefix } from "../src/workflow/paths.js";
-import { readRunLog, type BadEvent } from "../src/workflow/run-log.js";
-import { applyEvent } from "../src/workflow/run-state.js";
+import { eventPath, runEventsPrefix, runsPrefix } from "../src/workflow/paths.js";
+import { isSymlinkMode } from "../src/substrate/tree-object.js";
+import { afterTerminalProblem, classifyRunPath, rewrittenProblem, runsEntryProblem, sequenceProblems } from "../src/workflow/log-problems.js";
+import { readRunLog, type BadEvent, type RunLog } from "../src/workflow/run-log.js";
+import { applyEvent, emptyRunState } from "../src/workflow/run-state.js";
 import { planDueTimer, type FirePlan } from "../src/workflow/timer-ledger.js";
 import { isoFromMs } from "../src/workflow/time.js";
-import type { RunEvent, RunState } from "../src/workflow/types.js";
+import type { PendingTimer, RunEvent, RunState } from "../src/workflow/types.js";
 import { WORKFLOW_RUN_KIND } from "../src/workflow/workflow-run-kind.js";
-import type { QueuedTimer, SchedulerEvent } from "./scheduler-types.js";
+import { decodeRecoveryIndex, encodeRecoveryIndex, RECOVERY_INDEX_FILE, stateFromSummary, type RunSummary } from "./recovery-index.js";
+import type { DueGeneration } from "./scheduler-queue.js";
+import type { SchedulerEvent } from "./scheduler-types.js";
 
 /** What a tracker needs from its scheduler. */
 export interface TrackerContext {
@@ -30,16 +39,24 @@ export interface TrackerContext {
   readonly planOptions: { misfire: "skip" | "latest" | "all"; maxCatchUp: number; misfireGraceMs: number };
   readonly retryInitialMs: number;
   readonly retryMaxMs: number;
-  /** Arms (or re-arms) a timer; `atMs` is when to try, which is later than fireAt on a retry. */
-  readonly arm: (timer: QueuedTimer, atMs: number) => void;
+  /**
+   * Arms (or re-arms) a generation; `atMs` is when to try, which is later than fireAt on a
+   * retry. `pending` is the run state's own object (shared, not copied: see scheduler-queue.ts).
+   */
+  readonly arm: (repoId: string, runId: string, pending: PendingTimer, atMs: number) => void;
   readonly disarm: (repoId: string, runId: string, timerId: string) => void;
   /** Whether `cancelQueued` suppressed this generation. */
-  readonly suppressed: (timer: QueuedTimer) => boolean;
+  readonly suppressed: (repoId: string, runId: string, pending: PendingTimer) => boolean;
   /** Drops a suppression once the run's log is past it and the timer is no longer armed. */
   readonly forgetSuppressed: (repoId: string, runId: string, timerId: string, lastSeq: number) => void;
   readonly report: (event: SchedulerEvent) => void;
   readonly count: (what: "fired" | "skippedTicks" | "commits" | "commitFailures" | "badEvents", n?: number) => void;
+  /** Use and keep the derived recovery index (see recovery-index.ts). */
+  readonly recoveryIndex: boolean;
 }
+
+/** Run logs read ahead of the one being applied during recovery (overlaps reads of loose objects). */
+const READ_AHEAD = 8;
 
 interface RunRecord {
   state: RunState;
@@ -47,6 +64,10 @@ interface RunRecord {
   maxFileSeq: number;
   /** Oid of `runs/<runId>/events` the state was read at; null when unknown. */
   eventsOid: string | null;
+  /** Oid of `runs/<runId>` the state was read at (the recovery index key); null when unknown. */
+  runTreeOid: string | null;
+  /** Bad events known in the log; a run with any is never put in the recovery index. */
+  bad: number;
   /** timerIds this run has in the queue. */
   queued: Set<string>;
   /** timerIds `cancelQueued` suppressed, until they are disarmed in the log. */
@@ -60,10 +81,13 @@ export class RepoTracker {
   private readonly abort = new AbortController();
   private tail: Promise<void> | null = null;
   /** Due timers waiting for the fire loop, with the queue time they were delivered at. */
-  private readonly buffer = new Map<string, { timer: QueuedTimer; dueMs: number }>();
+  private readonly buffer = new Map<string, DueGeneration>();
   private firing: Promise<void> | null = null;
   private retryMs: number;
   private stopped = false;
+  /** Runs changed since the recovery index was last written (or read). */
+  private indexDirty = false;
+  private persisting: Promise<void> | null = null;
 
   constructor(
     repoId: string,
@@ -85,14 +109,48 @@ export class RepoTracker {
     const { store, principal, ref } = this.ctx;
     const tip = await store.resolveRef(principal, this.rid, ref);
     const reads = await store.openCommittedReads(principal, this.rid, tip ?? ref);
+    const index = await this.loadIndex();
     let pending = 0;
     let badEvents = 0;
+    let reread = 0;
+    const entries: DirEntry[] = [];
     for (const entry of await reads.listDir(runsPrefix.slice(0, -1))) {
-      if (entry.type !== "tree" || parseEventPath(`${runsPrefix}${entry.name}/events/1.json`) === null) continue;
-      const record = await this.readRun(reads, entry.name);
-      badEvents += record.bad;
-      pending += record.state.terminal === null ? record.state.pendingTimers.size : 0;
+      // What is not a run folder (a stray file, a folder named like no run) is reported, never read.
+      const problem = runsEntryProblem(entry.name, entry.type);
+      if (problem === null) entries.push(entry);
+      else {
+        badEvents += 1;
+        this.reportBad(problem);
+      }
     }
+    // Logs are read a few runs ahead but applied (and their timers armed) in listing order.
+    const ahead = new Map<number, Promise<RunLog>>();
+    const readAhead = (i: number): void => {
+      const entry = entries[i];
+      if (entry === undefined || ahead.has(i) || index?.get(entry.name)?.runTreeOid === entry.oid) return;
+      const log = readRunLog(reads, entry.name, { maxEventBytes: this.ctx.maxEventBytes });
+      log.catch(() => undefined);
+      ahead.set(i, log);
+    };
+    for (let i = 0; i < entries.length; i++) {
+      const entry = entries[i] as DirEntry;
+      const summary = index?.get(entry.name);
+      let state: RunState;
+      if (summary !== undefined && summary.runTreeOid === entry.oid) {
+        state = this.restoreRun(entry.name, summary).state;
+      } else {
+        for (let k = i; k <= i + READ_AHEAD; k++) readAhead(k);
+        const log = await (ahead.get(i) as Promise<RunLog>);
+        ahead.delete(i);
+        const record = await this.applyLog(reads, log, entry.oid);
+        state = record.state;
+        badEvents += record.bad;
+        reread += 1;
+      }
+      pending += state.terminal === null ? state.pendingTimers.size : 0;
+    }
+    this.indexDirty = index === null || reread > 0;
+    if (this.indexDirty) this.persistIndex();
     this.ctx.report({
       type: "recovered",
       repoId: this.repoId,
@@ -107,7 +165,10 @@ export class RepoTracker {
     });
   }
 
-  /** Ends the tail and waits for the fire loop; queued timers of this repo are disarmed. */
+  /**
+   * Ends the tail and waits for the fire loop; queued timers of this repo are disarmed. Runs
+   * that changed since recovery are written to the recovery index, so the next start is warm.
+   */
   async stop(): Promise<void> {
     this.stopped = true;
     this.abort.abort();
@@ -115,7 +176,75 @@ export class RepoTracker {
       for (const timerId of record.queued) this.ctx.disarm(this.repoId, runId, timerId);
       record.queued.clear();
     }
-    await Promise.allSettled([this.tail, this.firing]);
+    await Promise.allSettled([this.tail, this.firing, this.persisting]);
+    if (this.indexDirty) {
+      this.persistIndex();
+      await this.persisting;
+    }
+  }
+
+  /** The recovery index's summaries, or null when it is off, absent or unusable. */
+  private async loadIndex(): Promise<Map<string, RunSummary> | null> {
+    const { store, principal } = this.ctx;
+    if (!this.ctx.recoveryIndex || store.readDerived === undefined) return null;
+    try {
+      const bytes = await store.readDerived(principal, this.rid, RECOVERY_INDEX_FILE);
+      return bytes === null ? null : decodeRecoveryIndex(bytes, this.ctx.maxEventBytes);
+    } catch {
+      // A cache that cannot be read is a cache miss.
+      return null;
+    }
+  }
+
+  /**
+   * Writes every run whose state is known to match its tree oid, in the background (one write
+   * at a time; stop() waits for it). Failures are ignored: the index is only a cache.
+   */
+  private persistIndex(): void {
+    const { store, principal } = this.ctx;
+    if (!this.ctx.recoveryIndex || store.writeDerived === undefined) return;
+    this.indexDirty = false;
+    const summaries: [string, RunSummary][] = [];
+    for (const [runId, record] of this.runs) {
+      if (record.bad > 0 || record.runTreeOid === null) continue;
+      summaries.push([
+        runId,
+        {
+          runTreeOid: record.runTreeOid,
+          eventsOid: record.eventsOid,
+          maxFileSeq: record.maxFileSeq,
+          lastSeq: record.state.lastSeq,
+          terminal: record.state.terminal,
+          pendingTimers: [...record.state.pendingTimers.values()],
+        },
+      ]);
+    }
+    const bytes = encodeRecoveryIndex(this.ctx.maxEventBytes, summaries);
+    const previous = this.persisting ?? Promise.resolve();
+    this.persisting = previous
+      .then(() => store.writeDerived?.(principal, this.rid, RECOVERY_INDEX_FILE, bytes))
+      .catch(() => undefined);
+  }
+
+  /** Installs a run restored from its index summary and arms its timers. */
+  private restoreRun(runId: string, summary: RunSummary): RunRecord {
+    const record = this.recordOf(runId);
+    record.state = stateFromSummary(runId, summary);
+    record.maxFileSeq = summary.maxFileSeq;
+    record.eventsOid = summary.eventsOid;
+    record.runTreeOid = summary.runTreeOid;
+    record.bad = 0;
+    this.sync(runId, record);
+    return record;
+  }
+
+  private recordOf(runId: string): RunRecord {
+    let record = this.runs.get(runId);
+    if (record === undefined) {
+      record = { state: emptyRunState(runId), maxFileSeq: -1, eventsOid: null, runTreeOid: null, bad: 0, queued: new Set<string>(), suppressed: new Set<string>() };
+      this.runs.set(runId, record);
+    }
+    return record;
   }
 
   /**
@@ -124,8 +253,8 @@ export class RepoTracker {
    * that, so it is a floor for "now" (case E3: a later reading that runs behind must not turn a
    * delivered timer back into "not due" and spin).
    */
-  fire(due: readonly { timer: QueuedTimer; dueMs: number }[]): Promise<void> {
-    for (const item of due) this.buffer.set(`${item.timer.runId}/${item.timer.timerId}`, item);
+  fire(due: readonly DueGeneration[]): Promise<void> {
+    for (const item of due) this.buffer.set(`${item.runId}/${item.pending.timerId}`, item);
     if (this.firing === null) {
       this.firing = this.fireLoop().finally(() => {
         this.firing = null;
@@ -151,17 +280,25 @@ export class RepoTracker {
     record?.suppressed.add(timerId);
   }
 
-  private async readRun(reads: CommittedReads, runId: string): Promise<{ state: RunState; bad: number }> {
-    const log = await readRunLog(reads, runId, { maxEventBytes: this.ctx.maxEventBytes });
-    for (const bad of log.bad) this.reportBad(bad);
-    const eventsOid = await reads.treeOid(runEventsPrefix(runId).slice(0, -1));
-    const record = this.runs.get(runId) ?? { state: log.state, maxFileSeq: -1, eventsOid: null, queued: new Set<string>(), suppressed: new Set<string>() };
+  private async readRun(reads: CommittedReads, runId: string): Promise<RunRecord> {
+    return this.applyLog(reads, await readRunLog(reads, runId, { maxEventBytes: this.ctx.maxEventBytes }), null);
+  }
+
+  /** Installs a run's log as read at `reads` and arms its timers. */
+  private async applyLog(reads: CommittedReads, log: RunLog, runTreeOid: string | null): Promise<RunRecord> {
+    const runId = log.runId;
+    for (const bad of [...log.bad, ...log.problems]) this.reportBad(bad);
+    const record = this.recordOf(runId);
     record.state = log.state;
     record.maxFileSeq = log.maxFileSeq;
-    record.eventsOid = eventsOid;
-    this.runs.set(runId, record);
+    record.eventsOid = await reads.treeOid(runEventsPrefix(runId).slice(0, -1));
+    record.runTreeOid = runTreeOid ?? (await reads.treeOid(`${runsPrefix}${runId}`));
+    // Counted with the bad files, so the recovery index keeps no summary of this run and every
+    // start reports its problems again.
+    record.bad = log.bad.length + log.problems.length;
+    this.indexDirty = true;
     this.sync(runId, record);
-    return { state: log.state, bad: log.bad.length };
+    return record;
   }
 
   /** Makes the queue hold exactly the run's armed, unsuppressed timers. */
@@ -180,16 +317,8 @@ export class RepoTracker {
       }
     }
     for (const pending of wanted.values()) {
-      const timer: QueuedTimer = {
-        repoId: this.repoId,
-        runId,
-        timerId: pending.timerId,
-        fireAt: pending.fireAt,
-        setSeq: pending.setSeq,
-        ...(pending.cron === undefined ? {} : { cron: pending.cron, timezone: pending.timezone ?? "UTC" }),
-      };
-      if (this.ctx.suppressed(timer)) continue;
-      this.ctx.arm(timer, Date.parse(pending.fireAt));
+      if (this.ctx.suppressed(this.repoId, runId, pending)) continue;
+      this.ctx.arm(this.repoId, runId, pending, Date.parse(pending.fireAt));
       record.queued.add(pending.timerId);
     }
   }
@@ -214,40 +343,71 @@ export class RepoTracker {
    */
   private async applyCommit(commit: CommitChange): Promise<void> {
     const byRun = new Map<string, { adds: { seq: number; oid: string; path: string }[]; reread: boolean }>();
+    const problems = new Map<string, BadEvent>();
     for (const change of commit.changes) {
-      if (!change.path.startsWith(runsPrefix)) continue;
-      const where = parseEventPath(change.path);
-      const runId = where?.runId ?? change.path.slice(runsPrefix.length).split("/")[0] ?? "";
-      if (runId === "") continue;
-      const entry = byRun.get(runId) ?? { adds: [], reread: false };
-      byRun.set(runId, entry);
-      if (where !== null && change.status === "added") entry.adds.push({ seq: where.seq, oid: change.oid, path: change.path });
-      else entry.reread = true;
+      const place = classifyRunPath(change.path);
+      if (place === null) continue;
+      // Pushed entries that belong to no run's log are reported; they name no run to read.
+      if (place.kind === "foreign") {
+        problems.set(place.problem.path, place.problem);
+        continue;
+      }
+      const entry = byRun.get(place.runId) ?? { adds: [], reread: false };
+      byRun.set(place.runId, entry);
+      if (place.kind === "event" && change.status === "added" && !isSymlinkMode(change.mode)) {
+        entry.adds.push({ seq: place.seq, oid: change.oid, path: change.path });
+        continue;
+      }
+      // Anything else in a run's log (a symlink, a folder, a bad name, an edit) is judged by
+      // reading the run again; an edit or removal of an event is reported as well.
+      entry.reread = true;
+      if (place.kind === "event" && change.status !== "added") problems.set(change.path, rewrittenProblem(place.runId, place.seq, change.path, change.status));
     }
+    for (const problem of problems.values()) this.reportBad(problem);
     if (byRun.size === 0) return;
     const reads = await this.ctx.store.openCommittedReads(this.ctx.principal, this.rid, commit.commitSha);
     for (const [runId, change] of byRun) {
       const record = this.runs.get(runId);
+      if (record !== undefined && record.eventsOid !== null && !change.reread) {
+        // Already at this commit's events tree (our own fire commit, adopted when it landed):
+        // a state is a function of the tree, so there is nothing to apply.
+        if ((await reads.treeOid(runEventsPrefix(runId).slice(0, -1))) === record.eventsOid) {
+          record.runTreeOid = await reads.treeOid(`${runsPrefix}${runId}`);
+          continue;
+        }
+      }
       change.adds.sort((a, b) => a.seq - b.seq);
       const extends_ = record !== undefined && !change.reread && (change.adds[0]?.seq ?? 0) > record.maxFileSeq;
       if (!extends_ || record === undefined) {
-        if (record !== undefined || (await reads.treeOid(runEventsPrefix(runId).slice(0, -1))) !== null) {
+        if (record !== undefined || (await reads.treeOid(`${runsPrefix}${runId}`)) !== null) {
           await this.readRun(reads, runId);
         }
         continue;
       }
+      const gaps = sequenceProblems(runId, change.adds.map((a) => a.seq), record.maxFileSeq);
+      for (const gap of gaps) this.reportBad(gap);
+      record.bad += gaps.length;
       for (const add of change.adds) {
         record.maxFileSeq = Math.max(record.maxFileSeq, add.seq);
         let event: RunEvent;
         try {
           event = parseEvent(await reads.readBlobByOid(add.oid), { path: add.path, expectedSeq: add.seq, maxEventBytes: this.ctx.maxEventBytes });
         } catch (error) {
+          record.bad += 1;
           this.reportBad({ runId, path: add.path, seq: add.seq, error: asHostError(error, add.path) });
+          continue;
+        }
+        if (record.state.terminal !== null) {
+          // The run has ended: skipped (as recovery skips it), and said so.
+          record.bad += 1;
+          this.reportBad(afterTerminalProblem(runId, add.seq, record.state.terminal, null));
           continue;
         }
         record.state = applyEvent(record.state, event);
       }
       record.eventsOid = await reads.treeOid(runEventsPrefix(runId).slice(0, -1));
+      record.runTreeOid = await reads.treeOid(`${runsPrefix}${runId}`);
+      this.indexDirty = true;
       this.sync(runId, record);
     }
   }
@@ -259,7 +419,7 @@ export class RepoTracker {
 
   private async fireLoop(): Promise<void> {
     while (this.buffer.size > 0 && !this.stopped) {
-      const batch: { timer: QueuedTimer; dueMs: number }[] = [];
+      const batch: DueGeneration[] = [];
       for (const [key, item] of this.buffer) {
         batch.push(item);
         this.buffer.delete(key);
@@ -273,41 +433,50 @@ export class RepoTracker {
    * Commits one batch. Everything is decided inside `computeDelta`, under the repo lock, from
    * the log at the parent commit: that re-check is what makes firing exactly-once.
    */
-  private async commitBatch(due: readonly { timer: QueuedTimer; dueMs: number }[]): Promise<void> {
-    type Outcome = { timer: QueuedTimer; plan: FirePlan; runId: string };
-    const batch = due.map((d) => d.timer);
-    const floorMs = Math.max(...due.map((d) => d.dueMs));
+  private async commitBatch(due: readonly DueGeneration[]): Promise<void> {
+    type Outcome = { timer: PendingTimer; plan: FirePlan; runId: string };
+    /** A run this commit appends to: its events tree at the parent, and its state after the commit. */
+    type After = { runId: string; parentEventsOid: string | null; state: RunState; maxFileSeq: number };
+    let floorMs = Number.NEGATIVE_INFINITY;
+    for (const d of due) floorMs = Math.max(floorMs, d.dueMs);
     let result;
     try {
-      result = await this.ctx.store.writeTreeDelta<Outcome[]>(this.ctx.principal, this.rid, this.ctx.ref, {
-        message: `Fire ${batch.length} timer${batch.length === 1 ? "" : "s"}`,
+      result = await this.ctx.store.writeTreeDelta<{ outcomes: Outcome[]; after: After[] }>(this.ctx.principal, this.rid, this.ctx.ref, {
+        message: `Fire ${due.length} timer${due.length === 1 ? "" : "s"}`,
         computeDelta: async (_parent, reads) => {
           const nowMs = Math.max(this.ctx.nowMs(), floorMs);
           const at = isoFromMs(nowMs);
           const puts = new Map<string, Uint8Array>();
           const outcomes: Outcome[] = [];
-          const byRun = groupBy(batch, (t) => t.runId);
+          const after: After[] = [];
+          const byRun = new Map<string, PendingTimer[]>();
+          for (const d of due) {
+            const list = byRun.get(d.runId);
+            if (list === undefined) byRun.set(d.runId, [d.pending]);
+            else list.push(d.pending);
+          }
           for (const [runId, timers] of byRun) {
             const fresh = await this.freshRun(reads, runId);
             let state = fresh.state;
-            let seq = Math.max(fresh.maxFileSeq + 1, 1);
+            const firstSeq = Math.max(fresh.maxFileSeq + 1, 1);
+            let seq = firstSeq;
             timers.sort((a, b) => Date.parse(a.fireAt) - Date.parse(b.fireAt));
             for (const timer of timers) {
               const plan = planDueTimer(state, timer, { nowMs, ...this.ctx.planOptions });
               outcomes.push({ timer, plan, runId });
               if (plan.kind !== "append") continue;
               for (const planned of plan.events) {
-                const event = parseEvent(serializeEvent({ seq, type: planned.type, at, data: planned.data } as RunEvent), {
-                  expectedSeq: seq,
-                  maxEventBytes: this.ctx.maxEventBytes,
-                });
-                puts.set(eventPath(runId, seq), serializeEvent(event));
-                state = applyEvent(state, event);
+                // Validated once, here. The bytes are the validated event's JSON, so parsing
+                // them back gives the normalised event without validating it again.
+                const bytes = serializeEvent({ seq, type: planned.type, at, data: planned.data } as RunEvent, { maxEventBytes: this.ctx.maxEventBytes });
+                puts.set(eventPath(runId, seq), bytes);
+                state = applyEvent(state, JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8")) as RunEvent);
                 seq += 1;
               }
             }
+            if (seq > firstSeq) after.push({ runId, parentEventsOid: fresh.eventsOid, state, maxFileSeq: seq - 1 });
           }
-          return { puts, result: outcomes };
+          return { puts, result: { outcomes, after } };
         },
       });
     } catch (error) {
@@ -316,9 +485,9 @@ export class RepoTracker {
     }
     this.retryMs = this.ctx.retryInitialMs;
     if (result.committed) this.ctx.count("commits");
-    for (const { timer, plan, runId } of result.result ?? []) {
+    for (const { timer, plan, runId } of result.result?.outcomes ?? []) {
       if (plan.kind === "not_due") {
-        this.ctx.arm(timer, Date.parse(plan.fireAt));
+        this.rearm(runId, timer, Date.parse(plan.fireAt));
         continue;
       }
       if (plan.kind === "stale") continue;
@@ -332,21 +501,46 @@ export class RepoTracker {
         this.ctx.report({ type: "skipped", repoId: this.repoId, runId, timerId: timer.timerId, ...plan.skipped, commitSha });
       }
     }
+    // Reported first: the fires are committed once the ref moved; adopting is bookkeeping.
+    if (result.committed) await this.adoptOwnCommit(result.commitSha as string, result.result?.after ?? []);
   }
 
-  /** The run at the commit `reads` is pinned to: the cached state when its events tree is unchanged. */
-  private async freshRun(reads: CommittedReads, runId: string): Promise<{ state: RunState; maxFileSeq: number }> {
+  /**
+   * Moves the runs a fire commit appended to straight to their state after it, so the tail,
+   * when it reaches that commit, finds them current (same events tree oid) and does not read
+   * back and re-validate what was just written. Only a run still exactly at the commit's parent
+   * state is moved; one the tail already took past it is left alone.
+   */
+  private async adoptOwnCommit(commitSha: string, after: readonly { runId: string; parentEventsOid: string | null; state: RunState; maxFileSeq: number }[]): Promise<void> {
+    if (after.length === 0 || this.stopped) return;
+    const reads = await this.ctx.store.openCommittedReads(this.ctx.principal, this.rid, commitSha);
+    for (const run of after) {
+      const record = this.runs.get(run.runId);
+      if (record === undefined || run.parentEventsOid === null || record.eventsOid !== run.parentEventsOid) continue;
+      record.state = run.state;
+      record.maxFileSeq = run.maxFileSeq;
+      record.eventsOid = await reads.treeOid(runEventsPrefix(run.runId).slice(0, -1));
+      record.runTreeOid = await reads.treeOid(`${runsPrefix}${run.runId}`);
+      this.indexDirty = true;
+      this.sync(run.runId, record);
+    }
+  }
+
+  /**
+   * The run at the commit `reads` is pinned to: the cached state when its events tree is
+   * unchanged, else its log read afresh. `eventsOid` is that tree's oid at the commit.
+   */
+  private async freshRun(reads: CommittedReads, runId: string): Promise<{ state: RunState; maxFileSeq: number; eventsOid: string | null }> {
     const oid = await reads.treeOid(runEventsPrefix(runId).slice(0, -1));
     const cached = this.runs.get(runId);
-    if (cached !== undefined && oid !== null && cached.eventsOid === oid) return cached;
+    if (cached !== undefined && oid !== null && cached.eventsOid === oid) return { state: cached.state, maxFileSeq: cached.maxFileSeq, eventsOid: oid };
     const log = await readRunLog(reads, runId, { maxEventBytes: this.ctx.maxEventBytes });
-    return log;
+    return { state: log.state, maxFileSeq: log.maxFileSeq, eventsOid: oid };
   }
 
-  private async onCommitFailed(due: readonly { timer: QueuedTimer; dueMs: number }[], error: unknown): Promise<void> {
-    const batch = due.map((d) => d.timer);
+  private async onCommitFailed(due: readonly DueGeneration[], error: unknown): Promise<void> {
     const invalid = error instanceof WorkflowHostError && isContentError(error.code);
-    if (invalid && batch.length > 1) {
+    if (invalid && due.length > 1) {
       // One timer's event was refused: bisect so the healthy timers still commit.
       const half = Math.ceil(due.length / 2);
       await this.commitBatch(due.slice(0, half));
@@ -354,16 +548,30 @@ export class RepoTracker {
       return;
     }
     if (invalid) {
-      const timer = batch[0] as QueuedTimer;
-      this.ctx.report({ type: "timer_rejected", repoId: this.repoId, runId: timer.runId, timerId: timer.timerId, error });
+      const only = due[0] as DueGeneration;
+      this.ctx.report({ type: "timer_rejected", repoId: this.repoId, runId: only.runId, timerId: only.pending.timerId, error });
       return;
     }
     this.ctx.count("commitFailures");
     const retryInMs = this.retryMs;
     this.retryMs = Math.min(this.retryMs * 2, this.ctx.retryMaxMs);
-    this.ctx.report({ type: "commit_failed", repoId: this.repoId, timers: batch.length, retryInMs, error });
+    this.ctx.report({ type: "commit_failed", repoId: this.repoId, timers: due.length, retryInMs, error });
     const atMs = this.ctx.nowMs() + retryInMs;
-    for (const timer of batch) this.ctx.arm(timer, atMs);
+    for (const d of due) this.rearm(d.runId, d.pending, atMs);
+  }
+
+  /**
+   * Re-arms a generation the fire loop held but did not fire (a retry, an early wake), unless
+   * the live tail has moved its run on meanwhile (re-set, cancelled, fired, ended, suppressed):
+   * the queue then already holds what the log arms, and putting the old generation back would
+   * replace the newer one, which the ledger would then refuse as stale, so it would never fire.
+   */
+  private rearm(runId: string, pending: PendingTimer, atMs: number): void {
+    const record = this.runs.get(runId);
+    const current = record?.state.terminal === null ? record.state.pendingTimers.get(pending.timerId) : undefined;
+    if (current === undefined || current.setSeq !== pending.setSeq || current.fireAt !== pending.fireAt) return;
+    if (this.ctx.suppressed(this.repoId, runId, pending)) return;
+    this.ctx.arm(this.repoId, runId, pending, atMs);
   }
 }
 
@@ -376,15 +584,4 @@ function asHostError(error: unknown, path: string): WorkflowHostError {
   return error instanceof WorkflowHostError
     ? error
     : new WorkflowHostError("event_invalid", `${path} could not be read as an event`, { path }, { cause: error });
-}
-
-function groupBy<T>(items: readonly T[], keyOf: (item: T) => string): Map<string, T[]> {
-  const groups = new Map<string, T[]>();
-  for (const item of items) {
-    const key = keyOf(item);
-    const group = groups.get(key);
-    if (group === undefined) groups.set(key, [item]);
-    else group.push(item);
-  }
-  return groups;
 }

@@ -36,6 +36,12 @@ export interface SchedulerOptions {
   readonly retryMaxMs?: number;
   /** Largest event read from a log (bytes, default 1 MiB). */
   readonly maxEventBytes?: number;
+  /**
+   * Keep a derived recovery index beside each deployment (`<repo>.git/workflow-host/`), so a
+   * restart reads only the runs whose tree changed since the index was written. Never part of
+   * the repository's history; ignored whenever it does not match exactly. Default true.
+   */
+  readonly recoveryIndex?: boolean;
   readonly logger?: Logger;
   /** Every report of the scheduler, synchronously, in order. Exceptions thrown here are ignored. */
   readonly onEvent?: (event: SchedulerEvent) => void;

@@ -16,15 +16,14 @@
 import { WorkflowHostError } from "../src/errors.js";
 import { silentLogger } from "../src/logger.js";
 import { createSystemTimers, type TimerHandle, type Timers } from "../src/time/clock.js";
-import { createTimerQueue, type TimerQueueEntry } from "../src/time/timer-queue.js";
 import { parseRepoId, parseRunId, parseTimerId } from "../src/workflow/ids.js";
 import { appendRunEvents } from "../src/workflow/run-log.js";
 import { DEFAULT_MAX_CATCH_UP, DEFAULT_MISFIRE_GRACE_MS } from "../src/workflow/timer-ledger.js";
 import { WORKFLOW_RUN_KIND } from "../src/workflow/workflow-run-kind.js";
 import { RepoTracker, type TrackerContext } from "./repo-tracker.js";
+import { createSchedulerQueue, timerKey, type DueGeneration } from "./scheduler-queue.js";
 import type {
   CancelOutcome,
-  QueuedTimer,
   SchedulerEvent,
   SchedulerOptions,
   SchedulerStats,
@@ -78,27 +77,23 @@ export function createWorkflowHostScheduler(opts: SchedulerOptions): WorkflowHos
     }
   };
 
-  const keyOf = (repoId: string, runId: string, timerId: string): string => `${repoId}/${runId}/${timerId}`;
-
-  const queue = createTimerQueue<QueuedTimer>({
+  const queue = createSchedulerQueue({
     clock: opts.clock,
     timers,
     ...(opts.maxArmMs === undefined ? {} : { maxArmMs: opts.maxArmMs }),
-    onDue: async (entries) => {
-      const byRepo = new Map<string, { timer: QueuedTimer; dueMs: number }[]>();
-      for (const entry of entries) {
-        const list = byRepo.get(entry.payload.repoId) ?? [];
-        list.push({ timer: entry.payload, dueMs: entry.fireAtMs });
-        byRepo.set(entry.payload.repoId, list);
+    onDue: async (due) => {
+      const byRepo = new Map<string, DueGeneration[]>();
+      for (const item of due) {
+        const list = byRepo.get(item.repoId);
+        if (list === undefined) byRepo.set(item.repoId, [item]);
+        else list.push(item);
       }
-      await Promise.all(
-        [...byRepo].map(([repoId, due]) => trackers.get(repoId)?.fire(due) ?? Promise.resolve()),
-      );
+      await Promise.all([...byRepo].map(([repoId, list]) => trackers.get(repoId)?.fire(list) ?? Promise.resolve()));
     },
-    onError: (error, entries: readonly TimerQueueEntry<QueuedTimer>[]) => {
+    onError: (error, due) => {
       logger.error(`timer delivery failed: ${String(error)}`);
       const retryAtMs = nowMs() + retryInitialMs;
-      for (const entry of entries) queue.schedule(entry.key, retryAtMs, entry.payload);
+      for (const item of due) queue.arm(item.repoId, item.runId, item.pending, retryAtMs);
     },
   });
 
@@ -116,27 +111,24 @@ export function createWorkflowHostScheduler(opts: SchedulerOptions): WorkflowHos
     },
     retryInitialMs,
     retryMaxMs,
-    arm: (timer, atMs) => {
-      const key = keyOf(timer.repoId, timer.runId, timer.timerId);
-      const current = queue.get(key);
-      if (current !== undefined && current.fireAtMs === atMs && current.payload.setSeq === timer.setSeq && current.payload.fireAt === timer.fireAt) return;
-      if (queue.schedule(key, atMs, timer) && current === undefined) {
-        report({ type: "armed", repoId: timer.repoId, runId: timer.runId, timerId: timer.timerId, fireAt: timer.fireAt });
+    arm: (repoId, runId, pending, atMs) => {
+      if (queue.arm(repoId, runId, pending, atMs)) {
+        report({ type: "armed", repoId, runId, timerId: pending.timerId, fireAt: pending.fireAt });
       }
     },
     disarm: (repoId, runId, timerId) => {
-      queue.cancel(keyOf(repoId, runId, timerId));
+      queue.disarm(repoId, runId, timerId);
     },
-    suppressed: (timer) => {
-      const key = keyOf(timer.repoId, timer.runId, timer.timerId);
+    suppressed: (repoId, runId, pending) => {
+      const key = timerKey(repoId, runId, pending.timerId);
       const upTo = suppressed.get(key);
       if (upTo === undefined) return false;
-      if (timer.setSeq <= upTo) return true;
+      if (pending.setSeq <= upTo) return true;
       suppressed.delete(key); // a newer generation: the suppression is spent
       return false;
     },
     forgetSuppressed: (repoId, runId, timerId, lastSeq) => {
-      const key = keyOf(repoId, runId, timerId);
+      const key = timerKey(repoId, runId, timerId);
       // Kept until the log has caught up with the suppressed generation, so a cancel that raced
       // the TimerSet's commit still applies when the tail sees it.
       if ((suppressed.get(key) ?? Number.POSITIVE_INFINITY) <= lastSeq) suppressed.delete(key);
@@ -145,6 +137,7 @@ export function createWorkflowHostScheduler(opts: SchedulerOptions): WorkflowHos
     count: (what, n = 1) => {
       counters[what] += n;
     },
+    recoveryIndex: opts.recoveryIndex ?? true,
   };
 
   async function track(repoId: string): Promise<void> {
@@ -241,12 +234,12 @@ export function createWorkflowHostScheduler(opts: SchedulerOptions): WorkflowHos
       let dropped = false;
       for (const tracker of trackers.values()) {
         if (repoId !== undefined && tracker.repoId !== repoId) continue;
-        const key = keyOf(tracker.repoId, runId, timerId);
-        const entry = queue.get(key);
+        const key = timerKey(tracker.repoId, runId, timerId);
+        const queued = queue.queued(tracker.repoId, runId, timerId);
         const pending = tracker.run(runId)?.state.pendingTimers.get(timerId);
-        const upTo = Math.max(setSeq ?? -1, entry?.payload.setSeq ?? -1, pending?.setSeq ?? -1);
+        const upTo = Math.max(setSeq ?? -1, queued?.setSeq ?? -1, pending?.setSeq ?? -1);
         if (upTo >= 0) suppressed.set(key, Math.max(upTo, suppressed.get(key) ?? -1));
-        if (queue.cancel(key)) dropped = true;
+        if (queue.disarm(tracker.repoId, runId, timerId)) dropped = true;
         tracker.forget(runId, timerId);
       }
       return dropped;
@@ -281,14 +274,14 @@ export function createWorkflowHostScheduler(opts: SchedulerOptions): WorkflowHos
       const outcome = result.result ?? "not_armed";
       if (outcome === "cancelled") {
         counters.cancelled += 1;
-        queue.cancel(keyOf(repoId, runId, timerId));
+        queue.disarm(repoId, runId, timerId);
         report({ type: "cancelled", repoId, runId, timerId, commitSha: result.commitSha });
       }
       return { outcome, commitSha: result.committed ? result.commitSha : null };
     },
 
     queuedTimers() {
-      return [...queue.entries()].map((e) => e.payload).sort((a, b) => Date.parse(a.fireAt) - Date.parse(b.fireAt));
+      return queue.entries().sort((a, b) => Date.parse(a.fireAt) - Date.parse(b.fireAt));
     },
 
     stats(): SchedulerStats {

@@ -25,6 +25,7 @@ import { WorkflowHostError } from "../src/errors.js";
 import { silentLogger } from "../src/logger.js";
 import type { RepoId } from "../src/substrate/types.js";
 import { signalReceivedEvent } from "../src/workflow/event-constructors.js";
+import { isTerminalEventType } from "../src/workflow/event-schemas.js";
 import { DEFAULT_MAX_EVENT_BYTES, serializeEvent } from "../src/workflow/events.js";
 import { parseRepoId, parseRunId, parseSignalId, parseSignalName, parseStepId } from "../src/workflow/ids.js";
 import { appendRunEvents, readRunLog, type RunLog } from "../src/workflow/run-log.js";
@@ -75,7 +76,16 @@ export function createWorkflowHostSignalChannel(opts: SignalChannelOptions): Wor
   const stoppedError = (): WorkflowHostError =>
     new WorkflowHostError("channel_stopped", `the signal channel of run ${runId} in ${repoId} was stopped`, { repoId, runId });
 
+  /** Set by the run's terminal event: a run that ended takes no more signals (DESIGN §3). */
+  let ended = false;
+
   function apply(event: RunEvent): void {
+    // Events after a terminal one can only come from a `git push`; like the reducer, skip them.
+    if (ended) return;
+    if (isTerminalEventType(event.type)) {
+      ended = true;
+      return;
+    }
     if (event.type === "SignalReceived") {
       const e = event as SignalReceivedEvent;
       pool.addReceived({ signalId: e.signalId, signalName: e.signalName, payload: e.payload, seq: e.seq, at: e.at });

@@ -7,6 +7,7 @@ import * as nodeFs from "node:fs";
 /** The FileHandle calls the substrate makes. */
 export interface FileHandleLike {
   write(data: Uint8Array): Promise<unknown>;
+  read(buffer: Uint8Array, offset: number, length: number, position: number): Promise<{ bytesRead: number }>;
   sync(): Promise<void>;
   stat(): Promise<StatLike>;
   close(): Promise<void>;
@@ -60,6 +61,11 @@ export interface FsAdapter {
    * can open a folder (memfs, some platforms): there it is skipped, as fsync is best effort.
    */
   fsyncDir(path: string): Promise<void>;
+  /**
+   * `length` bytes of a file from byte `position` (fewer at the end of the file); for reading
+   * one object out of a pack too big to load whole.
+   */
+  readRange(path: string, position: number, length: number): Promise<Uint8Array>;
 }
 
 /** The errno `code` of a node-style error, or undefined. */
@@ -136,6 +142,21 @@ export function createFsAdapter(fsModule?: unknown): FsAdapter {
         const code = errnoCode(error);
         if (code === "ENOENT" || code === "ENOTDIR") return [];
         throw error;
+      }
+    },
+    async readRange(path, position, length) {
+      const handle = await p.open(path, "r");
+      try {
+        const buffer = Buffer.allocUnsafe(length);
+        let filled = 0;
+        while (filled < length) {
+          const { bytesRead } = await handle.read(buffer, filled, length - filled, position + filled);
+          if (bytesRead === 0) break;
+          filled += bytesRead;
+        }
+        return buffer.subarray(0, filled);
+      } finally {
+        await handle.close();
       }
     },
     async fsyncDir(path) {

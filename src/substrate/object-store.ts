@@ -1,14 +1,20 @@
 /**
  * Reads and writes the objects of one bare repository.
  *
- * Writes are crash-safe loose objects: deflate into a temp file inside `objects/`, then rename
- * it to `objects/xx/yyyy…`, so a reader (this process, another one, or git) sees either no file
- * or a whole one; isomorphic-git would write the final path in place. All writes of a commit go
- * through {@link ObjectStore.writeObjects}, the one place to change should commits become pack
- * files later.
+ * Writes are crash-safe. All objects of a commit go through {@link ObjectStore.writeObjects}:
+ * a commit of at least `packThreshold` objects (default 3) becomes one pack file (see
+ * pack-store.ts: a thousand-timer fire commit is ~3 000 objects, and as loose files their system
+ * calls were most of the commit's time; even a one-event append creates six files loose, two as
+ * a pack, and creating a file is what costs on a busy disk); a smaller one is written as loose
+ * objects — deflate into a temp file inside `objects/`, then rename it to `objects/xx/yyyy…`.
+ * Either way a reader (this process, another one, or git) sees no object or a whole one;
+ * isomorphic-git would write loose objects in place.
  *
- * Reads take loose objects directly and fall back to isomorphic-git for packs (`git push`,
- * `git gc`). Parsed trees, commits and blobs are cached by oid: an oid names its content forever.
+ * Reads look in the known packs (an in-memory index lookup), then for a loose object, then in
+ * packs added since (another process, `git gc`), and finally ask isomorphic-git. Parsed trees,
+ * commits and blobs are cached by oid (an oid names its content forever); objects this store
+ * writes are cached as they are written, so the commit's own readers (validation, the tail)
+ * never go back to disk for them.
  */
 import { randomBytes } from "node:crypto";
 import { constants as zlibConstants, deflateSync, inflateSync } from "node:zlib";
@@ -17,14 +23,17 @@ import { WorkflowHostError } from "../errors.js";
 import { errnoCode, type FsAdapter } from "./fs-adapter.js";
 import { decodeCommit, type GitObject, type ObjectType, type ParsedCommit, unwrapObject, wrapObject } from "./git-object.js";
 import { decodeTree, type ParsedTree } from "./tree-object.js";
-import type { LruCache } from "./lru-cache.js";
+import type { ScopedLruCache } from "./lru-cache.js";
+import { createPackStore } from "./pack-store.js";
 import type { Oid } from "./types.js";
 
-/** Caches shared by every repository of a store; keys are `<repo key>\0<oid>`. */
+/** Caches shared by every repository of a store, scoped by repo key, keyed by oid. */
 export interface ObjectCaches {
-  readonly trees: LruCache<string, ParsedTree>;
-  readonly commits: LruCache<string, ParsedCommit>;
-  readonly blobs: LruCache<string, Uint8Array>;
+  readonly trees: ScopedLruCache<ParsedTree>;
+  readonly commits: ScopedLruCache<ParsedCommit>;
+  readonly blobs: ScopedLruCache<Uint8Array>;
+  /** Whole pack files (bytes), keyed by pack name, for reads out of packs; see pack-store.ts. */
+  readonly packs: ScopedLruCache<Buffer>;
   /** isomorphic-git's own cache object (pack indexes); shared so packs are indexed once. */
   readonly packCache: object;
 }
@@ -42,14 +51,19 @@ export interface ObjectStore {
   /** A blob's bytes (a fresh copy; cached). @throws `object_corrupt` when missing or not a blob. */
   readBlob(oid: Oid): Promise<Uint8Array>;
   /**
-   * Stores objects as loose objects (a blob already stored loose is skipped), at most 8 file
-   * writes in flight. Resolves once every object is in its final place (and flushed, with
-   * durability "fsync"): only then may a ref point at them. A failure leaves no partial object
-   * under its final name, only unreferenced whole ones.
+   * Stores objects: as one pack when there are at least `packThreshold` of them, else as loose
+   * objects (a blob already stored loose is skipped, at most 8 file writes in flight). Resolves
+   * once every object is in its final place (and flushed, with durability "fsync"): only then
+   * may a ref point at them. A failure leaves no partial object under its final name, only
+   * unreferenced whole ones. Written blobs and commits are cached.
    */
   writeObjects(objects: readonly GitObject[]): Promise<void>;
   /** Remembers trees that were just written, so the next commit does not re-read them. */
   rememberTrees(trees: Iterable<ParsedTree>): void;
+  /** Starts housekeeping after a commit (merging small packs) in the background; never throws. */
+  maintain(): void;
+  /** Resolves when no background housekeeping is running. */
+  idle(): Promise<void>;
 }
 
 export interface ObjectStoreOptions {
@@ -59,6 +73,8 @@ export interface ObjectStoreOptions {
   readonly repoKey: string;
   readonly caches: ObjectCaches;
   readonly durable: boolean;
+  /** Commits writing at least this many objects are written as one pack. */
+  readonly packThreshold: number;
 }
 
 const BLOB_CACHE_MAX_BYTES = 256 * 1024;
@@ -88,6 +104,7 @@ function corrupt(oid: string, reason: string, cause?: unknown): WorkflowHostErro
 /** Creates the object store of the bare repository at `gitdir`. */
 export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
   const { fs, gitdir, repoKey, caches, durable } = opts;
+  const packs = createPackStore({ fs, gitdir, repoKey, packBytes: caches.packs, durable, cachedTree: (oid) => caches.trees.get(repoKey, oid) });
   const objectsDir = `${gitdir}/objects`;
   const knownDirs = new Set<string>();
   const tempPrefix = randomBytes(4).toString("hex");
@@ -110,8 +127,10 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
 
   async function read(oid: Oid): Promise<GitObject> {
     if (!/^[0-9a-f]{40}$/.test(oid)) throw corrupt(String(oid), "not a 40-hex object id");
+    const packed = await packs.read(oid, false);
+    if (packed !== null) return packed;
     const raw = await fs.readFileOrNull(loosePath(oid));
-    if (raw === null) return readPacked(oid);
+    if (raw === null) return (await packs.read(oid, true)) ?? readPacked(oid);
     let inflated: Buffer;
     try {
       inflated = inflateSync(raw);
@@ -161,52 +180,63 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
   return {
     read,
     async readTree(oid) {
-      const key = `${repoKey}\0${oid}`;
-      const hit = caches.trees.get(key);
+      const hit = caches.trees.get(repoKey, oid);
       if (hit !== undefined) return hit;
       const object = await readTyped(oid, "tree");
       const tree = decodeTree(oid, object.content);
-      caches.trees.set(key, tree, tree.entries.length + 1);
+      caches.trees.set(repoKey, oid, tree, tree.entries.length + 1);
       return tree;
     },
     async readCommit(oid) {
-      const key = `${repoKey}\0${oid}`;
-      const hit = caches.commits.get(key);
+      const hit = caches.commits.get(repoKey, oid);
       if (hit !== undefined) return hit;
       const commit = decodeCommit(oid, (await readTyped(oid, "commit")).content);
-      caches.commits.set(key, commit);
+      caches.commits.set(repoKey, oid, commit);
       return commit;
     },
     async readBlob(oid) {
-      const key = `${repoKey}\0${oid}`;
-      const hit = caches.blobs.get(key);
+      const hit = caches.blobs.get(repoKey, oid);
       if (hit !== undefined) return hit.slice();
       const content = (await readTyped(oid, "blob")).content;
       const copy = new Uint8Array(content);
-      if (copy.byteLength <= BLOB_CACHE_MAX_BYTES) caches.blobs.set(key, copy, copy.byteLength + 64);
+      if (copy.byteLength <= BLOB_CACHE_MAX_BYTES) caches.blobs.set(repoKey, oid, copy, copy.byteLength + 64);
       return copy.slice();
     },
     async writeObjects(objects) {
-      const touched = new Set<string>();
-      // A few writes in flight hide disk latency; unbounded fan-out would exhaust file handles
-      // on a big commit (tens of thousands of objects).
-      const writeAll = async (batch: readonly GitObject[]): Promise<void> => {
-        let next = 0;
-        const worker = async (): Promise<void> => {
-          while (next < batch.length) await writeOne(batch[next++] as GitObject, touched);
-        };
-        await Promise.all(Array.from({ length: Math.min(WRITE_PARALLELISM, batch.length) }, worker));
-      };
-      // Commits go last, so an interrupted write never leaves a commit whose tree is missing.
-      await writeAll(objects.filter((o) => o.type !== "commit"));
-      await writeAll(objects.filter((o) => o.type === "commit"));
-      if (durable) {
-        // The renames are only durable once the folders holding the new names are flushed.
-        await Promise.all([...touched].map((dir) => fs.fsyncDir(dir)));
+      if (objects.length >= opts.packThreshold) await packs.write(objects);
+      else await writeLoose(objects);
+      for (const object of objects) {
+        if (object.type === "blob" && object.content.byteLength <= BLOB_CACHE_MAX_BYTES) {
+          caches.blobs.set(repoKey, object.oid, new Uint8Array(object.content), object.content.byteLength + 64);
+        } else if (object.type === "commit") {
+          caches.commits.set(repoKey, object.oid, decodeCommit(object.oid, object.content));
+        }
       }
     },
     rememberTrees(trees) {
-      for (const tree of trees) caches.trees.set(`${repoKey}\0${tree.oid}`, tree, tree.entries.length + 1);
+      for (const tree of trees) caches.trees.set(repoKey, tree.oid, tree, tree.entries.length + 1);
     },
+    maintain: () => packs.maintain(),
+    idle: () => packs.idle(),
   };
+
+  async function writeLoose(objects: readonly GitObject[]): Promise<void> {
+    const touched = new Set<string>();
+    // A few writes in flight hide disk latency; unbounded fan-out would exhaust file handles
+    // on a big commit (tens of thousands of objects).
+    const writeAll = async (batch: readonly GitObject[]): Promise<void> => {
+      let next = 0;
+      const worker = async (): Promise<void> => {
+        while (next < batch.length) await writeOne(batch[next++] as GitObject, touched);
+      };
+      await Promise.all(Array.from({ length: Math.min(WRITE_PARALLELISM, batch.length) }, worker));
+    };
+    // Commits go last, so an interrupted write never leaves a commit whose tree is missing.
+    await writeAll(objects.filter((o) => o.type !== "commit"));
+    await writeAll(objects.filter((o) => o.type === "commit"));
+    if (durable) {
+      // The renames are only durable once the folders holding the new names are flushed.
+      await Promise.all([...touched].map((dir) => fs.fsyncDir(dir)));
+    }
+  }
 }

@@ -53,6 +53,8 @@ export interface RepoHandleOptions {
   readonly gitdir: string;
   readonly caches: ObjectCaches;
   readonly durable: boolean;
+  /** See `RepoStoreOptions.packThreshold`. */
+  readonly packThreshold: number;
   readonly staleLockMs: number;
   readonly lockTimeoutMs: number;
   readonly sleep: Sleep;
@@ -62,7 +64,7 @@ export interface RepoHandleOptions {
 export function createRepoHandle(opts: RepoHandleOptions): RepoHandle {
   const { fs, repoId, gitdir } = opts;
   const key = `${repoId.kind}/${repoId.id}`;
-  const objects = createObjectStore({ fs, gitdir, repoKey: key, caches: opts.caches, durable: opts.durable });
+  const objects = createObjectStore({ fs, gitdir, repoKey: key, caches: opts.caches, durable: opts.durable, packThreshold: opts.packThreshold });
   const refs = createRefStore({
     fs,
     gitdir,

@@ -10,11 +10,12 @@
  */
 import { WorkflowHostError, describeValue } from "../errors.js";
 import { subscribeCommits } from "./commit-subscription.js";
+import { assertDerivedName, readDerivedFile, writeDerivedFile } from "./derived-files.js";
 import { createFsAdapter } from "./fs-adapter.js";
 import { encodeCommit, hashObject, type Identity } from "./git-object.js";
-import { EMPTY_TREE_OID } from "./tree-object.js";
+import { EMPTY_TREE_OID, isSymlinkMode } from "./tree-object.js";
 import { createKeyedQueue } from "./keyed-queue.js";
-import { LruCache } from "./lru-cache.js";
+import { ScopedLruCache } from "./lru-cache.js";
 import type { ObjectCaches } from "./object-store.js";
 import { normalizeRefName, OID_PATTERN } from "./ref-name.js";
 import { createRefWatcher, type RefWatcher } from "./ref-watcher.js";
@@ -60,7 +61,8 @@ function positive(value: number | undefined, fallback: number, name: string): nu
  * `watch` (default `{pollMs: 1000, chokidar: true}`; chokidar only on node:fs), `durability`
  * (default "none"; "fsync" flushes objects, folders and refs before a ref counts as moved),
  * `staleLockMs` (10 000), `lockTimeoutMs` (5 000), `author`, `timers`, `maxWriteAttempts` (32),
- * `treeCacheEntries` (500 000), `blobCacheBytes` (32 MiB).
+ * `treeCacheEntries` (500 000), `blobCacheBytes` (32 MiB), `packThreshold` (3 objects),
+ * `packCacheBytes` (128 MiB).
  * @throws TypeError for a bad option (two handlers of one kind, a bad author, a negative time).
  */
 export function createRepoStore(opts: RepoStoreOptions): RepoStore {
@@ -88,12 +90,14 @@ export function createRepoStore(opts: RepoStoreOptions): RepoStore {
   const staleLockMs = positive(opts.staleLockMs, 10_000, "staleLockMs");
   const lockTimeoutMs = positive(opts.lockTimeoutMs, 5_000, "lockTimeoutMs");
   const maxAttempts = Math.max(1, Math.floor(positive(opts.maxWriteAttempts, 32, "maxWriteAttempts")));
+  const packThreshold = opts.packThreshold === Number.POSITIVE_INFINITY ? Number.POSITIVE_INFINITY : Math.max(1, positive(opts.packThreshold, 3, "packThreshold"));
   const pollMs = opts.watch === false ? null : Math.max(1, positive(opts.watch?.pollMs, 1_000, "watch.pollMs"));
   const useChokidar = opts.watch !== false && (opts.watch?.chokidar ?? true) && fs.isNodeFs;
   const caches: ObjectCaches = {
-    trees: new LruCache(positive(opts.treeCacheEntries, 500_000, "treeCacheEntries")),
-    commits: new LruCache(20_000),
-    blobs: new LruCache(positive(opts.blobCacheBytes, 32 * 1024 * 1024, "blobCacheBytes")),
+    trees: new ScopedLruCache(positive(opts.treeCacheEntries, 500_000, "treeCacheEntries")),
+    commits: new ScopedLruCache(20_000),
+    blobs: new ScopedLruCache(positive(opts.blobCacheBytes, 32 * 1024 * 1024, "blobCacheBytes")),
+    packs: new ScopedLruCache(positive(opts.packCacheBytes, 128 * 1024 * 1024, "packCacheBytes")),
     packCache: {},
   };
 
@@ -131,6 +135,7 @@ export function createRepoStore(opts: RepoStoreOptions): RepoStore {
         gitdir: gitdirOf(handler, repoId.id),
         caches,
         durable,
+        packThreshold,
         staleLockMs,
         lockTimeoutMs,
         sleep,
@@ -271,19 +276,33 @@ export function createRepoStore(opts: RepoStoreOptions): RepoStore {
       const repo = await open(principal, repoId, refName, "write");
       return write(repo, refName, wopts.message, async (parentSha, reads) => {
         const existing = new Map<string, Uint8Array>();
+        // Folders and symlinks (pushed with git) are neither handed over as files nor
+        // rewritten: re-putting a symlink's target bytes would turn it into a regular file.
+        const others = new Set<string>();
         for (const entry of await reads.listDir(folder)) {
-          if (entry.type === "blob") existing.set(entry.name, await reads.readBlobByOid(entry.oid));
+          if (entry.type === "blob" && !isSymlinkMode(entry.mode)) existing.set(entry.name, await reads.readBlobByOid(entry.oid));
+          else others.add(entry.name);
         }
-        const merged = await wopts.merge(existing, parentSha);
+        const merged = await wopts.merge(existing, parentSha, others);
         const next = new Map<string, Uint8Array | string>();
         for (const [key, content] of merged.files) {
           // Names are relative to the prefix; a full path under the prefix is accepted too.
           const name = key.startsWith(prefix) ? key.slice(prefix.length) : key;
           assertEntryName(name, key.startsWith(prefix) ? key : `${prefix}${key}`);
+          if (others.has(name)) {
+            throw new WorkflowHostError("path_violation", `${prefix}${name} is a folder or symlink; a merge may not replace it`, { path: `${prefix}${name}` });
+          }
           next.set(`${folder}/${name}`, content);
         }
         const deletes = [...existing.keys()].filter((name) => !next.has(`${folder}/${name}`)).map((name) => `${folder}/${name}`);
-        return { deletes, puts: next, ...(merged.result === undefined ? {} : { result: merged.result }) };
+        // A merge usually hands back the existing bytes untouched plus one new file: only what
+        // is not the very bytes it was given is put, so an append to a log of n events hashes
+        // one blob, not n.
+        const puts = new Map<string, Uint8Array | string>();
+        for (const [path, content] of next) {
+          if (existing.get(path.slice(folder.length + 1)) !== content) puts.set(path, content);
+        }
+        return { deletes, puts, ...(merged.result === undefined ? {} : { result: merged.result }) };
       });
     },
 
@@ -346,6 +365,19 @@ export function createRepoStore(opts: RepoStoreOptions): RepoStore {
       );
     },
 
+    async readDerived(principal, repoId, name) {
+      assertDerivedName(name);
+      const repo = await open(principal, repoId, null, "read");
+      return readDerivedFile(fs, repo.gitdir, name);
+    },
+
+    async writeDerived(principal, repoId, name, content) {
+      assertDerivedName(name);
+      const repo = await open(principal, repoId, null, "write");
+      await repo.assertExists();
+      await writeDerivedFile(fs, repo.gitdir, name, content, durable);
+    },
+
     poke(repoId) {
       if (closed) return;
       if (repoId === undefined) {
@@ -360,6 +392,7 @@ export function createRepoStore(opts: RepoStoreOptions): RepoStore {
       closed = true;
       for (const wake of [...wakers]) wake();
       await queue.idle();
+      await Promise.all([...repos.values()].map((repo) => repo.objects.idle()));
       await Promise.all([...watchers.values()].map((slot) => slot.watcher.close()));
       watchers.clear();
     },

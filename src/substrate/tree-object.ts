@@ -62,6 +62,16 @@ export function compareTreeEntries(a: Pick<TreeEntry, "name" | "type">, b: Pick<
   return codePointRank(x) - codePointRank(y);
 }
 
+/** `{mode}` for a blob that is not a plain file (100755, 120000), else nothing. */
+export function unusualMode(entry: Pick<TreeEntry, "type" | "mode">): { mode?: string } {
+  return entry.type === "blob" && entry.mode !== "100644" ? { mode: entry.mode } : {};
+}
+
+/** Whether a blob entry's mode is a symlink (120000): its content is a link target, not a file. */
+export function isSymlinkMode(mode: string | undefined): boolean {
+  return mode === "120000";
+}
+
 function typeOfMode(mode: string): TreeEntry["type"] {
   if (mode === "40000" || mode === "040000") return "tree";
   if (mode === "160000") return "commit";
@@ -246,7 +256,7 @@ export function dirEntriesOf(tree: ParsedTree): readonly DirEntry[] {
   if (tree.dirEntries === undefined) {
     const list: DirEntry[] = [];
     for (const e of tree.entries) {
-      if (e.type !== "commit") list.push(Object.freeze({ name: e.name, type: e.type, oid: e.oid }));
+      if (e.type !== "commit") list.push(Object.freeze({ name: e.name, type: e.type, oid: e.oid, ...unusualMode(e) }));
     }
     list.sort((a, b) => compareCodePoints(a.name, b.name));
     tree.dirEntries = Object.freeze(list);

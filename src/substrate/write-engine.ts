@@ -166,6 +166,8 @@ export async function commitWithRetry<R>(
   const committed = (prepared: Prepared<R> & { kind: "commit" }, tip: Oid | null, attempt: number): WriteResult<R> => {
     repo.objects.rememberTrees(prepared.trees);
     deps.onCommitted(repo);
+    // Pack merging, if due, runs in the background, outside the ref lock and this write.
+    repo.objects.maintain();
     return { committed: true, commitSha: prepared.commit.oid, parentSha: tip, attempts: attempt, result: prepared.result };
   };
   const noop = (tip: Oid | null, attempt: number, result: R | undefined): WriteResult<R> => ({

@@ -358,6 +358,8 @@ export function createTimerQueue<T>(options: TimerQueueOptions<T>): TimerQueue<T
   async function deliver(first: TimerQueueEntry<T>[], markIdle: () => void): Promise<void> {
     let batch = first;
     let failure: { error: unknown } | undefined;
+    /** The reading that found nothing more due: the arm below starts from it. */
+    let settledNowMs: number | undefined;
     try {
       for (;;) {
         try {
@@ -377,14 +379,17 @@ export function createTimerQueue<T>(options: TimerQueueOptions<T>): TimerQueue<T
         const nowMs = readNow();
         if (Number.isNaN(nowMs)) break;
         batch = takeDue(nowMs);
-        if (batch.length === 0) break;
+        if (batch.length === 0) {
+          settledNowMs = nowMs;
+          break;
+        }
       }
     } finally {
       delivering = false;
       idle = undefined;
       markIdle();
     }
-    arm();
+    arm(settledNowMs);
     if (failure !== undefined) throw failure.error;
   }
 

@@ -5,13 +5,19 @@
  */
 import { WorkflowHostError } from "../errors.js";
 import type { CommittedReads, Principal, RepoStore, WriteResult } from "../substrate/types.js";
+import { isSymlinkMode } from "../substrate/tree-object.js";
+import { isTerminalEventType } from "./event-schemas.js";
 import { parseEvent, serializeEvent } from "./events.js";
-import { parseEventPathName, runEventsPrefix } from "./paths.js";
+import { afterTerminalProblem, runFolderEntryProblem, sequenceProblems } from "./log-problems.js";
+import { parseEventPathName, runEventsPrefix, runsPrefix } from "./paths.js";
 import { reduceRunState } from "./run-state.js";
 import type { RunEvent, RunState } from "./types.js";
 import { WORKFLOW_RUN_KIND } from "./workflow-run-kind.js";
 
-/** An event file that could not be read as an event: reported, skipped, never fatal. */
+/**
+ * Something wrong in a run's log, reported and skipped, never fatal: an event file that could
+ * not be read as an event, or (in `RunLog.problems`) a break of the log's rules.
+ */
 export interface BadEvent {
   readonly runId: string;
   readonly path: string;
@@ -23,9 +29,18 @@ export interface BadEvent {
 /** One run's log as read at one commit. */
 export interface RunLog {
   readonly runId: string;
-  /** Valid events in numeric seq order. */
+  /** Valid events in numeric seq order, up to and including a terminal event. */
   readonly events: readonly RunEvent[];
+  /** Entries that are not readable event files (bad bytes, bad names, folders, symlinks). */
   readonly bad: readonly BadEvent[];
+  /**
+   * Breaks of the log's rules by otherwise readable files, as only a `git push` can make them:
+   * a first seq above 1 and missing seqs (reported; the events around them are kept, so nothing
+   * valid is lost), events after a terminal event (reported and left out of `events`: a run
+   * that ended takes nothing more, as the reducer says), and (from `readRunLog`) entries of the
+   * run folder beside its log.
+   */
+  readonly problems: readonly BadEvent[];
   /**
    * Highest seq among the event file names, valid or not, or -1 for none. The next append
    * goes to `maxFileSeq + 1`, so a bad file is never overwritten and seqs stay dense.
@@ -39,20 +54,27 @@ export interface ReadRunLogOptions {
   readonly maxEventBytes?: number;
 }
 
+/** What an entry under `events/` is when it is not a regular file. */
+export type NotAFile = "folder" | "symlink" | "folder or symlink";
+
 /**
- * Reads a run's events from the blobs directly under `runs/<runId>/events/`.
- * @param files name → bytes (e.g. what `writeTreePreservingPrefix` hands to `merge`)
- * @returns the run log; bad files are listed in `bad` with path and seq, never thrown
+ * Reads a run's events from the files directly under `runs/<runId>/events/`.
+ * @param files name → bytes of the regular files (e.g. what `writeTreePreservingPrefix` hands
+ *   to `merge`)
+ * @param notFiles names of the other entries there (folders, symlinks): reported as bad, and
+ *   their seqs are taken, so nothing is ever appended over them
+ * @returns the run log; bad files and rule breaks are listed with path and seq, never thrown
  */
 export function readRunLogFromFiles(
   runId: string,
   files: ReadonlyMap<string, Uint8Array>,
   options: ReadRunLogOptions = {},
+  notFiles: ReadonlyMap<string, NotAFile> = new Map(),
 ): RunLog {
   const prefix = runEventsPrefix(runId);
-  const events: RunEvent[] = [];
+  const parsed: RunEvent[] = [];
   const bad: BadEvent[] = [];
-  let maxFileSeq = -1;
+  const seqs: number[] = [];
   for (const [name, bytes] of files) {
     const path = `${prefix}${name}`;
     const seq = parseEventPathName(name);
@@ -65,44 +87,53 @@ export function readRunLogFromFiles(
       });
       continue;
     }
-    if (seq > maxFileSeq) maxFileSeq = seq;
+    seqs.push(seq);
     try {
-      events.push(parseEvent(bytes, withLimit({ path, expectedSeq: seq }, options.maxEventBytes)));
+      parsed.push(parseEvent(bytes, withLimit({ path, expectedSeq: seq }, options.maxEventBytes)));
     } catch (error) {
       bad.push({ runId, path, seq, error: asEventError(error, path, seq) });
     }
   }
-  events.sort((a, b) => a.seq - b.seq);
+  for (const [name, what] of notFiles) {
+    const path = `${prefix}${name}`;
+    const seq = parseEventPathName(name);
+    if (seq !== null) seqs.push(seq);
+    bad.push({ runId, path, seq, error: new WorkflowHostError("event_invalid", `${path} is a ${what}, not an event file`, { path, seq }) });
+  }
+  parsed.sort((a, b) => a.seq - b.seq);
   bad.sort((a, b) => (a.seq ?? -1) - (b.seq ?? -1));
-  return { runId, events, bad, maxFileSeq, state: reduceRunState(runId, events) };
+  seqs.sort((a, b) => a - b);
+  const problems = sequenceProblems(runId, seqs);
+  const terminal = parsed.find((e) => isTerminalEventType(e.type));
+  const events = terminal === undefined ? parsed : parsed.filter((e) => e.seq <= terminal.seq);
+  for (const late of parsed.slice(events.length)) problems.push(afterTerminalProblem(runId, late.seq, terminal?.type ?? "", terminal?.seq ?? null));
+  problems.sort((a, b) => (a.seq ?? -1) - (b.seq ?? -1));
+  return { runId, events, bad, problems, maxFileSeq: seqs.at(-1) ?? -1, state: reduceRunState(runId, events) };
 }
 
 /**
- * Reads a run's log at the commit `reads` is pinned to. Entries that are not blobs (a folder or
- * a symlink where an event should be) are reported as bad events.
+ * Reads a run's log at the commit `reads` is pinned to. Entries that are not regular files (a
+ * folder or a symlink where an event should be) are reported as bad events, never read.
  */
 export async function readRunLog(reads: CommittedReads, runId: string, options: ReadRunLogOptions = {}): Promise<RunLog> {
   const prefix = runEventsPrefix(runId);
+  // The run folder itself: anything beside its log is reported (the tree is read anyway to
+  // reach events/, so this costs no extra read).
+  const strays: BadEvent[] = [];
+  for (const entry of await reads.listDir(`${runsPrefix}${runId}`)) {
+    const stray = runFolderEntryProblem(runId, entry.name, entry.type);
+    if (stray !== null) strays.push(stray);
+  }
   const entries = await reads.listDir(prefix.slice(0, -1));
   const files = new Map<string, Uint8Array>();
-  const notBlobs: BadEvent[] = [];
+  const notFiles = new Map<string, NotAFile>();
   for (const entry of entries) {
-    if (entry.type !== "blob") {
-      const path = `${prefix}${entry.name}`;
-      notBlobs.push({
-        runId,
-        path,
-        seq: parseEventPathName(entry.name),
-        error: new WorkflowHostError("event_invalid", `${path} is a ${entry.type}, not an event file`, { path }),
-      });
-      continue;
-    }
-    files.set(entry.name, await reads.readBlobByOid(entry.oid));
+    if (entry.type !== "blob") notFiles.set(entry.name, "folder");
+    else if (isSymlinkMode(entry.mode)) notFiles.set(entry.name, "symlink");
+    else files.set(entry.name, await reads.readBlobByOid(entry.oid));
   }
-  const log = readRunLogFromFiles(runId, files, options);
-  if (notBlobs.length === 0) return log;
-  const maxFileSeq = Math.max(log.maxFileSeq, ...notBlobs.map((b) => b.seq ?? -1));
-  return { ...log, bad: [...log.bad, ...notBlobs], maxFileSeq };
+  const log = readRunLogFromFiles(runId, files, options, notFiles);
+  return strays.length === 0 ? log : { ...log, problems: [...strays, ...log.problems] };
 }
 
 /** What an append decides, given the log under the repo lock. */
@@ -134,8 +165,8 @@ export interface AppendRunEventsOptions<R> {
  * re-checked the log under the repo lock (so concurrent appenders never reuse a seq and a
  * check-then-append is atomic).
  * @returns the store's write result; `result` is what `decide` returned on the winning attempt
- * @throws event_invalid / payload_too_large / time_invalid when a new event is invalid
- *   (nothing is written), plus every error of `writeTreePreservingPrefix`
+ * @throws event_invalid / payload_too_large / time_invalid when a new event is invalid or the
+ *   run has ended (nothing is written), plus every error of `writeTreePreservingPrefix`
  */
 export async function appendRunEvents<R>(options: AppendRunEventsOptions<R>): Promise<WriteResult<R>> {
   const { store, principal, runId } = options;
@@ -147,10 +178,16 @@ export async function appendRunEvents<R>(options: AppendRunEventsOptions<R>): Pr
     {
       preservePrefix: prefix,
       message: options.message,
-      merge: (existing) => {
-        const log = readRunLogFromFiles(runId, existing, withLimit({}, options.maxEventBytes));
+      merge: (existing, _parentSha, others) => {
+        const notFiles = new Map<string, NotAFile>([...others].map((name) => [name, "folder or symlink"]));
+        const log = readRunLogFromFiles(runId, existing, withLimit({}, options.maxEventBytes), notFiles);
         const decision = options.decide(log);
         if (decision.append.length === 0) return { files: existing, result: decision.result };
+        // Checked on the whole log: the store's validatePush only sees the last event, and a log
+        // pushed with git may hold events after its terminal one.
+        if (log.state.terminal !== null) {
+          throw new WorkflowHostError("event_invalid", `run ${runId} has ended (${log.state.terminal}); nothing may follow a terminal event`, { runId, terminal: log.state.terminal });
+        }
         const files = new Map<string, Uint8Array | string>(existing);
         let seq = log.maxFileSeq + 1;
         if (seq === 0) seq = 1;

@@ -100,12 +100,16 @@ function groupByRun(changes: readonly PathChange[]): Map<string, RunChanges> {
   return runs;
 }
 
+// Every entry named `<seq>.json` holds its seq, whatever it is: a folder or a symlink pushed
+// by git in place of an event file is unreadable, but the next event must still come after it,
+// or the reader (which counts it, see `readRunLog`) and this check disagree on the next seq and
+// every later append to the run is refused.
 async function priorEventSeqs(prior: CommittedReads | null, runId: string): Promise<number[]> {
   if (prior === null) return [];
   const entries = await prior.listDir(runEventsPrefix(runId).slice(0, -1));
   const seqs: number[] = [];
   for (const entry of entries) {
-    const seq = entry.type === "blob" ? parseEventPathName(entry.name) : null;
+    const seq = parseEventPathName(entry.name);
     if (seq !== null) seqs.push(seq);
   }
   return seqs.sort((a, b) => a - b);

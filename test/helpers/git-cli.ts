@@ -24,10 +24,18 @@ const ISOLATED_ENV: NodeJS.ProcessEnv = {
   LC_ALL: "C",
 };
 
+/** Options of {@link runGit}: working folder, stdin, and extra environment (e.g. `GIT_INDEX_FILE`). */
+export interface RunGitOptions {
+  readonly cwd?: string;
+  readonly input?: string | Uint8Array;
+  readonly env?: Readonly<Record<string, string>>;
+}
+
 /** Runs `git <args>` (in `cwd` when given) and returns its exit code and output; never throws. */
-export function runGit(args: readonly string[], opts: { cwd?: string; input?: string } = {}): Promise<GitResult> {
+export function runGit(args: readonly string[], opts: RunGitOptions = {}): Promise<GitResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn("git", args, { cwd: opts.cwd, env: ISOLATED_ENV, stdio: [opts.input === undefined ? "ignore" : "pipe", "pipe", "pipe"] });
+    const env = opts.env === undefined ? ISOLATED_ENV : { ...ISOLATED_ENV, ...opts.env };
+    const child = spawn("git", args, { cwd: opts.cwd, env, stdio: [opts.input === undefined ? "ignore" : "pipe", "pipe", "pipe"] });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     child.stdout?.on("data", (chunk: Buffer) => out.push(chunk));
@@ -48,7 +56,7 @@ export function runGit(args: readonly string[], opts: { cwd?: string; input?: st
  * Runs `git <args>` and returns stdout.
  * @throws Error with git's stderr when git exits non-zero.
  */
-export async function git(args: readonly string[], opts: { cwd?: string; input?: string } = {}): Promise<string> {
+export async function git(args: readonly string[], opts: RunGitOptions = {}): Promise<string> {
   const result = await runGit(args, opts);
   if (result.code !== 0) {
     throw new Error(`git ${args.join(" ")} exited ${result.code}: ${result.stderr.trim()}`);

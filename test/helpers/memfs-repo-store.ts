@@ -22,7 +22,11 @@ export function steppingClock(startIso = "2026-01-01T00:00:00Z"): () => Date {
   };
 }
 
-/** A store on `fs` (a fresh memfs by default) with no watching and instant back-off timers. */
+/**
+ * A store on `fs` (a fresh memfs by default) with no watching and instant back-off timers.
+ * Objects are written loose unless `packThreshold` is given: these tests look at object files
+ * one by one (torn objects, the commit chain); pack files have their own tests.
+ */
 export function createMemStore(overrides: Partial<RepoStoreOptions> & { fs?: MemFs } = {}): { store: RepoStore; fs: MemFs } {
   const fs = overrides.fs ?? createMemFs();
   const store = createRepoStore({
@@ -32,6 +36,7 @@ export function createMemStore(overrides: Partial<RepoStoreOptions> & { fs?: Mem
     clock: steppingClock(),
     watch: false,
     timers: instantTimers,
+    packThreshold: Number.POSITIVE_INFINITY,
     ...overrides,
     fs,
   });

@@ -18,14 +18,15 @@ export const runsShowCommand: CliCommand = {
   help: `Usage: workflow-host runs show --data-dir DIR --repo R --run X [--json]
 
 Prints the run's events in seq order (from runs/<X>/events/ at the tip of main), the events
-that could not be read, and the state they fold to: last seq, terminal event, armed timers,
+that could not be read, breaks of the log's rules (missing seqs, events after the terminal
+one, which are skipped), and the state they fold to: last seq, terminal event, armed timers,
 signals not yet consumed.
 
 Options:
   -d, --data-dir DIR   data dir (default: $WORKFLOW_HOST_DATA_DIR)
   -r, --repo R         deployment id
       --run X          run id
-      --json           print {repoId, runId, commitSha, events, bad, state}
+      --json           print {repoId, runId, commitSha, events, bad, problems, state}
 
 Example:
   workflow-host runs show -d ./data -r payments --run order-17
@@ -46,6 +47,7 @@ Example:
         commitSha,
         events: log.events,
         bad: log.bad.map((b) => ({ path: b.path, seq: b.seq, code: b.error.code, message: b.error.message })),
+        problems: log.problems.map((p) => ({ path: p.path, seq: p.seq, code: p.error.code, message: p.error.message })),
         state,
       });
       return 0;
@@ -56,6 +58,7 @@ Example:
     }
     for (const event of log.events) printLine(io, `  ${String(event.seq).padStart(4)}  ${event.type.padEnd(15)} ${describeEvent(event)}`);
     for (const bad of log.bad) printLine(io, `  ${String(bad.seq ?? "?").padStart(4)}  UNREADABLE      ${bad.path}: ${bad.error.message}`);
+    for (const problem of log.problems) printLine(io, `  ${String(problem.seq ?? "?").padStart(4)}  PROBLEM         ${problem.path}: ${problem.error.message}`);
     printLine(io, `state: lastSeq ${state.lastSeq}, ${state.terminal === null ? "running" : `ended (${state.terminal})`}`);
     for (const t of state.pendingTimers) {
       printLine(io, `  timer ${t.timerId} armed for ${t.fireAt}${t.cron === undefined ? "" : ` (cron "${t.cron}" ${t.timezone ?? "UTC"})`}`);

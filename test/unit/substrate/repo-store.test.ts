@@ -336,8 +336,10 @@ describe("tree cache", () => {
     const again = await fresh.openCommittedReads(null, REPO, "main");
     expect(await again.listDir("runs")).toHaveLength(300);
     expect(await again.listDir("runs/r5/events")).toHaveLength(1);
-    // Second pass: the ref file and r5's two small trees; no root or runs/ tree re-read.
-    expect(spy.mock.calls.length - firstPass).toBe(3);
+    // Second pass: the ref file and at most r5's two small trees (none when the seed commit
+    // went into a pack, which is read once); no root or runs/ tree re-read.
+    expect(spy.mock.calls.length - firstPass).toBeGreaterThanOrEqual(1);
+    expect(spy.mock.calls.length - firstPass).toBeLessThanOrEqual(3);
     spy.mockRestore();
   });
 });

@@ -1,0 +1,35 @@
+/**
+ * One recovery in a fresh process: `recovery-child.ts ours|naive <dataDir> <repoId>`.
+ * `ours`: a store and scheduler as the host wires them; times `start()` (every run read or
+ * taken from the derived index, every pending timer armed) and then stops, which lets the
+ * scheduler persist its index. `naive`: isomorphic-git reads every event blob.
+ * Prints one JSON line: `{ms, runs, pending}`.
+ */
+import { join } from "node:path";
+import { naiveRecover } from "./naive-git.js";
+import { openRig } from "./scheduler-rig.js";
+import { nowMs } from "./stats.js";
+
+const [mode, dataDir, repoId] = process.argv.slice(2);
+if ((mode !== "ours" && mode !== "naive") || dataDir === undefined || repoId === undefined) {
+  process.stderr.write("usage: recovery-child.ts ours|naive <dataDir> <repoId>\n");
+  process.exit(2);
+}
+
+if (mode === "naive") {
+  const t0 = nowMs();
+  const counts = await naiveRecover(join(dataDir, "deployments", `${repoId}.git`));
+  process.stdout.write(`${JSON.stringify({ ms: nowMs() - t0, runs: counts.runs, pending: counts.pending })}\n`);
+} else {
+  let recovered = { runs: 0, pending: 0 };
+  // Pending timers of the recovery repo are far in the future: nothing fires here.
+  const rig = openRig(dataDir, [repoId], () => new Date(), (event) => {
+    if (event.type === "recovered") recovered = { runs: event.runs, pending: event.pending };
+  });
+  const t0 = nowMs();
+  await rig.scheduler.start();
+  const ms = nowMs() - t0;
+  const queued = rig.scheduler.stats().queued;
+  await rig.close();
+  process.stdout.write(`${JSON.stringify({ ms, runs: recovered.runs, pending: recovered.pending, queued })}\n`);
+}

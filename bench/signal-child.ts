@@ -1,0 +1,35 @@
+/**
+ * The other process of the cross-process signal benchmark:
+ * `signal-child.ts ours|naive <dataDir> <repoId> <runId>`. For each stdin line `go <i>` it
+ * reads the clock, delivers signal `go` with id `x-<i>` (ours: its own store and signal
+ * channel; naive: one isomorphic-git commit), then prints `{"i":…,"sentAt":…}` where `sentAt`
+ * is the epoch ms (sub-ms) read just before delivering. Prints `{"ready":true}` first.
+ */
+import { createInterface } from "node:readline";
+import { createWorkflowHostSignalChannel } from "../seams/signal-channel.js";
+import { naiveDeliver } from "./naive-git.js";
+import { openStore } from "./scheduler-rig.js";
+import { epochMs } from "./stats.js";
+
+const [mode, dataDir, repoId, runId] = process.argv.slice(2);
+if ((mode !== "ours" && mode !== "naive") || dataDir === undefined || repoId === undefined || runId === undefined) {
+  process.stderr.write("usage: signal-child.ts ours|naive <dataDir> <repoId> <runId>\n");
+  process.exit(2);
+}
+
+const store = mode === "ours" ? openStore(dataDir, () => new Date()) : null;
+const channel = store === null ? null : createWorkflowHostSignalChannel({ repoStore: store, principal: null, repoId, runId, clock: () => new Date() });
+const gitdir = `${dataDir}/deployments/${repoId}.git`;
+
+process.stdout.write(`${JSON.stringify({ ready: true })}\n`);
+for await (const line of createInterface({ input: process.stdin })) {
+  const match = /^go (\d+)$/.exec(line.trim());
+  if (match === null) continue;
+  const i = Number(match[1]);
+  const sentAt = epochMs();
+  if (channel !== null) await channel.deliver("go", { i }, `x-${i}`);
+  else await naiveDeliver(gitdir, runId, "go", `x-${i}`, { i });
+  process.stdout.write(`${JSON.stringify({ i, sentAt })}\n`);
+}
+await channel?.stop();
+await store?.close();

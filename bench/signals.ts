@@ -1,0 +1,182 @@
+/**
+ * Signal round trip: from the start of `deliver` to the moment a pending `awaitNext` of that
+ * signal resolves, p50/p99.
+ * - in-process: one signal channel delivers and awaits on one store;
+ * - cross-process: a child process with its own store delivers; this process awaits, seeing
+ *   the commit through the store's ref watcher (OS file events as the hint, a 1 s poll as the
+ *   safety net — the host's default).
+ * Baseline (on the same logs as loose objects, the original format): delivery by one
+ * isomorphic-git commit; the awaiter polls the ref every {@link NAIVE_POLL_MS} ms and re-reads
+ * the run's log when it moved.
+ */
+import { spawn } from "node:child_process";
+import { dirname, join } from "node:path";
+import { createInterface } from "node:readline";
+import { fileURLToPath } from "node:url";
+import { createWorkflowHostSignalChannel } from "../seams/signal-channel.js";
+import type { WorkflowHostSignalChannel } from "../seams/signal-channel-types.js";
+import { BASE_MS, type BenchContext, type Benchmark } from "./bench-context.js";
+import { naiveAwaitSignal, naiveDeliver } from "./naive-git.js";
+import { runIdOf, type GeneratedRepo, type RepoSpec } from "./repo-generator.js";
+import { openStore } from "./scheduler-rig.js";
+import { epochMs, percentile } from "./stats.js";
+import { ms, num, row, target, type TableRow, type TargetCheck } from "./table.js";
+
+/** The naive awaiter's poll period. */
+export const NAIVE_POLL_MS = 100;
+
+const benchDir = dirname(fileURLToPath(import.meta.url));
+
+function spec(runs: number): RepoSpec {
+  return { label: "signals", runs, eventsPerRun: 6, pending: (run) => [BASE_MS + 30 * 86_400_000 + run] };
+}
+
+type Awaiter = (i: number) => Promise<void>;
+
+/** Runs `rounds` round trips: arm the awaiter, deliver, measure until the awaiter resolves. */
+async function inProcess(rounds: number, awaitOne: Awaiter, deliverOne: (i: number) => Promise<void>): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < rounds; i++) {
+    const waiting = awaitOne(i);
+    // Give the awaiter its first read before the clock starts, as a runtime waiting on a run would have.
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const t0 = epochMs();
+    const delivered = deliverOne(i);
+    await waiting;
+    out.push(epochMs() - t0);
+    await delivered;
+  }
+  return out;
+}
+
+/** A child process delivering on command; see signal-child.ts. */
+function startDeliverer(mode: "ours" | "naive", repo: GeneratedRepo, runId: string) {
+  const child = spawn(process.execPath, ["--import", "tsx", join(benchDir, "signal-child.ts"), mode, repo.dataDir, repo.repoId, runId], {
+    stdio: ["pipe", "pipe", "inherit"],
+  });
+  const lines = createInterface({ input: child.stdout });
+  const pending: ((value: { i?: number; sentAt?: number; ready?: boolean }) => void)[] = [];
+  lines.on("line", (line) => pending.shift()?.(JSON.parse(line) as { i?: number; sentAt?: number; ready?: boolean }));
+  const next = (): Promise<{ i?: number; sentAt?: number; ready?: boolean }> => new Promise((resolve) => pending.push(resolve));
+  return {
+    ready: next(),
+    async deliver(i: number): Promise<number> {
+      const reply = next();
+      child.stdin.write(`go ${i}\n`);
+      return (await reply).sentAt ?? Number.NaN;
+    },
+    async close(): Promise<void> {
+      child.stdin.end();
+      await new Promise((resolve) => child.once("close", resolve));
+    },
+  };
+}
+
+async function crossProcess(rounds: number, mode: "ours" | "naive", repo: GeneratedRepo, runId: string, awaitOne: Awaiter): Promise<number[]> {
+  const deliverer = startDeliverer(mode, repo, runId);
+  await deliverer.ready;
+  const out: number[] = [];
+  try {
+    for (let i = 0; i < rounds; i++) {
+      let resolvedAt = Number.NaN;
+      const waiting = awaitOne(i).then(() => {
+        resolvedAt = epochMs();
+      });
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      const sentAt = await deliverer.deliver(i);
+      await waiting;
+      out.push(resolvedAt - sentAt);
+    }
+  } finally {
+    await deliverer.close();
+  }
+  return out;
+}
+
+function ourAwaiter(channel: WorkflowHostSignalChannel, prefix: string): Awaiter {
+  return async (i) => {
+    const got = await channel.awaitNext("go");
+    if (got.signalId !== `${prefix}-${i}`) throw new Error(`expected signal ${prefix}-${i}, got ${got.signalId}`);
+  };
+}
+
+function naiveAwaiter(repo: GeneratedRepo, runId: string, prefix: string): Awaiter {
+  const seen = new Set<string>();
+  return async (i) => {
+    const controller = new AbortController();
+    const timeout = setTimeout(() => controller.abort(), 30_000);
+    try {
+      const id = await naiveAwaitSignal(repo.gitdir, runId, "go", seen, NAIVE_POLL_MS, controller.signal);
+      if (id !== `${prefix}-${i}`) throw new Error(`expected signal ${prefix}-${i}, got ${id}`);
+    } finally {
+      clearTimeout(timeout);
+    }
+  };
+}
+
+function figure(values: readonly number[]): { value: number; text: string } {
+  const p50 = percentile(values, 50);
+  return { value: p50, text: `${ms(p50)} / ${ms(percentile(values, 99))}` };
+}
+
+export const signals: Benchmark = {
+  name: "signals",
+  async run(ctx: BenchContext) {
+    const runs = ctx.quick ? 100 : 1_000;
+    const rounds = ctx.quick ? 10 : 200;
+    const naiveRounds = ctx.quick ? 5 : 50;
+    ctx.log(`signals: generating ${num(runs)} runs`);
+    const repo = await ctx.cache.checkout(spec(runs));
+    const rows: TableRow[] = [];
+    const targets: TargetCheck[] = [];
+    try {
+      // Each mode uses its own run, so one's signals never satisfy the other's awaiter.
+      const store = openStore(repo.dataDir, () => new Date());
+      try {
+        const inRun = runIdOf(1);
+        const channel = createWorkflowHostSignalChannel({ repoStore: store, principal: null, repoId: repo.repoId, runId: inRun, clock: () => new Date() });
+        ctx.log(`signals: ours in-process × ${rounds}`);
+        const oursIn = await inProcess(rounds, ourAwaiter(channel, "s"), async (i) => {
+          await channel.deliver("go", { i }, `s-${i}`);
+        });
+        await channel.stop();
+
+        const crossRun = runIdOf(2);
+        const crossChannel = createWorkflowHostSignalChannel({ repoStore: store, principal: null, repoId: repo.repoId, runId: crossRun, clock: () => new Date() });
+        ctx.log(`signals: ours cross-process × ${rounds}`);
+        const oursCross = await crossProcess(rounds, "ours", repo, crossRun, ourAwaiter(crossChannel, "x"));
+        await crossChannel.stop();
+
+        ctx.log(`signals: baseline in-process × ${naiveRounds}`);
+        const loose = await ctx.cache.checkout(spec(runs), "bench", true);
+        const naiveRun = runIdOf(3);
+        const naiveIn = await inProcess(naiveRounds, naiveAwaiter(loose, naiveRun, "n"), async (i) => {
+          await naiveDeliver(loose.gitdir, naiveRun, "go", `n-${i}`, { i });
+        });
+        ctx.log(`signals: baseline cross-process × ${naiveRounds}`);
+        const naiveCrossRun = runIdOf(4);
+        const naiveCross = await crossProcess(naiveRounds, "naive", loose, naiveCrossRun, naiveAwaiter(loose, naiveCrossRun, "x"));
+        await ctx.cache.release(loose);
+
+        rows.push(row(`in-process, p50 / p99 (${num(rounds)} / ${num(naiveRounds)} round trips)`, figure(oursIn), figure(naiveIn), "lower"));
+        if (!ctx.quick) {
+          targets.push(target("signal round trip p50 < 5 ms in-process", percentile(oursIn, 50), 5, "max", ms));
+          targets.push(target("signal round trip p50 < 250 ms across processes", percentile(oursCross, 50), 250, "max", ms));
+        }
+        rows.push(row(`cross-process, p50 / p99 (${num(rounds)} / ${num(naiveRounds)} round trips)`, figure(oursCross), figure(naiveCross), "lower"));
+      } finally {
+        await store.close();
+      }
+    } finally {
+      await ctx.cache.release(repo);
+    }
+    return {
+      name: "signals",
+      targets,
+      title: `5. Signal round trip (deliver → awaitNext resolved, on a ${num(runs)}-run deployment)`,
+      baseline: `isomorphic-git commit, awaiter polls every ${NAIVE_POLL_MS} ms`,
+      rows,
+      notes: ["ratio is of the p50s."],
+    };
+  },
+};

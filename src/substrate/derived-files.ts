@@ -1,0 +1,60 @@
+/**
+ * Derived files: data kept beside a repository, never in its history, that can always be
+ * rebuilt from committed trees (an index keyed by tree oids, say). They live in
+ * `<gitdir>/workflow-host/<name>`, a folder git ignores (`git fsck`, `clone` and `gc` never
+ * look at it).
+ *
+ * Writes are atomic (temp file, then rename) and carry a SHA-1 of their content, so a reader
+ * sees a whole file or none, and a file torn by a crash (rename without fsync) reads as absent.
+ * Concurrent writers: the last rename wins; each file is whole.
+ */
+import { createHash, randomBytes } from "node:crypto";
+import { WorkflowHostError, describeValue } from "../errors.js";
+import type { FsAdapter } from "./fs-adapter.js";
+
+/** Folder under a bare repository holding its derived files. */
+export const DERIVED_DIR_NAME = "workflow-host";
+
+const NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+const MAGIC = "workflow-host derived file v1 sha1=";
+
+/** @throws `path_violation` unless `name` is one file name (letters, digits, `.`, `_`, `-`). */
+export function assertDerivedName(name: string): void {
+  if (typeof name !== "string" || !NAME_PATTERN.test(name)) {
+    throw new WorkflowHostError(
+      "path_violation",
+      `derived file name ${describeValue(name)} must be 1–128 letters, digits, ".", "_" or "-", starting with a letter or digit`,
+      { name },
+    );
+  }
+}
+
+/** The content of a derived file, or null when it is absent, torn or not one of ours. */
+export async function readDerivedFile(fs: FsAdapter, gitdir: string, name: string): Promise<Uint8Array | null> {
+  const bytes = await fs.readFileOrNull(`${gitdir}/${DERIVED_DIR_NAME}/${name}`);
+  if (bytes === null) return null;
+  const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const newline = buf.indexOf(0x0a);
+  if (newline < 0) return null;
+  const header = buf.toString("latin1", 0, newline);
+  if (!header.startsWith(MAGIC)) return null;
+  const content = buf.subarray(newline + 1);
+  const sum = createHash("sha1").update(content).digest("hex");
+  return header.slice(MAGIC.length) === sum ? content : null;
+}
+
+/** Replaces a derived file atomically; flushed first when `durable`. */
+export async function writeDerivedFile(fs: FsAdapter, gitdir: string, name: string, content: Uint8Array, durable: boolean): Promise<void> {
+  const dir = `${gitdir}/${DERIVED_DIR_NAME}`;
+  await fs.mkdirp(dir);
+  const sum = createHash("sha1").update(content).digest("hex");
+  const temp = `${dir}/.tmp-${randomBytes(6).toString("hex")}`;
+  try {
+    await fs.writeNewFile(temp, Buffer.concat([Buffer.from(`${MAGIC}${sum}\n`, "latin1"), content]), durable);
+    await fs.rename(temp, `${dir}/${name}`);
+  } catch (error) {
+    await fs.unlinkQuiet(temp);
+    throw error;
+  }
+  if (durable) await fs.fsyncDir(dir);
+}

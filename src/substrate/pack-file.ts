@@ -1,0 +1,516 @@
+/**
+ * Git's pack format (version 2) and pack index format (version 2), as pure functions over
+ * buffers: encoding the pack of one commit, parsing an index, decoding one packed object
+ * (including the delta objects `git gc` writes), and copying whole entries from packs into a
+ * new one without recompressing them. The bytes match what git expects, so `git fsck --strict`,
+ * `git verify-pack` and isomorphic-git read these packs; see git's
+ * Documentation/gitformat-pack.txt for the layout.
+ *
+ * Pack:  "PACK" | version 2 | object count | entries… | SHA-1 of everything before.
+ * Entry: type+size header (7 bits a byte, low bits first after the first 4) | for an ofs-delta
+ *        the distance back to its base | for a ref-delta the base oid | zlib stream.
+ * Index: \377tOc | version 2 | fan-out (256 cumulative counts by first oid byte) | sorted oids |
+ *        CRC-32 of each entry's bytes | 31-bit offsets (high bit: index into 64-bit offsets) |
+ *        64-bit offsets | pack checksum | SHA-1 of everything before.
+ */
+import { createHash } from "node:crypto";
+import * as zlib from "node:zlib";
+import { constants as zlibConstants, deflateSync, inflateSync } from "node:zlib";
+import { WorkflowHostError } from "../errors.js";
+import type { GitObject, ObjectType } from "./git-object.js";
+import type { Oid } from "./types.js";
+
+const TYPE_CODES: Readonly<Record<ObjectType, number>> = { commit: 1, tree: 2, blob: 3, tag: 4 };
+const TYPE_NAMES: readonly (ObjectType | null)[] = [null, "commit", "tree", "blob", "tag", null, null, null];
+const OFS_DELTA = 6;
+const REF_DELTA = 7;
+const IDX_MAGIC = 0xff744f63;
+const LARGE_OFFSET_FLAG = 0x80000000;
+
+function corrupt(what: string, reason: string): WorkflowHostError {
+  return new WorkflowHostError("object_corrupt", `pack ${what} is corrupt: ${reason}`, { pack: what, reason });
+}
+
+// CRC-32 (IEEE 802.3, reflected polynomial 0xEDB88320), as the pack index stores per entry.
+const CRC_TABLE = (() => {
+  const table = new Uint32Array(256);
+  for (let n = 0; n < 256; n++) {
+    let c = n;
+    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+    table[n] = c >>> 0;
+  }
+  return table;
+})();
+
+/** node's own CRC-32 (node ≥ 20.15): ~10× the table loop below on a 400 KB folder. */
+const nativeCrc32 = (zlib as { crc32?: (data: Uint8Array, value?: number) => number }).crc32;
+
+/** CRC-32 of `bytes`, continuing from `crc` (0 to start). */
+export function crc32(bytes: Uint8Array, crc = 0): number {
+  if (nativeCrc32 !== undefined) return nativeCrc32(bytes, crc);
+  return crc32Table(bytes, crc);
+}
+
+function crc32Table(bytes: Uint8Array, crc: number): number {
+  let c = ~crc >>> 0;
+  for (let i = 0; i < bytes.length; i++) c = (CRC_TABLE[(c ^ (bytes[i] as number)) & 0xff] as number) ^ (c >>> 8);
+  return ~c >>> 0;
+}
+
+/** Adler-32 of `bytes` (the checksum closing a zlib stream). */
+export function adler32(bytes: Uint8Array): number {
+  let a = 1;
+  let b = 0;
+  let i = 0;
+  while (i < bytes.length) {
+    // 5 552 is the most bytes before the sums can overflow 2^32 (zlib's NMAX).
+    const stop = Math.min(bytes.length, i + 5_552);
+    for (; i < stop; i++) {
+      a += bytes[i] as number;
+      b += a;
+    }
+    a %= 65_521;
+    b %= 65_521;
+  }
+  return ((b << 16) | a) >>> 0;
+}
+
+/**
+ * `content` as a zlib stream of stored (uncompressed) blocks, built without zlib. Starting a
+ * zlib deflate costs ~20–30 µs per call (it allocates its window), more than the whole rest of
+ * packing a 200-byte event, which level 1 would shrink by only ~15%; and a stored stream is read
+ * back by {@link inflateEntry} without zlib either.
+ */
+export function storedZlib(content: Uint8Array): Buffer {
+  const blocks = Math.max(1, Math.ceil(content.length / 65_535));
+  const out = Buffer.allocUnsafe(2 + blocks * 5 + content.length + 4);
+  out[0] = 0x78;
+  out[1] = 0x01;
+  let at = 2;
+  for (let k = 0; k < blocks; k++) {
+    const start = k * 65_535;
+    const len = Math.min(65_535, content.length - start);
+    out[at] = k === blocks - 1 ? 1 : 0;
+    out.writeUInt16LE(len, at + 1);
+    out.writeUInt16LE(~len & 0xffff, at + 3);
+    out.set(content.subarray(start, start + len), at + 5);
+    at += 5 + len;
+  }
+  out.writeUInt32BE(adler32(content), at);
+  return out;
+}
+
+/** The content of a zlib stream made only of stored blocks, or null when it is not one. */
+function unstore(stream: Buffer, size: number): Buffer | null {
+  if (stream.length < 7 || stream[0] !== 0x78 || ((stream[0] << 8) | (stream[1] as number)) % 31 !== 0 || ((stream[1] as number) & 0x20) !== 0) return null;
+  const out = Buffer.allocUnsafe(size);
+  let at = 2;
+  let written = 0;
+  for (;;) {
+    const head = stream[at];
+    if (head === undefined || (head & 0xfe) !== 0 || at + 5 > stream.length) return null;
+    const len = stream.readUInt16LE(at + 1);
+    if ((stream.readUInt16LE(at + 3) ^ 0xffff) !== len || written + len > size || at + 5 + len > stream.length) return null;
+    stream.copy(out, written, at + 5, at + 5 + len);
+    written += len;
+    at += 5 + len;
+    if (head === 1) break;
+  }
+  return written === size ? out : null;
+}
+
+/** The zlib stream of one pack entry: stored for small and big objects, level 1 in between. */
+function entryPayload(content: Uint8Array): Buffer {
+  const size = content.byteLength;
+  if (size <= STORE_SMALL_BYTES || size > STORE_LARGE_BYTES) return storedZlib(content);
+  return deflateSync(content, { level: zlibConstants.Z_BEST_SPEED });
+}
+
+/** Objects up to this size are stored: see {@link storedZlib}. */
+const STORE_SMALL_BYTES = 1_024;
+/**
+ * Objects over this size are stored too: a 10 000-entry folder (mostly 20-byte hashes, which do
+ * not compress) is rewritten on every commit that touches it, and deflating it would cost more
+ * than the rest of the commit. `git gc` recompresses and delta-compresses either way.
+ */
+const STORE_LARGE_BYTES = 64 * 1_024;
+
+/** The entry header: type in bits 4–6 of the first byte, the size 4 bits then 7 bits at a time. */
+export function entryHeader(typeCode: number, size: number): Buffer {
+  const bytes: number[] = [];
+  let rest = Math.floor(size / 16);
+  let byte = (typeCode << 4) | (size & 0x0f);
+  while (rest > 0) {
+    bytes.push(byte | 0x80);
+    byte = rest & 0x7f;
+    rest = Math.floor(rest / 128);
+  }
+  bytes.push(byte);
+  return Buffer.from(bytes);
+}
+
+/** One entry of a pack being built: where it starts, its oid and its CRC-32. */
+export interface EntryRecord {
+  readonly oid: Oid;
+  readonly offset: number;
+  readonly crc: number;
+}
+
+/** A finished pack: its bytes, its index's bytes and its name (the pack checksum, hex). */
+export interface EncodedPack {
+  readonly pack: Buffer;
+  readonly idx: Buffer;
+  readonly checksum: string;
+  readonly count: number;
+}
+
+/**
+ * Lays out a pack's header and entries in one allocation (the parts copied once), leaving room
+ * for the trailer; `size` is where the trailer goes.
+ * @param parts entry bytes in pack order, after a placeholder for the header
+ */
+export function layoutPack(parts: readonly Uint8Array[], count: number): { pack: Buffer; size: number } {
+  let size = 12;
+  for (let i = 1; i < parts.length; i++) size += (parts[i] as Uint8Array).length;
+  const pack = Buffer.allocUnsafe(size + 20);
+  pack.write("PACK", 0, "latin1");
+  pack.writeUInt32BE(2, 4);
+  pack.writeUInt32BE(count, 8);
+  let at = 12;
+  for (let i = 1; i < parts.length; i++) {
+    const part = parts[i] as Uint8Array;
+    pack.set(part, at);
+    at += part.length;
+  }
+  return { pack, size };
+}
+
+/** Writes the trailer (the SHA-1 of everything before it) and builds the index. */
+export function sealPack(pack: Buffer, size: number, trailer: Buffer, entries: readonly EntryRecord[]): EncodedPack {
+  trailer.copy(pack, size);
+  return { pack, idx: encodeIndex(entries, trailer), checksum: trailer.toString("hex"), count: entries.length };
+}
+
+/** {@link sealPack}, giving the event loop back between steps of building the index. */
+export async function sealPackGently(pack: Buffer, size: number, trailer: Buffer, entries: readonly EntryRecord[]): Promise<EncodedPack> {
+  trailer.copy(pack, size);
+  const steps = buildIndex(entries, trailer);
+  for (;;) {
+    const step = steps.next();
+    if (step.done === true) return { pack, idx: step.value, checksum: trailer.toString("hex"), count: entries.length };
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
+const sha1Now = (body: Buffer): Buffer => createHash("sha1").update(body).digest();
+
+/**
+ * Builds one pack holding `objects` whole (no deltas); see {@link entryPayload} for how each is
+ * compressed. Duplicate oids are stored once. Nothing is written here.
+ */
+export function encodePack(objects: readonly GitObject[]): EncodedPack {
+  const parts: Buffer[] = [Buffer.alloc(0)];
+  const entries: EntryRecord[] = [];
+  const seen = new Set<Oid>();
+  let offset = 12;
+  for (const object of objects) {
+    if (seen.has(object.oid)) continue;
+    seen.add(object.oid);
+    const head = entryHeader(TYPE_CODES[object.type], object.content.byteLength);
+    const data = entryPayload(object.content);
+    entries.push({ oid: object.oid, offset, crc: crc32(data, crc32(head)) });
+    parts.push(head, data);
+    offset += head.length + data.length;
+  }
+  const { pack, size } = layoutPack(parts, entries.length);
+  return sealPack(pack, size, sha1Now(pack.subarray(0, size)), entries);
+}
+
+/**
+ * Builds an index in steps: the generator pauses every few thousand entries, so an async caller
+ * (a merge beside live commits) can give the event loop back; a sync caller runs it through.
+ */
+function* buildIndex(entries: readonly EntryRecord[], packChecksum: Buffer): Generator<void, Buffer, void> {
+  // Sorted on the first 32 bits as a number, strings only to break ties: a merged pack's
+  // index of 100 000 entries sorts in a few milliseconds instead of tens.
+  const keyed = entries.map((e) => ({ e, k: parseInt(e.oid.slice(0, 8), 16) }));
+  keyed.sort((a, b) => a.k - b.k || (a.e.oid < b.e.oid ? -1 : a.e.oid > b.e.oid ? 1 : 0));
+  yield;
+  const sorted = keyed.map((x) => x.e);
+  const n = sorted.length;
+  const large = sorted.filter((e) => e.offset >= LARGE_OFFSET_FLAG).length;
+  const out = Buffer.alloc(8 + 256 * 4 + n * 28 + large * 8 + 40);
+  out.writeUInt32BE(IDX_MAGIC, 0);
+  out.writeUInt32BE(2, 4);
+  const fanout = new Uint32Array(256);
+  for (const e of sorted) (fanout[parseInt(e.oid.slice(0, 2), 16)] as number)++;
+  let running = 0;
+  for (let i = 0; i < 256; i++) {
+    running += fanout[i] as number;
+    out.writeUInt32BE(running, 8 + i * 4);
+  }
+  const oidsAt = 8 + 1024;
+  const crcAt = oidsAt + n * 20;
+  const offsetsAt = crcAt + n * 4;
+  const largeAt = offsetsAt + n * 4;
+  let nextLarge = 0;
+  for (let i = 0; i < n; i++) {
+    if (i % INDEX_STEP === INDEX_STEP - 1) yield;
+    const e = sorted[i] as EntryRecord;
+    out.write(e.oid, oidsAt + i * 20, "hex");
+    out.writeUInt32BE(e.crc, crcAt + i * 4);
+    if (e.offset < LARGE_OFFSET_FLAG) {
+      out.writeUInt32BE(e.offset, offsetsAt + i * 4);
+    } else {
+      out.writeUInt32BE((LARGE_OFFSET_FLAG | nextLarge) >>> 0, offsetsAt + i * 4);
+      out.writeBigUInt64BE(BigInt(e.offset), largeAt + nextLarge * 8);
+      nextLarge++;
+    }
+  }
+  const checksumAt = largeAt + large * 8;
+  packChecksum.copy(out, checksumAt);
+  createHash("sha1").update(out.subarray(0, checksumAt + 20)).digest().copy(out, checksumAt + 20);
+  return out;
+}
+
+/** Entries written between two pauses of {@link buildIndex}. */
+const INDEX_STEP = 4_096;
+
+function encodeIndex(entries: readonly EntryRecord[], packChecksum: Buffer): Buffer {
+  const steps = buildIndex(entries, packChecksum);
+  for (;;) {
+    const step = steps.next();
+    if (step.done === true) return step.value;
+  }
+}
+
+/** A parsed pack index: lookups by oid, and every entry's offset, end and CRC-32. */
+export interface PackIndex {
+  readonly count: number;
+  /** Checksum of the pack this index belongs to (its trailer), hex. */
+  readonly packChecksum: string;
+  /** Entry number of `oid` (hex, or its 20 raw bytes), or -1. */
+  find(oid: Oid | Uint8Array): number;
+  /** Oid of entry `i` (index order: sorted by oid). */
+  oidAt(i: number): Oid;
+  /** Byte offset of entry `i` in the pack. */
+  offsetAt(i: number): number;
+  /** CRC-32 of entry `i`'s bytes. */
+  crcAt(i: number): number;
+  /** Where the entry starting at `offset` ends: the next entry's start, or the trailer. */
+  endOf(offset: number): number;
+}
+
+/**
+ * Parses index bytes (version 2) of a pack of `packSize` bytes.
+ * @throws `object_corrupt` naming `name` for a bad magic, version, size or checksum
+ */
+export function parsePackIndex(name: string, bytes: Uint8Array, packSize: number): PackIndex {
+  const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  if (buf.length < 8 + 1024 + 40 || buf.readUInt32BE(0) !== IDX_MAGIC || buf.readUInt32BE(4) !== 2) {
+    throw corrupt(name, "not a version 2 pack index");
+  }
+  const n = buf.readUInt32BE(8 + 255 * 4);
+  const oidsAt = 8 + 1024;
+  const crcAt = oidsAt + n * 20;
+  const offsetsAt = crcAt + n * 4;
+  const largeAt = offsetsAt + n * 4;
+  if (buf.length < largeAt + 40) throw corrupt(name, "index shorter than its object count");
+  const checksumAt = buf.length - 40;
+  const expected = createHash("sha1").update(buf.subarray(0, checksumAt + 20)).digest();
+  if (!expected.equals(buf.subarray(checksumAt + 20))) throw corrupt(name, "index checksum mismatch");
+  const offsets = new Float64Array(n);
+  for (let i = 0; i < n; i++) {
+    const raw = buf.readUInt32BE(offsetsAt + i * 4);
+    offsets[i] = raw & LARGE_OFFSET_FLAG ? Number(buf.readBigUInt64BE(largeAt + (raw & 0x7fffffff) * 8)) : raw;
+  }
+  // Sorted entry starts, for `endOf`; built on first use (a warm start reads a handful of
+  // objects from a pack of tens of thousands).
+  let starts: Float64Array | null = null;
+  const trailerAt = packSize - 20;
+  const fanoutAt = (byte: number): number => (byte < 0 ? 0 : buf.readUInt32BE(8 + byte * 4));
+  const probe = Buffer.alloc(20);
+  return {
+    count: n,
+    packChecksum: buf.toString("hex", checksumAt, checksumAt + 20),
+    find(oid) {
+      if (typeof oid !== "string") probe.set(oid.subarray(0, 20));
+      else if (probe.write(oid, 0, "hex") !== 20) return -1;
+      const first = probe[0] as number;
+      let lo = fanoutAt(first - 1);
+      let hi = fanoutAt(first);
+      // Word compares: Buffer.compare's per-call overhead was most of a lookup.
+      const w0 = probe.readUInt32BE(0);
+      const w1 = probe.readUInt32BE(4);
+      const w2 = probe.readUInt32BE(8);
+      const w3 = probe.readUInt32BE(12);
+      const w4 = probe.readUInt32BE(16);
+      while (lo < hi) {
+        const mid = (lo + hi) >>> 1;
+        const at = oidsAt + mid * 20;
+        let order = buf.readUInt32BE(at) - w0;
+        if (order === 0) order = buf.readUInt32BE(at + 4) - w1;
+        if (order === 0) order = buf.readUInt32BE(at + 8) - w2;
+        if (order === 0) order = buf.readUInt32BE(at + 12) - w3;
+        if (order === 0) order = buf.readUInt32BE(at + 16) - w4;
+        if (order === 0) return mid;
+        if (order > 0) hi = mid;
+        else lo = mid + 1;
+      }
+      return -1;
+    },
+    oidAt: (i) => buf.toString("hex", oidsAt + i * 20, oidsAt + i * 20 + 20),
+    offsetAt: (i) => offsets[i] as number,
+    crcAt: (i) => buf.readUInt32BE(crcAt + i * 4),
+    endOf(offset) {
+      starts ??= Float64Array.from(offsets).sort();
+      let lo = 0;
+      let hi = starts.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >>> 1;
+        if ((starts[mid] as number) <= offset) lo = mid + 1;
+        else hi = mid;
+      }
+      return lo < starts.length ? (starts[lo] as number) : trailerAt;
+    },
+  };
+}
+
+/** A packed entry's header: its type code, its size and where its payload starts. */
+export interface EntryHead {
+  readonly typeCode: number;
+  readonly size: number;
+  /** Offset (within the bytes given) of the zlib stream. */
+  readonly dataAt: number;
+  /** For an ofs-delta: how far back (bytes) its base starts. */
+  readonly baseDistance?: number;
+  /** For a ref-delta: the base's oid. */
+  readonly baseOid?: Oid;
+}
+
+/**
+ * Parses an entry header at the start of `bytes`.
+ * @throws `object_corrupt` for a truncated header or an unknown type
+ */
+export function parseEntryHead(name: string, bytes: Buffer): EntryHead {
+  let at = 0;
+  const byteAt = (): number => {
+    if (at >= bytes.length) throw corrupt(name, "truncated entry header");
+    return bytes[at++] as number;
+  };
+  let c = byteAt();
+  const typeCode = (c >> 4) & 7;
+  let size = c & 0x0f;
+  let shift = 16;
+  while (c & 0x80) {
+    c = byteAt();
+    size += (c & 0x7f) * shift;
+    shift *= 128;
+  }
+  if (typeCode === OFS_DELTA) {
+    c = byteAt();
+    let distance = c & 0x7f;
+    while (c & 0x80) {
+      c = byteAt();
+      distance = (distance + 1) * 128 + (c & 0x7f);
+    }
+    return { typeCode, size, dataAt: at, baseDistance: distance };
+  }
+  if (typeCode === REF_DELTA) {
+    if (at + 20 > bytes.length) throw corrupt(name, "truncated ref-delta base");
+    return { typeCode, size, dataAt: at + 20, baseOid: bytes.toString("hex", at, at + 20) };
+  }
+  if (TYPE_NAMES[typeCode] === null) throw corrupt(name, `unknown entry type ${typeCode}`);
+  return { typeCode, size, dataAt: at };
+}
+
+/** Whether an entry type code is a delta (its content needs a base). */
+export function isDelta(typeCode: number): boolean {
+  return typeCode === OFS_DELTA || typeCode === REF_DELTA;
+}
+
+/** The object type of a whole (non-delta) entry type code. */
+export function typeOfCode(typeCode: number): ObjectType {
+  const type = TYPE_NAMES[typeCode];
+  if (type === null || type === undefined) throw new RangeError(`type code ${typeCode} is not a whole object`);
+  return type;
+}
+
+/**
+ * Inflates an entry's payload and checks it has the size its header promised.
+ * @throws `object_corrupt` when it does not inflate or has another size
+ */
+export function inflateEntry(name: string, bytes: Buffer, head: EntryHead): Buffer {
+  const stored = unstore(bytes.subarray(head.dataAt), head.size);
+  if (stored !== null) return stored;
+  let out: Buffer;
+  try {
+    out = inflateSync(bytes.subarray(head.dataAt));
+  } catch (error) {
+    throw new WorkflowHostError("object_corrupt", `pack ${name} is corrupt: an entry does not inflate`, { pack: name }, { cause: error });
+  }
+  if (out.length !== head.size) throw corrupt(name, `entry inflates to ${out.length} bytes, header says ${head.size}`);
+  return out;
+}
+
+function readVarint(delta: Buffer, at: { i: number }): number {
+  let value = 0;
+  let shift = 1;
+  let c: number;
+  do {
+    c = delta[at.i++] as number;
+    value += (c & 0x7f) * shift;
+    shift *= 128;
+  } while (c & 0x80 && at.i < delta.length);
+  return value;
+}
+
+/**
+ * Applies a git delta (source size, target size, then copy/insert instructions) to `base`.
+ * @throws `object_corrupt` when the delta does not fit its base or its declared size
+ */
+export function applyDelta(name: string, base: Uint8Array, delta: Buffer): Buffer {
+  const at = { i: 0 };
+  const sourceSize = readVarint(delta, at);
+  const targetSize = readVarint(delta, at);
+  if (sourceSize !== base.length) throw corrupt(name, `delta expects a ${sourceSize}-byte base, got ${base.length}`);
+  const out = Buffer.allocUnsafe(targetSize);
+  let written = 0;
+  while (at.i < delta.length) {
+    const op = delta[at.i++] as number;
+    if (op & 0x80) {
+      let offset = 0;
+      let size = 0;
+      for (let bit = 0; bit < 4; bit++) if (op & (1 << bit)) offset += (delta[at.i++] as number) * 2 ** (8 * bit);
+      for (let bit = 0; bit < 3; bit++) if (op & (16 << bit)) size += (delta[at.i++] as number) * 2 ** (8 * bit);
+      if (size === 0) size = 0x10000;
+      if (offset + size > base.length || written + size > targetSize) throw corrupt(name, "delta copies out of range");
+      out.set(base.subarray(offset, offset + size), written);
+      written += size;
+    } else if (op > 0) {
+      if (written + op > targetSize || at.i + op > delta.length) throw corrupt(name, "delta inserts out of range");
+      delta.copy(out, written, at.i, at.i + op);
+      at.i += op;
+      written += op;
+    } else {
+      throw corrupt(name, "delta has a reserved instruction");
+    }
+  }
+  if (written !== targetSize) throw corrupt(name, `delta produced ${written} bytes, expected ${targetSize}`);
+  return out;
+}
+
+/** Whether any entry of the pack is a ref-delta (its base may live elsewhere: not merged here). */
+export function packHasRefDeltas(bytes: Buffer, index: PackIndex): boolean {
+  for (let i = 0; i < index.count; i++) {
+    if ((((bytes[index.offsetAt(i)] ?? 0) >> 4) & 7) === REF_DELTA) return true;
+  }
+  return false;
+}
+
+/** A source pack for `mergePacks` (pack-merge.ts): its bytes and parsed index. */
+export interface PackSource {
+  readonly name: string;
+  readonly bytes: Buffer;
+  readonly index: PackIndex;
+}

@@ -1,0 +1,352 @@
+/**
+ * The pack files of one bare repository: finding objects in them, writing the objects of one
+ * commit as one new pack, and merging small packs so lookups stay cheap.
+ *
+ * Why packs: a commit that fires a thousand timers on a 10 000-run deployment writes ~3 000
+ * objects (a blob, the run's two trees on the path, then `runs/` and the root). As loose
+ * objects that is ~15 000 file-system calls (temp write, rename, fan-out folders, existence
+ * checks) and dominated the commit; as one pack it is two files. Reading a recovery's 100 000
+ * event blobs likewise costs one file read instead of 100 000 opens.
+ *
+ * Crash safety is git's: the pack and its index are written to temp files in `objects/`, the
+ * pack is renamed into `objects/pack/` first and its index last. Git and this store only look
+ * at packs that have an index, so a reader sees either no new pack or a whole one, and a crash
+ * leaves at worst a temp file or an unreferenced pack (as with loose objects, nothing refers to
+ * the new objects until the ref moves).
+ *
+ * Reading: every `pack-*.idx` is parsed once (lookups are binary searches in memory); pack
+ * bytes are read whole and cached while small, by range otherwise. Whole entries and git's
+ * delta entries (what `git gc` writes) are decoded here; every object is checked against its
+ * oid. A pack that vanished (`git gc`, another process merging) triggers one rescan of the
+ * folder, as git itself does.
+ *
+ * Merging (see {@link PackStore.maintain}): once more than {@link MAX_PACKS} packs exist, the
+ * smallest are merged geometrically (each kept pack holds at least twice the objects of all
+ * smaller ones together) by copying their entries byte for byte, in the background, then the
+ * merged packs are deleted, index first. Big folders are stored as deltas in merged packs (see
+ * pack-merge.ts). Packs holding ref-deltas (a base named by oid, possibly elsewhere) are left
+ * to git.
+ */
+import { createHash, randomBytes, webcrypto } from "node:crypto";
+import { WorkflowHostError } from "../errors.js";
+import { errnoCode, type FsAdapter } from "./fs-adapter.js";
+import { type GitObject, hashObject } from "./git-object.js";
+import type { ScopedLruCache } from "./lru-cache.js";
+import {
+  applyDelta,
+  encodePack,
+  type EncodedPack,
+  inflateEntry,
+  isDelta,
+  packHasRefDeltas,
+  type PackIndex,
+  parseEntryHead,
+  parsePackIndex,
+  typeOfCode,
+} from "./pack-file.js";
+import { mergePacks } from "./pack-merge.js";
+import type { ParsedTree } from "./tree-object.js";
+import type { Oid } from "./types.js";
+
+/** More packs than this and the smallest are merged. */
+export const MAX_PACKS = 16;
+/** Packs up to this size are read whole (and cached); bigger ones one entry at a time. */
+const WHOLE_PACK_MAX_BYTES = 64 * 1024 * 1024;
+/** Delta chains deeper than git's default depth (50) by a margin are refused as corrupt. */
+const MAX_DELTA_DEPTH = 64;
+
+export interface PackStoreOptions {
+  readonly fs: FsAdapter;
+  readonly gitdir: string;
+  /** Distinguishes this repository's entries in the shared cache. */
+  readonly repoKey: string;
+  /** Whole pack files by pack name (scoped by `repoKey`), weighted by bytes; shared by all repositories. */
+  readonly packBytes: ScopedLruCache<Buffer>;
+  readonly durable: boolean;
+  /** A parsed tree by oid when one is cached (merging uses it instead of parsing big folders). */
+  readonly cachedTree?: (oid: Oid) => ParsedTree | undefined;
+}
+
+export interface PackStore {
+  /**
+   * The object from a pack, checked against its oid; null when no pack holds it.
+   * @param rescan look for packs added since the last scan before giving up
+   * @throws `object_corrupt` when a pack holds it but it cannot be decoded
+   */
+  read(oid: Oid, rescan: boolean): Promise<GitObject | null>;
+  /** Writes `objects` as one new pack; resolves once it is in place (and flushed when durable). */
+  write(objects: readonly GitObject[]): Promise<void>;
+  /**
+   * Starts merging small packs in the background when there are too many (see module
+   * comment); one merge at a time, failures ignored. Returns at once: a merge copies megabytes
+   * and must not delay the commit that triggered it.
+   */
+  maintain(): void;
+  /** Resolves when no merge is running. */
+  idle(): Promise<void>;
+  /** Number of packs known. */
+  readonly count: number;
+}
+
+interface LoadedPack {
+  /** `pack-<checksum>` (no extension). */
+  readonly name: string;
+  readonly index: PackIndex;
+  readonly size: number;
+  /** False once it was found to hold ref-delta entries (git's), which are never merged here. */
+  mergeable: boolean;
+}
+
+function corrupt(oid: string, reason: string, cause?: unknown): WorkflowHostError {
+  return new WorkflowHostError("object_corrupt", `git object ${oid} cannot be read: ${reason}`, { oid, reason }, cause === undefined ? {} : { cause });
+}
+
+class PackGone extends Error {}
+
+/** Creates the pack store of the bare repository at `gitdir`. */
+export function createPackStore(opts: PackStoreOptions): PackStore {
+  const { fs, gitdir, repoKey, packBytes, durable } = opts;
+  const packDir = `${gitdir}/objects/pack`;
+  const tempPrefix = randomBytes(4).toString("hex");
+  let tempCounter = 0;
+  /** Newest first: recently written objects are the ones read most. */
+  let packs: LoadedPack[] = [];
+  let scanned: Promise<void> | null = null;
+  let merging: Promise<void> | null = null;
+  let packDirMade = false;
+  const oidBytes = Buffer.alloc(20);
+
+  async function loadPack(name: string): Promise<LoadedPack | null> {
+    const [idx, stat] = await Promise.all([fs.readFileOrNull(`${packDir}/${name}.idx`), fs.statOrNull(`${packDir}/${name}.pack`)]);
+    if (idx === null || stat === null) return null;
+    return { name, index: parsePackIndex(name, idx, Number(stat.size)), size: Number(stat.size), mergeable: true };
+  }
+
+  async function scan(): Promise<void> {
+    const names = new Set(await fs.readdirOrEmpty(packDir));
+    const known = new Map(packs.map((p) => [p.name, p]));
+    const kept = packs.filter((p) => names.has(`${p.name}.idx`) && names.has(`${p.name}.pack`));
+    const added: LoadedPack[] = [];
+    for (const file of names) {
+      if (!file.endsWith(".idx")) continue;
+      const name = file.slice(0, -4);
+      if (known.has(name) || !names.has(`${name}.pack`)) continue;
+      const loaded = await loadPack(name).catch(() => null);
+      if (loaded !== null) added.push(loaded);
+    }
+    packs = [...added, ...kept];
+  }
+
+  function ensureScanned(): Promise<void> {
+    scanned ??= scan().catch((error: unknown) => {
+      scanned = null;
+      throw error;
+    });
+    return scanned;
+  }
+
+  async function rescan(): Promise<void> {
+    scanned = scan();
+    await scanned;
+  }
+
+  function locate(oid: Oid): { pack: LoadedPack; entry: number } | null {
+    if (packs.length === 0 || oidBytes.write(oid, 0, "hex") !== 20) return null;
+    for (let i = 0; i < packs.length; i++) {
+      const pack = packs[i] as LoadedPack;
+      const entry = pack.index.find(oidBytes);
+      if (entry < 0) continue;
+      // Most-recently-hit first: reads come in runs from one pack (a recovery, a commit's trees).
+      if (i > 0) packs = [pack, ...packs.slice(0, i), ...packs.slice(i + 1)];
+      return { pack, entry };
+    }
+    return null;
+  }
+
+  /**
+   * The bytes of the entry at `offset`: a view of the cached whole pack (`verified`: its
+   * checksum was checked when it was read), or a range read of a big pack.
+   */
+  async function entryBytes(pack: LoadedPack, offset: number): Promise<{ bytes: Buffer; verified: boolean }> {
+    const end = pack.index.endOf(offset);
+    const path = `${packDir}/${pack.name}.pack`;
+    try {
+      if (pack.size <= WHOLE_PACK_MAX_BYTES) {
+        let whole = packBytes.get(repoKey, pack.name);
+        if (whole === undefined) {
+          const bytes = await fs.readFile(path);
+          whole = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+          // One SHA-1 over the whole pack (git's own trailer) instead of one per object read.
+          const sum = createHash("sha1").update(whole.subarray(0, whole.length - 20)).digest("hex");
+          if (whole.length < 32 || sum !== whole.toString("hex", whole.length - 20) || sum !== pack.index.packChecksum) {
+            throw new WorkflowHostError("object_corrupt", `pack ${pack.name} is corrupt: checksum mismatch`, { pack: pack.name });
+          }
+          packBytes.set(repoKey, pack.name, whole, whole.byteLength);
+        }
+        return { bytes: whole.subarray(offset, end), verified: true };
+      }
+      const bytes = await fs.readRange(path, offset, end - offset);
+      return { bytes: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), verified: false };
+    } catch (error) {
+      if (errnoCode(error) === "ENOENT") throw new PackGone(pack.name);
+      throw error;
+    }
+  }
+
+  /** Decodes the entry at `offset`, resolving deltas through their bases. */
+  async function decodeAt(pack: LoadedPack, offset: number, depth: number): Promise<{ type: GitObject["type"]; content: Buffer; verified: boolean }> {
+    const { bytes, verified } = await entryBytes(pack, offset);
+    const head = parseEntryHead(pack.name, bytes);
+    const payload = inflateEntry(pack.name, bytes, head);
+    if (!isDelta(head.typeCode)) return { type: typeOfCode(head.typeCode), content: payload, verified };
+    if (depth >= MAX_DELTA_DEPTH) throw corrupt(`${pack.name}@${offset}`, `delta chain deeper than ${MAX_DELTA_DEPTH}`);
+    let base: { type: GitObject["type"]; content: Uint8Array };
+    if (head.baseDistance !== undefined) {
+      base = await decodeAt(pack, offset - head.baseDistance, depth + 1);
+    } else {
+      const object = await readFrom(head.baseOid as Oid, depth + 1);
+      if (object === null) throw corrupt(head.baseOid as Oid, "delta base missing from every pack");
+      base = object;
+    }
+    return { type: base.type, content: applyDelta(pack.name, base.content, payload), verified: false };
+  }
+
+  async function readFrom(oid: Oid, depth: number): Promise<GitObject | null> {
+    const at = locate(oid);
+    if (at === null) return null;
+    const { type, content, verified } = await decodeAt(at.pack, at.pack.index.offsetAt(at.entry), depth);
+    // A whole entry of a checksummed pack is what the index says it is; anything else (a
+    // range read, a delta result) is hashed against its oid as loose objects are.
+    if (verified) return { oid, type, content };
+    const object = hashObject(type, content);
+    if (object.oid !== oid) throw corrupt(oid, `packed content hashes to ${object.oid} (${at.pack.name})`);
+    return object;
+  }
+
+  async function read(oid: Oid, allowRescan: boolean): Promise<GitObject | null> {
+    await ensureScanned();
+    for (let attempt = 0; attempt < 3; attempt++) {
+      try {
+        const found = await readFrom(oid, 0);
+        if (found !== null || !allowRescan || attempt > 0) return found;
+      } catch (error) {
+        if (!(error instanceof PackGone)) throw error;
+      }
+      await rescan();
+    }
+    return null;
+  }
+
+  async function place(encoded: EncodedPack): Promise<LoadedPack> {
+    const name = `pack-${encoded.checksum}`;
+    const tempPack = `${gitdir}/objects/tmp_pack_${tempPrefix}${(tempCounter++).toString(36)}`;
+    const tempIdx = `${gitdir}/objects/tmp_idx_${tempPrefix}${(tempCounter++).toString(36)}`;
+    try {
+      // Both temp files at once: creating a file is the slow part on a busy disk.
+      await Promise.all([fs.writeNewFile(tempPack, encoded.pack, durable), fs.writeNewFile(tempIdx, encoded.idx, durable)]);
+      if (!packDirMade) {
+        await fs.mkdirp(packDir);
+        packDirMade = true;
+      }
+      // The pack before its index: a pack counts once its index exists (git's order too).
+      try {
+        await fs.rename(tempPack, `${packDir}/${name}.pack`);
+      } catch (error) {
+        // The folder is git's to manage; if it is gone, make it again once.
+        if (errnoCode(error) !== "ENOENT") throw error;
+        await fs.mkdirp(packDir);
+        await fs.rename(tempPack, `${packDir}/${name}.pack`);
+      }
+      await fs.rename(tempIdx, `${packDir}/${name}.idx`);
+    } catch (error) {
+      await fs.unlinkQuiet(tempPack);
+      await fs.unlinkQuiet(tempIdx);
+      throw error;
+    }
+    if (durable) await fs.fsyncDir(packDir);
+    return { name, index: parsePackIndex(name, encoded.idx, encoded.pack.length), size: encoded.pack.length, mergeable: true };
+  }
+
+  /**
+   * Which packs to merge: the smallest by object count, until each kept pack holds at least
+   * twice the objects of all smaller ones together. Counted in objects, not bytes: lookups and
+   * merging cost per object, while a commit's pack is mostly bytes of one big folder (a
+   * 10 000-run `runs/` tree) in a handful of objects; by bytes, every merge would also re-copy
+   * a recovery-sized pack of 100 000 objects.
+   */
+  function mergeSet(): LoadedPack[] {
+    const byCount = packs.filter((p) => p.mergeable).sort((a, b) => a.index.count - b.index.count);
+    let below = 0;
+    let upto = 1;
+    byCount.forEach((pack, i) => {
+      if (i > 0 && pack.index.count < 2 * below) upto = i;
+      below += pack.index.count;
+    });
+    return byCount.slice(0, Math.max(2, upto + 1));
+  }
+
+  /** Merges until at most {@link MAX_PACKS} packs are left (commits may add packs meanwhile). */
+  async function mergeSmallPacks(): Promise<void> {
+    while (packs.length > MAX_PACKS) {
+      if (!(await mergeOnce())) return;
+    }
+  }
+
+  /** One merge of the {@link mergeSet}. @returns whether another round may make progress */
+  async function mergeOnce(): Promise<boolean> {
+    try {
+      const chosen = mergeSet();
+      if (chosen.length < 2) return false;
+      const sources = [];
+      for (const pack of chosen) {
+        const raw = await fs.readFile(`${packDir}/${pack.name}.pack`);
+        const bytes = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
+        if (packHasRefDeltas(bytes, pack.index)) {
+          pack.mergeable = false;
+          return true;
+        }
+        sources.push({ name: pack.name, bytes, index: pack.index });
+      }
+      // The merged pack's checksum (megabytes of SHA-1) is computed off the event loop.
+      const merged = await mergePacks(sources, async (body) => Buffer.from(await webcrypto.subtle.digest("SHA-1", body)), opts.cachedTree);
+      if (merged === null) return false;
+      const placed = await place(merged);
+      const gone = new Set(chosen.map((p) => p.name));
+      gone.delete(placed.name);
+      packs = [placed, ...packs.filter((p) => !gone.has(p.name) && p.name !== placed.name)];
+      for (const name of gone) {
+        // Index first: without it nobody starts reading the pack; readers mid-way rescan.
+        await fs.unlinkQuiet(`${packDir}/${name}.idx`);
+        await fs.unlinkQuiet(`${packDir}/${name}.pack`);
+        packBytes.delete(repoKey, name);
+      }
+      if (durable) await fs.fsyncDir(packDir);
+      return true;
+    } catch {
+      // Merging is an optimisation: on any failure the packs stay as they were (a merged pack
+      // already in place only duplicates objects, which git allows).
+      return false;
+    }
+  }
+
+  return {
+    read,
+    async write(objects) {
+      await ensureScanned();
+      const placed = await place(encodePack(objects));
+      packs = [placed, ...packs.filter((p) => p.name !== placed.name)];
+    },
+    maintain() {
+      if (merging !== null || packs.length <= MAX_PACKS) return;
+      merging = mergeSmallPacks().finally(() => {
+        merging = null;
+      });
+    },
+    idle() {
+      return merging ?? Promise.resolve();
+    },
+    get count() {
+      return packs.length;
+    },
+  };
+}

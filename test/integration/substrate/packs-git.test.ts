@@ -1,0 +1,57 @@
+import * as nodeFs from "node:fs";
+import { readdir } from "node:fs/promises";
+import { join } from "node:path";
+import * as isogit from "isomorphic-git";
+import { describe, expect, it } from "vitest";
+import { allowAll } from "../../../src/substrate/allow-all.js";
+import { createRepoStore } from "../../../src/substrate/repo-store.js";
+import type { RepoId } from "../../../src/substrate/types.js";
+import { plainKind } from "../../helpers/append-merge.js";
+import { gitAt } from "../../helpers/git-cli.js";
+import { useTempDirs } from "../../helpers/temp-dir.js";
+import { expectFsckClean, expectLinearHistory } from "./fixtures/git-checks.js";
+
+const tempDir = useTempDirs("wh-packs-");
+const REPO: RepoId = { kind: plainKind.kind, id: "dep-1" };
+
+describe("pack files on disk", () => {
+  it("writes packs, merges them with deltas, and git and isomorphic-git read every object", async () => {
+    const dataDir = await tempDir();
+    const gitdir = join(dataDir, "deployments", "dep-1.git");
+    const store = createRepoStore({ dataDir, kindHandlers: [plainKind], authorize: allowAll, watch: false, packThreshold: 1, clock: () => new Date("2026-01-01T00:00:00Z") });
+    await store.initRepo(null, REPO);
+    const seed: Record<string, string> = {};
+    for (let i = 0; i < 1_000; i++) seed[`runs/r${String(i).padStart(5, "0")}/events/1.json`] = `{"seq":1,"i":${i}}`;
+    await store.writeTree(null, REPO, "main", { files: seed, message: "seed" });
+    for (let k = 0; k < 30; k++) {
+      const run = `r${String((k * 53) % 1_000).padStart(5, "0")}`;
+      await store.writeTree(null, REPO, "main", { files: { [`runs/${run}/events/${k + 2}.json`]: `{"seq":${k + 2}}` }, message: `append ${k}` });
+    }
+    await store.close();
+
+    const packs = (await readdir(join(gitdir, "objects", "pack"))).filter((name) => name.endsWith(".idx"));
+    expect(packs.length).toBeLessThanOrEqual(17);
+    await expectFsckClean(gitdir);
+    await expectLinearHistory(gitdir, 32);
+    const verified = await Promise.all(packs.map((idx) => gitAt(gitdir, ["verify-pack", "-v", join(gitdir, "objects", "pack", idx)])));
+    // Versions of the 1 000-entry runs/ folder are stored as deltas of one another.
+    expect(verified.some((out) => /chain length = [1-9]/.test(out))).toBe(true);
+    expect((await gitAt(gitdir, ["show", "main:runs/r00053/events/3.json"])).trim()).toBe('{"seq":3}');
+
+    // isomorphic-git (the reader other tools may use) reads the delta'd folder and the blobs.
+    const tip = await isogit.resolveRef({ fs: nodeFs, gitdir, ref: "refs/heads/main" });
+    const { commit } = await isogit.readCommit({ fs: nodeFs, gitdir, oid: tip });
+    const root = await isogit.readTree({ fs: nodeFs, gitdir, oid: commit.tree });
+    const runsOid = root.tree.find((e) => e.path === "runs")?.oid as string;
+    expect((await isogit.readTree({ fs: nodeFs, gitdir, oid: runsOid })).tree).toHaveLength(1_000);
+    const blob = await isogit.readBlob({ fs: nodeFs, gitdir, oid: tip, filepath: "runs/r00106/events/4.json" });
+    expect(Buffer.from(blob.blob).toString()).toBe('{"seq":4}');
+
+    // A fresh store reads the same history back.
+    const fresh = createRepoStore({ dataDir, kindHandlers: [plainKind], authorize: allowAll, watch: false });
+    const reads = await fresh.openCommittedReads(null, REPO, "main");
+    expect(await reads.listDir("runs")).toHaveLength(1_000);
+    expect(Buffer.from((await reads.readBlob("runs/r00159/events/5.json")) as Uint8Array).toString()).toBe('{"seq":5}');
+    await fresh.close();
+  });
+});

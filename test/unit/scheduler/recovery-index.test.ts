@@ -1,0 +1,104 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { decodeRecoveryIndex, encodeRecoveryIndex, RECOVERY_INDEX_FILE, type RunSummary } from "../../../seams/recovery-index.js";
+import { WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
+import { createHarness, firedOf, REPO, type Harness } from "./harness.js";
+
+let h: Harness | undefined;
+const RID = { kind: WORKFLOW_RUN_KIND, id: REPO };
+const MAX_EVENT_BYTES = 1_048_576;
+
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+async function readIndex(harness: Harness): Promise<Map<string, RunSummary>> {
+  const bytes = await harness.store.readDerived?.(null, RID, RECOVERY_INDEX_FILE);
+  expect(bytes).not.toBeNull();
+  const index = decodeRecoveryIndex(bytes as Uint8Array, MAX_EVENT_BYTES);
+  expect(index).not.toBeNull();
+  return index as Map<string, RunSummary>;
+}
+
+async function writeIndex(harness: Harness, index: Map<string, RunSummary>): Promise<void> {
+  await harness.store.writeDerived?.(null, RID, RECOVERY_INDEX_FILE, encodeRecoveryIndex(MAX_EVENT_BYTES, index));
+}
+
+const timerSet = (timerId: string, fireAt: string): Record<string, unknown> => ({ type: "TimerSet", data: { timerId, fireAt } });
+
+describe("recovery index", () => {
+  it("restores a run whose tree is unchanged from its summary, without reading its log", async () => {
+    h = await createHarness("2026-05-01T00:00:00.000Z");
+    await h.append("r1", timerSet("t", "2026-05-01T01:00:00.000Z"));
+    await h.append("r2", timerSet("u", "2026-05-01T02:00:00.000Z"));
+    await h.scheduler.start();
+    await h.scheduler.stop();
+    const index = await readIndex(h);
+    expect([...index.keys()].sort()).toEqual(["r1", "r2"]);
+    // A summary that disagrees with the log is only ever believed while the tree oid matches:
+    // here it does, so the restart arms what the summary says (proof that the log was not read).
+    const r1 = index.get("r1") as RunSummary;
+    index.set("r1", { ...r1, pendingTimers: [{ ...(r1.pendingTimers[0] as RunSummary["pendingTimers"][number]), fireAt: "2026-05-01T03:00:00.000Z" }] });
+    await writeIndex(h, index);
+    await h.restart();
+    expect(h.scheduler.queuedTimers().map((t) => `${t.runId}/${t.timerId}@${t.fireAt}`)).toEqual([
+      "r2/u@2026-05-01T02:00:00.000Z",
+      "r1/t@2026-05-01T03:00:00.000Z",
+    ]);
+  });
+
+  it("re-reads a run whose tree changed since the index was written", async () => {
+    h = await createHarness("2026-05-01T00:00:00.000Z");
+    await h.append("r1", timerSet("t", "2026-05-01T00:00:05.000Z"));
+    await h.scheduler.start();
+    await h.scheduler.stop();
+    await h.append("r1", timerSet("t2", "2026-05-01T00:00:07.000Z"));
+    await h.restart();
+    expect(h.scheduler.queuedTimers().map((t) => t.timerId)).toEqual(["t", "t2"]);
+    await h.clock.advance(10_000);
+    await h.scheduler.idle();
+    expect(firedOf(await h.log("r1")).map((f) => f.scheduledFor)).toEqual(["2026-05-01T00:00:05.000Z", "2026-05-01T00:00:07.000Z"]);
+    // Firing changed r1; stop() wrote its new summary: nothing pending.
+    await h.scheduler.stop();
+    expect((await readIndex(h)).get("r1")?.pendingTimers).toEqual([]);
+  });
+
+  it("ignores an index that is torn, of another version or made with another event size limit", async () => {
+    h = await createHarness("2026-05-01T00:00:00.000Z");
+    await h.append("r1", timerSet("t", "2026-05-01T01:00:00.000Z"));
+    await h.scheduler.start();
+    await h.scheduler.stop();
+    const good = await readIndex(h);
+    const wrong = new Map([...good].map(([runId, s]) => [runId, { ...s, pendingTimers: [] }]));
+    for (const bytes of [
+      Buffer.from("{not json"),
+      Buffer.from(JSON.stringify({ format: "workflow-host run index", version: 99, runs: [] })),
+      encodeRecoveryIndex(MAX_EVENT_BYTES - 1, wrong),
+    ]) {
+      await h.store.writeDerived?.(null, RID, RECOVERY_INDEX_FILE, bytes);
+      await h.restart();
+      expect(h.scheduler.queuedTimers().map((t) => t.timerId)).toEqual(["t"]);
+    }
+  });
+
+  it("keeps runs with bad events out of the index, so their reports repeat at every start", async () => {
+    h = await createHarness("2026-05-01T00:00:00.000Z");
+    await h.append("good", timerSet("t", "2026-05-01T01:00:00.000Z"));
+    await h.rawWrite({ "runs/bad/events/1.json": '{"seq":1,"type":"TimerSet",}' });
+    await h.scheduler.start();
+    await h.scheduler.stop();
+    expect([...(await readIndex(h)).keys()]).toEqual(["good"]);
+    h.events.length = 0;
+    await h.restart();
+    expect(h.events.filter((e) => e.type === "bad_event").map((e) => (e.type === "bad_event" ? e.path : ""))).toEqual(["runs/bad/events/1.json"]);
+    expect(h.events.find((e) => e.type === "recovered")).toMatchObject({ runs: 2, pending: 1, badEvents: 1 });
+  });
+
+  it("is neither read nor written with recoveryIndex: false", async () => {
+    h = await createHarness("2026-05-01T00:00:00.000Z", { recoveryIndex: false });
+    await h.append("r1", timerSet("t", "2026-05-01T01:00:00.000Z"));
+    await h.scheduler.start();
+    await h.scheduler.stop();
+    expect(await h.store.readDerived?.(null, RID, RECOVERY_INDEX_FILE)).toBeNull();
+  });
+});

@@ -1,0 +1,81 @@
+import { describe, expect, it } from "vitest";
+import type { RepoStore } from "../../../src/substrate/types.js";
+import { createMemStore, DATA_DIR, GITDIR, looseObjects, REPO } from "../../helpers/memfs-repo-store.js";
+import type { MemFs } from "../../helpers/memfs.js";
+
+function packFiles(fs: MemFs): string[] {
+  return (fs.readdirSync(`${GITDIR}/objects/pack`) as string[]).filter((name) => name.endsWith(".pack")).sort();
+}
+
+/** Seeds a `runs/` folder big enough to be stored as deltas once packs are merged. */
+async function seed(store: RepoStore, runs: number): Promise<void> {
+  const files: Record<string, string> = {};
+  for (let i = 0; i < runs; i++) files[`runs/r${String(i).padStart(5, "0")}/events/1.json`] = `{"seq":1,"i":${i}}`;
+  await store.writeTree(null, REPO, "main", { files, message: "seed" });
+}
+
+describe("pack files", () => {
+  it("writes a commit of packThreshold objects or more as one pack and a smaller one as loose objects", async () => {
+    const { store, fs } = createMemStore({ packThreshold: 3 });
+    await store.initRepo(null, REPO);
+    const loose = looseObjects(fs).length;
+    await seed(store, 300);
+    expect(packFiles(fs)).toHaveLength(1);
+    expect(looseObjects(fs)).toHaveLength(loose);
+    // A file at the root: its blob, the new root tree and the commit make a three-object pack;
+    // a commit of two objects (an empty message change is impossible, so: a blob put over an
+    // equal one is no commit at all) stays loose.
+    await store.writeTree(null, REPO, "main", { files: { "README.md": "# dep\n" }, message: "small" });
+    expect(packFiles(fs)).toHaveLength(2);
+    expect(looseObjects(fs)).toHaveLength(loose);
+    await store.close();
+
+    const { store: fresh } = createMemStore({ fs, packThreshold: 3 });
+    const reads = await fresh.openCommittedReads(null, REPO, "main");
+    expect(await reads.listDir("runs")).toHaveLength(300);
+    expect(Buffer.from((await reads.readBlob("runs/r00123/events/1.json")) as Uint8Array).toString()).toBe('{"seq":1,"i":123}');
+    expect(Buffer.from((await reads.readBlob("README.md")) as Uint8Array).toString()).toBe("# dep\n");
+    await fresh.close();
+  });
+
+  it("merges packs beyond sixteen, keeps every commit readable, and stores big folders as deltas", async () => {
+    const { store, fs } = createMemStore({ packThreshold: 1 });
+    await store.initRepo(null, REPO);
+    await seed(store, 1_000);
+    const tips: string[] = [];
+    for (let k = 0; k < 40; k++) {
+      const run = `r${String((k * 37) % 1_000).padStart(5, "0")}`;
+      const result = await store.writeTree(null, REPO, "main", { files: { [`runs/${run}/events/${k + 2}.json`]: `{"k":${k}}` }, message: `k ${k}` });
+      tips.push(result.commitSha as string);
+    }
+    await store.close();
+    const packs = packFiles(fs);
+    expect(packs.length).toBeLessThanOrEqual(17);
+    const bytes = packs.reduce((n, name) => n + (fs.statSync(`${GITDIR}/objects/pack/${name}`).size as number), 0);
+    // 41 versions of a ~40 KB folder: whole copies would be ~1.6 MB.
+    expect(bytes).toBeLessThan(800_000);
+
+    const { store: fresh } = createMemStore({ fs });
+    for (let k = 0; k < 40; k++) {
+      const reads = await fresh.openCommittedReads(null, REPO, tips[k] as string);
+      const run = `r${String((k * 37) % 1_000).padStart(5, "0")}`;
+      expect(await reads.listDir("runs")).toHaveLength(1_000);
+      expect(Buffer.from((await reads.readBlob(`runs/${run}/events/${k + 2}.json`)) as Uint8Array).toString()).toBe(`{"k":${k}}`);
+    }
+    await fresh.close();
+  });
+
+  it("finds a pack written by another store after it was first scanned", async () => {
+    const { store: a, fs } = createMemStore({ packThreshold: 3 });
+    const { store: b } = createMemStore({ fs, packThreshold: 3 });
+    await a.initRepo(null, REPO);
+    await seed(a, 50);
+    expect(await (await b.openCommittedReads(null, REPO, "main")).listDir("runs")).toHaveLength(50);
+    const files: Record<string, string> = {};
+    for (let i = 0; i < 20; i++) files[`runs/new${i}/events/1.json`] = `${i}`;
+    await a.writeTree(null, REPO, "main", { files, message: "more" });
+    expect(await (await b.openCommittedReads(null, REPO, "main")).listDir("runs")).toHaveLength(70);
+    await Promise.all([a.close(), b.close()]);
+    expect(DATA_DIR).toBe("/data");
+  });
+});
