@@ -122,19 +122,29 @@ export function createPackStore(opts: PackStoreOptions): PackStore {
     return { name, index: parsePackIndex(name, idx, Number(stat.size)), size: Number(stat.size), mergeable: true };
   }
 
+  /**
+   * Lists the pack folder and loads the indexes not loaded yet. Another process may be merging
+   * packs meanwhile; it places the merged pack before deleting the ones it replaces, so when a
+   * listed pack vanishes before it is loaded, listing again finds its objects in the merged one.
+   */
   async function scan(): Promise<void> {
-    const names = new Set(await fs.readdirOrEmpty(packDir));
-    const known = new Map(packs.map((p) => [p.name, p]));
-    const kept = packs.filter((p) => names.has(`${p.name}.idx`) && names.has(`${p.name}.pack`));
-    const added: LoadedPack[] = [];
-    for (const file of names) {
-      if (!file.endsWith(".idx")) continue;
-      const name = file.slice(0, -4);
-      if (known.has(name) || !names.has(`${name}.pack`)) continue;
-      const loaded = await loadPack(name).catch(() => null);
-      if (loaded !== null) added.push(loaded);
+    for (let round = 0; round < 5; round++) {
+      const names = new Set(await fs.readdirOrEmpty(packDir));
+      const known = new Map(packs.map((p) => [p.name, p]));
+      const kept = packs.filter((p) => names.has(`${p.name}.idx`) && names.has(`${p.name}.pack`));
+      const added: LoadedPack[] = [];
+      let vanished = false;
+      for (const file of names) {
+        if (!file.endsWith(".idx")) continue;
+        const name = file.slice(0, -4);
+        if (known.has(name) || !names.has(`${name}.pack`)) continue;
+        const loaded = await loadPack(name).catch(() => null);
+        if (loaded === null) vanished = true;
+        else added.push(loaded);
+      }
+      packs = [...added, ...kept];
+      if (!vanished) return;
     }
-    packs = [...added, ...kept];
   }
 
   function ensureScanned(): Promise<void> {
@@ -225,16 +235,22 @@ export function createPackStore(opts: PackStoreOptions): PackStore {
 
   async function read(oid: Oid, allowRescan: boolean): Promise<GitObject | null> {
     await ensureScanned();
-    for (let attempt = 0; attempt < 3; attempt++) {
+    // A miss is looked for again after a fresh listing (twice: a listing taken while another
+    // process was between placing a merged pack and deleting the old ones can miss both); a
+    // pack that vanished under a read is replaced by a fresh listing.
+    let misses = 0;
+    let gone = 0;
+    for (;;) {
       try {
         const found = await readFrom(oid, 0);
-        if (found !== null || !allowRescan || attempt > 0) return found;
+        if (found !== null) return found;
+        if (!allowRescan || ++misses > 2) return null;
       } catch (error) {
         if (!(error instanceof PackGone)) throw error;
+        if (++gone > 5) return null;
       }
       await rescan();
     }
-    return null;
   }
 
   async function place(encoded: EncodedPack): Promise<LoadedPack> {

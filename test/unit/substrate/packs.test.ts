@@ -65,6 +65,22 @@ describe("pack files", () => {
     await fresh.close();
   });
 
+  it("keeps reading every new tip while another store merges and deletes the packs it had loaded", async () => {
+    const { store: writer, fs } = createMemStore({ packThreshold: 1 });
+    const { store: reader } = createMemStore({ fs, packThreshold: 1 });
+    await writer.initRepo(null, REPO);
+    await seed(writer, 200);
+    for (let k = 0; k < 60; k++) {
+      await writer.writeTree(null, REPO, "main", { files: { [`runs/r${String(k % 200).padStart(5, "0")}/events/${k + 2}.json`]: `{"k":${k}}` }, message: `k ${k}` });
+      // Merges run in the background of the writer; the reader's view of the pack folder goes
+      // stale under it at any moment.
+      const reads = await reader.openCommittedReads(null, REPO, "main");
+      expect(Buffer.from((await reads.readBlob(`runs/r${String(k % 200).padStart(5, "0")}/events/${k + 2}.json`)) as Uint8Array).toString()).toBe(`{"k":${k}}`);
+    }
+    await Promise.all([writer.close(), reader.close()]);
+    expect(packFiles(fs).length).toBeLessThanOrEqual(17);
+  });
+
   it("finds a pack written by another store after it was first scanned", async () => {
     const { store: a, fs } = createMemStore({ packThreshold: 3 });
     const { store: b } = createMemStore({ fs, packThreshold: 3 });
