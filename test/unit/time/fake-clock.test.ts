@@ -1,20 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { isWorkflowHostError } from "../../../src/errors.js";
 import { createFakeClock } from "../../../src/testing/fake-clock.js";
+import { expectCode } from "../../helpers/expect-code.js";
 
 const START = "2026-01-01T00:00:00Z";
 const START_MS = Date.parse(START);
 
-function expectCode(fn: () => unknown, code: string): void {
-  let thrown: unknown;
-  try {
-    fn();
-  } catch (error) {
-    thrown = error;
-  }
-  expect(isWorkflowHostError(thrown), String(thrown)).toBe(true);
-  expect((thrown as { code: string }).code).toBe(code);
-}
 
 describe("createFakeClock", () => {
   it("starts the wall clock at the given instant", () => {

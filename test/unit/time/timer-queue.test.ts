@@ -1,9 +1,9 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { isWorkflowHostError } from "../../../src/errors.js";
 import { createFakeClock, type FakeClock } from "../../../src/testing/fake-clock.js";
 import type { Clock, TimerHandle, Timers } from "../../../src/time/clock.js";
 import { createTimerQueue, type TimerQueueEntry, type TimerQueueOptions } from "../../../src/time/timer-queue.js";
+import { expectCode } from "../../helpers/expect-code.js";
 
 const ms = (iso: string): number => Date.parse(iso);
 
@@ -61,16 +61,6 @@ function setup<T = string>(
   return { fake, queue, delays, delivered, batches };
 }
 
-function expectCode(fn: () => unknown, code: string): void {
-  let thrown: unknown;
-  try {
-    fn();
-  } catch (error) {
-    thrown = error;
-  }
-  expect(isWorkflowHostError(thrown), String(thrown)).toBe(true);
-  expect((thrown as { code: string }).code).toBe(code);
-}
 
 describe("timer queue: long delays (A1)", () => {
   it("fires far-future entries once each at their fireAt, with every arm capped", async () => {
