@@ -1,6 +1,14 @@
 /**
  * The slice of the node:fs promise API the substrate uses, over node:fs or any compatible
  * module (memfs). Keeping it narrow documents exactly which calls a custom fs must support.
+ *
+ * Two flavours behind one interface: {@link createFsAdapter} (the promise API: every call is a
+ * round trip through libuv's thread pool) and {@link createBlockingFsAdapter} (the same calls
+ * made synchronously, for the few tiny files on a commit's critical path: refs, ref locks, the
+ * renames that publish a pack). Measured here on ext4, a ref read costs ~0.2–0.4 ms through the
+ * thread pool and ~0.015 ms synchronously, a rename ~0.11 ms against ~0.02 ms; a commit makes
+ * about ten such calls one after another. Flushes (fsync) stay asynchronous in both: waiting for
+ * the disk must not stop the event loop.
  */
 import * as nodeFs from "node:fs";
 
@@ -67,6 +75,24 @@ export interface FsAdapter {
    */
   readRange(path: string, position: number, length: number): Promise<Uint8Array>;
 }
+
+/** The synchronous calls {@link createBlockingFsAdapter} needs (node:fs and memfs have them). */
+interface FsSyncLike {
+  readFileSync(path: string): Uint8Array;
+  openSync(path: string, flags: string, mode?: number): number;
+  writeSync(fd: number, data: Uint8Array, offset: number, length: number, position: number | null): number;
+  readSync(fd: number, buffer: Uint8Array, offset: number, length: number, position: number): number;
+  fstatSync(fd: number): StatLike;
+  closeSync(fd: number): void;
+  renameSync(from: string, to: string): void;
+  unlinkSync(path: string): void;
+  mkdirSync(path: string, opts: { recursive: boolean }): unknown;
+  statSync(path: string): StatLike;
+  readdirSync(path: string): unknown[];
+  fsync(fd: number, callback: (error: Error | null) => void): void;
+}
+
+const SYNC_CALLS = ["readFileSync", "openSync", "writeSync", "readSync", "fstatSync", "closeSync", "renameSync", "unlinkSync", "mkdirSync", "statSync", "readdirSync", "fsync"] as const;
 
 /** The errno `code` of a node-style error, or undefined. */
 export function errnoCode(error: unknown): string | undefined {
@@ -159,21 +185,116 @@ export function createFsAdapter(fsModule?: unknown): FsAdapter {
         await handle.close();
       }
     },
-    async fsyncDir(path) {
-      let handle: FileHandleLike;
+    fsyncDir: (path) => fsyncFolder((folder) => p.open(folder, "r"), path),
+  };
+}
+
+async function fsyncFolder(open: (path: string) => Promise<FileHandleLike>, path: string): Promise<void> {
+  let handle: FileHandleLike;
+  try {
+    handle = await open(path);
+  } catch {
+    return;
+  }
+  try {
+    await handle.sync();
+  } catch {
+    // EISDIR/EINVAL/EPERM: this fs cannot flush folders; durability of the names is then
+    // up to the fs itself.
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * Like {@link createFsAdapter}, but each call is made synchronously (its promise settles on the
+ * next turn of the event loop), except flushes, which still go through the thread pool. Meant for small
+ * files only: a slow disk stalls the whole event loop for as long as one call takes.
+ * Falls back to {@link createFsAdapter} when the module lacks a synchronous call.
+ * @throws TypeError when the module has no `promises` API.
+ */
+export function createBlockingFsAdapter(fsModule?: unknown): FsAdapter {
+  const async = createFsAdapter(fsModule);
+  const f = async.raw as Partial<FsSyncLike>;
+  if (SYNC_CALLS.some((name) => typeof f[name] !== "function")) return async;
+  const s = f as FsSyncLike;
+  // The call is made at once; its promise settles on the next turn of the event loop (a
+  // `setImmediate`, ~µs), never in the same microtask queue: a caller looping on these calls
+  // still lets timers and I/O run, as it would with the promise API.
+  const run = <T>(call: () => T): Promise<T> => {
+    let settle: () => void;
+    const settled = new Promise<T>((resolve, reject) => {
       try {
-        handle = await p.open(path, "r");
-      } catch {
-        return;
+        const value = call();
+        settle = () => resolve(value);
+      } catch (error) {
+        settle = () => reject(error);
       }
+    });
+    setImmediate(() => settle());
+    return settled;
+  };
+  const orNull = <T>(call: () => T): T | null => {
+    try {
+      return call();
+    } catch (error) {
+      const code = errnoCode(error);
+      if (code === "ENOENT" || code === "ENOTDIR") return null;
+      throw error;
+    }
+  };
+  const flush = (fd: number): Promise<void> =>
+    new Promise((resolve, reject) => {
+      s.fsync(fd, (error) => (error === null ? resolve() : reject(error)));
+    });
+  const handleOf = (fd: number): FileHandleLike => {
+    let closed = false;
+    return {
+      write: (data) =>
+        run(() => {
+          let at = 0;
+          while (at < data.byteLength) at += s.writeSync(fd, data, at, data.byteLength - at, null);
+          return at;
+        }),
+      read: (buffer, offset, length, position) => run(() => ({ bytesRead: s.readSync(fd, buffer, offset, length, position) })),
+      sync: () => flush(fd),
+      stat: () => run(() => s.fstatSync(fd)),
+      close: () =>
+        run(() => {
+          if (closed) return;
+          closed = true;
+          s.closeSync(fd);
+        }),
+    };
+  };
+  const open = (path: string, flags: string): Promise<FileHandleLike> => run(() => handleOf(s.openSync(path, flags, 0o644)));
+  return {
+    raw: async.raw,
+    isNodeFs: async.isNodeFs,
+    readFileOrNull: (path) => run(() => orNull(() => s.readFileSync(path))),
+    readFile: (path) => run(() => s.readFileSync(path)),
+    async writeNewFile(path, data, sync) {
+      const handle = await open(path, "wx");
       try {
-        await handle.sync();
-      } catch {
-        // EISDIR/EINVAL/EPERM: this fs cannot flush folders; durability of the names is then
-        // up to the fs itself.
+        await handle.write(data);
+        if (sync) await handle.sync();
       } finally {
         await handle.close();
       }
     },
+    open,
+    rename: (from, to) => run(() => s.renameSync(from, to)),
+    unlinkQuiet: (path) =>
+      run(() => {
+        orNull(() => s.unlinkSync(path));
+      }),
+    mkdirp: (path) =>
+      run(() => {
+        s.mkdirSync(path, { recursive: true });
+      }),
+    statOrNull: (path) => run(() => orNull(() => s.statSync(path))),
+    readdirOrEmpty: (path) => run(() => (orNull(() => s.readdirSync(path)) ?? []).map(String)),
+    fsyncDir: (path) => fsyncFolder((folder) => open(folder, "r"), path),
+    readRange: (path, position, length) => async.readRange(path, position, length),
   };
 }

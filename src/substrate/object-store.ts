@@ -22,10 +22,17 @@ import { readObject } from "isomorphic-git";
 import { WorkflowHostError } from "../errors.js";
 import { errnoCode, type FsAdapter } from "./fs-adapter.js";
 import { decodeCommit, type GitObject, type ObjectType, type ParsedCommit, unwrapObject, wrapObject } from "./git-object.js";
-import { decodeTree, type ParsedTree } from "./tree-object.js";
+import { decodeTree, type DeltaBase, type ParsedTree } from "./tree-object.js";
 import type { ScopedLruCache } from "./lru-cache.js";
-import { createPackStore } from "./pack-store.js";
+import { createPackStore, type StagedObjects } from "./pack-store.js";
 import type { Oid } from "./types.js";
+
+/** Trees with at least this many entries are cached per repository as recent versions (see createObjectStore). */
+export const BIG_TREE_ENTRIES = 2_048;
+/** Recent versions of big trees kept per repository. */
+const RECENT_BIG_TREES = 4;
+/** Deltas of big trees kept per repository for pack merging (a few hundred bytes each). */
+const DELTA_BASES_KEPT = 1_024;
 
 /** Caches shared by every repository of a store, scoped by repo key, keyed by oid. */
 export interface ObjectCaches {
@@ -58,6 +65,12 @@ export interface ObjectStore {
    * unreferenced whole ones. Written blobs and commits are cached.
    */
   writeObjects(objects: readonly GitObject[]): Promise<void>;
+  /**
+   * {@link writeObjects} in two steps: a pack is written to temp files at once (returning
+   * immediately) and put in place by `publish`; `discard` removes it unseen. Loose objects are
+   * all written by `publish`. Exactly one of the two must be called.
+   */
+  stageObjects(objects: readonly GitObject[]): StagedObjects;
   /** Remembers trees that were just written, so the next commit does not re-read them. */
   rememberTrees(trees: Iterable<ParsedTree>): void;
   /** Starts housekeeping after a commit (merging small packs) in the background; never throws. */
@@ -68,6 +81,8 @@ export interface ObjectStore {
 
 export interface ObjectStoreOptions {
   readonly fs: FsAdapter;
+  /** For the renames that publish a pack (see fs-adapter.ts); default `fs`. */
+  readonly quickFs?: FsAdapter;
   readonly gitdir: string;
   /** Distinguishes this repository's entries in the shared caches. */
   readonly repoKey: string;
@@ -104,7 +119,41 @@ function corrupt(oid: string, reason: string, cause?: unknown): WorkflowHostErro
 /** Creates the object store of the bare repository at `gitdir`. */
 export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
   const { fs, gitdir, repoKey, caches, durable } = opts;
-  const packs = createPackStore({ fs, gitdir, repoKey, packBytes: caches.packs, durable, cachedTree: (oid) => caches.trees.get(repoKey, oid) });
+  const packs = createPackStore({ fs, quickFs: opts.quickFs ?? fs, gitdir, repoKey, packBytes: caches.packs, durable, cachedTree: (oid) => cachedTree(oid), deltaBase: (oid) => deltaBases.get(oid) });
+  /**
+   * The last few big folders (e.g. `runs/`) of this repository, newest first, kept apart from
+   * the shared tree cache. Each commit makes a new version of such a folder (its content,
+   * 400 KB for 10 000 runs, is what the next commit splices); in the shared cache the old
+   * versions would live until evicted, long enough for V8 to move them to the old generation,
+   * and their buffers would then pile up until a full GC (one every ~0.7 s at 150 commits/s, each
+   * stalling everything for 20–50 ms). Kept here, a version is dropped a few commits later and
+   * is reclaimed young. Only the newest versions are ever needed again: the next commit edits
+   * the newest, and the live tail diffs it against the one before.
+   */
+  const recentBigTrees: ParsedTree[] = [];
+  /** Deltas of the big trees this store wrote, by tree oid, oldest first (see ParsedTree.deltaBase). */
+  const deltaBases = new Map<Oid, DeltaBase>();
+
+  function cachedTree(oid: Oid): ParsedTree | undefined {
+    for (const tree of recentBigTrees) if (tree.oid === oid) return tree;
+    return caches.trees.get(repoKey, oid);
+  }
+
+  function cacheTree(tree: ParsedTree): void {
+    if (tree.deltaBase !== undefined && !deltaBases.has(tree.oid)) {
+      deltaBases.set(tree.oid, tree.deltaBase);
+      // Kept until merged, or about as long as MAX_PACKS commits take to be merged.
+      if (deltaBases.size > DELTA_BASES_KEPT) deltaBases.delete(deltaBases.keys().next().value as Oid);
+    }
+    if (tree.count < BIG_TREE_ENTRIES) {
+      caches.trees.set(repoKey, tree.oid, tree, tree.count + 1);
+      return;
+    }
+    const at = recentBigTrees.findIndex((t) => t.oid === tree.oid);
+    if (at >= 0) recentBigTrees.splice(at, 1);
+    recentBigTrees.unshift(tree);
+    if (recentBigTrees.length > RECENT_BIG_TREES) recentBigTrees.pop();
+  }
   const objectsDir = `${gitdir}/objects`;
   const knownDirs = new Set<string>();
   const tempPrefix = randomBytes(4).toString("hex");
@@ -180,11 +229,11 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
   return {
     read,
     async readTree(oid) {
-      const hit = caches.trees.get(repoKey, oid);
+      const hit = cachedTree(oid);
       if (hit !== undefined) return hit;
       const object = await readTyped(oid, "tree");
       const tree = decodeTree(oid, object.content);
-      caches.trees.set(repoKey, oid, tree, tree.entries.length + 1);
+      cacheTree(tree);
       return tree;
     },
     async readCommit(oid) {
@@ -203,8 +252,19 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
       return copy.slice();
     },
     async writeObjects(objects) {
-      if (objects.length >= opts.packThreshold) await packs.write(objects);
-      else await writeLoose(objects);
+      await stageObjects(objects).publish();
+    },
+    stageObjects,
+    rememberTrees(trees) {
+      for (const tree of trees) cacheTree(tree);
+    },
+    maintain: () => packs.maintain(),
+    idle: () => packs.idle(),
+  };
+
+  /** See {@link ObjectStore.stageObjects}. */
+  function stageObjects(objects: readonly GitObject[]): StagedObjects {
+    const remember = (): void => {
       for (const object of objects) {
         if (object.type === "blob" && object.content.byteLength <= BLOB_CACHE_MAX_BYTES) {
           caches.blobs.set(repoKey, object.oid, new Uint8Array(object.content), object.content.byteLength + 64);
@@ -212,13 +272,27 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
           caches.commits.set(repoKey, object.oid, decodeCommit(object.oid, object.content));
         }
       }
-    },
-    rememberTrees(trees) {
-      for (const tree of trees) caches.trees.set(repoKey, tree.oid, tree, tree.entries.length + 1);
-    },
-    maintain: () => packs.maintain(),
-    idle: () => packs.idle(),
-  };
+    };
+    if (objects.length >= opts.packThreshold) {
+      const staged = packs.stage(objects);
+      return {
+        async publish() {
+          await staged.publish();
+          remember();
+        },
+        discard: staged.discard,
+      };
+    }
+    // Loose objects are written under their final names (each atomically), so nothing is
+    // written before `publish`.
+    return {
+      async publish() {
+        await writeLoose(objects);
+        remember();
+      },
+      discard: () => Promise.resolve(),
+    };
+  }
 
   async function writeLoose(objects: readonly GitObject[]): Promise<void> {
     const touched = new Set<string>();

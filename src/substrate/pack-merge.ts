@@ -17,15 +17,16 @@
  * live elsewhere) makes the pack unmergeable here.
  */
 import { applyDelta, crc32, entryHeader, inflateEntry, type EncodedPack, type EntryRecord, layoutPack, type PackSource, parseEntryHead, sealPackGently, storedZlib } from "./pack-file.js";
-import { compareTreeEntries, type ParsedTree, type TreeEntry } from "./tree-object.js";
+import { compareTreeEntries, type DeltaBase, entryAt, type ParsedTree, type TreeEntry } from "./tree-object.js";
+import { deltaSizes, DeltaWriter } from "./git-delta.js";
 import type { Oid } from "./types.js";
 
 /** Trees at least this big are stored as deltas in merged packs. */
 export const DELTA_MIN_BYTES = 16 * 1024;
 /** Longest delta chain written (git's default `pack.depth`). */
 export const MAX_CHAIN = 50;
-/** Entries merged between two yields to the event loop. */
-const YIELD_EVERY = 1_000;
+/** Longest stretch of merging (ms) before the event loop is given back. */
+const SLICE_MS = 2;
 
 const TREE = 2;
 const OFS_DELTA = 6;
@@ -43,7 +44,7 @@ export interface TreeShape {
 /** The shape of a parsed tree (from the object cache: nothing to parse). */
 export function shapeOfParsed(tree: ParsedTree): TreeShape {
   const content = Buffer.from(tree.content.buffer, tree.content.byteOffset, tree.content.byteLength);
-  return { content, offsets: tree.offsets, count: tree.entries.length, entry: (i) => tree.entries[i] as TreeEntry };
+  return { content, offsets: tree.offsets, count: tree.count, entry: (i) => entryAt(tree, i) as TreeEntry };
 }
 
 /** The shape of raw tree content: entry starts found with two byte searches per entry. */
@@ -78,18 +79,6 @@ function folderKey(shape: TreeShape): string | null {
   return shape.count === 0 ? null : shape.entry(0).name;
 }
 
-function varint(value: number): number[] {
-  const out: number[] = [];
-  let v = value;
-  do {
-    let byte = v % 128;
-    v = Math.floor(v / 128);
-    if (v > 0) byte |= 0x80;
-    out.push(byte);
-  } while (v > 0);
-  return out;
-}
-
 /**
  * A git delta turning tree `base` into tree `target`: copies of the runs of entries they share
  * byte for byte, inserts of the rest. Runs are found by galloping block compares (a 10 000-entry
@@ -101,63 +90,7 @@ export function treeDelta(base: TreeShape, target: TreeShape): Buffer {
   const t = target.content;
   const ob = base.offsets;
   const ot = target.offsets;
-  const ops: number[] = [...varint(b.length), ...varint(t.length)];
-  const chunks: Buffer[] = [];
-  const flushOps = (): void => {
-    if (ops.length > 0) chunks.push(Buffer.from(ops.splice(0)));
-  };
-  let copyFrom = -1;
-  let copyEnd = -1;
-  let insertFrom = -1;
-  let insertEnd = -1;
-  const flushCopy = (): void => {
-    for (let from = copyFrom; from < copyEnd; ) {
-      const size = Math.min(copyEnd - from, 0xffffff);
-      let cmd = 0x80;
-      const args: number[] = [];
-      for (let k = 0; k < 4; k++) {
-        const byte = Math.floor(from / 2 ** (8 * k)) & 0xff;
-        if (byte !== 0) {
-          cmd |= 1 << k;
-          args.push(byte);
-        }
-      }
-      for (let k = 0; k < 3; k++) {
-        const byte = Math.floor(size / 2 ** (8 * k)) & 0xff;
-        if (byte !== 0) {
-          cmd |= 0x10 << k;
-          args.push(byte);
-        }
-      }
-      ops.push(cmd, ...args);
-      from += size;
-    }
-    copyFrom = -1;
-  };
-  const flushInsert = (): void => {
-    for (let at = insertFrom; at < insertEnd; at += 127) {
-      const n = Math.min(127, insertEnd - at);
-      ops.push(n);
-      flushOps();
-      chunks.push(t.subarray(at, at + n));
-    }
-    insertFrom = -1;
-  };
-  const copy = (start: number, end: number): void => {
-    if (insertFrom >= 0) flushInsert();
-    if (copyFrom >= 0 && copyEnd === start) {
-      copyEnd = end;
-      return;
-    }
-    if (copyFrom >= 0) flushCopy();
-    copyFrom = start;
-    copyEnd = end;
-  };
-  const insert = (start: number, end: number): void => {
-    if (copyFrom >= 0) flushCopy();
-    if (insertFrom < 0) insertFrom = start;
-    insertEnd = end;
-  };
+  const writer = new DeltaWriter(b.length, t);
   /** Whether entries i..i+n of base equal entries j..j+n of target, byte for byte. */
   const same = (i: number, j: number, n: number): boolean => {
     const bs = ob[i] as number;
@@ -182,7 +115,7 @@ export function treeDelta(base: TreeShape, target: TreeShape): Buffer {
         if (run + step <= most && same(i + run, j + run, step)) run += step;
       }
       if (run > 0) {
-        copy(ob[i] as number, ob[i + run] as number);
+        writer.copy(ob[i] as number, ob[i + run] as number);
         i += run;
         j += run;
         continue;
@@ -194,13 +127,10 @@ export function treeDelta(base: TreeShape, target: TreeShape): Buffer {
       }
       if (order === 0) i++; // changed in place
     }
-    insert(ot[j] as number, ot[j + 1] as number);
+    writer.insert(ot[j] as number, ot[j + 1] as number);
     j++;
   }
-  if (copyFrom >= 0) flushCopy();
-  if (insertFrom >= 0) flushInsert();
-  flushOps();
-  return Buffer.concat(chunks);
+  return writer.finish();
 }
 
 /** The bytes of an ofs-delta entry: header, distance back to the base, the zlib stream. */
@@ -219,6 +149,8 @@ function ofsDeltaEntry(deltaSize: number, distance: number, stream: Uint8Array):
 interface Written {
   readonly offset: number;
   readonly depth: number;
+  /** The object's size, or NaN when not known here (an entry re-linked as a delta). */
+  readonly size: number;
 }
 
 interface BigTree {
@@ -231,12 +163,15 @@ interface BigTree {
  * One pack holding every object of `sources` once (see the module comment).
  * @param hash SHA-1 of the merged body (the caller may run it off the event loop)
  * @param cachedTree a parsed tree by oid if one is at hand (saves parsing big folders)
+ * @param deltaBase the delta a big tree was written with, if known: when its base is already in
+ *   the merged pack, the tree is stored as that delta, with nothing to parse or compare
  * @returns the merged pack, or null when a source holds a ref-delta
  */
 export async function mergePacks(
   sources: readonly PackSource[],
   hash: (body: Buffer) => Promise<Buffer>,
   cachedTree: (oid: Oid) => ParsedTree | undefined = () => undefined,
+  deltaBase: (oid: Oid) => DeltaBase | undefined = () => undefined,
 ): Promise<EncodedPack | null> {
   const parts: Buffer[] = [Buffer.alloc(0)];
   const entries: EntryRecord[] = [];
@@ -244,9 +179,9 @@ export async function mergePacks(
   /** Latest version of each big folder, by its first entry's name, with its content. */
   const bigTrees = new Map<string, BigTree>();
   let offset = 12;
-  const emit = (oid: Oid, bytes: Buffer, crc: number, depth: number): number => {
+  const emit = (oid: Oid, bytes: Buffer, crc: number, depth: number, size = Number.NaN): number => {
     const at = offset;
-    written.set(oid, { offset: at, depth });
+    written.set(oid, { offset: at, depth, size });
     entries.push({ oid, offset: at, crc });
     parts.push(bytes);
     offset += bytes.length;
@@ -261,17 +196,18 @@ export async function mergePacks(
     if (shape === null || key === null) return;
     bigTrees.set(key, { offset: at, depth, shape });
   };
-  let sinceYield = 0;
+  let sliceStart = performance.now();
   for (const source of sources) {
     const order = Array.from({ length: source.index.count }, (_, i) => i).sort((a, b) => source.index.offsetAt(a) - source.index.offsetAt(b));
     const oidAtOffset = new Map<number, Oid>();
     for (const i of order) oidAtOffset.set(source.index.offsetAt(i), source.index.oidAt(i));
     for (const i of order) {
-      if (++sinceYield >= YIELD_EVERY) {
-        // A merge runs beside live commits: give the event loop back every so often, so a
-        // merge of 100 000 objects is many short slices, not one long stall.
-        sinceYield = 0;
+      if (performance.now() - sliceStart >= SLICE_MS) {
+        // A merge runs beside live commits: give the event loop back every {@link SLICE_MS}, so
+        // a merge is many short slices, not one long stall (an entry count is no measure: one
+        // big folder costs as much as thousands of small objects).
         await new Promise((resolve) => setImmediate(resolve));
+        sliceStart = performance.now();
       }
       const oid = source.index.oidAt(i);
       if (written.has(oid)) continue;
@@ -290,6 +226,16 @@ export async function mergePacks(
         continue;
       }
       if (head.typeCode === TREE && head.size >= DELTA_MIN_BYTES) {
+        const known = deltaBase(oid);
+        const base = known === undefined ? undefined : written.get(known.oid);
+        if (known !== undefined && base !== undefined && base.depth < MAX_CHAIN && known.delta.length < head.size / 2) {
+          const sizes = deltaSizes(known.delta);
+          if (sizes.targetSize === head.size && sizes.baseSize === base.size) {
+            const bytes = ofsDeltaEntry(known.delta.length, offset - base.offset, storedZlib(known.delta));
+            emit(oid, bytes, crc32(bytes), base.depth + 1, head.size);
+            continue;
+          }
+        }
         const content = inflateEntry(source.name, raw, head);
         const shape = shapeOf(oid, content);
         const key = shape === null ? null : folderKey(shape);
@@ -298,16 +244,16 @@ export async function mergePacks(
           const delta = treeDelta(previous.shape, shape);
           if (delta.length < content.length / 2 && applyDelta(source.name, previous.shape.content, delta).equals(content)) {
             const bytes = ofsDeltaEntry(delta.length, offset - previous.offset, storedZlib(delta));
-            const at = emit(oid, bytes, crc32(bytes), previous.depth + 1);
+            const at = emit(oid, bytes, crc32(bytes), previous.depth + 1, head.size);
             rememberBig(at, previous.depth + 1, shape);
             continue;
           }
         }
-        const at = emit(oid, raw, source.index.crcAt(i), 0);
+        const at = emit(oid, raw, source.index.crcAt(i), 0, head.size);
         rememberBig(at, 0, shape);
         continue;
       }
-      emit(oid, raw, source.index.crcAt(i), 0);
+      emit(oid, raw, source.index.crcAt(i), 0, head.size);
     }
   }
   await new Promise((resolve) => setImmediate(resolve));

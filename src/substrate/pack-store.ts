@@ -45,7 +45,7 @@ import {
   typeOfCode,
 } from "./pack-file.js";
 import { mergePacks } from "./pack-merge.js";
-import type { ParsedTree } from "./tree-object.js";
+import type { DeltaBase, ParsedTree } from "./tree-object.js";
 import type { Oid } from "./types.js";
 
 /** More packs than this and the smallest are merged. */
@@ -57,6 +57,8 @@ const MAX_DELTA_DEPTH = 64;
 
 export interface PackStoreOptions {
   readonly fs: FsAdapter;
+  /** For the renames that publish a pack (see fs-adapter.ts); default `fs`. */
+  readonly quickFs?: FsAdapter;
   readonly gitdir: string;
   /** Distinguishes this repository's entries in the shared cache. */
   readonly repoKey: string;
@@ -65,6 +67,8 @@ export interface PackStoreOptions {
   readonly durable: boolean;
   /** A parsed tree by oid when one is cached (merging uses it instead of parsing big folders). */
   readonly cachedTree?: (oid: Oid) => ParsedTree | undefined;
+  /** The delta a big tree was written with, when known (merging stores it as is). */
+  readonly deltaBase?: (oid: Oid) => DeltaBase | undefined;
 }
 
 export interface PackStore {
@@ -77,6 +81,12 @@ export interface PackStore {
   /** Writes `objects` as one new pack; resolves once it is in place (and flushed when durable). */
   write(objects: readonly GitObject[]): Promise<void>;
   /**
+   * Starts writing `objects` as one new pack to temp files, returning at once: `publish` puts
+   * it in place (as {@link write}), `discard` removes the temp files. One of the two must be
+   * called. Lets a commit write its pack while it waits for the ref lock.
+   */
+  stage(objects: readonly GitObject[]): StagedObjects;
+  /**
    * Starts merging small packs in the background when there are too many (see module
    * comment); one merge at a time, failures ignored. Returns at once: a merge copies megabytes
    * and must not delay the commit that triggered it.
@@ -86,6 +96,19 @@ export interface PackStore {
   idle(): Promise<void>;
   /** Number of packs known. */
   readonly count: number;
+}
+
+/** Objects written to temp files, not yet visible to any reader. */
+export interface StagedObjects {
+  /** Moves them into place; resolves once a reader can find them (flushed when durable). */
+  publish(): Promise<void>;
+  /** Removes the temp files (after the writes in flight finish); never throws. */
+  discard(): Promise<void>;
+}
+
+interface StagedPack {
+  publish(): Promise<LoadedPack>;
+  discard(): Promise<void>;
 }
 
 interface LoadedPack {
@@ -106,6 +129,7 @@ class PackGone extends Error {}
 /** Creates the pack store of the bare repository at `gitdir`. */
 export function createPackStore(opts: PackStoreOptions): PackStore {
   const { fs, gitdir, repoKey, packBytes, durable } = opts;
+  const quickFs = opts.quickFs ?? fs;
   const packDir = `${gitdir}/objects/pack`;
   const tempPrefix = randomBytes(4).toString("hex");
   let tempCounter = 0;
@@ -253,34 +277,66 @@ export function createPackStore(opts: PackStoreOptions): PackStore {
     }
   }
 
-  async function place(encoded: EncodedPack): Promise<LoadedPack> {
+  /**
+   * Writes `encoded` to two temp files in `objects/` at once (creating a file is the slow part
+   * on a busy disk); `publish` renames the pack into `objects/pack/` and then its index, `discard`
+   * removes the temp files. Until published, no reader (git or this store) sees the objects.
+   */
+  function stageEncoded(encoded: EncodedPack): StagedPack {
     const name = `pack-${encoded.checksum}`;
     const tempPack = `${gitdir}/objects/tmp_pack_${tempPrefix}${(tempCounter++).toString(36)}`;
     const tempIdx = `${gitdir}/objects/tmp_idx_${tempPrefix}${(tempCounter++).toString(36)}`;
-    try {
-      // Both temp files at once: creating a file is the slow part on a busy disk.
-      await Promise.all([fs.writeNewFile(tempPack, encoded.pack, durable), fs.writeNewFile(tempIdx, encoded.idx, durable)]);
-      if (!packDirMade) {
-        await fs.mkdirp(packDir);
-        packDirMade = true;
-      }
-      // The pack before its index: a pack counts once its index exists (git's order too).
-      try {
-        await fs.rename(tempPack, `${packDir}/${name}.pack`);
-      } catch (error) {
-        // The folder is git's to manage; if it is gone, make it again once.
-        if (errnoCode(error) !== "ENOENT") throw error;
-        await fs.mkdirp(packDir);
-        await fs.rename(tempPack, `${packDir}/${name}.pack`);
-      }
-      await fs.rename(tempIdx, `${packDir}/${name}.idx`);
-    } catch (error) {
-      await fs.unlinkQuiet(tempPack);
-      await fs.unlinkQuiet(tempIdx);
-      throw error;
-    }
-    if (durable) await fs.fsyncDir(packDir);
-    return { name, index: parsePackIndex(name, encoded.idx, encoded.pack.length), size: encoded.pack.length, mergeable: true };
+    const written = Promise.all([fs.writeNewFile(tempPack, encoded.pack, durable), fs.writeNewFile(tempIdx, encoded.idx, durable)]);
+    // Observed here so a failure is never unhandled; `publish` and `discard` await it again.
+    written.catch(() => undefined);
+    const removeTemps = async (): Promise<void> => {
+      await written.catch(() => undefined);
+      await quickFs.unlinkQuiet(tempPack);
+      await quickFs.unlinkQuiet(tempIdx);
+    };
+    return {
+      async publish() {
+        try {
+          await written;
+          if (!packDirMade) {
+            await quickFs.mkdirp(packDir);
+            packDirMade = true;
+          }
+          // The pack before its index: a pack counts once its index exists (git's order too).
+          try {
+            await quickFs.rename(tempPack, `${packDir}/${name}.pack`);
+          } catch (error) {
+            // The folder is git's to manage; if it is gone, make it again once.
+            if (errnoCode(error) !== "ENOENT") throw error;
+            await quickFs.mkdirp(packDir);
+            await quickFs.rename(tempPack, `${packDir}/${name}.pack`);
+          }
+          await quickFs.rename(tempIdx, `${packDir}/${name}.idx`);
+        } catch (error) {
+          await removeTemps();
+          throw error;
+        }
+        if (durable) await fs.fsyncDir(packDir);
+        return { name, index: parsePackIndex(name, encoded.idx, encoded.pack.length), size: encoded.pack.length, mergeable: true };
+      },
+      discard: removeTemps,
+    };
+  }
+
+  function place(encoded: EncodedPack): Promise<LoadedPack> {
+    return stageEncoded(encoded).publish();
+  }
+
+  function stage(objects: readonly GitObject[]): StagedObjects {
+    const staged = stageEncoded(encodePack(objects));
+    return {
+      async publish() {
+        await ensureScanned();
+        const placed = await staged.publish();
+        packs = [placed, ...packs.filter((p) => p.name !== placed.name)];
+      },
+      discard: staged.discard,
+    };
   }
 
   /**
@@ -298,7 +354,11 @@ export function createPackStore(opts: PackStoreOptions): PackStore {
       if (i > 0 && pack.index.count < 2 * below) upto = i;
       below += pack.index.count;
     });
-    return byCount.slice(0, Math.max(2, upto + 1));
+    const chosen = byCount.slice(0, Math.max(2, upto + 1));
+    // Oldest first (`packs` is newest first): consecutive versions of a big folder then meet
+    // base before target, so each is stored as a delta against the one before.
+    const age = new Map(packs.map((p, i) => [p.name, i]));
+    return chosen.sort((a, b) => (age.get(b.name) ?? 0) - (age.get(a.name) ?? 0));
   }
 
   /** Merges until at most {@link MAX_PACKS} packs are left (commits may add packs meanwhile). */
@@ -324,7 +384,7 @@ export function createPackStore(opts: PackStoreOptions): PackStore {
         sources.push({ name: pack.name, bytes, index: pack.index });
       }
       // The merged pack's checksum (megabytes of SHA-1) is computed off the event loop.
-      const merged = await mergePacks(sources, async (body) => Buffer.from(await webcrypto.subtle.digest("SHA-1", body)), opts.cachedTree);
+      const merged = await mergePacks(sources, async (body) => Buffer.from(await webcrypto.subtle.digest("SHA-1", body)), opts.cachedTree, opts.deltaBase);
       if (merged === null) return false;
       const placed = await place(merged);
       const gone = new Set(chosen.map((p) => p.name));
@@ -348,10 +408,9 @@ export function createPackStore(opts: PackStoreOptions): PackStore {
   return {
     read,
     async write(objects) {
-      await ensureScanned();
-      const placed = await place(encodePack(objects));
-      packs = [placed, ...packs.filter((p) => p.name !== placed.name)];
+      await stage(objects).publish();
     },
+    stage,
     maintain() {
       if (merging !== null || packs.length <= MAX_PACKS) return;
       merging = mergeSmallPacks().finally(() => {

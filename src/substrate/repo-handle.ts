@@ -48,6 +48,8 @@ export interface RepoHandle {
 
 export interface RepoHandleOptions {
   readonly fs: FsAdapter;
+  /** For refs, ref locks and the renames that publish a pack (see fs-adapter.ts); default `fs`. */
+  readonly quickFs?: FsAdapter;
   readonly repoId: RepoId;
   readonly handler: KindHandler;
   readonly gitdir: string;
@@ -64,9 +66,10 @@ export interface RepoHandleOptions {
 export function createRepoHandle(opts: RepoHandleOptions): RepoHandle {
   const { fs, repoId, gitdir } = opts;
   const key = `${repoId.kind}/${repoId.id}`;
-  const objects = createObjectStore({ fs, gitdir, repoKey: key, caches: opts.caches, durable: opts.durable, packThreshold: opts.packThreshold });
+  const quickFs = opts.quickFs ?? fs;
+  const objects = createObjectStore({ fs, quickFs, gitdir, repoKey: key, caches: opts.caches, durable: opts.durable, packThreshold: opts.packThreshold });
   const refs = createRefStore({
-    fs,
+    fs: quickFs,
     gitdir,
     durable: opts.durable,
     staleLockMs: opts.staleLockMs,

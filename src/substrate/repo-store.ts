@@ -11,7 +11,7 @@
 import { WorkflowHostError, describeValue } from "../errors.js";
 import { subscribeCommits } from "./commit-subscription.js";
 import { assertDerivedName, readDerivedFile, writeDerivedFile } from "./derived-files.js";
-import { createFsAdapter } from "./fs-adapter.js";
+import { createBlockingFsAdapter, createFsAdapter } from "./fs-adapter.js";
 import { encodeCommit, hashObject, type Identity } from "./git-object.js";
 import { EMPTY_TREE_OID, isSymlinkMode } from "./tree-object.js";
 import { createKeyedQueue } from "./keyed-queue.js";
@@ -62,11 +62,12 @@ function positive(value: number | undefined, fallback: number, name: string): nu
  * (default "none"; "fsync" flushes objects, folders and refs before a ref counts as moved),
  * `staleLockMs` (10 000), `lockTimeoutMs` (5 000), `author`, `timers`, `maxWriteAttempts` (32),
  * `treeCacheEntries` (500 000), `blobCacheBytes` (32 MiB), `packThreshold` (3 objects),
- * `packCacheBytes` (128 MiB).
+ * `packCacheBytes` (128 MiB), `blockingRefIo` (true).
  * @throws TypeError for a bad option (two handlers of one kind, a bad author, a negative time).
  */
 export function createRepoStore(opts: RepoStoreOptions): RepoStore {
   const fs = createFsAdapter(opts.fs);
+  const quickFs = opts.blockingRefIo === false ? fs : createBlockingFsAdapter(opts.fs);
   const dataDir = opts.dataDir.replace(/\/+$/, "") || "/";
   const handlers = new Map<string, KindHandler>();
   for (const handler of opts.kindHandlers) {
@@ -130,6 +131,7 @@ export function createRepoStore(opts: RepoStoreOptions): RepoStore {
     if (repo === undefined) {
       repo = createRepoHandle({
         fs,
+        quickFs,
         repoId: { kind: repoId.kind, id: repoId.id },
         handler,
         gitdir: gitdirOf(handler, repoId.id),
@@ -279,11 +281,14 @@ export function createRepoStore(opts: RepoStoreOptions): RepoStore {
         // Folders and symlinks (pushed with git) are neither handed over as files nor
         // rewritten: re-putting a symlink's target bytes would turn it into a regular file.
         const others = new Set<string>();
+        const oids = new Map<string, Oid>();
         for (const entry of await reads.listDir(folder)) {
-          if (entry.type === "blob" && !isSymlinkMode(entry.mode)) existing.set(entry.name, await reads.readBlobByOid(entry.oid));
-          else others.add(entry.name);
+          if (entry.type === "blob" && !isSymlinkMode(entry.mode)) {
+            existing.set(entry.name, await reads.readBlobByOid(entry.oid));
+            oids.set(entry.name, entry.oid);
+          } else others.add(entry.name);
         }
-        const merged = await wopts.merge(existing, parentSha, others);
+        const merged = await wopts.merge(existing, parentSha, others, oids);
         const next = new Map<string, Uint8Array | string>();
         for (const [key, content] of merged.files) {
           // Names are relative to the prefix; a full path under the prefix is accepted too.

@@ -9,26 +9,50 @@ import type { Oid, PathChange } from "./types.js";
 
 export type ReadTree = (oid: Oid) => Promise<ParsedTree>;
 
-function ordered(tree: ParsedTree | null): readonly TreeEntry[] {
-  if (tree === null) return [];
-  return tree.sorted ? tree.entries : [...tree.entries].sort(compareTreeEntries);
+/** A tree's entries in git order as chunks (a tree written out of order is sorted, rare). */
+function orderedChunks(tree: ParsedTree | null): readonly (readonly TreeEntry[])[] {
+  if (tree === null || tree.count === 0) return [];
+  return tree.sorted ? tree.chunks : [[...tree.entries].sort(compareTreeEntries)];
 }
 
 async function walk(read: ReadTree, a: Oid | null, b: Oid | null, base: string, out: PathChange[]): Promise<void> {
   if (a === b) return;
   const [ta, tb] = await Promise.all([a === null ? null : read(a), b === null ? null : read(b)]);
-  const ea = ordered(ta);
-  const eb = ordered(tb);
+  const ca = orderedChunks(ta);
+  const cb = orderedChunks(tb);
+  // Cursors: chunk, then entry within it.
+  let ci = 0;
   let i = 0;
+  let cj = 0;
   let j = 0;
-  while (i < ea.length || j < eb.length) {
-    const x = ea[i];
-    const y = eb[j];
+  while (ci < ca.length || cj < cb.length) {
+    const chunkA = ca[ci];
+    const chunkB = cb[cj];
+    if (i === 0 && j === 0 && chunkA !== undefined && chunkA === chunkB) {
+      // A chunk shared by both versions (a tree edited from the other shares the chunks it did
+      // not touch): a 10 000-entry folder with one change costs ~80 compares.
+      ci++;
+      cj++;
+      continue;
+    }
+    const x = chunkA?.[i];
+    const y = chunkB?.[j];
+    const stepA = (): void => {
+      if (++i === (chunkA as readonly TreeEntry[]).length) {
+        ci++;
+        i = 0;
+      }
+    };
+    const stepB = (): void => {
+      if (++j === (chunkB as readonly TreeEntry[]).length) {
+        cj++;
+        j = 0;
+      }
+    };
     if (x !== undefined && x === y) {
-      // The same entry object: a tree edited from the other shares its unchanged entries, so a
-      // 10 000-entry folder with one change costs 10 000 reference compares, not 10 000 awaits.
-      i++;
-      j++;
+      // The same entry object: unchanged, whatever chunk it is in.
+      stepA();
+      stepB();
       continue;
     }
     // A blob and a tree of the same name sort apart ("a" vs "a/"), so they are seen as a
@@ -36,14 +60,14 @@ async function walk(read: ReadTree, a: Oid | null, b: Oid | null, base: string, 
     const order = x === undefined ? 1 : y === undefined ? -1 : compareTreeEntries(x, y);
     if (order < 0) {
       await diffEntry(read, x, undefined, base, out);
-      i++;
+      stepA();
     } else if (order > 0) {
       await diffEntry(read, undefined, y, base, out);
-      j++;
+      stepB();
     } else {
       await diffEntry(read, x, y, base, out);
-      i++;
-      j++;
+      stepA();
+      stepB();
     }
   }
 }

@@ -162,7 +162,7 @@ export async function applyTreeEdits(read: ReadTree, baseOid: Oid | null, edits:
         ? makeTree([...edits.values()].filter((e): e is TreeEntry => e !== null))
         : editTree(old, edits);
     // An empty folder cannot exist in git; only the root may be the empty tree.
-    if (built.tree.entries.length === 0 && !isRoot) return null;
+    if (built.tree.count === 0 && !isRoot) return null;
     if (built.tree.oid === oldOid) return oldOid;
     if (!pending.has(built.tree.oid)) {
       pending.set(built.tree.oid, built.tree);

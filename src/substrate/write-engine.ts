@@ -7,8 +7,9 @@
  *   → lock the ref, compare with the tip, write the objects, move the ref.
  *
  * The first attempt is optimistic: the plan runs without holding the ref lock, and the
- * compare-and-swap fails if another process (or git) moved the ref meanwhile. A lost race is
- * retried under the ref lock: take `<ref>.lock`, read the tip under it, re-run the plan,
+ * compare-and-swap fails if another process (or git) moved the ref meanwhile; its objects are
+ * written to temp files while the lock is taken, and put in place once the compare succeeded.
+ * A lost race is retried under the ref lock: take `<ref>.lock`, read the tip under it, re-run the plan,
  * commit, release — so a writer that lost once cannot lose again to the same kind of race and
  * two busy processes cannot starve each other. Either way the plan always sees the state it
  * extends, no commit is lost and history stays linear (each commit's only parent is the tip it
@@ -183,7 +184,19 @@ export async function commitWithRetry<R>(
       const { name, value: tip } = await repo.resolveRefNamed(refName);
       const prepared = await prepare(deps, name, tip, message, plan);
       if (prepared.kind === "noop") return noop(tip, attempt, prepared.result);
-      const outcome = await repo.refs.compareAndSwap(name, tip, prepared.commit.oid, () => repo.objects.writeObjects(prepared.objects));
+      // The pack is written to temp files while the ref lock is taken and compared; it is put
+      // in place only once the compare succeeded, and removed unseen when the race was lost.
+      const staged = repo.objects.stageObjects(prepared.objects);
+      let published = false;
+      let outcome: Awaited<ReturnType<typeof repo.refs.compareAndSwap>>;
+      try {
+        outcome = await repo.refs.compareAndSwap(name, tip, prepared.commit.oid, async () => {
+          await staged.publish();
+          published = true;
+        });
+      } finally {
+        if (!published) await staged.discard();
+      }
       if (outcome.ok) return committed(prepared, tip, attempt);
       lastSeen = outcome.current;
       continue;

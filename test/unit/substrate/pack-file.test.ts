@@ -12,8 +12,8 @@ import {
   storedZlib,
   typeOfCode,
 } from "../../../src/substrate/pack-file.js";
-import { shapeOfContent, treeDelta } from "../../../src/substrate/pack-merge.js";
-import { makeTree, TREE_MODE, BLOB_MODE, type TreeEntry } from "../../../src/substrate/tree-object.js";
+import { mergePacks, shapeOfContent, treeDelta } from "../../../src/substrate/pack-merge.js";
+import { editTree, makeTree, TREE_MODE, BLOB_MODE, type DeltaBase, type TreeEntry } from "../../../src/substrate/tree-object.js";
 
 /** Decodes every object of a pack through its index, as a reader does. */
 function unpack(pack: Buffer, idx: Buffer): Map<string, { type: string; content: Buffer }> {
@@ -97,5 +97,87 @@ describe("tree deltas", () => {
     const target = bigFolder(101, (i) => `a${i}`).tree;
     const delta = treeDelta(shapeOfContent(Buffer.from(base.content))!, shapeOfContent(Buffer.from(target.content))!);
     expect(() => applyDelta("test", Buffer.alloc(3), delta)).toThrow(expect.objectContaining({ code: "object_corrupt" }));
+  });
+});
+
+describe("merging with the deltas edits were written with", () => {
+  const sha1 = async (body: Buffer): Promise<Buffer> => (await import("node:crypto")).createHash("sha1").update(body).digest();
+  const source = (name: string, objects: GitObject[]) => {
+    const encoded = encodePack(objects);
+    return { name, bytes: encoded.pack, index: parsePackIndex(name, encoded.idx, encoded.pack.length) };
+  };
+  /** Every object of a pack, ofs-deltas resolved through their bases, checked against its oid. */
+  const unpackResolved = (pack: Buffer, idx: Buffer): Map<string, Buffer> => {
+    const index = parsePackIndex("merged", idx, pack.length);
+    const at = (offset: number): { type: string; content: Buffer } => {
+      const bytes = pack.subarray(offset, index.endOf(offset));
+      const head = parseEntryHead("merged", bytes);
+      const payload = inflateEntry("merged", bytes, head);
+      if (head.typeCode !== 6) return { type: typeOfCode(head.typeCode), content: payload };
+      const base = at(offset - (head.baseDistance as number));
+      return { type: base.type, content: applyDelta("merged", base.content, payload) };
+    };
+    const out = new Map<string, Buffer>();
+    for (let i = 0; i < index.count; i++) {
+      const object = at(index.offsetAt(i));
+      expect(hashObject(object.type as GitObject["type"], object.content).oid).toBe(index.oidAt(i));
+      out.set(index.oidAt(i), object.content);
+    }
+    return out;
+  };
+  /** The oids stored as ofs-delta entries (type 6). */
+  const deltaEntries = (pack: Buffer, idx: Buffer): Set<string> => {
+    const index = parsePackIndex("merged", idx, pack.length);
+    const out = new Set<string>();
+    for (let i = 0; i < index.count; i++) {
+      const offset = index.offsetAt(i);
+      if (parseEntryHead("merged", pack.subarray(offset, index.endOf(offset))).typeCode === 6) out.add(index.oidAt(i));
+    }
+    return out;
+  };
+
+  it("stores each version of a big folder as the delta its edit produced, and every version reads back whole", async () => {
+    const v1 = bigFolder(2_000, (i) => `v1-${i}`);
+    const versions = [v1];
+    for (let k = 0; k < 5; k++) {
+      const base = (versions.at(-1) as typeof v1).tree;
+      const changes = new Map<string, TreeEntry | null>([
+        [`run-${String(k * 311).padStart(6, "0")}`, { name: `run-${String(k * 311).padStart(6, "0")}`, mode: BLOB_MODE, oid: hashObject("blob", Buffer.from(`edit ${k}`)).oid, type: "blob" }],
+        [`run-${String(k * 97 + 5).padStart(6, "0")}`, null],
+        [`run-new-${k}`, { name: `run-new-${k}`, mode: TREE_MODE, oid: hashObject("blob", Buffer.from(`new ${k}`)).oid, type: "tree" }],
+      ]);
+      versions.push(editTree(base, changes));
+    }
+    const hints = new Map<string, DeltaBase>();
+    for (const v of versions.slice(1)) hints.set(v.tree.oid, v.tree.deltaBase as DeltaBase);
+    expect(hints.size).toBe(5);
+    // One pack per commit, oldest first, as the store writes and merges them.
+    const sources = versions.map((v, k) => source(`p${k}`, [v.object]));
+    // Folders the merge has to diff are looked up here first: with the edits' deltas, only the
+    // first version (whose base is in no source) is.
+    const diffed: string[] = [];
+    const merged = await mergePacks(sources, sha1, (oid) => (diffed.push(oid), undefined), (oid) => hints.get(oid));
+    expect(merged).not.toBeNull();
+    expect(diffed).toEqual([v1.object.oid]);
+    const read = unpackResolved(merged!.pack, merged!.idx);
+    for (const v of versions) expect(Buffer.compare(read.get(v.object.oid) ?? Buffer.alloc(0), Buffer.from(v.object.content))).toBe(0);
+    expect(deltaEntries(merged!.pack, merged!.idx)).toEqual(new Set(versions.slice(1).map((v) => v.object.oid)));
+    // Each delta stored is the edit's own, byte for byte (nothing was diffed).
+    for (const v of versions.slice(1)) {
+      const index = parsePackIndex("merged", merged!.idx, merged!.pack.length);
+      const offset = index.offsetAt(index.find(v.object.oid));
+      const bytes = merged!.pack.subarray(offset, index.endOf(offset));
+      const head = parseEntryHead("merged", bytes);
+      expect(Buffer.compare(inflateSync(bytes.subarray(head.dataAt)), (v.tree.deltaBase as DeltaBase).delta)).toBe(0);
+    }
+  });
+
+  it("ignores a delta whose sizes do not match the objects, and still merges correctly", async () => {
+    const v1 = bigFolder(2_000, (i) => `a-${i}`);
+    const v2 = editTree(v1.tree, new Map([["run-000010", null]]));
+    const wrong: DeltaBase = { oid: v1.object.oid, delta: Buffer.from([1, 2, 0x81, 0]) };
+    const merged = await mergePacks([source("p0", [v1.object]), source("p1", [v2.object])], sha1, () => undefined, () => wrong);
+    const read = unpackResolved(merged!.pack, merged!.idx);
+    expect(Buffer.compare(read.get(v2.object.oid) ?? Buffer.alloc(0), Buffer.from(v2.object.content))).toBe(0);
   });
 });

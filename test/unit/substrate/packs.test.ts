@@ -14,7 +14,40 @@ async function seed(store: RepoStore, runs: number): Promise<void> {
   await store.writeTree(null, REPO, "main", { files, message: "seed" });
 }
 
+/** Names in objects/ that are writes in progress (git's tmp_ prefix). */
+function tempFiles(fs: MemFs): string[] {
+  return (fs.readdirSync(`${GITDIR}/objects`) as string[]).filter((name) => name.startsWith("tmp_"));
+}
+
 describe("pack files", () => {
+  it("a write that loses its compare-and-swap leaves neither its pack nor its temp files", async () => {
+    const { store, fs } = createMemStore({ packThreshold: 1 });
+    const { store: other } = createMemStore({ fs, packThreshold: 1 });
+    await store.initRepo(null, REPO);
+    await seed(store, 50);
+    const before = packFiles(fs).length;
+    let attempts = 0;
+    const result = await store.writeTreePreservingPrefix(null, REPO, "main", {
+      preservePrefix: "runs/r00001/events/",
+      message: "mine",
+      merge: async (existing) => {
+        attempts++;
+        // Another writer moves the ref after our plan and before our compare-and-swap.
+        if (attempts === 1) await other.writeTree(null, REPO, "main", { files: { "runs/r00002/events/2.json": '{"seq":2}' }, message: "other" });
+        return { files: new Map<string, Uint8Array | string>([...existing, ["2.json", `{"seq":2,"try":${attempts}}`]]) };
+      },
+    });
+    expect(result).toMatchObject({ committed: true, attempts: 2 });
+    await Promise.all([store.close(), other.close()]);
+    // The other writer's pack and our winning one; the losing attempt's pack never appeared.
+    expect(packFiles(fs).length).toBe(before + 2);
+    expect(tempFiles(fs)).toEqual([]);
+    const { store: fresh } = createMemStore({ fs });
+    const reads = await fresh.openCommittedReads(null, REPO, "main");
+    expect(Buffer.from((await reads.readBlob("runs/r00001/events/2.json")) as Uint8Array).toString()).toBe('{"seq":2,"try":2}');
+    await fresh.close();
+  });
+
   it("writes a commit of packThreshold objects or more as one pack and a smaller one as loose objects", async () => {
     const { store, fs } = createMemStore({ packThreshold: 3 });
     await store.initRepo(null, REPO);

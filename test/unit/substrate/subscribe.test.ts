@@ -112,7 +112,8 @@ describe("subscribe", () => {
     await store.initRepo(null, REPO);
     const iterator = store.subscribe(null, REPO, "main")[Symbol.asyncIterator]();
     const first = iterator.next();
-    await new Promise((r) => setImmediate(r));
+    // The subscription reads the ref, then arms its poll timer (a few turns of the event loop).
+    for (let turn = 0; turn < 20 && timers.pending === 0; turn++) await new Promise((r) => setImmediate(r));
     expect(timers.pending).toBe(1);
     const a = await append(other);
     timers.fireAll();
