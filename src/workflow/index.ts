@@ -61,9 +61,11 @@ export {
   type AppendDecision,
   type AppendRunEventsOptions,
   type BadEvent,
+  type ReadRunLogFromFilesOptions,
   type ReadRunLogOptions,
   type RunLog,
 } from "./run-log.js";
+export { DEFAULT_PARSED_EVENT_CACHE_BYTES, ParsedEventCache } from "./parsed-event-cache.js";
 export {
   defaultEventValidator,
   subscribeKind,

@@ -9,6 +9,7 @@ import { isSymlinkMode } from "../substrate/tree-object.js";
 import { isTerminalEventType } from "./event-schemas.js";
 import { parseEvent, serializeEvent } from "./events.js";
 import { afterTerminalProblem, runFolderEntryProblem, sequenceProblems } from "./log-problems.js";
+import { type ParsedEventCache, sharedParsedEvents } from "./parsed-event-cache.js";
 import { parseEventPathName, runEventsPrefix, runsPrefix } from "./paths.js";
 import { reduceRunState } from "./run-state.js";
 import type { RunEvent, RunState } from "./types.js";
@@ -57,6 +58,17 @@ export interface ReadRunLogOptions {
 /** What an entry under `events/` is when it is not a regular file. */
 export type NotAFile = "folder" | "symlink" | "folder or symlink";
 
+/** What {@link readRunLogFromFiles} reads besides the bytes. */
+export interface ReadRunLogFromFilesOptions extends ReadRunLogOptions {
+  /**
+   * Blob oid of each file (by name), when known: a file whose oid was parsed before is not
+   * parsed again (see parsed-event-cache.ts). Files without an oid are always parsed.
+   */
+  readonly oids?: ReadonlyMap<string, string>;
+  /** Where parsed events are remembered by oid (default: the process-wide cache; null: nowhere). */
+  readonly parsedEvents?: ParsedEventCache | null;
+}
+
 /**
  * Reads a run's events from the files directly under `runs/<runId>/events/`.
  * @param files name → bytes of the regular files (e.g. what `writeTreePreservingPrefix` hands
@@ -68,54 +80,25 @@ export type NotAFile = "folder" | "symlink" | "folder or symlink";
 export function readRunLogFromFiles(
   runId: string,
   files: ReadonlyMap<string, Uint8Array>,
-  options: ReadRunLogOptions = {},
+  options: ReadRunLogFromFilesOptions = {},
   notFiles: ReadonlyMap<string, NotAFile> = new Map(),
 ): RunLog {
-  const prefix = runEventsPrefix(runId);
-  const parsed: RunEvent[] = [];
-  const bad: BadEvent[] = [];
-  const seqs: number[] = [];
-  for (const [name, bytes] of files) {
-    const path = `${prefix}${name}`;
-    const seq = parseEventPathName(name);
-    if (seq === null) {
-      bad.push({
-        runId,
-        path,
-        seq: null,
-        error: new WorkflowHostError("event_invalid", `event file name ${JSON.stringify(name)} is not <seq>.json`, { path }),
-      });
-      continue;
-    }
-    seqs.push(seq);
-    try {
-      parsed.push(parseEvent(bytes, withLimit({ path, expectedSeq: seq }, options.maxEventBytes)));
-    } catch (error) {
-      bad.push({ runId, path, seq, error: asEventError(error, path, seq) });
-    }
-  }
-  for (const [name, what] of notFiles) {
-    const path = `${prefix}${name}`;
-    const seq = parseEventPathName(name);
-    if (seq !== null) seqs.push(seq);
-    bad.push({ runId, path, seq, error: new WorkflowHostError("event_invalid", `${path} is a ${what}, not an event file`, { path, seq }) });
-  }
-  parsed.sort((a, b) => a.seq - b.seq);
-  bad.sort((a, b) => (a.seq ?? -1) - (b.seq ?? -1));
-  seqs.sort((a, b) => a - b);
-  const problems = sequenceProblems(runId, seqs);
-  const terminal = parsed.find((e) => isTerminalEventType(e.type));
-  const events = terminal === undefined ? parsed : parsed.filter((e) => e.seq <= terminal.seq);
-  for (const late of parsed.slice(events.length)) problems.push(afterTerminalProblem(runId, late.seq, terminal?.type ?? "", terminal?.seq ?? null));
-  problems.sort((a, b) => (a.seq ?? -1) - (b.seq ?? -1));
-  return { runId, events, bad, problems, maxFileSeq: seqs.at(-1) ?? -1, state: reduceRunState(runId, events) };
+  const reader = new LogReader(runId, options);
+  for (const [name, bytes] of files) reader.file(name, () => bytes, options.oids?.get(name));
+  for (const [name, what] of notFiles) reader.notFile(name, what);
+  return reader.finish();
 }
 
 /**
  * Reads a run's log at the commit `reads` is pinned to. Entries that are not regular files (a
- * folder or a symlink where an event should be) are reported as bad events, never read.
+ * folder or a symlink where an event should be) are reported as bad events, never read. Events
+ * parsed before (by blob oid) are not read or parsed again.
  */
-export async function readRunLog(reads: CommittedReads, runId: string, options: ReadRunLogOptions = {}): Promise<RunLog> {
+export async function readRunLog(
+  reads: CommittedReads,
+  runId: string,
+  options: ReadRunLogOptions & Pick<ReadRunLogFromFilesOptions, "parsedEvents"> = {},
+): Promise<RunLog> {
   const prefix = runEventsPrefix(runId);
   // The run folder itself: anything beside its log is reported (the tree is read anyway to
   // reach events/, so this costs no extra read).
@@ -124,16 +107,90 @@ export async function readRunLog(reads: CommittedReads, runId: string, options: 
     const stray = runFolderEntryProblem(runId, entry.name, entry.type);
     if (stray !== null) strays.push(stray);
   }
-  const entries = await reads.listDir(prefix.slice(0, -1));
-  const files = new Map<string, Uint8Array>();
-  const notFiles = new Map<string, NotAFile>();
-  for (const entry of entries) {
-    if (entry.type !== "blob") notFiles.set(entry.name, "folder");
-    else if (isSymlinkMode(entry.mode)) notFiles.set(entry.name, "symlink");
-    else files.set(entry.name, await reads.readBlobByOid(entry.oid));
+  const reader = new LogReader(runId, options);
+  for (const entry of await reads.listDir(prefix.slice(0, -1))) {
+    if (entry.type !== "blob") reader.notFile(entry.name, "folder");
+    else if (isSymlinkMode(entry.mode)) reader.notFile(entry.name, "symlink");
+    else if (!reader.cached(entry.name, entry.oid)) reader.file(entry.name, await reads.readBlobByOid(entry.oid), entry.oid);
   }
-  const log = readRunLogFromFiles(runId, files, options, notFiles);
+  const log = reader.finish();
   return strays.length === 0 ? log : { ...log, problems: [...strays, ...log.problems] };
+}
+
+/** Collects a log's entries one by one, then sorts and checks them (see {@link RunLog}). */
+class LogReader {
+  readonly #runId: string;
+  readonly #prefix: string;
+  readonly #limit: number | undefined;
+  readonly #cache: ParsedEventCache | null;
+  readonly #parsed: RunEvent[] = [];
+  readonly #bad: BadEvent[] = [];
+  readonly #seqs: number[] = [];
+
+  constructor(runId: string, options: ReadRunLogOptions & Pick<ReadRunLogFromFilesOptions, "parsedEvents">) {
+    this.#runId = runId;
+    this.#prefix = runEventsPrefix(runId);
+    this.#limit = options.maxEventBytes;
+    this.#cache = options.parsedEvents === undefined ? sharedParsedEvents : options.parsedEvents;
+  }
+
+  /** Takes the entry from the cache when its blob was parsed before; false when it must be read. */
+  cached(name: string, oid: string): boolean {
+    const seq = parseEventPathName(name);
+    if (seq === null || !this.#takeCached(oid, seq)) return false;
+    this.#seqs.push(seq);
+    return true;
+  }
+
+  file(name: string, content: Uint8Array | (() => Uint8Array), oid: string | undefined): void {
+    const path = `${this.#prefix}${name}`;
+    const seq = parseEventPathName(name);
+    if (seq === null) {
+      this.#bad.push({
+        runId: this.#runId,
+        path,
+        seq: null,
+        error: new WorkflowHostError("event_invalid", `event file name ${JSON.stringify(name)} is not <seq>.json`, { path }),
+      });
+      return;
+    }
+    this.#seqs.push(seq);
+    if (oid !== undefined && this.#takeCached(oid, seq)) return;
+    const bytes = typeof content === "function" ? content() : content;
+    const ctx = withLimit({ path, expectedSeq: seq }, this.#limit);
+    try {
+      this.#parsed.push(oid === undefined || this.#cache === null ? parseEvent(bytes, ctx) : this.#cache.parse(oid, bytes, ctx));
+    } catch (error) {
+      this.#bad.push({ runId: this.#runId, path, seq, error: asEventError(error, path, seq) });
+    }
+  }
+
+  notFile(name: string, what: NotAFile): void {
+    const path = `${this.#prefix}${name}`;
+    const seq = parseEventPathName(name);
+    if (seq !== null) this.#seqs.push(seq);
+    this.#bad.push({ runId: this.#runId, path, seq, error: new WorkflowHostError("event_invalid", `${path} is a ${what}, not an event file`, { path, seq }) });
+  }
+
+  finish(): RunLog {
+    const runId = this.#runId;
+    const parsed = this.#parsed.sort((a, b) => a.seq - b.seq);
+    const bad = this.#bad.sort((a, b) => (a.seq ?? -1) - (b.seq ?? -1));
+    const seqs = this.#seqs.sort((a, b) => a - b);
+    const problems = sequenceProblems(runId, seqs);
+    const terminal = parsed.find((e) => isTerminalEventType(e.type));
+    const events = terminal === undefined ? parsed : parsed.filter((e) => e.seq <= terminal.seq);
+    for (const late of parsed.slice(events.length)) problems.push(afterTerminalProblem(runId, late.seq, terminal?.type ?? "", terminal?.seq ?? null));
+    problems.sort((a, b) => (a.seq ?? -1) - (b.seq ?? -1));
+    return { runId, events, bad, problems, maxFileSeq: seqs.at(-1) ?? -1, state: reduceRunState(runId, events) };
+  }
+
+  #takeCached(oid: string, seq: number): boolean {
+    const event = this.#cache?.get(oid, seq, this.#limit);
+    if (event === undefined) return false;
+    this.#parsed.push(event);
+    return true;
+  }
 }
 
 /** What an append decides, given the log under the repo lock. */
@@ -178,9 +235,9 @@ export async function appendRunEvents<R>(options: AppendRunEventsOptions<R>): Pr
     {
       preservePrefix: prefix,
       message: options.message,
-      merge: (existing, _parentSha, others) => {
+      merge: (existing, _parentSha, others, oids) => {
         const notFiles = new Map<string, NotAFile>([...others].map((name) => [name, "folder or symlink"]));
-        const log = readRunLogFromFiles(runId, existing, withLimit({}, options.maxEventBytes), notFiles);
+        const log = readRunLogFromFiles(runId, existing, withLimit({ oids }, options.maxEventBytes), notFiles);
         const decision = options.decide(log);
         if (decision.append.length === 0) return { files: existing, result: decision.result };
         // Checked on the whole log: the store's validatePush only sees the last event, and a log
