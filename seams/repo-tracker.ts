@@ -35,6 +35,8 @@ export interface TrackerContext {
   readonly ref: string;
   readonly nowMs: () => number;
   readonly maxBatch: number;
+  /** Fire commits of this repo start at least this far apart (real ms; see SchedulerOptions). */
+  readonly minCommitIntervalMs: number;
   readonly maxEventBytes: number;
   readonly planOptions: { misfire: "skip" | "latest" | "all"; maxCatchUp: number; misfireGraceMs: number };
   readonly retryInitialMs: number;
@@ -128,7 +130,9 @@ export class RepoTracker {
     const readAhead = (i: number): void => {
       const entry = entries[i];
       if (entry === undefined || ahead.has(i) || index?.get(entry.name)?.runTreeOid === entry.oid) return;
-      const log = readRunLog(reads, entry.name, { maxEventBytes: this.ctx.maxEventBytes });
+      // Not through the parsed-event cache: a recovery reads every log once, and would only
+      // push out the logs that appends re-read.
+      const log = readRunLog(reads, entry.name, { maxEventBytes: this.ctx.maxEventBytes, parsedEvents: null });
       log.catch(() => undefined);
       ahead.set(i, log);
     };
@@ -417,8 +421,20 @@ export class RepoTracker {
     this.ctx.report({ type: "bad_event", repoId: this.repoId, runId: bad.runId, seq: bad.seq, path: bad.path, error: bad.error });
   }
 
+  /** When (performance.now()) the last fire commit of this repo started. */
+  private lastCommitStartMs = Number.NEGATIVE_INFINITY;
+
   private async fireLoop(): Promise<void> {
     while (this.buffer.size > 0 && !this.stopped) {
+      // Group commit: timers that come due while the previous commit is young wait for it to
+      // be `minCommitIntervalMs` old and go out together. A lone timer never waits (its
+      // predecessor is long done); a busy deployment commits at most 1 000/interval times a
+      // second, however its timers are spread, which bounds the cost of rewriting its big
+      // folders and leaves the event loop time for the tail, signals and pack merging.
+      const waitMs = this.ctx.minCommitIntervalMs - (performance.now() - this.lastCommitStartMs);
+      if (waitMs > 0) await new Promise((resolve) => setTimeout(resolve, waitMs));
+      if (this.stopped) break;
+      this.lastCommitStartMs = performance.now();
       const batch: DueGeneration[] = [];
       for (const [key, item] of this.buffer) {
         batch.push(item);

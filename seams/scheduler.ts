@@ -10,7 +10,8 @@
  *   duplicate TimerSets: every fire is decided under the repo lock from the log at the parent
  *   commit (see `src/workflow/timer-ledger.ts`);
  * - never before fireAt by the injected clock; an overdue timer fires at once;
- * - due timers of one repo are committed together, at most `maxBatch` per commit;
+ * - due timers of one repo are committed together, at most `maxBatch` per commit, and fire
+ *   commits of one repo start at least `minCommitIntervalMs` apart (group commit);
  * - a failed commit is retried with backoff and reported; a bad event is reported and skipped.
  */
 import { WorkflowHostError } from "../src/errors.js";
@@ -33,14 +34,21 @@ import type {
 export type * from "./scheduler-types.js";
 
 const MAX_RECENT_BAD = 100;
+/** See {@link SchedulerOptions.minCommitIntervalMs}. */
+export const DEFAULT_MIN_COMMIT_INTERVAL_MS = 8;
 
 /**
  * Creates the scheduler. Nothing runs until `start()`.
  * @param opts see {@link SchedulerOptions}; `repoStore` must have the workflow-run kind handler
- * @throws nothing; every runtime failure is reported through `onEvent`/`logger`
+ * @throws `time_invalid` (synchronously) for a `maxArmMs` or `minCommitIntervalMs` out of range;
+ *   after that nothing: every runtime failure is reported through `onEvent`/`logger`
  */
 export function createWorkflowHostScheduler(opts: SchedulerOptions): WorkflowHostScheduler {
   const ref = opts.ref ?? "refs/heads/main";
+  const minCommitIntervalMs = opts.minCommitIntervalMs ?? DEFAULT_MIN_COMMIT_INTERVAL_MS;
+  if (typeof minCommitIntervalMs !== "number" || !Number.isFinite(minCommitIntervalMs) || minCommitIntervalMs < 0 || minCommitIntervalMs > 60_000) {
+    throw new WorkflowHostError("time_invalid", `minCommitIntervalMs ${String(minCommitIntervalMs)} is not a number of milliseconds in 0 … 60000`, { minCommitIntervalMs });
+  }
   const logger = opts.logger ?? silentLogger;
   const timers: Timers = opts.timers ?? createSystemTimers({ unref: true });
   const discoverEveryMs = opts.discoverEveryMs ?? 2_000;
@@ -103,6 +111,7 @@ export function createWorkflowHostScheduler(opts: SchedulerOptions): WorkflowHos
     ref,
     nowMs,
     maxBatch: opts.maxBatch ?? 1_000,
+    minCommitIntervalMs,
     maxEventBytes: opts.maxEventBytes ?? 1_048_576,
     planOptions: {
       misfire: opts.misfire ?? "skip",
