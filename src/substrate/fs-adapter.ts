@@ -57,7 +57,7 @@ export interface FsAdapter {
   /** Opens `path` with `flags` ("wx" fails with EEXIST when the file exists). */
   open(path: string, flags: string): Promise<FileHandleLike>;
   rename(from: string, to: string): Promise<void>;
-  /** Removes a file; a missing file is not an error. */
+  /** Removes a file; a missing file (ENOENT, ENOTDIR) is not an error. */
   unlinkQuiet(path: string): Promise<void>;
   mkdirp(path: string): Promise<void>;
   /** Stat, or null when the path does not exist. */
@@ -146,7 +146,9 @@ export function createFsAdapter(fsModule?: unknown): FsAdapter {
       try {
         await p.unlink(path);
       } catch (error) {
-        if (errnoCode(error) !== "ENOENT") throw error;
+        // ENOTDIR: a parent is a file, so there is no such file either.
+        const code = errnoCode(error);
+        if (code !== "ENOENT" && code !== "ENOTDIR") throw error;
       }
     },
     async mkdirp(path) {

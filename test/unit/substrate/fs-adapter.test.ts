@@ -1,0 +1,287 @@
+/**
+ * The fs adapters, on a real temp folder and on memfs: the promise adapter, the blocking one
+ * (synchronous calls whose promises settle on a later turn of the event loop), and the
+ * fallback from the blocking one to the promise one for a module without the sync calls.
+ */
+import * as nodeFs from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createFsFromVolume, Volume } from "memfs";
+import { afterEach, describe, expect, it } from "vitest";
+import { createBlockingFsAdapter, createFsAdapter, errnoCode, type FsAdapter } from "../../../src/substrate/fs-adapter.js";
+
+/** The bits of a node:fs-like module the tests themselves use to look behind the adapter. */
+interface PeekFs {
+  existsSync(path: string): boolean;
+  readFileSync(path: string): Uint8Array;
+  writeFileSync(path: string, data: Uint8Array | string): void;
+  statSync(path: string): { ino: number | bigint };
+}
+
+interface Setup {
+  readonly adapter: FsAdapter;
+  readonly dir: string;
+  readonly peek: PeekFs;
+  readonly module: unknown;
+  /** Whether calls are made synchronously (the blocking flavour on a module with sync calls). */
+  readonly blocking: boolean;
+  readonly isNodeFs: boolean;
+}
+
+const cleanups: (() => Promise<void>)[] = [];
+
+afterEach(async () => {
+  await Promise.all(cleanups.splice(0).map((cleanup) => cleanup()));
+});
+
+async function tempDir(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), "fs-adapter-"));
+  cleanups.push(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+function memfs(): ReturnType<typeof createFsFromVolume> {
+  const fs = createFsFromVolume(new Volume());
+  fs.mkdirSync("/work", { recursive: true });
+  return fs;
+}
+
+/**
+ * `fair`: a loop of awaited calls lets timers run. Not so for memfs's own promise API, which
+ * settles within the same turn of the event loop (memfs's doing, not the adapter's).
+ */
+const flavours: { readonly name: string; readonly fair: boolean; readonly setup: () => Promise<Setup> }[] = [
+  {
+    name: "blocking, node:fs (default)",
+    fair: true,
+    setup: async () => ({ adapter: createBlockingFsAdapter(), dir: await tempDir(), peek: nodeFs, module: nodeFs, blocking: true, isNodeFs: true }),
+  },
+  {
+    name: "promise, node:fs (default)",
+    fair: true,
+    setup: async () => ({ adapter: createFsAdapter(), dir: await tempDir(), peek: nodeFs, module: nodeFs, blocking: false, isNodeFs: true }),
+  },
+  {
+    name: "blocking over a module with promises only (falls back)",
+    fair: true,
+    setup: async () => {
+      const module = { promises: nodeFs.promises };
+      return { adapter: createBlockingFsAdapter(module), dir: await tempDir(), peek: nodeFs, module, blocking: false, isNodeFs: false };
+    },
+  },
+  {
+    name: "blocking, memfs",
+    fair: true,
+    setup: async () => {
+      const fs = memfs();
+      return { adapter: createBlockingFsAdapter(fs), dir: "/work", peek: fs as unknown as PeekFs, module: fs, blocking: true, isNodeFs: false };
+    },
+  },
+  {
+    name: "promise, memfs",
+    fair: false,
+    setup: async () => {
+      const fs = memfs();
+      return { adapter: createFsAdapter(fs), dir: "/work", peek: fs as unknown as PeekFs, module: fs, blocking: false, isNodeFs: false };
+    },
+  },
+];
+
+/** The errno code a promise rejects with, or "resolved". */
+async function codeOf(promise: Promise<unknown>): Promise<string | undefined> {
+  try {
+    await promise;
+  } catch (error) {
+    return errnoCode(error);
+  }
+  return "resolved";
+}
+
+const bytes = (text: string): Uint8Array => new TextEncoder().encode(text);
+const text = (data: Uint8Array | null): string | null => (data === null ? null : new TextDecoder().decode(data));
+
+describe.each(flavours)("fs adapter: $name", ({ setup, fair }) => {
+  it("knows its module", async () => {
+    const { adapter, module, isNodeFs } = await setup();
+    expect(adapter.raw).toBe(module);
+    expect(adapter.isNodeFs).toBe(isNodeFs);
+  });
+
+  it("reads a file's bytes, or null when it is missing", async () => {
+    const { adapter, dir, peek } = await setup();
+    const path = join(dir, "a.txt");
+    const data = new Uint8Array([0, 1, 2, 250, 255, 10]);
+    peek.writeFileSync(path, data);
+    const read = await adapter.readFileOrNull(path);
+    expect(read).not.toBeNull();
+    expect([...(read as Uint8Array)]).toEqual([...data]);
+    expect([...(await adapter.readFile(path))]).toEqual([...data]);
+    expect(await adapter.readFileOrNull(join(dir, "missing.txt"))).toBeNull();
+    expect(await adapter.readFileOrNull(join(dir, "no-dir", "missing.txt"))).toBeNull();
+    // A path through a file is missing too (ENOTDIR).
+    expect(await adapter.readFileOrNull(join(path, "below"))).toBeNull();
+    expect(await codeOf(adapter.readFile(join(dir, "missing.txt")))).toBe("ENOENT");
+  });
+
+  it("writes a new file, and refuses to overwrite one with EEXIST", async () => {
+    const { adapter, dir, peek } = await setup();
+    const path = join(dir, "new.txt");
+    await adapter.writeNewFile(path, bytes("first"), false);
+    expect(text(peek.readFileSync(path))).toBe("first");
+    expect(await codeOf(adapter.writeNewFile(path, bytes("second"), false))).toBe("EEXIST");
+    expect(await codeOf(adapter.writeNewFile(path, bytes("third"), true))).toBe("EEXIST");
+    expect(text(peek.readFileSync(path))).toBe("first");
+    // Flushed on request.
+    const synced = join(dir, "synced.txt");
+    await adapter.writeNewFile(synced, bytes("flushed"), true);
+    expect(text(await adapter.readFileOrNull(synced))).toBe("flushed");
+    // An empty file is a file.
+    await adapter.writeNewFile(join(dir, "empty"), new Uint8Array(0), false);
+    expect(await adapter.readFileOrNull(join(dir, "empty"))).toHaveLength(0);
+    expect(await codeOf(adapter.writeNewFile(join(dir, "no-dir", "x"), bytes("x"), false))).toBe("ENOENT");
+  });
+
+  it("opens a new file with wx, writes, stats and closes it", async () => {
+    const { adapter, dir, peek } = await setup();
+    const path = join(dir, "handle.txt");
+    const handle = await adapter.open(path, "wx");
+    await handle.write(bytes("hello "));
+    await handle.write(bytes("world"));
+    await handle.sync();
+    const stat = await handle.stat();
+    expect(Number(stat.size)).toBe(11);
+    expect(stat.isFile()).toBe(true);
+    expect(stat.isDirectory()).toBe(false);
+    await handle.close();
+    const byPath = await adapter.statOrNull(path);
+    expect(byPath).not.toBeNull();
+    expect(byPath?.ino).toBe(stat.ino);
+    expect(byPath?.ino).toBe(peek.statSync(path).ino);
+    expect(Number(byPath?.size)).toBe(11);
+    expect(text(await adapter.readFileOrNull(path))).toBe("hello world");
+    expect(await codeOf(adapter.open(path, "wx"))).toBe("EEXIST");
+    expect(await codeOf(adapter.open(join(dir, "missing"), "r"))).toBe("ENOENT");
+    // Reading through a handle.
+    const reader = await adapter.open(path, "r");
+    const buffer = new Uint8Array(5);
+    const { bytesRead } = await reader.read(buffer, 0, 5, 6);
+    expect(bytesRead).toBe(5);
+    expect(text(buffer)).toBe("world");
+    await reader.close();
+    expect(text(await adapter.readRange(path, 2, 7))).toBe("llo wor");
+    expect(text(await adapter.readRange(path, 8, 100))).toBe("rld");
+  });
+
+  it("renames, removes quietly, makes folders and lists them", async () => {
+    const { adapter, dir, peek } = await setup();
+    const from = join(dir, "from.txt");
+    const to = join(dir, "to.txt");
+    peek.writeFileSync(from, "moved");
+    await adapter.rename(from, to);
+    expect(await adapter.readFileOrNull(from)).toBeNull();
+    expect(text(await adapter.readFileOrNull(to))).toBe("moved");
+    // A rename replaces the target.
+    peek.writeFileSync(from, "newer");
+    await adapter.rename(from, to);
+    expect(text(await adapter.readFileOrNull(to))).toBe("newer");
+    expect(await codeOf(adapter.rename(join(dir, "missing"), to))).toBe("ENOENT");
+
+    await adapter.unlinkQuiet(to);
+    expect(peek.existsSync(to)).toBe(false);
+    await adapter.unlinkQuiet(to);
+    await adapter.unlinkQuiet(join(dir, "never-was"));
+
+    const nested = join(dir, "a", "b", "c");
+    await adapter.mkdirp(nested);
+    await adapter.mkdirp(nested);
+    expect((await adapter.statOrNull(nested))?.isDirectory()).toBe(true);
+    expect(await adapter.statOrNull(join(dir, "a", "missing"))).toBeNull();
+
+    for (const name of ["z.txt", "m.txt", "a.txt"]) peek.writeFileSync(join(nested, name), name);
+    expect((await adapter.readdirOrEmpty(nested)).sort()).toEqual(["a.txt", "m.txt", "z.txt"]);
+    expect(await adapter.readdirOrEmpty(join(dir, "a"))).toEqual(["b"]);
+    expect(await adapter.readdirOrEmpty(join(dir, "missing"))).toEqual([]);
+    expect(await adapter.readdirOrEmpty(join(nested, "a.txt"))).toEqual([]);
+    await adapter.fsyncDir(nested);
+    await adapter.fsyncDir(join(dir, "missing"));
+  });
+
+  it.runIf(fair)("lets timers run while a caller loops on its calls", async () => {
+    const { adapter, dir, peek } = await setup();
+    const path = join(dir, "spin.txt");
+    peek.writeFileSync(path, "x");
+    let timerFired = false;
+    const timer = setTimeout(() => {
+      timerFired = true;
+    }, 5);
+    let calls = 0;
+    const limit = 200_000;
+    while (!timerFired && calls < limit) {
+      await adapter.readFileOrNull(path);
+      calls++;
+    }
+    clearTimeout(timer);
+    expect(timerFired).toBe(true);
+    expect(calls).toBeLessThan(limit);
+    expect(calls).toBeGreaterThan(0);
+  });
+
+  it("settles its promises after the current microtasks, never within them", async () => {
+    const { adapter, dir, peek, blocking } = await setup();
+    const path = join(dir, "later.txt");
+    peek.writeFileSync(path, "later");
+    const log: string[] = [];
+    const taken = join(dir, "taken.txt");
+    peek.writeFileSync(taken, "taken");
+    const read = adapter.readFileOrNull(path).then(() => log.push("read"));
+    const failed = adapter.writeNewFile(taken, bytes("x"), false).catch((error: unknown) => log.push(`failed ${errnoCode(error)}`));
+    const renamed = join(dir, "renamed.txt");
+    const rename = adapter.rename(path, renamed).then(() => log.push("renamed"));
+    // The blocking flavour has already made the rename; the promise flavour has not settled yet.
+    if (blocking) expect(peek.existsSync(renamed)).toBe(true);
+    for (let i = 0; i < 50; i++) await Promise.resolve();
+    if (blocking) expect(log).toEqual([]);
+    await Promise.all([read, failed, rename]);
+    expect(log.sort()).toEqual(["failed EEXIST", "read", "renamed"]);
+  });
+});
+
+describe("the blocking adapter's fallback", () => {
+  it("is the promise adapter when any sync call is missing", async () => {
+    const dir = await tempDir();
+    const path = join(dir, "f.txt");
+    // Every sync call but one, each of which must not be used.
+    const forbidden = (): never => {
+      throw new Error("a sync call was made");
+    };
+    const module: Record<string, unknown> = { promises: nodeFs.promises };
+    for (const name of ["readFileSync", "openSync", "writeSync", "readSync", "fstatSync", "closeSync", "renameSync", "unlinkSync", "mkdirSync", "statSync", "readdirSync"]) {
+      module[name] = forbidden;
+    }
+    const adapter = createBlockingFsAdapter(module);
+    expect(adapter.raw).toBe(module);
+    await adapter.writeNewFile(path, bytes("via promises"), true);
+    expect(text(await adapter.readFileOrNull(path))).toBe("via promises");
+    expect(await adapter.readdirOrEmpty(dir)).toEqual(["f.txt"]);
+    expect((await adapter.statOrNull(path))?.isFile()).toBe(true);
+    await adapter.rename(path, `${path}.2`);
+    await adapter.unlinkQuiet(`${path}.2`);
+    expect(await adapter.readdirOrEmpty(dir)).toEqual([]);
+  });
+
+  it("refuses a module without the promise API", () => {
+    expect(() => createFsAdapter({})).toThrow(TypeError);
+    expect(() => createBlockingFsAdapter({ readFileSync: nodeFs.readFileSync })).toThrow(TypeError);
+  });
+});
+
+describe("errnoCode", () => {
+  it("reads a node-style code and nothing else", () => {
+    expect(errnoCode(Object.assign(new Error("x"), { code: "EEXIST" }))).toBe("EEXIST");
+    expect(errnoCode({ code: 17 })).toBeUndefined();
+    expect(errnoCode(new Error("no code"))).toBeUndefined();
+    expect(errnoCode(null)).toBeUndefined();
+    expect(errnoCode("ENOENT")).toBeUndefined();
+  });
+});
