@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { createRunEventFeed, type RunEventListener } from "../../../seams/run-event-feed.js";
+import { createWorkflowHostSignalChannel } from "../../../seams/signal-channel.js";
 import { allowAll, createRepoStore } from "../../../src/substrate/index.js";
 import type { RunEvent } from "../../../src/workflow/types.js";
 import { workflowRunKind } from "../../../src/workflow/workflow-run-kind.js";
@@ -106,5 +107,36 @@ describe("run event feed", () => {
     await listener.next(1);
     expect(listener.errors).toEqual([expect.objectContaining({ code: "store_stopped" })]);
     expect(feed.listeners()).toBe(0);
+  });
+
+  it("rejects a channel's pending awaitNext when the subscription fails (a torn ref), with nothing left unhandled", async () => {
+    h = await createSignalHarness();
+    const store = createRepoStore({ dataDir: "/data", fs: h.fs, kindHandlers: [workflowRunKind()], authorize: allowAll, clock: h.clock.clock, watch: false });
+    const channel = createWorkflowHostSignalChannel({ repoStore: store, principal: null, repoId: REPO, runId: "r1", clock: h.clock.clock });
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown): void => {
+      unhandled.push(reason);
+    };
+    process.on("unhandledRejection", onUnhandled);
+    try {
+      const waiting = channel.awaitNext("go");
+      const outcome = waiting.then(
+        () => "resolved",
+        (error: unknown) => error,
+      );
+      await h.append("r1", { type: "TimerSet", data: { timerId: "t", fireAt: "2026-03-02T00:00:00.000Z" } });
+      store.poke();
+      // The subscription reads a torn ref: the feed fails, every listener is told.
+      h.fs.writeFileSync("/data/deployments/dep.git/refs/heads/main", "0123");
+      store.poke();
+      expect(await outcome).toMatchObject({ code: "ref_corrupt" });
+      // Give stray rejections a few turns to surface.
+      for (let i = 0; i < 20; i++) await new Promise((resolve) => setImmediate(resolve));
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off("unhandledRejection", onUnhandled);
+      await channel.stop();
+      await store.close();
+    }
   });
 });
