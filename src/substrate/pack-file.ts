@@ -512,9 +512,15 @@ export function packHasRefDeltas(bytes: Buffer, index: PackIndex): boolean {
   return false;
 }
 
-/** A source pack for `mergePacks` (pack-merge.ts): its bytes and parsed index. */
+/** A source pack for `mergePacks` (pack-merge.ts): its parsed index and a reader of its entries. */
 export interface PackSource {
   readonly name: string;
-  readonly bytes: Buffer;
   readonly index: PackIndex;
+  /** The bytes [start, end) of the pack (one whole entry). */
+  entry(start: number, end: number): Buffer | Promise<Buffer>;
+}
+
+/** A {@link PackSource} over the pack's bytes in memory. */
+export function packSourceOf(name: string, bytes: Buffer, index: PackIndex): PackSource {
+  return { name, index, entry: (start, end) => bytes.subarray(start, end) };
 }

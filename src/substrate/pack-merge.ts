@@ -212,7 +212,19 @@ export async function mergePacks(
       const oid = source.index.oidAt(i);
       if (written.has(oid)) continue;
       const start = source.index.offsetAt(i);
-      const raw = source.bytes.subarray(start, source.index.endOf(start));
+      // A big tree written with a known delta whose base is already in: stored as that delta,
+      // without reading the 400 KB entry at all (the caller may not even have loaded it).
+      const known = deltaBase(oid);
+      const knownBase = known === undefined ? undefined : written.get(known.oid);
+      if (known !== undefined && knownBase !== undefined && knownBase.depth < MAX_CHAIN) {
+        const sizes = deltaSizes(known.delta);
+        if (sizes.baseSize === knownBase.size && sizes.targetSize >= DELTA_MIN_BYTES && known.delta.length < sizes.targetSize / 2) {
+          const bytes = ofsDeltaEntry(known.delta.length, offset - knownBase.offset, storedZlib(known.delta));
+          emit(oid, bytes, crc32(bytes), knownBase.depth + 1, sizes.targetSize);
+          continue;
+        }
+      }
+      const raw = await source.entry(start, source.index.endOf(start));
       const head = parseEntryHead(source.name, raw);
       if (head.typeCode === REF_DELTA) return null;
       if (head.typeCode === OFS_DELTA) {
@@ -226,16 +238,6 @@ export async function mergePacks(
         continue;
       }
       if (head.typeCode === TREE && head.size >= DELTA_MIN_BYTES) {
-        const known = deltaBase(oid);
-        const base = known === undefined ? undefined : written.get(known.oid);
-        if (known !== undefined && base !== undefined && base.depth < MAX_CHAIN && known.delta.length < head.size / 2) {
-          const sizes = deltaSizes(known.delta);
-          if (sizes.targetSize === head.size && sizes.baseSize === base.size) {
-            const bytes = ofsDeltaEntry(known.delta.length, offset - base.offset, storedZlib(known.delta));
-            emit(oid, bytes, crc32(bytes), base.depth + 1, head.size);
-            continue;
-          }
-        }
         const content = inflateEntry(source.name, raw, head);
         const shape = shapeOf(oid, content);
         const key = shape === null ? null : folderKey(shape);

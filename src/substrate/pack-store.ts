@@ -40,6 +40,7 @@ import {
   isDelta,
   packHasRefDeltas,
   type PackIndex,
+  type PackSource,
   parseEntryHead,
   parsePackIndex,
   typeOfCode,
@@ -368,24 +369,69 @@ export function createPackStore(opts: PackStoreOptions): PackStore {
     }
   }
 
+  /**
+   * A merge source reading only the entries the merge will copy: a big folder this store wrote
+   * with a known delta (see ParsedTree.deltaBase) whose base comes earlier in the merge is stored
+   * as that delta and never read, which for per-commit packs of a big deployment is ~99% of
+   * their bytes. The rest is read in as few ranges as the entries' layout allows; an entry asked
+   * for outside them is read on its own.
+   * @param earlier oids of the sources before this one (this pack's are added)
+   */
+  async function mergeSource(pack: LoadedPack, earlier: Set<Oid>): Promise<PackSource> {
+    const path = `${packDir}/${pack.name}.pack`;
+    const index = pack.index;
+    const order = Array.from({ length: index.count }, (_, i) => i).sort((a, b) => index.offsetAt(a) - index.offsetAt(b));
+    const ranges: { start: number; end: number }[] = [];
+    for (const i of order) {
+      const oid = index.oidAt(i);
+      const known = opts.deltaBase?.(oid);
+      const skip = known !== undefined && earlier.has(known.oid);
+      earlier.add(oid);
+      if (skip) continue;
+      const start = index.offsetAt(i);
+      const end = index.endOf(start);
+      const last = ranges[ranges.length - 1];
+      if (last !== undefined && last.end === start) last.end = end;
+      else ranges.push({ start, end });
+    }
+    const loaded: { start: number; end: number; bytes: Buffer }[] = [];
+    for (const range of ranges) {
+      const bytes = await fs.readRange(path, range.start, range.end - range.start);
+      if (bytes.byteLength !== range.end - range.start) throw new PackGone(pack.name);
+      loaded.push({ ...range, bytes: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength) });
+    }
+    return {
+      name: pack.name,
+      index,
+      async entry(start, end) {
+        for (const range of loaded) {
+          if (range.start <= start && end <= range.end) return range.bytes.subarray(start - range.start, end - range.start);
+        }
+        const bytes = await fs.readRange(path, start, end - start);
+        if (bytes.byteLength !== end - start) throw new PackGone(pack.name);
+        return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+      },
+    };
+  }
+
   /** One merge of the {@link mergeSet}. @returns whether another round may make progress */
   async function mergeOnce(): Promise<boolean> {
     try {
       const chosen = mergeSet();
       if (chosen.length < 2) return false;
-      const sources = [];
-      for (const pack of chosen) {
-        const raw = await fs.readFile(`${packDir}/${pack.name}.pack`);
-        const bytes = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength);
-        if (packHasRefDeltas(bytes, pack.index)) {
-          pack.mergeable = false;
-          return true;
-        }
-        sources.push({ name: pack.name, bytes, index: pack.index });
-      }
+      const sources: PackSource[] = [];
+      const earlier = new Set<Oid>();
+      for (const pack of chosen) sources.push(await mergeSource(pack, earlier));
       // The merged pack's checksum (megabytes of SHA-1) is computed off the event loop.
       const merged = await mergePacks(sources, async (body) => Buffer.from(await webcrypto.subtle.digest("SHA-1", body)), opts.cachedTree, opts.deltaBase);
-      if (merged === null) return false;
+      if (merged === null) {
+        // A source holds ref-deltas (git's): find it and leave it to git from now on.
+        for (const pack of chosen) {
+          const raw = await fs.readFile(`${packDir}/${pack.name}.pack`);
+          if (packHasRefDeltas(Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength), pack.index)) pack.mergeable = false;
+        }
+        return chosen.some((pack) => !pack.mergeable);
+      }
       const placed = await place(merged);
       const gone = new Set(chosen.map((p) => p.name));
       gone.delete(placed.name);

@@ -7,6 +7,7 @@ import {
   crc32,
   encodePack,
   inflateEntry,
+  packSourceOf,
   parseEntryHead,
   parsePackIndex,
   storedZlib,
@@ -104,7 +105,7 @@ describe("merging with the deltas edits were written with", () => {
   const sha1 = async (body: Buffer): Promise<Buffer> => (await import("node:crypto")).createHash("sha1").update(body).digest();
   const source = (name: string, objects: GitObject[]) => {
     const encoded = encodePack(objects);
-    return { name, bytes: encoded.pack, index: parsePackIndex(name, encoded.idx, encoded.pack.length) };
+    return packSourceOf(name, encoded.pack, parsePackIndex(name, encoded.idx, encoded.pack.length));
   };
   /** Every object of a pack, ofs-deltas resolved through their bases, checked against its oid. */
   const unpackResolved = (pack: Buffer, idx: Buffer): Map<string, Buffer> => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { RepoStore } from "../../../src/substrate/types.js";
 import { createMemStore, DATA_DIR, GITDIR, looseObjects, REPO } from "../../helpers/memfs-repo-store.js";
-import type { MemFs } from "../../helpers/memfs.js";
+import { createMemFs, type MemFs } from "../../helpers/memfs.js";
 
 function packFiles(fs: MemFs): string[] {
   return (fs.readdirSync(`${GITDIR}/objects/pack`) as string[]).filter((name) => name.endsWith(".pack")).sort();
@@ -95,6 +95,51 @@ describe("pack files", () => {
       expect(await reads.listDir("runs")).toHaveLength(1_000);
       expect(Buffer.from((await reads.readBlob(`runs/${run}/events/${k + 2}.json`)) as Uint8Array).toString()).toBe(`{"k":${k}}`);
     }
+    await fresh.close();
+  });
+
+  it("merges per-commit packs without reading the big folders it stores as the edits' own deltas", async () => {
+    const memfs = createMemFs();
+    let packBytesRead = 0;
+    // Counts what is read out of pack files by range (how merges read their sources).
+    const counting = {
+      ...memfs,
+      promises: {
+        ...memfs.promises,
+        async open(path: string, flags: string, mode?: number) {
+          const handle = await memfs.promises.open(path, flags, mode);
+          if (!String(path).endsWith(".pack")) return handle;
+          return {
+            read: async (buffer: Uint8Array, offset: number, length: number, position: number) => {
+              const result = await handle.read(buffer, offset, length, position);
+              packBytesRead += result.bytesRead;
+              return result;
+            },
+            write: handle.write.bind(handle),
+            sync: () => handle.datasync(),
+            stat: handle.stat.bind(handle),
+            close: handle.close.bind(handle),
+          };
+        },
+      },
+    };
+    const { store } = createMemStore({ fs: counting as unknown as MemFs, packThreshold: 1 });
+    await store.initRepo(null, REPO);
+    await seed(store, 1_000);
+    for (let k = 0; k < 40; k++) {
+      const run = `r${String((k * 37) % 1_000).padStart(5, "0")}`;
+      await store.writeTree(null, REPO, "main", { files: { [`runs/${run}/events/${k + 2}.json`]: `{"k":${k}}` }, message: `k ${k}` });
+    }
+    await store.close();
+    // Forty ~40 KB versions of runs/ were merged (each pack is mostly one); read whole, that is
+    // over 1.5 MB. Only the first version of each merge (its base is in no source) is read.
+    const folderBytes = 1_000 * 37;
+    expect(packFiles(memfs).length).toBeLessThanOrEqual(17);
+    expect(packBytesRead).toBeGreaterThan(0);
+    expect(packBytesRead).toBeLessThan(8 * folderBytes);
+    const { store: fresh } = createMemStore({ fs: memfs });
+    const reads = await fresh.openCommittedReads(null, REPO, "main");
+    expect(await reads.listDir("runs")).toHaveLength(1_000);
     await fresh.close();
   });
 
