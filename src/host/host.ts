@@ -53,6 +53,17 @@ export interface WorkflowHostOptions {
   readonly watch?: RepoStoreOptions["watch"];
   /** "fsync": every write is flushed before its ref moves. Default "none". */
   readonly durability?: "none" | "fsync";
+  /**
+   * Small file calls on a commit's path (refs, ref locks, pack renames) made synchronously;
+   * default true. Set false on a network file system (see RepoStoreOptions.blockingRefIo).
+   */
+  readonly blockingRefIo?: boolean;
+  /**
+   * Group commit: fire commits of one deployment start at least this far apart (ms, default 8,
+   * 0 … 60 000; see SchedulerOptions.minCommitIntervalMs).
+   * @throws time_invalid (from the constructor) when out of range
+   */
+  readonly minCommitIntervalMs?: number;
   /** Ref holding each run log. Default "refs/heads/main". */
   readonly ref?: string;
   /** Largest serialised event (bytes, default 1 MiB). */
@@ -129,6 +140,7 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
     watch: opts.watch ?? { pollMs: 1_000, chokidar: true },
     ...(opts.fs === undefined ? {} : { fs: opts.fs }),
     ...(opts.durability === undefined ? {} : { durability: opts.durability }),
+    ...(opts.blockingRefIo === undefined ? {} : { blockingRefIo: opts.blockingRefIo }),
   });
   const scheduler = createWorkflowHostScheduler({
     repoStore: store,
@@ -141,6 +153,7 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
     ...(opts.misfire === undefined ? {} : { misfire: opts.misfire }),
     ...(opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes }),
     ...(opts.discoverEveryMs === undefined ? {} : { discoverEveryMs: opts.discoverEveryMs }),
+    ...(opts.minCommitIntervalMs === undefined ? {} : { minCommitIntervalMs: opts.minCommitIntervalMs }),
     ...(opts.onEvent === undefined ? {} : { onEvent: opts.onEvent }),
   });
 

@@ -90,6 +90,20 @@ describe("createWorkflowHost", () => {
     expect((await logOf(first, "dep", "r1")).map((e) => e.type)).toEqual(["TimerSet", "TimerFired"]);
   });
 
+  it("passes the group-commit interval to its scheduler, refusing one out of range with time_invalid", () => {
+    const s = setup();
+    for (const bad of [-1, 60_001, Number.NaN]) {
+      let thrown: unknown;
+      try {
+        s.make({ minCommitIntervalMs: bad });
+      } catch (error) {
+        thrown = error;
+      }
+      expect(isWorkflowHostError(thrown) ? thrown.code : thrown).toBe("time_invalid");
+    }
+    expect(s.make({ minCommitIntervalMs: 0, blockingRefIo: false }).state).toBe("created");
+  });
+
   it("starts once: start() again, and channel()/runtime() after stop, throw host_stopped", async () => {
     const s = setup();
     const host = s.make();
