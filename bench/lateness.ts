@@ -1,7 +1,7 @@
 /**
  * Lateness: timers spread evenly over a window (5 000 over 10 s = 500 fires/s) on a large
  * deployment; for each, commit time minus fireAt (the clock read when the scheduler reports
- * the committed TimerFired). Ours: the scheduler. Baseline: one node `setTimeout` per timer,
+ * the committed TimerFired). Ours: the scheduler, each try in a new process. Baseline: one node `setTimeout` per timer,
  * each firing one isomorphic-git commit (on loose objects, the original format), serialised (concurrent commits to one ref would
  * conflict). The baseline cannot keep up, so it is stopped a few seconds after the last fireAt
  * and every timer it had not committed by then counts with the time it had waited so far: its
@@ -10,7 +10,7 @@
 import { BASE_MS, type BenchContext, type Benchmark } from "./bench-context.js";
 import { naiveFire } from "./naive-git.js";
 import { runIdOf, type RepoSpec } from "./repo-generator.js";
-import { createOffsetClock, openRig } from "./scheduler-rig.js";
+import { runChild } from "./child-process.js";
 import { maxOf, percentile, sleep } from "./stats.js";
 import { ms, num, row, target, type TableRow } from "./table.js";
 
@@ -47,36 +47,18 @@ function summarise(values: readonly number[], unfinished: number): Lateness {
   return { p50: percentile(values, 50), p99: percentile(values, 99), max: maxOf(values), unfinished };
 }
 
+/**
+ * One try of ours in a new process (bench/lateness-child.ts), as a host process runs: the
+ * garbage this process made generating repositories and running other benchmarks would
+ * otherwise set the garbage collector's pace for the host being measured.
+ */
 async function runOurs(ctx: BenchContext, shape: Shape): Promise<Lateness & { commits: number }> {
   const repo = await ctx.cache.checkout(spec(shape));
-  const clock = createOffsetClock(BASE_MS - 3_600_000 - Date.now());
-  const late: number[] = [];
-  let done!: () => void;
-  const allFired = new Promise<void>((resolve) => {
-    done = resolve;
-  });
-  // maxArmMs only bounds how soon the queue notices the clock move below; arms for due-soon
-  // timers are exact whatever the cap.
-  const rig = openRig(repo.dataDir, [repo.repoId], clock.clock, (event) => {
-    if (event.type !== "fired") return;
-    late.push(clock.nowMs() - Date.parse(event.scheduledFor));
-    if (late.length === shape.timers) done();
-  }, { maxArmMs: 100 });
   try {
-    await rig.scheduler.start();
-    const commits0 = rig.scheduler.stats().commits;
-    clock.offsetMs = BASE_MS - LEAD_MS - Date.now();
-    let deadline: NodeJS.Timeout | undefined;
-    await Promise.race([
-      allFired,
-      new Promise<void>((resolve) => {
-        deadline = setTimeout(resolve, LEAD_MS + shape.windowMs + 60_000);
-      }),
-    ]);
-    clearTimeout(deadline);
-    return { ...summarise(late, shape.timers - late.length), commits: rig.scheduler.stats().commits - commits0 };
+    const args = [repo.dataDir, repo.repoId, shape.timers, BASE_MS, LEAD_MS, shape.windowMs].map(String);
+    const { result } = await runChild<{ late: number[]; commits: number }>("lateness-child.ts", args);
+    return { ...summarise(result.late, shape.timers - result.late.length), commits: result.commits };
   } finally {
-    await rig.close();
     await ctx.cache.release(repo);
   }
 }
