@@ -1,8 +1,8 @@
 import { expect } from "vitest";
 import { isWorkflowHostError } from "../../src/errors.js";
 
-/** Asserts that `fn` throws synchronously a WorkflowHostError with this `code`. */
-export function expectCode(fn: () => unknown, code: string): void {
+/** The `code` of the WorkflowHostError `fn` throws synchronously; fails the test otherwise. */
+export function thrownCode(fn: () => unknown): string {
   let thrown: unknown;
   try {
     fn();
@@ -10,5 +10,10 @@ export function expectCode(fn: () => unknown, code: string): void {
     thrown = error;
   }
   expect(isWorkflowHostError(thrown), String(thrown)).toBe(true);
-  expect((thrown as { code: string }).code).toBe(code);
+  return (thrown as { code: string }).code;
+}
+
+/** Asserts that `fn` throws synchronously a WorkflowHostError with this `code`. */
+export function expectCode(fn: () => unknown, code: string): void {
+  expect(thrownCode(fn)).toBe(code);
 }

@@ -4,7 +4,6 @@
  */
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
-import { isWorkflowHostError } from "../../../src/errors.js";
 import { hashObject } from "../../../src/substrate/git-object.js";
 import type { CommittedReads, RepoStore } from "../../../src/substrate/types.js";
 import { createMemoryRepoStore } from "../../../src/testing/index.js";
@@ -13,21 +12,10 @@ import { ParsedEventCache, sharedParsedEvents } from "../../../src/workflow/pars
 import { appendRunEvents, readRunLog, readRunLogFromFiles, type RunLog } from "../../../src/workflow/run-log.js";
 import type { RunEvent } from "../../../src/workflow/types.js";
 import { WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
+import { thrownCode } from "../../helpers/expect-code.js";
 
 const encode = (value: unknown): Uint8Array => new TextEncoder().encode(typeof value === "string" ? value : JSON.stringify(value));
 const blobOid = (bytes: Uint8Array): string => hashObject("blob", bytes).oid;
-
-/** The code `fn` throws (a WorkflowHostError), or fails the test. */
-function codeOf(fn: () => unknown): string {
-  let thrown: unknown;
-  try {
-    fn();
-  } catch (error) {
-    thrown = error;
-  }
-  expect(isWorkflowHostError(thrown), String(thrown)).toBe(true);
-  return (thrown as { code: string }).code;
-}
 
 const timerSet = (seq: number, timerId = "t1"): Record<string, unknown> => ({
   seq,
@@ -104,15 +92,15 @@ describe("ParsedEventCache", () => {
     ];
     for (const [label, bytes, expectedSeq, maxEventBytes] of cases) {
       const ctx = maxEventBytes === undefined ? { expectedSeq } : { expectedSeq, maxEventBytes };
-      const want = codeOf(() => parseEvent(bytes, ctx));
+      const want = thrownCode(() => parseEvent(bytes, ctx));
       const oid = blobOid(bytes);
-      expect(codeOf(() => cache.parse(oid, bytes, ctx)), label).toBe(want);
+      expect(thrownCode(() => cache.parse(oid, bytes, ctx)), label).toBe(want);
       expect(cache.size, label).toBe(1);
       expect(cache.get(oid, expectedSeq, maxEventBytes), label).toBeUndefined();
       // Not remembered as bad either: a second parse fails the same way.
-      expect(codeOf(() => cache.parse(oid, bytes, ctx)), label).toBe(want);
+      expect(thrownCode(() => cache.parse(oid, bytes, ctx)), label).toBe(want);
     }
-    expect(codeOf(() => parseEvent(encode(timerSet(1)), { maxEventBytes: 10 }))).toBe("payload_too_large");
+    expect(thrownCode(() => parseEvent(encode(timerSet(1)), { maxEventBytes: 10 }))).toBe("payload_too_large");
   });
 
   it("keys by seq: the same blob read under another seq is a miss and fails the seq check", () => {
@@ -121,7 +109,7 @@ describe("ParsedEventCache", () => {
     const oid = blobOid(bytes);
     const event = cache.parse(oid, bytes, { expectedSeq: 1 });
     expect(cache.get(oid, 2, undefined)).toBeUndefined();
-    expect(codeOf(() => cache.parse(oid, bytes, { expectedSeq: 2 }))).toBe(codeOf(() => parseEvent(bytes, { expectedSeq: 2 })));
+    expect(thrownCode(() => cache.parse(oid, bytes, { expectedSeq: 2 }))).toBe(thrownCode(() => parseEvent(bytes, { expectedSeq: 2 })));
     expect(cache.size).toBe(1);
     expect(cache.get(oid, 1, undefined)).toBe(event);
   });
@@ -135,7 +123,7 @@ describe("ParsedEventCache", () => {
     expect(cache.get(oid, 1, DEFAULT_MAX_EVENT_BYTES)).toBe(byDefault);
     // A limit the blob exceeds: a miss, and the size check fails as parseEvent's does.
     expect(cache.get(oid, 1, 10)).toBeUndefined();
-    expect(codeOf(() => cache.parse(oid, bytes, { expectedSeq: 1, maxEventBytes: 10 }))).toBe("payload_too_large");
+    expect(thrownCode(() => cache.parse(oid, bytes, { expectedSeq: 1, maxEventBytes: 10 }))).toBe("payload_too_large");
     expect(cache.size).toBe(1);
     // Another limit it fits: a separate entry.
     const larger = cache.parse(oid, bytes, { expectedSeq: 1, maxEventBytes: 4096 });
@@ -193,7 +181,7 @@ describe("ParsedEventCache", () => {
             want = (error as { code: string }).code;
           }
           if (typeof want === "string") {
-            expect(codeOf(() => cache.parse(blobOid(bytes), bytes, ctx))).toBe(want);
+            expect(thrownCode(() => cache.parse(blobOid(bytes), bytes, ctx))).toBe(want);
           } else {
             const got = cache.parse(blobOid(bytes), bytes, ctx);
             expect(got).toEqual(want);
