@@ -74,11 +74,11 @@ describe("waitForSignal with a timeout across restarts (real disk, real timers)"
   it("a restart while waiting: the re-issued wait resumes the armed deadline, and a signal after it stays for the next wait", async () => {
     const dataDir = await tempDir();
     const first = await startNode(dataDir, REPO);
-    const interrupted = first.runtime.waitForSignal("r1", "approve", { timeoutMs: 700 });
+    // The host stops channels first, so the interrupted wait ends with channel_stopped.
+    const interrupted = expect(first.runtime.waitForSignal("r1", "approve", { timeoutMs: 700 })).rejects.toMatchObject({ code: "channel_stopped" });
     await first.armed("r1", "wait:approve:1");
     await first.stop();
-    // The host stops channels first, so the interrupted wait ends with channel_stopped.
-    await expect(interrupted).rejects.toMatchObject({ code: "channel_stopped" });
+    await interrupted;
 
     const second = await startNode(dataDir, REPO);
     const resumed = await second.runtime.waitForSignal("r1", "approve", { timeoutMs: 60_000 });

@@ -44,9 +44,10 @@ describe("waitForSignal without a timeout", () => {
     const aborted = rt.waitForSignal("r1", "approve", { signal: controller.signal });
     controller.abort();
     await expect(aborted).rejects.toMatchObject({ code: "aborted" });
-    const pending = rt.waitForSignal("r1", "approve");
+    // Each expectation is attached before the stop that rejects it, which may take several turns.
+    const pending = expect(rt.waitForSignal("r1", "approve")).rejects.toMatchObject({ code: "channel_stopped" });
     await h.node.channel("r1").stop();
-    await expect(pending).rejects.toMatchObject({ code: "channel_stopped" });
+    await pending;
     await expect(rt.waitForSignal("r1", "a/b")).rejects.toMatchObject({ code: "id_invalid" });
     await expect(rt.waitForSignal("r1", "go", { timeoutMs: -5 })).rejects.toMatchObject({ code: "time_invalid" });
     await expect(rt.waitForSignal("r1", "go", { timerId: ".x" })).rejects.toMatchObject({ code: "id_invalid" });
@@ -116,11 +117,11 @@ describe("waitForSignal with a timeout", () => {
 
   it("a wait re-issued after a restart resumes the deadline its predecessor armed", async () => {
     h = await createSignalHarness(START);
-    const interrupted = h.node.runtime.waitForSignal("r1", "approve", { timeoutMs: MINUTE });
+    const interrupted = expect(h.node.runtime.waitForSignal("r1", "approve", { timeoutMs: MINUTE })).rejects.toMatchObject({ code: "host_stopped" });
     await h.node.armed("r1", "wait:approve:1");
     await h.clock.advance(20_000);
     await h.restart();
-    await expect(interrupted).rejects.toMatchObject({ code: "host_stopped" });
+    await interrupted;
     const resumed = h.node.runtime.waitForSignal("r1", "approve", { timeoutMs: 10 * MINUTE });
     await h.node.armed("r1", "wait:approve:1");
     await h.clock.advance(40_000);
@@ -210,10 +211,10 @@ describe("waitForSignal with a timeout", () => {
   it("stop rejects pending waits with host_stopped and keeps their timers armed", async () => {
     h = await createSignalHarness(START);
     const rt = h.node.runtime;
-    const waiting = rt.waitForSignal("r1", "approve", { timeoutMs: MINUTE });
+    const waiting = expect(rt.waitForSignal("r1", "approve", { timeoutMs: MINUTE })).rejects.toMatchObject({ code: "host_stopped" });
     await h.node.armed("r1", "wait:approve:1");
     await rt.stop();
-    await expect(waiting).rejects.toMatchObject({ code: "host_stopped" });
+    await waiting;
     expect(timerEvents(await h.log("r1"), "wait:approve:1")).toEqual(["TimerSet"]);
     await expect(rt.deliverSignal("r1", "approve", 1)).rejects.toMatchObject({ code: "host_stopped" });
   });

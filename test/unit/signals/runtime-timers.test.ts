@@ -116,9 +116,10 @@ describe("waitForTimer", () => {
     const rt = h.node.runtime;
     await expect(rt.waitForTimer("r1", "nope")).rejects.toMatchObject({ code: "timer_not_found" });
     await rt.setTimer("r1", { timerId: "t1", delayMs: 5_000 });
-    const waiting = rt.waitForTimer("r1", "t1");
+    // Observed before the call that rejects it, which takes several turns of the event loop.
+    const waiting = expect(rt.waitForTimer("r1", "t1")).rejects.toMatchObject({ code: "timer_not_found" });
     expect(await rt.cancelTimer("r1", "t1", "not needed")).toMatchObject({ outcome: "cancelled" });
-    await expect(waiting).rejects.toMatchObject({ code: "timer_not_found" });
+    await waiting;
     await expect(rt.waitForTimer("r1", "t1")).rejects.toMatchObject({ code: "timer_not_found" });
   });
 
@@ -130,9 +131,9 @@ describe("waitForTimer", () => {
     const aborted = rt.waitForTimer("r1", "t1", { signal: controller.signal });
     controller.abort();
     await expect(aborted).rejects.toMatchObject({ code: "aborted" });
-    const stopped = rt.waitForTimer("r1", "t1");
+    const stopped = expect(rt.waitForTimer("r1", "t1")).rejects.toMatchObject({ code: "host_stopped" });
     await rt.stop();
-    await expect(stopped).rejects.toMatchObject({ code: "host_stopped" });
+    await stopped;
     await expect(rt.waitForTimer("r1", "t1")).rejects.toMatchObject({ code: "host_stopped" });
   });
 });

@@ -224,9 +224,10 @@ describe("stop", () => {
   it("rejects pending awaits with channel_stopped and refuses later calls", async () => {
     h = await createSignalHarness();
     const channel = h.node.channel("r1");
-    const waits = [channel.awaitNext("go"), channel.awaitNext("other")];
+    // Observed before stop() runs: the rejections come while stop() is still awaiting.
+    const waits = [channel.awaitNext("go"), channel.awaitNext("other")].map((wait) => expect(wait).rejects.toMatchObject({ code: "channel_stopped" }));
     await channel.stop();
-    for (const wait of waits) await expect(wait).rejects.toMatchObject({ code: "channel_stopped" });
+    await Promise.all(waits);
     await expect(channel.awaitNext("go")).rejects.toMatchObject({ code: "channel_stopped" });
     await expect(channel.deliver("go", 1)).rejects.toMatchObject({ code: "channel_stopped" });
     await channel.stop();
@@ -235,11 +236,11 @@ describe("stop", () => {
   it("rejects awaiters with store_stopped when the store closes under them", async () => {
     h = await createSignalHarness();
     const channel = h.node.channel("r1");
-    const wait = channel.awaitNext("go");
+    const wait = expect(channel.awaitNext("go")).rejects.toMatchObject({ code: "store_stopped" });
     await channel.deliver("warm-up", null, "w-1");
     await channel.awaitNext("warm-up");
     await h.node.store.close();
-    await expect(wait).rejects.toMatchObject({ code: "store_stopped" });
+    await wait;
   });
 });
 
