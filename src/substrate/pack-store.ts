@@ -49,6 +49,8 @@ import { mergePacks } from "./pack-merge.js";
 import type { DeltaBase, ParsedTree } from "./tree-object.js";
 import type { Oid } from "./types.js";
 
+/** Temp files in `objects/` older than this (ms) are a dead writer's and are removed. */
+export const STALE_TEMP_MS = 15 * 60_000;
 /** More packs than this and the smallest are merged. */
 export const MAX_PACKS = 16;
 /** Packs up to this size are read whole (and cached); bigger ones one entry at a time. */
@@ -138,6 +140,8 @@ export function createPackStore(opts: PackStoreOptions): PackStore {
   let packs: LoadedPack[] = [];
   let scanned: Promise<void> | null = null;
   let merging: Promise<void> | null = null;
+  /** The one sweep of stale temp files (see sweepTemps). */
+  let sweeping: Promise<void> | null = null;
   let packDirMade = false;
   const oidBytes = Buffer.alloc(20);
 
@@ -173,11 +177,32 @@ export function createPackStore(opts: PackStoreOptions): PackStore {
   }
 
   function ensureScanned(): Promise<void> {
+    sweeping ??= sweepTemps();
     scanned ??= scan().catch((error: unknown) => {
       scanned = null;
       throw error;
     });
     return scanned;
+  }
+
+  /**
+   * Removes temp files (git's `tmp_` prefix: `tmp_pack_`, `tmp_idx_`, `tmp_obj_`) in `objects/`
+   * older than {@link STALE_TEMP_MS}: what a writer killed mid-commit left behind. Nothing refers
+   * to them (a pack counts once renamed into `objects/pack/`), and a live writer's temp files are
+   * milliseconds old. Git itself removes them only at `git gc`, after two weeks. Best effort, once
+   * per store, in the background.
+   */
+  async function sweepTemps(): Promise<void> {
+    try {
+      const dir = `${gitdir}/objects`;
+      for (const name of await fs.readdirOrEmpty(dir)) {
+        if (!name.startsWith("tmp_")) continue;
+        const stat = await fs.statOrNull(`${dir}/${name}`);
+        if (stat !== null && stat.isFile() && Date.now() - stat.mtimeMs > STALE_TEMP_MS) await fs.unlinkQuiet(`${dir}/${name}`);
+      }
+    } catch {
+      // A temp file left is only wasted space.
+    }
   }
 
   async function rescan(): Promise<void> {
@@ -463,8 +488,9 @@ export function createPackStore(opts: PackStoreOptions): PackStore {
         merging = null;
       });
     },
-    idle() {
-      return merging ?? Promise.resolve();
+    async idle() {
+      await sweeping;
+      await merging;
     },
     get count() {
       return packs.length;

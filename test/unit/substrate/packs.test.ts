@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { STALE_TEMP_MS } from "../../../src/substrate/pack-store.js";
 import type { RepoStore } from "../../../src/substrate/types.js";
 import { createMemStore, DATA_DIR, GITDIR, looseObjects, REPO } from "../../helpers/memfs-repo-store.js";
 import { createMemFs, type MemFs } from "../../helpers/memfs.js";
@@ -141,6 +142,24 @@ describe("pack files", () => {
     const reads = await fresh.openCommittedReads(null, REPO, "main");
     expect(await reads.listDir("runs")).toHaveLength(1_000);
     await fresh.close();
+  });
+
+  it("removes temp files a killed writer left in objects/ once they are old, and keeps fresh ones", async () => {
+    const { store, fs } = createMemStore({ packThreshold: 1 });
+    await store.initRepo(null, REPO);
+    await seed(store, 10);
+    await store.close();
+    const dir = `${GITDIR}/objects`;
+    const old = (Date.now() - STALE_TEMP_MS - 60_000) / 1000;
+    for (const name of ["tmp_pack_dead0", "tmp_idx_dead1", "tmp_obj_dead2"]) {
+      fs.writeFileSync(`${dir}/${name}`, "partial");
+      fs.utimesSync(`${dir}/${name}`, old, old);
+    }
+    fs.writeFileSync(`${dir}/tmp_pack_live3`, "being written");
+    const { store: next } = createMemStore({ fs, packThreshold: 1 });
+    await next.writeTree(null, REPO, "main", { files: { "runs/r00001/events/2.json": '{"seq":2}' }, message: "after a crash" });
+    await next.close();
+    expect(tempFiles(fs)).toEqual(["tmp_pack_live3"]);
   });
 
   it("keeps reading every new tip while another store merges and deletes the packs it had loaded", async () => {
