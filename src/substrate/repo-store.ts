@@ -60,7 +60,7 @@ function positive(value: number | undefined, fallback: number, name: string): nu
  * memfs works, without OS watching), `clock` (commit times, default system clock),
  * `watch` (default `{pollMs: 1000, chokidar: true}`; chokidar only on node:fs), `durability`
  * (default "none"; "fsync" flushes objects, folders and refs before a ref counts as moved),
- * `staleLockMs` (10 000), `lockTimeoutMs` (5 000), `author`, `timers`, `maxWriteAttempts` (32),
+ * `staleLockMs` (10 000), `lockTimeoutMs` (`staleLockMs` + 5 000), `author`, `timers`, `maxWriteAttempts` (32),
  * `treeCacheEntries` (500 000), `blobCacheBytes` (32 MiB), `packThreshold` (3 objects),
  * `packCacheBytes` (128 MiB), `blockingRefIo` (true).
  * @throws TypeError for a bad option (two handlers of one kind, a bad author, a negative time).
@@ -89,7 +89,9 @@ export function createRepoStore(opts: RepoStoreOptions): RepoStore {
   const identity = checkIdentity(opts.author ?? DEFAULT_IDENTITY);
   const durable = opts.durability === "fsync";
   const staleLockMs = positive(opts.staleLockMs, 10_000, "staleLockMs");
-  const lockTimeoutMs = positive(opts.lockTimeoutMs, 5_000, "lockTimeoutMs");
+  // By default a writer outwaits a lock until it is stale (and breaks it), so the first write
+  // after a crashed writer waits instead of failing with ref_locked.
+  const lockTimeoutMs = positive(opts.lockTimeoutMs, staleLockMs + 5_000, "lockTimeoutMs");
   const maxAttempts = Math.max(1, Math.floor(positive(opts.maxWriteAttempts, 32, "maxWriteAttempts")));
   const packThreshold = opts.packThreshold === Number.POSITIVE_INFINITY ? Number.POSITIVE_INFINITY : Math.max(1, positive(opts.packThreshold, 3, "packThreshold"));
   const pollMs = opts.watch === false ? null : Math.max(1, positive(opts.watch?.pollMs, 1_000, "watch.pollMs"));

@@ -157,7 +157,10 @@ export interface RepoStoreOptions {
   readonly durability?: "none" | "fsync";
   /** A `<ref>.lock` older than this is a crashed writer's and is broken (ms, default 10 000). */
   readonly staleLockMs?: number;
-  /** How long a writer waits for another's `<ref>.lock` before `ref_locked` (ms, default 5 000). */
+  /**
+   * How long a writer waits for another's `<ref>.lock` before `ref_locked` (ms, default
+   * `staleLockMs` + 5 000: long enough to see a crashed writer's lock turn stale and break it).
+   */
   readonly lockTimeoutMs?: number;
   /** Commit author/committer identity. Default `workflow-host <workflow-host@localhost>`. */
   readonly author?: { readonly name: string; readonly email: string };

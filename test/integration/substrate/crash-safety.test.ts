@@ -53,6 +53,19 @@ describe("crash safety on real disk", () => {
     await store.close();
   });
 
+  it("by default the first write after a crashed writer outwaits its lock instead of failing", async () => {
+    const dataDir = await tempDir();
+    // lockTimeoutMs left to its default, which must outlast staleLockMs (a fixed 5 s would not).
+    const store = openStore(dataDir, { staleLockMs: 6_000 });
+    const { commitSha: genesis } = await store.initRepo(null, REPO);
+    const lockPath = join(gitdirOf(dataDir), "refs", "heads", "main.lock");
+    await writeFile(lockPath, "");
+    const result = await store.writeTree(null, REPO, "main", { files: { a: "1" }, message: "after a dead writer" });
+    expect(result).toMatchObject({ committed: true, parentSha: genesis });
+    expect(existsSync(lockPath)).toBe(false);
+    await store.close();
+  });
+
   it("breaks a lock older than staleLockMs at once and waits for a fresh one", async () => {
     const dataDir = await tempDir();
     const store = openStore(dataDir, { staleLockMs: 10_000, lockTimeoutMs: 200 });
