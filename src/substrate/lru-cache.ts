@@ -11,91 +11,12 @@
  * What is evicted is everything not used since the previous rotation, which is at least
  * everything not used in the last half-capacity of insertions.
  */
-export class LruCache<K, V> {
-  #young = new Map<K, { value: V; weight: number }>();
-  #old = new Map<K, { value: V; weight: number }>();
-  #youngWeight = 0;
-  #oldWeight = 0;
-  readonly #capacity: number;
-
-  /** @param capacity the largest total weight kept (about); an entry heavier than this is not cached. */
-  constructor(capacity: number) {
-    this.#capacity = Math.max(0, capacity);
-  }
-
-  get size(): number {
-    return this.#young.size + this.#old.size;
-  }
-
-  /** Total weight of the cached entries. */
-  get weight(): number {
-    return this.#youngWeight + this.#oldWeight;
-  }
-
-  /** The value for `key`, which becomes recently used, or undefined. */
-  get(key: K): V | undefined {
-    const young = this.#young.get(key);
-    if (young !== undefined) return young.value;
-    const old = this.#old.get(key);
-    if (old === undefined) return undefined;
-    this.#old.delete(key);
-    this.#oldWeight -= old.weight;
-    this.#addYoung(key, old);
-    return old.value;
-  }
-
-  has(key: K): boolean {
-    return this.#young.has(key) || this.#old.has(key);
-  }
-
-  /** Stores `value` with `weight` (default 1), evicting old entries to fit. */
-  set(key: K, value: V, weight = 1): void {
-    this.delete(key);
-    if (weight > this.#capacity) return;
-    this.#addYoung(key, { value, weight });
-  }
-
-  /** Removes `key`. @returns whether it was cached */
-  delete(key: K): boolean {
-    const young = this.#young.get(key);
-    if (young !== undefined) {
-      this.#young.delete(key);
-      this.#youngWeight -= young.weight;
-      return true;
-    }
-    const old = this.#old.get(key);
-    if (old !== undefined) {
-      this.#old.delete(key);
-      this.#oldWeight -= old.weight;
-      return true;
-    }
-    return false;
-  }
-
-  clear(): void {
-    this.#young.clear();
-    this.#old.clear();
-    this.#youngWeight = 0;
-    this.#oldWeight = 0;
-  }
-
-  #addYoung(key: K, slot: { value: V; weight: number }): void {
-    this.#young.set(key, slot);
-    this.#youngWeight += slot.weight;
-    if (this.#youngWeight > this.#capacity / 2) {
-      this.#old = this.#young;
-      this.#oldWeight = this.#youngWeight;
-      this.#young = new Map();
-      this.#youngWeight = 0;
-    }
-  }
-}
 
 type Slot<V> = { value: V; weight: number };
 
 /**
- * {@link LruCache}'s policy for keys made of a scope (a repository) and a name (an oid), kept
- * as two-level maps: a lookup hashes the two strings it is given — the oid usually an entry's
+ * The policy above for keys made of a scope (a repository) and a name (an oid), kept as
+ * two-level maps: a lookup hashes the two strings it is given — the oid usually an entry's
  * own string, whose hash V8 keeps — instead of building and hashing a `<repo>\0<oid>` string
  * per lookup, which cost more than the lookup itself on hot paths.
  */
@@ -114,6 +35,18 @@ export class ScopedLruCache<V> {
   /** Total weight of the cached entries. */
   get weight(): number {
     return this.#youngWeight + this.#oldWeight;
+  }
+
+  /** Number of cached entries. */
+  get size(): number {
+    let n = 0;
+    for (const map of this.#young.values()) n += map.size;
+    for (const map of this.#old.values()) n += map.size;
+    return n;
+  }
+
+  has(scope: string, key: string): boolean {
+    return this.#young.get(scope)?.has(key) === true || this.#old.get(scope)?.has(key) === true;
   }
 
   get(scope: string, key: string): V | undefined {
@@ -173,5 +106,47 @@ export class ScopedLruCache<V> {
       this.#young = new Map();
       this.#youngWeight = 0;
     }
+  }
+}
+
+/** The policy above for plain string keys: a {@link ScopedLruCache} with one scope. */
+export class LruCache<V> {
+  readonly #cache: ScopedLruCache<V>;
+
+  /** @param capacity the largest total weight kept (about); an entry heavier than this is not cached. */
+  constructor(capacity: number) {
+    this.#cache = new ScopedLruCache(capacity);
+  }
+
+  get size(): number {
+    return this.#cache.size;
+  }
+
+  /** Total weight of the cached entries. */
+  get weight(): number {
+    return this.#cache.weight;
+  }
+
+  /** The value for `key`, which becomes recently used, or undefined. */
+  get(key: string): V | undefined {
+    return this.#cache.get("", key);
+  }
+
+  has(key: string): boolean {
+    return this.#cache.has("", key);
+  }
+
+  /** Stores `value` with `weight` (default 1), evicting old entries to fit. */
+  set(key: string, value: V, weight = 1): void {
+    this.#cache.set("", key, value, weight);
+  }
+
+  /** Removes `key`. @returns whether it was cached */
+  delete(key: string): boolean {
+    return this.#cache.delete("", key);
+  }
+
+  clear(): void {
+    this.#cache.clear();
   }
 }

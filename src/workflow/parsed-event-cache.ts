@@ -21,7 +21,7 @@ export const DEFAULT_PARSED_EVENT_CACHE_BYTES = 8 * 1024 * 1024;
 const ENTRY_OVERHEAD_BYTES = 256;
 
 export class ParsedEventCache {
-  readonly #cache: LruCache<string, RunEvent>;
+  readonly #cache: LruCache<RunEvent>;
 
   /** @param capacityBytes weight bound: event bytes plus a fixed overhead per entry */
   constructor(capacityBytes: number = DEFAULT_PARSED_EVENT_CACHE_BYTES) {

@@ -3,7 +3,7 @@ import { LruCache } from "../../../src/substrate/lru-cache.js";
 
 describe("LruCache", () => {
   it("evicts the least recently used entries once the total weight exceeds the capacity", () => {
-    const cache = new LruCache<string, number>(10);
+    const cache = new LruCache<number>(10);
     cache.set("a", 1, 4);
     cache.set("b", 2, 4);
     expect(cache.get("a")).toBe(1); // "b" is now the oldest
@@ -15,7 +15,7 @@ describe("LruCache", () => {
   });
 
   it("does not cache an entry heavier than the whole capacity, and re-weighs replaced keys", () => {
-    const cache = new LruCache<string, string>(5);
+    const cache = new LruCache<string>(5);
     cache.set("big", "x", 6);
     expect(cache.has("big")).toBe(false);
     cache.set("k", "v1", 2);
