@@ -53,6 +53,8 @@ import type { Oid } from "./types.js";
 export const STALE_TEMP_MS = 15 * 60_000;
 /** More packs than this and the smallest are merged. */
 export const MAX_PACKS = 16;
+/** Packs up to this size (bytes) are written with the quick (blocking) adapter; see stageEncoded. */
+const QUICK_PACK_BYTES = 64 * 1024;
 /** Packs up to this size are read whole (and cached); bigger ones one entry at a time. */
 const WHOLE_PACK_MAX_BYTES = 64 * 1024 * 1024;
 /** Delta chains deeper than git's default depth (50) by a margin are refused as corrupt. */
@@ -304,15 +306,19 @@ export function createPackStore(opts: PackStoreOptions): PackStore {
   }
 
   /**
-   * Writes `encoded` to two temp files in `objects/` at once (creating a file is the slow part
-   * on a busy disk); `publish` renames the pack into `objects/pack/` and then its index, `discard`
-   * removes the temp files. Until published, no reader (git or this store) sees the objects.
+   * Writes `encoded` to two temp files in `objects/`; `publish` renames the pack into
+   * `objects/pack/` and then its index, `discard` removes the temp files. Until published, no
+   * reader (git or this store) sees the objects. A commit's pack (≤ 64 KiB) is written with the
+   * quick adapter, like the ref: three calls through the thread pool per file cost more than the
+   * write itself (measured: −1 ms of a 4 ms signal delivery); bigger packs (merges, imports) go
+   * through the pool, both files at once, so a slow disk does not stall the event loop.
    */
   function stageEncoded(encoded: EncodedPack): StagedPack {
     const name = `pack-${encoded.checksum}`;
     const tempPack = `${gitdir}/objects/tmp_pack_${tempPrefix}${(tempCounter++).toString(36)}`;
     const tempIdx = `${gitdir}/objects/tmp_idx_${tempPrefix}${(tempCounter++).toString(36)}`;
-    const written = Promise.all([fs.writeNewFile(tempPack, encoded.pack, durable), fs.writeNewFile(tempIdx, encoded.idx, durable)]);
+    const writer = encoded.pack.length <= QUICK_PACK_BYTES ? quickFs : fs;
+    const written = Promise.all([writer.writeNewFile(tempPack, encoded.pack, durable), writer.writeNewFile(tempIdx, encoded.idx, durable)]);
     // Observed here so a failure is never unhandled; `publish` and `discard` await it again.
     written.catch(() => undefined);
     const removeTemps = async (): Promise<void> => {

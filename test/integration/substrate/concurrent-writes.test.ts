@@ -86,6 +86,8 @@ describe("concurrent writers on real disk", () => {
       await readLoop;
     }
     expect(reads).toBeGreaterThan(50);
+    // Background pack merges finish first: git's fsck reports packs deleted under it.
+    await Promise.all([writer.close(), reader.close()]);
     const gitdir = gitdirOf(dataDir);
     expect((await gitAt(gitdir, ["rev-list", "--count", "main"])).trim()).toBe("1001");
     for (let r = 0; r < 10; r++) expect(await gitRunSeqs(gitdir, `r${r}`)).toHaveLength(100);
