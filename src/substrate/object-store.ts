@@ -77,11 +77,16 @@ export interface ObjectStore {
   maintain(): void;
   /** Resolves when no background housekeeping is running. */
   idle(): Promise<void>;
+  /** Waits for background housekeeping and removes the pack store's spare temp files. */
+  close(): Promise<void>;
 }
 
 export interface ObjectStoreOptions {
   readonly fs: FsAdapter;
-  /** For the renames that publish a pack (see fs-adapter.ts); default `fs`. */
+  /**
+   * For the small files of the critical path (see fs-adapter.ts): a commit's pack and index, the
+   * renames that publish them, the pack folder's listing, loose-object lookups; default `fs`.
+   */
   readonly quickFs?: FsAdapter;
   readonly gitdir: string;
   /** Distinguishes this repository's entries in the shared caches. */
@@ -119,7 +124,8 @@ function corrupt(oid: string, reason: string, cause?: unknown): WorkflowHostErro
 /** Creates the object store of the bare repository at `gitdir`. */
 export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
   const { fs, gitdir, repoKey, caches, durable } = opts;
-  const packs = createPackStore({ fs, quickFs: opts.quickFs ?? fs, gitdir, repoKey, packBytes: caches.packs, durable, cachedTree: (oid) => cachedTree(oid), deltaBase: (oid) => deltaBases.get(oid) });
+  const quickFs = opts.quickFs ?? fs;
+  const packs = createPackStore({ fs, quickFs, gitdir, repoKey, packBytes: caches.packs, durable, cachedTree: (oid) => cachedTree(oid), deltaBase: (oid) => deltaBases.get(oid) });
   /**
    * The last few big folders (e.g. `runs/`) of this repository, newest first, kept apart from
    * the shared tree cache. Each commit makes a new version of such a folder (its content,
@@ -178,7 +184,8 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
     if (!/^[0-9a-f]{40}$/.test(oid)) throw corrupt(String(oid), "not a 40-hex object id");
     const packed = await packs.read(oid, false);
     if (packed !== null) return packed;
-    const raw = await fs.readFileOrNull(loosePath(oid));
+    // Usually a miss (objects are packed); a loose object is a few hundred bytes.
+    const raw = await quickFs.readFileOrNull(loosePath(oid));
     if (raw === null) return (await packs.read(oid, true)) ?? readPacked(oid);
     let inflated: Buffer;
     try {
@@ -260,6 +267,7 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
     },
     maintain: () => packs.maintain(),
     idle: () => packs.idle(),
+    close: () => packs.close(),
   };
 
   /** See {@link ObjectStore.stageObjects}. */

@@ -399,7 +399,7 @@ export function createRepoStore(opts: RepoStoreOptions): RepoStore {
       closed = true;
       for (const wake of [...wakers]) wake();
       await queue.idle();
-      await Promise.all([...repos.values()].map((repo) => repo.objects.idle()));
+      await Promise.all([...repos.values()].map((repo) => repo.objects.close()));
       await Promise.all([...watchers.values()].map((slot) => slot.watcher.close()));
       watchers.clear();
     },

@@ -162,6 +162,36 @@ describe("pack files", () => {
     expect(tempFiles(fs)).toEqual(["tmp_pack_live3"]);
   });
 
+  it("writes a small commit's pack into temp files made ahead of it, and removes the spare pair at close", async () => {
+    const { store, fs } = createMemStore({ packThreshold: 1 });
+    await store.initRepo(null, REPO);
+    const commit = (k: number) => store.writeTree(null, REPO, "main", { files: { [`runs/r1/events/${k}.json`]: `{"seq":${k}}` }, message: `k ${k}` });
+    /** The spare pair, once the store has made it in the background. */
+    const spare = async (): Promise<string[]> => {
+      for (let turn = 0; turn < 1_000 && tempFiles(fs).length < 2; turn++) await new Promise((resolve) => setImmediate(resolve));
+      return tempFiles(fs).sort();
+    };
+    await commit(1);
+    const first = await spare();
+    expect(first).toHaveLength(2);
+    expect(first.map((name) => fs.statSync(`${GITDIR}/objects/${name}`).size)).toEqual([0, 0]);
+    await commit(2);
+    // The spare pair became the commit's pack: the names are gone from objects/, a new pair is made.
+    const second = await spare();
+    expect(second).toHaveLength(2);
+    expect(second.filter((name) => first.includes(name))).toEqual([]);
+    // A spare that vanished (removed by hand, or swept by another store) is created again.
+    for (const name of second) fs.unlinkSync(`${GITDIR}/objects/${name}`);
+    expect(await commit(3)).toMatchObject({ committed: true });
+    await store.close();
+    expect(tempFiles(fs)).toEqual([]);
+    const { store: fresh } = createMemStore({ fs });
+    const reads = await fresh.openCommittedReads(null, REPO, "main");
+    expect((await reads.listDir("runs/r1/events")).map((entry) => entry.name).sort()).toEqual(["1.json", "2.json", "3.json"]);
+    expect(Buffer.from((await reads.readBlob("runs/r1/events/3.json")) as Uint8Array).toString()).toBe('{"seq":3}');
+    await fresh.close();
+  });
+
   it("keeps reading every new tip while another store merges and deletes the packs it had loaded", async () => {
     const { store: writer, fs } = createMemStore({ packThreshold: 1 });
     const { store: reader } = createMemStore({ fs, packThreshold: 1 });
