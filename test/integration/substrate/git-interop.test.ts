@@ -69,6 +69,40 @@ describe("git CLI interoperability", () => {
     await store.close();
   });
 
+  it("wakes a subscriber on OS file events for every burst of another writer's commits, without its poll", async () => {
+    const dataDir = await tempDir();
+    // A poll of one minute: only the OS hint can wake the subscriber within the test.
+    const subscriber = createRepoStore({ dataDir, kindHandlers: [plainKind], authorize: allowAll, watch: { pollMs: 60_000, chokidar: true } });
+    const writer = openStore(dataDir);
+    await subscriber.initRepo(null, REPO);
+    const controller = new AbortController();
+    const iterator = subscriber.subscribe(null, REPO, "main", { signal: controller.signal })[Symbol.asyncIterator]();
+    // The first next() fixes the start and lets the watcher arm before the first write.
+    const first = iterator.next();
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    let pending: Promise<IteratorResult<CommitChange>> = first;
+    const slowest: number[] = [];
+    for (let burst = 0; burst < 8; burst++) {
+      // Two ref moves a few milliseconds apart, as a busy host makes them.
+      const shas: string[] = [];
+      for (let k = 0; k < 2; k++) {
+        const written = await writer.writeTreePreservingPrefix(null, REPO, "main", appendNext(`r${burst}`, (seq) => ({ seq, burst, k })));
+        shas.push(written.commitSha as string);
+        await new Promise((resolve) => setTimeout(resolve, 3));
+      }
+      const startedMs = performance.now();
+      for (const sha of shas) {
+        const change = (await pending).value as CommitChange;
+        expect(change.commitSha).toBe(sha);
+        pending = iterator.next();
+      }
+      slowest.push(performance.now() - startedMs);
+    }
+    expect(Math.max(...slowest)).toBeLessThan(2_000);
+    controller.abort();
+    await Promise.all([subscriber.close(), writer.close()]);
+  }, 20_000);
+
   it("reads a repository whose objects and refs were packed by git gc, and keeps writing to it", async () => {
     const dataDir = await tempDir();
     const store = openStore(dataDir);
