@@ -7,7 +7,7 @@ import { WorkflowHostError, describeValue } from "../errors.js";
 import { createCommittedReads } from "./committed-reads.js";
 import type { FsAdapter } from "./fs-adapter.js";
 import type { ParsedCommit } from "./git-object.js";
-import { createObjectStore, type ObjectCaches, type ObjectStore } from "./object-store.js";
+import { createObjectStore, isAbsentObject, type ObjectCaches, type ObjectStore } from "./object-store.js";
 import { OID_PATTERN } from "./ref-name.js";
 import { createRefStore, refCorrupt, type RefStore, type Sleep } from "./ref-store.js";
 import { repoLayoutExists } from "./repo-layout.js";
@@ -29,7 +29,8 @@ export interface RepoHandle {
   resolveRef(refName: string): Promise<Oid | null>;
   /**
    * Checks that `value`, read from ref `name`, is a readable commit.
-   * @throws `ref_corrupt` naming the ref and the value when it is not (a dangling ref).
+   * @throws `ref_corrupt` naming the ref and the value when there is no commit with that oid (a
+   *   dangling ref); `object_corrupt` (naming the pack or object) when it is there but unreadable.
    */
   checkRefTarget(name: string, value: Oid): Promise<void>;
   /** As {@link resolveRef}, also naming the ref that holds the value (after symbolic refs). */
@@ -102,6 +103,8 @@ export function createRepoHandle(opts: RepoHandleOptions): RepoHandle {
       await objects.readCommit(value);
     } catch (error) {
       await assertExists();
+      // A commit that is there but unreadable (a torn pack) is the object's fault, not the ref's.
+      if (error instanceof WorkflowHostError && error.code === "object_corrupt" && !isAbsentObject(error)) throw error;
       throw refCorrupt(name, value, "which is not a readable commit (dangling ref)", error);
     }
   }

@@ -262,6 +262,7 @@ export interface RepoStore {
    * The commit a ref points at, or null when the ref does not exist yet (unborn).
    * @throws `ref_corrupt` naming the ref and its value for a torn ref file (empty, truncated,
    *   not 40 hex + newline) or one pointing at a missing commit — never null for those;
+   *   `object_corrupt` (naming the pack or object) when the commit is there but cannot be read;
    *   `repo_not_found` when the repository does not exist.
    */
   resolveRef(principal: Principal, repoId: RepoId, ref: string): Promise<Oid | null>;

@@ -53,6 +53,33 @@ describe("a torn or dangling ref is ref_corrupt, never an empty repository", () 
     expect(looseObjects(fs)).toEqual(before);
   });
 
+  it("reports a tip commit in a torn pack as object_corrupt, not as a dangling ref", async () => {
+    const { store, fs } = createMemStore({ packThreshold: 1 });
+    await store.initRepo(null, REPO);
+    const { commitSha } = await store.writeTree(null, REPO, "main", { files: { "runs/r1/events/1.json": "{}" }, message: "seed" });
+    await store.close();
+    const packDir = `${GITDIR}/objects/pack`;
+    const packs = (fs.readdirSync(packDir) as string[]).filter((name) => name.endsWith(".pack"));
+    // Each commit is one pack here; the newest one holds the tip commit. Tear them all.
+    for (const name of packs) {
+      const bytes = fs.readFileSync(`${packDir}/${name}`) as Buffer;
+      fs.writeFileSync(`${packDir}/${name}`, bytes.subarray(0, bytes.length - 30));
+    }
+    const { store: fresh } = createMemStore({ fs });
+    for (const attempt of [() => fresh.resolveRef(null, REPO, "main"), () => fresh.openCommittedReads(null, REPO, "main")]) {
+      const error = await errorOf(attempt());
+      expect(error?.code).toBe("object_corrupt");
+      expect(String((error as Error).message)).toMatch(/pack-[0-9a-f]{40} is corrupt|cannot be read/);
+    }
+    // A commit that is simply not there is still a dangling ref.
+    for (const name of packs) fs.unlinkSync(`${packDir}/${name.replace(/\.pack$/, ".idx")}`);
+    const { store: other } = createMemStore({ fs });
+    const missing = await errorOf(other.resolveRef(null, REPO, "main"));
+    expect(missing?.code).toBe("ref_corrupt");
+    expect(missing?.data?.value).toBe(commitSha);
+    await Promise.all([fresh.close(), other.close()]);
+  });
+
   it("reports a torn loose object as object_corrupt naming its oid", async () => {
     const { store, fs } = createMemStore();
     await store.initRepo(null, REPO);
