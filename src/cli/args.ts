@@ -36,7 +36,15 @@ export function parseFlags(command: string, argv: readonly string[], options: Op
     return values as FlagValues;
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
-    const first = message.split(". ")[0] ?? message;
+    // parseArgs takes "--delay-ms -5" as an option with no value followed by an option "-5".
+    const ambiguous = /^Option '(--[\w-]+)'.* argument is ambiguous/.exec(message);
+    if (ambiguous?.[1] !== undefined) {
+      const option = ambiguous[1];
+      const given = argv[argv.indexOf(option) + 1] ?? "-1";
+      throw usageError(command, `option '${option}' needs a value; write one that starts with "-" as ${option}=${given}`);
+    }
+    // Its messages run on over several sentences and lines; the first one says what is wrong.
+    const first = message.split(/\.\s/)[0] ?? message;
     throw usageError(command, first.charAt(0).toLowerCase() + first.slice(1));
   }
 }
