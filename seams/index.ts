@@ -15,5 +15,6 @@ export type {
   SignalChannelOptions,
   WorkflowHostSignalChannel,
 } from "./signal-channel-types.js";
+export { cancelTimerDurably, type CancelTimerDurablyOptions } from "./timer-cancel.js";
 export { createRunEventFeed } from "./run-event-feed.js";
 export type { RunEventAttachment, RunEventFeed, RunEventFeedOptions, RunEventListener } from "./run-event-feed.js";

@@ -17,12 +17,11 @@
 import { WorkflowHostError } from "../src/errors.js";
 import { silentLogger } from "../src/logger.js";
 import { createSystemTimers, type TimerHandle, type Timers } from "../src/time/clock.js";
-import { parseRepoId, parseRunId, parseTimerId } from "../src/workflow/ids.js";
-import { appendRunEvents } from "../src/workflow/run-log.js";
 import { DEFAULT_MAX_CATCH_UP, DEFAULT_MISFIRE_GRACE_MS } from "../src/workflow/timer-ledger.js";
 import { WORKFLOW_RUN_KIND } from "../src/workflow/workflow-run-kind.js";
 import { RepoTracker, type TrackerContext } from "./repo-tracker.js";
 import { createSchedulerQueue, timerKey, type DueGeneration } from "./scheduler-queue.js";
+import { cancelTimerDurably } from "./timer-cancel.js";
 import type {
   CancelOutcome,
   SchedulerEvent,
@@ -255,38 +254,23 @@ export function createWorkflowHostScheduler(opts: SchedulerOptions): WorkflowHos
     },
 
     async cancelTimer(repoId, runId, timerId, reason) {
-      parseRepoId(repoId);
-      parseRunId(runId);
-      parseTimerId(timerId);
-      const result = await appendRunEvents<CancelOutcome>({
+      const result = await cancelTimerDurably({
         store: opts.repoStore,
         principal: opts.principal,
         repoId,
         runId,
+        timerId,
+        ...(reason === undefined ? {} : { reason }),
         ref,
-        message: `Cancel timer ${timerId} of ${runId}`,
         ...(opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes }),
-        decide: (log) => {
-          if (log.state.terminal !== null) return { append: [], result: "run_terminal" };
-          if (log.state.pendingTimers.has(timerId)) {
-            return {
-              append: [{ type: "TimerCancelled", at: new Date(nowMs()).toISOString(), data: { timerId, ...(reason === undefined ? {} : { reason }) } }],
-              result: "cancelled",
-            };
-          }
-          const last = [...log.events].reverse().find((e) => (e as { data?: { timerId?: unknown } }).data?.timerId === timerId);
-          if (last?.type === "TimerFired") return { append: [], result: "already_fired" };
-          if (last?.type === "TimerCancelled") return { append: [], result: "already_cancelled" };
-          return { append: [], result: "not_armed" };
-        },
+        nowMs,
       });
-      const outcome = result.result ?? "not_armed";
-      if (outcome === "cancelled") {
+      if (result.outcome === "cancelled") {
         counters.cancelled += 1;
         queue.disarm(repoId, runId, timerId);
         report({ type: "cancelled", repoId, runId, timerId, commitSha: result.commitSha });
       }
-      return { outcome, commitSha: result.committed ? result.commitSha : null };
+      return result;
     },
 
     queuedTimers() {

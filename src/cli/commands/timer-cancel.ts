@@ -1,4 +1,4 @@
-import { createWorkflowHostScheduler } from "../../../seams/scheduler.js";
+import { cancelTimerDurably } from "../../../seams/timer-cancel.js";
 import { WorkflowHostError } from "../../errors.js";
 import { parseRepoId, parseRunId, parseTimerId } from "../../workflow/ids.js";
 import { dataDirFlag, dataDirOption, requiredFlag, stringFlag } from "../args.js";
@@ -47,11 +47,9 @@ Example:
     const runId = parseRunId(requiredFlag(NAME, values, "run"));
     const timerId = parseTimerId(requiredFlag(NAME, values, "timer"));
     const reason = stringFlag(values, "reason");
-    const result = await withStore(dataDir, io, (store) => {
-      // Never started: used only for its durable cancel, which re-checks the log under the repo lock.
-      const scheduler = createWorkflowHostScheduler({ repoStore: store, principal: null, listActiveDeployments: () => [], clock: io.clock });
-      return scheduler.cancelTimer(repoId, runId, timerId, reason);
-    });
+    const result = await withStore(dataDir, io, (store) =>
+      cancelTimerDurably({ store, principal: null, repoId, runId, timerId, ...(reason === undefined ? {} : { reason }), nowMs: () => io.clock().getTime() }),
+    );
     if (result.outcome === "not_armed") {
       throw new WorkflowHostError("timer_not_found", `timer ${timerId} of run ${runId} in ${repoId} is not armed (never set, or ended otherwise); nothing cancelled`, { repoId, runId, timerId });
     }

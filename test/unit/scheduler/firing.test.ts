@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { Timers } from "../../../src/time/clock.js";
 import type { RepoStore } from "../../../src/substrate/types.js";
 import { WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
+import { cancelTimerDurably } from "../../../seams/timer-cancel.js";
 import { createHarness, firedOf, ofType, REPO, type Harness } from "./harness.js";
 
 const DAY_MS = 86_400_000;
@@ -221,6 +222,24 @@ describe("cancel", () => {
     expect(firedOf(await h.log("r1"))).toEqual([]);
     expect(ofType(await h.log("r1"), "TimerCancelled")).toHaveLength(1);
     expect(await h.scheduler.cancelTimer(REPO, "r1", "t")).toEqual({ outcome: "already_cancelled", commitSha: null });
+  });
+
+  it("cancelTimerDurably cancels from the log alone, with no scheduler running", async () => {
+    h = await createHarness("2026-05-01T00:00:00.000Z");
+    await h.append("r1", { type: "TimerSet", data: { timerId: "t", fireAt: "2026-05-01T00:01:00.000Z" } });
+    const { store } = h;
+    const cancel = (timerId: string) =>
+      cancelTimerDurably({ store, principal: null, repoId: REPO, runId: "r1", timerId, reason: "paid", nowMs: () => Date.parse("2026-05-01T00:00:30.000Z") });
+    const first = await cancel("t");
+    expect(first.outcome).toBe("cancelled");
+    expect(first.commitSha).toMatch(/^[0-9a-f]{40}$/);
+    expect(ofType(await h.log("r1"), "TimerCancelled")).toMatchObject([{ at: "2026-05-01T00:00:30.000Z", data: { timerId: "t", reason: "paid" } }]);
+    expect(await cancel("t")).toEqual({ outcome: "already_cancelled", commitSha: null });
+    expect(await cancel("other")).toEqual({ outcome: "not_armed", commitSha: null });
+    await expect(cancel("../t")).rejects.toMatchObject({ code: "id_invalid" });
+    // A scheduler started afterwards never arms it.
+    await h.scheduler.start();
+    expect(h.scheduler.queuedTimers()).toEqual([]);
   });
 
   it("cancelTimer after the fire reports already_fired and writes nothing", async () => {

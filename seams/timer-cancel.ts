@@ -1,0 +1,64 @@
+/**
+ * The durable cancel of a timer or cron series: a TimerCancelled appended to the run's log,
+ * decided under the repo lock against the log at the tip (so a concurrent fire or cancel is
+ * seen, and a timer is never both fired and cancelled). No scheduler is needed: the CLI calls
+ * this directly, a running scheduler calls it and then drops its queued generation.
+ */
+import { parseRepoId, parseRunId, parseTimerId } from "../src/workflow/ids.js";
+import { appendRunEvents } from "../src/workflow/run-log.js";
+import type { Principal, RepoStore } from "../src/substrate/types.js";
+import type { CancelOutcome } from "./scheduler-types.js";
+
+export interface CancelTimerDurablyOptions {
+  readonly store: RepoStore;
+  readonly principal: Principal;
+  readonly repoId: string;
+  readonly runId: string;
+  readonly timerId: string;
+  /** Recorded in the event's data; omitted when undefined. */
+  readonly reason?: string;
+  /** Default "refs/heads/main". */
+  readonly ref?: string;
+  readonly maxEventBytes?: number;
+  /** Now (ms since the epoch), for the event's `at`. */
+  readonly nowMs: () => number;
+}
+
+/**
+ * Appends TimerCancelled for `timerId` when it is armed in the run's log.
+ * @returns `cancelled` with the new commit; otherwise (nothing written, `commitSha` null)
+ *   `already_fired`, `already_cancelled`, `run_terminal` (the run has ended) or `not_armed`
+ *   (never set)
+ * @throws `repo_id_invalid`, `id_invalid` (run or timer id) before any read; every error of
+ *   `appendRunEvents` (`repo_not_found`, `ref_locked`, `payload_too_large` for a long reason…)
+ */
+export async function cancelTimerDurably(opts: CancelTimerDurablyOptions): Promise<{ outcome: CancelOutcome; commitSha: string | null }> {
+  const { repoId, runId, timerId, reason } = opts;
+  parseRepoId(repoId);
+  parseRunId(runId);
+  parseTimerId(timerId);
+  const result = await appendRunEvents<CancelOutcome>({
+    store: opts.store,
+    principal: opts.principal,
+    repoId,
+    runId,
+    ...(opts.ref === undefined ? {} : { ref: opts.ref }),
+    message: `Cancel timer ${timerId} of ${runId}`,
+    ...(opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes }),
+    decide: (log) => {
+      if (log.state.terminal !== null) return { append: [], result: "run_terminal" };
+      if (log.state.pendingTimers.has(timerId)) {
+        return {
+          append: [{ type: "TimerCancelled", at: new Date(opts.nowMs()).toISOString(), data: { timerId, ...(reason === undefined ? {} : { reason }) } }],
+          result: "cancelled",
+        };
+      }
+      const last = [...log.events].reverse().find((e) => (e as { data?: { timerId?: unknown } }).data?.timerId === timerId);
+      if (last?.type === "TimerFired") return { append: [], result: "already_fired" };
+      if (last?.type === "TimerCancelled") return { append: [], result: "already_cancelled" };
+      return { append: [], result: "not_armed" };
+    },
+  });
+  const outcome = result.result ?? "not_armed";
+  return { outcome, commitSha: result.committed ? result.commitSha : null };
+}
