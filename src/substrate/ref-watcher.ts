@@ -73,13 +73,17 @@ export function createRefWatcher(opts: RefWatcherOptions): RefWatcher {
       // Lock files come and go around every ref move; the rename that follows is the signal.
       ignored: (path: string) => path.endsWith(".lock"),
     });
-    // chokidar's raw events (each OS event as it arrives), not its add/change events: those
-    // come after a stat or a re-read of the folder, throttled per path, and a ref replaced twice
-    // within that window was seen only by the next poll. Measured on the signal benchmark,
-    // cross-process round trip p50 / p99: 45 ms / 991 ms on add/change, 6.4 ms / 17 ms on raw.
+    // chokidar's raw events (each OS event as it arrives): its add/change events come after a
+    // stat or a re-read of the folder, throttled per path, and a ref replaced twice within that
+    // window was seen only by the next poll. Measured on the signal benchmark, cross-process
+    // round trip p50 / p99: 45 ms / 991 ms on add/change alone, 6.4 ms / 17 ms with raw.
     osWatcher.on("raw", (_event: string, path: string) => {
       if (!String(path).endsWith(".lock")) hint();
     });
+    // And its add/change events too: a ref written into a folder made a moment before (after
+    // `git pack-refs` removed it) lands before chokidar watches the new folder, so no raw event
+    // names it; chokidar's first listing of the folder reports it as added.
+    osWatcher.on("all", hint);
     // A failing OS watcher only loses the hint; polling still finds every commit.
     osWatcher.on("error", () => undefined);
   }

@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import { readdir, writeFile, mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -102,6 +103,37 @@ describe("git CLI interoperability", () => {
     controller.abort();
     await Promise.all([subscriber.close(), writer.close()]);
   }, 20_000);
+
+  it("wakes a subscriber of a ref whose folder git pack-refs removed, when another store writes it again", async () => {
+    const dataDir = await tempDir();
+    const subscriber = createRepoStore({ dataDir, kindHandlers: [plainKind], authorize: allowAll, watch: { pollMs: 60_000, chokidar: true } });
+    const writer = openStore(dataDir);
+    await subscriber.initRepo(null, REPO);
+    const gitdir = gitdirOf(dataDir);
+    await gitAt(gitdir, ["update-ref", "refs/heads/deploy/main", "main"]);
+    const controller = new AbortController();
+    const iterator = subscriber.subscribe(null, REPO, "refs/heads/deploy/main", { signal: controller.signal })[Symbol.asyncIterator]();
+    let pending = iterator.next();
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    for (let round = 0; round < 5; round++) {
+      // Moves the ref into packed-refs and deletes the emptied folder refs/heads/deploy/.
+      await gitAt(gitdir, ["pack-refs", "--all"]);
+      expect(existsSync(join(gitdir, "refs", "heads", "deploy"))).toBe(false);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      // The write makes the folder again and, milliseconds later, the ref in it.
+      const written = await writer.writeTree(null, REPO, "refs/heads/deploy/main", { files: { [`runs/r${round}/events/1.json`]: "{}" }, message: `round ${round}` });
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<"late">((resolve) => {
+        timer = setTimeout(() => resolve("late"), 3_000);
+      });
+      const seen = await Promise.race([pending, late]);
+      clearTimeout(timer);
+      expect(seen === "late" ? `round ${round}: not seen within 3 s` : (seen.value as CommitChange).commitSha).toBe(written.commitSha);
+      pending = iterator.next();
+    }
+    controller.abort();
+    await Promise.all([subscriber.close(), writer.close()]);
+  }, 30_000);
 
   it("reads a repository whose objects and refs were packed by git gc, and keeps writing to it", async () => {
     const dataDir = await tempDir();
