@@ -41,7 +41,7 @@ export function parseFlags(command: string, argv: readonly string[], options: Op
     if (ambiguous?.[1] !== undefined) {
       const option = ambiguous[1];
       const given = argv[argv.indexOf(option) + 1] ?? "-1";
-      throw usageError(command, `option '${option}' needs a value; write one that starts with "-" as ${option}=${given}`);
+      throw usageError(command, `option '${option}' is followed by "${given}", which reads as an option; to pass it as the value write ${option}=${given}`);
     }
     // Its messages run on over several sentences and lines; the first one says what is wrong.
     const first = message.split(/\.\s/)[0] ?? message;

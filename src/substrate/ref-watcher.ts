@@ -15,6 +15,9 @@
 import { watch as chokidarWatch, type FSWatcher } from "chokidar";
 import type { TimerApi } from "./types.js";
 
+/** Delay (ms, real time) of the second wake after an OS hint; see `hint` in createRefWatcher. */
+export const FOLLOW_UP_MS = 100;
+
 export interface RefWatcher {
   /** Adds a wake listener; returns the function that removes it. */
   listen(listener: () => void): () => void;
@@ -55,8 +58,12 @@ export function createRefWatcher(opts: RefWatcherOptions): RefWatcher {
   arm();
 
   // OS hints arriving in one turn of the event loop (a ref move is a create, a write and a
-  // rename) wake the listeners once, after that turn.
+  // rename) wake the listeners once, after that turn, and once more {@link FOLLOW_UP_MS} later:
+  // a ref written into a folder made a moment before can land after chokidar listed the new
+  // folder and before it watches it, and then no event at all names it (of 16 such refs, each
+  // 0–3 ms after its folder, one was missed in most runs of the test; none with this look).
   let hinted = false;
+  let followUp: ReturnType<typeof setTimeout> | undefined;
   const hint = (): void => {
     if (hinted || closed) return;
     hinted = true;
@@ -64,6 +71,12 @@ export function createRefWatcher(opts: RefWatcherOptions): RefWatcher {
       hinted = false;
       notify();
     });
+    if (followUp === undefined) {
+      followUp = setTimeout(() => {
+        followUp = undefined;
+        notify();
+      }, FOLLOW_UP_MS);
+    }
   };
 
   if (opts.useChokidar) {
@@ -102,6 +115,8 @@ export function createRefWatcher(opts: RefWatcherOptions): RefWatcher {
       listeners.clear();
       if (timer !== undefined) opts.timers.clearTimeout(timer);
       timer = undefined;
+      if (followUp !== undefined) clearTimeout(followUp);
+      followUp = undefined;
       await osWatcher?.close();
     },
   };

@@ -57,7 +57,7 @@ describe("workflow-host CLI: help, usage errors and exit codes", () => {
     [["timer", "set", "-d", "/d", "-r", "dep", "--run", "r1", "-t", "t1"], /exactly one of --fire-at, --delay-ms, --cron/],
     [["timer", "set", "-d", "/d", "-r", "dep", "--run", "r1", "-t", "t1", "--delay-ms", "5", "--fire-at", "2026-05-01T10:00:00Z"], /exactly one/],
     [["timer", "set", "-d", "/d", "-r", "dep", "--run", "r1", "-t", "t1", "--delay-ms", "soon"], /--delay-ms "soon" is not an integer/],
-    [["timer", "set", "-d", "/d", "-r", "dep", "--run", "r1", "-t", "t1", "--delay-ms", "-5"], /option '--delay-ms' needs a value; write one that starts with "-" as --delay-ms=-5/],
+    [["timer", "set", "-d", "/d", "-r", "dep", "--run", "r1", "-t", "t1", "--delay-ms", "-5"], /option '--delay-ms' is followed by "-5", which reads as an option; to pass it as the value write --delay-ms=-5/],
     [["timer", "set", "-d", "/d", "-r", "dep", "--run", "r1", "-t", "t1", "--delay-ms", "5", "--timezone", "UTC"], /apply to --cron only/],
     [["timer", "set", "-d", "/d", "-r", "dep", "--run", "r1", "-t", "t1", "--cron", "* * * * *", "--misfire", "never"], /--misfire "never" is not one of skip, latest, all/],
     [["signal", "send", "-d", "/d", "-r", "dep", "--run", "r1", "-n", "go", "--payload", "{nope"], /--payload is not JSON/],
