@@ -403,10 +403,9 @@ export function createPackStore(opts: PackStoreOptions): PackStore {
     const pair = quick ? takeSpare() : null;
     const tempPack = pair?.pack ?? tempName("pack");
     const tempIdx = pair?.idx ?? tempName("idx");
-    const written =
-      pair !== null
-        ? Promise.all([writeSpare(tempPack, encoded.pack), writeSpare(tempIdx, encoded.idx)])
-        : Promise.all([fsFor(encoded.pack.length).writeNewFile(tempPack, encoded.pack, durable), fsFor(encoded.pack.length).writeNewFile(tempIdx, encoded.idx, durable)]);
+    const writer = fsFor(encoded.pack.length);
+    const write = (path: string, data: Uint8Array): Promise<void> => (pair !== null ? writeSpare(path, data) : writer.writeNewFile(path, data, durable));
+    const written = Promise.all([write(tempPack, encoded.pack), write(tempIdx, encoded.idx)]);
     // Observed here so a failure is never unhandled; `publish` and `discard` await it again.
     written.catch(() => undefined);
     if (quick) makeSpare();
