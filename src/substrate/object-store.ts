@@ -112,12 +112,6 @@ function compressionLevel(object: GitObject): number {
   return object.content.byteLength > STORE_UNCOMPRESSED_ABOVE_BYTES ? zlibConstants.Z_NO_COMPRESSION : zlibConstants.Z_BEST_SPEED;
 }
 
-/** The `object_corrupt` error for an object that is nowhere (see {@link isAbsentObject}). */
-function missingObject(oid: string, cause: unknown): WorkflowHostError {
-  const error = corrupt(oid, "missing (neither loose nor in a pack)", cause);
-  (error.data as Record<string, unknown>).absent = true;
-  return error;
-}
 
 /**
  * True for the `object_corrupt` error of an object of the asked type that is not in the
@@ -128,11 +122,14 @@ export function isAbsentObject(error: unknown): boolean {
   return error instanceof WorkflowHostError && error.code === "object_corrupt" && error.data.absent === true;
 }
 
-function corrupt(oid: string, reason: string, cause?: unknown): WorkflowHostError {
+/** Data of the `object_corrupt` error for an object that is not there (see {@link isAbsentObject}). */
+const ABSENT = { absent: true } as const;
+
+function corrupt(oid: string, reason: string, cause?: unknown, extra: Record<string, unknown> = {}): WorkflowHostError {
   return new WorkflowHostError(
     "object_corrupt",
     `git object ${oid} cannot be read: ${reason}`,
-    { oid, reason },
+    { oid, reason, ...extra },
     cause === undefined ? {} : { cause },
   );
 }
@@ -188,7 +185,7 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
     try {
       result = await readObject({ fs: fs.raw as never, gitdir, oid, format: "content", cache: caches.packCache });
     } catch (error) {
-      throw missingObject(oid, error);
+      throw corrupt(oid, "missing (neither loose nor in a pack)", error, ABSENT);
     }
     const content = result.object;
     if (!(content instanceof Uint8Array)) throw corrupt(oid, "pack returned no content");
@@ -214,11 +211,7 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
 
   async function readTyped(oid: Oid, type: ObjectType): Promise<GitObject> {
     const object = await read(oid);
-    if (object.type !== type) {
-      const error = corrupt(oid, `is a ${object.type}, expected a ${type}`);
-      (error.data as Record<string, unknown>).absent = true;
-      throw error;
-    }
+    if (object.type !== type) throw corrupt(oid, `is a ${object.type}, expected a ${type}`, undefined, ABSENT);
     return object;
   }
 
