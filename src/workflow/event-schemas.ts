@@ -13,6 +13,11 @@ export const eventBaseSchema = type({
   type: "string > 0",
 });
 
+/**
+ * The original system's timer envelope declares `stepId`, `cron`, `timezone` and `misfire` as
+ * `string | null`; a null is read as the field being absent (see `validateEvent`, which drops
+ * it), and nothing this project writes ever holds one.
+ */
 export const timerSetSchema = type({
   seq: "number",
   type: "'TimerSet'",
@@ -20,10 +25,10 @@ export const timerSetSchema = type({
   data: {
     timerId: "string",
     fireAt: "string",
-    "stepId?": "string",
-    "cron?": "string",
-    "timezone?": "string",
-    "misfire?": "'skip' | 'latest' | 'all'",
+    "stepId?": "string | null",
+    "cron?": "string | null",
+    "timezone?": "string | null",
+    "misfire?": "'skip' | 'latest' | 'all' | null",
   },
 });
 

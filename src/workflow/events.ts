@@ -40,6 +40,9 @@ export interface EventContext {
 
 type Json = Record<string, unknown>;
 
+/** TimerSet fields the original system may write as `null`, meaning absent. */
+const NULLABLE_TIMER_FIELDS = ["stepId", "cron", "timezone", "misfire"] as const;
+
 const encoder = new TextEncoder();
 const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
@@ -138,10 +141,11 @@ export function validateEvent(value: unknown, ctx: EventContext = {}): RunEvent 
   switch (event.type) {
     case "TimerSet": {
       const d: Json = { ...data, timerId: field("timerId", parseTimerId), fireAt: field("fireAt", parseInstant) };
-      if (data?.["stepId"] !== undefined) d["stepId"] = field("stepId", parseStepId);
-      if (data?.["cron"] !== undefined) {
-        inEvent(ctx, seq, () => validateCron(data["cron"], data["timezone"]), { field: "data.cron" });
-      } else if (data?.["timezone"] !== undefined) {
+      for (const name of NULLABLE_TIMER_FIELDS) if (d[name] === null) delete d[name];
+      if (d["stepId"] !== undefined) d["stepId"] = field("stepId", parseStepId);
+      if (d["cron"] !== undefined) {
+        inEvent(ctx, seq, () => validateCron(d["cron"], d["timezone"]), { field: "data.cron" });
+      } else if (d["timezone"] !== undefined) {
         field("timezone", (v, f) => parseTimeZone(v, f));
       }
       out["data"] = d;
