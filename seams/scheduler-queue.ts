@@ -70,6 +70,7 @@ function toQueued(repoId: string, runId: string, pending: PendingTimer): QueuedT
     runId,
     timerId: pending.timerId,
     fireAt: pending.fireAt,
+    fireAtMs: Date.parse(pending.fireAt),
     setSeq: pending.setSeq,
     ...(pending.cron === undefined ? {} : { cron: pending.cron, timezone: pending.timezone ?? "UTC" }),
   };

@@ -64,6 +64,8 @@ export interface QueuedTimer {
   readonly timerId: string;
   /** The armed generation's fireAt (for a cron series, its next tick). */
   readonly fireAt: string;
+  /** `fireAt` as epoch milliseconds (the original seam's field). */
+  readonly fireAtMs: number;
   /** Seq of the TimerSet that armed this generation. */
   readonly setSeq: number;
   readonly cron?: string;
