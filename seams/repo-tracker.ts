@@ -15,7 +15,8 @@
 import { WorkflowHostError } from "../src/errors.js";
 import type { CommitChange, CommittedReads, DirEntry, RepoId } from "../src/substrate/types.js";
 import { parseEvent, serializeEvent } from "../src/workflow/events.js";
-import { eventPath, runEventsPrefix, runsPrefix } from "../src/workflow/paths.js";
+import { eventPath, parseCompactedLogPath, runEventsPrefix, runsPrefix } from "../src/workflow/paths.js";
+import { immutableChangedProblem } from "../src/workflow/run-folder.js";
 import { isSymlinkMode } from "../src/substrate/tree-object.js";
 import { afterTerminalProblem, classifyRunPath, rewrittenProblem, runsEntryProblem, sequenceProblems } from "../src/workflow/log-problems.js";
 import { readRunLog, type BadEvent, type RunLog } from "../src/workflow/run-log.js";
@@ -348,6 +349,10 @@ export class RepoTracker {
   private async applyCommit(commit: CommitChange): Promise<void> {
     const byRun = new Map<string, { adds: { seq: number; oid: string; path: string }[]; reread: boolean }>();
     const problems = new Map<string, BadEvent>();
+    // Runs this commit seals by adding events.jsonl; event files it removes are fine when the
+    // run then reads as sealed (the log is the same, in its other form), reported otherwise.
+    const sealing = new Set(commit.changes.flatMap((c) => (c.status === "added" ? [parseCompactedLogPath(c.path)?.runId ?? ""] : [])));
+    const folded: BadEvent[] = [];
     for (const change of commit.changes) {
       const place = classifyRunPath(change.path);
       if (place === null) continue;
@@ -355,6 +360,12 @@ export class RepoTracker {
       if (place.kind === "foreign") {
         problems.set(place.problem.path, place.problem);
         continue;
+      }
+      if (place.kind === "aside" && !isSymlinkMode(change.mode)) {
+        // The original layout's files beside the log are not read; a blob is immutable, and a
+        // run with no log yet is read again (blobs/ needs a log beside it).
+        if (place.part === "blobs" && change.status !== "added") problems.set(change.path, immutableChangedProblem(place.runId, change.path, change.status));
+        if ((this.runs.get(place.runId)?.state.lastSeq ?? -1) >= 0) continue;
       }
       const entry = byRun.get(place.runId) ?? { adds: [], reread: false };
       byRun.set(place.runId, entry);
@@ -365,7 +376,11 @@ export class RepoTracker {
       // Anything else in a run's log (a symlink, a folder, a bad name, an edit) is judged by
       // reading the run again; an edit or removal of an event is reported as well.
       entry.reread = true;
-      if (place.kind === "event" && change.status !== "added") problems.set(change.path, rewrittenProblem(place.runId, place.seq, change.path, change.status));
+      if (place.kind === "event" && change.status !== "added") {
+        // Removed by a commit that seals the run (events.jsonl added): judged once it is read.
+        if (change.status === "deleted" && sealing.has(place.runId)) folded.push(rewrittenProblem(place.runId, place.seq, change.path, change.status));
+        else problems.set(change.path, rewrittenProblem(place.runId, place.seq, change.path, change.status));
+      }
     }
     for (const problem of problems.values()) this.reportBad(problem);
     if (byRun.size === 0) return;
@@ -413,6 +428,10 @@ export class RepoTracker {
       record.runTreeOid = await reads.treeOid(`${runsPrefix}${runId}`);
       this.indexDirty = true;
       this.sync(runId, record);
+    }
+    for (const removed of folded) {
+      const record = this.runs.get(removed.runId);
+      if (record === undefined || record.bad > 0 || record.state.terminal === null) this.reportBad(removed);
     }
   }
 

@@ -1,7 +1,7 @@
 /**
  * A read-only health check of deployment repos, as `workflow-host check` runs it: the ref
- * resolves, every run folder is well formed, every event parses, seqs are dense, nothing follows
- * a terminal event. Each problem names its repo, path and seq, so a person can find it with
+ * resolves, every run folder is well formed (the original layout is accepted), every event
+ * parses, seqs are dense, nothing follows a terminal event, a sealed events.jsonl is valid. Each problem names its repo, path and seq, so a person can find it with
  * `git show main:<path>`.
  *
  * The check reads committed state at the tip only; object-level integrity of the whole history
@@ -9,10 +9,8 @@
  */
 import { WorkflowHostError, type ErrorCode } from "../errors.js";
 import type { CommittedReads, Principal, RepoStore } from "../substrate/types.js";
-import { isTerminalEventType } from "../workflow/event-schemas.js";
-import { parseEvent } from "../workflow/events.js";
 import { REPO_OR_RUN_ID_PATTERN, parseRepoId } from "../workflow/ids.js";
-import { compactedLogPath, parseEventPathName, runEventsPrefix, runsPrefix } from "../workflow/paths.js";
+import { runsPrefix } from "../workflow/paths.js";
 import { readRunLog } from "../workflow/run-log.js";
 import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
 
@@ -117,77 +115,15 @@ async function checkRuns(reads: CommittedReads, report: Report, maxEventBytes: n
   return { runs, events };
 }
 
+/**
+ * One run: every problem its log has, as every reader sees it (`readRunLog`): unreadable event
+ * files, breaks of density, events after the terminal one, entries outside the run folder's
+ * layout (original layout accepted, see run-folder.ts) and a sealed events.jsonl that is not
+ * valid (see compacted-log.ts).
+ */
 async function checkRun(reads: CommittedReads, runId: string, report: Report, maxEventBytes: number | undefined): Promise<number> {
-  const runPath = `${runsPrefix}${runId}`;
-  const compactedPath = compactedLogPath(runId);
-  let hasEventsDir = false;
-  let compacted: Uint8Array | null = null;
-  for (const entry of await reads.listDir(runPath)) {
-    if (entry.name === "events" && entry.type === "tree") hasEventsDir = true;
-    else if (entry.name === "events.jsonl" && entry.type === "blob") compacted = await reads.readBlobByOid(entry.oid);
-    else report(`${runPath}/${entry.name}`, null, invalid(`${runPath}/${entry.name}`, null, "unexpected entry; allowed in a run folder: events/ and events.jsonl"));
-  }
-  if (compacted !== null) {
-    if (hasEventsDir) report(compactedPath, null, invalid(compactedPath, null, "a compacted run must have no events/ folder left"));
-    return checkCompacted(compactedPath, compacted, report, maxEventBytes);
-  }
   const log = await readRunLog(reads, runId, maxEventBytes === undefined ? {} : { maxEventBytes });
   for (const bad of log.bad) report(bad.path, bad.seq, bad.error);
-  const seqs = (await reads.listDir(runEventsPrefix(runId).slice(0, -1)))
-    .map((e) => parseEventPathName(e.name))
-    .filter((seq): seq is number => seq !== null)
-    .sort((a, b) => a - b);
-  checkDense(runId, seqs, report);
-  const terminal = log.events.find((e) => isTerminalEventType(e.type));
-  if (terminal !== undefined) {
-    for (const seq of seqs) {
-      if (seq > terminal.seq) {
-        const path = `${runEventsPrefix(runId)}${seq}.json`;
-        report(path, seq, invalid(path, seq, `follows the terminal ${terminal.type} at seq ${terminal.seq}; nothing may follow a terminal event`));
-      }
-    }
-  }
+  for (const problem of log.problems) report(problem.path, problem.seq, problem.error);
   return log.events.length;
-}
-
-function checkDense(runId: string, seqs: readonly number[], report: Report): void {
-  const first = seqs[0];
-  if (first === undefined) return;
-  const prefix = runEventsPrefix(runId);
-  if (first > 1) report(`${prefix}${first}.json`, first, invalid(`${prefix}${first}.json`, first, `the first event has seq ${first}; allowed: 0 or 1`));
-  for (let i = 1; i < seqs.length; i += 1) {
-    const previous = seqs[i - 1] as number;
-    const seq = seqs[i] as number;
-    if (seq !== previous + 1) {
-      const missing = previous + 1 === seq - 1 ? `seq ${previous + 1} is` : `seqs ${previous + 1}..${seq - 1} are`;
-      report(`${prefix}${previous + 1}.json`, previous + 1, invalid(`${prefix}${previous + 1}.json`, previous + 1, `${missing} missing; seqs must be dense`));
-    }
-  }
-}
-
-function checkCompacted(path: string, bytes: Uint8Array, report: Report, maxEventBytes: number | undefined): number {
-  const text = new TextDecoder().decode(bytes);
-  if (!text.endsWith("\n")) report(path, null, invalid(path, null, "a compacted log ends with a newline after its last event"));
-  const lines = text.split("\n");
-  if (lines.at(-1) === "") lines.pop();
-  let expected: number | null = null;
-  let count = 0;
-  let terminal: number | null = null;
-  for (const [index, line] of lines.entries()) {
-    let seq: number | null = null;
-    try {
-      const event = parseEvent(line, { path: `${path}:${index + 1}`, ...(maxEventBytes === undefined ? {} : { maxEventBytes }) });
-      seq = event.seq;
-      count += 1;
-      if (expected !== null && seq !== expected) report(path, seq, invalid(path, seq, `line ${index + 1} has seq ${seq}; expected ${expected}`));
-      if (terminal !== null) report(path, seq, invalid(path, seq, `line ${index + 1} follows the terminal event at seq ${terminal}`));
-      if (isTerminalEventType(event.type)) terminal = seq;
-      expected = seq + 1;
-    } catch (error) {
-      report(path, seq, error instanceof WorkflowHostError ? error : invalid(path, null, `line ${index + 1} could not be read`));
-      if (expected !== null) expected += 1;
-    }
-  }
-  if (lines.length > 0 && terminal === null) report(path, null, invalid(path, null, "a compacted run must end with a terminal event"));
-  return count;
 }

@@ -65,6 +65,8 @@ export {
   type ReadRunLogOptions,
   type RunLog,
 } from "./run-log.js";
+export { checkCompactedLog, foldEventFiles, type CompactedLogCheck } from "./compacted-log.js";
+export { BLOB_NAME } from "./run-folder.js";
 export { DEFAULT_PARSED_EVENT_CACHE_BYTES, ParsedEventCache } from "./parsed-event-cache.js";
 export {
   defaultEventValidator,

@@ -4,7 +4,7 @@
  * naming the path, never an exception, so one bad entry never stops a reader.
  *
  * - entries that are not part of any run's log: a file directly under `runs/`, a folder whose
- *   name is not a run id, anything in a run folder besides `events/` and `events.jsonl`;
+ *   name is not a run id, anything in a run folder outside its layout (see run-folder.ts);
  * - breaks of density: a first seq above 1, missing seqs;
  * - events after a terminal event;
  * - an event file changed or removed after it was written (the log is append-only).
@@ -12,6 +12,7 @@
 import { WorkflowHostError, type ErrorCode } from "../errors.js";
 import { REPO_OR_RUN_ID_PATTERN } from "./ids.js";
 import { parseEventPath, runEventsPrefix, runsPrefix } from "./paths.js";
+import { runFolderPart } from "./run-folder.js";
 import type { BadEvent } from "./run-log.js";
 
 /** Where a path under `runs/` belongs. */
@@ -23,6 +24,11 @@ export type RunPath =
    * `notes.txt`): read the run again; `readRunLog` reports what does not belong.
    */
   | { readonly kind: "run"; readonly runId: string }
+  /**
+   * A part of the original layout beside the log (`blobs/<64 hex>`, `grants.json`, `parts/…`):
+   * not read; a blob is immutable, so a change to one other than its addition is reported.
+   */
+  | { readonly kind: "aside"; readonly runId: string; readonly part: "blobs" | "grants.json" | "parts" }
   /** Not part of any run's log; report it. */
   | { readonly kind: "foreign"; readonly problem: BadEvent };
 
@@ -37,21 +43,9 @@ export function classifyRunPath(path: string): RunPath | null {
   const [name = "", ...rest] = path.slice(runsPrefix.length).split("/");
   if (rest.length === 0) return { kind: "foreign", problem: notARunFolder(`${runsPrefix}${name}`, "file") };
   if (!REPO_OR_RUN_ID_PATTERN.test(name)) return { kind: "foreign", problem: badRunFolderName(name) };
+  const part = runFolderPart(rest.join("/"));
+  if (part === "blobs" || part === "grants.json" || part === "parts") return { kind: "aside", runId: name, part };
   return { kind: "run", runId: name };
-}
-
-/**
- * The problem with an entry of a run folder `runs/<runId>/`, or null for its log (`events/`,
- * `events.jsonl`).
- */
-export function runFolderEntryProblem(runId: string, name: string, type: "blob" | "tree"): BadEvent | null {
-  if ((name === "events" && type === "tree") || (name === "events.jsonl" && type === "blob")) return null;
-  return strayInRun(runId, name);
-}
-
-function strayInRun(runId: string, name: string): BadEvent {
-  const path = `${runsPrefix}${runId}/${name}`;
-  return problem(runId, path, null, "event_invalid", `${path} is not part of the run's log; allowed in a run folder: events/<seq>.json and events.jsonl`);
 }
 
 /**

@@ -8,9 +8,11 @@ import type { CommittedReads, Principal, RepoStore, WriteResult } from "../subst
 import { isSymlinkMode } from "../substrate/tree-object.js";
 import { isTerminalEventType } from "./event-schemas.js";
 import { parseEvent, serializeEvent } from "./events.js";
-import { afterTerminalProblem, runFolderEntryProblem, sequenceProblems } from "./log-problems.js";
+import { checkCompactedLog, foldProblem, notEndedProblem } from "./compacted-log.js";
+import { afterTerminalProblem, sequenceProblems } from "./log-problems.js";
 import { type ParsedEventCache, sharedParsedEvents } from "./parsed-event-cache.js";
 import { parseEventPathName, runEventsPrefix, runsPrefix } from "./paths.js";
+import { blobFolderProblems, runFolderLayout } from "./run-folder.js";
 import { reduceRunState } from "./run-state.js";
 import type { RunEvent, RunState } from "./types.js";
 import { WORKFLOW_RUN_KIND } from "./workflow-run-kind.js";
@@ -93,6 +95,13 @@ export function readRunLogFromFiles(
  * Reads a run's log at the commit `reads` is pinned to. Entries that are not regular files (a
  * folder or a symlink where an event should be) are reported as bad events, never read. Events
  * parsed before (by blob oid) are not read or parsed again.
+ *
+ * The run folder is checked against the original layout (see run-folder.ts): `blobs/`,
+ * `grants.json` and `parts/` are accepted silently, anything else is a problem. A sealed
+ * `events.jsonl` (see compacted-log.ts) that is valid is the run's log, read identically from
+ * either form: beside the event files it must be their exact fold and the run must have ended;
+ * alone, its lines are the events. One that is not valid is one problem and is otherwise
+ * ignored: it neither ends the run nor moves the next seq.
  */
 export async function readRunLog(
   reads: CommittedReads,
@@ -102,18 +111,34 @@ export async function readRunLog(
   const prefix = runEventsPrefix(runId);
   // The run folder itself: anything beside its log is reported (the tree is read anyway to
   // reach events/, so this costs no extra read).
-  const strays: BadEvent[] = [];
-  for (const entry of await reads.listDir(`${runsPrefix}${runId}`)) {
-    const stray = runFolderEntryProblem(runId, entry.name, entry.type);
-    if (stray !== null) strays.push(stray);
-  }
+  const layout = runFolderLayout(runId, await reads.listDir(`${runsPrefix}${runId}`));
+  const strays: BadEvent[] = [...layout.problems];
+  if (layout.blobs !== null) strays.push(...blobFolderProblems(runId, await reads.listDir(`${runsPrefix}${runId}/blobs`)));
   const reader = new LogReader(runId, options);
-  for (const entry of await reads.listDir(prefix.slice(0, -1))) {
+  const eventFiles: { seq: number; oid: string }[] = [];
+  const entries = layout.events === null ? [] : await reads.listDir(prefix.slice(0, -1));
+  for (const entry of entries) {
+    const seq = parseEventPathName(entry.name);
+    if (seq !== null) eventFiles.push({ seq, oid: entry.type === "blob" && !isSymlinkMode(entry.mode) ? entry.oid : "" });
     if (entry.type !== "blob") reader.notFile(entry.name, "folder");
     else if (isSymlinkMode(entry.mode)) reader.notFile(entry.name, "symlink");
     else if (!reader.cached(entry.name, entry.oid)) reader.file(entry.name, await reads.readBlobByOid(entry.oid), entry.oid);
   }
-  const log = reader.finish();
+  let log = reader.finish();
+  if (layout.compacted !== null) {
+    const bytes = await reads.readBlobByOid(layout.compacted.oid);
+    if (eventFiles.length === 0) {
+      const sealed = checkCompactedLog(runId, bytes, withLimit({}, options.maxEventBytes));
+      if (sealed.problem !== null) strays.push(sealed.problem);
+      else log = { runId, events: sealed.events, bad: [], problems: [], maxFileSeq: (sealed.events.at(-1) as RunEvent).seq, state: reduceRunState(runId, sealed.events) };
+    } else {
+      eventFiles.sort((a, b) => a.seq - b.seq);
+      const files = await Promise.all(eventFiles.map((f) => (f.oid === "" ? new Uint8Array() : reads.readBlobByOid(f.oid))));
+      const unfolded = foldProblem(runId, bytes, files);
+      if (unfolded !== null) strays.push(unfolded);
+      else if (log.state.terminal === null) strays.push(notEndedProblem(runId));
+    }
+  }
   return strays.length === 0 ? log : { ...log, problems: [...strays, ...log.problems] };
 }
 

@@ -1,12 +1,15 @@
 /**
  * Event-level subscription over the store's commit subscription: for each new commit, the event
- * files it added, parsed, in numeric seq order per run. Bad files and edits to existing events
+ * files it added, parsed, in numeric seq order per run, and the events of a sealed log
+ * (`events.jsonl`) it added that no event file held, so a run sealed in either form replays
+ * every event once. Bad files and edits to existing events
  * (possible only through `git push`, which skips validatePush) are reported and skipped.
  */
 import { WorkflowHostError } from "../errors.js";
-import type { CommitChange, Principal, RepoId, RepoStore, SubscribeFrom } from "../substrate/types.js";
+import type { CommitChange, CommittedReads, Principal, RepoId, RepoStore, SubscribeFrom } from "../substrate/types.js";
+import { checkCompactedLog } from "./compacted-log.js";
 import { parseEvent } from "./events.js";
-import { parseEventPath } from "./paths.js";
+import { parseCompactedLogPath, parseEventPath, runEventsPrefix } from "./paths.js";
 import type { RunEvent } from "./types.js";
 
 /** One event added to a run's log by a commit. */
@@ -64,33 +67,58 @@ export async function* subscribeKind(
   };
   for await (const commit of store.subscribe(principal, repoId, ref, subscribeOptions)) {
     const added: { runId: string; seq: number; path: string; oid: string }[] = [];
+    // Runs this commit seals (events.jsonl written); event files it removes are judged with it.
+    const sealing = new Map<string, { path: string; oid: string; removed: { seq: number; path: string }[] }>();
+    for (const change of commit.changes) {
+      const sealed = parseCompactedLogPath(change.path);
+      if (sealed !== null && change.status !== "deleted" && (options.runId === undefined || sealed.runId === options.runId)) {
+        sealing.set(sealed.runId, { path: change.path, oid: change.oid, removed: [] });
+      }
+    }
     for (const change of commit.changes) {
       const where = parseEventPath(change.path);
       if (where === null) continue;
       if (options.runId !== undefined && where.runId !== options.runId) continue;
       if (change.status === "added") {
         added.push({ ...where, path: change.path, oid: change.oid });
+      } else if (change.status === "deleted" && sealing.has(where.runId)) {
+        sealing.get(where.runId)?.removed.push({ seq: where.seq, path: change.path });
       } else {
         onIssue({ type: "event_rewritten", ...where, path: change.path, commitSha: commit.commitSha, status: change.status });
       }
     }
     added.sort((a, b) => (a.runId < b.runId ? -1 : a.runId > b.runId ? 1 : a.seq - b.seq));
-    if (added.length > 0) {
-      const reads = await store.openCommittedReads(principal, repoId, commit.commitSha);
-      for (const item of added) {
-        let event: RunEvent;
-        try {
-          event = validator(await reads.readBlobByOid(item.oid), item);
-        } catch (error) {
-          const reported =
-            error instanceof WorkflowHostError
-              ? error
-              : new WorkflowHostError("event_invalid", `${item.path} could not be read as an event`, { path: item.path }, { cause: error });
-          onIssue({ type: "bad_event", runId: item.runId, seq: item.seq, path: item.path, commitSha: commit.commitSha, error: reported });
-          continue;
-        }
-        if (kinds !== null && !kinds.has(event.type)) continue;
-        yield { runId: item.runId, seq: item.seq, commitSha: commit.commitSha, event };
+    const reads = added.length > 0 || sealing.size > 0 ? await store.openCommittedReads(principal, repoId, commit.commitSha) : null;
+    for (const item of added) {
+      let event: RunEvent;
+      try {
+        event = validator(await (reads as CommittedReads).readBlobByOid(item.oid), item);
+      } catch (error) {
+        const reported =
+          error instanceof WorkflowHostError
+            ? error
+            : new WorkflowHostError("event_invalid", `${item.path} could not be read as an event`, { path: item.path }, { cause: error });
+        onIssue({ type: "bad_event", runId: item.runId, seq: item.seq, path: item.path, commitSha: commit.commitSha, error: reported });
+        continue;
+      }
+      if (kinds !== null && !kinds.has(event.type)) continue;
+      yield { runId: item.runId, seq: item.seq, commitSha: commit.commitSha, event };
+    }
+    for (const [runId, seal] of [...sealing].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+      // Beside its event files the sealed log repeats them (they were yielded as they came); a
+      // log that stands alone brings its events now, less those of the files it replaced,
+      // which were yielded before. Removed files are a rewrite unless the seal is valid.
+      const standsAlone = (await (reads as CommittedReads).listDir(runEventsPrefix(runId).slice(0, -1))).length === 0;
+      const check = standsAlone ? checkCompactedLog(runId, await (reads as CommittedReads).readBlobByOid(seal.oid)) : null;
+      const valid = check !== null && check.problem === null;
+      for (const removed of seal.removed) {
+        if (!valid) onIssue({ type: "event_rewritten", runId, seq: removed.seq, path: removed.path, commitSha: commit.commitSha, status: "deleted" });
+      }
+      if (!valid) continue;
+      const before = new Set(seal.removed.map((r) => r.seq));
+      for (const event of check.events) {
+        if (before.has(event.seq) || (kinds !== null && !kinds.has(event.type))) continue;
+        yield { runId, seq: event.seq, commitSha: commit.commitSha, event };
       }
     }
     options.onCommit?.(commit);

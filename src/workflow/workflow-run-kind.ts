@@ -7,7 +7,10 @@ import { WorkflowHostError } from "../errors.js";
 import type { CommittedReads, KindHandler, PathChange, PushContext } from "../substrate/types.js";
 import { isTerminalEventType } from "./event-schemas.js";
 import { DEFAULT_MAX_EVENT_BYTES, parseEvent } from "./events.js";
-import { compactedLogPath, parseCompactedLogPath, parseEventPath, parseEventPathName, runEventsPrefix, runsPrefix } from "./paths.js";
+import { checkCompactedLog, foldEventFiles, foldProblem, sameBytes } from "./compacted-log.js";
+import { REPO_OR_RUN_ID_PATTERN } from "./ids.js";
+import { compactedLogPath, parseEventPath, parseEventPathName, runEventsPrefix, runsPrefix } from "./paths.js";
+import { runFolderPart } from "./run-folder.js";
 
 /** Kind name of deployment repos. */
 export const WORKFLOW_RUN_KIND = "workflow-run";
@@ -24,6 +27,8 @@ interface RunChanges {
   readonly added: { readonly seq: number; readonly change: PathChange }[];
   readonly deleted: { readonly seq: number; readonly change: PathChange }[];
   compacted: PathChange | null;
+  /** A blob was added to `blobs/` (the run must then have a log). */
+  blobAdded: PathChange | null;
 }
 
 function rejected(path: string, seq: number | null, detail: string): WorkflowHostError {
@@ -34,17 +39,24 @@ function rejected(path: string, seq: number | null, detail: string): WorkflowHos
  * The handler for deployment repos: kind `"workflow-run"`, directoryPrefix `"deployments"`.
  *
  * `validatePush` accepts a commit when, for every changed path under `runs/`:
- * - the path is an event file `runs/<runId>/events/<seq>.json` (seq without leading zeros) or a
- *   compacted log `runs/<runId>/events.jsonl`; anything else under `runs/` is refused;
- * - event files are only added (append-only: an existing event is never modified or deleted);
+ * - the path belongs to the run folder's layout (the original system's, see run-folder.ts): an
+ *   event file `runs/<runId>/events/<seq>.json` (seq without leading zeros), the sealed log
+ *   `runs/<runId>/events.jsonl`, a blob `runs/<runId>/blobs/<64 lowercase hex>`, the plain
+ *   file `runs/<runId>/grants.json`, or anything under `runs/<runId>/parts/`; anything else
+ *   under `runs/` is refused, and so is a symlink for any of the files;
+ * - event files are only added (append-only: an existing event is never modified or deleted),
+ *   and blobs too (immutable); a blob is only added to a run that has a log (`events/` or
+ *   `events.jsonl`: without one a run folder holds only grants.json and parts/);
  * - a run's new seqs continue its prior maximum densely (the first event of a run is 0 or 1);
  * - each new event parses ({@link parseEvent}: body seq equals the file name, schema, ids,
  *   instants, a TimerSet's cron and zone probed with croner, size ≤ `maxEventBytes`);
- * - nothing follows a terminal event (`RunCompleted`, `RunFailed`, `RunCancelled`), nor a
- *   compacted log;
- * - the one allowed deletion is compaction of a terminal run: every event file is deleted in the
- *   commit that adds `events.jsonl`, whose bytes are each prior event's bytes plus `\n`, in seq
- *   order.
+ * - nothing follows a terminal event (`RunCompleted`, `RunFailed`, `RunCancelled`), nor a valid
+ *   sealed log (an `events.jsonl` that is not valid ends nothing, see compacted-log.ts);
+ * - an `events.jsonl` is added only as a valid seal of an ended run: beside the run's event
+ *   files (the original's form, which `compactRun` writes) it is exactly their fold, each
+ *   file's bytes plus `\n` in seq order; in the commit that deletes every event file of the run
+ *   it is the fold of those; alone, its lines are a valid ended log. A valid sealed log is never
+ *   modified or deleted; one that is not valid may be replaced by a valid one, or removed.
  * Paths outside `runs/` are not this handler's concern. Only the changed runs are read (their
  * event folder listing, the prior last event, and the new blobs), so the cost is O(changed
  * runs), not O(repo). Signal ids are not checked for duplicates here: that needs the whole log
@@ -64,38 +76,48 @@ export function workflowRunKind(opts: WorkflowRunKindOptions = {}): KindHandler 
       for (const runId of [...runs.keys()].sort()) {
         const run = runs.get(runId);
         if (run === undefined) continue;
-        if (run.compacted !== null || run.deleted.length > 0) await checkCompaction(ctx, runId, run);
+        if (run.compacted !== null || run.deleted.length > 0) await checkCompaction(ctx, runId, run, maxEventBytes);
         else await checkAppend(ctx, runId, run, maxEventBytes);
+        if (run.blobAdded !== null && (await ctx.prospective.treeOid(runEventsPrefix(runId).slice(0, -1))) === null && (await ctx.prospective.treeOid(compactedLogPath(runId))) === null) {
+          throw rejected(run.blobAdded.path, null, "a run folder without a log (events/ or events.jsonl) holds only grants.json and parts/");
+        }
       }
     },
   };
 }
+
+const ALLOWED = "allowed under runs/<runId>/: events/<seq>.json, events.jsonl, blobs/<64 lowercase hex>, grants.json, parts/…";
 
 function groupByRun(changes: readonly PathChange[]): Map<string, RunChanges> {
   const runs = new Map<string, RunChanges>();
   const runOf = (runId: string): RunChanges => {
     let run = runs.get(runId);
     if (run === undefined) {
-      run = { added: [], deleted: [], compacted: null };
+      run = { added: [], deleted: [], compacted: null, blobAdded: null };
       runs.set(runId, run);
     }
     return run;
   };
   for (const change of [...changes].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0))) {
     if (!change.path.startsWith(runsPrefix)) continue;
+    const symlink = change.mode === "120000";
     const event = parseEventPath(change.path);
     if (event !== null) {
       if (change.status === "modified") throw rejected(change.path, event.seq, "event files are append-only; an existing event was modified");
+      if (symlink && change.status !== "deleted") throw rejected(change.path, event.seq, "an event file is a plain file, not a symlink");
       const run = runOf(event.runId);
       (change.status === "added" ? run.added : run.deleted).push({ seq: event.seq, change });
       continue;
     }
-    const compacted = parseCompactedLogPath(change.path);
-    if (compacted === null) {
-      throw rejected(change.path, null, "not an event file; allowed under runs/: runs/<runId>/events/<seq>.json and runs/<runId>/events.jsonl");
+    const [runId = "", ...rest] = change.path.slice(runsPrefix.length).split("/");
+    const part = REPO_OR_RUN_ID_PATTERN.test(runId) ? runFolderPart(rest.join("/")) : null;
+    if (part === null || part === "events") throw rejected(change.path, null, `not part of a run folder; ${ALLOWED}`);
+    if (symlink && change.status !== "deleted" && part !== "parts") throw rejected(change.path, null, `a symlink; ${ALLOWED} as plain files`);
+    if (part === "events.jsonl") runOf(runId).compacted = change;
+    else if (part === "blobs") {
+      if (change.status !== "added") throw rejected(change.path, null, `a blob is immutable; it was ${change.status}`);
+      runOf(runId).blobAdded = change;
     }
-    if (change.status !== "added") throw rejected(change.path, null, `a compacted log is never ${change.status}`);
-    runOf(compacted.runId).compacted = change;
   }
   return runs;
 }
@@ -127,14 +149,39 @@ function isTerminalBytes(bytes: Uint8Array | null): boolean {
   }
 }
 
+/**
+ * Whether the sealed log at `reads` is valid, so that it is the run's log and ends it. Only
+ * read for a run that has an `events.jsonl`.
+ */
+async function isSealed(reads: CommittedReads | null, runId: string, maxEventBytes: number): Promise<boolean> {
+  const bytes = (await reads?.readBlob(compactedLogPath(runId))) ?? null;
+  if (bytes === null || reads === null) return false;
+  const files = await eventFileBytes(reads, runId);
+  if (files.length === 0) return checkCompactedLog(runId, bytes, { maxEventBytes }).problem === null;
+  return foldProblem(runId, bytes, files) === null && isTerminalBytes(files.at(-1) ?? null);
+}
+
+/** The bytes of every `<seq>.json` entry of the run's events folder, in seq order (empty for a non-file). */
+async function eventFileBytes(reads: CommittedReads, runId: string): Promise<Uint8Array[]> {
+  const entries = await reads.listDir(runEventsPrefix(runId).slice(0, -1));
+  const files: { seq: number; bytes: Uint8Array }[] = [];
+  for (const entry of entries) {
+    const seq = parseEventPathName(entry.name);
+    if (seq === null) continue;
+    files.push({ seq, bytes: entry.type === "blob" && entry.mode !== "120000" ? await reads.readBlobByOid(entry.oid) : new Uint8Array() });
+  }
+  return files.sort((a, b) => a.seq - b.seq).map((f) => f.bytes);
+}
+
 async function checkAppend(ctx: PushContext, runId: string, run: RunChanges, maxEventBytes: number): Promise<void> {
   const added = [...run.added].sort((a, b) => a.seq - b.seq);
   const first = added[0];
   if (first === undefined) return;
-  if (ctx.prior !== null && (await ctx.prior.treeOid(compactedLogPath(runId))) !== null) {
-    throw rejected(first.change.path, first.seq, "the run is compacted (ended); nothing may follow");
-  }
   const priorSeqs = await priorEventSeqs(ctx.prior, runId);
+  // Only a valid seal ends a run; with event files beside it, their terminal event already does.
+  if (priorSeqs.length === 0 && ctx.prior !== null && (await ctx.prior.treeOid(compactedLogPath(runId))) !== null && (await isSealed(ctx.prior, runId, maxEventBytes))) {
+    throw rejected(first.change.path, first.seq, "the run is sealed (events.jsonl: it ended); nothing may follow");
+  }
   const priorMax = priorSeqs.at(-1) ?? -1;
   let terminalSeq: number | null =
     priorMax >= 0 && isTerminalBytes((await ctx.prior?.readBlob(`${runEventsPrefix(runId)}${priorMax}.json`)) ?? null) ? priorMax : null;
@@ -151,16 +198,33 @@ async function checkAppend(ctx: PushContext, runId: string, run: RunChanges, max
   }
 }
 
-async function checkCompaction(ctx: PushContext, runId: string, run: RunChanges): Promise<void> {
+async function checkCompaction(ctx: PushContext, runId: string, run: RunChanges, maxEventBytes: number): Promise<void> {
   const deleted = [...run.deleted].sort((a, b) => a.seq - b.seq);
   const compacted = run.compacted;
-  if (compacted === null) {
-    const d = deleted[0];
-    throw rejected(d?.change.path ?? runEventsPrefix(runId), d?.seq ?? null, "event files are append-only; an existing event was deleted");
+  const path = compactedLogPath(runId);
+  if (compacted !== null && compacted.status !== "added" && (await isSealed(ctx.prior, runId, maxEventBytes))) {
+    throw rejected(path, null, `a sealed log never changes; it was ${compacted.status}`);
   }
-  const path = compacted.path;
+  if (compacted === null || compacted.status === "deleted") {
+    const d = deleted[0];
+    if (d !== undefined) throw rejected(d.change.path, d.seq, "event files are append-only; an existing event was deleted");
+    // An events.jsonl that was not a valid seal, removed: the run reads from its event files.
+    await checkAppend(ctx, runId, run, maxEventBytes);
+    return;
+  }
+  if (deleted.length === 0) {
+    // The original's form: the sealed log beside the run's event files (new ones checked as any
+    // append), their exact fold; or, with no event files at all, a valid ended log by itself.
+    await checkAppend(ctx, runId, run, maxEventBytes);
+    const bytes = await ctx.prospective.readBlobByOid(compacted.oid);
+    const files = await eventFileBytes(ctx.prospective, runId);
+    const problem = (files.length === 0 ? null : foldProblem(runId, bytes, files)) ?? checkCompactedLog(runId, bytes, { maxEventBytes }).problem;
+    if (problem !== null) throw problem.error;
+    return;
+  }
+  // Sealed with every event file removed in the same commit.
   const added = run.added[0];
-  if (added !== undefined) throw rejected(added.change.path, added.seq, "events may not be added in the commit that compacts the run");
+  if (added !== undefined) throw rejected(added.change.path, added.seq, "events may not be added in the commit that seals the run and removes its event files");
   const priorSeqs = await priorEventSeqs(ctx.prior, runId);
   const deletedSeqs = deleted.map((d) => d.seq);
   if (priorSeqs.length === 0 || priorSeqs.join(",") !== deletedSeqs.join(",")) {
@@ -172,21 +236,8 @@ async function checkCompaction(ctx: PushContext, runId: string, run: RunChanges)
   const parts: Uint8Array[] = [];
   for (const { change } of deleted) parts.push(await (ctx.prior as CommittedReads).readBlobByOid(change.oid));
   if (!isTerminalBytes(parts.at(-1) ?? null)) throw rejected(path, null, "only an ended run (last event terminal) may be compacted");
-  const expected = joinLines(parts);
   const actual = await ctx.prospective.readBlobByOid(compacted.oid);
-  if (actual.length !== expected.length || actual.some((byte, i) => byte !== expected[i])) {
+  if (!sameBytes(actual, foldEventFiles(parts))) {
     throw rejected(path, null, "the compacted log must be each event's bytes followed by \\n, in seq order");
   }
-}
-
-function joinLines(parts: readonly Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length + 1, 0));
-  let at = 0;
-  for (const part of parts) {
-    out.set(part, at);
-    at += part.length;
-    out[at] = 0x0a;
-    at += 1;
-  }
-  return out;
 }

@@ -24,6 +24,8 @@ export interface Harness {
   restart(overrides?: Partial<SchedulerOptions>): Promise<WorkflowHostScheduler>;
   /** Commits files as they are, with no validation: a `git push` of untrusted content. */
   rawWrite(files: Record<string, string>, repoId?: string): Promise<void>;
+  /** Commits puts and deletes as they are, with no validation (a `git push`). */
+  rawDelta(puts: Record<string, string | Uint8Array>, deletes?: string[], repoId?: string): Promise<void>;
   /** Overwrites a file of the memfs volume (to break a ref by hand). */
   writeFile(path: string, content: string): Promise<void>;
   close(): Promise<void>;
@@ -94,6 +96,10 @@ export async function createHarness(startIso: string, overrides: Partial<Schedul
     },
     async rawWrite(files, repoId = REPO) {
       await raw.writeTree(null, { kind: WORKFLOW_RUN_KIND, id: repoId }, "refs/heads/main", { files, message: "raw write" });
+      store.poke();
+    },
+    async rawDelta(puts, deletes = [], repoId = REPO) {
+      await raw.writeTreeDelta(null, { kind: WORKFLOW_RUN_KIND, id: repoId }, "refs/heads/main", { message: "raw delta", computeDelta: () => ({ puts, deletes }) });
       store.poke();
     },
     async close() {
