@@ -25,6 +25,7 @@ export { stopOnSignals, type SignalStop, type StopOnSignalsOptions } from "./hos
 export { openWorkflowStore, type OpenWorkflowStoreOptions } from "./host/open-workflow-store.js";
 export { listPendingTimers, type PendingTimerInfo, type PendingTimersReport } from "./host/list-pending-timers.js";
 export { checkDeployments, type CheckReport, type DeploymentProblem } from "./host/check-deployments.js";
+export { compactRun, type CompactRunOptions, type CompactRunResult } from "./host/compact-run.js";
 export { createRuntimeAdapter } from "./host/runtime-adapter.js";
 export type * from "./host/runtime-types.js";
 

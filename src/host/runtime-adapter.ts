@@ -8,6 +8,7 @@
  * process never arm, cancel or consume twice.
  */
 import { createRunEventFeed } from "../../seams/run-event-feed.js";
+import { compactRun } from "./compact-run.js";
 import { WorkflowHostError, isWorkflowHostError } from "../errors.js";
 import { silentLogger } from "../logger.js";
 import { DEFAULT_MAX_EVENT_BYTES } from "../workflow/events.js";
@@ -196,6 +197,11 @@ export function createRuntimeAdapter(opts: RuntimeAdapterOptions): WorkflowRunti
       }
       const channel = opts.channel(runId);
       return track(options.signal, (signal, abandoned) => waitForSignalInRun(waitCtx, channel, { runId, signalName, ...request, signal, abandoned }));
+    },
+
+    async compactRun(runId) {
+      ensureRunning();
+      return compactRun({ store: opts.store, principal: opts.principal, repoId, runId, ref, maxEventBytes });
     },
 
     async stop() {

@@ -9,6 +9,7 @@ import type { Logger } from "../logger.js";
 import type { Principal, RepoStore } from "../substrate/types.js";
 import type { Clock, Timers } from "../time/clock.js";
 import type { MisfirePolicy } from "../workflow/types.js";
+import type { CompactRunResult } from "./compact-run.js";
 import type { TimerFiring } from "./watch-timer.js";
 
 export type { TimerFiring } from "./watch-timer.js";
@@ -177,6 +178,14 @@ export interface WorkflowRuntime {
    *   someone else, or the run ended); the store's errors
    */
   waitForSignal(runId: string, signalName: string, options?: WaitForSignalOptions): Promise<ReceivedSignal | SignalWaitTimedOut>;
+  /**
+   * Seals an ended run into `runs/<runId>/events.jsonl` (each event file's bytes plus `\n`, in
+   * seq order; the event files are kept). Idempotent: an already sealed run commits nothing.
+   * @returns `{committed, commitSha, path, events, bytes}`
+   * @throws id_invalid; event_invalid (`data.reason`: "no_log", "not_ended", "log_problems");
+   *   host_stopped; the store's write errors
+   */
+  compactRun(runId: string): Promise<CompactRunResult>;
   /**
    * Ends every pending wait of this runtime (they reject with host_stopped) and waits until their
    * subscriptions are released; durable timers stay armed in the log. Later calls throw

@@ -4,6 +4,7 @@ import { checkCommand } from "./check.js";
 import { demoCommand } from "./demo.js";
 import { repoCreateCommand } from "./repo-create.js";
 import { repoListCommand } from "./repo-list.js";
+import { runsCompactCommand } from "./runs-compact.js";
 import { runsListCommand } from "./runs-list.js";
 import { runsShowCommand } from "./runs-show.js";
 import { serveCommand } from "./serve.js";
@@ -23,5 +24,6 @@ export const commands: readonly CliCommand[] = [
   signalSendCommand,
   runsListCommand,
   runsShowCommand,
+  runsCompactCommand,
   checkCommand,
 ];
