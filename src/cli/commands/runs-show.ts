@@ -17,10 +17,11 @@ export const runsShowCommand: CliCommand = {
   options: { ...dataDirOption, repo: { type: "string", short: "r" }, run: { type: "string" }, json: { type: "boolean" } },
   help: `Usage: workflow-host runs show --data-dir DIR --repo R --run X [--json]
 
-Prints the run's events in seq order (from runs/<X>/events/ at the tip of main), the events
-that could not be read, breaks of the log's rules (missing seqs, events after the terminal
-one, which are skipped), and the state they fold to: last seq, terminal event, armed timers,
-signals not yet consumed.
+Prints the run's events in seq order (from runs/<X>/events/ at the tip of main, or from its
+sealed runs/<X>/events.jsonl: the same events either way), the events that could not be read,
+breaks of the log's rules (missing seqs, events after the terminal one, which are skipped; a
+sealed log that is not valid; entries outside the run folder's layout), and the state they
+fold to: last seq, terminal event, armed timers, signals not yet consumed.
 
 Options:
   -d, --data-dir DIR   data dir (default: $WORKFLOW_HOST_DATA_DIR)

@@ -10,6 +10,11 @@ import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import type { SchedulerEvent } from "../../../seams/scheduler-types.js";
 import { compactRun } from "../../../src/host/compact-run.js";
+import { createWorkflowHost } from "../../../src/host/host.js";
+import { createFakeClock } from "../../../src/testing/fake-clock.js";
+import { appendRunEvents } from "../../../src/workflow/run-log.js";
+import { createManualTimers } from "../../helpers/manual-timers.js";
+import { createMemFs } from "../../helpers/memfs.js";
 import { checkDeployments } from "../../../src/host/check-deployments.js";
 import { readFixtureFolder } from "../../../src/testing/fixture-repo.js";
 import { foldEventFiles } from "../../../src/workflow/compacted-log.js";
@@ -353,6 +358,25 @@ describe("compactRun", () => {
     for await (const item of subscribeKind(h.store, null, RID, "main", undefined, { from: "genesis", signal: stop.signal, onCommit: (c) => c.commitSha === tip && stop.abort() })) seen.push(item.seq);
     expect(seen).toEqual([0, 1, 2]);
     await expect(h.append("old", { type: "StepDone" })).rejects.toMatchObject({ code: "event_invalid" });
+  });
+});
+
+describe("runtime.compactRun", () => {
+  it("seals an ended run through the host's runtime, once", async () => {
+    const clock = createFakeClock(NOW);
+    const host = createWorkflowHost({ dataDir: "/data", fs: createMemFs(), clock: clock.clock, timers: clock.timers, watch: false, lock: { timers: createManualTimers() } });
+    await host.start();
+    try {
+      await host.createDeployment("app");
+      const runtime = host.runtime("app");
+      await runtime.setTimer("r1", { timerId: "t", delayMs: 60_000 });
+      await expect(runtime.compactRun("r1")).rejects.toMatchObject({ code: "event_invalid", data: { reason: "not_ended" } });
+      await appendRunEvents({ store: host.store, principal: null, repoId: "app", runId: "r1", message: "end", decide: () => ({ append: [{ type: "RunCancelled" }], result: undefined }) });
+      expect(await runtime.compactRun("r1")).toMatchObject({ committed: true, path: "runs/r1/events.jsonl", events: 2 });
+      expect(await runtime.compactRun("r1")).toMatchObject({ committed: false });
+    } finally {
+      await host.stop();
+    }
   });
 });
 
