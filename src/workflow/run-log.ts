@@ -32,7 +32,10 @@ export interface BadEvent {
 /** One run's log as read at one commit. */
 export interface RunLog {
   readonly runId: string;
-  /** Valid events in numeric seq order, up to and including a terminal event. */
+  /**
+   * Valid events in numeric seq order, up to and including a terminal event: from the event
+   * files, or from a valid sealed `events.jsonl` when it stands alone (the same events).
+   */
   readonly events: readonly RunEvent[];
   /** Entries that are not readable event files (bad bytes, bad names, folders, symlinks). */
   readonly bad: readonly BadEvent[];
@@ -45,8 +48,9 @@ export interface RunLog {
    */
   readonly problems: readonly BadEvent[];
   /**
-   * Highest seq among the event file names, valid or not, or -1 for none. The next append
-   * goes to `maxFileSeq + 1`, so a bad file is never overwritten and seqs stay dense.
+   * Highest seq among the event file names, valid or not (and of a valid sealed log standing
+   * alone), or -1 for none. The next append goes to `maxFileSeq + 1`, so a bad file is never
+   * overwritten and seqs stay dense.
    */
   readonly maxFileSeq: number;
   readonly state: RunState;
@@ -130,7 +134,7 @@ export async function readRunLog(
     if (eventFiles.length === 0) {
       const sealed = checkCompactedLog(runId, bytes, withLimit({}, options.maxEventBytes));
       if (sealed.problem !== null) strays.push(sealed.problem);
-      else log = { runId, events: sealed.events, bad: [], problems: [], maxFileSeq: (sealed.events.at(-1) as RunEvent).seq, state: reduceRunState(runId, sealed.events) };
+      else log = { ...log, events: sealed.events, maxFileSeq: Math.max(log.maxFileSeq, (sealed.events.at(-1) as RunEvent).seq), state: reduceRunState(runId, sealed.events) };
     } else {
       eventFiles.sort((a, b) => a.seq - b.seq);
       const files = await Promise.all(eventFiles.map((f) => (f.oid === "" ? new Uint8Array() : reads.readBlobByOid(f.oid))));
