@@ -83,6 +83,8 @@ function maxBytes(ctx: EventContext): number {
  * Order of checks: size (before decoding), UTF-8, JSON, base shape (`seq`, `type`), body seq
  * against `expectedSeq`, the schema of a known type, then ids, instants and cron through their
  * parsers. Instants in the result are normalised (`toISOString()`); the input is not changed.
+ * A TimerSet's `stepId`, `cron`, `timezone` or `misfire` given as `null` (as the original
+ * system writes an absent one) is left out of the result.
  * Unknown event types are returned as parsed after the base check.
  *
  * @param input - the file's bytes, or its text.

@@ -57,9 +57,10 @@ function rejected(path: string, seq: number | null, detail: string): WorkflowHos
  *   file's bytes plus `\n` in seq order; in the commit that deletes every event file of the run
  *   it is the fold of those; alone, its lines are a valid ended log. A valid sealed log is never
  *   modified or deleted; one that is not valid may be replaced by a valid one, or removed.
- * Paths outside `runs/` are not this handler's concern. Only the changed runs are read (their
- * event folder listing, the prior last event, and the new blobs), so the cost is O(changed
- * runs), not O(repo). Signal ids are not checked for duplicates here: that needs the whole log
+ * Paths outside `runs/` (top-level `addresses/`, `agent-state/`, `.gitignore`, …) are not this
+ * handler's concern. Only the changed runs are read (their event folder listing, the prior last
+ * event, and the new blobs; a commit that writes `events.jsonl` also reads that run's event
+ * files, once), so the cost is O(changed runs), not O(repo). Signal ids are not checked for duplicates here: that needs the whole log
  * and is the signal channel's job, under the repo lock.
  *
  * @throws the first violation, in run-id then seq order: `event_invalid` (path rules, seq rules,
