@@ -16,7 +16,7 @@ import { WorkflowHostError } from "../src/errors.js";
 import type { CommitChange, CommittedReads, DirEntry, RepoId } from "../src/substrate/types.js";
 import { parseEvent, serializeEvent } from "../src/workflow/events.js";
 import { eventPath, runEventsPrefix, runsPrefix } from "../src/workflow/paths.js";
-import { isSymlinkMode } from "../src/substrate/tree-object.js";
+import { isRegularFileMode } from "../src/substrate/tree-object.js";
 import { afterTerminalProblem, classifyRunPath, rewrittenProblem, runsEntryProblem, sequenceProblems } from "../src/workflow/log-problems.js";
 import { readRunLog, type BadEvent, type RunLog } from "../src/workflow/run-log.js";
 import { applyEvent, emptyRunState } from "../src/workflow/run-state.js";
@@ -358,11 +358,11 @@ export class RepoTracker {
       }
       const entry = byRun.get(place.runId) ?? { adds: [], reread: false };
       byRun.set(place.runId, entry);
-      if (place.kind === "event" && change.status === "added" && !isSymlinkMode(change.mode)) {
+      if (place.kind === "event" && change.status === "added" && isRegularFileMode(change.mode)) {
         entry.adds.push({ seq: place.seq, oid: change.oid, path: change.path });
         continue;
       }
-      // Anything else in a run's log (a symlink, a folder, a bad name, an edit) is judged by
+      // Anything else in a run's log (a symlink, a gitlink, a folder, a bad name, an edit) is judged by
       // reading the run again; an edit or removal of an event is reported as well.
       entry.reread = true;
       if (place.kind === "event" && change.status !== "added") problems.set(change.path, rewrittenProblem(place.runId, place.seq, change.path, change.status));

@@ -13,7 +13,7 @@ import { subscribeCommits } from "./commit-subscription.js";
 import { assertDerivedName, readDerivedFile, writeDerivedFile } from "./derived-files.js";
 import { asIoFailure, createBlockingFsAdapter, createFsAdapter } from "./fs-adapter.js";
 import { encodeCommit, hashObject, type Identity } from "./git-object.js";
-import { EMPTY_TREE_OID, isSymlinkMode } from "./tree-object.js";
+import { EMPTY_TREE_OID, isRegularFileMode } from "./tree-object.js";
 import { createKeyedQueue } from "./keyed-queue.js";
 import { ScopedLruCache } from "./lru-cache.js";
 import type { ObjectCaches } from "./object-store.js";
@@ -281,12 +281,12 @@ export function createRepoStore(opts: RepoStoreOptions): RepoStore {
       const repo = await open(principal, repoId, refName, "write");
       return write(repo, refName, wopts.message, async (parentSha, reads) => {
         const existing = new Map<string, Uint8Array>();
-        // Folders and symlinks (pushed with git) are neither handed over as files nor
+        // Folders, symlinks and gitlinks (pushed with git) are neither handed over as files nor
         // rewritten: re-putting a symlink's target bytes would turn it into a regular file.
         const others = new Set<string>();
         const oids = new Map<string, Oid>();
         for (const entry of await reads.listDir(folder)) {
-          if (entry.type === "blob" && !isSymlinkMode(entry.mode)) {
+          if (entry.type === "blob" && isRegularFileMode(entry.mode)) {
             existing.set(entry.name, await reads.readBlobByOid(entry.oid));
             oids.set(entry.name, entry.oid);
           } else others.add(entry.name);
@@ -298,7 +298,7 @@ export function createRepoStore(opts: RepoStoreOptions): RepoStore {
           const name = key.startsWith(prefix) ? key.slice(prefix.length) : key;
           assertEntryName(name, key.startsWith(prefix) ? key : `${prefix}${key}`);
           if (others.has(name)) {
-            throw new WorkflowHostError("path_violation", `${prefix}${name} is a folder or symlink; a merge may not replace it`, { path: `${prefix}${name}` });
+            throw new WorkflowHostError("path_violation", `${prefix}${name} is a folder, symlink or gitlink; a merge may not replace it`, { path: `${prefix}${name}` });
           }
           next.set(`${folder}/${name}`, content);
         }

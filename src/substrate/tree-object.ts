@@ -94,9 +94,22 @@ export function compareTreeEntries(a: Pick<TreeEntry, "name" | "type">, b: Pick<
   return codePointRank(x) - codePointRank(y);
 }
 
-/** `{mode}` for a blob that is not a plain file (100755, 120000), else nothing. */
+/** `{mode}` for an entry that is not a plain file or a folder (100755, 120000, 160000), else nothing. */
 export function unusualMode(entry: Pick<TreeEntry, "type" | "mode">): { mode?: string } {
+  if (entry.type === "commit") return { mode: GITLINK_MODE };
   return entry.type === "blob" && entry.mode !== "100644" ? { mode: entry.mode } : {};
+}
+
+/** A gitlink's mode (a submodule's commit): never a file to read. */
+export const GITLINK_MODE = "160000";
+
+/**
+ * Whether an entry with this mode (as in {@link DirEntry.mode}: absent for 100644) holds a
+ * regular file's bytes: a plain or executable file. Symlinks and gitlinks do not.
+ */
+export function isRegularFileMode(mode: string | undefined): boolean {
+  // 100644 and 100755, and the group-writable 100664 old gits wrote.
+  return mode === undefined || /^100[0-7]{3}$/.test(mode);
 }
 
 /** Whether a blob entry's mode is a symlink (120000): its content is a link target, not a file. */
@@ -405,12 +418,15 @@ function editChunks(base: ParsedTree, events: readonly { at: number; insert?: Tr
   return chunks;
 }
 
-/** The tree's blob and tree entries as {@link DirEntry}s sorted by name; computed once. */
+/**
+ * The tree's entries as {@link DirEntry}s sorted by name, gitlinks included (type "commit",
+ * mode 160000), so a reader can report what it does not accept; computed once.
+ */
 export function dirEntriesOf(tree: ParsedTree): readonly DirEntry[] {
   if (tree.dirEntries === undefined) {
     const list: DirEntry[] = [];
     forEachEntry(tree, (e) => {
-      if (e.type !== "commit") list.push(Object.freeze({ name: e.name, type: e.type, oid: e.oid, ...unusualMode(e) }));
+      list.push(Object.freeze({ name: e.name, type: e.type, oid: e.oid, ...unusualMode(e) }));
     });
     list.sort((a, b) => compareCodePoints(a.name, b.name));
     tree.dirEntries = Object.freeze(list);

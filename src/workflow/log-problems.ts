@@ -10,6 +10,7 @@
  * - an event file changed or removed after it was written (the log is append-only).
  */
 import { WorkflowHostError, type ErrorCode } from "../errors.js";
+import type { EntryType } from "../substrate/types.js";
 import { REPO_OR_RUN_ID_PATTERN } from "./ids.js";
 import { parseEventPath, runEventsPrefix, runsPrefix } from "./paths.js";
 import type { BadEvent } from "./run-log.js";
@@ -44,7 +45,7 @@ export function classifyRunPath(path: string): RunPath | null {
  * The problem with an entry of a run folder `runs/<runId>/`, or null for its log (`events/`,
  * `events.jsonl`).
  */
-export function runFolderEntryProblem(runId: string, name: string, type: "blob" | "tree"): BadEvent | null {
+export function runFolderEntryProblem(runId: string, name: string, type: EntryType): BadEvent | null {
   if ((name === "events" && type === "tree") || (name === "events.jsonl" && type === "blob")) return null;
   return strayInRun(runId, name);
 }
@@ -58,8 +59,8 @@ function strayInRun(runId: string, name: string): BadEvent {
  * The problem with an entry of `runs/` that is not a run folder.
  * @returns null for a folder with a valid run id
  */
-export function runsEntryProblem(name: string, type: "blob" | "tree"): BadEvent | null {
-  if (type !== "tree") return notARunFolder(`${runsPrefix}${name}`, "file");
+export function runsEntryProblem(name: string, type: EntryType): BadEvent | null {
+  if (type !== "tree") return notARunFolder(`${runsPrefix}${name}`, type === "commit" ? "gitlink (a submodule commit)" : "file");
   return REPO_OR_RUN_ID_PATTERN.test(name) ? null : badRunFolderName(name);
 }
 

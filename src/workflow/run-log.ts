@@ -5,7 +5,7 @@
  */
 import { WorkflowHostError } from "../errors.js";
 import type { CommittedReads, Principal, RepoStore, WriteResult } from "../substrate/types.js";
-import { isSymlinkMode } from "../substrate/tree-object.js";
+import { isRegularFileMode } from "../substrate/tree-object.js";
 import { isTerminalEventType } from "./event-schemas.js";
 import { parseEvent, serializeEvent } from "./events.js";
 import { afterTerminalProblem, runFolderEntryProblem, sequenceProblems } from "./log-problems.js";
@@ -32,7 +32,7 @@ export interface RunLog {
   readonly runId: string;
   /** Valid events in numeric seq order, up to and including a terminal event. */
   readonly events: readonly RunEvent[];
-  /** Entries that are not readable event files (bad bytes, bad names, folders, symlinks). */
+  /** Entries that are not readable event files (bad bytes, bad names, folders, symlinks, gitlinks). */
   readonly bad: readonly BadEvent[];
   /**
    * Breaks of the log's rules by otherwise readable files, as only a `git push` can make them:
@@ -56,7 +56,7 @@ export interface ReadRunLogOptions {
 }
 
 /** What an entry under `events/` is when it is not a regular file. */
-export type NotAFile = "folder" | "symlink" | "folder or symlink";
+export type NotAFile = "folder" | "symlink" | "gitlink (a submodule commit)" | "folder, symlink or gitlink";
 
 /** What {@link readRunLogFromFiles} reads besides the bytes. */
 export interface ReadRunLogFromFilesOptions extends ReadRunLogOptions {
@@ -109,8 +109,9 @@ export async function readRunLog(
   }
   const reader = new LogReader(runId, options);
   for (const entry of await reads.listDir(prefix.slice(0, -1))) {
-    if (entry.type !== "blob") reader.notFile(entry.name, "folder");
-    else if (isSymlinkMode(entry.mode)) reader.notFile(entry.name, "symlink");
+    if (entry.type === "tree") reader.notFile(entry.name, "folder");
+    else if (entry.type === "commit") reader.notFile(entry.name, "gitlink (a submodule commit)");
+    else if (!isRegularFileMode(entry.mode)) reader.notFile(entry.name, "symlink");
     else if (!reader.cached(entry.name, entry.oid)) reader.file(entry.name, await reads.readBlobByOid(entry.oid), entry.oid);
   }
   const log = reader.finish();
@@ -236,7 +237,7 @@ export async function appendRunEvents<R>(options: AppendRunEventsOptions<R>): Pr
       preservePrefix: prefix,
       message: options.message,
       merge: (existing, _parentSha, others, oids) => {
-        const notFiles = new Map<string, NotAFile>([...others].map((name) => [name, "folder or symlink"]));
+        const notFiles = new Map<string, NotAFile>([...others].map((name) => [name, "folder, symlink or gitlink"]));
         const log = readRunLogFromFiles(runId, existing, withLimit({ oids }, options.maxEventBytes), notFiles);
         const decision = options.decide(log);
         if (decision.append.length === 0) return { files: existing, result: decision.result };

@@ -15,8 +15,11 @@ import { git, runGit } from "../../helpers/git-cli.js";
 export interface PushedEntry {
   readonly path: string;
   readonly bytes?: Uint8Array | string;
-  /** Git file mode: a regular file (default), an executable or a symlink (bytes = its target). */
-  readonly mode?: "100644" | "100755" | "120000";
+  /**
+   * Git file mode: a regular file (default), an executable, a symlink (bytes = its target) or a
+   * gitlink (bytes = the submodule commit's 40-hex id, which need not exist here).
+   */
+  readonly mode?: "100644" | "100755" | "120000" | "160000";
   readonly delete?: boolean;
 }
 
@@ -78,6 +81,10 @@ export async function openGitPusher(origin: string): Promise<GitPusher> {
       const path = quotePath(entry.path);
       if (entry.delete === true) {
         text(`D ${path}\n`);
+        continue;
+      }
+      if (entry.mode === "160000") {
+        text(`M 160000 ${Buffer.from(entry.bytes ?? "").toString("utf8").trim()} ${path}\n`);
         continue;
       }
       text(`M ${entry.mode ?? "100644"} inline ${path}\n`);

@@ -61,7 +61,8 @@ export interface EventCase extends CaseBase {
 export interface LogEntry {
   readonly path: string;
   readonly file?: string;
-  readonly mode?: "100644" | "120000";
+  /** 160000: a gitlink, whose file holds the submodule commit id. */
+  readonly mode?: "100644" | "120000" | "160000";
   readonly delete?: boolean;
 }
 
