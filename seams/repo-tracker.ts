@@ -393,9 +393,15 @@ export class RepoTracker {
       record.bad += gaps.length;
       for (const add of change.adds) {
         record.maxFileSeq = Math.max(record.maxFileSeq, add.seq);
+        // A blob that cannot be read (not there yet because the ref moved before its objects
+        // were complete, a torn write, an I/O error) is not bad content: the error ends this
+        // tail, which is reported (repo_failed) and restarted with backoff from the tip, so the
+        // event is read once it can be. Only bytes that were read and are not an event are
+        // reported as a bad event and skipped.
+        const bytes = await reads.readBlobByOid(add.oid);
         let event: RunEvent;
         try {
-          event = parseEvent(await reads.readBlobByOid(add.oid), { path: add.path, expectedSeq: add.seq, maxEventBytes: this.ctx.maxEventBytes });
+          event = parseEvent(bytes, { path: add.path, expectedSeq: add.seq, maxEventBytes: this.ctx.maxEventBytes });
         } catch (error) {
           record.bad += 1;
           this.reportBad({ runId, path: add.path, seq: add.seq, error: asHostError(error, add.path) });
