@@ -167,6 +167,11 @@ export async function applyTreeEdits(read: ReadTree, baseOid: Oid | null, edits:
         edits.set(name, { name, mode: TREE_MODE, oid: newSub, type: "tree" });
       }
     }
+    // Names git's fsck refuses (a `..` or `.git` pushed by hand) are not carried into the new
+    // tree: they would make every later commit fail `git fsck --strict`. They are dropped
+    // without a change record (nothing a reader accepted is lost: readers report such entries
+    // and never read them as events).
+    for (const name of old?.refusedNames ?? []) if (!edits.has(name)) edits.set(name, null);
     if (edits.size === 0 && old !== null) return old.oid;
     const built =
       old === null

@@ -17,6 +17,7 @@
 import { WorkflowHostError } from "../errors.js";
 import { codePointRank, compareCodePoints, type GitObject, hashObject } from "./git-object.js";
 import { DeltaWriter } from "./git-delta.js";
+import { isRefusedEntryName } from "./repo-path.js";
 import type { DirEntry, Oid } from "./types.js";
 
 /** A tree entry as stored. `mode` keeps git's text ("40000", "100644", "100755", ...). */
@@ -61,6 +62,12 @@ export interface ParsedTree {
   nameIndex?: Map<string, number>;
   /** Blob and tree entries sorted by name, built on first use (see {@link dirEntriesOf}). */
   dirEntries?: readonly DirEntry[];
+  /**
+   * Names of entries `git fsck` refuses (`..`, `.git`, …; see `isRefusedEntryName`), found when
+   * the tree was parsed: a tree pushed by hand. An edit drops them (see tree-edit.ts), so they
+   * are not carried into the trees the store writes. Absent when there are none.
+   */
+  readonly refusedNames?: readonly string[];
 }
 
 /** A delta from the tree `oid` (see {@link ParsedTree.deltaBase}). */
@@ -142,6 +149,7 @@ export const ENTRY_CHUNK = 128;
 class Tree implements ParsedTree {
   readonly count: number;
   readonly chunkStarts: Uint32Array;
+  refusedNames?: readonly string[];
   nameIndex?: Map<string, number>;
   dirEntries?: readonly DirEntry[];
   #entries: readonly TreeEntry[] | undefined;
@@ -263,7 +271,15 @@ export function decodeTree(oid: Oid, content: Uint8Array): ParsedTree {
   }
   if (chunk.length > 0) chunks.push(chunk);
   starts.push(buf.length);
-  return new Tree(oid, chunks, buf, Uint32Array.from(starts), sorted);
+  const tree = new Tree(oid, chunks, buf, Uint32Array.from(starts), sorted);
+  for (const c of chunks) {
+    for (const entry of c) {
+      // Cheap first test: every refused name is empty or holds ".", "/", NUL or "~".
+      if (entry.name.length > 0 && !/[./\0~]/.test(entry.name)) continue;
+      if (isRefusedEntryName(entry.name)) tree.refusedNames = [...(tree.refusedNames ?? []), entry.name];
+    }
+  }
+  return tree;
 }
 
 /** Index of the first entry not before `probe` in git order (the tree must be sorted). */

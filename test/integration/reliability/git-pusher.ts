@@ -42,6 +42,13 @@ export class PushStarvedError extends Error {
   }
 }
 
+/** The receiving repository refused the commit itself (`receive.fsckObjects`): not a race. */
+export class PushRefusedError extends Error {
+  constructor(readonly stderr: string) {
+    super(`git push was refused by the receiving repository: ${stderr.trim().slice(0, 300)}`);
+  }
+}
+
 /** The tip a commit is being built on. */
 export interface TipView {
   readonly tip: string;
@@ -113,6 +120,7 @@ export async function openGitPusher(origin: string): Promise<GitPusher> {
         const commit = await build(tip, list, message);
         const pushed = await runGit([`--git-dir=${gitdir}`, "push", "--quiet", "origin", `${commit}:refs/heads/main`]);
         if (pushed.code === 0) return { commit, attempts: attempt };
+        if (/unpacker error|fsck error/i.test(pushed.stderr)) throw new PushRefusedError(pushed.stderr);
         // Lost the race with another writer: rebuild on the new tip, as after a pull.
         if (!/rejected|non-fast-forward|fetch first|failed to update ref|cannot lock ref/i.test(pushed.stderr)) {
           throw new Error(`git push failed (attempt ${attempt}): ${pushed.stderr.trim()}`);
