@@ -19,6 +19,7 @@
  */
 import { WorkflowHostError, describeValue } from "../errors.js";
 import { errnoCode, type FileHandleLike, type FsAdapter, type StatLike } from "./fs-adapter.js";
+import { DERIVED_DIR_NAME } from "./derived-files.js";
 import { fullRefNameProblem, OID_PATTERN } from "./ref-name.js";
 import type { Oid } from "./types.js";
 
@@ -45,6 +46,30 @@ export interface RefStoreOptions {
    * unchanged. Default: `performance.now()`.
    */
   readonly monotonicMs?: () => number;
+  /**
+   * This process, as recorded beside each lock it takes (see {@link lockOwnerPath}), so a writer
+   * of the same machine that finds the lock of a process that no longer exists breaks it at once
+   * instead of after `staleLockMs`. Absent: no record is written or read.
+   */
+  readonly holder?: LockHolder;
+}
+
+/** Who takes ref locks, and how to tell whether another process of this machine still runs. */
+export interface LockHolder {
+  readonly pid: number;
+  readonly hostname: string;
+  /** Whether process `pid` of this machine exists. */
+  isAlive(pid: number): boolean;
+}
+
+/**
+ * Where the holder of `<ref>.lock` is recorded: `<gitdir>/workflow-host/ref-locks/<ref>.owner`,
+ * a folder git ignores (a file beside the lock under `refs/` would be read by git as a ref).
+ * It holds `<inode> <birth mtime ms> <pid> <hostname>` of the lock it describes; a record whose
+ * inode and birth time do not match the lock on disk describes an earlier lock and says nothing.
+ */
+export function lockOwnerPath(gitdir: string, refName: string): string {
+  return `${gitdir}/${DERIVED_DIR_NAME}/ref-locks/${refName}.owner`;
 }
 
 /** What to do with a ref found under its lock: move it to `next` (after `beforeSwap`), or null: leave it. */
@@ -224,7 +249,7 @@ export function createRefStore(opts: RefStoreOptions): RefStore {
     let waitedMs = 0;
     let backoffMs = 1;
     /** The lock as last seen (inode, size, mtime) and since when (monotonic ms) it is unchanged. */
-    let seen: { readonly stamp: string; readonly sinceMs: number } | null = null;
+    let seen: { readonly stamp: string; readonly sinceMs: number; ownerChecked: boolean } | null = null;
     for (;;) {
       try {
         let handle: FileHandleLike;
@@ -237,7 +262,9 @@ export function createRefStore(opts: RefStoreOptions): RefStore {
           handle = await fs.open(lockPath, "wx");
         }
         try {
-          return { handle, ino: (await handle.stat()).ino };
+          const birth = await handle.stat();
+          await recordHolder(refName, birth);
+          return { handle, ino: birth.ino };
         } catch (error) {
           await handle.close().catch(() => undefined);
           await fs.unlinkQuiet(lockPath);
@@ -261,12 +288,22 @@ export function createRefStore(opts: RefStoreOptions): RefStore {
         // writer that held a lock for longer than `staleLockMs`.
         const stamp = `${stat.ino}:${stat.size}:${stat.mtimeMs}`;
         const nowMono = monotonicMs();
-        if (seen === null || seen.stamp !== stamp) seen = { stamp, sinceMs: nowMono };
+        if (seen === null || seen.stamp !== stamp) seen = { stamp, sinceMs: nowMono, ownerChecked: false };
         const oldByMtime = opts.nowMs() - stat.mtimeMs > opts.staleLockMs;
-        if (oldByMtime || nowMono - seen.sinceMs >= opts.staleLockMs) {
+        // The recorded holder is looked at once per lock seen: a process of this machine that
+        // is gone will never rename its lock.
+        let holderGone = false;
+        if (!seen.ownerChecked) {
+          seen.ownerChecked = true;
+          holderGone = await holderIsGone(refName, stat);
+        }
+        if (oldByMtime || holderGone || nowMono - seen.sinceMs >= opts.staleLockMs) {
           // Only the lock that was judged: one taken meanwhile by a live writer is left alone.
           const again = await fs.statOrNull(lockPath);
-          if (again !== null && `${again.ino}:${again.size}:${again.mtimeMs}` === stamp) await fs.unlinkQuiet(lockPath);
+          if (again !== null && `${again.ino}:${again.size}:${again.mtimeMs}` === stamp) {
+            await fs.unlinkQuiet(lockPath);
+            await forgetHolder(refName);
+          }
           seen = null;
           continue;
         }
@@ -284,6 +321,58 @@ export function createRefStore(opts: RefStoreOptions): RefStore {
       waitedMs += delay;
       backoffMs = Math.min(backoffMs * 2, 32);
     }
+  }
+
+  /** Records this process as the holder of the lock just created (best effort: only a hint). */
+  async function recordHolder(refName: string, birth: StatLike): Promise<void> {
+    const holder = opts.holder;
+    if (holder === undefined) return;
+    const path = lockOwnerPath(gitdir, refName);
+    try {
+      const dir = path.slice(0, path.lastIndexOf("/"));
+      if (!knownDirs.has(dir)) {
+        await fs.mkdirp(dir);
+        knownDirs.add(dir);
+      }
+      const handle = await fs.open(path, "w");
+      try {
+        await handle.write(Buffer.from(`${String(birth.ino)} ${birth.mtimeMs} ${holder.pid} ${holder.hostname}\n`, "utf8"));
+      } finally {
+        await handle.close();
+      }
+    } catch {
+      // Without a record a dead holder's lock is still broken after staleLockMs; an earlier
+      // record must not stand in for the missing one.
+      await forgetHolder(refName);
+    }
+  }
+
+  /** Removes the holder record of `refName`'s lock (records exist only while a lock is held). */
+  async function forgetHolder(refName: string): Promise<void> {
+    if (opts.holder === undefined) return;
+    await fs.unlinkQuiet(lockOwnerPath(gitdir, refName)).catch(() => undefined);
+  }
+
+  /** Whether the lock `stat` describes was taken by a process of this machine that no longer exists. */
+  async function holderIsGone(refName: string, stat: StatLike): Promise<boolean> {
+    const holder = opts.holder;
+    if (holder === undefined) return false;
+    let text: string;
+    try {
+      const bytes = await fs.readFileOrNull(lockOwnerPath(gitdir, refName));
+      if (bytes === null) return false;
+      text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8");
+    } catch {
+      return false;
+    }
+    const match = /^(\d+) ([0-9.e+]+) (\d+) (.+)\n$/.exec(text);
+    if (match === null || match[1] !== String(stat.ino) || match[4] !== holder.hostname) return false;
+    // The record describes this very lock: born then, and untouched since (an empty lock) or
+    // written by its holder afterwards (a crash between writing the new value and the rename).
+    const birthMs = Number(match[2]);
+    if (Number(stat.size) === 0 ? stat.mtimeMs !== birthMs : stat.mtimeMs < birthMs) return false;
+    const pid = Number(match[3]);
+    return pid !== holder.pid && !holder.isAlive(pid);
   }
 
   async function stillOurs(ino: number | bigint, lockPath: string): Promise<boolean> {
@@ -313,6 +402,9 @@ export function createRefStore(opts: RefStoreOptions): RefStore {
       if (durable) await handle.sync();
       if (!(await stillOurs(ino, lockPath))) return "stolen";
       await handle.close();
+      // The record goes while the lock is still ours: once the lock is renamed, the next
+      // holder's record may take its place.
+      await forgetHolder(refName);
       await fs.rename(lockPath, refPath);
       renamed = true;
       if (durable) await fs.fsyncDir(refDir);
@@ -321,7 +413,10 @@ export function createRefStore(opts: RefStoreOptions): RefStore {
       if (!renamed) {
         await handle.close().catch(() => undefined);
         // Only remove the lock if it is still ours; a stale-lock breaker may own it now.
-        if (await stillOurs(ino, lockPath).catch(() => false)) await fs.unlinkQuiet(lockPath);
+        if (await stillOurs(ino, lockPath).catch(() => false)) {
+          await forgetHolder(refName);
+          await fs.unlinkQuiet(lockPath);
+        }
       }
     }
   }

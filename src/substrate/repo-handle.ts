@@ -9,7 +9,7 @@ import type { FsAdapter } from "./fs-adapter.js";
 import type { ParsedCommit } from "./git-object.js";
 import { createObjectStore, isAbsentObject, type ObjectCaches, type ObjectStore } from "./object-store.js";
 import { OID_PATTERN } from "./ref-name.js";
-import { createRefStore, refCorrupt, type RefStore, type Sleep } from "./ref-store.js";
+import { createRefStore, type LockHolder, refCorrupt, type RefStore, type Sleep } from "./ref-store.js";
 import { repoLayoutExists } from "./repo-layout.js";
 import type { CommittedReads, KindHandler, Oid, RepoId } from "./types.js";
 
@@ -71,6 +71,8 @@ export interface RepoHandleOptions {
   readonly lockTimeoutMs: number;
   readonly sleep: Sleep;
   readonly nowMs: () => number;
+  /** This process as recorded beside the ref locks it takes (see ref-store.ts). */
+  readonly lockHolder?: LockHolder;
 }
 
 export function createRepoHandle(opts: RepoHandleOptions): RepoHandle {
@@ -86,6 +88,7 @@ export function createRepoHandle(opts: RepoHandleOptions): RepoHandle {
     lockTimeoutMs: opts.lockTimeoutMs,
     sleep: opts.sleep,
     nowMs: opts.nowMs,
+    ...(opts.lockHolder === undefined ? {} : { holder: opts.lockHolder }),
   });
 
   async function assertExists(): Promise<void> {

@@ -11,7 +11,9 @@
 import { WorkflowHostError, describeValue } from "../errors.js";
 import { subscribeCommits } from "./commit-subscription.js";
 import { assertDerivedName, readDerivedFile, writeDerivedFile } from "./derived-files.js";
-import { asIoFailure, createBlockingFsAdapter, createFsAdapter } from "./fs-adapter.js";
+import { hostname as osHostname } from "node:os";
+import { asIoFailure, createBlockingFsAdapter, createFsAdapter, errnoCode } from "./fs-adapter.js";
+import type { LockHolder } from "./ref-store.js";
 import { encodeCommit, hashObject, type Identity } from "./git-object.js";
 import { EMPTY_TREE_OID, isRegularFileMode } from "./tree-object.js";
 import { createKeyedQueue } from "./keyed-queue.js";
@@ -105,6 +107,10 @@ export function createRepoStore(opts: RepoStoreOptions): RepoStore {
     packCache: {},
   };
 
+  // Who takes this store's ref locks, recorded beside each lock so a writer on this machine
+  // can break the lock of a process that died holding it at once (see ref-store.ts). Only on
+  // the real file system: another machine's processes, or memfs, cannot be probed.
+  const lockHolder: LockHolder | undefined = fs.isNodeFs ? thisProcessAsHolder() : undefined;
   const queue = createKeyedQueue();
   const repos = new Map<string, RepoHandle>();
   const watchers = new Map<string, { watcher: RefWatcher; users: number }>();
@@ -145,6 +151,7 @@ export function createRepoStore(opts: RepoStoreOptions): RepoStore {
         lockTimeoutMs,
         sleep,
         nowMs: () => Date.now(), // lock mtimes are stamped by the OS clock, so compare with it
+        ...(lockHolder === undefined ? {} : { lockHolder }),
       });
       repos.set(key, repo);
     }
@@ -406,6 +413,22 @@ export function createRepoStore(opts: RepoStoreOptions): RepoStore {
     },
   };
   return withTypedIoFailures(store);
+}
+
+/** This process as a ref-lock holder; `isAlive` asks the OS (ESRCH: no such process). */
+function thisProcessAsHolder(): LockHolder {
+  return {
+    pid: process.pid,
+    hostname: osHostname(),
+    isAlive(pid) {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch (error) {
+        return errnoCode(error) !== "ESRCH";
+      }
+    },
+  };
 }
 
 /** Where a failing call was: "<kind>/<id>" for a repo id, else the kind. */

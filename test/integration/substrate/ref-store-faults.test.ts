@@ -6,17 +6,20 @@
 import { existsSync } from "node:fs";
 import { appendFile, readFile, utimes, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { openWorkflowStore } from "../../../src/host/open-workflow-store.js";
 import type { RepoStore } from "../../../src/substrate/types.js";
 import { appendRunEvents, readRunLog } from "../../../src/workflow/run-log.js";
 import { WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
+import { runTsScript } from "../../helpers/child-process.js";
 import { gitAt } from "../../helpers/git-cli.js";
 import { useTempDirs } from "../../helpers/temp-dir.js";
 import { errorCodeOf, runCliInProcess } from "../reliability/cli-in-process.js";
 import { expectFsckClean } from "./fixtures/git-checks.js";
 
 const tempDir = useTempDirs("wh-refstore-");
+const here = fileURLToPath(new URL(".", import.meta.url));
 const REPO = "dep-1";
 const RID = { kind: WORKFLOW_RUN_KIND, id: REPO };
 const gitdirOf = (dataDir: string): string => join(dataDir, "deployments", `${REPO}.git`);
@@ -151,6 +154,29 @@ describe("a ref lock stamped in the future", () => {
     const result = await store.writeTree(null, RID, "main", { files: { "runs/r1/events/1.json": '{"seq":1,"type":"Step"}' }, message: "after a future lock" });
     expect(result).toMatchObject({ committed: true, parentSha: genesis });
     expect(existsSync(lockPath)).toBe(false);
+    await store.close();
+    await expectFsckClean(gitdir);
+  });
+});
+
+describe("a ref lock whose holder died", () => {
+  it("is broken at once by a writer on the same machine, from the holder's record beside the lock", async () => {
+    const dataDir = await tempDir();
+    const gitdir = gitdirOf(dataDir);
+    const setup = openWorkflowStore({ dataDir, watch: false });
+    const { commitSha: genesis } = await setup.initRepo(null, RID);
+    await setup.close();
+    const crashed = await runTsScript(join(here, "fixtures", "lock-holder-worker.ts"), [gitdir], { timeoutMs: 30_000 });
+    expect(crashed.signal).toBe("SIGKILL");
+    const lockPath = join(gitdir, "refs", "heads", "main.lock");
+    expect(existsSync(lockPath)).toBe(true);
+    // Neither rule of time applies: the lock is young and staleLockMs is a minute.
+    const store = openWorkflowStore({ dataDir, watch: false, staleLockMs: 60_000, lockTimeoutMs: 5_000 });
+    const result = await store.writeTree(null, RID, "main", { files: { "runs/r1/events/1.json": '{"seq":1,"type":"Step"}' }, message: "after a dead holder" });
+    expect(result).toMatchObject({ committed: true, parentSha: genesis });
+    expect(existsSync(lockPath)).toBe(false);
+    // Records live only while a lock is held.
+    expect(existsSync(join(gitdir, "workflow-host", "ref-locks", "refs", "heads", "main.owner"))).toBe(false);
     await store.close();
     await expectFsckClean(gitdir);
   });
