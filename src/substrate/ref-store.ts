@@ -65,12 +65,16 @@ export interface LockHolder {
 /**
  * Where the holder of `<ref>.lock` is recorded: `<gitdir>/workflow-host/ref-locks/<ref>.owner`,
  * a folder git ignores (a file beside the lock under `refs/` would be read by git as a ref).
- * It holds `<inode> <birth mtime ms> <pid> <hostname>` of the lock it describes; a record whose
- * inode and birth time do not match the lock on disk describes an earlier lock and says nothing.
+ * While a lock is held it says `held <inode> <birth mtime ms> <pid> <hostname>` of that lock,
+ * and `released` once it is renamed or removed; a record whose inode and birth time do not match
+ * the lock on disk describes another lock and says nothing.
  */
 export function lockOwnerPath(gitdir: string, refName: string): string {
   return `${gitdir}/${DERIVED_DIR_NAME}/ref-locks/${refName}.owner`;
 }
+
+/** Size of a lock-holder record (see {@link lockOwnerPath}); hostnames longer than fit are cut. */
+const RECORD_BYTES = 320;
 
 /** What to do with a ref found under its lock: move it to `next` (after `beforeSwap`), or null: leave it. */
 export type LockedDecision = { readonly next: Oid; readonly beforeSwap: () => Promise<void> } | null;
@@ -327,19 +331,8 @@ export function createRefStore(opts: RefStoreOptions): RefStore {
   async function recordHolder(refName: string, birth: StatLike): Promise<void> {
     const holder = opts.holder;
     if (holder === undefined) return;
-    const path = lockOwnerPath(gitdir, refName);
     try {
-      const dir = path.slice(0, path.lastIndexOf("/"));
-      if (!knownDirs.has(dir)) {
-        await fs.mkdirp(dir);
-        knownDirs.add(dir);
-      }
-      const handle = await fs.open(path, "w");
-      try {
-        await handle.write(Buffer.from(`${String(birth.ino)} ${birth.mtimeMs} ${holder.pid} ${holder.hostname}\n`, "utf8"));
-      } finally {
-        await handle.close();
-      }
+      await writeRecord(refName, `held ${String(birth.ino)} ${birth.mtimeMs} ${holder.pid} ${holder.hostname}`);
     } catch {
       // Without a record a dead holder's lock is still broken after staleLockMs; an earlier
       // record must not stand in for the missing one.
@@ -347,10 +340,34 @@ export function createRefStore(opts: RefStoreOptions): RefStore {
     }
   }
 
-  /** Removes the holder record of `refName`'s lock (records exist only while a lock is held). */
+  /** Marks the holder record of `refName`'s lock released (a record describes a held lock only). */
   async function forgetHolder(refName: string): Promise<void> {
     if (opts.holder === undefined) return;
-    await fs.unlinkQuiet(lockOwnerPath(gitdir, refName)).catch(() => undefined);
+    await writeRecord(refName, "released").catch(() => fs.unlinkQuiet(lockOwnerPath(gitdir, refName)).catch(() => undefined));
+  }
+
+  /**
+   * Overwrites the record file in place with `text`, padded to {@link RECORD_BYTES}: creating a
+   * file is the dearest call of a commit (see pack-store.ts), so the file, made once, is kept.
+   */
+  async function writeRecord(refName: string, text: string): Promise<void> {
+    const path = lockOwnerPath(gitdir, refName);
+    const bytes = Buffer.alloc(RECORD_BYTES, 0x20);
+    bytes.write(text.slice(0, RECORD_BYTES - 1), "utf8");
+    bytes[RECORD_BYTES - 1] = 0x0a;
+    let handle: FileHandleLike;
+    try {
+      handle = await fs.open(path, "r+");
+    } catch (error) {
+      if (errnoCode(error) !== "ENOENT") throw error;
+      await fs.mkdirp(path.slice(0, path.lastIndexOf("/")));
+      handle = await fs.open(path, "w");
+    }
+    try {
+      await handle.write(bytes);
+    } finally {
+      await handle.close();
+    }
   }
 
   /** Whether the lock `stat` describes was taken by a process of this machine that no longer exists. */
@@ -365,7 +382,7 @@ export function createRefStore(opts: RefStoreOptions): RefStore {
     } catch {
       return false;
     }
-    const match = /^(\d+) ([0-9.e+]+) (\d+) (.+)\n$/.exec(text);
+    const match = /^held (\d+) ([0-9.e+]+) (\d+) (.+)$/.exec(text.trimEnd());
     if (match === null || match[1] !== String(stat.ino) || match[4] !== holder.hostname) return false;
     // The record describes this very lock: born then, and untouched since (an empty lock) or
     // written by its holder afterwards (a crash between writing the new value and the rename).

@@ -175,8 +175,8 @@ describe("a ref lock whose holder died", () => {
     const result = await store.writeTree(null, RID, "main", { files: { "runs/r1/events/1.json": '{"seq":1,"type":"Step"}' }, message: "after a dead holder" });
     expect(result).toMatchObject({ committed: true, parentSha: genesis });
     expect(existsSync(lockPath)).toBe(false);
-    // Records live only while a lock is held.
-    expect(existsSync(join(gitdir, "workflow-host", "ref-locks", "refs", "heads", "main.owner"))).toBe(false);
+    // A record describes a held lock only.
+    expect((await readFile(join(gitdir, "workflow-host", "ref-locks", "refs", "heads", "main.owner"), "utf8")).trim()).toBe("released");
     await store.close();
     await expectFsckClean(gitdir);
   });
