@@ -163,7 +163,12 @@ export interface RepoStoreOptions {
   readonly watch?: false | { readonly pollMs?: number; readonly chokidar?: boolean };
   /** "fsync": every object, ref and folder write is flushed before the ref moves. Default "none". */
   readonly durability?: "none" | "fsync";
-  /** A `<ref>.lock` older than this is a crashed writer's and is broken (ms, default 10 000). */
+  /**
+   * A `<ref>.lock` is a crashed writer's, and is broken, once this process has seen it unchanged
+   * for this long by its monotonic clock, or when its mtime is this far in the past (ms, default
+   * 10 000); a future mtime is never trusted. The lock of a process of this machine that no
+   * longer exists (recorded beside the lock, see ref-store.ts) is broken at once.
+   */
   readonly staleLockMs?: number;
   /**
    * How long a writer waits for another's `<ref>.lock` before `ref_locked` (ms, default
