@@ -127,12 +127,13 @@ const EXPECTED_VALUE = "expected 40 hex digits and a newline";
 /**
  * The `ref_corrupt` error: names the ref, the value found and why it is not usable.
  * @param expected what would be usable, or how to repair it (default: the shape of a ref file)
+ * @param extra more `data` (a dangling ref names its `missingObject`)
  */
-export function refCorrupt(ref: string, value: string, reason: string, cause?: unknown, expected = EXPECTED_VALUE): WorkflowHostError {
+export function refCorrupt(ref: string, value: string, reason: string, cause?: unknown, expected = EXPECTED_VALUE, extra: Record<string, unknown> = {}): WorkflowHostError {
   return new WorkflowHostError(
     "ref_corrupt",
     `ref ${ref} holds ${describeValue(value)}, ${reason}; ${expected}`,
-    { ref, value, reason },
+    { ref, value, reason, ...extra },
     cause === undefined ? {} : { cause },
   );
 }

@@ -120,7 +120,7 @@ export function createRepoHandle(opts: RepoHandleOptions): RepoHandle {
       if (isAbsentObject(error) && error instanceof WorkflowHostError && typeof error.data.found === "string") {
         throw refCorrupt(name, value, `which names a ${error.data.found}, not a commit`, error, "point the ref at a commit");
       }
-      throw refCorrupt(name, value, "but no commit with that id is in the repository (a dangling ref: the object is missing)", error, "restore the object, or point the ref at an existing commit");
+      throw refCorrupt(name, value, "but no commit with that id is in the repository (a dangling ref: the object is missing)", error, "restore the object, or point the ref at an existing commit", { missingObject: value });
     }
   }
 
