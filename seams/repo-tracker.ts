@@ -17,7 +17,7 @@ import type { CommitChange, CommittedReads, DirEntry, RepoId } from "../src/subs
 import { parseEvent, serializeEvent } from "../src/workflow/events.js";
 import { eventPath, parseCompactedLogPath, runEventsPrefix, runsPrefix } from "../src/workflow/paths.js";
 import { immutableChangedProblem } from "../src/workflow/run-folder.js";
-import { isSymlinkMode } from "../src/substrate/tree-object.js";
+import { isRegularFileMode } from "../src/substrate/tree-object.js";
 import { afterTerminalProblem, classifyRunPath, rewrittenProblem, runsEntryProblem, sequenceProblems } from "../src/workflow/log-problems.js";
 import { readRunLog, type BadEvent, type RunLog } from "../src/workflow/run-log.js";
 import { applyEvent, emptyRunState } from "../src/workflow/run-state.js";
@@ -361,7 +361,7 @@ export class RepoTracker {
         problems.set(place.problem.path, place.problem);
         continue;
       }
-      if (place.kind === "aside" && !isSymlinkMode(change.mode)) {
+      if (place.kind === "aside" && isRegularFileMode(change.mode)) {
         // The original layout's files beside the log are not read; a blob is immutable, and a
         // run with no log yet is read again (blobs/ needs a log beside it).
         if (place.part === "blobs" && change.status !== "added") problems.set(change.path, immutableChangedProblem(place.runId, change.path, change.status));
@@ -369,11 +369,11 @@ export class RepoTracker {
       }
       const entry = byRun.get(place.runId) ?? { adds: [], reread: false };
       byRun.set(place.runId, entry);
-      if (place.kind === "event" && change.status === "added" && !isSymlinkMode(change.mode)) {
+      if (place.kind === "event" && change.status === "added" && isRegularFileMode(change.mode)) {
         entry.adds.push({ seq: place.seq, oid: change.oid, path: change.path });
         continue;
       }
-      // Anything else in a run's log (a symlink, a folder, a bad name, an edit) is judged by
+      // Anything else in a run's log (a symlink, a gitlink, a folder, a bad name, an edit) is judged by
       // reading the run again; an edit or removal of an event is reported as well.
       entry.reread = true;
       if (place.kind === "event" && change.status !== "added") {
@@ -408,9 +408,15 @@ export class RepoTracker {
       record.bad += gaps.length;
       for (const add of change.adds) {
         record.maxFileSeq = Math.max(record.maxFileSeq, add.seq);
+        // A blob that cannot be read (not there yet because the ref moved before its objects
+        // were complete, a torn write, an I/O error) is not bad content: the error ends this
+        // tail, which is reported (repo_failed) and restarted with backoff from the tip, so the
+        // event is read once it can be. Only bytes that were read and are not an event are
+        // reported as a bad event and skipped.
+        const bytes = await reads.readBlobByOid(add.oid);
         let event: RunEvent;
         try {
-          event = parseEvent(await reads.readBlobByOid(add.oid), { path: add.path, expectedSeq: add.seq, maxEventBytes: this.ctx.maxEventBytes });
+          event = parseEvent(bytes, { path: add.path, expectedSeq: add.seq, maxEventBytes: this.ctx.maxEventBytes });
         } catch (error) {
           record.bad += 1;
           this.reportBad({ runId, path: add.path, seq: add.seq, error: asHostError(error, add.path) });

@@ -7,6 +7,7 @@
 import { realpathSync } from "node:fs";
 import { pathToFileURL } from "node:url";
 import { isWorkflowHostError } from "../errors.js";
+import { asIoFailure } from "../substrate/fs-adapter.js";
 import { parseFlags, usageError, wantsHelp } from "./args.js";
 import { commandName, type CliCommand } from "./command.js";
 import { commands } from "./commands/index.js";
@@ -97,7 +98,9 @@ export async function main(argv: readonly string[], io: CliIo = processIo()): Pr
     }
     const values = parseFlags(commandName(command), rest, command.options);
     return await command.run(values, io);
-  } catch (error) {
+  } catch (caught) {
+    // A file-system failure outside the store (the CLI's own files) is typed the same way.
+    const error = asIoFailure(caught, argv.slice(0, 2).join(" ") || "the command");
     if (isWorkflowHostError(error)) {
       io.stderr.write(`workflow-host: ${error.message}\n`);
       return error.code === "usage" ? 2 : 1;

@@ -11,6 +11,7 @@
  * the disk must not stop the event loop.
  */
 import * as nodeFs from "node:fs";
+import { WorkflowHostError } from "../errors.js";
 
 /** The FileHandle calls the substrate makes. */
 export interface FileHandleLike {
@@ -101,6 +102,27 @@ export function errnoCode(error: unknown): string | undefined {
     return typeof code === "string" ? code : undefined;
   }
   return undefined;
+}
+
+/**
+ * A file-system failure as the store reports it: `io_failed`, with the errno code (`ENOSPC`,
+ * `EROFS`, `EIO`, `EMFILE`, …), the system call and the path in `data`, and the original error
+ * as `cause`. A `WorkflowHostError` and an error without an errno code are returned as they are.
+ * @param doing what was being done, for the message ("write to deployments/x")
+ */
+export function asIoFailure(error: unknown, doing: string): unknown {
+  if (error instanceof WorkflowHostError) return error;
+  const errno = errnoCode(error);
+  if (errno === undefined || !/^E[A-Z0-9]+$/.test(errno)) return error;
+  const e = error as { syscall?: unknown; path?: unknown };
+  const syscall = typeof e.syscall === "string" ? e.syscall : undefined;
+  const path = typeof e.path === "string" ? e.path : undefined;
+  return new WorkflowHostError(
+    "io_failed",
+    `${doing} failed: ${errno}${syscall === undefined ? "" : ` in ${syscall}`}${path === undefined ? "" : ` on ${path}`}; the file system refused it (full, read-only, failing or out of handles); retry once that is fixed`,
+    { errno, ...(syscall === undefined ? {} : { syscall }), ...(path === undefined ? {} : { path }) },
+    { cause: error },
+  );
 }
 
 /**

@@ -22,7 +22,7 @@ import { readObject } from "isomorphic-git";
 import { WorkflowHostError } from "../errors.js";
 import { errnoCode, type FsAdapter } from "./fs-adapter.js";
 import { decodeCommit, type GitObject, type ObjectType, type ParsedCommit, unwrapObject, wrapObject } from "./git-object.js";
-import { decodeTree, type DeltaBase, type ParsedTree } from "./tree-object.js";
+import { decodeTree, type DeltaBase, EMPTY_TREE_OID, type ParsedTree } from "./tree-object.js";
 import type { ScopedLruCache } from "./lru-cache.js";
 import { createPackStore, type StagedObjects } from "./pack-store.js";
 import type { Oid } from "./types.js";
@@ -73,6 +73,14 @@ export interface ObjectStore {
   stageObjects(objects: readonly GitObject[]): StagedObjects;
   /** Remembers trees that were just written, so the next commit does not re-read them. */
   rememberTrees(trees: Iterable<ParsedTree>): void;
+  /**
+   * Whether the repository holds any history: a pack, or a loose commit other than a root
+   * commit of the empty tree (what a crashed `initRepo` can leave). A ref that reads as unborn
+   * in such a repository was lost (a damaged ref store), and writing a new root commit on it
+   * would orphan that history. Once true, remembered (history does not go away); while false,
+   * looked for again on every call (a fresh repository has two loose objects at most).
+   */
+  holdsHistory(): Promise<boolean>;
   /** Starts housekeeping after a commit (merging small packs) in the background; never throws. */
   maintain(): void;
   /** Resolves when no background housekeeping is running. */
@@ -211,7 +219,7 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
 
   async function readTyped(oid: Oid, type: ObjectType): Promise<GitObject> {
     const object = await read(oid);
-    if (object.type !== type) throw corrupt(oid, `is a ${object.type}, expected a ${type}`, undefined, ABSENT);
+    if (object.type !== type) throw corrupt(oid, `is a ${object.type}, expected a ${type}`, undefined, { ...ABSENT, found: object.type });
     return object;
   }
 
@@ -246,8 +254,38 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
     touched.add(dir);
   }
 
+  let historySeen = false;
+
+  async function holdsHistory(): Promise<boolean> {
+    if (historySeen) return true;
+    const packFiles = await quickFs.readdirOrEmpty(`${objectsDir}/pack`);
+    historySeen = packFiles.some((name) => name.endsWith(".pack") || name.endsWith(".idx"));
+    for (const dir of historySeen ? [] : await fs.readdirOrEmpty(objectsDir)) {
+      if (!/^[0-9a-f]{2}$/.test(dir)) continue;
+      for (const rest of await fs.readdirOrEmpty(`${objectsDir}/${dir}`)) {
+        if (!/^[0-9a-f]{38}$/.test(rest)) continue;
+        let object: GitObject;
+        try {
+          object = await read(`${dir}${rest}`);
+        } catch {
+          // An object that cannot be read may be a commit: count it, rather than risk a second root.
+          historySeen = true;
+          return true;
+        }
+        if (object.type !== "commit") continue;
+        const commit = decodeCommit(object.oid, object.content);
+        if (commit.parents.length > 0 || commit.tree !== EMPTY_TREE_OID) {
+          historySeen = true;
+          return true;
+        }
+      }
+    }
+    return historySeen;
+  }
+
   return {
     read,
+    holdsHistory,
     async readTree(oid) {
       const hit = cachedTree(oid);
       if (hit !== undefined) return hit;

@@ -53,6 +53,12 @@ import type { Oid } from "./types.js";
 export const STALE_TEMP_MS = 15 * 60_000;
 /** A spare temp file pair older than this (ms) is replaced, not used (see makeSpare). */
 const SPARE_MAX_AGE_MS = 60_000;
+/**
+ * An empty temp file older than this (ms) is a spare no writer will use (spares are taken
+ * only while younger than {@link SPARE_MAX_AGE_MS} and written the moment they are taken), left
+ * by a process that was killed: removed at open rather than after {@link STALE_TEMP_MS}.
+ */
+export const STALE_SPARE_MS = 5 * SPARE_MAX_AGE_MS;
 const EMPTY = new Uint8Array(0);
 /** More packs than this and the smallest are merged. */
 export const MAX_PACKS = 16;
@@ -161,6 +167,13 @@ export function createPackStore(opts: PackStoreOptions): PackStore {
   let sweeping: Promise<void> | null = null;
   let packDirMade = false;
   const oidBytes = Buffer.alloc(20);
+  /**
+   * Packs whose index cannot be parsed (truncated, wrong checksum), with why: their objects
+   * cannot be found, so a miss is then reported as this damage (`object_corrupt` naming the
+   * pack), never as a missing object (which would make a ref pointing into the pack read as
+   * dangling). Looked at again at every scan: an index rewritten whole is taken up.
+   */
+  const broken = new Map<string, WorkflowHostError>();
 
   /** The adapter for reading or writing a pack of `bytes` and its index (see QUICK_PACK_BYTES). */
   const fsFor = (bytes: number): FsAdapter => (bytes <= QUICK_PACK_BYTES ? quickFs : fs);
@@ -190,9 +203,28 @@ export function createPackStore(opts: PackStoreOptions): PackStore {
         if (!known.has(name) && names.has(`${name}.pack`)) fresh.push(name);
       }
       // All at once: a reader behind a busy writer has one new pack per commit to load.
-      const loaded = await Promise.all(fresh.map((name) => loadPack(name).catch(() => null)));
+      let unreadable = 0;
+      const loaded = await Promise.all(
+        fresh.map((name) =>
+          loadPack(name).then(
+            (pack) => {
+              broken.delete(name);
+              return pack;
+            },
+            (error: unknown) => {
+              // A pack that vanished mid-load is found again by the next listing; an index
+              // that is there but unreadable is damage, remembered and reported on a miss.
+              if (!(error instanceof WorkflowHostError)) return null;
+              broken.set(name, error);
+              unreadable += 1;
+              return null;
+            },
+          ),
+        ),
+      );
+      for (const name of broken.keys()) if (!names.has(`${name}.idx`)) broken.delete(name);
       const added = loaded.filter((pack): pack is LoadedPack => pack !== null);
-      const vanished = added.length < fresh.length;
+      const vanished = added.length + unreadable < fresh.length;
       packs = [...added, ...kept];
       if (!vanished) return;
     }
@@ -208,11 +240,16 @@ export function createPackStore(opts: PackStoreOptions): PackStore {
   }
 
   /**
-   * Removes temp files (git's `tmp_` prefix: `tmp_pack_`, `tmp_idx_`, `tmp_obj_`) in `objects/`
-   * older than {@link STALE_TEMP_MS}: what a writer killed mid-commit left behind. Nothing refers
-   * to them (a pack counts once renamed into `objects/pack/`), and a live writer's temp files are
-   * milliseconds old. Git itself removes them only at `git gc`, after two weeks. Best effort, once
-   * per store, in the background.
+   * Removes what killed writers left, once per store (at the first read of the repository), in
+   * the background, best effort:
+   * - temp files in `objects/` (git's `tmp_` prefix: `tmp_pack_`, `tmp_idx_`, `tmp_obj_`) older
+   *   than {@link STALE_TEMP_MS}, or empty and older than {@link STALE_SPARE_MS} (a spare pair).
+   *   Nothing refers to them (a pack counts once renamed into `objects/pack/`), and a live
+   *   writer's temp files are milliseconds old;
+   * - a `pack-*.pack` in `objects/pack/` without its `.idx`, older than {@link STALE_TEMP_MS}: a
+   *   merge (or commit) killed between placing the pack and its index. No reader uses a pack
+   *   without an index, and a live writer places the index microseconds after the pack.
+   * Git itself removes such files only at `git gc`, after two weeks.
    */
   async function sweepTemps(): Promise<void> {
     try {
@@ -220,10 +257,20 @@ export function createPackStore(opts: PackStoreOptions): PackStore {
       for (const name of await fs.readdirOrEmpty(dir)) {
         if (!name.startsWith("tmp_")) continue;
         const stat = await fs.statOrNull(`${dir}/${name}`);
-        if (stat !== null && stat.isFile() && Date.now() - stat.mtimeMs > STALE_TEMP_MS) await fs.unlinkQuiet(`${dir}/${name}`);
+        if (stat === null || !stat.isFile()) continue;
+        const ageMs = Date.now() - stat.mtimeMs;
+        if (ageMs > STALE_TEMP_MS || (Number(stat.size) === 0 && ageMs > STALE_SPARE_MS)) await fs.unlinkQuiet(`${dir}/${name}`);
+      }
+      const names = new Set(await fs.readdirOrEmpty(packDir));
+      for (const name of names) {
+        if (!/^pack-[0-9a-f]{40,64}\.pack$/.test(name) || names.has(name.replace(/\.pack$/, ".idx"))) continue;
+        const stat = await fs.statOrNull(`${packDir}/${name}`);
+        if (stat === null || !stat.isFile() || Date.now() - stat.mtimeMs <= STALE_TEMP_MS) continue;
+        // Looked at once more just before: an index that arrived meanwhile makes it a pack.
+        if ((await fs.statOrNull(`${packDir}/${name.replace(/\.pack$/, ".idx")}`)) === null) await fs.unlinkQuiet(`${packDir}/${name}`);
       }
     } catch {
-      // A temp file left is only wasted space.
+      // A file left is only wasted space.
     }
   }
 
@@ -316,7 +363,18 @@ export function createPackStore(opts: PackStoreOptions): PackStore {
       try {
         const found = await readFrom(oid, 0);
         if (found !== null) return found;
-        if (!allowRescan || ++misses > 2) return null;
+        if (!allowRescan || ++misses > 2) {
+          if (allowRescan && broken.size > 0) {
+            const [name, why] = broken.entries().next().value as [string, WorkflowHostError];
+            throw new WorkflowHostError(
+              "object_corrupt",
+              `git object ${oid} cannot be read: it is in no readable pack, and the index of ${name} is damaged (${why.message})`,
+              { oid, pack: name, reason: "damaged pack index" },
+              { cause: why },
+            );
+          }
+          return null;
+        }
       } catch (error) {
         if (!(error instanceof PackGone)) throw error;
         if (++gone > 5) return null;

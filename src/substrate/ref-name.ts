@@ -29,14 +29,28 @@ export function normalizeRefName(ref: string): string {
   if (typeof ref !== "string" || ref === "") throw invalid(String(ref), "empty");
   if (ref === "HEAD") return ref;
   const full = ref.startsWith("refs/") ? ref : `refs/heads/${ref}`;
-  if (FORBIDDEN.test(full)) throw invalid(ref, "forbidden character");
-  if (full.includes("..") || full.includes("@{")) throw invalid(ref, `contains ".." or "@{"`);
-  if (full.endsWith("/") || full.endsWith(".")) throw invalid(ref, `ends with "/" or "."`);
-  for (const component of full.split("/")) {
-    if (component === "") throw invalid(ref, "empty component");
-    if (component.startsWith(".")) throw invalid(ref, `component starts with "."`);
-    if (component.endsWith(".lock")) throw invalid(ref, `component ends with ".lock"`);
-  }
-  if (full === "refs/heads/HEAD" || full === "refs/heads/@") throw invalid(ref, "reserved name");
+  const problem = fullRefNameProblem(full);
+  if (problem !== null) throw invalid(ref, problem);
   return full;
+}
+
+/**
+ * Why `full` (a name starting with `refs/`, or `HEAD`) is not a ref name git would accept, or
+ * null when it is. A name that passes stays inside `refs/` as a path: no empty, "." or ".."
+ * component, no backslash. Used for names callers give and for symbolic-ref targets read
+ * from disk alike.
+ */
+export function fullRefNameProblem(full: string): string | null {
+  if (full === "HEAD") return null;
+  if (!full.startsWith("refs/")) return `does not start with "refs/"`;
+  if (FORBIDDEN.test(full)) return "forbidden character";
+  if (full.includes("..") || full.includes("@{")) return `contains ".." or "@{"`;
+  if (full.endsWith("/") || full.endsWith(".")) return `ends with "/" or "."`;
+  for (const component of full.split("/")) {
+    if (component === "") return "empty component";
+    if (component.startsWith(".")) return `component starts with "."`;
+    if (component.endsWith(".lock")) return `component ends with ".lock"`;
+  }
+  if (full === "refs/heads/HEAD" || full === "refs/heads/@") return "reserved name";
+  return null;
 }

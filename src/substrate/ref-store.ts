@@ -5,6 +5,12 @@
  * Reading: a loose ref file (`refs/heads/main`) wins over `packed-refs`. A loose ref must hold
  * exactly 40 lowercase hex digits and "\n" (or `ref: <name>\n` for a symbolic ref); anything
  * else is a torn or foreign write and is reported as `ref_corrupt`, never read as "no ref".
+ * `packed-refs` is read as strictly as git reads it: an optional `# pack-refs with:` header
+ * first, then `<oid> <name>` lines, each optionally followed by one `^<oid>` peeled line, every
+ * line ended by "\n". Any other line makes the whole file unreadable (`ref_corrupt` naming the
+ * file and the line): skipping it would make a ref packed there read as unborn, and a write onto
+ * an "unborn" ref would orphan the history. A symbolic ref's target must be a ref name git
+ * accepts (check-ref-format), so following it never leaves `refs/`.
  *
  * Moving (git's lock protocol, see git's lockfile.c / refs/files-backend.c): create
  * `<ref>.lock` exclusively, read the current value under the lock and compare it with the
@@ -13,7 +19,8 @@
  */
 import { WorkflowHostError, describeValue } from "../errors.js";
 import { errnoCode, type FileHandleLike, type FsAdapter, type StatLike } from "./fs-adapter.js";
-import { OID_PATTERN } from "./ref-name.js";
+import { DERIVED_DIR_NAME } from "./derived-files.js";
+import { fullRefNameProblem, OID_PATTERN } from "./ref-name.js";
 import type { Oid } from "./types.js";
 
 /** Waits `ms` milliseconds (injected, so tests can drive it). */
@@ -23,14 +30,51 @@ export interface RefStoreOptions {
   readonly fs: FsAdapter;
   readonly gitdir: string;
   readonly durable: boolean;
-  /** A lock older than this (by its mtime, ms) is a crashed writer's and is removed. */
+  /**
+   * A lock is a crashed writer's, and is removed, once this process has seen it unchanged
+   * (same inode, size and mtime) for this long by its monotonic clock (ms), or when its mtime
+   * is this far in the past by the wall clock. A future mtime is never trusted.
+   */
   readonly staleLockMs: number;
   /** How long to wait for another writer's lock before `ref_locked` (ms). */
   readonly lockTimeoutMs: number;
   readonly sleep: Sleep;
   /** Wall-clock milliseconds, compared with lock-file mtimes (which the OS stamps). */
   readonly nowMs: () => number;
+  /**
+   * Monotonic milliseconds (unaffected by wall-clock steps), for how long a lock was seen
+   * unchanged. Default: `performance.now()`.
+   */
+  readonly monotonicMs?: () => number;
+  /**
+   * This process, as recorded beside each lock it takes (see {@link lockOwnerPath}), so a writer
+   * of the same machine that finds the lock of a process that no longer exists breaks it at once
+   * instead of after `staleLockMs`. Absent: no record is written or read.
+   */
+  readonly holder?: LockHolder;
 }
+
+/** Who takes ref locks, and how to tell whether another process of this machine still runs. */
+export interface LockHolder {
+  readonly pid: number;
+  readonly hostname: string;
+  /** Whether process `pid` of this machine exists. */
+  isAlive(pid: number): boolean;
+}
+
+/**
+ * Where the holder of `<ref>.lock` is recorded: `<gitdir>/workflow-host/ref-locks/<ref>.owner`,
+ * a folder git ignores (a file beside the lock under `refs/` would be read by git as a ref).
+ * While a lock is held it says `held <inode> <birth mtime ms> <pid> <hostname>` of that lock,
+ * and `released` once it is renamed or removed; a record whose inode and birth time do not match
+ * the lock on disk describes another lock and says nothing.
+ */
+export function lockOwnerPath(gitdir: string, refName: string): string {
+  return `${gitdir}/${DERIVED_DIR_NAME}/ref-locks/${refName}.owner`;
+}
+
+/** Size of a lock-holder record (see {@link lockOwnerPath}); hostnames longer than fit are cut. */
+const RECORD_BYTES = 320;
 
 /** What to do with a ref found under its lock: move it to `next` (after `beforeSwap`), or null: leave it. */
 export type LockedDecision = { readonly next: Oid; readonly beforeSwap: () => Promise<void> } | null;
@@ -77,14 +121,59 @@ export interface RefStore {
   lockedUpdate(refName: string, decide: (current: Oid | null) => Promise<LockedDecision>): Promise<LockedOutcome>;
 }
 
-/** The `ref_corrupt` error: names the ref, the value found and why it is not usable. */
-export function refCorrupt(ref: string, value: string, reason: string, cause?: unknown): WorkflowHostError {
+/** What a ref file must hold, said after a torn value. */
+const EXPECTED_VALUE = "expected 40 hex digits and a newline";
+
+/**
+ * The `ref_corrupt` error: names the ref, the value found and why it is not usable.
+ * @param expected what would be usable, or how to repair it (default: the shape of a ref file)
+ * @param extra more `data` (a dangling ref names its `missingObject`)
+ */
+export function refCorrupt(ref: string, value: string, reason: string, cause?: unknown, expected = EXPECTED_VALUE, extra: Record<string, unknown> = {}): WorkflowHostError {
   return new WorkflowHostError(
     "ref_corrupt",
-    `ref ${ref} holds ${describeValue(value)}, ${reason}; expected 40 hex digits and a newline`,
-    { ref, value, reason },
+    `ref ${ref} holds ${describeValue(value)}, ${reason}; ${expected}`,
+    { ref, value, reason, ...extra },
     cause === undefined ? {} : { cause },
   );
+}
+
+/** The `ref_corrupt` error for an unreadable line of `packed-refs` (1-based `line`). */
+function packedRefsCorrupt(path: string, line: number, text: string, reason: string): WorkflowHostError {
+  return new WorkflowHostError(
+    "ref_corrupt",
+    `packed-refs ${path} line ${line} holds ${describeValue(text)}, ${reason}; expected "<40 hex> <ref name>", "^<40 hex>" or the "# pack-refs with:" header; repair or remove the line`,
+    { file: path, line, value: text, reason },
+  );
+}
+
+/**
+ * Parses `packed-refs` as git does (refs/packed-backend.c), refusing what git refuses.
+ * @throws `ref_corrupt` naming the file and the first bad line
+ */
+export function parsePackedRefs(path: string, text: string): Map<string, Oid> {
+  const refs = new Map<string, Oid>();
+  if (text === "") return refs;
+  const lines = text.split("\n");
+  // A complete file ends in "\n", so the last piece is empty; anything else is a torn line.
+  const last = lines.pop() as string;
+  if (last !== "") throw packedRefsCorrupt(path, lines.length + 1, last, "an unterminated line");
+  let previousWasRef = false;
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i] as string;
+    if (i === 0 && line.startsWith("# pack-refs with:")) continue;
+    if (line.startsWith("^")) {
+      if (!previousWasRef || !OID_PATTERN.test(line.slice(1))) throw packedRefsCorrupt(path, i + 1, line, "a peeled line that follows no ref or holds no object id");
+      previousWasRef = false;
+      continue;
+    }
+    const match = /^([0-9a-f]{40}) (refs\/\S+)$/.exec(line);
+    const problem = match?.[2] === undefined ? "not a ref line" : fullRefNameProblem(match[2]);
+    if (match?.[1] === undefined || match[2] === undefined || problem !== null) throw packedRefsCorrupt(path, i + 1, line, problem ?? "not a ref line");
+    refs.set(match[2], match[1]);
+    previousWasRef = true;
+  }
+  return refs;
 }
 
 type LooseValue = { readonly kind: "oid"; readonly oid: Oid } | { readonly kind: "symbolic"; readonly target: string };
@@ -92,7 +181,9 @@ type LooseValue = { readonly kind: "oid"; readonly oid: Oid } | { readonly kind:
 /** Creates the ref store of the bare repository at `gitdir`. */
 export function createRefStore(opts: RefStoreOptions): RefStore {
   const { fs, gitdir, durable } = opts;
-  let packed: { readonly stamp: string; readonly refs: ReadonlyMap<string, Oid> } | null = null;
+  const monotonicMs = opts.monotonicMs ?? (() => performance.now());
+  /** The last parse of packed-refs (or why it failed), by the file's stamp. */
+  let packed: { readonly stamp: string; readonly refs: ReadonlyMap<string, Oid> | WorkflowHostError } | null = null;
   const knownDirs = new Set<string>();
 
   async function readLoose(refName: string): Promise<LooseValue | null> {
@@ -109,8 +200,14 @@ export function createRefStore(opts: RefStoreOptions): RefStore {
     if (text.length === 41 && text.endsWith("\n") && OID_PATTERN.test(text.slice(0, 40))) {
       return { kind: "oid", oid: text.slice(0, 40) };
     }
-    const symbolic = /^ref: (refs\/[^\s]+|HEAD)\n$/.exec(text);
-    if (symbolic?.[1] !== undefined) return { kind: "symbolic", target: symbolic[1] };
+    const symbolic = /^ref: (\S+)\n$/.exec(text);
+    if (symbolic?.[1] !== undefined) {
+      // Git treats a symref to a name it refuses as dangling; following one could leave the
+      // repository (`ref: refs/heads/../../../tmp/x`), so it is refused, never followed.
+      const problem = fullRefNameProblem(symbolic[1]);
+      if (problem !== null) throw refCorrupt(refName, text, `a symbolic ref to an invalid ref name (${problem})`, undefined, `expected "ref: refs/<name>" with a name git's check-ref-format accepts`);
+      return { kind: "symbolic", target: symbolic[1] };
+    }
     const reason = text.length === 0 ? "an empty file" : text.length < 41 ? "a truncated value" : "not an object id";
     throw refCorrupt(refName, text, reason);
   }
@@ -122,15 +219,16 @@ export function createRefStore(opts: RefStoreOptions): RefStore {
     const stamp = `${stat.ino}:${stat.size}:${stat.mtimeMs}`;
     if (packed === null || packed.stamp !== stamp) {
       const bytes = await fs.readFileOrNull(path);
-      const refs = new Map<string, Oid>();
-      for (const line of Buffer.from(bytes ?? new Uint8Array()).toString("utf8").split("\n")) {
-        // "# pack-refs with: ..." header and "^<oid>" peeled-tag lines carry no ref.
-        if (line === "" || line.startsWith("#") || line.startsWith("^")) continue;
-        const match = /^([0-9a-f]{40}) (\S+)$/.exec(line);
-        if (match?.[1] !== undefined && match[2] !== undefined) refs.set(match[2], match[1]);
+      let refs: ReadonlyMap<string, Oid> | WorkflowHostError;
+      try {
+        refs = parsePackedRefs(path, Buffer.from(bytes ?? new Uint8Array()).toString("utf8"));
+      } catch (error) {
+        if (!(error instanceof WorkflowHostError)) throw error;
+        refs = error;
       }
       packed = { stamp, refs };
     }
+    if (packed.refs instanceof WorkflowHostError) throw packed.refs;
     return packed.refs.get(refName) ?? null;
   }
 
@@ -155,6 +253,8 @@ export function createRefStore(opts: RefStoreOptions): RefStore {
   async function acquireLock(refName: string, lockPath: string): Promise<{ handle: FileHandleLike; ino: number | bigint }> {
     let waitedMs = 0;
     let backoffMs = 1;
+    /** The lock as last seen (inode, size, mtime) and since when (monotonic ms) it is unchanged. */
+    let seen: { readonly stamp: string; readonly sinceMs: number; ownerChecked: boolean } | null = null;
     for (;;) {
       try {
         let handle: FileHandleLike;
@@ -167,7 +267,9 @@ export function createRefStore(opts: RefStoreOptions): RefStore {
           handle = await fs.open(lockPath, "wx");
         }
         try {
-          return { handle, ino: (await handle.stat()).ino };
+          const birth = await handle.stat();
+          await recordHolder(refName, birth);
+          return { handle, ino: birth.ino };
         } catch (error) {
           await handle.close().catch(() => undefined);
           await fs.unlinkQuiet(lockPath);
@@ -177,16 +279,39 @@ export function createRefStore(opts: RefStoreOptions): RefStore {
         if (errnoCode(error) !== "EEXIST") throw error;
       }
       const stat = await fs.statOrNull(lockPath);
-      if (stat !== null && opts.nowMs() - stat.mtimeMs > opts.staleLockMs) {
-        // A lock this old belongs to a writer that died between creating it and renaming it
-        // (git itself never breaks locks; it leaves that to a human). Removing it is safe
-        // enough: the compare-and-swap still compares under our own lock, and a slow (not dead)
-        // holder re-checks that the lock file is still its own just before renaming, so it
-        // aborts instead of overwriting (see `stillOurs`). What remains is a window of a few
-        // syscalls between that check and the rename, and only for a writer that held a lock
-        // for longer than `staleLockMs`.
-        await fs.unlinkQuiet(lockPath);
-        continue;
+      if (stat !== null) {
+        // A lock that stays unchanged this long belongs to a writer that died between creating
+        // it and renaming it (git itself never breaks locks; it leaves that to a human). Its
+        // age is measured here, by this process's monotonic clock from the first time it was
+        // seen, so neither a wall-clock step nor a skewed or future mtime (NFS, a clock set
+        // back after a crash) can keep it alive forever. An mtime already more than
+        // `staleLockMs` in the past is taken at its word (the quick way out after a crash).
+        // Removing a lock is safe enough: the compare-and-swap still compares under our own
+        // lock, and a slow (not dead) holder re-checks that the lock file is still its own just
+        // before renaming, so it aborts instead of overwriting (see `stillOurs`). What remains
+        // is a window of a few syscalls between that check and the rename, and only for a
+        // writer that held a lock for longer than `staleLockMs`.
+        const stamp = `${stat.ino}:${stat.size}:${stat.mtimeMs}`;
+        const nowMono = monotonicMs();
+        if (seen === null || seen.stamp !== stamp) seen = { stamp, sinceMs: nowMono, ownerChecked: false };
+        const oldByMtime = opts.nowMs() - stat.mtimeMs > opts.staleLockMs;
+        // The recorded holder is looked at once per lock seen: a process of this machine that
+        // is gone will never rename its lock.
+        let holderGone = false;
+        if (!seen.ownerChecked) {
+          seen.ownerChecked = true;
+          holderGone = await holderIsGone(refName, stat);
+        }
+        if (oldByMtime || holderGone || nowMono - seen.sinceMs >= opts.staleLockMs) {
+          // Only the lock that was judged: one taken meanwhile by a live writer is left alone.
+          const again = await fs.statOrNull(lockPath);
+          if (again !== null && `${again.ino}:${again.size}:${again.mtimeMs}` === stamp) {
+            await fs.unlinkQuiet(lockPath);
+            await forgetHolder(refName);
+          }
+          seen = null;
+          continue;
+        }
       }
       if (waitedMs >= opts.lockTimeoutMs) {
         throw new WorkflowHostError(
@@ -203,12 +328,81 @@ export function createRefStore(opts: RefStoreOptions): RefStore {
     }
   }
 
+  /** Records this process as the holder of the lock just created (best effort: only a hint). */
+  async function recordHolder(refName: string, birth: StatLike): Promise<void> {
+    const holder = opts.holder;
+    if (holder === undefined) return;
+    try {
+      await writeRecord(refName, `held ${String(birth.ino)} ${birth.mtimeMs} ${holder.pid} ${holder.hostname}`);
+    } catch {
+      // Without a record a dead holder's lock is still broken after staleLockMs; an earlier
+      // record must not stand in for the missing one.
+      await forgetHolder(refName);
+    }
+  }
+
+  /** Marks the holder record of `refName`'s lock released (a record describes a held lock only). */
+  async function forgetHolder(refName: string): Promise<void> {
+    if (opts.holder === undefined) return;
+    await writeRecord(refName, "released").catch(() => fs.unlinkQuiet(lockOwnerPath(gitdir, refName)).catch(() => undefined));
+  }
+
+  /**
+   * Overwrites the record file in place with `text`, padded to {@link RECORD_BYTES}: creating a
+   * file is the dearest call of a commit (see pack-store.ts), so the file, made once, is kept.
+   */
+  async function writeRecord(refName: string, text: string): Promise<void> {
+    const path = lockOwnerPath(gitdir, refName);
+    const bytes = Buffer.alloc(RECORD_BYTES, 0x20);
+    bytes.write(text.slice(0, RECORD_BYTES - 1), "utf8");
+    bytes[RECORD_BYTES - 1] = 0x0a;
+    let handle: FileHandleLike;
+    try {
+      handle = await fs.open(path, "r+");
+    } catch (error) {
+      if (errnoCode(error) !== "ENOENT") throw error;
+      await fs.mkdirp(path.slice(0, path.lastIndexOf("/")));
+      handle = await fs.open(path, "w");
+    }
+    try {
+      await handle.write(bytes);
+    } finally {
+      await handle.close();
+    }
+  }
+
+  /** Whether the lock `stat` describes was taken by a process of this machine that no longer exists. */
+  async function holderIsGone(refName: string, stat: StatLike): Promise<boolean> {
+    const holder = opts.holder;
+    if (holder === undefined) return false;
+    let text: string;
+    try {
+      const bytes = await fs.readFileOrNull(lockOwnerPath(gitdir, refName));
+      if (bytes === null) return false;
+      text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8");
+    } catch {
+      return false;
+    }
+    const match = /^held (\d+) ([0-9.e+]+) (\d+) (.+)$/.exec(text.trimEnd());
+    if (match === null || match[1] !== String(stat.ino) || match[4] !== holder.hostname) return false;
+    // The record describes this very lock: born then, and untouched since (an empty lock) or
+    // written by its holder afterwards (a crash between writing the new value and the rename).
+    const birthMs = Number(match[2]);
+    if (Number(stat.size) === 0 ? stat.mtimeMs !== birthMs : stat.mtimeMs < birthMs) return false;
+    const pid = Number(match[3]);
+    return pid !== holder.pid && !holder.isAlive(pid);
+  }
+
   async function stillOurs(ino: number | bigint, lockPath: string): Promise<boolean> {
     const onDisk = await fs.statOrNull(lockPath);
     return onDisk !== null && onDisk.ino === ino;
   }
 
   async function lockedUpdate(refName: string, decide: (current: Oid | null) => Promise<LockedDecision>): Promise<LockedOutcome> {
+    // Names reach here from callers (normalised) or from symbolic refs (checked when read); a
+    // last check keeps the lock and the rename inside `refs/` whatever the caller did.
+    const problem = fullRefNameProblem(refName);
+    if (problem !== null) throw refCorrupt(refName, refName, `not a ref name git accepts (${problem})`, undefined, "expected HEAD or a name under refs/");
     const refPath = `${gitdir}/${refName}`;
     const lockPath = `${refPath}.lock`;
     const refDir = refPath.slice(0, refPath.lastIndexOf("/"));
@@ -226,6 +420,9 @@ export function createRefStore(opts: RefStoreOptions): RefStore {
       if (durable) await handle.sync();
       if (!(await stillOurs(ino, lockPath))) return "stolen";
       await handle.close();
+      // The record goes while the lock is still ours: once the lock is renamed, the next
+      // holder's record may take its place.
+      await forgetHolder(refName);
       await fs.rename(lockPath, refPath);
       renamed = true;
       if (durable) await fs.fsyncDir(refDir);
@@ -234,7 +431,10 @@ export function createRefStore(opts: RefStoreOptions): RefStore {
       if (!renamed) {
         await handle.close().catch(() => undefined);
         // Only remove the lock if it is still ours; a stale-lock breaker may own it now.
-        if (await stillOurs(ino, lockPath).catch(() => false)) await fs.unlinkQuiet(lockPath);
+        if (await stillOurs(ino, lockPath).catch(() => false)) {
+          await forgetHolder(refName);
+          await fs.unlinkQuiet(lockPath);
+        }
       }
     }
   }

@@ -9,7 +9,7 @@ import type { FsAdapter } from "./fs-adapter.js";
 import type { ParsedCommit } from "./git-object.js";
 import { createObjectStore, isAbsentObject, type ObjectCaches, type ObjectStore } from "./object-store.js";
 import { OID_PATTERN } from "./ref-name.js";
-import { createRefStore, refCorrupt, type RefStore, type Sleep } from "./ref-store.js";
+import { createRefStore, type LockHolder, refCorrupt, type RefStore, type Sleep } from "./ref-store.js";
 import { repoLayoutExists } from "./repo-layout.js";
 import type { CommittedReads, KindHandler, Oid, RepoId } from "./types.js";
 
@@ -45,6 +45,15 @@ export interface RepoHandle {
   readsAt(commitSha: Oid | null): Promise<CommittedReads>;
   /** @throws `repo_not_found` unless the repository exists. */
   assertExists(): Promise<void>;
+  /**
+   * Checks that ref `name`, found missing, may be read as unborn and get a root commit: the
+   * repository exists, and when `name` is its main line (`refs/heads/main`, or the branch HEAD
+   * names) the repository holds no history at all (see `ObjectStore.holdsHistory`). Other
+   * branches may start afresh beside an existing history.
+   * @throws `repo_not_found`; `ref_corrupt` naming the ref when the main line is missing from a
+   *   repository that holds commits (the ref was lost: it must be restored, never restarted)
+   */
+  assertUnborn(name: string): Promise<void>;
 }
 
 export interface RepoHandleOptions {
@@ -62,6 +71,8 @@ export interface RepoHandleOptions {
   readonly lockTimeoutMs: number;
   readonly sleep: Sleep;
   readonly nowMs: () => number;
+  /** This process as recorded beside the ref locks it takes (see ref-store.ts). */
+  readonly lockHolder?: LockHolder;
 }
 
 export function createRepoHandle(opts: RepoHandleOptions): RepoHandle {
@@ -77,6 +88,7 @@ export function createRepoHandle(opts: RepoHandleOptions): RepoHandle {
     lockTimeoutMs: opts.lockTimeoutMs,
     sleep: opts.sleep,
     nowMs: opts.nowMs,
+    ...(opts.lockHolder === undefined ? {} : { holder: opts.lockHolder }),
   });
 
   async function assertExists(): Promise<void> {
@@ -105,13 +117,35 @@ export function createRepoHandle(opts: RepoHandleOptions): RepoHandle {
       await assertExists();
       // A commit that is there but unreadable (a torn pack) is the object's fault, not the ref's.
       if (error instanceof WorkflowHostError && error.code === "object_corrupt" && !isAbsentObject(error)) throw error;
-      throw refCorrupt(name, value, "which is not a readable commit (dangling ref)", error);
+      if (isAbsentObject(error) && error instanceof WorkflowHostError && typeof error.data.found === "string") {
+        throw refCorrupt(name, value, `which names a ${error.data.found}, not a commit`, error, "point the ref at a commit");
+      }
+      throw refCorrupt(name, value, "but no commit with that id is in the repository (a dangling ref: the object is missing)", error, "restore the object, or point the ref at an existing commit", { missingObject: value });
     }
+  }
+
+  async function isMainLine(name: string): Promise<boolean> {
+    if (name === "refs/heads/main" || name === "HEAD") return true;
+    try {
+      return (await refs.resolve("HEAD")).name === name;
+    } catch {
+      return true;
+    }
+  }
+
+  async function assertUnborn(name: string): Promise<void> {
+    await assertExists();
+    if (!(await isMainLine(name)) || !(await objects.holdsHistory())) return;
+    throw new WorkflowHostError(
+      "ref_corrupt",
+      `ref ${name} of ${key} does not exist, but the repository already holds commits; restore the ref (from packed-refs, a backup or a clone): a new root commit would orphan the history`,
+      { ref: name, repoId, reason: "missing ref in a repository with history" },
+    );
   }
 
   async function resolveRefNamed(refName: string): Promise<{ name: string; value: Oid | null }> {
     const resolved = await refs.resolve(refName);
-    if (resolved.value === null) await assertExists();
+    if (resolved.value === null) await assertUnborn(resolved.name);
     else await checkRefTarget(resolved.name, resolved.value);
     return resolved;
   }
@@ -124,6 +158,7 @@ export function createRepoHandle(opts: RepoHandleOptions): RepoHandle {
     objects,
     refs,
     assertExists,
+    assertUnborn,
     readCommit,
     resolveRefNamed,
     checkRefTarget,

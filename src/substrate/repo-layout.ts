@@ -7,7 +7,9 @@
 import { randomBytes } from "node:crypto";
 import type { FsAdapter } from "./fs-adapter.js";
 
-const CONFIG = "[core]\n\trepositoryformatversion = 0\n\tbare = true\n";
+// receive.fsckObjects: git itself refuses a push whose objects `git fsck` would (a tree entry
+// named `..` or `.git`, a malformed commit), so such history never enters the repository.
+const CONFIG = "[core]\n\trepositoryformatversion = 0\n\tbare = true\n[receive]\n\tfsckObjects = true\n";
 const HEAD = "ref: refs/heads/main\n";
 
 async function writeIfAbsent(fs: FsAdapter, path: string, text: string, durable: boolean): Promise<void> {
@@ -30,7 +32,8 @@ export async function repoLayoutExists(fs: FsAdapter, gitdir: string): Promise<b
 }
 
 /**
- * Creates the bare-repository layout at `gitdir` where missing: `config` (bare, format 0),
+ * Creates the bare-repository layout at `gitdir` where missing: `config` (bare, format 0,
+ * `receive.fsckObjects`),
  * `objects/` (with `info/` and `pack/`), `refs/heads/`, `refs/tags/`, then HEAD
  * (`ref: refs/heads/main`). Existing files are left alone.
  * @returns true when HEAD had to be created.

@@ -26,6 +26,15 @@ function isDotGitLike(segment: string): boolean {
   return trimmed === ".git" || trimmed === "git~1";
 }
 
+/**
+ * True for a tree entry name `git fsck` refuses (and `receive.fsckObjects` rejects on push):
+ * empty, `.`, `..`, `.git` or a name an NTFS/HFS+ checkout reads as `.git`, or one holding "/"
+ * or a NUL. Only a tree built by hand can hold one; the store never writes such a name.
+ */
+export function isRefusedEntryName(name: string): boolean {
+  return name === "" || name === "." || name === ".." || name.includes("/") || name.includes("\0") || isDotGitLike(name);
+}
+
 function checkSegment(path: string, segment: string): void {
   if (segment === "") throw violation(path, "empty segment (leading, trailing or doubled \"/\")");
   if (segment === "." || segment === "..") throw violation(path, `segment ${describeValue(segment)}`);

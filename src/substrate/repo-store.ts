@@ -11,9 +11,11 @@
 import { WorkflowHostError, describeValue } from "../errors.js";
 import { subscribeCommits } from "./commit-subscription.js";
 import { assertDerivedName, readDerivedFile, writeDerivedFile } from "./derived-files.js";
-import { createBlockingFsAdapter, createFsAdapter } from "./fs-adapter.js";
+import { hostname as osHostname } from "node:os";
+import { asIoFailure, createBlockingFsAdapter, createFsAdapter, errnoCode } from "./fs-adapter.js";
+import type { LockHolder } from "./ref-store.js";
 import { encodeCommit, hashObject, type Identity } from "./git-object.js";
-import { EMPTY_TREE_OID, isSymlinkMode } from "./tree-object.js";
+import { EMPTY_TREE_OID, isRegularFileMode } from "./tree-object.js";
 import { createKeyedQueue } from "./keyed-queue.js";
 import { ScopedLruCache } from "./lru-cache.js";
 import type { ObjectCaches } from "./object-store.js";
@@ -24,6 +26,7 @@ import { assertRepoId, handlerForKind, REPO_ID_PATTERN } from "./repo-id.js";
 import { ensureRepoLayout } from "./repo-layout.js";
 import { assertEntryName, parseFolderPath, parseRepoPath } from "./repo-path.js";
 import type {
+  CommittedReads,
   KindHandler,
   Oid,
   Principal,
@@ -104,6 +107,10 @@ export function createRepoStore(opts: RepoStoreOptions): RepoStore {
     packCache: {},
   };
 
+  // Who takes this store's ref locks, recorded beside each lock so a writer on this machine
+  // can break the lock of a process that died holding it at once (see ref-store.ts). Only on
+  // the real file system: another machine's processes, or memfs, cannot be probed.
+  const lockHolder: LockHolder | undefined = fs.isNodeFs ? thisProcessAsHolder() : undefined;
   const queue = createKeyedQueue();
   const repos = new Map<string, RepoHandle>();
   const watchers = new Map<string, { watcher: RefWatcher; users: number }>();
@@ -144,6 +151,7 @@ export function createRepoStore(opts: RepoStoreOptions): RepoStore {
         lockTimeoutMs,
         sleep,
         nowMs: () => Date.now(), // lock mtimes are stamped by the OS clock, so compare with it
+        ...(lockHolder === undefined ? {} : { lockHolder }),
       });
       repos.set(key, repo);
     }
@@ -280,12 +288,12 @@ export function createRepoStore(opts: RepoStoreOptions): RepoStore {
       const repo = await open(principal, repoId, refName, "write");
       return write(repo, refName, wopts.message, async (parentSha, reads) => {
         const existing = new Map<string, Uint8Array>();
-        // Folders and symlinks (pushed with git) are neither handed over as files nor
+        // Folders, symlinks and gitlinks (pushed with git) are neither handed over as files nor
         // rewritten: re-putting a symlink's target bytes would turn it into a regular file.
         const others = new Set<string>();
         const oids = new Map<string, Oid>();
         for (const entry of await reads.listDir(folder)) {
-          if (entry.type === "blob" && !isSymlinkMode(entry.mode)) {
+          if (entry.type === "blob" && isRegularFileMode(entry.mode)) {
             existing.set(entry.name, await reads.readBlobByOid(entry.oid));
             oids.set(entry.name, entry.oid);
           } else others.add(entry.name);
@@ -297,7 +305,7 @@ export function createRepoStore(opts: RepoStoreOptions): RepoStore {
           const name = key.startsWith(prefix) ? key.slice(prefix.length) : key;
           assertEntryName(name, key.startsWith(prefix) ? key : `${prefix}${key}`);
           if (others.has(name)) {
-            throw new WorkflowHostError("path_violation", `${prefix}${name} is a folder or symlink; a merge may not replace it`, { path: `${prefix}${name}` });
+            throw new WorkflowHostError("path_violation", `${prefix}${name} is a folder, symlink or gitlink; a merge may not replace it`, { path: `${prefix}${name}` });
           }
           next.set(`${folder}/${name}`, content);
         }
@@ -404,5 +412,91 @@ export function createRepoStore(opts: RepoStoreOptions): RepoStore {
       watchers.clear();
     },
   };
-  return store;
+  return withTypedIoFailures(store);
+}
+
+/** This process as a ref-lock holder; `isAlive` asks the OS (ESRCH: no such process). */
+function thisProcessAsHolder(): LockHolder {
+  return {
+    pid: process.pid,
+    hostname: osHostname(),
+    isAlive(pid) {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch (error) {
+        return errnoCode(error) !== "ESRCH";
+      }
+    },
+  };
+}
+
+/** Where a failing call was: "<kind>/<id>" for a repo id, else the kind. */
+function describeTarget(repoId: unknown): string {
+  if (typeof repoId === "object" && repoId !== null && "kind" in repoId && "id" in repoId) {
+    return `${String((repoId as RepoId).kind)}/${String((repoId as RepoId).id)}`;
+  }
+  return String(repoId);
+}
+
+/** `reads` whose file-system failures are `io_failed` (see {@link asIoFailure}). */
+function typedReads(reads: CommittedReads, where: string): CommittedReads {
+  const guard = async <T>(doing: string, run: () => Promise<T>): Promise<T> => {
+    try {
+      return await run();
+    } catch (error) {
+      throw asIoFailure(error, `${doing} in ${where}`);
+    }
+  };
+  return {
+    commitSha: reads.commitSha,
+    listDir: (path) => guard(`listing ${path}`, () => reads.listDir(path)),
+    readBlob: (path) => guard(`reading ${path}`, () => reads.readBlob(path)),
+    readBlobByOid: (oid) => guard(`reading blob ${oid}`, () => reads.readBlobByOid(oid)),
+    treeOid: (path) => guard(`reading ${path}`, () => reads.treeOid(path)),
+  };
+}
+
+/**
+ * The store with every file-system failure (ENOSPC, EROFS, EIO, EMFILE, …) turned into
+ * `io_failed` carrying the errno, so callers branch on one code and the CLI prints it typed.
+ */
+function withTypedIoFailures(store: RepoStore): RepoStore {
+  const guard = async <T>(doing: string, run: () => Promise<T>): Promise<T> => {
+    try {
+      return await run();
+    } catch (error) {
+      throw asIoFailure(error, doing);
+    }
+  };
+  return {
+    dataDir: store.dataDir,
+    initRepo: (p, repoId) => guard(`creating ${describeTarget(repoId)}`, () => store.initRepo(p, repoId)),
+    listRepos: (p, kind) => guard(`listing repositories of ${kind}`, () => store.listRepos(p, kind)),
+    resolveRef: (p, repoId, ref) => guard(`reading ref ${ref} of ${describeTarget(repoId)}`, () => store.resolveRef(p, repoId, ref)),
+    openCommittedReads: (p, repoId, refOrSha) =>
+      guard(`opening ${refOrSha} of ${describeTarget(repoId)}`, async () => typedReads(await store.openCommittedReads(p, repoId, refOrSha), describeTarget(repoId))),
+    writeTree: (p, repoId, ref, wopts) => guard(`writing to ${describeTarget(repoId)}`, () => store.writeTree(p, repoId, ref, wopts)),
+    writeTreePreservingPrefix: (p, repoId, ref, wopts) =>
+      guard(`writing to ${describeTarget(repoId)}`, () => store.writeTreePreservingPrefix(p, repoId, ref, wopts)),
+    writeTreeDelta: (p, repoId, ref, wopts) => guard(`writing to ${describeTarget(repoId)}`, () => store.writeTreeDelta(p, repoId, ref, wopts)),
+    subscribe(p, repoId, ref, sopts) {
+      const commits = store.subscribe(p, repoId, ref, sopts);
+      const doing = `following ${ref} of ${describeTarget(repoId)}`;
+      return {
+        async *[Symbol.asyncIterator]() {
+          try {
+            yield* commits;
+          } catch (error) {
+            throw asIoFailure(error, doing);
+          }
+        },
+      };
+    },
+    readDerived: (p, repoId, name) => guard(`reading ${name} of ${describeTarget(repoId)}`, () => (store.readDerived as NonNullable<RepoStore["readDerived"]>)(p, repoId, name)),
+    writeDerived: (p, repoId, name, content) =>
+      guard(`writing ${name} of ${describeTarget(repoId)}`, () => (store.writeDerived as NonNullable<RepoStore["writeDerived"]>)(p, repoId, name, content)),
+    poke: (repoId) => store.poke(repoId),
+    close: () => store.close(),
+  };
 }

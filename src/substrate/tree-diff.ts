@@ -79,18 +79,20 @@ async function diffEntry(
   base: string,
   out: PathChange[],
 ): Promise<void> {
-  // Submodule links (mode 160000) are not blobs and are never written by the store.
-  const a = ea?.type === "commit" ? undefined : ea;
-  const b = eb?.type === "commit" ? undefined : eb;
+  // Gitlinks (mode 160000, never written by the store) are reported like files, with their
+  // mode, so a reader sees what a push brought; they are never descended into.
+  const a = ea;
+  const b = eb;
   // A mode change alone (a file turned into a symlink with the same bytes) is a change too.
   if (a?.oid === b?.oid && a?.type === b?.type && a?.mode === b?.mode) return;
   const path = `${base}${(a ?? b)?.name}`;
-  if (a?.type === "blob" && b?.type === "blob") {
+  const leaf = (e: TreeEntry | undefined): e is TreeEntry => e !== undefined && e.type !== "tree";
+  if (leaf(a) && leaf(b)) {
     out.push({ path, oid: b.oid, status: "modified", ...unusualMode(b) });
     return;
   }
-  if (a?.type === "blob") out.push({ path, oid: a.oid, status: "deleted", ...unusualMode(a) });
-  if (b?.type === "blob") out.push({ path, oid: b.oid, status: "added", ...unusualMode(b) });
+  if (leaf(a)) out.push({ path, oid: a.oid, status: "deleted", ...unusualMode(a) });
+  if (leaf(b)) out.push({ path, oid: b.oid, status: "added", ...unusualMode(b) });
   const ta = a?.type === "tree" ? a.oid : null;
   const tb = b?.type === "tree" ? b.oid : null;
   if (ta !== null || tb !== null) await walk(read, ta, tb, `${path}/`, out);

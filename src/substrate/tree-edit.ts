@@ -48,6 +48,15 @@ interface EditNode {
 
 const newNode = (): EditNode => ({ reset: false, children: new Map() });
 
+/** A write that would replace a gitlink (pushed with git; the store never writes one). */
+function gitlinkInTheWay(path: string): WorkflowHostError {
+  return new WorkflowHostError(
+    "path_violation",
+    `${path} is a gitlink (a submodule commit, mode 160000) pushed with git; the store never replaces one, so nothing may be written at or under it`,
+    { path },
+  );
+}
+
 function conflict(path: readonly string[]): WorkflowHostError {
   const shown = path.join("/");
   return new WorkflowHostError(
@@ -132,6 +141,8 @@ export async function applyTreeEdits(read: ReadTree, baseOid: Oid | null, edits:
     for (const [name, child] of node.children) {
       const path = `${base}${name}`;
       const existing = old === null ? undefined : findEntry(old, name);
+      // What a push put there is kept: an edit that would silently drop it is refused instead.
+      if (existing?.type === "commit") throw gitlinkInTheWay(path);
       if (child.put !== undefined) {
         if (existing?.type === "blob" && existing.oid === child.put) continue;
         if (existing?.type === "blob") changes.push({ path, oid: child.put, status: "modified" });
@@ -156,6 +167,11 @@ export async function applyTreeEdits(read: ReadTree, baseOid: Oid | null, edits:
         edits.set(name, { name, mode: TREE_MODE, oid: newSub, type: "tree" });
       }
     }
+    // Names git's fsck refuses (a `..` or `.git` pushed by hand) are not carried into the new
+    // tree: they would make every later commit fail `git fsck --strict`. They are dropped
+    // without a change record (nothing a reader accepted is lost: readers report such entries
+    // and never read them as events).
+    for (const name of old?.refusedNames ?? []) if (!edits.has(name)) edits.set(name, null);
     if (edits.size === 0 && old !== null) return old.oid;
     const built =
       old === null

@@ -17,6 +17,7 @@
 import { WorkflowHostError } from "../errors.js";
 import { codePointRank, compareCodePoints, type GitObject, hashObject } from "./git-object.js";
 import { DeltaWriter } from "./git-delta.js";
+import { isRefusedEntryName } from "./repo-path.js";
 import type { DirEntry, Oid } from "./types.js";
 
 /** A tree entry as stored. `mode` keeps git's text ("40000", "100644", "100755", ...). */
@@ -61,6 +62,12 @@ export interface ParsedTree {
   nameIndex?: Map<string, number>;
   /** Blob and tree entries sorted by name, built on first use (see {@link dirEntriesOf}). */
   dirEntries?: readonly DirEntry[];
+  /**
+   * Names of entries `git fsck` refuses (`..`, `.git`, …; see `isRefusedEntryName`), found when
+   * the tree was parsed: a tree pushed by hand. An edit drops them (see tree-edit.ts), so they
+   * are not carried into the trees the store writes. Absent when there are none.
+   */
+  readonly refusedNames?: readonly string[];
 }
 
 /** A delta from the tree `oid` (see {@link ParsedTree.deltaBase}). */
@@ -94,9 +101,22 @@ export function compareTreeEntries(a: Pick<TreeEntry, "name" | "type">, b: Pick<
   return codePointRank(x) - codePointRank(y);
 }
 
-/** `{mode}` for a blob that is not a plain file (100755, 120000), else nothing. */
+/** `{mode}` for an entry that is not a plain file or a folder (100755, 120000, 160000), else nothing. */
 export function unusualMode(entry: Pick<TreeEntry, "type" | "mode">): { mode?: string } {
+  if (entry.type === "commit") return { mode: GITLINK_MODE };
   return entry.type === "blob" && entry.mode !== "100644" ? { mode: entry.mode } : {};
+}
+
+/** A gitlink's mode (a submodule's commit): never a file to read. */
+export const GITLINK_MODE = "160000";
+
+/**
+ * Whether an entry with this mode (as in {@link DirEntry.mode}: absent for 100644) holds a
+ * regular file's bytes: a plain or executable file. Symlinks and gitlinks do not.
+ */
+export function isRegularFileMode(mode: string | undefined): boolean {
+  // 100644 and 100755, and the group-writable 100664 old gits wrote.
+  return mode === undefined || /^100[0-7]{3}$/.test(mode);
 }
 
 /** Whether a blob entry's mode is a symlink (120000): its content is a link target, not a file. */
@@ -129,6 +149,7 @@ export const ENTRY_CHUNK = 128;
 class Tree implements ParsedTree {
   readonly count: number;
   readonly chunkStarts: Uint32Array;
+  refusedNames?: readonly string[];
   nameIndex?: Map<string, number>;
   dirEntries?: readonly DirEntry[];
   #entries: readonly TreeEntry[] | undefined;
@@ -250,7 +271,15 @@ export function decodeTree(oid: Oid, content: Uint8Array): ParsedTree {
   }
   if (chunk.length > 0) chunks.push(chunk);
   starts.push(buf.length);
-  return new Tree(oid, chunks, buf, Uint32Array.from(starts), sorted);
+  const tree = new Tree(oid, chunks, buf, Uint32Array.from(starts), sorted);
+  for (const c of chunks) {
+    for (const entry of c) {
+      // Cheap first test: every refused name is empty or holds ".", "/", NUL or "~".
+      if (entry.name.length > 0 && !/[./\0~]/.test(entry.name)) continue;
+      if (isRefusedEntryName(entry.name)) tree.refusedNames = [...(tree.refusedNames ?? []), entry.name];
+    }
+  }
+  return tree;
 }
 
 /** Index of the first entry not before `probe` in git order (the tree must be sorted). */
@@ -405,12 +434,15 @@ function editChunks(base: ParsedTree, events: readonly { at: number; insert?: Tr
   return chunks;
 }
 
-/** The tree's blob and tree entries as {@link DirEntry}s sorted by name; computed once. */
+/**
+ * The tree's entries as {@link DirEntry}s sorted by name, gitlinks included (type "commit",
+ * mode 160000), so a reader can report what it does not accept; computed once.
+ */
 export function dirEntriesOf(tree: ParsedTree): readonly DirEntry[] {
   if (tree.dirEntries === undefined) {
     const list: DirEntry[] = [];
     forEachEntry(tree, (e) => {
-      if (e.type !== "commit") list.push(Object.freeze({ name: e.name, type: e.type, oid: e.oid, ...unusualMode(e) }));
+      list.push(Object.freeze({ name: e.name, type: e.type, oid: e.oid, ...unusualMode(e) }));
     });
     list.sort((a, b) => compareCodePoints(a.name, b.name));
     tree.dirEntries = Object.freeze(list);

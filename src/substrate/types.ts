@@ -29,17 +29,22 @@ export type Authorize = (
 /** A 40-character lowercase hex SHA-1 object id. */
 export type Oid = string;
 
-export type EntryType = "blob" | "tree";
+/**
+ * What a tree entry is: a file ("blob", including symlinks), a folder ("tree"), or a gitlink
+ * ("commit", mode 160000: a submodule's commit id, whose object is not in this repository).
+ * The store never writes gitlinks; a `git push` may bring them.
+ */
+export type EntryType = "blob" | "tree" | "commit";
 
 export interface DirEntry {
   readonly name: string;
   readonly type: EntryType;
   readonly oid: Oid;
   /**
-   * Git's file mode of a blob that is not a plain file: "100755" (executable) or "120000" (a
-   * symlink, whose blob is its target). Absent for a plain file (100644) and a folder. The store
-   * itself writes only plain files, but a `git push` may bring anything, so readers that need a
-   * regular file check it.
+   * Git's file mode of an entry that is not a plain file or folder: "100755" (executable),
+   * "120000" (a symlink, whose blob is its target) or "160000" (a gitlink). Absent for a plain
+   * file (100644) and a folder. The store itself writes only plain files, but a `git push` may
+   * bring anything, so readers that need a regular file check it (see `isRegularFileMode`).
    */
   readonly mode?: string;
 }
@@ -64,7 +69,10 @@ export interface PathChange {
   /** The new blob oid; for `deleted`, the old one. */
   readonly oid: Oid;
   readonly status: "added" | "modified" | "deleted";
-  /** Git's file mode of that blob when it is not a plain file (see {@link DirEntry.mode}). */
+  /**
+   * Git's file mode when it is not a plain file (see {@link DirEntry.mode}); "160000" for a
+   * gitlink, whose `oid` names a commit that is not in this repository (never read it as a blob).
+   */
   readonly mode?: string;
 }
 
@@ -155,7 +163,12 @@ export interface RepoStoreOptions {
   readonly watch?: false | { readonly pollMs?: number; readonly chokidar?: boolean };
   /** "fsync": every object, ref and folder write is flushed before the ref moves. Default "none". */
   readonly durability?: "none" | "fsync";
-  /** A `<ref>.lock` older than this is a crashed writer's and is broken (ms, default 10 000). */
+  /**
+   * A `<ref>.lock` is a crashed writer's, and is broken, once this process has seen it unchanged
+   * for this long by its monotonic clock, or when its mtime is this far in the past (ms, default
+   * 10 000); a future mtime is never trusted. The lock of a process of this machine that no
+   * longer exists (recorded beside the lock, see ref-store.ts) is broken at once.
+   */
   readonly staleLockMs?: number;
   /**
    * How long a writer waits for another's `<ref>.lock` before `ref_locked` (ms, default
@@ -213,7 +226,7 @@ export interface WriteTreePreservingPrefixOptions<R> {
    * Runs under the repo lock with the regular files directly under the prefix (name → bytes)
    * at the current tip; returns the new set for the prefix (return `existing` unchanged for a
    * no-op). `others` names the entries under the prefix that are not regular files (folders,
-   * symlinks — only a `git push` makes them): they are kept as they are, and the new set may
+   * symlinks, gitlinks — only a `git push` makes them): they are kept as they are, and the new set may
    * not name them (`path_violation`). `oids` gives the blob oid of each file in `existing`
    * (so a caller can cache what it derives from a file by oid). Re-run after a lost
    * compare-and-swap.

@@ -205,7 +205,7 @@ export async function commitWithRetry<R>(
     let tip: Oid | null = null;
     let prepared: Prepared<R> | undefined;
     const outcome = await repo.refs.lockedUpdate(name, async (current) => {
-      if (current === null) await repo.assertExists();
+      if (current === null) await repo.assertUnborn(name);
       else await repo.checkRefTarget(name, current);
       tip = current;
       const ready = await prepare(deps, name, current, message, plan);

@@ -10,6 +10,7 @@
  * - an event file changed or removed after it was written (the log is append-only).
  */
 import { WorkflowHostError, type ErrorCode } from "../errors.js";
+import type { EntryType } from "../substrate/types.js";
 import { REPO_OR_RUN_ID_PATTERN } from "./ids.js";
 import { parseEventPath, runEventsPrefix, runsPrefix } from "./paths.js";
 import { runFolderPart } from "./run-folder.js";
@@ -52,8 +53,8 @@ export function classifyRunPath(path: string): RunPath | null {
  * The problem with an entry of `runs/` that is not a run folder.
  * @returns null for a folder with a valid run id
  */
-export function runsEntryProblem(name: string, type: "blob" | "tree"): BadEvent | null {
-  if (type !== "tree") return notARunFolder(`${runsPrefix}${name}`, "file");
+export function runsEntryProblem(name: string, type: EntryType): BadEvent | null {
+  if (type !== "tree") return notARunFolder(`${runsPrefix}${name}`, type === "commit" ? "gitlink (a submodule commit)" : "file");
   return REPO_OR_RUN_ID_PATTERN.test(name) ? null : badRunFolderName(name);
 }
 

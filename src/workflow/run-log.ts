@@ -5,7 +5,7 @@
  */
 import { WorkflowHostError } from "../errors.js";
 import type { CommittedReads, Principal, RepoStore, WriteResult } from "../substrate/types.js";
-import { isSymlinkMode } from "../substrate/tree-object.js";
+import { isRegularFileMode } from "../substrate/tree-object.js";
 import { isTerminalEventType } from "./event-schemas.js";
 import { parseEvent, serializeEvent } from "./events.js";
 import { checkCompactedLog, foldProblem, notEndedProblem } from "./compacted-log.js";
@@ -37,7 +37,7 @@ export interface RunLog {
    * files, or from a valid sealed `events.jsonl` when it stands alone (the same events).
    */
   readonly events: readonly RunEvent[];
-  /** Entries that are not readable event files (bad bytes, bad names, folders, symlinks). */
+  /** Entries that are not readable event files (bad bytes, bad names, folders, symlinks, gitlinks). */
   readonly bad: readonly BadEvent[];
   /**
    * Breaks of the log's rules by otherwise readable files, as only a `git push` can make them:
@@ -62,7 +62,7 @@ export interface ReadRunLogOptions {
 }
 
 /** What an entry under `events/` is when it is not a regular file. */
-export type NotAFile = "folder" | "symlink" | "folder or symlink";
+export type NotAFile = "folder" | "symlink" | "gitlink (a submodule commit)" | "folder, symlink or gitlink";
 
 /** What {@link readRunLogFromFiles} reads besides the bytes. */
 export interface ReadRunLogFromFilesOptions extends ReadRunLogOptions {
@@ -123,9 +123,11 @@ export async function readRunLog(
   const entries = layout.events === null ? [] : await reads.listDir(prefix.slice(0, -1));
   for (const entry of entries) {
     const seq = parseEventPathName(entry.name);
-    if (seq !== null) eventFiles.push({ seq, oid: entry.type === "blob" && !isSymlinkMode(entry.mode) ? entry.oid : "" });
-    if (entry.type !== "blob") reader.notFile(entry.name, "folder");
-    else if (isSymlinkMode(entry.mode)) reader.notFile(entry.name, "symlink");
+    const regular = entry.type === "blob" && isRegularFileMode(entry.mode);
+    if (seq !== null) eventFiles.push({ seq, oid: regular ? entry.oid : "" });
+    if (entry.type === "tree") reader.notFile(entry.name, "folder");
+    else if (entry.type === "commit") reader.notFile(entry.name, "gitlink (a submodule commit)");
+    else if (!regular) reader.notFile(entry.name, "symlink");
     else if (!reader.cached(entry.name, entry.oid)) reader.file(entry.name, await reads.readBlobByOid(entry.oid), entry.oid);
   }
   let log = reader.finish();
@@ -265,7 +267,7 @@ export async function appendRunEvents<R>(options: AppendRunEventsOptions<R>): Pr
       preservePrefix: prefix,
       message: options.message,
       merge: (existing, _parentSha, others, oids) => {
-        const notFiles = new Map<string, NotAFile>([...others].map((name) => [name, "folder or symlink"]));
+        const notFiles = new Map<string, NotAFile>([...others].map((name) => [name, "folder, symlink or gitlink"]));
         const log = readRunLogFromFiles(runId, existing, withLimit({ oids }, options.maxEventBytes), notFiles);
         const decision = options.decide(log);
         if (decision.append.length === 0) return { files: existing, result: decision.result };

@@ -8,6 +8,7 @@
 import { WorkflowHostError } from "../errors.js";
 import type { CommitChange, CommittedReads, Principal, RepoId, RepoStore, SubscribeFrom } from "../substrate/types.js";
 import { checkCompactedLog } from "./compacted-log.js";
+import { GITLINK_MODE, isRegularFileMode } from "../substrate/tree-object.js";
 import { parseEvent } from "./events.js";
 import { parseCompactedLogPath, parseEventPath, runEventsPrefix } from "./paths.js";
 import type { RunEvent } from "./types.js";
@@ -79,7 +80,11 @@ export async function* subscribeKind(
       const where = parseEventPath(change.path);
       if (where === null) continue;
       if (options.runId !== undefined && where.runId !== options.runId) continue;
-      if (change.status === "added") {
+      if (change.status === "added" && !isRegularFileMode(change.mode)) {
+        // A symlink's target or a gitlink's commit id is no event file: reported, never read.
+        const error = new WorkflowHostError("event_invalid", `${change.path} is a ${change.mode === GITLINK_MODE ? "gitlink (a submodule commit)" : "symlink"}, not an event file`, { path: change.path, seq: where.seq });
+        onIssue({ type: "bad_event", runId: where.runId, seq: where.seq, path: change.path, commitSha: commit.commitSha, error });
+      } else if (change.status === "added") {
         added.push({ ...where, path: change.path, oid: change.oid });
       } else if (change.status === "deleted" && sealing.has(where.runId)) {
         sealing.get(where.runId)?.removed.push({ seq: where.seq, path: change.path });

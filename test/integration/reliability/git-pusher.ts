@@ -15,8 +15,11 @@ import { git, runGit } from "../../helpers/git-cli.js";
 export interface PushedEntry {
   readonly path: string;
   readonly bytes?: Uint8Array | string;
-  /** Git file mode: a regular file (default), an executable or a symlink (bytes = its target). */
-  readonly mode?: "100644" | "100755" | "120000";
+  /**
+   * Git file mode: a regular file (default), an executable, a symlink (bytes = its target) or a
+   * gitlink (bytes = the submodule commit's 40-hex id, which need not exist here).
+   */
+  readonly mode?: "100644" | "100755" | "120000" | "160000";
   readonly delete?: boolean;
 }
 
@@ -36,6 +39,13 @@ export interface GitPusher {
 export class PushStarvedError extends Error {
   constructor(readonly attempts: number) {
     super(`git push lost the race with other writers ${attempts} times in a row`);
+  }
+}
+
+/** The receiving repository refused the commit itself (`receive.fsckObjects`): not a race. */
+export class PushRefusedError extends Error {
+  constructor(readonly stderr: string) {
+    super(`git push was refused by the receiving repository: ${stderr.trim().slice(0, 300)}`);
   }
 }
 
@@ -80,6 +90,10 @@ export async function openGitPusher(origin: string): Promise<GitPusher> {
         text(`D ${path}\n`);
         continue;
       }
+      if (entry.mode === "160000") {
+        text(`M 160000 ${Buffer.from(entry.bytes ?? "").toString("utf8").trim()} ${path}\n`);
+        continue;
+      }
       text(`M ${entry.mode ?? "100644"} inline ${path}\n`);
       data(entry.bytes ?? "");
     }
@@ -106,6 +120,7 @@ export async function openGitPusher(origin: string): Promise<GitPusher> {
         const commit = await build(tip, list, message);
         const pushed = await runGit([`--git-dir=${gitdir}`, "push", "--quiet", "origin", `${commit}:refs/heads/main`]);
         if (pushed.code === 0) return { commit, attempts: attempt };
+        if (/unpacker error|fsck error/i.test(pushed.stderr)) throw new PushRefusedError(pushed.stderr);
         // Lost the race with another writer: rebuild on the new tip, as after a pull.
         if (!/rejected|non-fast-forward|fetch first|failed to update ref|cannot lock ref/i.test(pushed.stderr)) {
           throw new Error(`git push failed (attempt ${attempt}): ${pushed.stderr.trim()}`);

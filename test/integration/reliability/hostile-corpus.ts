@@ -61,7 +61,8 @@ export interface EventCase extends CaseBase {
 export interface LogEntry {
   readonly path: string;
   readonly file?: string;
-  readonly mode?: "100644" | "120000";
+  /** 160000: a gitlink, whose file holds the submodule commit id. */
+  readonly mode?: "100644" | "120000" | "160000";
   readonly delete?: boolean;
 }
 
@@ -77,6 +78,11 @@ export interface LogCase extends CaseBase {
   readonly commit: readonly LogEntry[];
   /** A second commit, pushed after the host handled the first. */
   readonly then?: readonly LogEntry[];
+  /**
+   * Git itself refuses the pushed commit (the deployment has `receive.fsckObjects`): it never
+   * reaches the host, and the ref does not move.
+   */
+  readonly pushRefused?: boolean;
   /** What writing the first commit through the store says (`accepted`, or the git-only `not_representable`). */
   readonly storeWrite: ErrorCode | "accepted" | "not_representable";
   readonly hostReports: readonly Report[];

@@ -18,7 +18,7 @@ import { hasGitCli } from "../../helpers/git-cli.js";
 import { makeTempDir, removeTempDir } from "../../helpers/temp-dir.js";
 import { errorCodeOf, runCliInProcess } from "./cli-in-process.js";
 import { readDeploymentLog } from "./deployment-log.js";
-import { openGitPusher, type PushedEntry } from "./git-pusher.js";
+import { openGitPusher, PushRefusedError, type PushedEntry } from "./git-pusher.js";
 import {
   eventBytes,
   HOSTILE_DIR,
@@ -40,7 +40,10 @@ import { killAllWatched, pollFor, runCliChild, sleep, spawnServe, type WatchedCh
 
 const cases = loadHostileCases();
 const eventCases = cases.filter((c): c is EventCase => c.kind === "event");
-const logCases = cases.filter((c): c is LogCase => c.kind === "log");
+const allLogCases = cases.filter((c): c is LogCase => c.kind === "log");
+/** Log cases that reach the host; the others git itself refuses (see `pushRefused`). */
+const logCases = allLogCases.filter((c) => c.pushRefused !== true);
+const refusedCases = allLogCases.filter((c) => c.pushRefused === true);
 const idCases = cases.filter((c): c is IdCase => c.kind === "id");
 const OK_TIMER = (seq = 1): string => JSON.stringify({ seq, type: "TimerSet", data: { timerId: "ok", fireAt: "2026-01-01T00:00:00Z" } });
 const REPO = "hostile";
@@ -122,7 +125,7 @@ describe("hostile inputs through the API", () => {
         const files = { [eventPath(runOf(c), 1)]: OK_TIMER(), [eventPath(runOf(c), 2)]: eventBytes(c) };
         await expectRejects(misses, c.id, c.code, () => store.writeTree(null, RID, "main", { files, message: c.id }));
       }
-      for (const c of logCases) {
+      for (const c of allLogCases) {
         if (c.storeWrite === "not_representable") continue;
         const files = Object.fromEntries(c.commit.map((e) => [resolvePath(c, e.path), logEntryBytes(c, e)]));
         if (c.storeWrite === "accepted") continue;
@@ -321,6 +324,34 @@ function firesPushedBy(c: LogCase, timerId: string): number {
 function firesIn(log: Awaited<ReturnType<typeof readDeploymentLog>>, runId: string, timerId: string): number {
   return (log.runs.get(runId)?.events ?? []).filter((e) => e.type === "TimerFired" && (e as { data: { timerId: string } }).data.timerId === timerId).length;
 }
+
+describe("hostile trees git itself refuses", () => {
+  it("a push holding a tree git's fsck refuses is rejected by the deployment, and its ref does not move", async () => {
+    const dataDir = join(root, "git-refused");
+    const gitdir = join(dataDir, "deployments", `${REPO}.git`);
+    expect((await runCliInProcess(["repo", "create", "--data-dir", dataDir, "--repo", REPO])).code).toBe(0);
+    const store = openWorkflowStore({ dataDir, watch: false });
+    const before = await store.resolveRef(null, RID, "main");
+    const pusher = await openGitPusher(gitdir);
+    const misses: Misses = [];
+    try {
+      expect(refusedCases.length).toBeGreaterThan(0);
+      for (const c of refusedCases) {
+        try {
+          await pusher.push(firstCommit(c), c.id, { maxAttempts: 1 });
+          misses.push(`${c.id}: the push was accepted`);
+        } catch (error) {
+          if (!(error instanceof PushRefusedError)) misses.push(`${c.id}: expected a refused push, got ${String(error)}`);
+        }
+      }
+    } finally {
+      await pusher.close();
+    }
+    expect(misses).toEqual([]);
+    expect(await store.resolveRef(null, RID, "main")).toBe(before);
+    await store.close();
+  }, 60_000);
+});
 
 describe("hostile inputs pushed with git to a running host", () => {
   it("are reported and skipped while every valid timer fires once, the host keeps running, and a restart fires nothing twice", async () => {

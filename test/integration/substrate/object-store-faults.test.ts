@@ -1,0 +1,82 @@
+/**
+ * What killed writers and damaged files leave in `objects/`: leftovers are removed when the
+ * store opens (only ones old enough that no live writer can own them), and a damaged pack index
+ * is reported as what it is, never as a dangling ref.
+ */
+import { existsSync } from "node:fs";
+import { readdir, readFile, truncate, utimes, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { allowAll } from "../../../src/substrate/allow-all.js";
+import { createRepoStore } from "../../../src/substrate/repo-store.js";
+import type { RepoId, RepoStore } from "../../../src/substrate/types.js";
+import { plainKind } from "../../helpers/append-merge.js";
+import { useTempDirs } from "../../helpers/temp-dir.js";
+
+const tempDir = useTempDirs("wh-objects-");
+const REPO: RepoId = { kind: plainKind.kind, id: "dep-1" };
+const gitdirOf = (dataDir: string): string => join(dataDir, "deployments", "dep-1.git");
+const openStore = (dataDir: string): RepoStore => createRepoStore({ dataDir, kindHandlers: [plainKind], authorize: allowAll, watch: false });
+
+async function aged(path: string, content: string, ageMs: number): Promise<string> {
+  await writeFile(path, content);
+  const at = new Date(Date.now() - ageMs);
+  await utimes(path, at, at);
+  return path;
+}
+
+describe("leftovers of killed writers", () => {
+  it("are removed when the store opens: old packs without an index, old temp files, stale empty spares; young ones stay", async () => {
+    const dataDir = await tempDir();
+    const gitdir = gitdirOf(dataDir);
+    const store = openStore(dataDir);
+    await store.initRepo(null, REPO);
+    await store.writeTree(null, REPO, "main", { files: { "runs/r1/events/1.json": "{}" }, message: "one" });
+    await store.close();
+    const packDir = join(gitdir, "objects", "pack");
+    const objects = join(gitdir, "objects");
+    const minute = 60_000;
+    const removed = [
+      await aged(join(packDir, `pack-${"a".repeat(40)}.pack`), "PACK half of a merge", 60 * minute),
+      await aged(join(objects, "tmp_pack_dead0"), "", 10 * minute),
+      await aged(join(objects, "tmp_idx_dead0"), "", 10 * minute),
+      await aged(join(objects, "tmp_obj_dead1"), "x", 20 * minute),
+    ];
+    const kept = [
+      await aged(join(packDir, `pack-${"b".repeat(40)}.pack`), "PACK being placed right now", 1_000),
+      await aged(join(objects, "tmp_pack_live0"), "", 10_000),
+      await aged(join(objects, "tmp_obj_live1"), "x", 10 * minute),
+    ];
+    const packsBefore = (await readdir(packDir)).filter((n) => n.endsWith(".idx"));
+
+    const reopened = openStore(dataDir);
+    expect(await reopened.resolveRef(null, REPO, "main")).toMatch(/^[0-9a-f]{40}$/);
+    await reopened.close();
+    expect(removed.filter((p) => existsSync(p))).toEqual([]);
+    expect(kept.filter((p) => !existsSync(p))).toEqual([]);
+    // Every real pack is still there.
+    expect((await readdir(packDir)).filter((n) => n.endsWith(".idx"))).toEqual(packsBefore);
+  });
+});
+
+describe("a truncated pack index", () => {
+  it("is object_corrupt naming the pack, not a dangling ref", async () => {
+    const dataDir = await tempDir();
+    const gitdir = gitdirOf(dataDir);
+    const store = openStore(dataDir);
+    await store.initRepo(null, REPO);
+    const { commitSha } = await store.writeTree(null, REPO, "main", { files: { "runs/r1/events/1.json": "{}" }, message: "packed" });
+    await store.close();
+    const packDir = join(gitdir, "objects", "pack");
+    const idx = (await readdir(packDir)).filter((n) => n.endsWith(".idx"));
+    expect(idx).toHaveLength(1);
+    const path = join(packDir, idx[0] as string);
+    await truncate(path, Math.floor((await readFile(path)).length / 2));
+
+    const damaged = openStore(dataDir);
+    const error = await damaged.resolveRef(null, REPO, "main").catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: "object_corrupt", data: { pack: (idx[0] as string).replace(/\.idx$/, "") } });
+    expect((error as { message: string }).message).toContain(commitSha as string);
+    await damaged.close();
+  });
+});
