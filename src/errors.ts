@@ -25,6 +25,8 @@ export type ErrorCode =
   | "repo_not_found"
   | "kind_unknown"
   | "store_stopped"
+  /** A file-system call failed for a reason outside the content (EROFS, EACCES, EIO, ENOSPC); `data.errno`. */
+  | "io_failed"
   // seams and host
   | "timer_not_found"
   | "channel_stopped"
