@@ -88,7 +88,7 @@ Examples:
       await host.stopped;
       const signal = signals.received;
       if (signal === null) {
-        logger.error("the host stopped because its lock was lost (another host took over the data dir)");
+        logger.error("the host stopped because its lock was lost (see the lock message above)");
         return 1;
       }
       await signals.stopped;
