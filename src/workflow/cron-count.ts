@@ -103,6 +103,16 @@ export async function prepareTickCount(tables: TickTables, afterMs: number, unti
   const hit = counted.get(memo);
   if (hit !== undefined) return hit;
   await prepareOffsetStretches(tables.timezone, Math.floor(afterMs / 1000), Math.floor(untilMs / 1000) + 1, pause);
+  // Which days match, per month shape: ~31 croner checks each, up to 91 shapes in a long window.
+  const t = prefixTables(tables);
+  for (let month = 1; month <= 12; month++) {
+    for (const length of month === 2 ? [28, 29] : [monthLength(2001, month)]) {
+      for (let firstWeekday = 0; firstWeekday < 7; firstWeekday++) {
+        shapePrefix(t, month, length, firstWeekday);
+        await pause();
+      }
+    }
+  }
   const steps = countSteps(tables, afterMs, untilMs);
   let step = steps.next();
   while (step.done !== true) {
