@@ -30,8 +30,9 @@ export interface CompiledCron extends TickTables {
 }
 
 // Probing starts at a fixed instant so validation is pure (no clock read). A 5- or 6-field
-// pattern has no year field, so its ticks repeat with the 400-year Gregorian cycle; croner
-// searches up to year 9999, so a pattern without a tick after this instant never fires. The
+// pattern has no year field, so its ticks repeat with the 400-year Gregorian cycle, and a
+// pattern without a tick after this instant never fires (ticks are found up to year 9999,
+// see cronNextMs). The
 // probe is cheap for real patterns (the rarest day-of-month pattern, Feb 29, is at most 8 years
 // away) and costs a few milliseconds for impossible ones, which are remembered.
 const PROBE_FROM = new Date(Date.UTC(2000, 0, 1));
@@ -217,12 +218,12 @@ export interface TickSpan {
  * missed. Used for the misfire policies: `skip` needs count, first and last; `latest` needs
  * last; `all` needs the ticks themselves, at most `maxCatchUp`.
  *
- * Cost is bounded by the window's length in days, not by its number of ticks: at most `limit`
- * ticks are materialised, and the rest are counted per matching local day from croner's
- * hour/minute/second tables, split at the zone's offset changes (one croner call per matching
- * day, one zone lookup per day). A `* * * * * *` series after a year offline (31.5 million
- * ticks) costs a few hundred croner calls. A fixed-time job has at most one tick per day and is
- * counted by walking croner.
+ * Cost is bounded by the window's months and the zone's offset changes in it, never by its
+ * ticks or days (see `./cron-count.js`): at most `limit` ticks are materialised, and the rest
+ * are counted from croner's tables per month shape. A `* * * * * *` series missed since year
+ * 0000, or a daily one armed in year 0001, is counted exactly in about a millisecond once the
+ * zone's tables are warm. Long windows should be prepared with {@link prepareTicksBetween} by a
+ * caller on an event loop.
  *
  * @param expr - cron expression (5 or 6 fields).
  * @param timezone - IANA zone (default `"UTC"`).
