@@ -12,12 +12,12 @@
  * neither (interval jobs skip it); a repeated hour is in both (interval jobs fire on both).
  *
  * A fixed-time job fires once per matching local day, like an interval job with one matching
- * second a day, except next to an offset change that moves its time of day: in a gap it fires
- * once at the end of the gap (same local day only), in a repeated hour once. Those few windows
- * (a couple of days around such a change) are counted by walking croner itself.
+ * second a day, except at an offset change that skips or repeats its time of day: in a gap it
+ * fires once at the end of the gap (same local day only), in a repeated hour once, at the first
+ * occurrence; each such change adds or takes one tick (see {@link fixedTimeCorrection}).
  *
- * Cost: O(months of the window, at most 2 × 4 800) + O(offset changes in the window) + one
- * croner walk of a few days per change that moves a fixed time; never O(ticks) or O(days).
+ * Cost: O(months of the window, at most 2 × 4 800) + O(offset changes in the window); never
+ * O(ticks) or O(days), and no croner search at all.
  * The counting runs as a generator that yields between units of work, so an async caller can
  * give the event loop a turn ({@link prepareTickCount}); {@link countTicks} runs it through.
  */
@@ -162,43 +162,35 @@ function* countSteps(tables: TickTables, afterMs: number, untilMs: number): Step
 }
 
 /**
- * What walking croner finds minus what the stretch count found, in the few days around each
- * offset change whose skipped or repeated wall-clock range holds the job's time of day.
+ * What croner's fixed-time rule adds to or takes from the stretch count at each offset change
+ * whose skipped or repeated wall-clock range holds the job's time of day, on a matching day:
+ * - a gap: the stretch count has no tick (the wall time does not exist); croner fires once at
+ *   the end of the gap, the change's instant, when that is still the same local day: +1 if that
+ *   instant is in the window;
+ * - a repeat: the stretch count has both occurrences in the window; croner fires only at the
+ *   first: −1 if the second is in the window.
  */
 function* fixedTimeCorrection(tables: TickTables, stretches: readonly OffsetStretch[], afterMs: number, untilMs: number): Steps {
+  const t = prefixTables(tables);
   const tod = timeOfDaySec(tables);
-  const windows: [number, number][] = [];
+  const inWindow = (sec: number): boolean => sec * 1000 > afterMs && sec * 1000 <= untilMs;
+  let correction = 0;
   for (let i = 1; i < stretches.length; i++) {
     const before = (stretches[i - 1] as OffsetStretch).offsetSec;
     const at = (stretches[i] as OffsetStretch).fromSec;
     const after = (stretches[i] as OffsetStretch).offsetSec;
-    // Wall-clock seconds that do not exist (gap) or exist twice (repeated) at this change.
+    // Wall-clock seconds that do not exist (gap) or exist twice (repeat) at this change.
     const lo = at + Math.min(before, after);
     const hi = at + Math.max(before, after);
     const day = Math.ceil((lo - tod) / DAY_SEC);
-    if (day * DAY_SEC + tod >= hi) continue;
-    const from = Math.max(afterMs, (at - 2 * DAY_SEC) * 1000);
-    const to = Math.min(untilMs, (at + 2 * DAY_SEC) * 1000);
-    const last = windows.at(-1);
-    if (last !== undefined && from <= last[1]) last[1] = Math.max(last[1], to);
-    else if (from < to) windows.push([from, to]);
-  }
-  let correction = 0;
-  for (const [from, to] of windows) {
-    let walked = 0;
-    let next = cronNextMs(tables.cron, from);
-    while (next !== null && next <= to) {
-      if (next > from) walked += 1;
-      next = cronNextMs(tables.cron, next);
+    const wall = day * DAY_SEC + tod;
+    if (wall >= hi || !dayMatches(t, day)) continue;
+    if (after > before) {
+      if (Math.floor(hi / DAY_SEC) === day && inWindow(at)) correction += 1;
+    } else if (inWindow(wall - after)) {
+      correction -= 1;
     }
-    let stretched = 0;
-    const loSec = Math.floor(from / 1000) + 1;
-    const hiSec = Math.floor(to / 1000);
-    if (hiSec >= loSec) {
-      for (const s of offsetStretches(tables.timezone, loSec, hiSec)) stretched += countWallSeconds(tables, s.fromSec + s.offsetSec, s.toSec + s.offsetSec);
-    }
-    correction += walked - stretched;
-    yield;
+    if (i % 64 === 0) yield;
   }
   return correction;
 }
