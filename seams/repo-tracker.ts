@@ -22,6 +22,8 @@ import { afterTerminalProblem, classifyRunPath, rewrittenProblem, runsEntryProbl
 import { readRunLog, type BadEvent, type RunLog } from "../src/workflow/run-log.js";
 import { applyEvent, emptyRunState } from "../src/workflow/run-state.js";
 import { planDueTimer, type FirePlan } from "../src/workflow/timer-ledger.js";
+import { prepareTicksBetween } from "../src/workflow/cron.js";
+import { createTimeSlicer } from "../src/time/time-slicer.js";
 import { isoFromMs } from "../src/workflow/time.js";
 import type { PendingTimer, RunEvent, RunState } from "../src/workflow/types.js";
 import { WORKFLOW_RUN_KIND } from "../src/workflow/workflow-run-kind.js";
@@ -496,13 +498,18 @@ export class RepoTracker {
             if (list === undefined) byRun.set(d.runId, [d.pending]);
             else list.push(d.pending);
           }
+          // Planning gives the event loop a turn every few ms (heartbeats, the tail, signals),
+          // however many runs the batch holds and however long a series was missed.
+          const slicer = createTimeSlicer();
           for (const [runId, timers] of byRun) {
+            await slicer.pause();
             const fresh = await this.freshRun(reads, runId);
             let state = fresh.state;
             const firstSeq = Math.max(fresh.maxFileSeq + 1, 1);
             let seq = firstSeq;
             timers.sort((a, b) => Date.parse(a.fireAt) - Date.parse(b.fireAt));
             for (const timer of timers) {
+              await prepareCatchUp(state.pendingTimers.get(timer.timerId), at, slicer.pause);
               const plan = planDueTimer(state, timer, { nowMs, ...this.ctx.planOptions });
               outcomes.push({ timer, plan, runId });
               if (plan.kind !== "append") continue;
@@ -613,6 +620,20 @@ export class RepoTracker {
     if (current === undefined || current.setSeq !== pending.setSeq || current.fireAt !== pending.fireAt) return;
     if (this.ctx.suppressed(this.repoId, runId, pending)) return;
     this.ctx.arm(this.repoId, runId, pending, atMs);
+  }
+}
+
+/**
+ * Counts a due series' missed ticks ahead of the (pure, synchronous) planner, yielding through
+ * `pause`, so the planner finds the count ready. A series that cannot be compiled is left to the
+ * planner, which reports it as before.
+ */
+async function prepareCatchUp(pending: PendingTimer | undefined, nowIso: string, pause: () => Promise<void>): Promise<void> {
+  if (pending?.cron === undefined || pending.fireAt >= nowIso) return;
+  try {
+    await prepareTicksBetween(pending.cron, pending.timezone ?? "UTC", pending.fireAt, nowIso, pause);
+  } catch {
+    // Reported by planDueTimer.
   }
 }
 

@@ -2,25 +2,33 @@
  * The host lock: at most one live host per data dir (DESIGN §5 invariant 1, §7).
  *
  * Files in the data dir:
- * - `host.lock/`: the lock itself, a folder made and kept fresh by proper-lockfile (its mtime is
- *   touched every `heartbeatMs`);
- * - `host.lock.json`: who holds it, `{pid, hostname, startedAt, heartbeatAt, token}`, rewritten
- *   at every heartbeat so a person (or `host_locked`) can name the holder;
+ * - `host.lock/`: the lock itself, a folder made with `mkdir` (atomic: one maker wins);
+ * - `host.lock.json`: who holds it, `{pid, hostname, startedAt, heartbeatAt, token, beat}`,
+ *   rewritten at every heartbeat (`beat` counts up) so a person (or `host_locked`) can name the
+ *   holder and other hosts can see it is alive;
  * - `host.lock.guard/`: a short-lived proper-lockfile lock held while a host acquires, takes
  *   over or releases `host.lock`, so the holder file always belongs to the current lock folder
  *   and two hosts racing for a dead holder's lock cannot both win.
  *
- * A held lock is taken over (and the takeover logged) when its holder is a process on this
- * machine that no longer exists, or its newest heartbeat (folder mtime or `heartbeatAt`) is older
- * than `staleMs`; a lock folder without a readable holder file counts by its mtime alone.
- * Otherwise acquiring fails with `host_locked` naming the holder.
+ * Staleness survives clock steps: a heartbeat is a value, not a time to trust. A held lock is
+ * taken over at once only when its holder is a process on this machine that no longer exists.
+ * A heartbeat stamped within the last `staleMs` by the wall clock is taken as live (refused with
+ * `host_locked`). Any other lock (a heartbeat older than that, or stamped in the future, or a
+ * folder without a holder file) is watched: it is taken over once its heartbeat value (holder
+ * record and folder mtime) has not changed for `staleMs` of this process's monotonic time, and
+ * refused as live the moment it changes.
  *
- * States: acquiring → held → released, or held → compromised (the lock folder vanished or was
- * refreshed by someone else, or the holder file names another token: `onCompromised` is called
- * once, the heartbeat stops, and release becomes a no-op for the folder).
+ * States: acquiring → held ⇄ unconfirmed → released, or → compromised.
+ * - held: the last heartbeat was written less than `fenceMs` ago (monotonic); commits may go.
+ * - unconfirmed: heartbeats failed (a read-only or failing disk) or were late for `fenceMs`:
+ *   `assertHeld()` refuses commits (another host could by now be taking over), heartbeats are
+ *   retried with backoff, each failure logged with its errno; the first heartbeat that lands
+ *   makes the lock held again. A transient I/O failure never counts as a takeover.
+ * - compromised: the holder file names another token, or the lock folder or holder file
+ *   vanished: `onCompromised` is called once, the heartbeat stops, release leaves the folder.
  *
- * Process access (pid, hostname, liveness probe) is injectable for tests; the defaults read the
- * running process.
+ * Process access (pid, hostname, liveness probe) and the monotonic clock are injectable for
+ * tests; the defaults read the running process.
  */
 import * as nodeFs from "node:fs";
 import { hostname as osHostname } from "node:os";
@@ -29,7 +37,7 @@ import { randomUUID } from "node:crypto";
 import lockfile from "proper-lockfile";
 import { WorkflowHostError } from "../errors.js";
 import { silentLogger, type Logger } from "../logger.js";
-import { createSystemTimers, systemClock, type Clock, type TimerHandle, type Timers } from "../time/clock.js";
+import { createSystemTimers, systemClock, systemMonotonicNow, type Clock, type MonotonicNow, type TimerHandle, type Timers } from "../time/clock.js";
 
 /** Name of the lock folder inside the data dir. */
 export const HOST_LOCK_NAME = "host.lock";
@@ -50,6 +58,8 @@ export interface HostLockHolder {
   readonly heartbeatAt: string;
   /** Random per acquisition; tells a holder whether the file is still its own. */
   readonly token: string;
+  /** Heartbeats written since the lock was taken; 0 in records of older versions. */
+  readonly beat: number;
 }
 
 export interface HostLockOptions {
@@ -79,6 +89,13 @@ export interface HostLockOptions {
   readonly hostname?: string;
   /** Whether a process of this machine exists. Default: `process.kill(pid, 0)`; ESRCH means no. */
   readonly isProcessAlive?: (pid: number) => boolean;
+  /** Monotonic clock (ms) for the commit fence. Default `performance.now()`. */
+  readonly monotonicNow?: MonotonicNow;
+  /**
+   * Called on each failed heartbeat (a read-only, full or failing disk) with `io_failed`
+   * (`data.errno`); the lock is kept and the heartbeat retried with backoff. Must not throw.
+   */
+  readonly onHeartbeatFailed?: (error: WorkflowHostError) => void;
 }
 
 /** A held host lock. */
@@ -92,6 +109,13 @@ export interface HostLock {
   /** True once released or compromised. */
   readonly released: boolean;
   /**
+   * The commit fence: returns when the lock is ours and its last heartbeat was written recently
+   * enough that no other host can have taken it over (see the module comment); call it right
+   * before each commit.
+   * @throws host_locked with `data.state` "compromised", "released" or "unconfirmed"
+   */
+  assertHeld(): void;
+  /**
    * Stops the heartbeat, removes the holder file (when still ours) and the lock folder.
    * Idempotent; never throws for a lock that was already lost.
    */
@@ -104,7 +128,7 @@ interface LockFs {
   rename(from: string, to: string): Promise<void>;
   unlink(path: string): Promise<void>;
   rmdir(path: string): Promise<void>;
-  mkdir(path: string, opts: { recursive: true }): Promise<unknown>;
+  mkdir(path: string, opts?: { recursive: true }): Promise<unknown>;
   stat(path: string): Promise<{ mtimeMs: number }>;
 }
 
@@ -138,6 +162,7 @@ function parseHolder(text: string): HostLockHolder | null {
       startedAt: value.startedAt,
       heartbeatAt: typeof value.heartbeatAt === "string" ? value.heartbeatAt : value.startedAt,
       token: typeof value.token === "string" ? value.token : "",
+      beat: typeof value.beat === "number" ? value.beat : 0,
     };
   } catch {
     return null;
@@ -150,8 +175,10 @@ export interface HostLockState {
   readonly locked: boolean;
   /** The holder file's record, or null when missing or unreadable. */
   readonly holder: HostLockHolder | null;
-  /** Newest heartbeat in epoch ms (folder mtime or `heartbeatAt`), or null when not locked. */
+  /** Last heartbeat in epoch ms (`heartbeatAt`, or the folder mtime without a holder record), or null when not locked. */
   readonly heartbeatMs: number | null;
+  /** The lock folder's mtime (epoch ms), or null when not locked. */
+  readonly mtimeMs: number | null;
 }
 
 /**
@@ -173,9 +200,10 @@ export async function inspectHostLock(opts: { readonly dataDir: string; readonly
   } catch (error) {
     if (errnoOf(error) !== "ENOENT") throw error;
   }
-  if (mtimeMs === null) return { locked: false, holder, heartbeatMs: null };
+  if (mtimeMs === null) return { locked: false, holder, heartbeatMs: null, mtimeMs: null };
   const beat = holder === null ? Number.NaN : Date.parse(holder.heartbeatAt);
-  return { locked: true, holder, heartbeatMs: Number.isFinite(beat) ? Math.max(beat, mtimeMs) : mtimeMs };
+  // The folder is not touched by heartbeats: its mtime counts only without a holder record.
+  return { locked: true, holder, heartbeatMs: Number.isFinite(beat) ? beat : mtimeMs, mtimeMs };
 }
 
 /**
@@ -185,6 +213,8 @@ export async function inspectHostLock(opts: { readonly dataDir: string; readonly
  * @throws host_locked when a live host holds the lock (`data {dataDir, pid, hostname, startedAt,
  *   heartbeatAt}`; pid null for an unknown holder), or when another host's acquire or release
  *   does not finish within `guardTimeoutMs`; fs errors otherwise
+ * A lock that has to be watched (see the module comment) makes this wait up to `staleMs`
+ * (plus one poll) before it is taken over or refused.
  * Concurrent calls (in this or other processes) for one data dir: exactly one succeeds while the
  * others get host_locked.
  */
@@ -195,16 +225,19 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
   const clock = opts.clock ?? systemClock;
   const timers = opts.timers ?? createSystemTimers();
   const logger = opts.logger ?? silentLogger;
+  const monotonicNow = opts.monotonicNow ?? systemMonotonicNow;
   const staleMs = Math.max(opts.staleMs ?? DEFAULT_LOCK_STALE_MS, 2_000);
   const heartbeatMs = Math.min(Math.max(opts.heartbeatMs ?? staleMs / 2, 1_000), staleMs / 2);
+  // Commits stop when the last heartbeat is this old: a watcher needs `staleMs` from our last
+  // heartbeat before it may take over, so this leaves a quarter of `staleMs` to spare.
+  const fenceMs = Math.max(heartbeatMs, staleMs - staleMs / 4);
+  const pollMs = Math.max(50, Math.min(1_000, Math.floor(staleMs / 8)));
   const guardTimeoutMs = opts.guardTimeoutMs ?? 5_000;
   const pid = opts.pid ?? process.pid;
   const hostname = opts.hostname ?? osHostname();
   const isProcessAlive = opts.isProcessAlive ?? defaultIsProcessAlive;
   const lockPath = join(dataDir, HOST_LOCK_NAME);
   const holderPath = join(dataDir, HOST_LOCK_HOLDER_NAME);
-  // proper-lockfile keys its in-process registry by this path; it need not exist.
-  const lockKey = join(dataDir, "host");
   const fsOption = opts.fs === undefined ? {} : { fs: rawFs };
 
   await fs.mkdir(dataDir, { recursive: true });
@@ -212,6 +245,9 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
   let compromised = false;
   let released = false;
   let heartbeat: TimerHandle | null = null;
+  let lastBeatMs = monotonicNow();
+  let failingSince: number | null = null;
+  let failures = 0;
   const token = randomUUID();
 
   const compromise = (why: string, cause?: unknown): void => {
@@ -272,13 +308,50 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
 
   const nowIso = (): string => clock().toISOString();
   const startedAt = nowIso();
-  let holder: HostLockHolder = { pid, hostname, startedAt, heartbeatAt: startedAt, token };
+  let holder: HostLockHolder = { pid, hostname, startedAt, heartbeatAt: startedAt, token, beat: 0 };
 
-  const { tookOver, unlock } = await withGuard(async () => {
+  const sleep = (ms: number): Promise<void> => new Promise((done) => timers.setTimeout(() => done(), ms));
+
+  /** What a watcher compares: any change means the holder is alive. */
+  const heartbeatValue = (state: HostLockState): string =>
+    JSON.stringify([state.holder?.token ?? null, state.holder?.beat ?? null, state.holder?.heartbeatAt ?? null, state.mtimeMs]);
+
+  /**
+   * Why the lock in `state` may be taken over now, or null when it looks live. A lock that is
+   * neither (see the module comment) is watched first.
+   */
+  const judge = async (state: HostLockState): Promise<{ reason: string | null; watch: boolean }> => {
+    const h = state.holder;
+    if (h !== null && h.hostname === hostname && h.pid !== pid && !isProcessAlive(h.pid)) {
+      return { reason: `its holder, pid ${h.pid}, is not running`, watch: false };
+    }
+    const ageMs = state.heartbeatMs === null ? Number.POSITIVE_INFINITY : clock().getTime() - state.heartbeatMs;
+    if (ageMs >= 0 && ageMs <= staleMs) return { reason: null, watch: false };
+    // Old or stamped in the future (a clock step, another machine's clock): watch it.
+    let unchangedMs = 0;
+    const value = heartbeatValue(state);
+    while (unchangedMs < staleMs) {
+      await sleep(pollMs);
+      unchangedMs += pollMs;
+      const now = await inspectHostLock({ dataDir, fs: rawFs });
+      if (!now.locked) return { reason: "it was released", watch: true };
+      if (heartbeatValue(now) !== value) return { reason: null, watch: true };
+    }
+    const stamped = ageMs < 0 ? `stamped ${Math.round(-ageMs)} ms in the future` : Number.isFinite(ageMs) ? `${Math.round(ageMs)} ms old` : "missing";
+    return { reason: `its heartbeat (${stamped} by this clock) did not change for ${unchangedMs} ms (stale after ${staleMs} ms)`, watch: true };
+  };
+
+  const observed = await inspectHostLock({ dataDir, fs: rawFs });
+  const verdict = observed.locked ? await judge(observed) : { reason: null, watch: false };
+  if (observed.locked && verdict.reason === null) throw lockedError(dataDir, lockPath, observed.holder);
+
+  const tookOver = await withGuard(async () => {
     const state = await inspectHostLock({ dataDir, fs: rawFs });
     let taken: HostLock["tookOver"] = null;
     if (state.locked) {
-      const reason = staleReason(state);
+      // Taken over only if it is still what was judged stale (a watched lock unchanged since).
+      // Anything else (it changed, or was made since we looked) is another live host's.
+      const reason = observed.locked && heartbeatValue(state) === heartbeatValue(observed) ? verdict.reason : null;
       if (reason === null) throw lockedError(dataDir, lockPath, state.holder);
       logger.warn(
         `taking over the host lock of ${dataDir}: ${reason}` +
@@ -292,58 +365,69 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
       }
       taken = { previous: state.holder, reason };
     }
-    let release: () => Promise<void>;
     try {
-      release = await lockfile.lock(lockKey, {
-        ...fsOption,
-        lockfilePath: lockPath,
-        realpath: false,
-        stale: staleMs,
-        update: heartbeatMs,
-        onCompromised: (error) => compromise(error.message, error),
-      });
+      await fs.mkdir(lockPath);
     } catch (error) {
-      if (errnoOf(error) !== "ELOCKED") throw error;
-      // Someone outside the guard protocol holds it.
+      if (errnoOf(error) !== "EEXIST") throw error;
+      // Someone outside the guard protocol made it.
       throw lockedError(dataDir, lockPath, await readHolder());
     }
     await writeHolder(holder);
-    return { tookOver: taken, unlock: release };
+    lastBeatMs = monotonicNow();
+    return taken;
   });
-
-  function staleReason(state: HostLockState): string | null {
-    const h = state.holder;
-    if (h !== null && h.hostname === hostname && h.pid !== pid && !isProcessAlive(h.pid)) {
-      return `its holder, pid ${h.pid}, is not running`;
-    }
-    const ageMs = state.heartbeatMs === null ? Number.POSITIVE_INFINITY : clock().getTime() - state.heartbeatMs;
-    if (ageMs > staleMs) {
-      return `its last heartbeat is ${Math.round(ageMs)} ms old (stale after ${staleMs} ms)`;
-    }
-    return null;
-  }
 
   const beat = async (): Promise<void> => {
     const current = await readHolder();
-    if (current?.token !== token) {
-      compromise(current === null ? "the holder file was removed" : `pid ${current.pid} on ${current.hostname} took it over`);
+    if (current === null) {
+      compromise("the holder file was removed");
       return;
     }
-    holder = { ...holder, heartbeatAt: nowIso() };
-    await writeHolder(holder);
+    if (current.token !== token) {
+      compromise(`pid ${current.pid} on ${current.hostname} took it over`);
+      return;
+    }
+    const next: HostLockHolder = { ...holder, heartbeatAt: nowIso(), beat: holder.beat + 1 };
+    await writeHolder(next);
+    holder = next;
+    lastBeatMs = monotonicNow();
   };
 
-  const armHeartbeat = (): void => {
+  const armHeartbeat = (delayMs: number): void => {
     if (compromised || released) return;
     heartbeat = timers.setTimeout(() => {
       heartbeat = null;
-      beat().then(armHeartbeat, (error: unknown) => {
-        logger.warn(`host lock heartbeat failed: ${String(error)}`, { dataDir });
-        armHeartbeat();
-      });
-    }, heartbeatMs);
+      beat().then(
+        () => {
+          if (failingSince !== null && !compromised) {
+            logger.info(`host lock heartbeat of ${dataDir} restored after ${Math.round(monotonicNow() - failingSince)} ms`, { dataDir });
+          }
+          failingSince = null;
+          failures = 0;
+          armHeartbeat(heartbeatMs);
+        },
+        (error: unknown) => {
+          // A failing disk (read-only, full, I/O errors) is not a takeover: say so, retry soon.
+          failures += 1;
+          failingSince ??= monotonicNow();
+          const retryMs = Math.min(heartbeatMs, 250 * 2 ** Math.min(failures - 1, 6));
+          const errno = errnoOf(error) ?? "unknown";
+          logger.warn(`host lock heartbeat of ${dataDir} failed (${errno}): ${String(error)}; commits wait until it is written again; retrying in ${retryMs} ms`, {
+            dataDir,
+            errno,
+            failures,
+          });
+          try {
+            opts.onHeartbeatFailed?.(new WorkflowHostError("io_failed", `host lock heartbeat of ${dataDir} failed (${errno})`, { dataDir, errno, failures }, { cause: error }));
+          } catch {
+            // The owner's reaction must not escape into a timer callback.
+          }
+          armHeartbeat(retryMs);
+        },
+      );
+    }, delayMs);
   };
-  armHeartbeat();
+  armHeartbeat(heartbeatMs);
 
   return {
     get holder() {
@@ -354,20 +438,31 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
     get released() {
       return released || compromised;
     },
+    assertHeld() {
+      if (released || compromised) {
+        throw new WorkflowHostError("host_locked", `the host lock of ${dataDir} is ${compromised ? "lost" : "released"}; nothing may be committed`, { dataDir, lockPath, state: compromised ? "compromised" : "released" });
+      }
+      const ageMs = monotonicNow() - lastBeatMs;
+      if (ageMs > fenceMs) {
+        throw new WorkflowHostError(
+          "host_locked",
+          `the host lock of ${dataDir} is unconfirmed: its last heartbeat was written ${Math.round(ageMs)} ms ago (limit ${fenceMs} ms); commits wait for the next one`,
+          { dataDir, lockPath, state: "unconfirmed", ageMs: Math.round(ageMs), fenceMs },
+        );
+      }
+    },
     async release() {
       if (released) return;
       released = true;
       if (heartbeat !== null) timers.clearTimeout(heartbeat);
       heartbeat = null;
-      if (compromised) {
-        // The folder may now be another host's: leave it alone.
-        await unlock().catch(() => undefined);
-        return;
-      }
+      // A lost lock's folder may now be another host's: leave it alone.
+      if (compromised) return;
       await withGuard(async () => {
-        if ((await readHolder())?.token === token) await fs.unlink(holderPath).catch(() => undefined);
-        await unlock().catch((error: unknown) => {
-          if (errnoOf(error) !== "ERELEASED" && errnoOf(error) !== "ENOTACQUIRED") throw error;
+        if ((await readHolder())?.token !== token) return;
+        await fs.unlink(holderPath).catch(() => undefined);
+        await fs.rmdir(lockPath).catch((error: unknown) => {
+          if (errnoOf(error) !== "ENOENT") throw error;
         });
       });
     },

@@ -6,7 +6,11 @@
  * States: created → starting (lock taken, scheduler recovering) → running → stopping → stopped.
  * `start()` runs once; a failed start leaves the host stopped with the lock released. `stop()`
  * is idempotent and may be called in any state (also while starting: it waits for the start to
- * settle). A lost lock (another process took it over) stops the host by itself.
+ * settle). A lost lock (another process took it over) stops the host by itself, and no commit
+ * leaves it after the loss is known: every ref move first passes the lock's fence
+ * (`HostLock.assertHeld`), which also holds commits back while heartbeats cannot be written
+ * (a read-only or failing data dir). Such a failure is logged with its errno and retried; the
+ * host keeps running and catches up once the disk takes writes again.
  *
  * The library installs no signal handlers; a process that wants Ctrl-C to stop the host calls
  * {@link stopOnSignals} (see `./stop-on-signals.ts`).
@@ -77,6 +81,11 @@ export interface WorkflowHostOptions {
    * other processes read it.
    */
   readonly lock?: Pick<HostLockOptions, "staleMs" | "heartbeatMs" | "guardTimeoutMs" | "timers">;
+  /**
+   * Room left to other writers of a deployment, such as `git push` (ms, default 100, 0 = none;
+   * see RepoStoreOptions.foreignWriterRoomMs).
+   */
+  readonly foreignWriterRoomMs?: number;
   /** Every scheduler report (fired, skipped, bad_event, …), synchronously. Exceptions are ignored. */
   readonly onEvent?: (event: SchedulerEvent) => void;
 }
@@ -132,6 +141,8 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
   const logger = opts.logger ?? silentLogger;
   const principal = opts.principal ?? null;
   const ref = opts.ref ?? "refs/heads/main";
+  let lock: HostLock | null = null;
+  let lockLost: WorkflowHostError | null = null;
   const store = createRepoStore({
     dataDir: opts.dataDir,
     kindHandlers: [workflowRunKind(opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes })],
@@ -141,6 +152,12 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
     ...(opts.fs === undefined ? {} : { fs: opts.fs }),
     ...(opts.durability === undefined ? {} : { durability: opts.durability }),
     ...(opts.blockingRefIo === undefined ? {} : { blockingRefIo: opts.blockingRefIo }),
+    foreignWriterRoomMs: opts.foreignWriterRoomMs ?? 100,
+    // Before start() (createDeployment) there is no lock to check; once it was lost, nothing goes.
+    fence: () => {
+      if (lockLost !== null) throw lockLost;
+      lock?.assertHeld();
+    },
   });
   const scheduler = createWorkflowHostScheduler({
     repoStore: store,
@@ -160,7 +177,6 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
   const channels = new Map<string, WorkflowHostSignalChannel>();
   const runtimes = new Map<string, WorkflowRuntime>();
   let state: WorkflowHostState = "created";
-  let lock: HostLock | null = null;
   let starting: Promise<void> | null = null;
   let stopping: Promise<void> | null = null;
   let markStopped: () => void = () => undefined;
@@ -181,7 +197,8 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
         logger,
         ...(opts.fs === undefined ? {} : { fs: opts.fs }),
         ...opts.lock,
-        onCompromised: () => {
+        onCompromised: (error) => {
+          lockLost = error;
           logger.error(`stopping the host of ${store.dataDir}: its lock was lost`);
           void host.stop();
         },

@@ -96,6 +96,7 @@ export function createRepoStore(opts: RepoStoreOptions): RepoStore {
   // after a crashed writer waits instead of failing with ref_locked.
   const lockTimeoutMs = positive(opts.lockTimeoutMs, staleLockMs + 5_000, "lockTimeoutMs");
   const maxAttempts = Math.max(1, Math.floor(positive(opts.maxWriteAttempts, 32, "maxWriteAttempts")));
+  const foreignWriterRoomMs = positive(opts.foreignWriterRoomMs, 0, "foreignWriterRoomMs");
   const packThreshold = opts.packThreshold === Number.POSITIVE_INFINITY ? Number.POSITIVE_INFINITY : Math.max(1, positive(opts.packThreshold, 3, "packThreshold"));
   const pollMs = opts.watch === false ? null : Math.max(1, positive(opts.watch?.pollMs, 1_000, "watch.pollMs"));
   const useChokidar = opts.watch !== false && (opts.watch?.chokidar ?? true) && fs.isNodeFs;
@@ -174,6 +175,8 @@ export function createRepoStore(opts: RepoStoreOptions): RepoStore {
     maxAttempts,
     sleep,
     onCommitted: (r) => watchers.get(r.key)?.watcher.notify(),
+    ...(opts.fence === undefined ? {} : { fence: opts.fence }),
+    roomMs: foreignWriterRoomMs,
   });
 
   function write<R>(repo: RepoHandle, refName: string, message: string, plan: Planner<R>): Promise<WriteResult<R>> {

@@ -185,6 +185,20 @@ export interface RepoStoreOptions {
   /** Compare-and-swap attempts per write before `ref_conflict` (default 32). */
   readonly maxWriteAttempts?: number;
   /**
+   * The commit fence: called under the ref lock right before every ref move this store makes;
+   * throwing aborts that write (the ref does not move) with the thrown error. A host passes its
+   * lock's `assertHeld`, so a host that lost its lock stops committing at once. Default none.
+   */
+  readonly fence?: () => void;
+  /**
+   * Room left to other writers of a repository (another process, `git push`), in ms (default
+   * 0: off; a host uses 100): after a lost compare-and-swap the retry waits a jittered backoff
+   * instead of re-taking the ref at once, and for 5 s after a commit by someone else this
+   * store's commits to that repository start at least this far apart (jittered ±50 %), so an
+   * external writer's read-then-update cycle finds the ref still.
+   */
+  readonly foreignWriterRoomMs?: number;
+  /**
    * Parsed-tree cache size, counted in tree entries across all repositories (default 500 000;
    * a 10 000-entry folder counts 10 001).
    */

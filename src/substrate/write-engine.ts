@@ -11,7 +11,12 @@
  * written to temp files while the lock is taken, and put in place once the compare succeeded.
  * A lost race is retried under the ref lock: take `<ref>.lock`, read the tip under it, re-run the plan,
  * commit, release — so a writer that lost once cannot lose again to the same kind of race and
- * two busy processes cannot starve each other. Either way the plan always sees the state it
+ * two busy processes cannot starve each other. Room for other writers (`roomMs`): a lost race
+ * waits a jittered backoff before the locked retry, and once a commit by someone else is seen,
+ * this process spaces its commits to that repository for a while, so an external `git push`
+ * (read tip, send objects, compare-and-swap) is not beaten to the ref every time. Right before
+ * every ref move, under the ref lock, `fence` may veto the write (a host that lost its lock).
+ * Either way the plan always sees the state it
  * extends, no commit is lost and history stays linear (each commit's only parent is the tip it
  * was computed on). Callers run this inside the repository's in-process queue: one writer per
  * repo per process.
@@ -52,6 +57,38 @@ export interface WriteEngineDeps {
   readonly sleep: Sleep;
   /** Called after the ref moved, to wake this process's subscribers at once. */
   readonly onCommitted: (repo: RepoHandle) => void;
+  /** Called under the ref lock right before the ref moves; throwing aborts the write. */
+  readonly fence?: () => void;
+  /** Room left to other writers (ms, 0 = none); see the module comment. */
+  readonly roomMs?: number;
+}
+
+/** How long after a commit by someone else this process keeps spacing its commits (ms). */
+const SHARED_FOR_MS = 5_000;
+
+/** Per repository: the tip this process last wrote, and whether someone else writes too. */
+interface Sharing {
+  ourTip: Oid | null | undefined;
+  /** performance.now() until which commits are spaced; 0 when not shared. */
+  sharedUntilMs: number;
+  /** performance.now() of this process's last commit to the repository. */
+  lastCommitMs: number;
+}
+
+const sharing = new WeakMap<RepoHandle, Sharing>();
+
+function sharingOf(repo: RepoHandle): Sharing {
+  let s = sharing.get(repo);
+  if (s === undefined) {
+    s = { ourTip: undefined, sharedUntilMs: 0, lastCommitMs: Number.NEGATIVE_INFINITY };
+    sharing.set(repo, s);
+  }
+  return s;
+}
+
+/** A delay in [ms/2, 3ms/2): spreads retries of several writers apart. */
+function jitter(ms: number): number {
+  return ms * (0.5 + Math.random());
 }
 
 /** Entries of a {@link FileMap}. */
@@ -165,6 +202,9 @@ export async function commitWithRetry<R>(
   const { repo } = deps;
   let lastSeen: Oid | null = null;
   const committed = (prepared: Prepared<R> & { kind: "commit" }, tip: Oid | null, attempt: number): WriteResult<R> => {
+    const shared = sharingOf(repo);
+    shared.ourTip = prepared.commit.oid;
+    shared.lastCommitMs = performance.now();
     repo.objects.rememberTrees(prepared.trees);
     deps.onCommitted(repo);
     // Pack merging, if due, runs in the background, outside the ref lock and this write.
@@ -179,9 +219,22 @@ export async function commitWithRetry<R>(
     result,
   });
 
+  const roomMs = deps.roomMs ?? 0;
+  const shared = sharingOf(repo);
+  const fence = deps.fence ?? (() => undefined);
   for (let attempt = 1; attempt <= deps.maxAttempts; attempt++) {
     if (attempt === 1) {
-      const { name, value: tip } = await repo.resolveRefNamed(refName);
+      let { name, value: tip } = await repo.resolveRefNamed(refName);
+      if (roomMs > 0) {
+        const nowMs = performance.now();
+        // The ref moved since our last commit, and not by us: another writer is active.
+        if (shared.ourTip !== undefined && tip !== shared.ourTip) shared.sharedUntilMs = nowMs + SHARED_FOR_MS;
+        const waitMs = nowMs < shared.sharedUntilMs ? shared.lastCommitMs + jitter(roomMs) - nowMs : 0;
+        if (waitMs > 0) {
+          await deps.sleep(waitMs);
+          ({ name, value: tip } = await repo.resolveRefNamed(refName));
+        }
+      }
       const prepared = await prepare(deps, name, tip, message, plan);
       if (prepared.kind === "noop") return noop(tip, attempt, prepared.result);
       // The pack is written to temp files while the ref lock is taken and compared; it is put
@@ -191,6 +244,7 @@ export async function commitWithRetry<R>(
       let outcome: Awaited<ReturnType<typeof repo.refs.compareAndSwap>>;
       try {
         outcome = await repo.refs.compareAndSwap(name, tip, prepared.commit.oid, async () => {
+          fence();
           await staged.publish();
           published = true;
         });
@@ -199,6 +253,11 @@ export async function commitWithRetry<R>(
       }
       if (outcome.ok) return committed(prepared, tip, attempt);
       lastSeen = outcome.current;
+      // Lost to another process: leave it room instead of taking the ref lock at once.
+      if (roomMs > 0) {
+        shared.sharedUntilMs = performance.now() + SHARED_FOR_MS;
+        await deps.sleep(jitter(roomMs));
+      }
       continue;
     }
     const { name } = await repo.refs.resolve(refName);
@@ -211,7 +270,13 @@ export async function commitWithRetry<R>(
       const ready = await prepare(deps, name, current, message, plan);
       prepared = ready;
       if (ready.kind === "noop") return null;
-      return { next: ready.commit.oid, beforeSwap: () => repo.objects.writeObjects(ready.objects) };
+      return {
+        next: ready.commit.oid,
+        beforeSwap: () => {
+          fence();
+          return repo.objects.writeObjects(ready.objects);
+        },
+      };
     });
     const done = prepared as Prepared<R> | undefined;
     if (outcome === "swapped" && done?.kind === "commit") return committed(done, tip, attempt);

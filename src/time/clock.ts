@@ -87,3 +87,9 @@ export function createSystemTimers(options: SystemTimersOptions = {}): Timers {
 
 /** {@link createSystemTimers} with default options: ref'd timers, safe delays. */
 export const systemTimers: Timers = createSystemTimers();
+
+/** Reads a monotonic time base in milliseconds (never steps; only differences mean anything). */
+export type MonotonicNow = () => number;
+
+/** The process's monotonic clock (`performance.now()`), unaffected by wall-clock steps. */
+export const systemMonotonicNow: MonotonicNow = () => performance.now();

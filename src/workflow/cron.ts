@@ -22,7 +22,7 @@ import { Cron, CronPattern } from "croner";
 import { WorkflowHostError, describeValue } from "../errors.js";
 import { isoFromMs, parseInstant } from "./time.js";
 import { DEFAULT_TIME_ZONE, parseTimeZone } from "./time-zone.js";
-import { countTicks, type TickTables } from "./cron-count.js";
+import { countTicks, cronNextMs, cronPreviousMs, prepareTickCount, type TickTables } from "./cron-count.js";
 
 /** A compiled, validated series: croner in the series' zone plus what counting needs. */
 export interface CompiledCron extends TickTables {
@@ -30,8 +30,9 @@ export interface CompiledCron extends TickTables {
 }
 
 // Probing starts at a fixed instant so validation is pure (no clock read). A 5- or 6-field
-// pattern has no year field, so its ticks repeat with the 400-year Gregorian cycle; croner
-// searches up to year 9999, so a pattern without a tick after this instant never fires. The
+// pattern has no year field, so its ticks repeat with the 400-year Gregorian cycle, and a
+// pattern without a tick after this instant never fires (ticks are found up to year 9999,
+// see cronNextMs). The
 // probe is cheap for real patterns (the rarest day-of-month pattern, Feb 29, is at most 8 years
 // away) and costs a few milliseconds for impossible ones, which are remembered.
 const PROBE_FROM = new Date(Date.UTC(2000, 0, 1));
@@ -167,17 +168,37 @@ export function nextTick(expr: string, timezone: string | undefined, afterIso: s
 
 /** First tick > afterMs (epoch ms), or null. */
 export function firstTickAfter(compiled: CompiledCron, afterMs: number): number | null {
-  let next = compiled.cron.nextRun(new Date(afterMs));
+  let next = cronNextMs(compiled.cron, afterMs);
   // croner compares whole seconds; guard the strictly-after contract at the millisecond.
-  while (next !== null && next.getTime() <= afterMs) next = compiled.cron.nextRun(next);
-  return next === null ? null : next.getTime();
+  while (next !== null && next <= afterMs) next = cronNextMs(compiled.cron, next);
+  return next;
 }
 
 /** Last tick ≤ untilMs (epoch ms), or null. */
 function lastTickAtOrBefore(compiled: CompiledCron, untilMs: number): number | null {
   // previousRuns is strictly before its reference but includes a run earlier in the same second.
-  const [prev] = compiled.cron.previousRuns(1, new Date(untilMs + 1));
-  return prev === undefined ? null : prev.getTime();
+  const [prev] = cronPreviousMs(compiled.cron, 1, untilMs + 1);
+  return prev ?? null;
+}
+
+/**
+ * Does the costly part of {@link ticksBetween}`(…, afterIso, untilIso, …)` ahead, awaiting
+ * `pause` between small units of work (see `prepareTickCount`), so the synchronous call that
+ * follows with the same series and window finds its count ready. For callers on an event loop:
+ * the fire planner is pure and synchronous, its caller prepares.
+ * @throws `cron_invalid`, `time_invalid` as {@link ticksBetween}
+ */
+export async function prepareTicksBetween(
+  expr: string,
+  timezone: string | undefined,
+  afterIso: string,
+  untilIso: string,
+  pause: () => Promise<void>,
+): Promise<void> {
+  const compiled = compileCron(expr, timezone ?? DEFAULT_TIME_ZONE);
+  const afterMs = Date.parse(parseInstant(afterIso, "after"));
+  const untilMs = Date.parse(parseInstant(untilIso, "until"));
+  if (untilMs > afterMs) await prepareTickCount(compiled, afterMs, untilMs, pause);
 }
 
 /** Ticks of a series in a window, as {@link ticksBetween} returns them. */
@@ -197,12 +218,12 @@ export interface TickSpan {
  * missed. Used for the misfire policies: `skip` needs count, first and last; `latest` needs
  * last; `all` needs the ticks themselves, at most `maxCatchUp`.
  *
- * Cost is bounded by the window's length in days, not by its number of ticks: at most `limit`
- * ticks are materialised, and the rest are counted per matching local day from croner's
- * hour/minute/second tables, split at the zone's offset changes (one croner call per matching
- * day, one zone lookup per day). A `* * * * * *` series after a year offline (31.5 million
- * ticks) costs a few hundred croner calls. A fixed-time job has at most one tick per day and is
- * counted by walking croner.
+ * Cost is bounded by the window's months and the zone's offset changes in it, never by its
+ * ticks or days (see `./cron-count.js`): at most `limit` ticks are materialised, and the rest
+ * are counted from croner's tables per month shape. A `* * * * * *` series missed since year
+ * 0000, or a daily one armed in year 0001, is counted exactly in about a millisecond once the
+ * zone's tables are warm. Long windows should be prepared with {@link prepareTicksBetween} by a
+ * caller on an event loop.
  *
  * @param expr - cron expression (5 or 6 fields).
  * @param timezone - IANA zone (default `"UTC"`).
@@ -247,9 +268,9 @@ export function ticksBetween(
 
   const lastMs = lastTickAtOrBefore(compiled, untilMs) ?? firstMs;
   if (limit > 0) {
-    for (const d of compiled.cron.previousRuns(limit, new Date(untilMs + 1))) {
-      if (d.getTime() <= afterMs) break;
-      ticks.push(d.getTime());
+    for (const t of cronPreviousMs(compiled.cron, limit, untilMs + 1)) {
+      if (t <= afterMs) break;
+      ticks.push(t);
     }
     ticks.reverse();
     if (ticks.length < limit) return spanOf(ticks.length, firstMs, lastMs, ticks);

@@ -13,7 +13,7 @@ import { afterTerminalProblem, sequenceProblems } from "./log-problems.js";
 import { type ParsedEventCache, sharedParsedEvents } from "./parsed-event-cache.js";
 import { parseEventPathName, runEventsPrefix, runsPrefix } from "./paths.js";
 import { blobFolderProblems, runFolderLayout } from "./run-folder.js";
-import { reduceRunState } from "./run-state.js";
+import { applyEvent, reduceRunState } from "./run-state.js";
 import type { RunEvent, RunState } from "./types.js";
 import { WORKFLOW_RUN_KIND } from "./workflow-run-kind.js";
 
@@ -252,42 +252,179 @@ export interface AppendRunEventsOptions<R> {
  * Appends events to one run's log in one commit, at the next dense seqs, after `decide` has
  * re-checked the log under the repo lock (so concurrent appenders never reuse a seq and a
  * check-then-append is atomic).
+ *
+ * Reads only what it has not seen: the log each append decided on is kept per store and run
+ * (see {@link AppendLogCache}), keyed by the oid of the run's `events` tree. An append to a log
+ * this process last wrote (or read) reads no event at all; one to a log others have added to
+ * since reads just the added files; only a log changed in any other way (an edit, a removal, a
+ * bad file) is read whole, as before.
  * @returns the store's write result; `result` is what `decide` returned on the winning attempt
  * @throws event_invalid / payload_too_large / time_invalid when a new event is invalid or the
- *   run has ended (nothing is written), plus every error of `writeTreePreservingPrefix`
+ *   run has ended (nothing is written), plus every error of `writeTreeDelta`
  */
 export async function appendRunEvents<R>(options: AppendRunEventsOptions<R>): Promise<WriteResult<R>> {
   const { store, principal, runId } = options;
-  const prefix = runEventsPrefix(runId);
-  return store.writeTreePreservingPrefix<R>(
-    principal,
-    { kind: WORKFLOW_RUN_KIND, id: options.repoId },
-    options.ref ?? "refs/heads/main",
-    {
-      preservePrefix: prefix,
-      message: options.message,
-      merge: (existing, _parentSha, others, oids) => {
-        const notFiles = new Map<string, NotAFile>([...others].map((name) => [name, "folder, symlink or gitlink"]));
-        const log = readRunLogFromFiles(runId, existing, withLimit({ oids }, options.maxEventBytes), notFiles);
-        const decision = options.decide(log);
-        if (decision.append.length === 0) return { files: existing, result: decision.result };
-        // Checked on the whole log: the store's validatePush only sees the last event, and a log
-        // pushed with git may hold events after its terminal one.
-        if (log.state.terminal !== null) {
-          throw new WorkflowHostError("event_invalid", `run ${runId} has ended (${log.state.terminal}); nothing may follow a terminal event`, { runId, terminal: log.state.terminal });
-        }
-        const files = new Map<string, Uint8Array | string>(existing);
-        let seq = log.maxFileSeq + 1;
-        if (seq === 0) seq = 1;
-        for (const body of decision.append) {
-          const event = parseEvent(serializeEvent({ ...body, seq } as RunEvent, withLimit({}, options.maxEventBytes)), withLimit({ expectedSeq: seq }, options.maxEventBytes));
-          files.set(`${seq}.json`, serializeEvent(event, withLimit({}, options.maxEventBytes)));
-          seq += 1;
-        }
-        return { files, result: decision.result };
-      },
+  const folder = runEventsPrefix(runId).slice(0, -1);
+  const cache = appendLogCacheOf(store);
+  const key = `${options.repoId}\u0000${runId}`;
+  let after: KnownLog | null = null;
+  const written = await store.writeTreeDelta<R>(principal, { kind: WORKFLOW_RUN_KIND, id: options.repoId }, options.ref ?? "refs/heads/main", {
+    message: options.message,
+    computeDelta: async (_parentSha, reads) => {
+      after = null;
+      const known = await cache.read(key, reads, runId, folder, options.maxEventBytes);
+      const log = known.log;
+      const decision = options.decide(log);
+      if (decision.append.length === 0) return { result: decision.result };
+      // Checked on the whole log: the store's validatePush only sees the last event, and a log
+      // pushed with git may hold events after its terminal one.
+      if (log.state.terminal !== null) {
+        throw new WorkflowHostError("event_invalid", `run ${runId} has ended (${log.state.terminal}); nothing may follow a terminal event`, { runId, terminal: log.state.terminal });
+      }
+      const puts = new Map<string, Uint8Array>();
+      let seq = log.maxFileSeq + 1;
+      if (seq === 0) seq = 1;
+      let state = log.state;
+      const events: RunEvent[] = [];
+      const names = new Map(known.names);
+      for (const body of decision.append) {
+        const event = parseEvent(serializeEvent({ ...body, seq } as RunEvent, withLimit({}, options.maxEventBytes)), withLimit({ expectedSeq: seq }, options.maxEventBytes));
+        const bytes = serializeEvent(event, withLimit({}, options.maxEventBytes));
+        puts.set(`${runEventsPrefix(runId)}${seq}.json`, bytes);
+        names.set(`${seq}.json`, "");
+        state = applyEvent(state, event);
+        events.push(event);
+        seq += 1;
+      }
+      if (known.clean) {
+        after = { eventsOid: null, names, clean: true, log: { ...log, events: [...log.events, ...events], maxFileSeq: seq - 1, state } };
+      }
+      return { puts, result: decision.result };
     },
-  );
+  });
+  const next = after as KnownLog | null;
+  if (written.committed && next !== null && written.commitSha !== null) {
+    // The new tree's oid and the new files' oids, from the commit just made (trees are cached).
+    const reads = await store.openCommittedReads(principal, { kind: WORKFLOW_RUN_KIND, id: options.repoId }, written.commitSha);
+    const eventsOid = await reads.treeOid(folder);
+    if (eventsOid !== null) {
+      const names = new Map(next.names);
+      for (const entry of await reads.listDir(folder)) if (names.get(entry.name) === "") names.set(entry.name, entry.oid);
+      cache.remember(key, { ...next, eventsOid, names });
+    }
+  }
+  return written;
+}
+
+/** A run's log as an append last saw it, with the tree it was read from. */
+interface KnownLog {
+  /** Oid of `runs/<runId>/events` the log was read at; null until known. */
+  readonly eventsOid: string | null;
+  /** Entry name → blob oid of every entry in that tree. */
+  readonly names: ReadonlyMap<string, string>;
+  /** No bad files, no rule breaks, not ended: only such a log is extended in place. */
+  readonly clean: boolean;
+  readonly log: RunLog;
+}
+
+/** Most events kept across the logs of one store (the least recently used logs go first). */
+const APPEND_CACHE_EVENTS = 250_000;
+
+/**
+ * The logs appends decided on, per run, most recently used last. A log is a pure function of
+ * its events tree, so a cached one is reused only for the very tree oid it was read at, and
+ * extended only when the tree gained new files and nothing else changed.
+ */
+class AppendLogCache {
+  readonly #logs = new Map<string, KnownLog>();
+  #events = 0;
+
+  async read(key: string, reads: CommittedReads, runId: string, folder: string, maxEventBytes: number | undefined): Promise<KnownLog> {
+    const oid = await reads.treeOid(folder);
+    const hit = this.#logs.get(key);
+    if (hit !== undefined && oid !== null && hit.eventsOid === oid) {
+      this.remember(key, hit);
+      return hit;
+    }
+    if (hit !== undefined && oid !== null && hit.clean) {
+      const extended = await extendLog(hit, reads, runId, folder, oid, maxEventBytes);
+      if (extended !== null) {
+        this.remember(key, extended);
+        return extended;
+      }
+    }
+    const log = await readRunLog(reads, runId, withLimit({}, maxEventBytes));
+    const names = new Map<string, string>();
+    if (oid !== null) for (const entry of await reads.listDir(folder)) names.set(entry.name, entry.oid);
+    const known: KnownLog = { eventsOid: oid, names, clean: log.bad.length === 0 && log.problems.length === 0 && log.state.terminal === null, log };
+    if (oid !== null) this.remember(key, known);
+    return known;
+  }
+
+  remember(key: string, known: KnownLog): void {
+    const old = this.#logs.get(key);
+    if (old !== undefined) {
+      this.#logs.delete(key);
+      this.#events -= old.log.events.length;
+    }
+    this.#logs.set(key, known);
+    this.#events += known.log.events.length;
+    for (const [k, v] of this.#logs) {
+      if (this.#events <= APPEND_CACHE_EVENTS || k === key) break;
+      this.#logs.delete(k);
+      this.#events -= v.log.events.length;
+    }
+  }
+}
+
+/**
+ * `known` plus the files added to its tree since, when that is all that changed and the added
+ * files are the next seqs, valid events, in order; null otherwise (the caller reads it whole).
+ */
+async function extendLog(known: KnownLog, reads: CommittedReads, runId: string, folder: string, oid: string, maxEventBytes: number | undefined): Promise<KnownLog | null> {
+  const entries = await reads.listDir(folder);
+  const added: { seq: number; entry: (typeof entries)[number] }[] = [];
+  let kept = 0;
+  for (const entry of entries) {
+    const before = known.names.get(entry.name);
+    if (before === undefined) {
+      const seq = parseEventPathName(entry.name);
+      if (seq === null || entry.type !== "blob" || !isRegularFileMode(entry.mode)) return null;
+      added.push({ seq, entry });
+    } else if (before !== entry.oid) return null;
+    else kept += 1;
+  }
+  if (kept !== known.names.size) return null;
+  added.sort((a, b) => a.seq - b.seq);
+  let { state, maxFileSeq } = known.log;
+  const events: RunEvent[] = [];
+  for (const { seq, entry } of added) {
+    if (seq !== maxFileSeq + 1 || state.terminal !== null) return null;
+    let event: RunEvent;
+    try {
+      event = sharedParsedEvents.parse(entry.oid, await reads.readBlobByOid(entry.oid), withLimit({ path: `${folder}/${entry.name}`, expectedSeq: seq }, maxEventBytes));
+    } catch {
+      return null;
+    }
+    state = applyEvent(state, event);
+    events.push(event);
+    maxFileSeq = seq;
+  }
+  const names = new Map(known.names);
+  for (const { entry } of added) names.set(entry.name, entry.oid);
+  return { eventsOid: oid, names, clean: state.terminal === null, log: { ...known.log, events: [...known.log.events, ...events], maxFileSeq, state } };
+}
+
+const appendLogCaches = new WeakMap<RepoStore, AppendLogCache>();
+
+/** The append log cache of one store (a store is one data dir, so keys need no data dir). */
+function appendLogCacheOf(store: RepoStore): AppendLogCache {
+  let cache = appendLogCaches.get(store);
+  if (cache === undefined) {
+    cache = new AppendLogCache();
+    appendLogCaches.set(store, cache);
+  }
+  return cache;
 }
 
 function withLimit<T extends object>(base: T, maxEventBytes: number | undefined): T & { maxEventBytes?: number } {

@@ -33,15 +33,18 @@ Prints one line per timer event on stdout; warnings and errors go to stderr.
 
 SIGINT or SIGTERM stops it gracefully (the commit in flight finishes, the lock is released)
 and it exits 0. A second host on the same data dir exits 1 with host_locked naming the holder;
-a lock left by a host that died (its pid is gone, or no heartbeat for --lock-stale-ms) is
-taken over, and the takeover is logged.
+a lock left by a host that died (its pid is gone, or its heartbeat unchanged for
+--lock-stale-ms while watched, whatever time it claims) is taken over, and the takeover is
+logged. A host whose lock was taken over commits nothing more and exits 1. A read-only or
+failing data dir is not a takeover: failed heartbeats and commits are logged with their errno
+and retried, and the host catches up by itself once writes succeed again.
 
 Options:
   -d, --data-dir DIR      data dir (default: $WORKFLOW_HOST_DATA_DIR); created when missing
       --poll-ms N         ref check interval, the safety net under OS file events (default 1000)
       --misfire P         cron series that name no policy: skip (default) | latest | all
       --durability D      fsync (default): flush every write before its ref moves | none
-      --lock-stale-ms N   a lock without heartbeat for this long is taken over (default 10000)
+      --lock-stale-ms N   a lock whose heartbeat did not change for this long is taken over (default 10000)
       --json              one JSON object per line on stdout and stderr
 
 Output lines: recovered, armed, fired, skipped, cancelled, bad-event, ref-rewritten,
@@ -88,7 +91,7 @@ Examples:
       await host.stopped;
       const signal = signals.received;
       if (signal === null) {
-        logger.error("the host stopped because its lock was lost (another host took over the data dir)");
+        logger.error("the host stopped because its lock was lost (see the lock message above)");
         return 1;
       }
       await signals.stopped;

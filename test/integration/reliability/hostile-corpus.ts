@@ -92,6 +92,11 @@ export interface LogCase extends CaseBase {
   readonly neverFires: readonly string[];
   /** Timers still armed at the end. */
   readonly armed?: readonly string[];
+  /**
+   * Series whose missed ticks the host records in exactly one TimerSkipped (from the pushed
+   * fireAt); with `everyMs`, its count must be (lastMissed − firstMissed) / everyMs + 1.
+   */
+  readonly skippedOnce?: readonly { readonly timerId: string; readonly everyMs?: number }[];
   /** The run's unconsumed signals at the end. */
   readonly unconsumedSignals?: readonly { readonly signalId: string; readonly seq: number }[];
 }

@@ -321,6 +321,12 @@ function firesPushedBy(c: LogCase, timerId: string): number {
   return n;
 }
 
+function skipsIn(log: Awaited<ReturnType<typeof readDeploymentLog>>, runId: string, timerId: string): { firstMissed: string; lastMissed: string; count: number }[] {
+  return (log.runs.get(runId)?.events ?? [])
+    .filter((e) => e.type === "TimerSkipped" && (e as { data: { timerId: string } }).data.timerId === timerId)
+    .map((e) => (e as unknown as { data: { firstMissed: string; lastMissed: string; count: number } }).data);
+}
+
 function firesIn(log: Awaited<ReturnType<typeof readDeploymentLog>>, runId: string, timerId: string): number {
   return (log.runs.get(runId)?.events ?? []).filter((e) => e.type === "TimerFired" && (e as { data: { timerId: string } }).data.timerId === timerId).length;
 }
@@ -380,7 +386,8 @@ describe("hostile inputs pushed with git to a running host", () => {
       const log = await pollFor(
         async () => {
           const read = await readDeploymentLog(dataDir, REPO);
-          return expectedFires.every((f) => firesIn(read, f.runId, f.timerId) >= 1) ? read : undefined;
+          const skipsDone = logCases.every((c) => (c.skippedOnce ?? []).every((s) => skipsIn(read, runOf(c), s.timerId).length >= 1));
+          return skipsDone && expectedFires.every((f) => firesIn(read, f.runId, f.timerId) >= 1) ? read : undefined;
         },
         30_000,
         200,
@@ -394,6 +401,16 @@ describe("hostile inputs pushed with git to a running host", () => {
       for (const f of expectedFires) if (firesIn(log, f.runId, f.timerId) !== 1) misses.push(`${f.runId}/${f.timerId} fired ${firesIn(log, f.runId, f.timerId)} times`);
       for (const c of logCases) for (const t of c.neverFires) if (firesIn(log, runOf(c), t) > firesPushedBy(c, t)) misses.push(`${c.id}: ${t} fired`);
       for (const c of logCases) {
+        for (const s of c.skippedOnce ?? []) {
+          const skips = skipsIn(log, runOf(c), s.timerId);
+          const first = skips[0];
+          const fireAt = (JSON.parse(Buffer.from(logEntryBytes(c, c.commit[0] as LogEntry)).toString("utf8")) as { data: { fireAt: string } }).data.fireAt;
+          if (skips.length !== 1 || first === undefined) misses.push(`${c.id}: ${s.timerId} has ${skips.length} TimerSkipped, not 1`);
+          else if (Date.parse(first.firstMissed) !== Date.parse(fireAt)) misses.push(`${c.id}: firstMissed ${first.firstMissed}, pushed fireAt ${fireAt}`);
+          else if (s.everyMs !== undefined && first.count !== (Date.parse(first.lastMissed) - Date.parse(first.firstMissed)) / s.everyMs + 1) {
+            misses.push(`${c.id}: count ${first.count} for ${first.firstMissed}..${first.lastMissed}`);
+          }
+        }
         const state = log.runs.get(runOf(c))?.state;
         for (const t of c.armed ?? []) if (state?.pendingTimers.has(t) !== true) misses.push(`${c.id}: ${t} is not armed`);
         if (c.unconsumedSignals !== undefined) {

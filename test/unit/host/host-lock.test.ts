@@ -51,6 +51,29 @@ function holderFile(fs: MemFs): Record<string, unknown> {
   return JSON.parse(String(fs.readFileSync(`${DATA}/host.lock.json`, "utf8"))) as Record<string, unknown>;
 }
 
+/** Lets memfs callbacks and promise chains run (no time passes). */
+async function settle(rounds = 5): Promise<void> {
+  for (let i = 0; i < rounds; i++) await new Promise((resolve) => setImmediate(resolve));
+}
+
+/** Fires the manual timers `n` times, letting the work they start finish in between. */
+async function driveTimers(timers: ReturnType<typeof createManualTimers>, n: number): Promise<void> {
+  for (let i = 0; i < n; i++) {
+    await settle();
+    timers.fireAll();
+  }
+  await settle();
+}
+
+function settled<T>(promise: Promise<T>): { promise: Promise<T>; readonly done: boolean } {
+  const state = { promise, done: false };
+  promise.then(
+    () => (state.done = true),
+    () => (state.done = true),
+  );
+  return state;
+}
+
 describe("host lock", () => {
   it("takes a free lock and records pid, hostname, startedAt and heartbeatAt next to it", async () => {
     const fs = createMemFs();
@@ -98,15 +121,20 @@ describe("host lock", () => {
     await lock.release();
   });
 
-  it("takes over a lock whose heartbeat is older than staleMs, even when the pid exists (pid reuse, a hung host)", async () => {
+  it("takes over a lock whose old heartbeat stays unchanged for staleMs, even when the pid exists (pid reuse, a hung host)", async () => {
     const fs = createMemFs();
     await acquireHostLock(processOptions(fs, 101));
     const old = new Date(NOW - 60_000);
-    fs.utimesSync(`${DATA}/host.lock`, old, old);
     fs.writeFileSync(`${DATA}/host.lock.json`, JSON.stringify({ ...holderFile(fs), heartbeatAt: old.toISOString() }));
     const logger = recordingLogger();
-    const lock = await acquireHostLock(processOptions(fs, 202, { logger, staleMs: 10_000 }));
-    expect(lock.tookOver?.reason).toMatch(/heartbeat is \d+ ms old/);
+    const timers = createManualTimers();
+    const acquiring = settled(acquireHostLock(processOptions(fs, 202, { logger, staleMs: 10_000, timers })));
+    // Watched once a second (staleMs / 8, at most 1 000 ms): ten unchanged looks make it stale.
+    await driveTimers(timers, 9);
+    expect(acquiring.done).toBe(false);
+    await driveTimers(timers, 1);
+    const lock = await acquiring.promise;
+    expect(lock.tookOver?.reason).toMatch(/did not change for 10000 ms/);
     expect(logger.lines.some((l) => l.message.includes("taking over"))).toBe(true);
     await lock.release();
   });
@@ -130,7 +158,10 @@ describe("host lock", () => {
     expect(error.data["pid"]).toBeNull();
     const old = new Date(NOW - 20_000);
     fs.utimesSync(`${DATA}/host.lock`, old, old);
-    const lock = await acquireHostLock(processOptions(fs, 202));
+    const timers = createManualTimers();
+    const acquiring = settled(acquireHostLock(processOptions(fs, 202, { timers })));
+    await driveTimers(timers, 10);
+    const lock = await acquiring.promise;
     expect(lock.tookOver).toMatchObject({ previous: null });
     await lock.release();
   });
@@ -175,5 +206,130 @@ describe("host lock", () => {
     expect(again.tookOver).toBeNull();
     await again.release();
     expect(await inspectHostLock({ dataDir: DATA, fs })).toMatchObject({ locked: false, holder: null });
+  });
+});
+
+describe("host lock staleness across clock steps (issue 19, fault 6)", () => {
+  it("takes over a lock whose heartbeat is stamped far in the future by a holder that is gone, within staleMs of watching", async () => {
+    const fs = createMemFs();
+    await acquireHostLock(processOptions(fs, 101, { hostname: "box-2" }));
+    // Crash, then the clock stepped back (or another machine's clock runs ahead): the record
+    // claims a heartbeat in 2099, and nobody updates it any more.
+    fs.writeFileSync(`${DATA}/host.lock.json`, JSON.stringify({ ...holderFile(fs), heartbeatAt: "2099-01-01T00:00:00.000Z" }));
+    const timers = createManualTimers();
+    const logger = recordingLogger();
+    const acquiring = settled(acquireHostLock(processOptions(fs, 202, { timers, logger, staleMs: 10_000 })));
+    await driveTimers(timers, 9);
+    expect(acquiring.done).toBe(false);
+    await driveTimers(timers, 1);
+    const lock = await acquiring.promise;
+    expect(lock.tookOver?.previous?.pid).toBe(101);
+    expect(lock.tookOver?.reason).toContain("in the future");
+    expect(holderFile(fs)["pid"]).toBe(202);
+    await lock.release();
+  });
+
+  it("takes over at once a future-stamped lock of a dead process on this machine", async () => {
+    const fs = createMemFs();
+    await acquireHostLock(processOptions(fs, 101));
+    fs.writeFileSync(`${DATA}/host.lock.json`, JSON.stringify({ ...holderFile(fs), heartbeatAt: "2099-01-01T00:00:00.000Z" }));
+    const lock = await acquireHostLock(processOptions(fs, 202, { isProcessAlive: (pid) => pid !== 101 }));
+    expect(lock.tookOver?.reason).toContain("not running");
+    await lock.release();
+  });
+
+  it("refuses a future-stamped lock whose holder keeps beating (a live host with a clock ahead)", async () => {
+    const fs = createMemFs();
+    const aheadTimers = createManualTimers();
+    const ahead = await acquireHostLock(processOptions(fs, 101, { hostname: "box-2", clock: () => new Date("2099-01-01T00:00:00.000Z"), timers: aheadTimers }));
+    const timers = createManualTimers();
+    const acquiring = settled(acquireHostLock(processOptions(fs, 202, { timers, staleMs: 10_000 })));
+    await driveTimers(timers, 3);
+    expect(acquiring.done).toBe(false);
+    aheadTimers.fireAll(); // the live holder beats
+    await settle();
+    await driveTimers(timers, 1);
+    const error = await rejection(acquiring.promise);
+    expect(error.code).toBe("host_locked");
+    expect(error.data).toMatchObject({ pid: 101, hostname: "box-2" });
+    expect(holderFile(fs)["pid"]).toBe(101);
+    await ahead.release();
+  });
+});
+
+describe("host lock on a failing disk (issue 19, faults 3 and 7)", () => {
+  /** memfs whose writes fail with `errno` while `failing` is set. */
+  function failingFs(errno: string): { fs: MemFs; failing: { on: boolean } } {
+    const fs = createMemFs();
+    const failing = { on: false };
+    const fail = (): never => {
+      throw Object.assign(new Error(`${errno}: injected`), { code: errno });
+    };
+    const promises = fs.promises as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
+    for (const name of ["writeFile", "rename", "mkdir", "rmdir", "unlink"]) {
+      const original = promises[name]?.bind(fs.promises) as (...args: unknown[]) => Promise<unknown>;
+      promises[name] = async (...args: unknown[]) => (failing.on ? fail() : original(...args));
+    }
+    return { fs, failing };
+  }
+
+  it("keeps the lock through failing heartbeats (EROFS), naming the errno, fences commits meanwhile and resumes by itself", async () => {
+    const { fs, failing } = failingFs("EROFS");
+    const timers = createManualTimers();
+    let monoMs = 0;
+    const logger = recordingLogger();
+    const lost: WorkflowHostError[] = [];
+    const failures: WorkflowHostError[] = [];
+    const lock = await acquireHostLock(
+      processOptions(fs, 101, {
+        timers,
+        logger,
+        staleMs: 10_000,
+        monotonicNow: () => monoMs,
+        onCompromised: (e) => lost.push(e),
+        onHeartbeatFailed: (e) => failures.push(e),
+      }),
+    );
+    expect(() => lock.assertHeld()).not.toThrow();
+    failing.on = true;
+    // 20 s of a read-only data dir, heartbeats retried every few hundred ms up to 5 s.
+    for (let elapsed = 0; elapsed < 20_000; elapsed += 1_000) {
+      monoMs += 1_000;
+      await driveTimers(timers, 1);
+    }
+    expect(lost).toHaveLength(0);
+    expect(lock.released).toBe(false);
+    expect(failures.length).toBeGreaterThan(0);
+    expect(failures[0]?.code).toBe("io_failed");
+    expect(failures[0]?.data["errno"]).toBe("EROFS");
+    expect(logger.lines.some((l) => l.level === "warn" && l.message.includes("EROFS"))).toBe(true);
+    // No commit while the heartbeat cannot be written: another host could be taking over.
+    expect(() => lock.assertHeld()).toThrow(expect.objectContaining({ code: "host_locked" }));
+    failing.on = false;
+    monoMs += 5_000;
+    await driveTimers(timers, 1);
+    expect(() => lock.assertHeld()).not.toThrow();
+    expect(lost).toHaveLength(0);
+    expect(logger.lines.some((l) => l.message.includes("restored"))).toBe(true);
+    await lock.release();
+  });
+
+  it("fences commits the moment the lock is lost, and when heartbeats are late", async () => {
+    const fs = createMemFs();
+    const timers = createManualTimers();
+    let monoMs = 0;
+    const lock = await acquireHostLock(processOptions(fs, 101, { timers, staleMs: 10_000, monotonicNow: () => monoMs }));
+    monoMs += 7_000;
+    expect(() => lock.assertHeld()).not.toThrow();
+    // The event loop stalled: no heartbeat for 8 s, another host may be watching it go stale.
+    monoMs += 1_000;
+    expect(() => lock.assertHeld()).toThrow(expect.objectContaining({ code: "host_locked", data: expect.objectContaining({ state: "unconfirmed" }) }));
+    await driveTimers(timers, 1);
+    expect(() => lock.assertHeld()).not.toThrow();
+    // Taken over by another host: fenced from the heartbeat that notices it.
+    fs.writeFileSync(`${DATA}/host.lock.json`, JSON.stringify({ ...holderFile(fs), pid: 303, token: "someone-else" }));
+    await driveTimers(timers, 1);
+    expect(() => lock.assertHeld()).toThrow(expect.objectContaining({ code: "host_locked", data: expect.objectContaining({ state: "compromised" }) }));
+    await lock.release();
   });
 });

@@ -124,11 +124,12 @@ interface Faults {
   failed: boolean;
 }
 
-/** `store` whose `writeTreeDelta` (the scheduler's fire commits) fails while `faults.failures` > 0. */
+/** `store` whose fire commits (`writeTreeDelta`, "Fire …") fail while `faults.failures` > 0. */
 function failingStore(store: RepoStore, faults: Faults): RepoStore {
   const failing = Object.create(store) as RepoStore;
   failing.writeTreeDelta = async (...args) => {
-    if (faults.failures === 0) return store.writeTreeDelta(...args);
+    // Appends (a cancel through the scheduler) go through writeTreeDelta too; only fires fail.
+    if (faults.failures === 0 || !args[3].message.startsWith("Fire ")) return store.writeTreeDelta(...args);
     faults.failures -= 1;
     faults.failed = true;
     // A slow disk that then fails: the tail may apply other commits meanwhile.

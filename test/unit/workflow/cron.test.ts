@@ -182,6 +182,29 @@ describe("ticksBetween", () => {
     expect(ticksBetween("0 4 * * *", "UTC", "2026-05-02T03:00:00Z", "2026-05-02T04:00:00Z", 5).ticks).toEqual(["2026-05-02T04:00:00.000Z"]);
   });
 
+  it("counts a fixed-time series exactly when the window starts at or just after an offset change", () => {
+    // The repeated 01:30 of 2026-11-01 in New York (06:30Z) must not count when the window
+    // opens between the two occurrences, nor the end of a spring gap be lost at its edge.
+    expect(ticksBetween("30 1 * * *", "America/New_York", "2026-11-01T05:59:59Z", "2026-11-02T06:30:00Z", 0).count).toBe(1);
+    const cases: [string, string, string][] = [
+      ["30 1 * * *", "America/New_York", "2026-11-01T06:00:00Z"],
+      ["30 2 * * *", "America/New_York", "2026-03-08T07:00:00Z"],
+      ["0 2 * * *", "Europe/Berlin", "2026-10-25T01:00:00Z"],
+      ["30 2 * * 0", "Europe/Rome", "2026-03-29T01:00:00Z"],
+    ];
+    for (const [expr, zone, changeIso] of cases) {
+      const change = Date.parse(changeIso);
+      for (let offsetMin = -150; offsetMin <= 150; offsetMin += 15) {
+        for (const nudgeMs of [-1000, 0, 1000]) {
+          const after = new Date(change + offsetMin * 60_000 + nudgeMs).toISOString();
+          const until = new Date(change + 3 * 86_400_000).toISOString();
+          const walked = ticksBetween(expr, zone, after, until, 1000).count;
+          expect({ expr, zone, after, count: ticksBetween(expr, zone, after, until, 0).count }).toEqual({ expr, zone, after, count: walked });
+        }
+      }
+    }
+  });
+
   it("returns the latest ticks with take: last", () => {
     const span = ticksBetween("*/5 * * * *", "UTC", "2026-05-01T10:00:00Z", "2026-05-01T11:02:30Z", 2, "last");
     expect(span).toEqual({
@@ -254,5 +277,78 @@ describe("ticksBetween", () => {
       ),
       { numRuns: 150, seed: 20260501 },
     );
+  });
+});
+
+describe("catch-up over long downtime (issue 19, fault 3)", () => {
+  const DAY_MS = 86_400_000;
+  const dayNumber = (y: number, m: number, d: number): number => {
+    const date = new Date(0);
+    date.setUTCFullYear(y, m - 1, d);
+    return Math.round(date.getTime() / DAY_MS);
+  };
+
+  it("counts a daily series armed in year 0001 exactly, without visiting each day", () => {
+    const span = ticksBetween("0 0 * * *", "UTC", "0001-01-01T00:00:00.000Z", "2026-05-01T12:00:00.000Z", 2, "last");
+    // Every midnight from 0001-01-02 to 2026-05-01, both included.
+    expect(span.count).toBe(dayNumber(2026, 5, 1) - dayNumber(1, 1, 2) + 1);
+    expect(span.first).toBe("0001-01-02T00:00:00.000Z");
+    expect(span.last).toBe("2026-05-01T00:00:00.000Z");
+    expect(span.ticks).toEqual(["2026-04-30T00:00:00.000Z", "2026-05-01T00:00:00.000Z"]);
+  });
+
+  it("counts year 0000 to 9999 for interval and fixed-time series, weekday and day-of-month rules included", () => {
+    const all = dayNumber(9999, 12, 31) - dayNumber(0, 1, 1) + 1;
+    expect(ticksBetween("0 12 * * *", "UTC", "0000-01-01T00:00:00.000Z", "9999-12-31T23:59:59.999Z", 0).count).toBe(all);
+    expect(ticksBetween("*/30 * * * *", "UTC", "0000-01-01T00:00:00.000Z", "9999-12-31T23:59:59.999Z", 0).count).toBe(all * 48 - 1); // the start is excluded
+    // 29 February: 97 leap days per 400 years, 25 cycles.
+    expect(ticksBetween("0 0 29 2 *", "UTC", "0000-01-01T00:00:00.000Z", "9999-12-31T23:59:59.999Z", 0).count).toBe(25 * 97);
+    // Mondays: the 400-year cycle is 20 871 whole weeks.
+    expect(ticksBetween("0 0 * * 1", "UTC", "0000-01-01T00:00:00.000Z", "9999-12-31T23:59:59.999Z", 0).count).toBe(25 * 20_871);
+  });
+
+  it("counts a New York 02:30 series over a century of DST rule changes like croner does, year by year", () => {
+    // The century is the sum of its years; each year is checked against a tick-by-tick walk
+    // for a sample of years (the rules changed in 1918, 1942, 1945, 1967, 1974, 1987, 2007).
+    const count = (from: string, to: string): number => ticksBetween("30 2 * * *", "America/New_York", from, to, 0).count;
+    let sum = 0;
+    for (let y = 1920; y < 2020; y++) sum += count(`${y}-01-01T00:00:00.000Z`, `${y + 1}-01-01T00:00:00.000Z`);
+    expect(count("1920-01-01T00:00:00.000Z", "2020-01-01T00:00:00.000Z")).toBe(sum);
+    for (const y of [1920, 1945, 1974, 1987, 2007, 2026]) {
+      const walked = ticks("30 2 * * *", "America/New_York", `${y}-01-01T00:00:00.000Z`, 400, `${y + 1}-01-01T00:00:00.000Z`);
+      expect(count(`${y}-01-01T00:00:00.000Z`, `${y + 1}-01-01T00:00:00.000Z`)).toBe(walked.length);
+    }
+  });
+
+  it("agrees with a tick-by-tick walk over windows of months in DST zones", () => {
+    const expr = fc
+      .tuple(fc.constantFrom("0", "30"), fc.constantFrom("0", "30", "*/20"), fc.constantFrom("1", "2", "3", "0", "*/6"), fc.constantFrom("*", "1", "L", "15W"), fc.constantFrom("*", "0", "1-5", "5#2"))
+      .map(([s, m, h, dom, dow]) => `${s} ${m} ${h} ${dom} * ${dow}`);
+    fc.assert(
+      fc.property(
+        expr,
+        fc.constantFrom("America/New_York", "Europe/Berlin", "Australia/Lord_Howe", "America/Santiago", "Pacific/Apia"),
+        fc.integer({ min: Date.UTC(1990, 0, 1), max: Date.UTC(2030, 0, 1) }),
+        fc.integer({ min: 1, max: 120 }),
+        (cron, zone, afterMs, days) => {
+          const after = new Date(afterMs).toISOString();
+          const until = new Date(afterMs + days * DAY_MS).toISOString();
+          const walked = ticks(cron, zone, after, 20_000, until);
+          expect(ticksBetween(cron, zone, after, until, 0).count).toBe(walked.length);
+        },
+      ),
+      { numRuns: 40, seed: 20261201 },
+    );
+  });
+
+  it("finds ticks after year 2999 up to 9999 (a minutely series does not end at 2999-12-31)", () => {
+    expect(nextTick("* * * * *", "UTC", "2999-12-31T23:59:30.000Z")).toBe("3000-01-01T00:00:00.000Z");
+    expect(nextTick("0 0 29 2 *", "Europe/Rome", "5000-01-01T00:00:00.000Z")).toBe("5004-02-28T23:00:00.000Z");
+    expect(nextTick("30 2 * * *", "America/New_York", "7777-03-01T00:00:00.000Z")).toBe("7777-03-01T07:30:00.000Z");
+    expect(nextTick("30 2 * * *", "America/New_York", "7777-07-01T00:00:00.000Z")).toBe("7777-07-01T06:30:00.000Z");
+    expect(nextTick("0 0 * * *", "UTC", "9999-12-30T12:00:00.000Z")).toBe("9999-12-31T00:00:00.000Z");
+    expect(nextTick("* * * * *", "UTC", "9999-12-31T23:59:00.000Z")).toBeNull();
+    const span = ticksBetween("0 * * * *", "UTC", "4999-12-31T22:30:00.000Z", "5000-01-01T02:30:00.000Z", 10);
+    expect(span.ticks).toEqual(["4999-12-31T23:00:00.000Z", "5000-01-01T00:00:00.000Z", "5000-01-01T01:00:00.000Z", "5000-01-01T02:00:00.000Z"]);
   });
 });
