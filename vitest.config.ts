@@ -1,6 +1,18 @@
+import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
 
+const here = (path: string): string => fileURLToPath(new URL(path, import.meta.url));
+
 export default defineConfig({
+  resolve: {
+    // The package's own name, as a consumer imports it (the README's examples), points at the
+    // sources, as tsconfig.json's `paths` does for tsc and tsx.
+    alias: [
+      { find: /^workflow-host$/, replacement: here("./src/index.ts") },
+      { find: /^workflow-host\/seams$/, replacement: here("./seams/index.ts") },
+      { find: /^workflow-host\/testing$/, replacement: here("./src/testing/index.ts") },
+    ],
+  },
   test: {
     include: ["test/**/*.test.ts"],
     testTimeout: 30_000,

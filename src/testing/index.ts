@@ -14,4 +14,5 @@ export {
   buildFixtureRepo,
   readFixtureFolder,
   type BuildFixtureRepoOptions,
+  type FixtureFiles,
 } from "./fixture-repo.js";
