@@ -33,6 +33,8 @@ import type {
 export type * from "./scheduler-types.js";
 
 const MAX_RECENT_BAD = 100;
+/** How many cancellation reports are remembered to drop the second sighting of one cancel. */
+const MAX_REPORTED_CANCELS = 1_000;
 /** See {@link SchedulerOptions.minCommitIntervalMs}. */
 export const DEFAULT_MIN_COMMIT_INTERVAL_MS = 8;
 
@@ -65,8 +67,17 @@ export function createWorkflowHostScheduler(opts: SchedulerOptions): WorkflowHos
   let discoverHandle: TimerHandle | null = null;
   let discovering: Promise<void> | null = null;
 
+  /** Cancellations reported, by `repo/run/timer@commit`: our own cancel and the tail both see it. */
+  const reportedCancels = new Set<string>();
+
   const report = (event: SchedulerEvent): void => {
-    if (event.type === "bad_event") {
+    if (event.type === "cancelled") {
+      const key = `${event.repoId}/${event.runId}/${event.timerId}@${event.commitSha ?? ""}`;
+      if (reportedCancels.has(key)) return;
+      reportedCancels.add(key);
+      if (reportedCancels.size > MAX_REPORTED_CANCELS) reportedCancels.delete(reportedCancels.values().next().value as string);
+      counters.cancelled += 1;
+    } else if (event.type === "bad_event") {
       recentBad.push({ repoId: event.repoId, path: event.path, seq: event.seq, code: event.error.code });
       if (recentBad.length > MAX_RECENT_BAD) recentBad.shift();
       logger.warn(`bad event skipped: ${event.path} (${event.error.message})`, { repoId: event.repoId, seq: event.seq });
@@ -111,6 +122,8 @@ export function createWorkflowHostScheduler(opts: SchedulerOptions): WorkflowHos
     nowMs,
     maxBatch: opts.maxBatch ?? 1_000,
     minCommitIntervalMs,
+    monoMs: timers.now === undefined ? nowMs : () => (timers.now as () => number)(),
+    timers,
     maxEventBytes: opts.maxEventBytes ?? 1_048_576,
     planOptions: {
       misfire: opts.misfire ?? "skip",
@@ -233,6 +246,7 @@ export function createWorkflowHostScheduler(opts: SchedulerOptions): WorkflowHos
       if (discoverHandle !== null) timers.clearTimeout(discoverHandle);
       discoverHandle = null;
       await discovering;
+      for (const tracker of trackers.values()) tracker.releaseThrottle();
       await queue.stop();
       await Promise.all([...trackers.values()].map((t) => t.stop()));
       trackers.clear();
@@ -266,7 +280,6 @@ export function createWorkflowHostScheduler(opts: SchedulerOptions): WorkflowHos
         nowMs,
       });
       if (result.outcome === "cancelled") {
-        counters.cancelled += 1;
         queue.disarm(repoId, runId, timerId);
         report({ type: "cancelled", repoId, runId, timerId, commitSha: result.commitSha });
       }

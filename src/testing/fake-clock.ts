@@ -191,6 +191,7 @@ export function createFakeClock(startIso: string, options: FakeClockOptions = {}
       const index = insertionIndex(timer);
       if (queue[index] === timer) queue.splice(index, 1);
     },
+    now: () => monoMs,
   };
 
   function track(value: unknown): void {
