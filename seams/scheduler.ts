@@ -15,7 +15,7 @@
  * - a failed commit is retried with backoff and reported; a bad event is reported and skipped.
  */
 import { WorkflowHostError } from "../src/errors.js";
-import { silentLogger } from "../src/logger.js";
+import { silentLogger, type Logger } from "../src/logger.js";
 import { createSystemTimers, type TimerHandle, type Timers } from "../src/time/clock.js";
 import { DEFAULT_MAX_CATCH_UP, DEFAULT_MISFIRE_GRACE_MS } from "../src/workflow/timer-ledger.js";
 import { WORKFLOW_RUN_KIND } from "../src/workflow/workflow-run-kind.js";
@@ -70,6 +70,10 @@ export function createWorkflowHostScheduler(opts: SchedulerOptions): WorkflowHos
   /** Cancellations reported, by `repo/run/timer@commit`: our own cancel and the tail both see it. */
   const reportedCancels = new Set<string>();
 
+  // Each report goes to one place: `onEvent` when given, else the logger (never both, so a
+  // listener that prints reports does not see every warning twice).
+  const log: Logger = opts.onEvent === undefined ? logger : silentLogger;
+
   const report = (event: SchedulerEvent): void => {
     if (event.type === "cancelled") {
       const key = `${event.repoId}/${event.runId}/${event.timerId}@${event.commitSha ?? ""}`;
@@ -80,13 +84,13 @@ export function createWorkflowHostScheduler(opts: SchedulerOptions): WorkflowHos
     } else if (event.type === "bad_event") {
       recentBad.push({ repoId: event.repoId, path: event.path, seq: event.seq, code: event.error.code });
       if (recentBad.length > MAX_RECENT_BAD) recentBad.shift();
-      logger.warn(`bad event skipped: ${event.path} (${event.error.message})`, { repoId: event.repoId, seq: event.seq });
+      log.warn(`bad event skipped: ${event.path} (${event.error.message})`, { repoId: event.repoId, seq: event.seq });
     } else if (event.type === "commit_failed" || event.type === "repo_failed") {
-      logger.error(`${event.type} in ${event.repoId}, retry in ${event.retryInMs} ms: ${String(event.error)}`);
+      log.error(`${event.type} in ${event.repoId}, retry in ${event.retryInMs} ms: ${String(event.error)}`);
     } else if (event.type === "timer_rejected") {
-      logger.error(`timer ${event.runId}/${event.timerId} in ${event.repoId} refused: ${String(event.error)}`);
+      log.error(`timer ${event.runId}/${event.timerId} in ${event.repoId} refused: ${String(event.error)}`);
     } else if (event.type === "ref_rewritten") {
-      logger.warn(`ref of ${event.repoId} rewritten from ${event.from ?? "nothing"} to ${event.to}; runs re-read`);
+      log.warn(`ref of ${event.repoId} rewritten from ${event.from ?? "nothing"} to ${event.to}; runs re-read`);
     }
     try {
       opts.onEvent?.(event);

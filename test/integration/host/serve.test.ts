@@ -99,4 +99,56 @@ describe("workflow-host serve", () => {
     serve.kill("SIGINT");
     expect((await serve.exited).code).toBe(0);
   });
+
+  it("reports a cancellation written by another process, once", async () => {
+    const root = await tempDir();
+    const dataDir = join(root, "data");
+    expect((await cliInProcess(["repo", "create", "--data-dir", dataDir, "--repo", "dep"])).code).toBe(0);
+    expect((await cliInProcess(["timer", "set", "-d", dataDir, "-r", "dep", "--run", "order-17", "-t", "due", "--delay-ms", "3600000"])).code).toBe(0);
+    const serve = spawnCli(["serve", "--data-dir", dataDir, "--poll-ms", "200", "--json"]);
+    await serve.waitFor(/"event":"serving"/);
+    expect((await cliInProcess(["timer", "cancel", "-d", dataDir, "-r", "dep", "--run", "order-17", "-t", "due", "--reason", "paid"])).code).toBe(0);
+    const line = JSON.parse(await serve.waitFor(/"event":"cancelled"/)) as Record<string, unknown>;
+    expect(line).toMatchObject({ repoId: "dep", runId: "order-17", timerId: "due", commitSha: expect.stringMatching(/^[0-9a-f]{40}$/) });
+    serve.kill("SIGINT");
+    expect((await serve.exited).code).toBe(0);
+    expect(serve.stdout().split("\n").filter((l) => l.includes('"event":"cancelled"'))).toHaveLength(1);
+  });
+
+  it("reports a pushed bad event once per start, on stdout only, and not at all once acknowledged", async () => {
+    const root = await tempDir();
+    const dataDir = join(root, "data");
+    const gitdir = join(dataDir, "deployments", "dep.git");
+    expect((await cliInProcess(["repo", "create", "--data-dir", dataDir, "--repo", "dep"])).code).toBe(0);
+    const work = join(root, "work");
+    await git(["clone", "--quiet", gitdir, work]);
+    await mkdir(join(work, "runs/run-b/events"), { recursive: true });
+    await writeFile(join(work, "runs/run-b/events/1.json"), '{"type":"TimerSet",');
+    await git(["add", "runs"], { cwd: work });
+    await git(["commit", "--quiet", "-m", "A bad event"], { cwd: work });
+    await git(["push", "--quiet", "origin", "HEAD:main"], { cwd: work });
+    const badLines = (text: string): string[] => text.split("\n").filter((l) => l.includes("bad-event") || l.includes("bad event"));
+
+    const first = spawnCli(["serve", "--data-dir", dataDir, "--poll-ms", "200", "--json"]);
+    await first.waitFor(/"event":"bad-event"/);
+    await first.waitFor(/"event":"serving"/);
+    // A later commit to the same run makes the host read it again: still one report.
+    await writeFile(join(work, "runs/run-b/events/2.json"), JSON.stringify({ seq: 2, type: "TimerSet", data: { timerId: "later", fireAt: "2099-01-01T00:00:00Z" } }));
+    await git(["add", "runs"], { cwd: work });
+    await git(["commit", "--quiet", "-m", "Another event in the same run"], { cwd: work });
+    await git(["push", "--quiet", "origin", "HEAD:main"], { cwd: work });
+    await first.waitFor(/"event":"armed".*"timerId":"later"/);
+    first.kill("SIGINT");
+    expect((await first.exited).code).toBe(0);
+    expect(badLines(first.stdout())).toHaveLength(1);
+    expect(badLines(first.stderr())).toEqual([]);
+
+    expect((await cliInProcess(["check", "--data-dir", dataDir, "--acknowledge", "--by", "ops"])).code).toBe(0);
+    const second = spawnCli(["serve", "--data-dir", dataDir, "--poll-ms", "200", "--json"]);
+    await second.waitFor(/"event":"serving"/);
+    second.kill("SIGINT");
+    expect((await second.exited).code).toBe(0);
+    expect(badLines(second.stdout())).toEqual([]);
+    expect(badLines(second.stderr())).toEqual([]);
+  });
 });
