@@ -1,5 +1,5 @@
 /**
- * Options, handle and reports of the host scheduler (DESIGN §5).
+ * Options, handle and reports of the host scheduler (docs/design.md §5).
  */
 import type { Logger } from "../src/logger.js";
 import type { Principal, RepoId, RepoStore } from "../src/substrate/types.js";

@@ -1,5 +1,5 @@
 /**
- * The host scheduler: the single writer of timer outcomes (DESIGN §5).
+ * The host scheduler: the single writer of timer outcomes (docs/design.md §5).
  *
  * States: created → starting (recovering every active deployment) → running (live tail,
  * discovery polling, one armed timer) → stopped. Per deployment a {@link RepoTracker} keeps

@@ -1,5 +1,5 @@
 /**
- * The two time sources every time-aware component takes by injection (DESIGN §5, §7):
+ * The two time sources every time-aware component takes by injection (docs/design.md §5, §7):
  * a wall clock (`Clock`) and a timer facility (`Timers`). Production code uses
  * {@link systemClock} and {@link systemTimers}; tests use the FakeClock of the test kit.
  * This module and the CLI are the only places that touch `Date.now`/`new Date()` and
