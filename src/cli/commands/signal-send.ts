@@ -1,4 +1,5 @@
 import { parseRepoId, parseRunId, parseSignalId, parseSignalName } from "../../workflow/ids.js";
+import { assertJsonValue } from "../../workflow/json-value.js";
 import { checkFlags, dataDirFlag, dataDirOption, requiredFlag, stringFlag, usageError } from "../args.js";
 import type { CliCommand } from "../command.js";
 import { printJson, printLine } from "../io.js";
@@ -55,6 +56,8 @@ Examples:
         throw usageError(NAME, `--payload is not JSON: ${rawPayload.length > 60 ? `${rawPayload.slice(0, 57)}...` : rawPayload}`);
       }
     }
+    // Parsed JSON that is still no event payload (nested too deep) is a bad flag value too.
+    checkFlags(NAME, () => assertJsonValue(payload, "payload"));
     const result = await withStore(dataDir, io, async (store) => {
       const { createWorkflowHostSignalChannel } = await import("../../../seams/signal-channel.js");
       const channel = createWorkflowHostSignalChannel({ repoStore: store, principal: null, repoId, runId, clock: io.clock });

@@ -39,7 +39,7 @@ describe("workflow-host demo", () => {
     expect(run.stdout).toMatch(/ timed out +approval-10 /);
     expect(run.stdout).toMatch(/^ +RUN +WHAT IT SHOWS +EVENTS +FIRED +SKIPPED +SIGNALS +STATE$/m);
     expect(run.stdout).toContain(`git --git-dir=${join(dataDir, "deployments", "demo.git")} log --stat`);
-    expect(run.stdout).toMatch(/demo finished in [\d.]+s: timers fired, missed cron ticks skipped, signal delivered/);
+    expect(run.stdout).toMatch(/demo finished in [\d.]+ s: timers fired, missed cron ticks skipped, signal delivered/);
     const gitdir = join(dataDir, "deployments", "demo.git");
     await gitAt(gitdir, ["fsck", "--strict", "--no-progress"]);
     expect(await gitAt(gitdir, ["log", "--oneline"])).toMatch(/RunCompleted approval-9/);
