@@ -1,3 +1,4 @@
+import { availableParallelism } from "node:os";
 import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
 
@@ -21,5 +22,8 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: "forks",
+    // Most integration files wait on child processes and git, not on the CPU: two files at a
+    // time even on a 2-core machine (vitest would run one there).
+    maxWorkers: Math.max(2, availableParallelism() - 1),
   },
 });

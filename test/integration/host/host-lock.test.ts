@@ -78,7 +78,7 @@ describe("host lock across processes", () => {
     await next.waitFor(/^serving /);
     const startupMs = Date.now() - takeoverStartedMs;
     expect(next.stderr()).toMatch(new RegExp(`taking over the host lock of .*its holder, pid ${crashed.pid}, is not running`));
-    await pollUntil(async () => (firesOf(await gitRunLog(gitdir, "r1"), "after-crash").length > 0 ? true : undefined), 10_000, next);
+    await pollUntil(async () => (firesOf(await gitRunLog(gitdir, "r1"), "after-crash").length > 0 ? true : undefined), 30_000, next);
     expect(await terminate(next)).toBe(0);
     expect(lockLeft(dataDir)).toBe(false);
     expect(firesOf(await gitRunLog(gitdir, "r1"), "after-crash")).toHaveLength(1);

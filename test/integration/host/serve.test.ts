@@ -46,7 +46,7 @@ describe("workflow-host serve", () => {
     }, 15_000, serve);
     expect(firedNow[0]?.data).toMatchObject({ scheduledFor: new Date(dueNow).toISOString() });
 
-    await pollUntil(async () => (firesOf(await gitRunLog(gitdir, "r1"), "t-soon").length > 0 ? true : undefined), 5_000, serve);
+    await pollUntil(async () => (firesOf(await gitRunLog(gitdir, "r1"), "t-soon").length > 0 ? true : undefined), 20_000, serve);
     expect(serve.stdout()).toMatch(/fired +dep\/r1\/t-now scheduledFor/);
 
     serve.kill("SIGTERM");
@@ -90,7 +90,7 @@ describe("workflow-host serve", () => {
     await git(["push", "--quiet", "origin", "HEAD:main"], { cwd: work });
     const bad = JSON.parse(await serve.waitFor(/"event":"bad-event"/)) as Record<string, unknown>;
     expect(bad).toMatchObject({ repoId: "dep", runId: "run-b", path: "runs/run-b/events/1.json", seq: 1, error: { code: "event_invalid" } });
-    await pollUntil(async () => (firesOf(await gitRunLog(gitdir, "run-c"), "ok").length === 1 ? true : undefined), 5_000, serve);
+    await pollUntil(async () => (firesOf(await gitRunLog(gitdir, "run-c"), "ok").length === 1 ? true : undefined), 20_000, serve);
     serve.kill("SIGINT");
     expect((await serve.exited).code).toBe(0);
   });
