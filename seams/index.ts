@@ -1,4 +1,4 @@
-/** The host's two seams onto the run log (DESIGN §5, §6). */
+/** The host's two seams onto the run log (docs/design.md §5, §6). */
 export { createWorkflowHostScheduler } from "./scheduler.js";
 export type {
   CancelOutcome,

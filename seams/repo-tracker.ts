@@ -18,6 +18,7 @@ import { parseEvent, serializeEvent } from "../src/workflow/events.js";
 import { eventPath, parseCompactedLogPath, runEventsPrefix, runsPrefix } from "../src/workflow/paths.js";
 import { immutableChangedProblem } from "../src/workflow/run-folder.js";
 import { isRegularFileMode } from "../src/substrate/tree-object.js";
+import type { TimerHandle, Timers } from "../src/time/clock.js";
 import { afterTerminalProblem, classifyRunPath, rewrittenProblem, runsEntryProblem, sequenceProblems } from "../src/workflow/log-problems.js";
 import { readRunLog, type BadEvent, type RunLog } from "../src/workflow/run-log.js";
 import { applyEvent, emptyRunState } from "../src/workflow/run-state.js";
@@ -25,7 +26,7 @@ import { planDueTimer, type FirePlan } from "../src/workflow/timer-ledger.js";
 import { prepareTicksBetween } from "../src/workflow/cron.js";
 import { createTimeSlicer } from "../src/time/time-slicer.js";
 import { isoFromMs } from "../src/workflow/time.js";
-import type { PendingTimer, RunEvent, RunState } from "../src/workflow/types.js";
+import type { PendingTimer, RunEvent, RunState, TimerCancelledEvent } from "../src/workflow/types.js";
 import { WORKFLOW_RUN_KIND } from "../src/workflow/workflow-run-kind.js";
 import { decodeRecoveryIndex, encodeRecoveryIndex, RECOVERY_INDEX_FILE, stateFromSummary, type RunSummary } from "./recovery-index.js";
 import type { DueGeneration } from "./scheduler-queue.js";
@@ -38,8 +39,12 @@ export interface TrackerContext {
   readonly ref: string;
   readonly nowMs: () => number;
   readonly maxBatch: number;
-  /** Fire commits of this repo start at least this far apart (real ms; see SchedulerOptions). */
+  /** Fire commits of this repo start at least this far apart (monotonic ms; see SchedulerOptions). */
   readonly minCommitIntervalMs: number;
+  /** Monotonic time in ms (the injected timers' `now`, else the injected clock), for the group-commit throttle. */
+  readonly monoMs: () => number;
+  /** The injected timers; the group-commit throttle waits on them. */
+  readonly timers: Timers;
   readonly maxEventBytes: number;
   readonly planOptions: { misfire: "skip" | "latest" | "all"; maxCatchUp: number; misfireGraceMs: number };
   readonly retryInitialMs: number;
@@ -179,6 +184,7 @@ export class RepoTracker {
   async stop(): Promise<void> {
     this.stopped = true;
     this.abort.abort();
+    this.wakeThrottle?.();
     for (const [runId, record] of this.runs) {
       for (const timerId of record.queued) this.ctx.disarm(this.repoId, runId, timerId);
       record.queued.clear();
@@ -430,7 +436,11 @@ export class RepoTracker {
           this.reportBad(afterTerminalProblem(runId, add.seq, record.state.terminal, null));
           continue;
         }
+        const cancelled = event.type === "TimerCancelled" ? (event as TimerCancelledEvent).data.timerId : null;
+        const armed = cancelled !== null && record.state.pendingTimers.has(cancelled);
         record.state = applyEvent(record.state, event);
+        // Whoever wrote it (this host, the CLI, another process, a push): one report per cancel.
+        if (armed) this.ctx.report({ type: "cancelled", repoId: this.repoId, runId, timerId: cancelled, commitSha: commit.commitSha });
       }
       record.eventsOid = await reads.treeOid(runEventsPrefix(runId).slice(0, -1));
       record.runTreeOid = await reads.treeOid(`${runsPrefix}${runId}`);
@@ -448,8 +458,36 @@ export class RepoTracker {
     this.ctx.report({ type: "bad_event", repoId: this.repoId, runId: bad.runId, seq: bad.seq, path: bad.path, error: bad.error });
   }
 
-  /** When (performance.now()) the last fire commit of this repo started. */
+  /** When (`ctx.monoMs()`) the last fire commit of this repo started. */
   private lastCommitStartMs = Number.NEGATIVE_INFINITY;
+  /** Ends the group-commit wait early (on stop); null when the fire loop is not waiting. */
+  private wakeThrottle: (() => void) | null = null;
+  /** Set while the scheduler stops: fire commits are no longer held back. */
+  private throttleReleased = false;
+
+  /**
+   * Stops holding fire commits back, for a scheduler that is stopping: a pending group-commit
+   * wait ends now and later ones are skipped, so what is due is committed and `stop()` never
+   * waits on a timer that nobody will advance.
+   */
+  releaseThrottle(): void {
+    this.throttleReleased = true;
+    this.wakeThrottle?.();
+  }
+
+  /** Waits `waitMs` on the injected timers, or until `stop()`. */
+  private throttle(waitMs: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      let handle: TimerHandle = null;
+      const wake = (): void => {
+        this.ctx.timers.clearTimeout(handle);
+        this.wakeThrottle = null;
+        resolve();
+      };
+      this.wakeThrottle = wake;
+      handle = this.ctx.timers.setTimeout(wake, waitMs);
+    });
+  }
 
   private async fireLoop(): Promise<void> {
     while (this.buffer.size > 0 && !this.stopped) {
@@ -458,10 +496,10 @@ export class RepoTracker {
       // predecessor is long done); a busy deployment commits at most 1 000/interval times a
       // second, however its timers are spread, which bounds the cost of rewriting its big
       // folders and leaves the event loop time for the tail, signals and pack merging.
-      const waitMs = this.ctx.minCommitIntervalMs - (performance.now() - this.lastCommitStartMs);
-      if (waitMs > 0) await new Promise((resolve) => setTimeout(resolve, waitMs));
+      const waitMs = this.ctx.minCommitIntervalMs - (this.ctx.monoMs() - this.lastCommitStartMs);
+      if (waitMs > 0 && !this.throttleReleased) await this.throttle(waitMs);
       if (this.stopped) break;
-      this.lastCommitStartMs = performance.now();
+      this.lastCommitStartMs = this.ctx.monoMs();
       const batch: DueGeneration[] = [];
       for (const [key, item] of this.buffer) {
         batch.push(item);

@@ -1,5 +1,5 @@
 /**
- * Options, handle and reports of the host scheduler (DESIGN §5).
+ * Options, handle and reports of the host scheduler (docs/design.md §5).
  */
 import type { Logger } from "../src/logger.js";
 import type { Principal, RepoId, RepoStore } from "../src/substrate/types.js";
@@ -52,8 +52,12 @@ export interface SchedulerOptions {
    * the repository's history; ignored whenever it does not match exactly. Default true.
    */
   readonly recoveryIndex?: boolean;
+  /** Where reports go when there is no `onEvent` (bad events, failed commits, …), and other failures. */
   readonly logger?: Logger;
-  /** Every report of the scheduler, synchronously, in order. Exceptions thrown here are ignored. */
+  /**
+   * Every report of the scheduler, synchronously, in order. Exceptions thrown here are ignored.
+   * When given, reports are not also written to `logger`: each is reported once, here.
+   */
   readonly onEvent?: (event: SchedulerEvent) => void;
 }
 

@@ -1,5 +1,5 @@
 /**
- * The host scheduler: the single writer of timer outcomes (DESIGN §5).
+ * The host scheduler: the single writer of timer outcomes (docs/design.md §5).
  *
  * States: created → starting (recovering every active deployment) → running (live tail,
  * discovery polling, one armed timer) → stopped. Per deployment a {@link RepoTracker} keeps
@@ -15,7 +15,7 @@
  * - a failed commit is retried with backoff and reported; a bad event is reported and skipped.
  */
 import { WorkflowHostError } from "../src/errors.js";
-import { silentLogger } from "../src/logger.js";
+import { silentLogger, type Logger } from "../src/logger.js";
 import { createSystemTimers, type TimerHandle, type Timers } from "../src/time/clock.js";
 import { DEFAULT_MAX_CATCH_UP, DEFAULT_MISFIRE_GRACE_MS } from "../src/workflow/timer-ledger.js";
 import { WORKFLOW_RUN_KIND } from "../src/workflow/workflow-run-kind.js";
@@ -33,6 +33,8 @@ import type {
 export type * from "./scheduler-types.js";
 
 const MAX_RECENT_BAD = 100;
+/** How many cancellation reports are remembered to drop the second sighting of one cancel. */
+const MAX_REPORTED_CANCELS = 1_000;
 /** See {@link SchedulerOptions.minCommitIntervalMs}. */
 export const DEFAULT_MIN_COMMIT_INTERVAL_MS = 8;
 
@@ -65,17 +67,30 @@ export function createWorkflowHostScheduler(opts: SchedulerOptions): WorkflowHos
   let discoverHandle: TimerHandle | null = null;
   let discovering: Promise<void> | null = null;
 
+  /** Cancellations reported, by `repo/run/timer@commit`: our own cancel and the tail both see it. */
+  const reportedCancels = new Set<string>();
+
+  // Each report goes to one place: `onEvent` when given, else the logger (never both, so a
+  // listener that prints reports does not see every warning twice).
+  const log: Logger = opts.onEvent === undefined ? logger : silentLogger;
+
   const report = (event: SchedulerEvent): void => {
-    if (event.type === "bad_event") {
+    if (event.type === "cancelled") {
+      const key = `${event.repoId}/${event.runId}/${event.timerId}@${event.commitSha ?? ""}`;
+      if (reportedCancels.has(key)) return;
+      reportedCancels.add(key);
+      if (reportedCancels.size > MAX_REPORTED_CANCELS) reportedCancels.delete(reportedCancels.values().next().value as string);
+      counters.cancelled += 1;
+    } else if (event.type === "bad_event") {
       recentBad.push({ repoId: event.repoId, path: event.path, seq: event.seq, code: event.error.code });
       if (recentBad.length > MAX_RECENT_BAD) recentBad.shift();
-      logger.warn(`bad event skipped: ${event.path} (${event.error.message})`, { repoId: event.repoId, seq: event.seq });
+      log.warn(`bad event skipped: ${event.path} (${event.error.message})`, { repoId: event.repoId, seq: event.seq });
     } else if (event.type === "commit_failed" || event.type === "repo_failed") {
-      logger.error(`${event.type} in ${event.repoId}, retry in ${event.retryInMs} ms: ${String(event.error)}`);
+      log.error(`${event.type} in ${event.repoId}, retry in ${event.retryInMs} ms: ${String(event.error)}`);
     } else if (event.type === "timer_rejected") {
-      logger.error(`timer ${event.runId}/${event.timerId} in ${event.repoId} refused: ${String(event.error)}`);
+      log.error(`timer ${event.runId}/${event.timerId} in ${event.repoId} refused: ${String(event.error)}`);
     } else if (event.type === "ref_rewritten") {
-      logger.warn(`ref of ${event.repoId} rewritten from ${event.from ?? "nothing"} to ${event.to}; runs re-read`);
+      log.warn(`ref of ${event.repoId} rewritten from ${event.from ?? "nothing"} to ${event.to}; runs re-read`);
     }
     try {
       opts.onEvent?.(event);
@@ -111,6 +126,8 @@ export function createWorkflowHostScheduler(opts: SchedulerOptions): WorkflowHos
     nowMs,
     maxBatch: opts.maxBatch ?? 1_000,
     minCommitIntervalMs,
+    monoMs: timers.now === undefined ? nowMs : () => (timers.now as () => number)(),
+    timers,
     maxEventBytes: opts.maxEventBytes ?? 1_048_576,
     planOptions: {
       misfire: opts.misfire ?? "skip",
@@ -233,6 +250,7 @@ export function createWorkflowHostScheduler(opts: SchedulerOptions): WorkflowHos
       if (discoverHandle !== null) timers.clearTimeout(discoverHandle);
       discoverHandle = null;
       await discovering;
+      for (const tracker of trackers.values()) tracker.releaseThrottle();
       await queue.stop();
       await Promise.all([...trackers.values()].map((t) => t.stop()));
       trackers.clear();
@@ -266,7 +284,6 @@ export function createWorkflowHostScheduler(opts: SchedulerOptions): WorkflowHos
         nowMs,
       });
       if (result.outcome === "cancelled") {
-        counters.cancelled += 1;
         queue.disarm(repoId, runId, timerId);
         report({ type: "cancelled", repoId, runId, timerId, commitSha: result.commitSha });
       }

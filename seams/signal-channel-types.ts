@@ -1,5 +1,5 @@
 /**
- * Options and handle of the signal channel (DESIGN §6).
+ * Options and handle of the signal channel (docs/design.md §6).
  */
 import type { Logger } from "../src/logger.js";
 import type { Principal, RepoStore } from "../src/substrate/types.js";

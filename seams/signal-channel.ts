@@ -1,5 +1,5 @@
 /**
- * The signal channel of one run (DESIGN §6): delivers named signals into the run's log,
+ * The signal channel of one run (docs/design.md §6): delivers named signals into the run's log,
  * deduplicated by signalId, and hands them to awaiters in log order.
  *
  * States: idle (not attached to the feed) → starting (attached: the feed hands over every commit
@@ -76,7 +76,7 @@ export function createWorkflowHostSignalChannel(opts: SignalChannelOptions): Wor
   const stoppedError = (): WorkflowHostError =>
     new WorkflowHostError("channel_stopped", `the signal channel of run ${runId} in ${repoId} was stopped`, { repoId, runId });
 
-  /** Set by the run's terminal event: a run that ended takes no more signals (DESIGN §3). */
+  /** Set by the run's terminal event: a run that ended takes no more signals (docs/design.md §3). */
   let ended = false;
 
   function apply(event: RunEvent): void {

@@ -35,6 +35,7 @@ export type ErrorCode =
   | "host_stopped"
   | "aborted"
   // CLI
+  | "data_dir_not_found"
   | "usage";
 
 export class WorkflowHostError extends Error {

@@ -1,6 +1,6 @@
 /**
  * workflow-host: a durable-timer and signal host for workflow engines, with bare git
- * repositories as the database (DESIGN.md). Named exports only.
+ * repositories as the database (docs/design.md). Named exports only.
  */
 export { WorkflowHostError, isWorkflowHostError, type ErrorCode } from "./errors.js";
 export { silentLogger, type Logger } from "./logger.js";

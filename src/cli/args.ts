@@ -1,11 +1,15 @@
 /**
  * Argument parsing for every command, over node's `util.parseArgs` (strict: unknown options and
- * stray positionals are usage errors). A usage error is a `WorkflowHostError` with code `usage`,
- * which `main()` prints as one line and maps to exit code 2.
+ * stray positionals are usage errors).
+ *
+ * The exit-code rule: every bad flag or flag value exits 2, every failure of the operation
+ * exits 1. A usage error is a `WorkflowHostError` with code `usage`; a flag value refused by its
+ * own parser (a bad id is `id_invalid`, a bad instant `time_invalid`, …) keeps its code and is
+ * marked as a flag error by {@link checkFlags}. `main()` prints either as one line and exits 2.
  */
 import { isAbsolute, resolve } from "node:path";
 import { parseArgs, type ParseArgsConfig } from "node:util";
-import { WorkflowHostError } from "../errors.js";
+import { isWorkflowHostError, WorkflowHostError } from "../errors.js";
 import type { CliIo } from "./io.js";
 
 export type OptionSpecs = NonNullable<ParseArgsConfig["options"]>;
@@ -15,6 +19,29 @@ export type FlagValues = Readonly<Record<string, string | boolean | undefined>>;
 export function usageError(command: string, detail: string): WorkflowHostError {
   const where = command === "" ? "workflow-host --help" : `workflow-host ${command} --help`;
   return new WorkflowHostError("usage", `${detail}; see ${where}`, { command });
+}
+
+const flagErrors = new WeakSet<WorkflowHostError>();
+
+/**
+ * Runs a command's flag checks: an error they throw is an error in the command line (exit 2),
+ * whatever its code, and its message points at the command's help.
+ * @returns what `check` returns
+ */
+export function checkFlags<T>(command: string, check: () => T): T {
+  try {
+    return check();
+  } catch (error) {
+    if (!isWorkflowHostError(error) || error.code === "usage") throw error;
+    const marked = new WorkflowHostError(error.code, `${error.message.replace(/^[a-z_]+: /, "")}; see workflow-host ${command} --help`, { ...error.data }, { cause: error });
+    flagErrors.add(marked);
+    throw marked;
+  }
+}
+
+/** Whether an error is a bad flag or flag value (exit 2) rather than a failed operation (exit 1). */
+export function isFlagError(error: unknown): boolean {
+  return isWorkflowHostError(error) && (error.code === "usage" || flagErrors.has(error));
 }
 
 /** Whether the arguments ask for help, wherever `--help`/`-h` stands (before `--`). */

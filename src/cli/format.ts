@@ -13,20 +13,25 @@ export function table(header: readonly string[], rows: readonly (readonly string
   return [line(header), ...rows.map(line)];
 }
 
-/** A signed duration as "in 4.2s" / "3m 10s ago"-style text; `ms` > 0 is in the future. */
-export function relative(ms: number): string {
-  const text = duration(Math.abs(ms));
-  return ms >= 0 ? `in ${text}` : `${text} ago`;
+/** A signed duration as "in 3 d 4 h" (`ms` > 0: in the future) or "late 2 ms" (`ms` < 0: past due). */
+export function dueIn(ms: number): string {
+  return ms >= 0 ? `in ${duration(ms)}` : `late ${duration(-ms)}`;
 }
 
-/** A duration in ms as "850ms", "4.2s", "3m 10s", "2h 5m", "3d 4h". */
+/**
+ * A duration in ms, for people: "850 ms", "4.2 s", "3 min 10 s", "2 h 5 min", "3 d 4 h" (two
+ * units at most, rounded down; exact figures are in the `--json` output).
+ */
 export function duration(ms: number): string {
-  if (ms < 1_000) return `${Math.round(ms)}ms`;
-  if (ms < 60_000) return `${(ms / 1_000).toFixed(1)}s`;
-  const s = Math.floor(ms / 1_000);
-  if (s < 3_600) return `${Math.floor(s / 60)}m ${s % 60}s`;
-  if (s < 86_400) return `${Math.floor(s / 3_600)}h ${Math.floor((s % 3_600) / 60)}m`;
-  return `${Math.floor(s / 86_400)}d ${Math.floor((s % 86_400) / 3_600)}h`;
+  if (!Number.isFinite(ms)) return String(ms);
+  const abs = Math.abs(ms);
+  const sign = ms < 0 ? "-" : "";
+  if (abs < 1_000) return `${sign}${Math.round(abs)} ms`;
+  if (abs < 60_000) return `${sign}${(Math.floor(abs / 100) / 10).toFixed(1)} s`;
+  const s = Math.floor(abs / 1_000);
+  if (s < 3_600) return `${sign}${Math.floor(s / 60)} min ${s % 60} s`;
+  if (s < 86_400) return `${sign}${Math.floor(s / 3_600)} h ${Math.floor((s % 3_600) / 60)} min`;
+  return `${sign}${Math.floor(s / 86_400)} d ${Math.floor((s % 86_400) / 3_600)} h`;
 }
 
 /** The first 7 characters of a commit id (or "-" for none). */

@@ -29,6 +29,20 @@ export function processIo(): CliIo {
   };
 }
 
+/**
+ * Makes a closed stdout or stderr (`workflow-host runs show … | head -1`) end the process
+ * quietly with exit 0: the reader has what it wanted, so an EPIPE is no failure and no stack
+ * trace. Any other stream error is rethrown. For the real process only.
+ */
+export function endQuietlyOnClosedPipe(): void {
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on("error", (error: NodeJS.ErrnoException) => {
+      if (error.code === "EPIPE") process.exit(0);
+      throw error;
+    });
+  }
+}
+
 /** Writes one line (a newline is added) to stdout. */
 export function printLine(io: CliIo, line = ""): void {
   io.stdout.write(`${line}\n`);

@@ -1,17 +1,21 @@
 /**
  * The `workflow-host` command line. `main(argv)` parses, runs one command and returns the exit
- * code: 0 ok, 1 failure, 2 usage. Every error is one line on stderr: `workflow-host: <code>:
- * <what failed>`. Run directly (`node --import tsx src/cli/main.ts …`) it sets the process's
- * exit code; `bin/workflow-host.js` does the same from the built files.
+ * code: 0 ok, 1 the operation failed, 2 a bad flag or flag value. Every error is one line on
+ * stderr: `workflow-host: <code>: <what failed>`. `runCli` (used by `bin/workflow-host.js` and
+ * by running this file directly) does the same for the real process.
+ *
+ * Start-up: this module and the command modules load only node built-ins and small helpers;
+ * each command imports what it needs (git, the event schemas, the host) when it runs, so
+ * `--help` and `--version` load none of it.
  */
 import { realpathSync } from "node:fs";
 import { pathToFileURL } from "node:url";
 import { isWorkflowHostError } from "../errors.js";
 import { asIoFailure } from "../substrate/fs-adapter.js";
-import { parseFlags, usageError, wantsHelp } from "./args.js";
+import { isFlagError, parseFlags, usageError, wantsHelp } from "./args.js";
 import { commandName, type CliCommand } from "./command.js";
 import { commands } from "./commands/index.js";
-import { processIo, type CliIo } from "./io.js";
+import { endQuietlyOnClosedPipe, processIo, type CliIo } from "./io.js";
 
 const TOP_HELP = `workflow-host: durable timers and signals for workflow engines, with git repos as the database
 
@@ -21,9 +25,17 @@ Usage: workflow-host <command> [options]
 Commands:
 ${commands.map((c) => `  ${commandName(c).padEnd(14)} ${c.summary}`).join("\n")}
 
-Every command but demo takes --data-dir DIR (or $WORKFLOW_HOST_DATA_DIR). Read commands take
---json for machine output. Exit codes: 0 ok, 1 failure, 2 usage. Errors are one line on stderr:
-"workflow-host: <code>: <message>".
+Every command but demo takes --data-dir DIR (or $WORKFLOW_HOST_DATA_DIR); a data dir that does
+not exist is data_dir_not_found (serve creates one with --init, repo create makes its own).
+
+Exit codes: 0 ok; 1 the operation failed (an error, or check found problems); 2 a bad flag or
+flag value (unknown option, missing value, a malformed id, instant, cron or number).
+Errors are one line on stderr: "workflow-host: <code>: <message>".
+
+--json: every command prints one JSON object on stdout (its top-level keys are listed in the
+command's --help and stay stable; new keys may be added); serve --json prints one object per
+line, each with "ts" and "event". Durations are milliseconds in JSON (dueInMs, lateMs) and
+human text otherwise ("in 3 d 4 h", "late 2 ms").
 
 Examples:
   workflow-host demo
@@ -103,7 +115,7 @@ export async function main(argv: readonly string[], io: CliIo = processIo()): Pr
     const error = asIoFailure(caught, argv.slice(0, 2).join(" ") || "the command");
     if (isWorkflowHostError(error)) {
       io.stderr.write(`workflow-host: ${error.message}\n`);
-      return error.code === "usage" ? 2 : 1;
+      return isFlagError(error) ? 2 : 1;
     }
     const message = error instanceof Error ? error.message : String(error);
     io.stderr.write(`workflow-host: error: ${message}\n`);
@@ -134,9 +146,16 @@ function isEntryPoint(): boolean {
   }
 }
 
-if (isEntryPoint()) {
-  process.exitCode = await main(process.argv.slice(2));
+/**
+ * Runs `main` for the real process: sets its exit code, and ends quietly when stdout is closed
+ * early (`| head -1`).
+ */
+export async function runCli(argv: readonly string[]): Promise<void> {
+  endQuietlyOnClosedPipe();
+  process.exitCode = await main(argv);
   // Everything a command opens is closed before main returns; this only guards against a
   // stray handle keeping a finished command alive.
   setTimeout(() => process.exit(), 3_000).unref();
 }
+
+if (isEntryPoint()) await runCli(process.argv.slice(2));

@@ -4,28 +4,54 @@
  * to a running host, which sees them through its watcher.
  */
 import { stat } from "node:fs/promises";
-import { WorkflowHostError } from "../errors.js";
-import { openWorkflowStore } from "../host/open-workflow-store.js";
+import { isWorkflowHostError, WorkflowHostError } from "../errors.js";
 import type { RepoStore } from "../substrate/types.js";
+import { shellQuote } from "./commands/paths.js";
 import type { CliIo } from "./io.js";
 
 /**
+ * Throws `data_dir_not_found` unless `dataDir` is an existing folder, so a mistyped path is
+ * not read as "no deployments" (or, for `serve`, turned into a new empty data dir).
+ * @param hint what to run instead, e.g. "workflow-host serve --data-dir DIR --init"
+ */
+export async function requireDataDir(dataDir: string, hint: string): Promise<void> {
+  const found = await stat(dataDir).catch(() => null);
+  if (found === null || !found.isDirectory()) {
+    throw new WorkflowHostError("data_dir_not_found", `data dir ${dataDir} does not exist; check the path, or create it with ${hint}`, { dataDir });
+  }
+}
+
+/**
  * Runs `work` with a store over `dataDir` (no watching: a command reads or writes and exits).
+ * A `repo_not_found` from the store is re-worded to name the command that creates the
+ * deployment.
  * @param opts.create - make the data dir when missing (default false: a missing data dir is
- *   `repo_not_found`, so a mistyped path is not read as "no deployments")
+ *   `data_dir_not_found`)
  * @returns what `work` returns; the store is closed either way
  */
 export async function withStore<T>(dataDir: string, io: CliIo, work: (store: RepoStore) => Promise<T>, opts: { create?: boolean } = {}): Promise<T> {
-  if (opts.create !== true) {
-    const found = await stat(dataDir).catch(() => null);
-    if (found === null || !found.isDirectory()) {
-      throw new WorkflowHostError("repo_not_found", `data dir ${dataDir} does not exist; create a deployment with workflow-host repo create`, { dataDir });
-    }
-  }
+  if (opts.create !== true) await requireDataDir(dataDir, `workflow-host repo create --data-dir ${shellQuote(dataDir)} --repo <id>`);
+  // Loaded here, not at start-up: the store pulls in git and the event schemas.
+  const { openWorkflowStore } = await import("../host/open-workflow-store.js");
   const store = openWorkflowStore({ dataDir, watch: false, clock: io.clock });
   try {
     return await work(store);
+  } catch (error) {
+    throw cliError(error, dataDir);
   } finally {
     await store.close();
   }
+}
+
+/** A store error re-worded for a CLI user: what to run, not which function to call. */
+function cliError(error: unknown, dataDir: string): unknown {
+  if (!isWorkflowHostError(error, "repo_not_found")) return error;
+  const raw = error.data["repoId"];
+  const repoId = typeof raw === "string" ? raw : typeof raw === "object" && raw !== null && typeof (raw as { id?: unknown }).id === "string" ? (raw as { id: string }).id : "<id>";
+  return new WorkflowHostError(
+    "repo_not_found",
+    `deployment ${repoId} does not exist in ${dataDir}; create it with workflow-host repo create --data-dir ${shellQuote(dataDir)} --repo ${repoId} (workflow-host repo list shows what exists)`,
+    { ...error.data, dataDir },
+    { cause: error },
+  );
 }

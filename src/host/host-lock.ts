@@ -1,5 +1,5 @@
 /**
- * The host lock: at most one live host per data dir (DESIGN §5 invariant 1, §7).
+ * The host lock: at most one live host per data dir (docs/design.md §5 invariant 1, §7).
  *
  * Files in the data dir:
  * - `host.lock/`: the lock itself, a folder made with `mkdir` (atomic: one maker wins);

@@ -1,5 +1,5 @@
 /**
- * `createWorkflowHost`: one data dir served by one process (DESIGN §7). It wires the repo store,
+ * `createWorkflowHost`: one data dir served by one process (docs/design.md §7). It wires the repo store,
  * the scheduler (the single writer of timer outcomes), one signal channel per run and one
  * runtime adapter per deployment, and guards the data dir with the host lock.
  *

@@ -17,8 +17,10 @@ export interface PendingTimerInfo {
   readonly timerId: string;
   /** When this generation is due (a cron series: its next tick), RFC 3339 UTC. */
   readonly fireAt: string;
-  /** How far `fireAt` is past `now` (ms, > 0 when overdue: it fires as soon as a host runs). */
-  readonly overdueMs: number;
+  /** How long until `fireAt` (ms from `nowMs`); 0 when it is due or overdue. */
+  readonly dueInMs: number;
+  /** How far `fireAt` is past `nowMs` (ms); 0 when it is in the future. An overdue one-shot fires as soon as a host runs. */
+  readonly lateMs: number;
   /** Seq of the TimerSet that armed it. */
   readonly setSeq: number;
   readonly stepId?: string;
@@ -33,7 +35,7 @@ export interface ListPendingTimersOptions {
   readonly repoId?: string;
   /** Default "refs/heads/main". */
   readonly ref?: string;
-  /** Reference instant for `overdueMs` (epoch ms). */
+  /** Reference instant for `dueInMs` and `lateMs` (epoch ms). */
   readonly nowMs: number;
 }
 
@@ -72,7 +74,8 @@ export async function listPendingTimers(store: RepoStore, opts: ListPendingTimer
           runId: entry.name,
           timerId: pending.timerId,
           fireAt: pending.fireAt,
-          overdueMs: opts.nowMs - Date.parse(pending.fireAt),
+          dueInMs: Math.max(0, Date.parse(pending.fireAt) - opts.nowMs),
+          lateMs: Math.max(0, opts.nowMs - Date.parse(pending.fireAt)),
           setSeq: pending.setSeq,
           ...(pending.stepId === undefined ? {} : { stepId: pending.stepId }),
           ...(pending.cron === undefined ? {} : { cron: pending.cron, timezone: pending.timezone ?? "UTC" }),

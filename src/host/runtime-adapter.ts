@@ -1,5 +1,5 @@
 /**
- * The runtime adapter of one deployment (DESIGN §7): durable timers and signals for workflow
+ * The runtime adapter of one deployment (docs/design.md §7): durable timers and signals for workflow
  * code, written to the run logs and fired by the scheduler.
  *
  * States: running → stopped (`stop()`: pending waits reject with host_stopped and release their

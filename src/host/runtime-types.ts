@@ -1,5 +1,5 @@
 /**
- * Options and handle of the runtime adapter (DESIGN §7): what a workflow runtime calls for
+ * Options and handle of the runtime adapter (docs/design.md §7): what a workflow runtime calls for
  * durable timers and signals of the runs of one deployment.
  */
 import type { RunEventFeed } from "../../seams/run-event-feed.js";

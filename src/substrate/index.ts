@@ -1,4 +1,4 @@
-/** The git substrate's public surface (DESIGN §4). */
+/** The git substrate's public surface (docs/design.md §4). */
 export { createRepoStore } from "./repo-store.js";
 export { allowAll } from "./allow-all.js";
 export type {

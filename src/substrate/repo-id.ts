@@ -4,7 +4,7 @@
 import { WorkflowHostError, describeValue } from "../errors.js";
 import type { KindHandler, RepoId } from "./types.js";
 
-/** DESIGN §2: repo ids are 1–128 characters of `[A-Za-z0-9_-]`. */
+/** docs/design.md §2: repo ids are 1–128 characters of `[A-Za-z0-9_-]`. */
 export const REPO_ID_PATTERN = /^[A-Za-z0-9_-]{1,128}$/;
 
 /**

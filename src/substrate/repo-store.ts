@@ -3,7 +3,7 @@
  *
  * Every public method follows the same order: check the repo id and kind (no fs call before
  * that), ask `authorize`, then touch the disk. Writes go through the per-repository in-process
- * queue and {@link commitWithRetry}; reads are pinned to one commit. See DESIGN §4.
+ * queue and {@link commitWithRetry}; reads are pinned to one commit. See docs/design.md §4.
  *
  * States: open → closed. `close()` ends every subscription and watcher and waits for queued
  * writes; every later call throws `store_stopped`.

@@ -1,5 +1,5 @@
 /**
- * FakeClock: a controllable wall clock and timer facility for tests (DESIGN §7).
+ * FakeClock: a controllable wall clock and timer facility for tests (docs/design.md §7).
  *
  * Like a real machine it keeps two notions of time:
  * - monotonic time, on which fake `setTimeout`s are scheduled; it only moves forward, through
@@ -191,6 +191,7 @@ export function createFakeClock(startIso: string, options: FakeClockOptions = {}
       const index = insertionIndex(timer);
       if (queue[index] === timer) queue.splice(index, 1);
     },
+    now: () => monoMs,
   };
 
   function track(value: unknown): void {

@@ -23,6 +23,13 @@ import { memoryFsOfStore } from "./memory-store.js";
 /** The fixture's description file at the top of a fixture folder; never committed. */
 export const FIXTURE_MANIFEST = "fixture.json";
 
+/**
+ * A fixture given inline: repo path (`runs/<runId>/events/<seq>.json`) → the file's content.
+ * A string or bytes is committed as given; any other value is committed as its JSON text, so
+ * `{"runs/r1/events/1.json": {seq: 1, type: "TimerSet", data: {…}}}` is one event file.
+ */
+export type FixtureFiles = Readonly<Record<string, string | Uint8Array | object>>;
+
 /** Commit time of a raw fixture commit when the manifest names no `now`. */
 const DEFAULT_COMMIT_TIME = "2026-01-01T00:00:00.000Z";
 
@@ -89,26 +96,27 @@ export async function readFixtureFolder(folder: string): Promise<Map<string, Uin
  *
  * @param store a store with the workflow-run kind (repos under `<dataDir>/deployments/`)
  * @param repoId deployment id, `^[A-Za-z0-9_-]{1,128}$`
- * @param folder path of the fixture folder on disk
+ * @param folder path of the fixture folder on disk, or the fixture's files inline
+ *   ({@link FixtureFiles}; commit time 2026-01-01T00:00:00Z unless `clock` is given)
  * @returns the sha of the commit the ref points to afterwards (the tip, unchanged when the repo
  *   already held exactly these files)
  * @throws `repo_id_invalid` before any fs call; `time_invalid` for a bad manifest `now`;
  *   `path_violation` for a symlink in the folder; with `validate`, the kind handler's codes;
  *   the store's errors (`authorize_denied`, `repo_not_found` for a wrong `fs`, `ref_locked`)
  */
-export async function buildFixtureRepo(store: RepoStore, repoId: string, folder: string, opts: BuildFixtureRepoOptions = {}): Promise<string> {
+export async function buildFixtureRepo(store: RepoStore, repoId: string, folder: string | FixtureFiles, opts: BuildFixtureRepoOptions = {}): Promise<string> {
   const id = parseRepoId(repoId);
   const rid: RepoId = { kind: WORKFLOW_RUN_KIND, id };
   const principal = opts.principal ?? null;
   const ref = opts.ref ?? "refs/heads/main";
-  const message = opts.message ?? `Fixture ${basename(folder)}`;
-  const files = await readFixtureFolder(folder);
+  const message = opts.message ?? (typeof folder === "string" ? `Fixture ${basename(folder)}` : "Fixture");
+  const files = typeof folder === "string" ? await readFixtureFolder(folder) : inlineFixtureFiles(folder);
   await store.initRepo(principal, rid);
   if (opts.validate === true) {
     const result = await store.writeTree(principal, rid, ref, { files, message });
     return result.commitSha as string;
   }
-  const commitTime = opts.clock === undefined ? new Date(await manifestNow(folder)) : undefined;
+  const commitTime = opts.clock === undefined ? new Date(typeof folder === "string" ? await manifestNow(folder) : DEFAULT_COMMIT_TIME) : undefined;
   const raw = createRepoStore({
     dataDir: store.dataDir,
     fs: opts.fs ?? memoryFsOfStore(store),
@@ -124,6 +132,17 @@ export async function buildFixtureRepo(store: RepoStore, repoId: string, folder:
     await raw.close();
     store.poke(rid);
   }
+}
+
+/** Inline fixture files as exact bytes, sorted by path like a folder's. */
+function inlineFixtureFiles(given: FixtureFiles): Map<string, Uint8Array> {
+  const encoder = new TextEncoder();
+  const files = new Map<string, Uint8Array>();
+  for (const path of Object.keys(given).sort()) {
+    const value = given[path] as string | Uint8Array | object;
+    files.set(path, value instanceof Uint8Array ? value : encoder.encode(typeof value === "string" ? value : JSON.stringify(value)));
+  }
+  return files;
 }
 
 /** The manifest's `now`, normalised, or the default commit time when there is none. */

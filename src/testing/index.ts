@@ -1,5 +1,5 @@
 /**
- * The public test kit (`workflow-host/testing`, DESIGN §7): a FakeClock, a repo store on
+ * The public test kit (`workflow-host/testing`, docs/design.md §7): a FakeClock, a repo store on
  * memfs, and a builder that commits a fixture folder into a deployment repo.
  */
 export { createFakeClock, type FakeClock, type FakeClockOptions } from "./fake-clock.js";
@@ -14,4 +14,5 @@ export {
   buildFixtureRepo,
   readFixtureFolder,
   type BuildFixtureRepoOptions,
+  type FixtureFiles,
 } from "./fixture-repo.js";

@@ -1,5 +1,5 @@
 /**
- * The two time sources every time-aware component takes by injection (DESIGN §5, §7):
+ * The two time sources every time-aware component takes by injection (docs/design.md §5, §7):
  * a wall clock (`Clock`) and a timer facility (`Timers`). Production code uses
  * {@link systemClock} and {@link systemTimers}; tests use the FakeClock of the test kit.
  * This module and the CLI are the only places that touch `Date.now`/`new Date()` and
@@ -24,6 +24,12 @@ export interface Timers {
   setTimeout(fn: () => void, delayMs: number): TimerHandle;
   /** Cancels a pending timer; a fired, cleared or foreign handle is ignored. */
   clearTimeout(handle: TimerHandle): void;
+  /**
+   * The current monotonic time in ms, on the base `setTimeout` delays run on (only
+   * differences are meaningful). Optional: components that measure elapsed time fall back to
+   * the injected wall clock when it is absent. System timers: `performance.now()`.
+   */
+  now?(): number;
 }
 
 /** Largest delay node's `setTimeout` honours (2^31−1 ms, about 24.8 days). */
@@ -82,6 +88,7 @@ export function createSystemTimers(options: SystemTimersOptions = {}): Timers {
     clearTimeout(handle) {
       if (handle !== null && typeof handle === "object") clearTimeout(handle as NodeJS.Timeout);
     },
+    now: () => performance.now(),
   };
 }
 

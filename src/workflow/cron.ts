@@ -1,5 +1,5 @@
 /**
- * Cron series over croner (DESIGN §3). This module never parses a cron field itself: croner
+ * Cron series over croner (docs/design.md §3). This module never parses a cron field itself: croner
  * compiles the expression and finds every tick; the counting shortcut in `./cron-count.js` reads
  * croner's parsed hour/minute/second tables.
  *
@@ -150,7 +150,7 @@ export function validateCron(expr: unknown, timezone: unknown = DEFAULT_TIME_ZON
  * in `afterIso` counts (a tick at 10:00:00 is not after 10:00:00.500).
  *
  * The next tick is always computed from the tick that fired (`scheduledFor`), never from "now",
- * so a late wake-up does not shift the series (DESIGN §3).
+ * so a late wake-up does not shift the series (docs/design.md §3).
  *
  * @param expr - cron expression (5 or 6 fields).
  * @param timezone - IANA zone (default `"UTC"`).

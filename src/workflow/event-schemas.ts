@@ -1,5 +1,5 @@
 /**
- * Structural schemas of the run log's events (DESIGN §3), in arktype. They check shape and
+ * Structural schemas of the run log's events (docs/design.md §3), in arktype. They check shape and
  * primitive types only; ids, instants and cron expressions are checked afterwards by their own
  * parsers (see `./events.js`), which give the specific error codes. Undeclared keys are kept,
  * so a newer writer's extra fields pass through an older reader.
@@ -82,7 +82,7 @@ export const terminalEventSchema = type({
   "at?": "string",
 });
 
-/** The event types that end a run; nothing may follow them (DESIGN §3). */
+/** The event types that end a run; nothing may follow them (docs/design.md §3). */
 export const TERMINAL_EVENT_TYPES: ReadonlySet<string> = new Set<TerminalEventType>(["RunCompleted", "RunFailed", "RunCancelled"]);
 
 /** True for `RunCompleted`, `RunFailed` and `RunCancelled`. */

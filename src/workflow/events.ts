@@ -1,5 +1,5 @@
 /**
- * Reading and writing single events of a run log (DESIGN §3). An event file holds one JSON
+ * Reading and writing single events of a run log (docs/design.md §3). An event file holds one JSON
  * object and nothing else: `serializeEvent` writes `JSON.stringify(event)` as UTF-8 with no
  * trailing newline (the compacted `events.jsonl` adds one newline per event), and the size limit
  * applies to exactly those bytes.

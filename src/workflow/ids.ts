@@ -1,5 +1,5 @@
 /**
- * Identifier parsers (DESIGN §2). Every id reaches a file path or a git tree entry sooner or
+ * Identifier parsers (docs/design.md §2). Every id reaches a file path or a git tree entry sooner or
  * later, so each is checked against a closed alphabet before any fs or git call: no `/`, `\`,
  * NUL, `..` or leading dot can get through, whatever the platform.
  */
@@ -24,7 +24,7 @@ const RUN_ALLOWED = "1-128 characters of A-Z a-z 0-9 _ -";
 const NAME_ALLOWED = "1-256 characters of A-Z a-z 0-9 _ . : -, starting with a letter or digit";
 
 /**
- * Checks a repository id (`^[A-Za-z0-9_-]{1,128}$`, DESIGN §2).
+ * Checks a repository id (`^[A-Za-z0-9_-]{1,128}$`, docs/design.md §2).
  * @param value - anything; only a matching string passes.
  * @param field - name used in the error (default `"repoId"`).
  * @returns the same string.
@@ -35,7 +35,7 @@ export function parseRepoId(value: unknown, field = "repoId"): string {
 }
 
 /**
- * Checks a run id (`^[A-Za-z0-9_-]{1,128}$`, DESIGN §2); a run id is one folder name under `runs/`.
+ * Checks a run id (`^[A-Za-z0-9_-]{1,128}$`, docs/design.md §2); a run id is one folder name under `runs/`.
  * @param field - name used in the error (default `"runId"`).
  * @returns the same string.
  * @throws `id_invalid` with `data {field, value}`.
@@ -45,7 +45,7 @@ export function parseRunId(value: unknown, field = "runId"): string {
 }
 
 /**
- * Checks a timer id (`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,255}$`, DESIGN §2).
+ * Checks a timer id (`^[A-Za-z0-9][A-Za-z0-9_.:-]{0,255}$`, docs/design.md §2).
  * @param field - name used in the error (default `"timerId"`).
  * @returns the same string.
  * @throws `id_invalid` with `data {field, value}`.

@@ -1,4 +1,4 @@
-/** The run-log model (DESIGN §2, §3): ids, instants, events, paths, cron, the RunState reducer. */
+/** The run-log model (docs/design.md §2, §3): ids, instants, events, paths, cron, the RunState reducer. */
 export {
   NAME_ID_PATTERN,
   REPO_OR_RUN_ID_PATTERN,

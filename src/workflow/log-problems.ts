@@ -59,7 +59,7 @@ export function runsEntryProblem(name: string, type: EntryType): BadEvent | null
 }
 
 /**
- * Breaks of density in a run's seqs (DESIGN §2: the first seq is 0 or 1, each next one is the
+ * Breaks of density in a run's seqs (docs/design.md §2: the first seq is 0 or 1, each next one is the
  * previous + 1), each reported at the path of the seq it concerns.
  * @param seqs the seqs of every entry named `<seq>.json`, ascending
  * @param previousMax the highest seq already known (a tailer's), or -1 when `seqs` is the whole run

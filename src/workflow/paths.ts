@@ -1,5 +1,5 @@
 /**
- * Where a run's log lives in a deployment repo (DESIGN §2):
+ * Where a run's log lives in a deployment repo (docs/design.md §2):
  * `runs/<runId>/events/<seq>.json`, one file per event, and, once a terminal run is compacted,
  * `runs/<runId>/events.jsonl`.
  */

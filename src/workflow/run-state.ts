@@ -1,5 +1,5 @@
 /**
- * The RunState reducer (DESIGN §3): what a run's log means for the scheduler and the signal
+ * The RunState reducer (docs/design.md §3): what a run's log means for the scheduler and the signal
  * channel. Pure; events are read in numeric seq order.
  *
  * Timer lifecycle, per timerId (states: absent → armed(generation) → absent):

@@ -4,7 +4,7 @@
  */
 import { WorkflowHostError, describeValue, type ErrorCode } from "../errors.js";
 
-/** The zone of a cron series that names none (DESIGN §3): UTC, never the host's zone. */
+/** The zone of a cron series that names none (docs/design.md §3): UTC, never the host's zone. */
 export const DEFAULT_TIME_ZONE = "UTC";
 
 const formatters = new Map<string, Intl.DateTimeFormat>();

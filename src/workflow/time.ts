@@ -1,5 +1,5 @@
 /**
- * Instants (DESIGN §2): RFC 3339 date-times with an explicit offset, stored normalised as
+ * Instants (docs/design.md §2): RFC 3339 date-times with an explicit offset, stored normalised as
  * `Date.prototype.toISOString()` (UTC, milliseconds). Parsing is done field by field, never with
  * `Date.parse`, whose handling of offset-less and out-of-range strings depends on the engine and
  * on the process time zone.

@@ -2,7 +2,7 @@
  * The timer ledger: what the scheduler appends when a queued timer comes due, decided from the
  * run's state as read under the repo lock. Pure: no clock reads, no I/O.
  *
- * Rules (DESIGN §3, §5):
+ * Rules (docs/design.md §3, §5):
  * - Only the armed generation fires: the run must not be terminal and its pending timer must
  *   still have the generation (`setSeq`) and `fireAt` the queue held. Anything else is stale
  *   (already fired, cancelled, re-set, run ended) and appends nothing, which is what makes a

@@ -1,5 +1,5 @@
 /**
- * The run log's data model (DESIGN §3). Events are plain JSON; instants are normalised
+ * The run log's data model (docs/design.md §3). Events are plain JSON; instants are normalised
  * RFC 3339 strings in UTC with milliseconds (`Date.prototype.toISOString()`).
  */
 

@@ -1,5 +1,5 @@
 /**
- * The `workflow-run` kind handler: what a valid commit to a deployment repo is (DESIGN §2–§4).
+ * The `workflow-run` kind handler: what a valid commit to a deployment repo is (docs/design.md §2–§4).
  * The store calls `validatePush` with readers of the current tip and of the tree about to be
  * committed; it throws the first violation and nothing moves.
  */

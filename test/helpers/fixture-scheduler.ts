@@ -32,7 +32,8 @@ export function repoIdOf(id: string): RepoId {
 
 /**
  * A scheduler (not started) serving every deployment of `store`, on the FakeClock's wall clock
- * and timers. Discovery polls once a day so long advances do not spend their time listing repos.
+ * and timers. Discovery polls once a day so long advances do not spend their time listing repos;
+ * fire commits are not throttled (`minCommitIntervalMs` 0) unless `extra` says otherwise.
  */
 export function makeScheduler(store: RepoStore, clock: FakeClock, extra: Partial<SchedulerOptions> = {}): RunningScheduler {
   const events: SchedulerEvent[] = [];
@@ -44,6 +45,9 @@ export function makeScheduler(store: RepoStore, clock: FakeClock, extra: Partial
     timers: clock.timers,
     discoverEveryMs: 24 * HOUR_MS,
     onEvent: (event) => events.push(event),
+    // The group-commit throttle waits on these fake timers; back-to-back commits at one fake
+    // instant are what these runs expect (test/unit/scheduler/group-commit.test.ts covers it).
+    minCommitIntervalMs: 0,
     ...extra,
   });
   return { scheduler, events };

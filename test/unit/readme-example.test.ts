@@ -1,28 +1,17 @@
 /**
- * The README's "Testing your workflows" example, with the package imports pointed at the
- * sources: if this fails, the README shows code that does not work.
+ * The README's "Testing your workflows" example, extracted from the README as it stands and
+ * run as this file's own test: its `it(...)` registers here when the extracted module is
+ * imported. `workflow-host` resolves to the sources (vitest.config.ts), so if this fails the
+ * README shows code that does not work.
  */
-import { expect, it } from "vitest";
-import { createWorkflowHost } from "../../src/index.js";
-import { buildFixtureRepo, createFakeClock, createMemoryRepoStore } from "../../src/testing/index.js";
+import { mkdirSync, writeFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { readmeCodeBlocks } from "../helpers/readme-blocks.js";
 
-it("fires an overdue one-shot once on recovery, and not again after a restart", async () => {
-  const clock = createFakeClock("2026-05-01T09:00:00Z");
-  const { store, fs, dataDir } = createMemoryRepoStore({ clock: clock.clock });
-  await buildFixtureRepo(store, "billing", "fixtures/overdue-one-shots");
-  await store.close();
-
-  const boot = () => createWorkflowHost({ dataDir, fs, clock: clock.clock, timers: clock.timers, watch: false });
-  const host = boot();
-  await host.start();
-  const firing = host.runtime("billing").waitForTimer("invoice-7", "send-invoice");
-  await clock.advance(0);
-  expect((await firing).scheduledFor).toBe("2026-05-01T00:00:00.000Z");
-  await host.stop();
-
-  const restarted = boot();
-  await restarted.start();
-  await clock.advance(60_000);
-  expect(restarted.scheduler.stats().fired).toBe(0);
-  await restarted.stop();
-});
+const [example] = readmeCodeBlocks("Testing your workflows", "ts");
+// Inside the repository, so the package aliases and the TypeScript transform apply to it.
+const folder = fileURLToPath(new URL("../../.vitest-tmp/", import.meta.url));
+const file = `${folder}readme-testing-example-${process.pid}.ts`;
+mkdirSync(folder, { recursive: true });
+writeFileSync(file, example ?? "");
+await import(file);

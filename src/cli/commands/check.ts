@@ -1,5 +1,7 @@
-import { checkDeployments } from "../../host/check-deployments.js";
-import { dataDirFlag, dataDirOption, stringFlag } from "../args.js";
+import type { Acknowledgement } from "../../host/acknowledgements.js";
+import type { DeploymentProblem } from "../../host/check-deployments.js";
+import { parseRepoId } from "../../workflow/ids.js";
+import { checkFlags, dataDirFlag, dataDirOption, stringFlag } from "../args.js";
 import type { CliCommand } from "../command.js";
 import { plural, shortSha } from "../format.js";
 import { printJson, printLine } from "../io.js";
@@ -8,47 +10,100 @@ import { gitdirOf } from "./paths.js";
 
 const NAME = "check";
 
-/** `check`: validates every deployment; exit 1 when anything is wrong. */
+/** A problem as `check` prints it: with the blob it is about, and its acknowledgement if any. */
+type CheckedProblem = DeploymentProblem & { readonly oid: string | null; readonly acknowledged?: Pick<Acknowledgement, "at" | "by"> };
+
+/** `check`: validates every deployment; exit 1 when anything is wrong and not acknowledged. */
 export const checkCommand: CliCommand = {
   name: ["check"],
-  summary: "validate every deployment repo (exit 1 on any problem)",
-  options: { ...dataDirOption, repo: { type: "string", short: "r" }, json: { type: "boolean" } },
-  help: `Usage: workflow-host check --data-dir DIR [--repo R] [--json]
+  summary: "validate every deployment repo (exit 1 on any problem not acknowledged)",
+  options: { ...dataDirOption, repo: { type: "string", short: "r" }, acknowledge: { type: "boolean" }, by: { type: "string" }, json: { type: "boolean" } },
+  help: `Usage: workflow-host check --data-dir DIR [--repo R] [--acknowledge [--by NAME]] [--json]
 
 Validates each deployment at the tip of main: the ref resolves to a commit, every entry under
 runs/ is a run folder, every event file parses (JSON, schema, ids, instants, cron) with a body
 seq equal to its file name, seqs are dense from 0 or 1, nothing follows a terminal event, a
 compacted events.jsonl is well formed. Each problem is printed with its repo, path and seq.
-Read-only and safe next to a running host. Object-level integrity of the whole history is
-what \`git fsck --strict\` checks.
+Read-only (without --acknowledge) and safe next to a running host. Object-level integrity of
+the whole history is what \`git fsck --strict\` checks.
 
-Exit codes: 0 no problems, 1 problems found (or the check could not run), 2 usage.
+Acknowledging: a bad event pushed with git stays in the log (nothing is ever rewritten).
+--acknowledge records every problem found as seen by an operator, in the deployment repo itself:
+one commit on the ref refs/workflow-host/acknowledged, whose file acknowledged.json lists
+{path, code, oid, seq, at, by}. An acknowledged problem is listed as such and no longer fails
+check; serve does not report it at its next start. A new bad file at the same path is a new
+problem. Read the record with:
+  git --git-dir=DIR/deployments/R.git show refs/workflow-host/acknowledged:acknowledged.json
+
+Exit codes: 0 no problems (or all acknowledged), 1 problems found (or the check could not
+run), 2 a bad flag.
 
 Options:
   -d, --data-dir DIR   data dir (default: $WORKFLOW_HOST_DATA_DIR)
   -r, --repo R         only this deployment
+      --acknowledge    record every problem found as acknowledged (see above)
+      --by NAME        who acknowledges, recorded with it (default: $USER)
       --json           print {ok, repos: [{repoId, commitSha, runs, events, problems}],
-                       problems: [{repoId, path, seq, code, message}]}
+                       problems: [{repoId, path, seq, code, message, oid}],
+                       acknowledged: [{repoId, path, seq, code, message, oid, at, by}],
+                       newlyAcknowledged}
 
-Example:
+Examples:
   workflow-host check --data-dir ./data
+  workflow-host check --data-dir ./data --repo payments --acknowledge --by ana
 `,
   async run(values, io) {
     const dataDir = dataDirFlag(NAME, values, io);
-    const repoId = stringFlag(values, "repo");
-    const report = await withStore(dataDir, io, (store) => checkDeployments(store, repoId === undefined ? {} : { repoId }));
-    const ok = report.problems.length === 0;
+    const rawRepo = stringFlag(values, "repo");
+    const repoId = rawRepo === undefined ? undefined : checkFlags(NAME, () => parseRepoId(rawRepo));
+    const acknowledge = values["acknowledge"] === true;
+    const by = stringFlag(values, "by") ?? io.env["USER"] ?? "unknown";
+    const { report, problems, newlyAcknowledged } = await withStore(dataDir, io, async (store) => {
+      const [{ checkDeployments }, acks] = await Promise.all([import("../../host/check-deployments.js"), import("../../host/acknowledgements.js")]);
+      const report = await checkDeployments(store, repoId === undefined ? {} : { repoId });
+      const checked: CheckedProblem[] = [];
+      let newlyAcknowledged = 0;
+      for (const repo of report.repos) {
+        const mine = report.problems.filter((p) => p.repoId === repo.repoId);
+        if (mine.length === 0) continue;
+        const reads = repo.commitSha === null ? null : await store.openCommittedReads(null, { kind: "workflow-run", id: repo.repoId }, repo.commitSha);
+        const withOid = await Promise.all(mine.map(async (p) => ({ ...p, oid: reads === null ? null : await acks.blobOidAt(reads, p.path) })));
+        if (acknowledge) {
+          const at = io.clock().toISOString();
+          newlyAcknowledged += (await acks.acknowledgeProblems(store, repo.repoId, withOid, { at, by })).added;
+        }
+        const known = new Map((await acks.readAcknowledgements(store, repo.repoId)).map((a) => [acks.acknowledgementKey(a), a]));
+        for (const p of withOid) {
+          const ack = known.get(acks.acknowledgementKey(p));
+          checked.push(ack === undefined ? p : { ...p, acknowledged: { at: ack.at, by: ack.by } });
+        }
+      }
+      return { report, problems: checked, newlyAcknowledged };
+    });
+    const open = problems.filter((p) => p.acknowledged === undefined);
+    const acknowledged = problems.filter((p) => p.acknowledged !== undefined);
+    const ok = open.length === 0;
     if (values["json"] === true) {
-      printJson(io, { ok, ...report });
+      printJson(io, {
+        ok,
+        repos: report.repos.map((r) => ({ ...r, problems: open.filter((p) => p.repoId === r.repoId).length })),
+        problems: open,
+        acknowledged: acknowledged.map(({ acknowledged: a, ...p }) => ({ ...p, at: a?.at, by: a?.by })),
+        newlyAcknowledged,
+      });
       return ok ? 0 : 1;
     }
     for (const repo of report.repos) {
-      printLine(io, `${repo.problems === 0 ? "ok     " : "PROBLEM"}  ${repo.repoId}  main ${shortSha(repo.commitSha)}  ${plural(repo.runs, "run")}, ${plural(repo.events, "event")}  (${gitdirOf(dataDir, repo.repoId)})`);
+      const count = open.filter((p) => p.repoId === repo.repoId).length;
+      printLine(io, `${count === 0 ? "ok     " : "PROBLEM"}  ${repo.repoId}  main ${shortSha(repo.commitSha)}  ${plural(repo.runs, "run")}, ${plural(repo.events, "event")}  (${gitdirOf(dataDir, repo.repoId)})`);
     }
-    for (const p of report.problems) {
-      printLine(io, `${p.repoId}: ${p.path}${p.seq === null ? "" : ` (seq ${p.seq})`}: ${p.message}`);
+    for (const p of open) printLine(io, `${p.repoId}: ${p.path}${p.seq === null ? "" : ` (seq ${p.seq})`}: ${p.message}`);
+    for (const p of acknowledged) {
+      printLine(io, `${p.repoId}: ${p.path}${p.seq === null ? "" : ` (seq ${p.seq})`}: acknowledged by ${p.acknowledged?.by ?? "?"} at ${p.acknowledged?.at ?? "?"} (${p.code})`);
     }
-    printLine(io, `${plural(report.repos.length, "deployment")} checked, ${ok ? "no problems" : plural(report.problems.length, "problem")}`);
+    const tail = acknowledged.length === 0 ? "" : `, ${plural(acknowledged.length, "acknowledged problem")}`;
+    printLine(io, `${plural(report.repos.length, "deployment")} checked, ${ok ? "no problems" : plural(open.length, "problem")}${tail}`);
+    if (!ok) printLine(io, `to record that you have seen them: workflow-host check --data-dir ${dataDir}${repoId === undefined ? "" : ` --repo ${repoId}`} --acknowledge`);
     return ok ? 0 : 1;
   },
 };

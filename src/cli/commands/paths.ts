@@ -2,11 +2,13 @@
  * Paths the CLI prints, so people can point `git` at them.
  */
 import { join } from "node:path";
-import { WORKFLOW_RUN_DIRECTORY_PREFIX } from "../../workflow/workflow-run-kind.js";
+
+/** Where deployment repos live in a data dir (the workflow-run kind's directory prefix). */
+const DEPLOYMENTS = "deployments";
 
 /** `<dataDir>/deployments/<repoId>.git`. */
 export function gitdirOf(dataDir: string, repoId: string): string {
-  return join(dataDir, WORKFLOW_RUN_DIRECTORY_PREFIX, `${repoId}.git`);
+  return join(dataDir, DEPLOYMENTS, `${repoId}.git`);
 }
 
 /** Quotes a path for a POSIX shell when it needs it. */

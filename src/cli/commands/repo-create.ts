@@ -1,6 +1,5 @@
-import { WORKFLOW_RUN_KIND } from "../../workflow/workflow-run-kind.js";
 import { parseRepoId } from "../../workflow/ids.js";
-import { dataDirFlag, dataDirOption, requiredFlag } from "../args.js";
+import { checkFlags, dataDirFlag, dataDirOption, requiredFlag } from "../args.js";
 import type { CliCommand } from "../command.js";
 import { printJson, printLine } from "../io.js";
 import { withStore } from "../with-store.js";
@@ -15,8 +14,8 @@ export const repoCreateCommand: CliCommand = {
   options: { ...dataDirOption, repo: { type: "string", short: "r" }, json: { type: "boolean" } },
   help: `Usage: workflow-host repo create --data-dir DIR --repo R [--json]
 
-Creates the bare git repo <DIR>/deployments/<R>.git with a genesis commit on main. An
-existing repo is left as it is. A running host picks the new repo up within its discovery
+Creates the bare git repo <DIR>/deployments/<R>.git with a genesis commit on main (and the
+data dir DIR itself when it does not exist yet). An existing repo is left as it is. A running host picks the new repo up within its discovery
 interval (2 s).
 
 Options:
@@ -30,8 +29,16 @@ Examples:
 `,
   async run(values, io) {
     const dataDir = dataDirFlag(NAME, values, io);
-    const repoId = parseRepoId(requiredFlag(NAME, values, "repo"));
-    const result = await withStore(dataDir, io, (store) => store.initRepo(null, { kind: WORKFLOW_RUN_KIND, id: repoId }), { create: true });
+    const repoId = checkFlags(NAME, () => parseRepoId(requiredFlag(NAME, values, "repo")));
+    const result = await withStore(
+      dataDir,
+      io,
+      async (store) => {
+        const { WORKFLOW_RUN_KIND } = await import("../../workflow/workflow-run-kind.js");
+        return store.initRepo(null, { kind: WORKFLOW_RUN_KIND, id: repoId });
+      },
+      { create: true },
+    );
     const gitdir = gitdirOf(dataDir, repoId);
     if (values["json"] === true) printJson(io, { repoId, gitdir, ...result });
     else printLine(io, `${result.created ? "created" : "exists:"} deployment ${repoId} at ${gitdir} (main ${result.commitSha.slice(0, 7)})`);

@@ -1,4 +1,3 @@
-import { WORKFLOW_RUN_KIND } from "../../workflow/workflow-run-kind.js";
 import { dataDirFlag, dataDirOption } from "../args.js";
 import type { CliCommand } from "../command.js";
 import { printJson, printLine } from "../io.js";
@@ -18,16 +17,19 @@ Lists every deployment repo (<DIR>/deployments/<id>.git) with its git dir.
 
 Options:
   -d, --data-dir DIR   data dir (default: $WORKFLOW_HOST_DATA_DIR)
-      --json           print [{repoId, gitdir}]
+      --json           print {dataDir, repos: [{repoId, gitdir}]}
 
 Example:
   workflow-host repo list --data-dir ./data
 `,
   async run(values, io) {
     const dataDir = dataDirFlag(NAME, values, io);
-    const ids = await withStore(dataDir, io, (store) => store.listRepos(null, WORKFLOW_RUN_KIND));
+    const ids = await withStore(dataDir, io, async (store) => {
+      const { WORKFLOW_RUN_KIND } = await import("../../workflow/workflow-run-kind.js");
+      return store.listRepos(null, WORKFLOW_RUN_KIND);
+    });
     const repos = ids.map((repoId) => ({ repoId, gitdir: gitdirOf(dataDir, repoId) }));
-    if (values["json"] === true) printJson(io, repos);
+    if (values["json"] === true) printJson(io, { dataDir, repos });
     else if (repos.length === 0) printLine(io, `no deployments in ${dataDir}`);
     else for (const r of repos) printLine(io, `${r.repoId}  ${r.gitdir}`);
     return 0;

@@ -1,6 +1,5 @@
-import { compactRun } from "../../host/compact-run.js";
 import { parseRepoId, parseRunId } from "../../workflow/ids.js";
-import { dataDirFlag, dataDirOption, requiredFlag } from "../args.js";
+import { checkFlags, dataDirFlag, dataDirOption, requiredFlag } from "../args.js";
 import type { CliCommand } from "../command.js";
 import { shortSha } from "../format.js";
 import { printJson, printLine } from "../io.js";
@@ -34,9 +33,13 @@ Example:
 `,
   async run(values, io) {
     const dataDir = dataDirFlag(NAME, values, io);
-    const repoId = parseRepoId(requiredFlag(NAME, values, "repo"));
-    const runId = parseRunId(requiredFlag(NAME, values, "run"));
-    const result = await withStore(dataDir, io, (store) => compactRun({ store, principal: null, repoId, runId }));
+    const repoId = checkFlags(NAME, () => parseRepoId(requiredFlag(NAME, values, "repo")));
+    const runId = checkFlags(NAME, () => parseRunId(requiredFlag(NAME, values, "run")));
+    const result = await withStore(dataDir, io, async (store) => {
+      // Loaded here, not at start-up: `--help` and the read-only commands stay quick.
+      const { compactRun } = await import("../../host/compact-run.js");
+      return compactRun({ store, principal: null, repoId, runId });
+    });
     if (values["json"] === true) printJson(io, { repoId, runId, ...result });
     else if (result.committed) printLine(io, `sealed run ${runId} of ${repoId}: ${result.path}, ${result.events} events, ${result.bytes} bytes (commit ${shortSha(result.commitSha)})`);
     else printLine(io, `run ${runId} of ${repoId} is already sealed (${result.path}); nothing committed`);

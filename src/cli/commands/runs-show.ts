@@ -1,8 +1,6 @@
 import { parseRepoId, parseRunId } from "../../workflow/ids.js";
-import { readRunLog } from "../../workflow/run-log.js";
 import type { RunEvent, RunState } from "../../workflow/types.js";
-import { WORKFLOW_RUN_KIND } from "../../workflow/workflow-run-kind.js";
-import { dataDirFlag, dataDirOption, requiredFlag } from "../args.js";
+import { checkFlags, dataDirFlag, dataDirOption, requiredFlag } from "../args.js";
 import type { CliCommand } from "../command.js";
 import { shortSha } from "../format.js";
 import { printJson, printLine } from "../io.js";
@@ -34,9 +32,10 @@ Example:
 `,
   async run(values, io) {
     const dataDir = dataDirFlag(NAME, values, io);
-    const repoId = parseRepoId(requiredFlag(NAME, values, "repo"));
-    const runId = parseRunId(requiredFlag(NAME, values, "run"));
+    const repoId = checkFlags(NAME, () => parseRepoId(requiredFlag(NAME, values, "repo")));
+    const runId = checkFlags(NAME, () => parseRunId(requiredFlag(NAME, values, "run")));
     const { commitSha, log } = await withStore(dataDir, io, async (store) => {
+      const [{ readRunLog }, { WORKFLOW_RUN_KIND }] = await Promise.all([import("../../workflow/run-log.js"), import("../../workflow/workflow-run-kind.js")]);
       const reads = await store.openCommittedReads(null, { kind: WORKFLOW_RUN_KIND, id: repoId }, "refs/heads/main");
       return { commitSha: reads.commitSha, log: await readRunLog(reads, runId) };
     });

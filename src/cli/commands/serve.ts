@@ -1,13 +1,15 @@
 import type { SchedulerEvent } from "../../../seams/scheduler-types.js";
-import { createWorkflowHost } from "../../host/host.js";
+import type { WorkflowHost } from "../../host/host.js";
 import { stopOnSignals } from "../../host/stop-on-signals.js";
 import type { MisfirePolicy } from "../../workflow/types.js";
 import { choiceFlag, dataDirFlag, dataDirOption, intFlag } from "../args.js";
 import { createCliLogger, replacer } from "../cli-logger.js";
 import type { CliCommand } from "../command.js";
-import { plural, shortSha } from "../format.js";
+import { duration, plural, shortSha } from "../format.js";
 import type { CliIo } from "../io.js";
 import { printLine } from "../io.js";
+import { requireDataDir } from "../with-store.js";
+import { shellQuote } from "./paths.js";
 
 const NAME = "serve";
 
@@ -21,15 +23,19 @@ export const serveCommand: CliCommand = {
     misfire: { type: "string" },
     durability: { type: "string" },
     "lock-stale-ms": { type: "string" },
+    init: { type: "boolean" },
     json: { type: "boolean" },
   },
-  help: `Usage: workflow-host serve --data-dir DIR [--poll-ms N] [--misfire P] [--durability D]
+  help: `Usage: workflow-host serve --data-dir DIR [--init] [--poll-ms N] [--misfire P] [--durability D]
                            [--lock-stale-ms N] [--json]
 
 Runs the host: takes the data dir's host lock, recovers every deployment's timers, fires them
 (TimerFired, cron follow-ups, TimerSkipped) and follows new commits, including ones pushed with
 git or written by other workflow-host commands. New deployments are picked up within 2 s.
-Prints one line per timer event on stdout; warnings and errors go to stderr.
+Prints one line per report on stdout: every timer fired, every tick skipped, every
+cancellation (whoever wrote it: this host, another workflow-host command, a git push), every
+bad event. A bad event is reported once per start, and not at all once acknowledged with
+workflow-host check --acknowledge. Log messages (start, stop, lock takeover) go to stderr.
 
 SIGINT or SIGTERM stops it gracefully (the commit in flight finishes, the lock is released)
 and it exits 0. A second host on the same data dir exits 1 with host_locked naming the holder;
@@ -40,18 +46,21 @@ failing data dir is not a takeover: failed heartbeats and commits are logged wit
 and retried, and the host catches up by itself once writes succeed again.
 
 Options:
-  -d, --data-dir DIR      data dir (default: $WORKFLOW_HOST_DATA_DIR); created when missing
+  -d, --data-dir DIR      data dir (default: $WORKFLOW_HOST_DATA_DIR); must exist unless --init
+      --init              create the data dir when it does not exist
       --poll-ms N         ref check interval, the safety net under OS file events (default 1000)
       --misfire P         cron series that name no policy: skip (default) | latest | all
       --durability D      fsync (default): flush every write before its ref moves | none
       --lock-stale-ms N   a lock whose heartbeat did not change for this long is taken over (default 10000)
       --json              one JSON object per line on stdout and stderr
 
-Output lines: recovered, armed, fired, skipped, cancelled, bad-event, ref-rewritten,
-commit-failed, repo-failed, timer-rejected.
+Output lines: serving, recovered, armed, fired (with how late: "late 2 ms"), skipped,
+cancelled, bad-event, ref-rewritten, commit-failed, repo-failed, timer-rejected, stopped.
+With --json each is one object per line: {ts, event, ...the report's fields}; fired carries
+lateMs, bad-event {repoId, runId, path, seq, error: {code, message}}.
 
 Examples:
-  workflow-host serve --data-dir ./data
+  workflow-host serve --data-dir ./data --init
   workflow-host serve --data-dir ./data --json --poll-ms 250
 `,
   async run(values, io) {
@@ -61,15 +70,21 @@ Examples:
     const misfire = choiceFlag<MisfirePolicy>(NAME, values, "misfire", ["skip", "latest", "all"], "skip");
     const durability = choiceFlag(NAME, values, "durability", ["fsync", "none"], "fsync");
     const json = values["json"] === true;
+    if (values["init"] !== true) await requireDataDir(dataDir, `workflow-host serve --data-dir ${shellQuote(dataDir)} --init`);
     const logger = createCliLogger(io, { json });
-    const host = createWorkflowHost({
+    const { createWorkflowHost } = await import("../../host/host.js");
+    const bad = badEventFilter(() => host);
+    const host: WorkflowHost = createWorkflowHost({
       dataDir,
       logger,
       misfire,
       durability,
       watch: { pollMs, chokidar: true },
       lock: { staleMs },
-      onEvent: (event) => printEvent(io, event, json),
+      onEvent: (event) => {
+        if (event.type === "bad_event") bad.report(event, () => printEvent(io, event, json));
+        else printEvent(io, event, json);
+      },
     });
     const signals = stopOnSignals(host, {
       source: io.signals,
@@ -102,28 +117,78 @@ Examples:
     } finally {
       signals.dispose();
       await host.stop();
+      await bad.settled();
     }
   },
 };
+
+/**
+ * Decides which bad-event reports `serve` prints: each (repo, path, code) once per start, and
+ * none that an operator acknowledged (`check --acknowledge`). The acknowledgements of a
+ * deployment are read once, at its first bad event.
+ */
+function badEventFilter(hostOf: () => WorkflowHost) {
+  const seen = new Set<string>();
+  const acknowledged = new Map<string, Promise<Set<string>>>();
+  const pending = new Set<Promise<void>>();
+  const acks = import("../../host/acknowledgements.js");
+  return {
+    report(event: Extract<SchedulerEvent, { type: "bad_event" }>, print: () => void): void {
+      const key = `${event.repoId}\u0000${event.path}\u0000${event.error.code}`;
+      if (seen.has(key)) return;
+      seen.add(key);
+      const work = (async () => {
+        let known = false;
+        try {
+          const a = await acks;
+          const store = hostOf().store;
+          let set = acknowledged.get(event.repoId);
+          if (set === undefined) {
+            set = a.readAcknowledgements(store, event.repoId).then((list) => new Set(list.map(a.acknowledgementKey)));
+            acknowledged.set(event.repoId, set);
+          }
+          const reads = await store.openCommittedReads(null, { kind: "workflow-run", id: event.repoId }, "refs/heads/main");
+          const oid = await a.blobOidAt(reads, event.path);
+          known = (await set).has(a.acknowledgementKey({ path: event.path, code: event.error.code, oid }));
+        } catch {
+          // Acknowledgements that cannot be read hide nothing: the event is reported.
+        }
+        if (!known) print();
+      })();
+      pending.add(work);
+      void work.finally(() => pending.delete(work));
+    },
+    /** Resolves when every report in progress is printed (or dropped). */
+    async settled(): Promise<void> {
+      await Promise.all([...pending]);
+    },
+  };
+}
+
+/** How late a timer fired: firedAt − scheduledFor, in ms (never negative). */
+function lateMsOf(event: { readonly scheduledFor: string; readonly firedAt: string }): number {
+  return Math.max(0, Date.parse(event.firedAt) - Date.parse(event.scheduledFor));
+}
 
 /** One line per scheduler report. */
 function printEvent(io: CliIo, event: SchedulerEvent, json: boolean): void {
   const ts = io.clock().toISOString();
   if (json) {
     const { type, ...rest } = event;
-    printLine(io, JSON.stringify({ ts, event: type.replace("_", "-"), ...rest }, replacer));
+    const extra = event.type === "fired" ? { lateMs: lateMsOf(event) } : {};
+    printLine(io, JSON.stringify({ ts, event: type.replace("_", "-"), ...rest, ...extra }, replacer));
     return;
   }
   const line = (what: string, text: string): void => printLine(io, `${ts} ${what.padEnd(13)} ${text}`);
   switch (event.type) {
     case "recovered":
-      line("recovered", `${event.repoId}: ${event.runs} runs, ${event.pending} timers pending, ${event.badEvents} bad events, main ${shortSha(event.commitSha)} (${event.ms} ms)`);
+      line("recovered", `${event.repoId}: ${event.runs} runs, ${event.pending} timers pending, ${event.badEvents} bad events, main ${shortSha(event.commitSha)} (${duration(event.ms)})`);
       break;
     case "armed":
       line("armed", `${event.repoId}/${event.runId}/${event.timerId} for ${event.fireAt}`);
       break;
     case "fired":
-      line("fired", `${event.repoId}/${event.runId}/${event.timerId} scheduledFor ${event.scheduledFor} late ${Date.parse(event.firedAt) - Date.parse(event.scheduledFor)} ms commit ${shortSha(event.commitSha)}`);
+      line("fired", `${event.repoId}/${event.runId}/${event.timerId} scheduledFor ${event.scheduledFor} late ${duration(lateMsOf(event))} commit ${shortSha(event.commitSha)}`);
       break;
     case "skipped":
       line("skipped", `${event.repoId}/${event.runId}/${event.timerId} ${event.count} missed ticks ${event.firstMissed}..${event.lastMissed} commit ${shortSha(event.commitSha)}`);
@@ -138,10 +203,10 @@ function printEvent(io: CliIo, event: SchedulerEvent, json: boolean): void {
       line("ref-rewritten", `${event.repoId}: ${shortSha(event.from)} -> ${shortSha(event.to)}; runs re-read`);
       break;
     case "commit_failed":
-      line("commit-failed", `${event.repoId}: ${event.timers} timers, retry in ${event.retryInMs} ms: ${String(event.error)}`);
+      line("commit-failed", `${event.repoId}: ${event.timers} timers, retry in ${duration(event.retryInMs)}: ${String(event.error)}`);
       break;
     case "repo_failed":
-      line("repo-failed", `${event.repoId}: retry in ${event.retryInMs} ms: ${String(event.error)}`);
+      line("repo-failed", `${event.repoId}: retry in ${duration(event.retryInMs)}: ${String(event.error)}`);
       break;
     case "timer_rejected":
       line("timer-rejected", `${event.repoId}/${event.runId}/${event.timerId}: ${String(event.error)}`);

@@ -1,6 +1,6 @@
-import { createWorkflowHostSignalChannel } from "../../../seams/signal-channel.js";
 import { parseRepoId, parseRunId, parseSignalId, parseSignalName } from "../../workflow/ids.js";
-import { dataDirFlag, dataDirOption, requiredFlag, stringFlag, usageError } from "../args.js";
+import { assertJsonValue } from "../../workflow/json-value.js";
+import { checkFlags, dataDirFlag, dataDirOption, requiredFlag, stringFlag, usageError } from "../args.js";
 import type { CliCommand } from "../command.js";
 import { printJson, printLine } from "../io.js";
 import { withStore } from "../with-store.js";
@@ -34,7 +34,7 @@ Options:
   -n, --name N         signal name: 1-256 of A-Z a-z 0-9 _ . : -
   -p, --payload JSON   JSON payload (default null); the event is at most 1 MiB
       --id ID          signal id, the dedupe key (retry-safe sends)
-      --json           print {signalId, seq, duplicate}
+      --json           print {repoId, runId, signalName, signalId, seq, duplicate}
 
 Examples:
   workflow-host signal send -d ./data -r payments --run order-17 -n approve --payload '{"by":"ana"}'
@@ -42,11 +42,11 @@ Examples:
 `,
   async run(values, io) {
     const dataDir = dataDirFlag(NAME, values, io);
-    const repoId = parseRepoId(requiredFlag(NAME, values, "repo"));
-    const runId = parseRunId(requiredFlag(NAME, values, "run"));
-    const signalName = parseSignalName(requiredFlag(NAME, values, "name"));
+    const repoId = checkFlags(NAME, () => parseRepoId(requiredFlag(NAME, values, "repo")));
+    const runId = checkFlags(NAME, () => parseRunId(requiredFlag(NAME, values, "run")));
+    const signalName = checkFlags(NAME, () => parseSignalName(requiredFlag(NAME, values, "name")));
     const rawId = stringFlag(values, "id");
-    const signalId = rawId === undefined ? undefined : parseSignalId(rawId);
+    const signalId = rawId === undefined ? undefined : checkFlags(NAME, () => parseSignalId(rawId));
     const rawPayload = stringFlag(values, "payload");
     let payload: unknown = null;
     if (rawPayload !== undefined) {
@@ -56,7 +56,10 @@ Examples:
         throw usageError(NAME, `--payload is not JSON: ${rawPayload.length > 60 ? `${rawPayload.slice(0, 57)}...` : rawPayload}`);
       }
     }
+    // Parsed JSON that is still no event payload (nested too deep) is a bad flag value too.
+    checkFlags(NAME, () => assertJsonValue(payload, "payload"));
     const result = await withStore(dataDir, io, async (store) => {
+      const { createWorkflowHostSignalChannel } = await import("../../../seams/signal-channel.js");
       const channel = createWorkflowHostSignalChannel({ repoStore: store, principal: null, repoId, runId, clock: io.clock });
       try {
         return await channel.deliver(signalName, payload, signalId);

@@ -1,7 +1,6 @@
-import { cancelTimerDurably } from "../../../seams/timer-cancel.js";
 import { WorkflowHostError } from "../../errors.js";
 import { parseRepoId, parseRunId, parseTimerId } from "../../workflow/ids.js";
-import { dataDirFlag, dataDirOption, requiredFlag, stringFlag } from "../args.js";
+import { checkFlags, dataDirFlag, dataDirOption, requiredFlag, stringFlag } from "../args.js";
 import type { CliCommand } from "../command.js";
 import { shortSha } from "../format.js";
 import { printJson, printLine } from "../io.js";
@@ -36,17 +35,18 @@ Options:
       --run X          run id
   -t, --timer T        timer id
       --reason TEXT    recorded in the event
-      --json           print {outcome, commitSha}
+      --json           print {repoId, runId, timerId, outcome, commitSha}
 
 Example:
   workflow-host timer cancel -d ./data -r payments --run order-17 -t reminder --reason "paid"
 `,
   async run(values, io) {
     const dataDir = dataDirFlag(NAME, values, io);
-    const repoId = parseRepoId(requiredFlag(NAME, values, "repo"));
-    const runId = parseRunId(requiredFlag(NAME, values, "run"));
-    const timerId = parseTimerId(requiredFlag(NAME, values, "timer"));
+    const repoId = checkFlags(NAME, () => parseRepoId(requiredFlag(NAME, values, "repo")));
+    const runId = checkFlags(NAME, () => parseRunId(requiredFlag(NAME, values, "run")));
+    const timerId = checkFlags(NAME, () => parseTimerId(requiredFlag(NAME, values, "timer")));
     const reason = stringFlag(values, "reason");
+    const { cancelTimerDurably } = await import("../../../seams/timer-cancel.js");
     const result = await withStore(dataDir, io, (store) =>
       cancelTimerDurably({ store, principal: null, repoId, runId, timerId, ...(reason === undefined ? {} : { reason }), nowMs: () => io.clock().getTime() }),
     );

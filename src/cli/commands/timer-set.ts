@@ -1,13 +1,11 @@
 import { WorkflowHostError } from "../../errors.js";
-import { resolveTimerSpec } from "../../host/timer-spec.js";
 import type { TimerSpec } from "../../host/runtime-types.js";
 import { parseRepoId, parseRunId, parseTimerId } from "../../workflow/ids.js";
 import { eventPath } from "../../workflow/paths.js";
-import { appendRunEvents } from "../../workflow/run-log.js";
 import type { MisfirePolicy } from "../../workflow/types.js";
-import { choiceFlag, dataDirFlag, dataDirOption, intFlag, requiredFlag, stringFlag, usageError } from "../args.js";
+import { checkFlags, choiceFlag, dataDirFlag, dataDirOption, intFlag, requiredFlag, stringFlag, usageError } from "../args.js";
 import type { CliCommand } from "../command.js";
-import { relative, shortSha } from "../format.js";
+import { dueIn, shortSha } from "../format.js";
 import { printJson, printLine } from "../io.js";
 import { withStore } from "../with-store.js";
 
@@ -60,8 +58,8 @@ Examples:
 `,
   async run(values, io) {
     const dataDir = dataDirFlag(NAME, values, io);
-    const repoId = parseRepoId(requiredFlag(NAME, values, "repo"));
-    const runId = parseRunId(requiredFlag(NAME, values, "run"));
+    const repoId = checkFlags(NAME, () => parseRepoId(requiredFlag(NAME, values, "repo")));
+    const runId = checkFlags(NAME, () => parseRunId(requiredFlag(NAME, values, "run")));
     const fireAtFlag = stringFlag(values, "fire-at");
     const delayMs = intFlag(NAME, values, "delay-ms", { min: 0, max: MAX_DELAY_MS });
     const cron = stringFlag(values, "cron");
@@ -75,7 +73,7 @@ Examples:
     const step = stringFlag(values, "step");
     const now = io.clock();
     const nowIso = now.toISOString();
-    const timerId = parseTimerId(requiredFlag(NAME, values, "timer"));
+    const timerId = checkFlags(NAME, () => parseTimerId(requiredFlag(NAME, values, "timer")));
     const base = { timerId, ...(step === undefined ? {} : { stepId: step }), ...(misfire === undefined ? {} : { misfire }) };
     const spec: TimerSpec =
       cron !== undefined
@@ -83,7 +81,9 @@ Examples:
         : delayMs !== undefined
           ? { ...base, delayMs }
           : { ...base, fireAt: fireAtFlag ?? "" };
-    const data = resolveTimerSpec(spec, now.getTime());
+    const [{ resolveTimerSpec }, { appendRunEvents }] = await Promise.all([import("../../host/timer-spec.js"), import("../../workflow/run-log.js")]);
+    // A bad --fire-at, --cron or --timezone is a bad flag value, like a bad --delay-ms.
+    const data = checkFlags(NAME, () => resolveTimerSpec(spec, now.getTime()));
     const fireAt = data.fireAt;
     const series = data.cron === undefined ? undefined : { cron: data.cron, timezone: data.timezone ?? "UTC" };
 
@@ -110,7 +110,7 @@ Examples:
       printJson(io, { repoId, runId, timerId, fireAt, ...(series ?? {}), ...(misfire === undefined ? {} : { misfire }), seq: outcome.seq, path, commitSha: written.commitSha });
     } else {
       const what = series === undefined ? "fires" : `(cron "${series.cron}" ${series.timezone}) next fires`;
-      printLine(io, `TimerSet seq ${outcome.seq} (${path}, commit ${shortSha(written.commitSha)}): timer ${timerId} of ${runId} ${what} at ${fireAt} (${relative(Date.parse(fireAt) - now.getTime())})`);
+      printLine(io, `TimerSet seq ${outcome.seq} (${path}, commit ${shortSha(written.commitSha)}): timer ${timerId} of ${runId} ${what} at ${fireAt} (${dueIn(Date.parse(fireAt) - now.getTime())})`);
     }
     return 0;
   },

@@ -1,7 +1,7 @@
-import { listPendingTimers } from "../../host/list-pending-timers.js";
-import { dataDirFlag, dataDirOption, stringFlag } from "../args.js";
+import { parseRepoId } from "../../workflow/ids.js";
+import { checkFlags, dataDirFlag, dataDirOption, stringFlag } from "../args.js";
 import type { CliCommand } from "../command.js";
-import { plural, relative, table } from "../format.js";
+import { dueIn, plural, table } from "../format.js";
 import { printJson, printLine } from "../io.js";
 import { withStore } from "../with-store.js";
 
@@ -22,21 +22,31 @@ misfire policy (default skip).
 Options:
   -d, --data-dir DIR   data dir (default: $WORKFLOW_HOST_DATA_DIR)
   -r, --repo R         only this deployment
-      --json           print {timers: [{repoId, runId, timerId, fireAt, overdueMs, setSeq,
-                       cron?, timezone?, misfire?, stepId?}], badEvents, repos, runs}
+      --json           print {now, timers: [{repoId, runId, timerId, fireAt, dueInMs, lateMs,
+                       setSeq, cron?, timezone?, misfire?, stepId?}], badEvents: [{repoId,
+                       runId, path, seq, code, message}], repos, runs}; dueInMs is the time
+                       until fireAt and lateMs the time past it, in ms (one of them is 0)
 
 Example:
   workflow-host timers --data-dir ./data
 `,
   async run(values, io) {
     const dataDir = dataDirFlag(NAME, values, io);
-    const repoId = stringFlag(values, "repo");
-    const nowMs = io.clock().getTime();
-    const report = await withStore(dataDir, io, (store) => listPendingTimers(store, { nowMs, ...(repoId === undefined ? {} : { repoId }) }));
+    const rawRepo = stringFlag(values, "repo");
+    const repoId = rawRepo === undefined ? undefined : checkFlags(NAME, () => parseRepoId(rawRepo));
+    const now = io.clock();
+    const nowMs = now.getTime();
+    const report = await withStore(dataDir, io, async (store) => {
+      const { listPendingTimers } = await import("../../host/list-pending-timers.js");
+      return listPendingTimers(store, { nowMs, ...(repoId === undefined ? {} : { repoId }) });
+    });
     if (values["json"] === true) {
       printJson(io, {
-        ...report,
+        now: now.toISOString(),
+        timers: report.timers,
         badEvents: report.badEvents.map((b) => ({ repoId: b.repoId, runId: b.runId, path: b.path, seq: b.seq, code: b.error.code, message: b.error.message })),
+        repos: report.repos,
+        runs: report.runs,
       });
       return 0;
     }
@@ -48,7 +58,7 @@ Example:
         t.runId,
         t.timerId,
         t.fireAt,
-        t.overdueMs > 0 ? `overdue ${relative(-t.overdueMs).replace(" ago", "")}` : relative(-t.overdueMs),
+        dueIn(t.lateMs > 0 ? -t.lateMs : t.dueInMs),
         t.cron === undefined ? "one-shot" : `cron "${t.cron}" ${t.timezone ?? "UTC"}${t.misfire === undefined ? "" : ` misfire=${t.misfire}`}`,
       ]);
       for (const line of table(["REPO", "RUN", "TIMER", "NEXT FIRE (UTC)", "WHEN", "KIND"], rows)) printLine(io, line);

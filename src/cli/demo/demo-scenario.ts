@@ -180,7 +180,7 @@ function onSchedulerEvent(io: CliIo, event: SchedulerEvent, progress: Progress):
     } else if (event.timerId.startsWith("wait:")) {
       note = " (the wait's timeout timer)";
     }
-    progressLine(io, "fired", event.runId, event.timerId, `scheduledFor ${utcTime(event.scheduledFor)}, late ${lateMs} ms${note}`);
+    progressLine(io, "fired", event.runId, event.timerId, `scheduledFor ${utcTime(event.scheduledFor)}, late ${duration(lateMs)}${note}`);
   } else if (event.type === "skipped") {
     if (event.runId === RUN.report) progress.cronSkipped += event.count;
     progressLine(io, "skipped", event.runId, event.timerId, `${event.count} missed ticks ${utcTime(event.firstMissed)}..${utcTime(event.lastMissed)} (misfire: skip; one TimerSkipped + next TimerSet)`);

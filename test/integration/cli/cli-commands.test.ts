@@ -2,13 +2,14 @@
  * The read and write commands on real disk. Most run `main()` in this process (fast, same code
  * path as the binary); exit codes that matter to scripts are also checked on a child process.
  */
+import { spawn } from "node:child_process";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { git, gitAt } from "../../helpers/git-cli.js";
 import { useTempDirs } from "../../helpers/temp-dir.js";
 import { runCli } from "../../unit/cli/cli-io.js";
-import { runCliProcess } from "../host/cli-child.js";
+import { CLI_MAIN, REPO_ROOT, runCliProcess } from "../host/cli-child.js";
 
 const tempDir = useTempDirs("wfh-cli-");
 const NOW = "2026-05-01T10:00:00.000Z";
@@ -26,7 +27,8 @@ async function json<T>(argv: readonly string[]): Promise<T> {
 }
 
 interface TimersJson {
-  timers: { repoId: string; runId: string; timerId: string; fireAt: string; overdueMs: number; cron?: string; timezone?: string }[];
+  now: string;
+  timers: { repoId: string; runId: string; timerId: string; fireAt: string; dueInMs: number; lateMs: number; cron?: string; timezone?: string }[];
   badEvents: { path: string; seq: number | null; code: string }[];
 }
 
@@ -37,7 +39,7 @@ describe("workflow-host commands on a data dir", () => {
     const set = await json<{ seq: number; path: string; fireAt: string }>(["timer", "set", "-d", dataDir, "-r", "payments", "--run", "order-17", "-t", "reminder", "--delay-ms", "60000"]);
     expect(set).toMatchObject({ seq: 1, path: "runs/order-17/events/1.json", fireAt: "2026-05-01T10:01:00.000Z" });
     expect((await cli(["timer", "set", "-d", dataDir, "-r", "payments", "--run", "order-17", "-t", "due", "--fire-at", "2026-05-01T09:00:00+02:00"])).stdout).toMatch(
-      /^TimerSet seq 2 .* fires at 2026-05-01T07:00:00.000Z \(3h 0m ago\)/,
+      /^TimerSet seq 2 .* fires at 2026-05-01T07:00:00.000Z \(late 3 h 0 min\)/,
     );
     expect((await cli(["timer", "set", "-d", dataDir, "-r", "reports", "--run", "nightly", "-t", "tick", "--cron", "0 2 * * *", "--timezone", "Europe/Berlin", "--misfire", "latest"])).code).toBe(0);
 
@@ -47,12 +49,19 @@ describe("workflow-host commands on a data dir", () => {
       ["payments", "order-17", "reminder", "2026-05-01T10:01:00.000Z"],
       ["reports", "nightly", "tick", "2026-05-02T00:00:00.000Z"],
     ]);
-    expect(listed.timers[0]?.overdueMs).toBe(3 * 3_600_000);
+    expect(listed.now).toBe(NOW);
+    // Exact ms in JSON, never negative: an overdue timer has lateMs, a future one dueInMs.
+    expect(listed.timers.map((t) => [t.timerId, t.dueInMs, t.lateMs])).toEqual([
+      ["due", 0, 3 * 3_600_000],
+      ["reminder", 60_000, 0],
+      ["tick", 14 * 3_600_000, 0],
+    ]);
+    expect(listed.timers[0]).not.toHaveProperty("overdueMs");
     expect(listed.timers[2]).toMatchObject({ cron: "0 2 * * *", timezone: "Europe/Berlin", misfire: "latest" });
     const human = await cli(["timers", "-d", dataDir, "--repo", "payments"]);
     expect(human.stdout).toMatch(/^REPO +RUN +TIMER +NEXT FIRE \(UTC\) +WHEN +KIND/);
-    expect(human.stdout).toMatch(/payments +order-17 +due +2026-05-01T07:00:00.000Z +overdue 3h 0m +one-shot/);
-    expect(human.stdout).toMatch(/payments +order-17 +reminder +2026-05-01T10:01:00.000Z +in 1m 0s +one-shot/);
+    expect(human.stdout).toMatch(/payments +order-17 +due +2026-05-01T07:00:00.000Z +late 3 h 0 min +one-shot/);
+    expect(human.stdout).toMatch(/payments +order-17 +reminder +2026-05-01T10:01:00.000Z +in 1 min 0 s +one-shot/);
     expect(human.stdout).not.toContain("nightly");
 
     expect(await json(["timer", "cancel", "-d", dataDir, "-r", "payments", "--run", "order-17", "-t", "reminder", "--reason", "paid"])).toMatchObject({ outcome: "cancelled" });
@@ -69,13 +78,19 @@ describe("workflow-host commands on a data dir", () => {
     expect(shown.state.lastSeq).toBe(3);
     expect(shown.state.pendingTimers.map((t) => t.timerId)).toEqual(["due"]);
     expect((await cli(["runs", "show", "-d", dataDir, "-r", "payments", "--run", "order-17"])).stdout).toContain("TimerCancelled  reminder (paid)");
-    expect(await json(["runs", "list", "-d", dataDir, "-r", "payments"])).toEqual([
-      { runId: "order-17", lastSeq: 3, terminal: null, pendingTimers: 1, unconsumedSignals: 0, badEvents: 0 },
-    ]);
-    expect(await json(["repo", "list", "-d", dataDir])).toEqual([
-      { repoId: "payments", gitdir: join(dataDir, "deployments", "payments.git") },
-      { repoId: "reports", gitdir: join(dataDir, "deployments", "reports.git") },
-    ]);
+    // Every --json output is an object with a stable top-level shape.
+    expect(await json(["runs", "list", "-d", dataDir, "-r", "payments"])).toEqual({
+      repoId: "payments",
+      commitSha: expect.stringMatching(/^[0-9a-f]{40}$/),
+      runs: [{ runId: "order-17", lastSeq: 3, terminal: null, pendingTimers: 1, unconsumedSignals: 0, badEvents: 0 }],
+    });
+    expect(await json(["repo", "list", "-d", dataDir])).toEqual({
+      dataDir,
+      repos: [
+        { repoId: "payments", gitdir: join(dataDir, "deployments", "payments.git") },
+        { repoId: "reports", gitdir: join(dataDir, "deployments", "reports.git") },
+      ],
+    });
     for (const repo of ["payments", "reports"]) await gitAt(join(dataDir, "deployments", `${repo}.git`), ["fsck", "--strict", "--no-progress"]);
   });
 
@@ -133,5 +148,76 @@ describe("workflow-host commands on a data dir", () => {
     const timers = await json<TimersJson>(["timers", "-d", dataDir]);
     expect(timers.timers.map((t) => `${t.runId}/${t.timerId}`)).toEqual(["run-b/x", "run-c/healthy"]);
     expect(timers.badEvents).toMatchObject([{ path: "runs/run-b/events/2.json", seq: 2, code: "event_invalid" }]);
+  });
+
+  it("names the CLI command that creates a missing deployment, not an internal API", async () => {
+    const dataDir = join(await tempDir(), "data");
+    await cli(["repo", "create", "-d", dataDir, "-r", "dep"]);
+    for (const argv of [["runs", "list", "-d", dataDir, "-r", "ghost"], ["timer", "set", "-d", dataDir, "-r", "ghost", "--run", "r1", "-t", "t", "--delay-ms", "5"]]) {
+      const run = await cli(argv);
+      expect(run.code).toBe(1);
+      expect(run.stderr).toMatch(/^workflow-host: repo_not_found: deployment ghost does not exist in /);
+      expect(run.stderr).toContain(`workflow-host repo create --data-dir ${dataDir} --repo ghost`);
+      expect(run.stderr).not.toContain("initRepo");
+    }
+  });
+
+  it("ends quietly when stdout is closed early (`runs show … | head -1`)", async () => {
+    const dataDir = join(await tempDir(), "data");
+    await cli(["repo", "create", "-d", dataDir, "-r", "dep"]);
+    for (let i = 0; i < 3; i++) await cli(["signal", "send", "-d", dataDir, "-r", "dep", "--run", "r1", "-n", "ping", "--id", `s-${i}`]);
+    const exit = await new Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }>((resolve, reject) => {
+      const child = spawn(process.execPath, ["--import", "tsx", CLI_MAIN, "runs", "show", "-d", dataDir, "-r", "dep", "--run", "r1"], { cwd: REPO_ROOT, stdio: ["ignore", "pipe", "pipe"] });
+      // The reader goes away before the command writes anything: every write meets EPIPE.
+      child.stdout.destroy();
+      let stderr = "";
+      child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+      child.on("error", reject);
+      child.on("close", (code, signal) => resolve({ code, signal, stderr }));
+    });
+    expect(exit).toEqual({ code: 0, signal: null, stderr: "" });
+  });
+
+  it("`check --acknowledge` records the problems in the repo without rewriting the log; check then passes until a new problem appears", async () => {
+    const root = await tempDir();
+    const dataDir = join(root, "data");
+    const gitdir = join(dataDir, "deployments", "dep.git");
+    await cli(["repo", "create", "-d", dataDir, "-r", "dep"]);
+    const work = join(root, "work");
+    await git(["clone", "--quiet", gitdir, work]);
+    await mkdir(join(work, "runs/run-b/events"), { recursive: true });
+    await writeFile(join(work, "runs/run-b/events/1.json"), '{"type":"TimerSet",');
+    await git(["add", "runs"], { cwd: work });
+    await git(["commit", "--quiet", "-m", "A bad event"], { cwd: work });
+    await git(["push", "--quiet", "origin", "HEAD:main"], { cwd: work });
+    const mainBefore = (await gitAt(gitdir, ["rev-parse", "refs/heads/main"])).trim();
+
+    expect((await cli(["check", "-d", dataDir])).code).toBe(1);
+    const acked = await cli(["check", "-d", dataDir, "--acknowledge", "--by", "ana", "--json"]);
+    expect(acked.code).toBe(0);
+    expect(JSON.parse(acked.stdout)).toMatchObject({
+      ok: true,
+      problems: [],
+      acknowledged: [{ repoId: "dep", path: "runs/run-b/events/1.json", seq: 1, code: "event_invalid", by: "ana", oid: expect.stringMatching(/^[0-9a-f]{40}$/) }],
+      newlyAcknowledged: 1,
+    });
+    // The log is untouched; the record is a commit on a ref of its own, readable with git.
+    expect((await gitAt(gitdir, ["rev-parse", "refs/heads/main"])).trim()).toBe(mainBefore);
+    const record = JSON.parse(await gitAt(gitdir, ["show", "refs/workflow-host/acknowledged:acknowledged.json"])) as { path: string; by: string }[];
+    expect(record).toMatchObject([{ path: "runs/run-b/events/1.json", by: "ana" }]);
+    await gitAt(gitdir, ["fsck", "--strict", "--no-progress"]);
+
+    const again = await cli(["check", "-d", dataDir]);
+    expect(again.code).toBe(0);
+    expect(again.stdout).toMatch(/^dep: runs\/run-b\/events\/1\.json \(seq 1\): acknowledged by ana at /m);
+    expect(JSON.parse((await cli(["check", "-d", dataDir, "--acknowledge", "--json"])).stdout)).toMatchObject({ newlyAcknowledged: 0 });
+
+    await writeFile(join(work, "runs/run-b/events/2.json"), "not json");
+    await git(["add", "runs"], { cwd: work });
+    await git(["commit", "--quiet", "-m", "Another bad event"], { cwd: work });
+    await git(["push", "--quiet", "origin", "HEAD:main"], { cwd: work });
+    const fresh = JSON.parse((await cli(["check", "-d", dataDir, "--json"])).stdout) as { ok: boolean; problems: { path: string }[] };
+    expect(fresh.ok).toBe(false);
+    expect(fresh.problems.map((p) => p.path)).toEqual(["runs/run-b/events/2.json"]);
   });
 });

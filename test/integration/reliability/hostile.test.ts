@@ -220,6 +220,15 @@ function idArgs(dataDir: string, c: IdCase): string[][] {
   ];
 }
 
+/**
+ * The CLI's exit-code rule for a hostile value given as a flag: refused by its own parser, it is
+ * a bad flag value (exit 2); a payload over the event size limit is refused by the write, a
+ * failure of the operation (exit 1).
+ */
+function cliExitOf(code: string): number {
+  return code === "payload_too_large" ? 1 : 2;
+}
+
 describe("hostile inputs through the CLI", () => {
   it("timer set, signal send, runs show and repo create refuse each hostile value with its code and exit status, writing nothing", async () => {
     const dataDir = join(root, "cli");
@@ -233,10 +242,11 @@ describe("hostile inputs through the CLI", () => {
       if (out.stderr.trim().split("\n").length !== 1) misses.push(`${label}: the error is not one line`);
     };
     for (const c of eventCases) {
-      for (const args of requestArgs(dataDir, c)) await expectCli(`${c.id} ${args[0]} ${args[1]}`, args, c.cliCode ?? c.requestCode ?? c.code, c.cliExit ?? 1);
+      const code = c.cliCode ?? c.requestCode ?? c.code;
+      for (const args of requestArgs(dataDir, c)) await expectCli(`${c.id} ${args[0]} ${args[1]}`, args, code, c.cliExit ?? cliExitOf(code));
     }
     for (const c of idCases) {
-      for (const args of idArgs(dataDir, c)) await expectCli(`${c.id} ${args[0]} ${args[1]}`, args, c.cliCode ?? c.code, c.cliExit ?? 1);
+      for (const args of idArgs(dataDir, c)) await expectCli(`${c.id} ${args[0]} ${args[1]}`, args, c.cliCode ?? c.code, c.cliExit ?? cliExitOf(c.cliCode ?? c.code));
     }
     expect(misses).toEqual([]);
     expect(await store.resolveRef(null, RID, "main")).toBe(before);
@@ -248,9 +258,12 @@ describe("hostile inputs through the CLI", () => {
     const dataDir = join(root, "cli-process");
     expect((await runCliInProcess(["repo", "create", "--data-dir", dataDir, "--repo", REPO])).code).toBe(0);
     const picked = ["fireat-feb-30", "cron-unknown-zone", "timerid-slash", "missing-fireat", "signalid-traversal"].map((id) => eventCases.find((c) => c.id === id) as EventCase);
-    const runs = picked.flatMap((c) => requestArgs(dataDir, c).map((args) => ({ id: c.id, args, code: c.cliCode ?? c.requestCode ?? c.code, exit: c.cliExit ?? 1 })));
+    const runs = picked.flatMap((c) => {
+      const code = c.cliCode ?? c.requestCode ?? c.code;
+      return requestArgs(dataDir, c).map((args) => ({ id: c.id, args, code, exit: c.cliExit ?? cliExitOf(code) }));
+    });
     const traversal = idCases.find((c) => c.id === "runid-traversal") as IdCase;
-    runs.push({ id: traversal.id, args: idArgs(dataDir, traversal)[0] as string[], code: traversal.code, exit: 1 });
+    runs.push({ id: traversal.id, args: idArgs(dataDir, traversal)[0] as string[], code: traversal.code, exit: cliExitOf(traversal.code) });
     const outcomes = await Promise.all(runs.map(async (run) => ({ run, out: await runCliChild(run.args) })));
     const misses: Misses = [];
     for (const { run, out } of outcomes) {

@@ -46,8 +46,8 @@ describe("signals across processes", () => {
     expect(sent.result).toEqual({ signalId: "s-1", seq: 2, duplicate: false });
     expect(await waiting).toMatchObject({ signalId: "s-1", payload: { ok: true }, seq: 2 });
     const latencyMs = resolvedAtMs - sent.committedAtMs;
+    // Printed, not asserted: latency is measured by bench/signals.ts.
     process.stdout.write(`cross-process signal latency with ${how}: ${latencyMs} ms\n`);
-    expect(latencyMs).toBeLessThan(1_000);
 
     const gitdir = join(dataDir, "deployments", `${REPO}.git`);
     const commitsBefore = (await gitAt(gitdir, ["rev-list", "--count", "main"])).trim();
@@ -65,13 +65,11 @@ describe("signals across processes", () => {
 
   it("stop() rejects pending waits with channel_stopped and the process exits on its own", async () => {
     const dataDir = await tempDir();
-    const started = Date.now();
     const child = await runTsScript(join(here, "fixtures", "await-then-stop.ts"), [dataDir, REPO], { timeoutMs: 15_000 });
     expect(child.signal).toBeNull();
     expect(child.stderr).toBe("");
     expect(child.code).toBe(0);
     const lines = child.stdout.trim().split("\n").sort();
     expect(lines).toEqual(["awaitNext channel_stopped", "stopped", "timedWait channel_stopped", "waitForSignal channel_stopped"]);
-    expect(Date.now() - started).toBeLessThan(10_000);
   });
 });

@@ -44,10 +44,8 @@ describe("crash safety on real disk", () => {
     expect((await fsckStrict(gitdir, ["--no-dangling"])).stdout).toBe("");
 
     // The next writer waits out staleLockMs, breaks the dead lock and commits on the old tip.
-    const startedMs = performance.now();
     const next = await store.writeTree(null, REPO, "main", { files: { "runs/r1/events/1.json": "{\"seq\":1}" }, message: "after crash" });
     expect(next).toMatchObject({ committed: true, parentSha: genesis });
-    expect(performance.now() - startedMs).toBeLessThan(5_000);
     expect(existsSync(lockPath)).toBe(false);
     expect((await fsckStrict(gitdir, ["--no-dangling"])).stdout).toBe("");
     await store.close();

@@ -10,7 +10,7 @@ describe("workflow-host CLI: help, usage errors and exit codes", () => {
       const run = await runCli(argv);
       expect(run.code).toBe(0);
       for (const command of commands) expect(run.stdout).toContain(command.name.join(" "));
-      expect(run.stdout).toContain("Exit codes: 0 ok, 1 failure, 2 usage");
+      expect(run.stdout).toContain("Exit codes: 0 ok; 1 the operation failed");
     }
   });
 
@@ -74,29 +74,48 @@ describe("workflow-host CLI: help, usage errors and exit codes", () => {
     expect(run.stderr).toContain("--help");
   });
 
-  it("exits 1 with one `workflow-host: <code>: …` line for a bad id, before touching the disk", async () => {
-    const run = await runCli(["repo", "create", "--data-dir", "/nonexistent/data", "--repo", "../escape"]);
-    expect(run.code).toBe(1);
+  // One exit-code rule: a bad flag value exits 2 like an unknown flag, whichever parser refuses
+  // it, and keeps its own code on the error line.
+  it.each([
+    [["repo", "create", "--data-dir", "/nonexistent/data", "--repo", "../escape"], "repo_id_invalid"],
+    [["timer", "set", "-d", "/nonexistent/data", "-r", "dep", "--run", "r1", "-t", "t1", "--fire-at", "2026-03-08T02:30:00"], "time_invalid"],
+    [["timer", "set", "-d", "/nonexistent/data", "-r", "dep", "--run", "r1", "-t", "t1", "--fire-at", "2026-02-30T00:00:00Z"], "time_invalid"],
+    [["timer", "set", "-d", "/nonexistent/data", "-r", "dep", "--run", "r1", "-t", "t1", "--cron", "0 0 * * *", "--timezone", "America/New_Yrok"], "cron_invalid"],
+    [["timer", "set", "-d", "/nonexistent/data", "-r", "dep", "--run", "r1", "-t", "t1", "--cron", "61 * * * *"], "cron_invalid"],
+    [["timer", "set", "-d", "/nonexistent/data", "-r", "dep", "--run", "a/b", "-t", "t1", "--delay-ms", "5"], "id_invalid"],
+    [["timer", "set", "-d", "/nonexistent/data", "-r", "dep", "--run", "r1", "-t", "t1", "--delay-ms", "5", "--step", "../x"], "id_invalid"],
+    [["timer", "cancel", "-d", "/nonexistent/data", "-r", "dep", "--run", "r1", "-t", ".hidden"], "id_invalid"],
+    [["signal", "send", "-d", "/nonexistent/data", "-r", "dep", "--run", "r1", "-n", "go", "--id", "a b"], "id_invalid"],
+    [["runs", "show", "-d", "/nonexistent/data", "-r", "dep", "--run", ".."], "id_invalid"],
+    [["timers", "-d", "/nonexistent/data", "-r", "../escape"], "repo_id_invalid"],
+    [["check", "-d", "/nonexistent/data", "-r", "../escape"], "repo_id_invalid"],
+  ])("exits 2 for a bad flag value %j, naming its code, before touching the disk", async (argv, code) => {
+    const run = await runCli(argv);
+    expect(run.code).toBe(2);
     expect(oneLine(run.stderr)).toBe(true);
-    expect(run.stderr).toMatch(/^workflow-host: repo_id_invalid: /);
+    expect(run.stderr).toMatch(new RegExp(`^workflow-host: ${code}: `));
+    expect(run.stderr).toContain("--help");
   });
 
-  it("exits 1 with time_invalid for a fire time without an offset", async () => {
-    const run = await runCli(["timer", "set", "-d", "/nonexistent/data", "-r", "dep", "--run", "r1", "-t", "t1", "--fire-at", "2026-03-08T02:30:00"]);
-    expect(run.code).toBe(1);
-    expect(run.stderr).toMatch(/^workflow-host: time_invalid: .*fireAt/);
-  });
-
-  it("exits 1 with cron_invalid for a cron in an unknown zone", async () => {
-    const run = await runCli(["timer", "set", "-d", "/nonexistent/data", "-r", "dep", "--run", "r1", "-t", "t1", "--cron", "0 0 * * *", "--timezone", "America/New_Yrok"]);
-    expect(run.code).toBe(1);
-    expect(run.stderr).toMatch(/^workflow-host: cron_invalid: /);
-  });
-
-  it("reads --data-dir from WORKFLOW_HOST_DATA_DIR and reports a missing data dir as repo_not_found", async () => {
+  it("reads --data-dir from WORKFLOW_HOST_DATA_DIR and reports a missing data dir as data_dir_not_found (exit 1)", async () => {
     const run = await runCli(["timers"], { env: { WORKFLOW_HOST_DATA_DIR: "/nonexistent/data" } });
     expect(run.code).toBe(1);
-    expect(run.stderr).toMatch(/^workflow-host: repo_not_found: data dir \/nonexistent\/data does not exist/);
+    expect(oneLine(run.stderr)).toBe(true);
+    expect(run.stderr).toMatch(/^workflow-host: data_dir_not_found: data dir \/nonexistent\/data does not exist/);
+    expect(run.stderr).toContain("workflow-host repo create --data-dir /nonexistent/data");
+  });
+
+  it("refuses to serve a data dir that does not exist unless --init is given", async () => {
+    const run = await runCli(["serve", "--data-dir", "/nonexistent/typo"]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/^workflow-host: data_dir_not_found: /);
+    expect(run.stderr).toContain("--init");
+  });
+
+  it("documents the exit-code rule and the --json shape in --help", async () => {
+    const run = await runCli(["--help"]);
+    expect(run.stdout).toMatch(/Exit codes: 0 ok; 1 the operation failed[^;]*; 2 a bad flag or\s+flag value/);
+    expect(run.stdout).toContain("--json: every command prints one JSON object");
   });
 
   it("prints the package version", async () => {

@@ -316,7 +316,7 @@ describe("compactRun", () => {
     expect(after.events).toEqual(before.events);
     expect(after.state).toEqual(before.state);
     expect(after.problems).toEqual([]);
-    // The store's validatePush accepts the same fold (the form DESIGN §2 describes).
+    // The store's validatePush accepts the same fold (the form docs/design.md §2 describes).
     await h.restart();
     await settle(h);
     expect(badReports(h.events)).toEqual([]);

@@ -161,7 +161,7 @@ const scenarioArb: fc.Arbitrary<Scenario> = fc
     return { series, events };
   });
 
-/** The reducer's contract (DESIGN §3) written out plainly, computing cron ticks eagerly. */
+/** The reducer's contract (docs/design.md §3) written out plainly, computing cron ticks eagerly. */
 function modelState(runId: string, events: readonly RunEvent[]): RunState {
   const pending = new Map<string, PendingTimer>();
   const observed = new Set<string>();

@@ -63,6 +63,10 @@ export async function createHarness(startIso: string, overrides: Partial<Schedul
       clock: clock.clock,
       timers: clock.timers,
       onEvent: (e) => events.push(e),
+      // The group-commit throttle runs on the fake clock: with its default interval, a second
+      // fire commit at the same fake instant waits until the test advances 8 ms. These tests
+      // commit back to back; group-commit.test.ts sets an interval and advances through it.
+      minCommitIntervalMs: 0,
       ...overrides,
       ...extra,
     });
