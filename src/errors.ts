@@ -23,6 +23,7 @@ export type ErrorCode =
   | "ref_corrupt"
   | "object_corrupt"
   | "repo_not_found"
+  | "run_not_found"
   | "io_failed"
   | "kind_unknown"
   | "store_stopped"
