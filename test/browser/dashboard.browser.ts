@@ -63,7 +63,7 @@ describe("dashboard", () => {
     await page.goto(`${h.baseUrl}/#token=${ADMIN_TOKEN}`, { waitUntil: "load" });
     const row = 'tr[data-timer="payments/order-17/reminder"]';
     await page.waitForSelector(`#timers ${row}[data-status="pending"]`, { timeout: 10_000 });
-    await page.waitForFunction(() => document.getElementById("live")?.textContent === "live", { timeout: 10_000 });
+    await page.waitForFunction(`document.getElementById("live")?.textContent === "live"`, { timeout: 10_000 });
     expect(await page.$eval("#cron", (n) => n.textContent)).toContain("0 2 * * *");
     const navigationsBefore = navigations;
 
