@@ -111,8 +111,8 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
 
   app.addHook("onRequest", async (request) => {
     const url = request.routeOptions.url;
-    if (url === undefined || openRoutes.has(url) || request.routeOptions.config === undefined) return;
-    if ((request.routeOptions.config as { refused?: boolean }).refused === true) return;
+    // Unmatched URLs (404) and 405 answers need no token: they reveal nothing.
+    if (url === undefined || openRoutes.has(url) || (request.routeOptions.config as { refused?: boolean }).refused === true) return;
     const token = presentedToken(request);
     if (token === null) throw new HttpError("token_missing", "send a token as Authorization: Bearer <token> or X-Workflow-Host-Token", { "www-authenticate": 'Bearer realm="workflow-host"' });
     const principal = await authenticate(token);

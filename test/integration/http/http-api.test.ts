@@ -232,3 +232,36 @@ describe("probes", () => {
     expect((await jsonOf(await h.request("/v1/deployments"))).body["code"]).toBe("host_stopped");
   });
 });
+
+describe("GET /v1/events", () => {
+  it("streams live fires as server-sent events, only of the deployments the token may read", async () => {
+    const h = await start();
+    const controller = new AbortController();
+    const response = await h.request("/v1/events", { token: PAYMENTS_TOKEN, signal: controller.signal });
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    const reader = (response.body as ReadableStream<Uint8Array>).pipeThrough(new TextDecoderStream()).getReader();
+    // Shipping fires first, then payments: a stream that leaked would show shipping's fire first.
+    await h.nextEvent((e) => e.type === "fired" && e.repoId === "shipping", () => h.request("/v1/deployments/shipping/runs/s1/timers/t", json({ delayMs: 0 }, "PUT")));
+    await h.request("/v1/deployments/payments/runs/p1/timers/t", json({ delayMs: 0 }, "PUT"));
+    let text = "";
+    while (!/event: fired\n/.test(text)) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += value;
+    }
+    controller.abort();
+    const fired = text.split("\n\n").filter((block) => block.startsWith("event: fired"));
+    expect(fired).toHaveLength(1);
+    const data = JSON.parse((fired[0] as string).split("\ndata: ")[1] as string) as { repoId: string; fire: { runId: string; latenessMs: number } };
+    expect(data.repoId).toBe("payments");
+    expect(data.fire.runId).toBe("p1");
+    expect(text).not.toContain("shipping");
+    expect(text).not.toContain("s1");
+  });
+
+  it("needs a token", async () => {
+    const h = await start();
+    expect((await h.request("/v1/events", { token: null })).status).toBe(401);
+  });
+});
