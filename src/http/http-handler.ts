@@ -259,7 +259,8 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
         timers.push({ ...rest, dueInMs: Date.parse(t.fireAt) - nowMs, ...(t.cron === undefined ? {} : { nextTicks: nextTicks(t.cron, t.timezone, t.fireAt) }) });
       }
     }
-    return timers.sort((a, b) => Date.parse(a.fireAt) - Date.parse(b.fireAt));
+    // `now` is the instant every dueInMs counts from.
+    return { now: new Date(nowMs).toISOString(), timers: timers.sort((a, b) => Date.parse(a.fireAt) - Date.parse(b.fireAt)) };
   };
 
   route("GET", "/v1/timers", async (request) => {
@@ -268,7 +269,7 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     const all = await host.store.listRepos(storePrincipal, WORKFLOW_RUN_KIND);
     const readable: string[] = [];
     for (const repoId of all) if (await allowed(principal, repoId, "read")) readable.push(repoId);
-    return { now: clock().toISOString(), timers: await timersOf(readable) };
+    return timersOf(readable);
   });
 
   route("GET", "/v1/deployments/:repoId/timers", async (request) => {
@@ -276,7 +277,7 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     const repoId = parseRepoId(rawRepo);
     await requireAllowed(request, repoId, "read");
     ensureRunning();
-    return { now: clock().toISOString(), timers: await timersOf([repoId]) };
+    return timersOf([repoId]);
   });
 
   route("PUT", "/v1/deployments/:repoId/runs/:runId/timers/:timerId", async (request) => {

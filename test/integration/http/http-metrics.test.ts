@@ -76,7 +76,11 @@ describe("/metrics", () => {
       const set = await h.request(`/v1/deployments/payments/runs/${run}/timers/t`, { method: "PUT", body: JSON.stringify({ delayMs: 20 }), headers: { "content-type": "application/json" } });
       expect(set.status).toBe(200);
     }
-    await h.request("/v1/deployments/shipping/runs/later/timers/t", { method: "PUT", body: JSON.stringify({ delayMs: 3_600_000 }), headers: { "content-type": "application/json" } });
+    // Armed in the scheduler's queue (what the gauge counts) once the scheduler reports it.
+    await h.nextEvent(
+      (e) => e.type === "armed" && e.repoId === "shipping",
+      () => h.request("/v1/deployments/shipping/runs/later/timers/t", { method: "PUT", body: JSON.stringify({ delayMs: 3_600_000 }), headers: { "content-type": "application/json" } }),
+    );
     await h.request("/v1/deployments/payments/runs/a/signals", { method: "POST", body: JSON.stringify({ signalName: "go", signalId: "g1" }), headers: { "content-type": "application/json" } });
     await allFired;
 
