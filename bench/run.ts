@@ -13,6 +13,7 @@ import type { Benchmark } from "./bench-context.js";
 import { append } from "./append.js";
 import { catchUp } from "./catch-up.js";
 import { fireThroughput } from "./fire-throughput.js";
+import { http } from "./http.js";
 import { lateness } from "./lateness.js";
 import { describeMachine } from "./machine.js";
 import { memory } from "./memory.js";
@@ -24,7 +25,7 @@ import { nowMs } from "./stats.js";
 import { formatTable, type BenchTable } from "./table.js";
 
 /** Every benchmark, in the order they run. */
-export const BENCHMARKS: readonly Benchmark[] = [fireThroughput, lateness, recovery, memory, signals, catchUp, append];
+export const BENCHMARKS: readonly Benchmark[] = [fireThroughput, lateness, recovery, memory, signals, catchUp, append, http];
 
 export interface RunOptions {
   readonly quick: boolean;
@@ -73,7 +74,7 @@ function parseArgs(argv: readonly string[]): { quick: boolean; only: string[] } 
     if (arg === "--quick") quick = true;
     else if (arg === "--only") only.push(...(argv[++i] ?? "").split(",").filter((s) => s !== ""));
     else if (arg.startsWith("--only=")) only.push(...arg.slice(7).split(",").filter((s) => s !== ""));
-    else throw new Error(`unknown argument ${arg}; usage: npm run bench [-- --quick] [-- --only fire,lateness,recovery,memory,signals,catch-up,append]`);
+    else throw new Error(`unknown argument ${arg}; usage: npm run bench [-- --quick] [-- --only fire,lateness,recovery,memory,signals,catch-up,append,http]`);
   }
   return { quick, only };
 }

@@ -23,6 +23,7 @@ export type ErrorCode =
   | "ref_corrupt"
   | "object_corrupt"
   | "repo_not_found"
+  | "run_not_found"
   /** A file-system call failed for a reason outside the content (EROFS, EACCES, EIO, ENOSPC); `data.errno`. */
   | "io_failed"
   | "kind_unknown"

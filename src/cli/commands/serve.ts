@@ -2,7 +2,7 @@ import type { SchedulerEvent } from "../../../seams/scheduler-types.js";
 import type { WorkflowHost } from "../../host/host.js";
 import { stopOnSignals } from "../../host/stop-on-signals.js";
 import type { MisfirePolicy } from "../../workflow/types.js";
-import { choiceFlag, dataDirFlag, dataDirOption, intFlag } from "../args.js";
+import { choiceFlag, dataDirFlag, dataDirOption, intFlag, usageError } from "../args.js";
 import { createCliLogger, replacer } from "../cli-logger.js";
 import type { CliCommand } from "../command.js";
 import { duration, plural, shortSha } from "../format.js";
@@ -25,9 +25,11 @@ export const serveCommand: CliCommand = {
     "lock-stale-ms": { type: "string" },
     init: { type: "boolean" },
     json: { type: "boolean" },
+    http: { type: "string" },
+    tokens: { type: "string" },
   },
   help: `Usage: workflow-host serve --data-dir DIR [--init] [--poll-ms N] [--misfire P] [--durability D]
-                           [--lock-stale-ms N] [--json]
+                           [--lock-stale-ms N] [--json] [--http ADDR --tokens FILE]
 
 Runs the host: takes the data dir's host lock, recovers every deployment's timers, fires them
 (TimerFired, cron follow-ups, TimerSkipped) and follows new commits, including ones pushed with
@@ -53,6 +55,10 @@ Options:
       --durability D      fsync (default): flush every write before its ref moves | none
       --lock-stale-ms N   a lock whose heartbeat did not change for this long is taken over (default 10000)
       --json              one JSON object per line on stdout and stderr
+      --http ADDR         also serve the HTTP API, wake-ups, /metrics and the dashboard on
+                          PORT, HOST:PORT or [IPV6]:PORT (a bare port is 127.0.0.1); needs --tokens
+      --tokens FILE       JSON token file: {"tokens": {"<token>": {"principal": "ops",
+                          "deployments": {"*": ["read", "write"]}}}} (see the README's HTTP section)
 
 Output lines: serving, recovered, armed, fired (with how late: "late 2 ms"), skipped,
 cancelled, bad-event, ref-rewritten, commit-failed, repo-failed, timer-rejected, stopped.
@@ -62,6 +68,7 @@ lateMs, bad-event {repoId, runId, path, seq, error: {code, message}}.
 Examples:
   workflow-host serve --data-dir ./data --init
   workflow-host serve --data-dir ./data --json --poll-ms 250
+  workflow-host serve --data-dir ./data --http 127.0.0.1:8080 --tokens ./tokens.json
 `,
   async run(values, io) {
     const dataDir = dataDirFlag(NAME, values, io);
@@ -70,6 +77,8 @@ Examples:
     const misfire = choiceFlag<MisfirePolicy>(NAME, values, "misfire", ["skip", "latest", "all"], "skip");
     const durability = choiceFlag(NAME, values, "durability", ["fsync", "none"], "fsync");
     const json = values["json"] === true;
+    // Every flag (and the token file) is checked before the data dir: a bad flag is exit 2.
+    const http = await httpFlags(values);
     if (values["init"] !== true) await requireDataDir(dataDir, `workflow-host serve --data-dir ${shellQuote(dataDir)} --init`);
     const logger = createCliLogger(io, { json });
     const { createWorkflowHost } = await import("../../host/host.js");
@@ -84,6 +93,7 @@ Examples:
       onEvent: (event) => {
         if (event.type === "bad_event") bad.report(event, () => printEvent(io, event, json));
         else printEvent(io, event, json);
+        http?.monitor.onEvent(event);
       },
     });
     const signals = stopOnSignals(host, {
@@ -91,8 +101,17 @@ Examples:
       logger,
       onRepeat: () => logger.warn("already stopping; waiting for the commit in flight"),
     });
+    let app: { close(): Promise<unknown> } | null = null;
     try {
       await host.start();
+      if (http !== null && signals.received === null) {
+        const { createHttpHandler } = await import("../../http/http-handler.js");
+        const server = createHttpHandler(host, { tokens: http.tokens, monitor: http.monitor, logger });
+        app = server;
+        const url = await server.listen({ host: http.address.host, port: http.address.port });
+        if (json) printLine(io, JSON.stringify({ ts: io.clock().toISOString(), event: "http", url }));
+        else printLine(io, `http on ${url} (dashboard at ${url}/, API under ${url}/v1)`);
+      }
       const stats = host.scheduler.stats();
       const holder = host.lock?.holder;
       if (signals.received !== null) {
@@ -116,6 +135,7 @@ Examples:
       return 0;
     } finally {
       signals.dispose();
+      await app?.close();
       await host.stop();
       await bad.settled();
     }
@@ -168,6 +188,23 @@ function badEventFilter(hostOf: () => WorkflowHost) {
 /** How late a timer fired: firedAt − scheduledFor, in ms (never negative). */
 function lateMsOf(event: { readonly scheduledFor: string; readonly firedAt: string }): number {
   return Math.max(0, Date.parse(event.firedAt) - Date.parse(event.scheduledFor));
+}
+
+/** `--http` and `--tokens`, checked (and the token file read) before the host starts. */
+async function httpFlags(values: Parameters<CliCommand["run"]>[0]) {
+  const address = values["http"];
+  const tokensFile = values["tokens"];
+  if (address === undefined) {
+    if (tokensFile !== undefined) throw usageError(NAME, "--tokens is only used with --http");
+    return null;
+  }
+  if (typeof address !== "string" || typeof tokensFile !== "string") throw usageError(NAME, "--http needs --tokens FILE: every request is authenticated");
+  const [{ parseListenAddress }, { loadTokenFile }, { createHostMonitor }] = await Promise.all([
+    import("../../http/listen-address.js"),
+    import("../../http/http-tokens.js"),
+    import("../../http/host-monitor.js"),
+  ]);
+  return { address: parseListenAddress(address), tokens: await loadTokenFile(tokensFile), monitor: createHostMonitor() };
 }
 
 /** One line per scheduler report. */

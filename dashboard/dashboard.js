@@ -1,0 +1,315 @@
+// The workflow-host dashboard: plain browser JavaScript, no build step. Every data request
+// carries the token (Authorization: Bearer); live updates arrive as server-sent events read
+// with fetch, so the token never goes into a URL. Everything shown is set as text, never HTML.
+
+const TOKEN_KEY = "workflow-host-token";
+const state = {
+  token: null,
+  deployments: [],
+  timers: [],
+  /** `repo/run/timer` → the fire, for timers that fired since they were listed. */
+  firedSince: new Map(),
+  fires: [],
+  reloadTimer: null,
+};
+
+const $ = (id) => document.getElementById(id);
+const el = (tag, text, className) => {
+  const node = document.createElement(tag);
+  if (text !== undefined && text !== null) node.textContent = String(text);
+  if (className) node.className = className;
+  return node;
+};
+const row = (cells) => {
+  const tr = document.createElement("tr");
+  for (const cell of cells) {
+    const td = document.createElement("td");
+    if (cell instanceof Node) td.append(cell);
+    else td.textContent = cell === undefined || cell === null ? "" : String(cell);
+    tr.append(td);
+  }
+  return tr;
+};
+const keyOf = (t) => `${t.repoId}/${t.runId}/${t.timerId}`;
+
+// --- time formatting -------------------------------------------------------------------------
+
+const utc = (iso) => (iso ? iso.replace("T", " ").replace(/\.\d{3}Z$/, "Z").replace(/Z$/, " UTC") : "");
+const localFormat = new Intl.DateTimeFormat(undefined, { year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit", second: "2-digit", timeZoneName: "short" });
+const local = (iso) => localFormat.format(new Date(iso));
+const relativeFormat = new Intl.RelativeTimeFormat(undefined, { numeric: "auto" });
+function relative(iso) {
+  const ms = Date.parse(iso) - Date.now();
+  const abs = Math.abs(ms);
+  const units = [["day", 86_400_000], ["hour", 3_600_000], ["minute", 60_000], ["second", 1_000]];
+  for (const [unit, size] of units) {
+    if (abs >= size || unit === "second") return relativeFormat.format(Math.round(ms / size), unit);
+  }
+  return "";
+}
+function lateness(ms) {
+  if (ms < 1_000) return `${ms} ms late`;
+  if (ms < 120_000) return `${(ms / 1_000).toFixed(1)} s late`;
+  return `${Math.round(ms / 60_000)} min late`;
+}
+
+// --- API ----------------------------------------------------------------------------------
+
+async function api(path) {
+  const response = await fetch(path, { headers: { authorization: `Bearer ${state.token}` } });
+  if (response.status === 401) {
+    forgetToken("That token was refused.");
+    throw new Error("unauthorized");
+  }
+  const body = await response.json();
+  if (!response.ok) {
+    const error = new Error(body.message || `HTTP ${response.status}`);
+    error.code = body.code;
+    error.status = response.status;
+    throw error;
+  }
+  return body;
+}
+
+// --- rendering ----------------------------------------------------------------------------
+
+function renderDeployments() {
+  const body = $("deployments");
+  body.replaceChildren(...state.deployments.map((d) => row([d.repoId, d.pendingTimers, d.recovered ? "yes" : "not yet"])));
+  const select = $("run-deployment");
+  const chosen = select.value;
+  select.replaceChildren(el("option", "any"), ...state.deployments.map((d) => el("option", d.repoId)));
+  select.options[0].value = "";
+  select.value = state.deployments.some((d) => d.repoId === chosen) ? chosen : "";
+}
+
+function runButton(repoId, runId) {
+  const button = el("button", runId, "run-link");
+  button.type = "button";
+  button.setAttribute("aria-label", `Show the log of run ${runId} in ${repoId}`);
+  button.addEventListener("click", () => showRun(runId, repoId));
+  return button;
+}
+
+function renderTimers() {
+  const pendingKeys = new Set(state.timers.map(keyOf));
+  const rows = [];
+  for (const t of state.timers) {
+    const fired = state.firedSince.get(keyOf(t));
+    // A cron series keeps a pending row (its next tick); a fired one-shot shows as fired.
+    if (fired && !t.cron && Date.parse(t.fireAt) <= Date.parse(fired.scheduledFor)) continue;
+    const status = t.lateMs > 0 ? "due" : "pending";
+    const tr = row([t.repoId, runButton(t.repoId, t.runId), t.timerId, utc(t.fireAt), local(t.fireAt), el("time", relative(t.fireAt)), el("span", status)]);
+    tr.dataset.timer = keyOf(t);
+    tr.dataset.status = status;
+    tr.querySelector("time").dateTime = t.fireAt;
+    rows.push(tr);
+  }
+  for (const [key, fire] of state.firedSince) {
+    if (pendingKeys.has(key) && !isFiredOneShot(key, fire)) continue;
+    const status = el("span", `fired, ${lateness(fire.latenessMs)}`, "status-fired");
+    const tr = row([fire.repoId, runButton(fire.repoId, fire.runId), fire.timerId, utc(fire.scheduledFor), local(fire.scheduledFor), el("time", relative(fire.firedAt)), status]);
+    tr.dataset.timer = key;
+    tr.dataset.status = "fired";
+    tr.querySelector("time").dateTime = fire.firedAt;
+    rows.push(tr);
+  }
+  $("timers").replaceChildren(...rows);
+  $("timers-empty").hidden = rows.length > 0;
+
+  const series = state.timers.filter((t) => t.cron);
+  $("cron").replaceChildren(
+    ...series.map((t) => {
+      const list = el("ol");
+      for (const tick of t.nextTicks || [t.fireAt]) list.append(el("li", utc(tick)));
+      return row([`${t.repoId} / ${t.runId} / ${t.timerId}`, el("code", t.cron), t.timezone || "UTC", list]);
+    }),
+  );
+  $("cron-empty").hidden = series.length > 0;
+}
+
+function isFiredOneShot(key, fire) {
+  const pending = state.timers.find((t) => keyOf(t) === key);
+  return pending !== undefined && !pending.cron && Date.parse(pending.fireAt) <= Date.parse(fire.scheduledFor);
+}
+
+function refreshRelativeTimes() {
+  for (const time of document.querySelectorAll("time[datetime]")) time.textContent = relative(time.dateTime);
+}
+
+const BUCKETS = [[10, "< 10 ms"], [100, "10–100 ms"], [1_000, "0.1–1 s"], [10_000, "1–10 s"], [60_000, "10–60 s"], [Infinity, "≥ 1 min"]];
+
+function renderFires() {
+  const newest = state.fires.slice(-50).reverse();
+  $("fires").replaceChildren(
+    ...newest.map((f) => {
+      const late = el("span", lateness(f.latenessMs), f.latenessMs >= 1_000 ? "late" : undefined);
+      const tr = row([utc(f.firedAt), f.repoId, runButton(f.repoId, f.runId), f.timerId, utc(f.scheduledFor), late]);
+      tr.dataset.timer = keyOf(f);
+      return tr;
+    }),
+  );
+  $("fires-empty").hidden = state.fires.length > 0;
+
+  const counts = BUCKETS.map(() => 0);
+  for (const f of state.fires) counts[BUCKETS.findIndex(([limit]) => f.latenessMs < limit)] += 1;
+  const most = Math.max(1, ...counts);
+  $("histogram").replaceChildren(
+    ...BUCKETS.map(([, label], i) => {
+      const li = el("li");
+      const bar = el("div", null, "bar");
+      bar.style.width = `${(counts[i] / most) * 100}%`;
+      bar.setAttribute("role", "img");
+      bar.setAttribute("aria-label", `${counts[i]} fires ${label} late`);
+      li.append(el("span", label), bar, el("span", counts[i]));
+      return li;
+    }),
+  );
+}
+
+async function showRun(runId, repoId) {
+  $("run-id").value = runId;
+  const status = $("run-status");
+  const candidates = repoId ? [repoId] : state.deployments.map((d) => d.repoId);
+  status.textContent = `Looking for run ${runId}…`;
+  for (const candidate of candidates) {
+    try {
+      const run = await api(`/v1/deployments/${encodeURIComponent(candidate)}/runs/${encodeURIComponent(runId)}`);
+      $("run-caption").textContent = `Run ${run.runId} in ${run.repoId} at ${run.commitSha.slice(0, 10)}: ${run.events.length} events, ${run.state.terminal ? `ended (${run.state.terminal})` : "running"}`;
+      $("run-events").replaceChildren(
+        ...run.events.map((event) => row([event.seq, event.type, event.at ? utc(event.at) : "", el("pre", JSON.stringify(event))])),
+        ...run.bad.map((bad) => row([bad.seq ?? "?", "unreadable", "", el("pre", `${bad.path}: ${bad.message}`)])),
+      );
+      $("run-log").hidden = false;
+      status.textContent = "";
+      return;
+    } catch (error) {
+      if (error.status !== 404) {
+        status.textContent = `Could not read run ${runId}: ${error.message}`;
+        return;
+      }
+    }
+  }
+  $("run-log").hidden = true;
+  status.textContent = `No run ${runId} in ${repoId || "any deployment"}.`;
+}
+
+// --- data ---------------------------------------------------------------------------------
+
+async function loadAll() {
+  const [deployments, timers, fires] = await Promise.all([api("/v1/deployments"), api("/v1/timers"), api("/v1/fires")]);
+  state.deployments = deployments.deployments;
+  state.timers = timers.timers;
+  state.fires = fires.fires;
+  renderDeployments();
+  renderTimers();
+  renderFires();
+}
+
+function scheduleReload() {
+  if (state.reloadTimer !== null) return;
+  state.reloadTimer = setTimeout(async () => {
+    state.reloadTimer = null;
+    try {
+      const [deployments, timers] = await Promise.all([api("/v1/deployments"), api("/v1/timers")]);
+      state.deployments = deployments.deployments;
+      state.timers = timers.timers;
+      renderDeployments();
+      renderTimers();
+    } catch {
+      // The next live event tries again.
+    }
+  }, 250);
+}
+
+function onLiveEvent(type, event) {
+  if (type === "fired") {
+    state.fires.push(event.fire);
+    if (state.fires.length > 500) state.fires.shift();
+    state.firedSince.set(keyOf(event.fire), event.fire);
+    renderFires();
+    renderTimers();
+    scheduleReload();
+  } else if (type === "armed" || type === "cancelled" || type === "skipped" || type === "recovered") {
+    scheduleReload();
+  }
+}
+
+/** Reads `text/event-stream` from fetch (so the token goes in a header) and reconnects. */
+async function follow() {
+  const live = $("live");
+  for (;;) {
+    try {
+      const response = await fetch("/v1/events", { headers: { authorization: `Bearer ${state.token}`, accept: "text/event-stream" } });
+      if (!response.ok || !response.body) throw new Error(`HTTP ${response.status}`);
+      live.textContent = "live";
+      live.classList.add("on");
+      const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+      let buffer = "";
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buffer += value;
+        let end;
+        while ((end = buffer.indexOf("\n\n")) >= 0) {
+          const block = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          let type = "message";
+          let data = "";
+          for (const line of block.split("\n")) {
+            if (line.startsWith("event: ")) type = line.slice(7);
+            else if (line.startsWith("data: ")) data += line.slice(6);
+          }
+          if (data) onLiveEvent(type, JSON.parse(data));
+        }
+      }
+    } catch {
+      // Reconnect below.
+    }
+    live.textContent = "reconnecting…";
+    live.classList.remove("on");
+    if (state.token === null) return;
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    scheduleReload();
+  }
+}
+
+// --- start ----------------------------------------------------------------------------------
+
+function forgetToken(message) {
+  sessionStorage.removeItem(TOKEN_KEY);
+  state.token = null;
+  $("main").hidden = true;
+  $("login").hidden = false;
+  $("live").textContent = message;
+}
+
+async function open(token) {
+  state.token = token;
+  sessionStorage.setItem(TOKEN_KEY, token);
+  $("login").hidden = true;
+  $("main").hidden = false;
+  await loadAll();
+  void follow();
+}
+
+function start() {
+  // A token may be handed over once in the fragment (#token=…); it is moved to session storage.
+  const fragment = new URLSearchParams(location.hash.slice(1));
+  const fromFragment = fragment.get("token");
+  if (fromFragment) history.replaceState(null, "", location.pathname + location.search);
+  const token = fromFragment || sessionStorage.getItem(TOKEN_KEY);
+  $("login").addEventListener("submit", (event) => {
+    event.preventDefault();
+    void open($("token").value.trim()).catch(() => undefined);
+  });
+  $("run-search").addEventListener("submit", (event) => {
+    event.preventDefault();
+    void showRun($("run-id").value.trim(), $("run-deployment").value);
+  });
+  setInterval(refreshRelativeTimes, 1_000);
+  if (token) void open(token).catch(() => undefined);
+  else $("login").hidden = false;
+}
+
+start();

@@ -1,0 +1,113 @@
+/**
+ * The one mapping from error codes to HTTP statuses. Every `ErrorCode` of `src/errors.ts` has
+ * exactly one status here (the `Record` type makes a new code fail to compile until it is
+ * mapped), plus the few codes only the HTTP face raises. Error bodies are `{code, message}`:
+ * the stable code and the error's one-sentence message, never a stack trace.
+ */
+import { isWorkflowHostError, type ErrorCode } from "../errors.js";
+
+/** Codes raised by the HTTP face itself, beside the library's {@link ErrorCode}s. */
+export type HttpOnlyErrorCode =
+  /** No token in `Authorization: Bearer` or `X-Workflow-Host-Token` (401). */
+  | "token_missing"
+  /** A token that the token file (or `authenticate`) does not know (401). */
+  | "token_invalid"
+  /** The body is not JSON, or not the object the route takes (400). */
+  | "body_invalid"
+  /** The body's content type is not accepted (415). */
+  | "media_type_unsupported"
+  /** No such route (404). */
+  | "route_not_found"
+  /** The route exists but not for this method (405, with an `Allow` header). */
+  | "method_not_allowed"
+  /** A failure that is not a `WorkflowHostError` (500); the message says nothing more. */
+  | "internal";
+
+export type HttpErrorCode = ErrorCode | HttpOnlyErrorCode;
+
+/** HTTP status of every error code. */
+export const HTTP_STATUS_BY_CODE: Readonly<Record<HttpErrorCode, number>> = {
+  // Bad input: the request can be fixed by the caller.
+  repo_id_invalid: 400,
+  id_invalid: 400,
+  time_invalid: 400,
+  cron_invalid: 400,
+  event_invalid: 400,
+  path_violation: 400,
+  usage: 400,
+  body_invalid: 400,
+  payload_too_large: 413,
+  media_type_unsupported: 415,
+  // Who is asking.
+  token_missing: 401,
+  token_invalid: 401,
+  authorize_denied: 403,
+  // What is asked for.
+  repo_not_found: 404,
+  run_not_found: 404,
+  timer_not_found: 404,
+  route_not_found: 404,
+  method_not_allowed: 405,
+  // Someone else moved first: retrying (after re-reading) may succeed.
+  ref_conflict: 409,
+  push_rejected: 409,
+  // The host is not (or no longer) able to serve: retry later or elsewhere.
+  ref_locked: 503,
+  store_stopped: 503,
+  channel_stopped: 503,
+  scheduler_stopped: 503,
+  host_locked: 503,
+  host_stopped: 503,
+  aborted: 503,
+  // Damage or failures inside the host.
+  ref_corrupt: 500,
+  object_corrupt: 500,
+  io_failed: 500,
+  data_dir_not_found: 500,
+  kind_unknown: 500,
+  internal: 500,
+};
+
+/** An error the HTTP face raises on its own (auth, routing, bodies). */
+export class HttpError extends Error {
+  override readonly name = "HttpError";
+  readonly code: HttpErrorCode;
+  readonly headers: Readonly<Record<string, string>>;
+  constructor(code: HttpErrorCode, detail: string, headers: Record<string, string> = {}) {
+    super(`${code}: ${detail}`);
+    this.code = code;
+    this.headers = headers;
+  }
+}
+
+/** What an error turns into on the wire. */
+export interface ErrorReply {
+  readonly status: number;
+  readonly body: { readonly code: HttpErrorCode; readonly message: string };
+  readonly headers: Readonly<Record<string, string>>;
+  /** True when the error is not one the host raises on purpose (worth logging in full). */
+  readonly unexpected: boolean;
+}
+
+/**
+ * Maps any thrown value to its status and `{code, message}` body. `WorkflowHostError`s and
+ * `HttpError`s keep their code and message; fastify's own errors (body too large, bad JSON,
+ * bad content type) get the matching code; anything else is `internal` with a fixed message.
+ */
+export function errorReply(error: unknown): ErrorReply {
+  if (isWorkflowHostError(error)) return reply(error.code, error.message);
+  if (error instanceof HttpError) return { ...reply(error.code, error.message), headers: error.headers };
+  const fastifyStatus = (error as { statusCode?: unknown } | null)?.statusCode;
+  const fastifyCode = (error as { code?: unknown } | null)?.code;
+  if (typeof fastifyStatus === "number" && typeof fastifyCode === "string" && fastifyCode.startsWith("FST_")) {
+    if (fastifyStatus === 413) return reply("payload_too_large", "payload_too_large: the request body is larger than the limit; nothing was written");
+    if (fastifyStatus === 415) return reply("media_type_unsupported", "media_type_unsupported: send the body as application/json");
+    if (fastifyStatus >= 400 && fastifyStatus < 500) return reply("body_invalid", `body_invalid: ${(error as Error).message}`);
+  }
+  if (error instanceof SyntaxError) return reply("body_invalid", "body_invalid: the body is not valid JSON");
+  return { ...reply("internal", "internal: the host failed to serve this request; see its log"), unexpected: true };
+}
+
+function reply(code: HttpErrorCode, message: string): ErrorReply {
+  return { status: HTTP_STATUS_BY_CODE[code], body: { code, message }, headers: {}, unexpected: false };
+}

@@ -1,0 +1,445 @@
+/**
+ * `createHttpHandler(host, options)`: the host on the network. It returns a fastify instance
+ * with every route registered and nothing listening, so a user can either
+ * - `await app.listen({host: "127.0.0.1", port: 8080})` (what `workflow-host serve --http` does), or
+ * - mount it in a server of their own: `await app.ready()` then call `app.routing(req, res)`
+ *   from their `http.createServer` handler for the paths they hand over.
+ *
+ * Every route needs a token (`Authorization: Bearer <token>` or `X-Workflow-Host-Token`)
+ * except `/healthz`, `/readyz` and the dashboard's static files, which hold no data (the page
+ * asks for a token and sends it with each data request). Each request is checked in this order:
+ * method (405), token (401), ids and body (400, 413), the principal's right on the deployment
+ * through `authorize` (403), then the deployment and run (404). Errors are `{code, message}`
+ * with the status of `HTTP_STATUS_BY_CODE`; a 500 never carries a stack trace.
+ */
+import { fastify, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
+import { performance } from "node:perf_hooks";
+import { isWorkflowHostError, WorkflowHostError } from "../errors.js";
+import { listPendingTimers } from "../host/list-pending-timers.js";
+import type { WorkflowHost } from "../host/host.js";
+import type { TimerSpec } from "../host/runtime-types.js";
+import { silentLogger, type Logger } from "../logger.js";
+import type { Authorize, Principal, RepoAction } from "../substrate/types.js";
+import { createSystemTimers, systemClock, type Clock } from "../time/clock.js";
+import { nextTick } from "../workflow/cron.js";
+import { parseRepoId, parseRunId, parseSignalId, parseSignalName, parseTimerId } from "../workflow/ids.js";
+import { readRunLog } from "../workflow/run-log.js";
+import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
+import { loadDashboardAssets } from "./dashboard-assets.js";
+import type { HostMonitor, LiveEvent } from "./host-monitor.js";
+import { errorReply, HttpError } from "./http-errors.js";
+import type { Authenticate, TokenAuth } from "./http-tokens.js";
+
+export interface HttpHandlerOptions {
+  /** Tokens from `loadTokenFile`/`parseTokenFile`; or give `authenticate` and `authorize`. */
+  readonly tokens?: TokenAuth;
+  /** Token → principal (null: 401). Used when `tokens` is not given. */
+  readonly authenticate?: Authenticate;
+  /** The principal's right on a deployment (action `read` or `write`). Used when `tokens` is not given. */
+  readonly authorize?: Authorize;
+  /**
+   * The host's monitor: metrics, recent fires and live events. Create it before the host and
+   * pass `onEvent: monitor.onEvent` to `createWorkflowHost`, or fires are never seen.
+   */
+  readonly monitor: HostMonitor;
+  /** Principal the handler's own store calls run as (the host's `principal`). Default null. */
+  readonly principal?: Principal;
+  /** Clock for `dueInMs` and cron next ticks. Default the system clock. */
+  readonly clock?: Clock;
+  /** Largest request body (bytes, default 1 MiB); larger is 413 and nothing is written. */
+  readonly bodyLimitBytes?: number;
+  /** Where unexpected failures (500) are logged in full. Default silent. */
+  readonly logger?: Logger;
+  /** Serve the dashboard at `/` (default true). */
+  readonly dashboard?: boolean;
+  /** Ref holding the run logs (default "refs/heads/main", as the host's). */
+  readonly ref?: string;
+}
+
+const ALL_METHODS = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"] as const;
+type Method = (typeof ALL_METHODS)[number];
+type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
+
+/**
+ * Builds the HTTP face of a host (see the module comment). The host may be started before or
+ * after; requests made while it is not running answer 503 (`host_stopped`) where they need it.
+ * @throws usage when neither `tokens` nor both `authenticate` and `authorize` are given
+ */
+export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions): FastifyInstance {
+  const authenticate = opts.tokens?.authenticate ?? opts.authenticate;
+  const authorize = opts.tokens?.authorize ?? opts.authorize;
+  if (authenticate === undefined || authorize === undefined) {
+    throw new WorkflowHostError("usage", "createHttpHandler needs tokens, or authenticate and authorize: every request is authenticated");
+  }
+  const monitor = opts.monitor;
+  const clock = opts.clock ?? systemClock;
+  const logger = opts.logger ?? silentLogger;
+  const ref = opts.ref ?? "refs/heads/main";
+  const storePrincipal = opts.principal ?? null;
+  const bodyLimit = opts.bodyLimitBytes ?? 1_048_576;
+  const timers = createSystemTimers({ unref: true });
+  monitor.setPendingSource(() => (host.state === "running" ? host.scheduler.queuedTimers() : []));
+
+  const app = fastify({ bodyLimit, logger: false, exposeHeadRoutes: false, return503OnClosing: true });
+  const principals = new WeakMap<FastifyRequest, Principal>();
+  const openRoutes = new Set<string>();
+  const methodsByUrl = new Map<string, Set<Method>>();
+  const streams = new Set<() => void>();
+
+  // Every body is JSON whatever its content type (cloud schedulers often send
+  // application/octet-stream); an empty body is "no body".
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser("*", { parseAs: "string" }, (_request, body, done) => {
+    const text = typeof body === "string" ? body : body.toString("utf8");
+    if (text.trim() === "") return done(null, undefined);
+    try {
+      done(null, JSON.parse(text));
+    } catch {
+      done(new HttpError("body_invalid", "the body is not valid JSON"), undefined);
+    }
+  });
+
+  app.setErrorHandler((error, request, reply) => {
+    const answer = errorReply(error);
+    if (answer.unexpected) logger.error(`${request.method} ${request.routeOptions.url ?? request.url} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+    return reply.code(answer.status).headers(answer.headers).send(answer.body);
+  });
+  app.setNotFoundHandler((request, reply) => {
+    const answer = errorReply(new HttpError("route_not_found", `no route ${request.method} ${request.url.split("?")[0] ?? ""}; the API is under /v1`));
+    return reply.code(answer.status).send(answer.body);
+  });
+
+  app.addHook("onRequest", async (request) => {
+    const url = request.routeOptions.url;
+    // Unmatched URLs (404) and 405 answers need no token: they reveal nothing.
+    if (url === undefined || openRoutes.has(url) || (request.routeOptions.config as { refused?: boolean }).refused === true) return;
+    const token = presentedToken(request);
+    if (token === null) throw new HttpError("token_missing", "send a token as Authorization: Bearer <token> or X-Workflow-Host-Token", { "www-authenticate": 'Bearer realm="workflow-host"' });
+    const principal = await authenticate(token);
+    if (principal === null || principal === undefined) throw new HttpError("token_invalid", "the token is not known", { "www-authenticate": 'Bearer realm="workflow-host", error="invalid_token"' });
+    principals.set(request, principal);
+  });
+  app.addHook("onResponse", async (request, reply) => {
+    monitor.recordRequest(request.routeOptions.url ?? "unmatched", request.method, reply.statusCode);
+  });
+  app.addHook("preClose", async () => {
+    for (const end of streams) end();
+  });
+
+  function route(method: Method, url: string, handler: Handler, options: { open?: boolean } = {}): void {
+    if (options.open === true) openRoutes.add(url);
+    const methods = methodsByUrl.get(url) ?? new Set<Method>();
+    methods.add(method);
+    if (method === "GET") methods.add("HEAD");
+    methodsByUrl.set(url, methods);
+    app.route({ method: method === "GET" ? ["GET", "HEAD"] : method, url, handler, config: {} });
+  }
+
+  const principalOf = (request: FastifyRequest): Principal => principals.get(request) ?? null;
+
+  async function allowed(principal: Principal, repoId: string | "*", action: RepoAction): Promise<boolean> {
+    try {
+      return (await authorize!(principal, { kind: WORKFLOW_RUN_KIND, id: repoId as "*" }, repoId === "*" ? null : ref, action)) === true;
+    } catch {
+      return false;
+    }
+  }
+
+  async function requireAllowed(request: FastifyRequest, repoId: string | "*", action: RepoAction): Promise<void> {
+    if (!(await allowed(principalOf(request), repoId, action))) {
+      throw new WorkflowHostError("authorize_denied", `this token may not ${action} ${repoId === "*" ? "every deployment" : `deployment ${repoId}`}`, { repoId, action });
+    }
+  }
+
+  function ensureRunning(): void {
+    if (host.state !== "running") throw new WorkflowHostError("host_stopped", `the host is ${host.state}`, { state: host.state });
+  }
+
+  async function readRun(repoId: string, runId: string) {
+    const reads = await host.store.openCommittedReads(storePrincipal, { kind: WORKFLOW_RUN_KIND, id: repoId }, ref);
+    return { commitSha: reads.commitSha, log: await readRunLog(reads, runId) };
+  }
+
+  async function requireRun(repoId: string, runId: string): Promise<void> {
+    const reads = await host.store.openCommittedReads(storePrincipal, { kind: WORKFLOW_RUN_KIND, id: repoId }, ref);
+    const entries = await reads.listDir(`runs/${runId}`);
+    if (entries.length === 0) throw new WorkflowHostError("run_not_found", `run ${runId} has no log in deployment ${repoId}`, { repoId, runId });
+  }
+
+  /** One write through the HTTP face, timed for the commit histogram. */
+  async function timedWrite<T>(repoId: string, write: () => Promise<T>): Promise<T> {
+    const started = performance.now();
+    try {
+      const result = await write();
+      monitor.recordApiCommit((performance.now() - started) / 1000, false, repoId);
+      return result;
+    } catch (error) {
+      const failed = !isWorkflowHostError(error) || ["io_failed", "ref_locked", "ref_conflict", "ref_corrupt", "object_corrupt"].includes(error.code);
+      monitor.recordApiCommit((performance.now() - started) / 1000, failed, repoId);
+      throw error;
+    }
+  }
+
+  async function deliver(request: FastifyRequest, body: Record<string, unknown>, defaults: { repoId?: string; runId?: string; signalName?: string }) {
+    const repoId = parseRepoId(defaults.repoId ?? body["repoId"]);
+    const runId = parseRunId(defaults.runId ?? body["runId"]);
+    const signalName = parseSignalName(body["signalName"] ?? defaults.signalName);
+    const signalId = body["signalId"] === undefined ? undefined : parseSignalId(body["signalId"]);
+    await requireAllowed(request, repoId, "write");
+    ensureRunning();
+    await requireRun(repoId, runId);
+    const payload = body["payload"] === undefined ? null : body["payload"];
+    const result = await timedWrite(repoId, () => host.channel(repoId, runId).deliver(signalName, payload, signalId));
+    monitor.recordDelivery({ repoId, runId, signalName, signalId: result.signalId, seq: result.seq, duplicate: result.duplicate });
+    return { repoId, runId, signalName, ...result };
+  }
+
+  // --- open routes: probes and the dashboard's static files ---------------------------------
+
+  route("GET", "/healthz", async () => ({ ok: true, state: host.state }), { open: true });
+
+  route("GET", "/readyz", async (_request, reply) => {
+    const reasons: string[] = [];
+    if (host.state !== "running" || host.lock === null) reasons.push(`host is ${host.state}${host.lock === null ? " without its lock" : ""}`);
+    let deployments: string[] = [];
+    if (host.state === "running") {
+      deployments = await host.store.listRepos(storePrincipal, WORKFLOW_RUN_KIND);
+      const recovered = monitor.recovered();
+      const waiting = deployments.filter((id) => !recovered.has(id));
+      if (waiting.length > 0) reasons.push(`${waiting.length} of ${deployments.length} deployments not recovered yet`);
+    }
+    return reply.code(reasons.length === 0 ? 200 : 503).send({ ready: reasons.length === 0, deployments: deployments.length, reasons });
+  }, { open: true });
+
+  if (opts.dashboard !== false) {
+    const assets = loadDashboardAssets();
+    for (const asset of assets) {
+      route("GET", asset.url, async (_request, reply) =>
+        reply
+          .header("content-type", asset.contentType)
+          .header("cache-control", "no-cache")
+          .header("content-security-policy", "default-src 'self'; style-src 'self'; script-src 'self'; connect-src 'self'; img-src 'self' data:")
+          .header("x-content-type-options", "nosniff")
+          .send(asset.body),
+      { open: true });
+    }
+  }
+
+  // --- metrics ----------------------------------------------------------------------------
+
+  route("GET", "/metrics", async (request, reply) => {
+    await requireAllowed(request, "*", "read");
+    const text = await monitor.registry.metrics();
+    return reply.header("content-type", monitor.registry.contentType).send(text);
+  });
+
+  // --- /v1 ----------------------------------------------------------------------------------
+
+  route("GET", "/v1/deployments", async (request) => {
+    ensureRunning();
+    const principal = principalOf(request);
+    const all = await host.store.listRepos(storePrincipal, WORKFLOW_RUN_KIND);
+    const pending = new Map<string, number>();
+    for (const t of host.scheduler.queuedTimers()) pending.set(t.repoId, (pending.get(t.repoId) ?? 0) + 1);
+    const recovered = monitor.recovered();
+    const visible: { repoId: string; pendingTimers: number; recovered: boolean }[] = [];
+    for (const repoId of all.sort()) {
+      if (await allowed(principal, repoId, "read")) visible.push({ repoId, pendingTimers: pending.get(repoId) ?? 0, recovered: recovered.has(repoId) });
+    }
+    return { deployments: visible };
+  });
+
+  const timersOf = async (repoIds: readonly string[]) => {
+    const nowMs = clock().getTime();
+    const timers = [];
+    for (const repoId of repoIds) {
+      const report = await listPendingTimers(host.store, { principal: storePrincipal, repoId, ref, nowMs });
+      for (const t of report.timers) {
+        // dueInMs and lateMs as the CLI's `timers --json` gives them: both ≥ 0, one of them 0.
+        timers.push({ ...t, ...(t.cron === undefined ? {} : { nextTicks: nextTicks(t.cron, t.timezone, t.fireAt) }) });
+      }
+    }
+    // `now` is the instant every dueInMs counts from.
+    return { now: new Date(nowMs).toISOString(), timers: timers.sort((a, b) => Date.parse(a.fireAt) - Date.parse(b.fireAt)) };
+  };
+
+  route("GET", "/v1/timers", async (request) => {
+    ensureRunning();
+    const principal = principalOf(request);
+    const all = await host.store.listRepos(storePrincipal, WORKFLOW_RUN_KIND);
+    const readable: string[] = [];
+    for (const repoId of all) if (await allowed(principal, repoId, "read")) readable.push(repoId);
+    return timersOf(readable);
+  });
+
+  route("GET", "/v1/deployments/:repoId/timers", async (request) => {
+    const { repoId: rawRepo } = request.params as { repoId: string };
+    const repoId = parseRepoId(rawRepo);
+    await requireAllowed(request, repoId, "read");
+    ensureRunning();
+    return timersOf([repoId]);
+  });
+
+  route("PUT", "/v1/deployments/:repoId/runs/:runId/timers/:timerId", async (request) => {
+    const params = request.params as { repoId: string; runId: string; timerId: string };
+    const repoId = parseRepoId(params.repoId);
+    const runId = parseRunId(params.runId);
+    const timerId = parseTimerId(params.timerId);
+    const body = objectBody(request.body);
+    const spec: Record<string, unknown> = { timerId };
+    for (const key of ["fireAt", "delayMs", "cron", "timezone", "stepId", "misfire"] as const) {
+      if (body[key] !== undefined) spec[key] = body[key];
+    }
+    await requireAllowed(request, repoId, "write");
+    ensureRunning();
+    const result = await timedWrite(repoId, () => host.runtime(repoId).setTimer(runId, spec as unknown as TimerSpec));
+    return { repoId, runId, ...result };
+  });
+
+  route("DELETE", "/v1/deployments/:repoId/runs/:runId/timers/:timerId", async (request) => {
+    const params = request.params as { repoId: string; runId: string; timerId: string };
+    const repoId = parseRepoId(params.repoId);
+    const runId = parseRunId(params.runId);
+    const timerId = parseTimerId(params.timerId);
+    const reason = (request.query as { reason?: unknown }).reason;
+    if (reason !== undefined && (typeof reason !== "string" || reason.length > 1_000)) throw new HttpError("body_invalid", "reason must be one string of at most 1000 characters");
+    await requireAllowed(request, repoId, "write");
+    ensureRunning();
+    await requireRun(repoId, runId);
+    const result = await timedWrite(repoId, () => host.scheduler.cancelTimer(repoId, runId, timerId, reason));
+    if (result.outcome === "not_armed") throw new WorkflowHostError("timer_not_found", `timer ${timerId} was never set in run ${runId}`, { repoId, runId, timerId });
+    return { repoId, runId, timerId, ...result };
+  });
+
+  route("POST", "/v1/deployments/:repoId/runs/:runId/signals", async (request) => {
+    const params = request.params as { repoId: string; runId: string };
+    return deliver(request, objectBody(request.body), { repoId: params.repoId, runId: params.runId });
+  });
+
+  route("GET", "/v1/deployments/:repoId/runs/:runId", async (request) => {
+    const params = request.params as { repoId: string; runId: string };
+    const repoId = parseRepoId(params.repoId);
+    const runId = parseRunId(params.runId);
+    await requireAllowed(request, repoId, "read");
+    const { commitSha, log } = await readRun(repoId, runId);
+    if (log.events.length === 0 && log.bad.length === 0 && log.problems.length === 0) {
+      throw new WorkflowHostError("run_not_found", `run ${runId} has no log in deployment ${repoId}`, { repoId, runId });
+    }
+    const problem = (b: (typeof log.bad)[number]) => ({ path: b.path, seq: b.seq, code: b.error.code, message: b.error.message });
+    return {
+      repoId,
+      runId,
+      commitSha,
+      events: log.events,
+      bad: log.bad.map(problem),
+      problems: log.problems.map(problem),
+      state: {
+        lastSeq: log.state.lastSeq,
+        terminal: log.state.terminal,
+        pendingTimers: [...log.state.pendingTimers.values()],
+        unconsumedSignals: log.state.unconsumedSignals,
+      },
+    };
+  });
+
+  route("GET", "/v1/fires", async (request) => {
+    const query = request.query as { limit?: string };
+    const limit = query.limit === undefined ? 200 : Number(query.limit);
+    if (!Number.isInteger(limit) || limit < 1 || limit > 10_000) throw new HttpError("body_invalid", "limit must be an integer in 1 … 10000");
+    const principal = principalOf(request);
+    const decided = new Map<string, boolean>();
+    const fires = [];
+    for (const fire of monitor.recentFires()) {
+      let ok = decided.get(fire.repoId);
+      if (ok === undefined) decided.set(fire.repoId, (ok = await allowed(principal, fire.repoId, "read")));
+      if (ok) fires.push(fire);
+    }
+    return { fires: fires.slice(-limit) };
+  });
+
+  route("GET", "/v1/events", async (request, reply) => {
+    const principal = principalOf(request);
+    const decided = new Map<string, Promise<boolean>>();
+    reply.hijack();
+    const res = reply.raw;
+    res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive", "x-accel-buffering": "no" });
+    res.write("retry: 2000\n: live events of workflow-host\n\n");
+    let chain = Promise.resolve();
+    const send = (event: LiveEvent): void => {
+      let ok = decided.get(event.repoId);
+      if (ok === undefined) decided.set(event.repoId, (ok = allowed(principal, event.repoId, "read")));
+      const check = ok;
+      chain = chain.then(async () => {
+        if ((await check) && !res.writableEnded) res.write(`event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
+      });
+    };
+    const unsubscribe = monitor.subscribe(send);
+    let ping: unknown = null;
+    const keepAlive = (): void => {
+      ping = timers.setTimeout(() => {
+        if (!res.writableEnded) res.write(": ping\n\n");
+        keepAlive();
+      }, 15_000);
+    };
+    keepAlive();
+    const end = (): void => {
+      unsubscribe();
+      timers.clearTimeout(ping);
+      streams.delete(end);
+      if (!res.writableEnded) res.end();
+    };
+    streams.add(end);
+    request.raw.on("close", end);
+    monitor.recordRequest("/v1/events", "GET", 200);
+  });
+
+  // The wake-up contract of cloud schedulers: POST only, default signal name "wake".
+  route("POST", "/v1/wake", async (request) => {
+    const result = await deliver(request, objectBody(request.body), { signalName: "wake" });
+    return { ok: true, runId: result.runId, seq: result.seq, duplicate: result.duplicate, signalId: result.signalId };
+  });
+
+  // 405 for every other method of a known route, before any token check.
+  for (const [url, methods] of methodsByUrl) {
+    const others = ALL_METHODS.filter((m) => !methods.has(m));
+    if (others.length === 0) continue;
+    const allow = ALL_METHODS.filter((m) => methods.has(m)).join(", ");
+    app.route({
+      method: others,
+      url,
+      config: { refused: true },
+      handler: async () => {
+        throw new HttpError("method_not_allowed", `${url} takes ${allow}`, { allow });
+      },
+    });
+  }
+
+  return app;
+}
+
+function presentedToken(request: FastifyRequest): string | null {
+  const header = request.headers.authorization;
+  if (typeof header === "string") {
+    const match = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
+    if (match?.[1] !== undefined) return match[1];
+  }
+  const own = request.headers["x-workflow-host-token"];
+  if (typeof own === "string" && own.trim() !== "") return own.trim();
+  return null;
+}
+
+function objectBody(body: unknown): Record<string, unknown> {
+  if (body === undefined || body === null) return {};
+  if (typeof body !== "object" || Array.isArray(body)) throw new HttpError("body_invalid", "the body must be a JSON object");
+  return body as Record<string, unknown>;
+}
+
+function nextTicks(cron: string, timezone: string | undefined, fireAt: string): string[] {
+  const ticks = [fireAt];
+  while (ticks.length < 5) {
+    const next = nextTick(cron, timezone, ticks[ticks.length - 1] as string);
+    if (next === null) break;
+    ticks.push(next);
+  }
+  return ticks;
+}

@@ -1,0 +1,112 @@
+/**
+ * Bearer tokens for the HTTP face. A token file is JSON mapping each token to a principal and
+ * what it may do on which deployments:
+ *
+ * ```json
+ * { "tokens": {
+ *     "4b1d…(at least 16 characters)": { "principal": "ops", "deployments": { "*": ["read", "write"] } },
+ *     "9c2e…": { "principal": "billing", "deployments": { "payments": ["read", "write"] } } } }
+ * ```
+ *
+ * `"*"` stands for every deployment. Actions: `read` (timers, runs, deployments, the live feed;
+ * `read` on `"*"` also opens `/metrics`) and `write` (signals, wake-ups, set and cancel timers).
+ * Tokens are compared by their SHA-256, so a lookup takes the same time whatever the token.
+ */
+import { createHash } from "node:crypto";
+import { readFile } from "node:fs/promises";
+import { WorkflowHostError, describeValue } from "../errors.js";
+import type { Authorize, Principal } from "../substrate/types.js";
+import { REPO_OR_RUN_ID_PATTERN } from "../workflow/ids.js";
+
+/** What a token may do. */
+export type TokenAction = "read" | "write";
+
+/** The principal a token from a token file stands for. */
+export interface TokenPrincipal {
+  /** Name for logs and for `authorize` (1–128 characters). */
+  readonly name: string;
+  /** Deployment id (or `"*"`) → the actions allowed there. */
+  readonly deployments: Readonly<Record<string, readonly TokenAction[]>>;
+}
+
+/** Resolves a presented token to its principal, or null when the token is unknown. */
+export type Authenticate = (token: string) => Principal | null | Promise<Principal | null>;
+
+export interface TokenAuth {
+  readonly authenticate: Authenticate;
+  /** Grants `read`/`list`/`subscribe` for `read`, `write`/`init` for `write`, per the file. */
+  readonly authorize: Authorize;
+  /** Principals named in the file. */
+  readonly principals: readonly string[];
+}
+
+const TOKEN_PATTERN = /^[\x21-\x7e]{16,512}$/;
+const ACTIONS: readonly TokenAction[] = ["read", "write"];
+
+/**
+ * Checks a parsed token file.
+ * @param json the parsed file, `{tokens: {<token>: {principal, deployments}}}`
+ * @param source where it came from, for messages
+ * @throws usage when the shape is wrong: a token shorter than 16 or longer than 512 printable
+ *   ASCII characters, a principal that is not a 1–128 character string, a deployment key that
+ *   is neither `"*"` nor a valid repo id, an action other than `read`/`write`
+ */
+export function parseTokenFile(json: unknown, source = "the token file"): TokenAuth {
+  const bad = (detail: string): WorkflowHostError => new WorkflowHostError("usage", `${source}: ${detail}`, { source });
+  if (typeof json !== "object" || json === null || Array.isArray(json)) throw bad('must be a JSON object {"tokens": {...}}');
+  const tokens = (json as { tokens?: unknown }).tokens;
+  if (typeof tokens !== "object" || tokens === null || Array.isArray(tokens)) throw bad('needs "tokens": an object mapping each token to {principal, deployments}');
+  const byHash = new Map<string, TokenPrincipal>();
+  for (const [token, entry] of Object.entries(tokens as Record<string, unknown>)) {
+    if (!TOKEN_PATTERN.test(token)) throw bad(`a token must be 16 to 512 printable ASCII characters without spaces; ${token.length} characters given`);
+    if (typeof entry !== "object" || entry === null) throw bad(`the entry of a token must be {principal, deployments}`);
+    const { principal, deployments } = entry as { principal?: unknown; deployments?: unknown };
+    if (typeof principal !== "string" || principal.length < 1 || principal.length > 128) throw bad(`principal ${describeValue(principal)} must be a string of 1 to 128 characters`);
+    if (typeof deployments !== "object" || deployments === null || Array.isArray(deployments)) throw bad(`deployments of ${principal} must be an object {"<repoId>" | "*": ["read", "write"]}`);
+    const allowed: Record<string, TokenAction[]> = {};
+    for (const [repoId, actions] of Object.entries(deployments as Record<string, unknown>)) {
+      if (repoId !== "*" && !REPO_OR_RUN_ID_PATTERN.test(repoId)) throw bad(`deployment ${describeValue(repoId)} of ${principal} is neither "*" nor a repo id`);
+      if (!Array.isArray(actions) || !actions.every((a): a is TokenAction => ACTIONS.includes(a as TokenAction))) {
+        throw bad(`actions of ${principal} on ${repoId} must be a list of "read" and "write"`);
+      }
+      allowed[repoId] = [...actions];
+    }
+    byHash.set(hashToken(token), { name: principal, deployments: allowed });
+  }
+  const authenticate: Authenticate = (token) => byHash.get(hashToken(token)) ?? null;
+  const authorize: Authorize = (principal, repoId, _ref, action) => {
+    if (!isTokenPrincipal(principal)) return false;
+    const need: TokenAction = action === "write" || action === "init" ? "write" : "read";
+    const grants = (id: string): boolean => principal.deployments[id]?.includes(need) === true;
+    return grants("*") || (repoId.id !== "*" && grants(repoId.id));
+  };
+  return { authenticate, authorize, principals: [...new Set([...byHash.values()].map((p) => p.name))] };
+}
+
+/**
+ * Reads and checks a token file.
+ * @throws usage (missing, unreadable, not JSON, wrong shape; see {@link parseTokenFile})
+ */
+export async function loadTokenFile(path: string): Promise<TokenAuth> {
+  let text: string;
+  try {
+    text = await readFile(path, "utf8");
+  } catch (error) {
+    throw new WorkflowHostError("usage", `token file ${path} cannot be read: ${(error as Error).message}`, { path }, { cause: error });
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    throw new WorkflowHostError("usage", `token file ${path} is not JSON: ${(error as Error).message}`, { path }, { cause: error });
+  }
+  return parseTokenFile(json, `token file ${path}`);
+}
+
+function hashToken(token: string): string {
+  return createHash("sha256").update(token).digest("hex");
+}
+
+function isTokenPrincipal(value: unknown): value is TokenPrincipal {
+  return typeof value === "object" && value !== null && typeof (value as TokenPrincipal).name === "string" && typeof (value as TokenPrincipal).deployments === "object";
+}

@@ -1,0 +1,267 @@
+/**
+ * The HTTP face against a real host on real disk, over a loopback port: every route's success
+ * and error statuses, the wake-up contract, tokens limited to one deployment, body limits and
+ * ids that try to leave the data dir.
+ */
+import { readdir, truncate } from "node:fs/promises";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { HTTP_STATUS_BY_CODE } from "../../../src/http/http-errors.js";
+import { WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
+import { useTempDirs } from "../../helpers/temp-dir.js";
+import { ADMIN_TOKEN, jsonOf, PAYMENTS_TOKEN, READER_TOKEN, startHttpHarness, type HttpHarness } from "./http-harness.js";
+
+const tempDir = useTempDirs("wh-http-");
+let harness: HttpHarness | null = null;
+afterEach(async () => {
+  await harness?.close();
+  harness = null;
+});
+
+async function start(): Promise<HttpHarness & { dataDir: string }> {
+  const dataDir = join(await tempDir(), "data");
+  harness = await startHttpHarness(dataDir);
+  return Object.assign(harness, { dataDir });
+}
+
+const json = (body: unknown, method = "POST"): RequestInit => ({ method, body: JSON.stringify(body), headers: { "content-type": "application/json" } });
+
+async function tip(h: HttpHarness, repo: string): Promise<string | null> {
+  return h.host.store.resolveRef(null, { kind: WORKFLOW_RUN_KIND, id: repo }, "refs/heads/main");
+}
+
+describe("HTTP authentication", () => {
+  it("answers 401 without a token or with an unknown one, and accepts both token headers", async () => {
+    const h = await start();
+    const none = await jsonOf(await h.request("/v1/deployments", { token: null }));
+    expect(none.status).toBe(401);
+    expect(none.body["code"]).toBe("token_missing");
+    const wrong = await jsonOf(await h.request("/v1/deployments", { token: "not-a-known-token-at-all" }));
+    expect(wrong.status).toBe(401);
+    expect(wrong.body["code"]).toBe("token_invalid");
+    expect((await h.request("/v1/deployments", { token: null, headers: { "x-workflow-host-token": ADMIN_TOKEN } })).status).toBe(200);
+    expect((await h.request("/v1/deployments")).status).toBe(200);
+    expect((await h.request("/metrics", { token: null })).status).toBe(401);
+  });
+
+  it("keeps a token limited to one deployment out of every other one (403) and lists only its own", async () => {
+    const h = await start();
+    await h.request("/v1/deployments/shipping/runs/s1/timers/t", { ...json({ delayMs: 3_600_000 }, "PUT") });
+    const listed = await jsonOf(await h.request("/v1/deployments", { token: PAYMENTS_TOKEN }));
+    expect((listed.body["deployments"] as { repoId: string }[]).map((d) => d.repoId)).toEqual(["payments"]);
+    const before = await tip(h, "shipping");
+    const attempts = await Promise.all([
+      h.request("/v1/deployments/shipping/timers", { token: PAYMENTS_TOKEN }),
+      h.request("/v1/deployments/shipping/runs/s1", { token: PAYMENTS_TOKEN }),
+      h.request("/v1/deployments/shipping/runs/s1/timers/x", { token: PAYMENTS_TOKEN, ...json({ delayMs: 1000 }, "PUT") }),
+      h.request("/v1/deployments/shipping/runs/s1/timers/t", { token: PAYMENTS_TOKEN, method: "DELETE" }),
+      h.request("/v1/deployments/shipping/runs/s1/signals", { token: PAYMENTS_TOKEN, ...json({ signalName: "go" }) }),
+      h.request("/v1/wake", { token: PAYMENTS_TOKEN, ...json({ repoId: "shipping", runId: "s1" }) }),
+      h.request("/metrics", { token: PAYMENTS_TOKEN }),
+    ]);
+    for (const response of attempts) expect((await jsonOf(response)).body["code"]).toBe("authorize_denied");
+    expect(attempts.map((r) => r.status)).toEqual(attempts.map(() => 403));
+    const timers = await jsonOf(await h.request("/v1/timers", { token: PAYMENTS_TOKEN }));
+    expect(timers.body["timers"]).toEqual([]);
+    expect(await tip(h, "shipping")).toBe(before);
+    // A read-only token reads but may not write.
+    expect((await h.request("/v1/deployments/payments/timers", { token: READER_TOKEN })).status).toBe(200);
+    expect((await h.request("/v1/deployments/payments/runs/r/timers/t", { token: READER_TOKEN, ...json({ delayMs: 5 }, "PUT") })).status).toBe(403);
+  });
+});
+
+describe("HTTP /v1 routes", () => {
+  it("sets, lists and cancels timers, with 400 for bad ids and times and 404 for unknown deployments, runs and timers", async () => {
+    const h = await start();
+    const set = await jsonOf(await h.request("/v1/deployments/payments/runs/order-17/timers/reminder", json({ fireAt: "2099-05-01T09:00:00+02:00" }, "PUT")));
+    expect(set.status).toBe(200);
+    expect(set.body).toMatchObject({ repoId: "payments", runId: "order-17", timerId: "reminder", fireAt: "2099-05-01T07:00:00.000Z", committed: true });
+    const cron = await jsonOf(await h.request("/v1/deployments/payments/runs/reports/timers/nightly", json({ cron: "0 2 * * *", timezone: "Europe/Berlin" }, "PUT")));
+    expect(cron.status).toBe(200);
+
+    const listed = await jsonOf(await h.request("/v1/deployments/payments/timers"));
+    expect(listed.status).toBe(200);
+    const timers = listed.body["timers"] as { timerId: string; dueInMs: number; fireAt: string; nextTicks?: string[] }[];
+    const reminder = timers.find((t) => t.timerId === "reminder");
+    expect(reminder?.dueInMs).toBe(Date.parse("2099-05-01T07:00:00.000Z") - Date.parse(listed.body["now"] as string));
+    const nightly = timers.find((t) => t.timerId === "nightly");
+    expect(nightly?.nextTicks).toHaveLength(5);
+    expect(nightly?.nextTicks?.[0]).toBe(nightly?.fireAt);
+    expect((await jsonOf(await h.request("/v1/timers"))).body["timers"]).toHaveLength(2);
+
+    const badTime = await jsonOf(await h.request("/v1/deployments/payments/runs/order-17/timers/x", json({ fireAt: "2026-02-30T00:00:00Z" }, "PUT")));
+    expect([badTime.status, badTime.body["code"]]).toEqual([400, "time_invalid"]);
+    const badCron = await jsonOf(await h.request("/v1/deployments/payments/runs/order-17/timers/x", json({ cron: "61 * * * *" }, "PUT")));
+    expect([badCron.status, badCron.body["code"]]).toEqual([400, "cron_invalid"]);
+    const badTimer = await jsonOf(await h.request("/v1/deployments/payments/runs/order-17/timers/-bad", json({ delayMs: 5 }, "PUT")));
+    expect([badTimer.status, badTimer.body["code"]]).toEqual([400, "id_invalid"]);
+    const unknownRepo = await jsonOf(await h.request("/v1/deployments/nowhere/runs/r/timers/t", json({ delayMs: 5 }, "PUT")));
+    expect([unknownRepo.status, unknownRepo.body["code"]]).toEqual([404, "repo_not_found"]);
+    expect((await h.request("/v1/deployments/nowhere/timers")).status).toBe(404);
+
+    const cancelled = await jsonOf(await h.request("/v1/deployments/payments/runs/order-17/timers/reminder?reason=paid", { method: "DELETE" }));
+    expect([cancelled.status, cancelled.body["outcome"]]).toEqual([200, "cancelled"]);
+    const again = await jsonOf(await h.request("/v1/deployments/payments/runs/order-17/timers/reminder", { method: "DELETE" }));
+    expect([again.status, again.body["outcome"]]).toEqual([200, "already_cancelled"]);
+    const never = await jsonOf(await h.request("/v1/deployments/payments/runs/order-17/timers/never", { method: "DELETE" }));
+    expect([never.status, never.body["code"]]).toEqual([404, "timer_not_found"]);
+    const noRun = await jsonOf(await h.request("/v1/deployments/payments/runs/ghost/timers/t", { method: "DELETE" }));
+    expect([noRun.status, noRun.body["code"]]).toEqual([404, "run_not_found"]);
+  });
+
+  it("delivers signals deduplicated by signalId and shows a run's log and state", async () => {
+    const h = await start();
+    await h.request("/v1/deployments/payments/runs/order-17/timers/due", json({ delayMs: 3_600_000 }, "PUT"));
+    const first = await jsonOf(await h.request("/v1/deployments/payments/runs/order-17/signals", json({ signalName: "approve", signalId: "approval-17", payload: { by: "ana" } })));
+    expect(first.status).toBe(200);
+    expect(first.body).toMatchObject({ signalId: "approval-17", seq: 2, duplicate: false });
+    const retry = await jsonOf(await h.request("/v1/deployments/payments/runs/order-17/signals", json({ signalName: "approve", signalId: "approval-17" })));
+    expect(retry.body).toMatchObject({ seq: 2, duplicate: true });
+
+    const shown = await jsonOf(await h.request("/v1/deployments/payments/runs/order-17"));
+    expect(shown.status).toBe(200);
+    expect((shown.body["events"] as { type: string; seq: number }[]).map((e) => [e.seq, e.type])).toEqual([[1, "TimerSet"], [2, "SignalReceived"]]);
+    expect((shown.body["state"] as { unconsumedSignals: unknown[] }).unconsumedSignals).toHaveLength(1);
+
+    expect((await jsonOf(await h.request("/v1/deployments/payments/runs/ghost"))).status).toBe(404);
+    expect((await jsonOf(await h.request("/v1/deployments/payments/runs/ghost/signals", json({ signalName: "go" })))).body["code"]).toBe("run_not_found");
+    const badName = await jsonOf(await h.request("/v1/deployments/payments/runs/order-17/signals", json({ signalName: "bad name" })));
+    expect([badName.status, badName.body["code"]]).toEqual([400, "id_invalid"]);
+    expect((await h.request("/v1/deployments/payments/runs/order-17/signals", json([1, 2]))).status).toBe(400);
+    expect((await jsonOf(await h.request("/v1/nothing-here"))).body["code"]).toBe("route_not_found");
+    expect((await jsonOf(await h.request("/v1/deployments", { method: "DELETE" }))).status).toBe(405);
+  });
+
+  it("refuses a 2 MiB body with 413 and writes nothing", async () => {
+    const h = await start();
+    await h.request("/v1/deployments/payments/runs/r1/timers/t", json({ delayMs: 3_600_000 }, "PUT"));
+    const before = await tip(h, "payments");
+    const big = "x".repeat(2 * 1024 * 1024);
+    for (const path of ["/v1/deployments/payments/runs/r1/signals", "/v1/wake"]) {
+      const answer = await jsonOf(await h.request(path, json({ repoId: "payments", runId: "r1", signalName: "big", payload: big })));
+      expect([answer.status, answer.body["code"]]).toEqual([413, "payload_too_large"]);
+    }
+    expect(await tip(h, "payments")).toBe(before);
+  });
+
+  it("answers 400 for ids like ../x and touches nothing outside the data dir", async () => {
+    const h = await start();
+    const parent = join(h.dataDir, "..");
+    const outsideBefore = (await readdir(parent)).sort();
+    const attempts = [
+      h.request("/v1/deployments/..%2Fx/timers"),
+      h.request("/v1/deployments/..%2F..%2Fetc/runs/r/timers/t", json({ delayMs: 5 }, "PUT")),
+      h.request("/v1/deployments/payments/runs/..%2Fx/timers/t", json({ delayMs: 5 }, "PUT")),
+      h.request("/v1/deployments/payments/runs/..%2Fx", {}),
+      h.request("/v1/deployments/payments/runs/r/timers/..%2Fx", { method: "DELETE" }),
+      h.request("/v1/deployments/payments/runs/..%2Fx/signals", json({ signalName: "go" })),
+      h.request("/v1/wake", json({ repoId: "../x", runId: "r" })),
+      h.request("/v1/wake", json({ repoId: "payments", runId: "../x" })),
+      h.request("/v1/wake", json({ repoId: "payments", runId: "r", signalId: "../x" })),
+    ];
+    const answers = await Promise.all(attempts.map(async (a) => jsonOf(await a)));
+    expect(answers.map((a) => a.status)).toEqual(answers.map(() => 400));
+    for (const a of answers) expect(["repo_id_invalid", "id_invalid"]).toContain(a.body["code"]);
+    expect((await readdir(parent)).sort()).toEqual(outsideBefore);
+    expect((await readdir(join(h.dataDir, "deployments"))).sort()).toEqual(["payments.git", "shipping.git"]);
+  });
+
+  it("maps every error code to a status once, and unknown failures to 500", () => {
+    for (const [code, status] of Object.entries(HTTP_STATUS_BY_CODE)) {
+      expect([400, 401, 403, 404, 405, 409, 413, 415, 500, 503], code).toContain(status);
+    }
+  });
+});
+
+describe("POST /v1/wake", () => {
+  it("has the six statuses of the wake-up contract", async () => {
+    const h = await start();
+    await h.request("/v1/deployments/payments/runs/nightly-export/timers/t", json({ delayMs: 3_600_000 }, "PUT"));
+
+    // 200, then the same delivery id again: a duplicate, nothing committed.
+    const ok = await jsonOf(await h.request("/v1/wake", { token: null, headers: { "x-workflow-host-token": PAYMENTS_TOKEN, "content-type": "application/octet-stream" }, method: "POST", body: JSON.stringify({ repoId: "payments", runId: "nightly-export", signalId: "delivery-1" }) }));
+    expect(ok).toEqual({ status: 200, body: { ok: true, runId: "nightly-export", seq: 2, duplicate: false, signalId: "delivery-1" } });
+    const before = await tip(h, "payments");
+    const dup = await jsonOf(await h.request("/v1/wake", json({ repoId: "payments", runId: "nightly-export", signalId: "delivery-1" })));
+    expect(dup.body).toMatchObject({ ok: true, seq: 2, duplicate: true });
+    expect(await tip(h, "payments")).toBe(before);
+    const shown = await jsonOf(await h.request("/v1/deployments/payments/runs/nightly-export"));
+    expect((shown.body["events"] as { signalName?: string }[])[1]?.signalName).toBe("wake");
+
+    // 400: missing ids, invalid JSON, not an object.
+    expect((await h.request("/v1/wake", json({ runId: "nightly-export" }))).status).toBe(400);
+    expect((await h.request("/v1/wake", json({ repoId: "payments" }))).status).toBe(400);
+    const broken = await jsonOf(await h.request("/v1/wake", { method: "POST", body: "{not json", headers: { "content-type": "application/json" } }));
+    expect([broken.status, broken.body["code"]]).toEqual([400, "body_invalid"]);
+    expect((await h.request("/v1/wake", { method: "POST" })).status).toBe(400);
+
+    // 401: missing or invalid token.
+    expect((await h.request("/v1/wake", { ...json({ repoId: "payments", runId: "nightly-export" }), token: null })).status).toBe(401);
+    expect((await h.request("/v1/wake", { ...json({ repoId: "payments", runId: "nightly-export" }), token: "wrong-token-0123456789" })).status).toBe(401);
+
+    // 404: unknown deployment or run.
+    expect((await jsonOf(await h.request("/v1/wake", json({ repoId: "nowhere", runId: "nightly-export" })))).body["code"]).toBe("repo_not_found");
+    const noRun = await jsonOf(await h.request("/v1/wake", json({ repoId: "payments", runId: "ghost" })));
+    expect([noRun.status, noRun.body["code"]]).toEqual([404, "run_not_found"]);
+
+    // 405: every method but POST, with Allow.
+    for (const method of ["GET", "PUT", "DELETE", "PATCH"]) {
+      const answer = await h.request("/v1/wake", { method, token: null });
+      expect(answer.status, method).toBe(405);
+      expect(answer.headers.get("allow")).toBe("POST");
+    }
+
+    // 500: an internal failure (a damaged ref), with {code, message} and no stack trace.
+    await truncate(join(h.dataDir, "deployments", "payments.git", "refs", "heads", "main"), 0);
+    const failed = await h.request("/v1/wake", json({ repoId: "payments", runId: "nightly-export", signalId: "delivery-2" }));
+    const text = await failed.text();
+    expect(failed.status).toBe(500);
+    expect(Object.keys(JSON.parse(text) as object).sort()).toEqual(["code", "message"]);
+    expect(text).not.toMatch(/\n\s+at |\.ts:\d+/);
+  });
+});
+
+describe("probes", () => {
+  it("/healthz and /readyz need no token; /readyz is 503 once the host stops", async () => {
+    const h = await start();
+    expect((await jsonOf(await h.request("/healthz", { token: null }))).body).toMatchObject({ ok: true });
+    const ready = await jsonOf(await h.request("/readyz", { token: null }));
+    expect(ready).toMatchObject({ status: 200, body: { ready: true, deployments: 2 } });
+    await h.host.stop();
+    expect((await h.request("/readyz", { token: null })).status).toBe(503);
+    expect((await jsonOf(await h.request("/v1/deployments"))).body["code"]).toBe("host_stopped");
+  });
+});
+
+describe("GET /v1/events", () => {
+  it("streams live fires as server-sent events, only of the deployments the token may read", async () => {
+    const h = await start();
+    const controller = new AbortController();
+    const response = await h.request("/v1/events", { token: PAYMENTS_TOKEN, signal: controller.signal });
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    const reader = (response.body as ReadableStream<Uint8Array>).pipeThrough(new TextDecoderStream()).getReader();
+    // Shipping fires first, then payments: a stream that leaked would show shipping's fire first.
+    await h.nextEvent((e) => e.type === "fired" && e.repoId === "shipping", () => h.request("/v1/deployments/shipping/runs/s1/timers/t", json({ delayMs: 0 }, "PUT")));
+    await h.request("/v1/deployments/payments/runs/p1/timers/t", json({ delayMs: 0 }, "PUT"));
+    let text = "";
+    while (!/event: fired\n/.test(text)) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += value;
+    }
+    controller.abort();
+    const fired = text.split("\n\n").filter((block) => block.startsWith("event: fired"));
+    expect(fired).toHaveLength(1);
+    const data = JSON.parse((fired[0] as string).split("\ndata: ")[1] as string) as { repoId: string; fire: { runId: string; latenessMs: number } };
+    expect(data.repoId).toBe("payments");
+    expect(data.fire.runId).toBe("p1");
+    expect(text).not.toContain("shipping");
+    expect(text).not.toContain("s1");
+  });
+
+  it("needs a token", async () => {
+    const h = await start();
+    expect((await h.request("/v1/events", { token: null })).status).toBe(401);
+  });
+});

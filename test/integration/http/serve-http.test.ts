@@ -1,0 +1,49 @@
+/**
+ * `workflow-host serve --http … --tokens …` in a child process: it listens on loopback, answers
+ * with the token file's rights, and stops on SIGTERM with exit 0; `--http` without `--tokens`
+ * is a usage error (exit 2).
+ */
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { useTempDirs } from "../../helpers/temp-dir.js";
+import { cliInProcess, killAllChildren, lockLeft, spawnCli } from "../host/cli-child.js";
+import { TOKEN_FILE, ADMIN_TOKEN } from "./http-harness.js";
+
+const tempDir = useTempDirs("wh-serve-http-");
+afterEach(() => {
+  killAllChildren();
+});
+
+describe("workflow-host serve --http", () => {
+  it("serves the API on loopback with the token file and stops on SIGTERM", async () => {
+    const root = await tempDir();
+    const dataDir = join(root, "data");
+    const tokens = join(root, "tokens.json");
+    await writeFile(tokens, JSON.stringify(TOKEN_FILE));
+    expect((await cliInProcess(["repo", "create", "--data-dir", dataDir, "--repo", "payments"])).code).toBe(0);
+    const serve = spawnCli(["serve", "--data-dir", dataDir, "--durability", "none", "--http", "127.0.0.1:0", "--tokens", tokens]);
+    const line = await serve.waitFor(/^http on http:\/\/127\.0\.0\.1:\d+ /);
+    const base = /http:\/\/127\.0\.0\.1:\d+/.exec(line)?.[0] as string;
+    await serve.waitFor(/^serving /);
+    expect((await fetch(`${base}/v1/deployments`)).status).toBe(401);
+    const listed = await fetch(`${base}/v1/deployments`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    expect(await listed.json()).toEqual({ deployments: [{ repoId: "payments", pendingTimers: 0, recovered: true }] });
+    expect((await fetch(`${base}/readyz`)).status).toBe(200);
+    serve.kill("SIGTERM");
+    expect(await serve.exited).toEqual({ code: 0, signal: null });
+    expect(lockLeft(dataDir)).toBe(false);
+  });
+
+  it("refuses --http without --tokens, and a bad token file, as usage errors", async () => {
+    const root = await tempDir();
+    const dataDir = join(root, "data");
+    const noTokens = await cliInProcess(["serve", "--data-dir", dataDir, "--http", "127.0.0.1:0"]);
+    expect(noTokens.code).toBe(2);
+    expect(noTokens.stderr).toMatch(/^workflow-host: usage: /);
+    const bad = join(root, "tokens.json");
+    await writeFile(bad, JSON.stringify({ tokens: { short: { principal: "a", deployments: {} } } }));
+    expect((await cliInProcess(["serve", "--data-dir", dataDir, "--http", "8080", "--tokens", bad])).code).toBe(2);
+    expect((await cliInProcess(["serve", "--data-dir", dataDir, "--http", "nowhere", "--tokens", bad])).code).toBe(2);
+  });
+});
