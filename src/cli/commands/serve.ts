@@ -1,3 +1,6 @@
+import { readFile } from "node:fs/promises";
+import { parseDispatchConfig } from "../../../seams/dispatch/dispatch-config.js";
+import { printDispatchReport } from "./dispatch-report.js";
 import type { SchedulerEvent } from "../../../seams/scheduler-types.js";
 import { createWorkflowHost } from "../../host/host.js";
 import { stopOnSignals } from "../../host/stop-on-signals.js";
@@ -21,10 +24,11 @@ export const serveCommand: CliCommand = {
     misfire: { type: "string" },
     durability: { type: "string" },
     "lock-stale-ms": { type: "string" },
+    dispatch: { type: "string" },
     json: { type: "boolean" },
   },
   help: `Usage: workflow-host serve --data-dir DIR [--poll-ms N] [--misfire P] [--durability D]
-                           [--lock-stale-ms N] [--json]
+                           [--lock-stale-ms N] [--dispatch FILE] [--json]
 
 Runs the host: takes the data dir's host lock, recovers every deployment's timers, fires them
 (TimerFired, cron follow-ups, TimerSkipped) and follows new commits, including ones pushed with
@@ -42,6 +46,8 @@ Options:
       --misfire P         cron series that name no policy: skip (default) | latest | all
       --durability D      fsync (default): flush every write before its ref moves | none
       --lock-stale-ms N   a lock without heartbeat for this long is taken over (default 10000)
+      --dispatch FILE     run the HTTP consumers of FILE (see README "Running code when a
+                          timer fires"); status with workflow-host dispatch status
       --json              one JSON object per line on stdout and stderr
 
 Output lines: recovered, armed, fired, skipped, cancelled, bad-event, ref-rewritten,
@@ -59,6 +65,8 @@ Examples:
     const durability = choiceFlag(NAME, values, "durability", ["fsync", "none"], "fsync");
     const json = values["json"] === true;
     const logger = createCliLogger(io, { json });
+    const dispatchFile = values["dispatch"];
+    const consumers = typeof dispatchFile === "string" ? parseDispatchConfig(await readFile(dispatchFile, "utf8"), io.env) : [];
     const host = createWorkflowHost({
       dataDir,
       logger,
@@ -67,7 +75,9 @@ Examples:
       watch: { pollMs, chokidar: true },
       lock: { staleMs },
       onEvent: (event) => printEvent(io, event, json),
+      onDispatchEvent: (report) => printDispatchReport(io, report, json),
     });
+    for (const consumer of consumers) host.dispatch(consumer);
     const signals = stopOnSignals(host, {
       source: io.signals,
       logger,
