@@ -10,6 +10,7 @@ import { writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Benchmark } from "./bench-context.js";
+import { dispatch } from "./dispatch.js";
 import { fireThroughput } from "./fire-throughput.js";
 import { lateness } from "./lateness.js";
 import { describeMachine } from "./machine.js";
@@ -22,7 +23,7 @@ import { nowMs } from "./stats.js";
 import { formatTable, type BenchTable } from "./table.js";
 
 /** Every benchmark, in the order they run. */
-export const BENCHMARKS: readonly Benchmark[] = [fireThroughput, lateness, recovery, memory, signals];
+export const BENCHMARKS: readonly Benchmark[] = [fireThroughput, lateness, recovery, memory, signals, dispatch];
 
 export interface RunOptions {
   readonly quick: boolean;
@@ -71,7 +72,7 @@ function parseArgs(argv: readonly string[]): { quick: boolean; only: string[] } 
     if (arg === "--quick") quick = true;
     else if (arg === "--only") only.push(...(argv[++i] ?? "").split(",").filter((s) => s !== ""));
     else if (arg.startsWith("--only=")) only.push(...arg.slice(7).split(",").filter((s) => s !== ""));
-    else throw new Error(`unknown argument ${arg}; usage: npm run bench [-- --quick] [-- --only fire,lateness,recovery,memory,signals]`);
+    else throw new Error(`unknown argument ${arg}; usage: npm run bench [-- --quick] [-- --only fire,lateness,recovery,memory,signals,dispatch]`);
   }
   return { quick, only };
 }

@@ -20,6 +20,12 @@
  * next one (group commit). A cursor that only moved over commits with nothing for this
  * consumer is written lazily (within `LAZY_CHECKPOINT_MS`): replaying those commits after a
  * crash hands nothing over.
+ *
+ * Bounded repeats: no new attempt starts while {@link maxUnrecorded} handled events wait for
+ * their checkpoint (a checkpoint can be slow: a killed writer's ref lock is only broken once
+ * stale). Failed attempts count as well (their attempt number is recorded). So a crash
+ * repeats at most `maxUnrecorded(concurrency) + concurrency` handovers per consumer and
+ * deployment: the unrecorded ones and those in flight.
  */
 import { WorkflowHostError } from "../../src/errors.js";
 import type { Logger } from "../../src/logger.js";
@@ -44,6 +50,10 @@ import type { Semaphore } from "./semaphore.js";
 
 /** A cursor that moved over commits with nothing to hand over is written at most this late (ms). */
 export const LAZY_CHECKPOINT_MS = 1_000;
+/** Handled events allowed to wait for their checkpoint before new attempts wait too. */
+export function maxUnrecorded(concurrency: number): number {
+  return Math.max(16, 2 * concurrency);
+}
 /** A failed checkpoint is tried again after this long (ms). */
 const CHECKPOINT_RETRY_MS = 1_000;
 
@@ -127,6 +137,11 @@ export function createConsumerLane(deps: LaneDeps): ConsumerLane {
   let lazyTimer: TimerHandle | null = null;
   let retryFlushTimer: TimerHandle | null = null;
   let idleWaiters: (() => void)[] = [];
+  /** Handled events not yet in a committed checkpoint; `pendingHandled` of them not yet in one being written. */
+  let unrecorded = 0;
+  let pendingHandled = 0;
+  const unrecordedCap = maxUnrecorded(consumer.concurrency);
+  const blocked = new Set<RunQueue>();
 
   const safeReport = (report: DispatchReport): void => {
     try {
@@ -168,6 +183,8 @@ export function createConsumerLane(deps: LaneDeps): ConsumerLane {
       again = false;
       const batch = pending;
       pending = new Map();
+      const handledInBatch = pendingHandled;
+      pendingHandled = 0;
       const file = consumerFile();
       const puts = new Map<string, string>([[CONSUMER_FILE, file]]);
       const deletes: string[] = [];
@@ -179,6 +196,7 @@ export function createConsumerLane(deps: LaneDeps): ConsumerLane {
         await store.writeTreeDelta(principal, rid, cref, { message: `dispatch ${consumer.name}: checkpoint`, computeDelta: () => ({ puts, deletes }) });
       } catch (error) {
         for (const [path, value] of batch) if (!pending.has(path)) pending.set(path, value);
+        pendingHandled += handledInBatch;
         writing = false;
         logger.error(`checkpoint of consumer ${consumer.name} in ${rid.id} failed: ${describeError(error)}`, tag);
         safeReport({ type: "checkpoint_failed", ...tag, error, retryInMs: CHECKPOINT_RETRY_MS });
@@ -191,6 +209,12 @@ export function createConsumerLane(deps: LaneDeps): ConsumerLane {
           requestFlush(true);
         }, CHECKPOINT_RETRY_MS);
         return;
+      }
+      unrecorded -= handledInBatch;
+      if (blocked.size > 0 && unrecorded < unrecordedCap) {
+        const waiting = [...blocked];
+        blocked.clear();
+        for (const run of waiting) kick(run);
       }
       if (!again) break;
     }
@@ -222,6 +246,8 @@ export function createConsumerLane(deps: LaneDeps): ConsumerLane {
   }
 
   function handled(item: Item): void {
+    unrecorded += 1;
+    pendingHandled += 1;
     if (item.entry !== null) {
       item.entry.remaining -= 1;
       doneAhead.add(item.id);
@@ -257,6 +283,10 @@ export function createConsumerLane(deps: LaneDeps): ConsumerLane {
       runs.delete(run.runId);
       return;
     }
+    if (unrecorded >= unrecordedCap) {
+      blocked.add(run);
+      return;
+    }
     run.active = true;
     track(attempt(run));
   }
@@ -272,6 +302,13 @@ export function createConsumerLane(deps: LaneDeps): ConsumerLane {
     if (state !== "running" || item === undefined) {
       deps.slots.release();
       run.active = false;
+      return;
+    }
+    // Checked again with the slot in hand: runs kicked earlier wait for slots, not for this.
+    if (unrecorded >= unrecordedCap) {
+      deps.slots.release();
+      run.active = false;
+      blocked.add(run);
       return;
     }
     const number = item.failed + 1;
@@ -311,6 +348,9 @@ export function createConsumerLane(deps: LaneDeps): ConsumerLane {
         park(item, failure);
       } else {
         const delayMs = backoffDelayMs(consumer.backoff, number, deps.random);
+        // A failed attempt not yet recorded would be repeated after a crash: it counts too.
+        unrecorded += 1;
+        pendingHandled += 1;
         failingKnown.add(item.id);
         pending.set(recordPath("failing", item.runId, item.seq), encodeJson({ attempts: number, lastError: describeError(failure), failedAt: deps.clock().toISOString() }));
         requestFlush(true);
