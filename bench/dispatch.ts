@@ -153,15 +153,15 @@ async function throughput(baseline: boolean, events: number): Promise<number> {
       const runs = 200;
       const perRun = Math.ceil(events / runs);
       const at = new Date().toISOString();
-      for (let c = 0; c < 10; c++) {
+      const perCommit = Math.ceil(perRun / 10);
+      for (let first = 1; first <= perRun; first += perCommit) {
         const puts = new Map<string, string>();
         for (let r = 0; r < runs; r++) {
-          for (let k = 0; k < perRun / 10; k++) {
-            const seq = c * (perRun / 10) + k + 1;
+          for (let seq = first; seq < first + perCommit && seq <= perRun; seq++) {
             puts.set(`runs/r${r}/events/${seq}.json`, JSON.stringify({ seq, type: "SignalReceived", signalName: "go", signalId: `s-${seq}`, payload: null, at }));
           }
         }
-        await host.store.writeTreeDelta(null, rid, "main", { message: `signals ${c}`, computeDelta: () => ({ puts }) });
+        await host.store.writeTreeDelta(null, rid, "main", { message: `signals from ${first}`, computeDelta: () => ({ puts }) });
       }
       const total = runs * perRun;
       let handled = 0;

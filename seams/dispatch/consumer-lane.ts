@@ -21,10 +21,10 @@
  * consumer is written lazily (within `LAZY_CHECKPOINT_MS`): replaying those commits after a
  * crash hands nothing over.
  *
- * Bounded repeats: no new attempt starts while {@link maxUnrecorded} handled events wait for
- * their checkpoint (a checkpoint can be slow: a killed writer's ref lock is only broken once
+ * Bounded repeats: no new attempt starts while the consumer's `maxUnrecorded` handled events
+ * wait for their checkpoint (a checkpoint can be slow: a killed writer's ref lock is only broken once
  * stale). Failed attempts count as well (their attempt number is recorded). So a crash
- * repeats at most `maxUnrecorded(concurrency) + concurrency` handovers per consumer and
+ * repeats at most `maxUnrecorded + concurrency` handovers per consumer and
  * deployment: the unrecorded ones and those in flight.
  */
 import { WorkflowHostError } from "../../src/errors.js";
@@ -50,10 +50,6 @@ import type { Semaphore } from "./semaphore.js";
 
 /** A cursor that moved over commits with nothing to hand over is written at most this late (ms). */
 export const LAZY_CHECKPOINT_MS = 1_000;
-/** Handled events allowed to wait for their checkpoint before new attempts wait too. */
-export function maxUnrecorded(concurrency: number): number {
-  return Math.max(16, 2 * concurrency);
-}
 /** A failed checkpoint is tried again after this long (ms). */
 const CHECKPOINT_RETRY_MS = 1_000;
 
@@ -140,7 +136,7 @@ export function createConsumerLane(deps: LaneDeps): ConsumerLane {
   /** Handled events not yet in a committed checkpoint; `pendingHandled` of them not yet in one being written. */
   let unrecorded = 0;
   let pendingHandled = 0;
-  const unrecordedCap = maxUnrecorded(consumer.concurrency);
+  const unrecordedCap = consumer.maxUnrecorded;
   const blocked = new Set<RunQueue>();
 
   const safeReport = (report: DispatchReport): void => {

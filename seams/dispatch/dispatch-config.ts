@@ -13,7 +13,7 @@ import { WorkflowHostError } from "../../src/errors.js";
 import { checkConsumer } from "./dispatch-keys.js";
 import type { ConsumerOptions } from "./dispatch-types.js";
 
-const KNOWN = new Set(["name", "url", "secret", "secretEnv", "filter", "concurrency", "maxAttempts", "backoff", "timeoutMs", "startFrom"]);
+const KNOWN = new Set(["name", "url", "secret", "secretEnv", "filter", "concurrency", "maxAttempts", "backoff", "timeoutMs", "maxUnrecorded", "startFrom"]);
 
 function invalid(detail: string, data: Record<string, unknown> = {}): WorkflowHostError {
   return new WorkflowHostError("config_invalid", `dispatch config: ${detail}`, data);
@@ -55,6 +55,7 @@ export function parseDispatchConfig(text: string, env: Readonly<Record<string, s
       ...(e["backoff"] === undefined ? {} : { backoff: e["backoff"] }),
       ...(e["timeoutMs"] === undefined ? {} : { timeoutMs: e["timeoutMs"] }),
       ...(e["startFrom"] === undefined ? {} : { startFrom: e["startFrom"] }),
+      ...(e["maxUnrecorded"] === undefined ? {} : { maxUnrecorded: e["maxUnrecorded"] }),
     } as ConsumerOptions;
     if (typeof e["url"] !== "string") throw invalid(`consumers[${index}].url must be a string`, { index });
     const checked = checkConsumer(options);

@@ -67,6 +67,11 @@ export function backoffDelayMs(policy: BackoffPolicy, failedAttempt: number, ran
   return p.jitter === "none" ? computed : Math.floor(random() * computed);
 }
 
+/** Default of {@link ConsumerOptions.maxUnrecorded}: 4 × concurrency, at least 64. */
+export function defaultMaxUnrecorded(concurrency: number): number {
+  return Math.max(64, 4 * concurrency);
+}
+
 export interface CheckedConsumer {
   readonly name: string;
   readonly types: ReadonlySet<DispatchEventType>;
@@ -76,6 +81,7 @@ export interface CheckedConsumer {
   readonly maxAttempts: number;
   readonly backoff: BackoffPolicy;
   readonly timeoutMs: number;
+  readonly maxUnrecorded: number;
   readonly startFrom: "genesis" | "head";
 }
 
@@ -125,15 +131,17 @@ export function checkConsumer(opts: ConsumerOptions, needsTarget = true): Checke
   }
   const startFrom = opts.startFrom ?? "genesis";
   if (startFrom !== "genesis" && startFrom !== "head") throw bad("startFrom", startFrom, `"genesis" or "head"`);
+  const concurrency = intIn("concurrency", opts.concurrency, 1, 1_000, 8);
   return {
     name,
     types: new Set(types),
     repoIds,
     runIds,
-    concurrency: intIn("concurrency", opts.concurrency, 1, 1_000, 8),
+    concurrency,
     maxAttempts: intIn("maxAttempts", opts.maxAttempts, 1, 1_000, 5),
     backoff,
     timeoutMs: intIn("timeoutMs", opts.timeoutMs, 1, 3_600_000, 30_000),
+    maxUnrecorded: intIn("maxUnrecorded", opts.maxUnrecorded, 1, 1_000_000, defaultMaxUnrecorded(concurrency)),
     startFrom,
   };
 }

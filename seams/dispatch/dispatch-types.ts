@@ -83,6 +83,13 @@ export interface ConsumerOptions {
   /** One attempt's limit (ms, default 30 000, 1 … 3 600 000); a late attempt counts as failed. */
   readonly timeoutMs?: number;
   /**
+   * Handled events (and failed attempts) that may wait for their checkpoint commit before new
+   * attempts wait too (default 4 × concurrency, at least 64; 1 … 1 000 000). A crash repeats at
+   * most `maxUnrecorded + concurrency` handovers per deployment; a larger value keeps
+   * throughput up when checkpoint commits are slow.
+   */
+  readonly maxUnrecorded?: number;
+  /**
    * Where a consumer starts in a deployment it has no ref in yet: "genesis" (default: every
    * event already in the log) or "head" (only events committed from now on).
    */

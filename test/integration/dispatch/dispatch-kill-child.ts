@@ -10,7 +10,7 @@ import { fsyncSync, openSync, writeSync } from "node:fs";
 import { createWorkflowHost } from "../../../src/host/host.js";
 import { stopOnSignals } from "../../../src/host/stop-on-signals.js";
 import { createPrng } from "../reliability/prng.js";
-import { KILL_CONCURRENCY, KILL_CONSUMER, KILL_MAX_ATTEMPTS } from "./kill-constants.js";
+import { KILL_CONCURRENCY, KILL_CONSUMER, KILL_MAX_ATTEMPTS, KILL_MAX_UNRECORDED } from "./kill-constants.js";
 
 const [dataDir, file, lifeText, seedText] = process.argv.slice(2);
 if (dataDir === undefined || file === undefined || lifeText === undefined || seedText === undefined) {
@@ -38,6 +38,7 @@ host.dispatch({
   name: KILL_CONSUMER,
   filter: { types: ["TimerFired"] },
   concurrency: KILL_CONCURRENCY,
+  maxUnrecorded: KILL_MAX_UNRECORDED,
   maxAttempts: KILL_MAX_ATTEMPTS,
   backoff: [20, 40],
   timeoutMs: 5_000,

@@ -12,7 +12,7 @@
  *   never handed over by a later host;
  * - a handover repeated (same event, same attempt number) is only one whose first handover was
  *   in a host that was then killed — counted and reported — never twice in one life; and of
- *   the handovers of one killed host at most `maxUnrecorded(concurrency) + concurrency` are
+ *   the handovers of one killed host at most `maxUnrecorded + concurrency` are
  *   repeated later (the bound the lane keeps, see consumer-lane.ts);
  * - parked are exactly the poison timers, each after `maxAttempts` attempts, and no attempt
  *   number passes `maxAttempts`;
@@ -20,7 +20,6 @@
  */
 import { appendFile, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { maxUnrecorded } from "../../../seams/dispatch/consumer-lane.js";
 import { readConsumerState } from "../../../seams/dispatch/consumer-state.js";
 import { createWorkflowHost } from "../../../src/host/host.js";
 import { openWorkflowStore } from "../../../src/host/open-workflow-store.js";
@@ -29,7 +28,7 @@ import { WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
 import { fsckViolations } from "../reliability/deployment-log.js";
 import { createPrng } from "../reliability/prng.js";
 import { pollFor, sleep, spawnWatched, type WatchedChild } from "../reliability/serve-process.js";
-import { KILL_CONCURRENCY, KILL_CONSUMER, KILL_MAX_ATTEMPTS, KILL_REPO } from "./kill-constants.js";
+import { KILL_CONCURRENCY, KILL_CONSUMER, KILL_MAX_ATTEMPTS, KILL_MAX_UNRECORDED, KILL_REPO } from "./kill-constants.js";
 
 const CHILD = new URL("./dispatch-kill-child.ts", import.meta.url).pathname;
 const rid = { kind: WORKFLOW_RUN_KIND, id: KILL_REPO };
@@ -216,7 +215,7 @@ export async function runDispatchKillScenario(opts: KillScenarioOptions): Promis
     for (const h of list) lastLifeOf.set(h.attempt, Math.max(lastLifeOf.get(h.attempt) ?? -1, h.life));
     for (const h of list) if ((lastLifeOf.get(h.attempt) ?? -1) > h.life) repeatedOfLife.set(h.life, (repeatedOfLife.get(h.life) ?? 0) + 1);
   }
-  const bound = maxUnrecorded(KILL_CONCURRENCY) + KILL_CONCURRENCY;
+  const bound = KILL_MAX_UNRECORDED + KILL_CONCURRENCY;
   for (const [life, count] of repeatedOfLife) if (count > bound) violations.push(`${count} handovers of life ${life} were repeated later; at most ${bound} may be`);
   const mostRepeatedOfOneLife = Math.max(0, ...repeatedOfLife.values());
   for (const [id, list] of byId) {

@@ -1,5 +1,4 @@
 import { describe, expect, it } from "vitest";
-import { maxUnrecorded } from "../../../seams/dispatch/consumer-lane.js";
 import { createDispatcher } from "../../../seams/dispatch/dispatcher.js";
 import { openWorkflowStore } from "../../../src/host/open-workflow-store.js";
 import type { RepoStore } from "../../../src/substrate/types.js";
@@ -40,9 +39,9 @@ describe("dispatch back-pressure", () => {
     const reports = createReportLog();
     let handed = 0;
     const dispatcher = createDispatcher({ repoStore: store, principal: null, listDeployments: async () => ["dep"], clock: clock.clock, timers: clock.timers, onEvent: (r) => reports.push(r) });
-    dispatcher.add({ name: "c1", concurrency: 4, handler: () => void (handed += 1) });
+    const cap = 16;
+    dispatcher.add({ name: "c1", concurrency: 4, maxUnrecorded: cap, handler: () => void (handed += 1) });
     await dispatcher.start();
-    const cap = maxUnrecorded(4);
     await reports.next((r) => r.type === "delivered", cap);
     // Let everything that could still start do so.
     for (let i = 0; i < 200; i++) await new Promise((resolve) => setImmediate(resolve));
