@@ -40,6 +40,7 @@ import {
   describeError,
   encodeJson,
   readConsumerState,
+  readFolder,
   recordPath,
   type ConsumerFile,
   type ParkedRecord,
@@ -50,6 +51,8 @@ import type { Semaphore } from "./semaphore.js";
 
 /** A cursor that moved over commits with nothing to hand over is written at most this late (ms). */
 export const LAZY_CHECKPOINT_MS = 1_000;
+/** How often the consumer ref is looked at for events released by `dispatch retry` (ms). */
+export const RELEASE_POLL_MS = 1_000;
 /** A failed checkpoint is tried again after this long (ms). */
 const CHECKPOINT_RETRY_MS = 1_000;
 
@@ -136,6 +139,7 @@ export function createConsumerLane(deps: LaneDeps): ConsumerLane {
   /** Handled events not yet in a committed checkpoint; `pendingHandled` of them not yet in one being written. */
   let unrecorded = 0;
   let pendingHandled = 0;
+  let pendingReleased: string[] = [];
   const unrecordedCap = consumer.maxUnrecorded;
   const blocked = new Set<RunQueue>();
 
@@ -181,6 +185,8 @@ export function createConsumerLane(deps: LaneDeps): ConsumerLane {
       pending = new Map();
       const handledInBatch = pendingHandled;
       pendingHandled = 0;
+      const releasedInBatch = pendingReleased;
+      pendingReleased = [];
       const file = consumerFile();
       const puts = new Map<string, string>([[CONSUMER_FILE, file]]);
       const deletes: string[] = [];
@@ -193,6 +199,7 @@ export function createConsumerLane(deps: LaneDeps): ConsumerLane {
       } catch (error) {
         for (const [path, value] of batch) if (!pending.has(path)) pending.set(path, value);
         pendingHandled += handledInBatch;
+        pendingReleased.push(...releasedInBatch);
         writing = false;
         logger.error(`checkpoint of consumer ${consumer.name} in ${rid.id} failed: ${describeError(error)}`, tag);
         safeReport({ type: "checkpoint_failed", ...tag, error, retryInMs: CHECKPOINT_RETRY_MS });
@@ -207,6 +214,7 @@ export function createConsumerLane(deps: LaneDeps): ConsumerLane {
         return;
       }
       unrecorded -= handledInBatch;
+      for (const id of releasedInBatch) retryQueued.delete(id);
       if (blocked.size > 0 && unrecorded < unrecordedCap) {
         const waiting = [...blocked];
         blocked.clear();
@@ -256,8 +264,10 @@ export function createConsumerLane(deps: LaneDeps): ConsumerLane {
       advance();
     }
     if (item.released) {
+      // Forgotten only once the checkpoint removing its retry/ record is committed: a scan
+      // before that still sees the record and must not hand it over again.
       pending.set(recordPath("retry", item.runId, item.seq), null);
-      retryQueued.delete(item.id);
+      pendingReleased.push(item.id);
     }
     if (failingKnown.delete(item.id)) pending.set(recordPath("failing", item.runId, item.seq), null);
     requestFlush(true);
@@ -449,27 +459,39 @@ export function createConsumerLane(deps: LaneDeps): ConsumerLane {
     if (state === "running" && !abort.signal.aborted) fail(new WorkflowHostError("store_stopped", `the store ended the subscription of ${rid.id}`, tag));
   }
 
-  async function followConsumerRef(from: string): Promise<void> {
-    try {
-      for await (const commit of store.subscribe(principal, rid, cref, { from, signal: abort.signal })) {
-        const added = commit.changes.filter((c) => c.status === "added" && c.path.startsWith("retry/"));
-        if (added.length === 0) continue;
-        const reads = await store.openCommittedReads(principal, rid, commit.commitSha);
-        for (const change of added) {
-          try {
-            const record = JSON.parse(new TextDecoder().decode(await reads.readBlobByOid(change.oid))) as ParkedRecord;
-            const item = releasedItem(record);
-            if (item === null || state !== "running") continue;
-            safeReport({ type: "released", ...tag, runId: item.runId, seq: item.seq, idempotencyKey: item.key });
-            enqueue(item);
-          } catch (error) {
-            logger.warn(`consumer ${consumer.name}: ${change.path} is not a record; ignored (${describeError(error)})`, tag);
-          }
-        }
-      }
-    } catch (error) {
-      if (state === "running") fail(error);
+  /**
+   * Released dead letters are found by looking at the consumer ref's `retry/` folder: at start,
+   * then every {@link RELEASE_POLL_MS} (one ref read and one tree lookup; a subscription to the
+   * ref would diff every checkpoint commit). A release by the CLI is picked up within that time.
+   */
+  async function scanReleases(): Promise<void> {
+    const tip = await store.resolveRef(principal, rid, cref);
+    if (tip === null) return;
+    const reads = await store.openCommittedReads(principal, rid, tip);
+    const oid = await reads.treeOid("retry");
+    if (oid === lastRetryTree) return;
+    lastRetryTree = oid;
+    if (oid === null) return;
+    const records = new Map<string, ParkedRecord>();
+    await readFolder(reads, "retry", records, (message) => logger.warn(`consumer ${consumer.name}: ${message}`, tag));
+    for (const record of records.values()) {
+      const item = releasedItem(record);
+      if (item === null || state !== "running") continue;
+      safeReport({ type: "released", ...tag, runId: item.runId, seq: item.seq, idempotencyKey: item.key });
+      enqueue(item);
     }
+  }
+
+  function armReleasePoll(): void {
+    releaseTimer = timers.setTimeout(() => {
+      releaseTimer = null;
+      if (state !== "running") return;
+      scanReleases()
+        .catch((error: unknown) => logger.warn(`consumer ${consumer.name} in ${rid.id}: reading released events failed: ${describeError(error)}`, tag))
+        .finally(() => {
+          if (state === "running") armReleasePoll();
+        });
+    }, RELEASE_POLL_MS);
   }
 
   function fail(error: unknown): void {
@@ -478,6 +500,8 @@ export function createConsumerLane(deps: LaneDeps): ConsumerLane {
   }
 
   let failing = new Map<string, number>();
+  let lastRetryTree: string | null = null;
+  let releaseTimer: TimerHandle | null = null;
 
   const lane: ConsumerLane = {
     async start() {
@@ -506,7 +530,9 @@ export function createConsumerLane(deps: LaneDeps): ConsumerLane {
         const item = releasedItem(record);
         if (item !== null) enqueue(item);
       }
-      loops = [followMain(), followConsumerRef(durable.refSha as string)];
+      lastRetryTree = await (await store.openCommittedReads(principal, rid, durable.refSha as string)).treeOid("retry");
+      loops = [followMain()];
+      armReleasePoll();
     },
 
     async stop() {
@@ -525,6 +551,8 @@ export function createConsumerLane(deps: LaneDeps): ConsumerLane {
       }
       if (lazyTimer !== null) timers.clearTimeout(lazyTimer);
       if (retryFlushTimer !== null) timers.clearTimeout(retryFlushTimer);
+      if (releaseTimer !== null) timers.clearTimeout(releaseTimer);
+      releaseTimer = null;
       lazyTimer = null;
       retryFlushTimer = null;
       await Promise.all(loops);

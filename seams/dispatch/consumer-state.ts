@@ -79,7 +79,8 @@ export function describeError(error: unknown): string {
 
 const decoder = new TextDecoder();
 
-async function readFolder<T>(reads: CommittedReads, folder: string, into: Map<string, T>, warn: (msg: string) => void): Promise<void> {
+/** Reads the `<folder>/<runId>/<seq>.json` records of a consumer tree into `into`, keyed `<runId>/<seq>`. */
+export async function readFolder<T>(reads: CommittedReads, folder: string, into: Map<string, T>, warn: (msg: string) => void): Promise<void> {
   for (const run of await reads.listDir(folder)) {
     if (run.type !== "tree") continue;
     for (const file of await reads.listDir(`${folder}/${run.name}`)) {

@@ -125,8 +125,8 @@ function releaseCommand(action: "retry" | "skip"): CliCommand {
 
 ${
   action === "retry"
-    ? `Moves parked events back to the consumer: a running host hands them over again within its
-poll interval (otherwise the next host that runs the consumer does), with fresh attempts; one
+    ? `Moves parked events back to the consumer: a running host hands them over again within a
+second (otherwise the next host that runs the consumer does), with fresh attempts; one
 that fails every attempt again is parked again.`
     : `Removes parked events from the consumer's dead letters; they are not handed over again.
 The commit on refs/consumers/NAME keeps what was removed (git log -p).`

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
+import { RELEASE_POLL_MS } from "../../../seams/dispatch/consumer-lane.js";
 import { releaseParked } from "../../../seams/dispatch/consumer-state.js";
 import type { Delivery } from "../../../seams/dispatch/dispatch-types.js";
 import { WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
@@ -85,6 +86,8 @@ describe("dispatch retries and dead letters (fake clock)", () => {
 
     // Released (what `workflow-host dispatch retry` does): delivered with fresh attempts.
     expect(await releaseParked(second.store, null, "dep", "billing", "all", "retry", s.clock.clock().toISOString())).toEqual(["r1/2"]);
+    // The running host looks for released events every RELEASE_POLL_MS.
+    await s.clock.advance(RELEASE_POLL_MS);
     await s.reports.next((r) => r.type === "delivered");
     expect(delivered.map((d) => [d.attempt, d.seq, d.idempotencyKey])).toEqual([[1, 2, "dep/r1/t1/2026-05-01T10:00:00.050Z"]]);
     await second.stop();
