@@ -12,6 +12,7 @@ import { fileURLToPath } from "node:url";
 import type { Benchmark } from "./bench-context.js";
 import { append } from "./append.js";
 import { catchUp } from "./catch-up.js";
+import { dispatch } from "./dispatch.js";
 import { fireThroughput } from "./fire-throughput.js";
 import { http } from "./http.js";
 import { lateness } from "./lateness.js";
@@ -25,7 +26,7 @@ import { nowMs } from "./stats.js";
 import { formatTable, type BenchTable } from "./table.js";
 
 /** Every benchmark, in the order they run. */
-export const BENCHMARKS: readonly Benchmark[] = [fireThroughput, lateness, recovery, memory, signals, catchUp, append, http];
+export const BENCHMARKS: readonly Benchmark[] = [fireThroughput, lateness, recovery, memory, signals, catchUp, append, http, dispatch];
 
 export interface RunOptions {
   readonly quick: boolean;
@@ -74,7 +75,7 @@ function parseArgs(argv: readonly string[]): { quick: boolean; only: string[] } 
     if (arg === "--quick") quick = true;
     else if (arg === "--only") only.push(...(argv[++i] ?? "").split(",").filter((s) => s !== ""));
     else if (arg.startsWith("--only=")) only.push(...arg.slice(7).split(",").filter((s) => s !== ""));
-    else throw new Error(`unknown argument ${arg}; usage: npm run bench [-- --quick] [-- --only fire,lateness,recovery,memory,signals,catch-up,append,http]`);
+    else throw new Error(`unknown argument ${arg}; usage: npm run bench [-- --quick] [-- --only fire,lateness,recovery,memory,signals,catch-up,append,http,dispatch]`);
   }
   return { quick, only };
 }

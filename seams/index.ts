@@ -18,3 +18,22 @@ export type {
 export { cancelTimerDurably, type CancelTimerDurablyOptions } from "./timer-cancel.js";
 export { createRunEventFeed } from "./run-event-feed.js";
 export type { RunEventAttachment, RunEventFeed, RunEventFeedOptions, RunEventListener } from "./run-event-feed.js";
+export { createDispatcher } from "./dispatch/dispatcher.js";
+export type {
+  BackoffPolicy,
+  ConsumerHandle,
+  ConsumerOptions,
+  Delivery,
+  DispatchEventType,
+  DispatchFilter,
+  DispatchHandler,
+  Dispatcher,
+  DispatcherOptions,
+  DispatchReport,
+  HttpTarget,
+  LaneStatus,
+} from "./dispatch/dispatch-types.js";
+export { idempotencyKey } from "./dispatch/dispatch-keys.js";
+export { releaseParked, readConsumerState, type ParkedRecord } from "./dispatch/consumer-state.js";
+export { consumerLag, type ConsumerLag } from "./dispatch/consumer-report.js";
+export { deliveryBody, signBody, verifySignature, SIGNATURE_HEADER } from "./dispatch/http-target.js";

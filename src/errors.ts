@@ -35,6 +35,12 @@ export type ErrorCode =
   | "host_locked"
   | "host_stopped"
   | "aborted"
+  // dispatch (seams/dispatch)
+  | "config_invalid"
+  | "consumer_exists"
+  | "delivery_failed"
+  | "dispatcher_stopped"
+  | "record_not_found"
   // CLI
   | "data_dir_not_found"
   | "usage";

@@ -15,6 +15,8 @@
  * The library installs no signal handlers; a process that wants Ctrl-C to stop the host calls
  * {@link stopOnSignals} (see `./stop-on-signals.ts`).
  */
+import { createDispatcher } from "../../seams/dispatch/dispatcher.js";
+import type { ConsumerHandle, ConsumerOptions, Dispatcher, DispatchReport } from "../../seams/dispatch/dispatch-types.js";
 import { createWorkflowHostScheduler } from "../../seams/scheduler.js";
 import type { SchedulerEvent, WorkflowHostScheduler } from "../../seams/scheduler-types.js";
 import { createWorkflowHostSignalChannel } from "../../seams/signal-channel.js";
@@ -88,6 +90,8 @@ export interface WorkflowHostOptions {
   readonly foreignWriterRoomMs?: number;
   /** Every scheduler report (fired, skipped, bad_event, …), synchronously. Exceptions are ignored. */
   readonly onEvent?: (event: SchedulerEvent) => void;
+  /** Every dispatch report (delivered, attempt_failed, parked, …), synchronously. Exceptions are ignored. */
+  readonly onDispatchEvent?: (report: DispatchReport) => void;
 }
 
 export interface WorkflowHost {
@@ -129,6 +133,14 @@ export interface WorkflowHost {
    * @throws repo_id_invalid, host_stopped
    */
   runtime(repoId: string): WorkflowRuntime;
+  /** The dispatcher running this host's consumers (started and stopped with the host). */
+  readonly dispatcher: Dispatcher;
+  /**
+   * Registers a named consumer that runs the user's code on log events, at least once (see
+   * seams/dispatch/dispatcher.ts); it runs while the host runs.
+   * @throws id_invalid, config_invalid, consumer_exists, host_stopped
+   */
+  dispatch(consumer: ConsumerOptions): ConsumerHandle;
 }
 
 /**
@@ -174,6 +186,18 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
     ...(opts.onEvent === undefined ? {} : { onEvent: opts.onEvent }),
   });
 
+  const dispatcher = createDispatcher({
+    repoStore: store,
+    principal,
+    listDeployments: () => store.listRepos(principal, WORKFLOW_RUN_KIND),
+    ref,
+    clock,
+    timers,
+    logger,
+    ...(opts.discoverEveryMs === undefined ? {} : { discoverEveryMs: opts.discoverEveryMs }),
+    ...(opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes }),
+    ...(opts.onDispatchEvent === undefined ? {} : { onEvent: opts.onDispatchEvent }),
+  });
   const channels = new Map<string, WorkflowHostSignalChannel>();
   const runtimes = new Map<string, WorkflowRuntime>();
   let state: WorkflowHostState = "created";
@@ -204,6 +228,7 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
         },
       });
       await scheduler.start();
+      await dispatcher.start();
       if (state === "starting") state = "running";
     } catch (error) {
       state = "stopping";
@@ -226,6 +251,7 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
     runtimes.clear();
     await Promise.all([...channels.values()].map((channel) => attempt("a signal channel", () => channel.stop())));
     channels.clear();
+    await attempt("the dispatcher", () => dispatcher.stop());
     await attempt("the scheduler", () => scheduler.stop());
     await attempt("the store", () => store.close());
     const held = lock;
@@ -274,7 +300,7 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
       ensureUsable("createDeployment");
       const id = parseRepoId(repoId);
       const result = await store.initRepo(principal, { kind: WORKFLOW_RUN_KIND, id });
-      if (state === "running") await scheduler.refresh();
+      if (state === "running") await Promise.all([scheduler.refresh(), dispatcher.refresh()]);
       return result;
     },
 
@@ -287,6 +313,13 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
         channels.set(key, channel);
       }
       return channel;
+    },
+
+    dispatcher,
+
+    dispatch(consumer) {
+      ensureUsable("dispatch");
+      return dispatcher.add(consumer);
     },
 
     runtime(repoId) {

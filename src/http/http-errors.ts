@@ -36,6 +36,7 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<HttpErrorCode, number>> = {
   path_violation: 400,
   usage: 400,
   body_invalid: 400,
+  config_invalid: 400,
   payload_too_large: 413,
   media_type_unsupported: 415,
   // Who is asking.
@@ -46,11 +47,13 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<HttpErrorCode, number>> = {
   repo_not_found: 404,
   run_not_found: 404,
   timer_not_found: 404,
+  record_not_found: 404,
   route_not_found: 404,
   method_not_allowed: 405,
   // Someone else moved first: retrying (after re-reading) may succeed.
   ref_conflict: 409,
   push_rejected: 409,
+  consumer_exists: 409,
   // The host is not (or no longer) able to serve: retry later or elsewhere.
   ref_locked: 503,
   store_stopped: 503,
@@ -59,10 +62,12 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<HttpErrorCode, number>> = {
   host_locked: 503,
   host_stopped: 503,
   aborted: 503,
+  dispatcher_stopped: 503,
   // Damage or failures inside the host.
   ref_corrupt: 500,
   object_corrupt: 500,
   io_failed: 500,
+  delivery_failed: 500,
   data_dir_not_found: 500,
   kind_unknown: 500,
   internal: 500,

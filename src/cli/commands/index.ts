@@ -2,6 +2,7 @@
 import type { CliCommand } from "../command.js";
 import { checkCommand } from "./check.js";
 import { demoCommand } from "./demo.js";
+import { dispatchCommands } from "./dispatch.js";
 import { repoCreateCommand } from "./repo-create.js";
 import { repoListCommand } from "./repo-list.js";
 import { runsCompactCommand } from "./runs-compact.js";
@@ -26,4 +27,5 @@ export const commands: readonly CliCommand[] = [
   runsShowCommand,
   runsCompactCommand,
   checkCommand,
+  ...dispatchCommands,
 ];

@@ -1,8 +1,9 @@
+import { printDispatchReport } from "./dispatch-report.js";
 import type { SchedulerEvent } from "../../../seams/scheduler-types.js";
 import type { WorkflowHost } from "../../host/host.js";
 import { stopOnSignals } from "../../host/stop-on-signals.js";
 import type { MisfirePolicy } from "../../workflow/types.js";
-import { choiceFlag, dataDirFlag, dataDirOption, intFlag, usageError } from "../args.js";
+import { checkFlags, choiceFlag, dataDirFlag, dataDirOption, intFlag, usageError } from "../args.js";
 import { createCliLogger, replacer } from "../cli-logger.js";
 import type { CliCommand } from "../command.js";
 import { duration, plural, shortSha } from "../format.js";
@@ -24,12 +25,13 @@ export const serveCommand: CliCommand = {
     durability: { type: "string" },
     "lock-stale-ms": { type: "string" },
     init: { type: "boolean" },
+    dispatch: { type: "string" },
     json: { type: "boolean" },
     http: { type: "string" },
     tokens: { type: "string" },
   },
   help: `Usage: workflow-host serve --data-dir DIR [--init] [--poll-ms N] [--misfire P] [--durability D]
-                           [--lock-stale-ms N] [--json] [--http ADDR --tokens FILE]
+                           [--lock-stale-ms N] [--dispatch FILE] [--json] [--http ADDR --tokens FILE]
 
 Runs the host: takes the data dir's host lock, recovers every deployment's timers, fires them
 (TimerFired, cron follow-ups, TimerSkipped) and follows new commits, including ones pushed with
@@ -54,6 +56,8 @@ Options:
       --misfire P         cron series that name no policy: skip (default) | latest | all
       --durability D      fsync (default): flush every write before its ref moves | none
       --lock-stale-ms N   a lock whose heartbeat did not change for this long is taken over (default 10000)
+      --dispatch FILE     run the HTTP consumers of FILE (see README "Running code when a
+                          timer fires"); status with workflow-host dispatch status
       --json              one JSON object per line on stdout and stderr
       --http ADDR         also serve the HTTP API, wake-ups, /metrics and the dashboard on
                           PORT, HOST:PORT or [IPV6]:PORT (a bare port is 127.0.0.1); needs --tokens
@@ -77,8 +81,11 @@ Examples:
     const misfire = choiceFlag<MisfirePolicy>(NAME, values, "misfire", ["skip", "latest", "all"], "skip");
     const durability = choiceFlag(NAME, values, "durability", ["fsync", "none"], "fsync");
     const json = values["json"] === true;
-    // Every flag (and the token file) is checked before the data dir: a bad flag is exit 2.
+    // Every flag (and the token and dispatch files) is checked before the data dir: a bad flag
+    // is exit 2.
     const http = await httpFlags(values);
+    const dispatchFile = values["dispatch"];
+    const consumers = typeof dispatchFile === "string" ? await dispatchConsumers(dispatchFile, io) : [];
     if (values["init"] !== true) await requireDataDir(dataDir, `workflow-host serve --data-dir ${shellQuote(dataDir)} --init`);
     const logger = createCliLogger(io, { json });
     const { createWorkflowHost } = await import("../../host/host.js");
@@ -95,7 +102,9 @@ Examples:
         else printEvent(io, event, json);
         http?.monitor.onEvent(event);
       },
+      onDispatchEvent: (report) => printDispatchReport(io, report, json),
     });
+    for (const consumer of consumers) host.dispatch(consumer);
     const signals = stopOnSignals(host, {
       source: io.signals,
       logger,
@@ -188,6 +197,18 @@ function badEventFilter(hostOf: () => WorkflowHost) {
 /** How late a timer fired: firedAt − scheduledFor, in ms (never negative). */
 function lateMsOf(event: { readonly scheduledFor: string; readonly firedAt: string }): number {
   return Math.max(0, Date.parse(event.firedAt) - Date.parse(event.scheduledFor));
+}
+
+/** The consumers of a `--dispatch` file; an unreadable or invalid file is a bad flag value. */
+async function dispatchConsumers(file: string, io: CliIo) {
+  const [{ readFile }, { parseDispatchConfig }] = await Promise.all([import("node:fs/promises"), import("../../../seams/dispatch/dispatch-config.js")]);
+  let text: string;
+  try {
+    text = await readFile(file, "utf8");
+  } catch (error) {
+    throw usageError(NAME, `cannot read --dispatch ${file}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  return checkFlags(NAME, () => parseDispatchConfig(text, io.env));
 }
 
 /** `--http` and `--tokens`, checked (and the token file read) before the host starts. */

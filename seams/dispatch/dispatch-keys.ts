@@ -1,0 +1,147 @@
+/**
+ * Pure parts of dispatch: the idempotency key of an event, backoff delays, consumer option
+ * checks and the consumer ref's name. No I/O, no clock.
+ */
+import { WorkflowHostError, describeValue } from "../../src/errors.js";
+import { parseRepoId, parseRunId } from "../../src/workflow/ids.js";
+import type { RunEvent } from "../../src/workflow/types.js";
+import { DISPATCH_EVENT_TYPES, type BackoffPolicy, type ConsumerOptions, type DispatchEventType } from "./dispatch-types.js";
+
+/** Consumer names: one ref component git accepts, no dots (so never `.lock` or `..`). */
+export const CONSUMER_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$/;
+
+/** The ref of a consumer's progress inside each deployment repo. */
+export function consumerRef(name: string): string {
+  return `refs/consumers/${parseConsumerName(name)}`;
+}
+
+/** @throws id_invalid naming the field "consumer" */
+export function parseConsumerName(value: unknown): string {
+  if (typeof value === "string" && CONSUMER_NAME_PATTERN.test(value)) return value;
+  throw new WorkflowHostError("id_invalid", `consumer ${typeof value === "string" ? describeValue(value) : String(value)} is not valid; allowed: 1-100 characters of A-Z a-z 0-9 _ -, starting with a letter or digit`, { field: "consumer", value });
+}
+
+/** A run's event within one deployment: `<runId>/<seq>`, unique because logs are append-only. */
+export function eventId(runId: string, seq: number): string {
+  return `${runId}/${seq}`;
+}
+
+/**
+ * The stable key a handler uses to make its effect once:
+ * - TimerFired: `<repoId>/<runId>/<timerId>/<scheduledFor>` (a log of the original system
+ *   without `scheduledFor`: `<repoId>/<runId>/<timerId>/seq-<seq>`);
+ * - TimerSkipped: `<repoId>/<runId>/<timerId>/skipped/<firstMissed>`;
+ * - SignalReceived: `<repoId>/<runId>/signal/<signalId>` (signal ids are unique per run);
+ * - RunCompleted / RunFailed / RunCancelled: `<repoId>/<runId>/<type>` (one per run).
+ * The same event gets the same key in every attempt, every restart and every consumer.
+ */
+export function idempotencyKey(repoId: string, runId: string, seq: number, event: RunEvent): string {
+  const data = (event as { data?: Record<string, unknown> }).data ?? {};
+  switch (event.type) {
+    case "TimerFired": {
+      const at = typeof data["scheduledFor"] === "string" ? data["scheduledFor"] : `seq-${seq}`;
+      return `${repoId}/${runId}/${String(data["timerId"])}/${at}`;
+    }
+    case "TimerSkipped":
+      return `${repoId}/${runId}/${String(data["timerId"])}/skipped/${String(data["firstMissed"])}`;
+    case "SignalReceived":
+      return `${repoId}/${runId}/signal/${String((event as { signalId?: unknown }).signalId)}`;
+    default:
+      return `${repoId}/${runId}/${event.type}`;
+  }
+}
+
+/**
+ * Delay before the attempt after `failedAttempt` (1-based) failed, in ms.
+ * @param random a number in [0, 1) for the jitter
+ */
+export function backoffDelayMs(policy: BackoffPolicy, failedAttempt: number, random: () => number): number {
+  if (Array.isArray(policy)) {
+    const list = policy as readonly number[];
+    return list[Math.min(failedAttempt - 1, list.length - 1)] ?? 0;
+  }
+  const p = policy as Exclude<BackoffPolicy, readonly number[]>;
+  const base = p.baseMs ?? 1_000;
+  const max = p.maxMs ?? 60_000;
+  const computed = Math.min(max, base * (p.factor ?? 2) ** (failedAttempt - 1));
+  return p.jitter === "none" ? computed : Math.floor(random() * computed);
+}
+
+/** Default of {@link ConsumerOptions.maxUnrecorded}: 4 × concurrency, at least 64. */
+export function defaultMaxUnrecorded(concurrency: number): number {
+  return Math.max(64, 4 * concurrency);
+}
+
+export interface CheckedConsumer {
+  readonly name: string;
+  readonly types: ReadonlySet<DispatchEventType>;
+  readonly repoIds: ReadonlySet<string> | null;
+  readonly runIds: ReadonlySet<string> | null;
+  readonly concurrency: number;
+  readonly maxAttempts: number;
+  readonly backoff: BackoffPolicy;
+  readonly timeoutMs: number;
+  readonly maxUnrecorded: number;
+  readonly startFrom: "genesis" | "head";
+}
+
+function bad(field: string, value: unknown, allowed: string): WorkflowHostError {
+  return new WorkflowHostError("config_invalid", `consumer option ${field} ${describeValue(value)} is not valid; allowed: ${allowed}`, { field, value });
+}
+
+function intIn(field: string, value: unknown, min: number, max: number, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== "number" || !Number.isInteger(value) || value < min || value > max) throw bad(field, value, `an integer ${min} … ${max}`);
+  return value;
+}
+
+/**
+ * Checks a consumer's options and fills in defaults (see {@link ConsumerOptions}).
+ * @throws id_invalid (name, a repoId or runId in the filter), config_invalid (anything else)
+ */
+export function checkConsumer(opts: ConsumerOptions, needsTarget = true): CheckedConsumer {
+  const name = parseConsumerName(opts.name);
+  if (needsTarget && (opts.handler === undefined) === (opts.http === undefined)) throw bad("handler/http", "both or neither", "exactly one of handler and http");
+  if (opts.handler !== undefined && typeof opts.handler !== "function") throw bad("handler", opts.handler, "a function");
+  if (opts.http !== undefined) {
+    let url: URL;
+    try {
+      url = new URL(opts.http.url);
+    } catch {
+      throw bad("http.url", opts.http.url, "an absolute http: or https: URL");
+    }
+    if (url.protocol !== "http:" && url.protocol !== "https:") throw bad("http.url", opts.http.url, "an absolute http: or https: URL");
+    if (typeof opts.http.secret !== "string" || opts.http.secret.length < 16) throw bad("http.secret", "(hidden)", "a string of at least 16 characters");
+  }
+  const types = opts.filter?.types ?? DISPATCH_EVENT_TYPES;
+  if (!Array.isArray(types) || types.length === 0 || types.some((t) => !DISPATCH_EVENT_TYPES.includes(t))) throw bad("filter.types", types, DISPATCH_EVENT_TYPES.join(", "));
+  const repoIds = opts.filter?.repoIds === undefined ? null : new Set(opts.filter.repoIds.map((id) => parseRepoId(id, "filter.repoIds")));
+  const runIds = opts.filter?.runIds === undefined ? null : new Set(opts.filter.runIds.map((id) => parseRunId(id, "filter.runIds")));
+  const backoff = opts.backoff ?? { type: "exponential" };
+  if (Array.isArray(backoff)) {
+    const list = backoff as readonly unknown[];
+    if (list.length === 0 || list.some((ms) => typeof ms !== "number" || !Number.isInteger(ms) || ms < 0 || ms > 86_400_000)) throw bad("backoff", backoff, "a non-empty list of integer ms 0 … 86 400 000");
+  } else {
+    const p = backoff as Exclude<BackoffPolicy, readonly number[]>;
+    if (p.type !== "exponential") throw bad("backoff.type", p.type, `"exponential" or a list of ms`);
+    intIn("backoff.baseMs", p.baseMs, 0, 86_400_000, 0);
+    intIn("backoff.maxMs", p.maxMs, 0, 86_400_000, 0);
+    if (p.factor !== undefined && (typeof p.factor !== "number" || !(p.factor >= 1) || p.factor > 100)) throw bad("backoff.factor", p.factor, "a number 1 … 100");
+    if (p.jitter !== undefined && p.jitter !== "full" && p.jitter !== "none") throw bad("backoff.jitter", p.jitter, `"full" or "none"`);
+  }
+  const startFrom = opts.startFrom ?? "genesis";
+  if (startFrom !== "genesis" && startFrom !== "head") throw bad("startFrom", startFrom, `"genesis" or "head"`);
+  const concurrency = intIn("concurrency", opts.concurrency, 1, 1_000, 8);
+  return {
+    name,
+    types: new Set(types),
+    repoIds,
+    runIds,
+    concurrency,
+    maxAttempts: intIn("maxAttempts", opts.maxAttempts, 1, 1_000, 5),
+    backoff,
+    timeoutMs: intIn("timeoutMs", opts.timeoutMs, 1, 3_600_000, 30_000),
+    maxUnrecorded: intIn("maxUnrecorded", opts.maxUnrecorded, 1, 1_000_000, defaultMaxUnrecorded(concurrency)),
+    startFrom,
+  };
+}

@@ -1,0 +1,49 @@
+import { describe, expect, it } from "vitest";
+import { parseDispatchConfig } from "../../../seams/dispatch/dispatch-config.js";
+import { backoffDelayMs, idempotencyKey } from "../../../seams/dispatch/dispatch-keys.js";
+
+const code = (f: () => unknown): unknown => {
+  try {
+    f();
+  } catch (error) {
+    return (error as { code?: unknown }).code;
+  }
+  return "no error";
+};
+
+describe("serve --dispatch config", () => {
+  const one = (extra: Record<string, unknown>): string => JSON.stringify({ consumers: [{ name: "wake", url: "http://127.0.0.1:9/", ...extra }] });
+
+  it("reads HTTP consumers, taking the secret from the environment variable secretEnv names", () => {
+    const [consumer] = parseDispatchConfig(one({ secretEnv: "S", backoff: [5, 10], filter: { types: ["TimerFired"] } }), { S: "0123456789abcdef" });
+    expect(consumer).toMatchObject({ name: "wake", http: { url: "http://127.0.0.1:9/", secret: "0123456789abcdef" }, backoff: [5, 10] });
+  });
+
+  it("refuses bad JSON, unknown fields, an unset secret variable, a short secret and a name given twice with config_invalid", () => {
+    expect(code(() => parseDispatchConfig("{", {}))).toBe("config_invalid");
+    expect(code(() => parseDispatchConfig(JSON.stringify({ consumers: [] }), {}))).toBe("config_invalid");
+    expect(code(() => parseDispatchConfig(one({ secret: "0123456789abcdef", handler: "x" }), {}))).toBe("config_invalid");
+    expect(code(() => parseDispatchConfig(one({ secretEnv: "MISSING" }), {}))).toBe("config_invalid");
+    expect(code(() => parseDispatchConfig(one({ secret: "short" }), {}))).toBe("config_invalid");
+    expect(code(() => parseDispatchConfig(one({ secret: "0123456789abcdef", name: "../x" }), {}))).toBe("id_invalid");
+    const twice = JSON.stringify({ consumers: [1, 2].map(() => ({ name: "same", url: "http://127.0.0.1:9/", secret: "0123456789abcdef" })) });
+    expect(code(() => parseDispatchConfig(twice, {}))).toBe("config_invalid");
+  });
+});
+
+describe("idempotency keys and backoff", () => {
+  it("keys a fire by deployment/run/timer/scheduledFor, an original-system fire by its seq, and the other types stably", () => {
+    expect(idempotencyKey("d", "r", 4, { seq: 4, type: "TimerFired", data: { timerId: "t", scheduledFor: "2026-05-01T00:00:00.000Z" } })).toBe("d/r/t/2026-05-01T00:00:00.000Z");
+    expect(idempotencyKey("d", "r", 4, { seq: 4, type: "TimerFired", data: { timerId: "t" } })).toBe("d/r/t/seq-4");
+    expect(idempotencyKey("d", "r", 5, { seq: 5, type: "TimerSkipped", data: { timerId: "c", firstMissed: "2026-05-01T10:05:00.000Z", lastMissed: "2026-05-01T11:00:00.000Z", count: 12, reason: "missed" } })).toBe("d/r/c/skipped/2026-05-01T10:05:00.000Z");
+    expect(idempotencyKey("d", "r", 6, { seq: 6, type: "SignalReceived", signalName: "go", signalId: "s-1", payload: null, at: "2026-05-01T00:00:00.000Z" })).toBe("d/r/signal/s-1");
+    expect(idempotencyKey("d", "r", 7, { seq: 7, type: "RunFailed" })).toBe("d/r/RunFailed");
+  });
+
+  it("takes the list's last delay once past its end, and keeps exponential delays within [0, computed]", () => {
+    const never = (): number => 0.999;
+    expect([1, 2, 3, 4].map((n) => backoffDelayMs([10, 20], n, never))).toEqual([10, 20, 20, 20]);
+    expect([1, 2, 3, 10].map((n) => backoffDelayMs({ type: "exponential", baseMs: 100, maxMs: 1_000, jitter: "none" }, n, never))).toEqual([100, 200, 400, 1_000]);
+    expect(backoffDelayMs({ type: "exponential", baseMs: 100 }, 3, () => 0.5)).toBe(200);
+  });
+});
