@@ -1,7 +1,7 @@
 import type { Acknowledgement } from "../../host/acknowledgements.js";
 import type { DeploymentProblem } from "../../host/check-deployments.js";
 import { parseRepoId } from "../../workflow/ids.js";
-import { checkFlags, dataDirFlag, dataDirOption, stringFlag } from "../args.js";
+import { checkFlags, dataDirFlag, dataDirOption, stringFlag, usageError } from "../args.js";
 import type { CliCommand } from "../command.js";
 import { plural, shortSha } from "../format.js";
 import { printJson, printLine } from "../io.js";
@@ -57,6 +57,7 @@ Examples:
     const rawRepo = stringFlag(values, "repo");
     const repoId = rawRepo === undefined ? undefined : checkFlags(NAME, () => parseRepoId(rawRepo));
     const acknowledge = values["acknowledge"] === true;
+    if (!acknowledge && values["by"] !== undefined) throw usageError(NAME, "--by names who acknowledges; it needs --acknowledge");
     const by = stringFlag(values, "by") ?? io.env["USER"] ?? "unknown";
     const { report, problems, newlyAcknowledged } = await withStore(dataDir, io, async (store) => {
       const [{ checkDeployments }, acks] = await Promise.all([import("../../host/check-deployments.js"), import("../../host/acknowledgements.js")]);

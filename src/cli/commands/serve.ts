@@ -8,7 +8,7 @@ import type { CliCommand } from "../command.js";
 import { duration, plural, shortSha } from "../format.js";
 import type { CliIo } from "../io.js";
 import { printLine } from "../io.js";
-import { requireDataDir } from "../with-store.js";
+import { refuseNonFolderDataDir, requireDataDir } from "../with-store.js";
 import { shellQuote } from "./paths.js";
 
 const NAME = "serve";
@@ -71,6 +71,7 @@ Examples:
     const durability = choiceFlag(NAME, values, "durability", ["fsync", "none"], "fsync");
     const json = values["json"] === true;
     if (values["init"] !== true) await requireDataDir(dataDir, `workflow-host serve --data-dir ${shellQuote(dataDir)} --init`);
+    else await refuseNonFolderDataDir(dataDir);
     const logger = createCliLogger(io, { json });
     const { createWorkflowHost } = await import("../../host/host.js");
     const bad = badEventFilter(() => host);
