@@ -67,6 +67,12 @@ Examples:
       for (const repo of report.repos) {
         const mine = report.problems.filter((p) => p.repoId === repo.repoId);
         if (mine.length === 0) continue;
+        if (repo.commitSha === null) {
+          // The ref store could not be read (ref_corrupt): the acknowledgements live in the same
+          // ref store, so none can be read or recorded; the problem stays open until repaired.
+          checked.push(...mine.map((p) => ({ ...p, oid: null })));
+          continue;
+        }
         const reads = repo.commitSha === null ? null : await store.openCommittedReads(null, { kind: "workflow-run", id: repo.repoId }, repo.commitSha);
         const withOid = await Promise.all(mine.map(async (p) => ({ ...p, oid: reads === null ? null : await acks.blobOidAt(reads, p.path) })));
         if (acknowledge) {
