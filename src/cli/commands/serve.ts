@@ -145,7 +145,12 @@ function badEventFilter(hostOf: () => WorkflowHost) {
           const store = hostOf().store;
           let set = acknowledged.get(event.repoId);
           if (set === undefined) {
-            set = a.readAcknowledgements(store, event.repoId).then((list) => new Set(list.map(a.acknowledgementKey)));
+            // Handled here, where it is made: it is awaited only after other reads, and a
+            // rejection nobody handles yet would end the process.
+            set = a.readAcknowledgements(store, event.repoId).then(
+              (list) => new Set(list.map(a.acknowledgementKey)),
+              () => new Set<string>(),
+            );
             acknowledged.set(event.repoId, set);
           }
           const reads = await store.openCommittedReads(null, { kind: "workflow-run", id: event.repoId }, "refs/heads/main");
