@@ -1,5 +1,6 @@
 import type { Acknowledgement } from "../../host/acknowledgements.js";
 import type { DeploymentProblem } from "../../host/check-deployments.js";
+import { isWorkflowHostError } from "../../errors.js";
 import { parseRepoId } from "../../workflow/ids.js";
 import { checkFlags, dataDirFlag, dataDirOption, stringFlag, usageError } from "../args.js";
 import type { CliCommand } from "../command.js";
@@ -75,11 +76,21 @@ Examples:
         }
         const reads = repo.commitSha === null ? null : await store.openCommittedReads(null, { kind: "workflow-run", id: repo.repoId }, repo.commitSha);
         const withOid = await Promise.all(mine.map(async (p) => ({ ...p, oid: reads === null ? null : await acks.blobOidAt(reads, p.path) })));
-        if (acknowledge) {
-          const at = io.clock().toISOString();
-          newlyAcknowledged += (await acks.acknowledgeProblems(store, repo.repoId, withOid, { at, by })).added;
+        let known: Map<string, Acknowledgement>;
+        try {
+          if (acknowledge) {
+            const at = io.clock().toISOString();
+            newlyAcknowledged += (await acks.acknowledgeProblems(store, repo.repoId, withOid, { at, by })).added;
+          }
+          known = new Map((await acks.readAcknowledgements(store, repo.repoId)).map((a) => [acks.acknowledgementKey(a), a]));
+        } catch (error) {
+          // Acknowledgements that cannot be read (a torn ref, a damaged file) hide nothing: the
+          // problems stay open, and the unreadable record is one more of them.
+          if (!isWorkflowHostError(error) || error.code === "authorize_denied" || error.code === "store_stopped") throw error;
+          const path = typeof error.data["ref"] === "string" ? error.data["ref"] : acks.ACKNOWLEDGED_REF;
+          checked.push(...withOid, { repoId: repo.repoId, path, seq: null, code: error.code, message: error.message, oid: null });
+          continue;
         }
-        const known = new Map((await acks.readAcknowledgements(store, repo.repoId)).map((a) => [acks.acknowledgementKey(a), a]));
         for (const p of withOid) {
           const ack = known.get(acks.acknowledgementKey(p));
           checked.push(ack === undefined ? p : { ...p, acknowledged: { at: ack.at, by: ack.by } });
