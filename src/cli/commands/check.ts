@@ -7,7 +7,7 @@ import type { CliCommand } from "../command.js";
 import { plural, shortSha } from "../format.js";
 import { printJson, printLine } from "../io.js";
 import { withStore } from "../with-store.js";
-import { gitdirOf } from "./paths.js";
+import { gitdirOf, shellQuote } from "./paths.js";
 
 const NAME = "check";
 
@@ -121,7 +121,7 @@ Examples:
     }
     const tail = acknowledged.length === 0 ? "" : `, ${plural(acknowledged.length, "acknowledged problem")}`;
     printLine(io, `${plural(report.repos.length, "deployment")} checked, ${ok ? "no problems" : plural(open.length, "problem")}${tail}`);
-    if (!ok) printLine(io, `to record that you have seen them: workflow-host check --data-dir ${dataDir}${repoId === undefined ? "" : ` --repo ${repoId}`} --acknowledge`);
+    if (!ok) printLine(io, `to record that you have seen them: workflow-host check --data-dir ${shellQuote(dataDir)}${repoId === undefined ? "" : ` --repo ${repoId}`} --acknowledge`);
     return ok ? 0 : 1;
   },
 };

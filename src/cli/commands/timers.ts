@@ -4,6 +4,7 @@ import type { CliCommand } from "../command.js";
 import { dueIn, plural, table } from "../format.js";
 import { printJson, printLine } from "../io.js";
 import { withStore } from "../with-store.js";
+import { shellQuote } from "./paths.js";
 
 const NAME = "timers";
 
@@ -71,7 +72,7 @@ Example:
       printLine(io, `${plural(report.timers.length, "pending timer")} in ${plural(report.repos, "deployment")}, ${plural(report.runs, "run")}`);
     }
     if (report.badEvents.length > 0) {
-      printLine(io, `${plural(report.badEvents.length, "unreadable event")} skipped; run workflow-host check --data-dir ${dataDir}`);
+      printLine(io, `${plural(report.badEvents.length, "unreadable event")} skipped; run workflow-host check --data-dir ${shellQuote(dataDir)}`);
     }
     return report.failedRepos.length === 0 ? 0 : 1;
   },
