@@ -16,8 +16,25 @@ import type { CliIo } from "./io.js";
  */
 export async function requireDataDir(dataDir: string, hint: string): Promise<void> {
   const found = await stat(dataDir).catch(() => null);
-  if (found === null || !found.isDirectory()) {
+  if (found === null) {
     throw new WorkflowHostError("data_dir_not_found", `data dir ${dataDir} does not exist; check the path, or create it with ${hint}`, { dataDir });
+  }
+  refuseNonFolder(dataDir, found.isDirectory());
+}
+
+/**
+ * Throws `data_dir_not_found` when something other than a folder (a file, a device) is at
+ * `dataDir`; a missing path passes, for the commands that create the data dir (`repo create`,
+ * `serve --init`), so the user reads "is a file" rather than a file-system error.
+ */
+export async function refuseNonFolderDataDir(dataDir: string): Promise<void> {
+  const found = await stat(dataDir).catch(() => null);
+  if (found !== null) refuseNonFolder(dataDir, found.isDirectory());
+}
+
+function refuseNonFolder(dataDir: string, isFolder: boolean): void {
+  if (!isFolder) {
+    throw new WorkflowHostError("data_dir_not_found", `data dir ${dataDir} is a file, not a folder; check the path`, { dataDir });
   }
 }
 
@@ -26,11 +43,12 @@ export async function requireDataDir(dataDir: string, hint: string): Promise<voi
  * A `repo_not_found` from the store is re-worded to name the command that creates the
  * deployment.
  * @param opts.create - make the data dir when missing (default false: a missing data dir is
- *   `data_dir_not_found`)
+ *   `data_dir_not_found`); a file at `dataDir` is `data_dir_not_found` either way
  * @returns what `work` returns; the store is closed either way
  */
 export async function withStore<T>(dataDir: string, io: CliIo, work: (store: RepoStore) => Promise<T>, opts: { create?: boolean } = {}): Promise<T> {
   if (opts.create !== true) await requireDataDir(dataDir, `workflow-host repo create --data-dir ${shellQuote(dataDir)} --repo <id>`);
+  else await refuseNonFolderDataDir(dataDir);
   // Loaded here, not at start-up: the store pulls in git and the event schemas.
   const { openWorkflowStore } = await import("../host/open-workflow-store.js");
   const store = openWorkflowStore({ dataDir, watch: false, clock: io.clock });

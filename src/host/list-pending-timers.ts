@@ -2,6 +2,7 @@
  * Pending timers read straight from the logs at each deployment's tip: what a host would arm
  * if it started now. Needs no running host and takes no lock, so it is safe next to one.
  */
+import { isWorkflowHostError, type WorkflowHostError } from "../errors.js";
 import type { Principal, RepoStore } from "../substrate/types.js";
 import { parseRepoId } from "../workflow/ids.js";
 import { runsPrefix } from "../workflow/paths.js";
@@ -44,14 +45,22 @@ export interface PendingTimersReport {
   readonly timers: readonly PendingTimerInfo[];
   /** Events that could not be read (skipped, as a host would); `workflow-host check` explains them. */
   readonly badEvents: readonly (BadEvent & { readonly repoId: string })[];
+  /**
+   * Deployments that could not be read (e.g. `ref_corrupt`), when every deployment is listed:
+   * their timers are missing from `timers`; the others are listed. Empty with `repoId`, which
+   * throws instead.
+   */
+  readonly failedRepos: readonly { readonly repoId: string; readonly error: WorkflowHostError }[];
   readonly repos: number;
   readonly runs: number;
 }
 
 /**
  * Lists every armed timer of every non-terminal run.
- * @returns the timers and any unreadable events met on the way
- * @throws repo_id_invalid for a bad `repoId`, repo_not_found, ref_corrupt, authorize_denied
+ * @returns the timers, any unreadable events met on the way and, when every deployment is
+ *   listed, the deployments that could not be read (`failedRepos`)
+ * @throws repo_id_invalid for a bad `repoId`; with `repoId`: repo_not_found, ref_corrupt,
+ *   object_corrupt, io_failed; authorize_denied
  */
 export async function listPendingTimers(store: RepoStore, opts: ListPendingTimersOptions): Promise<PendingTimersReport> {
   const principal = opts.principal ?? null;
@@ -59,32 +68,57 @@ export async function listPendingTimers(store: RepoStore, opts: ListPendingTimer
   const repoIds = opts.repoId === undefined ? await store.listRepos(principal, WORKFLOW_RUN_KIND) : [parseRepoId(opts.repoId)];
   const timers: PendingTimerInfo[] = [];
   const badEvents: (BadEvent & { repoId: string })[] = [];
+  const failedRepos: { repoId: string; error: WorkflowHostError }[] = [];
   let runs = 0;
   for (const repoId of repoIds) {
-    const reads = await store.openCommittedReads(principal, { kind: WORKFLOW_RUN_KIND, id: repoId }, ref);
-    for (const entry of await reads.listDir(runsPrefix.slice(0, -1))) {
-      if (entry.type !== "tree" || !REPO_OR_RUN_ID_PATTERN.test(entry.name)) continue;
-      runs += 1;
-      const log = await readRunLog(reads, entry.name);
-      for (const bad of log.bad) badEvents.push({ ...bad, repoId });
-      if (log.state.terminal !== null) continue;
-      for (const pending of log.state.pendingTimers.values()) {
-        timers.push({
-          repoId,
-          runId: entry.name,
-          timerId: pending.timerId,
-          fireAt: pending.fireAt,
-          dueInMs: Math.max(0, Date.parse(pending.fireAt) - opts.nowMs),
-          lateMs: Math.max(0, opts.nowMs - Date.parse(pending.fireAt)),
-          setSeq: pending.setSeq,
-          ...(pending.stepId === undefined ? {} : { stepId: pending.stepId }),
-          ...(pending.cron === undefined ? {} : { cron: pending.cron, timezone: pending.timezone ?? "UTC" }),
-          ...(pending.misfire === undefined ? {} : { misfire: pending.misfire }),
-        });
-      }
+    try {
+      const found = await pendingTimersOf(store, principal, repoId, ref, opts.nowMs);
+      timers.push(...found.timers);
+      badEvents.push(...found.badEvents);
+      runs += found.runs;
+    } catch (error) {
+      // One deployment that cannot be read does not hide the others' timers.
+      if (opts.repoId !== undefined || !isWorkflowHostError(error) || error.code === "authorize_denied" || error.code === "store_stopped") throw error;
+      failedRepos.push({ repoId, error });
     }
   }
   const key = (t: PendingTimerInfo): string => `${t.repoId}\u0000${t.runId}\u0000${t.timerId}`;
   timers.sort((a, b) => Date.parse(a.fireAt) - Date.parse(b.fireAt) || (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
-  return { timers, badEvents, repos: repoIds.length, runs };
+  return { timers, badEvents, failedRepos, repos: repoIds.length, runs };
+}
+
+/** The pending timers of one deployment (see {@link listPendingTimers}). */
+async function pendingTimersOf(
+  store: RepoStore,
+  principal: Principal,
+  repoId: string,
+  ref: string,
+  nowMs: number,
+): Promise<{ timers: PendingTimerInfo[]; badEvents: (BadEvent & { repoId: string })[]; runs: number }> {
+  const timers: PendingTimerInfo[] = [];
+  const badEvents: (BadEvent & { repoId: string })[] = [];
+  let runs = 0;
+  const reads = await store.openCommittedReads(principal, { kind: WORKFLOW_RUN_KIND, id: repoId }, ref);
+  for (const entry of await reads.listDir(runsPrefix.slice(0, -1))) {
+    if (entry.type !== "tree" || !REPO_OR_RUN_ID_PATTERN.test(entry.name)) continue;
+    runs += 1;
+    const log = await readRunLog(reads, entry.name);
+    for (const bad of log.bad) badEvents.push({ ...bad, repoId });
+    if (log.state.terminal !== null) continue;
+    for (const pending of log.state.pendingTimers.values()) {
+      timers.push({
+        repoId,
+        runId: entry.name,
+        timerId: pending.timerId,
+        fireAt: pending.fireAt,
+        dueInMs: Math.max(0, Date.parse(pending.fireAt) - nowMs),
+        lateMs: Math.max(0, nowMs - Date.parse(pending.fireAt)),
+        setSeq: pending.setSeq,
+        ...(pending.stepId === undefined ? {} : { stepId: pending.stepId }),
+        ...(pending.cron === undefined ? {} : { cron: pending.cron, timezone: pending.timezone ?? "UTC" }),
+        ...(pending.misfire === undefined ? {} : { misfire: pending.misfire }),
+      });
+    }
+  }
+  return { timers, badEvents, runs };
 }

@@ -1,12 +1,13 @@
 import type { Acknowledgement } from "../../host/acknowledgements.js";
 import type { DeploymentProblem } from "../../host/check-deployments.js";
+import { isWorkflowHostError } from "../../errors.js";
 import { parseRepoId } from "../../workflow/ids.js";
-import { checkFlags, dataDirFlag, dataDirOption, stringFlag } from "../args.js";
+import { checkFlags, dataDirFlag, dataDirOption, stringFlag, usageError } from "../args.js";
 import type { CliCommand } from "../command.js";
 import { plural, shortSha } from "../format.js";
 import { printJson, printLine } from "../io.js";
 import { withStore } from "../with-store.js";
-import { gitdirOf } from "./paths.js";
+import { gitdirOf, shellQuote } from "./paths.js";
 
 const NAME = "check";
 
@@ -57,6 +58,7 @@ Examples:
     const rawRepo = stringFlag(values, "repo");
     const repoId = rawRepo === undefined ? undefined : checkFlags(NAME, () => parseRepoId(rawRepo));
     const acknowledge = values["acknowledge"] === true;
+    if (!acknowledge && values["by"] !== undefined) throw usageError(NAME, "--by names who acknowledges; it needs --acknowledge");
     const by = stringFlag(values, "by") ?? io.env["USER"] ?? "unknown";
     const { report, problems, newlyAcknowledged } = await withStore(dataDir, io, async (store) => {
       const [{ checkDeployments }, acks] = await Promise.all([import("../../host/check-deployments.js"), import("../../host/acknowledgements.js")]);
@@ -66,13 +68,29 @@ Examples:
       for (const repo of report.repos) {
         const mine = report.problems.filter((p) => p.repoId === repo.repoId);
         if (mine.length === 0) continue;
+        if (repo.commitSha === null) {
+          // The ref store could not be read (ref_corrupt): the acknowledgements live in the same
+          // ref store, so none can be read or recorded; the problem stays open until repaired.
+          checked.push(...mine.map((p) => ({ ...p, oid: null })));
+          continue;
+        }
         const reads = repo.commitSha === null ? null : await store.openCommittedReads(null, { kind: "workflow-run", id: repo.repoId }, repo.commitSha);
         const withOid = await Promise.all(mine.map(async (p) => ({ ...p, oid: reads === null ? null : await acks.blobOidAt(reads, p.path) })));
-        if (acknowledge) {
-          const at = io.clock().toISOString();
-          newlyAcknowledged += (await acks.acknowledgeProblems(store, repo.repoId, withOid, { at, by })).added;
+        let known: Map<string, Acknowledgement>;
+        try {
+          if (acknowledge) {
+            const at = io.clock().toISOString();
+            newlyAcknowledged += (await acks.acknowledgeProblems(store, repo.repoId, withOid, { at, by })).added;
+          }
+          known = new Map((await acks.readAcknowledgements(store, repo.repoId)).map((a) => [acks.acknowledgementKey(a), a]));
+        } catch (error) {
+          // Acknowledgements that cannot be read (a torn ref, a damaged file) hide nothing: the
+          // problems stay open, and the unreadable record is one more of them.
+          if (!isWorkflowHostError(error) || error.code === "authorize_denied" || error.code === "store_stopped") throw error;
+          const path = typeof error.data["ref"] === "string" ? error.data["ref"] : acks.ACKNOWLEDGED_REF;
+          checked.push(...withOid, { repoId: repo.repoId, path, seq: null, code: error.code, message: error.message, oid: null });
+          continue;
         }
-        const known = new Map((await acks.readAcknowledgements(store, repo.repoId)).map((a) => [acks.acknowledgementKey(a), a]));
         for (const p of withOid) {
           const ack = known.get(acks.acknowledgementKey(p));
           checked.push(ack === undefined ? p : { ...p, acknowledged: { at: ack.at, by: ack.by } });
@@ -103,7 +121,7 @@ Examples:
     }
     const tail = acknowledged.length === 0 ? "" : `, ${plural(acknowledged.length, "acknowledged problem")}`;
     printLine(io, `${plural(report.repos.length, "deployment")} checked, ${ok ? "no problems" : plural(open.length, "problem")}${tail}`);
-    if (!ok) printLine(io, `to record that you have seen them: workflow-host check --data-dir ${dataDir}${repoId === undefined ? "" : ` --repo ${repoId}`} --acknowledge`);
+    if (!ok) printLine(io, `to record that you have seen them: workflow-host check --data-dir ${shellQuote(dataDir)}${repoId === undefined ? "" : ` --repo ${repoId}`} --acknowledge`);
     return ok ? 0 : 1;
   },
 };

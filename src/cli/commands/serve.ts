@@ -9,7 +9,7 @@ import type { CliCommand } from "../command.js";
 import { duration, plural, shortSha } from "../format.js";
 import type { CliIo } from "../io.js";
 import { printLine } from "../io.js";
-import { requireDataDir } from "../with-store.js";
+import { refuseNonFolderDataDir, requireDataDir } from "../with-store.js";
 import { shellQuote } from "./paths.js";
 
 const NAME = "serve";
@@ -87,6 +87,7 @@ Examples:
     const dispatchFile = values["dispatch"];
     const consumers = typeof dispatchFile === "string" ? await dispatchConsumers(dispatchFile, io) : [];
     if (values["init"] !== true) await requireDataDir(dataDir, `workflow-host serve --data-dir ${shellQuote(dataDir)} --init`);
+    else await refuseNonFolderDataDir(dataDir);
     const logger = createCliLogger(io, { json });
     const { createWorkflowHost } = await import("../../host/host.js");
     const bad = badEventFilter(() => host);
@@ -173,7 +174,12 @@ function badEventFilter(hostOf: () => WorkflowHost) {
           const store = hostOf().store;
           let set = acknowledged.get(event.repoId);
           if (set === undefined) {
-            set = a.readAcknowledgements(store, event.repoId).then((list) => new Set(list.map(a.acknowledgementKey)));
+            // Handled here, where it is made: it is awaited only after other reads, and a
+            // rejection nobody handles yet would end the process.
+            set = a.readAcknowledgements(store, event.repoId).then(
+              (list) => new Set(list.map(a.acknowledgementKey)),
+              () => new Set<string>(),
+            );
             acknowledged.set(event.repoId, set);
           }
           const reads = await store.openCommittedReads(null, { kind: "workflow-run", id: event.repoId }, "refs/heads/main");

@@ -4,6 +4,7 @@ import type { CliCommand } from "../command.js";
 import { dueIn, plural, table } from "../format.js";
 import { printJson, printLine } from "../io.js";
 import { withStore } from "../with-store.js";
+import { shellQuote } from "./paths.js";
 
 const NAME = "timers";
 
@@ -24,8 +25,10 @@ Options:
   -r, --repo R         only this deployment
       --json           print {now, timers: [{repoId, runId, timerId, fireAt, dueInMs, lateMs,
                        setSeq, cron?, timezone?, misfire?, stepId?}], badEvents: [{repoId,
-                       runId, path, seq, code, message}], repos, runs}; dueInMs is the time
-                       until fireAt and lateMs the time past it, in ms (one of them is 0)
+                       runId, path, seq, code, message}], failedRepos: [{repoId, code,
+                       message}], repos, runs}; dueInMs is the time until fireAt and lateMs
+                       the time past it, in ms (one of them is 0); a deployment that cannot
+                       be read (failedRepos, also on stderr) makes the exit code 1
 
 Example:
   workflow-host timers --data-dir ./data
@@ -40,16 +43,20 @@ Example:
       const { listPendingTimers } = await import("../../host/list-pending-timers.js");
       return listPendingTimers(store, { nowMs, ...(repoId === undefined ? {} : { repoId }) });
     });
+    // A deployment that could not be read hides nothing else: it is named, and the exit code is 1.
+    for (const failed of report.failedRepos) io.stderr.write(`workflow-host: ${failed.error.message}\n`);
     if (values["json"] === true) {
       printJson(io, {
         now: now.toISOString(),
         timers: report.timers,
         badEvents: report.badEvents.map((b) => ({ repoId: b.repoId, runId: b.runId, path: b.path, seq: b.seq, code: b.error.code, message: b.error.message })),
+        failedRepos: report.failedRepos.map((f) => ({ repoId: f.repoId, code: f.error.code, message: f.error.message })),
         repos: report.repos,
         runs: report.runs,
       });
-      return 0;
+      return report.failedRepos.length === 0 ? 0 : 1;
     }
+
     if (report.timers.length === 0) {
       printLine(io, `no pending timers (${plural(report.repos, "deployment")}, ${plural(report.runs, "run")})`);
     } else {
@@ -65,8 +72,8 @@ Example:
       printLine(io, `${plural(report.timers.length, "pending timer")} in ${plural(report.repos, "deployment")}, ${plural(report.runs, "run")}`);
     }
     if (report.badEvents.length > 0) {
-      printLine(io, `${plural(report.badEvents.length, "unreadable event")} skipped; run workflow-host check --data-dir ${dataDir}`);
+      printLine(io, `${plural(report.badEvents.length, "unreadable event")} skipped; run workflow-host check --data-dir ${shellQuote(dataDir)}`);
     }
-    return 0;
+    return report.failedRepos.length === 0 ? 0 : 1;
   },
 };

@@ -146,4 +146,28 @@ describe("workflow-host serve", () => {
     expect(badLines(second.stdout())).toEqual([]);
     expect(badLines(second.stderr())).toEqual([]);
   });
+
+  it("keeps serving when the acknowledgements ref is torn: the bad event is reported, nothing crashes", async () => {
+    const root = await tempDir();
+    const dataDir = join(root, "data");
+    const gitdir = join(dataDir, "deployments", "dep.git");
+    expect((await cliInProcess(["repo", "create", "--data-dir", dataDir, "--repo", "dep"])).code).toBe(0);
+    const work = join(root, "work");
+    await git(["clone", "--quiet", gitdir, work]);
+    await mkdir(join(work, "runs/run-b/events"), { recursive: true });
+    await writeFile(join(work, "runs/run-b/events/1.json"), '{"type":"TimerSet",');
+    await git(["add", "runs"], { cwd: work });
+    await git(["commit", "--quiet", "-m", "A bad event"], { cwd: work });
+    await git(["push", "--quiet", "origin", "HEAD:main"], { cwd: work });
+    // A writer of the acknowledgements ref that died mid-write (or a damaged disk).
+    await mkdir(join(gitdir, "refs/workflow-host"), { recursive: true });
+    await writeFile(join(gitdir, "refs/workflow-host/acknowledged"), "torn");
+
+    const serve = spawnCli(["serve", "--data-dir", dataDir, "--poll-ms", "200", "--json"]);
+    await serve.waitFor(/"event":"bad-event"/);
+    await serve.waitFor(/"event":"serving"/);
+    serve.kill("SIGINT");
+    expect((await serve.exited).code).toBe(0);
+    expect(serve.stderr()).not.toContain("WorkflowHostError");
+  });
 });
