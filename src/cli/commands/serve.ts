@@ -45,7 +45,7 @@ SIGINT or SIGTERM stops it gracefully (the commit in flight finishes, the lock i
 and it exits 0. A second host on the same data dir exits 1 with host_locked naming the holder;
 a lock left by a host that died (its pid is gone, or its heartbeat unchanged for
 --lock-stale-ms while watched, whatever time it claims) is taken over, and the takeover is
-logged. A host whose lock was taken over commits nothing more and exits 1. A read-only or
+logged; while a lock is watched, one line says whose it is and when it will be taken over. A host whose lock was taken over commits nothing more and exits 1. A read-only or
 failing data dir is not a takeover: failed heartbeats and commits are logged with their errno
 and retried, and the host catches up by itself once writes succeed again.
 
