@@ -94,9 +94,6 @@ export async function checkDeployments(store: RepoStore, opts: CheckDeploymentsO
 
 type Report = (path: string, seq: number | null, error: WorkflowHostError) => void;
 
-const invalid = (path: string, seq: number | null, detail: string): WorkflowHostError =>
-  new WorkflowHostError("event_invalid", `${path}: ${detail}`, { path, seq });
-
 async function checkRuns(reads: CommittedReads, report: Report, maxEventBytes: number | undefined): Promise<{ runs: number; events: number }> {
   let runs = 0;
   let events = 0;
