@@ -362,7 +362,7 @@ export class RepoTracker {
     const sealing = new Set(commit.changes.flatMap((c) => (c.status === "added" ? [parseCompactedLogPath(c.path)?.runId ?? ""] : [])));
     const folded: BadEvent[] = [];
     for (const change of commit.changes) {
-      const place = classifyRunPath(change.path);
+      const place = classifyRunPath(change.path, change.mode);
       if (place === null) continue;
       // Pushed entries that belong to no run's log are reported; they name no run to read.
       if (place.kind === "foreign") {

@@ -67,6 +67,14 @@ export function createWorkflowHostScheduler(opts: SchedulerOptions): WorkflowHos
   let discoverHandle: TimerHandle | null = null;
   let discovering: Promise<void> | null = null;
 
+  /**
+   * `repo/run/timer` → setSeq of a generation the queue delivered and that is not back in it yet
+   * (held by the fire loop, or waiting for a retry). Putting it back is not a new arm, so it is
+   * not reported `armed` again: `armed` is reported once per (repo, run, timer, setSeq) per
+   * start. An entry lives only while its generation is out of the queue.
+   */
+  const delivered = new Map<string, number>();
+
   /** Cancellations reported, by `repo/run/timer@commit`: our own cancel and the tail both see it. */
   const reportedCancels = new Set<string>();
 
@@ -104,6 +112,7 @@ export function createWorkflowHostScheduler(opts: SchedulerOptions): WorkflowHos
     timers,
     ...(opts.maxArmMs === undefined ? {} : { maxArmMs: opts.maxArmMs }),
     onDue: async (due) => {
+      for (const item of due) delivered.set(timerKey(item.repoId, item.runId, item.pending.timerId), item.pending.setSeq);
       const byRepo = new Map<string, DueGeneration[]>();
       for (const item of due) {
         const list = byRepo.get(item.repoId);
@@ -137,11 +146,15 @@ export function createWorkflowHostScheduler(opts: SchedulerOptions): WorkflowHos
     retryInitialMs,
     retryMaxMs,
     arm: (repoId, runId, pending, atMs) => {
-      if (queue.arm(repoId, runId, pending, atMs)) {
+      const key = timerKey(repoId, runId, pending.timerId);
+      const back = delivered.get(key) === pending.setSeq;
+      delivered.delete(key);
+      if (queue.arm(repoId, runId, pending, atMs) && !back) {
         report({ type: "armed", repoId, runId, timerId: pending.timerId, fireAt: pending.fireAt });
       }
     },
     disarm: (repoId, runId, timerId) => {
+      delivered.delete(timerKey(repoId, runId, timerId));
       queue.disarm(repoId, runId, timerId);
     },
     suppressed: (repoId, runId, pending) => {

@@ -55,12 +55,14 @@ export function wantsHelp(argv: readonly string[]): boolean {
 
 /**
  * Parses a command's flags.
- * @throws usage for an unknown option, a missing option value, a positional argument
+ * @throws usage for an unknown option, a missing option value, a positional argument, a
+ *   single-value option given more than once (`--run a --run b`, `-r a --run b`; an option
+ *   declared `multiple` may repeat)
  */
 export function parseFlags(command: string, argv: readonly string[], options: OptionSpecs): FlagValues {
+  let parsed: ReturnType<typeof parseArgs<{ options: OptionSpecs; strict: true; allowPositionals: false; tokens: true }>>;
   try {
-    const { values } = parseArgs({ args: [...argv], options, strict: true, allowPositionals: false });
-    return values as FlagValues;
+    parsed = parseArgs({ args: [...argv], options, strict: true, allowPositionals: false, tokens: true });
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     // parseArgs takes "--delay-ms -5" as an option with no value followed by an option "-5".
@@ -74,6 +76,19 @@ export function parseFlags(command: string, argv: readonly string[], options: Op
     const first = message.split(/\.\s/)[0] ?? message;
     throw usageError(command, first.charAt(0).toLowerCase() + first.slice(1));
   }
+  // parseArgs keeps the last of repeated values; a second value is more likely a slip than an
+  // intent, so neither is guessed.
+  const given = new Map<string, string[]>();
+  for (const token of parsed.tokens) {
+    if (token.kind !== "option" || options[token.name]?.type !== "string" || options[token.name]?.multiple === true) continue;
+    const list = given.get(token.name) ?? [];
+    list.push(token.value ?? "");
+    given.set(token.name, list);
+    if (list.length > 1) {
+      throw usageError(command, `--${token.name} is given more than once (${list.map((v) => JSON.stringify(v)).join(", ")}); give it once`);
+    }
+  }
+  return parsed.values as FlagValues;
 }
 
 /** A string flag's value, or undefined when absent. */

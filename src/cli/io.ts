@@ -12,10 +12,32 @@ export interface CliIo {
   readonly env: Readonly<Record<string, string | undefined>>;
   /** Relative paths are resolved against this folder. */
   readonly cwd: string;
-  /** SIGINT/SIGTERM for `serve` and `demo`. */
+  /**
+   * SIGINT/SIGTERM for `serve` and `demo`, and "SIGPIPE" once stdout or stderr is found closed
+   * (a write met EPIPE: the reader went away, as with `| head -1`).
+   */
   readonly signals: SignalSource;
   readonly clock: Clock;
 }
+
+/** Who is told of a closed pipe instead of the process ending at once (see below). */
+const closedPipeListeners = new Set<(signal: NodeJS.Signals) => void>();
+
+/**
+ * The process's signals, except "SIGPIPE": a listener for it is told when a write to stdout or
+ * stderr met EPIPE (see {@link endQuietlyOnClosedPipe}), not of the OS signal, which stays
+ * ignored as node has it.
+ */
+const processSignals: SignalSource = {
+  on(signal, listener) {
+    if (signal === "SIGPIPE") closedPipeListeners.add(listener);
+    else process.on(signal, listener);
+  },
+  off(signal, listener) {
+    if (signal === "SIGPIPE") closedPipeListeners.delete(listener);
+    else process.off(signal, listener);
+  },
+};
 
 /** The running process as a {@link CliIo}. */
 export function processIo(): CliIo {
@@ -24,21 +46,27 @@ export function processIo(): CliIo {
     stderr: process.stderr,
     env: process.env,
     cwd: process.cwd(),
-    signals: process,
+    signals: processSignals,
     clock: systemClock,
   };
 }
 
 /**
- * Makes a closed stdout or stderr (`workflow-host runs show … | head -1`) end the process
- * quietly with exit 0: the reader has what it wanted, so an EPIPE is no failure and no stack
- * trace. Any other stream error is rethrown. For the real process only.
+ * Makes a closed stdout or stderr (`workflow-host runs show … | head -1`) no failure and no
+ * stack trace: the reader has what it wanted. A command listening for "SIGPIPE" on
+ * {@link processIo}'s signals (`serve`, `demo`: a host must release its lock) is told once and
+ * ends by itself; otherwise the process exits 0 at once. Later writes to the closed stream are
+ * dropped. Any other stream error is rethrown. For the real process only.
  */
 export function endQuietlyOnClosedPipe(): void {
+  let closed = false;
   for (const stream of [process.stdout, process.stderr]) {
     stream.on("error", (error: NodeJS.ErrnoException) => {
-      if (error.code === "EPIPE") process.exit(0);
-      throw error;
+      if (error.code !== "EPIPE" && !(closed && error.code === "ERR_STREAM_DESTROYED")) throw error;
+      if (closed) return;
+      closed = true;
+      if (closedPipeListeners.size === 0) process.exit(0);
+      for (const listener of [...closedPipeListeners]) listener("SIGPIPE");
     });
   }
 }

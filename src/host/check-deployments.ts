@@ -10,6 +10,7 @@
 import { WorkflowHostError, type ErrorCode } from "../errors.js";
 import type { CommittedReads, Principal, RepoStore } from "../substrate/types.js";
 import { REPO_OR_RUN_ID_PATTERN, parseRepoId } from "../workflow/ids.js";
+import { runsEntryProblem } from "../workflow/log-problems.js";
 import { runsPrefix } from "../workflow/paths.js";
 import { readRunLog } from "../workflow/run-log.js";
 import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
@@ -93,16 +94,15 @@ export async function checkDeployments(store: RepoStore, opts: CheckDeploymentsO
 
 type Report = (path: string, seq: number | null, error: WorkflowHostError) => void;
 
-const invalid = (path: string, seq: number | null, detail: string): WorkflowHostError =>
-  new WorkflowHostError("event_invalid", `${path}: ${detail}`, { path, seq });
-
 async function checkRuns(reads: CommittedReads, report: Report, maxEventBytes: number | undefined): Promise<{ runs: number; events: number }> {
   let runs = 0;
   let events = 0;
   for (const entry of await reads.listDir(runsPrefix.slice(0, -1))) {
     const runPath = `${runsPrefix}${entry.name}`;
     if (entry.type !== "tree") {
-      report(runPath, null, invalid(runPath, null, "not a run folder; allowed under runs/: one folder per run"));
+      // Worded as serve reports it (a file, a gitlink).
+      const problem = runsEntryProblem(entry.name, entry.type);
+      if (problem !== null) report(runPath, null, problem.error);
       continue;
     }
     if (!REPO_OR_RUN_ID_PATTERN.test(entry.name)) {

@@ -327,7 +327,14 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
     }
     const ageMs = state.heartbeatMs === null ? Number.POSITIVE_INFINITY : clock().getTime() - state.heartbeatMs;
     if (ageMs >= 0 && ageMs <= staleMs) return { reason: null, watch: false };
-    // Old or stamped in the future (a clock step, another machine's clock): watch it.
+    // Old or stamped in the future (a clock step, another machine's clock): watch it, and say so
+    // once, as the wait is long enough to look like a hang.
+    const heartbeat = h !== null ? h.heartbeatAt : state.heartbeatMs === null ? "missing" : `lock folder changed ${new Date(state.heartbeatMs).toISOString()}`;
+    logger.info(
+      `waiting for the host lock of ${dataDir} held by ${h === null ? "an unknown holder (no holder file)" : `pid ${h.pid} on ${h.hostname}`} (heartbeat ${heartbeat}); ` +
+        `taking it over after ${Math.ceil(staleMs / 1_000)} s unless it changes`,
+      { dataDir, holder: h, staleMs },
+    );
     let unchangedMs = 0;
     const value = heartbeatValue(state);
     while (unchangedMs < staleMs) {

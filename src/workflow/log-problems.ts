@@ -10,11 +10,15 @@
  * - an event file changed or removed after it was written (the log is append-only).
  */
 import { WorkflowHostError, type ErrorCode } from "../errors.js";
+import { GITLINK_MODE } from "../substrate/tree-object.js";
 import type { EntryType } from "../substrate/types.js";
 import { REPO_OR_RUN_ID_PATTERN } from "./ids.js";
 import { parseEventPath, runEventsPrefix, runsPrefix } from "./paths.js";
 import { runFolderPart } from "./run-folder.js";
 import type { BadEvent } from "./run-log.js";
+
+/** What a gitlink (mode 160000) is called in reports. */
+const GITLINK = "gitlink (a submodule commit)";
 
 /** Where a path under `runs/` belongs. */
 export type RunPath =
@@ -34,15 +38,16 @@ export type RunPath =
   | { readonly kind: "foreign"; readonly problem: BadEvent };
 
 /**
- * Places a changed blob path.
+ * Places a changed path.
+ * @param mode the entry's git mode when not a plain file ("160000" a gitlink), as in a commit's changes
  * @returns null for a path outside `runs/`
  */
-export function classifyRunPath(path: string): RunPath | null {
+export function classifyRunPath(path: string, mode?: string): RunPath | null {
   if (!path.startsWith(runsPrefix)) return null;
   const event = parseEventPath(path);
   if (event !== null) return { kind: "event", ...event };
   const [name = "", ...rest] = path.slice(runsPrefix.length).split("/");
-  if (rest.length === 0) return { kind: "foreign", problem: notARunFolder(`${runsPrefix}${name}`, "file") };
+  if (rest.length === 0) return { kind: "foreign", problem: notARunFolder(`${runsPrefix}${name}`, mode === GITLINK_MODE ? GITLINK : "file") };
   if (!REPO_OR_RUN_ID_PATTERN.test(name)) return { kind: "foreign", problem: badRunFolderName(name) };
   const part = runFolderPart(rest.join("/"));
   if (part === "blobs" || part === "grants.json" || part === "parts") return { kind: "aside", runId: name, part };
@@ -54,7 +59,7 @@ export function classifyRunPath(path: string): RunPath | null {
  * @returns null for a folder with a valid run id
  */
 export function runsEntryProblem(name: string, type: EntryType): BadEvent | null {
-  if (type !== "tree") return notARunFolder(`${runsPrefix}${name}`, type === "commit" ? "gitlink (a submodule commit)" : "file");
+  if (type !== "tree") return notARunFolder(`${runsPrefix}${name}`, type === "commit" ? GITLINK : "file");
   return REPO_OR_RUN_ID_PATTERN.test(name) ? null : badRunFolderName(name);
 }
 

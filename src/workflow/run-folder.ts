@@ -65,7 +65,7 @@ export function runFolderLayout<E extends LayoutEntry>(runId: string, entries: r
     else if ((entry.name === "grants.json" && isPlainFile(entry)) || (entry.name === "parts" && entry.type === "tree")) continue;
     else strays.push(entry);
   }
-  for (const entry of strays) problems.push(strayInRun(runId, entry.name));
+  for (const entry of strays) problems.push(strayInRun(runId, entry.name, entry.type));
   if (blobs !== null && events === null && compacted === null) {
     const path = `${runsPrefix}${runId}/blobs`;
     problems.push(problem(runId, path, `${path}: a run folder without a log (events/ or events.jsonl) holds only grants.json and parts/`));
@@ -100,10 +100,14 @@ export function runFolderPart(rest: string): RunFolderPart | null {
   return null;
 }
 
-/** A stray entry of a run folder. */
-export function strayInRun(runId: string, name: string): BadEvent {
+/**
+ * A stray entry of a run folder.
+ * @param type the entry's type in its tree listing when known: a gitlink ("commit") is named as one
+ */
+export function strayInRun(runId: string, name: string, type?: string): BadEvent {
   const path = `${runsPrefix}${runId}/${name}`;
-  return problem(runId, path, `${path} is not part of the run's folder; allowed: events/<seq>.json, events.jsonl, blobs/<64 hex>, grants.json, parts/`);
+  const what = type === "commit" ? "is a gitlink (a submodule commit), which a run folder does not hold" : "is not part of the run's folder";
+  return problem(runId, path, `${path} ${what}; allowed: events/<seq>.json, events.jsonl, blobs/<64 hex>, grants.json, parts/`);
 }
 
 /** A blob (or the sealed log) changed after it was written. */

@@ -42,10 +42,10 @@ bad event. A bad event is reported once per start, and not at all once acknowled
 workflow-host check --acknowledge. Log messages (start, stop, lock takeover) go to stderr.
 
 SIGINT or SIGTERM stops it gracefully (the commit in flight finishes, the lock is released)
-and it exits 0. A second host on the same data dir exits 1 with host_locked naming the holder;
+and it exits 0; so does a closed stdout or stderr (serve --json | head -1). A second host on the same data dir exits 1 with host_locked naming the holder;
 a lock left by a host that died (its pid is gone, or its heartbeat unchanged for
 --lock-stale-ms while watched, whatever time it claims) is taken over, and the takeover is
-logged. A host whose lock was taken over commits nothing more and exits 1. A read-only or
+logged; while a lock is watched, one line says whose it is and when it will be taken over. A host whose lock was taken over commits nothing more and exits 1. A read-only or
 failing data dir is not a takeover: failed heartbeats and commits are logged with their errno
 and retried, and the host catches up by itself once writes succeed again.
 
@@ -108,6 +108,9 @@ Examples:
     for (const consumer of consumers) host.dispatch(consumer);
     const signals = stopOnSignals(host, {
       source: io.signals,
+      // SIGPIPE: stdout's (or stderr's) reader went away (`serve --json | head -1`). The host
+      // stops as on SIGTERM, releasing its lock, rather than the process ending under it.
+      signals: ["SIGINT", "SIGTERM", "SIGPIPE"],
       logger,
       onRepeat: () => logger.warn("already stopping; waiting for the commit in flight"),
     });

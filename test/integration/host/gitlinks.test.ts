@@ -22,6 +22,11 @@ function badPaths(events: readonly SchedulerEvent[]): Set<string> {
   return new Set(events.flatMap((e) => (e.type === "bad_event" && e.error.code === "event_invalid" ? [e.path] : [])));
 }
 
+/** Messages of the gitlinks' reports that do not say it is a gitlink. */
+function unnamedGitlinks(events: readonly SchedulerEvent[]): string[] {
+  return events.flatMap((e) => (e.type === "bad_event" && GITLINKS.includes(e.path) && !/\bgitlink \(a submodule commit\)/.test(e.error.message) ? [e.error.message] : []));
+}
+
 describe("gitlinks pushed into a deployment", () => {
   it("are reported by serve and check, keep their seq, and are never replaced by an append", async () => {
     const dataDir = await tempDir();
@@ -45,6 +50,8 @@ describe("gitlinks pushed into a deployment", () => {
     }
     // Live: the tail reports each one.
     await pollFor(async () => (GITLINKS.every((p) => badPaths(events).has(p)) ? true : undefined), 20_000, 50, "every gitlink reported live");
+    // Each is named for what it is, whichever rule refused it.
+    expect(unnamedGitlinks(events)).toEqual([]);
 
     // An append to r1 takes the next free seq; the gitlink at seq 2 stays as it was.
     await runtime.setTimer("r1", { timerId: "next", fireAt: "2099-01-02T00:00:00Z" });
@@ -62,12 +69,14 @@ describe("gitlinks pushed into a deployment", () => {
     const again = boot();
     await again.start();
     expect([...badPaths(events)].filter((p) => GITLINKS.includes(p)).sort()).toEqual([...GITLINKS].sort());
+    expect(unnamedGitlinks(events)).toEqual([]);
     await again.stop();
 
     const check = await runCliInProcess(["check", "--data-dir", dataDir, "--json"]);
     expect(check.code).toBe(1);
-    const problems = (JSON.parse(check.stdout) as { problems: { path: string; code: string }[] }).problems;
+    const problems = (JSON.parse(check.stdout) as { problems: { path: string; code: string; message: string }[] }).problems;
     for (const path of GITLINKS) expect(problems.some((p) => p.path === path && p.code === "event_invalid"), path).toBe(true);
+    expect(problems.filter((p) => GITLINKS.includes(p.path) && !/\bgitlink \(a submodule commit\)/.test(p.message)).map((p) => p.message)).toEqual([]);
     expect((await gitAt(gitdir, ["fsck", "--strict"])).trim()).toBe("");
   });
 });

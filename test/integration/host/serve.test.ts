@@ -1,12 +1,13 @@
 /**
  * `workflow-host serve` end to end: real disk, real `git`, the host in a child process.
  */
+import { spawn } from "node:child_process";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { git, gitAt, hasGitCli } from "../../helpers/git-cli.js";
 import { useTempDirs } from "../../helpers/temp-dir.js";
-import { cliInProcess, killAllChildren, lockLeft, pollUntil, spawnCli } from "./cli-child.js";
+import { CLI_MAIN, cliInProcess, killAllChildren, lockLeft, pollUntil, REPO_ROOT, spawnCli } from "./cli-child.js";
 import { firesOf, gitRunLog } from "./git-log.js";
 
 const tempDir = useTempDirs("wfh-serve-");
@@ -108,6 +109,35 @@ describe("workflow-host serve", () => {
     serve.kill("SIGINT");
     expect((await serve.exited).code).toBe(0);
     expect(serve.stdout().split("\n").filter((l) => l.includes('"event":"cancelled"'))).toHaveLength(1);
+  });
+
+  it("stops as on SIGTERM, exit 0 and the lock released, when its stdout reader goes away (`serve --json | head -1`)", async () => {
+    const root = await tempDir();
+    const dataDir = join(root, "data");
+    expect((await cliInProcess(["repo", "create", "--data-dir", dataDir, "--repo", "dep"])).code).toBe(0);
+    const exit = await new Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }>((resolve, reject) => {
+      const child = spawn(process.execPath, ["--import", "tsx", CLI_MAIN, "serve", "--data-dir", dataDir, "--poll-ms", "200", "--json"], { cwd: REPO_ROOT, stdio: ["ignore", "pipe", "pipe"] });
+      let stderr = "";
+      child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+      // Like head -1: read one line, then close the pipe; the next report meets EPIPE.
+      let stdout = "";
+      child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+        stdout += chunk;
+        if (!stdout.includes("\n") || child.stdout.destroyed) return;
+        child.stdout.destroy();
+        void cliInProcess(["timer", "set", "-d", dataDir, "-r", "dep", "--run", "r1", "-t", "t1", "--delay-ms", "3600000"]).catch(reject);
+      });
+      const guard = setTimeout(() => child.kill("SIGKILL"), 30_000);
+      child.on("error", reject);
+      child.on("close", (code, signal) => {
+        clearTimeout(guard);
+        resolve({ code, signal, stderr });
+      });
+    });
+    expect({ code: exit.code, signal: exit.signal }).toEqual({ code: 0, signal: null });
+    // Released, not left for the next start to take over.
+    expect(lockLeft(dataDir)).toBe(false);
+    expect(exit.stderr).not.toContain("taking over");
   });
 
   it("reports a pushed bad event once per start, on stdout only, and not at all once acknowledged", async () => {

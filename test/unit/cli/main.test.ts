@@ -74,6 +74,26 @@ describe("workflow-host CLI: help, usage errors and exit codes", () => {
     expect(run.stderr).toContain("--help");
   });
 
+  it("refuses a repeated single-value flag, by any spelling, naming it (exit 2)", async () => {
+    const run = await runCli(["timer", "cancel", "-d", "/d", "-r", "dep", "--run", "a", "--run", "b", "-t", "t1"]);
+    expect(run.code).toBe(2);
+    expect(oneLine(run.stderr)).toBe(true);
+    expect(run.stderr).toMatch(/^workflow-host: usage: --run is given more than once/);
+    const mixed = await runCli(["timers", "-d", "/d1", "--data-dir", "/d2"]);
+    expect(mixed.code).toBe(2);
+    expect(mixed.stderr).toMatch(/--data-dir is given more than once/);
+  });
+
+  it.each(commands.flatMap((c) => Object.entries(c.options).flatMap(([name, spec]) => (spec.type === "string" && spec.multiple !== true ? [[c.name.join(" "), name]] : []))))(
+    "refuses a repeated single-value flag: %s --%s",
+    async (command, name) => {
+      const run = await runCli([...command.split(" "), `--${name}`, "x", `--${name}`, "y"]);
+      expect(run.code).toBe(2);
+      expect(run.stdout).toBe("");
+      expect(run.stderr).toMatch(new RegExp(`^workflow-host: usage: --${name} is given more than once`));
+    },
+  );
+
   // One exit-code rule: a bad flag value exits 2 like an unknown flag, whichever parser refuses
   // it, and keeps its own code on the error line.
   it.each([

@@ -132,10 +132,16 @@ describe("host lock", () => {
     // Watched once a second (staleMs / 8, at most 1 000 ms): ten unchanged looks make it stale.
     await driveTimers(timers, 9);
     expect(acquiring.done).toBe(false);
+    // Said once while it watches, before the takeover: who holds it and how long it waits.
+    const waiting = logger.lines.filter((l) => l.message.startsWith("waiting for the host lock"));
+    expect(waiting).toHaveLength(1);
+    expect(waiting[0]?.message).toContain("pid 101 on box-1");
+    expect(waiting[0]?.message).toContain("after 10 s");
     await driveTimers(timers, 1);
     const lock = await acquiring.promise;
     expect(lock.tookOver?.reason).toMatch(/did not change for 10000 ms/);
     expect(logger.lines.some((l) => l.message.includes("taking over"))).toBe(true);
+    expect(logger.lines.filter((l) => l.message.startsWith("waiting for the host lock"))).toHaveLength(1);
     await lock.release();
   });
 

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
+import { WorkflowHostError } from "../../../src/errors.js";
 import type { Timers } from "../../../src/time/clock.js";
 import type { RepoStore } from "../../../src/substrate/types.js";
 import { WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
@@ -181,6 +182,31 @@ describe("one-shot timers", () => {
     expect(failed.map((e) => (e.type === "commit_failed" ? e.retryInMs : 0))).toEqual([100, 200]);
     expect(firedOf(await h.log("r1"))).toHaveLength(1);
     expect(h.scheduler.stats().commitFailures).toBe(2);
+  });
+
+  it("reports armed once per generation when a ref_locked commit is retried", async () => {
+    h = await createHarness("2026-05-01T00:00:00.000Z");
+    await h.append("r1", { type: "TimerSet", data: { timerId: "t", fireAt: "2026-05-01T00:00:01.000Z" } });
+    const locked: RepoStore = Object.create(h.store) as RepoStore;
+    let failures = 2;
+    locked.writeTreeDelta = (...args) => {
+      if (failures > 0) {
+        failures -= 1;
+        return Promise.reject(new WorkflowHostError("ref_locked", "refs/heads/main is locked by another writer"));
+      }
+      return h!.store.writeTreeDelta(...args);
+    };
+    await h.restart({ repoStore: locked, retryInitialMs: 100 });
+    await h.clock.advance(1_000);
+    await h.scheduler.idle();
+    await h.clock.advance(100);
+    await h.scheduler.idle();
+    await h.clock.advance(200);
+    await h.scheduler.idle();
+    expect(h.events.filter((e) => e.type === "commit_failed")).toHaveLength(2);
+    expect(firedOf(await h.log("r1"))).toHaveLength(1);
+    const armed = h.events.filter((e) => e.type === "armed");
+    expect(armed.map((e) => (e.type === "armed" ? `${e.runId}/${e.timerId}` : ""))).toEqual(["r1/t"]);
   });
 
   it("picks up deployments created after start without a restart", async () => {
