@@ -65,12 +65,12 @@ export async function runBenchmarks(opts: RunOptions): Promise<BenchTable[]> {
 
 function parseArgs(argv: readonly string[]): { quick: boolean; only: string[] } {
   let quick = false;
-  const only: string[] = [];
+  let only: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] as string;
     if (arg === "--quick") quick = true;
-    else if (arg === "--only") only.push(...(argv[++i] ?? "").split(",").filter((s) => s !== ""));
-    else if (arg.startsWith("--only=")) only.push(...arg.slice(7).split(",").filter((s) => s !== ""));
+    else if (arg === "--only") only = only.concat((argv[++i] ?? "").split(",").filter((s) => s !== ""));
+    else if (arg.startsWith("--only=")) only = only.concat(arg.slice(7).split(",").filter((s) => s !== ""));
     else throw new Error(`unknown argument ${arg}; usage: npm run bench [-- --quick] [-- --only fire,lateness,recovery,memory,signals]`);
   }
   return { quick, only };

@@ -77,12 +77,13 @@ export function times(value: number): string {
 export function formatTable(table: BenchTable): string {
   const header = ["size", "ours", `baseline (${table.baseline})`, "ratio"];
   const cells = table.rows.map((r) => [r.size, r.ours.text, r.baseline.text, times(r.ratio)]);
-  const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => (c[i] as string).length)));
+  const widths = header.map((h, i) => cells.reduce((w, c) => Math.max(w, (c[i] as string).length), h.length));
   const line = (values: readonly string[]): string =>
     `| ${values.map((v, i) => (i === 0 ? v.padEnd(widths[i] as number) : v.padStart(widths[i] as number))).join(" | ")} |`;
   const rule = `|${widths.map((w, i) => (i === 0 ? `${"-".repeat(w + 1)}-` : `${"-".repeat(w + 1)}:`)).join("|")}|`;
   const out = [`### ${table.title}`, "", line(header), rule, ...cells.map(line)];
-  if (table.notes.length > 0) out.push("", ...table.notes.map((n) => `- ${n}`));
+  if (table.notes.length > 0) out.push("");
+  for (const n of table.notes) out.push(`- ${n}`);
   for (const t of table.targets ?? []) out.push(`- target ${t.target}: **${t.met ? "met" : "MISSED"}** (${t.figure})`);
   return out.join("\n");
 }
