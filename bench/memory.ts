@@ -54,7 +54,7 @@ export const memory: Benchmark = {
       );
       if (!ctx.quick && count === 1_000_000) {
         targets.push(target("≤ 200 bytes per pending timer (1,000,000 timers)", oursBytes, 200, "max", (v) => `${num(v)} B`));
-        targets.push(target("≥ 3× less memory than one setTimeout per timer", baseBytes / oursBytes, 3, "min", times));
+        targets.push(target("≥ 3× less memory than one setTimeout per timer", baseBytes / oursBytes, 3, "min", times, [baseBytes, oursBytes]));
       }
       notes.push(
         `${num(count)}: ours ${num(ours.heapBytesPerTimer)} B heap + ${num(ours.arrayBufferBytesPerTimer)} B typed arrays (RSS +${num(ours.rssBytesPerTimer)} B); ` +
