@@ -19,6 +19,7 @@ import { describeMachine } from "./machine.js";
 import { coreCount, formatLoad, loadNow, type SectionLoad, underLoad, waitForCalm } from "./section-load.js";
 import { memory } from "./memory.js";
 import { recovery } from "./recovery.js";
+import { restart } from "./restart.js";
 import { RepoCache } from "./repo-generator.js";
 import { renderResults } from "./results.js";
 import { signals } from "./signals.js";
@@ -34,7 +35,7 @@ const HUGE_NOTE =
   "(`-- --huge --only memory,restart` writes them to `bench/RESULTS-huge.md`).";
 
 /** Every benchmark, in the order they run. */
-export const BENCHMARKS: readonly Benchmark[] = [fireThroughput, lateness, recovery, memory, signals];
+export const BENCHMARKS: readonly Benchmark[] = [fireThroughput, lateness, recovery, memory, signals, restart];
 
 export interface RunOptions {
   readonly quick: boolean;
