@@ -3,11 +3,13 @@
  * Opens a store with `durability: "fsync"` over {@link createCountingFs} (no watcher) and
  * delivers `commits` signals to one run, one commit each, as `serve` would; pack merges that
  * the commits trigger are waited for and counted. Prints one JSON line:
- * `{commits, total, byKind}` (flush counts over all commits).
+ * `{commits, total, byKind, deliverMsP50}` (flush counts over all commits; the median time of
+ * one delivery, commit included, ms).
  */
 import { createWorkflowHostSignalChannel } from "../seams/signal-channel.js";
 import { createCountingFs } from "./counting-fs.js";
 import { openStore } from "./scheduler-rig.js";
+import { nowMs, percentile } from "./stats.js";
 
 const [dataDir, repoId, runId, commitsArg] = process.argv.slice(2);
 const commits = Number(commitsArg);
@@ -23,8 +25,13 @@ const channel = createWorkflowHostSignalChannel({ repoStore: store, principal: n
 await channel.deliver("go", { i: -1 }, "warm-up");
 const startTotal = counts.total;
 const startByKind = { ...counts.byKind };
-for (let i = 0; i < commits; i++) await channel.deliver("go", { i }, `f-${i}`);
+const times: number[] = [];
+for (let i = 0; i < commits; i++) {
+  const t0 = nowMs();
+  await channel.deliver("go", { i }, `f-${i}`);
+  times.push(nowMs() - t0);
+}
 await channel.stop();
 await store.close();
 const byKind = Object.fromEntries(Object.entries(counts.byKind).map(([k, v]) => [k, v - (startByKind[k as keyof typeof startByKind] ?? 0)]));
-process.stdout.write(`${JSON.stringify({ commits, total: counts.total - startTotal, byKind })}\n`);
+process.stdout.write(`${JSON.stringify({ commits, total: counts.total - startTotal, byKind, deliverMsP50: percentile(times, 50) })}\n`);

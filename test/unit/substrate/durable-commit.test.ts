@@ -54,8 +54,8 @@ function recordingFs(): { fs: MemFs; ops: Op[] } {
       if (prop === "fsync" || prop === "fdatasync") {
         return (fd: number, callback: (error: Error | null) => void) => {
           target.fsync(fd, (error) => {
-            if (error === null) ops.push({ op: "flush", path: pathOfFd.get(fd) ?? `fd ${fd}` });
-            callback(error);
+            if (error === null || error === undefined) ops.push({ op: "flush", path: pathOfFd.get(fd) ?? `fd ${fd}` });
+            callback((error ?? null) as Error | null);
           });
         };
       }
