@@ -1,6 +1,6 @@
 /**
  * The other process of the cross-process signal benchmark:
- * `signal-child.ts ours|naive <dataDir> <repoId> <runId>`. For each stdin line `go <i>` it
+ * `signal-child.ts ours|naive <dataDir> <repoId> <runId> <fsync|none>` (the durability of ours). For each stdin line `go <i>` it
  * delivers signal `go` with id `x-<i>` (ours: its own store and signal channel; naive: one
  * isomorphic-git commit), then prints `{"i":…,"deliverMs":…}`, `deliverMs` being how long the
  * delivery call took on this process's monotonic clock. The round trip itself is timed by the
@@ -13,13 +13,13 @@ import { naiveDeliver } from "./naive-git.js";
 import { openStore } from "./scheduler-rig.js";
 import { nowMs } from "./stats.js";
 
-const [mode, dataDir, repoId, runId] = process.argv.slice(2);
-if ((mode !== "ours" && mode !== "naive") || dataDir === undefined || repoId === undefined || runId === undefined) {
-  process.stderr.write("usage: signal-child.ts ours|naive <dataDir> <repoId> <runId>\n");
+const [mode, dataDir, repoId, runId, durability] = process.argv.slice(2);
+if ((mode !== "ours" && mode !== "naive") || dataDir === undefined || repoId === undefined || runId === undefined || (durability !== "fsync" && durability !== "none")) {
+  process.stderr.write("usage: signal-child.ts ours|naive <dataDir> <repoId> <runId> <fsync|none>\n");
   process.exit(2);
 }
 
-const store = mode === "ours" ? openStore(dataDir, () => new Date()) : null;
+const store = mode === "ours" ? openStore(dataDir, () => new Date(), { durability }) : null;
 const channel = store === null ? null : createWorkflowHostSignalChannel({ repoStore: store, principal: null, repoId, runId, clock: () => new Date() });
 const gitdir = `${dataDir}/deployments/${repoId}.git`;
 
