@@ -99,7 +99,7 @@ export const memory: Benchmark = {
           `Start to all armed ${ms(cold.spawnToArmedMs)} cold (see table 6).`,
       );
     }
-    if (!ctx.huge) notes.push("The whole-process row at 1,000,000 timers runs only with `npm run bench -- --huge` (a cold start of that size took minutes).");
+    if (!ctx.huge) notes.push("The whole-process row at 1,000,000 timers runs only with `npm run bench -- --huge` (a cold start of that size takes several minutes); the last such run is in `bench/RESULTS-huge.md`.");
     notes.push(
       "Measured outside this suite (issue 22): a host holding 1,000,000 pending timers used 2.8 GB RSS (~2.6 KB/timer); pg-boss with its PostgreSQL held the same in 215 MB.",
     );

@@ -46,14 +46,13 @@ export const restart: Benchmark = {
       if (starts.tries.length > 1) {
         notes.push(
           `${num(count)}: ${starts.tries.length} tries, start → all armed cold ${starts.tries.map((t) => ms(t.cold.spawnToArmedMs)).join(", ")}, ` +
-            `warm ${starts.tries.map((t) => ms(t.warm.spawnToArmedMs)).join(", ")} (the median try shown whole).`,
+            `warm ${starts.tries.map((t) => ms(t.warm.spawnToArmedMs)).join(", ")} (the try with the median time to all armed shown whole; of two, the slower).`,
         );
       }
-      if (cold.firedMs >= cold.armedMs && warm.firedMs >= warm.armedMs) {
-        notes.push(`${num(count)}: the due timer fired only after every pending timer was armed (recovery reads all runs before the queue runs).`);
-      }
+      const order = (s: HostStart): string => (s.firedMs >= s.armedMs ? "after every pending timer was armed" : "before every pending timer was armed");
+      notes.push(`${num(count)}: the due timer fired ${order(cold)} (cold) and ${order(warm)} (warm).`);
     }
-    if (!ctx.huge) notes.push("The 1,000,000-pending rows run only with `npm run bench -- --huge` (a cold start of that size took ~741 s).");
+    if (!ctx.huge) notes.push("The 1,000,000-pending rows run only with `npm run bench -- --huge` (a cold start of that size takes several minutes); the last such run is in `bench/RESULTS-huge.md`.");
     notes.push("Measured outside this suite (issue 22): pg-boss armed 1,000,000 pending jobs 0.87 s after start and fired the first due one of 100,000 at 0.31 s.");
     return {
       name: "restart",
