@@ -107,7 +107,7 @@ async function main(): Promise<void> {
   process.stdout.write(`${machine.join("\n")}\n\n`);
   const full = !args.quick && args.only.length === 0;
   // A full run waits (a while) for other jobs' load to pass before each section; it is marked anyway.
-  const { tables, loads } = await runBenchmarks({ ...args, calmWaitMs: full ? 30_000 : 0 });
+  const { tables, loads } = await runBenchmarks({ ...args, calmWaitMs: full ? 10_000 : 0 });
   const hugeOnly = !args.quick && args.huge && args.only.length > 0 && args.only.every((name) => HUGE_SECTIONS.includes(name));
   if (full || hugeOnly) {
     const path = join(dirname(fileURLToPath(import.meta.url)), full ? "RESULTS.md" : "RESULTS-huge.md");
