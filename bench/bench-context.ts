@@ -7,6 +7,11 @@ import type { BenchTable } from "./table.js";
 export interface BenchContext {
   /** Small sizes, few repeats: a smoke run, figures not meaningful. */
   readonly quick: boolean;
+  /**
+   * Also run the 1,000,000-pending-timer rows (memory, restart): minutes each, so only with
+   * `--huge`; the default full run stops at 100,000.
+   */
+  readonly huge: boolean;
   readonly cache: RepoCache;
   /** Progress output (stderr), so stdout holds only the tables. */
   log(message: string): void;

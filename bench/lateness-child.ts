@@ -1,19 +1,19 @@
 /**
  * One lateness try in a fresh process, as a host process runs:
- * `lateness-child.ts <dataDir> <repoId> <timers> <baseMs> <leadMs> <windowMs>`.
+ * `lateness-child.ts <dataDir> <repoId> <timers> <baseMs> <leadMs> <windowMs> <fsync|none>`.
  * Starts a store and scheduler on the deployment (recovery arms every timer), then moves the
  * clock to `leadMs` before the first fireAt and records, for each TimerFired reported, the clock
  * at that moment minus its fireAt. Prints one JSON line: `{late: number[], commits}`.
  */
 import { createOffsetClock, openRig } from "./scheduler-rig.js";
 
-const [dataDir, repoId, timersArg, baseArg, leadArg, windowArg] = process.argv.slice(2);
+const [dataDir, repoId, timersArg, baseArg, leadArg, windowArg, durability] = process.argv.slice(2);
 const timers = Number(timersArg);
 const baseMs = Number(baseArg);
 const leadMs = Number(leadArg);
 const windowMs = Number(windowArg);
-if (dataDir === undefined || repoId === undefined || ![timers, baseMs, leadMs, windowMs].every(Number.isFinite)) {
-  process.stderr.write("usage: lateness-child.ts <dataDir> <repoId> <timers> <baseMs> <leadMs> <windowMs>\n");
+if (dataDir === undefined || repoId === undefined || ![timers, baseMs, leadMs, windowMs].every(Number.isFinite) || (durability !== "fsync" && durability !== "none")) {
+  process.stderr.write("usage: lateness-child.ts <dataDir> <repoId> <timers> <baseMs> <leadMs> <windowMs> <fsync|none>\n");
   process.exit(2);
 }
 
@@ -29,7 +29,7 @@ const rig = openRig(dataDir, [repoId], clock.clock, (event) => {
   if (event.type !== "fired") return;
   late.push(clock.nowMs() - Date.parse(event.scheduledFor));
   if (late.length === timers) done();
-}, { maxArmMs: 100 });
+}, { maxArmMs: 100 }, { durability });
 await rig.scheduler.start();
 const commits0 = rig.scheduler.stats().commits;
 clock.offsetMs = baseMs - leadMs - Date.now();

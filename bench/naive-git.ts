@@ -114,7 +114,16 @@ export async function naiveDeliver(gitdir: string, runId: string, signalName: st
 export async function naiveAwaitSignal(gitdir: string, runId: string, signalName: string, seen: Set<string>, pollMs: number, signal: AbortSignal): Promise<string> {
   let lastHead: string | null = null;
   while (!signal.aborted) {
-    const { head, root } = await tipTree(gitdir);
+    let tip: { head: string; root: TreeEntry[] };
+    try {
+      tip = await tipTree(gitdir);
+    } catch {
+      // isomorphic-git rewrites the ref file in place: a read racing the other process's commit
+      // can find it empty. A poller looks again at its next tick.
+      await new Promise((resolve) => setTimeout(resolve, pollMs));
+      continue;
+    }
+    const { head, root } = tip;
     if (head !== lastHead) {
       lastHead = head;
       const { events } = await readRunEvents(gitdir, root, runId);

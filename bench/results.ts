@@ -6,6 +6,7 @@
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { formatLoad, type SectionLoad, underLoad } from "./section-load.js";
 import { formatTable, type BenchTable } from "./table.js";
 
 const notesPath = join(dirname(fileURLToPath(import.meta.url)), "design-notes.md");
@@ -18,32 +19,66 @@ function designNotes(): string {
   }
 }
 
-/** The Markdown of RESULTS.md. */
-export function renderResults(machine: readonly string[], tables: readonly BenchTable[]): string {
+/** One line per section: its load before and after, marked when it exceeded the cores. */
+function loadLines(loads: readonly SectionLoad[]): string[] {
+  if (loads.length === 0) return [];
+  return [
+    "## Load during each section",
+    "",
+    "1/5/15-minute load averages just before and just after each section (the machine is shared; the",
+    "average after includes the section's own processes). A section whose 1-minute load exceeded the core",
+    "count is marked **under load**: its figures were taken while other jobs competed for the CPU.",
+    "",
+    "| section | load before | load after | cores | took | |",
+    "|---|---|---|---|---|---|",
+    ...loads.map(
+      (l) =>
+        `| ${l.name} | ${formatLoad(l.before)} | ${formatLoad(l.after)} | ${l.cores} | ${(l.durationMs / 1_000).toFixed(0)} s` +
+        `${l.waitedMs > 0 ? ` (after waiting ${(l.waitedMs / 1_000).toFixed(0)} s for the load to fall)` : ""} | ${underLoad(l) ? "**under load**" : "ok"} |`,
+    ),
+    "",
+  ];
+}
+
+/** A table's title, marked when its section ran under load. */
+function titled(table: BenchTable, loads: readonly SectionLoad[]): BenchTable {
+  const load = loads.find((l) => l.name === table.name);
+  if (load === undefined || !underLoad(load)) return table;
+  return { ...table, title: `${table.title} — taken under load (1-min load ${formatLoad([load.before[0] ?? 0])} → ${formatLoad([load.after[0] ?? 0])} on ${load.cores} cores)` };
+}
+
+/**
+ * The Markdown of RESULTS.md.
+ * @param intro extra lines after the heading (what the run included, e.g. that the 1,000,000-timer rows need `--huge`)
+ */
+export function renderResults(machine: readonly string[], tables: readonly BenchTable[], loads: readonly SectionLoad[] = [], intro: readonly string[] = []): string {
   const targets = tables.flatMap((t) => t.targets ?? []);
-  const met = targets.filter((t) => t.met).length;
+  const count = (verdict: string): number => targets.filter((t) => t.verdict === verdict).length;
+  const invalid = count("invalid");
   return [
     "# Benchmark results",
     "",
     "Written by `npm run bench` (full run); do not edit by hand — edit `bench/design-notes.md` for the notes at the end.",
     "Each benchmark runs our path and a naive baseline (isomorphic-git high-level calls, one commit per event, one",
     "`setTimeout` per timer) on this machine in the same run; figures are medians of several tries unless a note says otherwise.",
+    ...intro,
     "",
     "## Machine",
     "",
     ...machine,
     "",
+    ...loadLines(loads),
     "## Targets",
     "",
-    `${met} of ${targets.length} met.`,
+    `${count("met")} of ${targets.length} met${count("missed") > 0 ? `, ${count("missed")} missed` : ""}${invalid > 0 ? `, ${invalid} INVALID (a figure that is negative or not finite: the measurement is broken, not met)` : ""}.`,
     "",
     "| target | result | figure |",
     "|---|---|---|",
-    ...targets.map((t) => `| ${t.target} | ${t.met ? "met" : "**missed**"} | ${t.figure} |`),
+    ...targets.map((t) => `| ${t.target} | ${t.verdict === "met" ? "met" : `**${t.verdict}**`} | ${t.figure} |`),
     "",
     "## Tables",
     "",
-    ...tables.map((t) => `${formatTable(t)}\n`),
+    ...tables.map((t) => `${formatTable(titled(t, loads))}\n`),
     "## Design changes behind these figures",
     "",
     designNotes(),

@@ -1,10 +1,13 @@
 /**
- * `npm run bench [-- --quick] [-- --only <name>[,<name>…]]`
+ * `npm run bench [-- --quick] [-- --huge] [-- --only <name>[,<name>…]]`
  *
  * Runs each benchmark (our path beside a naive baseline, in this process or in child
  * processes where a cold start is the point), prints one Markdown table per benchmark on
- * stdout, progress on stderr. A full run of every benchmark rewrites `bench/RESULTS.md`;
- * `--quick` (the CI smoke run) uses small sizes and writes nothing. No figure is asserted.
+ * stdout, progress on stderr, and the machine's load before and after each. A full run of
+ * every benchmark rewrites `bench/RESULTS.md`; `--quick` (the CI smoke run) uses small sizes
+ * and writes nothing; `--huge` adds the 1,000,000-pending-timer rows (memory, restart: several
+ * minutes each), and a `--huge` run of only those writes `bench/RESULTS-huge.md` instead.
+ * No figure is asserted.
  */
 import { writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
@@ -17,19 +20,33 @@ import { fireThroughput } from "./fire-throughput.js";
 import { http } from "./http.js";
 import { lateness } from "./lateness.js";
 import { describeMachine } from "./machine.js";
+import { coreCount, formatLoad, loadNow, type SectionLoad, underLoad, waitForCalm } from "./section-load.js";
 import { memory } from "./memory.js";
 import { recovery } from "./recovery.js";
+import { restart } from "./restart.js";
 import { RepoCache } from "./repo-generator.js";
 import { renderResults } from "./results.js";
 import { signals } from "./signals.js";
 import { nowMs } from "./stats.js";
 import { formatTable, type BenchTable } from "./table.js";
 
+/** Sections with 1,000,000-pending-timer rows behind `--huge`. */
+const HUGE_SECTIONS: readonly string[] = ["memory", "restart"];
+
+const HUGE_NOTE =
+  "This run stops at 100,000 pending timers: the 1,000,000-timer memory and restart rows take minutes each " +
+  "(a cold start with 1,000,000 pending timers takes several minutes) and run only with `npm run bench -- --huge` " +
+  "(`-- --huge --only memory,restart` writes them to `bench/RESULTS-huge.md`).";
+
 /** Every benchmark, in the order they run. */
-export const BENCHMARKS: readonly Benchmark[] = [fireThroughput, lateness, recovery, memory, signals, catchUp, append, http, dispatch];
+export const BENCHMARKS: readonly Benchmark[] = [fireThroughput, lateness, recovery, memory, signals, restart, catchUp, append, http, dispatch];
 
 export interface RunOptions {
   readonly quick: boolean;
+  /** Add the 1,000,000-timer rows (see BenchContext.huge); default false. */
+  readonly huge?: boolean;
+  /** Wait up to this long (ms) before each section for the load to fall to the core count; default 0. */
+  readonly calmWaitMs?: number;
   /** Names to run; empty: all. */
   readonly only: readonly string[];
   /** Where tables go (default stdout). */
@@ -39,10 +56,10 @@ export interface RunOptions {
 }
 
 /**
- * Runs the selected benchmarks and returns their tables.
+ * Runs the selected benchmarks and returns their tables and the load around each.
  * @throws an Error naming an unknown benchmark before anything runs
  */
-export async function runBenchmarks(opts: RunOptions): Promise<BenchTable[]> {
+export async function runBenchmarks(opts: RunOptions): Promise<{ tables: BenchTable[]; loads: SectionLoad[] }> {
   const print = opts.print ?? ((text: string) => process.stdout.write(`${text}\n`));
   const log = opts.log ?? ((text: string) => process.stderr.write(`[bench] ${text}\n`));
   const unknown = opts.only.filter((name) => !BENCHMARKS.some((b) => b.name === name));
@@ -52,42 +69,54 @@ export async function runBenchmarks(opts: RunOptions): Promise<BenchTable[]> {
   const selected = opts.only.length === 0 ? BENCHMARKS : BENCHMARKS.filter((b) => opts.only.includes(b.name));
   const cache = new RepoCache();
   const tables: BenchTable[] = [];
+  const loads: SectionLoad[] = [];
   try {
     for (const bench of selected) {
+      const waitedMs = await waitForCalm(opts.calmWaitMs ?? 0, log);
+      const before = loadNow();
       const t0 = nowMs();
-      log(`${bench.name}: start`);
-      const table = await bench.run({ quick: opts.quick, cache, log });
+      log(`${bench.name}: start (load ${formatLoad(before)})`);
+      const table = await bench.run({ quick: opts.quick, huge: opts.huge ?? false, cache, log });
+      const load: SectionLoad = { name: bench.name, before, after: loadNow(), cores: coreCount(), durationMs: nowMs() - t0, waitedMs };
       tables.push(table);
+      loads.push(load);
       print(`${formatTable(table)}\n`);
-      log(`${bench.name}: done in ${((nowMs() - t0) / 1_000).toFixed(1)} s`);
+      print(`- load before / after (1/5/15 min): ${formatLoad(load.before)} → ${formatLoad(load.after)} on ${load.cores} cores${underLoad(load) ? " — **under load**" : ""}\n`);
+      log(`${bench.name}: done in ${(load.durationMs / 1_000).toFixed(1)} s (load ${formatLoad(load.after)})`);
     }
   } finally {
     await cache.dispose();
   }
-  return tables;
+  return { tables, loads };
 }
 
-function parseArgs(argv: readonly string[]): { quick: boolean; only: string[] } {
+function parseArgs(argv: readonly string[]): { quick: boolean; huge: boolean; only: string[] } {
   let quick = false;
-  const only: string[] = [];
+  let huge = false;
+  let only: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] as string;
     if (arg === "--quick") quick = true;
-    else if (arg === "--only") only.push(...(argv[++i] ?? "").split(",").filter((s) => s !== ""));
-    else if (arg.startsWith("--only=")) only.push(...arg.slice(7).split(",").filter((s) => s !== ""));
-    else throw new Error(`unknown argument ${arg}; usage: npm run bench [-- --quick] [-- --only fire,lateness,recovery,memory,signals,catch-up,append,http,dispatch]`);
+    else if (arg === "--huge") huge = true;
+    else if (arg === "--only") only = only.concat((argv[++i] ?? "").split(",").filter((s) => s !== ""));
+    else if (arg.startsWith("--only=")) only = only.concat(arg.slice(7).split(",").filter((s) => s !== ""));
+    else throw new Error(`unknown argument ${arg}; usage: npm run bench [-- --quick] [-- --huge] [-- --only ${BENCHMARKS.map((b) => b.name).join(",")}]`);
   }
-  return { quick, only };
+  return { quick, huge, only };
 }
 
 async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
   const machine = describeMachine();
   process.stdout.write(`${machine.join("\n")}\n\n`);
-  const tables = await runBenchmarks(args);
-  if (!args.quick && args.only.length === 0) {
-    const path = join(dirname(fileURLToPath(import.meta.url)), "RESULTS.md");
-    await writeFile(path, renderResults(machine, tables));
+  const full = !args.quick && args.only.length === 0;
+  // A full run waits (a while) for other jobs' load to pass before each section; it is marked anyway.
+  const { tables, loads } = await runBenchmarks({ ...args, calmWaitMs: full ? 10_000 : 0 });
+  const hugeOnly = !args.quick && args.huge && args.only.length > 0 && args.only.every((name) => HUGE_SECTIONS.includes(name));
+  if (full || hugeOnly) {
+    const path = join(dirname(fileURLToPath(import.meta.url)), full ? "RESULTS.md" : "RESULTS-huge.md");
+    const intro = full && !args.huge ? [HUGE_NOTE] : hugeOnly ? ["", "This file holds a `--huge` run of only the sections with 1,000,000-pending-timer rows; `RESULTS.md` holds the full run."] : [];
+    await writeFile(path, renderResults(machine, tables, loads, intro));
     process.stderr.write(`[bench] wrote ${path}\n`);
   }
 }

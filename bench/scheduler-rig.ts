@@ -45,6 +45,12 @@ export function openStore(dataDir: string, clock: () => Date, extra: Partial<Rep
   });
 }
 
+/** How a store flushes its writes: `fsync` is what `serve` runs by default. */
+export type Durability = "fsync" | "none";
+
+/** Both durabilities, in the order the benchmarks run them: what `serve` runs first. */
+export const DURABILITIES: readonly Durability[] = ["fsync", "none"];
+
 /** A store plus a scheduler serving the deployments `repoIds`. */
 export function openRig(
   dataDir: string,
@@ -52,8 +58,9 @@ export function openRig(
   clock: () => Date,
   onEvent: (event: SchedulerEvent) => void,
   extra: Partial<SchedulerOptions> = {},
+  storeExtra: Partial<RepoStoreOptions> = {},
 ): Rig {
-  const store = openStore(dataDir, clock);
+  const store = openStore(dataDir, clock, storeExtra);
   const scheduler = createWorkflowHostScheduler({
     repoStore: store,
     principal: null,

@@ -9,14 +9,6 @@ export function nowMs(): number {
   return performance.now();
 }
 
-/**
- * Milliseconds since the Unix epoch with sub-millisecond resolution, comparable between
- * processes on one machine (each process's `timeOrigin` comes from the same system clock).
- */
-export function epochMs(): number {
-  return performance.timeOrigin + performance.now();
-}
-
 /** The nearest-rank percentile `p` (0..100) of `values`; NaN for an empty list. */
 export function percentile(values: readonly number[], p: number): number {
   if (values.length === 0) return Number.NaN;

@@ -18,11 +18,18 @@ export interface TableRow {
   readonly ratio: number;
 }
 
+/**
+ * How a target came out. `invalid`: the figure (or one it was derived from) is not a finite,
+ * non-negative number — a clock read across processes, a division by zero, a failed run —
+ * so it says nothing about the target and is never counted as met.
+ */
+export type Verdict = "met" | "missed" | "invalid";
+
 /** One target of the issue, judged from this table's figures. */
 export interface TargetCheck {
   /** The target as stated, e.g. "≥ 2,000 TimerFired/s on the 10,000-run repo". */
   readonly target: string;
-  readonly met: boolean;
+  readonly verdict: Verdict;
   /** The figure it was judged on, and by how much it is met or missed. */
   readonly figure: string;
 }
@@ -77,23 +84,58 @@ export function times(value: number): string {
 export function formatTable(table: BenchTable): string {
   const header = ["size", "ours", `baseline (${table.baseline})`, "ratio"];
   const cells = table.rows.map((r) => [r.size, r.ours.text, r.baseline.text, times(r.ratio)]);
-  const widths = header.map((h, i) => Math.max(h.length, ...cells.map((c) => (c[i] as string).length)));
+  const widths = header.map((h, i) => cells.reduce((w, c) => Math.max(w, (c[i] as string).length), h.length));
   const line = (values: readonly string[]): string =>
     `| ${values.map((v, i) => (i === 0 ? v.padEnd(widths[i] as number) : v.padStart(widths[i] as number))).join(" | ")} |`;
   const rule = `|${widths.map((w, i) => (i === 0 ? `${"-".repeat(w + 1)}-` : `${"-".repeat(w + 1)}:`)).join("|")}|`;
   const out = [`### ${table.title}`, "", line(header), rule, ...cells.map(line)];
-  if (table.notes.length > 0) out.push("", ...table.notes.map((n) => `- ${n}`));
-  for (const t of table.targets ?? []) out.push(`- target ${t.target}: **${t.met ? "met" : "MISSED"}** (${t.figure})`);
+  if (table.notes.length > 0) out.push("");
+  for (const n of table.notes) out.push(`- ${n}`);
+  for (const t of table.targets ?? []) out.push(`- target ${t.target}: **${t.verdict === "met" ? "met" : t.verdict.toUpperCase()}** (${t.figure})`);
   return out.join("\n");
 }
 
 /**
- * A target of the form "figure must be at most / at least `limit`".
- * @returns met or not, with the figure and the margin ("3.2× under the limit")
+ * Whether a measured figure can be judged: finite and not negative. Every figure these
+ * benchmarks produce (a duration, a rate, a size, a ratio of two of them) is ≥ 0 when the
+ * measurement worked; a negative one means clocks were mixed or a figure was lost.
  */
-export function target(text: string, value: number, limit: number, kind: "max" | "min", show: (v: number) => string): TargetCheck {
-  const met = kind === "max" ? value < limit || value === limit : value >= limit;
+export function validFigure(value: number): boolean {
+  return Number.isFinite(value) && value >= 0;
+}
+
+/**
+ * The verdict on `value` against `limit`: `invalid` when `value` or any of `inputs` (the
+ * figures `value` was computed from, e.g. both sides of a ratio) is not {@link validFigure};
+ * else `met` when `value` ≤ `limit` (`kind` "max") or ≥ `limit` ("min"), else `missed`.
+ * @throws RangeError when `limit` itself is not a finite number ≥ 0 (a bug in the target)
+ */
+export function judge(value: number, limit: number, kind: "max" | "min", inputs: readonly number[] = []): Verdict {
+  if (!validFigure(limit)) throw new RangeError(`target limit ${String(limit)} is not a finite number >= 0`);
+  if (!validFigure(value) || !inputs.every(validFigure)) return "invalid";
+  if (kind === "max") return value <= limit ? "met" : "missed";
+  return value >= limit ? "met" : "missed";
+}
+
+/**
+ * A target of the form "figure must be at most / at least `limit`" (see {@link judge}).
+ * @param inputs the figures `value` was derived from, each checked as `value` is
+ * @returns the verdict, with the figure and the margin ("3.2× within the limit")
+ */
+export function target(
+  text: string,
+  value: number,
+  limit: number,
+  kind: "max" | "min",
+  show: (v: number) => string,
+  inputs: readonly number[] = [],
+): TargetCheck {
+  const verdict = judge(value, limit, kind, inputs);
+  if (verdict === "invalid") {
+    const bad = inputs.length > 0 ? ` (from ${inputs.map(String).join(", ")})` : "";
+    return { target: text, verdict, figure: `${show(value)}${bad}; INVALID: not a finite, non-negative figure` };
+  }
   const margin = kind === "max" ? limit / value : value / limit;
-  const how = met ? `${times(margin)} within the limit` : `misses by ${times(1 / margin)}`;
-  return { target: text, met, figure: `${show(value)}; ${how}` };
+  const how = verdict === "met" ? `${times(margin)} within the limit` : `misses by ${times(1 / margin)}`;
+  return { target: text, verdict, figure: `${show(value)}; ${how}` };
 }

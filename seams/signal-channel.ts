@@ -118,7 +118,7 @@ export function createWorkflowHostSignalChannel(opts: SignalChannelOptions): Wor
       events: (events) => {
         if (gen !== generation) return;
         if (early !== null) {
-          early.push(...events);
+          for (const event of events) early.push(event);
           return;
         }
         for (const event of events) apply(event);

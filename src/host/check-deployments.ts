@@ -87,7 +87,7 @@ export async function checkDeployments(store: RepoStore, opts: CheckDeploymentsO
       report(typeof error.data["path"] === "string" ? error.data["path"] : ref, null, error);
     }
     repos.push({ repoId, commitSha, runs, events, problems: found.length });
-    problems.push(...found);
+    for (const problem of found) problems.push(problem);
   }
   return { repos, problems };
 }

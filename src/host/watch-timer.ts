@@ -146,8 +146,10 @@ export async function watchTimer(ctx: WatchTimerContext, runId: string, timerId:
   };
   const listener: RunEventListener = {
     events(events) {
-      if (early !== null) early.push(...events);
-      else for (const event of events) step(event);
+      for (const event of events) {
+        if (early !== null) early.push(event);
+        else step(event);
+      }
       wake?.();
     },
     failed(error) {

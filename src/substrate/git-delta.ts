@@ -108,7 +108,8 @@ export class DeltaWriter {
           args.push(byte);
         }
       }
-      this.#ops.push(cmd, ...args);
+      this.#ops.push(cmd);
+      for (const byte of args) this.#ops.push(byte);
       from += size;
     }
     this.#copyFrom = -1;

@@ -60,8 +60,9 @@ export interface ObjectStore {
   /**
    * Stores objects: as one pack when there are at least `packThreshold` of them, else as loose
    * objects (a blob already stored loose is skipped, at most 8 file writes in flight). Resolves
-   * once every object is in its final place (and flushed, with durability "fsync"): only then
-   * may a ref point at them. A failure leaves no partial object under its final name, only
+   * once every object is in its final place (its bytes flushed, with durability "fsync"; a
+   * pack's name is made durable by the ref's folder flush, see pack-store.ts): only then may a
+   * ref point at them. A failure leaves no partial object under its final name, only
    * unreferenced whole ones. Written blobs and commits are cached.
    */
   writeObjects(objects: readonly GitObject[]): Promise<void>;

@@ -14,6 +14,16 @@
  * leaves at worst a temp file or an unreferenced pack (as with loose objects, nothing refers to
  * the new objects until the ref moves).
  *
+ * Durability ("fsync"), by git's rules: a commit's pack and index are flushed (both at once)
+ * before they are renamed, so their bytes are on disk before the ref can move; the renames
+ * themselves are not flushed folder by folder. Git never flushes folders: it relies on the
+ * file system keeping metadata operations in order (ext4, XFS and btrfs journal them in
+ * sequence), so a ref rename that survived a crash implies the pack renames made before it
+ * did. The ref store flushes the ref's folder once after the ref moved, which makes the whole
+ * commit durable when the write returns. A merge flushes the pack folder once, before deleting
+ * the packs it replaces (a deletion that outran the merged pack's name would lose objects); the
+ * deletions are not flushed (a deleted pack that comes back is only a duplicate).
+ *
  * Reading: every `pack-*.idx` is parsed once (lookups are binary searches in memory); pack
  * bytes are read whole and cached while small, by range otherwise. Whole entries and git's
  * delta entries (what `git gc` writes) are decoded here; every object is checked against its
@@ -99,7 +109,10 @@ export interface PackStore {
    * @throws `object_corrupt` when a pack holds it but it cannot be decoded
    */
   read(oid: Oid, rescan: boolean): Promise<GitObject | null>;
-  /** Writes `objects` as one new pack; resolves once it is in place (and flushed when durable). */
+  /**
+   * Writes `objects` as one new pack; resolves once it is in place (its bytes flushed when
+   * durable; its name is made durable by the ref's folder flush, see module comment).
+   */
   write(objects: readonly GitObject[]): Promise<void>;
   /**
    * Starts writing `objects` as one new pack to temp files, returning at once: `publish` puts
@@ -126,7 +139,7 @@ export interface PackStore {
 
 /** Objects written to temp files, not yet visible to any reader. */
 export interface StagedObjects {
-  /** Moves them into place; resolves once a reader can find them (flushed when durable). */
+  /** Moves them into place; resolves once a reader can find them (bytes flushed when durable). */
   publish(): Promise<void>;
   /** Removes the temp files (after the writes in flight finish); never throws. */
   discard(): Promise<void>;
@@ -455,7 +468,7 @@ export function createPackStore(opts: PackStoreOptions): PackStore {
    * (merges, imports) go through the pool, both files at once, so a slow disk does not stall
    * the event loop.
    */
-  function stageEncoded(encoded: EncodedPack): StagedPack {
+  function stageEncoded(encoded: EncodedPack, flushFolder: boolean): StagedPack {
     const name = `pack-${encoded.checksum}`;
     const quick = encoded.pack.length <= QUICK_PACK_BYTES;
     const pair = quick ? takeSpare() : null;
@@ -493,19 +506,21 @@ export function createPackStore(opts: PackStoreOptions): PackStore {
           await removeTemps();
           throw error;
         }
-        if (durable) await fs.fsyncDir(packDir);
+        // A commit's pack leaves its folder to the ref's folder flush (see module comment).
+        if (durable && flushFolder) await fs.fsyncDir(packDir);
         return { name, index: parsePackIndex(name, encoded.idx, encoded.pack.length), size: encoded.pack.length, mergeable: true };
       },
       discard: removeTemps,
     };
   }
 
+  /** Puts a merged pack in place, its name flushed before the packs it replaces are deleted. */
   function place(encoded: EncodedPack): Promise<LoadedPack> {
-    return stageEncoded(encoded).publish();
+    return stageEncoded(encoded, true).publish();
   }
 
   function stage(objects: readonly GitObject[]): StagedObjects {
-    const staged = stageEncoded(encodePack(objects));
+    const staged = stageEncoded(encodePack(objects), false);
     return {
       async publish() {
         await ensureScanned();
@@ -618,7 +633,6 @@ export function createPackStore(opts: PackStoreOptions): PackStore {
         await fs.unlinkQuiet(`${packDir}/${name}.pack`);
         packBytes.delete(repoKey, name);
       }
-      if (durable) await fs.fsyncDir(packDir);
       return true;
     } catch {
       // Merging is an optimisation: on any failure the packs stay as they were (a merged pack

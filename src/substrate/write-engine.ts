@@ -181,7 +181,10 @@ async function prepare<R>(deps: WriteEngineDeps, name: string, tip: Oid | null, 
   }
   // Nothing refers to these objects until the ref moves, so a crash mid-way leaves only
   // unreferenced ones (the object store writes the commit last).
-  objects.push(...edit.newTrees, commit);
+  // One at a time: a commit can hold hundreds of thousands of new trees, more than a call
+  // takes as spread arguments.
+  for (const tree of edit.newTrees) objects.push(tree);
+  objects.push(commit);
   return { kind: "commit", commit, objects, trees: edit.pending.values(), result: planned.result };
 }
 
