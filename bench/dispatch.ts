@@ -23,7 +23,7 @@ import type { RepoStore } from "../src/substrate/types.js";
 import { subscribeKind } from "../src/workflow/subscribe-kind.js";
 import { WORKFLOW_RUN_KIND } from "../src/workflow/workflow-run-kind.js";
 import type { BenchContext, Benchmark } from "./bench-context.js";
-import { epochMs, percentile, sleep } from "./stats.js";
+import { nowMs, percentile, sleep } from "./stats.js";
 import { ms, num, row, target, type TableRow, type TargetCheck } from "./table.js";
 
 const REPO = "bench";
@@ -42,7 +42,7 @@ interface Target {
 async function startTarget(): Promise<Target> {
   const arrivals = new Map<string, number>();
   const server: Server = createServer((req, res) => {
-    const at = epochMs();
+    const at = nowMs();
     const key = String(req.headers["idempotency-key"] ?? "");
     req.resume();
     req.on("end", () => {
@@ -82,7 +82,7 @@ async function withHost<T>(onFired: (key: string, atMs: number) => void, work: (
     dataDir: dir,
     watch: false,
     onEvent: (e) => {
-      if (e.type === "fired") onFired(`${e.repoId}/${e.runId}/${e.timerId}/${e.scheduledFor}`, epochMs());
+      if (e.type === "fired") onFired(`${e.repoId}/${e.runId}/${e.timerId}/${e.scheduledFor}`, nowMs());
     },
   });
   try {
@@ -115,10 +115,10 @@ async function lag(mode: Mode, fires: number, rate: number, log: (m: string) => 
         const abort = new AbortController();
         let loop: Promise<void> = Promise.resolve();
         const consumer: Omit<ConsumerOptions, "name"> = { concurrency: 16, filter: { types: ["TimerFired"] }, startFrom: "head" };
-        if (mode === "function") host.dispatch({ ...consumer, name: "bench", handler: (d) => void startedAt.set(d.idempotencyKey, epochMs()) });
+        if (mode === "function") host.dispatch({ ...consumer, name: "bench", handler: (d) => void startedAt.set(d.idempotencyKey, nowMs()) });
         if (mode === "http") host.dispatch({ ...consumer, name: "bench", http: { url: (http as Target).url, secret: SECRET } });
         await host.start();
-        if (mode === "baseline-function") loop = baselineLoop(host.store, from, async (key) => void startedAt.set(key, epochMs()), abort.signal);
+        if (mode === "baseline-function") loop = baselineLoop(host.store, from, async (key) => void startedAt.set(key, nowMs()), abort.signal);
         if (mode === "baseline-http") {
           loop = baselineLoop(host.store, from, async (key, e) => {
             const res = await fetch((http as Target).url, { method: "POST", body: JSON.stringify(e), headers: { "idempotency-key": key } });
@@ -165,7 +165,7 @@ async function throughput(baseline: boolean, events: number): Promise<number> {
       }
       const total = runs * perRun;
       let handled = 0;
-      const t0 = epochMs();
+      const t0 = nowMs();
       if (baseline) {
         const abort = new AbortController();
         const loop = baselineLoop(host.store, "genesis", async () => {
@@ -183,7 +183,7 @@ async function throughput(baseline: boolean, events: number): Promise<number> {
         await host.start();
         await finished;
       }
-      return (total * 1_000) / (epochMs() - t0);
+      return (total * 1_000) / (nowMs() - t0);
     },
   );
 }

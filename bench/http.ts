@@ -14,7 +14,7 @@ import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import { createWorkflowHost } from "../src/host/host.js";
 import type { BenchContext, Benchmark } from "./bench-context.js";
-import { epochMs, percentile } from "./stats.js";
+import { nowMs, percentile } from "./stats.js";
 import { ms, num, row, target, type TargetCheck } from "./table.js";
 
 const benchDir = dirname(fileURLToPath(import.meta.url));
@@ -70,17 +70,17 @@ async function inProcess(runs: number, amount: number) {
     for (let r = 0; r < runs; r++) await runtime.setTimer(`run-${r}`, { timerId: "far", fireAt: "2099-01-01T00:00:00Z" });
     const latencies: number[] = [];
     let next = 0;
-    const t0 = epochMs();
+    const t0 = nowMs();
     await Promise.all(
       Array.from({ length: CONNECTIONS }, async () => {
         for (let n = next++; n < amount; n = next++) {
-          const started = epochMs();
+          const started = nowMs();
           await host.channel(REPO, `run-${n % runs}`).deliver("wake", { n }, `d-${n}`);
-          latencies.push(epochMs() - started);
+          latencies.push(nowMs() - started);
         }
       }),
     );
-    const seconds = (epochMs() - t0) / 1_000;
+    const seconds = (nowMs() - t0) / 1_000;
     return { perSecond: amount / seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
   } finally {
     await host.stop();
