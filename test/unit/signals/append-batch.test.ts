@@ -5,8 +5,9 @@
 import { createFsFromVolume, Volume } from "memfs";
 import { describe, expect, it } from "vitest";
 import { createWorkflowHostSignalChannel } from "../../../seams/signal-channel.js";
+import { WorkflowHostError } from "../../../src/errors.js";
 import { allowAll, createRepoStore } from "../../../src/substrate/index.js";
-import type { RepoStore } from "../../../src/substrate/types.js";
+import type { KindHandler, RepoStore } from "../../../src/substrate/types.js";
 import { createFakeClock } from "../../../src/testing/fake-clock.js";
 import { appendRunEvents, readRunLog } from "../../../src/workflow/run-log.js";
 import { workflowRunKind, WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
@@ -15,9 +16,17 @@ const RID = { kind: WORKFLOW_RUN_KIND, id: "dep" } as const;
 const AT = "2026-05-01T00:00:00.000Z";
 
 /** A store on memfs plus a count of the commits it made. */
-async function countingStore(): Promise<{ store: RepoStore; commits: () => number }> {
+async function countingStore(handler: KindHandler = workflowRunKind({ maxEventBytes: 4096 })): Promise<{ store: RepoStore; commits: () => number; prospectiveTrees: () => number }> {
   const clock = createFakeClock(AT);
-  const base = createRepoStore({ dataDir: "/data", fs: createFsFromVolume(new Volume()), kindHandlers: [workflowRunKind({ maxEventBytes: 4096 })], authorize: allowAll, clock: clock.clock, watch: false });
+  let prospectiveTrees = 0;
+  const counted: KindHandler = {
+    ...handler,
+    validatePush: async (ctx) => {
+      prospectiveTrees += 1;
+      await handler.validatePush?.(ctx);
+    },
+  };
+  const base = createRepoStore({ dataDir: "/data", fs: createFsFromVolume(new Volume()), kindHandlers: [counted], authorize: allowAll, clock: clock.clock, watch: false });
   await base.initRepo(null, RID);
   let commits = 0;
   const store: RepoStore = Object.create(base) as RepoStore;
@@ -28,7 +37,7 @@ async function countingStore(): Promise<{ store: RepoStore; commits: () => numbe
       return written;
     },
   });
-  return { store, commits: () => commits };
+  return { store, commits: () => commits, prospectiveTrees: () => prospectiveTrees };
 }
 
 function step(store: RepoStore, runId: string, data: Record<string, unknown> = {}) {
@@ -118,5 +127,25 @@ describe("appends to one deployment share commits", () => {
     expect(outcomes.map((o) => o.status)).toEqual(["fulfilled", "fulfilled", "rejected"]);
     expect((outcomes[2] as PromiseRejectedResult).reason).toMatchObject({ code: "event_invalid" });
     expect((await events(store, "t")).map((e) => e.type)).toEqual(["StepCompleted", "RunCompleted"]);
+  });
+
+  it("a batch that validatePush refuses is retried one append a commit: only the refused append fails", async () => {
+    const inner = workflowRunKind({ maxEventBytes: 4096 });
+    const refusing: KindHandler = {
+      ...inner,
+      validatePush: async (ctx) => {
+        if (ctx.changes.some((c) => c.path.startsWith("runs/refused/"))) throw new WorkflowHostError("event_invalid", "refused by policy", { path: "runs/refused/" });
+        await inner.validatePush?.(ctx);
+      },
+    };
+    const { store, commits, prospectiveTrees } = await countingStore(refusing);
+    const outcomes = await Promise.allSettled([step(store, "p"), step(store, "refused"), step(store, "q")]);
+    expect(outcomes.map((o) => o.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+    expect((outcomes[1] as PromiseRejectedResult).reason).toMatchObject({ code: "event_invalid" });
+    expect((await events(store, "p")).map((e) => e.seq)).toEqual([1]);
+    expect((await events(store, "q")).map((e) => e.seq)).toEqual([1]);
+    expect(await events(store, "refused")).toEqual([]);
+    // Every tree that was committed was validated first.
+    expect(prospectiveTrees()).toBeGreaterThanOrEqual(commits());
   });
 });
