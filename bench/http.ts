@@ -125,7 +125,7 @@ export const http: Benchmark = {
       notes: [
         `"ours" is the HTTP route (autocannon in this process, the host in a child process); the baseline is the same host code called in-process, so a ratio below 1 is the cost of HTTP.`,
         `${num(web.ok)} answered 2xx, ${num(web.failed)} not; durability "none" (serve's default is fsync).`,
-        "Each delivery is its own commit: deliveries to different runs of one deployment queue behind one repo lock (no group commit for signals yet).",
+        "Deliveries to one deployment that arrive while a commit is in flight share the next commit (group commit in the run-log append layer, at most 1,000 appends a commit).",
       ],
       targets,
     };
