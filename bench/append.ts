@@ -88,7 +88,7 @@ export const append: Benchmark = {
       const naiveWarmMedian = median(naiveWarm);
       return {
         name: "append",
-        title: `7. Signal append into a ${num(events)}-event run (deliver: dedup, next seq, commit)`,
+        title: `Signal append into a ${num(events)}-event run (deliver: dedup, next seq, commit)`,
         baseline: "merge handed every blob of the run",
         rows: [
           row("cold: first append of a new store", { value: oursCold, text: ms(oursCold) }, { value: naiveCold, text: ms(naiveCold) }, "lower"),

@@ -117,6 +117,6 @@ export const catchUp: Benchmark = {
     notes.push(`ours: prepareTicksBetween (10 ms slices) + planDueTimer, median of ${repeats - 1} runs with warm zone tables; "first" is the first run in this process (zone transitions and month shapes looked up).`);
     notes.push(`longest slice between two yields over all runs: ${ms(worstSlice)} (the planning's longest event-loop turn).`);
     notes.push(`baseline walked croner up to ${num(WALK_LIMIT)} ticks; "est." rows extrapolate its per-tick cost.`);
-    return { name: "catch-up", title: "6. Catch-up planning (missed ticks counted and planned, skip policy)", baseline: "croner walk, one call per tick", rows, notes };
+    return { name: "catch-up", title: "Catch-up planning (missed ticks counted and planned, skip policy)", baseline: "croner walk, one call per tick", rows, notes };
   },
 };

@@ -221,7 +221,7 @@ export const dispatch: Benchmark = {
     return {
       name: "dispatch",
       targets,
-      title: "6. Dispatch (fire commit → handler start; no-op throughput)",
+      title: "Dispatch (fire commit → handler start; no-op throughput)",
       baseline: "subscribeKind loop, cursor committed after each event",
       rows,
       notes: [

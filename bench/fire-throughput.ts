@@ -158,7 +158,7 @@ export const fireThroughput: Benchmark = {
     return {
       name: "fire",
       targets,
-      title: "1. Fire throughput (TimerFired committed per second, all timers due; durability fsync, then none)",
+      title: "Fire throughput (TimerFired committed per second, all timers due; durability fsync, then none)",
       baseline: "one isomorphic-git commit per fire",
       rows,
       notes,

@@ -116,7 +116,7 @@ export const http: Benchmark = {
     }
     return {
       name: "http",
-      title: `6. Signal delivery over HTTP (POST /v1/wake, ${CONNECTIONS} clients, ${num(runs)} runs, ${num(amount)} deliveries)`,
+      title: `Signal delivery over HTTP (POST /v1/wake, ${CONNECTIONS} clients, ${num(runs)} runs, ${num(amount)} deliveries)`,
       baseline: `in-process deliver, ${CONNECTIONS} concurrent callers`,
       rows: [
         row("deliveries/s", { value: web.perSecond, text: num(web.perSecond) }, { value: direct.perSecond, text: num(direct.perSecond) }, "higher"),

@@ -144,7 +144,7 @@ export const lateness: Benchmark = {
     return {
       name: "lateness",
       targets: ctx.quick || durable === undefined ? [] : [target("p99 lateness < 50 ms at 500 fires/s (fsync)", durable.p99, 50, "max", ms)],
-      title: `2. Lateness (commit time − fireAt, ${num(rate)} fires/s for ${num(shape.windowMs / 1_000)} s; durability fsync, then none)`,
+      title: `Lateness (commit time − fireAt, ${num(rate)} fires/s for ${num(shape.windowMs / 1_000)} s; durability fsync, then none)`,
       baseline: "setTimeout per timer + one isomorphic-git commit per fire",
       rows,
       notes,

@@ -106,7 +106,7 @@ export const memory: Benchmark = {
     return {
       name: "memory",
       targets,
-      title: "4. Memory per pending timer (queue only, key and payload included; and the whole host process)",
+      title: "Memory per pending timer (queue only, key and payload included; and the whole host process)",
       baseline: "one setTimeout per timer + key → handle map",
       rows,
       notes,

@@ -81,7 +81,7 @@ export const recovery: Benchmark = {
     return {
       name: "recovery",
       targets,
-      title: "3. Recovery (scheduler.start() in a new process until every pending timer is armed)",
+      title: "Recovery (scheduler.start() in a new process until every pending timer is armed)",
       baseline: "see row",
       rows,
       notes,

@@ -56,7 +56,7 @@ export const restart: Benchmark = {
     notes.push("Measured outside this suite (issue 22): pg-boss armed 1,000,000 pending jobs 0.87 s after start and fired the first due one of 100,000 at 0.31 s.");
     return {
       name: "restart",
-      title: "6. Restart (host process start → first due timer fired, → all armed; durability fsync)",
+      title: "Restart (host process start → first due timer fired, → all armed; durability fsync)",
       baseline: "see row",
       rows,
       notes,

@@ -76,7 +76,9 @@ export async function runBenchmarks(opts: RunOptions): Promise<{ tables: BenchTa
       const before = loadNow();
       const t0 = nowMs();
       log(`${bench.name}: start (load ${formatLoad(before)})`);
-      const table = await bench.run({ quick: opts.quick, huge: opts.huge ?? false, cache, log });
+      const measured = await bench.run({ quick: opts.quick, huge: opts.huge ?? false, cache, log });
+      // Sections are numbered by their place in the run, so adding a benchmark renumbers nothing by hand.
+      const table = { ...measured, title: `${tables.length + 1}. ${measured.title}` };
       const load: SectionLoad = { name: bench.name, before, after: loadNow(), cores: coreCount(), durationMs: nowMs() - t0, waitedMs };
       tables.push(table);
       loads.push(load);

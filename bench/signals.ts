@@ -223,7 +223,7 @@ export const signals: Benchmark = {
     return {
       name: "signals",
       targets,
-      title: `5. Signal round trip (deliver → awaitNext resolved, on a ${num(runs)}-run deployment; durability fsync, then none)`,
+      title: `Signal round trip (deliver → awaitNext resolved, on a ${num(runs)}-run deployment; durability fsync, then none)`,
       baseline: `isomorphic-git commit, awaiter polls every ${NAIVE_POLL_MS} ms`,
       rows,
       notes,
