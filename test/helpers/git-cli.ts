@@ -3,6 +3,9 @@
  * system's git configuration so results do not depend on the machine.
  */
 import { execFile, spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdir, writeFile } from "node:fs/promises";
+import { dirname, join } from "node:path";
 
 export interface GitResult {
   readonly code: number;
@@ -74,4 +77,20 @@ export function hasGitCli(): Promise<boolean> {
   return new Promise((resolve) => {
     execFile("git", ["--version"], (error) => resolve(error === null));
   });
+}
+
+/**
+ * Commits `files` (path → content, relative to the repo root) in the clone `work` of the bare
+ * repository `gitdir` and pushes them to `main` with the real `git` CLI, as an outside writer
+ * would. Clones first when `work` does not exist yet.
+ */
+export async function pushFiles(gitdir: string, work: string, files: Readonly<Record<string, string>>, message: string): Promise<void> {
+  if (!existsSync(work)) await git(["clone", "--quiet", gitdir, work]);
+  for (const [path, content] of Object.entries(files)) {
+    await mkdir(dirname(join(work, path)), { recursive: true });
+    await writeFile(join(work, path), content);
+  }
+  await git(["add", "--all"], { cwd: work });
+  await git(["commit", "--quiet", "-m", message], { cwd: work });
+  await git(["push", "--quiet", "origin", "HEAD:main"], { cwd: work });
 }

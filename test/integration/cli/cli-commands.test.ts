@@ -6,7 +6,7 @@ import { spawn } from "node:child_process";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { git, gitAt } from "../../helpers/git-cli.js";
+import { git, gitAt, pushFiles } from "../../helpers/git-cli.js";
 import { useTempDirs } from "../../helpers/temp-dir.js";
 import { runCli } from "../../unit/cli/cli-io.js";
 import { CLI_MAIN, REPO_ROOT, runCliProcess } from "../host/cli-child.js";
@@ -184,12 +184,7 @@ describe("workflow-host commands on a data dir", () => {
     const gitdir = join(dataDir, "deployments", "dep.git");
     await cli(["repo", "create", "-d", dataDir, "-r", "dep"]);
     const work = join(root, "work");
-    await git(["clone", "--quiet", gitdir, work]);
-    await mkdir(join(work, "runs/run-b/events"), { recursive: true });
-    await writeFile(join(work, "runs/run-b/events/1.json"), '{"type":"TimerSet",');
-    await git(["add", "runs"], { cwd: work });
-    await git(["commit", "--quiet", "-m", "A bad event"], { cwd: work });
-    await git(["push", "--quiet", "origin", "HEAD:main"], { cwd: work });
+    await pushFiles(gitdir, work, { "runs/run-b/events/1.json": '{"type":"TimerSet",' }, "A bad event");
     const mainBefore = (await gitAt(gitdir, ["rev-parse", "refs/heads/main"])).trim();
 
     expect((await cli(["check", "-d", dataDir])).code).toBe(1);

@@ -5,7 +5,7 @@ import { spawn } from "node:child_process";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { git, gitAt, hasGitCli } from "../../helpers/git-cli.js";
+import { git, gitAt, hasGitCli, pushFiles } from "../../helpers/git-cli.js";
 import { useTempDirs } from "../../helpers/temp-dir.js";
 import { CLI_MAIN, cliInProcess, killAllChildren, lockLeft, pollUntil, REPO_ROOT, spawnCli } from "./cli-child.js";
 import { firesOf, gitRunLog } from "./git-log.js";
@@ -146,22 +146,14 @@ describe("workflow-host serve", () => {
     const gitdir = join(dataDir, "deployments", "dep.git");
     expect((await cliInProcess(["repo", "create", "--data-dir", dataDir, "--repo", "dep"])).code).toBe(0);
     const work = join(root, "work");
-    await git(["clone", "--quiet", gitdir, work]);
-    await mkdir(join(work, "runs/run-b/events"), { recursive: true });
-    await writeFile(join(work, "runs/run-b/events/1.json"), '{"type":"TimerSet",');
-    await git(["add", "runs"], { cwd: work });
-    await git(["commit", "--quiet", "-m", "A bad event"], { cwd: work });
-    await git(["push", "--quiet", "origin", "HEAD:main"], { cwd: work });
+    await pushFiles(gitdir, work, { "runs/run-b/events/1.json": '{"type":"TimerSet",' }, "A bad event");
     const badLines = (text: string): string[] => text.split("\n").filter((l) => l.includes("bad-event") || l.includes("bad event"));
 
     const first = spawnCli(["serve", "--data-dir", dataDir, "--poll-ms", "200", "--json"]);
     await first.waitFor(/"event":"bad-event"/);
     await first.waitFor(/"event":"serving"/);
     // A later commit to the same run makes the host read it again: still one report.
-    await writeFile(join(work, "runs/run-b/events/2.json"), JSON.stringify({ seq: 2, type: "TimerSet", data: { timerId: "later", fireAt: "2099-01-01T00:00:00Z" } }));
-    await git(["add", "runs"], { cwd: work });
-    await git(["commit", "--quiet", "-m", "Another event in the same run"], { cwd: work });
-    await git(["push", "--quiet", "origin", "HEAD:main"], { cwd: work });
+    await pushFiles(gitdir, work, { "runs/run-b/events/2.json": JSON.stringify({ seq: 2, type: "TimerSet", data: { timerId: "later", fireAt: "2099-01-01T00:00:00Z" } }) }, "Another event in the same run");
     await first.waitFor(/"event":"armed".*"timerId":"later"/);
     first.kill("SIGINT");
     expect((await first.exited).code).toBe(0);
@@ -183,12 +175,7 @@ describe("workflow-host serve", () => {
     const gitdir = join(dataDir, "deployments", "dep.git");
     expect((await cliInProcess(["repo", "create", "--data-dir", dataDir, "--repo", "dep"])).code).toBe(0);
     const work = join(root, "work");
-    await git(["clone", "--quiet", gitdir, work]);
-    await mkdir(join(work, "runs/run-b/events"), { recursive: true });
-    await writeFile(join(work, "runs/run-b/events/1.json"), '{"type":"TimerSet",');
-    await git(["add", "runs"], { cwd: work });
-    await git(["commit", "--quiet", "-m", "A bad event"], { cwd: work });
-    await git(["push", "--quiet", "origin", "HEAD:main"], { cwd: work });
+    await pushFiles(gitdir, work, { "runs/run-b/events/1.json": '{"type":"TimerSet",' }, "A bad event");
     // A writer of the acknowledgements ref that died mid-write (or a damaged disk).
     await mkdir(join(gitdir, "refs/workflow-host"), { recursive: true });
     await writeFile(join(gitdir, "refs/workflow-host/acknowledged"), "torn");
