@@ -28,7 +28,7 @@ import { createTimeSlicer } from "../src/time/time-slicer.js";
 import { isoFromMs } from "../src/workflow/time.js";
 import type { PendingTimer, RunEvent, RunState, TimerCancelledEvent } from "../src/workflow/types.js";
 import { WORKFLOW_RUN_KIND } from "../src/workflow/workflow-run-kind.js";
-import { decodeRecoveryIndex, encodeRecoveryIndex, RECOVERY_INDEX_FILE, stateFromSummary, type RunSummary } from "./recovery-index.js";
+import { decodeRecoveryIndex, encodeRecoveryIndex, RECOVERY_INDEX_FILE, stateFromSummary, type RunSummary } from "../src/workflow/recovery-index.js";
 import type { DueGeneration } from "./scheduler-queue.js";
 import type { SchedulerEvent } from "./scheduler-types.js";
 

@@ -6,6 +6,7 @@
  */
 import { parseRepoId, parseRunId, parseTimerId } from "../src/workflow/ids.js";
 import { appendRunEvents } from "../src/workflow/run-log.js";
+import { foldTimerEvents } from "../src/workflow/timer-lifecycle.js";
 import type { Principal, RepoStore } from "../src/substrate/types.js";
 import type { CancelOutcome } from "./scheduler-types.js";
 
@@ -53,9 +54,9 @@ export async function cancelTimerDurably(opts: CancelTimerDurablyOptions): Promi
           result: "cancelled",
         };
       }
-      const last = [...log.events].reverse().find((e) => (e as { data?: { timerId?: unknown } }).data?.timerId === timerId);
-      if (last?.type === "TimerFired") return { append: [], result: "already_fired" };
-      if (last?.type === "TimerCancelled") return { append: [], result: "already_cancelled" };
+      const { status } = foldTimerEvents(log.events, timerId);
+      if (status === "fired") return { append: [], result: "already_fired" };
+      if (status === "cancelled") return { append: [], result: "already_cancelled" };
       return { append: [], result: "not_armed" };
     },
   });

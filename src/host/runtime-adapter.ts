@@ -22,9 +22,10 @@ import type {
   TimerSpec,
   WorkflowRuntime,
 } from "./runtime-types.js";
-import { durationMs, instantOf, resolveTimerSpec, sameTimerRequest } from "./timer-spec.js";
+import { durationMs, instantOf, resolveTimerSpec, sameTimerRequest } from "../workflow/timer-spec.js";
 import { waitForSignalInRun, type SignalWaitContext } from "./wait-for-signal.js";
-import { foldTimerEvents, watchTimer } from "./watch-timer.js";
+import { foldTimerEvents } from "../workflow/timer-lifecycle.js";
+import { watchTimer } from "./watch-timer.js";
 
 export type * from "./runtime-types.js";
 

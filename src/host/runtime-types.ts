@@ -10,9 +10,9 @@ import type { Principal, RepoStore } from "../substrate/types.js";
 import type { Clock, Timers } from "../time/clock.js";
 import type { MisfirePolicy } from "../workflow/types.js";
 import type { CompactRunResult } from "./compact-run.js";
-import type { TimerFiring } from "./watch-timer.js";
+import type { TimerFiring } from "../workflow/timer-lifecycle.js";
 
-export type { TimerFiring } from "./watch-timer.js";
+export type { TimerFiring } from "../workflow/timer-lifecycle.js";
 
 export interface RuntimeAdapterOptions {
   /** Store holding the deployment (with the workflow-run kind handler). */
@@ -47,24 +47,8 @@ export interface RuntimeAdapterOptions {
   readonly maxEventBytes?: number;
 }
 
-interface TimerSpecBase {
-  readonly timerId: string;
-  readonly stepId?: string;
-  /** Misfire policy of a cron series (default: the scheduler's). */
-  readonly misfire?: MisfirePolicy;
-}
-
-/**
- * When a timer fires: exactly one of `fireAt` (an instant: RFC 3339 with offset, or a Date),
- * `delayMs` (ms from the clock's now, finite, ≥ 0) or `cron` (5 or 6 fields, in `timezone`,
- * IANA, default "UTC"; the first tick after now).
- */
-export type TimerSpec = TimerSpecBase &
-  (
-    | { readonly fireAt: string | Date; readonly delayMs?: never; readonly cron?: never; readonly timezone?: never }
-    | { readonly delayMs: number; readonly fireAt?: never; readonly cron?: never; readonly timezone?: never }
-    | { readonly cron: string; readonly timezone?: string; readonly fireAt?: never; readonly delayMs?: never }
-  );
+import type { TimerSpec } from "../workflow/timer-spec.js";
+export type { TimerSpec } from "../workflow/timer-spec.js";
 
 export interface SetTimerResult {
   readonly timerId: string;

@@ -28,8 +28,10 @@ import { isoFromMs } from "../workflow/time.js";
 import type { SignalConsumedEvent, UnconsumedSignal } from "../workflow/types.js";
 import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
 import type { SignalWaitTimedOut } from "./runtime-types.js";
-import { signalWaitTimerId, signalWaitTimerNumber } from "./signal-wait-timer.js";
-import { foldTimerEvents, watchTimer, type TimerFiring } from "./watch-timer.js";
+import { signalWaitTimerId, signalWaitTimerNumber } from "../workflow/signal-wait-timer.js";
+import { isTimerFired, isTimerSet } from "../workflow/event-guards.js";
+import { foldTimerEvents, type TimerFiring } from "../workflow/timer-lifecycle.js";
+import { watchTimer } from "./watch-timer.js";
 
 export interface SignalWaitContext {
   /** The deployment's event feed, shared by every timer wait. */
@@ -212,8 +214,8 @@ function pickTimer(ctx: SignalWaitContext, log: RunLog, request: SignalWaitReque
   // A new wait never reuses a number: fired and cancelled timers keep theirs.
   let highest = 0;
   for (const event of log.events) {
-    if (event.type !== "TimerSet") continue;
-    const n = signalWaitTimerNumber(signalName, (event as { data: { timerId: string } }).data.timerId);
+    if (!isTimerSet(event)) continue;
+    const n = signalWaitTimerNumber(signalName, event.data.timerId);
     if (n !== null && n > highest) highest = n;
   }
   return { kind: "new", timerId: signalWaitTimerId(signalName, highest + 1) };
@@ -287,9 +289,7 @@ async function decide(
       message: `Signal ${chosen.signalName} (${chosen.signalId}) ends a wait of run ${runId}`,
       decide: (log) => {
         if (isConsumedIn(log, chosen.signalId)) return { append: [], result: "gone" };
-        const fired = log.events.find(
-          (e) => e.type === "TimerFired" && e.seq > setSeq && (e as { data: { timerId: string } }).data.timerId === timerId,
-        );
+        const fired = log.events.find((e) => isTimerFired(e) && e.seq > setSeq && e.data.timerId === timerId);
         if (fired !== undefined && fired.seq < chosen.seq) return { append: [], result: "timeout" };
         const at = isoFromMs(ctx.nowMs());
         const armed = log.state.pendingTimers.has(timerId);

@@ -2,24 +2,9 @@
  * The RunState reducer (docs/design.md §3): what a run's log means for the scheduler and the signal
  * channel. Pure; events are read in numeric seq order.
  *
- * Timer lifecycle, per timerId (states: absent → armed(generation) → absent):
- * - `TimerSet` arms a new generation (its seq is `setSeq`), replacing any armed one: a reschedule.
- * - `TimerFired` disarms a one-shot when it fires the armed generation: its `scheduledFor`
- *   equals the armed `fireAt`, or it has no `scheduledFor` (logs written by the original system
- *   name no tick, so the fire is taken to be of the armed generation). A `scheduledFor` that
- *   differs is a stale fire of an earlier generation (committed before a reschedule was seen)
- *   and leaves the armed generation alone, so the reschedule still fires.
- * - A cron series is not ended by a fire. A `TimerFired` whose `scheduledFor` is at or after the
- *   armed tick (or absent) advances the series to the first tick after it; the follow-on
- *   `TimerSet` the scheduler commits in the same commit then re-arms the same tick explicitly.
- *   Logs from the original system have no follow-on `TimerSet`; the advance keeps their series
- *   armed. A `scheduledFor` before the armed tick is stale and ignored.
- * - `TimerSkipped` whose `lastMissed` is at or after the armed tick advances a series past
- *   `lastMissed`; for a one-shot it disarms only when its range covers the armed `fireAt`.
- * - `TimerCancelled` disarms (one-shot or series).
- * - A terminal event disarms everything; later events only move `lastSeq`.
- * A series whose next tick cannot be computed (no later tick, or an expression that does not
- * compile in a log that skipped validation) is disarmed rather than thrown on.
+ * Timers follow the lifecycle of `timer-lifecycle.ts` (arm, fire, skip, cancel, terminal); this
+ * reducer applies it to every timer of a run at once, deferring a series' next-tick computation
+ * until it is needed (a follow-on TimerSet usually re-arms it first).
  *
  * Signals: `observedSignalIds` holds every `SignalReceived` signalId (the dedupe set). A
  * `SignalReceived` whose signalId was already seen is a duplicate delivery and is ignored.
@@ -28,19 +13,15 @@
  * An event whose seq is not above `lastSeq` has already been applied and is ignored, so a
  * tailer that sees the same event twice (a repeated watcher notification) stays correct.
  */
-import { isTerminalEventType } from "./event-schemas.js";
-import { nextTick } from "./cron.js";
-import { DEFAULT_TIME_ZONE } from "./time-zone.js";
+import { isSignalConsumed, isSignalReceived, isTerminalEvent, isTimerCancelled, isTimerFired, isTimerSet, isTimerSkipped } from "./event-guards.js";
+import { advanceSeries, armTimer, timerTransition } from "./timer-lifecycle.js";
 import type {
   PendingTimer,
   RunEvent,
   RunState,
-  SignalConsumedEvent,
   SignalReceivedEvent,
   TerminalEventType,
-  TimerCancelledEvent,
   TimerFiredEvent,
-  TimerSetEvent,
   TimerSkippedEvent,
   UnconsumedSignal,
 } from "./types.js";
@@ -129,32 +110,22 @@ class Draft {
     if (event.seq <= this.lastSeq) return;
     this.lastSeq = event.seq;
     if (this.terminal !== null) return;
-    switch (event.type) {
-      case "TimerSet":
-        this.onSet(event as TimerSetEvent);
-        return;
-      case "TimerFired":
-        this.onFired(event as TimerFiredEvent);
-        return;
-      case "TimerSkipped":
-        this.onSkipped(event as TimerSkippedEvent);
-        return;
-      case "TimerCancelled":
-        this.disarm((event as TimerCancelledEvent).data.timerId);
-        return;
-      case "SignalReceived":
-        this.onSignal(event as SignalReceivedEvent);
-        return;
-      case "SignalConsumed":
-        this.signals().delete((event as SignalConsumedEvent).data.signalId);
-        return;
-      default:
-        if (isTerminalEventType(event.type)) {
-          this.terminal = event.type;
-          this.pending = new Map();
-          this.advances = new Map();
-          this.ownsTimers = true;
-        }
+    if (isTimerSet(event)) {
+      this.advances.delete(event.data.timerId);
+      this.timers().set(event.data.timerId, armTimer(event));
+    } else if (isTimerFired(event) || isTimerSkipped(event)) {
+      this.onFiredOrSkipped(event);
+    } else if (isTimerCancelled(event)) {
+      this.disarm(event.data.timerId);
+    } else if (isSignalReceived(event)) {
+      this.onSignal(event);
+    } else if (isSignalConsumed(event)) {
+      this.signals().delete(event.data.signalId);
+    } else if (isTerminalEvent(event)) {
+      this.terminal = event.type;
+      this.pending = new Map();
+      this.advances = new Map();
+      this.ownsTimers = true;
     }
   }
 
@@ -193,17 +164,11 @@ class Draft {
     const advance = this.advances.get(timerId);
     if (timer === undefined || advance === undefined) return timer;
     this.advances.delete(timerId);
-    let fireAt: string | null = null;
-    try {
-      fireAt = timer.cron === undefined ? null : nextTick(timer.cron, timer.timezone ?? DEFAULT_TIME_ZONE, advance.after);
-    } catch {
-      fireAt = null;
-    }
-    if (fireAt === null) {
+    const next = advanceSeries(timer, advance.after);
+    if (next === null) {
       this.timers().delete(timerId);
       return undefined;
     }
-    const next: PendingTimer = { ...timer, fireAt };
     this.timers().set(timerId, next);
     return next;
   }
@@ -218,44 +183,13 @@ class Draft {
     this.advances.set(timerId, { after });
   }
 
-  private onSet(event: TimerSetEvent): void {
-    const d = event.data;
-    const timer: {
-      -readonly [K in keyof PendingTimer]: PendingTimer[K];
-    } = { timerId: d.timerId, fireAt: d.fireAt, setSeq: event.seq };
-    if (d.stepId !== undefined) timer.stepId = d.stepId;
-    if (d.cron !== undefined) {
-      timer.cron = d.cron;
-      timer.timezone = d.timezone ?? DEFAULT_TIME_ZONE;
-    } else if (d.timezone !== undefined) {
-      timer.timezone = d.timezone;
-    }
-    if (d.misfire !== undefined) timer.misfire = d.misfire;
-    this.advances.delete(d.timerId);
-    this.timers().set(d.timerId, timer);
-  }
-
-  private onFired(event: TimerFiredEvent): void {
-    const { timerId, scheduledFor } = event.data;
+  private onFiredOrSkipped(event: TimerFiredEvent | TimerSkippedEvent): void {
+    const timerId = event.data.timerId;
     const timer = this.armed(timerId);
     if (timer === undefined) return;
-    if (timer.cron === undefined) {
-      if (scheduledFor === undefined || sameInstant(scheduledFor, timer.fireAt)) this.disarm(timerId);
-      return;
-    }
-    if (scheduledFor === undefined) this.advance(timerId, timer.fireAt);
-    else if (!before(scheduledFor, timer.fireAt)) this.advance(timerId, scheduledFor);
-  }
-
-  private onSkipped(event: TimerSkippedEvent): void {
-    const { timerId, firstMissed, lastMissed } = event.data;
-    const timer = this.armed(timerId);
-    if (timer === undefined) return;
-    if (timer.cron === undefined) {
-      if (!before(timer.fireAt, firstMissed) && !before(lastMissed, timer.fireAt)) this.disarm(timerId);
-      return;
-    }
-    if (!before(lastMissed, timer.fireAt)) this.advance(timerId, lastMissed);
+    const step = timerTransition(timer, event);
+    if (step.kind === "disarm") this.disarm(timerId);
+    else if (step.kind === "advance") this.advance(timerId, step.after);
   }
 
   private onSignal(event: SignalReceivedEvent): void {
@@ -270,14 +204,4 @@ class Draft {
       at: event.at,
     });
   }
-}
-
-// Instants in validated events are normalised, but comparing epoch milliseconds keeps the
-// reducer right for hand-built events with offsets too.
-function sameInstant(a: string, b: string): boolean {
-  return Date.parse(a) === Date.parse(b);
-}
-
-function before(a: string, b: string): boolean {
-  return Date.parse(a) < Date.parse(b);
 }

@@ -1,5 +1,5 @@
 import { WorkflowHostError } from "../../errors.js";
-import type { TimerSpec } from "../../host/runtime-types.js";
+import type { TimerSpec } from "../../workflow/timer-spec.js";
 import { parseRepoId, parseRunId, parseTimerId } from "../../workflow/ids.js";
 import { eventPath } from "../../workflow/paths.js";
 import type { MisfirePolicy } from "../../workflow/types.js";
@@ -81,7 +81,7 @@ Examples:
         : delayMs !== undefined
           ? { ...base, delayMs }
           : { ...base, fireAt: fireAtFlag ?? "" };
-    const [{ resolveTimerSpec }, { appendRunEvents }] = await Promise.all([import("../../host/timer-spec.js"), import("../../workflow/run-log.js")]);
+    const [{ resolveTimerSpec }, { appendRunEvents }] = await Promise.all([import("../../workflow/timer-spec.js"), import("../../workflow/run-log.js")]);
     // A bad --fire-at, --cron or --timezone is a bad flag value, like a bad --delay-ms.
     const data = checkFlags(NAME, () => resolveTimerSpec(spec, now.getTime()));
     const fireAt = data.fireAt;

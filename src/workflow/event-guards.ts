@@ -1,0 +1,63 @@
+/**
+ * A type guard per event type. `RunEvent` includes events of types this project does not
+ * interpret (`OtherEvent`, whose `type` is any string), so comparing `type` alone does not
+ * narrow; these guards do. Events are expected as {@link parseEvent} returns them: a known type
+ * has passed its schema, so its fields are what the guard promises.
+ */
+import { isTerminalEventType } from "./event-schemas.js";
+import type {
+  KnownEvent,
+  RunEvent,
+  SignalConsumedEvent,
+  SignalReceivedEvent,
+  TerminalEvent,
+  TimerCancelledEvent,
+  TimerFiredEvent,
+  TimerSetEvent,
+  TimerSkippedEvent,
+} from "./types.js";
+
+export function isTimerSet(event: RunEvent): event is TimerSetEvent {
+  return event.type === "TimerSet";
+}
+
+export function isTimerFired(event: RunEvent): event is TimerFiredEvent {
+  return event.type === "TimerFired";
+}
+
+export function isTimerSkipped(event: RunEvent): event is TimerSkippedEvent {
+  return event.type === "TimerSkipped";
+}
+
+export function isTimerCancelled(event: RunEvent): event is TimerCancelledEvent {
+  return event.type === "TimerCancelled";
+}
+
+export function isSignalReceived(event: RunEvent): event is SignalReceivedEvent {
+  return event.type === "SignalReceived";
+}
+
+export function isSignalConsumed(event: RunEvent): event is SignalConsumedEvent {
+  return event.type === "SignalConsumed";
+}
+
+export function isTerminalEvent(event: RunEvent): event is TerminalEvent {
+  return isTerminalEventType(event.type);
+}
+
+/** The four timer event types. */
+export type TimerEvent = TimerSetEvent | TimerFiredEvent | TimerSkippedEvent | TimerCancelledEvent;
+
+export function isTimerEvent(event: RunEvent): event is TimerEvent {
+  return isTimerSet(event) || isTimerFired(event) || isTimerSkipped(event) || isTimerCancelled(event);
+}
+
+/** The event as a known one, or null for a type this project does not interpret. */
+export function asKnownEvent(event: RunEvent): KnownEvent | null {
+  return isTimerEvent(event) || isSignalReceived(event) || isSignalConsumed(event) || isTerminalEvent(event) ? event : null;
+}
+
+/** The timerId a timer event names; undefined for any other event. */
+export function timerIdOf(event: RunEvent): string | undefined {
+  return isTimerEvent(event) ? event.data.timerId : undefined;
+}
