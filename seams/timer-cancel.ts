@@ -5,7 +5,9 @@
  * this directly, a running scheduler calls it and then drops its queued generation.
  */
 import { parseRepoId, parseRunId, parseTimerId } from "../src/workflow/ids.js";
-import { appendRunEvents } from "../src/workflow/run-log.js";
+import { newTimerCancelled } from "../src/workflow/event-constructors.js";
+import { openRunLog } from "../src/workflow/run-log-writer.js";
+import { isoFromMs } from "../src/workflow/time.js";
 import { foldTimerEvents } from "../src/workflow/timer-lifecycle.js";
 import type { Principal, RepoStore } from "../src/substrate/types.js";
 import type { CancelOutcome } from "./scheduler-types.js";
@@ -18,7 +20,7 @@ export interface CancelTimerDurablyOptions {
   readonly timerId: string;
   /** Recorded in the event's data; omitted when undefined. */
   readonly reason?: string;
-  /** Default "refs/heads/main". */
+  /** Default `DEFAULT_REF` ("refs/heads/main"). */
   readonly ref?: string;
   readonly maxEventBytes?: number;
   /** Now (ms since the epoch), for the event's `at`. */
@@ -31,34 +33,23 @@ export interface CancelTimerDurablyOptions {
  *   `already_fired`, `already_cancelled`, `run_terminal` (the run has ended) or `not_armed`
  *   (never set)
  * @throws `repo_id_invalid`, `id_invalid` (run or timer id) before any read; every error of
- *   `appendRunEvents` (`repo_not_found`, `ref_locked`, `payload_too_large` for a long reason…)
+ *   the run-log append (`repo_not_found`, `ref_locked`, `payload_too_large` for a long reason…)
  */
 export async function cancelTimerDurably(opts: CancelTimerDurablyOptions): Promise<{ outcome: CancelOutcome; commitSha: string | null }> {
   const { repoId, runId, timerId, reason } = opts;
   parseRepoId(repoId);
   parseRunId(runId);
   parseTimerId(timerId);
-  const result = await appendRunEvents<CancelOutcome>({
-    store: opts.store,
-    principal: opts.principal,
-    repoId,
-    runId,
-    ...(opts.ref === undefined ? {} : { ref: opts.ref }),
-    message: `Cancel timer ${timerId} of ${runId}`,
-    ...(opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes }),
-    decide: (log) => {
-      if (log.state.terminal !== null) return { append: [], result: "run_terminal" };
-      if (log.state.pendingTimers.has(timerId)) {
-        return {
-          append: [{ type: "TimerCancelled", at: new Date(opts.nowMs()).toISOString(), data: { timerId, ...(reason === undefined ? {} : { reason }) } }],
-          result: "cancelled",
-        };
-      }
-      const { status } = foldTimerEvents(log.events, timerId);
-      if (status === "fired") return { append: [], result: "already_fired" };
-      if (status === "cancelled") return { append: [], result: "already_cancelled" };
-      return { append: [], result: "not_armed" };
-    },
+  const log = openRunLog({ store: opts.store, principal: opts.principal, repoId, ...(opts.ref === undefined ? {} : { ref: opts.ref }), ...(opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes }) });
+  const result = await log.append<CancelOutcome>(runId, `Cancel timer ${timerId} of ${runId}`, (current) => {
+    if (current.state.terminal !== null) return { append: [], result: "run_terminal" };
+    if (current.state.pendingTimers.has(timerId)) {
+      return { append: [newTimerCancelled({ timerId, reason }, isoFromMs(opts.nowMs()))], result: "cancelled" };
+    }
+    const { status } = foldTimerEvents(current.events, timerId);
+    if (status === "fired") return { append: [], result: "already_fired" };
+    if (status === "cancelled") return { append: [], result: "already_cancelled" };
+    return { append: [], result: "not_armed" };
   });
   const outcome = result.result ?? "not_armed";
   return { outcome, commitSha: result.committed ? result.commitSha : null };

@@ -23,13 +23,15 @@ import type { ReceivedSignal, WorkflowHostSignalChannel } from "../../seams/sign
 import { WorkflowHostError, isWorkflowHostError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { Principal, RepoStore } from "../substrate/types.js";
-import { appendRunEvents, readRunLog, type RunLog } from "../workflow/run-log.js";
+import { readRunLog, type RunLog } from "../workflow/run-log.js";
 import { isoFromMs } from "../workflow/time.js";
-import type { SignalConsumedEvent, UnconsumedSignal } from "../workflow/types.js";
+import type { UnconsumedSignal } from "../workflow/types.js";
 import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
 import type { SignalWaitTimedOut } from "./runtime-types.js";
 import { signalWaitTimerId, signalWaitTimerNumber } from "../workflow/signal-wait-timer.js";
-import { isTimerFired, isTimerSet } from "../workflow/event-guards.js";
+import { newSignalConsumed, newTimerCancelled, newTimerSet, type NewRunEvent } from "../workflow/event-constructors.js";
+import { isSignalConsumed, isTimerFired, isTimerSet } from "../workflow/event-guards.js";
+import type { RunLogWriter } from "../workflow/run-log-writer.js";
 import { foldTimerEvents, type TimerFiring } from "../workflow/timer-lifecycle.js";
 import { watchTimer } from "./watch-timer.js";
 
@@ -41,6 +43,8 @@ export interface SignalWaitContext {
   readonly repoId: string;
   readonly ref: string;
   readonly maxEventBytes: number;
+  /** Writes the run logs of this deployment (the same store, principal, repoId, ref and limit). */
+  readonly runLog: RunLogWriter;
   readonly scheduler: WorkflowHostScheduler;
   readonly nowMs: () => number;
   readonly logger: Logger;
@@ -70,20 +74,12 @@ function settle<T>(promise: Promise<T>): Promise<Settled<T>> {
   );
 }
 
-function nextSeq(log: RunLog): number {
-  return Math.max(log.maxFileSeq + 1, 1);
-}
-
 function received(signal: UnconsumedSignal | ReceivedSignal): ReceivedSignal {
   return { signalId: signal.signalId, signalName: signal.signalName, payload: signal.payload, seq: signal.seq, at: signal.at };
 }
 
-function consumedEvent(signalId: string, at: string, stepId: string | undefined): Record<string, unknown> {
-  return { type: "SignalConsumed", at, data: { signalId, ...(stepId === undefined ? {} : { stepId }) } };
-}
-
 function isConsumedIn(log: RunLog, signalId: string): boolean {
-  return log.events.some((e) => e.type === "SignalConsumed" && (e as SignalConsumedEvent).data.signalId === signalId);
+  return log.events.some((e) => isSignalConsumed(e) && e.data.signalId === signalId);
 }
 
 /**
@@ -134,39 +130,30 @@ async function timedWait(ctx: SignalWaitContext, channel: WorkflowHostSignalChan
   };
   let arming: Arming;
   try {
-    const written = await appendRunEvents<Arming>({
-      store: ctx.store,
-      principal: ctx.principal,
-      repoId: ctx.repoId,
-      runId,
-      ref: ctx.ref,
-      maxEventBytes: ctx.maxEventBytes,
-      message: `Wait for signal ${signalName} of run ${runId}`,
-      decide: (log) => {
-        // Re-run after a lost compare-and-swap: forget the previous attempt's picks.
-        undo();
-        const at = isoFromMs(ctx.nowMs());
-        const timer = pickTimer(ctx, log, request);
-        reserved = timer.timerId;
-        ctx.activeTimers.add(keyOf(timer.timerId));
-        const limit = timer.kind === "fired" ? timer.firedSeq : Number.POSITIVE_INFINITY;
-        for (const candidate of log.state.unconsumedSignals) {
-          if (candidate.signalName !== signalName || candidate.seq >= limit) continue;
-          if (!channel.claim(candidate.signalId)) continue;
-          claimed = candidate.signalId;
-          const append: Record<string, unknown>[] = [];
-          if (timer.kind === "pending") append.push({ type: "TimerCancelled", at, data: { timerId: timer.timerId, reason: `signal ${candidate.signalId}` } });
-          append.push(consumedEvent(candidate.signalId, at, request.stepId));
-          return { append, result: { kind: "signal", signal: received(candidate), timerId: timer.timerId, cancelled: timer.kind === "pending" } };
-        }
-        if (timer.kind === "fired") return { append: [], result: { kind: "timeout", timerId: timer.timerId } };
-        if (timer.kind === "pending") return { append: [], result: { kind: "armed", timerId: timer.timerId, setSeq: timer.setSeq } };
-        const fireAt = isoFromMs(ctx.nowMs() + (request.timeoutMs as number), "timeoutMs");
-        return {
-          append: [{ type: "TimerSet", at, data: { timerId: timer.timerId, fireAt, ...(request.stepId === undefined ? {} : { stepId: request.stepId }) } }],
-          result: { kind: "armed", timerId: timer.timerId, setSeq: nextSeq(log) },
-        };
-      },
+    const written = await ctx.runLog.append<Arming>(runId, `Wait for signal ${signalName} of run ${runId}`, (log) => {
+      // Re-run after a lost compare-and-swap: forget the previous attempt's picks.
+      undo();
+      const at = isoFromMs(ctx.nowMs());
+      const timer = pickTimer(ctx, log, request);
+      reserved = timer.timerId;
+      ctx.activeTimers.add(keyOf(timer.timerId));
+      const limit = timer.kind === "fired" ? timer.firedSeq : Number.POSITIVE_INFINITY;
+      for (const candidate of log.state.unconsumedSignals) {
+        if (candidate.signalName !== signalName || candidate.seq >= limit) continue;
+        if (!channel.claim(candidate.signalId)) continue;
+        claimed = candidate.signalId;
+        const append: NewRunEvent[] = [];
+        if (timer.kind === "pending") append.push(newTimerCancelled({ timerId: timer.timerId, reason: `signal ${candidate.signalId}` }, at));
+        append.push(newSignalConsumed({ signalId: candidate.signalId, stepId: request.stepId }, at));
+        return { append, result: { kind: "signal", signal: received(candidate), timerId: timer.timerId, cancelled: timer.kind === "pending" } };
+      }
+      if (timer.kind === "fired") return { append: [], result: { kind: "timeout", timerId: timer.timerId } };
+      if (timer.kind === "pending") return { append: [], result: { kind: "armed", timerId: timer.timerId, setSeq: timer.setSeq } };
+      const fireAt = isoFromMs(ctx.nowMs() + (request.timeoutMs as number), "timeoutMs");
+      return {
+        append: [newTimerSet({ timerId: timer.timerId, fireAt, ...(request.stepId === undefined ? {} : { stepId: request.stepId }) }, at)],
+        result: { kind: "armed", timerId: timer.timerId, setSeq: log.nextSeq },
+      };
     });
     arming = written.result as Arming;
   } catch (error) {
@@ -279,25 +266,16 @@ async function decide(
   type Verdict = "signal" | "signal_cancelled" | "timeout" | "gone";
   let verdict: Verdict;
   try {
-    const written = await appendRunEvents<Verdict>({
-      store: ctx.store,
-      principal: ctx.principal,
-      repoId: ctx.repoId,
-      runId,
-      ref: ctx.ref,
-      maxEventBytes: ctx.maxEventBytes,
-      message: `Signal ${chosen.signalName} (${chosen.signalId}) ends a wait of run ${runId}`,
-      decide: (log) => {
-        if (isConsumedIn(log, chosen.signalId)) return { append: [], result: "gone" };
-        const fired = log.events.find((e) => isTimerFired(e) && e.seq > setSeq && e.data.timerId === timerId);
-        if (fired !== undefined && fired.seq < chosen.seq) return { append: [], result: "timeout" };
-        const at = isoFromMs(ctx.nowMs());
-        const armed = log.state.pendingTimers.has(timerId);
-        const append: Record<string, unknown>[] = [];
-        if (armed) append.push({ type: "TimerCancelled", at, data: { timerId, reason: `signal ${chosen.signalId}` } });
-        append.push(consumedEvent(chosen.signalId, at, request.stepId));
-        return { append, result: armed ? "signal_cancelled" : "signal" };
-      },
+    const written = await ctx.runLog.append<Verdict>(runId, `Signal ${chosen.signalName} (${chosen.signalId}) ends a wait of run ${runId}`, (log) => {
+      if (isConsumedIn(log, chosen.signalId)) return { append: [], result: "gone" };
+      const fired = log.events.find((e) => isTimerFired(e) && e.seq > setSeq && e.data.timerId === timerId);
+      if (fired !== undefined && fired.seq < chosen.seq) return { append: [], result: "timeout" };
+      const at = isoFromMs(ctx.nowMs());
+      const armed = log.state.pendingTimers.has(timerId);
+      const append: NewRunEvent[] = [];
+      if (armed) append.push(newTimerCancelled({ timerId, reason: `signal ${chosen.signalId}` }, at));
+      append.push(newSignalConsumed({ signalId: chosen.signalId, stepId: request.stepId }, at));
+      return { append, result: armed ? "signal_cancelled" : "signal" };
     });
     verdict = written.result ?? "gone";
   } catch (error) {

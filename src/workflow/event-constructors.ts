@@ -6,8 +6,11 @@
 import { validateEvent } from "./events.js";
 import { assertJsonValue } from "./json-value.js";
 import type {
+  KnownEvent,
   SignalConsumedEvent,
   SignalReceivedEvent,
+  TerminalEvent,
+  TerminalEventType,
   TimerCancelledEvent,
   TimerFiredEvent,
   TimerSetData,
@@ -17,6 +20,52 @@ import type {
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
+type WithoutSeq<E> = E extends unknown ? { readonly [K in keyof E as K extends "seq" ? never : K]: E[K] } : never;
+
+/**
+ * An event to append, before the appender gives it the next seq (see `openRunLog`). Built by
+ * the `new…` constructors below; validated (like {@link parseEvent}) when appended.
+ */
+export type NewRunEvent = WithoutSeq<KnownEvent>;
+
+/** A `TimerSet` to append (see {@link timerSetEvent}). Keys whose value is undefined are left out. */
+export function newTimerSet(data: TimerSetData, at?: string): WithoutSeq<TimerSetEvent> {
+  return withAt({ type: "TimerSet" as const, data: defined(data) }, at);
+}
+
+/** A `TimerFired` to append (see {@link timerFiredEvent}). */
+export function newTimerFired(data: { readonly timerId: string; readonly scheduledFor: string; readonly firedAt: string }, at?: string): WithoutSeq<TimerFiredEvent> {
+  return withAt({ type: "TimerFired" as const, data: defined(data) }, at);
+}
+
+/** A `TimerSkipped` to append (see {@link timerSkippedEvent}). */
+export function newTimerSkipped(
+  data: { readonly timerId: string; readonly firstMissed: string; readonly lastMissed: string; readonly count: number },
+  at?: string,
+): WithoutSeq<TimerSkippedEvent> {
+  return withAt({ type: "TimerSkipped" as const, data: { ...defined(data), reason: "missed" as const } }, at);
+}
+
+/** A `TimerCancelled` to append (see {@link timerCancelledEvent}); an undefined reason is left out. */
+export function newTimerCancelled(data: { readonly timerId: string; readonly reason?: string | undefined }, at?: string): WithoutSeq<TimerCancelledEvent> {
+  return withAt({ type: "TimerCancelled" as const, data: defined(data) as { timerId: string; reason?: string } }, at);
+}
+
+/** A terminal event to append (`RunCompleted`, `RunFailed`, `RunCancelled`), with extra fields such as a reason. */
+export function newTerminalEvent(type: TerminalEventType, at: string, extra: Readonly<Record<string, unknown>> = {}): WithoutSeq<TerminalEvent> {
+  return { ...extra, type, at };
+}
+
+/** A `SignalReceived` to append (see {@link signalReceivedEvent}). */
+export function newSignalReceived(data: { readonly signalName: string; readonly signalId: string; readonly payload: unknown; readonly at: string }): WithoutSeq<SignalReceivedEvent> {
+  return { type: "SignalReceived", signalName: data.signalName, signalId: data.signalId, payload: data.payload, at: data.at };
+}
+
+/** A `SignalConsumed` to append (see {@link signalConsumedEvent}); an undefined stepId is left out. */
+export function newSignalConsumed(data: { readonly signalId: string; readonly stepId?: string | undefined }, at?: string): WithoutSeq<SignalConsumedEvent> {
+  return withAt({ type: "SignalConsumed" as const, data: defined(data) as { signalId: string; stepId?: string } }, at);
+}
+
 /** Copies the keys whose value is not undefined, so optional fields never hold `undefined`. */
 function defined<T extends object>(value: T): T {
   const out: Record<string, unknown> = {};
@@ -24,7 +73,7 @@ function defined<T extends object>(value: T): T {
   return out as T;
 }
 
-function withAt<T extends { seq: number; type: string }>(event: T, at: string | undefined): T & { at?: string } {
+function withAt<T extends { type: string }>(event: T, at: string | undefined): T & { at?: string } {
   return at === undefined ? event : { ...event, at };
 }
 
@@ -38,7 +87,7 @@ function withAt<T extends { seq: number; type: string }>(event: T, at: string | 
  * @throws `event_invalid`, `id_invalid`, `time_invalid`, `cron_invalid`.
  */
 export function timerSetEvent(seq: number, data: TimerSetData, at?: string): TimerSetEvent {
-  return validateEvent(withAt({ seq, type: "TimerSet", data: defined(data) }, at)) as TimerSetEvent;
+  return validateEvent({ seq, ...newTimerSet(data, at) }) as TimerSetEvent;
 }
 
 /**
@@ -50,7 +99,7 @@ export function timerFiredEvent(
   data: { readonly timerId: string; readonly scheduledFor: string; readonly firedAt: string },
   at?: string,
 ): TimerFiredEvent {
-  return validateEvent(withAt({ seq, type: "TimerFired", data: defined(data) }, at)) as TimerFiredEvent;
+  return validateEvent({ seq, ...newTimerFired(data, at) }) as TimerFiredEvent;
 }
 
 /**
@@ -64,7 +113,7 @@ export function timerSkippedEvent(
   data: { readonly timerId: string; readonly firstMissed: string; readonly lastMissed: string; readonly count: number },
   at?: string,
 ): TimerSkippedEvent {
-  return validateEvent(withAt({ seq, type: "TimerSkipped", data: { ...defined(data), reason: "missed" } }, at)) as TimerSkippedEvent;
+  return validateEvent({ seq, ...newTimerSkipped(data, at) }) as TimerSkippedEvent;
 }
 
 /**
@@ -72,7 +121,7 @@ export function timerSkippedEvent(
  * @throws `event_invalid`, `id_invalid`, `time_invalid`.
  */
 export function timerCancelledEvent(seq: number, data: { readonly timerId: string; readonly reason?: string }, at?: string): TimerCancelledEvent {
-  return validateEvent(withAt({ seq, type: "TimerCancelled", data: defined(data) }, at)) as TimerCancelledEvent;
+  return validateEvent({ seq, ...newTimerCancelled(data, at) }) as TimerCancelledEvent;
 }
 
 /**
@@ -86,15 +135,7 @@ export function signalReceivedEvent(
   data: { readonly signalName: string; readonly signalId: string; readonly payload: unknown; readonly at: string },
 ): SignalReceivedEvent {
   assertJsonValue(data.payload, "payload");
-  const event: Mutable<SignalReceivedEvent> = {
-    seq,
-    type: "SignalReceived",
-    signalName: data.signalName,
-    signalId: data.signalId,
-    payload: data.payload,
-    at: data.at,
-  };
-  return validateEvent(event) as SignalReceivedEvent;
+  return validateEvent({ seq, ...newSignalReceived(data) }) as SignalReceivedEvent;
 }
 
 /**
@@ -102,5 +143,5 @@ export function signalReceivedEvent(
  * @throws `event_invalid`, `id_invalid`, `time_invalid`.
  */
 export function signalConsumedEvent(seq: number, data: { readonly signalId: string; readonly stepId?: string }, at?: string): SignalConsumedEvent {
-  return validateEvent(withAt({ seq, type: "SignalConsumed", data: defined(data) }, at)) as SignalConsumedEvent;
+  return validateEvent({ seq, ...newSignalConsumed(data, at) }) as SignalConsumedEvent;
 }

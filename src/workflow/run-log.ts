@@ -65,6 +65,8 @@ export interface RunLog {
    * overwritten and seqs stay dense.
    */
   readonly maxFileSeq: number;
+  /** The seq the next appended event gets: `maxFileSeq + 1`, and 1 for an empty log. */
+  readonly nextSeq: number;
   readonly state: RunState;
 }
 
@@ -148,7 +150,10 @@ export async function readRunLog(
     if (eventFiles.length === 0) {
       const sealed = checkCompactedLog(runId, bytes, withLimit({}, options.maxEventBytes));
       if (sealed.problem !== null) strays.push(sealed.problem);
-      else log = { ...log, events: sealed.events, maxFileSeq: Math.max(log.maxFileSeq, (sealed.events.at(-1) as RunEvent).seq), state: reduceRunState(runId, sealed.events) };
+      else {
+        const maxFileSeq = Math.max(log.maxFileSeq, sealed.events.at(-1)?.seq ?? -1);
+        log = { ...log, events: sealed.events, maxFileSeq, nextSeq: nextSeqAfter(maxFileSeq), state: reduceRunState(runId, sealed.events) };
+      }
     } else {
       eventFiles.sort((a, b) => a.seq - b.seq);
       const files = await Promise.all(eventFiles.map((f) => (f.oid === "" ? new Uint8Array() : reads.readBlobByOid(f.oid))));
@@ -225,7 +230,8 @@ class LogReader {
     const events = terminal === undefined ? parsed : parsed.filter((e) => e.seq <= terminal.seq);
     for (const late of parsed.slice(events.length)) problems.push(afterTerminalProblem(runId, late.seq, terminal?.type ?? "", terminal?.seq ?? null));
     problems.sort((a, b) => (a.seq ?? -1) - (b.seq ?? -1));
-    return { runId, events, bad, problems, maxFileSeq: seqs.at(-1) ?? -1, state: reduceRunState(runId, events) };
+    const maxFileSeq = seqs.at(-1) ?? -1;
+    return { runId, events, bad, problems, maxFileSeq, nextSeq: nextSeqAfter(maxFileSeq), state: reduceRunState(runId, events) };
   }
 
   #takeCached(oid: string, seq: number): boolean {
@@ -443,7 +449,7 @@ class AppendBatcher {
               bytes += data.length;
             }
             for (const event of added.events) run.names.set(`${event.seq}.json`, "");
-            run.log = { ...run.log, events: [...run.log.events, ...added.events], maxFileSeq: added.maxFileSeq, state: added.state };
+            run.log = { ...run.log, events: [...run.log.events, ...added.events], maxFileSeq: added.maxFileSeq, nextSeq: nextSeqAfter(added.maxFileSeq), state: added.state };
             run.changed = true;
             outcomes.push({ kind: "decided", result: decision.result, appended: true });
           } catch (error) {
@@ -489,7 +495,7 @@ function newEvents(
     throw new WorkflowHostError("event_invalid", `run ${runId} has ended (${log.state.terminal}); nothing may follow a terminal event`, { runId, terminal: log.state.terminal });
   }
   const puts = new Map<string, Uint8Array>();
-  let seq = Math.max(log.maxFileSeq + 1, 1);
+  let seq = log.nextSeq;
   let state = log.state;
   const events: RunEvent[] = [];
   for (const body of append) {
@@ -619,7 +625,7 @@ async function extendLog(known: KnownLog, reads: CommittedReads, runId: string, 
   }
   const names = new Map(known.names);
   for (const { entry } of added) names.set(entry.name, entry.oid);
-  return { eventsOid: oid, names, clean: state.terminal === null, log: { ...known.log, events: [...known.log.events, ...events], maxFileSeq, state } };
+  return { eventsOid: oid, names, clean: state.terminal === null, log: { ...known.log, events: [...known.log.events, ...events], maxFileSeq, nextSeq: nextSeqAfter(maxFileSeq), state } };
 }
 
 const appendLogCaches = new WeakMap<RepoStore, AppendLogCache>();
@@ -641,4 +647,9 @@ function withLimit<T extends object>(base: T, maxEventBytes: number | undefined)
 function asEventError(error: unknown, path: string, seq: number): WorkflowHostError {
   if (error instanceof WorkflowHostError) return error;
   return new WorkflowHostError("event_invalid", `${path} could not be read as an event`, { path, seq }, { cause: error });
+}
+
+/** Seqs start at 1 and stay dense: the next after the highest file name. */
+function nextSeqAfter(maxFileSeq: number): number {
+  return Math.max(maxFileSeq + 1, 1);
 }
