@@ -13,6 +13,7 @@
  * order), in commit order. The events of a commit are handed out and `from` moves past it in
  * one synchronous step, so a listener attaching at any moment gets no gap and no overlap.
  */
+import { DEFAULT_REF } from "../src/substrate/ref-name.js";
 import { WorkflowHostError } from "../src/errors.js";
 import { silentLogger, type Logger } from "../src/logger.js";
 import type { Oid, Principal, RepoId, RepoStore } from "../src/substrate/types.js";
@@ -27,7 +28,7 @@ export interface RunEventFeedOptions {
   readonly principal: Principal;
   /** The deployment; checked on creation (repo_id_invalid). */
   readonly repoId: string;
-  /** Default "refs/heads/main". */
+  /** Default `DEFAULT_REF` ("refs/heads/main"). */
   readonly ref?: string;
   /** Largest event read (bytes, default 1 MiB); larger files are reported and skipped. */
   readonly maxEventBytes?: number;
@@ -78,7 +79,7 @@ export interface RunEventFeed {
 export function createRunEventFeed(opts: RunEventFeedOptions): RunEventFeed {
   const repoId = parseRepoId(opts.repoId);
   const rid: RepoId = { kind: WORKFLOW_RUN_KIND, id: repoId };
-  const ref = opts.ref ?? "refs/heads/main";
+  const ref = opts.ref ?? DEFAULT_REF;
   const store = opts.repoStore;
   const maxEventBytes = opts.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES;
   const logger = opts.logger ?? silentLogger;

@@ -12,7 +12,7 @@ export interface SchedulerOptions {
   readonly principal: Principal;
   /** Ids of the workflow-run repos to serve; polled every `discoverEveryMs`. */
   readonly listActiveDeployments: () => Promise<readonly (string | RepoId)[]> | readonly (string | RepoId)[];
-  /** Ref holding each run log. Default "refs/heads/main". */
+  /** Ref holding each run log. Default `DEFAULT_REF` ("refs/heads/main"). */
   readonly ref?: string;
   /** Wall clock; never fires before `fireAt` by this clock. */
   readonly clock: Clock;

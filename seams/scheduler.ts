@@ -14,6 +14,7 @@
  *   commits of one repo start at least `minCommitIntervalMs` apart (group commit);
  * - a failed commit is retried with backoff and reported; a bad event is reported and skipped.
  */
+import { DEFAULT_REF } from "../src/substrate/ref-name.js";
 import { WorkflowHostError } from "../src/errors.js";
 import { silentLogger, type Logger } from "../src/logger.js";
 import { createSystemTimers, type TimerHandle, type Timers } from "../src/time/clock.js";
@@ -45,7 +46,7 @@ export const DEFAULT_MIN_COMMIT_INTERVAL_MS = 8;
  *   after that nothing: every runtime failure is reported through `onEvent`/`logger`
  */
 export function createWorkflowHostScheduler(opts: SchedulerOptions): WorkflowHostScheduler {
-  const ref = opts.ref ?? "refs/heads/main";
+  const ref = opts.ref ?? DEFAULT_REF;
   const minCommitIntervalMs = opts.minCommitIntervalMs ?? DEFAULT_MIN_COMMIT_INTERVAL_MS;
   if (typeof minCommitIntervalMs !== "number" || !Number.isFinite(minCommitIntervalMs) || minCommitIntervalMs < 0 || minCommitIntervalMs > 60_000) {
     throw new WorkflowHostError("time_invalid", `minCommitIntervalMs ${String(minCommitIntervalMs)} is not a number of milliseconds in 0 … 60000`, { minCommitIntervalMs });

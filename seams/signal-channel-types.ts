@@ -14,7 +14,7 @@ export interface SignalChannelOptions {
   readonly principal: Principal;
   /** The deployment (workflow-run repo id); checked on creation (repo_id_invalid). */
   readonly repoId: string;
-  /** Ref holding the run logs. Default "refs/heads/main". */
+  /** Ref holding the run logs. Default `DEFAULT_REF` ("refs/heads/main"). */
   readonly ref?: string;
   /** The run whose log this channel reads and writes; checked on creation (id_invalid). */
   readonly runId: string;

@@ -110,7 +110,7 @@ export interface DispatcherOptions {
   readonly principal: Principal;
   /** Deployments to serve; called at start and every `discoverEveryMs`. */
   readonly listDeployments: () => Promise<readonly string[]>;
-  /** The deployments' log ref (default "refs/heads/main"). */
+  /** The deployments' log ref (default `DEFAULT_REF` ("refs/heads/main")). */
   readonly ref?: string;
   readonly clock?: Clock;
   /** Backoff, timeouts and discovery run on these (a FakeClock's in tests). Default node's. */

@@ -30,6 +30,7 @@
  * fails is reported (`lane_failed`) and made anew at the next discovery, resuming from its
  * durable state.
  */
+import { DEFAULT_REF } from "../../src/substrate/ref-name.js";
 import { WorkflowHostError } from "../../src/errors.js";
 import { silentLogger } from "../../src/logger.js";
 import { createSystemTimers, systemClock, type TimerHandle } from "../../src/time/clock.js";
@@ -51,7 +52,7 @@ interface Consumer {
 
 /**
  * Creates a dispatcher; nothing is read until `start()`.
- * Options: `repoStore`, `principal`, `listDeployments` (required); `ref` ("refs/heads/main"),
+ * Options: `repoStore`, `principal`, `listDeployments` (required); `ref` (`DEFAULT_REF` ("refs/heads/main")),
  * `clock`, `timers` (node's, unref'd), `random` (Math.random), `logger` (silent), `onEvent`,
  * `discoverEveryMs` (2 000), `maxEventBytes` (1 MiB), `maxBuffered` (10 000 per lane).
  * @throws config_invalid for a bad option
@@ -60,7 +61,7 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
   const clock = opts.clock ?? systemClock;
   const timers = opts.timers ?? createSystemTimers({ unref: true });
   const logger = opts.logger ?? silentLogger;
-  const ref = opts.ref ?? "refs/heads/main";
+  const ref = opts.ref ?? DEFAULT_REF;
   const discoverEveryMs = opts.discoverEveryMs ?? 2_000;
   const maxBuffered = opts.maxBuffered ?? 10_000;
   if (!Number.isInteger(maxBuffered) || maxBuffered < 1) throw new WorkflowHostError("config_invalid", `maxBuffered ${String(maxBuffered)} must be an integer >= 1`, { field: "maxBuffered", value: maxBuffered });

@@ -15,6 +15,7 @@
  * The library installs no signal handlers; a process that wants Ctrl-C to stop the host calls
  * {@link stopOnSignals} (see `./stop-on-signals.ts`).
  */
+import { DEFAULT_REF } from "../substrate/ref-name.js";
 import { createDispatcher } from "../../seams/dispatch/dispatcher.js";
 import type { ConsumerHandle, ConsumerOptions, Dispatcher, DispatchReport } from "../../seams/dispatch/dispatch-types.js";
 import { createWorkflowHostScheduler } from "../../seams/scheduler.js";
@@ -70,7 +71,7 @@ export interface WorkflowHostOptions {
    * @throws time_invalid (from the constructor) when out of range
    */
   readonly minCommitIntervalMs?: number;
-  /** Ref holding each run log. Default "refs/heads/main". */
+  /** Ref holding each run log. Default `DEFAULT_REF` ("refs/heads/main"). */
   readonly ref?: string;
   /** Largest serialised event (bytes, default 1 MiB). */
   readonly maxEventBytes?: number;
@@ -152,7 +153,7 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
   const timers = opts.timers ?? createSystemTimers({ unref: true });
   const logger = opts.logger ?? silentLogger;
   const principal = opts.principal ?? null;
-  const ref = opts.ref ?? "refs/heads/main";
+  const ref = opts.ref ?? DEFAULT_REF;
   let lock: HostLock | null = null;
   let lockLost: WorkflowHostError | null = null;
   const store = createRepoStore({

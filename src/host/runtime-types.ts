@@ -21,7 +21,7 @@ export interface RuntimeAdapterOptions {
   readonly principal: Principal;
   /** The deployment; checked on creation (repo_id_invalid). */
   readonly repoId: string;
-  /** Ref holding the run logs. Default "refs/heads/main". */
+  /** Ref holding the run logs. Default `DEFAULT_REF` ("refs/heads/main"). */
   readonly ref?: string;
   /** The scheduler that fires this deployment's timers (the single writer of TimerFired). */
   readonly scheduler: WorkflowHostScheduler;

@@ -12,6 +12,7 @@
  * through `authorize` (403), then the deployment and run (404). Errors are `{code, message}`
  * with the status of `HTTP_STATUS_BY_CODE`; a 500 never carries a stack trace.
  */
+import { DEFAULT_REF } from "../substrate/ref-name.js";
 import { fastify, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { performance } from "node:perf_hooks";
 import { isWorkflowHostError, WorkflowHostError } from "../errors.js";
@@ -52,7 +53,7 @@ export interface HttpHandlerOptions {
   readonly logger?: Logger;
   /** Serve the dashboard at `/` (default true). */
   readonly dashboard?: boolean;
-  /** Ref holding the run logs (default "refs/heads/main", as the host's). */
+  /** Ref holding the run logs (default `DEFAULT_REF` ("refs/heads/main"), as the host's). */
   readonly ref?: string;
 }
 
@@ -74,7 +75,7 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
   const monitor = opts.monitor;
   const clock = opts.clock ?? systemClock;
   const logger = opts.logger ?? silentLogger;
-  const ref = opts.ref ?? "refs/heads/main";
+  const ref = opts.ref ?? DEFAULT_REF;
   const storePrincipal = opts.principal ?? null;
   const bodyLimit = opts.bodyLimitBytes ?? 1_048_576;
   const timers = createSystemTimers({ unref: true });

@@ -8,6 +8,7 @@
  * States: open → closed. `close()` ends every subscription and watcher and waits for queued
  * writes; every later call throws `store_stopped`.
  */
+import { DEFAULT_REF } from "./ref-name.js";
 import { WorkflowHostError, describeValue } from "../errors.js";
 import { subscribeCommits } from "./commit-subscription.js";
 import { assertDerivedName, readDerivedFile, writeDerivedFile } from "./derived-files.js";
@@ -208,10 +209,10 @@ export function createRepoStore(opts: RepoStoreOptions): RepoStore {
     dataDir,
 
     async initRepo(principal, repoId) {
-      const repo = await open(principal, repoId, "refs/heads/main", "init");
+      const repo = await open(principal, repoId, DEFAULT_REF, "init");
       return queue.run(repo.key, async () => {
         await ensureRepoLayout(fs, repo.gitdir, durable);
-        const existing = await repo.resolveRef("refs/heads/main");
+        const existing = await repo.resolveRef(DEFAULT_REF);
         if (existing !== null) return { created: false, commitSha: existing };
         const emptyTree = hashObject("tree", new Uint8Array());
         const genesis = encodeCommit({
@@ -222,7 +223,7 @@ export function createRepoStore(opts: RepoStoreOptions): RepoStore {
           timestampSec: Math.floor(clock().getTime() / 1000),
           message: "genesis",
         });
-        const outcome = await repo.refs.compareAndSwap("refs/heads/main", null, genesis.oid, () =>
+        const outcome = await repo.refs.compareAndSwap(DEFAULT_REF, null, genesis.oid, () =>
           repo.objects.writeObjects([emptyTree, genesis]),
         );
         if (outcome.ok) {
@@ -230,7 +231,7 @@ export function createRepoStore(opts: RepoStoreOptions): RepoStore {
           return { created: true, commitSha: genesis.oid };
         }
         // Another process initialised it first; its genesis is as good as ours.
-        const winner = await repo.resolveRef("refs/heads/main");
+        const winner = await repo.resolveRef(DEFAULT_REF);
         if (winner === null) throw new WorkflowHostError("ref_conflict", `refs/heads/main of ${repo.key} vanished during init`, { repoId });
         return { created: false, commitSha: winner };
       });

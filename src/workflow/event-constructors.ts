@@ -18,9 +18,12 @@ import type {
   TimerSkippedEvent,
 } from "./types.js";
 
-type Mutable<T> = { -readonly [K in keyof T]: T[K] };
-
 type WithoutSeq<E> = E extends unknown ? { readonly [K in keyof E as K extends "seq" ? never : K]: E[K] } : never;
+
+/** Validates an event built here; its type is the one it was built with (the parser keeps `type`). */
+function validated<E extends KnownEvent>(event: E): E {
+  return validateEvent(event) as E;
+}
 
 /**
  * An event to append, before the appender gives it the next seq (see `openRunLog`). Built by
@@ -87,7 +90,7 @@ function withAt<T extends { type: string }>(event: T, at: string | undefined): T
  * @throws `event_invalid`, `id_invalid`, `time_invalid`, `cron_invalid`.
  */
 export function timerSetEvent(seq: number, data: TimerSetData, at?: string): TimerSetEvent {
-  return validateEvent({ seq, ...newTimerSet(data, at) }) as TimerSetEvent;
+  return validated({ seq, ...newTimerSet(data, at) });
 }
 
 /**
@@ -99,7 +102,7 @@ export function timerFiredEvent(
   data: { readonly timerId: string; readonly scheduledFor: string; readonly firedAt: string },
   at?: string,
 ): TimerFiredEvent {
-  return validateEvent({ seq, ...newTimerFired(data, at) }) as TimerFiredEvent;
+  return validated({ seq, ...newTimerFired(data, at) });
 }
 
 /**
@@ -113,7 +116,7 @@ export function timerSkippedEvent(
   data: { readonly timerId: string; readonly firstMissed: string; readonly lastMissed: string; readonly count: number },
   at?: string,
 ): TimerSkippedEvent {
-  return validateEvent({ seq, ...newTimerSkipped(data, at) }) as TimerSkippedEvent;
+  return validated({ seq, ...newTimerSkipped(data, at) });
 }
 
 /**
@@ -121,7 +124,7 @@ export function timerSkippedEvent(
  * @throws `event_invalid`, `id_invalid`, `time_invalid`.
  */
 export function timerCancelledEvent(seq: number, data: { readonly timerId: string; readonly reason?: string }, at?: string): TimerCancelledEvent {
-  return validateEvent({ seq, ...newTimerCancelled(data, at) }) as TimerCancelledEvent;
+  return validated({ seq, ...newTimerCancelled(data, at) });
 }
 
 /**
@@ -135,7 +138,7 @@ export function signalReceivedEvent(
   data: { readonly signalName: string; readonly signalId: string; readonly payload: unknown; readonly at: string },
 ): SignalReceivedEvent {
   assertJsonValue(data.payload, "payload");
-  return validateEvent({ seq, ...newSignalReceived(data) }) as SignalReceivedEvent;
+  return validated({ seq, ...newSignalReceived(data) });
 }
 
 /**
@@ -143,5 +146,5 @@ export function signalReceivedEvent(
  * @throws `event_invalid`, `id_invalid`, `time_invalid`.
  */
 export function signalConsumedEvent(seq: number, data: { readonly signalId: string; readonly stepId?: string }, at?: string): SignalConsumedEvent {
-  return validateEvent({ seq, ...newSignalConsumed(data, at) }) as SignalConsumedEvent;
+  return validated({ seq, ...newSignalConsumed(data, at) });
 }

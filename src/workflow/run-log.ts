@@ -15,6 +15,7 @@
  * fails. Errors of the repository itself (ref_locked, ref_conflict, store_stopped, …) fail
  * every append of the batch.
  */
+import { DEFAULT_REF } from "../substrate/ref-name.js";
 import { WorkflowHostError } from "../errors.js";
 import type { CommittedReads, Principal, RepoStore, WriteResult } from "../substrate/types.js";
 import { isRegularFileMode } from "../substrate/tree-object.js";
@@ -255,7 +256,7 @@ export interface AppendRunEventsOptions<R> {
   readonly principal: Principal;
   readonly repoId: string;
   readonly runId: string;
-  /** Default "refs/heads/main". */
+  /** Default `DEFAULT_REF` ("refs/heads/main"). */
   readonly ref?: string;
   readonly message: string;
   readonly maxEventBytes?: number;
@@ -287,7 +288,7 @@ export interface AppendRunEventsOptions<R> {
  */
 export function appendRunEvents<R>(options: AppendRunEventsOptions<R>): Promise<WriteResult<R>> {
   return new Promise<WriteResult<R>>((resolve, reject) => {
-    const batcher = appendBatcherOf(options.store, options.repoId, options.ref ?? "refs/heads/main");
+    const batcher = appendBatcherOf(options.store, options.repoId, options.ref ?? DEFAULT_REF);
     batcher.enqueue({ options: options as AppendRunEventsOptions<unknown>, resolve: resolve as (written: WriteResult<unknown>) => void, reject });
   });
 }

@@ -1,3 +1,5 @@
+import { isSignalConsumed, isSignalReceived, isTimerCancelled, isTimerFired, isTimerSet, isTimerSkipped } from "../../workflow/event-guards.js";
+import { DEFAULT_REF } from "../../substrate/ref-name.js";
 import { parseRepoId, parseRunId } from "../../workflow/ids.js";
 import type { RunEvent, RunState } from "../../workflow/types.js";
 import { checkFlags, dataDirFlag, dataDirOption, requiredFlag } from "../args.js";
@@ -36,7 +38,7 @@ Example:
     const runId = checkFlags(NAME, () => parseRunId(requiredFlag(NAME, values, "run")));
     const { commitSha, log } = await withStore(dataDir, io, async (store) => {
       const [{ readRunLog }, { WORKFLOW_RUN_KIND }] = await Promise.all([import("../../workflow/run-log.js"), import("../../workflow/workflow-run-kind.js")]);
-      const reads = await store.openCommittedReads(null, { kind: WORKFLOW_RUN_KIND, id: repoId }, "refs/heads/main");
+      const reads = await store.openCommittedReads(null, { kind: WORKFLOW_RUN_KIND, id: repoId }, DEFAULT_REF);
       return { commitSha: reads.commitSha, log: await readRunLog(reads, runId) };
     });
     const state = stateJson(log.state);
@@ -80,22 +82,18 @@ function stateJson(state: RunState) {
 
 /** The interesting fields of an event, on one line. */
 function describeEvent(event: RunEvent): string {
-  const data = (event as { data?: Record<string, unknown> }).data ?? {};
   const at = typeof event["at"] === "string" ? `  at ${event["at"]}` : "";
-  switch (event.type) {
-    case "TimerSet":
-      return `${String(data["timerId"])} fireAt ${String(data["fireAt"])}${data["cron"] === undefined ? "" : ` cron "${String(data["cron"])}" ${String(data["timezone"] ?? "UTC")}`}${at}`;
-    case "TimerFired":
-      return `${String(data["timerId"])} scheduledFor ${String(data["scheduledFor"] ?? "-")} firedAt ${String(data["firedAt"] ?? "-")}`;
-    case "TimerSkipped":
-      return `${String(data["timerId"])} ${String(data["count"])} missed ${String(data["firstMissed"])}..${String(data["lastMissed"])}`;
-    case "TimerCancelled":
-      return `${String(data["timerId"])}${data["reason"] === undefined ? "" : ` (${String(data["reason"])})`}${at}`;
-    case "SignalReceived":
-      return `${String(event["signalName"])} ${String(event["signalId"])} payload ${JSON.stringify(event["payload"])}${at}`;
-    case "SignalConsumed":
-      return `${String(data["signalId"])}${data["stepId"] === undefined ? "" : ` step ${String(data["stepId"])}`}${at}`;
-    default:
-      return at.trim();
+  if (isTimerSet(event)) {
+    const d = event.data;
+    return `${d.timerId} fireAt ${d.fireAt}${d.cron === undefined ? "" : ` cron "${d.cron}" ${d.timezone ?? "UTC"}`}${at}`;
   }
+  if (isTimerFired(event)) return `${event.data.timerId} scheduledFor ${event.data.scheduledFor ?? "-"} firedAt ${event.data.firedAt ?? "-"}`;
+  if (isTimerSkipped(event)) {
+    const d = event.data;
+    return `${d.timerId} ${d.count} missed ${d.firstMissed}..${d.lastMissed}`;
+  }
+  if (isTimerCancelled(event)) return `${event.data.timerId}${event.data.reason === undefined ? "" : ` (${event.data.reason})`}${at}`;
+  if (isSignalReceived(event)) return `${event.signalName} ${event.signalId} payload ${JSON.stringify(event.payload)}${at}`;
+  if (isSignalConsumed(event)) return `${event.data.signalId}${event.data.stepId === undefined ? "" : ` step ${event.data.stepId}`}${at}`;
+  return at.trim();
 }
