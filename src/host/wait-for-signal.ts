@@ -33,16 +33,10 @@ import { newSignalConsumed, newTimerCancelled, newTimerSet, type NewRunEvent } f
 import { isSignalConsumed, isTimerFired, isTimerSet } from "../workflow/event-guards.js";
 import type { RunLogWriter } from "../workflow/run-log-writer.js";
 import { foldTimerEvents, type TimerFiring } from "../workflow/timer-lifecycle.js";
-import { watchTimer } from "./watch-timer.js";
+import { watchTimer, type WatchTimerContext } from "./watch-timer.js";
 
-export interface SignalWaitContext {
-  /** The deployment's event feed, shared by every timer wait. */
-  readonly feed: RunEventFeed;
-  readonly store: RepoStore;
-  readonly principal: Principal;
-  readonly repoId: string;
-  readonly ref: string;
-  readonly maxEventBytes: number;
+/** What a wait needs: the timer wait's context (feed and committed reads), plus the writer and the scheduler. */
+export interface SignalWaitContext extends WatchTimerContext {
   /** Writes the run logs of this deployment (the same store, principal, repoId, ref and limit). */
   readonly runLog: RunLogWriter;
   readonly scheduler: WorkflowHostScheduler;
