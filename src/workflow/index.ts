@@ -29,6 +29,14 @@ export {
 } from "./event-schemas.js";
 export { DEFAULT_MAX_EVENT_BYTES, parseEvent, serializeEvent, validateEvent, type EventContext } from "./events.js";
 export {
+  newSignalConsumed,
+  newSignalReceived,
+  newTerminalEvent,
+  newTimerCancelled,
+  newTimerFired,
+  newTimerSet,
+  newTimerSkipped,
+  type NewRunEvent,
   signalConsumedEvent,
   signalReceivedEvent,
   timerCancelledEvent,
@@ -85,3 +93,9 @@ export {
   type FirePlanOptions,
   type PlannedEvent,
 } from "./timer-ledger.js";
+export * from "./event-guards.js";
+export { advanceSeries, armTimer, foldTimerEvents, timerTransition, TimerFold, type TimerFiring, type TimerHistory, type TimerStatus, type TimerTransition } from "./timer-lifecycle.js";
+export { openRunLog, type OpenRunLogOptions, type RunLogDecision, type RunLogWriter } from "./run-log-writer.js";
+export { resolveTimerSpec, sameTimerRequest, type TimerSpec } from "./timer-spec.js";
+export { signalWaitTimerId, signalWaitTimerNumber, signalWaitTimerPrefix } from "./signal-wait-timer.js";
+export { decodeRecoveryIndex, encodeRecoveryIndex, RECOVERY_INDEX_FILE, RUN_STATE_VERSION, type RunSummary } from "./recovery-index.js";
