@@ -134,7 +134,7 @@ interface LockFs {
 
 function lockFsOf(fs: unknown): LockFs {
   const promises = (fs as { promises?: LockFs } | undefined)?.promises;
-  if (promises === undefined) throw new TypeError("host lock: fs must provide the node:fs promises API (fs.promises)");
+  if (promises === undefined) throw new WorkflowHostError("config_invalid", "host lock: fs must provide the node:fs promises API (fs.promises)", { field: "fs" });
   return promises;
 }
 

@@ -12,6 +12,7 @@
  * through `authorize` (403), then the deployment and run (404). Errors are `{code, message}`
  * with the status of `HTTP_STATUS_BY_CODE`; a 500 never carries a stack trace.
  */
+import { systemMonotonicNow } from "../time/clock.js";
 import { DEFAULT_REF } from "../substrate/ref-name.js";
 import { fastify, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { performance } from "node:perf_hooks";
@@ -169,14 +170,14 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
 
   /** One write through the HTTP face, timed for the commit histogram. */
   async function timedWrite<T>(repoId: string, write: () => Promise<T>): Promise<T> {
-    const started = performance.now();
+    const started = systemMonotonicNow();
     try {
       const result = await write();
-      monitor.recordApiCommit((performance.now() - started) / 1000, false, repoId);
+      monitor.recordApiCommit((systemMonotonicNow() - started) / 1000, false, repoId);
       return result;
     } catch (error) {
       const failed = !isWorkflowHostError(error) || ["io_failed", "ref_locked", "ref_conflict", "ref_corrupt", "object_corrupt"].includes(error.code);
-      monitor.recordApiCommit((performance.now() - started) / 1000, failed, repoId);
+      monitor.recordApiCommit((systemMonotonicNow() - started) / 1000, failed, repoId);
       throw error;
     }
   }

@@ -10,6 +10,7 @@
  * about ten such calls one after another. Flushes (fsync) stay asynchronous in both: waiting for
  * the disk must not stop the event loop.
  */
+import { systemMonotonicNow } from "../time/clock.js";
 import * as nodeFs from "node:fs";
 import { WorkflowHostError } from "../errors.js";
 
@@ -261,7 +262,7 @@ let deferred = 0;
  * looping on refs cut a writer's commits five-fold.
  */
 function settleSoon(settle: () => void): void {
-  const now = performance.now();
+  const now = systemMonotonicNow();
   if (!inStretch) {
     inStretch = true;
     stretchStartedAt = now;

@@ -17,6 +17,7 @@
  * expected old value, write the new value into the lock file, rename the lock over the ref.
  * Rename is atomic, so a reader sees the old value or the new one, never a partial file.
  */
+import { systemMonotonicNow } from "../time/clock.js";
 import { WorkflowHostError, describeValue } from "../errors.js";
 import { errnoCode, type FileHandleLike, type FsAdapter, type StatLike } from "./fs-adapter.js";
 import { DERIVED_DIR_NAME } from "./derived-files.js";
@@ -181,7 +182,7 @@ type LooseValue = { readonly kind: "oid"; readonly oid: Oid } | { readonly kind:
 /** Creates the ref store of the bare repository at `gitdir`. */
 export function createRefStore(opts: RefStoreOptions): RefStore {
   const { fs, gitdir, durable } = opts;
-  const monotonicMs = opts.monotonicMs ?? (() => performance.now());
+  const monotonicMs = opts.monotonicMs ?? systemMonotonicNow;
   /** The last parse of packed-refs (or why it failed), by the file's stamp. */
   let packed: { readonly stamp: string; readonly refs: ReadonlyMap<string, Oid> | WorkflowHostError } | null = null;
   const knownDirs = new Set<string>();

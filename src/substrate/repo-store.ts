@@ -8,6 +8,7 @@
  * States: open → closed. `close()` ends every subscription and watcher and waits for queued
  * writes; every later call throws `store_stopped`.
  */
+import { createSystemTimers, systemClock } from "../time/clock.js";
 import { DEFAULT_REF } from "./ref-name.js";
 import { WorkflowHostError, describeValue } from "../errors.js";
 import { subscribeCommits } from "./commit-subscription.js";
@@ -40,20 +41,22 @@ import type {
 } from "./types.js";
 import { commitWithRetry, fileEntries, type Planner, type WriteEngineDeps } from "./write-engine.js";
 
+const systemTimers = createSystemTimers();
+
 const DEFAULT_IDENTITY: Identity = { name: "workflow-host", email: "workflow-host@localhost" };
 
 function checkIdentity(identity: Identity): Identity {
   // fsck --strict refuses names/emails containing <, > or a newline.
   const bad = /[<>\n\0]/;
   if (bad.test(identity.name) || bad.test(identity.email) || identity.name.trim() === "") {
-    throw new TypeError(`createRepoStore: author ${describeValue(identity)} must not contain <, > or newlines`);
+    throw new WorkflowHostError("config_invalid", `createRepoStore: author ${describeValue(identity)} must not contain <, > or newlines`, { field: "author", value: identity });
   }
   return identity;
 }
 
 function positive(value: number | undefined, fallback: number, name: string): number {
   if (value === undefined) return fallback;
-  if (!Number.isFinite(value) || value < 0) throw new TypeError(`createRepoStore: ${name} must be a number >= 0`);
+  if (!Number.isFinite(value) || value < 0) throw new WorkflowHostError("config_invalid", `createRepoStore: ${name} ${String(value)} must be a number >= 0`, { field: name, value });
   return value;
 }
 
@@ -67,7 +70,9 @@ function positive(value: number | undefined, fallback: number, name: string): nu
  * `staleLockMs` (10 000), `lockTimeoutMs` (`staleLockMs` + 5 000), `author`, `timers`, `maxWriteAttempts` (32),
  * `treeCacheEntries` (500 000), `blobCacheBytes` (32 MiB), `packThreshold` (3 objects),
  * `packCacheBytes` (128 MiB), `blockingRefIo` (true).
- * @throws TypeError for a bad option (two handlers of one kind, a bad author, a negative time).
+ * @throws config_invalid for a bad option (two handlers of one kind, a bad author or
+ *   directoryPrefix, a negative time or size); TypeError (from the fs adapter) for an `fs`
+ *   without the node:fs API.
  */
 export function createRepoStore(opts: RepoStoreOptions): RepoStore {
   const fs = createFsAdapter(opts.fs);
@@ -75,21 +80,21 @@ export function createRepoStore(opts: RepoStoreOptions): RepoStore {
   const dataDir = opts.dataDir.replace(/\/+$/, "") || "/";
   const handlers = new Map<string, KindHandler>();
   for (const handler of opts.kindHandlers) {
-    if (handlers.has(handler.kind)) throw new TypeError(`createRepoStore: two handlers for kind ${handler.kind}`);
+    if (handlers.has(handler.kind)) throw new WorkflowHostError("config_invalid", `createRepoStore: two handlers for kind ${handler.kind}`, { field: "kindHandlers", value: handler.kind });
     if (!/^[A-Za-z0-9_-]+$/.test(handler.directoryPrefix)) {
-      throw new TypeError(`createRepoStore: directoryPrefix ${describeValue(handler.directoryPrefix)} must be one folder name`);
+      throw new WorkflowHostError("config_invalid", `createRepoStore: directoryPrefix ${describeValue(handler.directoryPrefix)} must be one folder name`, { field: "directoryPrefix", value: handler.directoryPrefix });
     }
     handlers.set(handler.kind, handler);
   }
   const timers: TimerApi = opts.timers ?? {
-    setTimeout: (callback, ms) => setTimeout(callback, ms),
-    clearTimeout: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
+    setTimeout: (callback, ms) => systemTimers.setTimeout(callback, ms),
+    clearTimeout: (handle) => systemTimers.clearTimeout(handle),
   };
   const sleep = (ms: number): Promise<void> =>
     new Promise((resolve) => {
       timers.setTimeout(resolve, Math.max(0, ms));
     });
-  const clock = opts.clock ?? (() => new Date());
+  const clock = opts.clock ?? systemClock;
   const identity = checkIdentity(opts.author ?? DEFAULT_IDENTITY);
   const durable = opts.durability === "fsync";
   const staleLockMs = positive(opts.staleLockMs, 10_000, "staleLockMs");
@@ -152,7 +157,7 @@ export function createRepoStore(opts: RepoStoreOptions): RepoStore {
         staleLockMs,
         lockTimeoutMs,
         sleep,
-        nowMs: () => Date.now(), // lock mtimes are stamped by the OS clock, so compare with it
+        nowMs: () => systemClock().getTime(), // lock mtimes are stamped by the OS clock, so compare with it
         ...(lockHolder === undefined ? {} : { lockHolder }),
       });
       repos.set(key, repo);
