@@ -13,6 +13,7 @@
  * order), in commit order. The events of a commit are handed out and `from` moves past it in
  * one synchronous step, so a listener attaching at any moment gets no gap and no overlap.
  */
+import { storeOf, type StoreOption } from "../src/substrate/store-option.js";
 import { DEFAULT_REF } from "../src/substrate/ref-name.js";
 import { WorkflowHostError } from "../src/errors.js";
 import { silentLogger, type Logger } from "../src/logger.js";
@@ -23,8 +24,7 @@ import { subscribeKind, type KindIssue } from "../src/workflow/subscribe-kind.js
 import type { RunEvent } from "../src/workflow/types.js";
 import { WORKFLOW_RUN_KIND } from "../src/workflow/workflow-run-kind.js";
 
-export interface RunEventFeedOptions {
-  readonly repoStore: RepoStore;
+export interface RunEventFeedOptionsBase {
   readonly principal: Principal;
   /** The deployment; checked on creation (repo_id_invalid). */
   readonly repoId: string;
@@ -35,6 +35,9 @@ export interface RunEventFeedOptions {
   /** Where bad events and failures are reported. Default: silent. */
   readonly logger?: Logger;
 }
+
+/** RunEventFeed options; the store is `store` (`repoStore` is its deprecated name). */
+export type RunEventFeedOptions = RunEventFeedOptionsBase & StoreOption;
 
 /** Receives one run's events. Called synchronously; must not throw. */
 export interface RunEventListener {
@@ -80,7 +83,7 @@ export function createRunEventFeed(opts: RunEventFeedOptions): RunEventFeed {
   const repoId = parseRepoId(opts.repoId);
   const rid: RepoId = { kind: WORKFLOW_RUN_KIND, id: repoId };
   const ref = opts.ref ?? DEFAULT_REF;
-  const store = opts.repoStore;
+  const store = storeOf(opts, "createRunEventFeed");
   const maxEventBytes = opts.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES;
   const logger = opts.logger ?? silentLogger;
 

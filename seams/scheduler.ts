@@ -14,6 +14,7 @@
  *   commits of one repo start at least `minCommitIntervalMs` apart (group commit);
  * - a failed commit is retried with backoff and reported; a bad event is reported and skipped.
  */
+import { storeOf } from "../src/substrate/store-option.js";
 import { DEFAULT_REF } from "../src/substrate/ref-name.js";
 import { WorkflowHostError } from "../src/errors.js";
 import { silentLogger, type Logger } from "../src/logger.js";
@@ -41,11 +42,12 @@ export const DEFAULT_MIN_COMMIT_INTERVAL_MS = 8;
 
 /**
  * Creates the scheduler. Nothing runs until `start()`.
- * @param opts see {@link SchedulerOptions}; `repoStore` must have the workflow-run kind handler
- * @throws `time_invalid` (synchronously) for a `maxArmMs` or `minCommitIntervalMs` out of range;
+ * @param opts see {@link SchedulerOptions}; `store` must have the workflow-run kind handler
+ * @throws `config_invalid` (synchronously) without a store; `time_invalid` for a `maxArmMs` or `minCommitIntervalMs` out of range;
  *   after that nothing: every runtime failure is reported through `onEvent`/`logger`
  */
 export function createWorkflowHostScheduler(opts: SchedulerOptions): WorkflowHostScheduler {
+  const store = storeOf(opts, "createWorkflowHostScheduler");
   const ref = opts.ref ?? DEFAULT_REF;
   const minCommitIntervalMs = opts.minCommitIntervalMs ?? DEFAULT_MIN_COMMIT_INTERVAL_MS;
   if (typeof minCommitIntervalMs !== "number" || !Number.isFinite(minCommitIntervalMs) || minCommitIntervalMs < 0 || minCommitIntervalMs > 60_000) {
@@ -60,7 +62,7 @@ export function createWorkflowHostScheduler(opts: SchedulerOptions): WorkflowHos
 
   const trackers = new Map<string, RepoTracker>();
   const failedRepos = new Map<string, { retryAtMs: number; delayMs: number }>();
-  /** `repo/run/timer` → the newest generation (setSeq) `cancelQueued` suppressed; older ones are too. */
+  /** `repo/run/timer` → the newest generation (setSeq) `dropQueued` suppressed; older ones are too. */
   const suppressed = new Map<string, number>();
   const counters = { fired: 0, skippedTicks: 0, cancelled: 0, commits: 0, commitFailures: 0, badEvents: 0 };
   const recentBad: { repoId: string; path: string; seq: number | null; code: string }[] = [];
@@ -130,7 +132,7 @@ export function createWorkflowHostScheduler(opts: SchedulerOptions): WorkflowHos
   });
 
   const ctx: TrackerContext = {
-    store: opts.repoStore,
+    store,
     principal: opts.principal,
     ref,
     nowMs,
@@ -248,6 +250,22 @@ export function createWorkflowHostScheduler(opts: SchedulerOptions): WorkflowHos
     }, discoverEveryMs);
   }
 
+  /** Drops a queued timer from memory (see `dropQueued`); without `repoId`, in every deployment. */
+  function dropQueued(runId: string, timerId: string, repoId: string | undefined, setSeq: number | undefined): boolean {
+    let dropped = false;
+    for (const tracker of trackers.values()) {
+      if (repoId !== undefined && tracker.repoId !== repoId) continue;
+      const key = timerKey(tracker.repoId, runId, timerId);
+      const queued = queue.queued(tracker.repoId, runId, timerId);
+      const pending = tracker.run(runId)?.state.pendingTimers.get(timerId);
+      const upTo = Math.max(setSeq ?? -1, queued?.setSeq ?? -1, pending?.setSeq ?? -1);
+      if (upTo >= 0) suppressed.set(key, Math.max(upTo, suppressed.get(key) ?? -1));
+      if (queue.disarm(tracker.repoId, runId, timerId)) dropped = true;
+      tracker.forget(runId, timerId);
+    }
+    return dropped;
+  }
+
   return {
     async start() {
       if (state !== "created") throw new WorkflowHostError("scheduler_stopped", `start() called on a scheduler that is ${state}`, { state });
@@ -270,24 +288,17 @@ export function createWorkflowHostScheduler(opts: SchedulerOptions): WorkflowHos
       trackers.clear();
     },
 
+    dropQueued(repoId, runId, timerId, setSeq) {
+      return dropQueued(runId, timerId, repoId, setSeq);
+    },
+
     cancelQueued(runId, timerId, repoId, setSeq) {
-      let dropped = false;
-      for (const tracker of trackers.values()) {
-        if (repoId !== undefined && tracker.repoId !== repoId) continue;
-        const key = timerKey(tracker.repoId, runId, timerId);
-        const queued = queue.queued(tracker.repoId, runId, timerId);
-        const pending = tracker.run(runId)?.state.pendingTimers.get(timerId);
-        const upTo = Math.max(setSeq ?? -1, queued?.setSeq ?? -1, pending?.setSeq ?? -1);
-        if (upTo >= 0) suppressed.set(key, Math.max(upTo, suppressed.get(key) ?? -1));
-        if (queue.disarm(tracker.repoId, runId, timerId)) dropped = true;
-        tracker.forget(runId, timerId);
-      }
-      return dropped;
+      return dropQueued(runId, timerId, repoId, setSeq);
     },
 
     async cancelTimer(repoId, runId, timerId, reason) {
       const result = await cancelTimerDurably({
-        store: opts.repoStore,
+        store,
         principal: opts.principal,
         repoId,
         runId,
@@ -295,7 +306,7 @@ export function createWorkflowHostScheduler(opts: SchedulerOptions): WorkflowHos
         ...(reason === undefined ? {} : { reason }),
         ref,
         ...(opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes }),
-        nowMs,
+        clock: opts.clock,
       });
       if (result.outcome === "cancelled") {
         queue.disarm(repoId, runId, timerId);

@@ -1,15 +1,14 @@
 /**
  * Options and handle of the signal channel (docs/design.md §6).
  */
+import type { StoreOption } from "../src/substrate/store-option.js";
 import type { Logger } from "../src/logger.js";
 import type { Principal, RepoStore } from "../src/substrate/types.js";
 import type { Clock } from "../src/time/clock.js";
 import type { RunState } from "../src/workflow/types.js";
 import type { RunEventFeed } from "./run-event-feed.js";
 
-export interface SignalChannelOptions {
-  /** Store holding the deployment; it needs the workflow-run kind handler. */
-  readonly repoStore: RepoStore;
+export interface SignalChannelOptionsBase {
   /** Passed to every store call (and so to `authorize`). */
   readonly principal: Principal;
   /** The deployment (workflow-run repo id); checked on creation (repo_id_invalid). */
@@ -40,6 +39,9 @@ export interface SignalChannelOptions {
   /** Where bad events and subscription failures are reported. Default: silent. */
   readonly logger?: Logger;
 }
+
+/** SignalChannel options; the store is `store` (`repoStore` is its deprecated name). */
+export type SignalChannelOptions = SignalChannelOptionsBase & StoreOption;
 
 export interface DeliverResult {
   readonly signalId: string;

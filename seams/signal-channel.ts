@@ -20,6 +20,7 @@
  * - `deliver` is exactly-once per signalId: the dedupe check and the append happen together
  *   under the repo lock, against the whole log.
  */
+import { storeOf } from "../src/substrate/store-option.js";
 import { randomUUID } from "node:crypto";
 import { WorkflowHostError } from "../src/errors.js";
 import { silentLogger } from "../src/logger.js";
@@ -58,7 +59,7 @@ export function createWorkflowHostSignalChannel(opts: SignalChannelOptions): Wor
   const runId = parseRunId(opts.runId);
   const rid: RepoId = { kind: WORKFLOW_RUN_KIND, id: repoId };
   const ref = opts.ref ?? DEFAULT_REF;
-  const store = opts.repoStore;
+  const store = storeOf(opts, "createWorkflowHostSignalChannel");
   const principal = opts.principal;
   const maxEventBytes = opts.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES;
   const newId = opts.newId ?? randomUUID;
@@ -67,7 +68,7 @@ export function createWorkflowHostSignalChannel(opts: SignalChannelOptions): Wor
   const pool = createSignalPool();
   const nowIso = (): string => isoFromMs(opts.clock().getTime());
 
-  const feed = opts.feed ?? createRunEventFeed({ repoStore: store, principal, repoId, ref, maxEventBytes, logger });
+  const feed = opts.feed ?? createRunEventFeed({ store: store, principal, repoId, ref, maxEventBytes, logger });
   if (feed.repoId !== repoId) {
     throw new WorkflowHostError("repo_id_invalid", `the feed given to the channel of run ${runId} follows ${feed.repoId}, not ${repoId}`, { repoId, feedRepoId: feed.repoId });
   }

@@ -4,6 +4,8 @@
  * seen, and a timer is never both fired and cancelled). No scheduler is needed: the CLI calls
  * this directly, a running scheduler calls it and then drops its queued generation.
  */
+import { WorkflowHostError } from "../src/errors.js";
+import type { Clock } from "../src/time/clock.js";
 import { parseRepoId, parseRunId, parseTimerId } from "../src/workflow/ids.js";
 import { newTimerCancelled } from "../src/workflow/event-constructors.js";
 import { openRunLog } from "../src/workflow/run-log-writer.js";
@@ -23,8 +25,10 @@ export interface CancelTimerDurablyOptions {
   /** Default `DEFAULT_REF` ("refs/heads/main"). */
   readonly ref?: string;
   readonly maxEventBytes?: number;
-  /** Now (ms since the epoch), for the event's `at`. */
-  readonly nowMs: () => number;
+  /** Wall clock, for the event's `at`. One of `clock` and `nowMs` is required. */
+  readonly clock?: Clock;
+  /** @deprecated Use `clock`. Now in ms since the epoch. */
+  readonly nowMs?: () => number;
 }
 
 /**
@@ -32,7 +36,7 @@ export interface CancelTimerDurablyOptions {
  * @returns `cancelled` with the new commit; otherwise (nothing written, `commitSha` null)
  *   `already_fired`, `already_cancelled`, `run_terminal` (the run has ended) or `not_armed`
  *   (never set)
- * @throws `repo_id_invalid`, `id_invalid` (run or timer id) before any read; every error of
+ * @throws `repo_id_invalid`, `id_invalid` (run or timer id), `config_invalid` (no clock) before any read; every error of
  *   the run-log append (`repo_not_found`, `ref_locked`, `payload_too_large` for a long reason…)
  */
 export async function cancelTimerDurably(opts: CancelTimerDurablyOptions): Promise<{ outcome: CancelOutcome; commitSha: string | null }> {
@@ -40,11 +44,15 @@ export async function cancelTimerDurably(opts: CancelTimerDurablyOptions): Promi
   parseRepoId(repoId);
   parseRunId(runId);
   parseTimerId(timerId);
+  const clock = opts.clock;
+  const legacyNowMs = opts.nowMs;
+  if (clock === undefined && legacyNowMs === undefined) throw new WorkflowHostError("config_invalid", "cancelTimerDurably: give a clock", { field: "clock" });
+  const nowMs = (): number => (clock === undefined ? (legacyNowMs as () => number)() : clock().getTime());
   const log = openRunLog({ store: opts.store, principal: opts.principal, repoId, ...(opts.ref === undefined ? {} : { ref: opts.ref }), ...(opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes }) });
   const result = await log.append<CancelOutcome>(runId, `Cancel timer ${timerId} of ${runId}`, (current) => {
     if (current.state.terminal !== null) return { append: [], result: "run_terminal" };
     if (current.state.pendingTimers.has(timerId)) {
-      return { append: [newTimerCancelled({ timerId, reason }, isoFromMs(opts.nowMs()))], result: "cancelled" };
+      return { append: [newTimerCancelled({ timerId, reason }, isoFromMs(nowMs()))], result: "cancelled" };
     }
     const { status } = foldTimerEvents(current.events, timerId);
     if (status === "fired") return { append: [], result: "already_fired" };

@@ -3,6 +3,7 @@
  * URL) on what happens in the deployments' logs, at least once. See `./dispatcher.ts` for the
  * design and the delivery guarantee.
  */
+import type { StoreOption } from "../../src/substrate/store-option.js";
 import type { Logger } from "../../src/logger.js";
 import type { Principal, RepoStore } from "../../src/substrate/types.js";
 import type { Clock, Timers } from "../../src/time/clock.js";
@@ -105,8 +106,7 @@ export type DispatchReport =
   | { readonly type: "checkpoint_failed"; readonly consumer: string; readonly repoId: string; readonly error: unknown; readonly retryInMs: number }
   | { readonly type: "lane_failed"; readonly consumer: string; readonly repoId: string; readonly error: unknown; readonly retryInMs: number };
 
-export interface DispatcherOptions {
-  readonly repoStore: RepoStore;
+export interface DispatcherOptionsBase {
   readonly principal: Principal;
   /** Deployments to serve; called at start and every `discoverEveryMs`. */
   readonly listDeployments: () => Promise<readonly string[]>;
@@ -129,6 +129,9 @@ export interface DispatcherOptions {
    */
   readonly maxBuffered?: number;
 }
+
+/** Dispatcher options; the store is `store` (`repoStore` is its deprecated name). */
+export type DispatcherOptions = DispatcherOptionsBase & StoreOption;
 
 /** One consumer in one deployment, as the running dispatcher sees it. */
 export interface LaneStatus {

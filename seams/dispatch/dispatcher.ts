@@ -30,6 +30,7 @@
  * fails is reported (`lane_failed`) and made anew at the next discovery, resuming from its
  * durable state.
  */
+import { storeOf } from "../../src/substrate/store-option.js";
 import { DEFAULT_REF } from "../../src/substrate/ref-name.js";
 import { WorkflowHostError } from "../../src/errors.js";
 import { silentLogger } from "../../src/logger.js";
@@ -58,6 +59,7 @@ interface Consumer {
  * @throws config_invalid for a bad option
  */
 export function createDispatcher(opts: DispatcherOptions): Dispatcher {
+  const store = storeOf(opts, "createDispatcher");
   const clock = opts.clock ?? systemClock;
   const timers = opts.timers ?? createSystemTimers({ unref: true });
   const logger = opts.logger ?? silentLogger;
@@ -81,7 +83,7 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
 
   async function startLane(c: Consumer, repoId: string): Promise<void> {
     const lane = createConsumerLane({
-      store: opts.repoStore,
+      store,
       principal: opts.principal,
       repoId,
       ref,

@@ -173,7 +173,7 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
     },
   });
   const scheduler = createWorkflowHostScheduler({
-    repoStore: store,
+    store,
     principal,
     listActiveDeployments: () => store.listRepos(principal, WORKFLOW_RUN_KIND),
     ref,
@@ -188,7 +188,7 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
   });
 
   const dispatcher = createDispatcher({
-    repoStore: store,
+    store,
     principal,
     listDeployments: () => store.listRepos(principal, WORKFLOW_RUN_KIND),
     ref,
@@ -310,7 +310,7 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
       const key = `${parseRepoId(repoId)}/${parseRunId(runId)}`;
       let channel = channels.get(key);
       if (channel === undefined) {
-        channel = createWorkflowHostSignalChannel({ repoStore: store, principal, repoId, ref, runId, clock, logger, ...(opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes }) });
+        channel = createWorkflowHostSignalChannel({ store: store, principal, repoId, ref, runId, clock, logger, ...(opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes }) });
         channels.set(key, channel);
       }
       return channel;

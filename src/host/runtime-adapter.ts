@@ -46,7 +46,7 @@ export function createRuntimeAdapter(opts: RuntimeAdapterOptions): WorkflowRunti
   const stopping = new AbortController();
   const active = new Set<Promise<unknown>>();
   const ownFeed = opts.feed === undefined;
-  const feed = opts.feed ?? createRunEventFeed({ repoStore: opts.store, principal: opts.principal, repoId, ref, maxEventBytes, logger });
+  const feed = opts.feed ?? createRunEventFeed({ store: opts.store, principal: opts.principal, repoId, ref, maxEventBytes, logger });
   if (feed.repoId !== repoId) {
     throw new WorkflowHostError("repo_id_invalid", `the feed given to the runtime of ${repoId} follows ${feed.repoId}`, { repoId, feedRepoId: feed.repoId });
   }
@@ -123,7 +123,7 @@ export function createRuntimeAdapter(opts: RuntimeAdapterOptions): WorkflowRunti
         if (disposed) return null;
         const result = await setTimer(runId, { timerId, fireAt: at });
         // Disposed while writing: the scheduler may have queued the new generation meanwhile.
-        if (disposed) opts.scheduler.cancelQueued(runId, timerId, repoId, result.setSeq);
+        if (disposed) opts.scheduler.dropQueued(repoId, runId, timerId, result.setSeq);
         return result;
       });
       ready.catch((error: unknown) => {
@@ -132,7 +132,7 @@ export function createRuntimeAdapter(opts: RuntimeAdapterOptions): WorkflowRunti
       const dispose = (): void => {
         if (disposed) return;
         disposed = true;
-        opts.scheduler.cancelQueued(runId, timerId, repoId);
+        opts.scheduler.dropQueued(repoId, runId, timerId);
       };
       return Object.assign(dispose, { ready }) satisfies ScheduleDisposer;
     },

@@ -61,7 +61,7 @@ export interface SetTimerResult {
 }
 
 /**
- * Drops the scheduled timer from the scheduler's memory (`cancelQueued`; the log keeps it, so a
+ * Drops the scheduled timer from the scheduler's memory (`dropQueued`; the log keeps it, so a
  * restart arms it again). Idempotent.
  */
 export interface ScheduleDisposer {

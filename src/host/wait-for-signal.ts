@@ -156,7 +156,7 @@ async function timedWait(ctx: SignalWaitContext, channel: WorkflowHostSignalChan
   }
   try {
     if (arming.kind === "signal") {
-      if (arming.cancelled) ctx.scheduler.cancelQueued(runId, arming.timerId, ctx.repoId);
+      if (arming.cancelled) ctx.scheduler.dropQueued(ctx.repoId, runId, arming.timerId);
       return arming.signal;
     }
     if (arming.kind === "timeout") return { timedOut: true, timerId: arming.timerId };
@@ -278,7 +278,7 @@ async function decide(
   }
   switch (verdict) {
     case "signal_cancelled":
-      ctx.scheduler.cancelQueued(runId, timerId, ctx.repoId);
+      ctx.scheduler.dropQueued(ctx.repoId, runId, timerId);
       return chosen;
     case "signal":
       return chosen;

@@ -60,7 +60,7 @@ Examples:
     checkFlags(NAME, () => assertJsonValue(payload, "payload"));
     const result = await withStore(dataDir, io, async (store) => {
       const { createWorkflowHostSignalChannel } = await import("../../../seams/signal-channel.js");
-      const channel = createWorkflowHostSignalChannel({ repoStore: store, principal: null, repoId, runId, clock: io.clock });
+      const channel = createWorkflowHostSignalChannel({ store: store, principal: null, repoId, runId, clock: io.clock });
       try {
         return await channel.deliver(signalName, payload, signalId);
       } finally {
