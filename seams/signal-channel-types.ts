@@ -72,6 +72,8 @@ export interface WorkflowHostSignalChannel {
    *   JSON data, or the run has ended), channel_stopped, and the store's write errors
    */
   deliver(signalName: string, payload: unknown, signalId?: string): Promise<DeliverResult>;
+  /** How many `awaitNext` calls are pending (0 once stopped). */
+  waiting(): number;
   /**
    * Resolves with the oldest signal of that name (numeric seq) not yet consumed nor handed to
    * another awaiter: at once when the log already holds one, else when a commit (by any

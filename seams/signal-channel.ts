@@ -171,6 +171,10 @@ export function createWorkflowHostSignalChannel(opts: SignalChannelOptions): Wor
       return { signalId: id, seq: result.seq, duplicate: result.duplicate } satisfies DeliverResult;
     },
 
+    waiting() {
+      return pool.waiting();
+    },
+
     awaitNext(signalName, abortSignal) {
       if (state === "stopped") return Promise.reject(stoppedError());
       try {

@@ -20,6 +20,7 @@ import { createDispatcher } from "../../seams/dispatch/dispatcher.js";
 import type { ConsumerHandle, ConsumerOptions, Dispatcher, DispatchReport } from "../../seams/dispatch/dispatch-types.js";
 import { createWorkflowHostScheduler } from "../../seams/scheduler.js";
 import type { SchedulerEvent, WorkflowHostScheduler } from "../../seams/scheduler-types.js";
+import { createRunEventFeed, type RunEventFeed } from "../../seams/run-event-feed.js";
 import { createWorkflowHostSignalChannel } from "../../seams/signal-channel.js";
 import type { WorkflowHostSignalChannel } from "../../seams/signal-channel-types.js";
 import { WorkflowHostError } from "../errors.js";
@@ -75,6 +76,13 @@ export interface WorkflowHostOptions {
   readonly ref?: string;
   /** Largest serialised event (bytes, default 1 MiB). */
   readonly maxEventBytes?: number;
+  /**
+   * Signal channels kept for reuse (default {@link DEFAULT_MAX_CHANNELS}). Past this, the least
+   * recently used channels nobody waits on are stopped and dropped; `channel()` makes a new one
+   * when asked again. Channels with waiters are never dropped.
+   * @throws config_invalid (from createWorkflowHost) unless an integer >= 1
+   */
+  readonly maxChannels?: number;
   /** How often the data dir is re-listed for new deployments (ms, default 2 000). */
   readonly discoverEveryMs?: number;
   /**
@@ -125,7 +133,9 @@ export interface WorkflowHost {
    */
   createDeployment(repoId: string): Promise<{ created: boolean; commitSha: string }>;
   /**
-   * The signal channel of one run; one instance per (repo, run), created on first use.
+   * The signal channel of one run; one instance per (repo, run) while it is in use, created on
+   * first use and sharing the deployment's one event feed (see `maxChannels` for when an idle
+   * one is dropped).
    * @throws repo_id_invalid / id_invalid, host_stopped
    */
   channel(repoId: string, runId: string): WorkflowHostSignalChannel;
@@ -143,6 +153,9 @@ export interface WorkflowHost {
    */
   dispatch(consumer: ConsumerOptions): ConsumerHandle;
 }
+
+/** Default {@link WorkflowHostOptions.maxChannels}. */
+export const DEFAULT_MAX_CHANNELS = 1_000;
 
 /**
  * Creates a host over a data dir. Nothing touches the disk until `start()` or `createDeployment`.
@@ -199,7 +212,14 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
     ...(opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes }),
     ...(opts.onDispatchEvent === undefined ? {} : { onEvent: opts.onDispatchEvent }),
   });
+  /** Channels by `repo/run`, least recently used first; at most `maxChannels` idle ones are kept. */
   const channels = new Map<string, WorkflowHostSignalChannel>();
+  const maxChannels = opts.maxChannels ?? DEFAULT_MAX_CHANNELS;
+  if (!Number.isInteger(maxChannels) || maxChannels < 1) {
+    throw new WorkflowHostError("config_invalid", `maxChannels ${String(maxChannels)} must be an integer >= 1`, { field: "maxChannels", value: maxChannels });
+  }
+  /** One event feed per deployment, shared by its runtime and every channel of its runs. */
+  const feeds = new Map<string, RunEventFeed>();
   const runtimes = new Map<string, WorkflowRuntime>();
   let state: WorkflowHostState = "created";
   let starting: Promise<void> | null = null;
@@ -214,6 +234,26 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
       throw new WorkflowHostError("host_stopped", `${what}: the host of ${store.dataDir} is ${state}; create a new host`, { dataDir: store.dataDir, state });
     }
   };
+
+  function feedOf(repoId: string): RunEventFeed {
+    let feed = feeds.get(repoId);
+    if (feed === undefined) {
+      feed = createRunEventFeed({ store, principal, repoId, ref, logger, ...(opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes }) });
+      feeds.set(repoId, feed);
+    }
+    return feed;
+  }
+
+  /** Stops the least recently used channels nobody waits on while more than `maxChannels` are kept. */
+  function trimChannels(): void {
+    if (channels.size <= maxChannels) return;
+    for (const [key, channel] of channels) {
+      if (channels.size <= maxChannels) return;
+      if (channel.waiting() > 0) continue;
+      channels.delete(key);
+      channel.stop().catch((error: unknown) => logger.error(`stopping an idle signal channel failed: ${String(error)}`));
+    }
+  }
 
   async function doStart(): Promise<void> {
     try {
@@ -252,6 +292,8 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
     runtimes.clear();
     await Promise.all([...channels.values()].map((channel) => attempt("a signal channel", () => channel.stop())));
     channels.clear();
+    await Promise.all([...feeds.values()].map((feed) => attempt("an event feed", () => feed.close())));
+    feeds.clear();
     await attempt("the dispatcher", () => dispatcher.stop());
     await attempt("the scheduler", () => scheduler.stop());
     await attempt("the store", () => store.close());
@@ -307,12 +349,16 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
 
     channel(repoId, runId) {
       ensureUsable("channel");
-      const key = `${parseRepoId(repoId)}/${parseRunId(runId)}`;
+      const id = parseRepoId(repoId);
+      const key = `${id}/${parseRunId(runId)}`;
       let channel = channels.get(key);
       if (channel === undefined) {
-        channel = createWorkflowHostSignalChannel({ store: store, principal, repoId, ref, runId, clock, logger, ...(opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes }) });
-        channels.set(key, channel);
+        channel = createWorkflowHostSignalChannel({ store, principal, repoId: id, ref, runId, clock, logger, feed: feedOf(id), ...(opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes }) });
+      } else {
+        channels.delete(key);
       }
+      channels.set(key, channel);
+      trimChannels();
       return channel;
     },
 
@@ -337,6 +383,7 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
           clock,
           timers,
           logger,
+          feed: feedOf(id),
           channel: (runId: string) => host.channel(id, runId),
         });
         runtimes.set(id, runtime);
