@@ -26,13 +26,13 @@ export { createRuntimeAdapter } from "./host/runtime-adapter.js";
 export type * from "./host/runtime-types.js";
 
 // Seams
-export { createWorkflowHostScheduler } from "../seams/scheduler.js";
-export type { CancelOutcome, QueuedTimer, SchedulerEvent, SchedulerOptions, SchedulerStats, WorkflowHostScheduler } from "../seams/scheduler-types.js";
-export { createWorkflowHostSignalChannel } from "../seams/signal-channel.js";
-export type { DeliverResult, ReceivedSignal, SignalChannelOptions, WorkflowHostSignalChannel } from "../seams/signal-channel-types.js";
-export { cancelTimerDurably, type CancelTimerDurablyOptions } from "../seams/timer-cancel.js";
-export { createRunEventFeed } from "../seams/run-event-feed.js";
-export type { RunEventAttachment, RunEventFeed, RunEventFeedOptions, RunEventListener } from "../seams/run-event-feed.js";
+export { createWorkflowHostScheduler } from "../seams/scheduler/scheduler.js";
+export type { CancelOutcome, QueuedTimer, SchedulerEvent, SchedulerOptions, SchedulerStats, WorkflowHostScheduler } from "../seams/scheduler/scheduler-types.js";
+export { createWorkflowHostSignalChannel } from "../seams/signals/signal-channel.js";
+export type { DeliverResult, ReceivedSignal, SignalChannelOptions, WorkflowHostSignalChannel } from "../seams/signals/signal-channel-types.js";
+export { cancelTimerDurably, type CancelTimerDurablyOptions } from "../seams/scheduler/timer-cancel.js";
+export { createRunEventFeed } from "../seams/signals/run-event-feed.js";
+export type { RunEventAttachment, RunEventFeed, RunEventFeedOptions, RunEventListener } from "../seams/signals/run-event-feed.js";
 export { createDispatcher } from "../seams/dispatch/dispatcher.js";
 export type {
   BackoffPolicy,

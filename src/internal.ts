@@ -10,5 +10,5 @@ export * from "./workflow/index.js";
 export { acquireHostLock, inspectHostLock, DEFAULT_LOCK_STALE_MS } from "./host/host-lock.js";
 export { createSystemTimers } from "./time/clock.js";
 export { DEFAULT_REF } from "./substrate/ref-name.js";
-export { setTimerDurably, type SetTimerOutcome } from "../seams/set-timer.js";
-export { deliverSignalDurably, type SignalDelivery } from "../seams/deliver-signal.js";
+export { setTimerDurably, type SetTimerOutcome } from "../seams/scheduler/set-timer.js";
+export { deliverSignalDurably, type SignalDelivery } from "../seams/signals/deliver-signal.js";

@@ -18,11 +18,11 @@
 import { DEFAULT_REF } from "../substrate/ref-name.js";
 import { createDispatcher } from "../../seams/dispatch/dispatcher.js";
 import type { ConsumerHandle, ConsumerOptions, Dispatcher, DispatchReport } from "../../seams/dispatch/dispatch-types.js";
-import { createWorkflowHostScheduler } from "../../seams/scheduler.js";
-import type { SchedulerEvent, WorkflowHostScheduler } from "../../seams/scheduler-types.js";
-import { createRunEventFeed, type RunEventFeed } from "../../seams/run-event-feed.js";
-import { createWorkflowHostSignalChannel } from "../../seams/signal-channel.js";
-import type { WorkflowHostSignalChannel } from "../../seams/signal-channel-types.js";
+import { createWorkflowHostScheduler } from "../../seams/scheduler/scheduler.js";
+import type { SchedulerEvent, WorkflowHostScheduler } from "../../seams/scheduler/scheduler-types.js";
+import { createRunEventFeed, type RunEventFeed } from "../../seams/signals/run-event-feed.js";
+import { createWorkflowHostSignalChannel } from "../../seams/signals/signal-channel.js";
+import type { WorkflowHostSignalChannel } from "../../seams/signals/signal-channel-types.js";
 import { WorkflowHostError } from "../errors.js";
 import { silentLogger, type Logger } from "../logger.js";
 import { allowAll } from "../substrate/allow-all.js";

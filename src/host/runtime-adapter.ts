@@ -7,8 +7,8 @@
  * whose decision is re-checked under the repo lock, so concurrent callers in this or another
  * process never arm, cancel or consume twice.
  */
-import { createRunEventFeed } from "../../seams/run-event-feed.js";
-import { setTimerDurably } from "../../seams/set-timer.js";
+import { createRunEventFeed } from "../../seams/signals/run-event-feed.js";
+import { setTimerDurably } from "../../seams/scheduler/set-timer.js";
 import { compactRun } from "./compact-run.js";
 import { WorkflowHostError, isWorkflowHostError } from "../errors.js";
 import { silentLogger } from "../logger.js";

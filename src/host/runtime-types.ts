@@ -2,9 +2,9 @@
  * Options and handle of the runtime adapter (docs/design.md §7): what a workflow runtime calls for
  * durable timers and signals of the runs of one deployment.
  */
-import type { RunEventFeed } from "../../seams/run-event-feed.js";
-import type { CancelOutcome, WorkflowHostScheduler } from "../../seams/scheduler-types.js";
-import type { DeliverResult, ReceivedSignal, WorkflowHostSignalChannel } from "../../seams/signal-channel-types.js";
+import type { RunEventFeed } from "../../seams/signals/run-event-feed.js";
+import type { CancelOutcome, WorkflowHostScheduler } from "../../seams/scheduler/scheduler-types.js";
+import type { DeliverResult, ReceivedSignal, WorkflowHostSignalChannel } from "../../seams/signals/signal-channel-types.js";
 import type { Logger } from "../logger.js";
 import type { Principal, RepoStore } from "../substrate/types.js";
 import type { Clock, Timers } from "../time/clock.js";

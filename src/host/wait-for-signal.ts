@@ -17,9 +17,9 @@
  *
  * Rule for ties: there are none — every event has its own seq; "first" means committed first.
  */
-import type { RunEventFeed } from "../../seams/run-event-feed.js";
-import type { WorkflowHostScheduler } from "../../seams/scheduler-types.js";
-import type { ReceivedSignal, WorkflowHostSignalChannel } from "../../seams/signal-channel-types.js";
+import type { RunEventFeed } from "../../seams/signals/run-event-feed.js";
+import type { WorkflowHostScheduler } from "../../seams/scheduler/scheduler-types.js";
+import type { ReceivedSignal, WorkflowHostSignalChannel } from "../../seams/signals/signal-channel-types.js";
 import { WorkflowHostError, isWorkflowHostError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { Principal, RepoStore } from "../substrate/types.js";

@@ -9,7 +9,7 @@
  * so a reschedule keeps the wait going and a cron series resolves at its next tick (the
  * follow-on TimerSet comes after the TimerFired in the same commit).
  */
-import type { RunEventFeed, RunEventListener } from "../../seams/run-event-feed.js";
+import type { RunEventFeed, RunEventListener } from "../../seams/signals/run-event-feed.js";
 import { WorkflowHostError } from "../errors.js";
 import type { Principal, RepoStore } from "../substrate/types.js";
 import { parseRunId, parseTimerId } from "../workflow/ids.js";

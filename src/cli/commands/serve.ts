@@ -1,6 +1,6 @@
 import { DEFAULT_REF } from "../../substrate/ref-name.js";
 import { printDispatchReport } from "./dispatch-report.js";
-import type { SchedulerEvent } from "../../../seams/scheduler-types.js";
+import type { SchedulerEvent } from "../../../seams/scheduler/scheduler-types.js";
 import type { WorkflowHost } from "../../host/host.js";
 import { stopOnSignals } from "../../host/stop-on-signals.js";
 import type { MisfirePolicy } from "../../workflow/types.js";

@@ -46,7 +46,7 @@ Example:
     const runId = checkFlags(NAME, () => parseRunId(requiredFlag(NAME, values, "run")));
     const timerId = checkFlags(NAME, () => parseTimerId(requiredFlag(NAME, values, "timer")));
     const reason = stringFlag(values, "reason");
-    const { cancelTimerDurably } = await import("../../../seams/timer-cancel.js");
+    const { cancelTimerDurably } = await import("../../../seams/scheduler/timer-cancel.js");
     const result = await withStore(dataDir, io, (store) =>
       cancelTimerDurably({ store, principal: null, repoId, runId, timerId, ...(reason === undefined ? {} : { reason }), clock: io.clock }),
     );

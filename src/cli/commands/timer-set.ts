@@ -83,7 +83,7 @@ Examples:
           : { ...base, fireAt: fireAtFlag ?? "" };
     const [{ resolveTimerSpec }, { setTimerDurably }, { openRunLog }] = await Promise.all([
       import("../../workflow/timer-spec.js"),
-      import("../../../seams/set-timer.js"),
+      import("../../../seams/scheduler/set-timer.js"),
       import("../../workflow/run-log-writer.js"),
     ]);
     // A bad --fire-at, --cron or --timezone is a bad flag value, like a bad --delay-ms.

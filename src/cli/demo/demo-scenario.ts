@@ -11,12 +11,12 @@
  * Everything is written through the public API (host, runtime) except the two "while no host
  * was running" TimerSets, which are appended to the logs directly before the host starts.
  */
-import type { SchedulerEvent } from "../../../seams/scheduler-types.js";
+import type { SchedulerEvent } from "../../../seams/scheduler/scheduler-types.js";
 import { createWorkflowHost, type WorkflowHost } from "../../host/host.js";
 import { stopOnSignals } from "../../host/stop-on-signals.js";
 import type { Logger } from "../../logger.js";
 import { nextTick } from "../../workflow/cron.js";
-import { setTimerDurably } from "../../../seams/set-timer.js";
+import { setTimerDurably } from "../../../seams/scheduler/set-timer.js";
 import { newTerminalEvent } from "../../workflow/event-constructors.js";
 import { openRunLog } from "../../workflow/run-log-writer.js";
 import type { TerminalEventType, TimerSetData } from "../../workflow/types.js";

@@ -10,7 +10,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { describe, expect, it } from "vitest";
-import type { SchedulerEvent } from "../../../seams/scheduler-types.js";
+import type { SchedulerEvent } from "../../../seams/scheduler/scheduler-types.js";
 import { createWorkflowHost, type WorkflowHost } from "../../../src/host/host.js";
 import { appendRunEvents } from "../../../src/workflow/run-log.js";
 import type { RunLog } from "../../../src/workflow/run-log.js";

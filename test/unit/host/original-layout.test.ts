@@ -8,7 +8,7 @@
  */
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
-import type { SchedulerEvent } from "../../../seams/scheduler-types.js";
+import type { SchedulerEvent } from "../../../seams/scheduler/scheduler-types.js";
 import { compactRun } from "../../../src/host/compact-run.js";
 import { createWorkflowHost } from "../../../src/host/host.js";
 import { createFakeClock } from "../../../src/testing/fake-clock.js";

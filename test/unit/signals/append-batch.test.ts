@@ -4,7 +4,7 @@
  */
 import { createFsFromVolume, Volume } from "memfs";
 import { describe, expect, it } from "vitest";
-import { createWorkflowHostSignalChannel } from "../../../seams/signal-channel.js";
+import { createWorkflowHostSignalChannel } from "../../../seams/signals/signal-channel.js";
 import { WorkflowHostError } from "../../../src/errors.js";
 import { allowAll, createRepoStore } from "../../../src/substrate/index.js";
 import type { KindHandler, RepoStore } from "../../../src/substrate/types.js";

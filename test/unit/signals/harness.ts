@@ -3,10 +3,10 @@
  * helpers to read logs back and to wait on scheduler reports instead of on time.
  */
 import { createFsFromVolume, Volume } from "memfs";
-import { createWorkflowHostScheduler } from "../../../seams/scheduler.js";
-import type { SchedulerEvent, WorkflowHostScheduler } from "../../../seams/scheduler-types.js";
-import { createWorkflowHostSignalChannel } from "../../../seams/signal-channel.js";
-import type { SignalChannelOptions, WorkflowHostSignalChannel } from "../../../seams/signal-channel-types.js";
+import { createWorkflowHostScheduler } from "../../../seams/scheduler/scheduler.js";
+import type { SchedulerEvent, WorkflowHostScheduler } from "../../../seams/scheduler/scheduler-types.js";
+import { createWorkflowHostSignalChannel } from "../../../seams/signals/signal-channel.js";
+import type { SignalChannelOptions, WorkflowHostSignalChannel } from "../../../seams/signals/signal-channel-types.js";
 import { createRuntimeAdapter } from "../../../src/host/runtime-adapter.js";
 import type { WorkflowRuntime } from "../../../src/host/runtime-types.js";
 import { allowAll, createRepoStore } from "../../../src/substrate/index.js";

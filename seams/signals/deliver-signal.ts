@@ -4,10 +4,10 @@
  * whole log). A run's channel calls it for `deliver`, so the runtime, the CLI's `signal send` and
  * the HTTP API all deliver through here.
  */
-import { newSignalReceived, signalReceivedEvent } from "../src/workflow/event-constructors.js";
-import { isSignalReceived } from "../src/workflow/event-guards.js";
-import { serializeEvent } from "../src/workflow/events.js";
-import type { RunLogWriter } from "../src/workflow/run-log-writer.js";
+import { newSignalReceived, signalReceivedEvent } from "../../src/workflow/event-constructors.js";
+import { isSignalReceived } from "../../src/workflow/event-guards.js";
+import { serializeEvent } from "../../src/workflow/events.js";
+import type { RunLogWriter } from "../../src/workflow/run-log-writer.js";
 
 /** A delivery: validated name and id, the payload (plain JSON data) and its `at` (RFC 3339). */
 export interface SignalDelivery {

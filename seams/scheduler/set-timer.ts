@@ -9,11 +9,11 @@
  * - anything else appends a TimerSet (a reschedule when the timer is armed differently).
  * A run that has ended takes nothing more: the append throws `event_invalid`.
  */
-import type { RunLogWriter } from "../src/workflow/run-log-writer.js";
-import { newTimerSet } from "../src/workflow/event-constructors.js";
-import { foldTimerEvents } from "../src/workflow/timer-lifecycle.js";
-import { sameTimerRequest } from "../src/workflow/timer-spec.js";
-import type { TimerSetData } from "../src/workflow/types.js";
+import type { RunLogWriter } from "../../src/workflow/run-log-writer.js";
+import { newTimerSet } from "../../src/workflow/event-constructors.js";
+import { foldTimerEvents } from "../../src/workflow/timer-lifecycle.js";
+import { sameTimerRequest } from "../../src/workflow/timer-spec.js";
+import type { TimerSetData } from "../../src/workflow/types.js";
 
 export interface SetTimerOutcome {
   readonly timerId: string;

@@ -20,22 +20,22 @@
  * - `deliver` is exactly-once per signalId: the dedupe check and the append happen together
  *   under the repo lock, against the whole log.
  */
-import { storeOf } from "../src/substrate/store-option.js";
+import { storeOf } from "../../src/substrate/store-option.js";
 import { randomUUID } from "node:crypto";
-import { WorkflowHostError } from "../src/errors.js";
-import { silentLogger } from "../src/logger.js";
-import type { RepoId } from "../src/substrate/types.js";
-import { DEFAULT_REF } from "../src/substrate/ref-name.js";
-import { newSignalConsumed } from "../src/workflow/event-constructors.js";
-import { isSignalConsumed, isSignalReceived } from "../src/workflow/event-guards.js";
-import { isTerminalEventType } from "../src/workflow/event-schemas.js";
-import { DEFAULT_MAX_EVENT_BYTES } from "../src/workflow/events.js";
-import { parseRepoId, parseRunId, parseSignalId, parseSignalName, parseStepId } from "../src/workflow/ids.js";
-import { readRunLog } from "../src/workflow/run-log.js";
-import { openRunLog } from "../src/workflow/run-log-writer.js";
-import { isoFromMs } from "../src/workflow/time.js";
-import type { RunEvent } from "../src/workflow/types.js";
-import { WORKFLOW_RUN_KIND } from "../src/workflow/workflow-run-kind.js";
+import { WorkflowHostError } from "../../src/errors.js";
+import { silentLogger } from "../../src/logger.js";
+import type { RepoId } from "../../src/substrate/types.js";
+import { DEFAULT_REF } from "../../src/substrate/ref-name.js";
+import { newSignalConsumed } from "../../src/workflow/event-constructors.js";
+import { isSignalConsumed, isSignalReceived } from "../../src/workflow/event-guards.js";
+import { isTerminalEventType } from "../../src/workflow/event-schemas.js";
+import { DEFAULT_MAX_EVENT_BYTES } from "../../src/workflow/events.js";
+import { parseRepoId, parseRunId, parseSignalId, parseSignalName, parseStepId } from "../../src/workflow/ids.js";
+import { readRunLog } from "../../src/workflow/run-log.js";
+import { openRunLog } from "../../src/workflow/run-log-writer.js";
+import { isoFromMs } from "../../src/workflow/time.js";
+import type { RunEvent } from "../../src/workflow/types.js";
+import { WORKFLOW_RUN_KIND } from "../../src/workflow/workflow-run-kind.js";
 import { createRunEventFeed, type RunEventListener } from "./run-event-feed.js";
 import { deliverSignalDurably } from "./deliver-signal.js";
 import { createSignalPool, type SignalWaiter } from "./signal-pool.js";

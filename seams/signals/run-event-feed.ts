@@ -13,16 +13,16 @@
  * order), in commit order. The events of a commit are handed out and `from` moves past it in
  * one synchronous step, so a listener attaching at any moment gets no gap and no overlap.
  */
-import { storeOf, type StoreOption } from "../src/substrate/store-option.js";
-import { DEFAULT_REF } from "../src/substrate/ref-name.js";
-import { WorkflowHostError } from "../src/errors.js";
-import { silentLogger, type Logger } from "../src/logger.js";
-import type { Oid, Principal, RepoId, RepoStore } from "../src/substrate/types.js";
-import { DEFAULT_MAX_EVENT_BYTES, parseEvent } from "../src/workflow/events.js";
-import { parseRepoId, parseRunId } from "../src/workflow/ids.js";
-import { subscribeKind, type KindIssue } from "../src/workflow/subscribe-kind.js";
-import type { RunEvent } from "../src/workflow/types.js";
-import { WORKFLOW_RUN_KIND } from "../src/workflow/workflow-run-kind.js";
+import { storeOf, type StoreOption } from "../../src/substrate/store-option.js";
+import { DEFAULT_REF } from "../../src/substrate/ref-name.js";
+import { WorkflowHostError } from "../../src/errors.js";
+import { silentLogger, type Logger } from "../../src/logger.js";
+import type { Oid, Principal, RepoId, RepoStore } from "../../src/substrate/types.js";
+import { DEFAULT_MAX_EVENT_BYTES, parseEvent } from "../../src/workflow/events.js";
+import { parseRepoId, parseRunId } from "../../src/workflow/ids.js";
+import { subscribeKind, type KindIssue } from "../../src/workflow/subscribe-kind.js";
+import type { RunEvent } from "../../src/workflow/types.js";
+import { WORKFLOW_RUN_KIND } from "../../src/workflow/workflow-run-kind.js";
 
 export interface RunEventFeedOptionsBase {
   readonly principal: Principal;

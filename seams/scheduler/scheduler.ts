@@ -14,13 +14,13 @@
  *   commits of one repo start at least `minCommitIntervalMs` apart (group commit);
  * - a failed commit is retried with backoff and reported; a bad event is reported and skipped.
  */
-import { storeOf } from "../src/substrate/store-option.js";
-import { DEFAULT_REF } from "../src/substrate/ref-name.js";
-import { WorkflowHostError } from "../src/errors.js";
-import { silentLogger, type Logger } from "../src/logger.js";
-import { createSystemTimers, type TimerHandle, type Timers } from "../src/time/clock.js";
-import { DEFAULT_MAX_CATCH_UP, DEFAULT_MISFIRE_GRACE_MS } from "../src/workflow/timer-ledger.js";
-import { WORKFLOW_RUN_KIND } from "../src/workflow/workflow-run-kind.js";
+import { storeOf } from "../../src/substrate/store-option.js";
+import { DEFAULT_REF } from "../../src/substrate/ref-name.js";
+import { WorkflowHostError } from "../../src/errors.js";
+import { silentLogger, type Logger } from "../../src/logger.js";
+import { createSystemTimers, type TimerHandle, type Timers } from "../../src/time/clock.js";
+import { DEFAULT_MAX_CATCH_UP, DEFAULT_MISFIRE_GRACE_MS } from "../../src/workflow/timer-ledger.js";
+import { WORKFLOW_RUN_KIND } from "../../src/workflow/workflow-run-kind.js";
 import { RepoTracker, type TrackerContext } from "./repo-tracker.js";
 import { createSchedulerQueue, timerKey, type DueGeneration } from "./scheduler-queue.js";
 import { cancelTimerDurably } from "./timer-cancel.js";

@@ -1,11 +1,11 @@
 /**
  * Options and handle of the signal channel (docs/design.md §6).
  */
-import type { StoreOption } from "../src/substrate/store-option.js";
-import type { Logger } from "../src/logger.js";
-import type { Principal, RepoStore } from "../src/substrate/types.js";
-import type { Clock } from "../src/time/clock.js";
-import type { RunState } from "../src/workflow/types.js";
+import type { StoreOption } from "../../src/substrate/store-option.js";
+import type { Logger } from "../../src/logger.js";
+import type { Principal, RepoStore } from "../../src/substrate/types.js";
+import type { Clock } from "../../src/time/clock.js";
+import type { RunState } from "../../src/workflow/types.js";
 import type { RunEventFeed } from "./run-event-feed.js";
 
 export interface SignalChannelOptionsBase {

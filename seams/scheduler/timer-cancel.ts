@@ -4,14 +4,14 @@
  * seen, and a timer is never both fired and cancelled). No scheduler is needed: the CLI calls
  * this directly, a running scheduler calls it and then drops its queued generation.
  */
-import { WorkflowHostError } from "../src/errors.js";
-import type { Clock } from "../src/time/clock.js";
-import { parseRepoId, parseRunId, parseTimerId } from "../src/workflow/ids.js";
-import { newTimerCancelled } from "../src/workflow/event-constructors.js";
-import { openRunLog } from "../src/workflow/run-log-writer.js";
-import { isoFromMs } from "../src/workflow/time.js";
-import { foldTimerEvents } from "../src/workflow/timer-lifecycle.js";
-import type { Principal, RepoStore } from "../src/substrate/types.js";
+import { WorkflowHostError } from "../../src/errors.js";
+import type { Clock } from "../../src/time/clock.js";
+import { parseRepoId, parseRunId, parseTimerId } from "../../src/workflow/ids.js";
+import { newTimerCancelled } from "../../src/workflow/event-constructors.js";
+import { openRunLog } from "../../src/workflow/run-log-writer.js";
+import { isoFromMs } from "../../src/workflow/time.js";
+import { foldTimerEvents } from "../../src/workflow/timer-lifecycle.js";
+import type { Principal, RepoStore } from "../../src/substrate/types.js";
 import type { CancelOutcome } from "./scheduler-types.js";
 
 export interface CancelTimerDurablyOptions {

@@ -1,12 +1,12 @@
 /**
  * Options, handle and reports of the host scheduler (docs/design.md §5).
  */
-import type { StoreOption } from "../src/substrate/store-option.js";
-import type { Logger } from "../src/logger.js";
-import type { Principal, RepoId, RepoStore } from "../src/substrate/types.js";
-import type { Clock, Timers } from "../src/time/clock.js";
-import type { MisfirePolicy } from "../src/workflow/types.js";
-import type { WorkflowHostError } from "../src/errors.js";
+import type { StoreOption } from "../../src/substrate/store-option.js";
+import type { Logger } from "../../src/logger.js";
+import type { Principal, RepoId, RepoStore } from "../../src/substrate/types.js";
+import type { Clock, Timers } from "../../src/time/clock.js";
+import type { MisfirePolicy } from "../../src/workflow/types.js";
+import type { WorkflowHostError } from "../../src/errors.js";
 
 export interface SchedulerOptionsBase {
   readonly principal: Principal;
