@@ -62,12 +62,10 @@ export {
   type WorkflowRunKindOptions,
 } from "./workflow-run-kind.js";
 export type * from "./types.js";
+export { appendRunEvents, MAX_BATCH_APPENDS, MAX_BATCH_BYTES, type AppendDecision, type AppendRunEventsOptions } from "./run-log-append.js";
 export {
-  appendRunEvents,
   readRunLog,
   readRunLogFromFiles,
-  type AppendDecision,
-  type AppendRunEventsOptions,
   type BadEvent,
   type ReadRunLogFromFilesOptions,
   type ReadRunLogOptions,

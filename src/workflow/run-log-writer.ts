@@ -7,7 +7,8 @@ import { DEFAULT_REF } from "../substrate/ref-name.js";
 import type { Principal, RepoStore, WriteResult } from "../substrate/types.js";
 import { DEFAULT_MAX_EVENT_BYTES } from "./events.js";
 import type { NewRunEvent } from "./event-constructors.js";
-import { appendRunEvents, type RunLog } from "./run-log.js";
+import { type RunLog } from "./run-log.js";
+import { appendRunEvents } from "./run-log-append.js";
 
 /** What an append decides: typed events without seq (they get the next dense seqs), and a result. */
 export interface RunLogDecision<R> {

@@ -12,7 +12,7 @@ import { monitorEventLoopDelay } from "node:perf_hooks";
 import { describe, expect, it } from "vitest";
 import type { SchedulerEvent } from "../../../seams/scheduler/scheduler-types.js";
 import { createWorkflowHost, type WorkflowHost } from "../../../src/host/host.js";
-import { appendRunEvents } from "../../../src/workflow/run-log.js";
+import { appendRunEvents } from "../../../src/workflow/run-log-append.js";
 import type { RunLog } from "../../../src/workflow/run-log.js";
 import { useTempDirs } from "../../helpers/temp-dir.js";
 import { readDeploymentLog } from "../reliability/deployment-log.js";

@@ -10,7 +10,8 @@ import type { WorkflowHostScheduler } from "../../../seams/scheduler/scheduler-t
 import { allowAll, createRepoStore } from "../../../src/substrate/index.js";
 import type { RepoStore } from "../../../src/substrate/types.js";
 import { systemClock } from "../../../src/time/clock.js";
-import { appendRunEvents, readRunLog } from "../../../src/workflow/run-log.js";
+import { readRunLog } from "../../../src/workflow/run-log.js";
+import { appendRunEvents } from "../../../src/workflow/run-log-append.js";
 import { WORKFLOW_RUN_KIND, workflowRunKind } from "../../../src/workflow/workflow-run-kind.js";
 
 const repoId = { kind: WORKFLOW_RUN_KIND, id: "real" };

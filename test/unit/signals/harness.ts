@@ -12,7 +12,8 @@ import type { WorkflowRuntime } from "../../../src/host/runtime-types.js";
 import { allowAll, createRepoStore } from "../../../src/substrate/index.js";
 import type { RepoStore, RepoStoreOptions } from "../../../src/substrate/types.js";
 import { createFakeClock, type FakeClock } from "../../../src/testing/fake-clock.js";
-import { appendRunEvents, readRunLog } from "../../../src/workflow/run-log.js";
+import { readRunLog } from "../../../src/workflow/run-log.js";
+import { appendRunEvents } from "../../../src/workflow/run-log-append.js";
 import type { RunEvent } from "../../../src/workflow/types.js";
 import { workflowRunKind, WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
 
