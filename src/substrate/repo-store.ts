@@ -8,19 +8,15 @@
  * States: open → closed. `close()` ends every subscription and watcher and waits for queued
  * writes; every later call throws `store_stopped`.
  */
-import { createSystemTimers, systemClock } from "../time/clock.js";
+import { systemClock } from "../time/clock.js";
 import { DEFAULT_REF } from "./ref-name.js";
 import { WorkflowHostError, describeValue } from "../errors.js";
 import { subscribeCommits } from "./commit-subscription.js";
 import { assertDerivedName, readDerivedFile, writeDerivedFile } from "./derived-files.js";
-import { hostname as osHostname } from "node:os";
-import { asIoFailure, createBlockingFsAdapter, createFsAdapter, errnoCode } from "./fs-adapter.js";
 import type { LockHolder } from "./ref-store.js";
-import { encodeCommit, hashObject, type Identity } from "./git-object.js";
+import { encodeCommit, hashObject } from "./git-object.js";
 import { EMPTY_TREE_OID, isRegularFileMode } from "./tree-object.js";
 import { createKeyedQueue } from "./keyed-queue.js";
-import { ScopedLruCache } from "./lru-cache.js";
-import type { ObjectCaches } from "./object-store.js";
 import { normalizeRefName, OID_PATTERN } from "./ref-name.js";
 import { createRefWatcher, type RefWatcher } from "./ref-watcher.js";
 import { createRepoHandle, type RepoHandle } from "./repo-handle.js";
@@ -39,26 +35,9 @@ import type {
   TimerApi,
   WriteResult,
 } from "./types.js";
+import { describeTarget, thisProcessAsHolder, typedReads, withTypedIoFailures } from "./repo-store-io.js";
+import { resolveRepoStoreOptions } from "./repo-store-options.js";
 import { commitWithRetry, fileEntries, type Planner, type WriteEngineDeps } from "./write-engine.js";
-
-const systemTimers = createSystemTimers();
-
-const DEFAULT_IDENTITY: Identity = { name: "workflow-host", email: "workflow-host@localhost" };
-
-function checkIdentity(identity: Identity): Identity {
-  // fsck --strict refuses names/emails containing <, > or a newline.
-  const bad = /[<>\n\0]/;
-  if (bad.test(identity.name) || bad.test(identity.email) || identity.name.trim() === "") {
-    throw new WorkflowHostError("config_invalid", `createRepoStore: author ${describeValue(identity)} must not contain <, > or newlines`, { field: "author", value: identity });
-  }
-  return identity;
-}
-
-function positive(value: number | undefined, fallback: number, name: string): number {
-  if (value === undefined) return fallback;
-  if (!Number.isFinite(value) || value < 0) throw new WorkflowHostError("config_invalid", `createRepoStore: ${name} ${String(value)} must be a number >= 0`, { field: name, value });
-  return value;
-}
 
 /**
  * Opens a store over `<dataDir>/<directoryPrefix>/<id>.git` repositories.
@@ -75,44 +54,8 @@ function positive(value: number | undefined, fallback: number, name: string): nu
  *   without the node:fs API.
  */
 export function createRepoStore(opts: RepoStoreOptions): RepoStore {
-  const fs = createFsAdapter(opts.fs);
-  const quickFs = opts.blockingRefIo === false ? fs : createBlockingFsAdapter(opts.fs);
-  const dataDir = opts.dataDir.replace(/\/+$/, "") || "/";
-  const handlers = new Map<string, KindHandler>();
-  for (const handler of opts.kindHandlers) {
-    if (handlers.has(handler.kind)) throw new WorkflowHostError("config_invalid", `createRepoStore: two handlers for kind ${handler.kind}`, { field: "kindHandlers", value: handler.kind });
-    if (!/^[A-Za-z0-9_-]+$/.test(handler.directoryPrefix)) {
-      throw new WorkflowHostError("config_invalid", `createRepoStore: directoryPrefix ${describeValue(handler.directoryPrefix)} must be one folder name`, { field: "directoryPrefix", value: handler.directoryPrefix });
-    }
-    handlers.set(handler.kind, handler);
-  }
-  const timers: TimerApi = opts.timers ?? {
-    setTimeout: (callback, ms) => systemTimers.setTimeout(callback, ms),
-    clearTimeout: (handle) => systemTimers.clearTimeout(handle),
-  };
-  const sleep = (ms: number): Promise<void> =>
-    new Promise((resolve) => {
-      timers.setTimeout(resolve, Math.max(0, ms));
-    });
-  const clock = opts.clock ?? systemClock;
-  const identity = checkIdentity(opts.author ?? DEFAULT_IDENTITY);
-  const durable = opts.durability === "fsync";
-  const staleLockMs = positive(opts.staleLockMs, 10_000, "staleLockMs");
-  // By default a writer outwaits a lock until it is stale (and breaks it), so the first write
-  // after a crashed writer waits instead of failing with ref_locked.
-  const lockTimeoutMs = positive(opts.lockTimeoutMs, staleLockMs + 5_000, "lockTimeoutMs");
-  const maxAttempts = Math.max(1, Math.floor(positive(opts.maxWriteAttempts, 32, "maxWriteAttempts")));
-  const foreignWriterRoomMs = positive(opts.foreignWriterRoomMs, 0, "foreignWriterRoomMs");
-  const packThreshold = opts.packThreshold === Number.POSITIVE_INFINITY ? Number.POSITIVE_INFINITY : Math.max(1, positive(opts.packThreshold, 3, "packThreshold"));
-  const pollMs = opts.watch === false ? null : Math.max(1, positive(opts.watch?.pollMs, 1_000, "watch.pollMs"));
-  const useChokidar = opts.watch !== false && (opts.watch?.chokidar ?? true) && fs.isNodeFs;
-  const caches: ObjectCaches = {
-    trees: new ScopedLruCache(positive(opts.treeCacheEntries, 500_000, "treeCacheEntries")),
-    commits: new ScopedLruCache(20_000),
-    blobs: new ScopedLruCache(positive(opts.blobCacheBytes, 32 * 1024 * 1024, "blobCacheBytes")),
-    packs: new ScopedLruCache(positive(opts.packCacheBytes, 128 * 1024 * 1024, "packCacheBytes")),
-    packCache: {},
-  };
+  const { fs, quickFs, dataDir, handlers, timers, sleep, clock, identity, durable, staleLockMs, lockTimeoutMs, maxAttempts, foreignWriterRoomMs, packThreshold, pollMs, useChokidar, caches } =
+    resolveRepoStoreOptions(opts);
 
   // Who takes this store's ref locks, recorded beside each lock so a writer on this machine
   // can break the lock of a process that died holding it at once (see ref-store.ts). Only on
@@ -422,90 +365,4 @@ export function createRepoStore(opts: RepoStoreOptions): RepoStore {
     },
   };
   return withTypedIoFailures(store);
-}
-
-/** This process as a ref-lock holder; `isAlive` asks the OS (ESRCH: no such process). */
-function thisProcessAsHolder(): LockHolder {
-  return {
-    pid: process.pid,
-    hostname: osHostname(),
-    isAlive(pid) {
-      try {
-        process.kill(pid, 0);
-        return true;
-      } catch (error) {
-        return errnoCode(error) !== "ESRCH";
-      }
-    },
-  };
-}
-
-/** Where a failing call was: "<kind>/<id>" for a repo id, else the kind. */
-function describeTarget(repoId: unknown): string {
-  if (typeof repoId === "object" && repoId !== null && "kind" in repoId && "id" in repoId) {
-    return `${String((repoId as RepoId).kind)}/${String((repoId as RepoId).id)}`;
-  }
-  return String(repoId);
-}
-
-/** `reads` whose file-system failures are `io_failed` (see {@link asIoFailure}). */
-function typedReads(reads: CommittedReads, where: string): CommittedReads {
-  const guard = async <T>(doing: string, run: () => Promise<T>): Promise<T> => {
-    try {
-      return await run();
-    } catch (error) {
-      throw asIoFailure(error, `${doing} in ${where}`);
-    }
-  };
-  return {
-    commitSha: reads.commitSha,
-    listDir: (path) => guard(`listing ${path}`, () => reads.listDir(path)),
-    readBlob: (path) => guard(`reading ${path}`, () => reads.readBlob(path)),
-    readBlobByOid: (oid) => guard(`reading blob ${oid}`, () => reads.readBlobByOid(oid)),
-    treeOid: (path) => guard(`reading ${path}`, () => reads.treeOid(path)),
-  };
-}
-
-/**
- * The store with every file-system failure (ENOSPC, EROFS, EIO, EMFILE, …) turned into
- * `io_failed` carrying the errno, so callers branch on one code and the CLI prints it typed.
- */
-function withTypedIoFailures(store: RepoStore): RepoStore {
-  const guard = async <T>(doing: string, run: () => Promise<T>): Promise<T> => {
-    try {
-      return await run();
-    } catch (error) {
-      throw asIoFailure(error, doing);
-    }
-  };
-  return {
-    dataDir: store.dataDir,
-    initRepo: (p, repoId) => guard(`creating ${describeTarget(repoId)}`, () => store.initRepo(p, repoId)),
-    listRepos: (p, kind) => guard(`listing repositories of ${kind}`, () => store.listRepos(p, kind)),
-    resolveRef: (p, repoId, ref) => guard(`reading ref ${ref} of ${describeTarget(repoId)}`, () => store.resolveRef(p, repoId, ref)),
-    openCommittedReads: (p, repoId, refOrSha) =>
-      guard(`opening ${refOrSha} of ${describeTarget(repoId)}`, async () => typedReads(await store.openCommittedReads(p, repoId, refOrSha), describeTarget(repoId))),
-    writeTree: (p, repoId, ref, wopts) => guard(`writing to ${describeTarget(repoId)}`, () => store.writeTree(p, repoId, ref, wopts)),
-    writeTreePreservingPrefix: (p, repoId, ref, wopts) =>
-      guard(`writing to ${describeTarget(repoId)}`, () => store.writeTreePreservingPrefix(p, repoId, ref, wopts)),
-    writeTreeDelta: (p, repoId, ref, wopts) => guard(`writing to ${describeTarget(repoId)}`, () => store.writeTreeDelta(p, repoId, ref, wopts)),
-    subscribe(p, repoId, ref, sopts) {
-      const commits = store.subscribe(p, repoId, ref, sopts);
-      const doing = `following ${ref} of ${describeTarget(repoId)}`;
-      return {
-        async *[Symbol.asyncIterator]() {
-          try {
-            yield* commits;
-          } catch (error) {
-            throw asIoFailure(error, doing);
-          }
-        },
-      };
-    },
-    readDerived: (p, repoId, name) => guard(`reading ${name} of ${describeTarget(repoId)}`, () => (store.readDerived as NonNullable<RepoStore["readDerived"]>)(p, repoId, name)),
-    writeDerived: (p, repoId, name, content) =>
-      guard(`writing ${name} of ${describeTarget(repoId)}`, () => (store.writeDerived as NonNullable<RepoStore["writeDerived"]>)(p, repoId, name, content)),
-    poke: (repoId) => store.poke(repoId),
-    close: () => store.close(),
-  };
 }
