@@ -15,48 +15,24 @@
 import { systemMonotonicNow } from "../time/clock.js";
 import { DEFAULT_REF } from "../substrate/ref-name.js";
 import { fastify, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
-import { performance } from "node:perf_hooks";
 import { isWorkflowHostError, WorkflowHostError } from "../errors.js";
 import { listPendingTimers } from "../host/list-pending-timers.js";
 import type { WorkflowHost } from "../host/host.js";
 import type { TimerSpec } from "../host/runtime-types.js";
-import { silentLogger, type Logger } from "../logger.js";
-import type { Authorize, Principal, RepoAction } from "../substrate/types.js";
-import { createSystemTimers, systemClock, type Clock } from "../time/clock.js";
-import { nextTick } from "../workflow/cron.js";
+import { silentLogger } from "../logger.js";
+import type { Principal, RepoAction } from "../substrate/types.js";
+import { createSystemTimers, systemClock } from "../time/clock.js";
 import { parseRepoId, parseRunId, parseSignalId, parseSignalName, parseTimerId } from "../workflow/ids.js";
 import { readRunLog } from "../workflow/run-log.js";
 import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
 import { loadDashboardAssets } from "./dashboard-assets.js";
 import type { HostMonitor, LiveEvent } from "./host-monitor.js";
 import { errorReply, HttpError } from "./http-errors.js";
-import type { Authenticate, TokenAuth } from "./http-tokens.js";
+import { nextTicks, objectBody, presentedToken } from "./http-request.js";
 
-export interface HttpHandlerOptions {
-  /** Tokens from `loadTokenFile`/`parseTokenFile`; or give `authenticate` and `authorize`. */
-  readonly tokens?: TokenAuth;
-  /** Token → principal (null: 401). Used when `tokens` is not given. */
-  readonly authenticate?: Authenticate;
-  /** The principal's right on a deployment (action `read` or `write`). Used when `tokens` is not given. */
-  readonly authorize?: Authorize;
-  /**
-   * The host's monitor: metrics, recent fires and live events. Create it before the host and
-   * pass `onEvent: monitor.onEvent` to `createWorkflowHost`, or fires are never seen.
-   */
-  readonly monitor: HostMonitor;
-  /** Principal the handler's own store calls run as (the host's `principal`). Default null. */
-  readonly principal?: Principal;
-  /** Clock for `dueInMs` and cron next ticks. Default the system clock. */
-  readonly clock?: Clock;
-  /** Largest request body (bytes, default 1 MiB); larger is 413 and nothing is written. */
-  readonly bodyLimitBytes?: number;
-  /** Where unexpected failures (500) are logged in full. Default silent. */
-  readonly logger?: Logger;
-  /** Serve the dashboard at `/` (default true). */
-  readonly dashboard?: boolean;
-  /** Ref holding the run logs (default `DEFAULT_REF` ("refs/heads/main"), as the host's). */
-  readonly ref?: string;
-}
+import type { HttpHandlerOptions } from "./http-handler-options.js";
+
+export type { HttpHandlerOptions } from "./http-handler-options.js";
 
 const ALL_METHODS = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"] as const;
 type Method = (typeof ALL_METHODS)[number];
@@ -417,31 +393,4 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
   }
 
   return app;
-}
-
-function presentedToken(request: FastifyRequest): string | null {
-  const header = request.headers.authorization;
-  if (typeof header === "string") {
-    const match = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
-    if (match?.[1] !== undefined) return match[1];
-  }
-  const own = request.headers["x-workflow-host-token"];
-  if (typeof own === "string" && own.trim() !== "") return own.trim();
-  return null;
-}
-
-function objectBody(body: unknown): Record<string, unknown> {
-  if (body === undefined || body === null) return {};
-  if (typeof body !== "object" || Array.isArray(body)) throw new HttpError("body_invalid", "the body must be a JSON object");
-  return body as Record<string, unknown>;
-}
-
-function nextTicks(cron: string, timezone: string | undefined, fireAt: string): string[] {
-  const ticks = [fireAt];
-  while (ticks.length < 5) {
-    const next = nextTick(cron, timezone, ticks[ticks.length - 1] as string);
-    if (next === null) break;
-    ticks.push(next);
-  }
-  return ticks;
 }
