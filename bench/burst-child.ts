@@ -4,9 +4,10 @@
  * Starts a store and scheduler on the deployment while nothing is due (recovery arms every
  * timer), then moves the wall clock past every fireAt and times from that moment until the
  * last TimerFired is reported (committed). Prints one JSON line:
- * `{firesPerSec, fireMs, recoverMs, commits, commitMs, maxLoopDelayMs}` where `commitMs` lists the wall time of
- * each fire commit (from one `fired` report's commit to the next's, the first from the clock
- * move), so per-commit cost can be compared across deployment sizes. With
+ * `{firesPerSec, fireMs, recoverMs, commits, commitMs, cpuMs, commitCpuMs, maxLoopDelayMs}` where
+ * `commitMs` lists the wall time of each fire commit (from one `fired` report's commit to the next's, the first from the clock
+ * move) and `commitCpuMs` the process's CPU time over the same spans (less sensitive to other
+ * jobs on a shared machine), so per-commit cost can be compared across deployment sizes. With
  * `BURST_CPU_PROFILE=<file>` set, the fire phase alone (clock move → last fire) is profiled
  * through the inspector and written there as a `.cpuprofile`.
  */
@@ -31,6 +32,13 @@ let t0 = 0;
 let lastSha = "";
 let lastAt = 0;
 const commitMs: number[] = [];
+const commitCpuMs: number[] = [];
+let cpu0 = process.cpuUsage();
+let lastCpu = cpu0;
+const cpuSince = (from: NodeJS.CpuUsage): number => {
+  const d = process.cpuUsage(from);
+  return (d.user + d.system) / 1_000;
+};
 let done!: () => void;
 const allFired = new Promise<void>((resolve) => {
   done = resolve;
@@ -44,6 +52,8 @@ const rig = openRig(
     if (event.commitSha !== lastSha) {
       const now = nowMs();
       commitMs.push(now - (lastSha === "" ? t0 : lastAt));
+      commitCpuMs.push(cpuSince(lastCpu));
+      lastCpu = process.cpuUsage();
       lastSha = event.commitSha;
       lastAt = now;
     }
@@ -65,9 +75,12 @@ if (session !== null) {
 const loopDelay = monitorEventLoopDelay({ resolution: 1 });
 loopDelay.enable();
 t0 = nowMs();
+cpu0 = process.cpuUsage();
+lastCpu = cpu0;
 clock.offsetMs = BASE_MS + 3_600_000 - Date.now();
 await allFired;
 const fireMs = nowMs() - t0;
+const cpuMs = cpuSince(cpu0);
 loopDelay.disable();
 if (session !== null) {
   const { profile } = await session.post("Profiler.stop");
@@ -77,4 +90,4 @@ if (session !== null) {
 await rig.scheduler.idle();
 const commits = rig.scheduler.stats().commits;
 await rig.close();
-process.stdout.write(`${JSON.stringify({ firesPerSec: (timers / fireMs) * 1_000, fireMs, recoverMs, commits, commitMs, maxLoopDelayMs: loopDelay.max / 1e6 })}\n`);
+process.stdout.write(`${JSON.stringify({ firesPerSec: (timers / fireMs) * 1_000, fireMs, recoverMs, commits, commitMs, cpuMs, commitCpuMs, maxLoopDelayMs: loopDelay.max / 1e6 })}\n`);
