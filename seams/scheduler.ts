@@ -38,7 +38,7 @@ const MAX_REPORTED_CANCELS = 1_000;
 /** See {@link SchedulerOptions.minCommitIntervalMs}. */
 export const DEFAULT_MIN_COMMIT_INTERVAL_MS = 8;
 /** See {@link SchedulerOptions.maxBatch}. */
-export const DEFAULT_MAX_BATCH = 5_000;
+export const DEFAULT_MAX_BATCH = 1_000;
 
 /**
  * Creates the scheduler. Nothing runs until `start()`.
