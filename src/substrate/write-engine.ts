@@ -21,6 +21,7 @@
  * was computed on). Callers run this inside the repository's in-process queue: one writer per
  * repo per process.
  */
+import { systemMonotonicNow } from "../time/clock.js";
 import { WorkflowHostError } from "../errors.js";
 import { createCommittedReads, type ObjectSource } from "./committed-reads.js";
 import { encodeCommit, type GitObject, hashObject, type Identity } from "./git-object.js";
@@ -43,6 +44,8 @@ export interface PlannedWrite<R> {
   readonly deletes?: readonly string[];
   readonly puts?: FileMap;
   readonly result?: R;
+  /** Awaited between units of the commit's work (see WriteTreeDeltaOptions.pause). */
+  readonly pause?: () => Promise<void>;
 }
 
 /** Computes a write against the tip; null means "nothing to do". May run more than once. */
@@ -69,9 +72,9 @@ const SHARED_FOR_MS = 5_000;
 /** Per repository: the tip this process last wrote, and whether someone else writes too. */
 interface Sharing {
   ourTip: Oid | null | undefined;
-  /** performance.now() until which commits are spaced; 0 when not shared. */
+  /** Monotonic time (ms, `systemMonotonicNow`) until which commits are spaced; 0 when not shared. */
   sharedUntilMs: number;
-  /** performance.now() of this process's last commit to the repository. */
+  /** Monotonic time (ms) of this process's last commit to the repository. */
   lastCommitMs: number;
 }
 
@@ -126,19 +129,22 @@ async function prepare<R>(deps: WriteEngineDeps, name: string, tip: Oid | null, 
   const planned = await plan(tip, reads);
   if (planned === null) return { kind: "noop", result: undefined };
 
+  const pause = planned.pause;
   const blobs = new Map<Oid, GitObject>();
-  const puts = fileEntries(planned.puts).map(([path, content]) => {
+  const puts: { path: string[]; oid: Oid }[] = [];
+  for (const [path, content] of fileEntries(planned.puts)) {
+    if (pause !== undefined && puts.length % 64 === 63) await pause();
     const blob = hashObject("blob", toBytes(content));
     blobs.set(blob.oid, blob);
-    return { path: parseRepoPath(path), oid: blob.oid };
-  });
+    puts.push({ path: parseRepoPath(path), oid: blob.oid });
+  }
   const deletes = (planned.deletes ?? []).map((path) => parseRepoPath(path));
   const baseTree = tip === null ? null : (await repo.readCommit(tip)).tree;
   const edit = await applyTreeEdits((oid) => repo.objects.readTree(oid), baseTree, {
     ...(planned.clear === undefined ? {} : { clear: planned.clear }),
     deletes,
     puts,
-  });
+  }, pause);
   if (edit.rootOid === (baseTree ?? EMPTY_TREE_OID)) return { kind: "noop", result: planned.result };
 
   if (repo.handler.validatePush !== undefined) {
@@ -159,6 +165,7 @@ async function prepare<R>(deps: WriteEngineDeps, name: string, tip: Oid | null, 
       prospective: createCommittedReads(source, null, edit.rootOid),
       changes: edit.changes,
       changedPathPrefixes: changedPrefixes(edit.changes),
+      ...(pause === undefined ? {} : { pause }),
     });
   }
 
@@ -207,7 +214,7 @@ export async function commitWithRetry<R>(
   const committed = (prepared: Prepared<R> & { kind: "commit" }, tip: Oid | null, attempt: number): WriteResult<R> => {
     const shared = sharingOf(repo);
     shared.ourTip = prepared.commit.oid;
-    shared.lastCommitMs = performance.now();
+    shared.lastCommitMs = systemMonotonicNow();
     repo.objects.rememberTrees(prepared.trees);
     deps.onCommitted(repo);
     // Pack merging, if due, runs in the background, outside the ref lock and this write.
@@ -229,7 +236,7 @@ export async function commitWithRetry<R>(
     if (attempt === 1) {
       let { name, value: tip } = await repo.resolveRefNamed(refName);
       if (roomMs > 0) {
-        const nowMs = performance.now();
+        const nowMs = systemMonotonicNow();
         // The ref moved since our last commit, and not by us: another writer is active.
         if (shared.ourTip !== undefined && tip !== shared.ourTip) shared.sharedUntilMs = nowMs + SHARED_FOR_MS;
         const waitMs = nowMs < shared.sharedUntilMs ? shared.lastCommitMs + jitter(roomMs) - nowMs : 0;
@@ -258,7 +265,7 @@ export async function commitWithRetry<R>(
       lastSeen = outcome.current;
       // Lost to another process: leave it room instead of taking the ref lock at once.
       if (roomMs > 0) {
-        shared.sharedUntilMs = performance.now() + SHARED_FOR_MS;
+        shared.sharedUntilMs = systemMonotonicNow() + SHARED_FOR_MS;
         await deps.sleep(jitter(roomMs));
       }
       continue;
