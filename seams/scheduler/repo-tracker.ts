@@ -26,7 +26,8 @@ import { planDueTimer, type FirePlan } from "../../src/workflow/timer-ledger.js"
 import { prepareTicksBetween } from "../../src/workflow/cron.js";
 import { createTimeSlicer } from "../../src/time/time-slicer.js";
 import { isoFromMs } from "../../src/workflow/time.js";
-import type { PendingTimer, RunEvent, RunState, TimerCancelledEvent } from "../../src/workflow/types.js";
+import { isTimerCancelled } from "../../src/workflow/event-guards.js";
+import type { PendingTimer, RunEvent, RunState } from "../../src/workflow/types.js";
 import { WORKFLOW_RUN_KIND } from "../../src/workflow/workflow-run-kind.js";
 import { decodeRecoveryIndex, encodeRecoveryIndex, RECOVERY_INDEX_FILE, stateFromSummary, type RunSummary } from "../../src/workflow/recovery-index.js";
 import type { DueGeneration } from "./scheduler-queue.js";
@@ -436,7 +437,7 @@ export class RepoTracker {
           this.reportBad(afterTerminalProblem(runId, add.seq, record.state.terminal, null));
           continue;
         }
-        const cancelled = event.type === "TimerCancelled" ? (event as TimerCancelledEvent).data.timerId : null;
+        const cancelled = isTimerCancelled(event) ? event.data.timerId : null;
         const armed = cancelled !== null && record.state.pendingTimers.has(cancelled);
         record.state = applyEvent(record.state, event);
         // Whoever wrote it (this host, the CLI, another process, a push): one report per cancel.
