@@ -18,7 +18,7 @@
  * Bump {@link RUN_STATE_VERSION} whenever `reduceRunState` changes what it derives from a log:
  * summaries made by the old reducer are then ignored.
  */
-import { isTerminalEventType } from "../src/workflow/event-schemas.js";
+import { isTerminalEventType } from "../src/workflow/event-shapes.js";
 import type { PendingTimer, RunState, TerminalEventType } from "../src/workflow/types.js";
 
 /** Name of the derived file (see `RepoStore.writeDerived`). */

@@ -4,21 +4,16 @@
  * trailing newline (the compacted `events.jsonl` adds one newline per event), and the size limit
  * applies to exactly those bytes.
  *
- * Error codes: structure (bad JSON, wrong shape, seq mismatch) is `event_invalid` with arktype's
- * summary; a field that fails its own parser keeps that parser's code (`id_invalid`,
+ * Error codes: structure (bad JSON, wrong shape, seq mismatch) is `event_invalid` with a summary
+ * of what is wrong (the shapes are those of the arktype schemas in `./event-schemas.js`, checked
+ * by hand in `./event-shapes.js` so that reading a log does not load arktype); a field that fails its own parser keeps that parser's code (`id_invalid`,
  * `time_invalid`, `cron_invalid`), so a TimerSet with `fireAt: "2026-02-30T00:00:00Z"` is
  * `time_invalid` naming `data.fireAt`, whether it is read from a log or about to be written.
  * Every error's `data` carries `path` (when known) and `seq`.
  */
-import { type } from "arktype";
 import { WorkflowHostError, describeValue } from "../errors.js";
 import { validateCron } from "./cron.js";
-import {
-  eventBaseSchema,
-  isKnownEventType,
-  isTerminalEventType,
-  knownEventSchemas,
-} from "./event-schemas.js";
+import { eventBaseProblem, isKnownEventType, isTerminalEventType, knownEventProblem } from "./event-shapes.js";
 import { parseSignalId, parseSignalName, parseStepId, parseTimerId } from "./ids.js";
 import { assertJsonValue } from "./json-value.js";
 import { parseInstant } from "./time.js";
@@ -91,7 +86,7 @@ function maxBytes(ctx: EventContext): number {
  * @param ctx - path (for errors), expectedSeq, maxEventBytes (default 1 MiB).
  * @returns the event.
  * @throws `payload_too_large` (`data {path, seq, sizeBytes, maxEventBytes}`); `event_invalid`
- *   (bad UTF-8 or JSON, wrong shape, seq mismatch; arktype's summary in the message);
+ *   (bad UTF-8 or JSON, wrong shape, seq mismatch; a summary of the shape problems in the message);
  *   `id_invalid`, `time_invalid`, `cron_invalid` for a field (`data` names it, plus path and seq).
  */
 export function parseEvent(input: Uint8Array | string, ctx: EventContext = {}): RunEvent {
@@ -115,7 +110,7 @@ export function parseEvent(input: Uint8Array | string, ctx: EventContext = {}): 
   } catch (error) {
     throw eventInvalid(ctx, undefined, `is not JSON (${error instanceof Error ? error.message : String(error)})`, {}, error);
   }
-  return validateEvent(value, ctx);
+  return checkEvent(value, ctx, true);
 }
 
 /**
@@ -123,19 +118,24 @@ export function parseEvent(input: Uint8Array | string, ctx: EventContext = {}): 
  * the checks and errors; the size limit is not applied here, see {@link serializeEvent}).
  */
 export function validateEvent(value: unknown, ctx: EventContext = {}): RunEvent {
+  return checkEvent(value, ctx, false);
+}
+
+/** {@link validateEvent}; `fromJson`: the value is what `JSON.parse` returned, so plain JSON data already. */
+function checkEvent(value: unknown, ctx: EventContext, fromJson: boolean): RunEvent {
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     throw eventInvalid(ctx, undefined, `${describeValue(value)} is not a JSON object; allowed: {seq, type, ...}`);
   }
-  const base = eventBaseSchema(value);
-  if (base instanceof type.errors) throw eventInvalid(ctx, undefined, base.summary, { summary: base.summary });
+  const base = eventBaseProblem(value);
+  if (base !== null) throw eventInvalid(ctx, undefined, base, { summary: base });
   const event = value as Json & { seq: number; type: string };
   const seq = event.seq;
   if (ctx.expectedSeq !== undefined && seq !== ctx.expectedSeq) {
     throw eventInvalid(ctx, seq, `body seq ${seq} differs from the file name's ${ctx.expectedSeq}`, { expectedSeq: ctx.expectedSeq });
   }
   if (!isKnownEventType(event.type)) return event as RunEvent;
-  const checked = knownEventSchemas[event.type](value);
-  if (checked instanceof type.errors) throw eventInvalid(ctx, seq, `${event.type}: ${checked.summary}`, { summary: checked.summary });
+  const checked = knownEventProblem(event.type, value);
+  if (checked !== null) throw eventInvalid(ctx, seq, `${event.type}: ${checked}`, { summary: checked });
   const out: Json = { ...event };
   if (event["at"] !== undefined) out["at"] = inEvent(ctx, seq, () => parseInstant(event["at"], "at"));
   const data = event["data"] as Json | undefined;
@@ -176,7 +176,7 @@ export function validateEvent(value: unknown, ctx: EventContext = {}): RunEvent 
     case "SignalReceived":
       inEvent(ctx, seq, () => parseSignalName(event["signalName"]));
       inEvent(ctx, seq, () => parseSignalId(event["signalId"]));
-      inEvent(ctx, seq, () => assertJsonValue(event["payload"], "payload"));
+      if (!fromJson) inEvent(ctx, seq, () => assertJsonValue(event["payload"], "payload"));
       break;
     case "SignalConsumed": {
       const d: Json = { ...data, signalId: field("signalId", parseSignalId) };

@@ -18,7 +18,7 @@
 import { WorkflowHostError } from "../errors.js";
 import type { CommittedReads, Principal, RepoStore, WriteResult } from "../substrate/types.js";
 import { isRegularFileMode } from "../substrate/tree-object.js";
-import { isTerminalEventType } from "./event-schemas.js";
+import { isTerminalEventType } from "./event-shapes.js";
 import { parseEvent, serializeEvent } from "./events.js";
 import { checkCompactedLog, foldProblem, notEndedProblem } from "./compacted-log.js";
 import { afterTerminalProblem, sequenceProblems } from "./log-problems.js";
