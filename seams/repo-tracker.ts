@@ -119,6 +119,8 @@ export class RepoTracker {
     const { store, principal, ref } = this.ctx;
     const tip = await store.resolveRef(principal, this.rid, ref);
     const reads = await store.openCommittedReads(principal, this.rid, tip ?? ref);
+    // Every run's folder is read once: not through the store's caches (see CommittedReads.scan).
+    const scan = reads.scan?.() ?? reads;
     const index = await this.loadIndex();
     let pending = 0;
     let badEvents = 0;
@@ -140,7 +142,7 @@ export class RepoTracker {
       if (entry === undefined || ahead.has(i) || index?.get(entry.name)?.runTreeOid === entry.oid) return;
       // Not through the parsed-event cache: a recovery reads every log once, and would only
       // push out the logs that appends re-read.
-      const log = readRunLog(reads, entry.name, { maxEventBytes: this.ctx.maxEventBytes, parsedEvents: null });
+      const log = readRunLog(scan, entry.name, { maxEventBytes: this.ctx.maxEventBytes, parsedEvents: null });
       log.catch(() => undefined);
       ahead.set(i, log);
     };
@@ -154,7 +156,7 @@ export class RepoTracker {
         for (let k = i; k <= i + READ_AHEAD; k++) readAhead(k);
         const log = await (ahead.get(i) as Promise<RunLog>);
         ahead.delete(i);
-        const record = await this.applyLog(reads, log, entry.oid);
+        const record = await this.applyLog(scan, log, entry.oid);
         state = record.state;
         badEvents += record.bad;
         reread += 1;
@@ -302,7 +304,7 @@ export class RepoTracker {
     const runId = log.runId;
     for (const bad of [...log.bad, ...log.problems]) this.reportBad(bad);
     const record = this.recordOf(runId);
-    record.state = log.state;
+    record.state = timerState(log.state);
     record.maxFileSeq = log.maxFileSeq;
     record.eventsOid = await reads.treeOid(runEventsPrefix(runId).slice(0, -1));
     record.runTreeOid = runTreeOid ?? (await reads.treeOid(`${runsPrefix}${runId}`));
@@ -659,6 +661,19 @@ export class RepoTracker {
     if (this.ctx.suppressed(this.repoId, runId, pending)) return;
     this.ctx.arm(this.repoId, runId, pending, atMs);
   }
+}
+
+const NO_SIGNAL_IDS: ReadonlySet<string> = new Set();
+
+/**
+ * What the scheduler keeps of a run's state: its timers, end and last seq. The signal sets are
+ * the signal channel's (each channel reads them from the log) and can hold every payload a run
+ * received; a run restored from the recovery index has them empty too (see stateFromSummary).
+ * Empty collections are shared: the reducer copies a collection before it changes it.
+ */
+function timerState(state: RunState): RunState {
+  if (state.observedSignalIds.size === 0 && state.unconsumedSignals.length === 0) return state;
+  return { ...state, observedSignalIds: NO_SIGNAL_IDS, unconsumedSignals: [] };
 }
 
 /**

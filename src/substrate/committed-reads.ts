@@ -11,6 +11,29 @@ import type { CommittedReads, DirEntry, Oid } from "./types.js";
 export interface ObjectSource {
   readTree(oid: Oid): Promise<ParsedTree>;
   readBlob(oid: Oid): Promise<Uint8Array>;
+  /** The same objects, read without filling the caches (see {@link CommittedReads.scan}). */
+  readonly scanning?: ObjectSource;
+}
+
+/** Trees a scan's reads keep themselves (see {@link CommittedReads.scan}): a few runs' folders read ahead. */
+const SCAN_RECENT_TREES = 256;
+
+/** `source` with the last {@link SCAN_RECENT_TREES} trees it read kept (oldest dropped first). */
+function keepingRecentTrees(source: ObjectSource): ObjectSource {
+  const recent = new Map<Oid, Promise<ParsedTree>>();
+  return {
+    readBlob: (oid) => source.readBlob(oid),
+    readTree(oid) {
+      let tree = recent.get(oid);
+      if (tree === undefined) {
+        tree = source.readTree(oid);
+        tree.catch(() => recent.delete(oid));
+        recent.set(oid, tree);
+        if (recent.size > SCAN_RECENT_TREES) recent.delete(recent.keys().next().value as Oid);
+      }
+      return tree;
+    },
+  };
 }
 
 /**
@@ -58,6 +81,9 @@ export function createCommittedReads(source: ObjectSource, commitSha: Oid | null
       if (segments.length === 0) return rootTreeOid;
       const entry = await entryAt(segments);
       return entry === null || entry.type === "commit" ? null : entry.oid;
+    },
+    scan() {
+      return createCommittedReads(keepingRecentTrees(source.scanning ?? source), commitSha, rootTreeOid);
     },
   };
 }

@@ -44,6 +44,7 @@ import { type GitObject, hashObject } from "./git-object.js";
 import type { ScopedLruCache } from "./lru-cache.js";
 import {
   applyDelta,
+  crc32,
   encodePack,
   type EncodedPack,
   inflateEntry,
@@ -78,8 +79,20 @@ export const MAX_PACKS = 16;
  * costs more than the call itself (see fs-adapter.ts). Merged packs go through the pool.
  */
 const QUICK_PACK_BYTES = 64 * 1024;
-/** Packs up to this size are read whole (and cached); bigger ones one entry at a time. */
-const WHOLE_PACK_MAX_BYTES = 64 * 1024 * 1024;
+/**
+ * Packs up to this size are read whole (and cached, their checksum checked once); bigger ones
+ * (a generated or imported history, a merged pack of a big deployment) through windows.
+ */
+const WHOLE_PACK_MAX_BYTES = 8 * 1024 * 1024;
+/**
+ * Bigger packs are read in windows of this size (plus {@link WINDOW_SPILL}), cached with the
+ * whole packs (same byte budget): a recovery walks a 40 MB pack of 200 000 events mostly in
+ * order, so a few windows serve it, where reading it whole kept 40 MB per pack in memory and
+ * hashed all of it before the first object could be used.
+ */
+const WINDOW_BYTES = 1024 * 1024;
+/** How far past its window an entry may end and still be served from it (bigger: read alone). */
+const WINDOW_SPILL = 64 * 1024;
 /** Delta chains deeper than git's default depth (50) by a margin are refused as corrupt. */
 const MAX_DELTA_DEPTH = 64;
 
@@ -95,6 +108,8 @@ export interface PackStoreOptions {
   readonly repoKey: string;
   /** Whole pack files by pack name (scoped by `repoKey`), weighted by bytes; shared by all repositories. */
   readonly packBytes: ScopedLruCache<Buffer>;
+  /** Windows of big packs (see WINDOW_BYTES), shared by all repositories; default `packBytes`. */
+  readonly packWindows?: ScopedLruCache<Buffer>;
   readonly durable: boolean;
   /** A parsed tree by oid when one is cached (merging uses it instead of parsing big folders). */
   readonly cachedTree?: (oid: Oid) => ParsedTree | undefined;
@@ -168,6 +183,7 @@ class PackGone extends Error {}
 /** Creates the pack store of the bare repository at `gitdir`. */
 export function createPackStore(opts: PackStoreOptions): PackStore {
   const { fs, gitdir, repoKey, packBytes, durable } = opts;
+  const packWindows = opts.packWindows ?? packBytes;
   const quickFs = opts.quickFs ?? fs;
   const packDir = `${gitdir}/objects/pack`;
   const tempPrefix = randomBytes(4).toString("hex");
@@ -307,9 +323,13 @@ export function createPackStore(opts: PackStoreOptions): PackStore {
 
   /**
    * The bytes of the entry at `offset`: a view of the cached whole pack (`verified`: its
-   * checksum was checked when it was read), or a range read of a big pack.
+   * checksum was checked when it was read), or of a cached window of a big pack, or a range read
+   * of an entry too big for a window. `crc`, when given (the entry's CRC-32 from the index, whose
+   * own checksum was checked when it was parsed), is compared with the bytes read out of a big
+   * pack, which then count as verified too: git's own check of packed bytes it reuses, at a
+   * seventh of the cost of hashing each object (a recovery reads a million of them).
    */
-  async function entryBytes(pack: LoadedPack, offset: number): Promise<{ bytes: Buffer; verified: boolean }> {
+  async function entryBytes(pack: LoadedPack, offset: number, crc?: number): Promise<{ bytes: Buffer; verified: boolean }> {
     const end = pack.index.endOf(offset);
     const path = `${packDir}/${pack.name}.pack`;
     try {
@@ -327,8 +347,26 @@ export function createPackStore(opts: PackStoreOptions): PackStore {
         }
         return { bytes: whole.subarray(offset, end), verified: true };
       }
-      const bytes = await fs.readRange(path, offset, end - offset);
-      return { bytes: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), verified: false };
+      let bytes: Buffer;
+      const start = offset - (offset % WINDOW_BYTES);
+      const windowEnd = Math.min(start + WINDOW_BYTES + WINDOW_SPILL, pack.size);
+      if (end <= windowEnd) {
+        const key = `${pack.name}@${start}`;
+        let window = packWindows.get(repoKey, key);
+        if (window === undefined) {
+          const read = await fs.readRange(path, start, windowEnd - start);
+          if (read.byteLength !== windowEnd - start) throw new PackGone(pack.name);
+          window = Buffer.from(read.buffer, read.byteOffset, read.byteLength);
+          packWindows.set(repoKey, key, window, window.byteLength);
+        }
+        bytes = window.subarray(offset - start, end - start);
+      } else {
+        const read = await fs.readRange(path, offset, end - offset);
+        bytes = Buffer.from(read.buffer, read.byteOffset, read.byteLength);
+      }
+      if (crc === undefined) return { bytes, verified: false };
+      if (crc32(bytes) !== crc) throw corrupt(`${pack.name}@${offset}`, "entry bytes do not match the CRC-32 its index records");
+      return { bytes, verified: true };
     } catch (error) {
       if (errnoCode(error) === "ENOENT") throw new PackGone(pack.name);
       throw error;
@@ -336,8 +374,8 @@ export function createPackStore(opts: PackStoreOptions): PackStore {
   }
 
   /** Decodes the entry at `offset`, resolving deltas through their bases. */
-  async function decodeAt(pack: LoadedPack, offset: number, depth: number): Promise<{ type: GitObject["type"]; content: Buffer; verified: boolean }> {
-    const { bytes, verified } = await entryBytes(pack, offset);
+  async function decodeAt(pack: LoadedPack, offset: number, depth: number, crc?: number): Promise<{ type: GitObject["type"]; content: Buffer; verified: boolean }> {
+    const { bytes, verified } = await entryBytes(pack, offset, crc);
     const head = parseEntryHead(pack.name, bytes);
     const payload = inflateEntry(pack.name, bytes, head);
     if (!isDelta(head.typeCode)) return { type: typeOfCode(head.typeCode), content: payload, verified };
@@ -356,7 +394,7 @@ export function createPackStore(opts: PackStoreOptions): PackStore {
   async function readFrom(oid: Oid, depth: number): Promise<GitObject | null> {
     const at = locate(oid);
     if (at === null) return null;
-    const { type, content, verified } = await decodeAt(at.pack, at.pack.index.offsetAt(at.entry), depth);
+    const { type, content, verified } = await decodeAt(at.pack, at.pack.index.offsetAt(at.entry), depth, at.pack.index.crcAt(at.entry));
     // A whole entry of a checksummed pack is what the index says it is; anything else (a
     // range read, a delta result) is hashed against its oid as loose objects are.
     if (verified) return { oid, type, content };

@@ -105,6 +105,8 @@ export function createRepoStore(opts: RepoStoreOptions): RepoStore {
     commits: new ScopedLruCache(20_000),
     blobs: new ScopedLruCache(positive(opts.blobCacheBytes, 32 * 1024 * 1024, "blobCacheBytes")),
     packs: new ScopedLruCache(positive(opts.packCacheBytes, 128 * 1024 * 1024, "packCacheBytes")),
+    // A few windows per big pack a walk reads at once (a recovery's blobs and trees).
+    packWindows: new ScopedLruCache(16 * 1024 * 1024),
     packCache: {},
   };
 
@@ -457,6 +459,7 @@ function typedReads(reads: CommittedReads, where: string): CommittedReads {
     readBlob: (path) => guard(`reading ${path}`, () => reads.readBlob(path)),
     readBlobByOid: (oid) => guard(`reading blob ${oid}`, () => reads.readBlobByOid(oid)),
     treeOid: (path) => guard(`reading ${path}`, () => reads.treeOid(path)),
+    ...(reads.scan === undefined ? {} : { scan: () => typedReads((reads.scan as () => CommittedReads)(), where) }),
   };
 }
 

@@ -136,13 +136,17 @@ function checkEvent(value: unknown, ctx: EventContext, fromJson: boolean): RunEv
   if (!isKnownEventType(event.type)) return event as RunEvent;
   const checked = knownEventProblem(event.type, value);
   if (checked !== null) throw eventInvalid(ctx, seq, `${event.type}: ${checked}`, { summary: checked });
-  const out: Json = { ...event };
+  // A value JSON.parse just made is the caller's alone: normalised in place, not copied.
+  const out: Json = fromJson ? event : { ...event };
   if (event["at"] !== undefined) out["at"] = inEvent(ctx, seq, () => parseInstant(event["at"], "at"));
   const data = event["data"] as Json | undefined;
+  const own = (value: Json | undefined): Json => (fromJson && value !== undefined ? value : { ...value });
   const field = <T>(name: string, parse: (v: unknown, f: string) => T): T => inEvent(ctx, seq, () => parse(data?.[name], `data.${name}`));
   switch (event.type) {
     case "TimerSet": {
-      const d: Json = { ...data, timerId: field("timerId", parseTimerId), fireAt: field("fireAt", parseInstant) };
+      const d: Json = own(data);
+      d["timerId"] = field("timerId", parseTimerId);
+      d["fireAt"] = field("fireAt", parseInstant);
       for (const name of NULLABLE_TIMER_FIELDS) if (d[name] === null) delete d[name];
       if (d["stepId"] !== undefined) d["stepId"] = field("stepId", parseStepId);
       if (d["cron"] !== undefined) {
@@ -154,7 +158,8 @@ function checkEvent(value: unknown, ctx: EventContext, fromJson: boolean): RunEv
       break;
     }
     case "TimerFired": {
-      const d: Json = { ...data, timerId: field("timerId", parseTimerId) };
+      const d: Json = own(data);
+      d["timerId"] = field("timerId", parseTimerId);
       if (data?.["scheduledFor"] !== undefined) d["scheduledFor"] = field("scheduledFor", parseInstant);
       if (data?.["firedAt"] !== undefined) d["firedAt"] = field("firedAt", parseInstant);
       out["data"] = d;
@@ -167,19 +172,27 @@ function checkEvent(value: unknown, ctx: EventContext, fromJson: boolean): RunEv
       if (first > last || (count === 1) !== (first === last)) {
         throw eventInvalid(ctx, seq, `TimerSkipped covers ${first}..${last} with count ${count}; allowed: firstMissed <= lastMissed, equal exactly when count is 1`);
       }
-      out["data"] = { ...data, timerId: field("timerId", parseTimerId), firstMissed: first, lastMissed: last };
+      const d: Json = own(data);
+      d["timerId"] = field("timerId", parseTimerId);
+      d["firstMissed"] = first;
+      d["lastMissed"] = last;
+      out["data"] = d;
       break;
     }
-    case "TimerCancelled":
-      out["data"] = { ...data, timerId: field("timerId", parseTimerId) };
+    case "TimerCancelled": {
+      const d: Json = own(data);
+      d["timerId"] = field("timerId", parseTimerId);
+      out["data"] = d;
       break;
+    }
     case "SignalReceived":
       inEvent(ctx, seq, () => parseSignalName(event["signalName"]));
       inEvent(ctx, seq, () => parseSignalId(event["signalId"]));
       if (!fromJson) inEvent(ctx, seq, () => assertJsonValue(event["payload"], "payload"));
       break;
     case "SignalConsumed": {
-      const d: Json = { ...data, signalId: field("signalId", parseSignalId) };
+      const d: Json = own(data);
+      d["signalId"] = field("signalId", parseSignalId);
       if (data?.["stepId"] !== undefined) d["stepId"] = field("stepId", parseStepId);
       out["data"] = d;
       break;

@@ -200,7 +200,7 @@ class LogReader {
     this.#seqs.push(seq);
     if (oid !== undefined && this.#takeCached(oid, seq)) return;
     const bytes = typeof content === "function" ? content() : content;
-    const ctx = withLimit({ path, expectedSeq: seq }, this.#limit);
+    const ctx = this.#limit === undefined ? { path, expectedSeq: seq } : { path, expectedSeq: seq, maxEventBytes: this.#limit };
     try {
       this.#parsed.push(oid === undefined || this.#cache === null ? parseEvent(bytes, ctx) : this.#cache.parse(oid, bytes, ctx));
     } catch (error) {

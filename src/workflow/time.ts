@@ -35,6 +35,19 @@ function utcMs(year: number, month: number, day: number, hour: number, minute: n
   return date.getTime();
 }
 
+/** Digits at `at`, `at + 1` of a string the {@link STORED} pattern matched. */
+function two(value: string, at: number): number {
+  return (value.charCodeAt(at) - 48) * 10 + value.charCodeAt(at + 1) - 48;
+}
+
+/** For a string of the stored form: a real calendar date, hour ≤ 23, minute and second ≤ 59. */
+function isRealStoredInstant(value: string): boolean {
+  const year = two(value, 0) * 100 + two(value, 2);
+  const month = two(value, 5);
+  const day = two(value, 8);
+  return month >= 1 && month <= 12 && day >= 1 && day <= daysInMonth(year, month) && two(value, 11) <= 23 && two(value, 14) <= 59 && two(value, 17) <= 59;
+}
+
 function invalid(field: string, value: unknown, why: string): WorkflowHostError {
   return new WorkflowHostError(
     "time_invalid",
@@ -65,14 +78,9 @@ function invalid(field: string, value: unknown, why: string): WorkflowHostError 
 export function parseInstant(value: unknown, field: string): string {
   if (typeof value !== "string") throw invalid(field, value, "not a string");
   // Most instants read are already in the stored form (every event this project writes): one
-  // that reads back as itself needs none of the checks below. `Date.parse` is only trusted for
-  // that exact form (ECMAScript's own date-time string format); whatever it does with a value
-  // that is not a real instant (2026-02-30, 24:00, a leap second) does not read back as the same
-  // string, and such a value goes through the field-by-field checks.
-  if (value.length === 24 && STORED.test(value)) {
-    const ms = Date.parse(value);
-    if (ms === ms && new Date(ms).toISOString() === value) return value;
-  }
+  // whose fields are in range is returned as it is (the checks below would rebuild the same
+  // string), without building a Date; anything else goes through the checks below.
+  if (value.length === 24 && STORED.test(value) && isRealStoredInstant(value)) return value;
   const m = RFC3339.exec(value);
   if (m === null) throw invalid(field, value, "not RFC 3339 with an explicit offset");
   const [, y, mo, d, h, mi, s, frac, zulu, sign, oh, om] = m;
