@@ -331,12 +331,17 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
         if (tree.count >= BIG_TREE_ENTRIES) cacheTree(tree);
         return tree;
       },
-      async readBlob(oid) {
-        const hit = caches.blobs.get(repoKey, oid);
-        if (hit !== undefined) return hit.slice();
-        // Not copied: what a read decodes is always fresh bytes (inflated, unstored or
-        // rebuilt from a delta), never a view of a cached pack.
-        return (await readTyped(oid, "blob")).content;
+      readBlob: readBlobForScan,
+      async readBlobs(oids) {
+        const out: Uint8Array[] = [];
+        for (const oid of oids) {
+          // Most of a walk's blobs are in a pack window already: decoded at once, no promise.
+          const object = caches.blobs.has(repoKey, oid) ? undefined : packs.readInMemory(oid);
+          if (object === undefined) out.push(await readBlobForScan(oid));
+          else if (object.type !== "blob") throw corrupt(oid, `is a ${object.type}, expected a blob`, undefined, { ...ABSENT, found: object.type });
+          else out.push(object.content);
+        }
+        return out;
       },
     },
     async writeObjects(objects) {
@@ -350,6 +355,15 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
     idle: () => packs.idle(),
     close: () => packs.close(),
   };
+
+  /** A blob for a walk: from the cache when there, else read and not cached. */
+  async function readBlobForScan(oid: Oid): Promise<Uint8Array> {
+    const hit = caches.blobs.get(repoKey, oid);
+    if (hit !== undefined) return hit.slice();
+    // Not copied: what a read decodes is always fresh bytes (inflated, unstored or rebuilt from
+    // a delta), never a view of a cached pack.
+    return (await readTyped(oid, "blob")).content;
+  }
 
   /** See {@link ObjectStore.stageObjects}. */
   function stageObjects(objects: readonly GitObject[]): StagedObjects {

@@ -125,6 +125,14 @@ export interface PackStore {
    */
   read(oid: Oid, rescan: boolean): Promise<GitObject | null>;
   /**
+   * The object, when a known pack holds it whole (not as a delta) in bytes already in memory
+   * (a cached pack or window): checked as {@link read} checks it, without any I/O and without
+   * a promise, for walks reading a million small objects. Undefined whenever {@link read} is
+   * needed instead (not scanned yet, not found, not in memory, a delta).
+   * @throws `object_corrupt` as {@link read}
+   */
+  readInMemory(oid: Oid): GitObject | undefined;
+  /**
    * Writes `objects` as one new pack; resolves once it is in place (its bytes flushed when
    * durable; its name is made durable by the ref's folder flush, see module comment).
    */
@@ -259,12 +267,20 @@ export function createPackStore(opts: PackStoreOptions): PackStore {
     }
   }
 
+  /** True once a scan has finished (packs are then known). */
+  let scanFinished = false;
+
   function ensureScanned(): Promise<void> {
     sweeping ??= sweepTemps();
-    scanned ??= scan().catch((error: unknown) => {
-      scanned = null;
-      throw error;
-    });
+    scanned ??= scan().then(
+      () => {
+        scanFinished = true;
+      },
+      (error: unknown) => {
+        scanned = null;
+        throw error;
+      },
+    );
     return scanned;
   }
 
@@ -371,6 +387,39 @@ export function createPackStore(opts: PackStoreOptions): PackStore {
       if (errnoCode(error) === "ENOENT") throw new PackGone(pack.name);
       throw error;
     }
+  }
+
+  /** {@link entryBytes} when they are in memory already (a cached pack or window), else undefined. */
+  function entryBytesInMemory(pack: LoadedPack, offset: number, crc: number): { bytes: Buffer; verified: boolean } | undefined {
+    const end = pack.index.endOf(offset);
+    if (pack.size <= WHOLE_PACK_MAX_BYTES) {
+      const whole = packBytes.get(repoKey, pack.name);
+      return whole === undefined ? undefined : { bytes: whole.subarray(offset, end), verified: true };
+    }
+    const start = offset - (offset % WINDOW_BYTES);
+    if (end > Math.min(start + WINDOW_BYTES + WINDOW_SPILL, pack.size)) return undefined;
+    const window = packWindows.get(repoKey, `${pack.name}@${start}`);
+    if (window === undefined) return undefined;
+    const bytes = window.subarray(offset - start, end - start);
+    if (crc32(bytes) !== crc) throw corrupt(`${pack.name}@${offset}`, "entry bytes do not match the CRC-32 its index records");
+    return { bytes, verified: true };
+  }
+
+  function readInMemory(oid: Oid): GitObject | undefined {
+    if (!scanFinished) return undefined;
+    const at = locate(oid);
+    if (at === null) return undefined;
+    const offset = at.pack.index.offsetAt(at.entry);
+    const entry = entryBytesInMemory(at.pack, offset, at.pack.index.crcAt(at.entry));
+    if (entry === undefined) return undefined;
+    const head = parseEntryHead(at.pack.name, entry.bytes);
+    if (isDelta(head.typeCode)) return undefined;
+    const type = typeOfCode(head.typeCode);
+    const content = inflateEntry(at.pack.name, entry.bytes, head);
+    if (entry.verified) return { oid, type, content };
+    const object = hashObject(type, content);
+    if (object.oid !== oid) throw corrupt(oid, `packed content hashes to ${object.oid} (${at.pack.name})`);
+    return object;
   }
 
   /** Decodes the entry at `offset`, resolving deltas through their bases. */
@@ -681,6 +730,7 @@ export function createPackStore(opts: PackStoreOptions): PackStore {
 
   return {
     read,
+    readInMemory,
     async write(objects) {
       await stage(objects).publish();
     },

@@ -59,6 +59,12 @@ export interface CommittedReads {
   readBlob(path: string): Promise<Uint8Array | null>;
   /** Bytes of a blob by oid (object_corrupt when missing or not a blob). */
   readBlobByOid(oid: Oid): Promise<Uint8Array>;
+  /**
+   * Bytes of several blobs, in the order asked, as {@link readBlobByOid} reads each (same
+   * errors); one call for a run's whole log, where blobs already in memory cost no promise each.
+   * Optional: without it, callers read one blob at a time.
+   */
+  readBlobsByOid?(oids: readonly Oid[]): Promise<Uint8Array[]>;
   /** Oid of the tree or blob at `path` ("" is the root tree), or null when absent. */
   treeOid(path: string): Promise<Oid | null>;
   /**

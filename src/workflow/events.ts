@@ -57,14 +57,36 @@ function eventInvalid(ctx: EventContext, seq: number | undefined, detail: string
   return new WorkflowHostError("event_invalid", `${label(ctx)}: ${detail}`, { ...where(ctx, seq), ...extra }, cause === undefined ? {} : { cause });
 }
 
+/** A field parser's error with the event's path and seq added; anything else as it is. */
+function inEventError(ctx: EventContext, seq: number, error: unknown, extra: Json = {}): unknown {
+  if (!(error instanceof WorkflowHostError)) return error;
+  const detail = error.message.slice(error.code.length + 2);
+  return new WorkflowHostError(error.code, `${label(ctx)}: ${detail}`, { ...error.data, ...extra, ...where(ctx, seq) }, { cause: error });
+}
+
 /** Re-raises a field parser's error with the event's path and seq added. */
 function inEvent<T>(ctx: EventContext, seq: number, check: () => T, extra: Json = {}): T {
   try {
     return check();
   } catch (error) {
-    if (!(error instanceof WorkflowHostError)) throw error;
-    const detail = error.message.slice(error.code.length + 2);
-    throw new WorkflowHostError(error.code, `${label(ctx)}: ${detail}`, { ...error.data, ...extra, ...where(ctx, seq) }, { cause: error });
+    throw inEventError(ctx, seq, error, extra);
+  }
+}
+
+/** `data` to normalise: itself when JSON.parse just made it (the caller's alone), else a copy. */
+function ownData(fromJson: boolean, data: Json | undefined): Json {
+  return fromJson && data !== undefined ? data : { ...data };
+}
+
+/**
+ * `parse(holder[name], label)`, its error placed in the event (see {@link inEvent}). Not a
+ * closure: a log read calls it for a few fields of every event.
+ */
+function fieldOf<T>(ctx: EventContext, seq: number, holder: Json | undefined, name: string, fieldLabel: string, parse: (v: unknown, f: string) => T): T {
+  try {
+    return parse(holder?.[name], fieldLabel);
+  } catch (error) {
+    throw inEventError(ctx, seq, error);
   }
 }
 
@@ -138,62 +160,60 @@ function checkEvent(value: unknown, ctx: EventContext, fromJson: boolean): RunEv
   if (checked !== null) throw eventInvalid(ctx, seq, `${event.type}: ${checked}`, { summary: checked });
   // A value JSON.parse just made is the caller's alone: normalised in place, not copied.
   const out: Json = fromJson ? event : { ...event };
-  if (event["at"] !== undefined) out["at"] = inEvent(ctx, seq, () => parseInstant(event["at"], "at"));
+  if (event["at"] !== undefined) out["at"] = fieldOf(ctx, seq, event, "at", "at", parseInstant);
   const data = event["data"] as Json | undefined;
-  const own = (value: Json | undefined): Json => (fromJson && value !== undefined ? value : { ...value });
-  const field = <T>(name: string, parse: (v: unknown, f: string) => T): T => inEvent(ctx, seq, () => parse(data?.[name], `data.${name}`));
   switch (event.type) {
     case "TimerSet": {
-      const d: Json = own(data);
-      d["timerId"] = field("timerId", parseTimerId);
-      d["fireAt"] = field("fireAt", parseInstant);
+      const d: Json = ownData(fromJson, data);
+      d["timerId"] = fieldOf(ctx, seq, data, "timerId", "data.timerId", parseTimerId);
+      d["fireAt"] = fieldOf(ctx, seq, data, "fireAt", "data.fireAt", parseInstant);
       for (const name of NULLABLE_TIMER_FIELDS) if (d[name] === null) delete d[name];
-      if (d["stepId"] !== undefined) d["stepId"] = field("stepId", parseStepId);
+      if (d["stepId"] !== undefined) d["stepId"] = fieldOf(ctx, seq, data, "stepId", "data.stepId", parseStepId);
       if (d["cron"] !== undefined) {
         inEvent(ctx, seq, () => validateCron(d["cron"], d["timezone"]), { field: "data.cron" });
       } else if (d["timezone"] !== undefined) {
-        field("timezone", (v, f) => parseTimeZone(v, f));
+        fieldOf(ctx, seq, data, "timezone", "data.timezone", (v, f) => parseTimeZone(v, f));
       }
       out["data"] = d;
       break;
     }
     case "TimerFired": {
-      const d: Json = own(data);
-      d["timerId"] = field("timerId", parseTimerId);
-      if (data?.["scheduledFor"] !== undefined) d["scheduledFor"] = field("scheduledFor", parseInstant);
-      if (data?.["firedAt"] !== undefined) d["firedAt"] = field("firedAt", parseInstant);
+      const d: Json = ownData(fromJson, data);
+      d["timerId"] = fieldOf(ctx, seq, data, "timerId", "data.timerId", parseTimerId);
+      if (data?.["scheduledFor"] !== undefined) d["scheduledFor"] = fieldOf(ctx, seq, data, "scheduledFor", "data.scheduledFor", parseInstant);
+      if (data?.["firedAt"] !== undefined) d["firedAt"] = fieldOf(ctx, seq, data, "firedAt", "data.firedAt", parseInstant);
       out["data"] = d;
       break;
     }
     case "TimerSkipped": {
-      const first = field("firstMissed", parseInstant);
-      const last = field("lastMissed", parseInstant);
+      const first = fieldOf(ctx, seq, data, "firstMissed", "data.firstMissed", parseInstant);
+      const last = fieldOf(ctx, seq, data, "lastMissed", "data.lastMissed", parseInstant);
       const count = data?.["count"] as number;
       if (first > last || (count === 1) !== (first === last)) {
         throw eventInvalid(ctx, seq, `TimerSkipped covers ${first}..${last} with count ${count}; allowed: firstMissed <= lastMissed, equal exactly when count is 1`);
       }
-      const d: Json = own(data);
-      d["timerId"] = field("timerId", parseTimerId);
+      const d: Json = ownData(fromJson, data);
+      d["timerId"] = fieldOf(ctx, seq, data, "timerId", "data.timerId", parseTimerId);
       d["firstMissed"] = first;
       d["lastMissed"] = last;
       out["data"] = d;
       break;
     }
     case "TimerCancelled": {
-      const d: Json = own(data);
-      d["timerId"] = field("timerId", parseTimerId);
+      const d: Json = ownData(fromJson, data);
+      d["timerId"] = fieldOf(ctx, seq, data, "timerId", "data.timerId", parseTimerId);
       out["data"] = d;
       break;
     }
     case "SignalReceived":
-      inEvent(ctx, seq, () => parseSignalName(event["signalName"]));
-      inEvent(ctx, seq, () => parseSignalId(event["signalId"]));
+      fieldOf(ctx, seq, event, "signalName", "signalName", parseSignalName);
+      fieldOf(ctx, seq, event, "signalId", "signalId", parseSignalId);
       if (!fromJson) inEvent(ctx, seq, () => assertJsonValue(event["payload"], "payload"));
       break;
     case "SignalConsumed": {
-      const d: Json = own(data);
-      d["signalId"] = field("signalId", parseSignalId);
-      if (data?.["stepId"] !== undefined) d["stepId"] = field("stepId", parseStepId);
+      const d: Json = ownData(fromJson, data);
+      d["signalId"] = fieldOf(ctx, seq, data, "signalId", "data.signalId", parseSignalId);
+      if (data?.["stepId"] !== undefined) d["stepId"] = fieldOf(ctx, seq, data, "stepId", "data.stepId", parseStepId);
       out["data"] = d;
       break;
     }
