@@ -80,8 +80,8 @@ interface RunRecord {
   bad: number;
   /** timerIds this run has in the queue. */
   queued: Set<string>;
-  /** timerIds `cancelQueued` suppressed, until they are disarmed in the log. */
-  suppressed: Set<string>;
+  /** timerIds `cancelQueued` suppressed, until they are disarmed in the log; null for none (most runs). */
+  suppressed: Set<string> | null;
 }
 
 export class RepoTracker {
@@ -256,7 +256,7 @@ export class RepoTracker {
   private recordOf(runId: string): RunRecord {
     let record = this.runs.get(runId);
     if (record === undefined) {
-      record = { state: emptyRunState(runId), maxFileSeq: -1, eventsOid: null, runTreeOid: null, bad: 0, queued: new Set<string>(), suppressed: new Set<string>() };
+      record = { state: emptyRunState(runId), maxFileSeq: -1, eventsOid: null, runTreeOid: null, bad: 0, queued: new Set<string>(), suppressed: null };
       this.runs.set(runId, record);
     }
     return record;
@@ -292,7 +292,7 @@ export class RepoTracker {
   forget(runId: string, timerId: string): void {
     const record = this.runs.get(runId);
     record?.queued.delete(timerId);
-    record?.suppressed.add(timerId);
+    if (record !== undefined) (record.suppressed ??= new Set<string>()).add(timerId);
   }
 
   private async readRun(reads: CommittedReads, runId: string): Promise<RunRecord> {
@@ -325,10 +325,10 @@ export class RepoTracker {
         record.queued.delete(timerId);
       }
     }
-    for (const timerId of record.suppressed) {
+    for (const timerId of record.suppressed ?? []) {
       if (!wanted.has(timerId)) {
         this.ctx.forgetSuppressed(this.repoId, runId, timerId, record.state.lastSeq);
-        record.suppressed.delete(timerId);
+        record.suppressed?.delete(timerId);
       }
     }
     for (const pending of wanted.values()) {
@@ -664,6 +664,7 @@ export class RepoTracker {
 }
 
 const NO_SIGNAL_IDS: ReadonlySet<string> = new Set();
+const NO_SIGNALS: RunState["unconsumedSignals"] = Object.freeze([]);
 
 /**
  * What the scheduler keeps of a run's state: its timers, end and last seq. The signal sets are
@@ -672,8 +673,8 @@ const NO_SIGNAL_IDS: ReadonlySet<string> = new Set();
  * Empty collections are shared: the reducer copies a collection before it changes it.
  */
 function timerState(state: RunState): RunState {
-  if (state.observedSignalIds.size === 0 && state.unconsumedSignals.length === 0) return state;
-  return { ...state, observedSignalIds: NO_SIGNAL_IDS, unconsumedSignals: [] };
+  if (state.observedSignalIds === NO_SIGNAL_IDS && state.unconsumedSignals === NO_SIGNALS) return state;
+  return { ...state, observedSignalIds: NO_SIGNAL_IDS, unconsumedSignals: NO_SIGNALS };
 }
 
 /**
