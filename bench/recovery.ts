@@ -32,6 +32,8 @@ function spec(runs: number): RepoSpec {
 
 interface ChildRecovery {
   readonly ms: number;
+  /** CPU time of the child during start() (NaN for the naive baseline). */
+  readonly cpuMs: number;
   readonly runs: number;
   readonly pending: number;
   readonly peakRssBytes: number;
@@ -104,6 +106,7 @@ export const recovery: Benchmark = {
         }
         notes.push(
           `${num(runs)} runs: cold ${cold.map((c) => ms(c.ms)).join(", ")}; warm ${warm.map((c) => ms(c.ms)).join(", ")} (median shown); ` +
+            `CPU time of start() cold ${cold.map((c) => ms(c.cpuMs)).join(", ")}, warm ${warm.map((c) => ms(c.cpuMs)).join(", ")}; ` +
             `peak RSS cold ${cold.map((c) => mib(c.peakRssBytes)).join(", ")}, warm ${warm.map((c) => mib(c.peakRssBytes)).join(", ")} (whole child process, modules included).`,
         );
       } finally {
