@@ -132,19 +132,31 @@ export function parseEvent(input: Uint8Array | string, ctx: EventContext = {}): 
   } catch (error) {
     throw eventInvalid(ctx, undefined, `is not JSON (${error instanceof Error ? error.message : String(error)})`, {}, error);
   }
-  return checkEvent(value, ctx, true);
+  return checkEvent(value, ctx, true, text.length <= SHALLOW_JSON_CHARS);
 }
+
+/**
+ * JSON text up to this many characters nests at most half as deep, which `JSON.stringify` always
+ * handles (it overflows the stack somewhere past 3 000 levels here): a payload parsed from such
+ * text is plain JSON data without checking. Longer text is checked, so a payload nested
+ * 100 000 deep is refused on read as it is on write.
+ */
+const SHALLOW_JSON_CHARS = 1_024;
 
 /**
  * Checks an in-memory event and returns it with instants normalised (see {@link parseEvent} for
  * the checks and errors; the size limit is not applied here, see {@link serializeEvent}).
  */
 export function validateEvent(value: unknown, ctx: EventContext = {}): RunEvent {
-  return checkEvent(value, ctx, false);
+  return checkEvent(value, ctx, false, false);
 }
 
-/** {@link validateEvent}; `fromJson`: the value is what `JSON.parse` returned, so plain JSON data already. */
-function checkEvent(value: unknown, ctx: EventContext, fromJson: boolean): RunEvent {
+/**
+ * {@link validateEvent}. `fromJson`: the value is what `JSON.parse` just returned (the caller's
+ * alone, so it is normalised in place); `plainJson`: and from text short enough that it is
+ * plain JSON data already (see {@link SHALLOW_JSON_CHARS}).
+ */
+function checkEvent(value: unknown, ctx: EventContext, fromJson: boolean, plainJson: boolean): RunEvent {
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     throw eventInvalid(ctx, undefined, `${describeValue(value)} is not a JSON object; allowed: {seq, type, ...}`);
   }
@@ -208,7 +220,7 @@ function checkEvent(value: unknown, ctx: EventContext, fromJson: boolean): RunEv
     case "SignalReceived":
       fieldOf(ctx, seq, event, "signalName", "signalName", parseSignalName);
       fieldOf(ctx, seq, event, "signalId", "signalId", parseSignalId);
-      if (!fromJson) inEvent(ctx, seq, () => assertJsonValue(event["payload"], "payload"));
+      if (!plainJson) inEvent(ctx, seq, () => assertJsonValue(event["payload"], "payload"));
       break;
     case "SignalConsumed": {
       const d: Json = ownData(fromJson, data);
