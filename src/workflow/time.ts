@@ -77,10 +77,15 @@ function invalid(field: string, value: unknown, why: string): WorkflowHostError 
  */
 export function parseInstant(value: unknown, field: string): string {
   if (typeof value !== "string") throw invalid(field, value, "not a string");
-  // Most instants read are already in the stored form (every event this project writes): one
-  // whose fields are in range is returned as it is (the checks below would rebuild the same
-  // string), without building a Date; anything else goes through the checks below.
+  // Most instants read are already in the stored form (every event this project writes, and a
+  // fire commit writes the same `at` into thousands of events): one whose fields are in range is
+  // returned as it is (the checks below would rebuild the same string), without building a Date
+  // and without remembering it; anything else goes through the checks below.
   if (value.length === 24 && STORED.test(value) && isRealStoredInstant(value)) return value;
+  return parseInstantUncached(value, field);
+}
+
+function parseInstantUncached(value: string, field: string): string {
   const m = RFC3339.exec(value);
   if (m === null) throw invalid(field, value, "not RFC 3339 with an explicit offset");
   const [, y, mo, d, h, mi, s, frac, zulu, sign, oh, om] = m;
