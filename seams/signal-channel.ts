@@ -25,7 +25,7 @@ import { WorkflowHostError } from "../src/errors.js";
 import { silentLogger } from "../src/logger.js";
 import type { RepoId } from "../src/substrate/types.js";
 import { signalReceivedEvent } from "../src/workflow/event-constructors.js";
-import { isTerminalEventType } from "../src/workflow/event-schemas.js";
+import { isTerminalEventType } from "../src/workflow/event-shapes.js";
 import { DEFAULT_MAX_EVENT_BYTES, serializeEvent } from "../src/workflow/events.js";
 import { parseRepoId, parseRunId, parseSignalId, parseSignalName, parseStepId } from "../src/workflow/ids.js";
 import { appendRunEvents, readRunLog, type RunLog } from "../src/workflow/run-log.js";

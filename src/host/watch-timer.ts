@@ -12,7 +12,7 @@
 import type { RunEventFeed, RunEventListener } from "../../seams/run-event-feed.js";
 import { WorkflowHostError } from "../errors.js";
 import type { Principal, RepoStore } from "../substrate/types.js";
-import { isTerminalEventType } from "../workflow/event-schemas.js";
+import { isTerminalEventType } from "../workflow/event-shapes.js";
 import { parseRunId, parseTimerId } from "../workflow/ids.js";
 import { readRunLog } from "../workflow/run-log.js";
 import type { RunEvent, TimerFiredEvent, TimerSetEvent } from "../workflow/types.js";

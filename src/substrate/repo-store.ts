@@ -105,6 +105,8 @@ export function createRepoStore(opts: RepoStoreOptions): RepoStore {
     commits: new ScopedLruCache(20_000),
     blobs: new ScopedLruCache(positive(opts.blobCacheBytes, 32 * 1024 * 1024, "blobCacheBytes")),
     packs: new ScopedLruCache(positive(opts.packCacheBytes, 128 * 1024 * 1024, "packCacheBytes")),
+    // A few windows per big pack a walk reads at once (a recovery's blobs and trees).
+    packWindows: new ScopedLruCache(16 * 1024 * 1024),
     packCache: {},
   };
 
@@ -457,7 +459,11 @@ function typedReads(reads: CommittedReads, where: string): CommittedReads {
     listDir: (path) => guard(`listing ${path}`, () => reads.listDir(path)),
     readBlob: (path) => guard(`reading ${path}`, () => reads.readBlob(path)),
     readBlobByOid: (oid) => guard(`reading blob ${oid}`, () => reads.readBlobByOid(oid)),
+    ...(reads.readBlobsByOid === undefined
+      ? {}
+      : { readBlobsByOid: (oids: readonly string[]) => guard(`reading ${oids.length} blobs`, () => (reads.readBlobsByOid as (o: readonly string[]) => Promise<Uint8Array[]>)(oids)) }),
     treeOid: (path) => guard(`reading ${path}`, () => reads.treeOid(path)),
+    ...(reads.scan === undefined ? {} : { scan: () => typedReads((reads.scan as () => CommittedReads)(), where) }),
   };
 }
 

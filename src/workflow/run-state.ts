@@ -28,7 +28,7 @@
  * An event whose seq is not above `lastSeq` has already been applied and is ignored, so a
  * tailer that sees the same event twice (a repeated watcher notification) stays correct.
  */
-import { isTerminalEventType } from "./event-schemas.js";
+import { isTerminalEventType } from "./event-shapes.js";
 import { nextTick } from "./cron.js";
 import { DEFAULT_TIME_ZONE } from "./time-zone.js";
 import type {
