@@ -50,8 +50,16 @@ function titled(table: BenchTable, loads: readonly SectionLoad[]): BenchTable {
 /**
  * The Markdown of RESULTS.md.
  * @param intro extra lines after the heading (what the run included, e.g. that the 1,000,000-timer rows need `--huge`)
+ * @param carried table sections (Markdown, each from its `###` heading) of an earlier run that this
+ *   run did not measure, kept after this run's tables under a heading that says so
  */
-export function renderResults(machine: readonly string[], tables: readonly BenchTable[], loads: readonly SectionLoad[] = [], intro: readonly string[] = []): string {
+export function renderResults(
+  machine: readonly string[],
+  tables: readonly BenchTable[],
+  loads: readonly SectionLoad[] = [],
+  intro: readonly string[] = [],
+  carried: readonly string[] = [],
+): string {
   const targets = tables.flatMap((t) => t.targets ?? []);
   const count = (verdict: string): number => targets.filter((t) => t.verdict === verdict).length;
   const invalid = count("invalid");
@@ -79,9 +87,34 @@ export function renderResults(machine: readonly string[], tables: readonly Bench
     "## Tables",
     "",
     ...tables.map((t) => `${formatTable(titled(t, loads))}\n`),
+    ...(carried.length === 0
+      ? []
+      : ["## Tables kept from the previous run of this file", "", "Not measured by this run; as the previous run printed them (its machine, load and date).", "", ...carried.map((c) => `${c.trimEnd()}\n`)]),
     "## Design changes behind these figures",
     "",
     designNotes(),
     "",
   ].join("\n");
+}
+
+/**
+ * The table sections of a results file (each from its `### ` heading to the next heading), for
+ * carrying over into a partial run's file those it did not measure.
+ * @param text an earlier file's Markdown
+ * @param measured titles of the tables measured now (a section whose title starts with one is dropped)
+ */
+export function tableSectionsOf(text: string, measured: readonly string[]): string[] {
+  const start = text.indexOf("\n## Tables\n");
+  if (start < 0) return [];
+  // Up to the design notes: tables kept by an earlier partial run are tables too.
+  const end = text.indexOf("\n## Design changes", start);
+  const body = text.slice(start, end < 0 ? text.length : end);
+  const kept: string[] = [];
+  for (const section of body.split(/\n(?=### )/).slice(1)) {
+    const headingAt = section.indexOf("\n## ");
+    const part = headingAt < 0 ? section : section.slice(0, headingAt);
+    const title = (part.split("\n")[0] as string).replace(/^### (\d+\. )?/, "");
+    if (!measured.some((m) => title.startsWith(m))) kept.push(part);
+  }
+  return kept;
 }

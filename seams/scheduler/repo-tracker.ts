@@ -21,7 +21,7 @@ import { isRegularFileMode } from "../../src/substrate/tree-object.js";
 import type { TimerHandle, Timers } from "../../src/time/clock.js";
 import { afterTerminalProblem, classifyRunPath, rewrittenProblem, runsEntryProblem, sequenceProblems } from "../../src/workflow/log-problems.js";
 import { readRunLog, type BadEvent, type RunLog } from "../../src/workflow/run-log.js";
-import { applyEvent, emptyRunState } from "../../src/workflow/run-state.js";
+import { applyEvent } from "../../src/workflow/run-state.js";
 import { planDueTimer, type FirePlan } from "../../src/workflow/timer-ledger.js";
 import { prepareTicksBetween } from "../../src/workflow/cron.js";
 import { createTimeSlicer } from "../../src/time/time-slicer.js";
@@ -79,10 +79,10 @@ interface RunRecord {
   runTreeOid: string | null;
   /** Bad events known in the log; a run with any is never put in the recovery index. */
   bad: number;
-  /** timerIds this run has in the queue. */
-  queued: Set<string>;
-  /** timerIds `cancelQueued` suppressed, until they are disarmed in the log. */
-  suppressed: Set<string>;
+  /** timerIds this run has in the queue (a few at most: an array is a fifth of a Set's size). */
+  queued: string[];
+  /** timerIds `cancelQueued` suppressed, until they are disarmed in the log; null for none (most runs). */
+  suppressed: Set<string> | null;
 }
 
 export class RepoTracker {
@@ -120,6 +120,8 @@ export class RepoTracker {
     const { store, principal, ref } = this.ctx;
     const tip = await store.resolveRef(principal, this.rid, ref);
     const reads = await store.openCommittedReads(principal, this.rid, tip ?? ref);
+    // Every run's folder is read once: not through the store's caches (see CommittedReads.scan).
+    const scan = reads.scan?.() ?? reads;
     const index = await this.loadIndex();
     let pending = 0;
     let badEvents = 0;
@@ -141,7 +143,7 @@ export class RepoTracker {
       if (entry === undefined || ahead.has(i) || index?.get(entry.name)?.runTreeOid === entry.oid) return;
       // Not through the parsed-event cache: a recovery reads every log once, and would only
       // push out the logs that appends re-read.
-      const log = readRunLog(reads, entry.name, { maxEventBytes: this.ctx.maxEventBytes, parsedEvents: null });
+      const log = readRunLog(scan, entry.name, { maxEventBytes: this.ctx.maxEventBytes, parsedEvents: null });
       log.catch(() => undefined);
       ahead.set(i, log);
     };
@@ -155,7 +157,7 @@ export class RepoTracker {
         for (let k = i; k <= i + READ_AHEAD; k++) readAhead(k);
         const log = await (ahead.get(i) as Promise<RunLog>);
         ahead.delete(i);
-        const record = await this.applyLog(reads, log, entry.oid);
+        const record = await this.applyLog(scan, log, entry.oid);
         state = record.state;
         badEvents += record.bad;
         reread += 1;
@@ -188,7 +190,7 @@ export class RepoTracker {
     this.wakeThrottle?.();
     for (const [runId, record] of this.runs) {
       for (const timerId of record.queued) this.ctx.disarm(this.repoId, runId, timerId);
-      record.queued.clear();
+      record.queued = [];
     }
     await Promise.allSettled([this.tail, this.firing, this.persisting]);
     if (this.indexDirty) {
@@ -242,8 +244,9 @@ export class RepoTracker {
 
   /** Installs a run restored from its index summary and arms its timers. */
   private restoreRun(runId: string, summary: RunSummary): RunRecord {
-    const record = this.recordOf(runId);
-    record.state = stateFromSummary(runId, summary);
+    const state = stateFromSummary(runId, summary);
+    const record = this.recordOf(runId, state);
+    record.state = state;
     record.maxFileSeq = summary.maxFileSeq;
     record.eventsOid = summary.eventsOid;
     record.runTreeOid = summary.runTreeOid;
@@ -252,10 +255,11 @@ export class RepoTracker {
     return record;
   }
 
-  private recordOf(runId: string): RunRecord {
+  /** The run's record, made with `state` when new (the caller sets the state either way). */
+  private recordOf(runId: string, state: RunState): RunRecord {
     let record = this.runs.get(runId);
     if (record === undefined) {
-      record = { state: emptyRunState(runId), maxFileSeq: -1, eventsOid: null, runTreeOid: null, bad: 0, queued: new Set<string>(), suppressed: new Set<string>() };
+      record = { state, maxFileSeq: -1, eventsOid: null, runTreeOid: null, bad: 0, queued: [], suppressed: null };
       this.runs.set(runId, record);
     }
     return record;
@@ -290,8 +294,8 @@ export class RepoTracker {
   /** Marks a timer as no longer queued and suppressed (after `cancelQueued`). */
   forget(runId: string, timerId: string): void {
     const record = this.runs.get(runId);
-    record?.queued.delete(timerId);
-    record?.suppressed.add(timerId);
+    if (record !== undefined) record.queued = record.queued.filter((id) => id !== timerId);
+    if (record !== undefined) (record.suppressed ??= new Set<string>()).add(timerId);
   }
 
   private async readRun(reads: CommittedReads, runId: string): Promise<RunRecord> {
@@ -302,8 +306,9 @@ export class RepoTracker {
   private async applyLog(reads: CommittedReads, log: RunLog, runTreeOid: string | null): Promise<RunRecord> {
     const runId = log.runId;
     for (const bad of [...log.bad, ...log.problems]) this.reportBad(bad);
-    const record = this.recordOf(runId);
-    record.state = log.state;
+    const state = timerState(log.state);
+    const record = this.recordOf(runId, state);
+    record.state = state;
     record.maxFileSeq = log.maxFileSeq;
     record.eventsOid = await reads.treeOid(runEventsPrefix(runId).slice(0, -1));
     record.runTreeOid = runTreeOid ?? (await reads.treeOid(`${runsPrefix}${runId}`));
@@ -317,23 +322,21 @@ export class RepoTracker {
 
   /** Makes the queue hold exactly the run's armed, unsuppressed timers. */
   private sync(runId: string, record: RunRecord): void {
-    const wanted = record.state.terminal === null ? record.state.pendingTimers : new Map();
-    for (const timerId of record.queued) {
-      if (!wanted.has(timerId)) {
-        this.ctx.disarm(this.repoId, runId, timerId);
-        record.queued.delete(timerId);
-      }
+    const wanted: ReadonlyMap<string, PendingTimer> = record.state.terminal === null ? record.state.pendingTimers : NO_TIMERS;
+    if (record.queued.some((timerId) => !wanted.has(timerId))) {
+      for (const timerId of record.queued) if (!wanted.has(timerId)) this.ctx.disarm(this.repoId, runId, timerId);
+      record.queued = record.queued.filter((timerId) => wanted.has(timerId));
     }
-    for (const timerId of record.suppressed) {
+    for (const timerId of record.suppressed ?? []) {
       if (!wanted.has(timerId)) {
         this.ctx.forgetSuppressed(this.repoId, runId, timerId, record.state.lastSeq);
-        record.suppressed.delete(timerId);
+        record.suppressed?.delete(timerId);
       }
     }
     for (const pending of wanted.values()) {
       if (this.ctx.suppressed(this.repoId, runId, pending)) continue;
       this.ctx.arm(this.repoId, runId, pending, Date.parse(pending.fireAt));
-      record.queued.add(pending.timerId);
+      if (!record.queued.includes(pending.timerId)) record.queued.push(pending.timerId);
     }
   }
 
@@ -664,6 +667,21 @@ export class RepoTracker {
     if (this.ctx.suppressed(this.repoId, runId, pending)) return;
     this.ctx.arm(this.repoId, runId, pending, atMs);
   }
+}
+
+const NO_SIGNAL_IDS: ReadonlySet<string> = new Set();
+const NO_TIMERS: ReadonlyMap<string, PendingTimer> = new Map();
+const NO_SIGNALS: RunState["unconsumedSignals"] = Object.freeze([]);
+
+/**
+ * What the scheduler keeps of a run's state: its timers, end and last seq. The signal sets are
+ * the signal channel's (each channel reads them from the log) and can hold every payload a run
+ * received; a run restored from the recovery index has them empty too (see stateFromSummary).
+ * Empty collections are shared: the reducer copies a collection before it changes it.
+ */
+function timerState(state: RunState): RunState {
+  if (state.observedSignalIds === NO_SIGNAL_IDS && state.unconsumedSignals === NO_SIGNALS) return state;
+  return { ...state, observedSignalIds: NO_SIGNAL_IDS, unconsumedSignals: NO_SIGNALS };
 }
 
 /**

@@ -28,7 +28,7 @@ import type { RepoId } from "../../src/substrate/types.js";
 import { DEFAULT_REF } from "../../src/substrate/ref-name.js";
 import { newSignalConsumed } from "../../src/workflow/event-constructors.js";
 import { isSignalConsumed, isSignalReceived } from "../../src/workflow/event-guards.js";
-import { isTerminalEventType } from "../../src/workflow/event-schemas.js";
+import { isTerminalEventType } from "../../src/workflow/event-shapes.js";
 import { DEFAULT_MAX_EVENT_BYTES } from "../../src/workflow/events.js";
 import { parseRepoId, parseRunId, parseSignalId, parseSignalName, parseStepId } from "../../src/workflow/ids.js";
 import { readRunLog } from "../../src/workflow/run-log.js";

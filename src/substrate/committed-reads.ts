@@ -11,6 +11,40 @@ import type { CommittedReads, DirEntry, Oid } from "./types.js";
 export interface ObjectSource {
   readTree(oid: Oid): Promise<ParsedTree>;
   readBlob(oid: Oid): Promise<Uint8Array>;
+  /** The same objects, read without filling the caches (see {@link CommittedReads.scan}). */
+  readonly scanning?: ObjectSource;
+  /** Several blobs at once, in order (see {@link CommittedReads.readBlobsByOid}). */
+  readBlobs?(oids: readonly Oid[]): Promise<Uint8Array[]>;
+}
+
+function checkOid(oid: Oid): void {
+  if (typeof oid !== "string" || !OID.test(oid)) {
+    throw new WorkflowHostError("object_corrupt", `${String(oid)} is not a 40-hex object id`, { oid });
+  }
+}
+
+const OID = /^[0-9a-f]{40}$/;
+
+/** Trees a scan's reads keep themselves (see {@link CommittedReads.scan}): a few runs' folders read ahead. */
+const SCAN_RECENT_TREES = 256;
+
+/** `source` with the last {@link SCAN_RECENT_TREES} trees it read kept (oldest dropped first). */
+function keepingRecentTrees(source: ObjectSource): ObjectSource {
+  const recent = new Map<Oid, Promise<ParsedTree>>();
+  return {
+    readBlob: (oid) => source.readBlob(oid),
+    ...(source.readBlobs === undefined ? {} : { readBlobs: (oids: readonly Oid[]) => (source.readBlobs as (o: readonly Oid[]) => Promise<Uint8Array[]>)(oids) }),
+    readTree(oid) {
+      let tree = recent.get(oid);
+      if (tree === undefined) {
+        tree = source.readTree(oid);
+        tree.catch(() => recent.delete(oid));
+        recent.set(oid, tree);
+        if (recent.size > SCAN_RECENT_TREES) recent.delete(recent.keys().next().value as Oid);
+      }
+      return tree;
+    },
+  };
 }
 
 /**
@@ -48,16 +82,24 @@ export function createCommittedReads(source: ObjectSource, commitSha: Oid | null
       return source.readBlob(entry.oid);
     },
     async readBlobByOid(oid: Oid): Promise<Uint8Array> {
-      if (typeof oid !== "string" || !/^[0-9a-f]{40}$/.test(oid)) {
-        throw new WorkflowHostError("object_corrupt", `${String(oid)} is not a 40-hex object id`, { oid });
-      }
+      checkOid(oid);
       return source.readBlob(oid);
+    },
+    async readBlobsByOid(oids: readonly Oid[]): Promise<Uint8Array[]> {
+      for (const oid of oids) checkOid(oid);
+      if (source.readBlobs !== undefined) return source.readBlobs(oids);
+      const out: Uint8Array[] = [];
+      for (const oid of oids) out.push(await source.readBlob(oid));
+      return out;
     },
     async treeOid(path: string): Promise<Oid | null> {
       const segments = parseFolderPath(path);
       if (segments.length === 0) return rootTreeOid;
       const entry = await entryAt(segments);
       return entry === null || entry.type === "commit" ? null : entry.oid;
+    },
+    scan() {
+      return createCommittedReads(keepingRecentTrees(source.scanning ?? source), commitSha, rootTreeOid);
     },
   };
 }

@@ -240,12 +240,25 @@ async function fsyncFolder(open: (path: string) => Promise<FileHandleLike>, path
  */
 export const BLOCKING_STRETCH_MS = 1;
 
-/** When the current stretch of blocking calls began (performance.now() ms), while one runs. */
-let stretchStartedAt = 0;
-/** True from a stretch's first call until the event loop's next turn. */
-let inStretch = false;
-/** Settles waiting for a turn of the event loop (see settleSoon). */
-let deferred = 0;
+/**
+ * The current stretch of blocking calls: when it began (on its monotonic clock) and what waits
+ * for a turn of the event loop. One per clock: every adapter on the default clock shares one,
+ * so chains on different stores take turns with each other too.
+ */
+interface Stretch {
+  readonly nowMs: () => number;
+  /** When the current stretch began (ms on `nowMs`), while one runs. */
+  startedAt: number;
+  /** True from a stretch's first call until the event loop's next turn. */
+  running: boolean;
+  /** Settles waiting for a turn of the event loop (see settleSoon). */
+  deferred: number;
+}
+
+const newStretch = (nowMs: () => number): Stretch => ({ nowMs, startedAt: 0, running: false, deferred: 0 });
+
+/** The stretch of every adapter on the default clock, `performance.now()`. */
+const sharedStretch = newStretch(systemMonotonicNow);
 
 /**
  * Runs `settle` after the current microtasks while the current stretch of blocking calls is
@@ -261,24 +274,34 @@ let deferred = 0;
  * chain to run in a turn took the whole stretch and the other got one call per turn: a reader
  * looping on refs cut a writer's commits five-fold.
  */
-function settleSoon(settle: () => void): void {
-  const now = systemMonotonicNow();
-  if (!inStretch) {
-    inStretch = true;
-    stretchStartedAt = now;
+function settleSoon(stretch: Stretch, settle: () => void): void {
+  const now = stretch.nowMs();
+  if (!stretch.running) {
+    stretch.running = true;
+    stretch.startedAt = now;
     setImmediate(() => {
-      inStretch = false;
+      stretch.running = false;
     });
   }
-  if (deferred === 0 && now - stretchStartedAt < BLOCKING_STRETCH_MS) {
+  if (stretch.deferred === 0 && now - stretch.startedAt < BLOCKING_STRETCH_MS) {
     queueMicrotask(settle);
     return;
   }
-  deferred += 1;
+  stretch.deferred += 1;
   setImmediate(() => {
-    deferred -= 1;
+    stretch.deferred -= 1;
     settle();
   });
+}
+
+/** Options of {@link createBlockingFsAdapter}. */
+export interface BlockingFsAdapterOptions {
+  /**
+   * Monotonic time in ms (only differences count) on which a stretch of blocking calls is
+   * measured against {@link BLOCKING_STRETCH_MS}; default `performance.now()`. Adapters given
+   * their own clock take turns among themselves only. Tests pass a FakeClock's.
+   */
+  readonly nowMs?: () => number;
 }
 
 /**
@@ -288,10 +311,13 @@ function settleSoon(settle: () => void): void {
  * else on the next turn of the event loop (see {@link settleSoon}). Meant for small files only:
  * a slow disk stalls the whole event loop for as long as one call takes.
  * Falls back to {@link createFsAdapter} when the module lacks a synchronous call.
+ * @param fsModule node:fs or a module like it (memfs); default node:fs
+ * @param options `nowMs`: the clock stretches are measured on (default `performance.now()`)
  * @throws TypeError when the module has no `promises` API.
  */
-export function createBlockingFsAdapter(fsModule?: unknown): FsAdapter {
+export function createBlockingFsAdapter(fsModule?: unknown, options: BlockingFsAdapterOptions = {}): FsAdapter {
   const async = createFsAdapter(fsModule);
+  const stretch = options.nowMs === undefined ? sharedStretch : newStretch(options.nowMs);
   const f = async.raw as Partial<FsSyncLike>;
   if (SYNC_CALLS.some((name) => typeof f[name] !== "function")) return async;
   const s = f as FsSyncLike;
@@ -305,7 +331,7 @@ export function createBlockingFsAdapter(fsModule?: unknown): FsAdapter {
         settle = () => reject(error);
       }
     });
-    settleSoon(() => settle());
+    settleSoon(stretch, () => settle());
     return settled;
   };
   const orNull = <T>(call: () => T): T | null => {

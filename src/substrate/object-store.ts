@@ -18,13 +18,13 @@
  */
 import { randomBytes } from "node:crypto";
 import { constants as zlibConstants, deflateSync, inflateSync } from "node:zlib";
-import { readObject } from "isomorphic-git";
 import { WorkflowHostError } from "../errors.js";
 import { errnoCode, type FsAdapter } from "./fs-adapter.js";
 import { decodeCommit, type GitObject, type ObjectType, type ParsedCommit, unwrapObject, wrapObject } from "./git-object.js";
 import { decodeTree, type DeltaBase, EMPTY_TREE_OID, type ParsedTree } from "./tree-object.js";
 import type { ScopedLruCache } from "./lru-cache.js";
 import { createPackStore, type StagedObjects } from "./pack-store.js";
+import type { ObjectSource } from "./committed-reads.js";
 import type { Oid } from "./types.js";
 
 /** Trees with at least this many entries are cached per repository as recent versions (see createObjectStore). */
@@ -41,11 +41,16 @@ export interface ObjectCaches {
   readonly blobs: ScopedLruCache<Uint8Array>;
   /** Whole pack files (bytes), keyed by pack name, for reads out of packs; see pack-store.ts. */
   readonly packs: ScopedLruCache<Buffer>;
+  /**
+   * Windows of packs too big to read whole, keyed by pack name and offset; see pack-store.ts.
+   * Small: they serve walks that read a pack mostly in order.
+   */
+  readonly packWindows?: ScopedLruCache<Buffer>;
   /** isomorphic-git's own cache object (pack indexes); shared so packs are indexed once. */
   readonly packCache: object;
 }
 
-export interface ObjectStore {
+export interface ObjectStore extends ObjectSource {
   /**
    * One object, checked against its oid.
    * @throws `object_corrupt` naming the oid when it is missing, torn or hashes differently.
@@ -72,6 +77,11 @@ export interface ObjectStore {
    * all written by `publish`. Exactly one of the two must be called.
    */
   stageObjects(objects: readonly GitObject[]): StagedObjects;
+  /**
+   * Reads of the same objects that use the caches but do not fill them (big trees excepted):
+   * for a walk that reads most objects once (see `CommittedReads.scan`).
+   */
+  readonly scanning: ObjectSource;
   /** Remembers trees that were just written, so the next commit does not re-read them. */
   rememberTrees(trees: Iterable<ParsedTree>): void;
   /**
@@ -147,7 +157,7 @@ function corrupt(oid: string, reason: string, cause?: unknown, extra: Record<str
 export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
   const { fs, gitdir, repoKey, caches, durable } = opts;
   const quickFs = opts.quickFs ?? fs;
-  const packs = createPackStore({ fs, quickFs, gitdir, repoKey, packBytes: caches.packs, durable, cachedTree: (oid) => cachedTree(oid), deltaBase: (oid) => deltaBases.get(oid) });
+  const packs = createPackStore({ fs, quickFs, gitdir, repoKey, packBytes: caches.packs, ...(caches.packWindows === undefined ? {} : { packWindows: caches.packWindows }), durable, cachedTree: (oid) => cachedTree(oid), deltaBase: (oid) => deltaBases.get(oid) });
   /**
    * The last few big folders (e.g. `runs/`) of this repository, newest first, kept apart from
    * the shared tree cache. Each commit makes a new version of such a folder (its content,
@@ -192,6 +202,8 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
   async function readPacked(oid: Oid): Promise<GitObject> {
     let result: { type: string; object: unknown };
     try {
+      // Loaded only here: every object this store writes or git packs is read without it.
+      const { readObject } = await import("isomorphic-git");
       result = await readObject({ fs: fs.raw as never, gitdir, oid, format: "content", cache: caches.packCache });
     } catch (error) {
       throw corrupt(oid, "missing (neither loose nor in a pack)", error, ABSENT);
@@ -310,6 +322,28 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
       if (copy.byteLength <= BLOB_CACHE_MAX_BYTES) caches.blobs.set(repoKey, oid, copy, copy.byteLength + 64);
       return copy.slice();
     },
+    scanning: {
+      async readTree(oid) {
+        const hit = cachedTree(oid);
+        if (hit !== undefined) return hit;
+        const tree = decodeTree(oid, (await readTyped(oid, "tree")).content);
+        // A big folder (`runs/`) is what every later read walks through: kept as always.
+        if (tree.count >= BIG_TREE_ENTRIES) cacheTree(tree);
+        return tree;
+      },
+      readBlob: readBlobForScan,
+      async readBlobs(oids) {
+        const out: Uint8Array[] = [];
+        for (const oid of oids) {
+          // Most of a walk's blobs are in a pack window already: decoded at once, no promise.
+          const object = caches.blobs.has(repoKey, oid) ? undefined : packs.readInMemory(oid);
+          if (object === undefined) out.push(await readBlobForScan(oid));
+          else if (object.type !== "blob") throw corrupt(oid, `is a ${object.type}, expected a blob`, undefined, { ...ABSENT, found: object.type });
+          else out.push(object.content);
+        }
+        return out;
+      },
+    },
     async writeObjects(objects) {
       await stageObjects(objects).publish();
     },
@@ -321,6 +355,15 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
     idle: () => packs.idle(),
     close: () => packs.close(),
   };
+
+  /** A blob for a walk: from the cache when there, else read and not cached. */
+  async function readBlobForScan(oid: Oid): Promise<Uint8Array> {
+    const hit = caches.blobs.get(repoKey, oid);
+    if (hit !== undefined) return hit.slice();
+    // Not copied: what a read decodes is always fresh bytes (inflated, unstored or rebuilt from
+    // a delta), never a view of a cached pack.
+    return (await readTyped(oid, "blob")).content;
+  }
 
   /** See {@link ObjectStore.stageObjects}. */
   function stageObjects(objects: readonly GitObject[]): StagedObjects {

@@ -52,25 +52,26 @@ export interface EntryHead {
  * @throws `object_corrupt` for a truncated header or an unknown type
  */
 export function parseEntryHead(name: string, bytes: Buffer): EntryHead {
+  // No closure for the byte reader: a recovery parses a million entry headers.
   let at = 0;
-  const byteAt = (): number => {
-    if (at >= bytes.length) throw corrupt(name, "truncated entry header");
-    return bytes[at++] as number;
-  };
-  let c = byteAt();
+  if (at >= bytes.length) throw corrupt(name, "truncated entry header");
+  let c = bytes[at++] as number;
   const typeCode = (c >> 4) & 7;
   let size = c & 0x0f;
   let shift = 16;
   while (c & 0x80) {
-    c = byteAt();
+    if (at >= bytes.length) throw corrupt(name, "truncated entry header");
+    c = bytes[at++] as number;
     size += (c & 0x7f) * shift;
     shift *= 128;
   }
   if (typeCode === OFS_DELTA) {
-    c = byteAt();
+    if (at >= bytes.length) throw corrupt(name, "truncated entry header");
+    c = bytes[at++] as number;
     let distance = c & 0x7f;
     while (c & 0x80) {
-      c = byteAt();
+      if (at >= bytes.length) throw corrupt(name, "truncated entry header");
+      c = bytes[at++] as number;
       distance = (distance + 1) * 128 + (c & 0x7f);
     }
     return { typeCode, size, dataAt: at, baseDistance: distance };

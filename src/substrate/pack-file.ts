@@ -332,7 +332,7 @@ export function parsePackIndex(name: string, bytes: Uint8Array, packSize: number
     count: n,
     packChecksum: buf.toString("hex", checksumAt, checksumAt + 20),
     find(oid) {
-      if (typeof oid !== "string") probe.set(oid.subarray(0, 20));
+      if (typeof oid !== "string") probe.set(oid.length === 20 ? oid : oid.subarray(0, 20));
       else if (probe.write(oid, 0, "hex") !== 20) return -1;
       const first = probe[0] as number;
       let lo = fanoutAt(first - 1);

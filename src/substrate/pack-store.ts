@@ -44,6 +44,7 @@ import { type GitObject, hashObject } from "./git-object.js";
 import type { ScopedLruCache } from "./lru-cache.js";
 import {
   applyDelta,
+  crc32,
   encodePack,
   type EncodedPack,
   inflateEntry,
@@ -78,8 +79,20 @@ export const MAX_PACKS = 16;
  * costs more than the call itself (see fs-adapter.ts). Merged packs go through the pool.
  */
 const QUICK_PACK_BYTES = 64 * 1024;
-/** Packs up to this size are read whole (and cached); bigger ones one entry at a time. */
-const WHOLE_PACK_MAX_BYTES = 64 * 1024 * 1024;
+/**
+ * Packs up to this size are read whole (and cached, their checksum checked once); bigger ones
+ * (a generated or imported history, a merged pack of a big deployment) through windows.
+ */
+const WHOLE_PACK_MAX_BYTES = 8 * 1024 * 1024;
+/**
+ * Bigger packs are read in windows of this size (plus {@link WINDOW_SPILL}), cached with the
+ * whole packs (same byte budget): a recovery walks a 40 MB pack of 200 000 events mostly in
+ * order, so a few windows serve it, where reading it whole kept 40 MB per pack in memory and
+ * hashed all of it before the first object could be used.
+ */
+const WINDOW_BYTES = 1024 * 1024;
+/** How far past its window an entry may end and still be served from it (bigger: read alone). */
+const WINDOW_SPILL = 64 * 1024;
 /** Delta chains deeper than git's default depth (50) by a margin are refused as corrupt. */
 const MAX_DELTA_DEPTH = 64;
 
@@ -95,6 +108,8 @@ export interface PackStoreOptions {
   readonly repoKey: string;
   /** Whole pack files by pack name (scoped by `repoKey`), weighted by bytes; shared by all repositories. */
   readonly packBytes: ScopedLruCache<Buffer>;
+  /** Windows of big packs (see WINDOW_BYTES), shared by all repositories; default `packBytes`. */
+  readonly packWindows?: ScopedLruCache<Buffer>;
   readonly durable: boolean;
   /** A parsed tree by oid when one is cached (merging uses it instead of parsing big folders). */
   readonly cachedTree?: (oid: Oid) => ParsedTree | undefined;
@@ -109,6 +124,14 @@ export interface PackStore {
    * @throws `object_corrupt` when a pack holds it but it cannot be decoded
    */
   read(oid: Oid, rescan: boolean): Promise<GitObject | null>;
+  /**
+   * The object, when a known pack holds it whole (not as a delta) in bytes already in memory
+   * (a cached pack or window): checked as {@link read} checks it, without any I/O and without
+   * a promise, for walks reading a million small objects. Undefined whenever {@link read} is
+   * needed instead (not scanned yet, not found, not in memory, a delta).
+   * @throws `object_corrupt` as {@link read}
+   */
+  readInMemory(oid: Oid): GitObject | undefined;
   /**
    * Writes `objects` as one new pack; resolves once it is in place (its bytes flushed when
    * durable; its name is made durable by the ref's folder flush, see module comment).
@@ -168,6 +191,7 @@ class PackGone extends Error {}
 /** Creates the pack store of the bare repository at `gitdir`. */
 export function createPackStore(opts: PackStoreOptions): PackStore {
   const { fs, gitdir, repoKey, packBytes, durable } = opts;
+  const packWindows = opts.packWindows ?? packBytes;
   const quickFs = opts.quickFs ?? fs;
   const packDir = `${gitdir}/objects/pack`;
   const tempPrefix = randomBytes(4).toString("hex");
@@ -243,12 +267,20 @@ export function createPackStore(opts: PackStoreOptions): PackStore {
     }
   }
 
+  /** True once a scan has finished (packs are then known). */
+  let scanFinished = false;
+
   function ensureScanned(): Promise<void> {
     sweeping ??= sweepTemps();
-    scanned ??= scan().catch((error: unknown) => {
-      scanned = null;
-      throw error;
-    });
+    scanned ??= scan().then(
+      () => {
+        scanFinished = true;
+      },
+      (error: unknown) => {
+        scanned = null;
+        throw error;
+      },
+    );
     return scanned;
   }
 
@@ -307,9 +339,13 @@ export function createPackStore(opts: PackStoreOptions): PackStore {
 
   /**
    * The bytes of the entry at `offset`: a view of the cached whole pack (`verified`: its
-   * checksum was checked when it was read), or a range read of a big pack.
+   * checksum was checked when it was read), or of a cached window of a big pack, or a range read
+   * of an entry too big for a window. `crc`, when given (the entry's CRC-32 from the index, whose
+   * own checksum was checked when it was parsed), is compared with the bytes read out of a big
+   * pack, which then count as verified too: git's own check of packed bytes it reuses, at a
+   * seventh of the cost of hashing each object (a recovery reads a million of them).
    */
-  async function entryBytes(pack: LoadedPack, offset: number): Promise<{ bytes: Buffer; verified: boolean }> {
+  async function entryBytes(pack: LoadedPack, offset: number, crc?: number): Promise<{ bytes: Buffer; verified: boolean }> {
     const end = pack.index.endOf(offset);
     const path = `${packDir}/${pack.name}.pack`;
     try {
@@ -327,17 +363,68 @@ export function createPackStore(opts: PackStoreOptions): PackStore {
         }
         return { bytes: whole.subarray(offset, end), verified: true };
       }
-      const bytes = await fs.readRange(path, offset, end - offset);
-      return { bytes: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), verified: false };
+      let bytes: Buffer;
+      const start = offset - (offset % WINDOW_BYTES);
+      const windowEnd = Math.min(start + WINDOW_BYTES + WINDOW_SPILL, pack.size);
+      if (end <= windowEnd) {
+        const key = `${pack.name}@${start}`;
+        let window = packWindows.get(repoKey, key);
+        if (window === undefined) {
+          const read = await fs.readRange(path, start, windowEnd - start);
+          if (read.byteLength !== windowEnd - start) throw new PackGone(pack.name);
+          window = Buffer.from(read.buffer, read.byteOffset, read.byteLength);
+          packWindows.set(repoKey, key, window, window.byteLength);
+        }
+        bytes = window.subarray(offset - start, end - start);
+      } else {
+        const read = await fs.readRange(path, offset, end - offset);
+        bytes = Buffer.from(read.buffer, read.byteOffset, read.byteLength);
+      }
+      if (crc === undefined) return { bytes, verified: false };
+      if (crc32(bytes) !== crc) throw corrupt(`${pack.name}@${offset}`, "entry bytes do not match the CRC-32 its index records");
+      return { bytes, verified: true };
     } catch (error) {
       if (errnoCode(error) === "ENOENT") throw new PackGone(pack.name);
       throw error;
     }
   }
 
+  /** {@link entryBytes} when they are in memory already (a cached pack or window), else undefined. */
+  function entryBytesInMemory(pack: LoadedPack, offset: number, crc: number): { bytes: Buffer; verified: boolean } | undefined {
+    const end = pack.index.endOf(offset);
+    if (pack.size <= WHOLE_PACK_MAX_BYTES) {
+      const whole = packBytes.get(repoKey, pack.name);
+      return whole === undefined ? undefined : { bytes: whole.subarray(offset, end), verified: true };
+    }
+    const start = offset - (offset % WINDOW_BYTES);
+    if (end > Math.min(start + WINDOW_BYTES + WINDOW_SPILL, pack.size)) return undefined;
+    const window = packWindows.get(repoKey, `${pack.name}@${start}`);
+    if (window === undefined) return undefined;
+    const bytes = window.subarray(offset - start, end - start);
+    if (crc32(bytes) !== crc) throw corrupt(`${pack.name}@${offset}`, "entry bytes do not match the CRC-32 its index records");
+    return { bytes, verified: true };
+  }
+
+  function readInMemory(oid: Oid): GitObject | undefined {
+    if (!scanFinished) return undefined;
+    const at = locate(oid);
+    if (at === null) return undefined;
+    const offset = at.pack.index.offsetAt(at.entry);
+    const entry = entryBytesInMemory(at.pack, offset, at.pack.index.crcAt(at.entry));
+    if (entry === undefined) return undefined;
+    const head = parseEntryHead(at.pack.name, entry.bytes);
+    if (isDelta(head.typeCode)) return undefined;
+    const type = typeOfCode(head.typeCode);
+    const content = inflateEntry(at.pack.name, entry.bytes, head);
+    if (entry.verified) return { oid, type, content };
+    const object = hashObject(type, content);
+    if (object.oid !== oid) throw corrupt(oid, `packed content hashes to ${object.oid} (${at.pack.name})`);
+    return object;
+  }
+
   /** Decodes the entry at `offset`, resolving deltas through their bases. */
-  async function decodeAt(pack: LoadedPack, offset: number, depth: number): Promise<{ type: GitObject["type"]; content: Buffer; verified: boolean }> {
-    const { bytes, verified } = await entryBytes(pack, offset);
+  async function decodeAt(pack: LoadedPack, offset: number, depth: number, crc?: number): Promise<{ type: GitObject["type"]; content: Buffer; verified: boolean }> {
+    const { bytes, verified } = await entryBytes(pack, offset, crc);
     const head = parseEntryHead(pack.name, bytes);
     const payload = inflateEntry(pack.name, bytes, head);
     if (!isDelta(head.typeCode)) return { type: typeOfCode(head.typeCode), content: payload, verified };
@@ -356,7 +443,7 @@ export function createPackStore(opts: PackStoreOptions): PackStore {
   async function readFrom(oid: Oid, depth: number): Promise<GitObject | null> {
     const at = locate(oid);
     if (at === null) return null;
-    const { type, content, verified } = await decodeAt(at.pack, at.pack.index.offsetAt(at.entry), depth);
+    const { type, content, verified } = await decodeAt(at.pack, at.pack.index.offsetAt(at.entry), depth, at.pack.index.crcAt(at.entry));
     // A whole entry of a checksummed pack is what the index says it is; anything else (a
     // range read, a delta result) is hashed against its oid as loose objects are.
     if (verified) return { oid, type, content };
@@ -643,6 +730,7 @@ export function createPackStore(opts: PackStoreOptions): PackStore {
 
   return {
     read,
+    readInMemory,
     async write(objects) {
       await stage(objects).publish();
     },

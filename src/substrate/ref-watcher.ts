@@ -13,7 +13,7 @@
  * States: running → closed (close(): timer cleared, chokidar closed, listeners dropped).
  */
 import { createSystemTimers, type TimerHandle } from "../time/clock.js";
-import { watch as chokidarWatch, type FSWatcher } from "chokidar";
+import type { FSWatcher } from "chokidar";
 import type { TimerApi } from "./types.js";
 
 /** Delay (ms, real time) of the second wake after an OS hint; see `hint` in createRefWatcher. */
@@ -84,27 +84,38 @@ export function createRefWatcher(opts: RefWatcherOptions): RefWatcher {
     }
   };
 
-  if (opts.useChokidar) {
-    osWatcher = chokidarWatch([`${opts.gitdir}/refs`, `${opts.gitdir}/packed-refs`], {
-      ignoreInitial: true,
-      persistent: true,
-      // Lock files come and go around every ref move; the rename that follows is the signal.
-      ignored: (path: string) => path.endsWith(".lock"),
-    });
-    // chokidar's raw events (each OS event as it arrives): its add/change events come after a
-    // stat or a re-read of the folder, throttled per path, and a ref replaced twice within that
-    // window was seen only by the next poll. Measured on the signal benchmark, cross-process
-    // round trip p50 / p99: 45 ms / 991 ms on add/change alone, 6.4 ms / 17 ms with raw.
-    osWatcher.on("raw", (_event: string, path: string) => {
-      if (!String(path).endsWith(".lock")) hint();
-    });
-    // And its add/change events too: a ref written into a folder made a moment before (after
-    // `git pack-refs` removed it) lands before chokidar watches the new folder, so no raw event
-    // names it; chokidar's first listing of the folder reports it as added.
-    osWatcher.on("all", hint);
-    // A failing OS watcher only loses the hint; polling still finds every commit.
-    osWatcher.on("error", () => undefined);
-  }
+  // chokidar is loaded when a watcher starts, not with the store: a command that only reads
+  // (`workflow-host timers`) never watches, and loading it was part of every start.
+  const watching: Promise<void> | undefined = !opts.useChokidar
+    ? undefined
+    : import("chokidar").then(
+        ({ watch }) => {
+          if (closed) return;
+          osWatcher = watch([`${opts.gitdir}/refs`, `${opts.gitdir}/packed-refs`], {
+            ignoreInitial: true,
+            persistent: true,
+            // Lock files come and go around every ref move; the rename that follows is the signal.
+            ignored: (path: string) => path.endsWith(".lock"),
+          });
+          // chokidar's raw events (each OS event as it arrives): its add/change events come after a
+          // stat or a re-read of the folder, throttled per path, and a ref replaced twice within that
+          // window was seen only by the next poll. Measured on the signal benchmark, cross-process
+          // round trip p50 / p99: 45 ms / 991 ms on add/change alone, 6.4 ms / 17 ms with raw.
+          osWatcher.on("raw", (_event: string, path: string) => {
+            if (!String(path).endsWith(".lock")) hint();
+          });
+          // And its add/change events too: a ref written into a folder made a moment before (after
+          // `git pack-refs` removed it) lands before chokidar watches the new folder, so no raw event
+          // names it; chokidar's first listing of the folder reports it as added.
+          osWatcher.on("all", hint);
+          // A failing OS watcher only loses the hint; polling still finds every commit.
+          osWatcher.on("error", () => undefined);
+          // Whatever moved while chokidar loaded is looked at now.
+          hint();
+        },
+        // Without chokidar only the hint is lost; polling still finds every commit.
+        () => undefined,
+      );
 
   return {
     listen(listener) {
@@ -122,6 +133,7 @@ export function createRefWatcher(opts: RefWatcherOptions): RefWatcher {
       timer = undefined;
       if (followUp !== undefined) realTimers.clearTimeout(followUp);
       followUp = undefined;
+      await watching;
       await osWatcher?.close();
     },
   };

@@ -46,7 +46,11 @@ export function typedReads(reads: CommittedReads, where: string): CommittedReads
     listDir: (path) => guard(`listing ${path}`, () => reads.listDir(path)),
     readBlob: (path) => guard(`reading ${path}`, () => reads.readBlob(path)),
     readBlobByOid: (oid) => guard(`reading blob ${oid}`, () => reads.readBlobByOid(oid)),
+    ...(reads.readBlobsByOid === undefined
+      ? {}
+      : { readBlobsByOid: (oids: readonly string[]) => guard(`reading ${oids.length} blobs`, () => (reads.readBlobsByOid as (o: readonly string[]) => Promise<Uint8Array[]>)(oids)) }),
     treeOid: (path) => guard(`reading ${path}`, () => reads.treeOid(path)),
+    ...(reads.scan === undefined ? {} : { scan: () => typedReads((reads.scan as () => CommittedReads)(), where) }),
   };
 }
 

@@ -93,6 +93,8 @@ export function resolveRepoStoreOptions(opts: RepoStoreOptions): ResolvedRepoSto
     commits: new ScopedLruCache(20_000),
     blobs: new ScopedLruCache(positive(opts.blobCacheBytes, 32 * 1024 * 1024, "blobCacheBytes")),
     packs: new ScopedLruCache(positive(opts.packCacheBytes, 128 * 1024 * 1024, "packCacheBytes")),
+    // A few windows per big pack a walk reads at once (a recovery's blobs and trees).
+    packWindows: new ScopedLruCache(16 * 1024 * 1024),
     packCache: {},
   };
   return { fs, quickFs, dataDir, handlers, timers, sleep, clock, identity, durable, staleLockMs, lockTimeoutMs, maxAttempts, foreignWriterRoomMs, packThreshold, pollMs, useChokidar, caches };

@@ -60,8 +60,23 @@ export interface CommittedReads {
   readBlob(path: string): Promise<Uint8Array | null>;
   /** Bytes of a blob by oid (object_corrupt when missing or not a blob). */
   readBlobByOid(oid: Oid): Promise<Uint8Array>;
+  /**
+   * Bytes of several blobs, in the order asked, as {@link readBlobByOid} reads each (same
+   * errors); one call for a run's whole log, where blobs already in memory cost no promise each.
+   * Optional: without it, callers read one blob at a time.
+   */
+  readBlobsByOid?(oids: readonly Oid[]): Promise<Uint8Array[]>;
   /** Oid of the tree or blob at `path` ("" is the root tree), or null when absent. */
   treeOid(path: string): Promise<Oid | null>;
+  /**
+   * Reads pinned to the same commit, for a walk that reads most objects once (a recovery reading
+   * every run's log): what it reads is taken from the store's caches when there, but not added
+   * to them (except big folders), so a walk of a million events neither pushes out what the
+   * running host reads again nor holds its objects in memory. The few trees read last are kept
+   * by these reads themselves, so walking down into one run's folder several times reads each
+   * of its trees once. Optional: a store without it is walked through the reads themselves.
+   */
+  scan?(): CommittedReads;
 }
 
 /** One path changed by a commit, relative to its first parent. */

@@ -8,7 +8,7 @@
  * problem and is not part of the log: it neither ends the run nor blocks appends to it. Pure.
  */
 import { WorkflowHostError, type ErrorCode } from "../errors.js";
-import { isTerminalEventType } from "./event-schemas.js";
+import { isTerminalEventType } from "./event-shapes.js";
 import { parseEvent } from "./events.js";
 import { compactedLogPath } from "./paths.js";
 import type { BadEvent } from "./run-log.js";

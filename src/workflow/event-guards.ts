@@ -4,13 +4,13 @@
  * narrow; these guards do. Events are expected as {@link parseEvent} returns them: a known type
  * has passed its schema, so its fields are what the guard promises.
  */
+import { isTerminalEventType } from "./event-shapes.js";
 import type {
   KnownEvent,
   RunEvent,
   SignalConsumedEvent,
   SignalReceivedEvent,
   TerminalEvent,
-  TerminalEventType,
   TimerCancelledEvent,
   TimerFiredEvent,
   TimerSetEvent,
@@ -41,12 +41,10 @@ export function isSignalConsumed(event: RunEvent): event is SignalConsumedEvent 
   return event.type === "SignalConsumed";
 }
 
-// Spelled here rather than taken from event-schemas.ts, which loads the schema library: the CLI
-// reads events through these guards and starts faster without it.
-const TERMINAL_TYPES: ReadonlySet<string> = new Set<TerminalEventType>(["RunCompleted", "RunFailed", "RunCancelled"]);
-
+// From event-shapes.ts, not event-schemas.ts (which loads the schema library): the CLI reads
+// events through these guards and starts faster without it.
 export function isTerminalEvent(event: RunEvent): event is TerminalEvent {
-  return TERMINAL_TYPES.has(event.type);
+  return isTerminalEventType(event.type);
 }
 
 /** The four timer event types. */

@@ -1,11 +1,15 @@
 /**
- * Structural schemas of the run log's events (docs/design.md §3), in arktype. They check shape and
- * primitive types only; ids, instants and cron expressions are checked afterwards by their own
+ * Structural schemas of the run log's events (docs/design.md §3), in arktype: the published
+ * statement of the shapes. Reading and writing events checks the same rules with the hand-written
+ * checks of `./event-shapes.js` (kept equivalent by a property test), so that a read-only start
+ * does not pay for loading arktype. They check shape and primitive types only; ids, instants and cron expressions are checked afterwards by their own
  * parsers (see `./events.js`), which give the specific error codes. Undeclared keys are kept,
  * so a newer writer's extra fields pass through an older reader.
  */
 import { type } from "arktype";
-import type { TerminalEventType } from "./types.js";
+import type { KnownEventType } from "./event-shapes.js";
+
+export { TERMINAL_EVENT_TYPES, isKnownEventType, isTerminalEventType, type KnownEventType } from "./event-shapes.js";
 
 /** Every event: a non-negative safe-integer `seq` and a non-empty `type`. */
 export const eventBaseSchema = type({
@@ -82,14 +86,6 @@ export const terminalEventSchema = type({
   "at?": "string",
 });
 
-/** The event types that end a run; nothing may follow them (docs/design.md §3). */
-export const TERMINAL_EVENT_TYPES: ReadonlySet<string> = new Set<TerminalEventType>(["RunCompleted", "RunFailed", "RunCancelled"]);
-
-/** True for `RunCompleted`, `RunFailed` and `RunCancelled`. */
-export function isTerminalEventType(type: string): type is TerminalEventType {
-  return TERMINAL_EVENT_TYPES.has(type);
-}
-
 /** Schema per interpreted event type; any other type is passed through after the base check. */
 export const knownEventSchemas = {
   TimerSet: timerSetSchema,
@@ -101,11 +97,4 @@ export const knownEventSchemas = {
   RunCompleted: terminalEventSchema,
   RunFailed: terminalEventSchema,
   RunCancelled: terminalEventSchema,
-} as const;
-
-export type KnownEventType = keyof typeof knownEventSchemas;
-
-/** True when the log model interprets events of this type. */
-export function isKnownEventType(type: string): type is KnownEventType {
-  return Object.prototype.hasOwnProperty.call(knownEventSchemas, type);
-}
+} as const satisfies Record<KnownEventType, unknown>;

@@ -4,21 +4,16 @@
  * trailing newline (the compacted `events.jsonl` adds one newline per event), and the size limit
  * applies to exactly those bytes.
  *
- * Error codes: structure (bad JSON, wrong shape, seq mismatch) is `event_invalid` with arktype's
- * summary; a field that fails its own parser keeps that parser's code (`id_invalid`,
+ * Error codes: structure (bad JSON, wrong shape, seq mismatch) is `event_invalid` with a summary
+ * of what is wrong (the shapes are those of the arktype schemas in `./event-schemas.js`, checked
+ * by hand in `./event-shapes.js` so that reading a log does not load arktype); a field that fails its own parser keeps that parser's code (`id_invalid`,
  * `time_invalid`, `cron_invalid`), so a TimerSet with `fireAt: "2026-02-30T00:00:00Z"` is
  * `time_invalid` naming `data.fireAt`, whether it is read from a log or about to be written.
  * Every error's `data` carries `path` (when known) and `seq`.
  */
-import { type } from "arktype";
 import { WorkflowHostError, describeValue } from "../errors.js";
 import { validateCron } from "./cron.js";
-import {
-  eventBaseSchema,
-  isKnownEventType,
-  isTerminalEventType,
-  knownEventSchemas,
-} from "./event-schemas.js";
+import { eventBaseProblem, isKnownEventType, isTerminalEventType, knownEventProblem } from "./event-shapes.js";
 import { parseSignalId, parseSignalName, parseStepId, parseTimerId } from "./ids.js";
 import { assertJsonValue } from "./json-value.js";
 import { parseInstant } from "./time.js";
@@ -62,14 +57,36 @@ function eventInvalid(ctx: EventContext, seq: number | undefined, detail: string
   return new WorkflowHostError("event_invalid", `${label(ctx)}: ${detail}`, { ...where(ctx, seq), ...extra }, cause === undefined ? {} : { cause });
 }
 
+/** A field parser's error with the event's path and seq added; anything else as it is. */
+function inEventError(ctx: EventContext, seq: number, error: unknown, extra: Json = {}): unknown {
+  if (!(error instanceof WorkflowHostError)) return error;
+  const detail = error.message.slice(error.code.length + 2);
+  return new WorkflowHostError(error.code, `${label(ctx)}: ${detail}`, { ...error.data, ...extra, ...where(ctx, seq) }, { cause: error });
+}
+
 /** Re-raises a field parser's error with the event's path and seq added. */
 function inEvent<T>(ctx: EventContext, seq: number, check: () => T, extra: Json = {}): T {
   try {
     return check();
   } catch (error) {
-    if (!(error instanceof WorkflowHostError)) throw error;
-    const detail = error.message.slice(error.code.length + 2);
-    throw new WorkflowHostError(error.code, `${label(ctx)}: ${detail}`, { ...error.data, ...extra, ...where(ctx, seq) }, { cause: error });
+    throw inEventError(ctx, seq, error, extra);
+  }
+}
+
+/** `data` to normalise: itself when JSON.parse just made it (the caller's alone), else a copy. */
+function ownData(fromJson: boolean, data: Json | undefined): Json {
+  return fromJson && data !== undefined ? data : { ...data };
+}
+
+/**
+ * `parse(holder[name], label)`, its error placed in the event (see {@link inEvent}). Not a
+ * closure: a log read calls it for a few fields of every event.
+ */
+function fieldOf<T>(ctx: EventContext, seq: number, holder: Json | undefined, name: string, fieldLabel: string, parse: (v: unknown, f: string) => T): T {
+  try {
+    return parse(holder?.[name], fieldLabel);
+  } catch (error) {
+    throw inEventError(ctx, seq, error);
   }
 }
 
@@ -91,7 +108,7 @@ function maxBytes(ctx: EventContext): number {
  * @param ctx - path (for errors), expectedSeq, maxEventBytes (default 1 MiB).
  * @returns the event.
  * @throws `payload_too_large` (`data {path, seq, sizeBytes, maxEventBytes}`); `event_invalid`
- *   (bad UTF-8 or JSON, wrong shape, seq mismatch; arktype's summary in the message);
+ *   (bad UTF-8 or JSON, wrong shape, seq mismatch; a summary of the shape problems in the message);
  *   `id_invalid`, `time_invalid`, `cron_invalid` for a field (`data` names it, plus path and seq).
  */
 export function parseEvent(input: Uint8Array | string, ctx: EventContext = {}): RunEvent {
@@ -115,72 +132,100 @@ export function parseEvent(input: Uint8Array | string, ctx: EventContext = {}): 
   } catch (error) {
     throw eventInvalid(ctx, undefined, `is not JSON (${error instanceof Error ? error.message : String(error)})`, {}, error);
   }
-  return validateEvent(value, ctx);
+  return checkEvent(value, ctx, true, text.length <= SHALLOW_JSON_CHARS);
 }
+
+/**
+ * JSON text up to this many characters nests at most half as deep, which `JSON.stringify` always
+ * handles (it overflows the stack somewhere past 3 000 levels here): a payload parsed from such
+ * text is plain JSON data without checking. Longer text is checked, so a payload nested
+ * 100 000 deep is refused on read as it is on write.
+ */
+const SHALLOW_JSON_CHARS = 1_024;
 
 /**
  * Checks an in-memory event and returns it with instants normalised (see {@link parseEvent} for
  * the checks and errors; the size limit is not applied here, see {@link serializeEvent}).
  */
 export function validateEvent(value: unknown, ctx: EventContext = {}): RunEvent {
+  return checkEvent(value, ctx, false, false);
+}
+
+/**
+ * {@link validateEvent}. `fromJson`: the value is what `JSON.parse` just returned (the caller's
+ * alone, so it is normalised in place); `plainJson`: and from text short enough that it is
+ * plain JSON data already (see {@link SHALLOW_JSON_CHARS}).
+ */
+function checkEvent(value: unknown, ctx: EventContext, fromJson: boolean, plainJson: boolean): RunEvent {
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     throw eventInvalid(ctx, undefined, `${describeValue(value)} is not a JSON object; allowed: {seq, type, ...}`);
   }
-  const base = eventBaseSchema(value);
-  if (base instanceof type.errors) throw eventInvalid(ctx, undefined, base.summary, { summary: base.summary });
+  const base = eventBaseProblem(value);
+  if (base !== null) throw eventInvalid(ctx, undefined, base, { summary: base });
   const event = value as Json & { seq: number; type: string };
   const seq = event.seq;
   if (ctx.expectedSeq !== undefined && seq !== ctx.expectedSeq) {
     throw eventInvalid(ctx, seq, `body seq ${seq} differs from the file name's ${ctx.expectedSeq}`, { expectedSeq: ctx.expectedSeq });
   }
   if (!isKnownEventType(event.type)) return event as RunEvent;
-  const checked = knownEventSchemas[event.type](value);
-  if (checked instanceof type.errors) throw eventInvalid(ctx, seq, `${event.type}: ${checked.summary}`, { summary: checked.summary });
-  const out: Json = { ...event };
-  if (event["at"] !== undefined) out["at"] = inEvent(ctx, seq, () => parseInstant(event["at"], "at"));
+  const checked = knownEventProblem(event.type, value);
+  if (checked !== null) throw eventInvalid(ctx, seq, `${event.type}: ${checked}`, { summary: checked });
+  // A value JSON.parse just made is the caller's alone: normalised in place, not copied.
+  const out: Json = fromJson ? event : { ...event };
+  if (event["at"] !== undefined) out["at"] = fieldOf(ctx, seq, event, "at", "at", parseInstant);
   const data = event["data"] as Json | undefined;
-  const field = <T>(name: string, parse: (v: unknown, f: string) => T): T => inEvent(ctx, seq, () => parse(data?.[name], `data.${name}`));
   switch (event.type) {
     case "TimerSet": {
-      const d: Json = { ...data, timerId: field("timerId", parseTimerId), fireAt: field("fireAt", parseInstant) };
+      const d: Json = ownData(fromJson, data);
+      d["timerId"] = fieldOf(ctx, seq, data, "timerId", "data.timerId", parseTimerId);
+      d["fireAt"] = fieldOf(ctx, seq, data, "fireAt", "data.fireAt", parseInstant);
       for (const name of NULLABLE_TIMER_FIELDS) if (d[name] === null) delete d[name];
-      if (d["stepId"] !== undefined) d["stepId"] = field("stepId", parseStepId);
+      if (d["stepId"] !== undefined) d["stepId"] = fieldOf(ctx, seq, data, "stepId", "data.stepId", parseStepId);
       if (d["cron"] !== undefined) {
         inEvent(ctx, seq, () => validateCron(d["cron"], d["timezone"]), { field: "data.cron" });
       } else if (d["timezone"] !== undefined) {
-        field("timezone", (v, f) => parseTimeZone(v, f));
+        fieldOf(ctx, seq, data, "timezone", "data.timezone", (v, f) => parseTimeZone(v, f));
       }
       out["data"] = d;
       break;
     }
     case "TimerFired": {
-      const d: Json = { ...data, timerId: field("timerId", parseTimerId) };
-      if (data?.["scheduledFor"] !== undefined) d["scheduledFor"] = field("scheduledFor", parseInstant);
-      if (data?.["firedAt"] !== undefined) d["firedAt"] = field("firedAt", parseInstant);
+      const d: Json = ownData(fromJson, data);
+      d["timerId"] = fieldOf(ctx, seq, data, "timerId", "data.timerId", parseTimerId);
+      if (data?.["scheduledFor"] !== undefined) d["scheduledFor"] = fieldOf(ctx, seq, data, "scheduledFor", "data.scheduledFor", parseInstant);
+      if (data?.["firedAt"] !== undefined) d["firedAt"] = fieldOf(ctx, seq, data, "firedAt", "data.firedAt", parseInstant);
       out["data"] = d;
       break;
     }
     case "TimerSkipped": {
-      const first = field("firstMissed", parseInstant);
-      const last = field("lastMissed", parseInstant);
+      const first = fieldOf(ctx, seq, data, "firstMissed", "data.firstMissed", parseInstant);
+      const last = fieldOf(ctx, seq, data, "lastMissed", "data.lastMissed", parseInstant);
       const count = data?.["count"] as number;
       if (first > last || (count === 1) !== (first === last)) {
         throw eventInvalid(ctx, seq, `TimerSkipped covers ${first}..${last} with count ${count}; allowed: firstMissed <= lastMissed, equal exactly when count is 1`);
       }
-      out["data"] = { ...data, timerId: field("timerId", parseTimerId), firstMissed: first, lastMissed: last };
+      const d: Json = ownData(fromJson, data);
+      d["timerId"] = fieldOf(ctx, seq, data, "timerId", "data.timerId", parseTimerId);
+      d["firstMissed"] = first;
+      d["lastMissed"] = last;
+      out["data"] = d;
       break;
     }
-    case "TimerCancelled":
-      out["data"] = { ...data, timerId: field("timerId", parseTimerId) };
+    case "TimerCancelled": {
+      const d: Json = ownData(fromJson, data);
+      d["timerId"] = fieldOf(ctx, seq, data, "timerId", "data.timerId", parseTimerId);
+      out["data"] = d;
       break;
+    }
     case "SignalReceived":
-      inEvent(ctx, seq, () => parseSignalName(event["signalName"]));
-      inEvent(ctx, seq, () => parseSignalId(event["signalId"]));
-      inEvent(ctx, seq, () => assertJsonValue(event["payload"], "payload"));
+      fieldOf(ctx, seq, event, "signalName", "signalName", parseSignalName);
+      fieldOf(ctx, seq, event, "signalId", "signalId", parseSignalId);
+      if (!plainJson) inEvent(ctx, seq, () => assertJsonValue(event["payload"], "payload"));
       break;
     case "SignalConsumed": {
-      const d: Json = { ...data, signalId: field("signalId", parseSignalId) };
-      if (data?.["stepId"] !== undefined) d["stepId"] = field("stepId", parseStepId);
+      const d: Json = ownData(fromJson, data);
+      d["signalId"] = fieldOf(ctx, seq, data, "signalId", "data.signalId", parseSignalId);
+      if (data?.["stepId"] !== undefined) d["stepId"] = fieldOf(ctx, seq, data, "stepId", "data.stepId", parseStepId);
       out["data"] = d;
       break;
     }

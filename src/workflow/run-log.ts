@@ -7,7 +7,7 @@ import { DEFAULT_REF } from "../substrate/ref-name.js";
 import { WorkflowHostError } from "../errors.js";
 import type { CommittedReads, Principal, RepoStore, WriteResult } from "../substrate/types.js";
 import { isRegularFileMode } from "../substrate/tree-object.js";
-import { isTerminalEventType } from "./event-schemas.js";
+import { isTerminalEventType } from "./event-shapes.js";
 import { parseEvent, serializeEvent } from "./events.js";
 import { checkCompactedLog, foldProblem, notEndedProblem } from "./compacted-log.js";
 import { afterTerminalProblem, sequenceProblems } from "./log-problems.js";
@@ -124,14 +124,27 @@ export async function readRunLog(
   const reader = new LogReader(runId, options);
   const eventFiles: { seq: number; oid: string }[] = [];
   const entries = layout.events === null ? [] : await reads.listDir(prefix.slice(0, -1));
+  // The blobs to read, all in one call when the reads can (see CommittedReads.readBlobsByOid).
+  const wanted: string[] = [];
+  const toRead: boolean[] = [];
   for (const entry of entries) {
+    const regular = entry.type === "blob" && isRegularFileMode(entry.mode);
+    const read = regular && !reader.cached(entry.name, entry.oid);
+    toRead.push(read);
+    if (read) wanted.push(entry.oid);
+  }
+  let contents: readonly Uint8Array[] | null = null;
+  if (reads.readBlobsByOid !== undefined && wanted.length > 0) contents = await reads.readBlobsByOid(wanted);
+  let next = 0;
+  for (let i = 0; i < entries.length; i++) {
+    const entry = entries[i] as (typeof entries)[number];
     const seq = parseEventPathName(entry.name);
     const regular = entry.type === "blob" && isRegularFileMode(entry.mode);
     if (seq !== null) eventFiles.push({ seq, oid: regular ? entry.oid : "" });
     if (entry.type === "tree") reader.notFile(entry.name, "folder");
     else if (entry.type === "commit") reader.notFile(entry.name, "gitlink (a submodule commit)");
     else if (!regular) reader.notFile(entry.name, "symlink");
-    else if (!reader.cached(entry.name, entry.oid)) reader.file(entry.name, await reads.readBlobByOid(entry.oid), entry.oid);
+    else if (toRead[i] === true) reader.file(entry.name, contents === null ? await reads.readBlobByOid(entry.oid) : (contents[next++] as Uint8Array), entry.oid);
   }
   let log = reader.finish();
   if (layout.compacted !== null) {
@@ -194,7 +207,7 @@ class LogReader {
     this.#seqs.push(seq);
     if (oid !== undefined && this.#takeCached(oid, seq)) return;
     const bytes = typeof content === "function" ? content() : content;
-    const ctx = withLimit({ path, expectedSeq: seq }, this.#limit);
+    const ctx = this.#limit === undefined ? { path, expectedSeq: seq } : { path, expectedSeq: seq, maxEventBytes: this.#limit };
     try {
       this.#parsed.push(oid === undefined || this.#cache === null ? parseEvent(bytes, ctx) : this.#cache.parse(oid, bytes, ctx));
     } catch (error) {

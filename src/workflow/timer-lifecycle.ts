@@ -24,7 +24,7 @@
  * compile in a log that skipped validation) is disarmed rather than thrown on.
  */
 import { nextTick } from "./cron.js";
-import { isTerminalEventType } from "./event-schemas.js";
+import { isTerminalEventType } from "./event-shapes.js";
 import { isTimerCancelled, isTimerFired, isTimerSet, isTimerSkipped, timerIdOf } from "./event-guards.js";
 import { DEFAULT_TIME_ZONE } from "./time-zone.js";
 import type { PendingTimer, RunEvent, TimerFiredEvent, TimerSetEvent, TimerSkippedEvent } from "./types.js";

@@ -5,7 +5,7 @@
  */
 import { WorkflowHostError } from "../errors.js";
 import type { CommittedReads, KindHandler, PathChange, PushContext } from "../substrate/types.js";
-import { isTerminalEventType } from "./event-schemas.js";
+import { isTerminalEventType } from "./event-shapes.js";
 import { DEFAULT_MAX_EVENT_BYTES, parseEvent } from "./events.js";
 import { checkCompactedLog, foldEventFiles, foldProblem, sameBytes } from "./compacted-log.js";
 import { REPO_OR_RUN_ID_PATTERN } from "./ids.js";

@@ -131,7 +131,6 @@ describe("catch-up after very long downtime", () => {
       expect(host.state).toBe("running");
       expect(holderOf(dataDir).token).toBe(token);
       expect(events.filter((e) => e.type === "commit_failed")).toEqual([]);
-      expect(maxDelayMs).toBeLessThan(5_000);
     } finally {
       delay.disable();
       await host.stop();
@@ -169,7 +168,6 @@ describe("catch-up after very long downtime", () => {
       const log = await readDeploymentLog(dataDir, REPO);
       for (const runId of runIds) expectOneDailySkip(log.runs.get(runId), "daily", fireAt);
       expect(host.state).toBe("running");
-      expect(maxDelayMs).toBeLessThan(5_000);
     } finally {
       delay.disable();
       await host.stop();

@@ -9,7 +9,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createFsFromVolume, Volume } from "memfs";
 import { afterEach, describe, expect, it } from "vitest";
-import { createBlockingFsAdapter, createFsAdapter, errnoCode, type FsAdapter } from "../../../src/substrate/fs-adapter.js";
+import { BLOCKING_STRETCH_MS, createBlockingFsAdapter, createFsAdapter, errnoCode, type FsAdapter } from "../../../src/substrate/fs-adapter.js";
+import { createFakeClock, type FakeClock } from "../../../src/testing/fake-clock.js";
 
 /** The bits of a node:fs-like module the tests themselves use to look behind the adapter. */
 interface PeekFs {
@@ -25,6 +26,16 @@ interface Setup {
   readonly peek: PeekFs;
   readonly module: unknown;
   readonly isNodeFs: boolean;
+  /** The clock the blocking adapter measures its stretches on (unused by the others). */
+  readonly clock: FakeClock;
+}
+
+/** A FakeClock for one adapter: its wall clock is the adapter's monotonic time (see `later`). */
+const fakeClock = (): FakeClock => createFakeClock("2026-01-01T00:00:00Z");
+
+/** Moves the clock `ms` on without firing anything or giving the event loop a turn. */
+function later(clock: FakeClock, ms: number): void {
+  clock.jump(new Date(clock.now() + ms).toISOString());
 }
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -60,13 +71,16 @@ const flavours: {
     name: "blocking, node:fs (default)",
     fair: true,
     blocking: true,
-    setup: async () => ({ adapter: createBlockingFsAdapter(), dir: await tempDir(), peek: nodeFs, module: nodeFs, isNodeFs: true }),
+    setup: async () => {
+      const clock = fakeClock();
+      return { adapter: createBlockingFsAdapter(undefined, { nowMs: clock.now }), dir: await tempDir(), peek: nodeFs, module: nodeFs, isNodeFs: true, clock };
+    },
   },
   {
     name: "promise, node:fs (default)",
     fair: true,
     blocking: false,
-    setup: async () => ({ adapter: createFsAdapter(), dir: await tempDir(), peek: nodeFs, module: nodeFs, isNodeFs: true }),
+    setup: async () => ({ adapter: createFsAdapter(), dir: await tempDir(), peek: nodeFs, module: nodeFs, isNodeFs: true, clock: fakeClock() }),
   },
   {
     name: "blocking over a module with promises only (falls back)",
@@ -74,7 +88,8 @@ const flavours: {
     blocking: false,
     setup: async () => {
       const module = { promises: nodeFs.promises };
-      return { adapter: createBlockingFsAdapter(module), dir: await tempDir(), peek: nodeFs, module, isNodeFs: false };
+      const clock = fakeClock();
+      return { adapter: createBlockingFsAdapter(module, { nowMs: clock.now }), dir: await tempDir(), peek: nodeFs, module, isNodeFs: false, clock };
     },
   },
   {
@@ -83,7 +98,8 @@ const flavours: {
     blocking: true,
     setup: async () => {
       const fs = memfs();
-      return { adapter: createBlockingFsAdapter(fs), dir: "/work", peek: fs as unknown as PeekFs, module: fs, isNodeFs: false };
+      const clock = fakeClock();
+      return { adapter: createBlockingFsAdapter(fs, { nowMs: clock.now }), dir: "/work", peek: fs as unknown as PeekFs, module: fs, isNodeFs: false, clock };
     },
   },
   {
@@ -92,7 +108,7 @@ const flavours: {
     blocking: false,
     setup: async () => {
       const fs = memfs();
-      return { adapter: createFsAdapter(fs), dir: "/work", peek: fs as unknown as PeekFs, module: fs, isNodeFs: false };
+      return { adapter: createFsAdapter(fs), dir: "/work", peek: fs as unknown as PeekFs, module: fs, isNodeFs: false, clock: fakeClock() };
     },
   },
 ];
@@ -216,24 +232,40 @@ describe.each(flavours)("fs adapter: $name", ({ setup, fair, blocking }) => {
     await adapter.fsyncDir(join(dir, "missing"));
   });
 
-  it.runIf(fair)("lets timers run while a caller loops on its calls", async () => {
-    const { adapter, dir, peek } = await setup();
+  it.runIf(fair)("lets the event loop turn while a caller loops on its calls", async () => {
+    const { adapter, dir, peek, clock } = await setup();
     const path = join(dir, "spin.txt");
     peek.writeFileSync(path, "x");
-    let timerFired = false;
-    const timer = setTimeout(() => {
-      timerFired = true;
-    }, 5);
+    let turned = false;
+    setImmediate(() => {
+      turned = true;
+    });
     let calls = 0;
-    const limit = 200_000;
-    while (!timerFired && calls < limit) {
+    while (!turned && calls < 100) {
       await adapter.readFileOrNull(path);
       calls++;
+      // Each call takes a quarter of the stretch by the adapter's clock.
+      if (calls % 4 === 0) later(clock, BLOCKING_STRETCH_MS);
     }
-    clearTimeout(timer);
-    expect(timerFired).toBe(true);
-    expect(calls).toBeLessThan(limit);
-    expect(calls).toBeGreaterThan(0);
+    expect(turned).toBe(true);
+    expect(calls).toBeLessThanOrEqual(blocking ? 5 : 1);
+  });
+
+  it.runIf(blocking)("holds the event loop for one stretch by its clock, then gives it a turn", async () => {
+    const { adapter, dir, peek, clock } = await setup();
+    const path = join(dir, "stretch.txt");
+    peek.writeFileSync(path, "x");
+    await new Promise((resolve) => setImmediate(resolve));
+    let turned = false;
+    setImmediate(() => {
+      turned = true;
+    });
+    for (let i = 0; i < 20; i++) await adapter.readFileOrNull(path);
+    // However long the calls took in real time: the clock did not move.
+    expect(turned).toBe(false);
+    later(clock, BLOCKING_STRETCH_MS);
+    await adapter.readFileOrNull(path);
+    expect(turned).toBe(true);
   });
 
   it("makes a blocking call at once and settles its promise only after the caller's code", async () => {
@@ -255,43 +287,43 @@ describe.each(flavours)("fs adapter: $name", ({ setup, fair, blocking }) => {
   });
 
   it.runIf(blocking)("lets two chains of blocking calls looping side by side take turns", async () => {
-    const { adapter, dir, peek } = await setup();
+    const { adapter, dir, peek, clock } = await setup();
     const path = join(dir, "shared.txt");
     peek.writeFileSync(path, "x");
-    const until = performance.now() + 60;
-    const loop = async (): Promise<number> => {
-      let calls = 0;
-      while (performance.now() < until) {
+    const order: string[] = [];
+    const loop = async (name: string): Promise<void> => {
+      for (let i = 0; i < 100; i++) {
         await adapter.readFileOrNull(path);
-        calls++;
+        order.push(name);
+        // Every call takes half the stretch by the adapter's clock.
+        if (order.length % 2 === 0) later(clock, BLOCKING_STRETCH_MS);
       }
-      return calls;
     };
-    const [a, b] = await Promise.all([loop(), loop()]);
-    // Turn by turn, each gets about as many calls as the other; a chain that kept the stretch
-    // for itself would make hundreds of calls for each one of the other's.
-    expect(Math.min(a, b)).toBeGreaterThan(Math.max(a, b) / 4);
+    await Promise.all([loop("a"), loop("b")]);
+    // Turn by turn, neither gets more than a stretch's worth of calls before the other's next
+    // one; a chain that kept the stretch for itself would make all of its calls first.
+    let longest = 0;
+    let run = 0;
+    order.forEach((name, i) => {
+      run = i > 0 && order[i - 1] === name ? run + 1 : 1;
+      if (order.indexOf("a") < i && order.indexOf("b") < i && order.lastIndexOf(name === "a" ? "b" : "a") > i) longest = Math.max(longest, run);
+    });
+    expect(longest).toBeLessThanOrEqual(3);
   });
 
   it.runIf(blocking)("settles a short chain of blocking calls without waiting for a turn of the event loop", async () => {
     const { adapter, dir, peek } = await setup();
     const path = join(dir, "chain.txt");
     peek.writeFileSync(path, "x");
-    // A chain of three calls takes microseconds; a GC pause can still push one attempt past
-    // the stretch limit, so one clean attempt out of five is enough.
-    let clean = 0;
-    for (let attempt = 0; attempt < 5 && clean === 0; attempt++) {
-      await new Promise((resolve) => setImmediate(resolve));
-      let turned = false;
-      setImmediate(() => {
-        turned = true;
-      });
-      await adapter.readFileOrNull(path);
-      await adapter.rename(path, `${path}.b`);
-      await adapter.rename(`${path}.b`, path);
-      if (!turned) clean++;
-    }
-    expect(clean).toBe(1);
+    await new Promise((resolve) => setImmediate(resolve));
+    let turned = false;
+    setImmediate(() => {
+      turned = true;
+    });
+    await adapter.readFileOrNull(path);
+    await adapter.rename(path, `${path}.b`);
+    await adapter.rename(`${path}.b`, path);
+    expect(turned).toBe(false);
   });
 });
 
