@@ -130,6 +130,12 @@ export interface PushContext {
   readonly changes: readonly PathChange[];
   /** The distinct parent directories of changed paths, each ending in "/". */
   readonly changedPathPrefixes: readonly string[];
+  /**
+   * Reads of another ref of the same repository at its current tip (a full ref name), or null
+   * when it does not exist yet; for rules that span refs (an archive ref). Optional: stores
+   * that cannot give it leave it out.
+   */
+  readonly readRef?: (ref: string) => Promise<CommittedReads | null>;
 }
 
 /** Per-kind policy: where its repos live and what a valid tree is. */

@@ -159,6 +159,10 @@ async function prepare<R>(deps: WriteEngineDeps, name: string, tip: Oid | null, 
       prospective: createCommittedReads(source, null, edit.rootOid),
       changes: edit.changes,
       changedPathPrefixes: changedPrefixes(edit.changes),
+      readRef: async (other) => {
+        const sha = await repo.resolveRef(other);
+        return sha === null ? null : repo.readsAt(sha);
+      },
     });
   }
 
