@@ -177,3 +177,46 @@ describe("retention", () => {
     expect(await filesUnder(h, ARCHIVE_REF, "runs/a")).toEqual(files);
   });
 });
+
+describe("the host's retention", () => {
+  it("moves a run ended through the runtime to the archive once the policy's time has passed, at a quiet check", async () => {
+    const { createWorkflowHost } = await import("../../../src/host/host.js");
+    const { createFakeClock } = await import("../../../src/testing/fake-clock.js");
+    const { createManualTimers } = await import("../../helpers/manual-timers.js");
+    const { createMemFs } = await import("../../helpers/memfs.js");
+    const clock = createFakeClock(NOW);
+    const passes: string[] = [];
+    const host = createWorkflowHost({
+      dataDir: "/data",
+      fs: createMemFs(),
+      clock: clock.clock,
+      timers: clock.timers,
+      watch: false,
+      lock: { timers: createManualTimers() },
+      retention: { endedRunsAfterMs: DAY, checkEveryMs: 12 * 60 * 60 * 1000, quietMs: 10 },
+      onRetention: (repoId, result) => passes.push(`${repoId}:${result.archived.join(",")}`),
+    });
+    try {
+      await host.start();
+      await host.createDeployment(REPO);
+      const runtime = host.runtime(REPO);
+      await runtime.setTimer("r1", { timerId: "t", delayMs: 5 * DAY });
+      expect((await runtime.completeRun("r1", { ok: true })).committed).toBe(true);
+      await runtime.setTimer("r2", { timerId: "t", delayMs: 5 * DAY });
+      for (let check = 0; check < 4 && passes.length === 0; check += 1) {
+        await clock.advance(12 * 60 * 60 * 1000);
+        // The check's store reads and its quiet wait take a few turns of the event loop.
+        for (let i = 0; i < 10 && passes.length === 0; i += 1) {
+          for (let j = 0; j < 10; j += 1) await new Promise((r) => setImmediate(r));
+          await clock.advance(10);
+        }
+      }
+      expect(passes).toEqual([`${REPO}:r1`]);
+      const main = await host.store.openCommittedReads(null, RID, "refs/heads/main");
+      expect((await main.listDir("runs")).map((e) => e.name)).toEqual(["r2"]);
+      await expect(runtime.completeRun("r1")).rejects.toMatchObject({ code: "event_invalid" });
+    } finally {
+      await host.stop();
+    }
+  });
+});
