@@ -12,6 +12,8 @@
  *   lost, and such a commit is told apart from a destructive one by that alone;
  * - a run id found in the archive is never started again on `main`.
  */
+import type { Principal, RepoId, RepoStore } from "../substrate/types.js";
+import { runsPrefix } from "./paths.js";
 
 /** The ref holding archived runs. */
 export const ARCHIVE_REF = "refs/archive/runs";
@@ -19,4 +21,39 @@ export const ARCHIVE_REF = "refs/archive/runs";
 /** True when `ref` (full name) is the archive ref. */
 export function isArchiveRef(ref: string): boolean {
   return ref === ARCHIVE_REF;
+}
+
+/**
+ * Of `runIds`, the runs a commit moved to the archive: their folder is gone at `commitSha`, and
+ * the archive ref holds it now with the tree oid it had at `parentSha` (the archive only grows,
+ * so holding it now means holding it then). The same rule `validatePush` applies to the
+ * commits the host makes; readers use it for commits of any origin, so a run removed any other
+ * way is still reported as a rewrite. Never throws: an unreadable archive moves nothing.
+ */
+export async function runsMovedToArchive(
+  store: RepoStore,
+  principal: Principal,
+  repoId: RepoId,
+  commitSha: string,
+  parentSha: string | null,
+  runIds: Iterable<string>,
+): Promise<Set<string>> {
+  const moved = new Set<string>();
+  const wanted = [...new Set(runIds)];
+  if (wanted.length === 0 || parentSha === null) return moved;
+  try {
+    const archive = await store.openCommittedReads(principal, repoId, ARCHIVE_REF);
+    if (archive.commitSha === null) return moved;
+    const after = await store.openCommittedReads(principal, repoId, commitSha);
+    const before = await store.openCommittedReads(principal, repoId, parentSha);
+    for (const runId of wanted) {
+      const folder = `${runsPrefix}${runId}`;
+      if ((await after.treeOid(folder)) !== null) continue;
+      const oid = await before.treeOid(folder);
+      if (oid !== null && oid === (await archive.treeOid(folder))) moved.add(runId);
+    }
+  } catch {
+    return moved;
+  }
+  return moved;
 }

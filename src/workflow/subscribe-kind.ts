@@ -13,7 +13,7 @@ import { checkCompactedLog } from "./compacted-log.js";
 import { GITLINK_MODE, isRegularFileMode } from "../substrate/tree-object.js";
 import { parseEvent } from "./events.js";
 import { parseCompactedLogPath, parseEventPath, runEventsPrefix } from "./paths.js";
-import { ARCHIVE_REF } from "./run-archive.js";
+import { runsMovedToArchive } from "./run-archive.js";
 import type { RunEvent } from "./types.js";
 
 /** One event added to a run's log by a commit. */
@@ -74,7 +74,7 @@ export async function* subscribeKind(
     // Runs this commit seals (events.jsonl written); event files it removes are judged with it.
     const sealing = new Map<string, { path: string; oid: string; removed: { seq: number; path: string }[] }>();
     // Event files removed outside a seal: a rewrite, unless the run was archived (checked below).
-    const removedFiles: { runId: string; seq: number; path: string; oid: string; status: "modified" | "deleted" }[] = [];
+    const removedFiles: { runId: string; seq: number; path: string; status: "modified" | "deleted" }[] = [];
     for (const change of commit.changes) {
       const sealed = parseCompactedLogPath(change.path);
       if (sealed !== null && change.status !== "deleted" && (options.runId === undefined || sealed.runId === options.runId)) {
@@ -94,13 +94,13 @@ export async function* subscribeKind(
       } else if (change.status === "deleted" && sealing.has(where.runId)) {
         sealing.get(where.runId)?.removed.push({ seq: where.seq, path: change.path });
       } else {
-        removedFiles.push({ ...where, path: change.path, oid: change.oid, status: change.status });
+        removedFiles.push({ ...where, path: change.path, status: change.status });
       }
     }
     if (removedFiles.length > 0) {
-      const archived = await archivedRemovals(store, principal, repoId, commit.commitSha, removedFiles);
+      const moved = await runsMovedToArchive(store, principal, repoId, commit.commitSha, commit.parentSha, removedFiles.filter((r) => r.status === "deleted").map((r) => r.runId));
       for (const removed of removedFiles) {
-        if (archived.has(removed.path)) continue;
+        if (moved.has(removed.runId)) continue;
         onIssue({ type: "event_rewritten", runId: removed.runId, seq: removed.seq, path: removed.path, commitSha: commit.commitSha, status: removed.status });
       }
     }
@@ -142,38 +142,3 @@ export async function* subscribeKind(
   }
 }
 
-/**
- * The paths of `removed` that a retention commit took out: deleted with their whole run folder,
- * and held by the archive ref with the same blob oid.
- */
-async function archivedRemovals(
-  store: RepoStore,
-  principal: Principal,
-  repoId: RepoId,
-  commitSha: string,
-  removed: readonly { readonly runId: string; readonly path: string; readonly oid: string; readonly status: string }[],
-): Promise<Set<string>> {
-  const out = new Set<string>();
-  if (!removed.some((r) => r.status === "deleted")) return out;
-  let archive: CommittedReads;
-  let reads: CommittedReads;
-  try {
-    archive = await store.openCommittedReads(principal, repoId, ARCHIVE_REF);
-    if (archive.commitSha === null) return out;
-    reads = await store.openCommittedReads(principal, repoId, commitSha);
-  } catch {
-    return out;
-  }
-  const folders = new Map<string, Map<string, string> | null>();
-  for (const item of removed) {
-    if (item.status !== "deleted") continue;
-    let files = folders.get(item.runId);
-    if (files === undefined) {
-      const gone = (await reads.treeOid(`runs/${item.runId}`)) === null;
-      files = gone ? new Map((await archive.listDir(runEventsPrefix(item.runId).slice(0, -1))).map((e) => [e.name, e.oid])) : null;
-      folders.set(item.runId, files);
-    }
-    if (files?.get(item.path.slice(item.path.lastIndexOf("/") + 1)) === item.oid) out.add(item.path);
-  }
-  return out;
-}

@@ -186,6 +186,7 @@ describe("the host's retention", () => {
     const { createMemFs } = await import("../../helpers/memfs.js");
     const clock = createFakeClock(NOW);
     const passes: string[] = [];
+    const warnings: string[] = [];
     const host = createWorkflowHost({
       dataDir: "/data",
       fs: createMemFs(),
@@ -193,20 +194,22 @@ describe("the host's retention", () => {
       timers: clock.timers,
       watch: false,
       lock: { timers: createManualTimers() },
+      discoverEveryMs: DAY,
       retention: { endedRunsAfterMs: DAY, checkEveryMs: 12 * 60 * 60 * 1000, quietMs: 10 },
+      logger: { info: () => undefined, warn: (m) => warnings.push(m), error: (m) => warnings.push(m) },
       onRetention: (repoId, result) => passes.push(`${repoId}:${result.archived.join(",")}`),
     });
     try {
       await host.start();
       await host.createDeployment(REPO);
       const runtime = host.runtime(REPO);
-      await runtime.setTimer("r1", { timerId: "t", delayMs: 5 * DAY });
+      await runtime.deliverSignal("r1", "go", {}, "s1");
       expect((await runtime.completeRun("r1", { ok: true })).committed).toBe(true);
-      await runtime.setTimer("r2", { timerId: "t", delayMs: 5 * DAY });
+      await runtime.deliverSignal("r2", "go", {}, "s2");
       for (let check = 0; check < 4 && passes.length === 0; check += 1) {
         await clock.advance(12 * 60 * 60 * 1000);
         // The check's store reads and its quiet wait take a few turns of the event loop.
-        for (let i = 0; i < 10 && passes.length === 0; i += 1) {
+        for (let i = 0; i < 100 && passes.length === 0; i += 1) {
           for (let j = 0; j < 10; j += 1) await new Promise((r) => setImmediate(r));
           await clock.advance(10);
         }
@@ -215,6 +218,9 @@ describe("the host's retention", () => {
       const main = await host.store.openCommittedReads(null, RID, "refs/heads/main");
       expect((await main.listDir("runs")).map((e) => e.name)).toEqual(["r2"]);
       await expect(runtime.completeRun("r1")).rejects.toMatchObject({ code: "event_invalid" });
+      // The scheduler saw the retention commit as what it is, not as a rewrite.
+      await host.scheduler.idle();
+      expect(warnings).toEqual([]);
     } finally {
       await host.stop();
     }
