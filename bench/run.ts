@@ -24,6 +24,7 @@ import { coreCount, formatLoad, loadNow, type SectionLoad, underLoad, waitForCal
 import { memory } from "./memory.js";
 import { recovery } from "./recovery.js";
 import { restart } from "./restart.js";
+import { retention } from "./retention.js";
 import { RepoCache } from "./repo-generator.js";
 import { renderResults } from "./results.js";
 import { signals } from "./signals.js";
@@ -39,7 +40,7 @@ const HUGE_NOTE =
   "(`-- --huge --only memory,restart` writes them to `bench/RESULTS-huge.md`).";
 
 /** Every benchmark, in the order they run. */
-export const BENCHMARKS: readonly Benchmark[] = [fireThroughput, lateness, recovery, memory, signals, restart, catchUp, append, http, dispatch];
+export const BENCHMARKS: readonly Benchmark[] = [fireThroughput, lateness, recovery, memory, signals, restart, catchUp, append, http, dispatch, retention];
 
 export interface RunOptions {
   readonly quick: boolean;
