@@ -53,7 +53,7 @@ function liveFireAtMs(i: number): number {
 const iso = (msValue: number): string => new Date(msValue).toISOString();
 
 /** Writes a deployment aged to `ended` runs (see the module comment) beside `live` live runs. */
-async function age(dataDir: string, ended: number, live: number, batch: number): Promise<Deployment> {
+export async function ageDeployment(dataDir: string, ended: number, live: number, batch: number): Promise<Deployment> {
   const startedMs = nowMs();
   let clockMs = BASE_MS - Math.ceil(ended / batch) * HOUR_MS - 2 * DAY_MS;
   const store = openStore(dataDir, () => new Date(clockMs), { watch: false });
@@ -208,12 +208,12 @@ export const retention: Benchmark = {
     const targets: TargetCheck[] = [];
     const baseDir = await ctx.cache.scratch("retention-live");
     ctx.log(`retention: ${num(live)} live runs only`);
-    const baseDep = await age(baseDir, 0, live, batch);
+    const baseDep = await ageDeployment(baseDir, 0, live, batch);
     const base = await measure(baseDep, await ctx.cache.scratch("retention-gc"));
     for (const ended of sizes) {
       ctx.log(`retention: aging to ${num(ended)} ended runs + ${num(live)} live`);
       const dir = await ctx.cache.scratch(`retention-${ended}`);
-      const dep = await age(dir, ended, live, batch);
+      const dep = await ageDeployment(dir, ended, live, batch);
       const m = await measure(dep, await ctx.cache.scratch("retention-gc"));
       const label = `${num(ended)} ended + ${num(live)} live`;
       const perRun = (m.bytes - base.bytes) / ended;

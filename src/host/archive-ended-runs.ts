@@ -9,6 +9,8 @@
  * 2. the retention commit on `main` removes each due run whose live folder is, under the repo
  *    lock, exactly the folder the archive holds (same tree oid); `validatePush` accepts a removal
  *    on that ground only.
+ * After a retention commit the repository's recent packs are merged (`compactPacks`), so the
+ * history of the runs that left is stored with its deltas.
  * A crash between or inside them loses nothing: the archive only grows, `main` only loses a run
  * the archive already holds, and the next pass finds the same runs due, finds them archived
  * already, and makes the retention commit.
@@ -143,6 +145,8 @@ export async function archiveEndedRuns(opts: ArchiveEndedRunsOptions): Promise<A
     if (!archivedSet.has(run.runId)) skipped.push({ runId: run.runId, reason: "its folder differs from the archived copy (changed while archiving, or archived before under the same id)" });
   }
   for (const runId of archived) cache.delete(runId);
+  // A pass runs at a quiet moment: the recent packs are merged now, with their deltas.
+  if (removed.committed) await opts.store.compactPacks?.(opts.principal, repo).catch(() => undefined);
   return {
     archived,
     remaining: due.length - copySkipped - archived.length,
