@@ -17,10 +17,14 @@
  *
  * Entries that are already ofs-deltas (from an earlier merge, or `git gc`) are re-linked: the
  * same compressed delta with the distance to its base's new position. Bases always precede
- * their deltas (entries are taken in pack order). A ref-delta (a base named by oid, which can
+ * their deltas (entries are taken in pack order). A full entry of an earlier merge may become
+ * a delta in this one, which deepens the chains hanging from it: a re-linked delta that would
+ * end deeper than {@link MAX_CHAIN} is written whole instead (read through `readObject`), so
+ * no chain ever exceeds it, however many merges an object goes through. A ref-delta (a base named by oid, which can
  * live elsewhere) makes the pack unmergeable here.
  */
-import { applyDelta, crc32, entryHeader, inflateEntry, type EncodedPack, type EntryRecord, layoutPack, type PackSource, parseEntryHead, sealPackGently, storedZlib } from "./pack-file.js";
+import type { GitObject } from "./git-object.js";
+import { applyDelta, crc32, entryHeader, entryPayload, inflateEntry, TYPE_CODES, type EncodedPack, type EntryRecord, layoutPack, type PackSource, parseEntryHead, sealPackGently, storedZlib } from "./pack-file.js";
 import { compareTreeEntries, type DeltaBase, entryAt, type ParsedTree, type TreeEntry } from "./tree-object.js";
 import { byteDelta, deltaSizes, DeltaWriter } from "./git-delta.js";
 import type { Oid } from "./types.js";
@@ -186,6 +190,8 @@ interface BigTree {
  * @param cachedTree a parsed tree by oid if one is at hand (saves parsing big folders)
  * @param deltaBase the delta a big tree was written with, if known: when its base is already in
  *   the merged pack, the tree is stored as that delta, with nothing to parse or compare
+ * @param readObject an object's full content by oid (for a delta whose chain would grow too
+ *   deep); without it, such a merge gives up (null), leaving the packs as they were
  * @returns the merged pack, or null when a source holds a ref-delta
  */
 export async function mergePacks(
@@ -193,6 +199,7 @@ export async function mergePacks(
   hash: (body: Buffer) => Promise<Buffer>,
   cachedTree: (oid: Oid) => ParsedTree | undefined = () => undefined,
   deltaBase: (oid: Oid) => DeltaBase | undefined = () => undefined,
+  readObject?: (oid: Oid) => Promise<GitObject>,
 ): Promise<EncodedPack | null> {
   const parts: Buffer[] = [Buffer.alloc(0)];
   const entries: EntryRecord[] = [];
@@ -256,6 +263,13 @@ export async function mergePacks(
         const baseOid = oidAtOffset.get(start - (head.baseDistance as number));
         const base = baseOid === undefined ? undefined : written.get(baseOid);
         if (baseOid === undefined || base === undefined) return null;
+        if (base.depth + 1 > MAX_CHAIN) {
+          if (readObject === undefined) return null;
+          const whole = await readObject(oid);
+          const bytes = Buffer.concat([entryHeader(TYPE_CODES[whole.type], whole.content.byteLength), entryPayload(whole.type, whole.content)]);
+          emit(oid, bytes, crc32(bytes), 0, whole.content.byteLength);
+          continue;
+        }
         // Re-linked as is, content unresolved: new deltas are taken against versions whose
         // content this merge already holds (a version some commits apart is still a small delta).
         const bytes = ofsDeltaEntry(head.size, offset - base.offset, raw.subarray(head.dataAt));

@@ -645,7 +645,11 @@ export function createPackStore(opts: PackStoreOptions): PackStore {
       const earlier = new Set<Oid>();
       for (const pack of chosen) sources.push(await mergeSource(pack, earlier));
       // The merged pack's checksum (megabytes of SHA-1) is computed off the event loop.
-      const merged = await mergePacks(sources, async (body) => Buffer.from(await webcrypto.subtle.digest("SHA-1", body)), opts.cachedTree, opts.deltaBase);
+      const merged = await mergePacks(sources, async (body) => Buffer.from(await webcrypto.subtle.digest("SHA-1", body)), opts.cachedTree, opts.deltaBase, async (oid) => {
+        const object = await read(oid, false);
+        if (object === null) throw corrupt(oid, "missing while merging packs");
+        return object;
+      });
       if (merged === null) {
         // A source holds ref-deltas (git's): find it and leave it to git from now on.
         for (const pack of chosen) {
