@@ -84,3 +84,28 @@ describe("packing small folders and event files", () => {
     expect((await gitAt(gitdir, ["cat-file", "-p", "main:runs/r007/events/3.json"])).trim()).toContain('"seq":3');
   });
 });
+
+describe("delta chains across merges", () => {
+  it("never grow past 50, however many quiet merges an object goes through", async () => {
+    const dataDir = await tempDir();
+    const gitdir = join(dataDir, "deployments", "dep-1.git");
+    const store = createRepoStore({ dataDir, kindHandlers: [plainKind], authorize: allowAll, watch: false, clock: () => new Date("2026-01-01T00:00:00Z") });
+    await store.initRepo(null, REPO);
+    let n = 0;
+    for (let round = 0; round < 6; round++) {
+      for (let k = 0; k < 40; k++) {
+        n += 1;
+        const body = `{"seq":1,"type":"Same","data":{"n":${n},"text":"a long text shared by every one of these event files"}}`;
+        await store.writeTree(null, REPO, "main", { files: { [`runs/r${n}/events/1.json`]: body }, message: `r${n}` });
+      }
+      await store.compactPacks?.(null, REPO);
+    }
+    await store.close();
+    await expectFsckClean(gitdir);
+    const packs = (await readdir(join(gitdir, "objects", "pack"))).filter((name) => name.endsWith(".idx"));
+    const out = (await Promise.all(packs.map((idx) => gitAt(gitdir, ["verify-pack", "-v", join(gitdir, "objects", "pack", idx)])))).join("\n");
+    const depths = [...out.matchAll(/^chain length = (\d+):/gm)].map((m) => Number(m[1]));
+    expect(depths.length).toBeGreaterThan(0);
+    expect(Math.max(...depths)).toBeLessThanOrEqual(50);
+  });
+});
