@@ -266,7 +266,7 @@ export async function mergePacks(
         if (base.depth + 1 > MAX_CHAIN) {
           if (readObject === undefined) return null;
           const whole = await readObject(oid);
-          const bytes = Buffer.concat([entryHeader(TYPE_CODES[whole.type], whole.content.byteLength), entryPayload(whole.type, whole.content)]);
+          const bytes = Buffer.concat([entryHeader(TYPE_CODES[whole.type], whole.content.byteLength), ...entryPayload(whole.type, whole.content)]);
           emit(oid, bytes, crc32(bytes), 0, whole.content.byteLength);
           continue;
         }

@@ -90,6 +90,7 @@ export function workflowRunKind(opts: WorkflowRunKindOptions = {}): KindHandler 
       for (const runId of [...runs.keys()].sort()) {
         const run = runs.get(runId);
         if (run === undefined) continue;
+        if (ctx.pause !== undefined) await ctx.pause();
         if (ctx.prior === null || (await ctx.prior.treeOid(`${runsPrefix}${runId}`)) === null) {
           // A new run folder: its id must not be one that retention archived.
           archive ??= (await ctx.readRef?.(ARCHIVE_REF)) ?? null;
