@@ -25,6 +25,7 @@ import { memory } from "./memory.js";
 import { peer } from "./peer.js";
 import { recovery } from "./recovery.js";
 import { restart } from "./restart.js";
+import { retention } from "./retention.js";
 import { RepoCache } from "./repo-generator.js";
 import { renderResults, tableSectionsOf } from "./results.js";
 import { signals } from "./signals.js";
@@ -41,7 +42,7 @@ const HUGE_NOTE =
   "a run of some of them keeps the others' last tables there).";
 
 /** Every benchmark, in the order they run. */
-export const BENCHMARKS: readonly Benchmark[] = [fireThroughput, lateness, recovery, memory, signals, restart, catchUp, append, http, dispatch, peer];
+export const BENCHMARKS: readonly Benchmark[] = [fireThroughput, lateness, recovery, memory, signals, restart, catchUp, append, http, dispatch, peer, retention];
 
 export interface RunOptions {
   readonly quick: boolean;

@@ -13,7 +13,7 @@
  * re-reads the runs the rewrite touched.
  */
 import { WorkflowHostError } from "../src/errors.js";
-import type { CommitChange, CommittedReads, DirEntry, RepoId } from "../src/substrate/types.js";
+import type { CommitChange, CommittedReads, DirEntry, Principal, RepoId } from "../src/substrate/types.js";
 import { parseEvent, serializeEvent } from "../src/workflow/events.js";
 import { eventPath, parseCompactedLogPath, runEventsPrefix, runsPrefix } from "../src/workflow/paths.js";
 import { immutableChangedProblem } from "../src/workflow/run-folder.js";
@@ -28,6 +28,7 @@ import { createTimeSlicer } from "../src/time/time-slicer.js";
 import { isoFromMs } from "../src/workflow/time.js";
 import type { PendingTimer, RunEvent, RunState, TimerCancelledEvent } from "../src/workflow/types.js";
 import { WORKFLOW_RUN_KIND } from "../src/workflow/workflow-run-kind.js";
+import { runsMovedToArchive } from "../src/workflow/run-archive.js";
 import { decodeRecoveryIndex, encodeRecoveryIndex, RECOVERY_INDEX_FILE, stateFromSummary, type RunSummary } from "./recovery-index.js";
 import type { DueGeneration } from "./scheduler-queue.js";
 import type { SchedulerEvent } from "./scheduler-types.js";
@@ -364,6 +365,8 @@ export class RepoTracker {
     // run then reads as sealed (the log is the same, in its other form), reported otherwise.
     const sealing = new Set(commit.changes.flatMap((c) => (c.status === "added" ? [parseCompactedLogPath(c.path)?.runId ?? ""] : [])));
     const folded: BadEvent[] = [];
+    // Runs whose event files this commit removes outside a seal: a retention commit's, or a rewrite.
+    const removedRuns = new Set<string>();
     for (const change of commit.changes) {
       const place = classifyRunPath(change.path, change.mode);
       if (place === null) continue;
@@ -391,6 +394,18 @@ export class RepoTracker {
         // Removed by a commit that seals the run (events.jsonl added): judged once it is read.
         if (change.status === "deleted" && sealing.has(place.runId)) folded.push(rewrittenProblem(place.runId, place.seq, change.path, change.status));
         else problems.set(change.path, rewrittenProblem(place.runId, place.seq, change.path, change.status));
+        if (change.status === "deleted" && !sealing.has(place.runId)) removedRuns.add(place.runId);
+      }
+    }
+    if (removedRuns.size > 0) {
+      // Ended runs that retention moved to the archive ref: nothing to report, nothing to track.
+      const moved = await runsMovedToArchive(this.ctx.store, this.ctx.principal as Principal, this.rid, commit.commitSha, commit.parentSha, removedRuns);
+      for (const runId of moved) {
+        for (const path of [...problems.keys()]) if (path.startsWith(`${runsPrefix}${runId}/`)) problems.delete(path);
+        byRun.delete(runId);
+        const record = this.runs.get(runId);
+        if (record !== undefined) for (const timerId of record.queued) this.ctx.disarm(this.repoId, runId, timerId);
+        this.runs.delete(runId);
       }
     }
     for (const problem of problems.values()) this.reportBad(problem);

@@ -31,6 +31,8 @@ import { parseRepoId, parseRunId } from "../workflow/ids.js";
 import type { MisfirePolicy } from "../workflow/types.js";
 import { WORKFLOW_RUN_KIND, workflowRunKind } from "../workflow/workflow-run-kind.js";
 import { acquireHostLock, type HostLock, type HostLockOptions } from "./host-lock.js";
+import type { ArchiveEndedRunsResult } from "./archive-ended-runs.js";
+import { createRetentionLoop, type RetentionPolicy } from "./retention.js";
 import { createRuntimeAdapter, type WorkflowRuntime } from "./runtime-adapter.js";
 
 export type WorkflowHostState = "created" | "starting" | "running" | "stopping" | "stopped";
@@ -92,6 +94,16 @@ export interface WorkflowHostOptions {
   readonly onEvent?: (event: SchedulerEvent) => void;
   /** Every dispatch report (delivered, attempt_failed, parked, …), synchronously. Exceptions are ignored. */
   readonly onDispatchEvent?: (report: DispatchReport) => void;
+  /**
+   * Retention of ended runs (see src/host/retention.ts): runs that ended more than
+   * `endedRunsAfterMs` ago (default 7 days) leave `main` for the archive ref
+   * `refs/archive/runs` in batched commits made while the host runs, at quiet moments.
+   * `false` turns it off. Default `{}` (every default).
+   * @throws config_invalid (from the constructor) for a bad duration or count
+   */
+  readonly retention?: RetentionPolicy | false;
+  /** Told about every retention pass that archived (or had to skip) runs. Exceptions are ignored. */
+  readonly onRetention?: (repoId: string, result: ArchiveEndedRunsResult) => void;
 }
 
 export interface WorkflowHost {
@@ -133,6 +145,12 @@ export interface WorkflowHost {
    * @throws repo_id_invalid, host_stopped
    */
   runtime(repoId: string): WorkflowRuntime;
+  /**
+   * Runs a retention pass over one deployment now (see `archiveEndedRuns`), serialised with the
+   * host's own passes; with retention off, uses the default policy.
+   * @throws repo_id_invalid, host_stopped, the store's errors
+   */
+  archiveEndedRuns(repoId: string): Promise<ArchiveEndedRunsResult>;
   /** The dispatcher running this host's consumers (started and stopped with the host). */
   readonly dispatcher: Dispatcher;
   /**
@@ -198,6 +216,24 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
     ...(opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes }),
     ...(opts.onDispatchEvent === undefined ? {} : { onEvent: opts.onDispatchEvent }),
   });
+  const retention = createRetentionLoop({
+    store,
+    principal,
+    listDeployments: () => store.listRepos(principal, WORKFLOW_RUN_KIND),
+    ref,
+    nowMs: () => clock().getTime(),
+    timers,
+    logger,
+    policy: opts.retention === false ? {} : (opts.retention ?? {}),
+    ...(opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes }),
+    onPass: (repoId, result) => {
+      try {
+        opts.onRetention?.(repoId, result);
+      } catch {
+        // A listener's failure is its own.
+      }
+    },
+  });
   const channels = new Map<string, WorkflowHostSignalChannel>();
   const runtimes = new Map<string, WorkflowRuntime>();
   let state: WorkflowHostState = "created";
@@ -229,6 +265,7 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
       });
       await scheduler.start();
       await dispatcher.start();
+      if (opts.retention !== false) retention.start();
       if (state === "starting") state = "running";
     } catch (error) {
       state = "stopping";
@@ -251,6 +288,7 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
     runtimes.clear();
     await Promise.all([...channels.values()].map((channel) => attempt("a signal channel", () => channel.stop())));
     channels.clear();
+    await attempt("retention", () => retention.stop());
     await attempt("the dispatcher", () => dispatcher.stop());
     await attempt("the scheduler", () => scheduler.stop());
     await attempt("the store", () => store.close());
@@ -313,6 +351,15 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
         channels.set(key, channel);
       }
       return channel;
+    },
+
+    archiveEndedRuns(repoId) {
+      try {
+        ensureUsable("archiveEndedRuns");
+        return retention.runPass(parseRepoId(repoId));
+      } catch (error) {
+        return Promise.reject(error);
+      }
     },
 
     dispatcher,

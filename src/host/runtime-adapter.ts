@@ -9,6 +9,7 @@
  */
 import { createRunEventFeed } from "../../seams/run-event-feed.js";
 import { compactRun } from "./compact-run.js";
+import { endRun, type RunOutcome } from "./end-run.js";
 import { WorkflowHostError, isWorkflowHostError } from "../errors.js";
 import { silentLogger } from "../logger.js";
 import { DEFAULT_MAX_EVENT_BYTES } from "../workflow/events.js";
@@ -128,8 +129,17 @@ export function createRuntimeAdapter(opts: RuntimeAdapterOptions): WorkflowRunti
     return written.result as SetTimerResult;
   }
 
+  async function end(runId: string, outcome: RunOutcome, data: Record<string, unknown> | undefined) {
+    ensureRunning();
+    return endRun({ store: opts.store, principal: opts.principal, repoId, runId, ref, maxEventBytes, outcome, nowMs: nowMs(), ...(data === undefined ? {} : { data }) });
+  }
+
   return {
     repoId,
+
+    completeRun: (runId, data) => end(runId, "completed", data),
+    failRun: (runId, data) => end(runId, "failed", data),
+    cancelRun: (runId, data) => end(runId, "cancelled", data),
 
     scheduleIn(runId, timerId, fireAt) {
       ensureRunning();

@@ -21,7 +21,7 @@ import { adler32Of } from "./adler32.js";
 import type { GitObject, ObjectType } from "./git-object.js";
 import type { Oid } from "./types.js";
 
-const TYPE_CODES: Readonly<Record<ObjectType, number>> = { commit: 1, tree: 2, blob: 3, tag: 4 };
+export const TYPE_CODES: Readonly<Record<ObjectType, number>> = { commit: 1, tree: 2, blob: 3, tag: 4 };
 const TYPE_NAMES: readonly (ObjectType | null)[] = [null, "commit", "tree", "blob", "tag", null, null, null];
 const OFS_DELTA = 6;
 const REF_DELTA = 7;
@@ -133,7 +133,7 @@ function unstore(stream: Buffer, size: number): Buffer | null {
  * 1,000-entry folder shrinks by about a third at ~0.7 ms of deflate, rewritten on every commit
  * that touches it); merged packs hold big folders as deltas anyway.
  */
-function entryPayload(type: GitObject["type"], content: Uint8Array): Uint8Array[] {
+export function entryPayload(type: GitObject["type"], content: Uint8Array): Uint8Array[] {
   const size = content.byteLength;
   if (size > 65_535) return size > STORE_LARGE_BYTES || type === "tree" ? storedZlibParts(content) : [deflateSync(content, { level: zlibConstants.Z_BEST_SPEED })];
   if (type === "tree" || size <= STORE_SMALL_BYTES) return [storedZlib(content)];

@@ -399,6 +399,11 @@ export function createRepoStore(opts: RepoStoreOptions): RepoStore {
       await writeDerivedFile(fs, repo.gitdir, name, content, durable);
     },
 
+    async compactPacks(principal, repoId) {
+      const repo = await open(principal, repoId, null, "write");
+      await repo.objects.compact();
+    },
+
     poke(repoId) {
       if (closed) return;
       if (repoId === undefined) {
@@ -506,6 +511,7 @@ function withTypedIoFailures(store: RepoStore): RepoStore {
     readDerived: (p, repoId, name) => guard(`reading ${name} of ${describeTarget(repoId)}`, () => (store.readDerived as NonNullable<RepoStore["readDerived"]>)(p, repoId, name)),
     writeDerived: (p, repoId, name, content) =>
       guard(`writing ${name} of ${describeTarget(repoId)}`, () => (store.writeDerived as NonNullable<RepoStore["writeDerived"]>)(p, repoId, name, content)),
+    compactPacks: (p, repoId) => guard(`compacting the packs of ${describeTarget(repoId)}`, () => (store.compactPacks as NonNullable<RepoStore["compactPacks"]>)(p, repoId)),
     poke: (repoId) => store.poke(repoId),
     close: () => store.close(),
   };

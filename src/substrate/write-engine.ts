@@ -68,9 +68,13 @@ export interface WriteEngineDeps {
 /** How long after a commit by someone else this process keeps spacing its commits (ms). */
 const SHARED_FOR_MS = 5_000;
 
-/** Per repository: the tip this process last wrote, and whether someone else writes too. */
+/**
+ * Per repository: the tip this process last wrote on each ref, and whether someone else writes
+ * too. Per ref, so a commit of ours to another ref of the repository (an archive or progress
+ * ref) is not taken for a foreign writer on this one.
+ */
 interface Sharing {
-  ourTip: Oid | null | undefined;
+  readonly ourTips: Map<string, Oid>;
   /** performance.now() until which commits are spaced; 0 when not shared. */
   sharedUntilMs: number;
   /** performance.now() of this process's last commit to the repository. */
@@ -82,7 +86,7 @@ const sharing = new WeakMap<RepoHandle, Sharing>();
 function sharingOf(repo: RepoHandle): Sharing {
   let s = sharing.get(repo);
   if (s === undefined) {
-    s = { ourTip: undefined, sharedUntilMs: 0, lastCommitMs: Number.NEGATIVE_INFINITY };
+    s = { ourTips: new Map(), sharedUntilMs: 0, lastCommitMs: Number.NEGATIVE_INFINITY };
     sharing.set(repo, s);
   }
   return s;
@@ -164,6 +168,10 @@ async function prepare<R>(deps: WriteEngineDeps, name: string, tip: Oid | null, 
       prospective: createCommittedReads(source, null, edit.rootOid),
       changes: edit.changes,
       changedPathPrefixes: changedPrefixes(edit.changes),
+      readRef: async (other) => {
+        const sha = await repo.resolveRef(other);
+        return sha === null ? null : repo.readsAt(sha);
+      },
       ...(pause === undefined ? {} : { pause }),
     });
   }
@@ -210,9 +218,9 @@ export async function commitWithRetry<R>(
 ): Promise<WriteResult<R>> {
   const { repo } = deps;
   let lastSeen: Oid | null = null;
-  const committed = (prepared: Prepared<R> & { kind: "commit" }, tip: Oid | null, attempt: number): WriteResult<R> => {
+  const committed = (prepared: Prepared<R> & { kind: "commit" }, name: string, tip: Oid | null, attempt: number): WriteResult<R> => {
     const shared = sharingOf(repo);
-    shared.ourTip = prepared.commit.oid;
+    shared.ourTips.set(name, prepared.commit.oid);
     shared.lastCommitMs = performance.now();
     repo.objects.rememberTrees(prepared.trees);
     deps.onCommitted(repo);
@@ -237,7 +245,8 @@ export async function commitWithRetry<R>(
       if (roomMs > 0) {
         const nowMs = performance.now();
         // The ref moved since our last commit, and not by us: another writer is active.
-        if (shared.ourTip !== undefined && tip !== shared.ourTip) shared.sharedUntilMs = nowMs + SHARED_FOR_MS;
+        const ourTip = shared.ourTips.get(name);
+        if (ourTip !== undefined && tip !== ourTip) shared.sharedUntilMs = nowMs + SHARED_FOR_MS;
         const waitMs = nowMs < shared.sharedUntilMs ? shared.lastCommitMs + jitter(roomMs) - nowMs : 0;
         if (waitMs > 0) {
           await deps.sleep(waitMs);
@@ -260,7 +269,7 @@ export async function commitWithRetry<R>(
       } finally {
         if (!published) await staged.discard();
       }
-      if (outcome.ok) return committed(prepared, tip, attempt);
+      if (outcome.ok) return committed(prepared, name, tip, attempt);
       lastSeen = outcome.current;
       // Lost to another process: leave it room instead of taking the ref lock at once.
       if (roomMs > 0) {
@@ -288,7 +297,7 @@ export async function commitWithRetry<R>(
       };
     });
     const done = prepared as Prepared<R> | undefined;
-    if (outcome === "swapped" && done?.kind === "commit") return committed(done, tip, attempt);
+    if (outcome === "swapped" && done?.kind === "commit") return committed(done, name, tip, attempt);
     if (outcome === "skipped") return noop(tip, attempt, done?.result);
     // Our lock was broken as stale while we held it (a very slow attempt): back off, retry.
     lastSeen = tip;

@@ -85,3 +85,4 @@ export {
   type FirePlanOptions,
   type PlannedEvent,
 } from "./timer-ledger.js";
+export { ARCHIVE_REF } from "./run-archive.js";
