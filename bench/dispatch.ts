@@ -302,6 +302,7 @@ export const dispatch: Benchmark = {
       notes: [
         "lag: from the scheduler's fired report (the fire commit is written) to the handler's start (HTTP: the server's receipt); ratio is of the p99s.",
         "ours: a consumer with concurrency 16 whose progress is group-committed on refs/consumers/<name>; durability \"none\" (the host's default) for both.",
+        "HTTP: ours posts with node's http client on kept-alive connections; the baseline loop with fetch, as a user would write it. The loopback server runs in the measuring process.",
         ...memoryNotes,
       ],
     };
