@@ -12,8 +12,7 @@
  * {@link verifySignature} and the README).
  */
 import { createHmac, timingSafeEqual } from "node:crypto";
-import { Agent as HttpAgent, request as httpRequest } from "node:http";
-import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
+import type { Agent, ClientRequest, IncomingMessage, RequestOptions } from "node:http";
 import { WorkflowHostError } from "../../src/errors.js";
 import type { Delivery, HttpTarget } from "./dispatch-types.js";
 
@@ -49,11 +48,14 @@ export function verifySignature(body: string | Uint8Array, header: string | null
  */
 export function httpDeliver(target: HttpTarget): (delivery: Delivery, signal: AbortSignal) => Promise<void> {
   const url = new URL(target.url);
-  const secure = url.protocol === "https:";
-  const agent = secure ? new HttpsAgent({ keepAlive: true }) : new HttpAgent({ keepAlive: true });
-  const send = secure ? httpsRequest : httpRequest;
-  return (delivery, signal) =>
-    new Promise<void>((resolve, reject) => {
+  // Loaded on first use: a host with no HTTP consumer does not pay for node's http(s) and tls at start.
+  type Send = (url: URL, options: RequestOptions, onResponse: (response: IncomingMessage) => void) => ClientRequest;
+  let client: Promise<{ agent: Agent; send: Send }> | null = null;
+  const load = (): Promise<{ agent: Agent; send: Send }> =>
+    (client ??= (url.protocol === "https:" ? import("node:https") : import("node:http")).then((mod) => ({ agent: new mod.Agent({ keepAlive: true }) as Agent, send: mod.request as Send })));
+  return async (delivery, signal) => {
+    const { agent, send } = await load();
+    return new Promise<void>((resolve, reject) => {
       const body = Buffer.from(deliveryBody(delivery), "utf8");
       const headers = {
         "content-type": "application/json",
@@ -75,4 +77,5 @@ export function httpDeliver(target: HttpTarget): (delivery: Delivery, signal: Ab
       req.on("error", reject);
       req.end(body);
     });
+  };
 }
