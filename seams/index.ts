@@ -2,6 +2,7 @@
 export { createWorkflowHostScheduler } from "./scheduler.js";
 export type {
   CancelOutcome,
+  CommittedEvents,
   QueuedTimer,
   SchedulerEvent,
   SchedulerOptions,

@@ -20,6 +20,7 @@ import { immutableChangedProblem } from "../src/workflow/run-folder.js";
 import { isRegularFileMode } from "../src/substrate/tree-object.js";
 import type { TimerHandle, Timers } from "../src/time/clock.js";
 import { afterTerminalProblem, classifyRunPath, rewrittenProblem, runsEntryProblem, sequenceProblems } from "../src/workflow/log-problems.js";
+import { deepFreeze } from "../src/workflow/parsed-event-cache.js";
 import { readRunLog, type BadEvent, type RunLog } from "../src/workflow/run-log.js";
 import { applyEvent } from "../src/workflow/run-state.js";
 import { planDueTimer, type FirePlan } from "../src/workflow/timer-ledger.js";
@@ -31,7 +32,7 @@ import { WORKFLOW_RUN_KIND } from "../src/workflow/workflow-run-kind.js";
 import { runsMovedToArchive } from "../src/workflow/run-archive.js";
 import { decodeRecoveryIndex, encodeRecoveryIndex, RECOVERY_INDEX_FILE, stateFromSummary, type RunSummary } from "./recovery-index.js";
 import type { DueGeneration } from "./scheduler-queue.js";
-import type { SchedulerEvent } from "./scheduler-types.js";
+import type { CommittedEvents, SchedulerEvent } from "./scheduler-types.js";
 
 /** What a tracker needs from its scheduler. */
 export interface TrackerContext {
@@ -64,6 +65,8 @@ export interface TrackerContext {
   readonly count: (what: "fired" | "skippedTicks" | "commits" | "commitFailures" | "badEvents", n?: number) => void;
   /** Use and keep the derived recovery index (see recovery-index.ts). */
   readonly recoveryIndex: boolean;
+  /** Told of each fire commit with the events it added, once its ref moved (see SchedulerOptions.onCommittedEvents). */
+  readonly onCommittedEvents?: (committed: CommittedEvents) => void;
 }
 
 /** Run logs read ahead of the one being applied during recovery (overlaps reads of loose objects). */
@@ -538,13 +541,15 @@ export class RepoTracker {
     type After = { runId: string; parentEventsOid: string | null; state: RunState; maxFileSeq: number };
     let floorMs = Number.NEGATIVE_INFINITY;
     for (const d of due) floorMs = Math.max(floorMs, d.dueMs);
+    type Added = CommittedEvents["events"][number];
+    const handOver = this.ctx.onCommittedEvents !== undefined;
     // The whole commit (planning, hashing, folder edits, validation) gives the event loop a turn
     // every few ms (heartbeats, the tail, signals, other deployments), however many runs the
     // batch holds and however long a series was missed: that is what lets a batch be big.
     const slicer = createTimeSlicer();
     let result;
     try {
-      result = await this.ctx.store.writeTreeDelta<{ outcomes: Outcome[]; after: After[] }>(this.ctx.principal, this.rid, this.ctx.ref, {
+      result = await this.ctx.store.writeTreeDelta<{ outcomes: Outcome[]; after: After[]; added: Added[] }>(this.ctx.principal, this.rid, this.ctx.ref, {
         message: `Fire ${due.length} timer${due.length === 1 ? "" : "s"}`,
         pause: slicer.pause,
         computeDelta: async (_parent, reads) => {
@@ -553,6 +558,7 @@ export class RepoTracker {
           const puts = new Map<string, Uint8Array>();
           const outcomes: Outcome[] = [];
           const after: After[] = [];
+          const added: Added[] = [];
           const byRun = new Map<string, PendingTimer[]>();
           for (const d of due) {
             const list = byRun.get(d.runId);
@@ -576,13 +582,16 @@ export class RepoTracker {
                 // them back gives the normalised event without validating it again.
                 const bytes = serializeEvent({ seq, type: planned.type, at, data: planned.data } as RunEvent, { maxEventBytes: this.ctx.maxEventBytes });
                 puts.set(eventPath(runId, seq), bytes);
-                state = applyEvent(state, JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8")) as RunEvent);
+                const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8");
+                state = applyEvent(state, JSON.parse(text) as RunEvent);
+                // A copy of its own for readers outside the scheduler, frozen: they share it.
+                if (handOver) added.push({ runId, seq, event: deepFreeze(JSON.parse(text) as RunEvent) });
                 seq += 1;
               }
             }
             if (seq > firstSeq) after.push({ runId, parentEventsOid: fresh.eventsOid, state, maxFileSeq: seq - 1 });
           }
-          return { puts, result: { outcomes, after } };
+          return { puts, result: { outcomes, after, added } };
         },
       });
     } catch (error) {
@@ -607,8 +616,22 @@ export class RepoTracker {
         this.ctx.report({ type: "skipped", repoId: this.repoId, runId, timerId: timer.timerId, ...plan.skipped, commitSha });
       }
     }
+    if (result.committed) this.handOverCommitted(result.commitSha as string, result.parentSha, result.result?.added ?? []);
     // Reported first: the fires are committed once the ref moved; adopting is bookkeeping.
     if (result.committed) await this.adoptOwnCommit(result.commitSha as string, result.result?.after ?? []);
+  }
+
+  /** Hands a fire commit's events to `onCommittedEvents` (the committer's boundary: nothing else is read). */
+  private handOverCommitted(commitSha: string, parentSha: string | null, added: readonly CommittedEvents["events"][number][]): void {
+    const listener = this.ctx.onCommittedEvents;
+    if (listener === undefined || added.length === 0) return;
+    // In the order a reader of the commit finds them: runs by id, each run's events by seq.
+    const events = [...added].sort((a, b) => (a.runId < b.runId ? -1 : a.runId > b.runId ? 1 : a.seq - b.seq));
+    try {
+      listener({ repoId: this.repoId, ref: this.ctx.ref, commitSha, parentSha, events });
+    } catch {
+      // A listener's failure is not the fire loop's.
+    }
   }
 
   /**
@@ -722,3 +745,4 @@ function asHostError(error: unknown, path: string): WorkflowHostError {
     ? error
     : new WorkflowHostError("event_invalid", `${path} could not be read as an event`, { path }, { cause: error });
 }
+

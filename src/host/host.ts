@@ -202,9 +202,11 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
     ...(opts.discoverEveryMs === undefined ? {} : { discoverEveryMs: opts.discoverEveryMs }),
     ...(opts.minCommitIntervalMs === undefined ? {} : { minCommitIntervalMs: opts.minCommitIntervalMs }),
     ...(opts.onEvent === undefined ? {} : { onEvent: opts.onEvent }),
+    // Fire commits go straight to the consumers; they read back only what they were not handed.
+    onCommittedEvents: (committed) => dispatcher.committed(committed),
   });
 
-  const dispatcher = createDispatcher({
+  const dispatcher: Dispatcher = createDispatcher({
     repoStore: store,
     principal,
     listDeployments: () => store.listRepos(principal, WORKFLOW_RUN_KIND),

@@ -181,9 +181,18 @@ export function createRepoStore(opts: RepoStoreOptions): RepoStore {
     roomMs: foreignWriterRoomMs,
   });
 
+  /**
+   * In-process writes queue per ref: one writer of a ref at a time in this process, so its
+   * commits never race each other; writes to different refs of a repository (a dispatch
+   * checkpoint beside fire commits on main) go side by side, as git's per-ref locks allow.
+   * `refName` is normalised (`HEAD` stays `HEAD`: a write through it and one to its target
+   * still exclude each other by the ref lock and compare-and-swap).
+   */
+  const writeKey = (repo: RepoHandle, refName: string): string => `${repo.key}\0${refName}`;
+
   function write<R>(repo: RepoHandle, refName: string, message: string, plan: Planner<R>): Promise<WriteResult<R>> {
     if (typeof message !== "string") throw new TypeError("commit message must be a string");
-    return queue.run(repo.key, () => commitWithRetry(engineDeps(repo), refName, message, plan));
+    return queue.run(writeKey(repo, refName), () => commitWithRetry(engineDeps(repo), refName, message, plan));
   }
 
   function acquireWatcher(repo: RepoHandle): RefWatcher {
@@ -211,7 +220,7 @@ export function createRepoStore(opts: RepoStoreOptions): RepoStore {
 
     async initRepo(principal, repoId) {
       const repo = await open(principal, repoId, "refs/heads/main", "init");
-      return queue.run(repo.key, async () => {
+      return queue.run(writeKey(repo, "refs/heads/main"), async () => {
         await ensureRepoLayout(fs, repo.gitdir, durable);
         const existing = await repo.resolveRef("refs/heads/main");
         if (existing !== null) return { created: false, commitSha: existing };

@@ -216,9 +216,10 @@ export interface RepoStoreOptions {
   /**
    * Room left to other writers of a repository (another process, `git push`), in ms (default
    * 0: off; a host uses 100): after a lost compare-and-swap the retry waits a jittered backoff
-   * instead of re-taking the ref at once, and for 5 s after a commit by someone else this
-   * store's commits to that repository start at least this far apart (jittered ±50 %), so an
-   * external writer's read-then-update cycle finds the ref still.
+   * instead of re-taking the ref at once, and for 5 s after a commit by someone else on a ref
+   * this store's commits to that ref start at least this far apart (jittered ±50 %), so an
+   * external writer's read-then-update cycle finds the ref still. Refs are judged one by one:
+   * this store's own commits to another ref of the repository are not someone else's.
    */
   readonly foreignWriterRoomMs?: number;
   /**

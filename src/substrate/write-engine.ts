@@ -12,8 +12,8 @@
  * A lost race is retried under the ref lock: take `<ref>.lock`, read the tip under it, re-run the plan,
  * commit, release — so a writer that lost once cannot lose again to the same kind of race and
  * two busy processes cannot starve each other. Room for other writers (`roomMs`): a lost race
- * waits a jittered backoff before the locked retry, and once a commit by someone else is seen,
- * this process spaces its commits to that repository for a while, so an external `git push`
+ * waits a jittered backoff before the locked retry, and once a commit by someone else is seen
+ * on a ref, this process spaces its commits to that ref for a while, so an external `git push`
  * (read tip, send objects, compare-and-swap) is not beaten to the ref every time. Right before
  * every ref move, under the ref lock, `fence` may veto the write (a host that lost its lock).
  * Either way the plan always sees the state it
@@ -69,25 +69,31 @@ export interface WriteEngineDeps {
 const SHARED_FOR_MS = 5_000;
 
 /**
- * Per repository: the tip this process last wrote on each ref, and whether someone else writes
- * too. Per ref, so a commit of ours to another ref of the repository (an archive or progress
- * ref) is not taken for a foreign writer on this one.
+ * Per ref of a repository: the tip this process last wrote there, and whether someone else
+ * writes it too. Per ref, not per repository: this process's own commits to another ref (a
+ * dispatch consumer's checkpoints beside fire commits on main) are not someone else's.
  */
 interface Sharing {
-  readonly ourTips: Map<string, Oid>;
+  ourTip: Oid | null | undefined;
   /** performance.now() until which commits are spaced; 0 when not shared. */
   sharedUntilMs: number;
-  /** performance.now() of this process's last commit to the repository. */
+  /** performance.now() of this process's last commit to the ref. */
   lastCommitMs: number;
 }
 
-const sharing = new WeakMap<RepoHandle, Sharing>();
+const sharing = new WeakMap<RepoHandle, Map<string, Sharing>>();
 
-function sharingOf(repo: RepoHandle): Sharing {
-  let s = sharing.get(repo);
+/** @param refName the full ref name the write resolved to */
+function sharingOf(repo: RepoHandle, refName: string): Sharing {
+  let refs = sharing.get(repo);
+  if (refs === undefined) {
+    refs = new Map();
+    sharing.set(repo, refs);
+  }
+  let s = refs.get(refName);
   if (s === undefined) {
-    s = { ourTips: new Map(), sharedUntilMs: 0, lastCommitMs: Number.NEGATIVE_INFINITY };
-    sharing.set(repo, s);
+    s = { ourTip: undefined, sharedUntilMs: 0, lastCommitMs: Number.NEGATIVE_INFINITY };
+    refs.set(refName, s);
   }
   return s;
 }
@@ -219,8 +225,8 @@ export async function commitWithRetry<R>(
   const { repo } = deps;
   let lastSeen: Oid | null = null;
   const committed = (prepared: Prepared<R> & { kind: "commit" }, name: string, tip: Oid | null, attempt: number): WriteResult<R> => {
-    const shared = sharingOf(repo);
-    shared.ourTips.set(name, prepared.commit.oid);
+    const shared = sharingOf(repo, name);
+    shared.ourTip = prepared.commit.oid;
     shared.lastCommitMs = performance.now();
     repo.objects.rememberTrees(prepared.trees);
     deps.onCommitted(repo);
@@ -237,16 +243,15 @@ export async function commitWithRetry<R>(
   });
 
   const roomMs = deps.roomMs ?? 0;
-  const shared = sharingOf(repo);
   const fence = deps.fence ?? (() => undefined);
   for (let attempt = 1; attempt <= deps.maxAttempts; attempt++) {
     if (attempt === 1) {
       let { name, value: tip } = await repo.resolveRefNamed(refName);
+      const shared = sharingOf(repo, name);
       if (roomMs > 0) {
         const nowMs = performance.now();
         // The ref moved since our last commit, and not by us: another writer is active.
-        const ourTip = shared.ourTips.get(name);
-        if (ourTip !== undefined && tip !== ourTip) shared.sharedUntilMs = nowMs + SHARED_FOR_MS;
+        if (shared.ourTip !== undefined && tip !== shared.ourTip) shared.sharedUntilMs = nowMs + SHARED_FOR_MS;
         const waitMs = nowMs < shared.sharedUntilMs ? shared.lastCommitMs + jitter(roomMs) - nowMs : 0;
         if (waitMs > 0) {
           await deps.sleep(waitMs);

@@ -44,6 +44,12 @@ export interface SubscribeKindOptions {
   readonly onIssue?: (issue: KindIssue) => void;
   /** Called after every commit has been handled, with the commit (its events already yielded). */
   readonly onCommit?: (commit: CommitChange) => void;
+  /**
+   * Asked first for every commit, before any of its events is read: true skips the commit (no
+   * event of it is read, parsed or yielded, no issue reported; `onCommit` is still called).
+   * For a subscriber that was handed a commit's events another way. Default: nothing skipped.
+   */
+  readonly skipCommit?: (commit: CommitChange) => boolean;
 }
 
 export const defaultEventValidator: EventValidator = (bytes, where) => parseEvent(bytes, { path: where.path, expectedSeq: where.seq });
@@ -70,6 +76,10 @@ export async function* subscribeKind(
     onRewrite: (info: { from: string | null; to: string }) => onIssue({ type: "ref_rewritten", ...info }),
   };
   for await (const commit of store.subscribe(principal, repoId, ref, subscribeOptions)) {
+    if (options.skipCommit?.(commit) === true) {
+      options.onCommit?.(commit);
+      continue;
+    }
     const added: { runId: string; seq: number; path: string; oid: string }[] = [];
     // Runs this commit seals (events.jsonl written); event files it removes are judged with it.
     const sealing = new Map<string, { path: string; oid: string; removed: { seq: number; path: string }[] }>();
