@@ -9,8 +9,10 @@
  * Baseline (the user-written alternative): a `subscribeKind` loop that calls the handler, then
  * acks by committing its cursor (one commit per event on its own ref), on the same store.
  * The host writes with durability "none" (its default) in both.
- * Not measured: memory with 1,000,000 pending timers and one consumer (the consumer's memory
- * is bounded by `maxBuffered`, 10,000 events per deployment, whatever the backlog).
+ * - memory: a whole host (durability fsync, as `serve`) on N runs with a pending timer each and
+ *   one consumer (no per-run awaiter), after a warm start in which 1,000 timers came due and
+ *   were handled, against the same host running the baseline loop, and the host alone
+ *   (bench/dispatch-memory-child.ts, one fresh process each). 1,000,000 timers only with `--huge`.
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
@@ -22,7 +24,10 @@ import { createWorkflowHost, type WorkflowHost } from "../src/host/host.js";
 import type { RepoStore } from "../src/substrate/types.js";
 import { subscribeKind } from "../src/workflow/subscribe-kind.js";
 import { WORKFLOW_RUN_KIND } from "../src/workflow/workflow-run-kind.js";
-import type { BenchContext, Benchmark } from "./bench-context.js";
+import { DERIVED_DIR_NAME } from "../src/substrate/derived-files.js";
+import { BASE_MS, type BenchContext, type Benchmark } from "./bench-context.js";
+import { runMilestones } from "./child-process.js";
+import { restartSpec } from "./host-start.js";
 import { nowMs, percentile, sleep } from "./stats.js";
 import { ms, num, row, target, type TableRow, type TargetCheck } from "./table.js";
 
@@ -188,6 +193,48 @@ async function throughput(baseline: boolean, events: number): Promise<number> {
   );
 }
 
+interface MemoryStart {
+  readonly mode: "none" | "ours" | "baseline";
+  /** start() to resolved, and to every due timer fired and handled (ms, the child's clock). */
+  readonly startMs: number;
+  readonly handledMs: number;
+  readonly fired: number;
+  readonly handled: number;
+  readonly rss: number;
+  readonly heapUsed: number;
+  readonly external: number;
+  readonly arrayBuffers: number;
+  readonly rssLoaded: number;
+}
+
+const DAY_MS = 86_400_000;
+
+/**
+ * One cold start (host alone; it writes the recovery index), then warm starts of the host
+ * alone, with one consumer, and with the baseline loop, on a copy of the N-run deployment.
+ * In each warm start with a reader, `due` timers that were pending come due (runs 2 … of
+ * restartSpec fire 30 days after BASE_MS, one ms apart).
+ */
+async function memoryStarts(ctx: BenchContext, pending: number, due: number): Promise<Record<"cold" | "none" | "ours" | "baseline", MemoryStart>> {
+  const repo = await ctx.cache.checkout(restartSpec(pending));
+  const start = async (mode: MemoryStart["mode"], clockMs: number, expect: number): Promise<MemoryStart> => {
+    ctx.log(`dispatch: memory, ${num(pending)} pending, ${mode}`);
+    const { result } = await runMilestones<MemoryStart>("dispatch-memory-child.ts", [repo.dataDir, repo.repoId, String(clockMs), mode, String(expect)], ["--expose-gc", "--max-old-space-size=8192"]);
+    if (result.fired !== expect || (mode !== "none" && result.handled !== expect)) throw new Error(`dispatch memory ${mode}: fired ${result.fired}, handled ${result.handled}, expected ${expect}`);
+    return result;
+  };
+  try {
+    await rm(join(repo.gitdir, DERIVED_DIR_NAME), { recursive: true, force: true });
+    const cold = await start("none", BASE_MS + 1_000, 1);
+    const none = await start("none", BASE_MS + 3_600_000 + 1_000, 1);
+    const ours = await start("ours", BASE_MS + 30 * DAY_MS + 1 + due, due);
+    const baseline = await start("baseline", BASE_MS + 30 * DAY_MS + 1 + 2 * due, due);
+    return { cold, none, ours, baseline };
+  } finally {
+    await ctx.cache.release(repo);
+  }
+}
+
 function figure(values: readonly number[]): { value: number; text: string } {
   const p99 = percentile(values, 99);
   return { value: p99, text: `${ms(percentile(values, 50))} / ${ms(p99)}` };
@@ -218,16 +265,45 @@ export const dispatch: Benchmark = {
     const baseRate = await throughput(true, baselineEvents);
     rows.push(row(`no-op handler, events/s (backlog of ${num(events)} / ${num(baselineEvents)})`, { value: oursRate, text: num(oursRate) }, { value: baseRate, text: num(baseRate) }, "higher"));
     if (!ctx.quick) targets.push(target("dispatch lag p99 < 20 ms in-process at 1,000 fires/s", percentile(oursIn, 99), 20, "max", ms));
+    const memoryNotes: string[] = [];
+    const mib = (bytes: number): string => `${num(bytes / 2 ** 20)} MiB`;
+    const due = ctx.quick ? 100 : 1_000;
+    for (const pending of ctx.quick ? [5_000] : ctx.huge ? [100_000, 1_000_000] : [100_000]) {
+      let m: Awaited<ReturnType<typeof memoryStarts>>;
+      try {
+        m = await memoryStarts(ctx, pending, due);
+      } catch (error) {
+        rows.push(row(`${num(pending)} pending timers + one consumer, whole host: failed`, { value: Number.NaN, text: "failed" }, { value: Number.NaN, text: "failed" }, "lower"));
+        memoryNotes.push(`${num(pending)} pending, memory: a start failed: ${error instanceof Error ? error.message.slice(0, 300) : String(error)}`);
+        continue;
+      }
+      rows.push(
+        row(
+          `${num(pending)} pending timers + one consumer, whole host RSS / heap (${num(due)} fired and handled)`,
+          { value: m.ours.rss, text: `${mib(m.ours.rss)} / ${mib(m.ours.heapUsed)}` },
+          { value: m.baseline.rss, text: `${mib(m.baseline.rss)} / ${mib(m.baseline.heapUsed)}` },
+          "lower",
+        ),
+      );
+      memoryNotes.push(
+        `${num(pending)} pending, memory (warm starts, durability fsync, one process each): the host alone RSS ${mib(m.none.rss)}, heap ${mib(m.none.heapUsed)}; ` +
+          `with one consumer RSS ${mib(m.ours.rss)} (${m.ours.rss >= m.none.rss ? "+" : "−"}${mib(Math.abs(m.ours.rss - m.none.rss))}), heap ${mib(m.ours.heapUsed)}, ${num(m.ours.handled)} handled ${ms(m.ours.handledMs - m.ours.startMs)} after start() resolved; ` +
+          `with the baseline loop RSS ${mib(m.baseline.rss)}, heap ${mib(m.baseline.heapUsed)}, ${num(m.baseline.handled)} handled ${ms(m.baseline.handledMs - m.baseline.startMs)} after. ` +
+          `Warm start() took ${ms(m.none.startMs)} / ${ms(m.ours.startMs)} / ${ms(m.baseline.startMs)}; the cold start before them (host alone, writing the recovery index) ${ms(m.cold.startMs)}, RSS ${mib(m.cold.rss)}. No per-run awaiter in any of them.`,
+      );
+    }
+    if (!ctx.huge && !ctx.quick) memoryNotes.push("The memory row at 1,000,000 pending timers runs only with `npm run bench -- --huge` (its cold start takes minutes); the last such run is in `bench/RESULTS-huge.md`.");
     return {
       name: "dispatch",
       targets,
-      title: "Dispatch (fire commit → handler start; no-op throughput)",
+      title: "Dispatch (fire commit → handler start; no-op throughput; memory with one consumer)",
       baseline: "subscribeKind loop, cursor committed after each event",
       rows,
       notes: [
         "lag: from the scheduler's fired report (the fire commit is written) to the handler's start (HTTP: the server's receipt); ratio is of the p99s.",
         "ours: a consumer with concurrency 16 whose progress is group-committed on refs/consumers/<name>; durability \"none\" (the host's default) for both.",
-        "not measured: memory with 1,000,000 pending timers and one consumer.",
+        "HTTP: ours posts with node's http client on kept-alive connections; the baseline loop with fetch, as a user would write it. The loopback server runs in the measuring process.",
+        ...memoryNotes,
       ],
     };
   },

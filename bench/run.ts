@@ -5,8 +5,8 @@
  * processes where a cold start is the point), prints one Markdown table per benchmark on
  * stdout, progress on stderr, and the machine's load before and after each. A full run of
  * every benchmark rewrites `bench/RESULTS.md`; `--quick` (the CI smoke run) uses small sizes
- * and writes nothing; `--huge` adds the 1,000,000-pending-timer rows (memory, restart: several
- * minutes each), and a `--huge` run of only those writes `bench/RESULTS-huge.md` instead.
+ * and writes nothing; `--huge` adds the 1,000,000-pending-timer rows (memory, restart, dispatch
+ * memory: several minutes each), and a `--huge` run of only those writes `bench/RESULTS-huge.md` instead.
  * No figure is asserted.
  */
 import { readFile, writeFile } from "node:fs/promises";
@@ -25,6 +25,7 @@ import { memory } from "./memory.js";
 import { peer } from "./peer.js";
 import { recovery } from "./recovery.js";
 import { restart } from "./restart.js";
+import { retention } from "./retention.js";
 import { RepoCache } from "./repo-generator.js";
 import { renderResults, tableSectionsOf } from "./results.js";
 import { signals } from "./signals.js";
@@ -32,16 +33,16 @@ import { nowMs } from "./stats.js";
 import { formatTable, type BenchTable } from "./table.js";
 
 /** Sections with 1,000,000-pending-timer rows behind `--huge`. */
-const HUGE_SECTIONS: readonly string[] = ["memory", "restart", "recovery"];
+const HUGE_SECTIONS: readonly string[] = ["memory", "restart", "recovery", "dispatch"];
 
 const HUGE_NOTE =
-  "This run stops at 100,000 pending timers and 100,000 events per recovery: the 1,000,000-timer memory and restart rows " +
-  "and the 1,000,000-event recovery rows take minutes each (a cold start with 1,000,000 pending timers takes several minutes) " +
-  "and run only with `npm run bench -- --huge` (`-- --huge --only memory,restart,recovery` writes them to `bench/RESULTS-huge.md`; " +
-  "a run of some of them keeps the others' last tables there).";
+  "This run stops at 100,000 pending timers and 100,000 events per recovery: the 1,000,000-timer memory, restart and dispatch " +
+  "memory rows and the 1,000,000-event recovery rows take minutes each (a cold start with 1,000,000 pending timers takes several " +
+  "minutes) and run only with `npm run bench -- --huge` (`-- --huge --only memory,restart,recovery,dispatch` writes them to " +
+  "`bench/RESULTS-huge.md`; a run of some of them keeps the others' last tables there).";
 
 /** Every benchmark, in the order they run. */
-export const BENCHMARKS: readonly Benchmark[] = [fireThroughput, lateness, recovery, memory, signals, restart, catchUp, append, http, dispatch, peer];
+export const BENCHMARKS: readonly Benchmark[] = [fireThroughput, lateness, recovery, memory, signals, restart, catchUp, append, http, dispatch, peer, retention];
 
 export interface RunOptions {
   readonly quick: boolean;

@@ -2,6 +2,7 @@
 export { createWorkflowHostScheduler } from "./scheduler/scheduler.js";
 export type {
   CancelOutcome,
+  CommittedEvents,
   QueuedTimer,
   SchedulerEvent,
   SchedulerOptions,

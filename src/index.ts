@@ -22,6 +22,14 @@ export { openWorkflowStore, type OpenWorkflowStoreOptions } from "./host/open-wo
 export { listPendingTimers, type PendingTimerInfo, type PendingTimersReport } from "./host/list-pending-timers.js";
 export { checkDeployments, type CheckReport, type DeploymentProblem } from "./host/check-deployments.js";
 export { compactRun, type CompactRunOptions, type CompactRunResult } from "./host/compact-run.js";
+export { endRun, type EndRunOptions, type EndRunResult, type RunOutcome } from "./host/end-run.js";
+export {
+  archiveEndedRuns,
+  DEFAULT_ENDED_RUNS_AFTER_MS,
+  type ArchiveEndedRunsOptions,
+  type ArchiveEndedRunsResult,
+} from "./host/archive-ended-runs.js";
+export type { RetentionPolicy } from "./host/retention.js";
 export { createRuntimeAdapter } from "./host/runtime-adapter.js";
 export type * from "./host/runtime-types.js";
 

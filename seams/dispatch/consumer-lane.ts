@@ -13,6 +13,16 @@
  * later events wait behind it, so a run's events are handed over in seq order) → in flight
  * again … → parked after `maxAttempts` failed attempts. Done and parked both count as handled.
  *
+ * Intake: a commit's events reach the lane one of two ways, each commit exactly one way, in
+ * commit order. Handed over (`handOver`): this process's fire committer gives the events of the
+ * commit it just made; the lane takes them at once when the commit's parent is the last commit
+ * it took in and it is not in the middle of reading another, so a fire reaches the handler
+ * without reading the log back. Read (`subscribeKind` from the cursor): everything else — the
+ * catch-up after a start, commits of other writers (signals, the CLI, `git push`), handovers
+ * that came out of order. The reader skips commits already handed over, before reading any of
+ * their events; a handover that arrives while the reader is behind waits (bounded) until the
+ * reader reaches its parent, or is dropped and read.
+ *
  * The cursor moves past a commit of main once every event of it and of every commit before it
  * is handled. Events handled ahead of it (other runs went faster) are listed in `done`, so a
  * restart skips them. Checkpoints are commits on the consumer ref: one is started as soon as
@@ -31,6 +41,7 @@ import { WorkflowHostError } from "../../src/errors.js";
 import type { Logger } from "../../src/logger.js";
 import type { Principal, RepoId, RepoStore } from "../../src/substrate/types.js";
 import type { Clock, TimerHandle, Timers } from "../../src/time/clock.js";
+import type { CommittedEvents } from "../scheduler/scheduler-types.js";
 import { parseEvent } from "../../src/workflow/events.js";
 import { subscribeKind, type KindIssue } from "../../src/workflow/subscribe-kind.js";
 import type { RunEvent } from "../../src/workflow/types.js";
@@ -55,6 +66,8 @@ export const LAZY_CHECKPOINT_MS = 1_000;
 export const RELEASE_POLL_MS = 1_000;
 /** A failed checkpoint is tried again after this long (ms). */
 const CHECKPOINT_RETRY_MS = 1_000;
+/** Handovers kept while the reader is behind them; later ones are left to the reader. */
+const MAX_WAITING_HANDOVERS = 1_024;
 
 export interface LaneDeps {
   readonly store: RepoStore;
@@ -104,6 +117,8 @@ interface RunQueue {
 
 export interface ConsumerLane {
   start(): Promise<void>;
+  /** The events of a commit this process just made on the lane's ref (see the module comment). */
+  handOver(committed: CommittedEvents): void;
   stop(): Promise<void>;
   status(): LaneStatus;
 }
@@ -128,6 +143,16 @@ export function createConsumerLane(deps: LaneDeps): ConsumerLane {
   let spaceWaiter: (() => void) | null = null;
   let loops: Promise<void>[] = [];
   const counts = { delivered: 0, parked: 0, failedAttempts: 0, inFlight: 0 };
+
+  // Intake (see the module comment).
+  /** The last commit of main whose events are all taken in (read or handed over); null: none yet. */
+  let position: string | null = null;
+  /** The commit the reader is reading now (from its first look until onCommit), else null. */
+  let reading: string | null = null;
+  /** Commits taken from handovers that the reader has not reached yet: it skips them. */
+  const takenOver = new Set<string>();
+  /** Handovers that came while the reader was busy or behind, keyed by their parent commit. */
+  const waiting = new Map<string, CommittedEvents>();
 
   // Checkpoint writer.
   let pending = new Map<string, string | null>();
@@ -404,9 +429,65 @@ export function createConsumerLane(deps: LaneDeps): ConsumerLane {
   }
 
   function onIssue(issue: KindIssue): void {
+    if (issue.type === "ref_rewritten") {
+      // Handovers name commits of the old history or wait for one: the reader reads on from here.
+      takenOver.clear();
+      waiting.clear();
+    }
     if (issue.type === "bad_event") logger.warn(`consumer ${consumer.name}: bad event skipped: ${issue.path} (${issue.error.message})`, tag);
     else if (issue.type === "event_rewritten") logger.warn(`consumer ${consumer.name}: event ${issue.path} was ${issue.status} after commit; ignored`, tag);
     else logger.warn(`consumer ${consumer.name}: ref ${deps.ref} of ${rid.id} rewritten from ${issue.from ?? "nothing"} to ${issue.to}; events after the rewrite are handed over`, tag);
+  }
+
+  /** Takes one event of a commit into the window and, unless already done, into its run's queue. */
+  function admit(entry: Entry, runId: string, seq: number, commitSha: string, event: RunEvent): void {
+    if (consumer.runIds !== null && !consumer.runIds.has(runId)) return;
+    const id = eventId(runId, seq);
+    entry.ids.push(id);
+    if (durableDone.has(id)) {
+      doneAhead.add(id);
+      return;
+    }
+    entry.remaining += 1;
+    buffered += 1;
+    enqueue({ id, runId, seq, commitSha, event, key: idempotencyKey(rid.id, runId, seq, event), failed: failing.get(id) ?? 0, entry, released: false });
+  }
+
+  /** Takes in a handed-over commit whose parent is `position`. */
+  function take(committed: CommittedEvents): void {
+    const entry = entryFor(committed.commitSha);
+    for (const e of committed.events) {
+      if ((consumer.types as ReadonlySet<string>).has(e.event.type)) admit(entry, e.runId, e.seq, committed.commitSha, e.event);
+    }
+    takenOver.add(committed.commitSha);
+    position = committed.commitSha;
+    entry.closed = true;
+    advance();
+  }
+
+  /** Takes waiting handovers that now follow `position`, while the reader is idle and there is room. */
+  function drain(): void {
+    for (let next = waiting.get(position ?? ""); next !== undefined && reading === null && buffered < deps.maxBuffered; next = waiting.get(position ?? "")) {
+      waiting.delete(position ?? "");
+      take(next);
+    }
+  }
+
+  /** The reader's look at a commit before reading it: true when it was (or is now) taken from a handover. */
+  function skipRead(commit: { readonly commitSha: string; readonly parentSha: string | null }): boolean {
+    if (takenOver.delete(commit.commitSha)) return true;
+    if (state !== "running") return false;
+    const handed = waiting.get(commit.parentSha ?? "");
+    if (handed !== undefined && handed.commitSha === commit.commitSha) {
+      waiting.delete(commit.parentSha ?? "");
+      if (commit.parentSha === position && buffered < deps.maxBuffered) {
+        take(handed);
+        takenOver.delete(commit.commitSha);
+        return true;
+      }
+    }
+    reading = commit.commitSha;
+    return false;
   }
 
   function entryFor(sha: string): Entry {
@@ -431,25 +512,21 @@ export function createConsumerLane(deps: LaneDeps): ConsumerLane {
           kinds: [...consumer.types],
           signal: abort.signal,
           onIssue,
+          skipCommit: skipRead,
           onCommit: (commit) => {
+            // A skipped commit was closed when it was taken from its handover.
+            if (reading !== commit.commitSha) return;
+            reading = null;
             entryFor(commit.commitSha).closed = true;
+            position = commit.commitSha;
             advance();
+            drain();
           },
         },
       );
       for await (const found of events) {
         if (state !== "running") break;
-        if (consumer.runIds !== null && !consumer.runIds.has(found.runId)) continue;
-        const entry = entryFor(found.commitSha);
-        const id = eventId(found.runId, found.seq);
-        entry.ids.push(id);
-        if (durableDone.has(id)) {
-          doneAhead.add(id);
-          continue;
-        }
-        entry.remaining += 1;
-        buffered += 1;
-        enqueue({ id, runId: found.runId, seq: found.seq, commitSha: found.commitSha, event: found.event, key: idempotencyKey(rid.id, found.runId, found.seq, found.event), failed: failing.get(id) ?? 0, entry, released: false });
+        admit(entryFor(found.commitSha), found.runId, found.seq, found.commitSha, found.event);
         if (buffered >= deps.maxBuffered) await new Promise<void>((resolve) => (spaceWaiter = resolve));
       }
     } catch (error) {
@@ -521,6 +598,7 @@ export function createConsumerLane(deps: LaneDeps): ConsumerLane {
       }
       if (state !== "starting") return;
       cursor = durable.cursor;
+      position = durable.cursor;
       durableDone = durable.done;
       failing = new Map([...durable.failing].map(([id, record]) => [id, Number.isInteger(record.attempts) ? record.attempts : 0]));
       for (const id of durable.failing.keys()) failingKnown.add(id);
@@ -563,6 +641,16 @@ export function createConsumerLane(deps: LaneDeps): ConsumerLane {
         await flushed();
       }
       state = "stopped";
+    },
+
+    handOver(committed) {
+      if (state !== "running") return;
+      if (reading === null && committed.parentSha === position && buffered < deps.maxBuffered) {
+        take(committed);
+        drain();
+        return;
+      }
+      if (waiting.size < MAX_WAITING_HANDOVERS) waiting.set(committed.parentSha ?? "", committed);
     },
 
     status() {

@@ -8,6 +8,7 @@ import type { Logger } from "../../src/logger.js";
 import type { Principal, RepoStore } from "../../src/substrate/types.js";
 import type { Clock, Timers } from "../../src/time/clock.js";
 import type { RunEvent } from "../../src/workflow/types.js";
+import type { CommittedEvents } from "../scheduler/scheduler-types.js";
 
 /** Event types a consumer can receive. */
 export type DispatchEventType = "TimerFired" | "TimerSkipped" | "SignalReceived" | "RunCompleted" | "RunFailed" | "RunCancelled";
@@ -85,7 +86,7 @@ export interface ConsumerOptions {
   readonly timeoutMs?: number;
   /**
    * Handled events (and failed attempts) that may wait for their checkpoint commit before new
-   * attempts wait too (default 4 × concurrency, at least 64; 1 … 1 000 000). A crash repeats at
+   * attempts wait too (default 1 000, or 4 × concurrency if more; 1 … 1 000 000). A crash repeats at
    * most `maxUnrecorded + concurrency` handovers per deployment; a larger value keeps
    * throughput up when checkpoint commits are slow.
    */
@@ -165,6 +166,12 @@ export interface Dispatcher {
   start(): Promise<void>;
   /** Re-lists deployments now (e.g. after one was created). */
   refresh(): Promise<void>;
+  /**
+   * The events of a commit this process just made (a scheduler's `onCommittedEvents`): lanes
+   * whose reading stands at its parent take them without reading the log; the others read the
+   * commit as usual. Ignored for another ref, an unknown deployment, or when not running.
+   */
+  committed(committed: CommittedEvents): void;
   status(): readonly LaneStatus[];
   /** Stops every consumer; idempotent. */
   stop(): Promise<void>;

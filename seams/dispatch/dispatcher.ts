@@ -11,7 +11,10 @@
  *   with the deployment, and the CLI can release dead letters while a host runs.
  * - Reading is `subscribeKind` from the cursor: every commit after it exactly once, in order.
  *   The scheduler's fire commits are not slowed down: dispatch only reads main and writes its
- *   own ref.
+ *   own ref. A fire commit of this process is not even read back: the committer hands its
+ *   events over (`committed`, wired by the host to the scheduler's `onCommittedEvents`), and a
+ *   lane that has read up to the commit's parent takes them as they are (`./consumer-lane.ts`).
+ *   The log stays the only source of truth: whatever is not handed over in order is read.
  * - Runs are independent: each run's events are handed over in seq order (the next waits for
  *   the previous to be done or parked); different runs go in parallel, up to `concurrency`
  *   calls per consumer across all deployments.
@@ -34,6 +37,7 @@ import { storeOf } from "../../src/substrate/store-option.js";
 import { DEFAULT_REF } from "../../src/substrate/ref-name.js";
 import { WorkflowHostError } from "../../src/errors.js";
 import { silentLogger } from "../../src/logger.js";
+import { normalizeRefName } from "../../src/substrate/ref-name.js";
 import { createSystemTimers, systemClock, type TimerHandle } from "../../src/time/clock.js";
 import { DEFAULT_MAX_EVENT_BYTES } from "../../src/workflow/events.js";
 import { createConsumerLane, type ConsumerLane } from "./consumer-lane.js";
@@ -69,6 +73,15 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
   if (!Number.isInteger(maxBuffered) || maxBuffered < 1) throw new WorkflowHostError("config_invalid", `maxBuffered ${String(maxBuffered)} must be an integer >= 1`, { field: "maxBuffered", value: maxBuffered });
   if (!Number.isInteger(discoverEveryMs) || discoverEveryMs < 10) throw new WorkflowHostError("config_invalid", `discoverEveryMs ${String(discoverEveryMs)} must be an integer >= 10`, { field: "discoverEveryMs", value: discoverEveryMs });
   const consumers = new Map<string, Consumer>();
+  const fullName = (name: string): string | null => {
+    try {
+      return normalizeRefName(name);
+    } catch {
+      return null;
+    }
+  };
+  const fullRef = fullName(ref);
+  const sameRef = (other: string): boolean => fullRef !== null && fullName(other) === fullRef;
   let state: "created" | "running" | "stopped" = "created";
   let discoverTimer: TimerHandle | null = null;
   let refreshing: Promise<void> | null = null;
@@ -191,6 +204,11 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
     },
 
     refresh: () => (state === "running" ? refresh() : Promise.resolve()),
+
+    committed(committed) {
+      if (state !== "running" || !sameRef(committed.ref)) return;
+      for (const c of consumers.values()) c.lanes.get(committed.repoId)?.handOver(committed);
+    },
 
     status(): LaneStatus[] {
       return [...consumers.values()].flatMap((c) => [...c.lanes.values()].map((lane) => lane.status()));

@@ -13,13 +13,14 @@
  * re-reads the runs the rewrite touched.
  */
 import { WorkflowHostError } from "../../src/errors.js";
-import type { CommitChange, CommittedReads, DirEntry, RepoId } from "../../src/substrate/types.js";
+import type { CommitChange, CommittedReads, DirEntry, Principal, RepoId } from "../../src/substrate/types.js";
 import { parseEvent, serializeEvent } from "../../src/workflow/events.js";
 import { eventPath, parseCompactedLogPath, runEventsPrefix, runsPrefix } from "../../src/workflow/paths.js";
 import { immutableChangedProblem } from "../../src/workflow/run-folder.js";
 import { isRegularFileMode } from "../../src/substrate/tree-object.js";
 import type { TimerHandle, Timers } from "../../src/time/clock.js";
 import { afterTerminalProblem, classifyRunPath, rewrittenProblem, runsEntryProblem, sequenceProblems } from "../../src/workflow/log-problems.js";
+import { deepFreeze } from "../../src/workflow/parsed-event-cache.js";
 import { readRunLog, type BadEvent, type RunLog } from "../../src/workflow/run-log.js";
 import { applyEvent } from "../../src/workflow/run-state.js";
 import { planDueTimer, type FirePlan } from "../../src/workflow/timer-ledger.js";
@@ -29,9 +30,10 @@ import { isoFromMs } from "../../src/workflow/time.js";
 import { isTimerCancelled } from "../../src/workflow/event-guards.js";
 import type { PendingTimer, RunEvent, RunState } from "../../src/workflow/types.js";
 import { WORKFLOW_RUN_KIND } from "../../src/workflow/workflow-run-kind.js";
+import { runsMovedToArchive } from "../../src/workflow/run-archive.js";
 import { decodeRecoveryIndex, encodeRecoveryIndex, RECOVERY_INDEX_FILE, stateFromSummary, type RunSummary } from "../../src/workflow/recovery-index.js";
 import type { DueGeneration } from "./scheduler-queue.js";
-import type { SchedulerEvent } from "./scheduler-types.js";
+import type { CommittedEvents, SchedulerEvent } from "./scheduler-types.js";
 
 /** What a tracker needs from its scheduler. */
 export interface TrackerContext {
@@ -64,6 +66,8 @@ export interface TrackerContext {
   readonly count: (what: "fired" | "skippedTicks" | "commits" | "commitFailures" | "badEvents", n?: number) => void;
   /** Use and keep the derived recovery index (see recovery-index.ts). */
   readonly recoveryIndex: boolean;
+  /** Told of each fire commit with the events it added, once its ref moved (see SchedulerOptions.onCommittedEvents). */
+  readonly onCommittedEvents?: (committed: CommittedEvents) => void;
 }
 
 /** Run logs read ahead of the one being applied during recovery (overlaps reads of loose objects). */
@@ -365,6 +369,8 @@ export class RepoTracker {
     // run then reads as sealed (the log is the same, in its other form), reported otherwise.
     const sealing = new Set(commit.changes.flatMap((c) => (c.status === "added" ? [parseCompactedLogPath(c.path)?.runId ?? ""] : [])));
     const folded: BadEvent[] = [];
+    // Runs whose event files this commit removes outside a seal: a retention commit's, or a rewrite.
+    const removedRuns = new Set<string>();
     for (const change of commit.changes) {
       const place = classifyRunPath(change.path, change.mode);
       if (place === null) continue;
@@ -392,6 +398,18 @@ export class RepoTracker {
         // Removed by a commit that seals the run (events.jsonl added): judged once it is read.
         if (change.status === "deleted" && sealing.has(place.runId)) folded.push(rewrittenProblem(place.runId, place.seq, change.path, change.status));
         else problems.set(change.path, rewrittenProblem(place.runId, place.seq, change.path, change.status));
+        if (change.status === "deleted" && !sealing.has(place.runId)) removedRuns.add(place.runId);
+      }
+    }
+    if (removedRuns.size > 0) {
+      // Ended runs that retention moved to the archive ref: nothing to report, nothing to track.
+      const moved = await runsMovedToArchive(this.ctx.store, this.ctx.principal as Principal, this.rid, commit.commitSha, commit.parentSha, removedRuns);
+      for (const runId of moved) {
+        for (const path of [...problems.keys()]) if (path.startsWith(`${runsPrefix}${runId}/`)) problems.delete(path);
+        byRun.delete(runId);
+        const record = this.runs.get(runId);
+        if (record !== undefined) for (const timerId of record.queued) this.ctx.disarm(this.repoId, runId, timerId);
+        this.runs.delete(runId);
       }
     }
     for (const problem of problems.values()) this.reportBad(problem);
@@ -524,13 +542,15 @@ export class RepoTracker {
     type After = { runId: string; parentEventsOid: string | null; state: RunState; maxFileSeq: number };
     let floorMs = Number.NEGATIVE_INFINITY;
     for (const d of due) floorMs = Math.max(floorMs, d.dueMs);
+    type Added = CommittedEvents["events"][number];
+    const handOver = this.ctx.onCommittedEvents !== undefined;
     // The whole commit (planning, hashing, folder edits, validation) gives the event loop a turn
     // every few ms (heartbeats, the tail, signals, other deployments), however many runs the
     // batch holds and however long a series was missed: that is what lets a batch be big.
     const slicer = createTimeSlicer();
     let result;
     try {
-      result = await this.ctx.store.writeTreeDelta<{ outcomes: Outcome[]; after: After[] }>(this.ctx.principal, this.rid, this.ctx.ref, {
+      result = await this.ctx.store.writeTreeDelta<{ outcomes: Outcome[]; after: After[]; added: Added[] }>(this.ctx.principal, this.rid, this.ctx.ref, {
         message: `Fire ${due.length} timer${due.length === 1 ? "" : "s"}`,
         pause: slicer.pause,
         computeDelta: async (_parent, reads) => {
@@ -539,6 +559,7 @@ export class RepoTracker {
           const puts = new Map<string, Uint8Array>();
           const outcomes: Outcome[] = [];
           const after: After[] = [];
+          const added: Added[] = [];
           const byRun = new Map<string, PendingTimer[]>();
           for (const d of due) {
             const list = byRun.get(d.runId);
@@ -562,13 +583,16 @@ export class RepoTracker {
                 // them back gives the normalised event without validating it again.
                 const bytes = serializeEvent({ seq, type: planned.type, at, data: planned.data } as RunEvent, { maxEventBytes: this.ctx.maxEventBytes });
                 puts.set(eventPath(runId, seq), bytes);
-                state = applyEvent(state, JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8")) as RunEvent);
+                const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8");
+                state = applyEvent(state, JSON.parse(text) as RunEvent);
+                // A copy of its own for readers outside the scheduler, frozen: they share it.
+                if (handOver) added.push({ runId, seq, event: deepFreeze(JSON.parse(text) as RunEvent) });
                 seq += 1;
               }
             }
             if (seq > firstSeq) after.push({ runId, parentEventsOid: fresh.eventsOid, state, maxFileSeq: seq - 1 });
           }
-          return { puts, result: { outcomes, after } };
+          return { puts, result: { outcomes, after, added } };
         },
       });
     } catch (error) {
@@ -593,8 +617,22 @@ export class RepoTracker {
         this.ctx.report({ type: "skipped", repoId: this.repoId, runId, timerId: timer.timerId, ...plan.skipped, commitSha });
       }
     }
+    if (result.committed) this.handOverCommitted(result.commitSha as string, result.parentSha, result.result?.added ?? []);
     // Reported first: the fires are committed once the ref moved; adopting is bookkeeping.
     if (result.committed) await this.adoptOwnCommit(result.commitSha as string, result.result?.after ?? []);
+  }
+
+  /** Hands a fire commit's events to `onCommittedEvents` (the committer's boundary: nothing else is read). */
+  private handOverCommitted(commitSha: string, parentSha: string | null, added: readonly CommittedEvents["events"][number][]): void {
+    const listener = this.ctx.onCommittedEvents;
+    if (listener === undefined || added.length === 0) return;
+    // In the order a reader of the commit finds them: runs by id, each run's events by seq.
+    const events = [...added].sort((a, b) => (a.runId < b.runId ? -1 : a.runId > b.runId ? 1 : a.seq - b.seq));
+    try {
+      listener({ repoId: this.repoId, ref: this.ctx.ref, commitSha, parentSha, events });
+    } catch {
+      // A listener's failure is not the fire loop's.
+    }
   }
 
   /**
@@ -708,3 +746,4 @@ function asHostError(error: unknown, path: string): WorkflowHostError {
     ? error
     : new WorkflowHostError("event_invalid", `${path} could not be read as an event`, { path }, { cause: error });
 }
+

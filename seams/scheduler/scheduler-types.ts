@@ -5,7 +5,7 @@ import type { StoreOption } from "../../src/substrate/store-option.js";
 import type { Logger } from "../../src/logger.js";
 import type { Principal, RepoId, RepoStore } from "../../src/substrate/types.js";
 import type { Clock, Timers } from "../../src/time/clock.js";
-import type { MisfirePolicy } from "../../src/workflow/types.js";
+import type { MisfirePolicy, RunEvent } from "../../src/workflow/types.js";
 import type { WorkflowHostError } from "../../src/errors.js";
 
 export interface SchedulerOptionsBase {
@@ -66,6 +66,28 @@ export interface SchedulerOptionsBase {
    * When given, reports are not also written to `logger`: each is reported once, here.
    */
   readonly onEvent?: (event: SchedulerEvent) => void;
+  /**
+   * Told of every fire commit once its ref moved, with every event it added (see
+   * {@link CommittedEvents}), synchronously, before the commit's runs are adopted. For
+   * in-process readers of the log (a dispatcher) that can take the events from here instead of
+   * reading them back. Exceptions thrown here are ignored.
+   */
+  readonly onCommittedEvents?: (committed: CommittedEvents) => void;
+}
+
+/**
+ * The events one commit of this process added to a deployment's log, handed over as it lands.
+ * `events` is every event file the commit added, in run then seq order, each as committed
+ * (validated, deep-frozen); the commit added nothing else to `runs/`.
+ */
+export interface CommittedEvents {
+  readonly repoId: string;
+  /** Full ref name the commit moved (e.g. "refs/heads/main"). */
+  readonly ref: string;
+  readonly commitSha: string;
+  /** The commit's only parent; null for a root commit. */
+  readonly parentSha: string | null;
+  readonly events: readonly { readonly runId: string; readonly seq: number; readonly event: RunEvent }[];
 }
 
 /** Scheduler options; the store is `store` (`repoStore` is its deprecated name). */

@@ -181,6 +181,7 @@ export function createWorkflowHostScheduler(opts: SchedulerOptions): WorkflowHos
       counters[what] += n;
     },
     recoveryIndex: opts.recoveryIndex ?? true,
+    ...(opts.onCommittedEvents === undefined ? {} : { onCommittedEvents: opts.onCommittedEvents }),
   };
 
   async function track(repoId: string): Promise<void> {

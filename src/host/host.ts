@@ -33,6 +33,8 @@ import { parseRepoId, parseRunId } from "../workflow/ids.js";
 import type { MisfirePolicy } from "../workflow/types.js";
 import { WORKFLOW_RUN_KIND, workflowRunKind } from "../workflow/workflow-run-kind.js";
 import { acquireHostLock, type HostLock, type HostLockOptions } from "./host-lock.js";
+import type { ArchiveEndedRunsResult } from "./archive-ended-runs.js";
+import { createRetentionLoop, type RetentionPolicy } from "./retention.js";
 import { createRuntimeAdapter, type WorkflowRuntime } from "./runtime-adapter.js";
 
 export type WorkflowHostState = "created" | "starting" | "running" | "stopping" | "stopped";
@@ -101,6 +103,16 @@ export interface WorkflowHostOptions {
   readonly onEvent?: (event: SchedulerEvent) => void;
   /** Every dispatch report (delivered, attempt_failed, parked, …), synchronously. Exceptions are ignored. */
   readonly onDispatchEvent?: (report: DispatchReport) => void;
+  /**
+   * Retention of ended runs (see src/host/retention.ts): runs that ended more than
+   * `endedRunsAfterMs` ago (default 7 days) leave `main` for the archive ref
+   * `refs/archive/runs` in batched commits made while the host runs, at quiet moments.
+   * `false` turns it off. Default `{}` (every default).
+   * @throws config_invalid (from the constructor) for a bad duration or count
+   */
+  readonly retention?: RetentionPolicy | false;
+  /** Told about every retention pass that archived (or had to skip) runs. Exceptions are ignored. */
+  readonly onRetention?: (repoId: string, result: ArchiveEndedRunsResult) => void;
 }
 
 export interface WorkflowHost {
@@ -144,6 +156,12 @@ export interface WorkflowHost {
    * @throws repo_id_invalid, host_stopped
    */
   runtime(repoId: string): WorkflowRuntime;
+  /**
+   * Runs a retention pass over one deployment now (see `archiveEndedRuns`), serialised with the
+   * host's own passes; with retention off, uses the default policy.
+   * @throws repo_id_invalid, host_stopped, the store's errors
+   */
+  archiveEndedRuns(repoId: string): Promise<ArchiveEndedRunsResult>;
   /** The dispatcher running this host's consumers (started and stopped with the host). */
   readonly dispatcher: Dispatcher;
   /**
@@ -198,9 +216,11 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
     ...(opts.discoverEveryMs === undefined ? {} : { discoverEveryMs: opts.discoverEveryMs }),
     ...(opts.minCommitIntervalMs === undefined ? {} : { minCommitIntervalMs: opts.minCommitIntervalMs }),
     ...(opts.onEvent === undefined ? {} : { onEvent: opts.onEvent }),
+    // Fire commits go straight to the consumers; they read back only what they were not handed.
+    onCommittedEvents: (committed) => dispatcher.committed(committed),
   });
 
-  const dispatcher = createDispatcher({
+  const dispatcher: Dispatcher = createDispatcher({
     store,
     principal,
     listDeployments: () => store.listRepos(principal, WORKFLOW_RUN_KIND),
@@ -211,6 +231,24 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
     ...(opts.discoverEveryMs === undefined ? {} : { discoverEveryMs: opts.discoverEveryMs }),
     ...(opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes }),
     ...(opts.onDispatchEvent === undefined ? {} : { onEvent: opts.onDispatchEvent }),
+  });
+  const retention = createRetentionLoop({
+    store,
+    principal,
+    listDeployments: () => store.listRepos(principal, WORKFLOW_RUN_KIND),
+    ref,
+    nowMs: () => clock().getTime(),
+    timers,
+    logger,
+    policy: opts.retention === false ? {} : (opts.retention ?? {}),
+    ...(opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes }),
+    onPass: (repoId, result) => {
+      try {
+        opts.onRetention?.(repoId, result);
+      } catch {
+        // A listener's failure is its own.
+      }
+    },
   });
   /** Channels by `repo/run`, least recently used first; at most `maxChannels` idle ones are kept. */
   const channels = new Map<string, WorkflowHostSignalChannel>();
@@ -270,6 +308,7 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
       });
       await scheduler.start();
       await dispatcher.start();
+      if (opts.retention !== false) retention.start();
       if (state === "starting") state = "running";
     } catch (error) {
       state = "stopping";
@@ -294,6 +333,7 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
     channels.clear();
     await Promise.all([...feeds.values()].map((feed) => attempt("an event feed", () => feed.close())));
     feeds.clear();
+    await attempt("retention", () => retention.stop());
     await attempt("the dispatcher", () => dispatcher.stop());
     await attempt("the scheduler", () => scheduler.stop());
     await attempt("the store", () => store.close());
@@ -360,6 +400,15 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
       channels.set(key, channel);
       trimChannels();
       return channel;
+    },
+
+    archiveEndedRuns(repoId) {
+      try {
+        ensureUsable("archiveEndedRuns");
+        return retention.runPass(parseRepoId(repoId));
+      } catch (error) {
+        return Promise.reject(error);
+      }
     },
 
     dispatcher,

@@ -10,6 +10,7 @@
 import { createRunEventFeed } from "../../seams/signals/run-event-feed.js";
 import { setTimerDurably } from "../../seams/scheduler/set-timer.js";
 import { compactRun } from "./compact-run.js";
+import { endRun, type RunOutcome } from "./end-run.js";
 import { WorkflowHostError, isWorkflowHostError } from "../errors.js";
 import { silentLogger } from "../logger.js";
 import { DEFAULT_REF } from "../substrate/ref-name.js";
@@ -109,8 +110,17 @@ export function createRuntimeAdapter(opts: RuntimeAdapterOptions): WorkflowRunti
     return { timerId: data.timerId, fireAt, setSeq, committed };
   }
 
+  async function end(runId: string, outcome: RunOutcome, data: Record<string, unknown> | undefined) {
+    ensureRunning();
+    return endRun({ store: opts.store, principal: opts.principal, repoId, runId, ref, maxEventBytes, outcome, nowMs: nowMs(), ...(data === undefined ? {} : { data }) });
+  }
+
   return {
     repoId,
+
+    completeRun: (runId, data) => end(runId, "completed", data),
+    failRun: (runId, data) => end(runId, "failed", data),
+    cancelRun: (runId, data) => end(runId, "cancelled", data),
 
     scheduleIn(runId, timerId, fireAt) {
       ensureRunning();

@@ -10,6 +10,7 @@ import type { Principal, RepoStore } from "../substrate/types.js";
 import type { Clock, Timers } from "../time/clock.js";
 import type { MisfirePolicy } from "../workflow/types.js";
 import type { CompactRunResult } from "./compact-run.js";
+import type { EndRunResult } from "./end-run.js";
 import type { TimerFiring } from "../workflow/timer-lifecycle.js";
 
 export type { TimerFiring } from "../workflow/timer-lifecycle.js";
@@ -170,6 +171,20 @@ export interface WorkflowRuntime {
    *   host_stopped; the store's write errors
    */
   compactRun(runId: string): Promise<CompactRunResult>;
+  /**
+   * Ends the run as completed: appends `RunCompleted` (stamped `at` now, `data` if given), which
+   * disarms its timers; nothing may follow. Idempotent for a run already completed.
+   * @param data plain JSON recorded as the event's `data` (a result), optional
+   * @returns `{type, seq, committed, commitSha}`
+   * @throws id_invalid, event_invalid (`data.reason` "already_ended": it ended otherwise;
+   *   "run_archived": the id belongs to an archived run; or data not JSON); host_stopped; the
+   *   store's write errors
+   */
+  completeRun(runId: string, data?: Record<string, unknown>): Promise<EndRunResult>;
+  /** As {@link completeRun}, appending `RunFailed` (`data`: the error, optional). */
+  failRun(runId: string, data?: Record<string, unknown>): Promise<EndRunResult>;
+  /** As {@link completeRun}, appending `RunCancelled` (`data`: the reason, optional). */
+  cancelRun(runId: string, data?: Record<string, unknown>): Promise<EndRunResult>;
   /**
    * Ends every pending wait of this runtime (they reject with host_stopped) and waits until their
    * subscriptions are released; durable timers stay armed in the log. Later calls throw

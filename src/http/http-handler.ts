@@ -24,6 +24,7 @@ import type { Principal, RepoAction } from "../substrate/types.js";
 import { createSystemTimers, systemClock } from "../time/clock.js";
 import { parseRepoId, parseRunId, parseSignalId, parseSignalName, parseTimerId } from "../workflow/ids.js";
 import { readRunLog } from "../workflow/run-log.js";
+import { ARCHIVE_REF } from "../workflow/run-archive.js";
 import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
 import { loadDashboardAssets } from "./dashboard-assets.js";
 import type { HostMonitor, LiveEvent } from "./host-monitor.js";
@@ -133,9 +134,17 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     if (host.state !== "running") throw new WorkflowHostError("host_stopped", `the host is ${host.state}`, { state: host.state });
   }
 
+  /** A run's log at the tip, or, once retention moved it out of the live tree, from the archive ref. */
   async function readRun(repoId: string, runId: string) {
-    const reads = await host.store.openCommittedReads(storePrincipal, { kind: WORKFLOW_RUN_KIND, id: repoId }, ref);
-    return { commitSha: reads.commitSha, log: await readRunLog(reads, runId) };
+    const repo = { kind: WORKFLOW_RUN_KIND, id: repoId };
+    const reads = await host.store.openCommittedReads(storePrincipal, repo, ref);
+    if ((await reads.treeOid(`runs/${runId}`)) === null) {
+      const archive = await host.store.openCommittedReads(storePrincipal, repo, ARCHIVE_REF);
+      if (archive.commitSha !== null && (await archive.treeOid(`runs/${runId}`)) !== null) {
+        return { commitSha: archive.commitSha, log: await readRunLog(archive, runId), archived: ARCHIVE_REF as string | null };
+      }
+    }
+    return { commitSha: reads.commitSha, log: await readRunLog(reads, runId), archived: null as string | null };
   }
 
   async function requireRun(repoId: string, runId: string): Promise<void> {
@@ -299,7 +308,7 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     const repoId = parseRepoId(params.repoId);
     const runId = parseRunId(params.runId);
     await requireAllowed(request, repoId, "read");
-    const { commitSha, log } = await readRun(repoId, runId);
+    const { commitSha, log, archived } = await readRun(repoId, runId);
     if (log.events.length === 0 && log.bad.length === 0 && log.problems.length === 0) {
       throw new WorkflowHostError("run_not_found", `run ${runId} has no log in deployment ${repoId}`, { repoId, runId });
     }
@@ -308,6 +317,7 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
       repoId,
       runId,
       commitSha,
+      archived,
       events: log.events,
       bad: log.bad.map(problem),
       problems: log.problems.map(problem),

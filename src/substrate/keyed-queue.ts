@@ -1,5 +1,5 @@
 /**
- * One-at-a-time execution per key (per repository): a task starts when the previous task of
+ * One-at-a-time execution per key (the store keys writes by repository and ref): a task starts when the previous task of
  * the same key has settled, whatever its outcome. Keys with nothing queued hold no memory.
  */
 export interface KeyedQueue {

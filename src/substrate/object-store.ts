@@ -94,6 +94,8 @@ export interface ObjectStore extends ObjectSource {
   holdsHistory(): Promise<boolean>;
   /** Starts housekeeping after a commit (merging small packs) in the background; never throws. */
   maintain(): void;
+  /** Merges the recent packs at a quiet moment (see PackStore.compact); never throws. */
+  compact(): Promise<void>;
   /** Resolves when no background housekeeping is running. */
   idle(): Promise<void>;
   /** Waits for background housekeeping and removes the pack store's spare temp files. */
@@ -352,6 +354,7 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
       for (const tree of trees) cacheTree(tree);
     },
     maintain: () => packs.maintain(),
+    compact: () => packs.compact(),
     idle: () => packs.idle(),
     close: () => packs.close(),
   };
@@ -366,7 +369,9 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
   }
 
   /** See {@link ObjectStore.stageObjects}. */
-  function stageObjects(objects: readonly GitObject[]): StagedObjects {
+  function stageObjects(all: readonly GitObject[]): StagedObjects {
+    // Objects a known pack holds already are not written again (the commit always is).
+    const objects = all.some((o) => o.type !== "commit" && packs.contains(o.oid)) ? all.filter((o) => o.type === "commit" || !packs.contains(o.oid)) : all;
     const remember = (): void => {
       for (const object of objects) {
         if (object.type === "blob" && object.content.byteLength <= BLOB_CACHE_MAX_BYTES) {

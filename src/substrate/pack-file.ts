@@ -24,7 +24,7 @@ import type { Oid } from "./types.js";
 // Reading single entries lives in pack-entry.ts; its functions are part of this module's API.
 export { applyDelta, inflateEntry, isDelta, packHasRefDeltas, packSourceOf, parseEntryHead, typeOfCode, type EntryHead, type PackSource } from "./pack-entry.js";
 
-const TYPE_CODES: Readonly<Record<ObjectType, number>> = { commit: 1, tree: 2, blob: 3, tag: 4 };
+export const TYPE_CODES: Readonly<Record<ObjectType, number>> = { commit: 1, tree: 2, blob: 3, tag: 4 };
 const IDX_MAGIC = 0xff744f63;
 const LARGE_OFFSET_FLAG = 0x80000000;
 
@@ -112,7 +112,7 @@ export function storedZlibParts(content: Uint8Array): Uint8Array[] {
  * 1,000-entry folder shrinks by about a third at ~0.7 ms of deflate, rewritten on every commit
  * that touches it); merged packs hold big folders as deltas anyway.
  */
-function entryPayload(type: GitObject["type"], content: Uint8Array): Uint8Array[] {
+export function entryPayload(type: GitObject["type"], content: Uint8Array): Uint8Array[] {
   const size = content.byteLength;
   if (size > 65_535) return size > STORE_LARGE_BYTES || type === "tree" ? storedZlibParts(content) : [deflateSync(content, { level: zlibConstants.Z_BEST_SPEED })];
   if (type === "tree" || size <= STORE_SMALL_BYTES) return [storedZlib(content)];

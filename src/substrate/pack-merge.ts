@@ -8,22 +8,47 @@
  * same for trees over {@link DELTA_MIN_BYTES}: each is stored as an ofs-delta against the
  * previous version of the same folder in the merged pack (matched by its first entry's name),
  * which is a few hundred bytes of copy and insert instructions when a commit changed a few
- * entries. Chains stop at {@link MAX_CHAIN} deltas, as git's default depth does, so a read
+ * entries. Smaller trees (a run's `events/` folder, rewritten by every event appended to it)
+ * are stored as deltas against the tree with the same first entry, name and oid: the previous
+ * version of that folder; a delta is kept only when it is under half the tree's size. Event
+ * blobs are stored as deltas against the previous blob starting with the same bytes (the same
+ * seq and type), as git's packing finds similar files. Chains stop at {@link MAX_CHAIN} deltas, as git's default depth does, so a read
  * never resolves more than that. Every delta is checked by applying it before it is used.
  *
  * Entries that are already ofs-deltas (from an earlier merge, or `git gc`) are re-linked: the
  * same compressed delta with the distance to its base's new position. Bases always precede
- * their deltas (entries are taken in pack order). A ref-delta (a base named by oid, which can
+ * their deltas (entries are taken in pack order). A full entry of an earlier merge may become
+ * a delta in this one, which deepens the chains hanging from it: a re-linked delta that would
+ * end deeper than {@link MAX_CHAIN} is written whole instead (read through `readObject`), so
+ * no chain ever exceeds it, however many merges an object goes through. A ref-delta (a base named by oid, which can
  * live elsewhere) makes the pack unmergeable here.
  */
 import { systemMonotonicNow } from "../time/clock.js";
-import { applyDelta, crc32, entryHeader, inflateEntry, type EncodedPack, type EntryRecord, layoutPack, type PackSource, parseEntryHead, sealPackGently, storedZlib } from "./pack-file.js";
+import type { GitObject } from "./git-object.js";
+import { applyDelta, crc32, entryHeader, entryPayload, inflateEntry, TYPE_CODES, type EncodedPack, type EntryRecord, layoutPack, type PackSource, parseEntryHead, sealPackGently, storedZlib } from "./pack-file.js";
 import { compareTreeEntries, type DeltaBase, entryAt, type ParsedTree, type TreeEntry } from "./tree-object.js";
-import { deltaSizes, DeltaWriter } from "./git-delta.js";
+import { byteDelta, deltaSizes, DeltaWriter } from "./git-delta.js";
 import type { Oid } from "./types.js";
 
-/** Trees at least this big are stored as deltas in merged packs. */
-export const DELTA_MIN_BYTES = 16 * 1024;
+/**
+ * Trees at least this big are stored as deltas against the previous version of the same folder,
+ * matched by their first entry's name (a `runs/` folder of ~25 runs or more).
+ */
+export const DELTA_MIN_BYTES = 1024;
+/**
+ * Smaller trees, down to this size, are stored as deltas against the previous tree whose first
+ * entry is the same, name and oid: the earlier version of an append-only folder (a run's
+ * `events/`, whose first event never changes). Below it a delta saves nothing.
+ */
+export const SMALL_DELTA_MIN_BYTES = 64;
+/**
+ * Blobs from {@link SMALL_DELTA_MIN_BYTES} up to this size (event files) are stored as deltas
+ * against the previous blob that starts with the same {@link BLOB_KEY_BYTES} bytes (for an
+ * event: its seq and type), when the delta is under half the blob.
+ */
+export const BLOB_DELTA_MAX_BYTES = 4 * 1024;
+const BLOB_KEY_BYTES = 24;
+const BLOB = 3;
 /** Longest delta chain written (git's default `pack.depth`). */
 export const MAX_CHAIN = 50;
 /** Longest stretch of merging (ms) before the event loop is given back. */
@@ -166,6 +191,8 @@ interface BigTree {
  * @param cachedTree a parsed tree by oid if one is at hand (saves parsing big folders)
  * @param deltaBase the delta a big tree was written with, if known: when its base is already in
  *   the merged pack, the tree is stored as that delta, with nothing to parse or compare
+ * @param readObject an object's full content by oid (for a delta whose chain would grow too
+ *   deep); without it, such a merge gives up (null), leaving the packs as they were
  * @returns the merged pack, or null when a source holds a ref-delta
  */
 export async function mergePacks(
@@ -173,12 +200,17 @@ export async function mergePacks(
   hash: (body: Buffer) => Promise<Buffer>,
   cachedTree: (oid: Oid) => ParsedTree | undefined = () => undefined,
   deltaBase: (oid: Oid) => DeltaBase | undefined = () => undefined,
+  readObject?: (oid: Oid) => Promise<GitObject>,
 ): Promise<EncodedPack | null> {
   const parts: Buffer[] = [Buffer.alloc(0)];
   const entries: EntryRecord[] = [];
   const written = new Map<Oid, Written>();
   /** Latest version of each big folder, by its first entry's name, with its content. */
   const bigTrees = new Map<string, BigTree>();
+  /** Latest small tree by its first entry's bytes (mode, name and oid). */
+  const smallTrees = new Map<string, BigTree>();
+  /** Latest small blob by its first bytes. */
+  const smallBlobs = new Map<string, { readonly offset: number; readonly depth: number; readonly content: Buffer }>();
   let offset = 12;
   const emit = (oid: Oid, bytes: Buffer, crc: number, depth: number, size = Number.NaN): number => {
     const at = offset;
@@ -232,10 +264,52 @@ export async function mergePacks(
         const baseOid = oidAtOffset.get(start - (head.baseDistance as number));
         const base = baseOid === undefined ? undefined : written.get(baseOid);
         if (baseOid === undefined || base === undefined) return null;
+        if (base.depth + 1 > MAX_CHAIN) {
+          if (readObject === undefined) return null;
+          const whole = await readObject(oid);
+          const bytes = Buffer.concat([entryHeader(TYPE_CODES[whole.type], whole.content.byteLength), ...entryPayload(whole.type, whole.content)]);
+          emit(oid, bytes, crc32(bytes), 0, whole.content.byteLength);
+          continue;
+        }
         // Re-linked as is, content unresolved: new deltas are taken against versions whose
         // content this merge already holds (a version some commits apart is still a small delta).
         const bytes = ofsDeltaEntry(head.size, offset - base.offset, raw.subarray(head.dataAt));
         emit(oid, bytes, crc32(bytes), base.depth + 1);
+        continue;
+      }
+      if (head.typeCode === BLOB && head.size >= SMALL_DELTA_MIN_BYTES && head.size <= BLOB_DELTA_MAX_BYTES) {
+        const content = inflateEntry(source.name, raw, head);
+        const key = content.toString("latin1", 0, BLOB_KEY_BYTES);
+        const previous = smallBlobs.get(key);
+        if (previous !== undefined && previous.depth < MAX_CHAIN) {
+          const delta = byteDelta(previous.content, content);
+          if (delta.length < content.length / 2 && applyDelta(source.name, previous.content, delta).equals(content)) {
+            const bytes = ofsDeltaEntry(delta.length, offset - previous.offset, storedZlib(delta));
+            const at = emit(oid, bytes, crc32(bytes), previous.depth + 1, head.size);
+            smallBlobs.set(key, { offset: at, depth: previous.depth + 1, content });
+            continue;
+          }
+        }
+        const at = emit(oid, raw, source.index.crcAt(i), 0, head.size);
+        smallBlobs.set(key, { offset: at, depth: 0, content });
+        continue;
+      }
+      if (head.typeCode === TREE && head.size >= SMALL_DELTA_MIN_BYTES && head.size < DELTA_MIN_BYTES) {
+        const content = inflateEntry(source.name, raw, head);
+        const shape = shapeOfContent(content);
+        const key = shape === null || shape.count === 0 ? null : content.toString("latin1", shape.offsets[0] as number, shape.offsets[1] as number);
+        const previous = key === null ? undefined : smallTrees.get(key);
+        if (shape !== null && previous !== undefined && previous.depth < MAX_CHAIN) {
+          const delta = treeDelta(previous.shape, shape);
+          if (delta.length < content.length / 2 && applyDelta(source.name, previous.shape.content, delta).equals(content)) {
+            const bytes = ofsDeltaEntry(delta.length, offset - previous.offset, storedZlib(delta));
+            const at = emit(oid, bytes, crc32(bytes), previous.depth + 1, head.size);
+            if (key !== null) smallTrees.set(key, { offset: at, depth: previous.depth + 1, shape });
+            continue;
+          }
+        }
+        const at = emit(oid, raw, source.index.crcAt(i), 0, head.size);
+        if (shape !== null && key !== null) smallTrees.set(key, { offset: at, depth: 0, shape });
         continue;
       }
       if (head.typeCode === TREE && head.size >= DELTA_MIN_BYTES) {

@@ -144,11 +144,25 @@ export interface PackStore {
    */
   stage(objects: readonly GitObject[]): StagedObjects;
   /**
+   * Whether a pack this store knows holds `oid` (an in-memory index lookup, no rescan). A writer
+   * skips such objects: writing them again (a subtree or file put back unchanged, as retention's
+   * archive commit does) would only store a second copy until a merge drops it.
+   */
+  contains(oid: Oid): boolean;
+  /**
    * Starts merging small packs in the background when there are too many (see module
    * comment); one merge at a time, failures ignored. Returns at once: a merge copies megabytes
    * and must not delay the commit that triggered it.
    */
   maintain(): void;
+  /**
+   * A merge for a quiet moment (see {@link quietMergeSet}): the packs besides the biggest are
+   * merged into one, so recent commits get their deltas without waiting for {@link MAX_PACKS};
+   * the biggest is merged in too only once the others together hold half its objects, so each
+   * object is rewritten O(log n) times over the repository's life, never the whole history on
+   * every call. Waits for a merge already running first. Failures are ignored (as maintain's).
+   */
+  compact(): Promise<void>;
   /** Resolves when no merge is running. */
   idle(): Promise<void>;
   /**
@@ -640,6 +654,23 @@ export function createPackStore(opts: PackStoreOptions): PackStore {
     return chosen.sort((a, b) => (age.get(b.name) ?? 0) - (age.get(a.name) ?? 0));
   }
 
+  /**
+   * The packs a quiet merge takes: every mergeable pack but the biggest (by objects) when they
+   * hold fewer than half its objects together, else all of them; none when that is one pack.
+   * Oldest first, as {@link mergeSet}.
+   */
+  function quietMergeSet(): LoadedPack[] {
+    const byCount = packs.filter((p) => p.mergeable).sort((a, b) => a.index.count - b.index.count);
+    const biggest = byCount.at(-1);
+    if (biggest === undefined) return [];
+    const rest = byCount.slice(0, -1);
+    const restCount = rest.reduce((n, p) => n + p.index.count, 0);
+    const chosen = 2 * restCount < biggest.index.count ? rest : byCount;
+    if (chosen.length < 2) return [];
+    const age = new Map(packs.map((p, i) => [p.name, i]));
+    return chosen.sort((a, b) => (age.get(b.name) ?? 0) - (age.get(a.name) ?? 0));
+  }
+
   /** Merges until at most {@link MAX_PACKS} packs are left (commits may add packs meanwhile). */
   async function mergeSmallPacks(): Promise<void> {
     while (packs.length > MAX_PACKS) {
@@ -692,16 +723,20 @@ export function createPackStore(opts: PackStoreOptions): PackStore {
     };
   }
 
-  /** One merge of the {@link mergeSet}. @returns whether another round may make progress */
-  async function mergeOnce(): Promise<boolean> {
+  /** One merge of the {@link mergeSet} (or of `pick`). @returns whether another round may make progress */
+  async function mergeOnce(pick: () => LoadedPack[] = mergeSet): Promise<boolean> {
     try {
-      const chosen = mergeSet();
+      const chosen = pick();
       if (chosen.length < 2) return false;
       const sources: PackSource[] = [];
       const earlier = new Set<Oid>();
       for (const pack of chosen) sources.push(await mergeSource(pack, earlier));
       // The merged pack's checksum (megabytes of SHA-1) is computed off the event loop.
-      const merged = await mergePacks(sources, async (body) => Buffer.from(await webcrypto.subtle.digest("SHA-1", body)), opts.cachedTree, opts.deltaBase);
+      const merged = await mergePacks(sources, async (body) => Buffer.from(await webcrypto.subtle.digest("SHA-1", body)), opts.cachedTree, opts.deltaBase, async (oid) => {
+        const object = await read(oid, false);
+        if (object === null) throw corrupt(oid, "missing while merging packs");
+        return object;
+      });
       if (merged === null) {
         // A source holds ref-deltas (git's): find it and leave it to git from now on.
         for (const pack of chosen) {
@@ -735,11 +770,22 @@ export function createPackStore(opts: PackStoreOptions): PackStore {
       await stage(objects).publish();
     },
     stage,
+    contains: (oid) => locate(oid) !== null,
     maintain() {
       if (merging !== null || packs.length <= MAX_PACKS) return;
       merging = mergeSmallPacks().finally(() => {
         merging = null;
       });
+    },
+    async compact() {
+      while (merging !== null) await merging;
+      if (closed) return;
+      merging = mergeOnce(quietMergeSet)
+        .then(() => undefined)
+        .finally(() => {
+          merging = null;
+        });
+      await merging;
     },
     async idle() {
       await sweeping;

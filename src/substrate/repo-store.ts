@@ -128,9 +128,18 @@ export function createRepoStore(opts: RepoStoreOptions): RepoStore {
     roomMs: foreignWriterRoomMs,
   });
 
+  /**
+   * In-process writes queue per ref: one writer of a ref at a time in this process, so its
+   * commits never race each other; writes to different refs of a repository (a dispatch
+   * checkpoint beside fire commits on main) go side by side, as git's per-ref locks allow.
+   * `refName` is normalised (`HEAD` stays `HEAD`: a write through it and one to its target
+   * still exclude each other by the ref lock and compare-and-swap).
+   */
+  const writeKey = (repo: RepoHandle, refName: string): string => `${repo.key}\0${refName}`;
+
   function write<R>(repo: RepoHandle, refName: string, message: string, plan: Planner<R>): Promise<WriteResult<R>> {
     if (typeof message !== "string") throw new TypeError("commit message must be a string");
-    return queue.run(repo.key, () => commitWithRetry(engineDeps(repo), refName, message, plan));
+    return queue.run(writeKey(repo, refName), () => commitWithRetry(engineDeps(repo), refName, message, plan));
   }
 
   function acquireWatcher(repo: RepoHandle): RefWatcher {
@@ -158,7 +167,7 @@ export function createRepoStore(opts: RepoStoreOptions): RepoStore {
 
     async initRepo(principal, repoId) {
       const repo = await open(principal, repoId, DEFAULT_REF, "init");
-      return queue.run(repo.key, async () => {
+      return queue.run(writeKey(repo, DEFAULT_REF), async () => {
         await ensureRepoLayout(fs, repo.gitdir, durable);
         const existing = await repo.resolveRef(DEFAULT_REF);
         if (existing !== null) return { created: false, commitSha: existing };
@@ -344,6 +353,11 @@ export function createRepoStore(opts: RepoStoreOptions): RepoStore {
       const repo = await open(principal, repoId, null, "write");
       await repo.assertExists();
       await writeDerivedFile(fs, repo.gitdir, name, content, durable);
+    },
+
+    async compactPacks(principal, repoId) {
+      const repo = await open(principal, repoId, null, "write");
+      await repo.objects.compact();
     },
 
     poke(repoId) {

@@ -146,6 +146,12 @@ export interface PushContext {
   readonly changes: readonly PathChange[];
   /** The distinct parent directories of changed paths, each ending in "/". */
   readonly changedPathPrefixes: readonly string[];
+  /**
+   * Reads of another ref of the same repository at its current tip (a full ref name), or null
+   * when it does not exist yet; for rules that span refs (an archive ref). Optional: stores
+   * that cannot give it leave it out.
+   */
+  readonly readRef?: (ref: string) => Promise<CommittedReads | null>;
   /** Awaited between units of validation (one run, say) when the writer asked for it; may be absent. */
   readonly pause?: () => Promise<void>;
 }
@@ -208,9 +214,10 @@ export interface RepoStoreOptions {
   /**
    * Room left to other writers of a repository (another process, `git push`), in ms (default
    * 0: off; a host uses 100): after a lost compare-and-swap the retry waits a jittered backoff
-   * instead of re-taking the ref at once, and for 5 s after a commit by someone else this
-   * store's commits to that repository start at least this far apart (jittered ±50 %), so an
-   * external writer's read-then-update cycle finds the ref still.
+   * instead of re-taking the ref at once, and for 5 s after a commit by someone else on a ref
+   * this store's commits to that ref start at least this far apart (jittered ±50 %), so an
+   * external writer's read-then-update cycle finds the ref still. Refs are judged one by one:
+   * this store's own commits to another ref of the repository are not someone else's.
    */
   readonly foreignWriterRoomMs?: number;
   /**
@@ -375,6 +382,14 @@ export interface RepoStore {
    * @throws as readDerived (action "write"); `repo_not_found`; the file system's errors
    */
   writeDerived?(principal: Principal, repoId: RepoId, name: string, content: Uint8Array): Promise<void>;
+  /**
+   * Housekeeping for a quiet moment: merges the repository's recent packs into one with their
+   * deltas (the biggest pack only once the others hold half its objects, so history is not
+   * rewritten on every call). Resolves when done; a failed merge leaves the packs as they were.
+   * Optional: stores without packs leave it out.
+   * @throws `repo_id_invalid`, `authorize_denied` (action "write"), `store_stopped`
+   */
+  compactPacks?(principal: Principal, repoId: RepoId): Promise<void>;
   /** Asks every watcher to re-check refs now (tests; after an out-of-band write). */
   poke(repoId?: RepoId): void;
   /** Ends every subscription, closes watchers and timers, waits for queued writes; idempotent. */

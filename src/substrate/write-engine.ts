@@ -12,8 +12,8 @@
  * A lost race is retried under the ref lock: take `<ref>.lock`, read the tip under it, re-run the plan,
  * commit, release — so a writer that lost once cannot lose again to the same kind of race and
  * two busy processes cannot starve each other. Room for other writers (`roomMs`): a lost race
- * waits a jittered backoff before the locked retry, and once a commit by someone else is seen,
- * this process spaces its commits to that repository for a while, so an external `git push`
+ * waits a jittered backoff before the locked retry, and once a commit by someone else is seen
+ * on a ref, this process spaces its commits to that ref for a while, so an external `git push`
  * (read tip, send objects, compare-and-swap) is not beaten to the ref every time. Right before
  * every ref move, under the ref lock, `fence` may veto the write (a host that lost its lock).
  * Either way the plan always sees the state it
@@ -69,22 +69,32 @@ export interface WriteEngineDeps {
 /** How long after a commit by someone else this process keeps spacing its commits (ms). */
 const SHARED_FOR_MS = 5_000;
 
-/** Per repository: the tip this process last wrote, and whether someone else writes too. */
+/**
+ * Per ref of a repository: the tip this process last wrote there, and whether someone else
+ * writes it too. Per ref, not per repository: this process's own commits to another ref (a
+ * dispatch consumer's checkpoints beside fire commits on main) are not someone else's.
+ */
 interface Sharing {
   ourTip: Oid | null | undefined;
   /** Monotonic time (ms, `systemMonotonicNow`) until which commits are spaced; 0 when not shared. */
   sharedUntilMs: number;
-  /** Monotonic time (ms) of this process's last commit to the repository. */
+  /** Monotonic time (ms) of this process's last commit to the ref. */
   lastCommitMs: number;
 }
 
-const sharing = new WeakMap<RepoHandle, Sharing>();
+const sharing = new WeakMap<RepoHandle, Map<string, Sharing>>();
 
-function sharingOf(repo: RepoHandle): Sharing {
-  let s = sharing.get(repo);
+/** @param refName the full ref name the write resolved to */
+function sharingOf(repo: RepoHandle, refName: string): Sharing {
+  let refs = sharing.get(repo);
+  if (refs === undefined) {
+    refs = new Map();
+    sharing.set(repo, refs);
+  }
+  let s = refs.get(refName);
   if (s === undefined) {
     s = { ourTip: undefined, sharedUntilMs: 0, lastCommitMs: Number.NEGATIVE_INFINITY };
-    sharing.set(repo, s);
+    refs.set(refName, s);
   }
   return s;
 }
@@ -165,6 +175,10 @@ async function prepare<R>(deps: WriteEngineDeps, name: string, tip: Oid | null, 
       prospective: createCommittedReads(source, null, edit.rootOid),
       changes: edit.changes,
       changedPathPrefixes: changedPrefixes(edit.changes),
+      readRef: async (other) => {
+        const sha = await repo.resolveRef(other);
+        return sha === null ? null : repo.readsAt(sha);
+      },
       ...(pause === undefined ? {} : { pause }),
     });
   }
@@ -211,8 +225,8 @@ export async function commitWithRetry<R>(
 ): Promise<WriteResult<R>> {
   const { repo } = deps;
   let lastSeen: Oid | null = null;
-  const committed = (prepared: Prepared<R> & { kind: "commit" }, tip: Oid | null, attempt: number): WriteResult<R> => {
-    const shared = sharingOf(repo);
+  const committed = (prepared: Prepared<R> & { kind: "commit" }, name: string, tip: Oid | null, attempt: number): WriteResult<R> => {
+    const shared = sharingOf(repo, name);
     shared.ourTip = prepared.commit.oid;
     shared.lastCommitMs = systemMonotonicNow();
     repo.objects.rememberTrees(prepared.trees);
@@ -230,11 +244,11 @@ export async function commitWithRetry<R>(
   });
 
   const roomMs = deps.roomMs ?? 0;
-  const shared = sharingOf(repo);
   const fence = deps.fence ?? (() => undefined);
   for (let attempt = 1; attempt <= deps.maxAttempts; attempt++) {
     if (attempt === 1) {
       let { name, value: tip } = await repo.resolveRefNamed(refName);
+      const shared = sharingOf(repo, name);
       if (roomMs > 0) {
         const nowMs = systemMonotonicNow();
         // The ref moved since our last commit, and not by us: another writer is active.
@@ -261,7 +275,7 @@ export async function commitWithRetry<R>(
       } finally {
         if (!published) await staged.discard();
       }
-      if (outcome.ok) return committed(prepared, tip, attempt);
+      if (outcome.ok) return committed(prepared, name, tip, attempt);
       lastSeen = outcome.current;
       // Lost to another process: leave it room instead of taking the ref lock at once.
       if (roomMs > 0) {
@@ -289,7 +303,7 @@ export async function commitWithRetry<R>(
       };
     });
     const done = prepared as Prepared<R> | undefined;
-    if (outcome === "swapped" && done?.kind === "commit") return committed(done, tip, attempt);
+    if (outcome === "swapped" && done?.kind === "commit") return committed(done, name, tip, attempt);
     if (outcome === "skipped") return noop(tip, attempt, done?.result);
     // Our lock was broken as stale while we held it (a very slow attempt): back off, retry.
     lastSeen = tip;

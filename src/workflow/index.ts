@@ -97,3 +97,4 @@ export { openRunLog, type OpenRunLogOptions, type RunLogDecision, type RunLogWri
 export { resolveTimerSpec, sameTimerRequest, type TimerSpec } from "./timer-spec.js";
 export { signalWaitTimerId, signalWaitTimerNumber, signalWaitTimerPrefix } from "./signal-wait-timer.js";
 export { decodeRecoveryIndex, encodeRecoveryIndex, RECOVERY_INDEX_FILE, RUN_STATE_VERSION, type RunSummary } from "./recovery-index.js";
+export { ARCHIVE_REF } from "./run-archive.js";

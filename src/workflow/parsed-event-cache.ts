@@ -68,7 +68,8 @@ function keyOf(oid: string, expectedSeq: number, maxEventBytes: number | undefin
   return `${oid}:${expectedSeq}:${maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES}`;
 }
 
-function deepFreeze<T>(value: T): T {
+/** Freezes `value` and every object in it (for parsed events shared between readers). */
+export function deepFreeze<T>(value: T): T {
   if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
     Object.freeze(value);
     for (const child of Object.values(value as Record<string, unknown>)) deepFreeze(child);

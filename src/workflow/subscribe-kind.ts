@@ -3,7 +3,9 @@
  * files it added, parsed, in numeric seq order per run, and the events of a sealed log
  * (`events.jsonl`) it added that no event file held, so a run sealed in either form replays
  * every event once. Bad files and edits to existing events
- * (possible only through `git push`, which skips validatePush) are reported and skipped.
+ * (possible only through `git push`, which skips validatePush) are reported and skipped. A run
+ * removed whole by a retention commit is not a rewrite when the archive ref holds each of its
+ * removed event files unchanged (see run-archive.ts); any other removal is reported.
  */
 import { WorkflowHostError } from "../errors.js";
 import type { CommitChange, CommittedReads, Principal, RepoId, RepoStore, SubscribeFrom } from "../substrate/types.js";
@@ -11,6 +13,7 @@ import { checkCompactedLog } from "./compacted-log.js";
 import { GITLINK_MODE, isRegularFileMode } from "../substrate/tree-object.js";
 import { parseEvent } from "./events.js";
 import { parseCompactedLogPath, parseEventPath, runEventsPrefix } from "./paths.js";
+import { runsMovedToArchive } from "./run-archive.js";
 import type { RunEvent } from "./types.js";
 
 /** One event added to a run's log by a commit. */
@@ -41,6 +44,12 @@ export interface SubscribeKindOptions {
   readonly onIssue?: (issue: KindIssue) => void;
   /** Called after every commit has been handled, with the commit (its events already yielded). */
   readonly onCommit?: (commit: CommitChange) => void;
+  /**
+   * Asked first for every commit, before any of its events is read: true skips the commit (no
+   * event of it is read, parsed or yielded, no issue reported; `onCommit` is still called).
+   * For a subscriber that was handed a commit's events another way. Default: nothing skipped.
+   */
+  readonly skipCommit?: (commit: CommitChange) => boolean;
 }
 
 export const defaultEventValidator: EventValidator = (bytes, where) => parseEvent(bytes, { path: where.path, expectedSeq: where.seq });
@@ -67,9 +76,15 @@ export async function* subscribeKind(
     onRewrite: (info: { from: string | null; to: string }) => onIssue({ type: "ref_rewritten", ...info }),
   };
   for await (const commit of store.subscribe(principal, repoId, ref, subscribeOptions)) {
+    if (options.skipCommit?.(commit) === true) {
+      options.onCommit?.(commit);
+      continue;
+    }
     const added: { runId: string; seq: number; path: string; oid: string }[] = [];
     // Runs this commit seals (events.jsonl written); event files it removes are judged with it.
     const sealing = new Map<string, { path: string; oid: string; removed: { seq: number; path: string }[] }>();
+    // Event files removed outside a seal: a rewrite, unless the run was archived (checked below).
+    const removedFiles: { runId: string; seq: number; path: string; status: "modified" | "deleted" }[] = [];
     for (const change of commit.changes) {
       const sealed = parseCompactedLogPath(change.path);
       if (sealed !== null && change.status !== "deleted" && (options.runId === undefined || sealed.runId === options.runId)) {
@@ -89,7 +104,14 @@ export async function* subscribeKind(
       } else if (change.status === "deleted" && sealing.has(where.runId)) {
         sealing.get(where.runId)?.removed.push({ seq: where.seq, path: change.path });
       } else {
-        onIssue({ type: "event_rewritten", ...where, path: change.path, commitSha: commit.commitSha, status: change.status });
+        removedFiles.push({ ...where, path: change.path, status: change.status });
+      }
+    }
+    if (removedFiles.length > 0) {
+      const moved = await runsMovedToArchive(store, principal, repoId, commit.commitSha, commit.parentSha, removedFiles.filter((r) => r.status === "deleted").map((r) => r.runId));
+      for (const removed of removedFiles) {
+        if (moved.has(removed.runId)) continue;
+        onIssue({ type: "event_rewritten", runId: removed.runId, seq: removed.seq, path: removed.path, commitSha: commit.commitSha, status: removed.status });
       }
     }
     added.sort((a, b) => (a.runId < b.runId ? -1 : a.runId > b.runId ? 1 : a.seq - b.seq));
@@ -129,3 +151,4 @@ export async function* subscribeKind(
     options.onCommit?.(commit);
   }
 }
+

@@ -11,6 +11,7 @@ import { checkCompactedLog, foldEventFiles, foldProblem, sameBytes } from "./com
 import { REPO_OR_RUN_ID_PATTERN } from "./ids.js";
 import { compactedLogPath, parseEventPath, parseEventPathName, runEventsPrefix, runsPrefix } from "./paths.js";
 import { runFolderPart } from "./run-folder.js";
+import { ARCHIVE_REF, isArchiveRef } from "./run-archive.js";
 
 /** Kind name of deployment repos. */
 export const WORKFLOW_RUN_KIND = "workflow-run";
@@ -57,6 +58,12 @@ function rejected(path: string, seq: number | null, detail: string): WorkflowHos
  *   file's bytes plus `\n` in seq order; in the commit that deletes every event file of the run
  *   it is the fold of those; alone, its lines are a valid ended log. A valid sealed log is never
  *   modified or deleted; one that is not valid may be replaced by a valid one, or removed.
+ * - a run folder leaves only whole, once the run has ended, and only when the archive ref
+ *   (`refs/archive/runs`, see run-archive.ts) holds the same folder (same tree oid) at that
+ *   moment: that is a retention commit; any other removal of an event file is refused;
+ * - a new run folder may not take the id of an archived run (the archive holds `runs/<runId>`).
+ * A commit to the archive ref itself only adds whole run folders under `runs/` that it does not
+ * hold yet: an archived run never changes.
  * Paths outside `runs/` (top-level `addresses/`, `agent-state/`, `.gitignore`, …) are not this
  * handler's concern. Only the changed runs are read (their event folder listing, the prior last
  * event, and the new blobs; a commit that writes `events.jsonl` also reads that run's event
@@ -73,11 +80,29 @@ export function workflowRunKind(opts: WorkflowRunKindOptions = {}): KindHandler 
     kind: WORKFLOW_RUN_KIND,
     directoryPrefix: WORKFLOW_RUN_DIRECTORY_PREFIX,
     async validatePush(ctx: PushContext): Promise<void> {
-      const runs = groupByRun(ctx.changes);
+      if (isArchiveRef(ctx.ref)) {
+        await checkArchiveCommit(ctx);
+        return;
+      }
+      const removed = await checkRunsRemoved(ctx, maxEventBytes);
+      const runs = groupByRun(removed.size === 0 ? ctx.changes : ctx.changes.filter((c) => !removed.has(runIdOf(c.path))));
+      let archive: CommittedReads | null | undefined;
       for (const runId of [...runs.keys()].sort()) {
         const run = runs.get(runId);
         if (run === undefined) continue;
         if (ctx.pause !== undefined) await ctx.pause();
+        if (ctx.prior === null || (await ctx.prior.treeOid(`${runsPrefix}${runId}`)) === null) {
+          // A new run folder: its id must not be one that retention archived.
+          archive ??= (await ctx.readRef?.(ARCHIVE_REF)) ?? null;
+          if (archive !== null && (await archive.treeOid(`${runsPrefix}${runId}`)) !== null) {
+            const first = ctx.changes.find((c) => runIdOf(c.path) === runId);
+            throw new WorkflowHostError("event_invalid", `${first?.path ?? `${runsPrefix}${runId}`}: run ${runId} was archived (${ARCHIVE_REF} holds runs/${runId}); a run id is never reused`, {
+              path: first?.path ?? `${runsPrefix}${runId}`,
+              seq: null,
+              reason: "run_archived",
+            });
+          }
+        }
         if (run.compacted !== null || run.deleted.length > 0) await checkCompaction(ctx, runId, run, maxEventBytes);
         else await checkAppend(ctx, runId, run, maxEventBytes);
         if (run.blobAdded !== null && (await ctx.prospective.treeOid(runEventsPrefix(runId).slice(0, -1))) === null && (await ctx.prospective.treeOid(compactedLogPath(runId))) === null) {
@@ -86,6 +111,76 @@ export function workflowRunKind(opts: WorkflowRunKindOptions = {}): KindHandler 
       }
     },
   };
+}
+
+/** The run id of a path under `runs/`, or "" for any other path. */
+function runIdOf(path: string): string {
+  if (!path.startsWith(runsPrefix)) return "";
+  const end = path.indexOf("/", runsPrefix.length);
+  return end < 0 ? "" : path.slice(runsPrefix.length, end);
+}
+
+/**
+ * The runs a commit removes whole (their folder is gone), each checked as a retention removal:
+ * the run had ended, and the archive ref holds its folder with the same tree oid.
+ * @throws event_invalid (`data.reason` "not_archived" or "not_ended") for the first that is not
+ */
+async function checkRunsRemoved(ctx: PushContext, maxEventBytes: number): Promise<Set<string>> {
+  const removed = new Set<string>();
+  if (ctx.prior === null) return removed;
+  const seen = new Set<string>();
+  let archive: CommittedReads | null | undefined;
+  for (const change of ctx.changes) {
+    if (change.status !== "deleted") continue;
+    const runId = runIdOf(change.path);
+    if (runId === "" || seen.has(runId)) continue;
+    seen.add(runId);
+    const folder = `${runsPrefix}${runId}`;
+    if ((await ctx.prospective.treeOid(folder)) !== null) continue;
+    const priorOid = await ctx.prior.treeOid(folder);
+    archive ??= (await ctx.readRef?.(ARCHIVE_REF)) ?? null;
+    const archivedOid = archive === null ? null : await archive.treeOid(folder);
+    if (priorOid === null || archivedOid !== priorOid) {
+      throw new WorkflowHostError("event_invalid", `${change.path}: run ${runId} was removed, but only a run the archive (${ARCHIVE_REF}) holds unchanged may leave the live tree`, {
+        path: change.path,
+        seq: parseEventPath(change.path)?.seq ?? null,
+        reason: "not_archived",
+      });
+    }
+    const seqs = await priorEventSeqs(ctx.prior, runId);
+    const last = seqs.at(-1);
+    const ended =
+      (last !== undefined && isTerminalBytes(await ctx.prior.readBlob(`${runEventsPrefix(runId)}${last}.json`))) ||
+      (seqs.length === 0 && (await isSealed(ctx.prior, runId, maxEventBytes)));
+    if (!ended) {
+      throw new WorkflowHostError("event_invalid", `${change.path}: run ${runId} has not ended; only an ended run leaves the live tree`, {
+        path: change.path,
+        seq: null,
+        reason: "not_ended",
+      });
+    }
+    removed.add(runId);
+  }
+  return removed;
+}
+
+/**
+ * A commit to the archive ref: it only adds whole run folders it does not hold yet.
+ * @throws event_invalid for a change outside `runs/<runId>/`, a modified or deleted path, or a
+ *   run the archive already holds
+ */
+async function checkArchiveCommit(ctx: PushContext): Promise<void> {
+  const checked = new Set<string>();
+  for (const change of ctx.changes) {
+    const runId = runIdOf(change.path);
+    if (runId === "" || !REPO_OR_RUN_ID_PATTERN.test(runId)) throw rejected(change.path, null, `${ARCHIVE_REF} holds only run folders runs/<runId>/`);
+    if (change.status !== "added") throw rejected(change.path, null, `an archived run never changes; it was ${change.status}`);
+    if (checked.has(runId)) continue;
+    checked.add(runId);
+    if (ctx.prior !== null && (await ctx.prior.treeOid(`${runsPrefix}${runId}`)) !== null) {
+      throw rejected(change.path, null, `run ${runId} is archived already; an archived run never changes`);
+    }
+  }
 }
 
 const ALLOWED = "allowed under runs/<runId>/: events/<seq>.json, events.jsonl, blobs/<64 lowercase hex>, grants.json, parts/…";

@@ -6,6 +6,7 @@ import { dispatchCommands } from "./dispatch.js";
 import { repoCreateCommand } from "./repo-create.js";
 import { repoListCommand } from "./repo-list.js";
 import { runsCompactCommand } from "./runs-compact.js";
+import { runsCancelCommand, runsCompleteCommand, runsFailCommand } from "./runs-end.js";
 import { runsListCommand } from "./runs-list.js";
 import { runsShowCommand } from "./runs-show.js";
 import { serveCommand } from "./serve.js";
@@ -26,6 +27,9 @@ export const commands: readonly CliCommand[] = [
   runsListCommand,
   runsShowCommand,
   runsCompactCommand,
+  runsCompleteCommand,
+  runsFailCommand,
+  runsCancelCommand,
   checkCommand,
   ...dispatchCommands,
 ];

@@ -18,7 +18,8 @@ export const runsShowCommand: CliCommand = {
   help: `Usage: workflow-host runs show --data-dir DIR --repo R --run X [--json]
 
 Prints the run's events in seq order (from runs/<X>/events/ at the tip of main, or from its
-sealed runs/<X>/events.jsonl: the same events either way), the events that could not be read,
+sealed runs/<X>/events.jsonl: the same events either way; a run that retention moved out of
+main is read from refs/archive/runs, unchanged), the events that could not be read,
 breaks of the log's rules (missing seqs, events after the terminal one, which are skipped; a
 sealed log that is not valid; entries outside the run folder's layout), and the state they
 fold to: last seq, terminal event, armed timers, signals not yet consumed.
@@ -27,7 +28,8 @@ Options:
   -d, --data-dir DIR   data dir (default: $WORKFLOW_HOST_DATA_DIR)
   -r, --repo R         deployment id
       --run X          run id
-      --json           print {repoId, runId, commitSha, events, bad, problems, state}
+      --json           print {repoId, runId, commitSha, archived (the archive ref, or null),
+                       events, bad, problems, state}
 
 Example:
   workflow-host runs show -d ./data -r payments --run order-17
@@ -36,10 +38,22 @@ Example:
     const dataDir = dataDirFlag(NAME, values, io);
     const repoId = checkFlags(NAME, () => parseRepoId(requiredFlag(NAME, values, "repo")));
     const runId = checkFlags(NAME, () => parseRunId(requiredFlag(NAME, values, "run")));
-    const { commitSha, log } = await withStore(dataDir, io, async (store) => {
-      const [{ readRunLog }, { WORKFLOW_RUN_KIND }] = await Promise.all([import("../../workflow/run-log.js"), import("../../workflow/workflow-run-kind.js")]);
-      const reads = await store.openCommittedReads(null, { kind: WORKFLOW_RUN_KIND, id: repoId }, DEFAULT_REF);
-      return { commitSha: reads.commitSha, log: await readRunLog(reads, runId) };
+    const { commitSha, log, archived } = await withStore(dataDir, io, async (store) => {
+      const [{ readRunLog }, { WORKFLOW_RUN_KIND }, { ARCHIVE_REF }] = await Promise.all([
+        import("../../workflow/run-log.js"),
+        import("../../workflow/workflow-run-kind.js"),
+        import("../../workflow/run-archive.js"),
+      ]);
+      const repo = { kind: WORKFLOW_RUN_KIND, id: repoId };
+      const reads = await store.openCommittedReads(null, repo, DEFAULT_REF);
+      // A run retention moved out of main is read from the archive ref, as it was.
+      if ((await reads.treeOid(`runs/${runId}`)) === null) {
+        const archive = await store.openCommittedReads(null, repo, ARCHIVE_REF);
+        if (archive.commitSha !== null && (await archive.treeOid(`runs/${runId}`)) !== null) {
+          return { commitSha: archive.commitSha, log: await readRunLog(archive, runId), archived: ARCHIVE_REF };
+        }
+      }
+      return { commitSha: reads.commitSha, log: await readRunLog(reads, runId), archived: null };
     });
     const state = stateJson(log.state);
     if (values["json"] === true) {
@@ -47,6 +61,7 @@ Example:
         repoId,
         runId,
         commitSha,
+        archived,
         events: log.events,
         bad: log.bad.map((b) => ({ path: b.path, seq: b.seq, code: b.error.code, message: b.error.message })),
         problems: log.problems.map((p) => ({ path: p.path, seq: p.seq, code: p.error.code, message: p.error.message })),
@@ -54,7 +69,7 @@ Example:
       });
       return 0;
     }
-    printLine(io, `run ${runId} in ${repoId} at ${shortSha(commitSha)}: ${log.events.length} events`);
+    printLine(io, `run ${runId} in ${repoId} at ${shortSha(commitSha)}${archived === null ? "" : ` (archived: ${archived})`}: ${log.events.length} events`);
     if (log.events.length === 0 && log.bad.length === 0) {
       printLine(io, `  (no events: the run has not started, or the id is mistyped; see workflow-host runs list)`);
     }

@@ -30,9 +30,12 @@ export const serveCommand: CliCommand = {
     json: { type: "boolean" },
     http: { type: "string" },
     tokens: { type: "string" },
+    "retention-ms": { type: "string" },
+    "retention-check-ms": { type: "string" },
   },
   help: `Usage: workflow-host serve --data-dir DIR [--init] [--poll-ms N] [--misfire P] [--durability D]
                            [--lock-stale-ms N] [--dispatch FILE] [--json] [--http ADDR --tokens FILE]
+                           [--retention-ms N|off] [--retention-check-ms N]
 
 Runs the host: takes the data dir's host lock, recovers every deployment's timers, fires them
 (TimerFired, cron follow-ups, TimerSkipped) and follows new commits, including ones pushed with
@@ -64,9 +67,15 @@ Options:
                           PORT, HOST:PORT or [IPV6]:PORT (a bare port is 127.0.0.1); needs --tokens
       --tokens FILE       JSON token file: {"tokens": {"<token>": {"principal": "ops",
                           "deployments": {"*": ["read", "write"]}}}} (see the README's HTTP section)
+      --retention-ms N    a run that ended more than N ms ago leaves main for the archive ref
+                          refs/archive/runs, in batched commits at quiet moments (default
+                          604800000: 7 days); off keeps every run live
+      --retention-check-ms N  how often deployments are looked at for retention (default
+                          min(retention / 4, 600000), at least 1000)
 
 Output lines: serving, recovered, armed, fired (with how late: "late 2 ms"), skipped,
-cancelled, bad-event, ref-rewritten, commit-failed, repo-failed, timer-rejected, stopped.
+cancelled, bad-event, ref-rewritten, commit-failed, repo-failed, timer-rejected, archived,
+stopped.
 With --json each is one object per line: {ts, event, ...the report's fields}; fired carries
 lateMs, bad-event {repoId, runId, path, seq, error: {code, message}}.
 
@@ -82,6 +91,7 @@ Examples:
     const misfire = choiceFlag<MisfirePolicy>(NAME, values, "misfire", ["skip", "latest", "all"], "skip");
     const durability = choiceFlag(NAME, values, "durability", ["fsync", "none"], "fsync");
     const json = values["json"] === true;
+    const retention = retentionFlags(values);
     // Every flag (and the token and dispatch files) is checked before the data dir: a bad flag
     // is exit 2.
     const http = await httpFlags(values);
@@ -99,6 +109,12 @@ Examples:
       durability,
       watch: { pollMs, chokidar: true },
       lock: { staleMs },
+      retention,
+      onRetention: (repoId, result) => {
+        if (result.archived.length === 0) return;
+        if (json) printLine(io, JSON.stringify({ ts: io.clock().toISOString(), event: "archived", repoId, runs: result.archived.length, remaining: result.remaining, commitSha: result.commitSha }));
+        else printLine(io, `archived ${plural(result.archived.length, "ended run")} of ${repoId} to refs/archive/runs (commit ${shortSha(result.commitSha)}${result.remaining > 0 ? `, ${result.remaining} more due` : ""})`);
+      },
       onEvent: (event) => {
         if (event.type === "bad_event") bad.report(event, () => printEvent(io, event, json));
         else printEvent(io, event, json);
@@ -155,6 +171,15 @@ Examples:
     }
   },
 };
+
+/** The retention policy of `--retention-ms` and `--retention-check-ms`. @throws usage */
+function retentionFlags(values: Parameters<CliCommand["run"]>[0]): { endedRunsAfterMs: number; checkEveryMs?: number } | false {
+  const raw = values["retention-ms"];
+  const checkEveryMs = intFlag(NAME, values, "retention-check-ms", { min: 1_000, max: 86_400_000 });
+  if (raw === "off") return false;
+  const endedRunsAfterMs = intFlag(NAME, values, "retention-ms", { min: 0, max: 100 * 365 * 86_400_000 }, 7 * 86_400_000) ?? 7 * 86_400_000;
+  return { endedRunsAfterMs, ...(checkEveryMs === undefined ? {} : { checkEveryMs }) };
+}
 
 /**
  * Decides which bad-event reports `serve` prints: each (repo, path, code) once per start, and

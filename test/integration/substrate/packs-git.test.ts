@@ -55,3 +55,57 @@ describe("pack files on disk", () => {
     await fresh.close();
   });
 });
+
+describe("packing small folders and event files", () => {
+  it("stores a run's events/ folder versions and similar event files as deltas in self-contained packs, merged at a quiet moment", async () => {
+    const dataDir = await tempDir();
+    const gitdir = join(dataDir, "deployments", "dep-1.git");
+    const store = createRepoStore({ dataDir, kindHandlers: [plainKind], authorize: allowAll, watch: false, clock: () => new Date("2026-01-01T00:00:00Z") });
+    await store.initRepo(null, REPO);
+    // 40 runs, four events each, one commit per event of each run: small folders rewritten.
+    for (let seq = 1; seq <= 4; seq++) {
+      for (let run = 0; run < 40; run++) {
+        const body = `{"seq":${seq},"type":"Step${seq}","at":"2026-01-01T00:00:${String(run % 60).padStart(2, "0")}.000Z","data":{"run":"r${run}","note":"the same long text in every event of this type"}}`;
+        await store.writeTree(null, REPO, "main", { files: { [`runs/r${String(run).padStart(3, "0")}/events/${seq}.json`]: body }, message: `r${run} ${seq}` });
+      }
+    }
+    await store.compactPacks?.(null, REPO);
+    await store.close();
+
+    await expectFsckClean(gitdir);
+    const packs = (await readdir(join(gitdir, "objects", "pack"))).filter((name) => name.endsWith(".idx"));
+    const lines = (await Promise.all(packs.map((idx) => gitAt(gitdir, ["verify-pack", "-v", join(gitdir, "objects", "pack", idx)])))).join("\n").split("\n");
+    // `<sha> <type> <size> <packed> <offset> <depth> <base>`: a delta names its base.
+    const deltas = (type: string): number => lines.filter((l) => l.split(" ").filter((c) => c !== "")[1] === type && l.split(" ").filter((c) => c !== "").length >= 7).length;
+    expect(deltas("tree")).toBeGreaterThan(40);
+    expect(deltas("blob")).toBeGreaterThan(40);
+    // Self-contained: every delta's base is in the same pack (verify-pack fails otherwise).
+    expect(packs.length).toBeLessThanOrEqual(2);
+    expect((await gitAt(gitdir, ["cat-file", "-p", "main:runs/r007/events/3.json"])).trim()).toContain('"seq":3');
+  });
+});
+
+describe("delta chains across merges", () => {
+  it("never grow past 50, however many quiet merges an object goes through", async () => {
+    const dataDir = await tempDir();
+    const gitdir = join(dataDir, "deployments", "dep-1.git");
+    const store = createRepoStore({ dataDir, kindHandlers: [plainKind], authorize: allowAll, watch: false, clock: () => new Date("2026-01-01T00:00:00Z") });
+    await store.initRepo(null, REPO);
+    let n = 0;
+    for (let round = 0; round < 6; round++) {
+      for (let k = 0; k < 40; k++) {
+        n += 1;
+        const body = `{"seq":1,"type":"Same","data":{"n":${n},"text":"a long text shared by every one of these event files"}}`;
+        await store.writeTree(null, REPO, "main", { files: { [`runs/r${n}/events/1.json`]: body }, message: `r${n}` });
+      }
+      await store.compactPacks?.(null, REPO);
+    }
+    await store.close();
+    await expectFsckClean(gitdir);
+    const packs = (await readdir(join(gitdir, "objects", "pack"))).filter((name) => name.endsWith(".idx"));
+    const out = (await Promise.all(packs.map((idx) => gitAt(gitdir, ["verify-pack", "-v", join(gitdir, "objects", "pack", idx)])))).join("\n");
+    const depths = [...out.matchAll(/^chain length = (\d+):/gm)].map((m) => Number(m[1]));
+    expect(depths.length).toBeGreaterThan(0);
+    expect(Math.max(...depths)).toBeLessThanOrEqual(50);
+  });
+});

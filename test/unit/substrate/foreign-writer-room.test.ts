@@ -59,6 +59,18 @@ describe("room for other writers", () => {
     await store.writeTreePreservingPrefix(null, REPO, "main", appendNext("r1", (seq) => ({ seq })));
     expect(timers.delays.filter((ms) => ms > 0)).toHaveLength(1);
   });
+
+  it("does not take its own commits to another ref of the repository for someone else's", async () => {
+    // A dispatch consumer checkpoints on refs/consumers/<name> between fire commits on main.
+    const timers = recordingTimers();
+    const { store } = createMemStore({ timers, foreignWriterRoomMs: 100 });
+    await store.initRepo(null, REPO);
+    for (let i = 0; i < 3; i++) {
+      await store.writeTreePreservingPrefix(null, REPO, "main", appendNext("r1", (seq) => ({ seq })));
+      await store.writeTree(null, REPO, "refs/consumers/c1", { files: { "consumer.json": `{"i":${i}}` }, message: "checkpoint" });
+    }
+    expect(timers.delays.filter((ms) => ms > 0)).toEqual([]);
+  });
 });
 
 describe("commit fence", () => {

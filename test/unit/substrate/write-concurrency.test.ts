@@ -37,6 +37,28 @@ async function runSeqs(store: RepoStore, runId: string): Promise<number[]> {
 }
 
 describe("concurrent writers", () => {
+  it("queues writes per ref: a write to another ref of the repository does not wait for a slow write to main", async () => {
+    // A dispatch checkpoint (refs/consumers/<name>) must not queue behind fire commits on main.
+    const { store } = createMemStore();
+    await store.initRepo(null, REPO);
+    const order: string[] = [];
+    let openGate: () => void = () => {};
+    const gate = new Promise<void>((resolve) => (openGate = resolve));
+    const slowMain = store.writeTreeDelta(null, REPO, "main", {
+      message: "slow",
+      computeDelta: async () => {
+        await gate;
+        return { puts: new Map([["notes/a.txt", "a"]]) };
+      },
+    }).then(() => order.push("main"));
+    const checkpoint = store.writeTree(null, REPO, "refs/consumers/c1", { files: { "consumer.json": "{}" }, message: "checkpoint" }).then(() => order.push("consumer"));
+    // The checkpoint gets many turns of the event loop to finish on its own; then main goes.
+    for (let i = 0; i < 500 && order.length === 0; i++) await new Promise((resolve) => setImmediate(resolve));
+    openGate();
+    await Promise.all([slowMain, checkpoint]);
+    expect(order).toEqual(["consumer", "main"]);
+  });
+
   it("serialises concurrent appends in one process into a linear history", async () => {
     const { store, fs } = createMemStore();
     await store.initRepo(null, REPO);

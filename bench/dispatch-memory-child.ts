@@ -1,0 +1,81 @@
+/**
+ * A whole host (as `serve` runs it: durability fsync, file watching) on a deployment of N runs
+ * with a pending timer each, plus what runs the user's code when one fires, in a fresh process:
+ * `node --expose-gc --import tsx dispatch-memory-child.ts <dataDir> <repoId> <clockMs> none|ours|baseline <due>`.
+ * - none: the host alone;
+ * - ours: one dispatch consumer (`host.dispatch`, a no-op handler), its ref at the tip;
+ * - baseline: the user-written alternative, a `subscribeKind` loop from the tip that calls the
+ *   handler and then commits its cursor on its own ref after each event, from the tip.
+ * No per-run awaiter in any mode. The wall clock stands still at `clockMs`, at which exactly
+ * `due` timers are overdue: the host fires them and the consumer (or loop) handles each.
+ *
+ * Prints `{"at":"armed"}` once the host started, then `{"at":"done", …}` with the handled count
+ * and, after garbage collection, `rss`, `heapUsed`, `external`, `arrayBuffers` and `rssLoaded`
+ * (bytes), then stops the host (which writes the recovery index for a warm start).
+ */
+import { createWorkflowHost } from "../src/host/host.js";
+import { subscribeKind } from "../src/workflow/subscribe-kind.js";
+import { WORKFLOW_RUN_KIND } from "../src/workflow/workflow-run-kind.js";
+import { nowMs, sleep } from "./stats.js";
+
+const [dataDir, repoId, clockArg, mode, dueArg] = process.argv.slice(2);
+const clockMs = Number(clockArg);
+const due = Number(dueArg);
+const gc = (globalThis as { gc?: () => void }).gc;
+if (dataDir === undefined || repoId === undefined || !Number.isFinite(clockMs) || (mode !== "none" && mode !== "ours" && mode !== "baseline") || !Number.isInteger(due) || gc === undefined) {
+  process.stderr.write("usage: node --expose-gc --import tsx dispatch-memory-child.ts <dataDir> <repoId> <clockMs> none|ours|baseline <due>\n");
+  process.exit(2);
+}
+
+const say = (line: Record<string, unknown>): void => {
+  process.stdout.write(`${JSON.stringify(line)}\n`);
+};
+
+const rssLoaded = process.memoryUsage.rss();
+// Stopped at `clockMs`: exactly the timers overdue then fire (later ones are 1 ms apart).
+const clock = { clock: () => new Date(clockMs) };
+let fired = 0;
+let handled = 0;
+const host = createWorkflowHost({
+  dataDir,
+  clock: clock.clock,
+  durability: "fsync",
+  onEvent: (e) => {
+    if (e.type === "fired") fired += 1;
+  },
+});
+const rid = { kind: WORKFLOW_RUN_KIND, id: repoId };
+// Both readers start at the tip before the host starts (the due timers fire during its start),
+// as a consumer that had been running would: ours from its ref, the loop from its cursor.
+const tip = (await host.store.resolveRef(null, rid, "main")) as string;
+if (mode === "ours") {
+  const file = { version: 1, consumer: "memory", cursor: tip, done: [], updatedAt: clock.clock().toISOString() };
+  await host.store.writeTree(null, rid, "refs/consumers/memory", { files: { "consumer.json": `${JSON.stringify(file)}\n` }, message: "dispatch memory: from the tip" });
+  host.dispatch({ name: "memory", filter: { types: ["TimerFired"] }, handler: () => void (handled += 1) });
+}
+const t0 = nowMs();
+await host.start();
+const startMs = nowMs() - t0;
+say({ at: "armed" });
+const abort = new AbortController();
+let loop: Promise<void> = Promise.resolve();
+if (mode === "baseline") {
+  loop = (async () => {
+    for await (const found of subscribeKind(host.store, null, rid, "main", undefined, { from: tip, kinds: ["TimerFired"], signal: abort.signal })) {
+      handled += 1;
+      await host.store.writeTree(null, rid, "refs/consumers/baseline", { files: { "cursor.json": JSON.stringify({ commitSha: found.commitSha, runId: found.runId, seq: found.seq }) }, message: "ack" });
+    }
+  })().catch((error: unknown) => {
+    if (!abort.signal.aborted) throw error;
+  });
+}
+const deadline = nowMs() + 600_000;
+while ((fired < due || (mode !== "none" && handled < fired)) && nowMs() < deadline) await sleep(100);
+const handledMs = nowMs() - t0;
+for (let i = 0; i < 4; i++) gc();
+const memory = process.memoryUsage();
+say({ at: "done", mode, startMs, handledMs, fired, handled, rss: memory.rss, heapUsed: memory.heapUsed, external: memory.external, arrayBuffers: memory.arrayBuffers, rssLoaded });
+abort.abort();
+await loop;
+await host.stop();
+process.exit(0);

@@ -1,0 +1,256 @@
+/**
+ * Retention: a deployment aged to N ended runs (4 events each: TimerSet, TimerFired, a step,
+ * RunCompleted or RunFailed) plus L live runs with one pending timer each, against a deployment
+ * holding only the L live runs. The aged one is written the way a host writes it: run logs
+ * appended through the validated store, B runs per commit (one commit per event of a batch),
+ * one simulated hour per batch, and a retention pass (`endedRunsAfterMs` one day) every
+ * simulated day, so ended runs move to `refs/archive/runs` in batches as a serving host does.
+ * Then, on each deployment:
+ * - repo size on disk per ended run, against `git gc --aggressive` on a copy;
+ * - cold and warm host start (fresh process, bench/restart-child.ts: start → all armed);
+ * - `workflow-host timers --json` (fresh process, wall time);
+ * - the `runs/` tree a fire commit writes (its bytes at the tip: the live tree);
+ * - fire throughput: every remaining live timer made due at once, start → all fired.
+ * Sizes: N = 10,000 and 30,000 (L = 1,000); 100,000 with `--huge`; `--quick` N = 600, L = 50.
+ */
+import { spawn } from "node:child_process";
+import { cp, readdir, rm, stat } from "node:fs/promises";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { archiveEndedRuns } from "../src/host/archive-ended-runs.js";
+import { DERIVED_DIR_NAME } from "../src/substrate/derived-files.js";
+import { serializeEvent } from "../src/workflow/events.js";
+import type { RunEvent } from "../src/workflow/types.js";
+import { WORKFLOW_RUN_KIND } from "../src/workflow/workflow-run-kind.js";
+import { BASE_MS, type BenchContext, type Benchmark } from "./bench-context.js";
+import { runMilestones } from "./child-process.js";
+import { createOffsetClock, openRig, openStore } from "./scheduler-rig.js";
+import { nowMs } from "./stats.js";
+import { ms, num, row, target, times, type TableRow, type TargetCheck } from "./table.js";
+
+const HOUR_MS = 3_600_000;
+const DAY_MS = 24 * HOUR_MS;
+const REPO = "aged";
+const CLI_MAIN = fileURLToPath(new URL("../src/cli/main.ts", import.meta.url));
+
+interface Deployment {
+  readonly dataDir: string;
+  readonly gitdir: string;
+  readonly ended: number;
+  readonly live: number;
+  readonly commits: number;
+  readonly agingMs: number;
+}
+
+const liveRunId = (i: number): string => `live-${String(i).padStart(6, "0")}`;
+const endedRunId = (i: number): string => `done-${String(i).padStart(7, "0")}`;
+
+/** Run 0's timer is due for the cold start, run 1's for the warm one, the rest 30 days on. */
+function liveFireAtMs(i: number): number {
+  return i === 0 ? BASE_MS : i === 1 ? BASE_MS + HOUR_MS : BASE_MS + 30 * DAY_MS + i * 1_000;
+}
+
+const iso = (msValue: number): string => new Date(msValue).toISOString();
+
+/** Writes a deployment aged to `ended` runs (see the module comment) beside `live` live runs. */
+export async function ageDeployment(dataDir: string, ended: number, live: number, batch: number): Promise<Deployment> {
+  const startedMs = nowMs();
+  let clockMs = BASE_MS - Math.ceil(ended / batch) * HOUR_MS - 2 * DAY_MS;
+  const store = openStore(dataDir, () => new Date(clockMs), { watch: false });
+  const rid = { kind: WORKFLOW_RUN_KIND, id: REPO };
+  let commits = 0;
+  const put = async (files: Map<string, Uint8Array>, message: string): Promise<void> => {
+    await store.writeTreeDelta(null, rid, "refs/heads/main", { message, computeDelta: () => ({ puts: files }) });
+    commits += 1;
+  };
+  const event = (body: Record<string, unknown>): Uint8Array => serializeEvent(body as unknown as RunEvent);
+  try {
+    await store.initRepo(null, rid);
+    for (let from = 0; from < live; from += batch) {
+      const files = new Map<string, Uint8Array>();
+      for (let i = from; i < Math.min(live, from + batch); i += 1) {
+        files.set(`runs/${liveRunId(i)}/events/1.json`, event({ seq: 1, type: "TimerSet", at: iso(clockMs), data: { timerId: "t", fireAt: iso(liveFireAtMs(i)) } }));
+      }
+      await put(files, `Start live runs from ${from}`);
+    }
+    const cache = new Map();
+    for (let from = 0; from < ended; from += batch) {
+      const ids: string[] = [];
+      for (let i = from; i < Math.min(ended, from + batch); i += 1) ids.push(endedRunId(i));
+      const fireAt = iso(clockMs + 60_000);
+      const steps: [number, (runId: string, n: number) => Record<string, unknown>][] = [
+        [1, () => ({ type: "TimerSet", at: iso(clockMs), data: { timerId: "wait", fireAt, stepId: "wait" } })],
+        [2, () => ({ type: "TimerFired", at: fireAt, data: { timerId: "wait", scheduledFor: fireAt, firedAt: fireAt } })],
+        [3, (_r, n) => ({ type: "StepCompleted", at: fireAt, data: { stepId: "charge", output: { ok: true, n } } })],
+        [4, (_r, n) => ({ type: n % 10 === 0 ? "RunFailed" : "RunCompleted", at: iso(clockMs + 120_000) })],
+      ];
+      for (const [seq, body] of steps) {
+        const files = new Map<string, Uint8Array>();
+        ids.forEach((runId, k) => files.set(`runs/${runId}/events/${seq}.json`, event({ seq, ...body(runId, from + k) })));
+        await put(files, `Batch ${from}: seq ${seq}`);
+      }
+      clockMs += HOUR_MS;
+      if (Math.floor(from / batch) % 24 === 23) {
+        const pass = await archiveEndedRuns({ store, principal: null, repoId: REPO, nowMs: clockMs, endedRunsAfterMs: DAY_MS, cache });
+        if (pass.commitSha !== null) commits += 2;
+      }
+    }
+    // The last pass as the host makes it at start: everything ended over a day ago.
+    clockMs = BASE_MS - DAY_MS / 2;
+    for (;;) {
+      const pass = await archiveEndedRuns({ store, principal: null, repoId: REPO, nowMs: BASE_MS + 2 * DAY_MS, endedRunsAfterMs: DAY_MS, cache });
+      if (pass.commitSha !== null) commits += 2;
+      if (pass.remaining === 0) break;
+    }
+  } finally {
+    await store.close();
+  }
+  return { dataDir, gitdir: join(dataDir, "deployments", `${REPO}.git`), ended, live, commits, agingMs: nowMs() - startedMs };
+}
+
+/** Bytes of every file under `dir`, recursively. */
+async function diskBytes(dir: string): Promise<number> {
+  let total = 0;
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    total += entry.isDirectory() ? await diskBytes(path) : Number((await stat(path)).size);
+  }
+  return total;
+}
+
+function runProcess(cmd: string, args: readonly string[]): Promise<{ code: number | null; stdout: string; stderr: string; wallMs: number }> {
+  const t0 = nowMs();
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { stdio: ["ignore", "pipe", "pipe"] });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout.on("data", (c: Buffer) => out.push(c));
+    child.stderr.on("data", (c: Buffer) => err.push(c));
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, stdout: Buffer.concat(out).toString("utf8"), stderr: Buffer.concat(err).toString("utf8"), wallMs: nowMs() - t0 }));
+  });
+}
+
+/** Size of a copy of the repository after `git gc --aggressive`. */
+async function gcAggressiveBytes(gitdir: string, scratch: string): Promise<number> {
+  const copy = join(scratch, "gc-copy.git");
+  await cp(gitdir, copy, { recursive: true });
+  const gc = await runProcess("git", ["--git-dir", copy, "gc", "--aggressive", "--prune=now", "--quiet"]);
+  if (gc.code !== 0) throw new Error(`git gc --aggressive failed: ${gc.stderr.slice(-500)}`);
+  const bytes = await diskBytes(copy);
+  await rm(copy, { recursive: true, force: true });
+  return bytes;
+}
+
+interface Measured {
+  readonly bytes: number;
+  readonly gcBytes: number;
+  readonly coldMs: number;
+  readonly warmMs: number;
+  readonly timersMs: number;
+  readonly runsTreeBytes: number;
+  readonly firesPerSec: number;
+  readonly fired: number;
+}
+
+interface StartDone {
+  readonly pending: number;
+}
+
+async function measure(dep: Deployment, scratch: string): Promise<Measured> {
+  const bytes = await diskBytes(dep.gitdir);
+  const gcBytes = await gcAggressiveBytes(dep.gitdir, scratch);
+  const runsTree = await runProcess("git", ["--git-dir", dep.gitdir, "cat-file", "-s", "main:runs"]);
+  const runsTreeBytes = Number(runsTree.stdout.trim());
+  await rm(join(dep.gitdir, DERIVED_DIR_NAME), { recursive: true, force: true });
+  const start = async (clockMs: number): Promise<number> => {
+    const { at, result } = await runMilestones<StartDone>("restart-child.ts", [dep.dataDir, REPO, String(clockMs)], ["--expose-gc"]);
+    if (result.pending < dep.live - 1) throw new Error(`a start recovered ${result.pending} pending timers; expected about ${dep.live}`);
+    return at.get("armed") ?? Number.NaN;
+  };
+  const coldMs = await start(BASE_MS + 1);
+  const warmMs = await start(BASE_MS + HOUR_MS + 1);
+  const timers = await runProcess(process.execPath, ["--import", "tsx", CLI_MAIN, "timers", "--data-dir", dep.dataDir, "--repo", REPO, "--json"]);
+  if (timers.code !== 0) throw new Error(`workflow-host timers exited ${String(timers.code)}: ${timers.stderr.slice(-500)}`);
+  // Fire throughput: every remaining live timer due at once.
+  const clock = createOffsetClock(BASE_MS + 31 * DAY_MS + dep.live * 1_000 - Date.now());
+  const due = dep.live - 2;
+  let fired = 0;
+  let allFired!: () => void;
+  const done = new Promise<void>((resolve) => {
+    allFired = resolve;
+  });
+  const t0 = nowMs();
+  const rig = openRig(dep.dataDir, [REPO], clock.clock, (e) => {
+    if (e.type === "fired") {
+      fired += 1;
+      if (fired >= due) allFired();
+    }
+  }, {}, { watch: false });
+  try {
+    await rig.scheduler.start();
+    await done;
+  } finally {
+    await rig.close();
+  }
+  const fireMs = nowMs() - t0;
+  return { bytes, gcBytes, coldMs, warmMs, timersMs: timers.wallMs, runsTreeBytes, firesPerSec: (fired / fireMs) * 1_000, fired };
+}
+
+export const retention: Benchmark = {
+  name: "retention",
+  async run(ctx: BenchContext) {
+    const live = ctx.quick ? 50 : 1_000;
+    const sizes = ctx.quick ? [600] : ctx.huge ? [10_000, 30_000, 100_000] : [10_000, 30_000];
+    const batch = ctx.quick ? 20 : 50;
+    const rows: TableRow[] = [];
+    const notes: string[] = [];
+    const targets: TargetCheck[] = [];
+    const baseDir = await ctx.cache.scratch("retention-live");
+    ctx.log(`retention: ${num(live)} live runs only`);
+    const baseDep = await ageDeployment(baseDir, 0, live, batch);
+    const base = await measure(baseDep, await ctx.cache.scratch("retention-gc"));
+    for (const ended of sizes) {
+      ctx.log(`retention: aging to ${num(ended)} ended runs + ${num(live)} live`);
+      const dir = await ctx.cache.scratch(`retention-${ended}`);
+      const dep = await ageDeployment(dir, ended, live, batch);
+      const m = await measure(dep, await ctx.cache.scratch("retention-gc"));
+      const label = `${num(ended)} ended + ${num(live)} live`;
+      const perRun = (m.bytes - base.bytes) / ended;
+      const gcPerRun = (m.gcBytes - base.gcBytes) / ended;
+      rows.push(row(`${label}: disk bytes per ended run (vs git gc --aggressive)`, { value: perRun, text: `${num(perRun)} B` }, { value: gcPerRun, text: `${num(gcPerRun)} B (gc --aggressive)` }, "lower"));
+      const vsLive = (what: string, ours: number, baseline: number, show: (v: number) => string, better: "lower" | "higher" = "lower"): TableRow =>
+        row(`${label}: ${what}`, { value: ours, text: show(ours) }, { value: baseline, text: `${show(baseline)} (live only)` }, better);
+      rows.push(vsLive("cold start → all armed", m.coldMs, base.coldMs, ms));
+      rows.push(vsLive("warm start → all armed", m.warmMs, base.warmMs, ms));
+      rows.push(vsLive("workflow-host timers", m.timersMs, base.timersMs, ms));
+      rows.push(vsLive("runs/ tree bytes per fire commit", m.runsTreeBytes, base.runsTreeBytes, (v) => `${num(v)} B`));
+      rows.push(vsLive("fire throughput", m.firesPerSec, base.firesPerSec, (v) => `${num(v)} fires/s`, "higher"));
+      notes.push(
+        `${label}: aged in ${ms(dep.agingMs)} through ${num(dep.commits)} commits (${batch} runs a commit); on disk ${num(m.bytes)} B, after git gc --aggressive ${num(m.gcBytes)} B ` +
+          `(${times(m.bytes / m.gcBytes)} of it, whole repo); live-only deployment ${num(base.bytes)} B (gc ${num(base.gcBytes)} B); fired ${num(m.fired)} timers.`,
+      );
+      if (!ctx.quick && ended === sizes[sizes.length - 1]) {
+        const ratio = (a: number, b: number): number => a / b;
+        targets.push(target(`disk per ended run ≤ 1.5× git gc --aggressive (${num(ended)} ended)`, ratio(perRun, gcPerRun), 1.5, "max", times, [perRun, gcPerRun]));
+        targets.push(target(`cold start within 1.5× of live only (${num(ended)} ended)`, ratio(m.coldMs, base.coldMs), 1.5, "max", times, [m.coldMs, base.coldMs]));
+        targets.push(target(`warm start within 1.5× of live only (${num(ended)} ended)`, ratio(m.warmMs, base.warmMs), 1.5, "max", times, [m.warmMs, base.warmMs]));
+        targets.push(target(`runs/ tree bytes per fire commit within 1.5× of live only (${num(ended)} ended)`, ratio(m.runsTreeBytes, base.runsTreeBytes), 1.5, "max", times, [m.runsTreeBytes, base.runsTreeBytes]));
+        targets.push(target(`fire throughput within 1.5× of live only (${num(ended)} ended)`, ratio(base.firesPerSec, m.firesPerSec), 1.5, "max", times, [m.firesPerSec, base.firesPerSec]));
+        targets.push(target(`workflow-host timers within 2× of live only (${num(ended)} ended)`, ratio(m.timersMs, base.timersMs), 2, "max", times, [m.timersMs, base.timersMs]));
+      }
+      await rm(dir, { recursive: true, force: true });
+    }
+    notes.push("Starts and `timers` are fresh processes (node and tsx loading the sources included); fire throughput is in this process, from scheduler start (recovery included) to the last fire.");
+    if (!ctx.huge && !ctx.quick) notes.push("The 100,000-ended-run point runs only with `npm run bench -- --huge` (aging it takes several minutes).");
+    notes.push("Today's behaviour without retention (issue 16): 2,000 ended runs took 18 MB (3.9× git gc --aggressive), and a cold start with 4,000 ended runs 7.6 s.");
+    return {
+      name: "retention",
+      title: "Retention (an aged deployment against one holding only its live runs)",
+      baseline: "see row",
+      rows,
+      notes,
+      ...(targets.length > 0 ? { targets } : {}),
+    };
+  },
+};

@@ -1,0 +1,199 @@
+/**
+ * One retention pass over one deployment: the runs that ended longer ago than
+ * `endedRunsAfterMs` leave the live tree at `main`, after their folders were copied, unchanged,
+ * to the archive ref (`refs/archive/runs`, see src/workflow/run-archive.ts).
+ *
+ * Two commits, in this order, both through the store's write queue of the repository:
+ * 1. the archive commit adds each due run's folder to the archive ref, file by file with the
+ *    same bytes (so the same blob and folder tree oids);
+ * 2. the retention commit on `main` removes each due run whose live folder is, under the repo
+ *    lock, exactly the folder the archive holds (same tree oid); `validatePush` accepts a removal
+ *    on that ground only.
+ * After a retention commit the repository's recent packs are merged (`compactPacks`), so the
+ * history of the runs that left is stored with its deltas.
+ * A crash between or inside them loses nothing: the archive only grows, `main` only loses a run
+ * the archive already holds, and the next pass finds the same runs due, finds them archived
+ * already, and makes the retention commit.
+ *
+ * When a run ended: the `at` of its terminal event. A run whose terminal event has none (a log
+ * written before this project stamped it, or by the original system) counts from the latest
+ * instant among its events (`at`, a fire's `firedAt`); one with no instant at all is due at once:
+ * archiving loses nothing and `runs show` still finds it.
+ */
+import { DEFAULT_REF } from "../substrate/ref-name.js";
+import type { Principal, RepoStore } from "../substrate/types.js";
+import type { CommittedReads } from "../substrate/types.js";
+import { parseRepoId } from "../workflow/ids.js";
+import { runsPrefix } from "../workflow/paths.js";
+import { ARCHIVE_REF } from "../workflow/run-archive.js";
+import { readRunLog } from "../workflow/run-log.js";
+import type { RunEvent } from "../workflow/types.js";
+import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
+
+/** Default retention: runs that ended more than 7 days ago leave the live tree. */
+export const DEFAULT_ENDED_RUNS_AFTER_MS = 7 * 24 * 60 * 60 * 1000;
+
+/** Most runs one retention commit removes (default); the rest wait for the next pass. */
+export const DEFAULT_MAX_RUNS_PER_COMMIT = 10_000;
+
+/** What a pass remembers of a run folder, keyed by the folder's tree oid, between passes. */
+export type RetentionCache = Map<string, { readonly oid: string; readonly endedAtMs: number | null }>;
+
+export interface ArchiveEndedRunsOptions {
+  readonly store: RepoStore;
+  readonly principal: Principal;
+  readonly repoId: string;
+  /** The live ref. Default `DEFAULT_REF` ("refs/heads/main"). */
+  readonly ref?: string;
+  /** Now, epoch ms (the host's clock). */
+  readonly nowMs: number;
+  /** A run that ended at least this long before `nowMs` is due (ms, ≥ 0). */
+  readonly endedRunsAfterMs: number;
+  /** Most runs archived by this pass (default {@link DEFAULT_MAX_RUNS_PER_COMMIT}). */
+  readonly maxRuns?: number;
+  /** Largest event read (bytes, default 1 MiB). */
+  readonly maxEventBytes?: number;
+  /**
+   * Run folders seen by earlier passes (by tree oid), so a pass reads only folders that changed.
+   * Default: a fresh one (every folder is read).
+   */
+  readonly cache?: RetentionCache;
+}
+
+export interface ArchiveEndedRunsResult {
+  /** Runs removed from the live tree by this pass (now only in the archive), sorted. */
+  readonly archived: readonly string[];
+  /** Due runs left for a later pass (beyond `maxRuns`, or changed while archiving). */
+  readonly remaining: number;
+  /** Due runs that cannot be archived, with why (they stay live; reported, never fatal). */
+  readonly skipped: readonly { readonly runId: string; readonly reason: string }[];
+  /** The archive ref's commit afterwards (null when it does not exist). */
+  readonly archiveSha: string | null;
+  /** The retention commit on the live ref, or null when nothing was removed. */
+  readonly commitSha: string | null;
+}
+
+/**
+ * Runs one retention pass (see the module comment).
+ * @returns what was archived; see {@link ArchiveEndedRunsResult}
+ * @throws repo_id_invalid; the store's errors (ref_locked, ref_conflict, …): nothing is lost,
+ *   the next pass retries
+ */
+export async function archiveEndedRuns(opts: ArchiveEndedRunsOptions): Promise<ArchiveEndedRunsResult> {
+  const repo = { kind: WORKFLOW_RUN_KIND, id: parseRepoId(opts.repoId) };
+  const ref = opts.ref ?? DEFAULT_REF;
+  const cache = opts.cache ?? new Map();
+  const maxRuns = opts.maxRuns ?? DEFAULT_MAX_RUNS_PER_COMMIT;
+  const cutoffMs = opts.nowMs - opts.endedRunsAfterMs;
+  const live = await opts.store.openCommittedReads(opts.principal, repo, ref);
+  const due: { runId: string; oid: string }[] = [];
+  const present = new Set<string>();
+  for (const entry of await live.listDir(runsPrefix.slice(0, -1))) {
+    if (entry.type !== "tree") continue;
+    present.add(entry.name);
+    let known = cache.get(entry.name);
+    if (known === undefined || known.oid !== entry.oid) {
+      known = { oid: entry.oid, endedAtMs: await endedAtMs(live, entry.name, opts.maxEventBytes) };
+      cache.set(entry.name, known);
+    }
+    if (known.endedAtMs !== null && known.endedAtMs <= cutoffMs) due.push({ runId: entry.name, oid: entry.oid });
+  }
+  for (const runId of cache.keys()) if (!present.has(runId)) cache.delete(runId);
+  due.sort((a, b) => (a.runId < b.runId ? -1 : a.runId > b.runId ? 1 : 0));
+  const skipped: { runId: string; reason: string }[] = [];
+  const batch: { runId: string; oid: string; files: Map<string, Uint8Array> }[] = [];
+  for (const run of due) {
+    if (batch.length >= maxRuns) break;
+    const files = new Map<string, Uint8Array>();
+    const reason = await collectFiles(live, `${runsPrefix}${run.runId}`, files);
+    if (reason !== null) skipped.push({ runId: run.runId, reason });
+    else batch.push({ ...run, files });
+  }
+  const copySkipped = skipped.length;
+  if (batch.length === 0) {
+    return { archived: [], remaining: 0, skipped, archiveSha: await opts.store.resolveRef(opts.principal, repo, ARCHIVE_REF), commitSha: null };
+  }
+
+  const archivedWrite = await opts.store.writeTreeDelta<undefined>(opts.principal, repo, ARCHIVE_REF, {
+    message: `Archive ${batch.length} ended run${batch.length === 1 ? "" : "s"} of ${repo.id} (ended before ${new Date(cutoffMs).toISOString()})`,
+    computeDelta: async (_parent, archive) => {
+      const puts = new Map<string, Uint8Array>();
+      for (const run of batch) {
+        // Held already: a pass that crashed after its archive commit, or an earlier one.
+        if ((await archive.treeOid(`${runsPrefix}${run.runId}`)) !== null) continue;
+        for (const [path, bytes] of run.files) puts.set(path, bytes);
+      }
+      return puts.size === 0 ? null : { puts };
+    },
+  });
+
+  const removed = await opts.store.writeTreeDelta<string[]>(opts.principal, repo, ref, {
+    message: `Retention: ${batch.length} run${batch.length === 1 ? "" : "s"} ended before ${new Date(cutoffMs).toISOString()} moved to ${ARCHIVE_REF}`,
+    computeDelta: async (_parent, reads) => {
+      const archive = await opts.store.openCommittedReads(opts.principal, repo, ARCHIVE_REF);
+      const gone: string[] = [];
+      for (const run of batch) {
+        const folder = `${runsPrefix}${run.runId}`;
+        const liveOid = await reads.treeOid(folder);
+        if (liveOid !== null && liveOid === (await archive.treeOid(folder))) gone.push(run.runId);
+      }
+      return gone.length === 0 ? null : { deletes: gone.map((runId) => `${runsPrefix}${runId}`), result: gone };
+    },
+  });
+  const archived = removed.committed ? (removed.result ?? []) : [];
+  const archivedSet = new Set(archived);
+  for (const run of batch) {
+    if (!archivedSet.has(run.runId)) skipped.push({ runId: run.runId, reason: "its folder differs from the archived copy (changed while archiving, or archived before under the same id)" });
+  }
+  for (const runId of archived) cache.delete(runId);
+  // A pass runs at a quiet moment: the recent packs are merged now, with their deltas.
+  if (removed.committed) await opts.store.compactPacks?.(opts.principal, repo).catch(() => undefined);
+  return {
+    archived,
+    remaining: due.length - copySkipped - archived.length,
+    skipped,
+    archiveSha: archivedWrite.commitSha,
+    commitSha: removed.committed ? removed.commitSha : null,
+  };
+}
+
+/** When the run ended (epoch ms), or null while it has not. */
+async function endedAtMs(reads: CommittedReads, runId: string, maxEventBytes: number | undefined): Promise<number | null> {
+  const log = await readRunLog(reads, runId, maxEventBytes === undefined ? {} : { maxEventBytes });
+  if (log.state.terminal === null) return null;
+  const last = log.events.at(-1);
+  const stamped = last === undefined ? Number.NaN : instantOf(last);
+  if (Number.isFinite(stamped)) return stamped;
+  let latest = Number.NEGATIVE_INFINITY;
+  for (const event of log.events) latest = Math.max(latest, instantOf(event));
+  return Number.isFinite(latest) ? latest : Number.NEGATIVE_INFINITY;
+}
+
+/** The latest instant an event names about itself (`at`, or a fire's `firedAt`), or NaN. */
+function instantOf(event: RunEvent): number {
+  const at = typeof event["at"] === "string" ? Date.parse(event["at"]) : Number.NaN;
+  const data = (event as { data?: { firedAt?: unknown } }).data;
+  const firedAt = typeof data?.firedAt === "string" ? Date.parse(data.firedAt) : Number.NaN;
+  if (Number.isFinite(at) && Number.isFinite(firedAt)) return Math.max(at, firedAt);
+  return Number.isFinite(at) ? at : firedAt;
+}
+
+/**
+ * Every file under `folder` into `files` (path → bytes).
+ * @returns null, or why the folder cannot be copied byte for byte as plain files (a symlink, an
+ *   executable or a gitlink: their modes would not survive the copy)
+ */
+async function collectFiles(reads: CommittedReads, folder: string, files: Map<string, Uint8Array>): Promise<string | null> {
+  for (const entry of await reads.listDir(folder)) {
+    const path = `${folder}/${entry.name}`;
+    if (entry.type === "tree") {
+      const reason = await collectFiles(reads, path, files);
+      if (reason !== null) return reason;
+    } else if (entry.type === "blob" && entry.mode === undefined) {
+      files.set(path, await reads.readBlobByOid(entry.oid));
+    } else {
+      return `${path} is not a plain file (mode ${entry.mode ?? entry.type}); it would not be archived unchanged`;
+    }
+  }
+  return null;
+}

@@ -1,0 +1,97 @@
+/**
+ * Ending a run: one terminal event (`RunCompleted`, `RunFailed` or `RunCancelled`) appended to its
+ * log, after which nothing may follow. The terminal event disarms every timer of the run (the
+ * scheduler drops them as it tails the commit) and makes the run due for retention once it is
+ * older than the deployment's `endedRunsAfterMs` (its `at` is when it ended).
+ */
+import { WorkflowHostError } from "../errors.js";
+import type { Principal, RepoStore } from "../substrate/types.js";
+import { parseRepoId, parseRunId } from "../workflow/ids.js";
+import { assertJsonValue } from "../workflow/json-value.js";
+import { newTerminalEvent } from "../workflow/event-constructors.js";
+import { openRunLog } from "../workflow/run-log-writer.js";
+import { isoFromMs } from "../workflow/time.js";
+import type { TerminalEventType } from "../workflow/types.js";
+
+/** How a run ended. */
+export type RunOutcome = "completed" | "failed" | "cancelled";
+
+/** The terminal event type of each outcome. */
+export const TERMINAL_TYPE_OF: Readonly<Record<RunOutcome, TerminalEventType>> = {
+  completed: "RunCompleted",
+  failed: "RunFailed",
+  cancelled: "RunCancelled",
+};
+
+export interface EndRunOptions {
+  readonly store: RepoStore;
+  readonly principal: Principal;
+  readonly repoId: string;
+  readonly runId: string;
+  readonly outcome: RunOutcome;
+  /**
+   * Recorded as the event's `data` (plain JSON: a result, an error, a reason). Default none.
+   * A second call that differs only here commits nothing: the run has ended.
+   */
+  readonly data?: Record<string, unknown>;
+  /** Stamps the event's `at` (epoch ms); retention counts from it. */
+  readonly nowMs: number;
+  /** Default `DEFAULT_REF` ("refs/heads/main"). */
+  readonly ref?: string;
+  readonly maxEventBytes?: number;
+}
+
+export interface EndRunResult {
+  /** The run's terminal event type. */
+  readonly type: TerminalEventType;
+  /** Its seq. */
+  readonly seq: number;
+  /** False when the run had already ended this way: nothing was committed. */
+  readonly committed: boolean;
+  /** The commit holding the terminal event (the tip when nothing was committed). */
+  readonly commitSha: string | null;
+}
+
+/**
+ * Appends the run's terminal event, decided under the repo lock. Idempotent: a run that already
+ * ended with the same outcome commits nothing. Ending a run that has no event yet is allowed (a
+ * run cancelled before it started).
+ * @returns see {@link EndRunResult}
+ * @throws repo_id_invalid, id_invalid, event_invalid (`data` not plain JSON) before any write;
+ *   event_invalid with `data.reason` "already_ended" when the run ended with another outcome,
+ *   or "run_archived" when its id belongs to an archived run; payload_too_large; the store's
+ *   write errors
+ */
+export async function endRun(opts: EndRunOptions): Promise<EndRunResult> {
+  const repoId = parseRepoId(opts.repoId);
+  const runId = parseRunId(opts.runId);
+  const type = TERMINAL_TYPE_OF[opts.outcome];
+  if (type === undefined) {
+    throw new WorkflowHostError("event_invalid", `outcome ${JSON.stringify(opts.outcome)} is not one of completed, failed, cancelled`, { repoId, runId, outcome: opts.outcome });
+  }
+  if (opts.data !== undefined) assertJsonValue(opts.data, "data");
+  const runLog = openRunLog({
+    store: opts.store,
+    principal: opts.principal,
+    repoId,
+    ...(opts.ref === undefined ? {} : { ref: opts.ref }),
+    ...(opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes }),
+  });
+  const written = await runLog.append<{ seq: number; committed: boolean }>(runId, `End run ${runId}: ${type}`, (log) => {
+    const terminal = log.state.terminal;
+    if (terminal !== null) {
+      const last = log.events.at(-1);
+      if (terminal === type && last !== undefined) return { append: [], result: { seq: last.seq, committed: false } };
+      throw new WorkflowHostError("event_invalid", `run ${runId} of ${repoId} has already ended (${terminal}); it cannot end again as ${type}`, {
+        repoId,
+        runId,
+        terminal,
+        reason: "already_ended",
+      });
+    }
+    const event = newTerminalEvent(type, isoFromMs(opts.nowMs), opts.data === undefined ? {} : { data: opts.data });
+    return { append: [event], result: { seq: log.nextSeq, committed: true } };
+  });
+  const result = written.result ?? { seq: -1, committed: false };
+  return { type, seq: result.seq, committed: written.committed && result.committed, commitSha: written.commitSha };
+}

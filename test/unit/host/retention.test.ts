@@ -1,0 +1,228 @@
+/**
+ * Run lifecycle verbs and retention (issue 16): ending a run, archiving ended runs to
+ * refs/archive/runs and removing them from main in a retention commit, the rules that tell such
+ * a commit from a destructive one, and that an archived run's log is unchanged, byte for byte.
+ * On memfs under a FakeClock.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { archiveEndedRuns } from "../../../src/host/archive-ended-runs.js";
+import { endRun } from "../../../src/host/end-run.js";
+import { ARCHIVE_REF } from "../../../src/workflow/run-archive.js";
+import { readRunLog } from "../../../src/workflow/run-log.js";
+import { subscribeKind, type KindIssue } from "../../../src/workflow/subscribe-kind.js";
+import { WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
+import { createHarness, REPO, type Harness } from "../scheduler/harness.js";
+
+const NOW = "2026-05-01T10:00:00.000Z";
+const RID = { kind: WORKFLOW_RUN_KIND, id: REPO };
+const DAY = 24 * 60 * 60 * 1000;
+
+/** Asserts that `promise` rejects with a WorkflowHostError of this code. */
+async function expectCode(promise: Promise<unknown>, code: string): Promise<void> {
+  await expect(promise).rejects.toMatchObject({ code });
+}
+
+let harness: Harness | null = null;
+afterEach(async () => {
+  await harness?.close();
+  harness = null;
+});
+
+async function setup(): Promise<Harness> {
+  harness = await createHarness(NOW);
+  return harness;
+}
+
+async function filesUnder(h: Harness, ref: string, folder: string): Promise<Map<string, string>> {
+  const reads = await h.store.openCommittedReads(null, RID, ref);
+  const out = new Map<string, string>();
+  const walk = async (path: string): Promise<void> => {
+    for (const entry of await reads.listDir(path)) {
+      if (entry.type === "tree") await walk(`${path}/${entry.name}`);
+      else out.set(`${path}/${entry.name}`, new TextDecoder().decode(await reads.readBlobByOid(entry.oid)));
+    }
+  };
+  await walk(folder);
+  return out;
+}
+
+const end = (h: Harness, runId: string, outcome: "completed" | "failed" | "cancelled", data?: Record<string, unknown>) =>
+  endRun({ store: h.store, principal: null, repoId: REPO, runId, outcome, nowMs: h.clock.now(), ...(data === undefined ? {} : { data }) });
+
+describe("run lifecycle verbs", () => {
+  it("appends the terminal event of each outcome, stamped now, once", async () => {
+    const h = await setup();
+    await h.append("a", { type: "Started" });
+    const first = await end(h, "a", "completed", { result: 42 });
+    expect(first).toMatchObject({ type: "RunCompleted", seq: 2, committed: true });
+    const again = await end(h, "a", "completed");
+    expect(again).toMatchObject({ type: "RunCompleted", seq: 2, committed: false });
+    await expectCode(end(h, "a", "failed"), "event_invalid");
+    expect(await h.log("a")).toEqual([
+      { seq: 1, type: "Started" },
+      { seq: 2, type: "RunCompleted", at: NOW, data: { result: 42 } },
+    ]);
+    expect((await end(h, "b", "failed", { error: "boom" })).type).toBe("RunFailed");
+    expect((await end(h, "c", "cancelled")).type).toBe("RunCancelled");
+    await expectCode(end(h, "bad id", "cancelled"), "id_invalid");
+  });
+
+  it("a terminal event disarms the run's pending timers", async () => {
+    const h = await setup();
+    await h.scheduler.start();
+    await h.append("a", { type: "TimerSet", data: { timerId: "t", fireAt: "2026-05-01T11:00:00Z" } });
+    await h.scheduler.idle();
+    for (let i = 0; i < 5 && h.scheduler.queuedTimers().length === 0; i += 1) await new Promise((r) => setImmediate(r));
+    expect(h.scheduler.queuedTimers()).toHaveLength(1);
+    await end(h, "a", "cancelled");
+    for (let i = 0; i < 20 && h.scheduler.queuedTimers().length > 0; i += 1) {
+      await new Promise((r) => setImmediate(r));
+      await h.scheduler.idle();
+    }
+    expect(h.scheduler.queuedTimers()).toHaveLength(0);
+  });
+});
+
+describe("retention", () => {
+  it("moves runs ended longer ago than the policy to the archive ref, unchanged, and keeps the others live", async () => {
+    const h = await setup();
+    await h.append("old", { type: "Started", at: NOW });
+    await end(h, "old", "completed");
+    await h.append("live", { type: "TimerSet", data: { timerId: "t", fireAt: "2026-06-01T00:00:00Z" } });
+    await h.clock.advance(3 * DAY);
+    await h.append("recent", { type: "Started" });
+    await end(h, "recent", "failed");
+    const before = await filesUnder(h, "refs/heads/main", "runs/old");
+
+    const pass = await archiveEndedRuns({ store: h.store, principal: null, repoId: REPO, nowMs: h.clock.now(), endedRunsAfterMs: 2 * DAY });
+    expect(pass.archived).toEqual(["old"]);
+    expect(pass.commitSha).not.toBeNull();
+    const main = await h.store.openCommittedReads(null, RID, "refs/heads/main");
+    expect((await main.listDir("runs")).map((e) => e.name)).toEqual(["live", "recent"]);
+    expect(await filesUnder(h, ARCHIVE_REF, "runs/old")).toEqual(before);
+    const archive = await h.store.openCommittedReads(null, RID, ARCHIVE_REF);
+    expect((await readRunLog(archive, "old")).events.map((e) => e.type)).toEqual(["Started", "RunCompleted"]);
+
+    // Nothing more is due: a second pass commits nothing.
+    const second = await archiveEndedRuns({ store: h.store, principal: null, repoId: REPO, nowMs: h.clock.now(), endedRunsAfterMs: 2 * DAY });
+    expect(second.archived).toEqual([]);
+    expect(await h.store.resolveRef(null, RID, "refs/heads/main")).toBe(pass.commitSha);
+  });
+
+  it("archives runs of existing repos: no `at` on the terminal event, and the original compacted form", async () => {
+    const h = await setup();
+    const lines = ['{"seq":0,"type":"Started"}', '{"seq":1,"type":"RunCompleted"}'];
+    await h.rawWrite({
+      "runs/sealed/events.jsonl": `${lines.join("\n")}\n`,
+      "runs/plain/events/0.json": '{"seq":0,"type":"TimerFired","data":{"timerId":"t"}}',
+      "runs/plain/events/1.json": '{"seq":1,"type":"RunCancelled"}',
+      "runs/plain/grants.json": "{}",
+    });
+    const pass = await archiveEndedRuns({ store: h.store, principal: null, repoId: REPO, nowMs: h.clock.now(), endedRunsAfterMs: DAY });
+    expect(pass.archived).toEqual(["plain", "sealed"]);
+    const archive = await h.store.openCommittedReads(null, RID, ARCHIVE_REF);
+    expect(new TextDecoder().decode((await archive.readBlob("runs/sealed/events.jsonl")) ?? new Uint8Array())).toBe(`${lines.join("\n")}\n`);
+    expect(await archive.readBlob("runs/plain/grants.json")).not.toBeNull();
+  });
+
+  it("a retention commit is not reported as a rewrite; the same removal pushed without the archive is", async () => {
+    const h = await setup();
+    await h.append("a", { type: "Started" });
+    await end(h, "a", "completed");
+    await h.append("b", { type: "Started" });
+    await end(h, "b", "completed");
+    const from = await h.store.resolveRef(null, RID, "refs/heads/main");
+    await h.clock.advance(2 * DAY);
+    await archiveEndedRuns({ store: h.store, principal: null, repoId: REPO, nowMs: h.clock.now(), endedRunsAfterMs: DAY, maxRuns: 1 });
+    await h.rawDelta({}, ["runs/b"]);
+    const issues: KindIssue[] = [];
+    const stop = new AbortController();
+    const tip = await h.store.resolveRef(null, RID, "refs/heads/main");
+    for await (const commit of subscribeKind(h.store, null, RID, "refs/heads/main", undefined as never, { from: from ?? "genesis", signal: stop.signal, onIssue: (i) => issues.push(i), onCommit: (c) => { if (c.commitSha === tip) stop.abort(); } })) void commit;
+    expect(issues.map((i) => (i.type === "event_rewritten" ? `${i.runId}/${i.seq}` : i.type)).sort()).toEqual(["b/1", "b/2"]);
+  });
+
+  it("refuses, through the store, a removal of a run the archive does not hold, of a live run, and a reused archived id", async () => {
+    const h = await setup();
+    await h.append("a", { type: "Started" });
+    await end(h, "a", "completed");
+    await h.append("live", { type: "Started" });
+    const remove = (path: string) =>
+      h.store.writeTreeDelta(null, RID, "refs/heads/main", { message: "remove", computeDelta: () => ({ deletes: [path] }) });
+    await expectCode(remove("runs/a"), "event_invalid");
+    // A copy of a live run in the archive does not let it leave: only an ended run does.
+    const live = await filesUnder(h, "refs/heads/main", "runs/live");
+    await h.store.writeTreeDelta(null, RID, ARCHIVE_REF, { message: "copy", computeDelta: () => ({ puts: new Map([...live].map(([p, t]) => [p, new TextEncoder().encode(t)])) }) });
+    await expectCode(remove("runs/live"), "event_invalid");
+    // The archive only grows.
+    await expectCode(h.store.writeTreeDelta(null, RID, ARCHIVE_REF, { message: "rm", computeDelta: () => ({ deletes: ["runs/live"] }) }), "event_invalid");
+
+    await h.clock.advance(2 * DAY);
+    const pass = await archiveEndedRuns({ store: h.store, principal: null, repoId: REPO, nowMs: h.clock.now(), endedRunsAfterMs: DAY });
+    expect(pass.archived).toEqual(["a"]);
+    await expectCode(h.append("a", { type: "Started" }), "event_invalid");
+    await expectCode(end(h, "a", "completed"), "event_invalid");
+    expect(await (await h.store.openCommittedReads(null, RID, "refs/heads/main")).treeOid("runs/a")).toBeNull();
+  });
+
+  it("finishes a pass whose archive commit was made but whose retention commit was not", async () => {
+    const h = await setup();
+    await h.append("a", { type: "Started" });
+    await end(h, "a", "completed");
+    const files = await filesUnder(h, "refs/heads/main", "runs/a");
+    await h.store.writeTreeDelta(null, RID, ARCHIVE_REF, { message: "archive", computeDelta: () => ({ puts: new Map([...files].map(([p, t]) => [p, new TextEncoder().encode(t)])) }) });
+    await h.clock.advance(2 * DAY);
+    const pass = await archiveEndedRuns({ store: h.store, principal: null, repoId: REPO, nowMs: h.clock.now(), endedRunsAfterMs: DAY });
+    expect(pass.archived).toEqual(["a"]);
+    expect(await filesUnder(h, ARCHIVE_REF, "runs/a")).toEqual(files);
+  });
+});
+
+describe("the host's retention", () => {
+  it("moves a run ended through the runtime to the archive once the policy's time has passed, at a quiet check", async () => {
+    const { createWorkflowHost } = await import("../../../src/host/host.js");
+    const { createFakeClock } = await import("../../../src/testing/fake-clock.js");
+    const { createManualTimers } = await import("../../helpers/manual-timers.js");
+    const { createMemFs } = await import("../../helpers/memfs.js");
+    const clock = createFakeClock(NOW);
+    const passes: string[] = [];
+    const warnings: string[] = [];
+    const host = createWorkflowHost({
+      dataDir: "/data",
+      fs: createMemFs(),
+      clock: clock.clock,
+      timers: clock.timers,
+      watch: false,
+      lock: { timers: createManualTimers() },
+      discoverEveryMs: DAY,
+      retention: { endedRunsAfterMs: DAY, checkEveryMs: 12 * 60 * 60 * 1000, quietMs: 10 },
+      logger: { info: () => undefined, warn: (m) => warnings.push(m), error: (m) => warnings.push(m) },
+      onRetention: (repoId, result) => passes.push(`${repoId}:${result.archived.join(",")}`),
+    });
+    try {
+      await host.start();
+      await host.createDeployment(REPO);
+      const runtime = host.runtime(REPO);
+      await runtime.deliverSignal("r1", "go", {}, "s1");
+      expect((await runtime.completeRun("r1", { ok: true })).committed).toBe(true);
+      await runtime.deliverSignal("r2", "go", {}, "s2");
+      for (let check = 0; check < 4 && passes.length === 0; check += 1) {
+        await clock.advance(12 * 60 * 60 * 1000);
+        // The check's store reads and its quiet wait take a few turns of the event loop.
+        for (let i = 0; i < 100 && passes.length === 0; i += 1) {
+          for (let j = 0; j < 10; j += 1) await new Promise((r) => setImmediate(r));
+          await clock.advance(10);
+        }
+      }
+      expect(passes).toEqual([`${REPO}:r1`]);
+      const main = await host.store.openCommittedReads(null, RID, "refs/heads/main");
+      expect((await main.listDir("runs")).map((e) => e.name)).toEqual(["r2"]);
+      await expect(runtime.completeRun("r1")).rejects.toMatchObject({ code: "event_invalid" });
+      // The scheduler saw the retention commit as what it is, not as a rewrite.
+      await host.scheduler.idle();
+      expect(warnings).toEqual([]);
+    } finally {
+      await host.stop();
+    }
+  });
+});
