@@ -15,6 +15,7 @@
  * The library installs no signal handlers; a process that wants Ctrl-C to stop the host calls
  * {@link stopOnSignals} (see `./stop-on-signals.ts`).
  */
+import { createClusterCoordinator, type ClusterCoordinator, type ClusterEvent, type ClusterOptions } from "../../seams/cluster/cluster-coordinator.js";
 import { createDispatcher } from "../../seams/dispatch/dispatcher.js";
 import type { ConsumerHandle, ConsumerOptions, Dispatcher, DispatchReport } from "../../seams/dispatch/dispatch-types.js";
 import { createWorkflowHostScheduler } from "../../seams/scheduler.js";
@@ -92,6 +93,14 @@ export interface WorkflowHostOptions {
   readonly onEvent?: (event: SchedulerEvent) => void;
   /** Every dispatch report (delivered, attempt_failed, parked, …), synchronously. Exceptions are ignored. */
   readonly onDispatchEvent?: (report: DispatchReport) => void;
+  /**
+   * Cluster mode (docs/cluster.md): deployments are leased across hosts through PostgreSQL and
+   * each one's git remote is its source of truth; every commit is pushed to the remote with a
+   * compare-and-swap before it lands in the local clone. Default none: single-host mode.
+   */
+  readonly cluster?: ClusterOptions;
+  /** Every cluster report (lease_acquired, lease_lost, push_rejected, …), synchronously. */
+  readonly onClusterEvent?: (event: ClusterEvent) => void;
 }
 
 export interface WorkflowHost {
@@ -133,6 +142,8 @@ export interface WorkflowHost {
    * @throws repo_id_invalid, host_stopped
    */
   runtime(repoId: string): WorkflowRuntime;
+  /** Cluster mode's lease coordinator, or null in single-host mode. */
+  readonly cluster: ClusterCoordinator | null;
   /** The dispatcher running this host's consumers (started and stopped with the host). */
   readonly dispatcher: Dispatcher;
   /**
@@ -155,6 +166,26 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
   const ref = opts.ref ?? "refs/heads/main";
   let lock: HostLock | null = null;
   let lockLost: WorkflowHostError | null = null;
+  let followLeases = false;
+  const cluster: ClusterCoordinator | null =
+    opts.cluster === undefined
+      ? null
+      : createClusterCoordinator({
+          ...opts.cluster,
+          deploymentsDir: `${opts.dataDir.replace(/\/+$/, "")}/deployments`,
+          timers,
+          clock,
+          logger,
+          ...(opts.onClusterEvent === undefined ? {} : { onEvent: opts.onClusterEvent }),
+          // Twice: a refresh already under way may have listed the leases before this change.
+          onServingChanged: async () => {
+            if (!followLeases) return;
+            await scheduler.refresh();
+            await scheduler.refresh();
+            await dispatcher.refresh();
+          },
+        });
+  const listDeployments = async (): Promise<readonly string[]> => (cluster === null ? store.listRepos(principal, WORKFLOW_RUN_KIND) : cluster.serving());
   const store = createRepoStore({
     dataDir: opts.dataDir,
     kindHandlers: [workflowRunKind(opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes })],
@@ -165,6 +196,7 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
     ...(opts.durability === undefined ? {} : { durability: opts.durability }),
     ...(opts.blockingRefIo === undefined ? {} : { blockingRefIo: opts.blockingRefIo }),
     foreignWriterRoomMs: opts.foreignWriterRoomMs ?? 100,
+    ...(cluster === null ? {} : { author: cluster.identity, beforeRefMove: (move) => cluster.beforeRefMove(move) }),
     // Before start() (createDeployment) there is no lock to check; once it was lost, nothing goes.
     fence: () => {
       if (lockLost !== null) throw lockLost;
@@ -174,7 +206,7 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
   const scheduler = createWorkflowHostScheduler({
     repoStore: store,
     principal,
-    listActiveDeployments: () => store.listRepos(principal, WORKFLOW_RUN_KIND),
+    listActiveDeployments: listDeployments,
     ref,
     clock,
     timers,
@@ -189,7 +221,7 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
   const dispatcher = createDispatcher({
     repoStore: store,
     principal,
-    listDeployments: () => store.listRepos(principal, WORKFLOW_RUN_KIND),
+    listDeployments,
     ref,
     clock,
     timers,
@@ -227,8 +259,12 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
           void host.stop();
         },
       });
+      await cluster?.start();
       await scheduler.start();
       await dispatcher.start();
+      followLeases = true;
+      // Leases taken while the scheduler started are picked up now.
+      if (cluster !== null) await Promise.all([scheduler.refresh(), dispatcher.refresh()]);
       if (state === "starting") state = "running";
     } catch (error) {
       state = "stopping";
@@ -253,6 +289,9 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
     channels.clear();
     await attempt("the dispatcher", () => dispatcher.stop());
     await attempt("the scheduler", () => scheduler.stop());
+    followLeases = false;
+    // After the scheduler: its last commit is pushed before the leases are freed.
+    if (cluster !== null) await attempt("the cluster leases", () => cluster.stop());
     await attempt("the store", () => store.close());
     const held = lock;
     lock = null;
@@ -299,6 +338,7 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
     async createDeployment(repoId) {
       ensureUsable("createDeployment");
       const id = parseRepoId(repoId);
+      if (cluster !== null) return cluster.createDeployment(id);
       const result = await store.initRepo(principal, { kind: WORKFLOW_RUN_KIND, id });
       if (state === "running") await Promise.all([scheduler.refresh(), dispatcher.refresh()]);
       return result;
@@ -316,6 +356,7 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
     },
 
     dispatcher,
+    cluster,
 
     dispatch(consumer) {
       ensureUsable("dispatch");
