@@ -156,9 +156,13 @@ export function createClusterCoordinator(opts: ClusterCoordinatorOptions): Clust
   let outage = false;
   const preparing = new Set<Promise<void>>();
 
+  // Each report goes to one place: `onEvent` when given, else the logger.
   const report = (event: ClusterEvent): void => {
-    if (event.type === "cluster_error") logger.warn(`cluster: ${event.error.message}`, event.repoId === null ? {} : { repoId: event.repoId });
-    else if (event.type !== "push_rejected") logger.info(`cluster: ${event.type} ${event.repoId} epoch ${event.epoch}`);
+    if (opts.onEvent !== undefined) {
+      // reported below
+    } else if (event.type === "cluster_error") logger.warn(`cluster: ${event.error.message}`, event.repoId === null ? {} : { repoId: event.repoId });
+    else if (event.type === "push_rejected") logger.warn(`cluster: the remote of ${event.repoId} refused a push (${event.reason})`);
+    else logger.info(`cluster: ${event.type} ${event.repoId} epoch ${event.epoch}`);
     try {
       opts.onEvent?.(event);
     } catch {

@@ -6,7 +6,7 @@
  */
 import { execFile } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
-import { chmod, chown, mkdtemp, rm } from "node:fs/promises";
+import { chmod, chown, mkdir, mkdtemp, rm } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -67,7 +67,9 @@ export async function startPostgres(opts: { dir?: string } = {}): Promise<Postgr
   const bin = postgresBinDir();
   if (bin === null) throw new Error("PostgreSQL is not installed (no initdb under /usr/lib/postgresql/*/bin or on PATH)");
   const owned = opts.dir === undefined;
+  // A given folder's parents must let the postgres user through (mkdtemp folders do not).
   const dir = opts.dir ?? (await mkdtemp(join(tmpdir(), "workflow-host-pg-")));
+  await mkdir(dir, { recursive: true });
   const asPostgres = typeof process.getuid === "function" && process.getuid() === 0;
   if (asPostgres) {
     const uid = Number((await run("id", ["-u", "postgres"], false)).trim());
