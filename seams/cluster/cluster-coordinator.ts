@@ -11,6 +11,8 @@
  *                scheduler stops firing it before the lease can expire in PostgreSQL. Writes
  *                still try the remote, which refuses them once another host took over.
  *                A later successful renewal (same owner, same epoch) returns it to serving.
+ *   releasing  — being handed over: no longer listed (the scheduler stops firing it), while the
+ *                commit in flight still goes to the remote; then the row is freed.
  *   (gone)     — released (rebalance, stop), or found lost at a renewal: writes are refused.
  *
  * Every tick (`renewEveryMs`): register this instance, renew the leases held, then compare
@@ -102,7 +104,7 @@ export interface ClusterCoordinatorOptions extends ClusterOptions {
   readonly onEvent?: (event: ClusterEvent) => void;
 }
 
-type LeaseState = "preparing" | "serving" | "unconfirmed";
+type LeaseState = "preparing" | "serving" | "unconfirmed" | "releasing";
 interface HeldLease {
   epoch: number;
   state: LeaseState;
@@ -141,7 +143,7 @@ export function createClusterCoordinator(opts: ClusterCoordinatorOptions): Clust
   const logger = opts.logger ?? silentLogger;
   const mono = opts.monoMs ?? systemMonotonicNow;
   const { timers } = opts;
-  const table: LeaseTable = createLeaseTable({ url: opts.url, instanceId, ttlMs, queryTimeoutMs: Math.max(renewEveryMs, 500) });
+  const table: LeaseTable = createLeaseTable({ url: opts.url, instanceId, ttlMs, queryTimeoutMs: Math.max(Math.round(ttlMs / 2), 500) });
   const remote: GitRemote = createGitRemote({ remoteBase: opts.remoteBase, identity, clock: opts.clock });
   const gitdirOf = (repoId: string): string => join(opts.deploymentsDir, `${repoId}.git`);
 
@@ -194,10 +196,19 @@ export function createClusterCoordinator(opts: ClusterCoordinatorOptions): Clust
     }
   }
 
+  // At most PREPARE_CONCURRENCY preparations run at once (each runs a few git processes).
+  let active = 0;
+  const waiting: (() => void)[] = [];
   function startPreparing(repoId: string, lease: HeldLease): void {
     const run = async (): Promise<void> => {
-      while (preparing.size > PREPARE_CONCURRENCY) await Promise.race(preparing);
-      await prepare(repoId, lease);
+      if (active >= PREPARE_CONCURRENCY) await new Promise<void>((resolve) => waiting.push(resolve));
+      active += 1;
+      try {
+        await prepare(repoId, lease);
+      } finally {
+        active -= 1;
+        waiting.shift()?.();
+      }
     };
     const task = run().finally(() => preparing.delete(task));
     preparing.add(task);
@@ -231,18 +242,32 @@ export function createClusterCoordinator(opts: ClusterCoordinatorOptions): Clust
       for (const [repoId, lease] of leases) if (lease.prepareFailed && lease.state === "preparing") startPreparingOnce(repoId, lease);
       const { hosts, deployments } = await table.counts();
       const share = Math.ceil(deployments / Math.max(hosts, 1));
-      if (leases.size > share) {
+      // Leases being handed over already count as gone.
+      const kept = [...leases.values()].filter((l) => l.state !== "releasing").length;
+      if (kept > share) {
         // Hand over the excess: stop firing first, then free the rows for the joining host.
-        const excess = [...leases].filter(([, l]) => l.state !== "preparing").slice(0, leases.size - share);
-        for (const [, lease] of excess) lease.state = "preparing";
-        await applyServing();
-        for (const [repoId, lease] of excess) {
-          leases.delete(repoId);
-          await table.release({ deployment: repoId, epoch: lease.epoch });
-          report({ type: "lease_released", repoId, epoch: lease.epoch, reason: "rebalance" });
-        }
-      } else if (leases.size < share && !stopped) {
-        for (const { deployment, epoch } of await table.acquire(share - leases.size)) {
+        const excess = [...leases].filter(([, l]) => l.state === "serving" || l.state === "unconfirmed").slice(0, kept - share);
+        for (const [, lease] of excess) lease.state = "releasing";
+        // Not awaited: renewals must go on while the scheduler winds these down.
+        const handOver = (async () => {
+          await applyServing();
+          for (const [repoId, lease] of excess) {
+            if (leases.get(repoId) !== lease || stopped) continue;
+            try {
+              await table.release({ deployment: repoId, epoch: lease.epoch });
+            } catch (error) {
+              // Still ours in PostgreSQL: renewed (and served again) until a release succeeds.
+              lease.state = "unconfirmed";
+              report({ type: "cluster_error", repoId, error: asClusterError(error, repoId) });
+              continue;
+            }
+            leases.delete(repoId);
+            report({ type: "lease_released", repoId, epoch: lease.epoch, reason: "rebalance" });
+          }
+        })().finally(() => preparing.delete(handOver));
+        preparing.add(handOver);
+      } else if (kept < share && !stopped) {
+        for (const { deployment, epoch } of await table.acquire(share - kept)) {
           const lease: HeldLease = { epoch, state: "preparing", deadlineMs: sentMs + ttlMs - renewEveryMs, prepareFailed: false };
           leases.set(deployment, lease);
           startPreparing(deployment, lease);
@@ -253,7 +278,8 @@ export function createClusterCoordinator(opts: ClusterCoordinatorOptions): Clust
       if (!outage) report({ type: "cluster_error", repoId: null, error: clusterError });
       outage = true;
     }
-    if (changed) await applyServing();
+    // Not awaited: the scheduler follows in the background while renewals go on.
+    if (changed) void applyServing();
   }
 
   const retrying = new Set<string>();
@@ -337,10 +363,11 @@ export function createClusterCoordinator(opts: ClusterCoordinatorOptions): Clust
       }
       await tick();
       if (outage) throw new WorkflowHostError("cluster_unavailable", `cannot start in cluster mode: PostgreSQL at ${redact(opts.url)} is unreachable`, { url: redact(opts.url) });
-      while (preparing.size > 0) await Promise.allSettled([...preparing]);
+      // Renewals go on while the first leases are prepared (that may take longer than a TTL).
       armTick();
       armWatch();
       armFetch();
+      while (preparing.size > 0) await Promise.allSettled([...preparing]);
     },
 
     serving() {
@@ -390,7 +417,7 @@ export function createClusterCoordinator(opts: ClusterCoordinatorOptions): Clust
       await ticking;
       await Promise.allSettled([...preparing]);
       const held = [...leases];
-      for (const [, lease] of held) lease.state = "preparing";
+      for (const [, lease] of held) if (lease.state !== "preparing") lease.state = "releasing";
       await applyServing();
       leases.clear();
       try {

@@ -12,6 +12,10 @@ import { createWorkflowHost } from "../../src/host/host.js";
 import { git } from "../helpers/git-cli.js";
 import { startPostgres, type PostgresServer } from "../support/postgres-server.js";
 import { spawnServe, type WatchedChild } from "../integration/reliability/serve-process.js";
+import { fsckViolations, gitHistory, historyViolations, readDeploymentLog } from "../integration/reliability/deployment-log.js";
+import { checkTimerLog } from "../integration/reliability/timer-invariants.js";
+import { nextTick } from "../../src/workflow/cron.js";
+import { DEFAULT_MISFIRE_GRACE_MS } from "../../src/workflow/timer-ledger.js";
 
 export interface ClusterRig {
   readonly dir: string;
@@ -199,3 +203,92 @@ export async function startRelay(target: { port: number }, urlOf: (port: number)
   };
 }
 
+
+/**
+ * One commit per deployment: run `cron` holding the series `*\/2 * * * * *` (one tick every 2 s,
+ * misfire skip) and run `once` holding `oneShots` one-shot timers due evenly over `spanMs` from
+ * `startMs`. Returns how many timers were set.
+ */
+export async function seedTimers(rig: ClusterRig, opts: { startMs: number; spanMs: number; oneShots: number }): Promise<number> {
+  const first = nextTick("*/2 * * * * *", "UTC", new Date(opts.startMs).toISOString()) as string;
+  let set = 0;
+  const seedOne = async (id: string): Promise<void> => {
+    const files: Record<string, unknown> = {
+      "runs/cron/events/1.json": { seq: 1, type: "TimerSet", data: { timerId: "every2s", fireAt: first, cron: "*/2 * * * * *", timezone: "UTC" } },
+    };
+    for (let i = 1; i <= opts.oneShots; i++) {
+      const fireAt = new Date(opts.startMs + Math.round((opts.spanMs * i) / opts.oneShots)).toISOString();
+      files[`runs/once/events/${i}.json`] = { seq: i, type: "TimerSet", data: { timerId: `t${i}`, fireAt } };
+    }
+    await pushEvents(rig, id, files);
+    set += 1 + opts.oneShots;
+  };
+  const queue = [...rig.repoIds];
+  await Promise.all(Array.from({ length: 6 }, async () => {
+    for (let id = queue.shift(); id !== undefined; id = queue.shift()) await seedOne(id);
+  }));
+  return set;
+}
+
+export interface RemoteVerdict {
+  readonly violations: string[];
+  readonly fired: number;
+  readonly cronFired: number;
+  readonly cronSkippedTicks: number;
+  readonly takeovers: number;
+}
+
+/**
+ * Everything the guarantees say, from the remotes alone: timer invariants (exactly once, never
+ * early, cron ticks each handled once), linear history, fire commits only inside the lease
+ * period of their author, lease epochs in the log matching the lease history, fsck --strict.
+ */
+export async function checkRemotes(rig: ClusterRig, opts: { endMs: number; dueGraceMs: number }): Promise<RemoteVerdict> {
+  const violations: string[] = [];
+  let fired = 0;
+  let cronFired = 0;
+  let cronSkippedTicks = 0;
+  let takeovers = 0;
+  const history = await rig.query<{ deployment: string; epoch: string }>(`SELECT deployment, epoch FROM workflow_host_lease_history ORDER BY deployment, epoch`);
+  for (const id of rig.repoIds) {
+    const gitdir = join(rig.remoteBase, `${id}.git`);
+    const log = await readDeploymentLog(rig.remotesDir, id);
+    const commits = await gitHistory(gitdir);
+    const result = checkTimerLog({ runs: log.runs, history: commits, endMs: opts.endMs, dueGraceMs: opts.dueGraceMs, cronGraceMs: DEFAULT_MISFIRE_GRACE_MS });
+    violations.push(...result.violations.map((v) => `${id}: ${v}`));
+    violations.push(...(await historyViolations(gitdir, commits)).map((v) => `${id}: ${v}`));
+    violations.push(...(await fsckViolations(gitdir)).map((v) => `${id}: ${v}`));
+    const periods = leasePeriodViolations(id, await remoteHistory(rig, id));
+    violations.push(...periods.violations);
+    const epochs = history.filter((h) => h.deployment === id).map((h) => Number(h.epoch));
+    // A lease taken by a host killed before its takeover commit landed leaves an epoch with no
+    // commit; every epoch in the log must be one PostgreSQL granted, in order.
+    for (const epoch of periods.epochs) if (!epochs.includes(epoch)) violations.push(`${id}: epoch ${epoch} in the log was never granted`);
+    takeovers += periods.epochs.length;
+    fired += result.stats.fired;
+    cronFired += result.stats.cronFired;
+    cronSkippedTicks += result.stats.cronSkippedTicks;
+  }
+  return { violations, fired, cronFired, cronSkippedTicks, takeovers };
+}
+
+/**
+ * Waits (polling the remotes with git) until every deployment's log has gone past `untilMs`:
+ * all `oneShots` one-shots fired and the cron series armed for a tick after it. Waiting on the
+ * log, not on time, keeps the verdict independent of how fast the machine is.
+ */
+export async function waitForRemotesPast(rig: ClusterRig, untilMs: number, oneShots: number, timeoutMs: number): Promise<void> {
+  const pending = new Set(rig.repoIds);
+  await waitUntil(`every remote's log past ${new Date(untilMs).toISOString()}`, timeoutMs, async () => {
+    for (const id of [...pending]) {
+      const gitdir = `--git-dir=${join(rig.remoteBase, `${id}.git`)}`;
+      const once = (await git([gitdir, "ls-tree", "--name-only", "main", "runs/once/events/"])).split("\n").filter(Boolean);
+      if (once.length < 2 * oneShots) continue;
+      const cron = (await git([gitdir, "ls-tree", "--name-only", "main", "runs/cron/events/"])).split("\n").filter(Boolean);
+      const last = Math.max(...cron.map((p) => Number(p.split("/").pop()?.replace(".json", ""))));
+      const event = JSON.parse(await git([gitdir, "cat-file", "-p", `main:runs/cron/events/${last}.json`])) as { type: string; data: { fireAt?: string } };
+      if (event.type === "TimerSet" && Date.parse(event.data.fireAt ?? "") > untilMs) pending.delete(id);
+    }
+    return pending.size === 0;
+  });
+}
