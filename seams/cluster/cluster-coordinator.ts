@@ -390,7 +390,10 @@ export function createClusterCoordinator(opts: ClusterCoordinatorOptions): Clust
       }
       pushesRejected += 1;
       report({ type: "push_rejected", repoId, ref: move.ref, from: move.from, to: move.to, reason: outcome.reason });
-      refetchSoon(repoId);
+      // Only a confirmed holder catches up: one that could not renew (cut off from PostgreSQL)
+      // keeps its clone where it was, so each of its later pushes is refused by the remote too,
+      // rather than landing on top of the new holder's commits.
+      if (lease.state === "serving") refetchSoon(repoId);
       throw new WorkflowHostError("remote_rejected", `the remote of ${repoId} refused ${move.ref} ${move.from ?? "(absent)"} → ${move.to}: it moved (${outcome.reason}); re-fetched, nothing was written`, {
         repoId,
         ref: move.ref,

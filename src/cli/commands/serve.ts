@@ -161,9 +161,9 @@ Examples:
       if (signals.received !== null) {
         // Stopped while starting: nothing was served.
       } else if (json) {
-        printLine(io, JSON.stringify({ ts: io.clock().toISOString(), event: "serving", dataDir, pid: holder?.pid, repos: stats.repos, runs: stats.runs, queued: stats.queued }));
+        printLine(io, JSON.stringify({ ts: io.clock().toISOString(), event: "serving", dataDir, pid: holder?.pid, repos: stats.repos, runs: stats.runs, queued: stats.queued, ...(host.cluster === null ? {} : { instance: host.cluster.instanceId }) }));
       } else {
-        printLine(io, `serving ${dataDir} (pid ${holder?.pid ?? "?"}): ${plural(stats.repos, "deployment")}, ${plural(stats.runs, "run")}, ${plural(stats.queued, "timer")} armed; stop with Ctrl-C or SIGTERM`);
+        printLine(io, `serving ${dataDir} (pid ${holder?.pid ?? "?"}${host.cluster === null ? "" : `, cluster instance ${host.cluster.instanceId}`}): ${plural(stats.repos, "deployment")}, ${plural(stats.runs, "run")}, ${plural(stats.queued, "timer")} armed; stop with Ctrl-C or SIGTERM`);
       }
       // The host stops on a signal, or by itself when its lock is lost.
       await host.stopped;
