@@ -8,9 +8,9 @@
  *                taken" commit (the fencing token in the log). Writes are refused (lease_not_held).
  *   serving    — listed to the scheduler and the dispatcher; commits are pushed, then land.
  *   unconfirmed— the lease was not renewed in time (PostgreSQL unreachable, a slow host): the
- *                scheduler stops firing it before the lease can expire in PostgreSQL. Writes
- *                still try the remote, which refuses them once another host took over.
- *                A later successful renewal (same owner, same epoch) returns it to serving.
+ *                scheduler stops firing it before the lease can expire in PostgreSQL, and
+ *                writes are refused here (lease_not_held). A later successful renewal (same
+ *                owner, same epoch) returns it to serving.
  *   releasing  — being handed over: no longer listed (the scheduler stops firing it), while the
  *                commit in flight still goes to the remote; then the row is freed.
  *   (gone)     — released (rebalance, stop), or found lost at a renewal: writes are refused.
@@ -77,7 +77,7 @@ export interface ClusterCoordinator {
   serving(): string[];
   /**
    * The store's `beforeRefMove`: pushes the commit to the remote with compare-and-swap.
-   * @throws lease_not_held (not served here: nothing is pushed), remote_rejected (the remote
+   * @throws lease_not_held (not served here, or its renewal is overdue: nothing is pushed), remote_rejected (the remote
    *   moved: it is fetched again; the writer's retry re-plans on the new tip),
    *   remote_unavailable (retried by the writer with backoff)
    */
@@ -377,7 +377,11 @@ export function createClusterCoordinator(opts: ClusterCoordinatorOptions): Clust
     async beforeRefMove(move) {
       const repoId = move.repoId.id;
       const lease = leases.get(repoId);
-      if (lease === undefined || lease.state === "preparing") {
+      // Past the renewal deadline the lease may already be someone else's in PostgreSQL while
+      // their takeover commit is not on the remote yet: nothing leaves this host then. The
+      // remote's compare-and-swap fences what was already on its way.
+      if (lease !== undefined && lease.state === "serving" && mono() > lease.deadlineMs) lease.state = "unconfirmed";
+      if (lease === undefined || lease.state === "preparing" || lease.state === "unconfirmed") {
         throw new WorkflowHostError("lease_not_held", `deployment ${repoId} is not served by ${instanceId}: another host holds its lease (or it is being handed over); nothing was written`, {
           repoId,
           instanceId,
@@ -390,10 +394,7 @@ export function createClusterCoordinator(opts: ClusterCoordinatorOptions): Clust
       }
       pushesRejected += 1;
       report({ type: "push_rejected", repoId, ref: move.ref, from: move.from, to: move.to, reason: outcome.reason });
-      // Only a confirmed holder catches up: one that could not renew (cut off from PostgreSQL)
-      // keeps its clone where it was, so each of its later pushes is refused by the remote too,
-      // rather than landing on top of the new holder's commits.
-      if (lease.state === "serving") refetchSoon(repoId);
+      refetchSoon(repoId);
       throw new WorkflowHostError("remote_rejected", `the remote of ${repoId} refused ${move.ref} ${move.from ?? "(absent)"} → ${move.to}: it moved (${outcome.reason}); re-fetched, nothing was written`, {
         repoId,
         ref: move.ref,

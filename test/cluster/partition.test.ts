@@ -8,7 +8,7 @@ import { writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { afterEach, describe, expect, test } from "vitest";
-import { git } from "../helpers/git-cli.js";
+import { git, runGit } from "../helpers/git-cli.js";
 import { killAllWatched } from "../integration/reliability/serve-process.js";
 import { postgresAvailable } from "../support/postgres-server.js";
 import { useTempDirs } from "../helpers/temp-dir.js";
@@ -36,7 +36,7 @@ function freePort(): Promise<number> {
 }
 
 describe.skipIf(!postgresAvailable())("a host partitioned from PostgreSQL", () => {
-  test("stops firing within the TTL; its later commits are refused by the remote and never in the log", async () => {
+  test("stops firing within the TTL; the commits it attempts afterwards are refused, never in the log, and its stale pushes are rejected by the remote", async () => {
     const dir = await tempDir();
     rig = await startClusterRig(dir, DEPLOYMENTS);
     const r = rig;
@@ -45,7 +45,7 @@ describe.skipIf(!postgresAvailable())("a host partitioned from PostgreSQL", () =
     await seedTimers(r, { startMs, spanMs, oneShots: ONE_SHOTS });
     const relay = await startRelay({ port: r.pg.port }, (port) => `postgres://postgres@127.0.0.1:${port}/postgres`);
     const tokens = join(dir, "tokens.json");
-    await writeFile(tokens, JSON.stringify({ tokens: { "test-token": { principal: "ops", deployments: { "*": ["read", "write"] } } } }));
+    await writeFile(tokens, JSON.stringify({ tokens: { "partition-test-token-0123": { principal: "ops", deployments: { "*": ["read", "write"] } } } }));
     const httpPort = await freePort();
 
     const cut = spawnClusterHost(r, "cut", { ttlMs: TTL_MS, url: relay.url, extra: ["--http", `127.0.0.1:${httpPort}`, "--tokens", tokens] });
@@ -63,26 +63,53 @@ describe.skipIf(!postgresAvailable())("a host partitioned from PostgreSQL", () =
       const owners = await liveOwners(r);
       return owners.size === 1 && !owners.has(cutInstance) && [...owners.values()].flat().length === DEPLOYMENTS;
     });
-    // The cut host is still running and still believes nothing else; it learnt only that it
-    // could not renew. Commits it attempts now go to the remote, which has moved on.
+    // The new holder's takeover commits are on the remote: the log has moved past the cut host.
+    const otherInstance = [...(await liveOwners(r)).keys()][0] as string;
+    await waitUntil("the takeover commits on the remotes", 60_000, async () => {
+      for (const repoId of cutDeployments) {
+        const history = await remoteHistory(r, repoId);
+        if (!history.some((c) => c.subject.startsWith(`Lease of ${repoId} taken by ${otherInstance} `))) return false;
+      }
+      return true;
+    });
+    // The cut host is still running; it only knows it could not renew. Every commit it is
+    // asked for now (signals to its own HTTP API) is refused, and none reaches the log.
     expect(cut.done).toBe(false);
     const attempted: string[] = [];
-    const refused: number[] = [];
+    const refused: string[] = [];
     for (const repoId of cutDeployments) {
       for (let i = 0; i < 3; i++) {
         const signalId = `after-cut-${repoId}-${i}`;
         attempted.push(signalId);
         const response = await fetch(`http://127.0.0.1:${httpPort}/v1/wake`, {
           method: "POST",
-          headers: { authorization: "Bearer test-token", "content-type": "application/json" },
+          headers: { authorization: "Bearer partition-test-token-0123", "content-type": "application/json" },
           body: JSON.stringify({ repoId, runId: "once", signalId, payload: { i } }),
         });
         const body = (await response.json()) as { code?: string };
-        if (response.status === 409 && (body.code === "remote_rejected" || body.code === "lease_not_held")) refused.push(response.status);
+        if (response.status === 409) refused.push(body.code ?? "");
       }
     }
     expect(refused.length).toBe(attempted.length);
-    const rejectedPushes = cut.lines().filter((line) => line.includes('"event":"push-rejected"')).length;
+    expect(new Set(refused)).toEqual(new Set(["lease_not_held"]));
+    // A commit that had passed that check just before the deadline (a paused process) meets the
+    // remote's compare-and-swap: pushed from the cut host's own clone, expecting its tip, it is
+    // rejected.
+    let remoteRejections = 0;
+    for (const repoId of cutDeployments) {
+      const clone = `--git-dir=${join(dir, "hosts", "cut", "deployments", `${repoId}.git`)}`;
+      const tip = (await git([clone, "rev-parse", "refs/heads/main"])).trim();
+      const commit = (await git([clone, "commit-tree", `${tip}^{tree}`, "-p", tip, "-m", "Fire 1 timer"])).trim();
+      const push = await runGit([clone, "push", "--porcelain", `--force-with-lease=refs/heads/main:${tip}`, join(r.remoteBase, `${repoId}.git`), `${commit}:refs/heads/main`]);
+      if (push.code !== 0 && /\[rejected\]/.test(push.stdout)) remoteRejections += 1;
+    }
+    expect(remoteRejections).toBe(cutDeployments.length);
+    // The cut host had stopped firing each of its deployments within the TTL of the cut.
+    for (const repoId of cutDeployments) {
+      const line = cut.lines().find((l) => l.includes('"event":"lease-unconfirmed"') && l.includes(`"repoId":"${repoId}"`) && Date.parse((JSON.parse(l) as { ts: string }).ts) >= severedAtMs);
+      expect(line, `lease-unconfirmed for ${repoId}`).toBeDefined();
+      expect(Date.parse((JSON.parse(line as string) as { ts: string }).ts) - severedAtMs).toBeLessThanOrEqual(TTL_MS);
+    }
 
     const endMs = startMs + spanMs + 2_000;
     await waitForRemotesPast(r, endMs, ONE_SHOTS, 180_000);
@@ -105,6 +132,6 @@ describe.skipIf(!postgresAvailable())("a host partitioned from PostgreSQL", () =
     const verdict = await checkRemotes(r, { endMs, dueGraceMs: 0 });
     expect(verdict.violations).toEqual([]);
     expect(verdict.fired).toBe(DEPLOYMENTS * ONE_SHOTS);
-    console.log(`partition: ${attempted.length} commits attempted after the takeover, all refused (${rejectedPushes} refused by the remote, the rest locally after the loss was known)`);
+    console.log(`partition: ${attempted.length} commits asked of the cut host after the takeover, ${refused.length} refused (lease_not_held); ${remoteRejections} stale pushes from its clone rejected by the remotes`);
   });
 });
