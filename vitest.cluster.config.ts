@@ -18,7 +18,7 @@ export default defineConfig({
   },
   test: {
     include: ["test/cluster/**/*.test.ts"],
-    testTimeout: 300_000,
+    testTimeout: 900_000,
     hookTimeout: 120_000,
     pool: "forks",
     maxWorkers: 1,

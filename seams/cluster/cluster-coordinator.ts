@@ -156,6 +156,7 @@ export function createClusterCoordinator(opts: ClusterCoordinatorOptions): Clust
   let pushes = 0;
   let pushesRejected = 0;
   let outage = false;
+  let lastError: WorkflowHostError | null = null;
   const preparing = new Set<Promise<void>>();
 
   // Each report goes to one place: `onEvent` when given, else the logger.
@@ -275,6 +276,7 @@ export function createClusterCoordinator(opts: ClusterCoordinatorOptions): Clust
       }
     } catch (error) {
       const clusterError = asClusterError(error, null);
+      lastError = clusterError;
       if (!outage) report({ type: "cluster_error", repoId: null, error: clusterError });
       outage = true;
     }
@@ -362,7 +364,9 @@ export function createClusterCoordinator(opts: ClusterCoordinatorOptions): Clust
         for (const c of consumers) if (c.endsWith(".lock")) await rm(join(opts.deploymentsDir, name, "refs/consumers", c), { force: true });
       }
       await tick();
-      if (outage) throw new WorkflowHostError("cluster_unavailable", `cannot start in cluster mode: PostgreSQL at ${redact(opts.url)} is unreachable`, { url: redact(opts.url) });
+      if (outage) {
+        throw new WorkflowHostError("cluster_unavailable", `cannot start in cluster mode with PostgreSQL at ${redact(opts.url)}: ${lastError?.message ?? "unreachable"}`, { url: redact(opts.url) }, lastError === null ? {} : { cause: lastError });
+      }
       // Renewals go on while the first leases are prepared (that may take longer than a TTL).
       armTick();
       armWatch();

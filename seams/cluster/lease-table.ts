@@ -197,7 +197,14 @@ export function createLeaseTable(opts: LeaseTableOptions): LeaseTable {
 
     async register(deployments) {
       if (deployments.length === 0) return;
-      await query(`INSERT INTO workflow_host_leases (deployment) SELECT unnest($1::text[]) ON CONFLICT (deployment) DO NOTHING`, [deployments]);
+      // A deployment registered again (its row deleted by hand) continues its epochs: they
+      // only ever grow, so a commit of an old epoch can never pass for a new one.
+      await query(
+        `INSERT INTO workflow_host_leases (deployment, epoch)
+         SELECT d, COALESCE((SELECT max(h.epoch) FROM workflow_host_lease_history h WHERE h.deployment = d), 0) FROM unnest($1::text[]) AS d
+         ON CONFLICT (deployment) DO NOTHING`,
+        [deployments],
+      );
     },
 
     async leave() {
