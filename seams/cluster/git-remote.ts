@@ -160,9 +160,8 @@ export function createGitRemote(opts: GitRemoteOptions): GitRemote {
         await remote.fetch(gitdir, repoId);
         const tip = await revParse(gitdir, "refs/heads/main^{commit}");
         if (tip === null) throw unavailable(repoId, "reading refs/heads/main after fetch (the remote has none)", null);
-        const tree = await git(gitdir, ["rev-parse", `${tip}^{tree}`]);
-        const made = await git(gitdir, ["commit-tree", tree.stdout.trim(), "-p", tip, "-m", message], commitEnv());
-        if (made.code !== 0 || tree.code !== 0) throw unavailable(repoId, "git commit-tree", made);
+        const made = await git(gitdir, ["commit-tree", `${tip}^{tree}`, "-p", tip, "-m", message], commitEnv());
+        if (made.code !== 0) throw unavailable(repoId, "git commit-tree", made);
         const commit = made.stdout.trim();
         const pushed = await remote.pushCas(gitdir, repoId, "refs/heads/main", tip, commit);
         if (pushed.accepted) {

@@ -62,7 +62,8 @@ describe.skipIf(!postgresAvailable())("hosts killed while timers fire", () => {
       const ready = await Promise.all([...current.values()].map(({ instance }) => Promise.race([instance.then(() => true), sleep(0).then(() => false)])));
       if (!ready.every(Boolean)) continue;
       const owners = await liveOwners(r);
-      if ([...owners.values()].flat().length < DEPLOYMENTS) continue;
+      // …and no hand-over under way: three owners at their share each.
+      if ([...owners.values()].flat().length < DEPLOYMENTS || owners.size !== 3 || [...owners.values()].some((d) => d.length !== DEPLOYMENTS / 3)) continue;
       const candidates: { hostId: string; instance: string; deployments: string[] }[] = [];
       for (const [hostId, { child, instance }] of current) {
         const name = await Promise.race([instance, sleep(0).then(() => null)]);
