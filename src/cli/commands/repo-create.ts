@@ -31,6 +31,8 @@ Options:
 Examples:
   workflow-host repo create --data-dir ./data --repo payments
   git clone ./data/deployments/payments.git payments-log
+  workflow-host repo create --data-dir ./scratch --repo payments \\
+                            --cluster postgres://postgres@127.0.0.1:5432/postgres --remote-base /srv/remotes
 `,
   async run(values, io) {
     const dataDir = dataDirFlag(NAME, values, io);

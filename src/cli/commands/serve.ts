@@ -93,6 +93,8 @@ Examples:
   workflow-host serve --data-dir ./data --init
   workflow-host serve --data-dir ./data --json --poll-ms 250
   workflow-host serve --data-dir ./data --http 127.0.0.1:8080 --tokens ./tokens.json
+  workflow-host serve --data-dir ./h1 --init --cluster postgres://postgres@127.0.0.1:5432/postgres \\
+                      --remote-base /srv/remotes --host-id h1
 `,
   async run(values, io) {
     const dataDir = dataDirFlag(NAME, values, io);
