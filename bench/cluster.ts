@@ -18,7 +18,7 @@ import pg from "pg";
 import { createWorkflowHost } from "../src/host/host.js";
 import { openWorkflowStore } from "../src/host/open-workflow-store.js";
 import { WORKFLOW_RUN_KIND } from "../src/workflow/workflow-run-kind.js";
-import { postgresAvailable, startPostgres, type PostgresServer } from "../test/support/postgres-server.js";
+import { findPostgresBin, startPostgres, type PostgresServer } from "../test/support/postgres-server.js";
 import type { BenchContext, Benchmark } from "./bench-context.js";
 import { percentile, sleep } from "./stats.js";
 import { ms, num, row, type TableRow } from "./table.js";
@@ -169,7 +169,7 @@ export const cluster: Benchmark = {
   async run(ctx: BenchContext) {
     const title = "Cluster mode: one host pushing every batch to its remote, against single-host mode; takeover time";
     const baseline = "single-host mode, same run";
-    if (!postgresAvailable()) {
+    if (findPostgresBin() === null) {
       const reason = "skipped: PostgreSQL is not installed (no initdb under /usr/lib/postgresql/*/bin or on PATH; Debian: apt-get install postgresql)";
       ctx.log(`cluster: ${reason}`);
       return { name: "cluster", title, baseline, rows: [], notes: [reason] };

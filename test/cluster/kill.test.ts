@@ -8,7 +8,7 @@
 import { afterEach, describe, expect, test } from "vitest";
 import { killAllWatched, type WatchedChild } from "../integration/reliability/serve-process.js";
 import { createPrng } from "../integration/reliability/prng.js";
-import { postgresAvailable } from "../support/postgres-server.js";
+import { findPostgresBin } from "../support/postgres-server.js";
 import { useTempDirs } from "../helpers/temp-dir.js";
 import { checkRemotes, liveOwners, seedTimers, spawnClusterHost, startClusterRig, waitForRemotesPast, waitUntil, type ClusterRig } from "./cluster-rig.js";
 
@@ -31,7 +31,7 @@ function percentile(sorted: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? Number.NaN;
 }
 
-describe.skipIf(!postgresAvailable())("hosts killed while timers fire", () => {
+describe.skipIf(findPostgresBin() === null)("hosts killed while timers fire", () => {
   test(`${KILLS} SIGKILLs of serving hosts: their deployments are taken over, 0 lost, 0 duplicate, 0 early, linear history, fsck clean`, async () => {
     rig = await startClusterRig(await tempDir(), DEPLOYMENTS);
     const r = rig;

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, test } from "vitest";
 import { git, runGit } from "../helpers/git-cli.js";
 import { killAllWatched } from "../integration/reliability/serve-process.js";
-import { postgresAvailable } from "../support/postgres-server.js";
+import { findPostgresBin } from "../support/postgres-server.js";
 import { useTempDirs } from "../helpers/temp-dir.js";
 import { checkRemotes, liveOwners, remoteHistory, seedTimers, spawnClusterHost, startClusterRig, startRelay, waitForRemotesPast, waitUntil, type ClusterRig } from "./cluster-rig.js";
 
@@ -35,7 +35,7 @@ function freePort(): Promise<number> {
   });
 }
 
-describe.skipIf(!postgresAvailable())("a host partitioned from PostgreSQL", () => {
+describe.skipIf(findPostgresBin() === null)("a host partitioned from PostgreSQL", () => {
   test("stops firing within the TTL; the commits it attempts afterwards are refused, never in the log, and its stale pushes are rejected by the remote", async () => {
     const dir = await tempDir();
     rig = await startClusterRig(dir, DEPLOYMENTS);

@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, test } from "vitest";
 import { killAllWatched, type WatchedChild } from "../integration/reliability/serve-process.js";
-import { postgresAvailable } from "../support/postgres-server.js";
+import { findPostgresBin } from "../support/postgres-server.js";
 import { useTempDirs } from "../helpers/temp-dir.js";
 import { checkRemotes, liveOwners, seedTimers, spawnClusterHost, startClusterRig, waitForRemotesPast, waitUntil, type ClusterRig } from "./cluster-rig.js";
 
@@ -28,7 +28,7 @@ async function stopAll(hosts: readonly WatchedChild[]): Promise<void> {
   for (const host of hosts) expect((await host.exited).code).toBe(0);
 }
 
-describe.skipIf(!postgresAvailable())("several hosts share deployments", () => {
+describe.skipIf(findPostgresBin() === null)("several hosts share deployments", () => {
   test("3 hosts, 30 deployments: each served by one host at a time, 10 ± 1 each; a joining host takes its share without a double fire", async () => {
     rig = await startClusterRig(await tempDir(), 30);
     // Due once the hosts are up (a loaded machine takes a while to start them and recover 30 deployments).

@@ -1,29 +1,32 @@
 /**
- * A throw-away PostgreSQL server for integration tests and benchmarks: `initdb` + `pg_ctl` in a
- * temp dir, listening on a free loopback port, trusted local logins (user `postgres`, database
- * `postgres`). The server runs as the `postgres` system user when this process is root (initdb
- * refuses root). Binaries come from /usr/lib/postgresql/<newest>/bin, else PATH.
+ * A throwaway PostgreSQL server on loopback: `initdb` into a temp folder and `pg_ctl start` on a
+ * free port, stopped and removed by `stop()`. Binaries are looked for in
+ * /usr/lib/postgresql/<version>/bin (newest first), then on PATH. initdb refuses to run as
+ * root, so when this process is root the server runs as the `postgres` user (`runuser`), in a
+ * folder handed to that user. Trust authentication, listening on 127.0.0.1 only.
  */
 import { execFile } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
-import { chmod, chown, mkdir, mkdtemp, rm } from "node:fs/promises";
+import { chmod, chown, mkdtemp, rm } from "node:fs/promises";
 import { createServer } from "node:net";
-import { tmpdir } from "node:os";
+import { tmpdir, userInfo } from "node:os";
 import { join } from "node:path";
 
 export interface PostgresServer {
-  /** Connection string: postgres://postgres@127.0.0.1:<port>/postgres */
+  /** `postgres://postgres@127.0.0.1:<port>/postgres` */
   readonly url: string;
   readonly port: number;
-  /** Stops the server (fast shutdown) and removes its folder when the folder was ours. */
+  /** Stops the server (fast shutdown) and removes its folder (unless `dir` was given). */
   stop(): Promise<void>;
 }
 
-/** The folder holding initdb/pg_ctl, or null when PostgreSQL is not installed. */
-export function postgresBinDir(): string | null {
+/** The folder holding `initdb` and `pg_ctl`, or null when PostgreSQL is not installed. */
+export function findPostgresBin(): string | null {
   const root = "/usr/lib/postgresql";
   if (existsSync(root)) {
-    const versions = readdirSync(root).filter((v) => existsSync(join(root, v, "bin", "initdb"))).sort((a, b) => Number(b) - Number(a));
+    const versions = readdirSync(root)
+      .filter((v) => existsSync(join(root, v, "bin", "initdb")))
+      .sort((a, b) => Number(b) - Number(a));
     if (versions[0] !== undefined) return join(root, versions[0], "bin");
   }
   for (const dir of (process.env.PATH ?? "").split(":")) {
@@ -32,9 +35,14 @@ export function postgresBinDir(): string | null {
   return null;
 }
 
-/** Whether {@link startPostgres} can run here. */
-export function postgresAvailable(): boolean {
-  return postgresBinDir() !== null;
+function run(file: string, args: readonly string[], asPostgres: boolean): Promise<string> {
+  const [cmd, argv] = asPostgres ? ["runuser", ["-u", "postgres", "--", file, ...args]] : [file, [...args]];
+  return new Promise((resolve, reject) => {
+    execFile(cmd, argv as string[], { timeout: 120_000 }, (error, stdout, stderr) => {
+      if (error !== null) reject(new Error(`${file} ${args.join(" ")} failed: ${stderr || error.message}`));
+      else resolve(stdout);
+    });
+  });
 }
 
 function freePort(): Promise<number> {
@@ -49,45 +57,39 @@ function freePort(): Promise<number> {
   });
 }
 
-function run(file: string, args: readonly string[], asPostgres: boolean): Promise<string> {
-  const [cmd, argv] = asPostgres ? ["runuser", ["-u", "postgres", "--", file, ...args]] : [file, [...args]];
-  return new Promise((resolve, reject) => {
-    execFile(cmd, argv, { env: { ...process.env, LC_ALL: "C" } }, (error, stdout, stderr) => {
-      if (error !== null) reject(new Error(`${file} ${args.join(" ")} failed: ${stderr || error.message}`));
-      else resolve(stdout);
-    });
-  });
-}
-
 /**
- * Starts a server in `opts.dir` (a new temp dir by default) and resolves once it accepts logins.
- * @throws Error when PostgreSQL is not installed or does not start
+ * Starts a PostgreSQL server on a free loopback port.
+ * @param opts.dir folder to hold the cluster (created by the caller, must be empty); default a
+ *   new temp folder, removed by `stop()`
+ * @throws when PostgreSQL is not installed (see {@link findPostgresBin}) or does not start
  */
 export async function startPostgres(opts: { dir?: string } = {}): Promise<PostgresServer> {
-  const bin = postgresBinDir();
-  if (bin === null) throw new Error("PostgreSQL is not installed (no initdb under /usr/lib/postgresql/*/bin or on PATH)");
-  const owned = opts.dir === undefined;
-  // A given folder's parents must let the postgres user through (mkdtemp folders do not).
-  const dir = opts.dir ?? (await mkdtemp(join(tmpdir(), "workflow-host-pg-")));
-  await mkdir(dir, { recursive: true });
-  const asPostgres = typeof process.getuid === "function" && process.getuid() === 0;
+  const bin = findPostgresBin();
+  if (bin === null) throw new Error("PostgreSQL is not installed (no initdb in /usr/lib/postgresql/*/bin or on PATH)");
+  const asPostgres = userInfo().uid === 0;
+  const base = opts.dir ?? (await mkdtemp(join(tmpdir(), "workflow-host-pg-")));
+  const data = join(base, "data");
+  const log = join(base, "postgres.log");
   if (asPostgres) {
-    const uid = Number((await run("id", ["-u", "postgres"], false)).trim());
-    const gid = Number((await run("id", ["-g", "postgres"], false)).trim());
-    await chown(dir, uid, gid);
-    await chmod(dir, 0o700);
+    const ids = (await run("id", ["-u", "postgres"], false)).trim();
+    const gid = (await run("id", ["-g", "postgres"], false)).trim();
+    await chown(base, Number(ids), Number(gid));
+    await chmod(base, 0o700);
   }
-  const data = join(dir, "data");
-  await run(join(bin, "initdb"), ["-D", data, "-U", "postgres", "-A", "trust", "--no-sync", "-E", "UTF8"], asPostgres);
+  await run(join(bin, "initdb"), ["-D", data, "-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8"], asPostgres);
   const port = await freePort();
-  const options = `-c listen_addresses=127.0.0.1 -p ${port} -k ${dir} -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200`;
-  await run(join(bin, "pg_ctl"), ["-D", data, "-l", join(dir, "server.log"), "-o", options, "-w", "-t", "60", "start"], asPostgres);
+  const conf = [`listen_addresses = '127.0.0.1'`, `port = ${port}`, `unix_socket_directories = '${base}'`, "fsync = on", "max_connections = 100"].join("\n");
+  await run("sh", ["-c", `cat >> '${join(data, "postgresql.conf")}' <<'EOF'\n${conf}\nEOF`], asPostgres);
+  await run(join(bin, "pg_ctl"), ["-D", data, "-l", log, "-w", "-t", "60", "start"], asPostgres);
+  let stopped = false;
   return {
     url: `postgres://postgres@127.0.0.1:${port}/postgres`,
     port,
     async stop() {
+      if (stopped) return;
+      stopped = true;
       await run(join(bin, "pg_ctl"), ["-D", data, "-m", "fast", "-w", "stop"], asPostgres).catch(() => undefined);
-      if (owned) await rm(dir, { recursive: true, force: true });
+      if (opts.dir === undefined) await rm(base, { recursive: true, force: true });
     },
   };
 }
