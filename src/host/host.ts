@@ -15,6 +15,7 @@
  * The library installs no signal handlers; a process that wants Ctrl-C to stop the host calls
  * {@link stopOnSignals} (see `./stop-on-signals.ts`).
  */
+import { createClusterCoordinator, type ClusterCoordinator, type ClusterEvent, type ClusterOptions } from "../../seams/cluster/cluster-coordinator.js";
 import { createDispatcher } from "../../seams/dispatch/dispatcher.js";
 import type { ConsumerHandle, ConsumerOptions, Dispatcher, DispatchReport } from "../../seams/dispatch/dispatch-types.js";
 import { createWorkflowHostScheduler } from "../../seams/scheduler.js";
@@ -104,6 +105,14 @@ export interface WorkflowHostOptions {
   readonly retention?: RetentionPolicy | false;
   /** Told about every retention pass that archived (or had to skip) runs. Exceptions are ignored. */
   readonly onRetention?: (repoId: string, result: ArchiveEndedRunsResult) => void;
+  /**
+   * Cluster mode (docs/cluster.md): deployments are leased across hosts through PostgreSQL and
+   * each one's git remote is its source of truth; every commit is pushed to the remote with a
+   * compare-and-swap before it lands in the local clone. Default none: single-host mode.
+   */
+  readonly cluster?: ClusterOptions;
+  /** Every cluster report (lease_acquired, lease_lost, push_rejected, …), synchronously. */
+  readonly onClusterEvent?: (event: ClusterEvent) => void;
 }
 
 export interface WorkflowHost {
@@ -151,6 +160,8 @@ export interface WorkflowHost {
    * @throws repo_id_invalid, host_stopped, the store's errors
    */
   archiveEndedRuns(repoId: string): Promise<ArchiveEndedRunsResult>;
+  /** Cluster mode's lease coordinator, or null in single-host mode. */
+  readonly cluster: ClusterCoordinator | null;
   /** The dispatcher running this host's consumers (started and stopped with the host). */
   readonly dispatcher: Dispatcher;
   /**
@@ -173,6 +184,26 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
   const ref = opts.ref ?? "refs/heads/main";
   let lock: HostLock | null = null;
   let lockLost: WorkflowHostError | null = null;
+  let followLeases = false;
+  const cluster: ClusterCoordinator | null =
+    opts.cluster === undefined
+      ? null
+      : createClusterCoordinator({
+          ...opts.cluster,
+          deploymentsDir: `${opts.dataDir.replace(/\/+$/, "")}/deployments`,
+          timers,
+          clock,
+          logger,
+          ...(opts.onClusterEvent === undefined ? {} : { onEvent: opts.onClusterEvent }),
+          // Twice: a refresh already under way may have listed the leases before this change.
+          onServingChanged: async () => {
+            if (!followLeases) return;
+            await scheduler.refresh();
+            await scheduler.refresh();
+            await dispatcher.refresh();
+          },
+        });
+  const listDeployments = async (): Promise<readonly string[]> => (cluster === null ? store.listRepos(principal, WORKFLOW_RUN_KIND) : cluster.serving());
   const store = createRepoStore({
     dataDir: opts.dataDir,
     kindHandlers: [workflowRunKind(opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes })],
@@ -183,6 +214,7 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
     ...(opts.durability === undefined ? {} : { durability: opts.durability }),
     ...(opts.blockingRefIo === undefined ? {} : { blockingRefIo: opts.blockingRefIo }),
     foreignWriterRoomMs: opts.foreignWriterRoomMs ?? 100,
+    ...(cluster === null ? {} : { author: cluster.identity, beforeRefMove: (move) => cluster.beforeRefMove(move) }),
     // Before start() (createDeployment) there is no lock to check; once it was lost, nothing goes.
     fence: () => {
       if (lockLost !== null) throw lockLost;
@@ -192,7 +224,7 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
   const scheduler = createWorkflowHostScheduler({
     repoStore: store,
     principal,
-    listActiveDeployments: () => store.listRepos(principal, WORKFLOW_RUN_KIND),
+    listActiveDeployments: listDeployments,
     ref,
     clock,
     timers,
@@ -209,7 +241,7 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
   const dispatcher: Dispatcher = createDispatcher({
     repoStore: store,
     principal,
-    listDeployments: () => store.listRepos(principal, WORKFLOW_RUN_KIND),
+    listDeployments,
     ref,
     clock,
     timers,
@@ -221,7 +253,7 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
   const retention = createRetentionLoop({
     store,
     principal,
-    listDeployments: () => store.listRepos(principal, WORKFLOW_RUN_KIND),
+    listDeployments,
     ref,
     nowMs: () => clock().getTime(),
     timers,
@@ -265,9 +297,13 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
           void host.stop();
         },
       });
+      await cluster?.start();
       await scheduler.start();
       await dispatcher.start();
       if (opts.retention !== false) retention.start();
+      followLeases = true;
+      // Leases taken while the scheduler started are picked up now.
+      if (cluster !== null) await Promise.all([scheduler.refresh(), dispatcher.refresh()]);
       if (state === "starting") state = "running";
     } catch (error) {
       state = "stopping";
@@ -293,6 +329,9 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
     await attempt("retention", () => retention.stop());
     await attempt("the dispatcher", () => dispatcher.stop());
     await attempt("the scheduler", () => scheduler.stop());
+    followLeases = false;
+    // After the scheduler: its last commit is pushed before the leases are freed.
+    if (cluster !== null) await attempt("the cluster leases", () => cluster.stop());
     await attempt("the store", () => store.close());
     const held = lock;
     lock = null;
@@ -339,6 +378,7 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
     async createDeployment(repoId) {
       ensureUsable("createDeployment");
       const id = parseRepoId(repoId);
+      if (cluster !== null) return cluster.createDeployment(id);
       const result = await store.initRepo(principal, { kind: WORKFLOW_RUN_KIND, id });
       if (state === "running") await Promise.all([scheduler.refresh(), dispatcher.refresh()]);
       return result;
@@ -365,6 +405,7 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
     },
 
     dispatcher,
+    cluster,
 
     dispatch(consumer) {
       ensureUsable("dispatch");
