@@ -18,7 +18,8 @@ export default defineConfig({
     include: ["test/**/*.test.ts"],
     // The benchmarks' smoke run is a run of bench/, not a test: `npm run test:bench-smoke`
     // (CI runs it after `npm test`) sets WORKFLOW_HOST_BENCH_SMOKE to include it.
-    exclude: process.env["WORKFLOW_HOST_BENCH_SMOKE"] === "1" ? [] : ["test/integration/bench-smoke.test.ts"],
+    // The several-hosts suites start PostgreSQL and host processes: `npm run test:cluster`.
+    exclude: ["test/cluster/**", ...(process.env["WORKFLOW_HOST_BENCH_SMOKE"] === "1" ? [] : ["test/integration/bench-smoke.test.ts"])],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: "forks",

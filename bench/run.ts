@@ -15,6 +15,7 @@ import { fileURLToPath } from "node:url";
 import type { Benchmark } from "./bench-context.js";
 import { append } from "./append.js";
 import { catchUp } from "./catch-up.js";
+import { cluster } from "./cluster.js";
 import { dispatch } from "./dispatch.js";
 import { fireThroughput } from "./fire-throughput.js";
 import { http } from "./http.js";
@@ -42,7 +43,7 @@ const HUGE_NOTE =
   "`bench/RESULTS-huge.md`; a run of some of them keeps the others' last tables there).";
 
 /** Every benchmark, in the order they run. */
-export const BENCHMARKS: readonly Benchmark[] = [fireThroughput, lateness, recovery, memory, signals, restart, catchUp, append, http, dispatch, peer, retention];
+export const BENCHMARKS: readonly Benchmark[] = [fireThroughput, lateness, recovery, memory, signals, restart, catchUp, append, http, dispatch, peer, retention, cluster];
 
 export interface RunOptions {
   readonly quick: boolean;

@@ -38,3 +38,5 @@ export { idempotencyKey } from "./dispatch/dispatch-keys.js";
 export { releaseParked, readConsumerState, type ParkedRecord } from "./dispatch/consumer-state.js";
 export { consumerLag, type ConsumerLag } from "./dispatch/consumer-report.js";
 export { deliveryBody, signBody, verifySignature, SIGNATURE_HEADER } from "./dispatch/http-target.js";
+export { createClusterCoordinator, DEFAULT_LEASE_TTL_MS } from "./cluster/cluster-coordinator.js";
+export type { ClusterCoordinator, ClusterCoordinatorOptions, ClusterEvent, ClusterOptions, ClusterStats } from "./cluster/cluster-coordinator.js";

@@ -41,6 +41,15 @@ export type ErrorCode =
   | "delivery_failed"
   | "dispatcher_stopped"
   | "record_not_found"
+  // cluster mode (seams/cluster)
+  /** The deployment's remote refused a push: its ref was not at the expected old value (someone else moved it). */
+  | "remote_rejected"
+  /** The deployment's remote could not be reached, or git failed against it; fires wait and are retried. */
+  | "remote_unavailable"
+  /** A write to a deployment whose lease this host does not hold (another host serves it). */
+  | "lease_not_held"
+  /** PostgreSQL (the lease table) could not be reached or refused a query. */
+  | "cluster_unavailable"
   // CLI
   | "data_dir_not_found"
   | "usage";

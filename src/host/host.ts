@@ -16,6 +16,7 @@
  * {@link stopOnSignals} (see `./stop-on-signals.ts`).
  */
 import { DEFAULT_REF } from "../substrate/ref-name.js";
+import { createClusterCoordinator, type ClusterCoordinator, type ClusterEvent, type ClusterOptions } from "../../seams/cluster/cluster-coordinator.js";
 import { createDispatcher } from "../../seams/dispatch/dispatcher.js";
 import type { ConsumerHandle, ConsumerOptions, Dispatcher, DispatchReport } from "../../seams/dispatch/dispatch-types.js";
 import { createWorkflowHostScheduler } from "../../seams/scheduler/scheduler.js";
@@ -113,6 +114,14 @@ export interface WorkflowHostOptions {
   readonly retention?: RetentionPolicy | false;
   /** Told about every retention pass that archived (or had to skip) runs. Exceptions are ignored. */
   readonly onRetention?: (repoId: string, result: ArchiveEndedRunsResult) => void;
+  /**
+   * Cluster mode (docs/cluster.md): deployments are leased across hosts through PostgreSQL and
+   * each one's git remote is its source of truth; every commit is pushed to the remote with a
+   * compare-and-swap before it lands in the local clone. Default none: single-host mode.
+   */
+  readonly cluster?: ClusterOptions;
+  /** Every cluster report (lease_acquired, lease_lost, push_rejected, …), synchronously. */
+  readonly onClusterEvent?: (event: ClusterEvent) => void;
 }
 
 export interface WorkflowHost {
@@ -162,6 +171,8 @@ export interface WorkflowHost {
    * @throws repo_id_invalid, host_stopped, the store's errors
    */
   archiveEndedRuns(repoId: string): Promise<ArchiveEndedRunsResult>;
+  /** Cluster mode's lease coordinator, or null in single-host mode. */
+  readonly cluster: ClusterCoordinator | null;
   /** The dispatcher running this host's consumers (started and stopped with the host). */
   readonly dispatcher: Dispatcher;
   /**
@@ -187,6 +198,26 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
   const ref = opts.ref ?? DEFAULT_REF;
   let lock: HostLock | null = null;
   let lockLost: WorkflowHostError | null = null;
+  let followLeases = false;
+  const cluster: ClusterCoordinator | null =
+    opts.cluster === undefined
+      ? null
+      : createClusterCoordinator({
+          ...opts.cluster,
+          deploymentsDir: `${opts.dataDir.replace(/\/+$/, "")}/deployments`,
+          timers,
+          clock,
+          logger,
+          ...(opts.onClusterEvent === undefined ? {} : { onEvent: opts.onClusterEvent }),
+          // Twice: a refresh already under way may have listed the leases before this change.
+          onServingChanged: async () => {
+            if (!followLeases) return;
+            await scheduler.refresh();
+            await scheduler.refresh();
+            await dispatcher.refresh();
+          },
+        });
+  const listDeployments = async (): Promise<readonly string[]> => (cluster === null ? store.listRepos(principal, WORKFLOW_RUN_KIND) : cluster.serving());
   const store = createRepoStore({
     dataDir: opts.dataDir,
     kindHandlers: [workflowRunKind(opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes })],
@@ -197,6 +228,7 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
     ...(opts.durability === undefined ? {} : { durability: opts.durability }),
     ...(opts.blockingRefIo === undefined ? {} : { blockingRefIo: opts.blockingRefIo }),
     foreignWriterRoomMs: opts.foreignWriterRoomMs ?? 100,
+    ...(cluster === null ? {} : { author: cluster.identity, beforeRefMove: (move) => cluster.beforeRefMove(move) }),
     // Before start() (createDeployment) there is no lock to check; once it was lost, nothing goes.
     fence: () => {
       if (lockLost !== null) throw lockLost;
@@ -206,7 +238,7 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
   const scheduler = createWorkflowHostScheduler({
     store,
     principal,
-    listActiveDeployments: () => store.listRepos(principal, WORKFLOW_RUN_KIND),
+    listActiveDeployments: listDeployments,
     ref,
     clock,
     timers,
@@ -223,7 +255,7 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
   const dispatcher: Dispatcher = createDispatcher({
     store,
     principal,
-    listDeployments: () => store.listRepos(principal, WORKFLOW_RUN_KIND),
+    listDeployments,
     ref,
     clock,
     timers,
@@ -235,7 +267,7 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
   const retention = createRetentionLoop({
     store,
     principal,
-    listDeployments: () => store.listRepos(principal, WORKFLOW_RUN_KIND),
+    listDeployments,
     ref,
     nowMs: () => clock().getTime(),
     timers,
@@ -306,9 +338,13 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
           void host.stop();
         },
       });
+      await cluster?.start();
       await scheduler.start();
       await dispatcher.start();
       if (opts.retention !== false) retention.start();
+      followLeases = true;
+      // Leases taken while the scheduler started are picked up now.
+      if (cluster !== null) await Promise.all([scheduler.refresh(), dispatcher.refresh()]);
       if (state === "starting") state = "running";
     } catch (error) {
       state = "stopping";
@@ -336,6 +372,9 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
     await attempt("retention", () => retention.stop());
     await attempt("the dispatcher", () => dispatcher.stop());
     await attempt("the scheduler", () => scheduler.stop());
+    followLeases = false;
+    // After the scheduler: its last commit is pushed before the leases are freed.
+    if (cluster !== null) await attempt("the cluster leases", () => cluster.stop());
     await attempt("the store", () => store.close());
     const held = lock;
     lock = null;
@@ -382,6 +421,7 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
     async createDeployment(repoId) {
       ensureUsable("createDeployment");
       const id = parseRepoId(repoId);
+      if (cluster !== null) return cluster.createDeployment(id);
       const result = await store.initRepo(principal, { kind: WORKFLOW_RUN_KIND, id });
       if (state === "running") await Promise.all([scheduler.refresh(), dispatcher.refresh()]);
       return result;
@@ -412,6 +452,7 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
     },
 
     dispatcher,
+    cluster,
 
     dispatch(consumer) {
       ensureUsable("dispatch");

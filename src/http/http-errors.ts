@@ -54,6 +54,8 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<HttpErrorCode, number>> = {
   ref_conflict: 409,
   push_rejected: 409,
   consumer_exists: 409,
+  remote_rejected: 409,
+  lease_not_held: 409,
   // The host is not (or no longer) able to serve: retry later or elsewhere.
   ref_locked: 503,
   store_stopped: 503,
@@ -63,6 +65,8 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<HttpErrorCode, number>> = {
   host_stopped: 503,
   aborted: 503,
   dispatcher_stopped: 503,
+  remote_unavailable: 503,
+  cluster_unavailable: 503,
   // Damage or failures inside the host.
   ref_corrupt: 500,
   object_corrupt: 500,

@@ -125,6 +125,7 @@ export function createRepoStore(opts: RepoStoreOptions): RepoStore {
     sleep,
     onCommitted: (r) => watchers.get(r.key)?.watcher.notify(),
     ...(opts.fence === undefined ? {} : { fence: opts.fence }),
+    ...(opts.beforeRefMove === undefined ? {} : { beforeRefMove: opts.beforeRefMove }),
     roomMs: foreignWriterRoomMs,
   });
 

@@ -212,6 +212,14 @@ export interface RepoStoreOptions {
    */
   readonly fence?: () => void;
   /**
+   * Called under the ref lock after `fence`, once a commit's objects are in place (a real `git`
+   * can read them) and right before the ref moves from `from` to `to`; throwing aborts that
+   * write with the thrown error (the ref does not move). Cluster mode pushes the commit to the
+   * deployment's remote here, so a commit exists locally only once the remote accepted it.
+   * Not called for `initRepo`'s genesis commit. Default none.
+   */
+  readonly beforeRefMove?: (move: RefMove) => Promise<void>;
+  /**
    * Room left to other writers of a repository (another process, `git push`), in ms (default
    * 0: off; a host uses 100): after a lost compare-and-swap the retry waits a jittered backoff
    * instead of re-taking the ref at once, and for 5 s after a commit by someone else on a ref
@@ -394,4 +402,15 @@ export interface RepoStore {
   poke(repoId?: RepoId): void;
   /** Ends every subscription, closes watchers and timers, waits for queued writes; idempotent. */
   close(): Promise<void>;
+}
+
+/** A ref about to move by a commit of this store (see RepoStoreOptions.beforeRefMove). */
+export interface RefMove {
+  readonly repoId: RepoId;
+  /** Full ref name, e.g. `refs/heads/main`. */
+  readonly ref: string;
+  /** The ref's value the commit extends; null for an unborn ref. */
+  readonly from: Oid | null;
+  /** The new commit. */
+  readonly to: Oid;
 }

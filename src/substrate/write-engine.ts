@@ -30,7 +30,7 @@ import type { Sleep } from "./ref-store.js";
 import type { RepoHandle } from "./repo-handle.js";
 import { parseRepoPath } from "./repo-path.js";
 import { applyTreeEdits } from "./tree-edit.js";
-import type { CommittedReads, Oid, PathChange, WriteResult } from "./types.js";
+import type { CommittedReads, Oid, PathChange, RefMove, WriteResult } from "./types.js";
 
 /** Blob contents by repo path: strings are stored as UTF-8. */
 export type FileMap =
@@ -62,6 +62,12 @@ export interface WriteEngineDeps {
   readonly onCommitted: (repo: RepoHandle) => void;
   /** Called under the ref lock right before the ref moves; throwing aborts the write. */
   readonly fence?: () => void;
+  /**
+   * Called under the ref lock once the commit's objects are in place and right before the ref
+   * moves (after `fence`); throwing aborts the write (the ref does not move, the objects stay
+   * unreferenced). See RepoStoreOptions.beforeRefMove.
+   */
+  readonly beforeRefMove?: (move: RefMove) => Promise<void>;
   /** Room left to other writers (ms, 0 = none); see the module comment. */
   readonly roomMs?: number;
 }
@@ -245,6 +251,7 @@ export async function commitWithRetry<R>(
 
   const roomMs = deps.roomMs ?? 0;
   const fence = deps.fence ?? (() => undefined);
+  const beforeRefMove = deps.beforeRefMove;
   for (let attempt = 1; attempt <= deps.maxAttempts; attempt++) {
     if (attempt === 1) {
       let { name, value: tip } = await repo.resolveRefNamed(refName);
@@ -271,6 +278,7 @@ export async function commitWithRetry<R>(
           fence();
           await staged.publish();
           published = true;
+          await beforeRefMove?.({ repoId: repo.repoId, ref: name, from: tip, to: prepared.commit.oid });
         });
       } finally {
         if (!published) await staged.discard();
@@ -296,9 +304,10 @@ export async function commitWithRetry<R>(
       if (ready.kind === "noop") return null;
       return {
         next: ready.commit.oid,
-        beforeSwap: () => {
+        beforeSwap: async () => {
           fence();
-          return repo.objects.writeObjects(ready.objects);
+          await repo.objects.writeObjects(ready.objects);
+          await beforeRefMove?.({ repoId: repo.repoId, ref: name, from: current, to: ready.commit.oid });
         },
       };
     });

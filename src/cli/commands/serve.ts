@@ -1,6 +1,7 @@
 import { DEFAULT_REF } from "../../substrate/ref-name.js";
 import { printDispatchReport } from "./dispatch-report.js";
 import type { SchedulerEvent } from "../../../seams/scheduler/scheduler-types.js";
+import type { ClusterEvent, ClusterOptions } from "../../../seams/cluster/cluster-coordinator.js";
 import type { WorkflowHost } from "../../host/host.js";
 import { stopOnSignals } from "../../host/stop-on-signals.js";
 import type { MisfirePolicy } from "../../workflow/types.js";
@@ -32,10 +33,17 @@ export const serveCommand: CliCommand = {
     tokens: { type: "string" },
     "retention-ms": { type: "string" },
     "retention-check-ms": { type: "string" },
+    cluster: { type: "string" },
+    "remote-base": { type: "string" },
+    "host-id": { type: "string" },
+    "lease-ttl-ms": { type: "string" },
+    "fetch-every-ms": { type: "string" },
   },
   help: `Usage: workflow-host serve --data-dir DIR [--init] [--poll-ms N] [--misfire P] [--durability D]
                            [--lock-stale-ms N] [--dispatch FILE] [--json] [--http ADDR --tokens FILE]
                            [--retention-ms N|off] [--retention-check-ms N]
+                           [--cluster POSTGRES_URL --remote-base URL [--host-id ID] [--lease-ttl-ms N]
+                            [--fetch-every-ms N]]
 
 Runs the host: takes the data dir's host lock, recovers every deployment's timers, fires them
 (TimerFired, cron follow-ups, TimerSkipped) and follows new commits, including ones pushed with
@@ -72,6 +80,18 @@ Options:
                           604800000: 7 days); off keeps every run live
       --retention-check-ms N  how often deployments are looked at for retention (default
                           min(retention / 4, 600000), at least 1000)
+      --cluster URL       cluster mode (README "Running several hosts"): serve the deployments
+                          whose leases this host takes in PostgreSQL at URL (postgres://...)
+      --remote-base URL   each deployment's git remote is URL/<repoId>.git, its source of truth;
+                          every commit is pushed there (compare-and-swap) before it counts
+      --host-id ID        names this host in commits and leases (default: the machine's name)
+      --lease-ttl-ms N    lease lifetime: a dead host's deployments are taken over this long
+                          after its last renewal (default 10000)
+      --fetch-every-ms N  fetch served deployments this often to see pushes by others
+                          (default 5000, 0 = only at takeover and after a refused push)
+
+Cluster mode adds lines lease-acquired, lease-released, lease-lost, lease-unconfirmed,
+lease-confirmed, push-rejected and cluster-error.
 
 Output lines: serving, recovered, armed, fired (with how late: "late 2 ms"), skipped,
 cancelled, bad-event, ref-rewritten, commit-failed, repo-failed, timer-rejected, archived,
@@ -83,6 +103,8 @@ Examples:
   workflow-host serve --data-dir ./data --init
   workflow-host serve --data-dir ./data --json --poll-ms 250
   workflow-host serve --data-dir ./data --http 127.0.0.1:8080 --tokens ./tokens.json
+  workflow-host serve --data-dir ./h1 --init --cluster postgres://postgres@127.0.0.1:5432/postgres \\
+                      --remote-base /srv/remotes --host-id h1
 `,
   async run(values, io) {
     const dataDir = dataDirFlag(NAME, values, io);
@@ -95,6 +117,7 @@ Examples:
     // Every flag (and the token and dispatch files) is checked before the data dir: a bad flag
     // is exit 2.
     const http = await httpFlags(values);
+    const cluster = clusterFlags(values);
     const dispatchFile = values["dispatch"];
     const consumers = typeof dispatchFile === "string" ? await dispatchConsumers(dispatchFile, io) : [];
     if (values["init"] !== true) await requireDataDir(dataDir, `workflow-host serve --data-dir ${shellQuote(dataDir)} --init`);
@@ -121,6 +144,16 @@ Examples:
         http?.monitor.onEvent(event);
       },
       onDispatchEvent: (report) => printDispatchReport(io, report, json),
+      ...(cluster === null
+        ? {}
+        : {
+            cluster,
+            onClusterEvent: (event: ClusterEvent) => {
+              const { type, ...rest } = event;
+              if (json) printLine(io, JSON.stringify({ ts: io.clock().toISOString(), event: type.replace("_", "-"), ...rest }, replacer));
+              else printLine(io, `${io.clock().toISOString()} ${type.replace("_", "-").padEnd(13)} ${"repoId" in event ? (event.repoId ?? "") : ""}${"epoch" in event ? ` epoch ${event.epoch}` : ""}${event.type === "cluster_error" ? `: ${event.error.message}` : ""}`);
+            },
+          }),
     });
     for (const consumer of consumers) host.dispatch(consumer);
     const signals = stopOnSignals(host, {
@@ -147,9 +180,9 @@ Examples:
       if (signals.received !== null) {
         // Stopped while starting: nothing was served.
       } else if (json) {
-        printLine(io, JSON.stringify({ ts: io.clock().toISOString(), event: "serving", dataDir, pid: holder?.pid, repos: stats.repos, runs: stats.runs, queued: stats.queued }));
+        printLine(io, JSON.stringify({ ts: io.clock().toISOString(), event: "serving", dataDir, pid: holder?.pid, repos: stats.repos, runs: stats.runs, queued: stats.queued, ...(host.cluster === null ? {} : { instance: host.cluster.instanceId }) }));
       } else {
-        printLine(io, `serving ${dataDir} (pid ${holder?.pid ?? "?"}): ${plural(stats.repos, "deployment")}, ${plural(stats.runs, "run")}, ${plural(stats.queued, "timer")} armed; stop with Ctrl-C or SIGTERM`);
+        printLine(io, `serving ${dataDir} (pid ${holder?.pid ?? "?"}${host.cluster === null ? "" : `, cluster instance ${host.cluster.instanceId}`}): ${plural(stats.repos, "deployment")}, ${plural(stats.runs, "run")}, ${plural(stats.queued, "timer")} armed; stop with Ctrl-C or SIGTERM`);
       }
       // The host stops on a signal, or by itself when its lock is lost.
       await host.stopped;
@@ -244,6 +277,26 @@ async function dispatchConsumers(file: string, io: CliIo) {
     throw usageError(NAME, `cannot read --dispatch ${file}: ${error instanceof Error ? error.message : String(error)}`);
   }
   return checkFlags(NAME, () => parseDispatchConfig(text, io.env));
+}
+
+/** `--cluster`, `--remote-base` and their tuning flags; null in single-host mode. */
+function clusterFlags(values: Parameters<CliCommand["run"]>[0]): ClusterOptions | null {
+  const url = values["cluster"];
+  const remoteBase = values["remote-base"];
+  const tuning = ["host-id", "lease-ttl-ms", "fetch-every-ms"].filter((k) => values[k] !== undefined);
+  if (url === undefined) {
+    if (remoteBase !== undefined || tuning.length > 0) throw usageError(NAME, `--${remoteBase !== undefined ? "remote-base" : tuning[0]} is only used with --cluster`);
+    return null;
+  }
+  if (typeof url !== "string" || !/^postgres(ql)?:\/\//.test(url)) throw usageError(NAME, "--cluster takes a PostgreSQL connection string postgres://user@host:port/db");
+  if (typeof remoteBase !== "string" || remoteBase === "") throw usageError(NAME, "--cluster needs --remote-base URL: where each deployment's git remote lives");
+  const hostId = values["host-id"];
+  if (hostId !== undefined && (typeof hostId !== "string" || !/^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$/.test(hostId))) {
+    throw usageError(NAME, "--host-id takes 1-100 of A-Z a-z 0-9 _ . - (starting with a letter or digit)");
+  }
+  const leaseTtlMs = intFlag(NAME, values, "lease-ttl-ms", { min: 1_000, max: 600_000 }, 10_000) ?? 10_000;
+  const fetchEveryMs = intFlag(NAME, values, "fetch-every-ms", { min: 0, max: 3_600_000 }, 5_000) ?? 5_000;
+  return { url, remoteBase, leaseTtlMs, fetchEveryMs, ...(typeof hostId === "string" ? { hostId } : {}) };
 }
 
 /** `--http` and `--tokens`, checked (and the token file read) before the host starts. */

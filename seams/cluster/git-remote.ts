@@ -1,0 +1,207 @@
+/**
+ * The git transport of cluster mode, through the real `git` command line: a deployment's remote
+ * (any URL git can push to and fetch from) is its source of truth, and the host's bare repository
+ * under the data dir is a local clone of it.
+ *
+ * - `pushCas` is the fence: it pushes one commit with `--force-with-lease=<ref>:<expected old>`,
+ *   so the remote moves only if its ref is still where this host last saw it. A loss means
+ *   someone else moved the log.
+ * - `fetch` brings the remote's refs into the clone (forced: the remote wins), with git's own
+ *   compare-and-swap on the local ref, so it never overwrites a commit the store moved to
+ *   meanwhile (it fails instead, and is retried).
+ * - `takeOver` appends an empty "lease taken" commit on the remote tip: from then on, a push by
+ *   the previous holder (expecting the old tip) is rejected, whatever it believes about its lease.
+ */
+import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdir } from "node:fs/promises";
+import { WorkflowHostError } from "../../src/errors.js";
+import { DEFAULT_REF } from "../../src/substrate/ref-name.js";
+import { systemTimers } from "../../src/time/clock.js";
+
+/** Refs a clone mirrors: the run logs and the dispatch consumers' progress. */
+const FETCH_REFSPECS = ["+refs/heads/*:refs/heads/*", "+refs/consumers/*:refs/consumers/*"];
+const EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
+
+export interface GitRemoteOptions {
+  /** Remotes live at `<remoteBase>/<repoId>.git` (a path, file://, ssh://, https://). */
+  readonly remoteBase: string;
+  /** Commit identity of takeover and genesis commits. */
+  readonly identity: { readonly name: string; readonly email: string };
+  /** Longest a git call may run before it is killed and counts as `remote_unavailable` (ms, default 20 000). */
+  readonly timeoutMs?: number;
+  /** Wall clock for commit dates. */
+  readonly clock: () => Date;
+}
+
+export interface GitResult {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+export type PushOutcome = { readonly accepted: true } | { readonly accepted: false; readonly reason: string };
+
+export interface GitRemote {
+  url(repoId: string): string;
+  /** Creates the bare clone at `gitdir` when absent (HEAD → refs/heads/main). */
+  ensureClone(gitdir: string): Promise<void>;
+  /**
+   * Fetches the remote's refs into the clone. @throws remote_unavailable (unreachable, or the
+   * local ref moved under the fetch: retry)
+   */
+  fetch(gitdir: string, repoId: string): Promise<void>;
+  /** Pushes `to` onto `ref` if the remote's `ref` is at `from` (null: absent). @throws remote_unavailable */
+  pushCas(gitdir: string, repoId: string, ref: string, from: string | null, to: string): Promise<PushOutcome>;
+  /**
+   * Fetches, then appends an empty commit saying `message` on the remote tip of refs/heads/main
+   * (retrying when another push wins), and moves the clone's ref to it.
+   * @returns the new tip @throws remote_unavailable (also when the remote has no refs/heads/main)
+   */
+  takeOver(gitdir: string, repoId: string, message: string): Promise<string>;
+  /**
+   * Makes sure the remote exists with a refs/heads/main: a local-path remote is created with
+   * `git init --bare`; an absent main gets a genesis commit (pushed only if still absent).
+   * @returns whether this call created the genesis commit, and the remote's main
+   */
+  ensureRemote(gitdir: string, repoId: string): Promise<{ created: boolean; commitSha: string }>;
+}
+
+/** Runs `git` with the user's and the system's configuration ignored; never throws on exit code. */
+export function runGit(args: readonly string[], opts: { env?: Record<string, string>; timeoutMs?: number } = {}): Promise<GitResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn("git", args, {
+      env: {
+        ...process.env,
+        GIT_CONFIG_NOSYSTEM: "1",
+        GIT_CONFIG_GLOBAL: "/dev/null",
+        GIT_TERMINAL_PROMPT: "0",
+        LC_ALL: "C",
+        ...opts.env,
+      },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    const out: Buffer[] = [];
+    const err: Buffer[] = [];
+    child.stdout.on("data", (chunk: Buffer) => out.push(chunk));
+    child.stderr.on("data", (chunk: Buffer) => err.push(chunk));
+    const timer = opts.timeoutMs === undefined ? null : systemTimers.setTimeout(() => child.kill("SIGKILL"), opts.timeoutMs);
+    child.on("error", (error) => {
+      if (timer !== null) systemTimers.clearTimeout(timer);
+      reject(error);
+    });
+    child.on("close", (code) => {
+      if (timer !== null) systemTimers.clearTimeout(timer);
+      resolve({ code: code ?? -1, stdout: Buffer.concat(out).toString("utf8"), stderr: Buffer.concat(err).toString("utf8") });
+    });
+  });
+}
+
+/** Whether a remote URL names a folder on this machine (a path or file://). */
+function localPath(url: string): string | null {
+  if (url.startsWith("file://")) return decodeURIComponent(url.slice("file://".length));
+  return /^[a-z][a-z0-9+.-]*:\/\//i.test(url) || /^[^/]+@[^:]+:/.test(url) ? null : url;
+}
+
+export function createGitRemote(opts: GitRemoteOptions): GitRemote {
+  const timeoutMs = opts.timeoutMs ?? 20_000;
+  const base = opts.remoteBase.replace(/\/+$/, "");
+  // Clones are caches the host alone writes: no automatic gc repacking under the store.
+  const config = ["-c", "gc.auto=0", "-c", "maintenance.auto=false", "-c", "fetch.writeCommitGraph=false"];
+  const git = (gitdir: string, args: readonly string[], env?: Record<string, string>): Promise<GitResult> =>
+    runGit([...config, `--git-dir=${gitdir}`, ...args], { timeoutMs, ...(env === undefined ? {} : { env }) });
+  const unavailable = (repoId: string, what: string, result: GitResult | null, cause?: unknown): WorkflowHostError =>
+    new WorkflowHostError(
+      "remote_unavailable",
+      `${what} for deployment ${repoId} failed against ${remote.url(repoId)}: ${(result?.stderr ?? String(cause)).trim().split("\n").slice(-2).join(" / ") || `exit ${result?.code}`}`,
+      { repoId, url: remote.url(repoId), code: result?.code ?? null },
+      cause === undefined ? {} : { cause },
+    );
+  const commitEnv = (): Record<string, string> => {
+    const date = `${Math.floor(opts.clock().getTime() / 1000)} +0000`;
+    return {
+      GIT_AUTHOR_NAME: opts.identity.name,
+      GIT_AUTHOR_EMAIL: opts.identity.email,
+      GIT_COMMITTER_NAME: opts.identity.name,
+      GIT_COMMITTER_EMAIL: opts.identity.email,
+      GIT_AUTHOR_DATE: date,
+      GIT_COMMITTER_DATE: date,
+    };
+  };
+  const revParse = async (gitdir: string, rev: string): Promise<string | null> => {
+    const result = await git(gitdir, ["rev-parse", "--verify", "--quiet", rev]);
+    return result.code === 0 ? result.stdout.trim() : null;
+  };
+
+  const remote: GitRemote = {
+    url: (repoId) => `${base}/${repoId}.git`,
+
+    async ensureClone(gitdir) {
+      if (existsSync(`${gitdir}/HEAD`)) return;
+      await mkdir(gitdir, { recursive: true });
+      const result = await runGit(["init", "--quiet", "--bare", "--initial-branch=main", gitdir], { timeoutMs });
+      if (result.code !== 0) throw new WorkflowHostError("io_failed", `git init --bare ${gitdir} failed: ${result.stderr.trim()}`, { gitdir });
+    },
+
+    async fetch(gitdir, repoId) {
+      const result = await git(gitdir, ["fetch", "--quiet", "--no-tags", "--update-head-ok", "--no-write-fetch-head", remote.url(repoId), ...FETCH_REFSPECS]);
+      if (result.code !== 0) throw unavailable(repoId, "git fetch", result);
+    },
+
+    async pushCas(gitdir, repoId, ref, from, to) {
+      const result = await git(gitdir, ["push", "--porcelain", "--no-verify", `--force-with-lease=${ref}:${from ?? ""}`, remote.url(repoId), `${to}:${ref}`]);
+      if (result.code === 0) return { accepted: true };
+      // Porcelain: "!\t<src>:<dst>\t[rejected] (stale info)" for a lost compare-and-swap.
+      const line = result.stdout.split("\n").find((l) => l.startsWith("!"));
+      if (line !== undefined && /\[(rejected|remote rejected)\]/.test(line)) return { accepted: false, reason: line.split("\t").slice(2).join(" ").trim() };
+      throw unavailable(repoId, "git push", result);
+    },
+
+    async takeOver(gitdir, repoId, message) {
+      for (let attempt = 1; ; attempt++) {
+        await remote.fetch(gitdir, repoId);
+        const tip = await revParse(gitdir, "refs/heads/main^{commit}");
+        if (tip === null) throw unavailable(repoId, "reading refs/heads/main after fetch (the remote has none)", null);
+        const made = await git(gitdir, ["commit-tree", `${tip}^{tree}`, "-p", tip, "-m", message], commitEnv());
+        if (made.code !== 0) throw unavailable(repoId, "git commit-tree", made);
+        const commit = made.stdout.trim();
+        const pushed = await remote.pushCas(gitdir, repoId, DEFAULT_REF, tip, commit);
+        if (pushed.accepted) {
+          // Our own ref follows; a failure here (a store write holds the lock) is mended by the
+          // next fetch, and a store commit on the old tip is refused by the remote anyway.
+          await git(gitdir, ["update-ref", DEFAULT_REF, commit, tip]);
+          return commit;
+        }
+        if (attempt >= 10) throw unavailable(repoId, `taking over (the remote kept moving: ${pushed.reason})`, null);
+      }
+    },
+
+    async ensureRemote(gitdir, repoId) {
+      const url = remote.url(repoId);
+      const path = localPath(url);
+      if (path !== null && !existsSync(path)) {
+        await mkdir(path, { recursive: true });
+        const init = await runGit(["init", "--quiet", "--bare", "--initial-branch=main", path], { timeoutMs });
+        if (init.code !== 0) throw unavailable(repoId, "git init --bare", init);
+      }
+      const lsRemote = async (): Promise<string | null> => {
+        const listed = await runGit([...config, "ls-remote", url, DEFAULT_REF], { timeoutMs });
+        if (listed.code !== 0) throw unavailable(repoId, "git ls-remote", listed);
+        return listed.stdout.trim().split(/\s/)[0] || null;
+      };
+      const existing = await lsRemote();
+      if (existing !== null) return { created: false, commitSha: existing };
+      await remote.ensureClone(gitdir);
+      const tree = await git(gitdir, ["hash-object", "-t", "tree", "-w", "/dev/null"]);
+      if (tree.code !== 0 || tree.stdout.trim() !== EMPTY_TREE) throw unavailable(repoId, "writing the empty tree", tree);
+      const made = await git(gitdir, ["commit-tree", EMPTY_TREE, "-m", "genesis"], commitEnv());
+      if (made.code !== 0) throw unavailable(repoId, "git commit-tree", made);
+      const genesis = made.stdout.trim();
+      const pushed = await remote.pushCas(gitdir, repoId, DEFAULT_REF, null, genesis);
+      if (pushed.accepted) return { created: true, commitSha: genesis };
+      // Another host created it first; its genesis is as good as ours.
+      return { created: false, commitSha: (await lsRemote()) ?? genesis };
+    },
+  };
+  return remote;
+}
