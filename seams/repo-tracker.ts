@@ -23,6 +23,7 @@ import { afterTerminalProblem, classifyRunPath, rewrittenProblem, runsEntryProbl
 import { readRunLog, type BadEvent, type RunLog } from "../src/workflow/run-log.js";
 import { applyEvent, emptyRunState } from "../src/workflow/run-state.js";
 import { planDueTimer, type FirePlan } from "../src/workflow/timer-ledger.js";
+import { slotDueMs } from "../src/workflow/schedule/jitter.js";
 import { prepareTicksBetween } from "../src/workflow/cron.js";
 import { createTimeSlicer } from "../src/time/time-slicer.js";
 import { isoFromMs } from "../src/workflow/time.js";
@@ -316,7 +317,8 @@ export class RepoTracker {
 
   /** Makes the queue hold exactly the run's armed, unsuppressed timers. */
   private sync(runId: string, record: RunRecord): void {
-    const wanted = record.state.terminal === null ? record.state.pendingTimers : new Map();
+    // A paused series is armed in the log but not queued: nothing of it is due until it resumes.
+    const wanted = record.state.terminal === null ? armedUnpaused(record.state.pendingTimers) : new Map<string, PendingTimer>();
     for (const timerId of record.queued) {
       if (!wanted.has(timerId)) {
         this.ctx.disarm(this.repoId, runId, timerId);
@@ -331,7 +333,7 @@ export class RepoTracker {
     }
     for (const pending of wanted.values()) {
       if (this.ctx.suppressed(this.repoId, runId, pending)) continue;
-      this.ctx.arm(this.repoId, runId, pending, Date.parse(pending.fireAt));
+      this.ctx.arm(this.repoId, runId, pending, slotDueMs(runId, pending));
       record.queued.add(pending.timerId);
     }
   }
@@ -573,7 +575,7 @@ export class RepoTracker {
     if (result.committed) this.ctx.count("commits");
     for (const { timer, plan, runId } of result.result?.outcomes ?? []) {
       if (plan.kind === "not_due") {
-        this.rearm(runId, timer, Date.parse(plan.fireAt));
+        this.rearm(runId, timer, plan.dueMs);
         continue;
       }
       if (plan.kind === "stale") continue;
@@ -659,6 +661,14 @@ export class RepoTracker {
     if (this.ctx.suppressed(this.repoId, runId, pending)) return;
     this.ctx.arm(this.repoId, runId, pending, atMs);
   }
+}
+
+/** The armed timers that are not paused series (the same map when none is paused). */
+function armedUnpaused(timers: ReadonlyMap<string, PendingTimer>): ReadonlyMap<string, PendingTimer> {
+  let paused = false;
+  for (const t of timers.values()) if (t.pausedAt !== undefined) paused = true;
+  if (!paused) return timers;
+  return new Map([...timers].filter(([, t]) => t.pausedAt === undefined));
 }
 
 /**

@@ -145,6 +145,7 @@ export function validateEvent(value: unknown, ctx: EventContext = {}): RunEvent 
       const d: Json = { ...data, timerId: field("timerId", parseTimerId), fireAt: field("fireAt", parseInstant) };
       for (const name of NULLABLE_TIMER_FIELDS) if (d[name] === null) delete d[name];
       if (d["stepId"] !== undefined) d["stepId"] = field("stepId", parseStepId);
+      checkSeriesFields(ctx, seq, d, field);
       if (d["cron"] !== undefined) {
         inEvent(ctx, seq, () => validateCron(d["cron"], d["timezone"]), { field: "data.cron" });
       } else if (d["timezone"] !== undefined) {
@@ -157,6 +158,11 @@ export function validateEvent(value: unknown, ctx: EventContext = {}): RunEvent 
       const d: Json = { ...data, timerId: field("timerId", parseTimerId) };
       if (data?.["scheduledFor"] !== undefined) d["scheduledFor"] = field("scheduledFor", parseInstant);
       if (data?.["firedAt"] !== undefined) d["firedAt"] = field("firedAt", parseInstant);
+      if (data?.["jitteredFor"] !== undefined) d["jitteredFor"] = field("jitteredFor", parseInstant);
+      if (data?.["requestId"] !== undefined) d["requestId"] = field("requestId", parseSignalId);
+      if ((d["manual"] === true) !== (d["requestId"] !== undefined) || (d["manual"] === true && d["backfill"] === true)) {
+        throw eventInvalid(ctx, seq, `TimerFired: manual ${String(d["manual"])}, requestId ${describeValue(d["requestId"])}, backfill ${String(d["backfill"])}; allowed: a manual fire names a requestId (and only it does), and is not a backfill`);
+      }
       out["data"] = d;
       break;
     }
@@ -171,8 +177,16 @@ export function validateEvent(value: unknown, ctx: EventContext = {}): RunEvent 
       break;
     }
     case "TimerCancelled":
+    case "SchedulePaused":
+    case "ScheduleResumed":
       out["data"] = { ...data, timerId: field("timerId", parseTimerId) };
       break;
+    case "ScheduleEnded": {
+      const d: Json = { ...data, timerId: field("timerId", parseTimerId) };
+      if (data?.["lastTick"] !== undefined) d["lastTick"] = field("lastTick", parseInstant);
+      out["data"] = d;
+      break;
+    }
     case "SignalReceived":
       inEvent(ctx, seq, () => parseSignalName(event["signalName"]));
       inEvent(ctx, seq, () => parseSignalId(event["signalId"]));
@@ -189,6 +203,31 @@ export function validateEvent(value: unknown, ctx: EventContext = {}): RunEvent 
       if (!isTerminalEventType(event.type)) throw eventInvalid(ctx, seq, `unhandled type ${event.type}`);
   }
   return out as RunEvent;
+}
+
+/**
+ * Checks a TimerSet's schedule fields (bounds, slot, jitter, owner): they belong to a cron
+ * series, `startAt <= fireAt <= endAt`, and the slot is within `maxTicks`. Normalises the instants.
+ */
+function checkSeriesFields(ctx: EventContext, seq: number, d: Json, field: <T>(name: string, parse: (v: unknown, f: string) => T) => T): void {
+  const names = ["startAt", "endAt", "maxTicks", "slot", "jitterMs", "owner"].filter((n) => d[n] !== undefined);
+  if (names.length === 0) return;
+  if (d["cron"] === undefined) {
+    throw eventInvalid(ctx, seq, `TimerSet ${names.join(", ")} without cron; allowed: schedule fields only on a cron series`, { fields: names });
+  }
+  const fireAtMs = Date.parse(d["fireAt"] as string);
+  if (d["startAt"] !== undefined) {
+    d["startAt"] = field("startAt", parseInstant);
+    if (Date.parse(d["startAt"] as string) > fireAtMs) throw eventInvalid(ctx, seq, `TimerSet fireAt ${String(d["fireAt"])} is before startAt ${String(d["startAt"])}; allowed: fireAt >= startAt`);
+  }
+  if (d["endAt"] !== undefined) {
+    d["endAt"] = field("endAt", parseInstant);
+    if (Date.parse(d["endAt"] as string) < fireAtMs) throw eventInvalid(ctx, seq, `TimerSet fireAt ${String(d["fireAt"])} is after endAt ${String(d["endAt"])}; allowed: fireAt <= endAt`);
+  }
+  if (d["maxTicks"] !== undefined && ((d["slot"] as number | undefined) ?? 1) > (d["maxTicks"] as number)) {
+    throw eventInvalid(ctx, seq, `TimerSet slot ${String(d["slot"])} is past maxTicks ${String(d["maxTicks"])}; allowed: slot <= maxTicks`);
+  }
+  if (d["owner"] !== undefined) d["owner"] = field("owner", parseSignalId);
 }
 
 /**

@@ -85,3 +85,5 @@ export {
   type FirePlanOptions,
   type PlannedEvent,
 } from "./timer-ledger.js";
+export { previewCron, type PreviewSpec, type PreviewTick } from "./schedule/preview.js";
+export type { DeclaredSchedule, SyncPlan } from "./schedule/sync-plan.js";
