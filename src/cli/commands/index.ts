@@ -8,6 +8,7 @@ import { repoListCommand } from "./repo-list.js";
 import { runsCompactCommand } from "./runs-compact.js";
 import { runsListCommand } from "./runs-list.js";
 import { runsShowCommand } from "./runs-show.js";
+import { scheduleCommands } from "./schedule.js";
 import { serveCommand } from "./serve.js";
 import { signalSendCommand } from "./signal-send.js";
 import { timerCancelCommand } from "./timer-cancel.js";
@@ -22,6 +23,7 @@ export const commands: readonly CliCommand[] = [
   timerSetCommand,
   timerCancelCommand,
   timersCommand,
+  ...scheduleCommands,
   signalSendCommand,
   runsListCommand,
   runsShowCommand,
