@@ -62,6 +62,9 @@ Options:
   -d, --data-dir DIR   data dir (default: $WORKFLOW_HOST_DATA_DIR)
   -r, --repo R         deployment id
       --json           print [{runId, timerId, cron, timezone, nextAt, paused, pausedAt, owner, misfire, startAt, endAt, maxTicks, slot, jitterMs}]
+
+Example:
+  workflow-host schedule list -d ./data -r reports
 `,
   async run(values, io) {
     const name = "schedule list";
@@ -107,6 +110,9 @@ ${SERIES_FLAGS}
   -n, --next N         how many next slots (1-1000, default 5)
       --last M         how many of the last fires (default 10)
       --json           print {…summary, next: [{slot, utc, local, jitteredFor?}], history: {fires, skips, pauses, end}}
+
+Example:
+  workflow-host schedule describe -d ./data -r reports --run nightly -t hourly --next 10
 `,
   async run(values, io) {
     const name = "schedule describe";
@@ -142,6 +148,16 @@ export const schedulePreviewCommand: CliCommand = {
 Lists the next N slots (default 5) of a cron expression after now (or --after), within the
 bounds given, in UTC and in the zone's local time. Reads no data dir. For a series already set,
 use schedule describe --next N.
+
+Options:
+      --cron EXPR      5 fields, or 6 with seconds first
+      --timezone Z     IANA zone (default UTC)
+  -n, --next N         how many slots (1-1000, default 5)
+      --after ISO      list slots after this instant (default now)
+      --start-at ISO   no slot before this instant
+      --end-at ISO     no slot after this instant
+      --max-ticks K    at most K slots in all
+      --json           print [{slot, utc, local}]
 
 Example:
   workflow-host schedule preview --cron "30 2 * * *" --timezone America/New_York --after 2026-03-07T00:00:00Z -n 3
@@ -186,6 +202,9 @@ Options:
 ${SERIES_FLAGS}
       --reason TEXT    recorded in the event
       --json           print {repoId, runId, timerId, outcome, commitSha}
+
+Example:
+  workflow-host schedule pause -d ./data -r reports --run nightly -t hourly --reason "warehouse migration"
 `,
   async run(values, io) {
     const t = target("schedule pause", values);
@@ -211,6 +230,9 @@ Options:
 ${SERIES_FLAGS}
       --catch-up       apply the misfire policy to the paused stretch
       --json           print {repoId, runId, timerId, outcome, skipped, commitSha}
+
+Example:
+  workflow-host schedule resume -d ./data -r reports --run nightly -t hourly
 `,
   async run(values, io) {
     const t = target("schedule resume", values);
@@ -235,6 +257,9 @@ Options:
 ${SERIES_FLAGS}
       --request-id ID  idempotency key: 1-256 of A-Z a-z 0-9 _ . : -
       --json           print {repoId, runId, timerId, requestId, outcome, firedAt, commitSha}
+
+Example:
+  workflow-host schedule trigger -d ./data -r reports --run nightly -t hourly --request-id deploy-412
 `,
   async run(values, io) {
     const name = "schedule trigger";
@@ -264,6 +289,9 @@ ${SERIES_FLAGS}
       --to ISO         last instant of the range, not after now
       --max-ticks K    most slots (1-1000, default 1000)
       --json           print {repoId, runId, timerId, fired, alreadyFired, commitSha}
+
+Example:
+  workflow-host schedule backfill -d ./data -r reports --run nightly -t hourly --from 2026-04-30T00:00:00Z --to 2026-04-30T23:59:59Z
 `,
   async run(values, io) {
     const name = "schedule backfill";
@@ -297,6 +325,9 @@ Options:
   -f, --file PATH      the declared set (JSON array)
       --dry-run        print the plan, write nothing
       --json           print {plan: {create, update, cancel, unchanged, conflicts}, commits}
+
+Example:
+  workflow-host schedule sync -d ./data -r reports --file schedules.json --dry-run
 `,
   async run(values, io) {
     const name = "schedule sync";
