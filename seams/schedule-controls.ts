@@ -220,7 +220,7 @@ export function createScheduleControls(opts: ScheduleControlsOptions): ScheduleC
       const declared = parseDeclaredSchedules(desired);
       const logs = await readLogs(repoId);
       const { current, ended } = seriesOf(logs);
-      const plan = planSync(current, ended, declared);
+      const plan = withoutSlotless(planSync(current, ended, declared), nowMs());
       if (o.dryRun === true || isEmptyPlan(plan)) return { plan, commits: [] };
       const runs = new Set<string>([...plan.create.map((d) => d.runId), ...plan.update.map((u) => u.declared.runId), ...plan.cancel.map((c) => c.runId)]);
       const results = await Promise.all(
@@ -238,6 +238,21 @@ export function createScheduleControls(opts: ScheduleControlsOptions): ScheduleC
       const commits = [...new Set(results.filter((r) => r.committed).map((r) => r.commitSha as string))];
       return { plan, commits };
     },
+  };
+}
+
+/** Moves declared series that have no slot within their bounds after now to the conflicts: nothing is written for them. */
+function withoutSlotless(plan: SyncPlan, atMs: number): SyncPlan {
+  const runs = new Set([...plan.create.map((d) => d.runId), ...plan.update.map((u) => u.declared.runId)]);
+  const none = new Set<DeclaredSchedule>();
+  for (const runId of runs) for (const d of syncEventsForRun(plan, runId, atMs).noSlot) none.add(d);
+  if (none.size === 0) return plan;
+  const reason = "no slot within its bounds after now; nothing written";
+  return {
+    ...plan,
+    create: plan.create.filter((d) => !none.has(d)),
+    update: plan.update.filter((u) => !none.has(u.declared)),
+    conflicts: [...plan.conflicts, ...[...none].map((d) => ({ runId: d.runId, timerId: d.timerId, reason }))],
   };
 }
 

@@ -113,3 +113,23 @@ describe("syncSchedules", () => {
     }
   });
 });
+
+describe("syncSchedules bounds", () => {
+  it("starts a declared series at its startAt, and reports one with no slot left in its bounds instead of writing it", async () => {
+    const h = await createHarness(NOW);
+    try {
+      const controls = createScheduleControls({ store: h.store, principal: null, clock: h.clock.clock });
+      const r = await controls.syncSchedules(REPO, [
+        { runId: "a", timerId: "later", cron: "0 * * * *", startAt: "2026-06-01T00:30:00Z" },
+        { runId: "a", timerId: "over", cron: "0 * * * *", endAt: "2026-04-01T00:00:00Z" },
+      ]);
+      expect(r.plan.create.map((d) => d.timerId)).toEqual(["later"]);
+      expect(r.plan.conflicts.map((c) => c.timerId)).toEqual(["over"]);
+      const armed = await armedSeries(h.store);
+      expect(armed.get("a/later")).toMatchObject({ fireAt: "2026-06-01T01:00:00.000Z", startAt: "2026-06-01T00:30:00.000Z", owner: SYNC_OWNER });
+      expect(armed.has("a/over")).toBe(false);
+    } finally {
+      await h.close();
+    }
+  });
+});
