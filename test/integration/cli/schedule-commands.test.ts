@@ -62,6 +62,10 @@ describe("workflow-host schedule", () => {
     expect(types).toMatch(/Pause schedule hourly of nightly/);
     expect(types).toMatch(/Trigger schedule hourly of nightly \(request req-1\)/);
 
+    // Everything the controls wrote passes the deployment check.
+    const checked = await cli(["check", "-d", dataDir]);
+    expect(checked.code).toBe(0);
+
     const preview = await json<{ utc: string }[]>(["schedule", "preview", "--cron", "30 2 * * *", "--timezone", "America/New_York", "--after", "2026-03-07T12:00:00Z", "-n", "2"]);
     expect(preview.map((t) => t.utc)).toEqual(["2026-03-08T07:00:00.000Z", "2026-03-09T06:30:00.000Z"]);
     const missing = await cli(["schedule", "pause", "-d", dataDir, "-r", "reports", "--run", "nightly", "-t", "nope"]);
