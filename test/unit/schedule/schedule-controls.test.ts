@@ -127,6 +127,15 @@ describe("trigger now", () => {
   });
 });
 
+describe("trigger now, concurrently", () => {
+  it("fires once when the same requestId is sent several times at once", async () => {
+    const { h, c } = await setup({ cron: "0 * * * *" });
+    const results = await Promise.all([1, 2, 3, 4].map(() => c.trigger(REPO, "r1", "s", "req-7")));
+    expect(results.map((r) => r.outcome).sort()).toEqual(["duplicate", "duplicate", "duplicate", "triggered"]);
+    expect(ofType(await h.log("r1"), "TimerFired")).toHaveLength(1);
+  });
+});
+
 describe("backfill", () => {
   it("fires each past slot once, however often the range is backfilled", async () => {
     const { h, c } = await setup({ cron: "0 * * * *" });
