@@ -8,8 +8,8 @@
  * cancelled. Per declared series:
  * - not armed → create (TimerSet of its first slot after now, within its bounds);
  * - armed and owned, any of cron, timezone, misfire, startAt, endAt, maxTicks, jitterMs, stepId
- *   different → update (TimerSet of the first slot after now with the new fields; a pause and
- *   the slot count are kept);
+ *   different → update (a TimerSet with the new fields: of the armed slot when cron, zone and
+ *   startAt are unchanged, else of the first slot after now; a pause and the slot count are kept);
  * - armed and owned and equal, or ended by its own bounds with the same fields → unchanged.
  * Every armed owned series not declared → cancel (TimerCancelled, reason "sync: not declared").
  * A plan with no create, update or cancel commits nothing.
@@ -176,7 +176,10 @@ export function syncEventsForRun(plan: SyncPlan, runId: string, nowMs: number): 
     const zone = d.timezone ?? "UTC";
     let afterMs = nowMs;
     if (d.startAt !== undefined) afterMs = Math.max(afterMs, Date.parse(d.startAt) - 1);
-    const first = firstTickAfter(compileCron(d.cron, zone), afterMs);
+    // Same slots (expression, zone, start): the armed slot stays, so an update of misfire,
+    // bounds or jitter never drops a slot that is due; otherwise the first slot after now.
+    const sameSlots = current !== undefined && current.cron === d.cron && (current.timezone ?? "UTC") === zone && current.startAt === d.startAt;
+    const first = sameSlots ? Date.parse(current.fireAt) : firstTickAfter(compileCron(d.cron, zone), afterMs);
     const slot = d.maxTicks === undefined ? undefined : (current?.slot ?? 1);
     if (first === null || (d.endAt !== undefined && first > Date.parse(d.endAt)) || (slot !== undefined && slot > (d.maxTicks as number))) {
       noSlot.push(d);
