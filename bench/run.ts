@@ -22,6 +22,7 @@ import { lateness } from "./lateness.js";
 import { describeMachine } from "./machine.js";
 import { coreCount, formatLoad, loadNow, type SectionLoad, underLoad, waitForCalm } from "./section-load.js";
 import { memory } from "./memory.js";
+import { peer } from "./peer.js";
 import { recovery } from "./recovery.js";
 import { restart } from "./restart.js";
 import { RepoCache } from "./repo-generator.js";
@@ -39,7 +40,7 @@ const HUGE_NOTE =
   "(`-- --huge --only memory,restart` writes them to `bench/RESULTS-huge.md`).";
 
 /** Every benchmark, in the order they run. */
-export const BENCHMARKS: readonly Benchmark[] = [fireThroughput, lateness, recovery, memory, signals, restart, catchUp, append, http, dispatch];
+export const BENCHMARKS: readonly Benchmark[] = [fireThroughput, lateness, recovery, memory, signals, restart, catchUp, append, http, dispatch, peer];
 
 export interface RunOptions {
   readonly quick: boolean;

@@ -522,10 +522,15 @@ export class RepoTracker {
     type After = { runId: string; parentEventsOid: string | null; state: RunState; maxFileSeq: number };
     let floorMs = Number.NEGATIVE_INFINITY;
     for (const d of due) floorMs = Math.max(floorMs, d.dueMs);
+    // The whole commit (planning, hashing, folder edits, validation) gives the event loop a turn
+    // every few ms (heartbeats, the tail, signals, other deployments), however many runs the
+    // batch holds and however long a series was missed: that is what lets a batch be big.
+    const slicer = createTimeSlicer();
     let result;
     try {
       result = await this.ctx.store.writeTreeDelta<{ outcomes: Outcome[]; after: After[] }>(this.ctx.principal, this.rid, this.ctx.ref, {
         message: `Fire ${due.length} timer${due.length === 1 ? "" : "s"}`,
+        pause: slicer.pause,
         computeDelta: async (_parent, reads) => {
           const nowMs = Math.max(this.ctx.nowMs(), floorMs);
           const at = isoFromMs(nowMs);
@@ -538,9 +543,6 @@ export class RepoTracker {
             if (list === undefined) byRun.set(d.runId, [d.pending]);
             else list.push(d.pending);
           }
-          // Planning gives the event loop a turn every few ms (heartbeats, the tail, signals),
-          // however many runs the batch holds and however long a series was missed.
-          const slicer = createTimeSlicer();
           for (const [runId, timers] of byRun) {
             await slicer.pause();
             const fresh = await this.freshRun(reads, runId);
@@ -602,7 +604,9 @@ export class RepoTracker {
   private async adoptOwnCommit(commitSha: string, after: readonly { runId: string; parentEventsOid: string | null; state: RunState; maxFileSeq: number }[]): Promise<void> {
     if (after.length === 0 || this.stopped) return;
     const reads = await this.ctx.store.openCommittedReads(this.ctx.principal, this.rid, commitSha);
+    const slicer = createTimeSlicer();
     for (const run of after) {
+      await slicer.pause();
       const record = this.runs.get(run.runId);
       if (record === undefined || run.parentEventsOid === null || record.eventsOid !== run.parentEventsOid) continue;
       record.state = run.state;

@@ -10,7 +10,7 @@
  *   duplicate TimerSets: every fire is decided under the repo lock from the log at the parent
  *   commit (see `src/workflow/timer-ledger.ts`);
  * - never before fireAt by the injected clock; an overdue timer fires at once;
- * - due timers of one repo are committed together, at most `maxBatch` per commit, and fire
+ * - due timers of one repo are committed together, at most `maxBatch` per commit (the batch grows with the backlog), and fire
  *   commits of one repo start at least `minCommitIntervalMs` apart (group commit);
  * - a failed commit is retried with backoff and reported; a bad event is reported and skipped.
  */
@@ -37,6 +37,8 @@ const MAX_RECENT_BAD = 100;
 const MAX_REPORTED_CANCELS = 1_000;
 /** See {@link SchedulerOptions.minCommitIntervalMs}. */
 export const DEFAULT_MIN_COMMIT_INTERVAL_MS = 8;
+/** See {@link SchedulerOptions.maxBatch}. */
+export const DEFAULT_MAX_BATCH = 1_000;
 
 /**
  * Creates the scheduler. Nothing runs until `start()`.
@@ -133,7 +135,7 @@ export function createWorkflowHostScheduler(opts: SchedulerOptions): WorkflowHos
     principal: opts.principal,
     ref,
     nowMs,
-    maxBatch: opts.maxBatch ?? 1_000,
+    maxBatch: opts.maxBatch ?? DEFAULT_MAX_BATCH,
     minCommitIntervalMs,
     monoMs: timers.now === undefined ? nowMs : () => (timers.now as () => number)(),
     timers,

@@ -17,6 +17,7 @@ import { createHash } from "node:crypto";
 import * as zlib from "node:zlib";
 import { constants as zlibConstants, deflateSync, inflateSync } from "node:zlib";
 import { WorkflowHostError } from "../errors.js";
+import { adler32Of } from "./adler32.js";
 import type { GitObject, ObjectType } from "./git-object.js";
 import type { Oid } from "./types.js";
 
@@ -57,23 +58,7 @@ function crc32Table(bytes: Uint8Array, crc: number): number {
   return ~c >>> 0;
 }
 
-/** Adler-32 of `bytes` (the checksum closing a zlib stream). */
-export function adler32(bytes: Uint8Array): number {
-  let a = 1;
-  let b = 0;
-  let i = 0;
-  while (i < bytes.length) {
-    // 5 552 is the most bytes before the sums can overflow 2^32 (zlib's NMAX).
-    const stop = Math.min(bytes.length, i + 5_552);
-    for (; i < stop; i++) {
-      a += bytes[i] as number;
-      b += a;
-    }
-    a %= 65_521;
-    b %= 65_521;
-  }
-  return ((b << 16) | a) >>> 0;
-}
+export { adler32 } from "./adler32.js";
 
 /**
  * `content` as a zlib stream of stored (uncompressed) blocks, built without zlib. Starting a
@@ -82,22 +67,45 @@ export function adler32(bytes: Uint8Array): number {
  * back by {@link inflateEntry} without zlib either.
  */
 export function storedZlib(content: Uint8Array): Buffer {
-  const blocks = Math.max(1, Math.ceil(content.length / 65_535));
-  const out = Buffer.allocUnsafe(2 + blocks * 5 + content.length + 4);
+  if (content.length > 65_535) return Buffer.concat(storedZlibParts(content));
+  // One block, one allocation (most objects: events, small folders).
+  const out = Buffer.allocUnsafe(2 + 5 + content.length + 4);
   out[0] = 0x78;
   out[1] = 0x01;
+  out[2] = 1;
+  out.writeUInt16LE(content.length, 3);
+  out.writeUInt16LE(~content.length & 0xffff, 5);
+  out.set(content, 7);
+  out.writeUInt32BE(adler32Of(content), 7 + content.length);
+  return out;
+}
+
+/**
+ * {@link storedZlib} as pieces: block headers and views of `content` itself (not copied), so a
+ * 4 MB folder is copied once, into the pack. The Adler-32 is taken from {@link adler32Of}.
+ */
+export function storedZlibParts(content: Uint8Array): Uint8Array[] {
+  const blocks = Math.max(1, Math.ceil(content.length / 65_535));
+  const parts: Uint8Array[] = [];
+  let head = Buffer.allocUnsafe(7);
+  head[0] = 0x78;
+  head[1] = 0x01;
   let at = 2;
   for (let k = 0; k < blocks; k++) {
     const start = k * 65_535;
     const len = Math.min(65_535, content.length - start);
-    out[at] = k === blocks - 1 ? 1 : 0;
-    out.writeUInt16LE(len, at + 1);
-    out.writeUInt16LE(~len & 0xffff, at + 3);
-    out.set(content.subarray(start, start + len), at + 5);
-    at += 5 + len;
+    head[at] = k === blocks - 1 ? 1 : 0;
+    head.writeUInt16LE(len, at + 1);
+    head.writeUInt16LE(~len & 0xffff, at + 3);
+    parts.push(head);
+    if (len > 0) parts.push(content.subarray(start, start + len));
+    head = Buffer.allocUnsafe(5);
+    at = 0;
   }
-  out.writeUInt32BE(adler32(content), at);
-  return out;
+  const trailer = Buffer.allocUnsafe(4);
+  trailer.writeUInt32BE(adler32Of(content), 0);
+  parts.push(trailer);
+  return parts;
 }
 
 /** The content of a zlib stream made only of stored blocks, or null when it is not one. */
@@ -125,10 +133,11 @@ function unstore(stream: Buffer, size: number): Buffer | null {
  * 1,000-entry folder shrinks by about a third at ~0.7 ms of deflate, rewritten on every commit
  * that touches it); merged packs hold big folders as deltas anyway.
  */
-function entryPayload(type: GitObject["type"], content: Uint8Array): Buffer {
+function entryPayload(type: GitObject["type"], content: Uint8Array): Uint8Array[] {
   const size = content.byteLength;
-  if (type === "tree" || size <= STORE_SMALL_BYTES || size > STORE_LARGE_BYTES) return storedZlib(content);
-  return deflateSync(content, { level: zlibConstants.Z_BEST_SPEED });
+  if (size > 65_535) return size > STORE_LARGE_BYTES || type === "tree" ? storedZlibParts(content) : [deflateSync(content, { level: zlibConstants.Z_BEST_SPEED })];
+  if (type === "tree" || size <= STORE_SMALL_BYTES) return [storedZlib(content)];
+  return [deflateSync(content, { level: zlibConstants.Z_BEST_SPEED })];
 }
 
 /** Objects up to this size are stored: see {@link storedZlib}. */
@@ -213,18 +222,24 @@ const sha1Now = (body: Buffer): Buffer => createHash("sha1").update(body).digest
  * compressed. Duplicate oids are stored once. Nothing is written here.
  */
 export function encodePack(objects: readonly GitObject[]): EncodedPack {
-  const parts: Buffer[] = [Buffer.alloc(0)];
+  const parts: Uint8Array[] = [Buffer.alloc(0)];
   const entries: EntryRecord[] = [];
   const seen = new Set<Oid>();
   let offset = 12;
   for (const object of objects) {
     if (seen.has(object.oid)) continue;
     seen.add(object.oid);
+    const entryStart = offset;
     const head = entryHeader(TYPE_CODES[object.type], object.content.byteLength);
-    const data = entryPayload(object.type, object.content);
-    entries.push({ oid: object.oid, offset, crc: crc32(data, crc32(head)) });
-    parts.push(head, data);
-    offset += head.length + data.length;
+    let crc = crc32(head);
+    parts.push(head);
+    offset += head.length;
+    for (const data of entryPayload(object.type, object.content)) {
+      crc = crc32(data, crc);
+      parts.push(data);
+      offset += data.length;
+    }
+    entries.push({ oid: object.oid, offset: entryStart, crc });
   }
   const { pack, size } = layoutPack(parts, entries.length);
   return sealPack(pack, size, sha1Now(pack.subarray(0, size)), entries);

@@ -334,6 +334,7 @@ export function createRepoStore(opts: RepoStoreOptions): RepoStore {
           ...(delta.puts === undefined ? {} : { puts: delta.puts }),
           ...(delta.deletes === undefined ? {} : { deletes: delta.deletes }),
           ...(delta.result === undefined ? {} : { result: delta.result }),
+          ...(wopts.pause === undefined ? {} : { pause: wopts.pause }),
         };
       });
     },

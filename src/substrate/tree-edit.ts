@@ -114,10 +114,11 @@ function buildTrie(edits: TreeEdits): EditNode {
  * Applies `edits` to the tree `baseOid` (null: empty).
  * @returns the new root (the empty tree when everything was removed), the new tree objects and
  *   the blob-level changes.
+ * @param pause awaited before each folder is edited (a caller's time slicer); default none
  * @throws `path_violation` when one path is both a file and a folder in the edits;
  *   `object_corrupt` when a tree on an edited path cannot be read.
  */
-export async function applyTreeEdits(read: ReadTree, baseOid: Oid | null, edits: TreeEdits): Promise<TreeEditResult> {
+export async function applyTreeEdits(read: ReadTree, baseOid: Oid | null, edits: TreeEdits, pause?: () => Promise<void>): Promise<TreeEditResult> {
   const root = buildTrie(edits);
   const pending = new Map<Oid, ParsedTree>();
   const newTrees: GitObject[] = [];
@@ -128,6 +129,7 @@ export async function applyTreeEdits(read: ReadTree, baseOid: Oid | null, edits:
   };
 
   async function rewrite(oldOid: Oid | null, node: EditNode, base: string, isRoot: boolean): Promise<Oid | null> {
+    if (pause !== undefined) await pause();
     if (node.reset && oldOid !== null) {
       // Build the replacement from nothing, then report it as a diff against the old subtree,
       // so a file re-put with the same bytes is not reported as deleted and added.

@@ -16,6 +16,7 @@
  */
 import { WorkflowHostError } from "../errors.js";
 import { codePointRank, compareCodePoints, type GitObject, hashObject } from "./git-object.js";
+import { adler32, adler32Combine, rememberAdler32 } from "./adler32.js";
 import { DeltaWriter } from "./git-delta.js";
 import { isRefusedEntryName } from "./repo-path.js";
 import type { DirEntry, Oid } from "./types.js";
@@ -189,8 +190,35 @@ function pushChunks(chunks: (readonly TreeEntry[])[], entries: readonly TreeEntr
   for (let i = 0; i < entries.length; i += ENTRY_CHUNK) chunks.push(entries.slice(i, i + ENTRY_CHUNK));
 }
 
+/** Adler-32 of each chunk's bytes (a function of its entries: see {@link treeAdler32}). */
+const chunkAdler = new WeakMap<readonly TreeEntry[], number>();
+
+/**
+ * Adler-32 of a tree's content from its chunks' checksums. A chunk array is never changed and
+ * a version edited from another copies the bytes of the chunks it shares, so a chunk's checksum
+ * holds in every tree that holds the chunk: only chunks an edit made are read.
+ */
+function treeAdler32(chunks: readonly (readonly TreeEntry[])[], content: Uint8Array, offsets: Uint32Array): number {
+  let value = 1;
+  let entry = 0;
+  for (const chunk of chunks) {
+    const from = offsets[entry] as number;
+    entry += chunk.length;
+    const to = offsets[entry] as number;
+    let sum = chunkAdler.get(chunk);
+    if (sum === undefined) {
+      sum = adler32(content.subarray(from, to));
+      chunkAdler.set(chunk, sum);
+    }
+    value = adler32Combine(value, sum, to - from);
+  }
+  return value;
+}
+
 function finish(chunks: (readonly TreeEntry[])[], content: Buffer, offsets: Uint32Array, sorted: boolean, deltaFrom?: { oid: Oid; writer: DeltaWriter }): { tree: ParsedTree; object: GitObject } {
   const object = hashObject("tree", content);
+  // A big folder's zlib checksum (the pack writer stores it) from its chunks': see adler32.ts.
+  if (content.length >= DELTA_BASE_MIN_BYTES) rememberAdler32(object.content, treeAdler32(chunks, content, offsets));
   const deltaBase = deltaFrom === undefined ? undefined : { oid: deltaFrom.oid, delta: deltaFrom.writer.finish() };
   return { tree: new Tree(object.oid, chunks, content, offsets, sorted, deltaBase), object };
 }
@@ -306,14 +334,18 @@ function lowerBound(tree: ParsedTree, probe: Pick<TreeEntry, "name" | "type">): 
   return (tree.chunkStarts[lo] as number) + a;
 }
 
+const BLOB_FIRST = ["blob", "tree"] as const;
+const TREE_FIRST = ["tree", "blob"] as const;
+
 /** Index of the entry called `name` (whatever its type), or -1. */
 export function indexOfEntry(tree: ParsedTree, name: string): number {
   if (!tree.sorted) {
     if (tree.nameIndex === undefined) tree.nameIndex = new Map(tree.entries.map((e, i) => [e.name, i]));
     return tree.nameIndex.get(name) ?? -1;
   }
-  // A name sorts in one of two places, as a blob ("a") or as a tree ("a/"): look in both.
-  for (const type of ["blob", "tree"] as const) {
+  // A name sorts in one of two places, as a blob ("a") or as a tree ("a/"): look in both, first
+  // as the kind the folder starts with (runs/ holds folders, events/ files: one search each).
+  for (const type of entryAt(tree, 0)?.type === "tree" ? TREE_FIRST : BLOB_FIRST) {
     const i = lowerBound(tree, { name, type });
     if (entryAt(tree, i)?.name === name) return i;
   }

@@ -130,6 +130,8 @@ export interface PushContext {
   readonly changes: readonly PathChange[];
   /** The distinct parent directories of changed paths, each ending in "/". */
   readonly changedPathPrefixes: readonly string[];
+  /** Awaited between units of validation (one run, say) when the writer asked for it; may be absent. */
+  readonly pause?: () => Promise<void>;
 }
 
 /** Per-kind policy: where its repos live and what a valid tree is. */
@@ -263,6 +265,12 @@ export interface WriteTreeDeltaOptions<R> {
     reads: CommittedReads,
   ) => DeltaResult<R> | null | Promise<DeltaResult<R> | null>;
   readonly message: string;
+  /**
+   * For a big write (a fire commit of thousands of timers): awaited between units of the
+   * commit's own work (hashing the new files, editing each folder, validating each run), so the
+   * caller can give the event loop a turn (a time slicer); default none.
+   */
+  readonly pause?: () => Promise<void>;
 }
 
 /**

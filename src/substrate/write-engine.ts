@@ -43,6 +43,8 @@ export interface PlannedWrite<R> {
   readonly deletes?: readonly string[];
   readonly puts?: FileMap;
   readonly result?: R;
+  /** Awaited between units of the commit's work (see WriteTreeDeltaOptions.pause). */
+  readonly pause?: () => Promise<void>;
 }
 
 /** Computes a write against the tip; null means "nothing to do". May run more than once. */
@@ -126,19 +128,22 @@ async function prepare<R>(deps: WriteEngineDeps, name: string, tip: Oid | null, 
   const planned = await plan(tip, reads);
   if (planned === null) return { kind: "noop", result: undefined };
 
+  const pause = planned.pause;
   const blobs = new Map<Oid, GitObject>();
-  const puts = fileEntries(planned.puts).map(([path, content]) => {
+  const puts: { path: string[]; oid: Oid }[] = [];
+  for (const [path, content] of fileEntries(planned.puts)) {
+    if (pause !== undefined && puts.length % 64 === 63) await pause();
     const blob = hashObject("blob", toBytes(content));
     blobs.set(blob.oid, blob);
-    return { path: parseRepoPath(path), oid: blob.oid };
-  });
+    puts.push({ path: parseRepoPath(path), oid: blob.oid });
+  }
   const deletes = (planned.deletes ?? []).map((path) => parseRepoPath(path));
   const baseTree = tip === null ? null : (await repo.readCommit(tip)).tree;
   const edit = await applyTreeEdits((oid) => repo.objects.readTree(oid), baseTree, {
     ...(planned.clear === undefined ? {} : { clear: planned.clear }),
     deletes,
     puts,
-  });
+  }, pause);
   if (edit.rootOid === (baseTree ?? EMPTY_TREE_OID)) return { kind: "noop", result: planned.result };
 
   if (repo.handler.validatePush !== undefined) {
@@ -159,6 +164,7 @@ async function prepare<R>(deps: WriteEngineDeps, name: string, tip: Oid | null, 
       prospective: createCommittedReads(source, null, edit.rootOid),
       changes: edit.changes,
       changedPathPrefixes: changedPrefixes(edit.changes),
+      ...(pause === undefined ? {} : { pause }),
     });
   }
 

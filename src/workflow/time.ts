@@ -61,6 +61,22 @@ function invalid(field: string, value: unknown, why: string): WorkflowHostError 
  */
 export function parseInstant(value: unknown, field: string): string {
   if (typeof value !== "string") throw invalid(field, value, "not a string");
+  // Most instants read are already in the stored form, and a fire commit writes the same `at`
+  // into thousands of events: the stored forms seen last are answered without parsing.
+  if (recentStored.has(value)) return value;
+  const stored = parseInstantUncached(value, field);
+  if (stored === value) {
+    if (recentStored.size >= RECENT_STORED_MAX) recentStored.clear();
+    recentStored.add(value);
+  }
+  return stored;
+}
+
+/** Strings known to be instants in the stored form (a result equal to its input); bounded. */
+const recentStored = new Set<string>();
+const RECENT_STORED_MAX = 4_096;
+
+function parseInstantUncached(value: string, field: string): string {
   const m = RFC3339.exec(value);
   if (m === null) throw invalid(field, value, "not RFC 3339 with an explicit offset");
   const [, y, mo, d, h, mi, s, frac, zulu, sign, oh, om] = m;

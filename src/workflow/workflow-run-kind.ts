@@ -77,6 +77,7 @@ export function workflowRunKind(opts: WorkflowRunKindOptions = {}): KindHandler 
       for (const runId of [...runs.keys()].sort()) {
         const run = runs.get(runId);
         if (run === undefined) continue;
+        if (ctx.pause !== undefined) await ctx.pause();
         if (run.compacted !== null || run.deleted.length > 0) await checkCompaction(ctx, runId, run, maxEventBytes);
         else await checkAppend(ctx, runId, run, maxEventBytes);
         if (run.blobAdded !== null && (await ctx.prospective.treeOid(runEventsPrefix(runId).slice(0, -1))) === null && (await ctx.prospective.treeOid(compactedLogPath(runId))) === null) {

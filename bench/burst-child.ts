@@ -1,0 +1,93 @@
+/**
+ * One burst in a fresh process, as a host process runs:
+ * `burst-child.ts <dataDir> <repoId> <timers> <fsync|none> [maxBatch]`.
+ * Starts a store and scheduler on the deployment while nothing is due (recovery arms every
+ * timer), then moves the wall clock past every fireAt and times from that moment until the
+ * last TimerFired is reported (committed). Prints one JSON line:
+ * `{firesPerSec, fireMs, recoverMs, commits, commitMs, cpuMs, commitCpuMs, maxLoopDelayMs}` where
+ * `commitMs` lists the wall time of each fire commit (from one `fired` report's commit to the next's, the first from the clock
+ * move) and `commitCpuMs` the process's CPU time over the same spans (less sensitive to other
+ * jobs on a shared machine), so per-commit cost can be compared across deployment sizes. With
+ * `BURST_CPU_PROFILE=<file>` set, the fire phase alone (clock move → last fire) is profiled
+ * through the inspector and written there as a `.cpuprofile`.
+ */
+import { writeFileSync } from "node:fs";
+import { Session } from "node:inspector/promises";
+import { monitorEventLoopDelay } from "node:perf_hooks";
+import { BASE_MS } from "./bench-context.js";
+import { createOffsetClock, openRig } from "./scheduler-rig.js";
+import { nowMs } from "./stats.js";
+
+const [dataDir, repoId, timersArg, durability, maxBatchArg] = process.argv.slice(2);
+const timers = Number(timersArg);
+const maxBatch = maxBatchArg === undefined ? undefined : Number(maxBatchArg);
+if (dataDir === undefined || repoId === undefined || !Number.isFinite(timers) || (durability !== "fsync" && durability !== "none") || (maxBatch !== undefined && !Number.isFinite(maxBatch))) {
+  process.stderr.write("usage: burst-child.ts <dataDir> <repoId> <timers> <fsync|none> [maxBatch]\n");
+  process.exit(2);
+}
+
+const clock = createOffsetClock(BASE_MS - 3_600_000 - Date.now());
+let fired = 0;
+let t0 = 0;
+let lastSha = "";
+let lastAt = 0;
+const commitMs: number[] = [];
+const commitCpuMs: number[] = [];
+let cpu0 = process.cpuUsage();
+let lastCpu = cpu0;
+const cpuSince = (from: NodeJS.CpuUsage): number => {
+  const d = process.cpuUsage(from);
+  return (d.user + d.system) / 1_000;
+};
+let done!: () => void;
+const allFired = new Promise<void>((resolve) => {
+  done = resolve;
+});
+const rig = openRig(
+  dataDir,
+  [repoId],
+  clock.clock,
+  (event) => {
+    if (event.type !== "fired") return;
+    if (event.commitSha !== lastSha) {
+      const now = nowMs();
+      commitMs.push(now - (lastSha === "" ? t0 : lastAt));
+      commitCpuMs.push(cpuSince(lastCpu));
+      lastCpu = process.cpuUsage();
+      lastSha = event.commitSha;
+      lastAt = now;
+    }
+    if (++fired === timers) done();
+  },
+  { maxArmMs: 20, ...(maxBatch === undefined ? {} : { maxBatch }) },
+  { durability },
+);
+const r0 = nowMs();
+await rig.scheduler.start();
+const recoverMs = nowMs() - r0;
+const profilePath = process.env.BURST_CPU_PROFILE;
+const session = profilePath === undefined || profilePath === "" ? null : new Session();
+if (session !== null) {
+  session.connect();
+  await session.post("Profiler.enable");
+  await session.post("Profiler.start");
+}
+const loopDelay = monitorEventLoopDelay({ resolution: 1 });
+loopDelay.enable();
+t0 = nowMs();
+cpu0 = process.cpuUsage();
+lastCpu = cpu0;
+clock.offsetMs = BASE_MS + 3_600_000 - Date.now();
+await allFired;
+const fireMs = nowMs() - t0;
+const cpuMs = cpuSince(cpu0);
+loopDelay.disable();
+if (session !== null) {
+  const { profile } = await session.post("Profiler.stop");
+  writeFileSync(profilePath as string, JSON.stringify(profile));
+  session.disconnect();
+}
+await rig.scheduler.idle();
+const commits = rig.scheduler.stats().commits;
+await rig.close();
+process.stdout.write(`${JSON.stringify({ firesPerSec: (timers / fireMs) * 1_000, fireMs, recoverMs, commits, commitMs, cpuMs, commitCpuMs, maxLoopDelayMs: loopDelay.max / 1e6 })}\n`);
