@@ -17,6 +17,8 @@ export type {
   WorkflowHostSignalChannel,
 } from "./signal-channel-types.js";
 export { cancelTimerDurably, type CancelTimerDurablyOptions } from "./timer-cancel.js";
+export { createScheduleControls } from "./schedule-controls.js";
+export type { ScheduleControls, ScheduleControlsOptions, ScheduleDescription, ScheduleSummary } from "./schedule-controls.js";
 export { createRunEventFeed } from "./run-event-feed.js";
 export type { RunEventAttachment, RunEventFeed, RunEventFeedOptions, RunEventListener } from "./run-event-feed.js";
 export { createDispatcher } from "./dispatch/dispatcher.js";

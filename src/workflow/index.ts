@@ -86,3 +86,5 @@ export {
   type PlannedEvent,
 } from "./timer-ledger.js";
 export { ARCHIVE_REF } from "./run-archive.js";
+export { previewCron, type PreviewSpec, type PreviewTick } from "./schedule/preview.js";
+export type { DeclaredSchedule, SyncPlan } from "./schedule/sync-plan.js";

@@ -18,6 +18,9 @@
  *   `lastMissed`; for a one-shot it disarms only when its range covers the armed `fireAt`.
  * - `TimerCancelled` disarms (one-shot or series).
  * - A terminal event disarms everything; later events only move `lastSeq`.
+ * - Schedule controls (see `./schedule/series-state.ts`): `SchedulePaused`/`ScheduleResumed`
+ *   mark the armed series paused or running, `ScheduleEnded` disarms it, and manual or backfill
+ *   fires leave it alone.
  * A series whose next tick cannot be computed (no later tick, or an expression that does not
  * compile in a log that skipped validation) is disarmed rather than thrown on.
  *
@@ -31,6 +34,7 @@
 import { isTerminalEventType } from "./event-shapes.js";
 import { nextTick } from "./cron.js";
 import { DEFAULT_TIME_ZONE } from "./time-zone.js";
+import { isOffSeriesFire, pausedTimer, resumedTimer, withSeriesFields } from "./schedule/series-state.js";
 import type {
   PendingTimer,
   RunEvent,
@@ -140,7 +144,12 @@ class Draft {
         this.onSkipped(event as TimerSkippedEvent);
         return;
       case "TimerCancelled":
+      case "ScheduleEnded":
         this.disarm((event as TimerCancelledEvent).data.timerId);
+        return;
+      case "SchedulePaused":
+      case "ScheduleResumed":
+        this.onPauseOrResume(event);
         return;
       case "SignalReceived":
         this.onSignal(event as SignalReceivedEvent);
@@ -231,11 +240,21 @@ class Draft {
       timer.timezone = d.timezone;
     }
     if (d.misfire !== undefined) timer.misfire = d.misfire;
+    const previous = this.pending.get(d.timerId);
     this.advances.delete(d.timerId);
-    this.timers().set(d.timerId, timer);
+    this.timers().set(d.timerId, withSeriesFields(timer, d, previous));
+  }
+
+  private onPauseOrResume(event: RunEvent): void {
+    const timerId = (event as { data: { timerId: string } }).data.timerId;
+    const timer = this.armed(timerId);
+    if (timer === undefined) return;
+    const next = event.type === "SchedulePaused" ? pausedTimer(timer, event["at"] as string | undefined) : resumedTimer(timer);
+    if (next !== timer) this.timers().set(timerId, next);
   }
 
   private onFired(event: TimerFiredEvent): void {
+    if (isOffSeriesFire(event)) return;
     const { timerId, scheduledFor } = event.data;
     const timer = this.armed(timerId);
     if (timer === undefined) return;

@@ -76,7 +76,7 @@ Example:
     for (const problem of log.problems) printLine(io, `  ${String(problem.seq ?? "?").padStart(4)}  PROBLEM         ${problem.path}: ${problem.error.message}`);
     printLine(io, `state: lastSeq ${state.lastSeq}, ${state.terminal === null ? "running" : `ended (${state.terminal})`}`);
     for (const t of state.pendingTimers) {
-      printLine(io, `  timer ${t.timerId} armed for ${t.fireAt}${t.cron === undefined ? "" : ` (cron "${t.cron}" ${t.timezone ?? "UTC"})`}`);
+      printLine(io, `  timer ${t.timerId} ${t.pausedAt === undefined ? "armed" : "paused at slot"} for ${t.fireAt}${t.cron === undefined ? "" : ` (cron "${t.cron}" ${t.timezone ?? "UTC"})`}`);
     }
     for (const s of state.unconsumedSignals) printLine(io, `  signal ${s.signalName} (${s.signalId}, seq ${s.seq}) not consumed yet`);
     return 0;
@@ -100,10 +100,20 @@ function describeEvent(event: RunEvent): string {
   switch (event.type) {
     case "TimerSet":
       return `${String(data["timerId"])} fireAt ${String(data["fireAt"])}${data["cron"] === undefined ? "" : ` cron "${String(data["cron"])}" ${String(data["timezone"] ?? "UTC")}`}${at}`;
-    case "TimerFired":
-      return `${String(data["timerId"])} scheduledFor ${String(data["scheduledFor"] ?? "-")} firedAt ${String(data["firedAt"] ?? "-")}`;
+    case "TimerFired": {
+      const kind = data["manual"] === true ? ` (manual, request ${String(data["requestId"])})` : data["backfill"] === true ? " (backfill)" : "";
+      const jitter = data["jitteredFor"] === undefined ? "" : ` jitteredFor ${String(data["jitteredFor"])}`;
+      return `${String(data["timerId"])} scheduledFor ${String(data["scheduledFor"] ?? "-")}${jitter} firedAt ${String(data["firedAt"] ?? "-")}${kind}`;
+    }
     case "TimerSkipped":
-      return `${String(data["timerId"])} ${String(data["count"])} missed ${String(data["firstMissed"])}..${String(data["lastMissed"])}`;
+      // Why the slots did not fire: "missed" (host down, clock jump) or "paused".
+      return `${String(data["timerId"])} ${String(data["count"])} skipped ${String(data["firstMissed"])}..${String(data["lastMissed"])}: ${String(data["reason"] ?? "missed")}`;
+    case "SchedulePaused":
+      return `${String(data["timerId"])}${data["reason"] === undefined ? "" : ` (${String(data["reason"])})`}${at}`;
+    case "ScheduleResumed":
+      return `${String(data["timerId"])}${data["catchUp"] === true ? " (catch up by misfire policy)" : ""}${at}`;
+    case "ScheduleEnded":
+      return `${String(data["timerId"])} reached ${String(data["reason"])}${data["lastTick"] === undefined ? "" : ` after ${String(data["lastTick"])}`}${at}`;
     case "TimerCancelled":
       return `${String(data["timerId"])}${data["reason"] === undefined ? "" : ` (${String(data["reason"])})`}${at}`;
     case "SignalReceived":
