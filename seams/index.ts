@@ -17,6 +17,8 @@ export type {
   WorkflowHostSignalChannel,
 } from "./signals/signal-channel-types.js";
 export { cancelTimerDurably, type CancelTimerDurablyOptions } from "./scheduler/timer-cancel.js";
+export { createScheduleControls } from "./scheduler/schedule-controls.js";
+export type { ScheduleControls, ScheduleControlsOptions, ScheduleDescription, ScheduleSummary } from "./scheduler/schedule-controls.js";
 export { createRunEventFeed } from "./signals/run-event-feed.js";
 export type { RunEventAttachment, RunEventFeed, RunEventFeedOptions, RunEventListener } from "./signals/run-event-feed.js";
 export { createDispatcher } from "./dispatch/dispatcher.js";

@@ -30,6 +30,10 @@ export type ErrorCode =
   | "store_stopped"
   // seams and host
   | "timer_not_found"
+  /** A schedule control named a series that is not an armed cron series of the run. */
+  | "schedule_not_found"
+  /** A backfill range holds more slots than one backfill fires. */
+  | "backfill_too_large"
   | "channel_stopped"
   | "scheduler_stopped"
   | "host_locked"

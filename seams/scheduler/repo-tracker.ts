@@ -24,6 +24,7 @@ import { deepFreeze } from "../../src/workflow/parsed-event-cache.js";
 import { readRunLog, type BadEvent, type RunLog } from "../../src/workflow/run-log.js";
 import { applyEvent } from "../../src/workflow/run-state.js";
 import { planDueTimer, type FirePlan } from "../../src/workflow/timer-ledger.js";
+import { slotDueMs } from "../../src/workflow/schedule/jitter.js";
 import { prepareTicksBetween } from "../../src/workflow/cron.js";
 import { createTimeSlicer } from "../../src/time/time-slicer.js";
 import { isoFromMs } from "../../src/workflow/time.js";
@@ -326,7 +327,8 @@ export class RepoTracker {
 
   /** Makes the queue hold exactly the run's armed, unsuppressed timers. */
   private sync(runId: string, record: RunRecord): void {
-    const wanted: ReadonlyMap<string, PendingTimer> = record.state.terminal === null ? record.state.pendingTimers : NO_TIMERS;
+    // A paused series is armed in the log but not queued: nothing of it is due until it resumes.
+    const wanted: ReadonlyMap<string, PendingTimer> = record.state.terminal === null ? armedUnpaused(record.state.pendingTimers) : NO_TIMERS;
     if (record.queued.some((timerId) => !wanted.has(timerId))) {
       for (const timerId of record.queued) if (!wanted.has(timerId)) this.ctx.disarm(this.repoId, runId, timerId);
       record.queued = record.queued.filter((timerId) => wanted.has(timerId));
@@ -339,7 +341,7 @@ export class RepoTracker {
     }
     for (const pending of wanted.values()) {
       if (this.ctx.suppressed(this.repoId, runId, pending)) continue;
-      this.ctx.arm(this.repoId, runId, pending, Date.parse(pending.fireAt));
+      this.ctx.arm(this.repoId, runId, pending, slotDueMs(runId, pending));
       if (!record.queued.includes(pending.timerId)) record.queued.push(pending.timerId);
     }
   }
@@ -603,7 +605,7 @@ export class RepoTracker {
     if (result.committed) this.ctx.count("commits");
     for (const { timer, plan, runId } of result.result?.outcomes ?? []) {
       if (plan.kind === "not_due") {
-        this.rearm(runId, timer, Date.parse(plan.fireAt));
+        this.rearm(runId, timer, plan.dueMs);
         continue;
       }
       if (plan.kind === "stale") continue;
@@ -720,6 +722,14 @@ const NO_SIGNALS: RunState["unconsumedSignals"] = Object.freeze([]);
 function timerState(state: RunState): RunState {
   if (state.observedSignalIds === NO_SIGNAL_IDS && state.unconsumedSignals === NO_SIGNALS) return state;
   return { ...state, observedSignalIds: NO_SIGNAL_IDS, unconsumedSignals: NO_SIGNALS };
+}
+
+/** The armed timers that are not paused series (the same map when none is paused). */
+function armedUnpaused(timers: ReadonlyMap<string, PendingTimer>): ReadonlyMap<string, PendingTimer> {
+  let paused = false;
+  for (const t of timers.values()) if (t.pausedAt !== undefined) paused = true;
+  if (!paused) return timers;
+  return new Map([...timers].filter(([, t]) => t.pausedAt === undefined));
 }
 
 /**

@@ -20,6 +20,7 @@ import { createClusterCoordinator, type ClusterCoordinator, type ClusterEvent, t
 import { createDispatcher } from "../../seams/dispatch/dispatcher.js";
 import type { ConsumerHandle, ConsumerOptions, Dispatcher, DispatchReport } from "../../seams/dispatch/dispatch-types.js";
 import { createWorkflowHostScheduler } from "../../seams/scheduler/scheduler.js";
+import { createScheduleControls, type ScheduleControls } from "../../seams/scheduler/schedule-controls.js";
 import type { SchedulerEvent, WorkflowHostScheduler } from "../../seams/scheduler/scheduler-types.js";
 import { createRunEventFeed, type RunEventFeed } from "../../seams/signals/run-event-feed.js";
 import { createWorkflowHostSignalChannel } from "../../seams/signals/signal-channel.js";
@@ -175,6 +176,12 @@ export interface WorkflowHost {
   readonly cluster: ClusterCoordinator | null;
   /** The dispatcher running this host's consumers (started and stopped with the host). */
   readonly dispatcher: Dispatcher;
+  /**
+   * Schedule controls over this host's deployments: pause, resume, trigger, backfill, list,
+   * describe, `syncSchedules(repoId, desired)` (see seams/scheduler/schedule-controls.ts). Usable before
+   * `start()`; a running scheduler picks the commits up through its tail.
+   */
+  readonly schedules: ScheduleControls;
   /**
    * Registers a named consumer that runs the user's code on log events, at least once (see
    * seams/dispatch/dispatcher.ts); it runs while the host runs.
@@ -453,6 +460,8 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
 
     dispatcher,
     cluster,
+
+    schedules: createScheduleControls({ store, principal, ref, clock, ...(opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes }) }),
 
     dispatch(consumer) {
       ensureUsable("dispatch");

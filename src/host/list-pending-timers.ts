@@ -29,6 +29,8 @@ export interface PendingTimerInfo {
   readonly cron?: string;
   readonly timezone?: string;
   readonly misfire?: MisfirePolicy;
+  /** True for a paused cron series: it fires nothing until resumed (`schedule resume`). */
+  readonly paused?: boolean;
 }
 
 export interface ListPendingTimersOptions {
@@ -118,6 +120,7 @@ async function pendingTimersOf(
         ...(pending.stepId === undefined ? {} : { stepId: pending.stepId }),
         ...(pending.cron === undefined ? {} : { cron: pending.cron, timezone: pending.timezone ?? "UTC" }),
         ...(pending.misfire === undefined ? {} : { misfire: pending.misfire }),
+        ...(pending.pausedAt === undefined ? {} : { paused: true }),
       });
     }
   }

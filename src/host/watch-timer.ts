@@ -121,7 +121,9 @@ function outcome(fold: TimerFold, repoId: string, runId: string, timerId: string
         ? "was cancelled"
         : fold.status === "skipped"
           ? "had its tick skipped (TimerSkipped)"
-          : "belongs to a run that ended";
+          : fold.status === "over"
+            ? "is a series that reached its bound (ScheduleEnded)"
+            : "belongs to a run that ended";
   throw new WorkflowHostError("timer_not_found", `timer ${timerId} of run ${runId} in ${repoId} ${why}; nothing will fire it`, {
     repoId,
     runId,

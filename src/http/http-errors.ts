@@ -47,6 +47,8 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<HttpErrorCode, number>> = {
   repo_not_found: 404,
   run_not_found: 404,
   timer_not_found: 404,
+  schedule_not_found: 404,
+  backfill_too_large: 400,
   record_not_found: 404,
   route_not_found: 404,
   method_not_allowed: 405,

@@ -8,6 +8,9 @@ import { isTerminalEventType } from "./event-shapes.js";
 import type {
   KnownEvent,
   RunEvent,
+  ScheduleEndedEvent,
+  SchedulePausedEvent,
+  ScheduleResumedEvent,
   SignalConsumedEvent,
   SignalReceivedEvent,
   TerminalEvent,
@@ -33,6 +36,18 @@ export function isTimerCancelled(event: RunEvent): event is TimerCancelledEvent 
   return event.type === "TimerCancelled";
 }
 
+export function isSchedulePaused(event: RunEvent): event is SchedulePausedEvent {
+  return event.type === "SchedulePaused";
+}
+
+export function isScheduleResumed(event: RunEvent): event is ScheduleResumedEvent {
+  return event.type === "ScheduleResumed";
+}
+
+export function isScheduleEnded(event: RunEvent): event is ScheduleEndedEvent {
+  return event.type === "ScheduleEnded";
+}
+
 export function isSignalReceived(event: RunEvent): event is SignalReceivedEvent {
   return event.type === "SignalReceived";
 }
@@ -47,11 +62,11 @@ export function isTerminalEvent(event: RunEvent): event is TerminalEvent {
   return isTerminalEventType(event.type);
 }
 
-/** The four timer event types. */
-export type TimerEvent = TimerSetEvent | TimerFiredEvent | TimerSkippedEvent | TimerCancelledEvent;
+/** The event types that name one timer: the four timer events and the schedule controls. */
+export type TimerEvent = TimerSetEvent | TimerFiredEvent | TimerSkippedEvent | TimerCancelledEvent | SchedulePausedEvent | ScheduleResumedEvent | ScheduleEndedEvent;
 
 export function isTimerEvent(event: RunEvent): event is TimerEvent {
-  return isTimerSet(event) || isTimerFired(event) || isTimerSkipped(event) || isTimerCancelled(event);
+  return isTimerSet(event) || isTimerFired(event) || isTimerSkipped(event) || isTimerCancelled(event) || isSchedulePaused(event) || isScheduleResumed(event) || isScheduleEnded(event);
 }
 
 /** The event as a known one, or null for a type this project does not interpret. */

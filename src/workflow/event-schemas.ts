@@ -33,6 +33,12 @@ export const timerSetSchema = type({
     "cron?": "string | null",
     "timezone?": "string | null",
     "misfire?": "'skip' | 'latest' | 'all' | null",
+    "startAt?": "string",
+    "endAt?": "string",
+    "maxTicks?": "1 <= number.integer <= 1000000",
+    "slot?": "1 <= number.integer <= 9007199254740991",
+    "jitterMs?": "0 <= number.integer <= 86400000",
+    "owner?": "string",
   },
 });
 
@@ -41,7 +47,15 @@ export const timerFiredSchema = type({
   seq: "number",
   type: "'TimerFired'",
   "at?": "string",
-  data: { timerId: "string", "scheduledFor?": "string", "firedAt?": "string" },
+  data: {
+    timerId: "string",
+    "scheduledFor?": "string",
+    "firedAt?": "string",
+    "manual?": "boolean",
+    "requestId?": "string",
+    "backfill?": "boolean",
+    "jitteredFor?": "string",
+  },
 });
 
 export const timerSkippedSchema = type({
@@ -53,7 +67,7 @@ export const timerSkippedSchema = type({
     firstMissed: "string",
     lastMissed: "string",
     count: "1 <= number.integer <= 9007199254740991",
-    reason: "'missed'",
+    reason: "'missed' | 'paused'",
   },
 });
 
@@ -62,6 +76,28 @@ export const timerCancelledSchema = type({
   type: "'TimerCancelled'",
   "at?": "string",
   data: { timerId: "string", "reason?": "string" },
+});
+
+/** Schedule controls (src/workflow/schedule/): pause, resume, and the end of a bounded series. */
+export const schedulePausedSchema = type({
+  seq: "number",
+  type: "'SchedulePaused'",
+  "at?": "string",
+  data: { timerId: "string", "reason?": "string" },
+});
+
+export const scheduleResumedSchema = type({
+  seq: "number",
+  type: "'ScheduleResumed'",
+  "at?": "string",
+  data: { timerId: "string", "catchUp?": "boolean" },
+});
+
+export const scheduleEndedSchema = type({
+  seq: "number",
+  type: "'ScheduleEnded'",
+  "at?": "string",
+  data: { timerId: "string", reason: "'endAt' | 'maxTicks'", "lastTick?": "string" },
 });
 
 export const signalReceivedSchema = type({
@@ -92,6 +128,9 @@ export const knownEventSchemas = {
   TimerFired: timerFiredSchema,
   TimerSkipped: timerSkippedSchema,
   TimerCancelled: timerCancelledSchema,
+  SchedulePaused: schedulePausedSchema,
+  ScheduleResumed: scheduleResumedSchema,
+  ScheduleEnded: scheduleEndedSchema,
   SignalReceived: signalReceivedSchema,
   SignalConsumed: signalConsumedSchema,
   RunCompleted: terminalEventSchema,

@@ -24,6 +24,9 @@ export const KNOWN_EVENT_TYPES = [
   "TimerFired",
   "TimerSkipped",
   "TimerCancelled",
+  "SchedulePaused",
+  "ScheduleResumed",
+  "ScheduleEnded",
   "SignalReceived",
   "SignalConsumed",
   "RunCompleted",
@@ -88,6 +91,18 @@ function optStr(p: Problems, o: Obj, key: string, path: string, orNull = false):
 }
 
 /** `seq: number`, `type` equal to one of `types`, and (unless `atRequired` is null) an `at` string. */
+function optBool(p: Problems, o: Obj, key: string): Problems {
+  if (!has(o, key)) return p;
+  return typeof o[key] === "boolean" ? p : add(p, must(`data.${key}`, "a boolean", o[key]));
+}
+
+/** An optional integer in min … max (arktype's `min <= number.integer <= max`). */
+function optInt(p: Problems, o: Obj, key: string, min: number, max: number): Problems {
+  if (!has(o, key)) return p;
+  const v = o[key];
+  return typeof v === "number" && Number.isInteger(v) && v >= min && v <= max ? p : add(p, must(`data.${key}`, `an integer in ${min} … ${max}`, v));
+}
+
 function envelope(value: Obj, types: readonly string[], at: "optional" | "required"): Problems {
   let p: Problems = null;
   // arktype's `number` excludes NaN.
@@ -134,6 +149,12 @@ function timerSet(v: Obj): string | null {
   p = optStr(p, d, "cron", "data.", true);
   p = optStr(p, d, "timezone", "data.", true);
   if (has(d, "misfire") && !MISFIRES.has(d["misfire"])) p = add(p, must("data.misfire", '"skip", "latest", "all" or null', d["misfire"]));
+  p = optStr(p, d, "startAt", "data.");
+  p = optStr(p, d, "endAt", "data.");
+  p = optInt(p, d, "maxTicks", 1, 1_000_000);
+  p = optInt(p, d, "slot", 1, Number.MAX_SAFE_INTEGER);
+  p = optInt(p, d, "jitterMs", 0, 86_400_000);
+  p = optStr(p, d, "owner", "data.");
   return done(p);
 }
 
@@ -144,6 +165,10 @@ function timerFired(v: Obj): string | null {
   p = str(p, d, "timerId", "data.");
   p = optStr(p, d, "scheduledFor", "data.");
   p = optStr(p, d, "firedAt", "data.");
+  p = optBool(p, d, "manual");
+  p = optStr(p, d, "requestId", "data.");
+  p = optBool(p, d, "backfill");
+  p = optStr(p, d, "jitteredFor", "data.");
   return done(p);
 }
 
@@ -155,7 +180,7 @@ function timerSkipped(v: Obj): string | null {
   p = str(p, d, "firstMissed", "data.");
   p = str(p, d, "lastMissed", "data.");
   if (!has(d, "count") || !isSafeIntegerIn(d["count"], 1)) p = add(p, must("data.count", "an integer in 1 … 9007199254740991", d["count"]));
-  if (!has(d, "reason") || d["reason"] !== "missed") p = add(p, must("data.reason", '"missed"', d["reason"]));
+  if (!has(d, "reason") || (d["reason"] !== "missed" && d["reason"] !== "paused")) p = add(p, must("data.reason", '"missed" or "paused"', d["reason"]));
   return done(p);
 }
 
@@ -165,6 +190,36 @@ function timerCancelled(v: Obj): string | null {
   if (typeof d === "string") return done(add(p, d));
   p = str(p, d, "timerId", "data.");
   p = optStr(p, d, "reason", "data.");
+  return done(p);
+}
+
+function schedulePaused(v: Obj): string | null {
+  let p = envelope(v, ["SchedulePaused"], "optional");
+  const d = dataOf(v);
+  if (typeof d === "string") return done(add(p, d));
+  p = str(p, d, "timerId", "data.");
+  p = optStr(p, d, "reason", "data.");
+  return done(p);
+}
+
+function scheduleResumed(v: Obj): string | null {
+  let p = envelope(v, ["ScheduleResumed"], "optional");
+  const d = dataOf(v);
+  if (typeof d === "string") return done(add(p, d));
+  p = str(p, d, "timerId", "data.");
+  p = optBool(p, d, "catchUp");
+  return done(p);
+}
+
+const END_REASONS: ReadonlySet<unknown> = new Set(["endAt", "maxTicks"]);
+
+function scheduleEnded(v: Obj): string | null {
+  let p = envelope(v, ["ScheduleEnded"], "optional");
+  const d = dataOf(v);
+  if (typeof d === "string") return done(add(p, d));
+  p = str(p, d, "timerId", "data.");
+  if (!has(d, "reason") || !END_REASONS.has(d["reason"])) p = add(p, must("data.reason", '"endAt" or "maxTicks"', d["reason"]));
+  p = optStr(p, d, "lastTick", "data.");
   return done(p);
 }
 
@@ -194,6 +249,9 @@ const SHAPES: Readonly<Record<KnownEventType, (value: Obj) => string | null>> = 
   TimerFired: timerFired,
   TimerSkipped: timerSkipped,
   TimerCancelled: timerCancelled,
+  SchedulePaused: schedulePaused,
+  ScheduleResumed: scheduleResumed,
+  ScheduleEnded: scheduleEnded,
   SignalReceived: signalReceived,
   SignalConsumed: signalConsumed,
   RunCompleted: terminal,

@@ -181,6 +181,7 @@ function checkEvent(value: unknown, ctx: EventContext, fromJson: boolean, plainJ
       d["fireAt"] = fieldOf(ctx, seq, data, "fireAt", "data.fireAt", parseInstant);
       for (const name of NULLABLE_TIMER_FIELDS) if (d[name] === null) delete d[name];
       if (d["stepId"] !== undefined) d["stepId"] = fieldOf(ctx, seq, data, "stepId", "data.stepId", parseStepId);
+      checkSeriesFields(ctx, seq, d, (name, parse) => fieldOf(ctx, seq, data, name, `data.${name}`, parse));
       if (d["cron"] !== undefined) {
         inEvent(ctx, seq, () => validateCron(d["cron"], d["timezone"]), { field: "data.cron" });
       } else if (d["timezone"] !== undefined) {
@@ -194,6 +195,11 @@ function checkEvent(value: unknown, ctx: EventContext, fromJson: boolean, plainJ
       d["timerId"] = fieldOf(ctx, seq, data, "timerId", "data.timerId", parseTimerId);
       if (data?.["scheduledFor"] !== undefined) d["scheduledFor"] = fieldOf(ctx, seq, data, "scheduledFor", "data.scheduledFor", parseInstant);
       if (data?.["firedAt"] !== undefined) d["firedAt"] = fieldOf(ctx, seq, data, "firedAt", "data.firedAt", parseInstant);
+      if (data?.["jitteredFor"] !== undefined) d["jitteredFor"] = fieldOf(ctx, seq, data, "jitteredFor", "data.jitteredFor", parseInstant);
+      if (data?.["requestId"] !== undefined) d["requestId"] = fieldOf(ctx, seq, data, "requestId", "data.requestId", parseSignalId);
+      if ((d["manual"] === true) !== (d["requestId"] !== undefined) || (d["manual"] === true && d["backfill"] === true)) {
+        throw eventInvalid(ctx, seq, `TimerFired: manual ${String(d["manual"])}, requestId ${describeValue(d["requestId"])}, backfill ${String(d["backfill"])}; allowed: a manual fire names a requestId (and only it does), and is not a backfill`);
+      }
       out["data"] = d;
       break;
     }
@@ -211,9 +217,18 @@ function checkEvent(value: unknown, ctx: EventContext, fromJson: boolean, plainJ
       out["data"] = d;
       break;
     }
-    case "TimerCancelled": {
+    case "TimerCancelled":
+    case "SchedulePaused":
+    case "ScheduleResumed": {
       const d: Json = ownData(fromJson, data);
       d["timerId"] = fieldOf(ctx, seq, data, "timerId", "data.timerId", parseTimerId);
+      out["data"] = d;
+      break;
+    }
+    case "ScheduleEnded": {
+      const d: Json = ownData(fromJson, data);
+      d["timerId"] = fieldOf(ctx, seq, data, "timerId", "data.timerId", parseTimerId);
+      if (data?.["lastTick"] !== undefined) d["lastTick"] = fieldOf(ctx, seq, data, "lastTick", "data.lastTick", parseInstant);
       out["data"] = d;
       break;
     }
@@ -234,6 +249,31 @@ function checkEvent(value: unknown, ctx: EventContext, fromJson: boolean, plainJ
       if (!isTerminalEventType(event.type)) throw eventInvalid(ctx, seq, `unhandled type ${event.type}`);
   }
   return out as RunEvent;
+}
+
+/**
+ * Checks a TimerSet's schedule fields (bounds, slot, jitter, owner): they belong to a cron
+ * series, `startAt <= fireAt <= endAt`, and the slot is within `maxTicks`. Normalises the instants.
+ */
+function checkSeriesFields(ctx: EventContext, seq: number, d: Json, field: <T>(name: string, parse: (v: unknown, f: string) => T) => T): void {
+  const names = ["startAt", "endAt", "maxTicks", "slot", "jitterMs", "owner"].filter((n) => d[n] !== undefined);
+  if (names.length === 0) return;
+  if (d["cron"] === undefined) {
+    throw eventInvalid(ctx, seq, `TimerSet ${names.join(", ")} without cron; allowed: schedule fields only on a cron series`, { fields: names });
+  }
+  const fireAtMs = Date.parse(d["fireAt"] as string);
+  if (d["startAt"] !== undefined) {
+    d["startAt"] = field("startAt", parseInstant);
+    if (Date.parse(d["startAt"] as string) > fireAtMs) throw eventInvalid(ctx, seq, `TimerSet fireAt ${String(d["fireAt"])} is before startAt ${String(d["startAt"])}; allowed: fireAt >= startAt`);
+  }
+  if (d["endAt"] !== undefined) {
+    d["endAt"] = field("endAt", parseInstant);
+    if (Date.parse(d["endAt"] as string) < fireAtMs) throw eventInvalid(ctx, seq, `TimerSet fireAt ${String(d["fireAt"])} is after endAt ${String(d["endAt"])}; allowed: fireAt <= endAt`);
+  }
+  if (d["maxTicks"] !== undefined && ((d["slot"] as number | undefined) ?? 1) > (d["maxTicks"] as number)) {
+    throw eventInvalid(ctx, seq, `TimerSet slot ${String(d["slot"])} is past maxTicks ${String(d["maxTicks"])}; allowed: slot <= maxTicks`);
+  }
+  if (d["owner"] !== undefined) d["owner"] = field("owner", parseSignalId);
 }
 
 /**

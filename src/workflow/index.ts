@@ -98,3 +98,5 @@ export { resolveTimerSpec, sameTimerRequest, type TimerSpec } from "./timer-spec
 export { signalWaitTimerId, signalWaitTimerNumber, signalWaitTimerPrefix } from "./signal-wait-timer.js";
 export { decodeRecoveryIndex, encodeRecoveryIndex, RECOVERY_INDEX_FILE, RUN_STATE_VERSION, type RunSummary } from "./recovery-index.js";
 export { ARCHIVE_REF } from "./run-archive.js";
+export { previewCron, type PreviewSpec, type PreviewTick } from "./schedule/preview.js";
+export type { DeclaredSchedule, SyncPlan } from "./schedule/sync-plan.js";

@@ -26,7 +26,7 @@ export const RECOVERY_INDEX_FILE = "run-index.v1.json";
 /** Layout version of the file. */
 const FORMAT_VERSION = 1;
 /** Version of the RunState semantics the summaries were computed with. */
-export const RUN_STATE_VERSION = 1;
+export const RUN_STATE_VERSION = 2;
 const FORMAT_NAME = "workflow-host run index";
 
 /** What recovery keeps of one run. */
@@ -41,17 +41,19 @@ export interface RunSummary {
   readonly pendingTimers: readonly PendingTimer[];
 }
 
-type EncodedTimer = [string, string, number] | [string, string, number, Record<string, string>];
+type EncodedTimer = [string, string, number] | [string, string, number, Record<string, string | number>];
 type EncodedRun = [string, string, string | null, number, number, string | null, EncodedTimer[]];
 
-const EXTRA_KEYS = new Set(["stepId", "cron", "timezone", "misfire"]);
+const EXTRA_KEYS = new Set(["stepId", "cron", "timezone", "misfire", "startAt", "endAt", "owner", "pausedAt"]);
+/** Schedule fields held as numbers (src/workflow/schedule/). */
+const NUMBER_KEYS = new Set(["maxTicks", "slot", "jitterMs"]);
 
 function encodeTimer(timer: PendingTimer): EncodedTimer {
-  const extra: Record<string, string> = {};
-  if (timer.stepId !== undefined) extra["stepId"] = timer.stepId;
-  if (timer.cron !== undefined) extra["cron"] = timer.cron;
-  if (timer.timezone !== undefined) extra["timezone"] = timer.timezone;
-  if (timer.misfire !== undefined) extra["misfire"] = timer.misfire;
+  const extra: Record<string, string | number> = {};
+  for (const key of [...EXTRA_KEYS, ...NUMBER_KEYS]) {
+    const value = (timer as unknown as Record<string, unknown>)[key];
+    if (typeof value === "string" || typeof value === "number") extra[key] = value;
+  }
   return Object.keys(extra).length === 0 ? [timer.timerId, timer.fireAt, timer.setSeq] : [timer.timerId, timer.fireAt, timer.setSeq, extra];
 }
 
@@ -87,7 +89,7 @@ function decodeTimer(value: unknown): PendingTimer | null {
   if (extra !== undefined) {
     if (typeof extra !== "object" || extra === null || Array.isArray(extra)) return null;
     for (const [key, v] of Object.entries(extra)) {
-      if (!EXTRA_KEYS.has(key) || typeof v !== "string") return null;
+      if (NUMBER_KEYS.has(key) ? !Number.isSafeInteger(v) : !EXTRA_KEYS.has(key) || typeof v !== "string") return null;
       if (key === "misfire" && v !== "skip" && v !== "latest" && v !== "all") return null;
       (timer as Record<string, unknown>)[key] = v;
     }

@@ -2,7 +2,8 @@
  * The RunState reducer (docs/design.md §3): what a run's log means for the scheduler and the signal
  * channel. Pure; events are read in numeric seq order.
  *
- * Timers follow the lifecycle of `timer-lifecycle.ts` (arm, fire, skip, cancel, terminal); this
+ * Timers follow the lifecycle of `timer-lifecycle.ts` (arm, fire, skip, cancel, terminal, and
+ * the schedule controls: pause, resume, end; manual and backfill fires leave a series alone); this
  * reducer applies it to every timer of a run at once, deferring a series' next-tick computation
  * until it is needed (a follow-on TimerSet usually re-arms it first).
  *
@@ -13,8 +14,8 @@
  * An event whose seq is not above `lastSeq` has already been applied and is ignored, so a
  * tailer that sees the same event twice (a repeated watcher notification) stays correct.
  */
-import { isSignalConsumed, isSignalReceived, isTerminalEvent, isTimerCancelled, isTimerFired, isTimerSet, isTimerSkipped } from "./event-guards.js";
-import { advanceSeries, armTimer, timerTransition } from "./timer-lifecycle.js";
+import { isScheduleEnded, isSchedulePaused, isScheduleResumed, isSignalConsumed, isSignalReceived, isTerminalEvent, isTimerCancelled, isTimerFired, isTimerSet, isTimerSkipped } from "./event-guards.js";
+import { advanceSeries, armTimer, pauseTransition, timerTransition } from "./timer-lifecycle.js";
 import type {
   PendingTimer,
   RunEvent,
@@ -111,12 +112,17 @@ class Draft {
     this.lastSeq = event.seq;
     if (this.terminal !== null) return;
     if (isTimerSet(event)) {
+      const previous = this.pending.get(event.data.timerId);
       this.advances.delete(event.data.timerId);
-      this.timers().set(event.data.timerId, armTimer(event));
+      this.timers().set(event.data.timerId, armTimer(event, previous));
     } else if (isTimerFired(event) || isTimerSkipped(event)) {
       this.onFiredOrSkipped(event);
-    } else if (isTimerCancelled(event)) {
+    } else if (isTimerCancelled(event) || isScheduleEnded(event)) {
       this.disarm(event.data.timerId);
+    } else if (isSchedulePaused(event) || isScheduleResumed(event)) {
+      const timer = this.armed(event.data.timerId);
+      const next = timer === undefined ? undefined : pauseTransition(timer, event);
+      if (next !== undefined && next !== timer) this.timers().set(event.data.timerId, next);
     } else if (isSignalReceived(event)) {
       this.onSignal(event);
     } else if (isSignalConsumed(event)) {

@@ -14,9 +14,13 @@
  *   TimerSkipped; `latest` records all but the newest as skipped and fires the newest; `all`
  *   fires each, the newest `maxCatchUp` of them, recording older excess as skipped.
  * - A fired or skipped cron series is followed, in the same commit, by a TimerSet for the first
- *   tick after the newest due tick: computed from the ticks, never from "now".
+ *   tick after the newest due tick: computed from the ticks, never from "now"; or by a
+ *   ScheduleEnded when that passes its `endAt` or `maxTicks`.
+ * - A paused series appends nothing (its pause commit raced the queue); a jittered tick is due
+ *   at its slot plus the slot's delay (./schedule/jitter.ts), and its TimerFired records both.
  */
-import { firstTickAfter, compileCron, ticksBetween } from "./cron.js";
+import { dueSlots, followOn } from "./schedule/series-slots.js";
+import { slotDueMs } from "./schedule/jitter.js";
 import { isoFromMs } from "./time.js";
 import type { MisfirePolicy, PendingTimer, RunState } from "./types.js";
 
@@ -42,8 +46,8 @@ export interface FirePlanOptions {
 export type PlannedEvent = { readonly type: string; readonly data: Readonly<Record<string, unknown>> };
 
 export type FirePlan =
-  | { readonly kind: "stale"; readonly reason: "terminal" | "not_armed" | "rearmed" }
-  | { readonly kind: "not_due"; readonly fireAt: string }
+  | { readonly kind: "stale"; readonly reason: "terminal" | "not_armed" | "rearmed" | "paused" }
+  | { readonly kind: "not_due"; readonly fireAt: string; /** When it is due (epoch ms): fireAt, plus jitter for a jittered series. */ readonly dueMs: number }
   | {
       readonly kind: "append";
       readonly events: readonly PlannedEvent[];
@@ -71,8 +75,10 @@ export function planDueTimer(state: RunState, due: DueTimer, options: FirePlanOp
   const pending = state.pendingTimers.get(due.timerId);
   if (pending === undefined) return { kind: "stale", reason: "not_armed" };
   if (pending.setSeq !== due.setSeq || pending.fireAt !== due.fireAt) return { kind: "stale", reason: "rearmed" };
-  const fireAtMs = Date.parse(pending.fireAt);
-  if (options.nowMs < fireAtMs) return { kind: "not_due", fireAt: pending.fireAt };
+  if (pending.pausedAt !== undefined) return { kind: "stale", reason: "paused" };
+  // A jittered series is due at its slot plus the slot's delay, never before.
+  const dueMs = slotDueMs(state.runId, pending);
+  if (options.nowMs < dueMs) return { kind: "not_due", fireAt: pending.fireAt, dueMs };
   const firedAt = isoFromMs(options.nowMs);
   if (pending.cron === undefined) {
     return {
@@ -84,23 +90,20 @@ export function planDueTimer(state: RunState, due: DueTimer, options: FirePlanOp
       nextFireAt: null,
     };
   }
-  return planCronTick(pending, pending.cron, firedAt, options);
+  return planCronTick(state, pending, firedAt, options);
 }
 
-function planCronTick(pending: PendingTimer, cron: string, firedAt: string, options: FirePlanOptions): FirePlan {
+function planCronTick(state: RunState, pending: PendingTimer, firedAt: string, options: FirePlanOptions): FirePlan {
   const policy = pending.misfire ?? options.misfire ?? "skip";
   const maxCatchUp = Math.max(1, options.maxCatchUp ?? DEFAULT_MAX_CATCH_UP);
   const graceMs = options.misfireGraceMs ?? DEFAULT_MISFIRE_GRACE_MS;
-  const zone = pending.timezone ?? "UTC";
 
-  // Due ticks: the armed one plus every later tick up to now. Only the tail is materialised.
-  // One tick more than will fire, so the last skipped tick is known when there are skips.
+  // Due ticks: the armed one plus every later tick up to now, within the series' bounds (see
+  // ./schedule/series-slots.ts). Only the tail is materialised: one tick more than will fire, so
+  // the last skipped tick is known when there are skips.
   const tailLimit = policy === "all" ? maxCatchUp + 1 : 2;
-  const later = ticksBetween(cron, zone, pending.fireAt, firedAt, tailLimit, "last");
-  const count = 1 + later.count;
-  const tail = later.ticks.length === later.count ? [pending.fireAt, ...later.ticks] : [...later.ticks];
-  const newest = tail.at(-1) ?? pending.fireAt;
-  const onTime = options.nowMs - Date.parse(newest) <= graceMs;
+  const { count, tail, newest } = dueSlots(state.runId, pending, options.nowMs, tailLimit);
+  const onTime = options.nowMs - slotDueMs(state.runId, pending, newest) <= graceMs;
 
   let toFire: string[];
   if (policy === "all") toFire = tail.slice(-maxCatchUp);
@@ -115,23 +118,14 @@ function planCronTick(pending: PendingTimer, cron: string, firedAt: string, opti
     skipped = { firstMissed: pending.fireAt, lastMissed, count: skippedCount };
     events.push({ type: "TimerSkipped", data: { timerId: pending.timerId, ...skipped, reason: "missed" } });
   }
-  for (const scheduledFor of toFire) events.push(fired(pending.timerId, scheduledFor, firedAt));
-
-  const nextMs = firstTickAfter(compileCron(cron, zone), Date.parse(newest));
-  const nextFireAt = nextMs === null ? null : isoFromMs(nextMs);
-  if (nextFireAt !== null) {
-    events.push({
-      type: "TimerSet",
-      data: {
-        timerId: pending.timerId,
-        fireAt: nextFireAt,
-        cron,
-        timezone: zone,
-        ...(pending.misfire === undefined ? {} : { misfire: pending.misfire }),
-        ...(pending.stepId === undefined ? {} : { stepId: pending.stepId }),
-      },
-    });
+  for (const scheduledFor of toFire) {
+    const event = fired(pending.timerId, scheduledFor, firedAt);
+    events.push(pending.jitterMs === undefined ? event : { type: event.type, data: { ...event.data, jitteredFor: isoFromMs(slotDueMs(state.runId, pending, scheduledFor)) } });
   }
+
+  const next = followOn(pending, newest, count);
+  if (next !== null) events.push(next);
+  const nextFireAt = next?.type === "TimerSet" ? (next.data["fireAt"] as string) : null;
   return { kind: "append", events, firedAt, fired: toFire, skipped, nextFireAt };
 }
 

@@ -20,14 +20,19 @@
  *   `lastMissed`; for a one-shot it disarms only when its range covers the armed `fireAt`.
  * - `TimerCancelled` disarms (one-shot or series).
  * - A terminal event disarms everything; later events only move `lastSeq`.
+ * - Schedule controls (see `./schedule/series-state.ts`): `SchedulePaused`/`ScheduleResumed`
+ *   mark the armed series paused or running (a new `TimerSet` of the series keeps the pause),
+ *   `ScheduleEnded` disarms it, and manual or backfill fires (`manual`/`backfill: true`) are not
+ *   slots of the series: they leave the armed generation alone, as a stale fire does.
  * A series whose next tick cannot be computed (no later tick, or an expression that does not
  * compile in a log that skipped validation) is disarmed rather than thrown on.
  */
 import { nextTick } from "./cron.js";
 import { isTerminalEventType } from "./event-shapes.js";
-import { isTimerCancelled, isTimerFired, isTimerSet, isTimerSkipped, timerIdOf } from "./event-guards.js";
+import { isScheduleEnded, isSchedulePaused, isScheduleResumed, isTimerCancelled, isTimerFired, isTimerSet, isTimerSkipped, timerIdOf } from "./event-guards.js";
+import { isOffSeriesFire, pausedTimer, resumedTimer, withSeriesFields } from "./schedule/series-state.js";
 import { DEFAULT_TIME_ZONE } from "./time-zone.js";
-import type { PendingTimer, RunEvent, TimerFiredEvent, TimerSetEvent, TimerSkippedEvent } from "./types.js";
+import type { PendingTimer, RunEvent, SchedulePausedEvent, ScheduleResumedEvent, TimerFiredEvent, TimerSetEvent, TimerSkippedEvent } from "./types.js";
 
 /** What a fire or a skip does to the armed generation of its timer. */
 export type TimerTransition =
@@ -38,8 +43,11 @@ export type TimerTransition =
   /** A fire or skip of an earlier generation or tick: the armed generation stays as it is. */
   | { readonly kind: "stale" };
 
-/** The generation a `TimerSet` arms (a series with no zone gets "UTC"). */
-export function armTimer(event: TimerSetEvent): PendingTimer {
+/**
+ * The generation a `TimerSet` arms (a series with no zone gets "UTC"), with its schedule fields.
+ * @param previous - the generation armed before for the same timerId, if any: a series keeps its pause
+ */
+export function armTimer(event: TimerSetEvent, previous?: PendingTimer): PendingTimer {
   const d = event.data;
   const timer: { -readonly [K in keyof PendingTimer]: PendingTimer[K] } = { timerId: d.timerId, fireAt: d.fireAt, setSeq: event.seq };
   if (d.stepId !== undefined) timer.stepId = d.stepId;
@@ -50,7 +58,15 @@ export function armTimer(event: TimerSetEvent): PendingTimer {
     timer.timezone = d.timezone;
   }
   if (d.misfire !== undefined) timer.misfire = d.misfire;
-  return timer;
+  return withSeriesFields(timer, d, previous);
+}
+
+/**
+ * What a `SchedulePaused` or `ScheduleResumed` does to `armed`: the same generation paused or
+ * running (unchanged for a one-shot, or when it already was).
+ */
+export function pauseTransition(armed: PendingTimer, event: SchedulePausedEvent | ScheduleResumedEvent): PendingTimer {
+  return isSchedulePaused(event) ? pausedTimer(armed, event.at) : resumedTimer(armed);
 }
 
 /**
@@ -59,6 +75,7 @@ export function armTimer(event: TimerSetEvent): PendingTimer {
  */
 export function timerTransition(armed: PendingTimer, event: TimerFiredEvent | TimerSkippedEvent): TimerTransition {
   if (isTimerFired(event)) {
+    if (isOffSeriesFire(event)) return { kind: "stale" };
     const { scheduledFor } = event.data;
     if (armed.cron === undefined) {
       return scheduledFor === undefined || sameInstant(scheduledFor, armed.fireAt) ? { kind: "disarm" } : { kind: "stale" };
@@ -102,9 +119,10 @@ export interface TimerFiring {
 /**
  * Where one timer's last generation stands: `armed`; ended by a `fired` fire, a `skipped` tick
  * (a one-shot whose tick a TimerSkipped covers, or a series left with no next tick), a
- * `cancelled` TimerCancelled or an `ended` run; `absent` when never set.
+ * `cancelled` TimerCancelled, a series `over` by a ScheduleEnded (a bound reached) or an `ended`
+ * run; `absent` when never set.
  */
-export type TimerStatus = "absent" | "armed" | "fired" | "skipped" | "cancelled" | "ended";
+export type TimerStatus = "absent" | "armed" | "fired" | "skipped" | "cancelled" | "over" | "ended";
 
 export interface TimerHistory {
   readonly status: TimerStatus;
@@ -155,7 +173,7 @@ export class TimerFold {
     }
     if (timerIdOf(event) !== this.timerId) return;
     if (isTimerSet(event)) {
-      this.armed = armTimer(event);
+      this.armed = armTimer(event, this.armed ?? undefined);
       this.status = "armed";
       this.fired = null;
       this.setSeq = event.seq;
@@ -168,6 +186,11 @@ export class TimerFold {
     if (isTimerCancelled(event)) {
       this.status = "cancelled";
       this.armed = null;
+    } else if (isScheduleEnded(event)) {
+      this.status = "over";
+      this.armed = null;
+    } else if (isSchedulePaused(event) || isScheduleResumed(event)) {
+      this.armed = pauseTransition(armed, event);
     } else if (isTimerFired(event) || isTimerSkipped(event)) {
       const step = timerTransition(armed, event);
       if (step.kind === "stale") return;

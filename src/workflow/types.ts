@@ -5,6 +5,12 @@
 
 export type MisfirePolicy = "skip" | "latest" | "all";
 
+/** Why ticks of a series did not fire. */
+export type SkipReason = "missed" | "paused";
+
+/** Why a series ended by itself. */
+export type ScheduleEndReason = "endAt" | "maxTicks";
+
 export interface TimerSetData {
   readonly timerId: string;
   readonly fireAt: string;
@@ -12,6 +18,17 @@ export interface TimerSetData {
   readonly cron?: string;
   readonly timezone?: string;
   readonly misfire?: MisfirePolicy;
+  /** Schedule bounds (cron only, see `./schedule/`): no tick before `startAt` or after `endAt`. */
+  readonly startAt?: string;
+  readonly endAt?: string;
+  /** The series ends after this many slots (fired or skipped; manual and backfill fires do not count). */
+  readonly maxTicks?: number;
+  /** Ordinal (1-based) of the slot this TimerSet arms; absent means 1. */
+  readonly slot?: number;
+  /** Most delay added to each tick, derived from run, timer and slot (ms). */
+  readonly jitterMs?: number;
+  /** Who declared the series; `"sync"` marks series that `syncSchedules` owns. */
+  readonly owner?: string;
 }
 
 export interface TimerSetEvent {
@@ -26,7 +43,19 @@ export interface TimerFiredEvent {
   readonly type: "TimerFired";
   readonly at?: string;
   /** `scheduledFor`/`firedAt` are absent in logs written by the original system. */
-  readonly data: { readonly timerId: string; readonly scheduledFor?: string; readonly firedAt?: string };
+  readonly data: {
+    readonly timerId: string;
+    readonly scheduledFor?: string;
+    readonly firedAt?: string;
+    /** A fire asked for by a caller (trigger now), not a slot of the series; never moves it. */
+    readonly manual?: boolean;
+    /** The caller's idempotency key of a manual fire. */
+    readonly requestId?: string;
+    /** A past slot fired on purpose by a backfill; never moves the series. */
+    readonly backfill?: boolean;
+    /** `scheduledFor` plus the series' jitter for this slot: the instant it became due. */
+    readonly jitteredFor?: string;
+  };
 }
 
 export interface TimerSkippedEvent {
@@ -38,7 +67,8 @@ export interface TimerSkippedEvent {
     readonly firstMissed: string;
     readonly lastMissed: string;
     readonly count: number;
-    readonly reason: "missed";
+    /** `missed`: the host was down or the clock jumped; `paused`: the series was paused. */
+    readonly reason: SkipReason;
   };
 }
 
@@ -47,6 +77,30 @@ export interface TimerCancelledEvent {
   readonly type: "TimerCancelled";
   readonly at?: string;
   readonly data: { readonly timerId: string; readonly reason?: string };
+}
+
+/** A series was paused: no tick fires until it is resumed. */
+export interface SchedulePausedEvent {
+  readonly seq: number;
+  readonly type: "SchedulePaused";
+  readonly at?: string;
+  readonly data: { readonly timerId: string; readonly reason?: string };
+}
+
+/** A paused series was resumed; `catchUp` applies the misfire policy to the paused stretch. */
+export interface ScheduleResumedEvent {
+  readonly seq: number;
+  readonly type: "ScheduleResumed";
+  readonly at?: string;
+  readonly data: { readonly timerId: string; readonly catchUp?: boolean };
+}
+
+/** A series reached a bound (`endAt`, `maxTicks`) and is over. */
+export interface ScheduleEndedEvent {
+  readonly seq: number;
+  readonly type: "ScheduleEnded";
+  readonly at?: string;
+  readonly data: { readonly timerId: string; readonly reason: ScheduleEndReason; readonly lastTick?: string };
 }
 
 export interface SignalReceivedEvent {
@@ -86,6 +140,9 @@ export type KnownEvent =
   | TimerFiredEvent
   | TimerSkippedEvent
   | TimerCancelledEvent
+  | SchedulePausedEvent
+  | ScheduleResumedEvent
+  | ScheduleEndedEvent
   | SignalReceivedEvent
   | SignalConsumedEvent
   | TerminalEvent;
@@ -104,6 +161,15 @@ export interface PendingTimer {
   /** IANA zone of the cron series; "UTC" when the TimerSet named none. */
   readonly timezone?: string;
   readonly misfire?: MisfirePolicy;
+  readonly startAt?: string;
+  readonly endAt?: string;
+  readonly maxTicks?: number;
+  /** Ordinal of the armed slot (1 when the TimerSet named none). */
+  readonly slot?: number;
+  readonly jitterMs?: number;
+  readonly owner?: string;
+  /** While paused: the SchedulePaused event's `at` ("" when it had none). Absent while running. */
+  readonly pausedAt?: string;
 }
 
 export interface UnconsumedSignal {

@@ -9,6 +9,7 @@ import { runsCompactCommand } from "./runs-compact.js";
 import { runsCancelCommand, runsCompleteCommand, runsFailCommand } from "./runs-end.js";
 import { runsListCommand } from "./runs-list.js";
 import { runsShowCommand } from "./runs-show.js";
+import { scheduleCommands } from "./schedule.js";
 import { serveCommand } from "./serve.js";
 import { signalSendCommand } from "./signal-send.js";
 import { timerCancelCommand } from "./timer-cancel.js";
@@ -23,6 +24,7 @@ export const commands: readonly CliCommand[] = [
   timerSetCommand,
   timerCancelCommand,
   timersCommand,
+  ...scheduleCommands,
   signalSendCommand,
   runsListCommand,
   runsShowCommand,

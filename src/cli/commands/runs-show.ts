@@ -1,4 +1,4 @@
-import { isSignalConsumed, isSignalReceived, isTimerCancelled, isTimerFired, isTimerSet, isTimerSkipped } from "../../workflow/event-guards.js";
+import { isScheduleEnded, isSchedulePaused, isScheduleResumed, isSignalConsumed, isSignalReceived, isTimerCancelled, isTimerFired, isTimerSet, isTimerSkipped } from "../../workflow/event-guards.js";
 import { DEFAULT_REF } from "../../substrate/ref-name.js";
 import { parseRepoId, parseRunId } from "../../workflow/ids.js";
 import type { RunEvent, RunState } from "../../workflow/types.js";
@@ -78,7 +78,7 @@ Example:
     for (const problem of log.problems) printLine(io, `  ${String(problem.seq ?? "?").padStart(4)}  PROBLEM         ${problem.path}: ${problem.error.message}`);
     printLine(io, `state: lastSeq ${state.lastSeq}, ${state.terminal === null ? "running" : `ended (${state.terminal})`}`);
     for (const t of state.pendingTimers) {
-      printLine(io, `  timer ${t.timerId} armed for ${t.fireAt}${t.cron === undefined ? "" : ` (cron "${t.cron}" ${t.timezone ?? "UTC"})`}`);
+      printLine(io, `  timer ${t.timerId} ${t.pausedAt === undefined ? "armed" : "paused at slot"} for ${t.fireAt}${t.cron === undefined ? "" : ` (cron "${t.cron}" ${t.timezone ?? "UTC"})`}`);
     }
     for (const s of state.unconsumedSignals) printLine(io, `  signal ${s.signalName} (${s.signalId}, seq ${s.seq}) not consumed yet`);
     return 0;
@@ -102,11 +102,20 @@ function describeEvent(event: RunEvent): string {
     const d = event.data;
     return `${d.timerId} fireAt ${d.fireAt}${d.cron === undefined ? "" : ` cron "${d.cron}" ${d.timezone ?? "UTC"}`}${at}`;
   }
-  if (isTimerFired(event)) return `${event.data.timerId} scheduledFor ${event.data.scheduledFor ?? "-"} firedAt ${event.data.firedAt ?? "-"}`;
-  if (isTimerSkipped(event)) {
+  if (isTimerFired(event)) {
     const d = event.data;
-    return `${d.timerId} ${d.count} missed ${d.firstMissed}..${d.lastMissed}`;
+    const kind = d.manual === true ? ` (manual, request ${String(d.requestId)})` : d.backfill === true ? " (backfill)" : "";
+    const jitter = d.jitteredFor === undefined ? "" : ` jitteredFor ${d.jitteredFor}`;
+    return `${d.timerId} scheduledFor ${d.scheduledFor ?? "-"}${jitter} firedAt ${d.firedAt ?? "-"}${kind}`;
   }
+  if (isTimerSkipped(event)) {
+    // Why the slots did not fire: "missed" (host down, clock jump) or "paused".
+    const d = event.data;
+    return `${d.timerId} ${d.count} skipped ${d.firstMissed}..${d.lastMissed}: ${d.reason ?? "missed"}`;
+  }
+  if (isSchedulePaused(event)) return `${event.data.timerId}${event.data.reason === undefined ? "" : ` (${event.data.reason})`}${at}`;
+  if (isScheduleResumed(event)) return `${event.data.timerId}${event.data.catchUp === true ? " (catch up by misfire policy)" : ""}${at}`;
+  if (isScheduleEnded(event)) return `${event.data.timerId} reached ${event.data.reason}${event.data.lastTick === undefined ? "" : ` after ${event.data.lastTick}`}${at}`;
   if (isTimerCancelled(event)) return `${event.data.timerId}${event.data.reason === undefined ? "" : ` (${event.data.reason})`}${at}`;
   if (isSignalReceived(event)) return `${event.signalName} ${event.signalId} payload ${JSON.stringify(event.payload)}${at}`;
   if (isSignalConsumed(event)) return `${event.data.signalId}${event.data.stepId === undefined ? "" : ` step ${event.data.stepId}`}${at}`;

@@ -65,7 +65,7 @@ Example:
         t.runId,
         t.timerId,
         t.fireAt,
-        dueIn(t.lateMs > 0 ? -t.lateMs : t.dueInMs),
+        t.paused === true ? "paused" : dueIn(t.lateMs > 0 ? -t.lateMs : t.dueInMs),
         t.cron === undefined ? "one-shot" : `cron "${t.cron}" ${t.timezone ?? "UTC"}${t.misfire === undefined ? "" : ` misfire=${t.misfire}`}`,
       ]);
       for (const line of table(["REPO", "RUN", "TIMER", "NEXT FIRE (UTC)", "WHEN", "KIND"], rows)) printLine(io, line);

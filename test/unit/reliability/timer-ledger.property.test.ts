@@ -151,7 +151,7 @@ describe("timer ledger properties", () => {
             ...(sc.graceMs === undefined ? {} : { misfireGraceMs: sc.graceMs }),
           });
           if (wake.lateMs < 0) {
-            expect(plan).toEqual({ kind: "not_due", fireAt: pending.fireAt });
+            expect(plan).toEqual({ kind: "not_due", fireAt: pending.fireAt, dueMs: Date.parse(pending.fireAt) });
             continue;
           }
           expect(plan.kind).toBe("append");
@@ -240,7 +240,7 @@ describe("timer ledger properties", () => {
           reset: { kind: "stale", reason: "rearmed" },
           terminal: { kind: "stale", reason: "terminal" },
         };
-        const expectedRefusal = refused[sc.interference] ?? (sc.lateMs < 0 ? { kind: "not_due", fireAt } : undefined);
+        const expectedRefusal = refused[sc.interference] ?? (sc.lateMs < 0 ? { kind: "not_due", fireAt, dueMs: sc.fireAtMs } : undefined);
         if (expectedRefusal !== undefined) {
           expect(plan).toEqual(expectedRefusal);
           return;

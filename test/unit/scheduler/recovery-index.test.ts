@@ -47,6 +47,20 @@ describe("recovery index", () => {
     ]);
   });
 
+  it("keeps a series' schedule fields and its pause, so a restored paused series is not queued", async () => {
+    h = await createHarness("2026-05-01T00:00:00.000Z");
+    await h.append("r1", { type: "TimerSet", data: { timerId: "s", fireAt: "2026-05-01T01:00:00.000Z", cron: "0 * * * *", endAt: "2026-06-01T00:00:00Z", maxTicks: 9, slot: 2, jitterMs: 5000, owner: "sync" } });
+    await h.append("r1", { type: "SchedulePaused", at: "2026-05-01T00:10:00.000Z", data: { timerId: "s" } });
+    await h.scheduler.start();
+    await h.scheduler.stop();
+    const summary = (await readIndex(h)).get("r1") as RunSummary;
+    expect(summary.pendingTimers).toEqual([
+      { timerId: "s", fireAt: "2026-05-01T01:00:00.000Z", setSeq: 1, cron: "0 * * * *", timezone: "UTC", endAt: "2026-06-01T00:00:00.000Z", maxTicks: 9, slot: 2, jitterMs: 5000, owner: "sync", pausedAt: "2026-05-01T00:10:00.000Z" },
+    ]);
+    await h.restart();
+    expect(h.scheduler.queuedTimers()).toEqual([]);
+  });
+
   it("re-reads a run whose tree changed since the index was written", async () => {
     h = await createHarness("2026-05-01T00:00:00.000Z");
     await h.append("r1", timerSet("t", "2026-05-01T00:00:05.000Z"));

@@ -8,7 +8,7 @@ import { eventBaseProblem, KNOWN_EVENT_TYPES, knownEventProblem } from "../../..
 const scalar = fc.oneof(
   fc.constantFrom<unknown>(
     0, 1, -1, 2.5, -0, Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER + 1, Number.NaN, Number.POSITIVE_INFINITY,
-    "", "x", "2026-01-01T00:00:00Z", "skip", "latest", "all", "never", "missed", "TimerSet",
+    "", "x", "2026-01-01T00:00:00Z", "skip", "latest", "all", "never", "missed", "TimerSet", "paused", "endAt", "maxTicks", 86_400_000, 86_400_001, 1_000_000, 1_000_001,
     null, undefined, true, false, [], {}, ["a"], { a: 1 },
   ),
   fc.string({ maxLength: 4 }),
@@ -17,7 +17,7 @@ const scalar = fc.oneof(
 
 const typeName = fc.oneof(fc.constantFrom<unknown>(...KNOWN_EVENT_TYPES, "StepCompleted", "", 3, null), fc.string({ maxLength: 3 }));
 
-const dataKeys = ["timerId", "fireAt", "stepId", "cron", "timezone", "misfire", "scheduledFor", "firedAt", "firstMissed", "lastMissed", "count", "reason", "signalId", "extra"] as const;
+const dataKeys = ["timerId", "fireAt", "stepId", "cron", "timezone", "misfire", "scheduledFor", "firedAt", "firstMissed", "lastMissed", "count", "reason", "signalId", "startAt", "endAt", "maxTicks", "slot", "jitterMs", "owner", "manual", "requestId", "backfill", "jitteredFor", "catchUp", "lastTick", "extra"] as const;
 
 /** An object with any subset of `keys`, each holding any of `value`'s values. */
 function someOf(keys: readonly string[], value: fc.Arbitrary<unknown>): fc.Arbitrary<Record<string, unknown>> {
@@ -39,6 +39,12 @@ const nearValid = fc
       { seq: 2, type: "TimerFired", data: { timerId: "t", scheduledFor: "s", firedAt: "f" } },
       { seq: 3, type: "TimerSkipped", data: { timerId: "t", firstMissed: "a", lastMissed: "b", count: 2, reason: "missed" } },
       { seq: 4, type: "TimerCancelled", data: { timerId: "t", reason: "r" } },
+      { seq: 1, type: "TimerSet", data: { timerId: "t", fireAt: "f", cron: "c", startAt: "a", endAt: "b", maxTicks: 3, slot: 2, jitterMs: 0, owner: "sync" } },
+      { seq: 2, type: "TimerFired", data: { timerId: "t", manual: true, requestId: "r", backfill: false, jitteredFor: "j" } },
+      { seq: 3, type: "TimerSkipped", data: { timerId: "t", firstMissed: "a", lastMissed: "b", count: 2, reason: "paused" } },
+      { seq: 4, type: "SchedulePaused", data: { timerId: "t", reason: "r" } },
+      { seq: 4, type: "ScheduleResumed", data: { timerId: "t", catchUp: true } },
+      { seq: 4, type: "ScheduleEnded", data: { timerId: "t", reason: "maxTicks", lastTick: "l" } },
       { seq: 5, type: "SignalReceived", signalName: "n", signalId: "i", payload: { a: 1 }, at: "a" },
       { seq: 6, type: "SignalConsumed", data: { signalId: "i", stepId: "s" } },
       { seq: 7, type: "RunCompleted" },

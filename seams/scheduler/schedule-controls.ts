@@ -1,0 +1,289 @@
+/**
+ * Schedules as first-class objects: the verbs over a deployment's cron series (pause, resume,
+ * trigger now, backfill, list, describe, sync). Each is an append decided under the repo lock
+ * from the run's log at the tip (`appendRunEvents`), by the pure planners of
+ * `src/workflow/schedule/`, so it is idempotent, safe next to a running scheduler (which sees
+ * the commit through its tail) and needs none: the CLI calls these directly.
+ *
+ * Events written (see README "Schedules"): `SchedulePaused`, `ScheduleResumed` (+ `TimerSkipped`
+ * reason `paused` + `TimerSet`), `TimerFired` with `manual: true` and `requestId`, `TimerFired`
+ * with `backfill: true`, `TimerSet` with `owner: "sync"`, `TimerCancelled` reason
+ * `sync: not declared`. Every event is validated before it is written.
+ */
+import { parseRepoId, parseRunId, parseSignalId, parseTimerId } from "../../src/workflow/ids.js";
+import { parseInstant } from "../../src/workflow/time.js";
+import { readRunLog, type RunLog } from "../../src/workflow/run-log.js";
+import { appendRunEvents } from "../../src/workflow/run-log-append.js";
+import { runsEntryProblem } from "../../src/workflow/log-problems.js";
+import { WORKFLOW_RUN_KIND } from "../../src/workflow/workflow-run-kind.js";
+import { armedSeries, planBackfill, planPause, planResume, planTrigger } from "../../src/workflow/schedule/schedule-controls.js";
+import { previewSeries, type PreviewTick } from "../../src/workflow/schedule/preview.js";
+import { seriesHistory, type SeriesHistory } from "../../src/workflow/schedule/series-history.js";
+import {
+  endedSeriesOf,
+  isEmptyPlan,
+  parseDeclaredSchedules,
+  planSync,
+  syncEventsForRun,
+  type CurrentSeries,
+  type DeclaredSchedule,
+  type EndedSeries,
+  type SyncPlan,
+} from "../../src/workflow/schedule/sync-plan.js";
+import type { SeriesEvent } from "../../src/workflow/schedule/series-slots.js";
+import { DEFAULT_REF } from "../../src/substrate/ref-name.js";
+import type { Principal, RepoStore } from "../../src/substrate/types.js";
+import type { Clock } from "../../src/time/clock.js";
+import type { PendingTimer } from "../../src/workflow/types.js";
+
+export interface ScheduleControlsOptions {
+  readonly store: RepoStore;
+  readonly principal: Principal;
+  /** Default `DEFAULT_REF` ("refs/heads/main"). */
+  readonly ref?: string;
+  /** Wall clock: "now" for resume, trigger, backfill ranges, sync's first slots, and `at`. */
+  readonly clock: Clock;
+  readonly maxEventBytes?: number;
+}
+
+/** One armed series as `list` shows it. */
+export interface ScheduleSummary {
+  readonly runId: string;
+  readonly timerId: string;
+  readonly cron: string;
+  readonly timezone: string;
+  /** The armed slot. */
+  readonly nextAt: string;
+  readonly paused: boolean;
+  readonly pausedAt: string | null;
+  readonly owner: string | null;
+  readonly misfire: string | null;
+  readonly startAt: string | null;
+  readonly endAt: string | null;
+  readonly maxTicks: number | null;
+  readonly slot: number;
+  readonly jitterMs: number | null;
+}
+
+export interface ScheduleDescription extends ScheduleSummary {
+  /** The next slots from the armed one (UTC and local), as many as asked. */
+  readonly next: readonly PreviewTick[];
+  readonly history: SeriesHistory;
+}
+
+export interface ScheduleControls {
+  /**
+   * Pauses a series: appends `SchedulePaused` unless it is paused already.
+   * @throws `schedule_not_found` (not an armed series, or the run ended); id errors; write errors
+   */
+  pause(repoId: string, runId: string, timerId: string, opts?: { reason?: string }): Promise<{ outcome: "paused" | "already_paused"; commitSha: string | null }>;
+  /**
+   * Resumes a paused series: `ScheduleResumed`, one `TimerSkipped` (reason `paused`) for the
+   * slots due while paused, and the next future slot; with `catchUp`, only `ScheduleResumed`
+   * (the series' misfire policy then applies to the stretch).
+   * @throws as {@link pause}
+   */
+  resume(repoId: string, runId: string, timerId: string, opts?: { catchUp?: boolean }): Promise<{ outcome: "resumed" | "not_paused"; skipped: number; commitSha: string | null }>;
+  /**
+   * Fires a series now (`TimerFired` with `manual: true`, `requestId`); a `requestId` already
+   * fired for this series appends nothing (`duplicate`). The armed slot does not move.
+   * @throws as {@link pause}; `id_invalid` for a bad requestId
+   */
+  trigger(repoId: string, runId: string, timerId: string, requestId: string): Promise<{ outcome: "triggered" | "duplicate"; firedAt: string | null; commitSha: string | null }>;
+  /**
+   * Fires each slot of `[from, to]` (inclusive, in the past, before the armed slot) that has not
+   * fired, as `TimerFired` with `backfill: true`; a second backfill of the range fires nothing.
+   * @param opts.maxTicks - most slots (1 … 1 000, default 1 000)
+   * @throws as {@link pause}; `time_invalid` (range); `backfill_too_large`
+   */
+  backfill(repoId: string, runId: string, timerId: string, range: { from: string; to: string; maxTicks?: number }): Promise<{ fired: readonly string[]; alreadyFired: readonly string[]; commitSha: string | null }>;
+  /** Every armed cron series of a deployment, by run then timer. */
+  list(repoId: string): Promise<ScheduleSummary[]>;
+  /**
+   * One series: its summary, the next `next` slots (default 5) and its history (fires with
+   * lateness, skips with reasons, pauses, end).
+   * @throws `schedule_not_found`
+   */
+  describe(repoId: string, runId: string, timerId: string, opts?: { next?: number }): Promise<ScheduleDescription>;
+  /**
+   * Reconciles the deployment's sync-owned series with `desired` (see
+   * src/workflow/schedule/sync-plan.ts). Commits nothing when nothing changed, or with `dryRun`.
+   * @throws `config_invalid`, `id_invalid`, `cron_invalid`, `time_invalid` for the declared set
+   *   (before any write); write errors
+   */
+  syncSchedules(repoId: string, desired: unknown, opts?: { dryRun?: boolean }): Promise<{ plan: SyncPlan; commits: readonly string[] }>;
+}
+
+/** The schedule verbs over one store (see the module comment). */
+export function createScheduleControls(opts: ScheduleControlsOptions): ScheduleControls {
+  const ref = opts.ref ?? DEFAULT_REF;
+  const nowMs = (): number => opts.clock().getTime();
+
+  function append<R>(repoId: string, runId: string, message: string, decide: (log: RunLog, at: string) => { events: readonly SeriesEvent[]; result: R }) {
+    return appendRunEvents<R>({
+      store: opts.store,
+      principal: opts.principal,
+      repoId,
+      runId,
+      ref,
+      message,
+      ...(opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes }),
+      decide: (log) => {
+        const at = new Date(nowMs()).toISOString();
+        const { events, result } = decide(log, at);
+        return { append: events.map((e) => ({ type: e.type, at, data: e.data })), result };
+      },
+    });
+  }
+
+  function ids(repoId: string, runId: string, timerId: string): void {
+    parseRepoId(repoId);
+    parseRunId(runId);
+    parseTimerId(timerId);
+  }
+
+  async function readLogs(repoId: string): Promise<RunLog[]> {
+    const reads = await opts.store.openCommittedReads(opts.principal, { kind: WORKFLOW_RUN_KIND, id: repoId }, ref);
+    const logs: RunLog[] = [];
+    for (const entry of await reads.listDir("runs")) {
+      if (runsEntryProblem(entry.name, entry.type) !== null) continue;
+      logs.push(await readRunLog(reads, entry.name, opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes }));
+    }
+    return logs;
+  }
+
+  async function readOne(repoId: string, runId: string): Promise<RunLog> {
+    const reads = await opts.store.openCommittedReads(opts.principal, { kind: WORKFLOW_RUN_KIND, id: repoId }, ref);
+    return readRunLog(reads, runId, opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes });
+  }
+
+  return {
+    async pause(repoId, runId, timerId, o = {}) {
+      ids(repoId, runId, timerId);
+      const written = await append(repoId, runId, `Pause schedule ${timerId} of ${runId}`, (log) => {
+        const plan = planPause(log.state, timerId, o.reason);
+        return { events: plan.events, result: plan.outcome };
+      });
+      return { outcome: written.result ?? "already_paused", commitSha: written.committed ? written.commitSha : null };
+    },
+
+    async resume(repoId, runId, timerId, o = {}) {
+      ids(repoId, runId, timerId);
+      const written = await append(repoId, runId, `Resume schedule ${timerId} of ${runId}`, (log) => {
+        const plan = planResume(log.state, timerId, nowMs(), o.catchUp === true);
+        return { events: plan.events, result: { outcome: plan.outcome, skipped: plan.skipped } };
+      });
+      const r = written.result ?? { outcome: "not_paused" as const, skipped: 0 };
+      return { ...r, commitSha: written.committed ? written.commitSha : null };
+    },
+
+    async trigger(repoId, runId, timerId, requestId) {
+      ids(repoId, runId, timerId);
+      parseSignalId(requestId, "requestId");
+      const written = await append(repoId, runId, `Trigger schedule ${timerId} of ${runId} (request ${requestId})`, (log, at) => {
+        const plan = planTrigger(log.state, log.events, timerId, requestId, Date.parse(at));
+        return { events: plan.events, result: { outcome: plan.outcome, firedAt: plan.outcome === "triggered" ? at : null } };
+      });
+      const r = written.result ?? { outcome: "duplicate" as const, firedAt: null };
+      return { ...r, commitSha: written.committed ? written.commitSha : null };
+    },
+
+    async backfill(repoId, runId, timerId, range) {
+      ids(repoId, runId, timerId);
+      const fromIso = parseInstant(range.from, "from");
+      const toIso = parseInstant(range.to, "to");
+      const written = await append(repoId, runId, `Backfill schedule ${timerId} of ${runId} from ${fromIso} to ${toIso}`, (log, at) => {
+        const plan = planBackfill(log.state, log.events, timerId, { fromIso, toIso, ...(range.maxTicks === undefined ? {} : { maxTicks: range.maxTicks }) }, Date.parse(at));
+        return { events: plan.events, result: { fired: plan.slots, alreadyFired: plan.alreadyFired } };
+      });
+      const r = written.result ?? { fired: [], alreadyFired: [] };
+      return { ...r, commitSha: written.committed ? written.commitSha : null };
+    },
+
+    async list(repoId) {
+      parseRepoId(repoId);
+      const out: ScheduleSummary[] = [];
+      for (const log of await readLogs(repoId)) {
+        if (log.state.terminal !== null) continue;
+        for (const pending of log.state.pendingTimers.values()) if (pending.cron !== undefined) out.push(summaryOf(log.runId, pending));
+      }
+      return out.sort((a, b) => (a.runId < b.runId ? -1 : a.runId > b.runId ? 1 : a.timerId < b.timerId ? -1 : a.timerId > b.timerId ? 1 : 0));
+    },
+
+    async describe(repoId, runId, timerId, o = {}) {
+      ids(repoId, runId, timerId);
+      const log = await readOne(repoId, runId);
+      const pending = armedSeries(log.state, timerId);
+      return { ...summaryOf(runId, pending), next: previewSeries(runId, pending, o.next ?? 5), history: seriesHistory(log.events, timerId) };
+    },
+
+    async syncSchedules(repoId, desired, o = {}) {
+      parseRepoId(repoId);
+      const declared = parseDeclaredSchedules(desired);
+      const logs = await readLogs(repoId);
+      const { current, ended } = seriesOf(logs);
+      const plan = withoutSlotless(planSync(current, ended, declared), nowMs());
+      if (o.dryRun === true || isEmptyPlan(plan)) return { plan, commits: [] };
+      const runs = new Set<string>([...plan.create.map((d) => d.runId), ...plan.update.map((u) => u.declared.runId), ...plan.cancel.map((c) => c.runId)]);
+      const results = await Promise.all(
+        [...runs].map((runId) =>
+          append(repoId, runId, `Sync schedules of ${runId}`, (log, at) => {
+            // Re-planned from the run's log under the lock: what changed since the read above wins.
+            const fresh = seriesOf([log]);
+            const mine = declared.filter((d: DeclaredSchedule) => d.runId === runId);
+            const runPlan = planSync(fresh.current, fresh.ended, mine);
+            const events = syncEventsForRun({ ...runPlan, cancel: runPlan.cancel }, runId, Date.parse(at)).events;
+            return { events, result: null };
+          }),
+        ),
+      );
+      const commits = [...new Set(results.filter((r) => r.committed).map((r) => r.commitSha as string))];
+      return { plan, commits };
+    },
+  };
+}
+
+/** Moves declared series that have no slot within their bounds after now to the conflicts: nothing is written for them. */
+function withoutSlotless(plan: SyncPlan, atMs: number): SyncPlan {
+  const runs = new Set([...plan.create.map((d) => d.runId), ...plan.update.map((u) => u.declared.runId)]);
+  const none = new Set<DeclaredSchedule>();
+  for (const runId of runs) for (const d of syncEventsForRun(plan, runId, atMs).noSlot) none.add(d);
+  if (none.size === 0) return plan;
+  const reason = "no slot within its bounds after now; nothing written";
+  return {
+    ...plan,
+    create: plan.create.filter((d) => !none.has(d)),
+    update: plan.update.filter((u) => !none.has(u.declared)),
+    conflicts: [...plan.conflicts, ...[...none].map((d) => ({ runId: d.runId, timerId: d.timerId, reason }))],
+  };
+}
+
+function seriesOf(logs: readonly RunLog[]): { current: CurrentSeries[]; ended: EndedSeries[] } {
+  const current: CurrentSeries[] = [];
+  const ended: EndedSeries[] = [];
+  for (const log of logs) {
+    if (log.state.terminal !== null) continue;
+    for (const pending of log.state.pendingTimers.values()) if (pending.cron !== undefined) current.push({ runId: log.runId, pending });
+    ended.push(...endedSeriesOf(log.runId, log.events));
+  }
+  return { current, ended };
+}
+
+function summaryOf(runId: string, p: PendingTimer): ScheduleSummary {
+  return {
+    runId,
+    timerId: p.timerId,
+    cron: p.cron ?? "",
+    timezone: p.timezone ?? "UTC",
+    nextAt: p.fireAt,
+    paused: p.pausedAt !== undefined,
+    pausedAt: p.pausedAt === undefined || p.pausedAt === "" ? null : p.pausedAt,
+    owner: p.owner ?? null,
+    misfire: p.misfire ?? null,
+    startAt: p.startAt ?? null,
+    endAt: p.endAt ?? null,
+    maxTicks: p.maxTicks ?? null,
+    slot: p.slot ?? 1,
+    jitterMs: p.jitterMs ?? null,
+  };
+}

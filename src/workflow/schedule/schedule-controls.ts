@@ -1,0 +1,119 @@
+/**
+ * What each schedule control appends to a run's log, decided from the log under the repo lock.
+ * Pure: the caller passes the log and the clock's reading, numbers the events and commits them
+ * (see `seams/scheduler/schedule-controls.ts`). Every decision is idempotent: deciding again on the log
+ * after the commit appends nothing.
+ *
+ * - pause: `SchedulePaused`; nothing when already paused.
+ * - resume: `ScheduleResumed`, then for the slots that fell due while paused one `TimerSkipped`
+ *   (reason `paused`, the whole stretch) and the next future slot (`TimerSet`, or
+ *   `ScheduleEnded` at a bound). With `catchUp` only `ScheduleResumed`: the overdue slot stays
+ *   armed and the scheduler applies the series' misfire policy to the stretch.
+ * - trigger: one `TimerFired` with `manual: true`, the caller's `requestId` and
+ *   `scheduledFor = firedAt = now`; nothing when that requestId already fired this series. The
+ *   armed slot does not move.
+ * - backfill: one `TimerFired` with `backfill: true` per slot in `[from, to]` that is before the
+ *   armed slot and has no fire yet (of any kind but manual), at most `maxTicks` (1 000).
+ */
+import { WorkflowHostError } from "../../errors.js";
+import { ticksBetween } from "../cron.js";
+import { isoFromMs } from "../time.js";
+import type { PendingTimer, RunEvent, RunState } from "../types.js";
+import { dueSlots, followOn, type SeriesEvent } from "./series-slots.js";
+
+/** Most slots one backfill fires. */
+export const MAX_BACKFILL_TICKS = 1_000;
+
+export type ControlOutcome<K extends string> = { readonly outcome: K; readonly events: readonly SeriesEvent[] };
+
+/**
+ * The armed series `timerId` of the run.
+ * @throws `schedule_not_found` when the run has ended, or `timerId` is not an armed cron series
+ */
+export function armedSeries(state: RunState, timerId: string): PendingTimer {
+  const pending = state.terminal === null ? state.pendingTimers.get(timerId) : undefined;
+  if (pending?.cron === undefined) {
+    const why = state.terminal !== null ? `run ${state.runId} has ended (${state.terminal})` : pending === undefined ? "is not armed (never set, cancelled or ended)" : "is a one-shot timer, not a cron series";
+    throw new WorkflowHostError("schedule_not_found", `schedule ${timerId} of run ${state.runId} ${why}; allowed: an armed cron series`, { runId: state.runId, timerId, terminal: state.terminal });
+  }
+  return pending;
+}
+
+/** Pause: `SchedulePaused`, or nothing when the series is paused already. */
+export function planPause(state: RunState, timerId: string, reason?: string): ControlOutcome<"paused" | "already_paused"> {
+  const pending = armedSeries(state, timerId);
+  if (pending.pausedAt !== undefined) return { outcome: "already_paused", events: [] };
+  return { outcome: "paused", events: [{ type: "SchedulePaused", data: { timerId, ...(reason === undefined ? {} : { reason }) } }] };
+}
+
+/**
+ * Resume at `nowMs` (see the module comment).
+ * @returns `resumed` with the events, or `not_paused` with none
+ */
+export function planResume(state: RunState, timerId: string, nowMs: number, catchUp = false): ControlOutcome<"resumed" | "not_paused"> & { readonly skipped: number } {
+  const pending = armedSeries(state, timerId);
+  if (pending.pausedAt === undefined) return { outcome: "not_paused", events: [], skipped: 0 };
+  const events: SeriesEvent[] = [{ type: "ScheduleResumed", data: { timerId, ...(catchUp ? { catchUp: true } : {}) } }];
+  if (catchUp || Date.parse(pending.fireAt) > nowMs) return { outcome: "resumed", events, skipped: 0 };
+  const { count, newest } = dueSlots(state.runId, { ...pending, jitterMs: 0 }, nowMs, 2);
+  events.push({ type: "TimerSkipped", data: { timerId, firstMissed: pending.fireAt, lastMissed: newest, count, reason: "paused" } });
+  const next = followOn(pending, newest, count);
+  if (next !== null) events.push(next);
+  return { outcome: "resumed", events, skipped: count };
+}
+
+/** Trigger now: a manual fire, once per `requestId` (see the module comment). */
+export function planTrigger(state: RunState, events: Iterable<RunEvent>, timerId: string, requestId: string, nowMs: number): ControlOutcome<"triggered" | "duplicate"> {
+  armedSeries(state, timerId);
+  for (const event of events) {
+    const data = (event as { data?: { timerId?: unknown; requestId?: unknown; manual?: unknown } }).data;
+    if (event.type === "TimerFired" && data?.timerId === timerId && data.manual === true && data.requestId === requestId) {
+      return { outcome: "duplicate", events: [] };
+    }
+  }
+  const now = isoFromMs(nowMs);
+  return { outcome: "triggered", events: [{ type: "TimerFired", data: { timerId, scheduledFor: now, firedAt: now, manual: true, requestId } }] };
+}
+
+/**
+ * Backfill the slots of `[fromIso, toIso]` (both inclusive; see the module comment).
+ * @param maxTicks - most slots (default and ceiling {@link MAX_BACKFILL_TICKS})
+ * @returns the fires to append and the slots already fired (skipped as done)
+ * @throws `schedule_not_found`; `time_invalid` when from > to or to is after now;
+ *   `backfill_too_large` when the range holds more than `maxTicks` slots to consider
+ */
+export function planBackfill(
+  state: RunState,
+  events: Iterable<RunEvent>,
+  timerId: string,
+  range: { readonly fromIso: string; readonly toIso: string; readonly maxTicks?: number },
+  nowMs: number,
+): ControlOutcome<"backfilled"> & { readonly slots: readonly string[]; readonly alreadyFired: readonly string[] } {
+  const pending = armedSeries(state, timerId);
+  const fromMs = Date.parse(range.fromIso);
+  const toMs = Date.parse(range.toIso);
+  if (fromMs > toMs || toMs > nowMs) {
+    throw new WorkflowHostError("time_invalid", `backfill range ${range.fromIso} .. ${range.toIso} is not a past range; allowed: from <= to <= now (${isoFromMs(nowMs)})`, { from: range.fromIso, to: range.toIso });
+  }
+  const limit = Math.min(range.maxTicks ?? MAX_BACKFILL_TICKS, MAX_BACKFILL_TICKS);
+  // Slots before the armed one only: the armed slot and later belong to the running series.
+  const untilMs = Math.min(toMs, Date.parse(pending.fireAt) - 1);
+  const span = untilMs < fromMs ? null : ticksBetween(pending.cron as string, pending.timezone ?? "UTC", isoFromMs(fromMs - 1), isoFromMs(untilMs), limit, "first");
+  if (span !== null && span.count > limit) {
+    throw new WorkflowHostError("backfill_too_large", `backfill of ${timerId} from ${range.fromIso} to ${range.toIso} covers ${span.count} slots; allowed: at most ${limit}`, { timerId, count: span.count, maxTicks: limit });
+  }
+  const done = new Set<number>();
+  for (const event of events) {
+    const data = (event as { data?: { timerId?: unknown; scheduledFor?: unknown; manual?: unknown } }).data;
+    if (event.type === "TimerFired" && data?.timerId === timerId && data.manual !== true && typeof data.scheduledFor === "string") done.add(Date.parse(data.scheduledFor));
+  }
+  const slots = span?.ticks ?? [];
+  const todo = slots.filter((s) => !done.has(Date.parse(s)));
+  const firedAt = isoFromMs(nowMs);
+  return {
+    outcome: "backfilled",
+    events: todo.map((scheduledFor) => ({ type: "TimerFired", data: { timerId, scheduledFor, firedAt, backfill: true } })),
+    slots: todo,
+    alreadyFired: slots.filter((s) => done.has(Date.parse(s))),
+  };
+}

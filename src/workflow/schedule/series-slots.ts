@@ -1,0 +1,87 @@
+/**
+ * The slots of a series that are due, within its bounds, and what follows them. Shared by the
+ * fire planner (`../timer-ledger.ts`) and the resume planner (`./schedule-controls.ts`). Pure.
+ *
+ * Bounds: no slot after `endAt`; at most `maxTicks` slots counted from the TimerSet that set
+ * it (each TimerSet names the `slot` it arms). Jitter: a slot counts as due only once
+ * `scheduledFor + delay` has come (see `./jitter.ts`). After the due slots the series either
+ * arms its next slot (a TimerSet computed from the newest due slot, never from "now") or ends
+ * with a `ScheduleEnded` that names the bound.
+ */
+import { compileCron, firstTickAfter, ticksBetween } from "../cron.js";
+import { isoFromMs } from "../time.js";
+import type { PendingTimer } from "../types.js";
+import { slotDueMs } from "./jitter.js";
+
+/** An event body without `seq`/`at`. */
+export type SeriesEvent = { readonly type: string; readonly data: Readonly<Record<string, unknown>> };
+
+export interface DueSlots {
+  /** How many slots are due, the armed one included (≥ 1). */
+  readonly count: number;
+  /** The newest due slots, oldest first, at most `tailLimit`; when all are listed, the armed slot is first. */
+  readonly tail: readonly string[];
+  readonly newest: string;
+}
+
+/**
+ * The due slots of an armed series whose armed slot is due at `nowMs`.
+ * @param tailLimit - how many of the newest slots to list (≥ 2 so the slot before the newest is known)
+ */
+export function dueSlots(runId: string, pending: PendingTimer, nowMs: number, tailLimit: number): DueSlots {
+  const cron = pending.cron as string;
+  const zone = pending.timezone ?? "UTC";
+  let untilMs = nowMs;
+  if (pending.endAt !== undefined) untilMs = Math.min(untilMs, Date.parse(pending.endAt));
+  let later = ticksBetween(cron, zone, pending.fireAt, isoFromMs(Math.max(untilMs, Date.parse(pending.fireAt))), tailLimit, "last");
+  if (pending.maxTicks !== undefined) {
+    const remaining = pending.maxTicks - (pending.slot ?? 1) + 1;
+    if (1 + later.count > remaining) {
+      const first = remaining <= 1 ? null : ticksBetween(cron, zone, pending.fireAt, isoFromMs(untilMs), remaining - 1, "first");
+      untilMs = Date.parse(first?.ticks[remaining - 2] ?? pending.fireAt);
+      later = ticksBetween(cron, zone, pending.fireAt, isoFromMs(untilMs), tailLimit, "last");
+    }
+  }
+  const newestLater = later.ticks.at(-1);
+  if (newestLater !== undefined && slotDueMs(runId, pending, newestLater) > nowMs) {
+    // Its jittered instant has not come: it waits for its own wake-up. Only the newest slot can
+    // be in this state (a slot's delay is less than the gap to the next one).
+    later = ticksBetween(cron, zone, pending.fireAt, isoFromMs(Date.parse(newestLater) - 1), tailLimit, "last");
+  }
+  const tail = later.ticks.length === later.count ? [pending.fireAt, ...later.ticks] : [...later.ticks];
+  return { count: 1 + later.count, tail, newest: tail.at(-1) ?? pending.fireAt };
+}
+
+/**
+ * What follows `consumed` slots of a series ending with `newest`: the TimerSet of the next slot
+ * (carrying every field of the series, its slot number advanced), a `ScheduleEnded` when a bound
+ * is reached, or nothing when the expression has no later tick.
+ */
+export function followOn(pending: PendingTimer, newest: string, consumed: number): SeriesEvent | null {
+  const cron = pending.cron as string;
+  const zone = pending.timezone ?? "UTC";
+  const slot = (pending.slot ?? 1) + consumed;
+  if (pending.maxTicks !== undefined && slot > pending.maxTicks) {
+    return { type: "ScheduleEnded", data: { timerId: pending.timerId, reason: "maxTicks", lastTick: newest } };
+  }
+  const nextMs = firstTickAfter(compileCron(cron, zone), Date.parse(newest));
+  if (nextMs === null) return null;
+  if (pending.endAt !== undefined && nextMs > Date.parse(pending.endAt)) {
+    return { type: "ScheduleEnded", data: { timerId: pending.timerId, reason: "endAt", lastTick: newest } };
+  }
+  return { type: "TimerSet", data: seriesSetData(pending, isoFromMs(nextMs), pending.maxTicks === undefined ? undefined : slot) };
+}
+
+/** The data of a TimerSet re-arming `pending`'s series at `fireAt` with its fields kept. */
+export function seriesSetData(pending: PendingTimer, fireAt: string, slot: number | undefined): Record<string, unknown> {
+  const data: Record<string, unknown> = { timerId: pending.timerId, fireAt, cron: pending.cron, timezone: pending.timezone ?? "UTC" };
+  if (pending.misfire !== undefined) data["misfire"] = pending.misfire;
+  if (pending.stepId !== undefined) data["stepId"] = pending.stepId;
+  if (pending.startAt !== undefined) data["startAt"] = pending.startAt;
+  if (pending.endAt !== undefined) data["endAt"] = pending.endAt;
+  if (pending.maxTicks !== undefined) data["maxTicks"] = pending.maxTicks;
+  if (slot !== undefined && slot > 1) data["slot"] = slot;
+  if (pending.jitterMs !== undefined) data["jitterMs"] = pending.jitterMs;
+  if (pending.owner !== undefined) data["owner"] = pending.owner;
+  return data;
+}

@@ -1,0 +1,75 @@
+/**
+ * `workflow-host schedule …` on real disk: sync from a file, list, pause, trigger, backfill,
+ * describe --next, resume, preview, and `runs show` saying why slots were skipped.
+ */
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { git } from "../../helpers/git-cli.js";
+import { useTempDirs } from "../../helpers/temp-dir.js";
+import { runCli } from "../../unit/cli/cli-io.js";
+
+const tempDir = useTempDirs("wfh-schedule-cli-");
+
+describe("workflow-host schedule", () => {
+  it("syncs, pauses, triggers, backfills, describes and resumes a series, every step an event in the log", async () => {
+    const dir = await tempDir();
+    const dataDir = join(dir, "data");
+    let now = "2026-05-01T10:00:00.000Z";
+    const cli = (argv: readonly string[]) => runCli(argv, { clock: () => new Date(now), cwd: dir });
+    const json = async <T>(argv: readonly string[]): Promise<T> => {
+      const run = await cli([...argv, "--json"]);
+      expect(run.stderr).toBe("");
+      expect(run.code).toBe(0);
+      return JSON.parse(run.stdout) as T;
+    };
+    const s = ["-d", dataDir, "-r", "reports", "--run", "nightly", "-t", "hourly"];
+    expect((await cli(["repo", "create", "-d", dataDir, "-r", "reports"])).code).toBe(0);
+    await writeFile(join(dir, "schedules.json"), JSON.stringify([{ runId: "nightly", timerId: "hourly", cron: "0 * * * *", timezone: "Europe/Rome" }]));
+
+    const dry = await cli(["schedule", "sync", "-d", dataDir, "-r", "reports", "--file", "schedules.json", "--dry-run"]);
+    expect(dry.stdout).toContain("create    nightly/hourly");
+    expect(dry.stdout).toContain("dry run, nothing written");
+    const synced = await json<{ commits: string[] }>(["schedule", "sync", "-d", dataDir, "-r", "reports", "--file", "schedules.json"]);
+    expect(synced.commits).toHaveLength(1);
+    expect((await json<{ commits: string[] }>(["schedule", "sync", "-d", dataDir, "-r", "reports", "--file", "schedules.json"])).commits).toEqual([]);
+
+    const list = await json<{ timerId: string; nextAt: string; owner: string; paused: boolean }[]>(["schedule", "list", "-d", dataDir, "-r", "reports"]);
+    expect(list).toEqual([expect.objectContaining({ timerId: "hourly", nextAt: "2026-05-01T11:00:00.000Z", owner: "sync", paused: false })]);
+
+    expect((await json<{ outcome: string }>(["schedule", "pause", ...s, "--reason", "maintenance"])).outcome).toBe("paused");
+    expect((await json<{ outcome: string }>(["schedule", "trigger", ...s, "--request-id", "req-1"])).outcome).toBe("triggered");
+    expect((await json<{ outcome: string; commitSha: string | null }>(["schedule", "trigger", ...s, "--request-id", "req-1"]))).toMatchObject({ outcome: "duplicate", commitSha: null });
+    const back = await json<{ fired: string[] }>(["schedule", "backfill", ...s, "--from", "2026-05-01T07:00:00Z", "--to", "2026-05-01T09:00:00Z"]);
+    expect(back.fired).toHaveLength(3);
+
+    now = "2026-05-01T13:30:00.000Z";
+    const described = await json<{ paused: boolean; next: { utc: string; local: string }[]; history: { fires: { kind: string }[] } }>(["schedule", "describe", ...s, "--next", "2"]);
+    expect(described.paused).toBe(true);
+    expect(described.next).toEqual([
+      { slot: 1, utc: "2026-05-01T11:00:00.000Z", local: "2026-05-01T13:00:00+02:00" },
+      { slot: 2, utc: "2026-05-01T12:00:00.000Z", local: "2026-05-01T14:00:00+02:00" },
+    ]);
+    expect(described.history.fires.map((f) => f.kind)).toEqual(["manual", "backfill", "backfill", "backfill"]);
+
+    expect(await json<{ outcome: string; skipped: number }>(["schedule", "resume", ...s])).toMatchObject({ outcome: "resumed", skipped: 3 });
+    const shown = await cli(["runs", "show", "-d", dataDir, "-r", "reports", "--run", "nightly"]);
+    expect(shown.stdout).toMatch(/TimerSkipped +hourly 3 skipped 2026-05-01T11:00:00.000Z..2026-05-01T13:00:00.000Z: paused/);
+    expect(shown.stdout).toMatch(/SchedulePaused +hourly \(maintenance\)/);
+    expect((await cli(["schedule", "describe", ...s])).stdout).toMatch(/skipped 3 slots .*: paused/);
+
+    const types = await git(["--git-dir", join(dataDir, "deployments", "reports.git"), "log", "--format=%s"]);
+    expect(types).toMatch(/Pause schedule hourly of nightly/);
+    expect(types).toMatch(/Trigger schedule hourly of nightly \(request req-1\)/);
+
+    // Everything the controls wrote passes the deployment check.
+    const checked = await cli(["check", "-d", dataDir]);
+    expect(checked.code).toBe(0);
+
+    const preview = await json<{ utc: string }[]>(["schedule", "preview", "--cron", "30 2 * * *", "--timezone", "America/New_York", "--after", "2026-03-07T12:00:00Z", "-n", "2"]);
+    expect(preview.map((t) => t.utc)).toEqual(["2026-03-08T07:00:00.000Z", "2026-03-09T06:30:00.000Z"]);
+    const missing = await cli(["schedule", "pause", "-d", dataDir, "-r", "reports", "--run", "nightly", "-t", "nope"]);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain("schedule_not_found");
+  });
+});
