@@ -405,8 +405,15 @@ export class RepoTracker {
     if (removedRuns.size > 0) {
       // Ended runs that retention moved to the archive ref: nothing to report, nothing to track.
       const moved = await runsMovedToArchive(this.ctx.store, this.ctx.principal as Principal, this.rid, commit.commitSha, commit.parentSha, removedRuns);
+      // One look at each problem, not one per moved run: a retention commit removes thousands
+      // of runs, each with its event files, and a scan per run made the tail quadratic.
+      if (moved.size > 0) {
+        for (const path of [...problems.keys()]) {
+          const end = path.indexOf("/", runsPrefix.length);
+          if (path.startsWith(runsPrefix) && end > 0 && moved.has(path.slice(runsPrefix.length, end))) problems.delete(path);
+        }
+      }
       for (const runId of moved) {
-        for (const path of [...problems.keys()]) if (path.startsWith(`${runsPrefix}${runId}/`)) problems.delete(path);
         byRun.delete(runId);
         const record = this.runs.get(runId);
         if (record !== undefined) for (const timerId of record.queued) this.ctx.disarm(this.repoId, runId, timerId);

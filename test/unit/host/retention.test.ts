@@ -4,7 +4,7 @@
  * a commit from a destructive one, and that an archived run's log is unchanged, byte for byte.
  * On memfs under a FakeClock.
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { archiveEndedRuns } from "../../../src/host/archive-ended-runs.js";
 import { endRun } from "../../../src/host/end-run.js";
 import { ARCHIVE_REF } from "../../../src/workflow/run-archive.js";
@@ -224,5 +224,48 @@ describe("the host's retention", () => {
     } finally {
       await host.stop();
     }
+  });
+});
+
+describe("a big retention pass", () => {
+  /** `n` ended runs (TimerSet, RunCompleted), pushed as git would, and one live run. */
+  async function aged(h: Harness, n: number): Promise<void> {
+    const puts: Record<string, string> = {};
+    for (let i = 0; i < n; i += 1) {
+      const id = `r${String(i).padStart(5, "0")}`;
+      puts[`runs/${id}/events/1.json`] = JSON.stringify({ seq: 1, type: "TimerSet", at: "2026-04-01T00:00:00.000Z", data: { timerId: "t", fireAt: "2026-04-02T00:00:00.000Z" } });
+      puts[`runs/${id}/events/2.json`] = JSON.stringify({ seq: 2, type: "RunCompleted", at: "2026-04-01T00:00:00.000Z" });
+    }
+    await h.rawDelta(puts);
+  }
+
+  /** Waits until the scheduler's tail reached the tip: a timer set now is queued. */
+  async function tailed(h: Harness): Promise<void> {
+    await h.append("zz-live", { type: "TimerSet", data: { timerId: "later", fireAt: "2026-06-01T00:00:00Z" } });
+    for (let i = 0; i < 200 && !h.scheduler.queuedTimers().some((t) => t.runId === "zz-live"); i += 1) {
+      await new Promise((r) => setImmediate(r));
+      await h.scheduler.idle();
+    }
+    expect(h.scheduler.queuedTimers().map((t) => t.runId)).toContain("zz-live");
+  }
+
+  it("the tail takes a retention commit in work that grows with the runs removed, not with their square", async () => {
+    const h = await setup();
+    const n = 400;
+    await aged(h, n);
+    await h.scheduler.start();
+    await h.scheduler.idle();
+    const pass = await archiveEndedRuns({ store: h.store, principal: null, repoId: REPO, nowMs: h.clock.now(), endedRunsAfterMs: DAY });
+    expect(pass.archived).toHaveLength(n);
+    // Path tests are the unit of the tail's per-path work: a scan of every removed path per
+    // removed run makes n × 2n of them.
+    const startsWith = vi.spyOn(String.prototype, "startsWith");
+    try {
+      await tailed(h);
+      expect(startsWith.mock.calls.length).toBeLessThan(40 * n);
+    } finally {
+      startsWith.mockRestore();
+    }
+    expect(h.events.filter((e) => e.type === "bad_event")).toEqual([]);
   });
 });
