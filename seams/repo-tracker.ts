@@ -404,7 +404,9 @@ export class RepoTracker {
     }
     if (removedRuns.size > 0) {
       // Ended runs that retention moved to the archive ref: nothing to report, nothing to track.
-      const moved = await runsMovedToArchive(this.ctx.store, this.ctx.principal as Principal, this.rid, commit.commitSha, commit.parentSha, removedRuns);
+      // A retention commit removes up to thousands of runs: the event loop gets its turns.
+      const slicer = createTimeSlicer();
+      const moved = await runsMovedToArchive(this.ctx.store, this.ctx.principal as Principal, this.rid, commit.commitSha, commit.parentSha, removedRuns, slicer.pause);
       // One look at each problem, not one per moved run: a retention commit removes thousands
       // of runs, each with its event files, and a scan per run made the tail quadratic.
       if (moved.size > 0) {
@@ -414,6 +416,7 @@ export class RepoTracker {
         }
       }
       for (const runId of moved) {
+        await slicer.pause();
         byRun.delete(runId);
         const record = this.runs.get(runId);
         if (record !== undefined) for (const timerId of record.queued) this.ctx.disarm(this.repoId, runId, timerId);

@@ -28,6 +28,7 @@ import { ARCHIVE_REF } from "../workflow/run-archive.js";
 import { readRunLog } from "../workflow/run-log.js";
 import type { RunEvent } from "../workflow/types.js";
 import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
+import { createTimeSlicer } from "../time/time-slicer.js";
 
 /** Default retention: runs that ended more than 7 days ago leave the live tree. */
 export const DEFAULT_ENDED_RUNS_AFTER_MS = 7 * 24 * 60 * 60 * 1000;
@@ -57,6 +58,12 @@ export interface ArchiveEndedRunsOptions {
    * Default: a fresh one (every folder is read).
    */
   readonly cache?: RetentionCache;
+  /**
+   * Awaited between units of the pass (a run folder read, copied, checked; a folder of a
+   * commit edited), so a pass over tens of thousands of runs gives the event loop a turn.
+   * Default: a time slicer of 10 ms slices (src/time/time-slicer.ts).
+   */
+  readonly pause?: () => Promise<void>;
 }
 
 export interface ArchiveEndedRunsResult {
@@ -84,11 +91,14 @@ export async function archiveEndedRuns(opts: ArchiveEndedRunsOptions): Promise<A
   const cache = opts.cache ?? new Map();
   const maxRuns = opts.maxRuns ?? DEFAULT_MAX_RUNS_PER_COMMIT;
   const cutoffMs = opts.nowMs - opts.endedRunsAfterMs;
+  const slicer = opts.pause === undefined ? createTimeSlicer() : null;
+  const pause = opts.pause ?? (() => (slicer as { pause(): Promise<void> }).pause());
   const live = await opts.store.openCommittedReads(opts.principal, repo, ref);
   const due: { runId: string; oid: string }[] = [];
   const present = new Set<string>();
   for (const entry of await live.listDir(runsPrefix.slice(0, -1))) {
     if (entry.type !== "tree") continue;
+    await pause();
     present.add(entry.name);
     let known = cache.get(entry.name);
     if (known === undefined || known.oid !== entry.oid) {
@@ -103,6 +113,7 @@ export async function archiveEndedRuns(opts: ArchiveEndedRunsOptions): Promise<A
   const batch: { runId: string; oid: string; files: Map<string, Uint8Array> }[] = [];
   for (const run of due) {
     if (batch.length >= maxRuns) break;
+    await pause();
     const files = new Map<string, Uint8Array>();
     const reason = await collectFiles(live, `${runsPrefix}${run.runId}`, files);
     if (reason !== null) skipped.push({ runId: run.runId, reason });
@@ -114,10 +125,12 @@ export async function archiveEndedRuns(opts: ArchiveEndedRunsOptions): Promise<A
   }
 
   const archivedWrite = await opts.store.writeTreeDelta<undefined>(opts.principal, repo, ARCHIVE_REF, {
+    pause,
     message: `Archive ${batch.length} ended run${batch.length === 1 ? "" : "s"} of ${repo.id} (ended before ${new Date(cutoffMs).toISOString()})`,
     computeDelta: async (_parent, archive) => {
       const puts = new Map<string, Uint8Array>();
       for (const run of batch) {
+        await pause();
         // Held already: a pass that crashed after its archive commit, or an earlier one.
         if ((await archive.treeOid(`${runsPrefix}${run.runId}`)) !== null) continue;
         for (const [path, bytes] of run.files) puts.set(path, bytes);
@@ -127,11 +140,13 @@ export async function archiveEndedRuns(opts: ArchiveEndedRunsOptions): Promise<A
   });
 
   const removed = await opts.store.writeTreeDelta<string[]>(opts.principal, repo, ref, {
+    pause,
     message: `Retention: ${batch.length} run${batch.length === 1 ? "" : "s"} ended before ${new Date(cutoffMs).toISOString()} moved to ${ARCHIVE_REF}`,
     computeDelta: async (_parent, reads) => {
       const archive = await opts.store.openCommittedReads(opts.principal, repo, ARCHIVE_REF);
       const gone: string[] = [];
       for (const run of batch) {
+        await pause();
         const folder = `${runsPrefix}${run.runId}`;
         const liveOid = await reads.treeOid(folder);
         if (liveOid !== null && liveOid === (await archive.treeOid(folder))) gone.push(run.runId);

@@ -29,6 +29,7 @@ export function isArchiveRef(ref: string): boolean {
  * so holding it now means holding it then). The same rule `validatePush` applies to the
  * commits the host makes; readers use it for commits of any origin, so a run removed any other
  * way is still reported as a rewrite. Never throws: an unreadable archive moves nothing.
+ * @param pause awaited before each run is looked at (a caller's time slicer); default none
  */
 export async function runsMovedToArchive(
   store: RepoStore,
@@ -37,6 +38,7 @@ export async function runsMovedToArchive(
   commitSha: string,
   parentSha: string | null,
   runIds: Iterable<string>,
+  pause?: () => Promise<void>,
 ): Promise<Set<string>> {
   const moved = new Set<string>();
   const wanted = [...new Set(runIds)];
@@ -47,6 +49,7 @@ export async function runsMovedToArchive(
     const after = await store.openCommittedReads(principal, repoId, commitSha);
     const before = await store.openCommittedReads(principal, repoId, parentSha);
     for (const runId of wanted) {
+      if (pause !== undefined) await pause();
       const folder = `${runsPrefix}${runId}`;
       if ((await after.treeOid(folder)) !== null) continue;
       const oid = await before.treeOid(folder);

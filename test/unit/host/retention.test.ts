@@ -268,4 +268,25 @@ describe("a big retention pass", () => {
     }
     expect(h.events.filter((e) => e.type === "bad_event")).toEqual([]);
   });
+
+  it("a pass gives the event loop a turn between runs: its pause is awaited for each run it reads, copies and checks", async () => {
+    const h = await setup();
+    const n = 300;
+    await aged(h, n);
+    let pauses = 0;
+    const pass = await archiveEndedRuns({
+      store: h.store,
+      principal: null,
+      repoId: REPO,
+      nowMs: h.clock.now(),
+      endedRunsAfterMs: DAY,
+      pause: () => {
+        pauses += 1;
+        return Promise.resolve();
+      },
+    });
+    expect(pass.archived).toHaveLength(n);
+    // Read, copied into the archive commit, checked against the archive: one pause each at least.
+    expect(pauses).toBeGreaterThanOrEqual(3 * n);
+  });
 });
