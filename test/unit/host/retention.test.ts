@@ -62,9 +62,15 @@ describe("run lifecycle verbs", () => {
       { seq: 1, type: "Started" },
       { seq: 2, type: "RunCompleted", at: NOW, data: { result: 42 } },
     ]);
+    await h.append("b", { type: "Started" });
+    await h.append("c", { type: "Started" });
     expect((await end(h, "b", "failed", { error: "boom" })).type).toBe("RunFailed");
     expect((await end(h, "c", "cancelled")).type).toBe("RunCancelled");
     await expectCode(end(h, "bad id", "cancelled"), "id_invalid");
+    // A run with no events is not started by its end, whichever outcome.
+    const tip = await h.store.resolveRef(null, RID, "refs/heads/main");
+    for (const outcome of ["completed", "failed", "cancelled"] as const) await expectCode(end(h, "never-existed", outcome), "run_not_found");
+    expect(await h.store.resolveRef(null, RID, "refs/heads/main")).toBe(tip);
   });
 
   it("a terminal event disarms the run's pending timers", async () => {
