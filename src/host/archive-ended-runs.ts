@@ -24,7 +24,7 @@ import type { Principal, RepoStore } from "../substrate/types.js";
 import type { CommittedReads } from "../substrate/types.js";
 import { parseRepoId } from "../workflow/ids.js";
 import { runsPrefix } from "../workflow/paths.js";
-import { ARCHIVE_REF } from "../workflow/run-archive.js";
+import { ARCHIVE_REF, openArchive, reusedArchivedRunProblem } from "../workflow/run-archive.js";
 import { readRunLog } from "../workflow/run-log.js";
 import type { RunEvent } from "../workflow/types.js";
 import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
@@ -96,6 +96,8 @@ export async function archiveEndedRuns(opts: ArchiveEndedRunsOptions): Promise<A
   const live = await opts.store.openCommittedReads(opts.principal, repo, ref);
   const due: { runId: string; oid: string }[] = [];
   const present = new Set<string>();
+  const reused: { runId: string; reason: string }[] = [];
+  let archiveAtStart: Awaited<ReturnType<typeof openArchive>> | undefined;
   for (const entry of await live.listDir(runsPrefix.slice(0, -1))) {
     if (entry.type !== "tree") continue;
     await pause();
@@ -105,11 +107,16 @@ export async function archiveEndedRuns(opts: ArchiveEndedRunsOptions): Promise<A
       known = { oid: entry.oid, endedAtMs: await endedAtMs(live, entry.name, opts.maxEventBytes) };
       cache.set(entry.name, known);
     }
-    if (known.endedAtMs !== null && known.endedAtMs <= cutoffMs) due.push({ runId: entry.name, oid: entry.oid });
+    if (known.endedAtMs === null || known.endedAtMs > cutoffMs) continue;
+    // An archived run's id pushed again: never archived (the archive holds the id), never due.
+    archiveAtStart ??= await openArchive(opts.store, opts.principal, repo);
+    const problem = await reusedArchivedRunProblem(archiveAtStart, entry.name, entry.oid);
+    if (problem !== null) reused.push({ runId: entry.name, reason: problem.error.message });
+    else due.push({ runId: entry.name, oid: entry.oid });
   }
   for (const runId of cache.keys()) if (!present.has(runId)) cache.delete(runId);
   due.sort((a, b) => (a.runId < b.runId ? -1 : a.runId > b.runId ? 1 : 0));
-  const skipped: { runId: string; reason: string }[] = [];
+  const skipped: { runId: string; reason: string }[] = [...reused];
   const batch: { runId: string; oid: string; files: Map<string, Uint8Array> }[] = [];
   for (const run of due) {
     if (batch.length >= maxRuns) break;
@@ -119,7 +126,7 @@ export async function archiveEndedRuns(opts: ArchiveEndedRunsOptions): Promise<A
     if (reason !== null) skipped.push({ runId: run.runId, reason });
     else batch.push({ ...run, files });
   }
-  const copySkipped = skipped.length;
+  const copySkipped = skipped.length - reused.length;
   if (batch.length === 0) {
     return { archived: [], remaining: 0, skipped, archiveSha: await opts.store.resolveRef(opts.principal, repo, ARCHIVE_REF), commitSha: null };
   }

@@ -233,28 +233,28 @@ describe("the host's retention", () => {
   });
 });
 
+/** `n` ended runs (TimerSet, RunCompleted), pushed as git would, and one live run. */
+async function aged(h: Harness, n: number): Promise<void> {
+  const puts: Record<string, string> = {};
+  for (let i = 0; i < n; i += 1) {
+    const id = `r${String(i).padStart(5, "0")}`;
+    puts[`runs/${id}/events/1.json`] = JSON.stringify({ seq: 1, type: "TimerSet", at: "2026-04-01T00:00:00.000Z", data: { timerId: "t", fireAt: "2026-04-02T00:00:00.000Z" } });
+    puts[`runs/${id}/events/2.json`] = JSON.stringify({ seq: 2, type: "RunCompleted", at: "2026-04-01T00:00:00.000Z" });
+  }
+  await h.rawDelta(puts);
+}
+
+/** Waits until the scheduler's tail reached the tip: a timer set now is queued. */
+async function tailed(h: Harness): Promise<void> {
+  await h.append("zz-live", { type: "TimerSet", data: { timerId: "later", fireAt: "2026-06-01T00:00:00Z" } });
+  for (let i = 0; i < 200 && !h.scheduler.queuedTimers().some((t) => t.runId === "zz-live"); i += 1) {
+    await new Promise((r) => setImmediate(r));
+    await h.scheduler.idle();
+  }
+  expect(h.scheduler.queuedTimers().map((t) => t.runId)).toContain("zz-live");
+}
+
 describe("a big retention pass", () => {
-  /** `n` ended runs (TimerSet, RunCompleted), pushed as git would, and one live run. */
-  async function aged(h: Harness, n: number): Promise<void> {
-    const puts: Record<string, string> = {};
-    for (let i = 0; i < n; i += 1) {
-      const id = `r${String(i).padStart(5, "0")}`;
-      puts[`runs/${id}/events/1.json`] = JSON.stringify({ seq: 1, type: "TimerSet", at: "2026-04-01T00:00:00.000Z", data: { timerId: "t", fireAt: "2026-04-02T00:00:00.000Z" } });
-      puts[`runs/${id}/events/2.json`] = JSON.stringify({ seq: 2, type: "RunCompleted", at: "2026-04-01T00:00:00.000Z" });
-    }
-    await h.rawDelta(puts);
-  }
-
-  /** Waits until the scheduler's tail reached the tip: a timer set now is queued. */
-  async function tailed(h: Harness): Promise<void> {
-    await h.append("zz-live", { type: "TimerSet", data: { timerId: "later", fireAt: "2026-06-01T00:00:00Z" } });
-    for (let i = 0; i < 200 && !h.scheduler.queuedTimers().some((t) => t.runId === "zz-live"); i += 1) {
-      await new Promise((r) => setImmediate(r));
-      await h.scheduler.idle();
-    }
-    expect(h.scheduler.queuedTimers().map((t) => t.runId)).toContain("zz-live");
-  }
-
   it("the tail takes a retention commit in work that grows with the runs removed, not with their square", async () => {
     const h = await setup();
     const n = 400;
@@ -294,5 +294,75 @@ describe("a big retention pass", () => {
     expect(pass.archived).toHaveLength(n);
     // Read, copied into the archive commit, checked against the archive: one pause each at least.
     expect(pauses).toBeGreaterThanOrEqual(3 * n);
+  });
+});
+
+describe("an archived run id pushed again", () => {
+  /** Run `old` ended, archived and removed from main; the scheduler tails main. */
+  async function archivedOld(h: Harness): Promise<void> {
+    await h.append("old", { type: "Started", at: NOW });
+    await end(h, "old", "completed");
+    await h.clock.advance(2 * DAY);
+    expect((await archiveEndedRuns({ store: h.store, principal: null, repoId: REPO, nowMs: h.clock.now(), endedRunsAfterMs: DAY })).archived).toEqual(["old"]);
+    await h.scheduler.start();
+    await h.scheduler.idle();
+  }
+
+  const pushedTimer = { "runs/old/events/1.json": JSON.stringify({ seq: 1, type: "TimerSet", at: "2026-05-03T10:00:00.000Z", data: { timerId: "t", fireAt: "2026-05-03T10:05:00.000Z" } }) };
+
+  const reusedReports = (h: Harness) =>
+    h.events.filter((e) => e.type === "bad_event" && e.runId === "old" && (e.error as { code?: string; data?: { reason?: unknown } }).code === "event_invalid" && (e.error as { data?: { reason?: unknown } }).data?.reason === "run_archived");
+
+  it("is reported by the tail as a bad event (run_archived) and its timers are not armed", async () => {
+    const h = await setup();
+    await archivedOld(h);
+    await h.rawDelta(pushedTimer);
+    await tailed(h);
+    expect(reusedReports(h)).toHaveLength(1);
+    expect(h.scheduler.queuedTimers().map((t) => t.runId)).not.toContain("old");
+  });
+
+  it("is reported by recovery and its timers are not armed", async () => {
+    const h = await setup();
+    await archivedOld(h);
+    await h.rawDelta(pushedTimer);
+    await h.restart();
+    await tailed(h);
+    expect(reusedReports(h).length).toBeGreaterThanOrEqual(1);
+    expect(h.scheduler.queuedTimers().map((t) => t.runId)).not.toContain("old");
+  });
+
+  it("is left out of a retention pass once it ended, said so, and leaves no runs remaining", async () => {
+    const h = await setup();
+    await archivedOld(h);
+    await h.rawDelta({ ...pushedTimer, "runs/old/events/2.json": JSON.stringify({ seq: 2, type: "RunCompleted", at: "2026-05-03T10:00:00.000Z" }) });
+    await h.clock.advance(2 * DAY);
+    const pass = await archiveEndedRuns({ store: h.store, principal: null, repoId: REPO, nowMs: h.clock.now(), endedRunsAfterMs: DAY });
+    expect(pass).toMatchObject({ archived: [], remaining: 0, commitSha: null });
+    expect(pass.skipped.map((s) => s.runId)).toEqual(["old"]);
+  });
+
+  it("is warned about by the retention loop once, not at every pass", async () => {
+    const { createRetentionLoop } = await import("../../../src/host/retention.js");
+    const h = await setup();
+    await archivedOld(h);
+    await h.rawDelta({ ...pushedTimer, "runs/old/events/2.json": JSON.stringify({ seq: 2, type: "RunCompleted", at: "2026-05-03T10:00:00.000Z" }) });
+    await h.clock.advance(2 * DAY);
+    const warnings: string[] = [];
+    const loop = createRetentionLoop({
+      store: h.store,
+      principal: null,
+      listDeployments: () => Promise.resolve([REPO]),
+      nowMs: () => h.clock.now(),
+      timers: h.clock.timers,
+      logger: { info: () => undefined, warn: (m) => warnings.push(m), error: (m) => warnings.push(m) },
+      policy: { endedRunsAfterMs: DAY },
+    });
+    try {
+      for (let i = 0; i < 3; i += 1) expect((await loop.runPass(REPO)).skipped.map((s) => s.runId)).toEqual(["old"]);
+      expect(warnings).toHaveLength(1);
+    } finally {
+      await loop.stop();
+    }
   });
 });
