@@ -365,4 +365,13 @@ describe("an archived run id pushed again", () => {
       await loop.stop();
     }
   });
+
+  it("is reported by check (event_invalid at runs/<runId>)", async () => {
+    const { checkDeployments } = await import("../../../src/host/check-deployments.js");
+    const h = await setup();
+    await archivedOld(h);
+    expect((await checkDeployments(h.store)).problems).toEqual([]);
+    await h.rawDelta(pushedTimer);
+    expect((await checkDeployments(h.store)).problems).toMatchObject([{ repoId: REPO, path: "runs/old", seq: null, code: "event_invalid" }]);
+  });
 });
