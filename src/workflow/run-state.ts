@@ -21,6 +21,9 @@
  * - Schedule controls (see `./schedule/series-state.ts`): `SchedulePaused`/`ScheduleResumed`
  *   mark the armed series paused or running, `ScheduleEnded` disarms it, and manual or backfill
  *   fires leave it alone.
+ * - Schedule events the controls never write (a log pushed with git can hold them) are schedule
+ *   problems: they change nothing and {@link reduceRunStateWithProblems} names each once (see
+ *   {@link ScheduleProblem}).
  * A series whose next tick cannot be computed (no later tick, or an expression that does not
  * compile in a log that skipped validation) is disarmed rather than thrown on.
  *
@@ -81,6 +84,35 @@ export function reduceRunState(runId: string, events: Iterable<RunEvent>): RunSt
 }
 
 /**
+ * A schedule event that breaks the controls' rules, as only a `git push` can write it. It is
+ * skipped (it changes nothing in the state):
+ * - a manual `TimerFired` whose `requestId` already fired that timer;
+ * - a manual `TimerFired` of a timer that is not an armed cron series;
+ * - a backfill `TimerFired` whose `scheduledFor` is after its `firedAt` (or its event's `at`), at
+ *   or after the armed slot, or not a slot of the series;
+ * - a `SchedulePaused` of a timer that is not an armed cron series;
+ * - a `ScheduleResumed` of a series that is not paused (or not an armed cron series).
+ */
+export interface ScheduleProblem {
+  readonly seq: number;
+  /** Why the event was skipped, naming the event and the rule. */
+  readonly detail: string;
+}
+
+/**
+ * {@link reduceRunState}, plus the schedule problems of the log (see {@link ScheduleProblem}),
+ * in seq order, each once.
+ */
+export function reduceRunStateWithProblems(runId: string, events: Iterable<RunEvent>): { state: RunState; problems: ScheduleProblem[] } {
+  const sorted = [...events].sort((a, b) => a.seq - b.seq);
+  const draft = Draft.fresh(runId);
+  const problems: ScheduleProblem[] = [];
+  draft.problems = problems;
+  for (const event of sorted) draft.apply(event);
+  return { state: draft.finish(), problems };
+}
+
+/**
  * Applies one event, for tailing a log.
  * @returns a new state; the input is never modified. Collections the event does not touch are
  *   shared with the input (cheap copy): a timer event copies `pendingTimers`, a signal event
@@ -106,6 +138,10 @@ class Draft {
   private unconsumed: Map<string, UnconsumedSignal> | null;
   private ownsTimers: boolean;
   private ownsSignals: boolean;
+  /** Where schedule problems go; null when nobody asked (they are then only skipped). */
+  problems: ScheduleProblem[] | null = null;
+  /** requestIds of the manual fires seen so far, per timerId. */
+  private readonly requestIds = new Map<string, Set<string>>();
 
   private constructor(
     private readonly base: RunState,
@@ -248,13 +284,60 @@ class Draft {
   private onPauseOrResume(event: RunEvent): void {
     const timerId = (event as { data: { timerId: string } }).data.timerId;
     const timer = this.armed(timerId);
-    if (timer === undefined) return;
+    if (timer?.cron === undefined) {
+      this.problem(event.seq, `${event.type} of ${timerId}, which is not an armed cron series (never set, cancelled, ended or a one-shot timer)`);
+      return;
+    }
+    if (event.type === "ScheduleResumed" && timer.pausedAt === undefined) {
+      this.problem(event.seq, `ScheduleResumed of ${timerId}, which is not paused; allowed: a resume after a SchedulePaused`);
+      return;
+    }
     const next = event.type === "SchedulePaused" ? pausedTimer(timer, event["at"] as string | undefined) : resumedTimer(timer);
     if (next !== timer) this.timers().set(timerId, next);
   }
 
+  private problem(seq: number, detail: string): void {
+    this.problems?.push({ seq, detail });
+  }
+
+  /** Records a manual or backfill fire's problems; neither moves the series. */
+  private onOffSeriesFire(event: TimerFiredEvent): void {
+    const { timerId, scheduledFor, firedAt, requestId } = event.data;
+    const timer = this.armed(timerId);
+    if (event.data.manual === true) {
+      const seen = this.requestIds.get(timerId) ?? new Set<string>();
+      this.requestIds.set(timerId, seen);
+      if (requestId !== undefined && seen.has(requestId)) {
+        this.problem(event.seq, `manual TimerFired of ${timerId} repeats requestId ${JSON.stringify(requestId)}; allowed: one manual fire per requestId and series`);
+      } else if (timer?.cron === undefined) {
+        this.problem(event.seq, `manual TimerFired of ${timerId}, which is not an armed cron series`);
+      }
+      if (requestId !== undefined) seen.add(requestId);
+      return;
+    }
+    if (timer?.cron === undefined) {
+      this.problem(event.seq, `backfill TimerFired of ${timerId}, which is not an armed cron series`);
+      return;
+    }
+    if (scheduledFor === undefined) {
+      this.problem(event.seq, `backfill TimerFired of ${timerId} names no scheduledFor; allowed: a past slot of the series`);
+      return;
+    }
+    const now = firedAt ?? (typeof event.at === "string" ? event.at : undefined);
+    if (now !== undefined && before(now, scheduledFor)) {
+      this.problem(event.seq, `backfill TimerFired of ${timerId} for ${scheduledFor} is in the future (fired at ${now}); allowed: a past slot`);
+    } else if (!before(scheduledFor, timer.fireAt)) {
+      this.problem(event.seq, `backfill TimerFired of ${timerId} for ${scheduledFor} is not before the armed slot ${timer.fireAt}; allowed: a past slot`);
+    } else if (!isSlot(timer, scheduledFor)) {
+      this.problem(event.seq, `backfill TimerFired of ${timerId} for ${scheduledFor} is not a slot of ${timer.cron ?? ""}; allowed: a past slot of the series`);
+    }
+  }
+
   private onFired(event: TimerFiredEvent): void {
-    if (isOffSeriesFire(event)) return;
+    if (isOffSeriesFire(event)) {
+      this.onOffSeriesFire(event);
+      return;
+    }
     const { timerId, scheduledFor } = event.data;
     const timer = this.armed(timerId);
     if (timer === undefined) return;
@@ -295,6 +378,16 @@ class Draft {
 // reducer right for hand-built events with offsets too.
 function sameInstant(a: string, b: string): boolean {
   return Date.parse(a) === Date.parse(b);
+}
+
+/** True when `instant` is a tick of the series' cron expression (false when it cannot tell). */
+function isSlot(timer: PendingTimer, instant: string): boolean {
+  try {
+    const next = nextTick(timer.cron as string, timer.timezone ?? DEFAULT_TIME_ZONE, new Date(Date.parse(instant) - 1).toISOString());
+    return next !== null && sameInstant(next, instant);
+  } catch {
+    return false;
+  }
 }
 
 function before(a: string, b: string): boolean {
