@@ -31,7 +31,7 @@ import { isoFromMs } from "../../src/workflow/time.js";
 import { isTimerCancelled } from "../../src/workflow/event-guards.js";
 import type { PendingTimer, RunEvent, RunState } from "../../src/workflow/types.js";
 import { WORKFLOW_RUN_KIND } from "../../src/workflow/workflow-run-kind.js";
-import { runsMovedToArchive } from "../../src/workflow/run-archive.js";
+import { openArchive, reusedArchivedRunProblem, runsMovedToArchive } from "../../src/workflow/run-archive.js";
 import { decodeRecoveryIndex, encodeRecoveryIndex, RECOVERY_INDEX_FILE, stateFromSummary, type RunSummary } from "../../src/workflow/recovery-index.js";
 import type { DueGeneration } from "./scheduler-queue.js";
 import type { CommittedEvents, SchedulerEvent } from "./scheduler-types.js";
@@ -88,6 +88,8 @@ interface RunRecord {
   queued: string[];
   /** timerIds `cancelQueued` suppressed, until they are disarmed in the log; null for none (most runs). */
   suppressed: Set<string> | null;
+  /** The folder reuses an archived run's id (reported as a bad event): none of its timers is armed. */
+  reused?: boolean;
 }
 
 export class RepoTracker {
@@ -101,6 +103,8 @@ export class RepoTracker {
   private firing: Promise<void> | null = null;
   private retryMs: number;
   private stopped = false;
+  /** Reads of the archive ref for the recovery or the commit being applied; undefined: not opened yet. */
+  private archive: CommittedReads | null | undefined = undefined;
   /** Runs changed since the recovery index was last written (or read). */
   private indexDirty = false;
   private persisting: Promise<void> | null = null;
@@ -128,6 +132,7 @@ export class RepoTracker {
     // Every run's folder is read once: not through the store's caches (see CommittedReads.scan).
     const scan = reads.scan?.() ?? reads;
     const index = await this.loadIndex();
+    this.archive = await openArchive(store, principal as Principal, this.rid);
     let pending = 0;
     let badEvents = 0;
     let reread = 0;
@@ -156,16 +161,18 @@ export class RepoTracker {
       const entry = entries[i] as DirEntry;
       const summary = index?.get(entry.name);
       let state: RunState;
-      if (summary !== undefined && summary.runTreeOid === entry.oid) {
+      if (summary !== undefined && summary.runTreeOid === entry.oid && (await reusedArchivedRunProblem(this.archive, entry.name, entry.oid)) === null) {
         state = this.restoreRun(entry.name, summary).state;
       } else {
         for (let k = i; k <= i + READ_AHEAD; k++) readAhead(k);
-        const log = await (ahead.get(i) as Promise<RunLog>);
+        // Not read ahead when its index summary matched: it reuses an archived run's id.
+        const log = await (ahead.get(i) ?? readRunLog(scan, entry.name, { maxEventBytes: this.ctx.maxEventBytes, parsedEvents: null }));
         ahead.delete(i);
         const record = await this.applyLog(scan, log, entry.oid);
         state = record.state;
         badEvents += record.bad;
         reread += 1;
+        if (record.reused === true) continue;
       }
       pending += state.terminal === null ? state.pendingTimers.size : 0;
     }
@@ -320,6 +327,14 @@ export class RepoTracker {
     // Counted with the bad files, so the recovery index keeps no summary of this run and every
     // start reports its problems again.
     record.bad = log.bad.length + log.problems.length;
+    // A folder that reuses an archived run's id is not that run, nor a new one: reported, never armed.
+    this.archive ??= await openArchive(this.ctx.store, this.ctx.principal as Principal, this.rid);
+    const reused = await reusedArchivedRunProblem(this.archive, runId, record.runTreeOid);
+    record.reused = reused !== null;
+    if (reused !== null) {
+      this.reportBad(reused);
+      record.bad += 1;
+    }
     this.indexDirty = true;
     this.sync(runId, record);
     return record;
@@ -328,7 +343,7 @@ export class RepoTracker {
   /** Makes the queue hold exactly the run's armed, unsuppressed timers. */
   private sync(runId: string, record: RunRecord): void {
     // A paused series is armed in the log but not queued: nothing of it is due until it resumes.
-    const wanted: ReadonlyMap<string, PendingTimer> = record.state.terminal === null ? armedUnpaused(record.state.pendingTimers) : NO_TIMERS;
+    const wanted: ReadonlyMap<string, PendingTimer> = record.state.terminal === null && record.reused !== true ? armedUnpaused(record.state.pendingTimers) : NO_TIMERS;
     if (record.queued.some((timerId) => !wanted.has(timerId))) {
       for (const timerId of record.queued) if (!wanted.has(timerId)) this.ctx.disarm(this.repoId, runId, timerId);
       record.queued = record.queued.filter((timerId) => wanted.has(timerId));
@@ -365,6 +380,7 @@ export class RepoTracker {
    * state; anything else (an edit, a deletion, an out-of-order seq) re-reads the whole run.
    */
   private async applyCommit(commit: CommitChange): Promise<void> {
+    this.archive = undefined;
     const byRun = new Map<string, { adds: { seq: number; oid: string; path: string }[]; reread: boolean }>();
     const problems = new Map<string, BadEvent>();
     // Runs this commit seals by adding events.jsonl; event files it removes are fine when the
@@ -405,9 +421,19 @@ export class RepoTracker {
     }
     if (removedRuns.size > 0) {
       // Ended runs that retention moved to the archive ref: nothing to report, nothing to track.
-      const moved = await runsMovedToArchive(this.ctx.store, this.ctx.principal as Principal, this.rid, commit.commitSha, commit.parentSha, removedRuns);
+      // A retention commit removes up to thousands of runs: the event loop gets its turns.
+      const slicer = createTimeSlicer();
+      const moved = await runsMovedToArchive(this.ctx.store, this.ctx.principal as Principal, this.rid, commit.commitSha, commit.parentSha, removedRuns, slicer.pause);
+      // One look at each problem, not one per moved run: a retention commit removes thousands
+      // of runs, each with its event files, and a scan per run made the tail quadratic.
+      if (moved.size > 0) {
+        for (const path of [...problems.keys()]) {
+          const end = path.indexOf("/", runsPrefix.length);
+          if (path.startsWith(runsPrefix) && end > 0 && moved.has(path.slice(runsPrefix.length, end))) problems.delete(path);
+        }
+      }
       for (const runId of moved) {
-        for (const path of [...problems.keys()]) if (path.startsWith(`${runsPrefix}${runId}/`)) problems.delete(path);
+        await slicer.pause();
         byRun.delete(runId);
         const record = this.runs.get(runId);
         if (record !== undefined) for (const timerId of record.queued) this.ctx.disarm(this.repoId, runId, timerId);

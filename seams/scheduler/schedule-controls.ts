@@ -96,7 +96,7 @@ export interface ScheduleControls {
    * @param opts.maxTicks - most slots (1 … 1 000, default 1 000)
    * @throws as {@link pause}; `time_invalid` (range); `backfill_too_large`
    */
-  backfill(repoId: string, runId: string, timerId: string, range: { from: string; to: string; maxTicks?: number }): Promise<{ fired: readonly string[]; alreadyFired: readonly string[]; commitSha: string | null }>;
+  backfill(repoId: string, runId: string, timerId: string, range: { from: string; to: string; maxTicks?: number }): Promise<{ fired: readonly string[]; alreadyFired: readonly string[]; emptyBecause: string | null; commitSha: string | null }>;
   /** Every armed cron series of a deployment, by run then timer. */
   list(repoId: string): Promise<ScheduleSummary[]>;
   /**
@@ -108,10 +108,14 @@ export interface ScheduleControls {
   /**
    * Reconciles the deployment's sync-owned series with `desired` (see
    * src/workflow/schedule/sync-plan.ts). Commits nothing when nothing changed, or with `dryRun`.
-   * @throws `config_invalid`, `id_invalid`, `cron_invalid`, `time_invalid` for the declared set
-   *   (before any write); write errors
+   * Applied run by run (one commit per run, commits grouped by the per-ref write queue), so an
+   * interrupted sync leaves some runs synced; syncing the same set again converges.
+   * `onRunWritten(done, total)` is called after each run's commit. Conflicts (and declared series
+   * with no slot in their bounds) are left out and listed in `plan.conflicts`.
+   * @throws `config_invalid` (also more than 10 000 series), `id_invalid`, `cron_invalid`,
+   *   `time_invalid` for the declared set (before any write); write errors
    */
-  syncSchedules(repoId: string, desired: unknown, opts?: { dryRun?: boolean }): Promise<{ plan: SyncPlan; commits: readonly string[] }>;
+  syncSchedules(repoId: string, desired: unknown, opts?: { dryRun?: boolean; onRunWritten?: (done: number, total: number) => void }): Promise<{ plan: SyncPlan; commits: readonly string[] }>;
 }
 
 /** The schedule verbs over one store (see the module comment). */
@@ -194,9 +198,9 @@ export function createScheduleControls(opts: ScheduleControlsOptions): ScheduleC
       const toIso = parseInstant(range.to, "to");
       const written = await append(repoId, runId, `Backfill schedule ${timerId} of ${runId} from ${fromIso} to ${toIso}`, (log, at) => {
         const plan = planBackfill(log.state, log.events, timerId, { fromIso, toIso, ...(range.maxTicks === undefined ? {} : { maxTicks: range.maxTicks }) }, Date.parse(at));
-        return { events: plan.events, result: { fired: plan.slots, alreadyFired: plan.alreadyFired } };
+        return { events: plan.events, result: { fired: plan.slots, alreadyFired: plan.alreadyFired, emptyBecause: plan.emptyBecause } };
       });
-      const r = written.result ?? { fired: [], alreadyFired: [] };
+      const r = written.result ?? { fired: [], alreadyFired: [], emptyBecause: null };
       return { ...r, commitSha: written.committed ? written.commitSha : null };
     },
 
@@ -225,17 +229,21 @@ export function createScheduleControls(opts: ScheduleControlsOptions): ScheduleC
       const plan = withoutSlotless(planSync(current, ended, declared), nowMs());
       if (o.dryRun === true || isEmptyPlan(plan)) return { plan, commits: [] };
       const runs = new Set<string>([...plan.create.map((d) => d.runId), ...plan.update.map((u) => u.declared.runId), ...plan.cancel.map((c) => c.runId)]);
+      let done = 0;
       const results = await Promise.all(
-        [...runs].map((runId) =>
-          append(repoId, runId, `Sync schedules of ${runId}`, (log, at) => {
+        [...runs].map(async (runId) => {
+          const written = await append(repoId, runId, `Sync schedules of ${runId}`, (log, at) => {
             // Re-planned from the run's log under the lock: what changed since the read above wins.
             const fresh = seriesOf([log]);
             const mine = declared.filter((d: DeclaredSchedule) => d.runId === runId);
             const runPlan = planSync(fresh.current, fresh.ended, mine);
             const events = syncEventsForRun({ ...runPlan, cancel: runPlan.cancel }, runId, Date.parse(at)).events;
             return { events, result: null };
-          }),
-        ),
+          });
+          done += 1;
+          o.onRunWritten?.(done, runs.size);
+          return written;
+        }),
       );
       const commits = [...new Set(results.filter((r) => r.committed).map((r) => r.commitSha as string))];
       return { plan, commits };

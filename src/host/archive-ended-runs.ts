@@ -25,10 +25,11 @@ import type { Principal, RepoStore } from "../substrate/types.js";
 import type { CommittedReads } from "../substrate/types.js";
 import { parseRepoId } from "../workflow/ids.js";
 import { runsPrefix } from "../workflow/paths.js";
-import { ARCHIVE_REF } from "../workflow/run-archive.js";
+import { ARCHIVE_REF, openArchive, reusedArchivedRunProblem } from "../workflow/run-archive.js";
 import { readRunLog } from "../workflow/run-log.js";
 import type { RunEvent } from "../workflow/types.js";
 import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
+import { createTimeSlicer } from "../time/time-slicer.js";
 
 /** Default retention: runs that ended more than 7 days ago leave the live tree. */
 export const DEFAULT_ENDED_RUNS_AFTER_MS = 7 * 24 * 60 * 60 * 1000;
@@ -58,6 +59,12 @@ export interface ArchiveEndedRunsOptions {
    * Default: a fresh one (every folder is read).
    */
   readonly cache?: RetentionCache;
+  /**
+   * Awaited between units of the pass (a run folder read, copied, checked; a folder of a
+   * commit edited), so a pass over tens of thousands of runs gives the event loop a turn.
+   * Default: a time slicer of 10 ms slices (src/time/time-slicer.ts).
+   */
+  readonly pause?: () => Promise<void>;
 }
 
 export interface ArchiveEndedRunsResult {
@@ -85,40 +92,53 @@ export async function archiveEndedRuns(opts: ArchiveEndedRunsOptions): Promise<A
   const cache = opts.cache ?? new Map();
   const maxRuns = opts.maxRuns ?? DEFAULT_MAX_RUNS_PER_COMMIT;
   const cutoffMs = opts.nowMs - opts.endedRunsAfterMs;
+  const slicer = opts.pause === undefined ? createTimeSlicer() : null;
+  const pause = opts.pause ?? (() => (slicer as { pause(): Promise<void> }).pause());
   const live = await opts.store.openCommittedReads(opts.principal, repo, ref);
   const due: { runId: string; oid: string }[] = [];
   const present = new Set<string>();
+  const reused: { runId: string; reason: string }[] = [];
+  let archiveAtStart: Awaited<ReturnType<typeof openArchive>> | undefined;
   for (const entry of await live.listDir(runsPrefix.slice(0, -1))) {
     if (entry.type !== "tree") continue;
+    await pause();
     present.add(entry.name);
     let known = cache.get(entry.name);
     if (known === undefined || known.oid !== entry.oid) {
       known = { oid: entry.oid, endedAtMs: await endedAtMs(live, entry.name, opts.maxEventBytes) };
       cache.set(entry.name, known);
     }
-    if (known.endedAtMs !== null && known.endedAtMs <= cutoffMs) due.push({ runId: entry.name, oid: entry.oid });
+    if (known.endedAtMs === null || known.endedAtMs > cutoffMs) continue;
+    // An archived run's id pushed again: never archived (the archive holds the id), never due.
+    archiveAtStart ??= await openArchive(opts.store, opts.principal, repo);
+    const problem = await reusedArchivedRunProblem(archiveAtStart, entry.name, entry.oid);
+    if (problem !== null) reused.push({ runId: entry.name, reason: problem.error.message });
+    else due.push({ runId: entry.name, oid: entry.oid });
   }
   for (const runId of cache.keys()) if (!present.has(runId)) cache.delete(runId);
   due.sort((a, b) => (a.runId < b.runId ? -1 : a.runId > b.runId ? 1 : 0));
-  const skipped: { runId: string; reason: string }[] = [];
+  const skipped: { runId: string; reason: string }[] = [...reused];
   const batch: { runId: string; oid: string; files: Map<string, Uint8Array> }[] = [];
   for (const run of due) {
     if (batch.length >= maxRuns) break;
+    await pause();
     const files = new Map<string, Uint8Array>();
     const reason = await collectFiles(live, `${runsPrefix}${run.runId}`, files);
     if (reason !== null) skipped.push({ runId: run.runId, reason });
     else batch.push({ ...run, files });
   }
-  const copySkipped = skipped.length;
+  const copySkipped = skipped.length - reused.length;
   if (batch.length === 0) {
     return { archived: [], remaining: 0, skipped, archiveSha: await opts.store.resolveRef(opts.principal, repo, ARCHIVE_REF), commitSha: null };
   }
 
   const archivedWrite = await opts.store.writeTreeDelta<undefined>(opts.principal, repo, ARCHIVE_REF, {
+    pause,
     message: `Archive ${batch.length} ended run${batch.length === 1 ? "" : "s"} of ${repo.id} (ended before ${new Date(cutoffMs).toISOString()})`,
     computeDelta: async (_parent, archive) => {
       const puts = new Map<string, Uint8Array>();
       for (const run of batch) {
+        await pause();
         // Held already: a pass that crashed after its archive commit, or an earlier one.
         if ((await archive.treeOid(`${runsPrefix}${run.runId}`)) !== null) continue;
         for (const [path, bytes] of run.files) puts.set(path, bytes);
@@ -128,11 +148,13 @@ export async function archiveEndedRuns(opts: ArchiveEndedRunsOptions): Promise<A
   });
 
   const removed = await opts.store.writeTreeDelta<string[]>(opts.principal, repo, ref, {
+    pause,
     message: `Retention: ${batch.length} run${batch.length === 1 ? "" : "s"} ended before ${new Date(cutoffMs).toISOString()} moved to ${ARCHIVE_REF}`,
     computeDelta: async (_parent, reads) => {
       const archive = await opts.store.openCommittedReads(opts.principal, repo, ARCHIVE_REF);
       const gone: string[] = [];
       for (const run of batch) {
+        await pause();
         const folder = `${runsPrefix}${run.runId}`;
         const liveOid = await reads.treeOid(folder);
         if (liveOid !== null && liveOid === (await archive.treeOid(folder))) gone.push(run.runId);

@@ -1,7 +1,8 @@
 /**
  * A read-only health check of deployment repos, as `workflow-host check` runs it: the ref
  * resolves, every run folder is well formed (the original layout is accepted), every event
- * parses, seqs are dense, nothing follows a terminal event, a sealed events.jsonl is valid. Each problem names its repo, path and seq, so a person can find it with
+ * parses, seqs are dense, nothing follows a terminal event, a sealed events.jsonl is valid, no
+ * run folder reuses the id of a run the archive ref holds (`run_archived`). Each problem names its repo, path and seq, so a person can find it with
  * `git show main:<path>`.
  *
  * The check reads committed state at the tip only; object-level integrity of the whole history
@@ -13,6 +14,7 @@ import type { CommittedReads, Principal, RepoStore } from "../substrate/types.js
 import { REPO_OR_RUN_ID_PATTERN, parseRepoId } from "../workflow/ids.js";
 import { runsEntryProblem } from "../workflow/log-problems.js";
 import { runsPrefix } from "../workflow/paths.js";
+import { openArchive, reusedArchivedRunProblem } from "../workflow/run-archive.js";
 import { readRunLog } from "../workflow/run-log.js";
 import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
 
@@ -79,7 +81,8 @@ export async function checkDeployments(store: RepoStore, opts: CheckDeploymentsO
         report(ref, null, new WorkflowHostError("ref_corrupt", `${ref} of ${repoId} has no commit; every deployment has at least its genesis commit`, { repoId, ref }));
       } else {
         const reads = await store.openCommittedReads(principal, { kind: WORKFLOW_RUN_KIND, id: repoId }, commitSha);
-        const counted = await checkRuns(reads, report, opts.maxEventBytes);
+        const archive = await openArchive(store, principal, { kind: WORKFLOW_RUN_KIND, id: repoId });
+        const counted = await checkRuns(reads, archive, report, opts.maxEventBytes);
         runs = counted.runs;
         events = counted.events;
       }
@@ -95,7 +98,7 @@ export async function checkDeployments(store: RepoStore, opts: CheckDeploymentsO
 
 type Report = (path: string, seq: number | null, error: WorkflowHostError) => void;
 
-async function checkRuns(reads: CommittedReads, report: Report, maxEventBytes: number | undefined): Promise<{ runs: number; events: number }> {
+async function checkRuns(reads: CommittedReads, archive: CommittedReads | null, report: Report, maxEventBytes: number | undefined): Promise<{ runs: number; events: number }> {
   let runs = 0;
   let events = 0;
   for (const entry of await reads.listDir(runsPrefix.slice(0, -1))) {
@@ -111,6 +114,8 @@ async function checkRuns(reads: CommittedReads, report: Report, maxEventBytes: n
       continue;
     }
     runs += 1;
+    const reused = await reusedArchivedRunProblem(archive, entry.name, entry.oid);
+    if (reused !== null) report(reused.path, reused.seq, reused.error);
     events += await checkRun(reads, entry.name, report, maxEventBytes);
   }
   return { runs, events };

@@ -9,7 +9,10 @@ import type { Principal, RepoStore } from "../substrate/types.js";
 import { parseRepoId, parseRunId } from "../workflow/ids.js";
 import { assertJsonValue } from "../workflow/json-value.js";
 import { newTerminalEvent } from "../workflow/event-constructors.js";
+import { runsPrefix } from "../workflow/paths.js";
+import { ARCHIVE_REF } from "../workflow/run-archive.js";
 import { openRunLog } from "../workflow/run-log-writer.js";
+import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
 import { isoFromMs } from "../workflow/time.js";
 import type { TerminalEventType } from "../workflow/types.js";
 
@@ -54,10 +57,11 @@ export interface EndRunResult {
 
 /**
  * Appends the run's terminal event, decided under the repo lock. Idempotent: a run that already
- * ended with the same outcome commits nothing. Ending a run that has no event yet is allowed (a
- * run cancelled before it started).
+ * ended with the same outcome commits nothing. A run with no event on the live ref is not
+ * ended: that would start a run holding nothing but its end (a mistyped id, say).
  * @returns see {@link EndRunResult}
  * @throws repo_id_invalid, id_invalid, event_invalid (`data` not plain JSON) before any write;
+ *   run_not_found when the run has no event on the live ref (nothing is written);
  *   event_invalid with `data.reason` "already_ended" when the run ended with another outcome,
  *   or "run_archived" when its id belongs to an archived run; payload_too_large; the store's
  *   write errors
@@ -77,21 +81,34 @@ export async function endRun(opts: EndRunOptions): Promise<EndRunResult> {
     ...(opts.ref === undefined ? {} : { ref: opts.ref }),
     ...(opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes }),
   });
-  const written = await runLog.append<{ seq: number; committed: boolean }>(runId, `End run ${runId}: ${type}`, (log) => {
-    const terminal = log.state.terminal;
-    if (terminal !== null) {
-      const last = log.events.at(-1);
-      if (terminal === type && last !== undefined) return { append: [], result: { seq: last.seq, committed: false } };
-      throw new WorkflowHostError("event_invalid", `run ${runId} of ${repoId} has already ended (${terminal}); it cannot end again as ${type}`, {
-        repoId,
-        runId,
-        terminal,
-        reason: "already_ended",
-      });
-    }
-    const event = newTerminalEvent(type, isoFromMs(opts.nowMs), opts.data === undefined ? {} : { data: opts.data });
-    return { append: [event], result: { seq: log.nextSeq, committed: true } };
-  });
+  const written = await runLog
+    .append<{ seq: number; committed: boolean }>(runId, `End run ${runId}: ${type}`, (log) => {
+      if (log.events.length === 0 && log.maxFileSeq < 0) {
+        throw new WorkflowHostError("run_not_found", `run ${runId} has no events in deployment ${repoId}; only a run that exists can end`, { repoId, runId });
+      }
+      const terminal = log.state.terminal;
+      if (terminal !== null) {
+        const last = log.events.at(-1);
+        if (terminal === type && last !== undefined) return { append: [], result: { seq: last.seq, committed: false } };
+        throw new WorkflowHostError("event_invalid", `run ${runId} of ${repoId} has already ended (${terminal}); it cannot end again as ${type}`, {
+          repoId,
+          runId,
+          terminal,
+          reason: "already_ended",
+        });
+      }
+      const event = newTerminalEvent(type, isoFromMs(opts.nowMs), opts.data === undefined ? {} : { data: opts.data });
+      return { append: [event], result: { seq: log.nextSeq, committed: true } };
+    })
+    .catch(async (error: unknown) => {
+      // A run with no event: not found, or archived (its id is never used again).
+      if (!(error instanceof WorkflowHostError) || error.code !== "run_not_found") throw error;
+      const archive = await opts.store.openCommittedReads(opts.principal, { kind: WORKFLOW_RUN_KIND, id: repoId }, ARCHIVE_REF).catch(() => null);
+      if (archive !== null && (await archive.treeOid(`${runsPrefix}${runId}`)) !== null) {
+        throw new WorkflowHostError("event_invalid", `run ${runId} of ${repoId} was archived (${ARCHIVE_REF}); it has ended already`, { repoId, runId, reason: "run_archived" });
+      }
+      throw error;
+    });
   const result = written.result ?? { seq: -1, committed: false };
   return { type, seq: result.seq, committed: written.committed && result.committed, commitSha: written.commitSha };
 }

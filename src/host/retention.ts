@@ -101,6 +101,8 @@ export function createRetentionLoop(opts: RetentionLoopOptions): RetentionLoop {
   const policy = resolveRetentionPolicy(opts.policy);
   const caches = new Map<string, RetentionCache>();
   const deferrals = new Map<string, number>();
+  /** Per deployment, the skips the last pass warned about (run id and reason). */
+  const warned = new Map<string, Set<string>>();
   let timer: TimerHandle | null = null;
   let stopped = false;
   let started = false;
@@ -136,7 +138,16 @@ export function createRetentionLoop(opts: RetentionLoopOptions): RetentionLoop {
         ...(opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes }),
       });
       if (result.archived.length > 0) opts.logger.info(`retention: ${result.archived.length} ended runs of ${repoId} moved to refs/archive/runs`, { repoId, archived: result.archived.length, remaining: result.remaining });
-      for (const skip of result.skipped) opts.logger.warn(`retention: run ${skip.runId} of ${repoId} stays live: ${skip.reason}`, { repoId, runId: skip.runId });
+      // A skip is warned about once, not at every check while it lasts (a reused archived id
+      // stays skipped for good).
+      const before = warned.get(repoId);
+      const now = new Set<string>();
+      for (const skip of result.skipped) {
+        const key = `${skip.runId}\n${skip.reason}`;
+        now.add(key);
+        if (before?.has(key) !== true) opts.logger.warn(`retention: run ${skip.runId} of ${repoId} stays live: ${skip.reason}`, { repoId, runId: skip.runId });
+      }
+      warned.set(repoId, now);
       if (result.archived.length > 0 || result.skipped.length > 0) opts.onPass?.(repoId, result);
       return result;
     });

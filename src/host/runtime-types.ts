@@ -176,7 +176,7 @@ export interface WorkflowRuntime {
    * disarms its timers; nothing may follow. Idempotent for a run already completed.
    * @param data plain JSON recorded as the event's `data` (a result), optional
    * @returns `{type, seq, committed, commitSha}`
-   * @throws id_invalid, event_invalid (`data.reason` "already_ended": it ended otherwise;
+   * @throws id_invalid, run_not_found (the run has no event: nothing is written), event_invalid (`data.reason` "already_ended": it ended otherwise;
    *   "run_archived": the id belongs to an archived run; or data not JSON); host_stopped; the
    *   store's write errors
    */

@@ -7,7 +7,8 @@
  *   name is not a run id, anything in a run folder outside its layout (see run-folder.ts);
  * - breaks of density: a first seq above 1, missing seqs;
  * - events after a terminal event;
- * - an event file changed or removed after it was written (the log is append-only).
+ * - an event file changed or removed after it was written (the log is append-only);
+ * - a schedule event the schedule controls never write (see `ScheduleProblem` in run-state.ts).
  */
 import { WorkflowHostError, type ErrorCode } from "../errors.js";
 import { GITLINK_MODE } from "../substrate/tree-object.js";
@@ -94,6 +95,12 @@ export function afterTerminalProblem(runId: string, seq: number, terminalType: s
   const path = `${runEventsPrefix(runId)}${seq}.json`;
   const where = terminalSeq === null ? "" : ` at seq ${terminalSeq}`;
   return problem(runId, path, seq, "event_invalid", `${path} follows the terminal ${terminalType}${where}; nothing may follow a terminal event, so it is skipped`);
+}
+
+/** A schedule event that breaks the controls' rules (see `ScheduleProblem`): skipped. */
+export function scheduleProblem(runId: string, seq: number, detail: string): BadEvent {
+  const path = `${runEventsPrefix(runId)}${seq}.json`;
+  return problem(runId, path, seq, "event_invalid", `${path}: ${detail}; it is skipped`);
 }
 
 /** An event file a later commit modified or deleted: the log is append-only. */

@@ -12,8 +12,10 @@
  *   lost, and such a commit is told apart from a destructive one by that alone;
  * - a run id found in the archive is never started again on `main`.
  */
-import type { Principal, RepoId, RepoStore } from "../substrate/types.js";
+import { WorkflowHostError } from "../errors.js";
+import type { CommittedReads, Principal, RepoId, RepoStore } from "../substrate/types.js";
 import { runsPrefix } from "./paths.js";
+import type { BadEvent } from "./run-log.js";
 
 /** The ref holding archived runs. */
 export const ARCHIVE_REF = "refs/archive/runs";
@@ -29,6 +31,7 @@ export function isArchiveRef(ref: string): boolean {
  * so holding it now means holding it then). The same rule `validatePush` applies to the
  * commits the host makes; readers use it for commits of any origin, so a run removed any other
  * way is still reported as a rewrite. Never throws: an unreadable archive moves nothing.
+ * @param pause awaited before each run is looked at (a caller's time slicer); default none
  */
 export async function runsMovedToArchive(
   store: RepoStore,
@@ -37,6 +40,7 @@ export async function runsMovedToArchive(
   commitSha: string,
   parentSha: string | null,
   runIds: Iterable<string>,
+  pause?: () => Promise<void>,
 ): Promise<Set<string>> {
   const moved = new Set<string>();
   const wanted = [...new Set(runIds)];
@@ -47,6 +51,7 @@ export async function runsMovedToArchive(
     const after = await store.openCommittedReads(principal, repoId, commitSha);
     const before = await store.openCommittedReads(principal, repoId, parentSha);
     for (const runId of wanted) {
+      if (pause !== undefined) await pause();
       const folder = `${runsPrefix}${runId}`;
       if ((await after.treeOid(folder)) !== null) continue;
       const oid = await before.treeOid(folder);
@@ -56,4 +61,37 @@ export async function runsMovedToArchive(
     return moved;
   }
   return moved;
+}
+
+/**
+ * The problem of a run folder on the live ref whose id the archive holds with another folder:
+ * a run id reused after retention archived it (a `git push` of `runs/<runId>/…`). Its log is not
+ * the archived run's and is never read as a live run: reported as a bad event
+ * (`event_invalid`, `data.reason` "run_archived"), its timers left unarmed.
+ * @param archive reads of the archive ref (null when it does not exist)
+ * @param liveOid the run folder's tree oid on the live ref (null: absent)
+ * @returns the problem, or null when the archive does not hold the id, or holds this very folder
+ *   (a retention pass between its two commits)
+ */
+export async function reusedArchivedRunProblem(archive: CommittedReads | null, runId: string, liveOid: string | null): Promise<BadEvent | null> {
+  if (archive === null || liveOid === null) return null;
+  const folder = `${runsPrefix}${runId}`;
+  const archivedOid = await archive.treeOid(folder);
+  if (archivedOid === null || archivedOid === liveOid) return null;
+  return {
+    runId,
+    path: folder,
+    seq: null,
+    error: new WorkflowHostError("event_invalid", `${folder}: run ${runId} was archived (${ARCHIVE_REF} holds another runs/${runId}); a run id is never reused, this folder is not read`, {
+      path: folder,
+      seq: null,
+      reason: "run_archived",
+    }),
+  };
+}
+
+/** Reads of the archive ref at its tip, or null when it does not exist. */
+export async function openArchive(store: RepoStore, principal: Principal, repoId: RepoId): Promise<CommittedReads | null> {
+  const sha = await store.resolveRef(principal, repoId, ARCHIVE_REF);
+  return sha === null ? null : store.openCommittedReads(principal, repoId, sha);
 }

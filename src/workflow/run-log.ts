@@ -10,11 +10,11 @@ import { isRegularFileMode } from "../substrate/tree-object.js";
 import { isTerminalEventType } from "./event-shapes.js";
 import { parseEvent, serializeEvent } from "./events.js";
 import { checkCompactedLog, foldProblem, notEndedProblem } from "./compacted-log.js";
-import { afterTerminalProblem, sequenceProblems } from "./log-problems.js";
+import { afterTerminalProblem, scheduleProblem, sequenceProblems } from "./log-problems.js";
 import { type ParsedEventCache, sharedParsedEvents } from "./parsed-event-cache.js";
 import { parseEventPathName, runEventsPrefix, runsPrefix } from "./paths.js";
 import { blobFolderProblems, runFolderLayout } from "./run-folder.js";
-import { applyEvent, reduceRunState } from "./run-state.js";
+import { applyEvent, reduceRunState, reduceRunStateWithProblems } from "./run-state.js";
 import type { RunEvent, RunState } from "./types.js";
 import { WORKFLOW_RUN_KIND } from "./workflow-run-kind.js";
 
@@ -229,11 +229,16 @@ class LogReader {
     const seqs = this.#seqs.sort((a, b) => a - b);
     const problems = sequenceProblems(runId, seqs);
     const terminal = parsed.find((e) => isTerminalEventType(e.type));
-    const events = terminal === undefined ? parsed : parsed.filter((e) => e.seq <= terminal.seq);
-    for (const late of parsed.slice(events.length)) problems.push(afterTerminalProblem(runId, late.seq, terminal?.type ?? "", terminal?.seq ?? null));
+    const ended = terminal === undefined ? parsed : parsed.filter((e) => e.seq <= terminal.seq);
+    for (const late of parsed.slice(ended.length)) problems.push(afterTerminalProblem(runId, late.seq, terminal?.type ?? "", terminal?.seq ?? null));
+    // Schedule events the controls never write are reported and skipped like a late event.
+    const folded = reduceRunStateWithProblems(runId, ended);
+    for (const p of folded.problems) problems.push(scheduleProblem(runId, p.seq, p.detail));
+    const skipped = new Set(folded.problems.map((p) => p.seq));
+    const events = skipped.size === 0 ? ended : ended.filter((e) => !skipped.has(e.seq));
     problems.sort((a, b) => (a.seq ?? -1) - (b.seq ?? -1));
     const maxFileSeq = seqs.at(-1) ?? -1;
-    return { runId, events, bad, problems, maxFileSeq, nextSeq: nextSeqAfter(maxFileSeq), state: reduceRunState(runId, events) };
+    return { runId, events, bad, problems, maxFileSeq, nextSeq: nextSeqAfter(maxFileSeq), state: folded.state };
   }
 
   #takeCached(oid: string, seq: number): boolean {

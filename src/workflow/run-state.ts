@@ -6,6 +6,10 @@
  * the schedule controls: pause, resume, end; manual and backfill fires leave a series alone); this
  * reducer applies it to every timer of a run at once, deferring a series' next-tick computation
  * until it is needed (a follow-on TimerSet usually re-arms it first).
+ * Schedule events the controls never write (a log pushed with git can hold them) are schedule
+ * problems, by the rules of `timer-lifecycle.ts` ({@link pauseProblem},
+ * {@link offSeriesFireProblem}): they change nothing, and {@link reduceRunStateWithProblems}
+ * names each once (see {@link ScheduleProblem}).
  *
  * Signals: `observedSignalIds` holds every `SignalReceived` signalId (the dedupe set). A
  * `SignalReceived` whose signalId was already seen is a duplicate delivery and is ignored.
@@ -15,7 +19,8 @@
  * tailer that sees the same event twice (a repeated watcher notification) stays correct.
  */
 import { isScheduleEnded, isSchedulePaused, isScheduleResumed, isSignalConsumed, isSignalReceived, isTerminalEvent, isTimerCancelled, isTimerFired, isTimerSet, isTimerSkipped } from "./event-guards.js";
-import { advanceSeries, armTimer, pauseTransition, timerTransition } from "./timer-lifecycle.js";
+import { advanceSeries, armTimer, offSeriesFireProblem, pauseProblem, pauseTransition, timerTransition } from "./timer-lifecycle.js";
+import { isOffSeriesFire } from "./schedule/series-state.js";
 import type {
   PendingTimer,
   RunEvent,
@@ -59,6 +64,35 @@ export function reduceRunState(runId: string, events: Iterable<RunEvent>): RunSt
 }
 
 /**
+ * A schedule event that breaks the controls' rules, as only a `git push` can write it. It is
+ * skipped (it changes nothing in the state):
+ * - a manual `TimerFired` whose `requestId` already fired that timer;
+ * - a manual `TimerFired` of a timer that is not an armed cron series;
+ * - a backfill `TimerFired` whose `scheduledFor` is after its `firedAt` (or its event's `at`), at
+ *   or after the armed slot, or not a slot of the series;
+ * - a `SchedulePaused` of a timer that is not an armed cron series;
+ * - a `ScheduleResumed` of a series that is not paused (or not an armed cron series).
+ */
+export interface ScheduleProblem {
+  readonly seq: number;
+  /** Why the event was skipped, naming the event and the rule. */
+  readonly detail: string;
+}
+
+/**
+ * {@link reduceRunState}, plus the schedule problems of the log (see {@link ScheduleProblem}),
+ * in seq order, each once.
+ */
+export function reduceRunStateWithProblems(runId: string, events: Iterable<RunEvent>): { state: RunState; problems: ScheduleProblem[] } {
+  const sorted = [...events].sort((a, b) => a.seq - b.seq);
+  const draft = Draft.fresh(runId);
+  const problems: ScheduleProblem[] = [];
+  draft.problems = problems;
+  for (const event of sorted) draft.apply(event);
+  return { state: draft.finish(), problems };
+}
+
+/**
  * Applies one event, for tailing a log.
  * @returns a new state; the input is never modified. Collections the event does not touch are
  *   shared with the input (cheap copy): a timer event copies `pendingTimers`, a signal event
@@ -84,6 +118,10 @@ class Draft {
   private unconsumed: Map<string, UnconsumedSignal> | null;
   private ownsTimers: boolean;
   private ownsSignals: boolean;
+  /** Where schedule problems go; null when nobody asked (they are then only skipped). */
+  problems: ScheduleProblem[] | null = null;
+  /** requestIds of the manual fires seen so far, per timerId. */
+  private readonly requestIds = new Map<string, Set<string>>();
 
   private constructor(
     private readonly base: RunState,
@@ -121,8 +159,10 @@ class Draft {
       this.disarm(event.data.timerId);
     } else if (isSchedulePaused(event) || isScheduleResumed(event)) {
       const timer = this.armed(event.data.timerId);
-      const next = timer === undefined ? undefined : pauseTransition(timer, event);
-      if (next !== undefined && next !== timer) this.timers().set(event.data.timerId, next);
+      const problem = pauseProblem(timer, event);
+      const next = timer === undefined || problem !== null ? undefined : pauseTransition(timer, event);
+      if (problem !== null) this.problem(event.seq, problem);
+      else if (next !== undefined && next !== timer) this.timers().set(event.data.timerId, next);
     } else if (isSignalReceived(event)) {
       this.onSignal(event);
     } else if (isSignalConsumed(event)) {
@@ -192,10 +232,31 @@ class Draft {
   private onFiredOrSkipped(event: TimerFiredEvent | TimerSkippedEvent): void {
     const timerId = event.data.timerId;
     const timer = this.armed(timerId);
+    if (isTimerFired(event) && isOffSeriesFire(event)) {
+      this.onOffSeriesFire(timer, event);
+      return;
+    }
     if (timer === undefined) return;
     const step = timerTransition(timer, event);
     if (step.kind === "disarm") this.disarm(timerId);
     else if (step.kind === "advance") this.advance(timerId, step.after);
+  }
+
+  private problem(seq: number, detail: string): void {
+    this.problems?.push({ seq, detail });
+  }
+
+  /** A manual or backfill fire: it never moves the series; a problem is recorded, if any. */
+  private onOffSeriesFire(timer: PendingTimer | undefined, event: TimerFiredEvent): void {
+    const { timerId, requestId } = event.data;
+    let seen = this.requestIds.get(timerId);
+    const repeated = event.data.manual === true && requestId !== undefined && seen?.has(requestId) === true;
+    const problem = offSeriesFireProblem(timer, event, repeated);
+    if (problem !== null) this.problem(event.seq, problem);
+    if (event.data.manual === true && requestId !== undefined) {
+      if (seen === undefined) this.requestIds.set(timerId, (seen = new Set()));
+      seen.add(requestId);
+    }
   }
 
   private onSignal(event: SignalReceivedEvent): void {

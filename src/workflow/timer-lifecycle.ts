@@ -26,6 +26,10 @@
  *   slots of the series: they leave the armed generation alone, as a stale fire does.
  * A series whose next tick cannot be computed (no later tick, or an expression that does not
  * compile in a log that skipped validation) is disarmed rather than thrown on.
+ *
+ * Schedule events the controls never write (only a log pushed with git can hold them) are
+ * schedule problems, named by {@link pauseProblem} and {@link offSeriesFireProblem}: they change
+ * nothing, and the reducer reports each once (`reduceRunStateWithProblems`).
  */
 import { nextTick } from "./cron.js";
 import { isTerminalEventType } from "./event-shapes.js";
@@ -67,6 +71,47 @@ export function armTimer(event: TimerSetEvent, previous?: PendingTimer): Pending
  */
 export function pauseTransition(armed: PendingTimer, event: SchedulePausedEvent | ScheduleResumedEvent): PendingTimer {
   return isSchedulePaused(event) ? pausedTimer(armed, event.at) : resumedTimer(armed);
+}
+
+/**
+ * Why a `SchedulePaused` or `ScheduleResumed` is one the controls never write, or null when it
+ * is not: a pause or resume of a timer that is not an armed cron series (never set, cancelled,
+ * ended, or a one-shot), or a resume of a series that is not paused. Such an event changes
+ * nothing ({@link pauseTransition} leaves the timer as it is).
+ * @param armed - the generation armed for the event's timerId, if any
+ */
+export function pauseProblem(armed: PendingTimer | undefined, event: SchedulePausedEvent | ScheduleResumedEvent): string | null {
+  const timerId = event.data.timerId;
+  if (armed?.cron === undefined) return `${event.type} of ${timerId}, which is not an armed cron series (never set, cancelled, ended or a one-shot timer)`;
+  if (isScheduleResumed(event) && armed.pausedAt === undefined) return `ScheduleResumed of ${timerId}, which is not paused; allowed: a resume after a SchedulePaused`;
+  return null;
+}
+
+/**
+ * Why a manual or backfill `TimerFired` (see `isOffSeriesFire`) is one the controls never write,
+ * or null when it is not. Neither kind moves the series, problem or not.
+ * - manual: its `requestId` already fired the timer (`repeatedRequest`), or the timer is not an
+ *   armed cron series;
+ * - backfill: the timer is not an armed cron series; it names no `scheduledFor`; its
+ *   `scheduledFor` is after its `firedAt` (or the event's `at`), at or after the armed slot, or
+ *   not a slot of the series.
+ * @param armed - the generation armed for the event's timerId, if any
+ * @param repeatedRequest - true when an earlier manual fire of this timer carried the same requestId
+ */
+export function offSeriesFireProblem(armed: PendingTimer | undefined, event: TimerFiredEvent, repeatedRequest: boolean): string | null {
+  const { timerId, scheduledFor, firedAt, requestId } = event.data;
+  if (event.data.manual === true) {
+    if (repeatedRequest) return `manual TimerFired of ${timerId} repeats requestId ${JSON.stringify(requestId)}; allowed: one manual fire per requestId and series`;
+    if (armed?.cron === undefined) return `manual TimerFired of ${timerId}, which is not an armed cron series`;
+    return null;
+  }
+  if (armed?.cron === undefined) return `backfill TimerFired of ${timerId}, which is not an armed cron series`;
+  if (scheduledFor === undefined) return `backfill TimerFired of ${timerId} names no scheduledFor; allowed: a past slot of the series`;
+  const now = firedAt ?? (typeof event.at === "string" ? event.at : undefined);
+  if (now !== undefined && before(now, scheduledFor)) return `backfill TimerFired of ${timerId} for ${scheduledFor} is in the future (fired at ${now}); allowed: a past slot`;
+  if (!before(scheduledFor, armed.fireAt)) return `backfill TimerFired of ${timerId} for ${scheduledFor} is not before the armed slot ${armed.fireAt}; allowed: a past slot`;
+  if (!isSlot(armed, scheduledFor)) return `backfill TimerFired of ${timerId} for ${scheduledFor} is not a slot of ${armed.cron}; allowed: a past slot of the series`;
+  return null;
 }
 
 /**
@@ -215,6 +260,16 @@ export class TimerFold {
 // rules right for hand-built events with offsets too.
 function sameInstant(a: string, b: string): boolean {
   return Date.parse(a) === Date.parse(b);
+}
+
+/** True when `instant` is a tick of the series' cron expression (false when it cannot tell). */
+function isSlot(timer: PendingTimer, instant: string): boolean {
+  try {
+    const next = timer.cron === undefined ? null : nextTick(timer.cron, timer.timezone ?? DEFAULT_TIME_ZONE, new Date(Date.parse(instant) - 1).toISOString());
+    return next !== null && sameInstant(next, instant);
+  } catch {
+    return false;
+  }
 }
 
 function before(a: string, b: string): boolean {

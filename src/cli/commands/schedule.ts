@@ -9,6 +9,7 @@ import type { ScheduleControls } from "../../../seams/scheduler/schedule-control
 import { WorkflowHostError } from "../../errors.js";
 import type { RepoStore } from "../../substrate/types.js";
 import { parseRepoId, parseRunId, parseSignalId, parseTimerId } from "../../workflow/ids.js";
+import { parseInstant } from "../../workflow/time.js";
 import type { PreviewTick } from "../../workflow/schedule/preview.js";
 import { checkFlags, dataDirFlag, dataDirOption, intFlag, requiredFlag, stringFlag, type FlagValues } from "../args.js";
 import type { CliCommand } from "../command.js";
@@ -281,14 +282,18 @@ export const scheduleBackfillCommand: CliCommand = {
 
 Appends a TimerFired with backfill: true and its scheduledFor for every slot of the series in
 [from, to] (both in the past, before the armed slot) that has not fired yet. Backfilling the same
-range again writes nothing. A range of more than K slots (default and most 1000) is refused.
+range again writes nothing; when nothing is fired the output says why (json: emptyBecause). A
+range of more than K slots (default and most 1000) is refused.
 
 Options:
 ${SERIES_FLAGS}
       --from ISO       first instant of the range (RFC 3339 with offset)
       --to ISO         last instant of the range, not after now
       --max-ticks K    most slots (1-1000, default 1000)
-      --json           print {repoId, runId, timerId, fired, alreadyFired, commitSha}
+      --json           print {repoId, runId, timerId, fired, alreadyFired, emptyBecause, commitSha}
+
+Exit codes: 0 ok (also when nothing was fired), 1 the backfill failed, 2 usage (also a malformed
+--from or --to).
 
 Example:
   workflow-host schedule backfill -d ./data -r reports --run nightly -t hourly --from 2026-04-30T00:00:00Z --to 2026-04-30T23:59:59Z
@@ -296,11 +301,13 @@ Example:
   async run(values, io) {
     const name = "schedule backfill";
     const t = target(name, values);
-    const from = requiredFlag(name, values, "from");
-    const to = requiredFlag(name, values, "to");
+    // A malformed --from or --to is a bad flag value (exit 2), like a bad --fire-at of timer set.
+    const from = checkFlags(name, () => parseInstant(requiredFlag(name, values, "from"), "from"));
+    const to = checkFlags(name, () => parseInstant(requiredFlag(name, values, "to"), "to"));
     const maxTicks = intFlag(name, values, "max-ticks", { min: 1, max: 1_000 });
     const r = await withControls(name, values, io, (c) => c.backfill(t.repoId, t.runId, t.timerId, { from, to, ...(maxTicks === undefined ? {} : { maxTicks }) }));
     if (values["json"] === true) printJson(io, { ...t, ...r });
+    else if (r.fired.length === 0) printLine(io, `backfill of ${t.timerId} of ${t.runId}: 0 slots fired, ${r.alreadyFired.length} had fired already: ${r.emptyBecause ?? "nothing to fire"}; nothing written`);
     else printLine(io, `backfill of ${t.timerId} of ${t.runId}: ${r.fired.length} slot${r.fired.length === 1 ? "" : "s"} fired, ${r.alreadyFired.length} had fired already (commit ${shortSha(r.commitSha)})`);
     return 0;
   },
@@ -316,8 +323,14 @@ Reads a JSON array of series, each {runId, timerId, cron, timezone?, misfire?, s
 maxTicks?, jitterMs?, stepId?}, and reconciles deployment R with it: creates the series not
 armed, updates those whose fields changed, cancels the series it owns that are no longer
 declared, and leaves the rest alone. Series it writes carry owner "sync"; a declared series
-armed without that mark is reported as a conflict and not touched. Prints the plan; commits
-nothing when nothing changed, or with --dry-run.
+armed without that mark is reported as a conflict and not touched, as is a declared series with
+no slot within its bounds; the rest is applied. Prints the plan; commits nothing when nothing
+changed, or with --dry-run. At most 10000 series may be declared (config_invalid beyond, before
+anything is written).
+
+The sync is applied run by run (one commit per run), with progress on stderr (not with --json:
+every 100 runs and at the end). An interrupted
+sync leaves some runs synced and others not; running the same sync again converges.
 
 Options:
   -d, --data-dir DIR   data dir (default: $WORKFLOW_HOST_DATA_DIR)
@@ -325,6 +338,9 @@ Options:
   -f, --file PATH      the declared set (JSON array)
       --dry-run        print the plan, write nothing
       --json           print {plan: {create, update, cancel, unchanged, conflicts}, commits}
+
+Exit codes: 0 synced (or nothing to do), 1 conflicts were left alone (the rest was applied) or
+the sync failed, 2 usage.
 
 Example:
   workflow-host schedule sync -d ./data -r reports --file schedules.json --dry-run
@@ -339,10 +355,14 @@ Example:
     } catch (error) {
       throw new WorkflowHostError("config_invalid", `schedules file ${file} could not be read as JSON (${error instanceof Error ? error.message : String(error)})`, { file }, { cause: error });
     }
-    const r = await withControls(name, values, io, (c) => c.syncSchedules(repoId, desired, { dryRun: values["dry-run"] === true }));
+    const onRunWritten = (done: number, total: number): void => {
+      if (values["json"] !== true && (done === total || done % 100 === 0)) io.stderr.write(`schedule sync: ${done} of ${total} runs written\n`);
+    };
+    const r = await withControls(name, values, io, (c) => c.syncSchedules(repoId, desired, { dryRun: values["dry-run"] === true, onRunWritten }));
+    const code = r.plan.conflicts.length === 0 ? 0 : 1;
     if (values["json"] === true) {
       printJson(io, r);
-      return 0;
+      return code;
     }
     const p = r.plan;
     for (const d of p.create) printLine(io, `create    ${d.runId}/${d.timerId}  cron "${d.cron}" ${d.timezone ?? "UTC"}`);
@@ -350,7 +370,7 @@ Example:
     for (const c of p.cancel) printLine(io, `cancel    ${c.runId}/${c.timerId}  (not declared)`);
     for (const c of p.conflicts) printLine(io, `conflict  ${c.runId}/${c.timerId}  ${c.reason}`);
     printLine(io, `${p.create.length} to create, ${p.update.length} to update, ${p.cancel.length} to cancel, ${p.unchanged.length} unchanged, ${p.conflicts.length} conflicts; ${values["dry-run"] === true ? "dry run, nothing written" : r.commits.length === 0 ? "nothing written" : `commit ${r.commits.map(shortSha).join(", ")}`}`);
-    return 0;
+    return code;
   },
 };
 

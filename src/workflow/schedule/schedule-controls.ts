@@ -78,7 +78,8 @@ export function planTrigger(state: RunState, events: Iterable<RunEvent>, timerId
 /**
  * Backfill the slots of `[fromIso, toIso]` (both inclusive; see the module comment).
  * @param maxTicks - most slots (default and ceiling {@link MAX_BACKFILL_TICKS})
- * @returns the fires to append and the slots already fired (skipped as done)
+ * @returns the fires to append, the slots already fired (skipped as done), and when nothing is
+ *   to fire, why (`emptyBecause`; null otherwise)
  * @throws `schedule_not_found`; `time_invalid` when from > to or to is after now;
  *   `backfill_too_large` when the range holds more than `maxTicks` slots to consider
  */
@@ -88,7 +89,7 @@ export function planBackfill(
   timerId: string,
   range: { readonly fromIso: string; readonly toIso: string; readonly maxTicks?: number },
   nowMs: number,
-): ControlOutcome<"backfilled"> & { readonly slots: readonly string[]; readonly alreadyFired: readonly string[] } {
+): ControlOutcome<"backfilled"> & { readonly slots: readonly string[]; readonly alreadyFired: readonly string[]; readonly emptyBecause: string | null } {
   const pending = armedSeries(state, timerId);
   const fromMs = Date.parse(range.fromIso);
   const toMs = Date.parse(range.toIso);
@@ -110,10 +111,19 @@ export function planBackfill(
   const slots = span?.ticks ?? [];
   const todo = slots.filter((s) => !done.has(Date.parse(s)));
   const firedAt = isoFromMs(nowMs);
+  const emptyBecause =
+    todo.length > 0
+      ? null
+      : fromMs >= Date.parse(pending.fireAt)
+        ? `the range starts at or after the armed slot ${pending.fireAt}; that slot and later ones belong to the running series`
+        : slots.length > 0
+          ? "every slot in the range had fired already"
+          : `no slot of ${pending.cron as string} (${pending.timezone ?? "UTC"}) lies in the range before the armed slot ${pending.fireAt}`;
   return {
     outcome: "backfilled",
     events: todo.map((scheduledFor) => ({ type: "TimerFired", data: { timerId, scheduledFor, firedAt, backfill: true } })),
     slots: todo,
     alreadyFired: slots.filter((s) => done.has(Date.parse(s))),
+    emptyBecause,
   };
 }

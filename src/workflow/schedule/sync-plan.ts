@@ -75,13 +75,19 @@ const declaredSchema = type({
   "+": "reject",
 }).array();
 
+/** Most series one declared set may hold; a larger set is refused before anything is read or written. */
+export const MAX_DECLARED_SCHEDULES = 10_000;
+
 /**
- * Checks a declared set: each entry's ids, cron and zone, instants (normalised), numbers; no
- * (runId, timerId) twice.
- * @throws `config_invalid` (shape, duplicate; arktype's summary), `id_invalid`, `cron_invalid`,
- *   `time_invalid` for a field
+ * Checks a declared set: at most {@link MAX_DECLARED_SCHEDULES} entries; each entry's ids, cron
+ * and zone, instants (normalised), numbers; no (runId, timerId) twice.
+ * @throws `config_invalid` (more than {@link MAX_DECLARED_SCHEDULES} entries, shape, duplicate;
+ *   arktype's summary), `id_invalid`, `cron_invalid`, `time_invalid` for a field
  */
 export function parseDeclaredSchedules(value: unknown): DeclaredSchedule[] {
+  if (Array.isArray(value) && value.length > MAX_DECLARED_SCHEDULES) {
+    throw new WorkflowHostError("config_invalid", `schedules: ${value.length} series declared; allowed: at most ${MAX_DECLARED_SCHEDULES} (split the set across deployments)`, { count: value.length, max: MAX_DECLARED_SCHEDULES });
+  }
   const checked = declaredSchema(value);
   if (checked instanceof type.errors) throw new WorkflowHostError("config_invalid", `schedules: ${checked.summary}`, { summary: checked.summary });
   const seen = new Set<string>();

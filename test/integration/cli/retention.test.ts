@@ -15,6 +15,7 @@ import { buildFixtureRepo } from "../../../src/testing/fixture-repo.js";
 import { appendRunEvents } from "../../../src/workflow/run-log-append.js";
 import { gitAt } from "../../helpers/git-cli.js";
 import { useTempDirs } from "../../helpers/temp-dir.js";
+import { errorCodeOf } from "../reliability/cli-in-process.js";
 import { runCli } from "../../unit/cli/cli-io.js";
 
 const tempDir = useTempDirs("wfh-retention-");
@@ -63,6 +64,10 @@ describe("ending runs and retention on real disk", () => {
     expect((await json<{ committed: boolean }>(["runs", "cancel", "-d", dataDir, "-r", REPO, "--run", "c"])).body.committed).toBe(false);
     expect((await runCli(["runs", "complete", "-d", dataDir, "-r", REPO, "--run", "c"])).code).toBe(1);
     expect((await runCli(["runs", "complete", "-d", dataDir, "-r", REPO, "--run", "a", "--data", "[1]"])).code).toBe(2);
+    // A run with no events is not started by its end.
+    const missing = await runCli(["runs", "complete", "-d", dataDir, "-r", REPO, "--run", "never-existed"]);
+    expect({ code: missing.code, error: errorCodeOf(missing.stderr) }).toEqual({ code: 1, error: "run_not_found" });
+    expect(await gitAt(gitdir, ["ls-tree", "--name-only", "main", "runs/never-existed"])).toBe("");
 
     const ended = ["a", "b", "c", "sealed-1"];
     const before = new Map<string, { files: Map<string, string>; shown: Shown }>();

@@ -72,4 +72,44 @@ describe("workflow-host schedule", () => {
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain("schedule_not_found");
   });
+  it("exits 2 on a malformed --from, says why a backfill fired nothing, and exits 1 when sync leaves conflicts", async () => {
+    const dir = await tempDir();
+    const dataDir = join(dir, "data");
+    let now = "2026-05-01T10:00:00.000Z";
+    const cli = (argv: readonly string[]) => runCli(argv, { clock: () => new Date(now), cwd: dir });
+    const s = ["-d", dataDir, "-r", "reports", "--run", "nightly", "-t", "hourly"];
+    expect((await cli(["repo", "create", "-d", dataDir, "-r", "reports"])).code).toBe(0);
+    // A series armed by hand (no sync mark) is a conflict for a sync that declares it.
+    expect((await cli(["timer", "set", ...s, "--cron", "0 * * * *"])).code).toBe(0);
+
+    const malformed = await cli(["schedule", "backfill", ...s, "--from", "2026-11-30", "--to", "2026-05-01T09:00:00Z"]);
+    expect(malformed.code).toBe(2);
+    expect(malformed.stderr).toContain("time_invalid");
+
+    expect((await cli(["schedule", "pause", ...s])).code).toBe(0);
+    now = "2026-05-01T13:00:00.000Z";
+    const late = await cli(["schedule", "backfill", ...s, "--from", "2026-05-01T11:00:00Z", "--to", "2026-05-01T12:30:00Z"]);
+    expect(late.code).toBe(0);
+    expect(late.stdout).toContain("0 slots fired");
+    expect(late.stdout).toContain("armed slot 2026-05-01T11:00:00.000Z");
+
+    await writeFile(
+      join(dir, "schedules.json"),
+      JSON.stringify([
+        { runId: "nightly", timerId: "hourly", cron: "0 * * * *" },
+        { runId: "other", timerId: "daily", cron: "0 3 * * *" },
+      ]),
+    );
+    const synced = await cli(["schedule", "sync", "-d", dataDir, "-r", "reports", "--file", "schedules.json"]);
+    expect(synced.code).toBe(1);
+    expect(synced.stdout).toContain("conflict  nightly/hourly");
+    expect(synced.stderr).toContain("1 of 1 runs written");
+    const list = JSON.parse((await cli(["schedule", "list", "-d", dataDir, "-r", "reports", "--json"])).stdout) as { runId: string; owner?: string }[];
+    expect(list.map((x) => x.runId).sort()).toEqual(["nightly", "other"]);
+
+    await writeFile(join(dir, "many.json"), JSON.stringify(Array.from({ length: 10_001 }, (_, i) => ({ runId: `r${i}`, timerId: "t", cron: "0 * * * *" }))));
+    const many = await cli(["schedule", "sync", "-d", dataDir, "-r", "reports", "--file", "many.json"]);
+    expect(many.code).toBe(1);
+    expect(many.stderr).toContain("config_invalid");
+  });
 });

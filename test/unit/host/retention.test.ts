@@ -4,7 +4,7 @@
  * a commit from a destructive one, and that an archived run's log is unchanged, byte for byte.
  * On memfs under a FakeClock.
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { archiveEndedRuns } from "../../../src/host/archive-ended-runs.js";
 import { endRun } from "../../../src/host/end-run.js";
 import { ARCHIVE_REF } from "../../../src/workflow/run-archive.js";
@@ -62,9 +62,15 @@ describe("run lifecycle verbs", () => {
       { seq: 1, type: "Started" },
       { seq: 2, type: "RunCompleted", at: NOW, data: { result: 42 } },
     ]);
+    await h.append("b", { type: "Started" });
+    await h.append("c", { type: "Started" });
     expect((await end(h, "b", "failed", { error: "boom" })).type).toBe("RunFailed");
     expect((await end(h, "c", "cancelled")).type).toBe("RunCancelled");
     await expectCode(end(h, "bad id", "cancelled"), "id_invalid");
+    // A run with no events is not started by its end, whichever outcome.
+    const tip = await h.store.resolveRef(null, RID, "refs/heads/main");
+    for (const outcome of ["completed", "failed", "cancelled"] as const) await expectCode(end(h, "never-existed", outcome), "run_not_found");
+    expect(await h.store.resolveRef(null, RID, "refs/heads/main")).toBe(tip);
   });
 
   it("a terminal event disarms the run's pending timers", async () => {
@@ -224,5 +230,148 @@ describe("the host's retention", () => {
     } finally {
       await host.stop();
     }
+  });
+});
+
+/** `n` ended runs (TimerSet, RunCompleted), pushed as git would, and one live run. */
+async function aged(h: Harness, n: number): Promise<void> {
+  const puts: Record<string, string> = {};
+  for (let i = 0; i < n; i += 1) {
+    const id = `r${String(i).padStart(5, "0")}`;
+    puts[`runs/${id}/events/1.json`] = JSON.stringify({ seq: 1, type: "TimerSet", at: "2026-04-01T00:00:00.000Z", data: { timerId: "t", fireAt: "2026-04-02T00:00:00.000Z" } });
+    puts[`runs/${id}/events/2.json`] = JSON.stringify({ seq: 2, type: "RunCompleted", at: "2026-04-01T00:00:00.000Z" });
+  }
+  await h.rawDelta(puts);
+}
+
+/** Waits until the scheduler's tail reached the tip: a timer set now is queued. */
+async function tailed(h: Harness): Promise<void> {
+  await h.append("zz-live", { type: "TimerSet", data: { timerId: "later", fireAt: "2026-06-01T00:00:00Z" } });
+  for (let i = 0; i < 200 && !h.scheduler.queuedTimers().some((t) => t.runId === "zz-live"); i += 1) {
+    await new Promise((r) => setImmediate(r));
+    await h.scheduler.idle();
+  }
+  expect(h.scheduler.queuedTimers().map((t) => t.runId)).toContain("zz-live");
+}
+
+describe("a big retention pass", () => {
+  it("the tail takes a retention commit in work that grows with the runs removed, not with their square", async () => {
+    const h = await setup();
+    const n = 400;
+    await aged(h, n);
+    await h.scheduler.start();
+    await h.scheduler.idle();
+    const pass = await archiveEndedRuns({ store: h.store, principal: null, repoId: REPO, nowMs: h.clock.now(), endedRunsAfterMs: DAY });
+    expect(pass.archived).toHaveLength(n);
+    // Path tests are the unit of the tail's per-path work: a scan of every removed path per
+    // removed run makes n × 2n of them.
+    const startsWith = vi.spyOn(String.prototype, "startsWith");
+    try {
+      await tailed(h);
+      expect(startsWith.mock.calls.length).toBeLessThan(40 * n);
+    } finally {
+      startsWith.mockRestore();
+    }
+    expect(h.events.filter((e) => e.type === "bad_event")).toEqual([]);
+  });
+
+  it("a pass gives the event loop a turn between runs: its pause is awaited for each run it reads, copies and checks", async () => {
+    const h = await setup();
+    const n = 300;
+    await aged(h, n);
+    let pauses = 0;
+    const pass = await archiveEndedRuns({
+      store: h.store,
+      principal: null,
+      repoId: REPO,
+      nowMs: h.clock.now(),
+      endedRunsAfterMs: DAY,
+      pause: () => {
+        pauses += 1;
+        return Promise.resolve();
+      },
+    });
+    expect(pass.archived).toHaveLength(n);
+    // Read, copied into the archive commit, checked against the archive: one pause each at least.
+    expect(pauses).toBeGreaterThanOrEqual(3 * n);
+  });
+});
+
+describe("an archived run id pushed again", () => {
+  /** Run `old` ended, archived and removed from main; the scheduler tails main. */
+  async function archivedOld(h: Harness): Promise<void> {
+    await h.append("old", { type: "Started", at: NOW });
+    await end(h, "old", "completed");
+    await h.clock.advance(2 * DAY);
+    expect((await archiveEndedRuns({ store: h.store, principal: null, repoId: REPO, nowMs: h.clock.now(), endedRunsAfterMs: DAY })).archived).toEqual(["old"]);
+    await h.scheduler.start();
+    await h.scheduler.idle();
+  }
+
+  const pushedTimer = { "runs/old/events/1.json": JSON.stringify({ seq: 1, type: "TimerSet", at: "2026-05-03T10:00:00.000Z", data: { timerId: "t", fireAt: "2026-05-03T10:05:00.000Z" } }) };
+
+  const reusedReports = (h: Harness) =>
+    h.events.filter((e) => e.type === "bad_event" && e.runId === "old" && (e.error as { code?: string; data?: { reason?: unknown } }).code === "event_invalid" && (e.error as { data?: { reason?: unknown } }).data?.reason === "run_archived");
+
+  it("is reported by the tail as a bad event (run_archived) and its timers are not armed", async () => {
+    const h = await setup();
+    await archivedOld(h);
+    await h.rawDelta(pushedTimer);
+    await tailed(h);
+    expect(reusedReports(h)).toHaveLength(1);
+    expect(h.scheduler.queuedTimers().map((t) => t.runId)).not.toContain("old");
+  });
+
+  it("is reported by recovery and its timers are not armed", async () => {
+    const h = await setup();
+    await archivedOld(h);
+    await h.rawDelta(pushedTimer);
+    await h.restart();
+    await tailed(h);
+    expect(reusedReports(h).length).toBeGreaterThanOrEqual(1);
+    expect(h.scheduler.queuedTimers().map((t) => t.runId)).not.toContain("old");
+  });
+
+  it("is left out of a retention pass once it ended, said so, and leaves no runs remaining", async () => {
+    const h = await setup();
+    await archivedOld(h);
+    await h.rawDelta({ ...pushedTimer, "runs/old/events/2.json": JSON.stringify({ seq: 2, type: "RunCompleted", at: "2026-05-03T10:00:00.000Z" }) });
+    await h.clock.advance(2 * DAY);
+    const pass = await archiveEndedRuns({ store: h.store, principal: null, repoId: REPO, nowMs: h.clock.now(), endedRunsAfterMs: DAY });
+    expect(pass).toMatchObject({ archived: [], remaining: 0, commitSha: null });
+    expect(pass.skipped.map((s) => s.runId)).toEqual(["old"]);
+  });
+
+  it("is warned about by the retention loop once, not at every pass", async () => {
+    const { createRetentionLoop } = await import("../../../src/host/retention.js");
+    const h = await setup();
+    await archivedOld(h);
+    await h.rawDelta({ ...pushedTimer, "runs/old/events/2.json": JSON.stringify({ seq: 2, type: "RunCompleted", at: "2026-05-03T10:00:00.000Z" }) });
+    await h.clock.advance(2 * DAY);
+    const warnings: string[] = [];
+    const loop = createRetentionLoop({
+      store: h.store,
+      principal: null,
+      listDeployments: () => Promise.resolve([REPO]),
+      nowMs: () => h.clock.now(),
+      timers: h.clock.timers,
+      logger: { info: () => undefined, warn: (m) => warnings.push(m), error: (m) => warnings.push(m) },
+      policy: { endedRunsAfterMs: DAY },
+    });
+    try {
+      for (let i = 0; i < 3; i += 1) expect((await loop.runPass(REPO)).skipped.map((s) => s.runId)).toEqual(["old"]);
+      expect(warnings).toHaveLength(1);
+    } finally {
+      await loop.stop();
+    }
+  });
+
+  it("is reported by check (event_invalid at runs/<runId>)", async () => {
+    const { checkDeployments } = await import("../../../src/host/check-deployments.js");
+    const h = await setup();
+    await archivedOld(h);
+    expect((await checkDeployments(h.store)).problems).toEqual([]);
+    await h.rawDelta(pushedTimer);
+    expect((await checkDeployments(h.store)).problems).toMatchObject([{ repoId: REPO, path: "runs/old", seq: null, code: "event_invalid" }]);
   });
 });

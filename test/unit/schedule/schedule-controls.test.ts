@@ -162,6 +162,45 @@ describe("backfill", () => {
   });
 });
 
+describe("backfill that fires nothing", () => {
+  it("says why: the range is at or after the armed slot, or every slot fired already", async () => {
+    const { h, c } = await setup({ cron: "0 * * * *" });
+    await c.pause(REPO, "r1", "s");
+    await advance(h, 3 * HOUR); // 13:00, the paused series still armed at 11:00
+    const late = await c.backfill(REPO, "r1", "s", { from: "2026-05-01T11:00:00Z", to: "2026-05-01T12:30:00Z" });
+    expect(late).toMatchObject({ fired: [], alreadyFired: [], commitSha: null });
+    expect(late.emptyBecause).toContain("2026-05-01T11:00:00.000Z");
+    const once = await c.backfill(REPO, "r1", "s", { from: "2026-05-01T09:00:00Z", to: "2026-05-01T09:30:00Z" });
+    expect(once.emptyBecause).toBeNull();
+    const again = await c.backfill(REPO, "r1", "s", { from: "2026-05-01T09:00:00Z", to: "2026-05-01T09:30:00Z" });
+    expect(again.fired).toEqual([]);
+    expect(again.emptyBecause).not.toBeNull();
+  });
+});
+
+describe("sync of a large declared set", () => {
+  it("refuses more than 10 000 series with config_invalid before writing anything", async () => {
+    const { h, c } = await setup({ cron: "0 * * * *" });
+    const before = await h.log("r1");
+    const declared = Array.from({ length: 10_001 }, (_, i) => ({ runId: `run-${i}`, timerId: "t", cron: "0 * * * *" }));
+    await expectCode(() => c.syncSchedules(REPO, declared), "config_invalid");
+    expect(await h.log("r1")).toEqual(before);
+    expect(await h.log("run-0")).toEqual([]);
+  });
+
+  it("reports each run it has written, so an interrupted sync shows how far it got", async () => {
+    const { c } = await setup({ cron: "0 * * * *" });
+    const seen: [number, number][] = [];
+    const declared = ["a", "b", "c"].map((runId) => ({ runId, timerId: "t", cron: "0 * * * *" }));
+    await c.syncSchedules(REPO, declared, { onRunWritten: (done, total) => seen.push([done, total]) });
+    expect(seen).toEqual([
+      [1, 3],
+      [2, 3],
+      [3, 3],
+    ]);
+  });
+});
+
 describe("bounds", () => {
   it("endAt ends the series after its last slot with a recorded reason", async () => {
     const { h } = await setup({ cron: "0 * * * *", endAt: "2026-05-01T13:00:00Z" });
