@@ -8,7 +8,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createWorkflowHostSignalChannel } from "../seams/signal-channel.js";
+import { createWorkflowHostSignalChannel } from "../seams/signals/signal-channel.js";
 import type { RepoStore } from "../src/substrate/types.js";
 import { signalReceivedEvent } from "../src/workflow/event-constructors.js";
 import { serializeEvent } from "../src/workflow/events.js";

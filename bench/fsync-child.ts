@@ -6,7 +6,7 @@
  * `{commits, total, byKind, deliverMsP50}` (flush counts over all commits; the median time of
  * one delivery, commit included, ms).
  */
-import { createWorkflowHostSignalChannel } from "../seams/signal-channel.js";
+import { createWorkflowHostSignalChannel } from "../seams/signals/signal-channel.js";
 import { createCountingFs } from "./counting-fs.js";
 import { openStore } from "./scheduler-rig.js";
 import { nowMs, percentile } from "./stats.js";

@@ -13,7 +13,7 @@
  */
 import { createSystemTimers } from "../src/time/clock.js";
 import type { PendingTimer } from "../src/workflow/types.js";
-import { createSchedulerQueue, timerKey } from "../seams/scheduler-queue.js";
+import { createSchedulerQueue, timerKey } from "../seams/scheduler/scheduler-queue.js";
 import { BASE_MS } from "./bench-context.js";
 import { runIdOf } from "./repo-generator.js";
 

@@ -4,8 +4,8 @@
  * The clock is the system clock plus an adjustable offset, so a benchmark can recover a repo
  * while nothing is due yet and then move the wall clock to make timers due on cue.
  */
-import { createWorkflowHostScheduler } from "../seams/scheduler.js";
-import type { SchedulerEvent, SchedulerOptions, WorkflowHostScheduler } from "../seams/scheduler-types.js";
+import { createWorkflowHostScheduler } from "../seams/scheduler/scheduler.js";
+import type { SchedulerEvent, SchedulerOptions, WorkflowHostScheduler } from "../seams/scheduler/scheduler-types.js";
 import { allowAll, createRepoStore } from "../src/substrate/index.js";
 import type { RepoStore, RepoStoreOptions } from "../src/substrate/types.js";
 import { workflowRunKind } from "../src/workflow/workflow-run-kind.js";

@@ -8,7 +8,7 @@
  * `{"ready":true}` first.
  */
 import { createInterface } from "node:readline";
-import { createWorkflowHostSignalChannel } from "../seams/signal-channel.js";
+import { createWorkflowHostSignalChannel } from "../seams/signals/signal-channel.js";
 import { naiveDeliver } from "./naive-git.js";
 import { openStore } from "./scheduler-rig.js";
 import { nowMs } from "./stats.js";

@@ -1,5 +1,5 @@
 /** The host's two seams onto the run log (docs/design.md §5, §6). */
-export { createWorkflowHostScheduler } from "./scheduler.js";
+export { createWorkflowHostScheduler } from "./scheduler/scheduler.js";
 export type {
   CancelOutcome,
   CommittedEvents,
@@ -8,19 +8,19 @@ export type {
   SchedulerOptions,
   SchedulerStats,
   WorkflowHostScheduler,
-} from "./scheduler-types.js";
-export { createWorkflowHostSignalChannel } from "./signal-channel.js";
+} from "./scheduler/scheduler-types.js";
+export { createWorkflowHostSignalChannel } from "./signals/signal-channel.js";
 export type {
   DeliverResult,
   ReceivedSignal,
   SignalChannelOptions,
   WorkflowHostSignalChannel,
-} from "./signal-channel-types.js";
-export { cancelTimerDurably, type CancelTimerDurablyOptions } from "./timer-cancel.js";
-export { createScheduleControls } from "./schedule-controls.js";
-export type { ScheduleControls, ScheduleControlsOptions, ScheduleDescription, ScheduleSummary } from "./schedule-controls.js";
-export { createRunEventFeed } from "./run-event-feed.js";
-export type { RunEventAttachment, RunEventFeed, RunEventFeedOptions, RunEventListener } from "./run-event-feed.js";
+} from "./signals/signal-channel-types.js";
+export { cancelTimerDurably, type CancelTimerDurablyOptions } from "./scheduler/timer-cancel.js";
+export { createScheduleControls } from "./scheduler/schedule-controls.js";
+export type { ScheduleControls, ScheduleControlsOptions, ScheduleDescription, ScheduleSummary } from "./scheduler/schedule-controls.js";
+export { createRunEventFeed } from "./signals/run-event-feed.js";
+export type { RunEventAttachment, RunEventFeed, RunEventFeedOptions, RunEventListener } from "./signals/run-event-feed.js";
 export { createDispatcher } from "./dispatch/dispatcher.js";
 export type {
   BackoffPolicy,

@@ -16,6 +16,8 @@ import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
 import { WorkflowHostError } from "../../src/errors.js";
+import { DEFAULT_REF } from "../../src/substrate/ref-name.js";
+import { systemTimers } from "../../src/time/clock.js";
 
 /** Refs a clone mirrors: the run logs and the dispatch consumers' progress. */
 const FETCH_REFSPECS = ["+refs/heads/*:refs/heads/*", "+refs/consumers/*:refs/consumers/*"];
@@ -83,13 +85,13 @@ export function runGit(args: readonly string[], opts: { env?: Record<string, str
     const err: Buffer[] = [];
     child.stdout.on("data", (chunk: Buffer) => out.push(chunk));
     child.stderr.on("data", (chunk: Buffer) => err.push(chunk));
-    const timer = opts.timeoutMs === undefined ? null : setTimeout(() => child.kill("SIGKILL"), opts.timeoutMs);
+    const timer = opts.timeoutMs === undefined ? null : systemTimers.setTimeout(() => child.kill("SIGKILL"), opts.timeoutMs);
     child.on("error", (error) => {
-      if (timer !== null) clearTimeout(timer);
+      if (timer !== null) systemTimers.clearTimeout(timer);
       reject(error);
     });
     child.on("close", (code) => {
-      if (timer !== null) clearTimeout(timer);
+      if (timer !== null) systemTimers.clearTimeout(timer);
       resolve({ code: code ?? -1, stdout: Buffer.concat(out).toString("utf8"), stderr: Buffer.concat(err).toString("utf8") });
     });
   });
@@ -163,11 +165,11 @@ export function createGitRemote(opts: GitRemoteOptions): GitRemote {
         const made = await git(gitdir, ["commit-tree", `${tip}^{tree}`, "-p", tip, "-m", message], commitEnv());
         if (made.code !== 0) throw unavailable(repoId, "git commit-tree", made);
         const commit = made.stdout.trim();
-        const pushed = await remote.pushCas(gitdir, repoId, "refs/heads/main", tip, commit);
+        const pushed = await remote.pushCas(gitdir, repoId, DEFAULT_REF, tip, commit);
         if (pushed.accepted) {
           // Our own ref follows; a failure here (a store write holds the lock) is mended by the
           // next fetch, and a store commit on the old tip is refused by the remote anyway.
-          await git(gitdir, ["update-ref", "refs/heads/main", commit, tip]);
+          await git(gitdir, ["update-ref", DEFAULT_REF, commit, tip]);
           return commit;
         }
         if (attempt >= 10) throw unavailable(repoId, `taking over (the remote kept moving: ${pushed.reason})`, null);
@@ -183,7 +185,7 @@ export function createGitRemote(opts: GitRemoteOptions): GitRemote {
         if (init.code !== 0) throw unavailable(repoId, "git init --bare", init);
       }
       const lsRemote = async (): Promise<string | null> => {
-        const listed = await runGit([...config, "ls-remote", url, "refs/heads/main"], { timeoutMs });
+        const listed = await runGit([...config, "ls-remote", url, DEFAULT_REF], { timeoutMs });
         if (listed.code !== 0) throw unavailable(repoId, "git ls-remote", listed);
         return listed.stdout.trim().split(/\s/)[0] || null;
       };
@@ -195,7 +197,7 @@ export function createGitRemote(opts: GitRemoteOptions): GitRemote {
       const made = await git(gitdir, ["commit-tree", EMPTY_TREE, "-m", "genesis"], commitEnv());
       if (made.code !== 0) throw unavailable(repoId, "git commit-tree", made);
       const genesis = made.stdout.trim();
-      const pushed = await remote.pushCas(gitdir, repoId, "refs/heads/main", null, genesis);
+      const pushed = await remote.pushCas(gitdir, repoId, DEFAULT_REF, null, genesis);
       if (pushed.accepted) return { created: true, commitSha: genesis };
       // Another host created it first; its genesis is as good as ours.
       return { created: false, commitSha: (await lsRemote()) ?? genesis };

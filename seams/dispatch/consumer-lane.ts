@@ -41,7 +41,7 @@ import { WorkflowHostError } from "../../src/errors.js";
 import type { Logger } from "../../src/logger.js";
 import type { Principal, RepoId, RepoStore } from "../../src/substrate/types.js";
 import type { Clock, TimerHandle, Timers } from "../../src/time/clock.js";
-import type { CommittedEvents } from "../scheduler-types.js";
+import type { CommittedEvents } from "../scheduler/scheduler-types.js";
 import { parseEvent } from "../../src/workflow/events.js";
 import { subscribeKind, type KindIssue } from "../../src/workflow/subscribe-kind.js";
 import type { RunEvent } from "../../src/workflow/types.js";

@@ -2,9 +2,11 @@
  * Read-only views of consumers for `workflow-host dispatch status|list`: which consumers have
  * a ref in a deployment, how far each is behind main, and its dead letters. Nothing here writes.
  */
+import { DEFAULT_REF } from "../../src/substrate/ref-name.js";
 import type { Principal, RepoStore } from "../../src/substrate/types.js";
 import { parseEvent } from "../../src/workflow/events.js";
 import { subscribeKind } from "../../src/workflow/subscribe-kind.js";
+import { isTimerFired } from "../../src/workflow/event-guards.js";
 import type { RunEvent } from "../../src/workflow/types.js";
 import { deploymentRepo, readConsumerState, type ParkedRecord } from "./consumer-state.js";
 import { eventId } from "./dispatch-keys.js";
@@ -29,8 +31,8 @@ export interface ConsumerLag {
 }
 
 function eventTimeMs(event: RunEvent): number | null {
-  const data = (event as { data?: { firedAt?: unknown } }).data;
-  const at = typeof data?.firedAt === "string" ? data.firedAt : typeof (event as { at?: unknown }).at === "string" ? ((event as { at: string }).at) : null;
+  const firedAt = isTimerFired(event) ? event.data.firedAt : undefined;
+  const at = firedAt ?? (typeof event.at === "string" ? event.at : null);
   const ms = at === null ? NaN : Date.parse(at);
   return Number.isNaN(ms) ? null : ms;
 }
@@ -43,12 +45,12 @@ function eventTimeMs(event: RunEvent): number | null {
 export async function consumerLag(store: RepoStore, principal: Principal, repoIdText: string, consumer: string, nowMs: number): Promise<ConsumerLag> {
   const repoId = deploymentRepo(repoIdText);
   const state = await readConsumerState(store, principal, repoId, consumer);
-  const mainSha = await store.resolveRef(principal, repoId, "refs/heads/main");
+  const mainSha = await store.resolveRef(principal, repoId, DEFAULT_REF);
   let lagEvents = 0;
   let oldest: number | null = null;
   if (mainSha !== null && state.cursor !== mainSha) {
     const controller = new AbortController();
-    const events = subscribeKind(store, principal, repoId, "refs/heads/main", (bytes, where) => parseEvent(bytes, { path: where.path, expectedSeq: where.seq }), {
+    const events = subscribeKind(store, principal, repoId, DEFAULT_REF, (bytes, where) => parseEvent(bytes, { path: where.path, expectedSeq: where.seq }), {
       from: state.cursor ?? "genesis",
       kinds: DISPATCH_EVENT_TYPES,
       signal: controller.signal,

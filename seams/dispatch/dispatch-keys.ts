@@ -3,6 +3,7 @@
  * checks and the consumer ref's name. No I/O, no clock.
  */
 import { WorkflowHostError, describeValue } from "../../src/errors.js";
+import { isSignalReceived, isTimerFired, isTimerSkipped } from "../../src/workflow/event-guards.js";
 import { parseRepoId, parseRunId } from "../../src/workflow/ids.js";
 import type { RunEvent } from "../../src/workflow/types.js";
 import { DISPATCH_EVENT_TYPES, type BackoffPolicy, type ConsumerOptions, type DispatchEventType } from "./dispatch-types.js";
@@ -36,19 +37,10 @@ export function eventId(runId: string, seq: number): string {
  * The same event gets the same key in every attempt, every restart and every consumer.
  */
 export function idempotencyKey(repoId: string, runId: string, seq: number, event: RunEvent): string {
-  const data = (event as { data?: Record<string, unknown> }).data ?? {};
-  switch (event.type) {
-    case "TimerFired": {
-      const at = typeof data["scheduledFor"] === "string" ? data["scheduledFor"] : `seq-${seq}`;
-      return `${repoId}/${runId}/${String(data["timerId"])}/${at}`;
-    }
-    case "TimerSkipped":
-      return `${repoId}/${runId}/${String(data["timerId"])}/skipped/${String(data["firstMissed"])}`;
-    case "SignalReceived":
-      return `${repoId}/${runId}/signal/${String((event as { signalId?: unknown }).signalId)}`;
-    default:
-      return `${repoId}/${runId}/${event.type}`;
-  }
+  if (isTimerFired(event)) return `${repoId}/${runId}/${event.data.timerId}/${event.data.scheduledFor ?? `seq-${seq}`}`;
+  if (isTimerSkipped(event)) return `${repoId}/${runId}/${event.data.timerId}/skipped/${event.data.firstMissed}`;
+  if (isSignalReceived(event)) return `${repoId}/${runId}/signal/${event.signalId}`;
+  return `${repoId}/${runId}/${event.type}`;
 }
 
 /**

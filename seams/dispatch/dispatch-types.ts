@@ -3,11 +3,12 @@
  * URL) on what happens in the deployments' logs, at least once. See `./dispatcher.ts` for the
  * design and the delivery guarantee.
  */
+import type { StoreOption } from "../../src/substrate/store-option.js";
 import type { Logger } from "../../src/logger.js";
 import type { Principal, RepoStore } from "../../src/substrate/types.js";
 import type { Clock, Timers } from "../../src/time/clock.js";
 import type { RunEvent } from "../../src/workflow/types.js";
-import type { CommittedEvents } from "../scheduler-types.js";
+import type { CommittedEvents } from "../scheduler/scheduler-types.js";
 
 /** Event types a consumer can receive. */
 export type DispatchEventType = "TimerFired" | "TimerSkipped" | "SignalReceived" | "RunCompleted" | "RunFailed" | "RunCancelled";
@@ -106,12 +107,11 @@ export type DispatchReport =
   | { readonly type: "checkpoint_failed"; readonly consumer: string; readonly repoId: string; readonly error: unknown; readonly retryInMs: number }
   | { readonly type: "lane_failed"; readonly consumer: string; readonly repoId: string; readonly error: unknown; readonly retryInMs: number };
 
-export interface DispatcherOptions {
-  readonly repoStore: RepoStore;
+export interface DispatcherOptionsBase {
   readonly principal: Principal;
   /** Deployments to serve; called at start and every `discoverEveryMs`. */
   readonly listDeployments: () => Promise<readonly string[]>;
-  /** The deployments' log ref (default "refs/heads/main"). */
+  /** The deployments' log ref (default `DEFAULT_REF` ("refs/heads/main")). */
   readonly ref?: string;
   readonly clock?: Clock;
   /** Backoff, timeouts and discovery run on these (a FakeClock's in tests). Default node's. */
@@ -130,6 +130,9 @@ export interface DispatcherOptions {
    */
   readonly maxBuffered?: number;
 }
+
+/** Dispatcher options; the store is `store` (`repoStore` is its deprecated name). */
+export type DispatcherOptions = DispatcherOptionsBase & StoreOption;
 
 /** One consumer in one deployment, as the running dispatcher sees it. */
 export interface LaneStatus {

@@ -33,6 +33,8 @@
  * fails is reported (`lane_failed`) and made anew at the next discovery, resuming from its
  * durable state.
  */
+import { storeOf } from "../../src/substrate/store-option.js";
+import { DEFAULT_REF } from "../../src/substrate/ref-name.js";
 import { WorkflowHostError } from "../../src/errors.js";
 import { silentLogger } from "../../src/logger.js";
 import { normalizeRefName } from "../../src/substrate/ref-name.js";
@@ -55,16 +57,17 @@ interface Consumer {
 
 /**
  * Creates a dispatcher; nothing is read until `start()`.
- * Options: `repoStore`, `principal`, `listDeployments` (required); `ref` ("refs/heads/main"),
+ * Options: `repoStore`, `principal`, `listDeployments` (required); `ref` (`DEFAULT_REF` ("refs/heads/main")),
  * `clock`, `timers` (node's, unref'd), `random` (Math.random), `logger` (silent), `onEvent`,
  * `discoverEveryMs` (2 000), `maxEventBytes` (1 MiB), `maxBuffered` (10 000 per lane).
  * @throws config_invalid for a bad option
  */
 export function createDispatcher(opts: DispatcherOptions): Dispatcher {
+  const store = storeOf(opts, "createDispatcher");
   const clock = opts.clock ?? systemClock;
   const timers = opts.timers ?? createSystemTimers({ unref: true });
   const logger = opts.logger ?? silentLogger;
-  const ref = opts.ref ?? "refs/heads/main";
+  const ref = opts.ref ?? DEFAULT_REF;
   const discoverEveryMs = opts.discoverEveryMs ?? 2_000;
   const maxBuffered = opts.maxBuffered ?? 10_000;
   if (!Number.isInteger(maxBuffered) || maxBuffered < 1) throw new WorkflowHostError("config_invalid", `maxBuffered ${String(maxBuffered)} must be an integer >= 1`, { field: "maxBuffered", value: maxBuffered });
@@ -93,7 +96,7 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
 
   async function startLane(c: Consumer, repoId: string): Promise<void> {
     const lane = createConsumerLane({
-      store: opts.repoStore,
+      store,
       principal: opts.principal,
       repoId,
       ref,

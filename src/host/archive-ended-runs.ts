@@ -20,6 +20,7 @@
  * instant among its events (`at`, a fire's `firedAt`); one with no instant at all is due at once:
  * archiving loses nothing and `runs show` still finds it.
  */
+import { DEFAULT_REF } from "../substrate/ref-name.js";
 import type { Principal, RepoStore } from "../substrate/types.js";
 import type { CommittedReads } from "../substrate/types.js";
 import { parseRepoId } from "../workflow/ids.js";
@@ -43,7 +44,7 @@ export interface ArchiveEndedRunsOptions {
   readonly store: RepoStore;
   readonly principal: Principal;
   readonly repoId: string;
-  /** The live ref. Default "refs/heads/main". */
+  /** The live ref. Default `DEFAULT_REF` ("refs/heads/main"). */
   readonly ref?: string;
   /** Now, epoch ms (the host's clock). */
   readonly nowMs: number;
@@ -87,7 +88,7 @@ export interface ArchiveEndedRunsResult {
  */
 export async function archiveEndedRuns(opts: ArchiveEndedRunsOptions): Promise<ArchiveEndedRunsResult> {
   const repo = { kind: WORKFLOW_RUN_KIND, id: parseRepoId(opts.repoId) };
-  const ref = opts.ref ?? "refs/heads/main";
+  const ref = opts.ref ?? DEFAULT_REF;
   const cache = opts.cache ?? new Map();
   const maxRuns = opts.maxRuns ?? DEFAULT_MAX_RUNS_PER_COMMIT;
   const cutoffMs = opts.nowMs - opts.endedRunsAfterMs;

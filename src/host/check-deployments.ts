@@ -8,6 +8,7 @@
  * The check reads committed state at the tip only; object-level integrity of the whole history
  * is `git fsck`'s job.
  */
+import { DEFAULT_REF } from "../substrate/ref-name.js";
 import { WorkflowHostError, type ErrorCode } from "../errors.js";
 import type { CommittedReads, Principal, RepoStore } from "../substrate/types.js";
 import { REPO_OR_RUN_ID_PATTERN, parseRepoId } from "../workflow/ids.js";
@@ -49,7 +50,7 @@ export interface CheckDeploymentsOptions {
   readonly principal?: Principal;
   /** Only this deployment. Default: every deployment in the store. */
   readonly repoId?: string;
-  /** Default "refs/heads/main". */
+  /** Default `DEFAULT_REF` ("refs/heads/main"). */
   readonly ref?: string;
   /** Largest event accepted (bytes, default 1 MiB). */
   readonly maxEventBytes?: number;
@@ -62,7 +63,7 @@ export interface CheckDeploymentsOptions {
  */
 export async function checkDeployments(store: RepoStore, opts: CheckDeploymentsOptions = {}): Promise<CheckReport> {
   const principal = opts.principal ?? null;
-  const ref = opts.ref ?? "refs/heads/main";
+  const ref = opts.ref ?? DEFAULT_REF;
   const repoIds = opts.repoId === undefined ? await store.listRepos(principal, WORKFLOW_RUN_KIND) : [parseRepoId(opts.repoId)];
   const repos: DeploymentSummary[] = [];
   const problems: DeploymentProblem[] = [];

@@ -8,6 +8,7 @@
  * workflow-run kind's `validatePush` checks the fold again under the repo lock, so a seal that
  * drops or reorders an event is refused, and once written the file never changes.
  */
+import { DEFAULT_REF } from "../substrate/ref-name.js";
 import { WorkflowHostError } from "../errors.js";
 import type { Principal, RepoStore } from "../substrate/types.js";
 import { foldEventFiles, sameBytes } from "../workflow/compacted-log.js";
@@ -21,7 +22,7 @@ export interface CompactRunOptions {
   readonly principal: Principal;
   readonly repoId: string;
   readonly runId: string;
-  /** Default "refs/heads/main". */
+  /** Default `DEFAULT_REF` ("refs/heads/main"). */
   readonly ref?: string;
   /** Largest event read (bytes, default 1 MiB). */
   readonly maxEventBytes?: number;
@@ -60,7 +61,7 @@ export async function compactRun(opts: CompactRunOptions): Promise<CompactRunRes
   const written = await opts.store.writeTreeDelta<{ events: number; bytes: number }>(
     opts.principal,
     { kind: WORKFLOW_RUN_KIND, id: repoId },
-    opts.ref ?? "refs/heads/main",
+    opts.ref ?? DEFAULT_REF,
     {
       message: `Seal run ${runId} into events.jsonl`,
       computeDelta: async (_parentSha, reads) => {

@@ -8,9 +8,10 @@ import { WorkflowHostError } from "../errors.js";
 import type { Principal, RepoStore } from "../substrate/types.js";
 import { parseRepoId, parseRunId } from "../workflow/ids.js";
 import { assertJsonValue } from "../workflow/json-value.js";
+import { newTerminalEvent } from "../workflow/event-constructors.js";
 import { runsPrefix } from "../workflow/paths.js";
 import { ARCHIVE_REF } from "../workflow/run-archive.js";
-import { appendRunEvents } from "../workflow/run-log.js";
+import { openRunLog } from "../workflow/run-log-writer.js";
 import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
 import { isoFromMs } from "../workflow/time.js";
 import type { TerminalEventType } from "../workflow/types.js";
@@ -38,7 +39,7 @@ export interface EndRunOptions {
   readonly data?: Record<string, unknown>;
   /** Stamps the event's `at` (epoch ms); retention counts from it. */
   readonly nowMs: number;
-  /** Default "refs/heads/main". */
+  /** Default `DEFAULT_REF` ("refs/heads/main"). */
   readonly ref?: string;
   readonly maxEventBytes?: number;
 }
@@ -73,15 +74,15 @@ export async function endRun(opts: EndRunOptions): Promise<EndRunResult> {
     throw new WorkflowHostError("event_invalid", `outcome ${JSON.stringify(opts.outcome)} is not one of completed, failed, cancelled`, { repoId, runId, outcome: opts.outcome });
   }
   if (opts.data !== undefined) assertJsonValue(opts.data, "data");
-  const written = await appendRunEvents<{ seq: number; committed: boolean }>({
+  const runLog = openRunLog({
     store: opts.store,
     principal: opts.principal,
     repoId,
-    runId,
     ...(opts.ref === undefined ? {} : { ref: opts.ref }),
     ...(opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes }),
-    message: `End run ${runId}: ${type}`,
-    decide: (log) => {
+  });
+  const written = await runLog
+    .append<{ seq: number; committed: boolean }>(runId, `End run ${runId}: ${type}`, (log) => {
       if (log.events.length === 0 && log.maxFileSeq < 0) {
         throw new WorkflowHostError("run_not_found", `run ${runId} has no events in deployment ${repoId}; only a run that exists can end`, { repoId, runId });
       }
@@ -96,19 +97,18 @@ export async function endRun(opts: EndRunOptions): Promise<EndRunResult> {
           reason: "already_ended",
         });
       }
-      const event: Record<string, unknown> = { type, at: isoFromMs(opts.nowMs) };
-      if (opts.data !== undefined) event["data"] = opts.data;
-      return { append: [event], result: { seq: Math.max(log.maxFileSeq + 1, 1), committed: true } };
-    },
-  }).catch(async (error: unknown) => {
-    // A run with no event: not found, or archived (its id is never used again).
-    if (!(error instanceof WorkflowHostError) || error.code !== "run_not_found") throw error;
-    const archive = await opts.store.openCommittedReads(opts.principal, { kind: WORKFLOW_RUN_KIND, id: repoId }, ARCHIVE_REF).catch(() => null);
-    if (archive !== null && (await archive.treeOid(`${runsPrefix}${runId}`)) !== null) {
-      throw new WorkflowHostError("event_invalid", `run ${runId} of ${repoId} was archived (${ARCHIVE_REF}); it has ended already`, { repoId, runId, reason: "run_archived" });
-    }
-    throw error;
-  });
+      const event = newTerminalEvent(type, isoFromMs(opts.nowMs), opts.data === undefined ? {} : { data: opts.data });
+      return { append: [event], result: { seq: log.nextSeq, committed: true } };
+    })
+    .catch(async (error: unknown) => {
+      // A run with no event: not found, or archived (its id is never used again).
+      if (!(error instanceof WorkflowHostError) || error.code !== "run_not_found") throw error;
+      const archive = await opts.store.openCommittedReads(opts.principal, { kind: WORKFLOW_RUN_KIND, id: repoId }, ARCHIVE_REF).catch(() => null);
+      if (archive !== null && (await archive.treeOid(`${runsPrefix}${runId}`)) !== null) {
+        throw new WorkflowHostError("event_invalid", `run ${runId} of ${repoId} was archived (${ARCHIVE_REF}); it has ended already`, { repoId, runId, reason: "run_archived" });
+      }
+      throw error;
+    });
   const result = written.result ?? { seq: -1, committed: false };
   return { type, seq: result.seq, committed: written.committed && result.committed, commitSha: written.commitSha };
 }

@@ -2,6 +2,7 @@
  * Pending timers read straight from the logs at each deployment's tip: what a host would arm
  * if it started now. Needs no running host and takes no lock, so it is safe next to one.
  */
+import { DEFAULT_REF } from "../substrate/ref-name.js";
 import { isWorkflowHostError, type WorkflowHostError } from "../errors.js";
 import type { Principal, RepoStore } from "../substrate/types.js";
 import { parseRepoId } from "../workflow/ids.js";
@@ -36,7 +37,7 @@ export interface ListPendingTimersOptions {
   readonly principal?: Principal;
   /** Only this deployment. Default: every deployment in the store. */
   readonly repoId?: string;
-  /** Default "refs/heads/main". */
+  /** Default `DEFAULT_REF` ("refs/heads/main"). */
   readonly ref?: string;
   /** Reference instant for `dueInMs` and `lateMs` (epoch ms). */
   readonly nowMs: number;
@@ -66,7 +67,7 @@ export interface PendingTimersReport {
  */
 export async function listPendingTimers(store: RepoStore, opts: ListPendingTimersOptions): Promise<PendingTimersReport> {
   const principal = opts.principal ?? null;
-  const ref = opts.ref ?? "refs/heads/main";
+  const ref = opts.ref ?? DEFAULT_REF;
   const repoIds = opts.repoId === undefined ? await store.listRepos(principal, WORKFLOW_RUN_KIND) : [parseRepoId(opts.repoId)];
   const timers: PendingTimerInfo[] = [];
   const badEvents: (BadEvent & { repoId: string })[] = [];

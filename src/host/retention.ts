@@ -11,6 +11,7 @@
  * (more than one batch) arms the next check after `quietMs` instead of `checkEveryMs`.
  */
 import type { Logger } from "../logger.js";
+import { DEFAULT_REF } from "../substrate/ref-name.js";
 import type { Principal, RepoStore } from "../substrate/types.js";
 import type { Timers, TimerHandle } from "../time/clock.js";
 import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
@@ -44,7 +45,7 @@ export interface RetentionLoopOptions {
   readonly store: RepoStore;
   readonly principal: Principal;
   readonly listDeployments: () => Promise<readonly string[]>;
-  /** Live ref. Default "refs/heads/main". */
+  /** Live ref. Default `DEFAULT_REF` ("refs/heads/main"). */
   readonly ref?: string;
   /** Wall clock, epoch ms: when runs ended is compared with it. */
   readonly nowMs: () => number;
@@ -154,7 +155,7 @@ export function createRetentionLoop(opts: RetentionLoopOptions): RetentionLoop {
 
   async function quiet(repoId: string): Promise<boolean> {
     const repo = { kind: WORKFLOW_RUN_KIND, id: repoId };
-    const ref = opts.ref ?? "refs/heads/main";
+    const ref = opts.ref ?? DEFAULT_REF;
     const before = await opts.store.resolveRef(opts.principal, repo, ref);
     await sleep(policy.quietMs);
     if (stopped) return false;

@@ -3,18 +3,20 @@
  * code, written to the run logs and fired by the scheduler.
  *
  * States: running → stopped (`stop()`: pending waits reject with host_stopped and release their
- * subscriptions; later calls throw host_stopped). Every write is one `appendRunEvents` commit
+ * subscriptions; later calls throw host_stopped). Every write is one run-log append (`openRunLog`)
  * whose decision is re-checked under the repo lock, so concurrent callers in this or another
  * process never arm, cancel or consume twice.
  */
-import { createRunEventFeed } from "../../seams/run-event-feed.js";
+import { createRunEventFeed } from "../../seams/signals/run-event-feed.js";
+import { setTimerDurably } from "../../seams/scheduler/set-timer.js";
 import { compactRun } from "./compact-run.js";
 import { endRun, type RunOutcome } from "./end-run.js";
 import { WorkflowHostError, isWorkflowHostError } from "../errors.js";
 import { silentLogger } from "../logger.js";
+import { DEFAULT_REF } from "../substrate/ref-name.js";
 import { DEFAULT_MAX_EVENT_BYTES } from "../workflow/events.js";
 import { parseRepoId, parseRunId, parseSignalName, parseStepId, parseTimerId } from "../workflow/ids.js";
-import { appendRunEvents } from "../workflow/run-log.js";
+import { openRunLog } from "../workflow/run-log-writer.js";
 import { isoFromMs } from "../workflow/time.js";
 import type {
   RuntimeAdapterOptions,
@@ -23,9 +25,9 @@ import type {
   TimerSpec,
   WorkflowRuntime,
 } from "./runtime-types.js";
-import { durationMs, instantOf, resolveTimerSpec, sameTimerRequest } from "./timer-spec.js";
+import { durationMs, instantOf, resolveTimerSpec } from "../workflow/timer-spec.js";
 import { waitForSignalInRun, type SignalWaitContext } from "./wait-for-signal.js";
-import { foldTimerEvents, watchTimer } from "./watch-timer.js";
+import { watchTimer } from "./watch-timer.js";
 
 export type * from "./runtime-types.js";
 
@@ -37,14 +39,15 @@ export type * from "./runtime-types.js";
  */
 export function createRuntimeAdapter(opts: RuntimeAdapterOptions): WorkflowRuntime {
   const repoId = parseRepoId(opts.repoId);
-  const ref = opts.ref ?? "refs/heads/main";
+  const ref = opts.ref ?? DEFAULT_REF;
   const logger = opts.logger ?? silentLogger;
   const maxEventBytes = opts.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES;
   const nowMs = (): number => opts.clock().getTime();
+  const runLog = openRunLog({ store: opts.store, principal: opts.principal, repoId, ref, maxEventBytes });
   const stopping = new AbortController();
   const active = new Set<Promise<unknown>>();
   const ownFeed = opts.feed === undefined;
-  const feed = opts.feed ?? createRunEventFeed({ repoStore: opts.store, principal: opts.principal, repoId, ref, maxEventBytes, logger });
+  const feed = opts.feed ?? createRunEventFeed({ store: opts.store, principal: opts.principal, repoId, ref, maxEventBytes, logger });
   if (feed.repoId !== repoId) {
     throw new WorkflowHostError("repo_id_invalid", `the feed given to the runtime of ${repoId} follows ${feed.repoId}`, { repoId, feedRepoId: feed.repoId });
   }
@@ -55,6 +58,7 @@ export function createRuntimeAdapter(opts: RuntimeAdapterOptions): WorkflowRunti
     repoId,
     ref,
     maxEventBytes,
+    runLog,
     scheduler: opts.scheduler,
     nowMs,
     logger,
@@ -102,31 +106,8 @@ export function createRuntimeAdapter(opts: RuntimeAdapterOptions): WorkflowRunti
     ensureRunning();
     parseRunId(runId);
     const data = resolveTimerSpec(spec, nowMs());
-    const written = await appendRunEvents<SetTimerResult>({
-      store: opts.store,
-      principal: opts.principal,
-      repoId,
-      runId,
-      ref,
-      maxEventBytes,
-      message: `Set timer ${data.timerId} of run ${runId} at ${data.fireAt}`,
-      decide: (log) => {
-        const pending = log.state.pendingTimers.get(data.timerId);
-        if (pending !== undefined && sameTimerRequest(pending, data)) {
-          return { append: [], result: { timerId: data.timerId, fireAt: pending.fireAt, setSeq: pending.setSeq, committed: false } };
-        }
-        // The same one-shot already fired: arming it again would fire it a second time.
-        const last = foldTimerEvents(log.events, data.timerId);
-        if (pending === undefined && data.cron === undefined && last.status === "fired" && !last.cron && last.setSeq !== null && last.fireAt !== null && Date.parse(last.fireAt) === Date.parse(data.fireAt)) {
-          return { append: [], result: { timerId: data.timerId, fireAt: data.fireAt, setSeq: last.setSeq, committed: false } };
-        }
-        return {
-          append: [{ type: "TimerSet", at: isoFromMs(nowMs()), data }],
-          result: { timerId: data.timerId, fireAt: data.fireAt, setSeq: Math.max(log.maxFileSeq + 1, 1), committed: true },
-        };
-      },
-    });
-    return written.result as SetTimerResult;
+    const { fireAt, setSeq, committed } = await setTimerDurably(runLog, runId, data, isoFromMs(nowMs()));
+    return { timerId: data.timerId, fireAt, setSeq, committed };
   }
 
   async function end(runId: string, outcome: RunOutcome, data: Record<string, unknown> | undefined) {
@@ -152,7 +133,7 @@ export function createRuntimeAdapter(opts: RuntimeAdapterOptions): WorkflowRunti
         if (disposed) return null;
         const result = await setTimer(runId, { timerId, fireAt: at });
         // Disposed while writing: the scheduler may have queued the new generation meanwhile.
-        if (disposed) opts.scheduler.cancelQueued(runId, timerId, repoId, result.setSeq);
+        if (disposed) opts.scheduler.dropQueued(repoId, runId, timerId, result.setSeq);
         return result;
       });
       ready.catch((error: unknown) => {
@@ -161,7 +142,7 @@ export function createRuntimeAdapter(opts: RuntimeAdapterOptions): WorkflowRunti
       const dispose = (): void => {
         if (disposed) return;
         disposed = true;
-        opts.scheduler.cancelQueued(runId, timerId, repoId);
+        opts.scheduler.dropQueued(repoId, runId, timerId);
       };
       return Object.assign(dispose, { ready }) satisfies ScheduleDisposer;
     },

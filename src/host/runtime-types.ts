@@ -2,18 +2,18 @@
  * Options and handle of the runtime adapter (docs/design.md §7): what a workflow runtime calls for
  * durable timers and signals of the runs of one deployment.
  */
-import type { RunEventFeed } from "../../seams/run-event-feed.js";
-import type { CancelOutcome, WorkflowHostScheduler } from "../../seams/scheduler-types.js";
-import type { DeliverResult, ReceivedSignal, WorkflowHostSignalChannel } from "../../seams/signal-channel-types.js";
+import type { RunEventFeed } from "../../seams/signals/run-event-feed.js";
+import type { CancelOutcome, WorkflowHostScheduler } from "../../seams/scheduler/scheduler-types.js";
+import type { DeliverResult, ReceivedSignal, WorkflowHostSignalChannel } from "../../seams/signals/signal-channel-types.js";
 import type { Logger } from "../logger.js";
 import type { Principal, RepoStore } from "../substrate/types.js";
 import type { Clock, Timers } from "../time/clock.js";
 import type { MisfirePolicy } from "../workflow/types.js";
 import type { CompactRunResult } from "./compact-run.js";
 import type { EndRunResult } from "./end-run.js";
-import type { TimerFiring } from "./watch-timer.js";
+import type { TimerFiring } from "../workflow/timer-lifecycle.js";
 
-export type { TimerFiring } from "./watch-timer.js";
+export type { TimerFiring } from "../workflow/timer-lifecycle.js";
 
 export interface RuntimeAdapterOptions {
   /** Store holding the deployment (with the workflow-run kind handler). */
@@ -22,7 +22,7 @@ export interface RuntimeAdapterOptions {
   readonly principal: Principal;
   /** The deployment; checked on creation (repo_id_invalid). */
   readonly repoId: string;
-  /** Ref holding the run logs. Default "refs/heads/main". */
+  /** Ref holding the run logs. Default `DEFAULT_REF` ("refs/heads/main"). */
   readonly ref?: string;
   /** The scheduler that fires this deployment's timers (the single writer of TimerFired). */
   readonly scheduler: WorkflowHostScheduler;
@@ -48,24 +48,8 @@ export interface RuntimeAdapterOptions {
   readonly maxEventBytes?: number;
 }
 
-interface TimerSpecBase {
-  readonly timerId: string;
-  readonly stepId?: string;
-  /** Misfire policy of a cron series (default: the scheduler's). */
-  readonly misfire?: MisfirePolicy;
-}
-
-/**
- * When a timer fires: exactly one of `fireAt` (an instant: RFC 3339 with offset, or a Date),
- * `delayMs` (ms from the clock's now, finite, ≥ 0) or `cron` (5 or 6 fields, in `timezone`,
- * IANA, default "UTC"; the first tick after now).
- */
-export type TimerSpec = TimerSpecBase &
-  (
-    | { readonly fireAt: string | Date; readonly delayMs?: never; readonly cron?: never; readonly timezone?: never }
-    | { readonly delayMs: number; readonly fireAt?: never; readonly cron?: never; readonly timezone?: never }
-    | { readonly cron: string; readonly timezone?: string; readonly fireAt?: never; readonly delayMs?: never }
-  );
+import type { TimerSpec } from "../workflow/timer-spec.js";
+export type { TimerSpec } from "../workflow/timer-spec.js";
 
 export interface SetTimerResult {
   readonly timerId: string;
@@ -78,7 +62,7 @@ export interface SetTimerResult {
 }
 
 /**
- * Drops the scheduled timer from the scheduler's memory (`cancelQueued`; the log keeps it, so a
+ * Drops the scheduled timer from the scheduler's memory (`dropQueued`; the log keeps it, so a
  * restart arms it again). Idempotent.
  */
 export interface ScheduleDisposer {

@@ -17,28 +17,28 @@
  *
  * Rule for ties: there are none — every event has its own seq; "first" means committed first.
  */
-import type { RunEventFeed } from "../../seams/run-event-feed.js";
-import type { WorkflowHostScheduler } from "../../seams/scheduler-types.js";
-import type { ReceivedSignal, WorkflowHostSignalChannel } from "../../seams/signal-channel-types.js";
+import type { RunEventFeed } from "../../seams/signals/run-event-feed.js";
+import type { WorkflowHostScheduler } from "../../seams/scheduler/scheduler-types.js";
+import type { ReceivedSignal, WorkflowHostSignalChannel } from "../../seams/signals/signal-channel-types.js";
 import { WorkflowHostError, isWorkflowHostError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { Principal, RepoStore } from "../substrate/types.js";
-import { appendRunEvents, readRunLog, type RunLog } from "../workflow/run-log.js";
+import { readRunLog, type RunLog } from "../workflow/run-log.js";
 import { isoFromMs } from "../workflow/time.js";
-import type { SignalConsumedEvent, UnconsumedSignal } from "../workflow/types.js";
+import type { UnconsumedSignal } from "../workflow/types.js";
 import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
 import type { SignalWaitTimedOut } from "./runtime-types.js";
-import { signalWaitTimerId, signalWaitTimerNumber } from "./signal-wait-timer.js";
-import { foldTimerEvents, watchTimer, type TimerFiring } from "./watch-timer.js";
+import { signalWaitTimerId, signalWaitTimerNumber } from "../workflow/signal-wait-timer.js";
+import { newSignalConsumed, newTimerCancelled, newTimerSet, type NewRunEvent } from "../workflow/event-constructors.js";
+import { isSignalConsumed, isTimerFired, isTimerSet } from "../workflow/event-guards.js";
+import type { RunLogWriter } from "../workflow/run-log-writer.js";
+import { foldTimerEvents, type TimerFiring } from "../workflow/timer-lifecycle.js";
+import { watchTimer, type WatchTimerContext } from "./watch-timer.js";
 
-export interface SignalWaitContext {
-  /** The deployment's event feed, shared by every timer wait. */
-  readonly feed: RunEventFeed;
-  readonly store: RepoStore;
-  readonly principal: Principal;
-  readonly repoId: string;
-  readonly ref: string;
-  readonly maxEventBytes: number;
+/** What a wait needs: the timer wait's context (feed and committed reads), plus the writer and the scheduler. */
+export interface SignalWaitContext extends WatchTimerContext {
+  /** Writes the run logs of this deployment (the same store, principal, repoId, ref and limit). */
+  readonly runLog: RunLogWriter;
   readonly scheduler: WorkflowHostScheduler;
   readonly nowMs: () => number;
   readonly logger: Logger;
@@ -68,20 +68,12 @@ function settle<T>(promise: Promise<T>): Promise<Settled<T>> {
   );
 }
 
-function nextSeq(log: RunLog): number {
-  return Math.max(log.maxFileSeq + 1, 1);
-}
-
 function received(signal: UnconsumedSignal | ReceivedSignal): ReceivedSignal {
   return { signalId: signal.signalId, signalName: signal.signalName, payload: signal.payload, seq: signal.seq, at: signal.at };
 }
 
-function consumedEvent(signalId: string, at: string, stepId: string | undefined): Record<string, unknown> {
-  return { type: "SignalConsumed", at, data: { signalId, ...(stepId === undefined ? {} : { stepId }) } };
-}
-
 function isConsumedIn(log: RunLog, signalId: string): boolean {
-  return log.events.some((e) => e.type === "SignalConsumed" && (e as SignalConsumedEvent).data.signalId === signalId);
+  return log.events.some((e) => isSignalConsumed(e) && e.data.signalId === signalId);
 }
 
 /**
@@ -132,39 +124,30 @@ async function timedWait(ctx: SignalWaitContext, channel: WorkflowHostSignalChan
   };
   let arming: Arming;
   try {
-    const written = await appendRunEvents<Arming>({
-      store: ctx.store,
-      principal: ctx.principal,
-      repoId: ctx.repoId,
-      runId,
-      ref: ctx.ref,
-      maxEventBytes: ctx.maxEventBytes,
-      message: `Wait for signal ${signalName} of run ${runId}`,
-      decide: (log) => {
-        // Re-run after a lost compare-and-swap: forget the previous attempt's picks.
-        undo();
-        const at = isoFromMs(ctx.nowMs());
-        const timer = pickTimer(ctx, log, request);
-        reserved = timer.timerId;
-        ctx.activeTimers.add(keyOf(timer.timerId));
-        const limit = timer.kind === "fired" ? timer.firedSeq : Number.POSITIVE_INFINITY;
-        for (const candidate of log.state.unconsumedSignals) {
-          if (candidate.signalName !== signalName || candidate.seq >= limit) continue;
-          if (!channel.claim(candidate.signalId)) continue;
-          claimed = candidate.signalId;
-          const append: Record<string, unknown>[] = [];
-          if (timer.kind === "pending") append.push({ type: "TimerCancelled", at, data: { timerId: timer.timerId, reason: `signal ${candidate.signalId}` } });
-          append.push(consumedEvent(candidate.signalId, at, request.stepId));
-          return { append, result: { kind: "signal", signal: received(candidate), timerId: timer.timerId, cancelled: timer.kind === "pending" } };
-        }
-        if (timer.kind === "fired") return { append: [], result: { kind: "timeout", timerId: timer.timerId } };
-        if (timer.kind === "pending") return { append: [], result: { kind: "armed", timerId: timer.timerId, setSeq: timer.setSeq } };
-        const fireAt = isoFromMs(ctx.nowMs() + (request.timeoutMs as number), "timeoutMs");
-        return {
-          append: [{ type: "TimerSet", at, data: { timerId: timer.timerId, fireAt, ...(request.stepId === undefined ? {} : { stepId: request.stepId }) } }],
-          result: { kind: "armed", timerId: timer.timerId, setSeq: nextSeq(log) },
-        };
-      },
+    const written = await ctx.runLog.append<Arming>(runId, `Wait for signal ${signalName} of run ${runId}`, (log) => {
+      // Re-run after a lost compare-and-swap: forget the previous attempt's picks.
+      undo();
+      const at = isoFromMs(ctx.nowMs());
+      const timer = pickTimer(ctx, log, request);
+      reserved = timer.timerId;
+      ctx.activeTimers.add(keyOf(timer.timerId));
+      const limit = timer.kind === "fired" ? timer.firedSeq : Number.POSITIVE_INFINITY;
+      for (const candidate of log.state.unconsumedSignals) {
+        if (candidate.signalName !== signalName || candidate.seq >= limit) continue;
+        if (!channel.claim(candidate.signalId)) continue;
+        claimed = candidate.signalId;
+        const append: NewRunEvent[] = [];
+        if (timer.kind === "pending") append.push(newTimerCancelled({ timerId: timer.timerId, reason: `signal ${candidate.signalId}` }, at));
+        append.push(newSignalConsumed({ signalId: candidate.signalId, stepId: request.stepId }, at));
+        return { append, result: { kind: "signal", signal: received(candidate), timerId: timer.timerId, cancelled: timer.kind === "pending" } };
+      }
+      if (timer.kind === "fired") return { append: [], result: { kind: "timeout", timerId: timer.timerId } };
+      if (timer.kind === "pending") return { append: [], result: { kind: "armed", timerId: timer.timerId, setSeq: timer.setSeq } };
+      const fireAt = isoFromMs(ctx.nowMs() + (request.timeoutMs as number), "timeoutMs");
+      return {
+        append: [newTimerSet({ timerId: timer.timerId, fireAt, ...(request.stepId === undefined ? {} : { stepId: request.stepId }) }, at)],
+        result: { kind: "armed", timerId: timer.timerId, setSeq: log.nextSeq },
+      };
     });
     arming = written.result as Arming;
   } catch (error) {
@@ -173,7 +156,7 @@ async function timedWait(ctx: SignalWaitContext, channel: WorkflowHostSignalChan
   }
   try {
     if (arming.kind === "signal") {
-      if (arming.cancelled) ctx.scheduler.cancelQueued(runId, arming.timerId, ctx.repoId);
+      if (arming.cancelled) ctx.scheduler.dropQueued(ctx.repoId, runId, arming.timerId);
       return arming.signal;
     }
     if (arming.kind === "timeout") return { timedOut: true, timerId: arming.timerId };
@@ -212,8 +195,8 @@ function pickTimer(ctx: SignalWaitContext, log: RunLog, request: SignalWaitReque
   // A new wait never reuses a number: fired and cancelled timers keep theirs.
   let highest = 0;
   for (const event of log.events) {
-    if (event.type !== "TimerSet") continue;
-    const n = signalWaitTimerNumber(signalName, (event as { data: { timerId: string } }).data.timerId);
+    if (!isTimerSet(event)) continue;
+    const n = signalWaitTimerNumber(signalName, event.data.timerId);
     if (n !== null && n > highest) highest = n;
   }
   return { kind: "new", timerId: signalWaitTimerId(signalName, highest + 1) };
@@ -277,27 +260,16 @@ async function decide(
   type Verdict = "signal" | "signal_cancelled" | "timeout" | "gone";
   let verdict: Verdict;
   try {
-    const written = await appendRunEvents<Verdict>({
-      store: ctx.store,
-      principal: ctx.principal,
-      repoId: ctx.repoId,
-      runId,
-      ref: ctx.ref,
-      maxEventBytes: ctx.maxEventBytes,
-      message: `Signal ${chosen.signalName} (${chosen.signalId}) ends a wait of run ${runId}`,
-      decide: (log) => {
-        if (isConsumedIn(log, chosen.signalId)) return { append: [], result: "gone" };
-        const fired = log.events.find(
-          (e) => e.type === "TimerFired" && e.seq > setSeq && (e as { data: { timerId: string } }).data.timerId === timerId,
-        );
-        if (fired !== undefined && fired.seq < chosen.seq) return { append: [], result: "timeout" };
-        const at = isoFromMs(ctx.nowMs());
-        const armed = log.state.pendingTimers.has(timerId);
-        const append: Record<string, unknown>[] = [];
-        if (armed) append.push({ type: "TimerCancelled", at, data: { timerId, reason: `signal ${chosen.signalId}` } });
-        append.push(consumedEvent(chosen.signalId, at, request.stepId));
-        return { append, result: armed ? "signal_cancelled" : "signal" };
-      },
+    const written = await ctx.runLog.append<Verdict>(runId, `Signal ${chosen.signalName} (${chosen.signalId}) ends a wait of run ${runId}`, (log) => {
+      if (isConsumedIn(log, chosen.signalId)) return { append: [], result: "gone" };
+      const fired = log.events.find((e) => isTimerFired(e) && e.seq > setSeq && e.data.timerId === timerId);
+      if (fired !== undefined && fired.seq < chosen.seq) return { append: [], result: "timeout" };
+      const at = isoFromMs(ctx.nowMs());
+      const armed = log.state.pendingTimers.has(timerId);
+      const append: NewRunEvent[] = [];
+      if (armed) append.push(newTimerCancelled({ timerId, reason: `signal ${chosen.signalId}` }, at));
+      append.push(newSignalConsumed({ signalId: chosen.signalId, stepId: request.stepId }, at));
+      return { append, result: armed ? "signal_cancelled" : "signal" };
     });
     verdict = written.result ?? "gone";
   } catch (error) {
@@ -306,7 +278,7 @@ async function decide(
   }
   switch (verdict) {
     case "signal_cancelled":
-      ctx.scheduler.cancelQueued(runId, timerId, ctx.repoId);
+      ctx.scheduler.dropQueued(ctx.repoId, runId, timerId);
       return chosen;
     case "signal":
       return chosen;

@@ -4,30 +4,19 @@
  * feed's commits, skipping seqs already applied, so a fire committed in between is neither
  * missed nor seen twice.
  *
- * Per timerId the log is folded in seq order (states: absent → armed(generation) → fired |
- * cancelled | ended). Each TimerSet starts a new generation; the wait is for a TimerFired of
- * the generation armed last, so a reschedule keeps the wait going and a cron series resolves
- * at its next tick (the follow-on TimerSet comes after the TimerFired in the same commit).
+ * The timer's events are folded by {@link TimerFold} (`src/workflow/timer-lifecycle.ts`). Each
+ * TimerSet starts a new generation; the wait is for a TimerFired of the generation armed last,
+ * so a reschedule keeps the wait going and a cron series resolves at its next tick (the
+ * follow-on TimerSet comes after the TimerFired in the same commit).
  */
-import type { RunEventFeed, RunEventListener } from "../../seams/run-event-feed.js";
+import type { RunEventFeed, RunEventListener } from "../../seams/signals/run-event-feed.js";
 import { WorkflowHostError } from "../errors.js";
 import type { Principal, RepoStore } from "../substrate/types.js";
-import { isTerminalEventType } from "../workflow/event-shapes.js";
 import { parseRunId, parseTimerId } from "../workflow/ids.js";
 import { readRunLog } from "../workflow/run-log.js";
-import type { RunEvent, TimerFiredEvent, TimerSetEvent } from "../workflow/types.js";
+import { TimerFold, type TimerFiring } from "../workflow/timer-lifecycle.js";
+import type { RunEvent } from "../workflow/types.js";
 import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
-
-/** A fire of the awaited generation. */
-export interface TimerFiring {
-  readonly timerId: string;
-  /** The tick that fired (RFC 3339, UTC). Logs of the original system name none: the armed fireAt. */
-  readonly scheduledFor: string;
-  /** When the scheduler committed it (RFC 3339, UTC); falls back to the event's `at`, then scheduledFor. */
-  readonly firedAt: string;
-  /** Seq of the TimerFired event. */
-  readonly seq: number;
-}
 
 export interface WatchTimerContext {
   /** The deployment's event feed (one subscription shared by every wait). */
@@ -38,78 +27,6 @@ export interface WatchTimerContext {
   readonly ref: string;
   /** Largest event read (bytes). */
   readonly maxEventBytes: number;
-}
-
-/** Where one timer stands after a run's events (see the module comment). */
-export type TimerStatus = "absent" | "armed" | "fired" | "cancelled" | "ended";
-
-export interface TimerHistory {
-  readonly status: TimerStatus;
-  /** Seq of the TimerSet of the last generation, or null when never set. */
-  readonly setSeq: number | null;
-  /** fireAt of the last generation's TimerSet, and whether it was a cron series. */
-  readonly fireAt: string | null;
-  readonly cron: boolean;
-  /** The fire of the last generation, when status is "fired". */
-  readonly fired: TimerFiring | null;
-}
-
-/**
- * Folds a run's events (numeric seq order) for one timer. Pure.
- * @returns the status of the generation armed last, its TimerSet seq and its fire
- */
-export function foldTimerEvents(events: Iterable<RunEvent>, timerId: string): TimerHistory {
-  const fold = new TimerFold(timerId);
-  for (const event of events) fold.apply(event);
-  return { status: fold.status, setSeq: fold.setSeq, fireAt: fold.armedFireAt, cron: fold.cron, fired: fold.fired };
-}
-
-/** The pure fold of one timer's events (see the module comment). */
-class TimerFold {
-  status: TimerStatus = "absent";
-  fired: TimerFiring | null = null;
-  setSeq: number | null = null;
-  private lastSeq = -1;
-  armedFireAt: string | null = null;
-  cron = false;
-
-  constructor(private readonly timerId: string) {}
-
-  apply(event: RunEvent): void {
-    // Seqs only grow: an event at or below the last one applied was seen already.
-    if (event.seq <= this.lastSeq) return;
-    this.lastSeq = event.seq;
-    if (this.status === "ended") return;
-    if (isTerminalEventType(event.type)) {
-      if (this.status !== "fired") this.status = "ended";
-      return;
-    }
-    const data = (event as { data?: { timerId?: unknown } }).data;
-    if (data?.timerId !== this.timerId) return;
-    if (event.type === "TimerSet") {
-      const set = event as TimerSetEvent;
-      this.status = "armed";
-      this.fired = null;
-      this.setSeq = set.seq;
-      this.armedFireAt = set.data.fireAt;
-      this.cron = set.data.cron !== undefined;
-    } else if (event.type === "TimerFired" && this.status === "armed") {
-      const fired = event as TimerFiredEvent;
-      const armed = this.armedFireAt as string;
-      const scheduledFor = fired.data.scheduledFor;
-      // A one-shot fire naming another tick is a stale fire of an earlier generation.
-      if (!this.cron && scheduledFor !== undefined && Date.parse(scheduledFor) !== Date.parse(armed)) return;
-      this.status = "fired";
-      this.fired = {
-        timerId: this.timerId,
-        scheduledFor: scheduledFor ?? armed,
-        firedAt: fired.data.firedAt ?? fired.at ?? scheduledFor ?? armed,
-        seq: fired.seq,
-      };
-    } else if (event.type === "TimerCancelled" && this.status === "armed") {
-      this.status = "cancelled";
-    }
-  }
 }
 
 /**
@@ -197,7 +114,16 @@ export async function watchTimer(ctx: WatchTimerContext, runId: string, timerId:
 function outcome(fold: TimerFold, repoId: string, runId: string, timerId: string): TimerFiring | null {
   if (fold.status === "fired") return fold.fired;
   if (fold.status === "armed") return null;
-  const why = fold.status === "absent" ? "was never set" : fold.status === "cancelled" ? "was cancelled" : "belongs to a run that ended";
+  const why =
+    fold.status === "absent"
+      ? "was never set"
+      : fold.status === "cancelled"
+        ? "was cancelled"
+        : fold.status === "skipped"
+          ? "had its tick skipped (TimerSkipped)"
+          : fold.status === "over"
+            ? "is a series that reached its bound (ScheduleEnded)"
+            : "belongs to a run that ended";
   throw new WorkflowHostError("timer_not_found", `timer ${timerId} of run ${runId} in ${repoId} ${why}; nothing will fire it`, {
     repoId,
     runId,

@@ -9,7 +9,7 @@
  * - a fan-out of live events to subscribers (the dashboard's server-sent events).
  */
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
-import type { SchedulerEvent } from "../../seams/scheduler-types.js";
+import type { SchedulerEvent } from "../../seams/scheduler/scheduler-types.js";
 import { systemClock, type Clock } from "../time/clock.js";
 
 /** One timer fire as the dashboard shows it. */

@@ -12,16 +12,16 @@
  * through `authorize` (403), then the deployment and run (404). Errors are `{code, message}`
  * with the status of `HTTP_STATUS_BY_CODE`; a 500 never carries a stack trace.
  */
+import { systemMonotonicNow } from "../time/clock.js";
+import { DEFAULT_REF } from "../substrate/ref-name.js";
 import { fastify, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
-import { performance } from "node:perf_hooks";
 import { isWorkflowHostError, WorkflowHostError } from "../errors.js";
 import { listPendingTimers } from "../host/list-pending-timers.js";
 import type { WorkflowHost } from "../host/host.js";
 import type { TimerSpec } from "../host/runtime-types.js";
-import { silentLogger, type Logger } from "../logger.js";
-import type { Authorize, Principal, RepoAction } from "../substrate/types.js";
-import { createSystemTimers, systemClock, type Clock } from "../time/clock.js";
-import { nextTick } from "../workflow/cron.js";
+import { silentLogger } from "../logger.js";
+import type { Principal, RepoAction } from "../substrate/types.js";
+import { createSystemTimers, systemClock } from "../time/clock.js";
 import { parseRepoId, parseRunId, parseSignalId, parseSignalName, parseTimerId } from "../workflow/ids.js";
 import { readRunLog } from "../workflow/run-log.js";
 import { ARCHIVE_REF } from "../workflow/run-archive.js";
@@ -29,33 +29,11 @@ import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
 import { loadDashboardAssets } from "./dashboard-assets.js";
 import type { HostMonitor, LiveEvent } from "./host-monitor.js";
 import { errorReply, HttpError } from "./http-errors.js";
-import type { Authenticate, TokenAuth } from "./http-tokens.js";
+import { nextTicks, objectBody, presentedToken } from "./http-request.js";
 
-export interface HttpHandlerOptions {
-  /** Tokens from `loadTokenFile`/`parseTokenFile`; or give `authenticate` and `authorize`. */
-  readonly tokens?: TokenAuth;
-  /** Token → principal (null: 401). Used when `tokens` is not given. */
-  readonly authenticate?: Authenticate;
-  /** The principal's right on a deployment (action `read` or `write`). Used when `tokens` is not given. */
-  readonly authorize?: Authorize;
-  /**
-   * The host's monitor: metrics, recent fires and live events. Create it before the host and
-   * pass `onEvent: monitor.onEvent` to `createWorkflowHost`, or fires are never seen.
-   */
-  readonly monitor: HostMonitor;
-  /** Principal the handler's own store calls run as (the host's `principal`). Default null. */
-  readonly principal?: Principal;
-  /** Clock for `dueInMs` and cron next ticks. Default the system clock. */
-  readonly clock?: Clock;
-  /** Largest request body (bytes, default 1 MiB); larger is 413 and nothing is written. */
-  readonly bodyLimitBytes?: number;
-  /** Where unexpected failures (500) are logged in full. Default silent. */
-  readonly logger?: Logger;
-  /** Serve the dashboard at `/` (default true). */
-  readonly dashboard?: boolean;
-  /** Ref holding the run logs (default "refs/heads/main", as the host's). */
-  readonly ref?: string;
-}
+import type { HttpHandlerOptions } from "./http-handler-options.js";
+
+export type { HttpHandlerOptions } from "./http-handler-options.js";
 
 const ALL_METHODS = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"] as const;
 type Method = (typeof ALL_METHODS)[number];
@@ -75,7 +53,7 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
   const monitor = opts.monitor;
   const clock = opts.clock ?? systemClock;
   const logger = opts.logger ?? silentLogger;
-  const ref = opts.ref ?? "refs/heads/main";
+  const ref = opts.ref ?? DEFAULT_REF;
   const storePrincipal = opts.principal ?? null;
   const bodyLimit = opts.bodyLimitBytes ?? 1_048_576;
   const timers = createSystemTimers({ unref: true });
@@ -177,14 +155,14 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
 
   /** One write through the HTTP face, timed for the commit histogram. */
   async function timedWrite<T>(repoId: string, write: () => Promise<T>): Promise<T> {
-    const started = performance.now();
+    const started = systemMonotonicNow();
     try {
       const result = await write();
-      monitor.recordApiCommit((performance.now() - started) / 1000, false, repoId);
+      monitor.recordApiCommit((systemMonotonicNow() - started) / 1000, false, repoId);
       return result;
     } catch (error) {
       const failed = !isWorkflowHostError(error) || ["io_failed", "ref_locked", "ref_conflict", "ref_corrupt", "object_corrupt"].includes(error.code);
-      monitor.recordApiCommit((performance.now() - started) / 1000, failed, repoId);
+      monitor.recordApiCommit((systemMonotonicNow() - started) / 1000, failed, repoId);
       throw error;
     }
   }
@@ -425,31 +403,4 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
   }
 
   return app;
-}
-
-function presentedToken(request: FastifyRequest): string | null {
-  const header = request.headers.authorization;
-  if (typeof header === "string") {
-    const match = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
-    if (match?.[1] !== undefined) return match[1];
-  }
-  const own = request.headers["x-workflow-host-token"];
-  if (typeof own === "string" && own.trim() !== "") return own.trim();
-  return null;
-}
-
-function objectBody(body: unknown): Record<string, unknown> {
-  if (body === undefined || body === null) return {};
-  if (typeof body !== "object" || Array.isArray(body)) throw new HttpError("body_invalid", "the body must be a JSON object");
-  return body as Record<string, unknown>;
-}
-
-function nextTicks(cron: string, timezone: string | undefined, fireAt: string): string[] {
-  const ticks = [fireAt];
-  while (ticks.length < 5) {
-    const next = nextTick(cron, timezone, ticks[ticks.length - 1] as string);
-    if (next === null) break;
-    ticks.push(next);
-  }
-  return ticks;
 }

@@ -10,6 +10,7 @@
  * about ten such calls one after another. Flushes (fsync) stay asynchronous in both: waiting for
  * the disk must not stop the event loop.
  */
+import { systemMonotonicNow } from "../time/clock.js";
 import * as nodeFs from "node:fs";
 import { WorkflowHostError } from "../errors.js";
 
@@ -257,7 +258,7 @@ interface Stretch {
 const newStretch = (nowMs: () => number): Stretch => ({ nowMs, startedAt: 0, running: false, deferred: 0 });
 
 /** The stretch of every adapter on the default clock, `performance.now()`. */
-const sharedStretch = newStretch(() => performance.now());
+const sharedStretch = newStretch(systemMonotonicNow);
 
 /**
  * Runs `settle` after the current microtasks while the current stretch of blocking calls is

@@ -23,6 +23,7 @@
  * no chain ever exceeds it, however many merges an object goes through. A ref-delta (a base named by oid, which can
  * live elsewhere) makes the pack unmergeable here.
  */
+import { systemMonotonicNow } from "../time/clock.js";
 import type { GitObject } from "./git-object.js";
 import { applyDelta, crc32, entryHeader, entryPayload, inflateEntry, TYPE_CODES, type EncodedPack, type EntryRecord, layoutPack, type PackSource, parseEntryHead, sealPackGently, storedZlib } from "./pack-file.js";
 import { compareTreeEntries, type DeltaBase, entryAt, type ParsedTree, type TreeEntry } from "./tree-object.js";
@@ -228,18 +229,18 @@ export async function mergePacks(
     if (shape === null || key === null) return;
     bigTrees.set(key, { offset: at, depth, shape });
   };
-  let sliceStart = performance.now();
+  let sliceStart = systemMonotonicNow();
   for (const source of sources) {
     const order = Array.from({ length: source.index.count }, (_, i) => i).sort((a, b) => source.index.offsetAt(a) - source.index.offsetAt(b));
     const oidAtOffset = new Map<number, Oid>();
     for (const i of order) oidAtOffset.set(source.index.offsetAt(i), source.index.oidAt(i));
     for (const i of order) {
-      if (performance.now() - sliceStart >= SLICE_MS) {
+      if (systemMonotonicNow() - sliceStart >= SLICE_MS) {
         // A merge runs beside live commits: give the event loop back every {@link SLICE_MS}, so
         // a merge is many short slices, not one long stall (an entry count is no measure: one
         // big folder costs as much as thousands of small objects).
         await new Promise((resolve) => setImmediate(resolve));
-        sliceStart = performance.now();
+        sliceStart = systemMonotonicNow();
       }
       const oid = source.index.oidAt(i);
       if (written.has(oid)) continue;

@@ -5,6 +5,9 @@
 import { WorkflowHostError, describeValue } from "../errors.js";
 
 /** A full 40-hex lowercase SHA-1. */
+/** The branch every deployment's state lives on unless an option names another. */
+export const DEFAULT_REF = "refs/heads/main";
+
 export const OID_PATTERN = /^[0-9a-f]{40}$/;
 
 // Characters git forbids anywhere in a ref name: controls, space, ~ ^ : ? * [ \ and DEL.

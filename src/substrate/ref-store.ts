@@ -17,12 +17,18 @@
  * expected old value, write the new value into the lock file, rename the lock over the ref.
  * Rename is atomic, so a reader sees the old value or the new one, never a partial file.
  */
+import { systemMonotonicNow } from "../time/clock.js";
+import { parsePackedRefs, refCorrupt } from "./packed-refs.js";
+import { lockOwnerPath, type LockHolder } from "./ref-lock-owner.js";
 import { WorkflowHostError, describeValue } from "../errors.js";
 import { errnoCode, type FileHandleLike, type FsAdapter, type StatLike } from "./fs-adapter.js";
-import { DERIVED_DIR_NAME } from "./derived-files.js";
 import { fullRefNameProblem, OID_PATTERN } from "./ref-name.js";
 import type { Oid } from "./types.js";
 
+
+// Parts kept in files of their own (packed-refs, lock owners); importers of this module keep them.
+export { parsePackedRefs, refCorrupt } from "./packed-refs.js";
+export { lockOwnerPath, type LockHolder } from "./ref-lock-owner.js";
 /** Waits `ms` milliseconds (injected, so tests can drive it). */
 export type Sleep = (ms: number) => Promise<void>;
 
@@ -54,24 +60,6 @@ export interface RefStoreOptions {
   readonly holder?: LockHolder;
 }
 
-/** Who takes ref locks, and how to tell whether another process of this machine still runs. */
-export interface LockHolder {
-  readonly pid: number;
-  readonly hostname: string;
-  /** Whether process `pid` of this machine exists. */
-  isAlive(pid: number): boolean;
-}
-
-/**
- * Where the holder of `<ref>.lock` is recorded: `<gitdir>/workflow-host/ref-locks/<ref>.owner`,
- * a folder git ignores (a file beside the lock under `refs/` would be read by git as a ref).
- * While a lock is held it says `held <inode> <birth mtime ms> <pid> <hostname>` of that lock,
- * and `released` once it is renamed or removed; a record whose inode and birth time do not match
- * the lock on disk describes another lock and says nothing.
- */
-export function lockOwnerPath(gitdir: string, refName: string): string {
-  return `${gitdir}/${DERIVED_DIR_NAME}/ref-locks/${refName}.owner`;
-}
 
 /** Size of a lock-holder record (see {@link lockOwnerPath}); hostnames longer than fit are cut. */
 const RECORD_BYTES = 320;
@@ -121,67 +109,12 @@ export interface RefStore {
   lockedUpdate(refName: string, decide: (current: Oid | null) => Promise<LockedDecision>): Promise<LockedOutcome>;
 }
 
-/** What a ref file must hold, said after a torn value. */
-const EXPECTED_VALUE = "expected 40 hex digits and a newline";
-
-/**
- * The `ref_corrupt` error: names the ref, the value found and why it is not usable.
- * @param expected what would be usable, or how to repair it (default: the shape of a ref file)
- * @param extra more `data` (a dangling ref names its `missingObject`)
- */
-export function refCorrupt(ref: string, value: string, reason: string, cause?: unknown, expected = EXPECTED_VALUE, extra: Record<string, unknown> = {}): WorkflowHostError {
-  return new WorkflowHostError(
-    "ref_corrupt",
-    `ref ${ref} holds ${describeValue(value)}, ${reason}; ${expected}`,
-    { ref, value, reason, ...extra },
-    cause === undefined ? {} : { cause },
-  );
-}
-
-/** The `ref_corrupt` error for an unreadable line of `packed-refs` (1-based `line`). */
-function packedRefsCorrupt(path: string, line: number, text: string, reason: string): WorkflowHostError {
-  return new WorkflowHostError(
-    "ref_corrupt",
-    `packed-refs ${path} line ${line} holds ${describeValue(text)}, ${reason}; expected "<40 hex> <ref name>", "^<40 hex>" or the "# pack-refs with:" header; repair or remove the line`,
-    { file: path, line, value: text, reason },
-  );
-}
-
-/**
- * Parses `packed-refs` as git does (refs/packed-backend.c), refusing what git refuses.
- * @throws `ref_corrupt` naming the file and the first bad line
- */
-export function parsePackedRefs(path: string, text: string): Map<string, Oid> {
-  const refs = new Map<string, Oid>();
-  if (text === "") return refs;
-  const lines = text.split("\n");
-  // A complete file ends in "\n", so the last piece is empty; anything else is a torn line.
-  const last = lines.pop() as string;
-  if (last !== "") throw packedRefsCorrupt(path, lines.length + 1, last, "an unterminated line");
-  let previousWasRef = false;
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i] as string;
-    if (i === 0 && line.startsWith("# pack-refs with:")) continue;
-    if (line.startsWith("^")) {
-      if (!previousWasRef || !OID_PATTERN.test(line.slice(1))) throw packedRefsCorrupt(path, i + 1, line, "a peeled line that follows no ref or holds no object id");
-      previousWasRef = false;
-      continue;
-    }
-    const match = /^([0-9a-f]{40}) (refs\/\S+)$/.exec(line);
-    const problem = match?.[2] === undefined ? "not a ref line" : fullRefNameProblem(match[2]);
-    if (match?.[1] === undefined || match[2] === undefined || problem !== null) throw packedRefsCorrupt(path, i + 1, line, problem ?? "not a ref line");
-    refs.set(match[2], match[1]);
-    previousWasRef = true;
-  }
-  return refs;
-}
-
 type LooseValue = { readonly kind: "oid"; readonly oid: Oid } | { readonly kind: "symbolic"; readonly target: string };
 
 /** Creates the ref store of the bare repository at `gitdir`. */
 export function createRefStore(opts: RefStoreOptions): RefStore {
   const { fs, gitdir, durable } = opts;
-  const monotonicMs = opts.monotonicMs ?? (() => performance.now());
+  const monotonicMs = opts.monotonicMs ?? systemMonotonicNow;
   /** The last parse of packed-refs (or why it failed), by the file's stamp. */
   let packed: { readonly stamp: string; readonly refs: ReadonlyMap<string, Oid> | WorkflowHostError } | null = null;
   const knownDirs = new Set<string>();

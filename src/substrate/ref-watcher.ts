@@ -12,6 +12,7 @@
  *
  * States: running → closed (close(): timer cleared, chokidar closed, listeners dropped).
  */
+import { createSystemTimers, type TimerHandle } from "../time/clock.js";
 import type { FSWatcher } from "chokidar";
 import type { TimerApi } from "./types.js";
 
@@ -35,6 +36,10 @@ export interface RefWatcherOptions {
   readonly useChokidar: boolean;
   readonly timers: TimerApi;
 }
+
+// The follow-up wake answers OS events, which arrive in real time: it runs on node's timers
+// (through src/time), not on the injected ones the polling uses.
+const realTimers = createSystemTimers();
 
 export function createRefWatcher(opts: RefWatcherOptions): RefWatcher {
   const listeners = new Set<() => void>();
@@ -63,7 +68,7 @@ export function createRefWatcher(opts: RefWatcherOptions): RefWatcher {
   // folder and before it watches it, and then no event at all names it (of 16 such refs, each
   // 0–3 ms after its folder, one was missed in most runs of the test; none with this look).
   let hinted = false;
-  let followUp: ReturnType<typeof setTimeout> | undefined;
+  let followUp: TimerHandle | undefined;
   const hint = (): void => {
     if (hinted || closed) return;
     hinted = true;
@@ -72,7 +77,7 @@ export function createRefWatcher(opts: RefWatcherOptions): RefWatcher {
       notify();
     });
     if (followUp === undefined) {
-      followUp = setTimeout(() => {
+      followUp = realTimers.setTimeout(() => {
         followUp = undefined;
         notify();
       }, FOLLOW_UP_MS);
@@ -126,7 +131,7 @@ export function createRefWatcher(opts: RefWatcherOptions): RefWatcher {
       listeners.clear();
       if (timer !== undefined) opts.timers.clearTimeout(timer);
       timer = undefined;
-      if (followUp !== undefined) clearTimeout(followUp);
+      if (followUp !== undefined) realTimers.clearTimeout(followUp);
       followUp = undefined;
       await watching;
       await osWatcher?.close();

@@ -3,6 +3,7 @@
  * must point at a readable commit, and a missing ref is only "unborn" when the repository
  * exists.
  */
+import { DEFAULT_REF } from "./ref-name.js";
 import { WorkflowHostError, describeValue } from "../errors.js";
 import { createCommittedReads } from "./committed-reads.js";
 import type { FsAdapter } from "./fs-adapter.js";
@@ -125,7 +126,7 @@ export function createRepoHandle(opts: RepoHandleOptions): RepoHandle {
   }
 
   async function isMainLine(name: string): Promise<boolean> {
-    if (name === "refs/heads/main" || name === "HEAD") return true;
+    if (name === DEFAULT_REF || name === "HEAD") return true;
     try {
       return (await refs.resolve("HEAD")).name === name;
     } catch {

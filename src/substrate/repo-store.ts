@@ -8,17 +8,15 @@
  * States: open → closed. `close()` ends every subscription and watcher and waits for queued
  * writes; every later call throws `store_stopped`.
  */
+import { systemClock } from "../time/clock.js";
+import { DEFAULT_REF } from "./ref-name.js";
 import { WorkflowHostError, describeValue } from "../errors.js";
 import { subscribeCommits } from "./commit-subscription.js";
 import { assertDerivedName, readDerivedFile, writeDerivedFile } from "./derived-files.js";
-import { hostname as osHostname } from "node:os";
-import { asIoFailure, createBlockingFsAdapter, createFsAdapter, errnoCode } from "./fs-adapter.js";
 import type { LockHolder } from "./ref-store.js";
-import { encodeCommit, hashObject, type Identity } from "./git-object.js";
+import { encodeCommit, hashObject } from "./git-object.js";
 import { EMPTY_TREE_OID, isRegularFileMode } from "./tree-object.js";
 import { createKeyedQueue } from "./keyed-queue.js";
-import { ScopedLruCache } from "./lru-cache.js";
-import type { ObjectCaches } from "./object-store.js";
 import { normalizeRefName, OID_PATTERN } from "./ref-name.js";
 import { createRefWatcher, type RefWatcher } from "./ref-watcher.js";
 import { createRepoHandle, type RepoHandle } from "./repo-handle.js";
@@ -37,24 +35,9 @@ import type {
   TimerApi,
   WriteResult,
 } from "./types.js";
+import { describeTarget, thisProcessAsHolder, typedReads, withTypedIoFailures } from "./repo-store-io.js";
+import { resolveRepoStoreOptions } from "./repo-store-options.js";
 import { commitWithRetry, fileEntries, type Planner, type WriteEngineDeps } from "./write-engine.js";
-
-const DEFAULT_IDENTITY: Identity = { name: "workflow-host", email: "workflow-host@localhost" };
-
-function checkIdentity(identity: Identity): Identity {
-  // fsck --strict refuses names/emails containing <, > or a newline.
-  const bad = /[<>\n\0]/;
-  if (bad.test(identity.name) || bad.test(identity.email) || identity.name.trim() === "") {
-    throw new TypeError(`createRepoStore: author ${describeValue(identity)} must not contain <, > or newlines`);
-  }
-  return identity;
-}
-
-function positive(value: number | undefined, fallback: number, name: string): number {
-  if (value === undefined) return fallback;
-  if (!Number.isFinite(value) || value < 0) throw new TypeError(`createRepoStore: ${name} must be a number >= 0`);
-  return value;
-}
 
 /**
  * Opens a store over `<dataDir>/<directoryPrefix>/<id>.git` repositories.
@@ -66,49 +49,13 @@ function positive(value: number | undefined, fallback: number, name: string): nu
  * `staleLockMs` (10 000), `lockTimeoutMs` (`staleLockMs` + 5 000), `author`, `timers`, `maxWriteAttempts` (32),
  * `treeCacheEntries` (500 000), `blobCacheBytes` (32 MiB), `packThreshold` (3 objects),
  * `packCacheBytes` (128 MiB), `blockingRefIo` (true).
- * @throws TypeError for a bad option (two handlers of one kind, a bad author, a negative time).
+ * @throws config_invalid for a bad option (two handlers of one kind, a bad author or
+ *   directoryPrefix, a negative time or size); TypeError (from the fs adapter) for an `fs`
+ *   without the node:fs API.
  */
 export function createRepoStore(opts: RepoStoreOptions): RepoStore {
-  const fs = createFsAdapter(opts.fs);
-  const quickFs = opts.blockingRefIo === false ? fs : createBlockingFsAdapter(opts.fs);
-  const dataDir = opts.dataDir.replace(/\/+$/, "") || "/";
-  const handlers = new Map<string, KindHandler>();
-  for (const handler of opts.kindHandlers) {
-    if (handlers.has(handler.kind)) throw new TypeError(`createRepoStore: two handlers for kind ${handler.kind}`);
-    if (!/^[A-Za-z0-9_-]+$/.test(handler.directoryPrefix)) {
-      throw new TypeError(`createRepoStore: directoryPrefix ${describeValue(handler.directoryPrefix)} must be one folder name`);
-    }
-    handlers.set(handler.kind, handler);
-  }
-  const timers: TimerApi = opts.timers ?? {
-    setTimeout: (callback, ms) => setTimeout(callback, ms),
-    clearTimeout: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
-  };
-  const sleep = (ms: number): Promise<void> =>
-    new Promise((resolve) => {
-      timers.setTimeout(resolve, Math.max(0, ms));
-    });
-  const clock = opts.clock ?? (() => new Date());
-  const identity = checkIdentity(opts.author ?? DEFAULT_IDENTITY);
-  const durable = opts.durability === "fsync";
-  const staleLockMs = positive(opts.staleLockMs, 10_000, "staleLockMs");
-  // By default a writer outwaits a lock until it is stale (and breaks it), so the first write
-  // after a crashed writer waits instead of failing with ref_locked.
-  const lockTimeoutMs = positive(opts.lockTimeoutMs, staleLockMs + 5_000, "lockTimeoutMs");
-  const maxAttempts = Math.max(1, Math.floor(positive(opts.maxWriteAttempts, 32, "maxWriteAttempts")));
-  const foreignWriterRoomMs = positive(opts.foreignWriterRoomMs, 0, "foreignWriterRoomMs");
-  const packThreshold = opts.packThreshold === Number.POSITIVE_INFINITY ? Number.POSITIVE_INFINITY : Math.max(1, positive(opts.packThreshold, 3, "packThreshold"));
-  const pollMs = opts.watch === false ? null : Math.max(1, positive(opts.watch?.pollMs, 1_000, "watch.pollMs"));
-  const useChokidar = opts.watch !== false && (opts.watch?.chokidar ?? true) && fs.isNodeFs;
-  const caches: ObjectCaches = {
-    trees: new ScopedLruCache(positive(opts.treeCacheEntries, 500_000, "treeCacheEntries")),
-    commits: new ScopedLruCache(20_000),
-    blobs: new ScopedLruCache(positive(opts.blobCacheBytes, 32 * 1024 * 1024, "blobCacheBytes")),
-    packs: new ScopedLruCache(positive(opts.packCacheBytes, 128 * 1024 * 1024, "packCacheBytes")),
-    // A few windows per big pack a walk reads at once (a recovery's blobs and trees).
-    packWindows: new ScopedLruCache(16 * 1024 * 1024),
-    packCache: {},
-  };
+  const { fs, quickFs, dataDir, handlers, timers, sleep, clock, identity, durable, staleLockMs, lockTimeoutMs, maxAttempts, foreignWriterRoomMs, packThreshold, pollMs, useChokidar, caches } =
+    resolveRepoStoreOptions(opts);
 
   // Who takes this store's ref locks, recorded beside each lock so a writer on this machine
   // can break the lock of a process that died holding it at once (see ref-store.ts). Only on
@@ -153,7 +100,7 @@ export function createRepoStore(opts: RepoStoreOptions): RepoStore {
         staleLockMs,
         lockTimeoutMs,
         sleep,
-        nowMs: () => Date.now(), // lock mtimes are stamped by the OS clock, so compare with it
+        nowMs: () => systemClock().getTime(), // lock mtimes are stamped by the OS clock, so compare with it
         ...(lockHolder === undefined ? {} : { lockHolder }),
       });
       repos.set(key, repo);
@@ -220,10 +167,10 @@ export function createRepoStore(opts: RepoStoreOptions): RepoStore {
     dataDir,
 
     async initRepo(principal, repoId) {
-      const repo = await open(principal, repoId, "refs/heads/main", "init");
-      return queue.run(writeKey(repo, "refs/heads/main"), async () => {
+      const repo = await open(principal, repoId, DEFAULT_REF, "init");
+      return queue.run(writeKey(repo, DEFAULT_REF), async () => {
         await ensureRepoLayout(fs, repo.gitdir, durable);
-        const existing = await repo.resolveRef("refs/heads/main");
+        const existing = await repo.resolveRef(DEFAULT_REF);
         if (existing !== null) return { created: false, commitSha: existing };
         const emptyTree = hashObject("tree", new Uint8Array());
         const genesis = encodeCommit({
@@ -234,7 +181,7 @@ export function createRepoStore(opts: RepoStoreOptions): RepoStore {
           timestampSec: Math.floor(clock().getTime() / 1000),
           message: "genesis",
         });
-        const outcome = await repo.refs.compareAndSwap("refs/heads/main", null, genesis.oid, () =>
+        const outcome = await repo.refs.compareAndSwap(DEFAULT_REF, null, genesis.oid, () =>
           repo.objects.writeObjects([emptyTree, genesis]),
         );
         if (outcome.ok) {
@@ -242,7 +189,7 @@ export function createRepoStore(opts: RepoStoreOptions): RepoStore {
           return { created: true, commitSha: genesis.oid };
         }
         // Another process initialised it first; its genesis is as good as ours.
-        const winner = await repo.resolveRef("refs/heads/main");
+        const winner = await repo.resolveRef(DEFAULT_REF);
         if (winner === null) throw new WorkflowHostError("ref_conflict", `refs/heads/main of ${repo.key} vanished during init`, { repoId });
         return { created: false, commitSha: winner };
       });
@@ -434,95 +381,4 @@ export function createRepoStore(opts: RepoStoreOptions): RepoStore {
     },
   };
   return withTypedIoFailures(store);
-}
-
-/** This process as a ref-lock holder; `isAlive` asks the OS (ESRCH: no such process). */
-function thisProcessAsHolder(): LockHolder {
-  return {
-    pid: process.pid,
-    hostname: osHostname(),
-    isAlive(pid) {
-      try {
-        process.kill(pid, 0);
-        return true;
-      } catch (error) {
-        return errnoCode(error) !== "ESRCH";
-      }
-    },
-  };
-}
-
-/** Where a failing call was: "<kind>/<id>" for a repo id, else the kind. */
-function describeTarget(repoId: unknown): string {
-  if (typeof repoId === "object" && repoId !== null && "kind" in repoId && "id" in repoId) {
-    return `${String((repoId as RepoId).kind)}/${String((repoId as RepoId).id)}`;
-  }
-  return String(repoId);
-}
-
-/** `reads` whose file-system failures are `io_failed` (see {@link asIoFailure}). */
-function typedReads(reads: CommittedReads, where: string): CommittedReads {
-  const guard = async <T>(doing: string, run: () => Promise<T>): Promise<T> => {
-    try {
-      return await run();
-    } catch (error) {
-      throw asIoFailure(error, `${doing} in ${where}`);
-    }
-  };
-  return {
-    commitSha: reads.commitSha,
-    listDir: (path) => guard(`listing ${path}`, () => reads.listDir(path)),
-    readBlob: (path) => guard(`reading ${path}`, () => reads.readBlob(path)),
-    readBlobByOid: (oid) => guard(`reading blob ${oid}`, () => reads.readBlobByOid(oid)),
-    ...(reads.readBlobsByOid === undefined
-      ? {}
-      : { readBlobsByOid: (oids: readonly string[]) => guard(`reading ${oids.length} blobs`, () => (reads.readBlobsByOid as (o: readonly string[]) => Promise<Uint8Array[]>)(oids)) }),
-    treeOid: (path) => guard(`reading ${path}`, () => reads.treeOid(path)),
-    ...(reads.scan === undefined ? {} : { scan: () => typedReads((reads.scan as () => CommittedReads)(), where) }),
-  };
-}
-
-/**
- * The store with every file-system failure (ENOSPC, EROFS, EIO, EMFILE, …) turned into
- * `io_failed` carrying the errno, so callers branch on one code and the CLI prints it typed.
- */
-function withTypedIoFailures(store: RepoStore): RepoStore {
-  const guard = async <T>(doing: string, run: () => Promise<T>): Promise<T> => {
-    try {
-      return await run();
-    } catch (error) {
-      throw asIoFailure(error, doing);
-    }
-  };
-  return {
-    dataDir: store.dataDir,
-    initRepo: (p, repoId) => guard(`creating ${describeTarget(repoId)}`, () => store.initRepo(p, repoId)),
-    listRepos: (p, kind) => guard(`listing repositories of ${kind}`, () => store.listRepos(p, kind)),
-    resolveRef: (p, repoId, ref) => guard(`reading ref ${ref} of ${describeTarget(repoId)}`, () => store.resolveRef(p, repoId, ref)),
-    openCommittedReads: (p, repoId, refOrSha) =>
-      guard(`opening ${refOrSha} of ${describeTarget(repoId)}`, async () => typedReads(await store.openCommittedReads(p, repoId, refOrSha), describeTarget(repoId))),
-    writeTree: (p, repoId, ref, wopts) => guard(`writing to ${describeTarget(repoId)}`, () => store.writeTree(p, repoId, ref, wopts)),
-    writeTreePreservingPrefix: (p, repoId, ref, wopts) =>
-      guard(`writing to ${describeTarget(repoId)}`, () => store.writeTreePreservingPrefix(p, repoId, ref, wopts)),
-    writeTreeDelta: (p, repoId, ref, wopts) => guard(`writing to ${describeTarget(repoId)}`, () => store.writeTreeDelta(p, repoId, ref, wopts)),
-    subscribe(p, repoId, ref, sopts) {
-      const commits = store.subscribe(p, repoId, ref, sopts);
-      const doing = `following ${ref} of ${describeTarget(repoId)}`;
-      return {
-        async *[Symbol.asyncIterator]() {
-          try {
-            yield* commits;
-          } catch (error) {
-            throw asIoFailure(error, doing);
-          }
-        },
-      };
-    },
-    readDerived: (p, repoId, name) => guard(`reading ${name} of ${describeTarget(repoId)}`, () => (store.readDerived as NonNullable<RepoStore["readDerived"]>)(p, repoId, name)),
-    writeDerived: (p, repoId, name, content) =>
-      guard(`writing ${name} of ${describeTarget(repoId)}`, () => (store.writeDerived as NonNullable<RepoStore["writeDerived"]>)(p, repoId, name, content)),
-    compactPacks: (p, repoId) => guard(`compacting the packs of ${describeTarget(repoId)}`, () => (store.compactPacks as NonNullable<RepoStore["compactPacks"]>)(p, repoId)),
-    poke: (repoId) => store.poke(repoId),
-    close: () => store.close(),
-  };
 }

@@ -2,6 +2,7 @@
  * Shapes of the git substrate: a store of bare git repositories, each written by
  * compare-and-swap commits and read at pinned commits. Nothing here knows about workflows.
  */
+import type { Timers } from "../time/clock.js";
 
 /** A repository address: `kind` picks the {@link KindHandler}, `id` the repository. */
 export interface RepoId {
@@ -164,11 +165,8 @@ export interface KindHandler {
   validatePush?(ctx: PushContext): void | Promise<void>;
 }
 
-/** Timer functions (a FakeClock provides both). Handles are opaque. */
-export interface TimerApi {
-  setTimeout(callback: () => void, ms: number): unknown;
-  clearTimeout(handle: unknown): void;
-}
+/** Timer functions (a FakeClock provides both): the `Timers` of src/time, under its older name. */
+export type TimerApi = Timers;
 
 export interface RepoStoreOptions {
   /** Root folder; repos live at `<dataDir>/<directoryPrefix>/<repoId>.git`. */

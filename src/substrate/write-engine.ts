@@ -21,6 +21,7 @@
  * was computed on). Callers run this inside the repository's in-process queue: one writer per
  * repo per process.
  */
+import { systemMonotonicNow } from "../time/clock.js";
 import { WorkflowHostError } from "../errors.js";
 import { createCommittedReads, type ObjectSource } from "./committed-reads.js";
 import { encodeCommit, type GitObject, hashObject, type Identity } from "./git-object.js";
@@ -81,9 +82,9 @@ const SHARED_FOR_MS = 5_000;
  */
 interface Sharing {
   ourTip: Oid | null | undefined;
-  /** performance.now() until which commits are spaced; 0 when not shared. */
+  /** Monotonic time (ms, `systemMonotonicNow`) until which commits are spaced; 0 when not shared. */
   sharedUntilMs: number;
-  /** performance.now() of this process's last commit to the ref. */
+  /** Monotonic time (ms) of this process's last commit to the ref. */
   lastCommitMs: number;
 }
 
@@ -233,7 +234,7 @@ export async function commitWithRetry<R>(
   const committed = (prepared: Prepared<R> & { kind: "commit" }, name: string, tip: Oid | null, attempt: number): WriteResult<R> => {
     const shared = sharingOf(repo, name);
     shared.ourTip = prepared.commit.oid;
-    shared.lastCommitMs = performance.now();
+    shared.lastCommitMs = systemMonotonicNow();
     repo.objects.rememberTrees(prepared.trees);
     deps.onCommitted(repo);
     // Pack merging, if due, runs in the background, outside the ref lock and this write.
@@ -256,7 +257,7 @@ export async function commitWithRetry<R>(
       let { name, value: tip } = await repo.resolveRefNamed(refName);
       const shared = sharingOf(repo, name);
       if (roomMs > 0) {
-        const nowMs = performance.now();
+        const nowMs = systemMonotonicNow();
         // The ref moved since our last commit, and not by us: another writer is active.
         if (shared.ourTip !== undefined && tip !== shared.ourTip) shared.sharedUntilMs = nowMs + SHARED_FOR_MS;
         const waitMs = nowMs < shared.sharedUntilMs ? shared.lastCommitMs + jitter(roomMs) - nowMs : 0;
@@ -286,7 +287,7 @@ export async function commitWithRetry<R>(
       lastSeen = outcome.current;
       // Lost to another process: leave it room instead of taking the ref lock at once.
       if (roomMs > 0) {
-        shared.sharedUntilMs = performance.now() + SHARED_FOR_MS;
+        shared.sharedUntilMs = systemMonotonicNow() + SHARED_FOR_MS;
         await deps.sleep(jitter(roomMs));
       }
       continue;

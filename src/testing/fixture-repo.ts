@@ -9,6 +9,7 @@
  * `validatePush` either. `{validate: true}` commits through the given store instead, so a
  * fixture can also be checked to be a valid log.
  */
+import { DEFAULT_REF } from "../substrate/ref-name.js";
 import { readdir, readFile } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { WorkflowHostError } from "../errors.js";
@@ -36,7 +37,7 @@ const DEFAULT_COMMIT_TIME = "2026-01-01T00:00:00.000Z";
 export interface BuildFixtureRepoOptions {
   /** Passed to the store's `authorize`. Default null. */
   readonly principal?: Principal;
-  /** Ref to commit to. Default "refs/heads/main". */
+  /** Ref to commit to. Default `DEFAULT_REF` ("refs/heads/main"). */
   readonly ref?: string;
   /** Commit message. Default `Fixture <folder name>`. */
   readonly message?: string;
@@ -108,7 +109,7 @@ export async function buildFixtureRepo(store: RepoStore, repoId: string, folder:
   const id = parseRepoId(repoId);
   const rid: RepoId = { kind: WORKFLOW_RUN_KIND, id };
   const principal = opts.principal ?? null;
-  const ref = opts.ref ?? "refs/heads/main";
+  const ref = opts.ref ?? DEFAULT_REF;
   const message = opts.message ?? (typeof folder === "string" ? `Fixture ${basename(folder)}` : "Fixture");
   const files = typeof folder === "string" ? await readFixtureFolder(folder) : inlineFixtureFiles(folder);
   await store.initRepo(principal, rid);

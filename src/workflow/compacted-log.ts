@@ -77,7 +77,8 @@ export function checkCompactedLog(runId: string, bytes: Uint8Array, opts: { read
   let start = 0;
   for (let line = 1; start < bytes.length; line += 1) {
     const end = bytes.indexOf(0x0a, start);
-    const expected = events.length === 0 ? null : (events.at(-1) as RunEvent).seq + 1;
+    const previousSeq = events.at(-1)?.seq;
+    const expected = previousSeq === undefined ? null : previousSeq + 1;
     let event: RunEvent;
     try {
       event = parseEvent(bytes.subarray(start, end), { path: `${compactedLogPath(runId)}:${line}`, ...(opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes }) });
@@ -92,8 +93,8 @@ export function checkCompactedLog(runId: string, bytes: Uint8Array, opts: { read
     events.push(event);
     start = end + 1;
   }
-  const last = events.at(-1) as RunEvent;
-  if (!isTerminalEventType(last.type)) return { events: [], problem: notEndedProblem(runId) };
+  const last = events.at(-1);
+  if (last === undefined || !isTerminalEventType(last.type)) return { events: [], problem: notEndedProblem(runId) };
   return { events, problem: null };
 }
 

@@ -6,8 +6,11 @@
 import { validateEvent } from "./events.js";
 import { assertJsonValue } from "./json-value.js";
 import type {
+  KnownEvent,
   SignalConsumedEvent,
   SignalReceivedEvent,
+  TerminalEvent,
+  TerminalEventType,
   TimerCancelledEvent,
   TimerFiredEvent,
   TimerSetData,
@@ -15,7 +18,56 @@ import type {
   TimerSkippedEvent,
 } from "./types.js";
 
-type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+type WithoutSeq<E> = E extends unknown ? { readonly [K in keyof E as K extends "seq" ? never : K]: E[K] } : never;
+
+/** Validates an event built here; its type is the one it was built with (the parser keeps `type`). */
+function validated<E extends KnownEvent>(event: E): E {
+  return validateEvent(event) as E;
+}
+
+/**
+ * An event to append, before the appender gives it the next seq (see `openRunLog`). Built by
+ * the `new…` constructors below; validated (like {@link parseEvent}) when appended.
+ */
+export type NewRunEvent = WithoutSeq<KnownEvent>;
+
+/** A `TimerSet` to append (see {@link timerSetEvent}). Keys whose value is undefined are left out. */
+export function newTimerSet(data: TimerSetData, at?: string): WithoutSeq<TimerSetEvent> {
+  return withAt({ type: "TimerSet" as const, data: defined(data) }, at);
+}
+
+/** A `TimerFired` to append (see {@link timerFiredEvent}). */
+export function newTimerFired(data: { readonly timerId: string; readonly scheduledFor: string; readonly firedAt: string }, at?: string): WithoutSeq<TimerFiredEvent> {
+  return withAt({ type: "TimerFired" as const, data: defined(data) }, at);
+}
+
+/** A `TimerSkipped` to append (see {@link timerSkippedEvent}). */
+export function newTimerSkipped(
+  data: { readonly timerId: string; readonly firstMissed: string; readonly lastMissed: string; readonly count: number },
+  at?: string,
+): WithoutSeq<TimerSkippedEvent> {
+  return withAt({ type: "TimerSkipped" as const, data: { ...defined(data), reason: "missed" as const } }, at);
+}
+
+/** A `TimerCancelled` to append (see {@link timerCancelledEvent}); an undefined reason is left out. */
+export function newTimerCancelled(data: { readonly timerId: string; readonly reason?: string | undefined }, at?: string): WithoutSeq<TimerCancelledEvent> {
+  return withAt({ type: "TimerCancelled" as const, data: defined(data) as { timerId: string; reason?: string } }, at);
+}
+
+/** A terminal event to append (`RunCompleted`, `RunFailed`, `RunCancelled`), with extra fields such as a reason. */
+export function newTerminalEvent(type: TerminalEventType, at: string, extra: Readonly<Record<string, unknown>> = {}): WithoutSeq<TerminalEvent> {
+  return { ...extra, type, at };
+}
+
+/** A `SignalReceived` to append (see {@link signalReceivedEvent}). */
+export function newSignalReceived(data: { readonly signalName: string; readonly signalId: string; readonly payload: unknown; readonly at: string }): WithoutSeq<SignalReceivedEvent> {
+  return { type: "SignalReceived", signalName: data.signalName, signalId: data.signalId, payload: data.payload, at: data.at };
+}
+
+/** A `SignalConsumed` to append (see {@link signalConsumedEvent}); an undefined stepId is left out. */
+export function newSignalConsumed(data: { readonly signalId: string; readonly stepId?: string | undefined }, at?: string): WithoutSeq<SignalConsumedEvent> {
+  return withAt({ type: "SignalConsumed" as const, data: defined(data) as { signalId: string; stepId?: string } }, at);
+}
 
 /** Copies the keys whose value is not undefined, so optional fields never hold `undefined`. */
 function defined<T extends object>(value: T): T {
@@ -24,7 +76,7 @@ function defined<T extends object>(value: T): T {
   return out as T;
 }
 
-function withAt<T extends { seq: number; type: string }>(event: T, at: string | undefined): T & { at?: string } {
+function withAt<T extends { type: string }>(event: T, at: string | undefined): T & { at?: string } {
   return at === undefined ? event : { ...event, at };
 }
 
@@ -38,7 +90,7 @@ function withAt<T extends { seq: number; type: string }>(event: T, at: string | 
  * @throws `event_invalid`, `id_invalid`, `time_invalid`, `cron_invalid`.
  */
 export function timerSetEvent(seq: number, data: TimerSetData, at?: string): TimerSetEvent {
-  return validateEvent(withAt({ seq, type: "TimerSet", data: defined(data) }, at)) as TimerSetEvent;
+  return validated({ seq, ...newTimerSet(data, at) });
 }
 
 /**
@@ -50,7 +102,7 @@ export function timerFiredEvent(
   data: { readonly timerId: string; readonly scheduledFor: string; readonly firedAt: string },
   at?: string,
 ): TimerFiredEvent {
-  return validateEvent(withAt({ seq, type: "TimerFired", data: defined(data) }, at)) as TimerFiredEvent;
+  return validated({ seq, ...newTimerFired(data, at) });
 }
 
 /**
@@ -64,7 +116,7 @@ export function timerSkippedEvent(
   data: { readonly timerId: string; readonly firstMissed: string; readonly lastMissed: string; readonly count: number },
   at?: string,
 ): TimerSkippedEvent {
-  return validateEvent(withAt({ seq, type: "TimerSkipped", data: { ...defined(data), reason: "missed" } }, at)) as TimerSkippedEvent;
+  return validated({ seq, ...newTimerSkipped(data, at) });
 }
 
 /**
@@ -72,7 +124,7 @@ export function timerSkippedEvent(
  * @throws `event_invalid`, `id_invalid`, `time_invalid`.
  */
 export function timerCancelledEvent(seq: number, data: { readonly timerId: string; readonly reason?: string }, at?: string): TimerCancelledEvent {
-  return validateEvent(withAt({ seq, type: "TimerCancelled", data: defined(data) }, at)) as TimerCancelledEvent;
+  return validated({ seq, ...newTimerCancelled(data, at) });
 }
 
 /**
@@ -86,15 +138,7 @@ export function signalReceivedEvent(
   data: { readonly signalName: string; readonly signalId: string; readonly payload: unknown; readonly at: string },
 ): SignalReceivedEvent {
   assertJsonValue(data.payload, "payload");
-  const event: Mutable<SignalReceivedEvent> = {
-    seq,
-    type: "SignalReceived",
-    signalName: data.signalName,
-    signalId: data.signalId,
-    payload: data.payload,
-    at: data.at,
-  };
-  return validateEvent(event) as SignalReceivedEvent;
+  return validated({ seq, ...newSignalReceived(data) });
 }
 
 /**
@@ -102,5 +146,5 @@ export function signalReceivedEvent(
  * @throws `event_invalid`, `id_invalid`, `time_invalid`.
  */
 export function signalConsumedEvent(seq: number, data: { readonly signalId: string; readonly stepId?: string }, at?: string): SignalConsumedEvent {
-  return validateEvent(withAt({ seq, type: "SignalConsumed", data: defined(data) }, at)) as SignalConsumedEvent;
+  return validated({ seq, ...newSignalConsumed(data, at) });
 }

@@ -29,6 +29,14 @@ export {
 } from "./event-schemas.js";
 export { DEFAULT_MAX_EVENT_BYTES, parseEvent, serializeEvent, validateEvent, type EventContext } from "./events.js";
 export {
+  newSignalConsumed,
+  newSignalReceived,
+  newTerminalEvent,
+  newTimerCancelled,
+  newTimerFired,
+  newTimerSet,
+  newTimerSkipped,
+  type NewRunEvent,
   signalConsumedEvent,
   signalReceivedEvent,
   timerCancelledEvent,
@@ -54,12 +62,10 @@ export {
   type WorkflowRunKindOptions,
 } from "./workflow-run-kind.js";
 export type * from "./types.js";
+export { appendRunEvents, MAX_BATCH_APPENDS, MAX_BATCH_BYTES, type AppendDecision, type AppendRunEventsOptions } from "./run-log-append.js";
 export {
-  appendRunEvents,
   readRunLog,
   readRunLogFromFiles,
-  type AppendDecision,
-  type AppendRunEventsOptions,
   type BadEvent,
   type ReadRunLogFromFilesOptions,
   type ReadRunLogOptions,
@@ -85,6 +91,12 @@ export {
   type FirePlanOptions,
   type PlannedEvent,
 } from "./timer-ledger.js";
+export * from "./event-guards.js";
+export { advanceSeries, armTimer, foldTimerEvents, timerTransition, TimerFold, type TimerFiring, type TimerHistory, type TimerStatus, type TimerTransition } from "./timer-lifecycle.js";
+export { openRunLog, type OpenRunLogOptions, type RunLogDecision, type RunLogWriter } from "./run-log-writer.js";
+export { resolveTimerSpec, sameTimerRequest, type TimerSpec } from "./timer-spec.js";
+export { signalWaitTimerId, signalWaitTimerNumber, signalWaitTimerPrefix } from "./signal-wait-timer.js";
+export { decodeRecoveryIndex, encodeRecoveryIndex, RECOVERY_INDEX_FILE, RUN_STATE_VERSION, type RunSummary } from "./recovery-index.js";
 export { ARCHIVE_REF } from "./run-archive.js";
 export { previewCron, type PreviewSpec, type PreviewTick } from "./schedule/preview.js";
 export type { DeclaredSchedule, SyncPlan } from "./schedule/sync-plan.js";

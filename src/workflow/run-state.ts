@@ -2,30 +2,14 @@
  * The RunState reducer (docs/design.md §3): what a run's log means for the scheduler and the signal
  * channel. Pure; events are read in numeric seq order.
  *
- * Timer lifecycle, per timerId (states: absent → armed(generation) → absent):
- * - `TimerSet` arms a new generation (its seq is `setSeq`), replacing any armed one: a reschedule.
- * - `TimerFired` disarms a one-shot when it fires the armed generation: its `scheduledFor`
- *   equals the armed `fireAt`, or it has no `scheduledFor` (logs written by the original system
- *   name no tick, so the fire is taken to be of the armed generation). A `scheduledFor` that
- *   differs is a stale fire of an earlier generation (committed before a reschedule was seen)
- *   and leaves the armed generation alone, so the reschedule still fires.
- * - A cron series is not ended by a fire. A `TimerFired` whose `scheduledFor` is at or after the
- *   armed tick (or absent) advances the series to the first tick after it; the follow-on
- *   `TimerSet` the scheduler commits in the same commit then re-arms the same tick explicitly.
- *   Logs from the original system have no follow-on `TimerSet`; the advance keeps their series
- *   armed. A `scheduledFor` before the armed tick is stale and ignored.
- * - `TimerSkipped` whose `lastMissed` is at or after the armed tick advances a series past
- *   `lastMissed`; for a one-shot it disarms only when its range covers the armed `fireAt`.
- * - `TimerCancelled` disarms (one-shot or series).
- * - A terminal event disarms everything; later events only move `lastSeq`.
- * - Schedule controls (see `./schedule/series-state.ts`): `SchedulePaused`/`ScheduleResumed`
- *   mark the armed series paused or running, `ScheduleEnded` disarms it, and manual or backfill
- *   fires leave it alone.
- * - Schedule events the controls never write (a log pushed with git can hold them) are schedule
- *   problems: they change nothing and {@link reduceRunStateWithProblems} names each once (see
- *   {@link ScheduleProblem}).
- * A series whose next tick cannot be computed (no later tick, or an expression that does not
- * compile in a log that skipped validation) is disarmed rather than thrown on.
+ * Timers follow the lifecycle of `timer-lifecycle.ts` (arm, fire, skip, cancel, terminal, and
+ * the schedule controls: pause, resume, end; manual and backfill fires leave a series alone); this
+ * reducer applies it to every timer of a run at once, deferring a series' next-tick computation
+ * until it is needed (a follow-on TimerSet usually re-arms it first).
+ * Schedule events the controls never write (a log pushed with git can hold them) are schedule
+ * problems, by the rules of `timer-lifecycle.ts` ({@link pauseProblem},
+ * {@link offSeriesFireProblem}): they change nothing, and {@link reduceRunStateWithProblems}
+ * names each once (see {@link ScheduleProblem}).
  *
  * Signals: `observedSignalIds` holds every `SignalReceived` signalId (the dedupe set). A
  * `SignalReceived` whose signalId was already seen is a duplicate delivery and is ignored.
@@ -34,20 +18,16 @@
  * An event whose seq is not above `lastSeq` has already been applied and is ignored, so a
  * tailer that sees the same event twice (a repeated watcher notification) stays correct.
  */
-import { isTerminalEventType } from "./event-shapes.js";
-import { nextTick } from "./cron.js";
-import { DEFAULT_TIME_ZONE } from "./time-zone.js";
-import { isOffSeriesFire, pausedTimer, resumedTimer, withSeriesFields } from "./schedule/series-state.js";
+import { isScheduleEnded, isSchedulePaused, isScheduleResumed, isSignalConsumed, isSignalReceived, isTerminalEvent, isTimerCancelled, isTimerFired, isTimerSet, isTimerSkipped } from "./event-guards.js";
+import { advanceSeries, armTimer, offSeriesFireProblem, pauseProblem, pauseTransition, timerTransition } from "./timer-lifecycle.js";
+import { isOffSeriesFire } from "./schedule/series-state.js";
 import type {
   PendingTimer,
   RunEvent,
   RunState,
-  SignalConsumedEvent,
   SignalReceivedEvent,
   TerminalEventType,
-  TimerCancelledEvent,
   TimerFiredEvent,
-  TimerSetEvent,
   TimerSkippedEvent,
   UnconsumedSignal,
 } from "./types.js";
@@ -169,37 +149,29 @@ class Draft {
     if (event.seq <= this.lastSeq) return;
     this.lastSeq = event.seq;
     if (this.terminal !== null) return;
-    switch (event.type) {
-      case "TimerSet":
-        this.onSet(event as TimerSetEvent);
-        return;
-      case "TimerFired":
-        this.onFired(event as TimerFiredEvent);
-        return;
-      case "TimerSkipped":
-        this.onSkipped(event as TimerSkippedEvent);
-        return;
-      case "TimerCancelled":
-      case "ScheduleEnded":
-        this.disarm((event as TimerCancelledEvent).data.timerId);
-        return;
-      case "SchedulePaused":
-      case "ScheduleResumed":
-        this.onPauseOrResume(event);
-        return;
-      case "SignalReceived":
-        this.onSignal(event as SignalReceivedEvent);
-        return;
-      case "SignalConsumed":
-        this.signals().delete((event as SignalConsumedEvent).data.signalId);
-        return;
-      default:
-        if (isTerminalEventType(event.type)) {
-          this.terminal = event.type;
-          this.pending = new Map();
-          this.advances = new Map();
-          this.ownsTimers = true;
-        }
+    if (isTimerSet(event)) {
+      const previous = this.pending.get(event.data.timerId);
+      this.advances.delete(event.data.timerId);
+      this.timers().set(event.data.timerId, armTimer(event, previous));
+    } else if (isTimerFired(event) || isTimerSkipped(event)) {
+      this.onFiredOrSkipped(event);
+    } else if (isTimerCancelled(event) || isScheduleEnded(event)) {
+      this.disarm(event.data.timerId);
+    } else if (isSchedulePaused(event) || isScheduleResumed(event)) {
+      const timer = this.armed(event.data.timerId);
+      const problem = pauseProblem(timer, event);
+      const next = timer === undefined || problem !== null ? undefined : pauseTransition(timer, event);
+      if (problem !== null) this.problem(event.seq, problem);
+      else if (next !== undefined && next !== timer) this.timers().set(event.data.timerId, next);
+    } else if (isSignalReceived(event)) {
+      this.onSignal(event);
+    } else if (isSignalConsumed(event)) {
+      this.signals().delete(event.data.signalId);
+    } else if (isTerminalEvent(event)) {
+      this.terminal = event.type;
+      this.pending = new Map();
+      this.advances = new Map();
+      this.ownsTimers = true;
     }
   }
 
@@ -238,17 +210,11 @@ class Draft {
     const advance = this.advances.get(timerId);
     if (timer === undefined || advance === undefined) return timer;
     this.advances.delete(timerId);
-    let fireAt: string | null = null;
-    try {
-      fireAt = timer.cron === undefined ? null : nextTick(timer.cron, timer.timezone ?? DEFAULT_TIME_ZONE, advance.after);
-    } catch {
-      fireAt = null;
-    }
-    if (fireAt === null) {
+    const next = advanceSeries(timer, advance.after);
+    if (next === null) {
       this.timers().delete(timerId);
       return undefined;
     }
-    const next: PendingTimer = { ...timer, fireAt };
     this.timers().set(timerId, next);
     return next;
   }
@@ -263,101 +229,34 @@ class Draft {
     this.advances.set(timerId, { after });
   }
 
-  private onSet(event: TimerSetEvent): void {
-    const d = event.data;
-    const timer: {
-      -readonly [K in keyof PendingTimer]: PendingTimer[K];
-    } = { timerId: d.timerId, fireAt: d.fireAt, setSeq: event.seq };
-    if (d.stepId !== undefined) timer.stepId = d.stepId;
-    if (d.cron !== undefined) {
-      timer.cron = d.cron;
-      timer.timezone = d.timezone ?? DEFAULT_TIME_ZONE;
-    } else if (d.timezone !== undefined) {
-      timer.timezone = d.timezone;
-    }
-    if (d.misfire !== undefined) timer.misfire = d.misfire;
-    const previous = this.pending.get(d.timerId);
-    this.advances.delete(d.timerId);
-    this.timers().set(d.timerId, withSeriesFields(timer, d, previous));
-  }
-
-  private onPauseOrResume(event: RunEvent): void {
-    const timerId = (event as { data: { timerId: string } }).data.timerId;
+  private onFiredOrSkipped(event: TimerFiredEvent | TimerSkippedEvent): void {
+    const timerId = event.data.timerId;
     const timer = this.armed(timerId);
-    if (timer?.cron === undefined) {
-      this.problem(event.seq, `${event.type} of ${timerId}, which is not an armed cron series (never set, cancelled, ended or a one-shot timer)`);
+    if (isTimerFired(event) && isOffSeriesFire(event)) {
+      this.onOffSeriesFire(timer, event);
       return;
     }
-    if (event.type === "ScheduleResumed" && timer.pausedAt === undefined) {
-      this.problem(event.seq, `ScheduleResumed of ${timerId}, which is not paused; allowed: a resume after a SchedulePaused`);
-      return;
-    }
-    const next = event.type === "SchedulePaused" ? pausedTimer(timer, event["at"] as string | undefined) : resumedTimer(timer);
-    if (next !== timer) this.timers().set(timerId, next);
+    if (timer === undefined) return;
+    const step = timerTransition(timer, event);
+    if (step.kind === "disarm") this.disarm(timerId);
+    else if (step.kind === "advance") this.advance(timerId, step.after);
   }
 
   private problem(seq: number, detail: string): void {
     this.problems?.push({ seq, detail });
   }
 
-  /** Records a manual or backfill fire's problems; neither moves the series. */
-  private onOffSeriesFire(event: TimerFiredEvent): void {
-    const { timerId, scheduledFor, firedAt, requestId } = event.data;
-    const timer = this.armed(timerId);
-    if (event.data.manual === true) {
-      const seen = this.requestIds.get(timerId) ?? new Set<string>();
-      this.requestIds.set(timerId, seen);
-      if (requestId !== undefined && seen.has(requestId)) {
-        this.problem(event.seq, `manual TimerFired of ${timerId} repeats requestId ${JSON.stringify(requestId)}; allowed: one manual fire per requestId and series`);
-      } else if (timer?.cron === undefined) {
-        this.problem(event.seq, `manual TimerFired of ${timerId}, which is not an armed cron series`);
-      }
-      if (requestId !== undefined) seen.add(requestId);
-      return;
+  /** A manual or backfill fire: it never moves the series; a problem is recorded, if any. */
+  private onOffSeriesFire(timer: PendingTimer | undefined, event: TimerFiredEvent): void {
+    const { timerId, requestId } = event.data;
+    let seen = this.requestIds.get(timerId);
+    const repeated = event.data.manual === true && requestId !== undefined && seen?.has(requestId) === true;
+    const problem = offSeriesFireProblem(timer, event, repeated);
+    if (problem !== null) this.problem(event.seq, problem);
+    if (event.data.manual === true && requestId !== undefined) {
+      if (seen === undefined) this.requestIds.set(timerId, (seen = new Set()));
+      seen.add(requestId);
     }
-    if (timer?.cron === undefined) {
-      this.problem(event.seq, `backfill TimerFired of ${timerId}, which is not an armed cron series`);
-      return;
-    }
-    if (scheduledFor === undefined) {
-      this.problem(event.seq, `backfill TimerFired of ${timerId} names no scheduledFor; allowed: a past slot of the series`);
-      return;
-    }
-    const now = firedAt ?? (typeof event.at === "string" ? event.at : undefined);
-    if (now !== undefined && before(now, scheduledFor)) {
-      this.problem(event.seq, `backfill TimerFired of ${timerId} for ${scheduledFor} is in the future (fired at ${now}); allowed: a past slot`);
-    } else if (!before(scheduledFor, timer.fireAt)) {
-      this.problem(event.seq, `backfill TimerFired of ${timerId} for ${scheduledFor} is not before the armed slot ${timer.fireAt}; allowed: a past slot`);
-    } else if (!isSlot(timer, scheduledFor)) {
-      this.problem(event.seq, `backfill TimerFired of ${timerId} for ${scheduledFor} is not a slot of ${timer.cron ?? ""}; allowed: a past slot of the series`);
-    }
-  }
-
-  private onFired(event: TimerFiredEvent): void {
-    if (isOffSeriesFire(event)) {
-      this.onOffSeriesFire(event);
-      return;
-    }
-    const { timerId, scheduledFor } = event.data;
-    const timer = this.armed(timerId);
-    if (timer === undefined) return;
-    if (timer.cron === undefined) {
-      if (scheduledFor === undefined || sameInstant(scheduledFor, timer.fireAt)) this.disarm(timerId);
-      return;
-    }
-    if (scheduledFor === undefined) this.advance(timerId, timer.fireAt);
-    else if (!before(scheduledFor, timer.fireAt)) this.advance(timerId, scheduledFor);
-  }
-
-  private onSkipped(event: TimerSkippedEvent): void {
-    const { timerId, firstMissed, lastMissed } = event.data;
-    const timer = this.armed(timerId);
-    if (timer === undefined) return;
-    if (timer.cron === undefined) {
-      if (!before(timer.fireAt, firstMissed) && !before(lastMissed, timer.fireAt)) this.disarm(timerId);
-      return;
-    }
-    if (!before(lastMissed, timer.fireAt)) this.advance(timerId, lastMissed);
   }
 
   private onSignal(event: SignalReceivedEvent): void {
@@ -372,24 +271,4 @@ class Draft {
       at: event.at,
     });
   }
-}
-
-// Instants in validated events are normalised, but comparing epoch milliseconds keeps the
-// reducer right for hand-built events with offsets too.
-function sameInstant(a: string, b: string): boolean {
-  return Date.parse(a) === Date.parse(b);
-}
-
-/** True when `instant` is a tick of the series' cron expression (false when it cannot tell). */
-function isSlot(timer: PendingTimer, instant: string): boolean {
-  try {
-    const next = nextTick(timer.cron as string, timer.timezone ?? DEFAULT_TIME_ZONE, new Date(Date.parse(instant) - 1).toISOString());
-    return next !== null && sameInstant(next, instant);
-  } catch {
-    return false;
-  }
-}
-
-function before(a: string, b: string): boolean {
-  return Date.parse(a) < Date.parse(b);
 }

@@ -13,7 +13,7 @@
  *    unchanged, and `cancelTimer` answers as listed without committing.
  */
 import { expect } from "vitest";
-import type { SchedulerEvent } from "../../seams/scheduler-types.js";
+import type { SchedulerEvent } from "../../seams/scheduler/scheduler-types.js";
 import type { RepoStore } from "../../src/substrate/types.js";
 import type { FakeClock } from "../../src/testing/fake-clock.js";
 import { buildFixtureRepo, readFixtureFolder } from "../../src/testing/fixture-repo.js";

@@ -3,8 +3,8 @@
  * reading every run log at the tip, comparing the scheduler's queue with what the log arms,
  * and waiting (on event-loop turns, never on time) until the two agree.
  */
-import { createWorkflowHostScheduler } from "../../seams/scheduler.js";
-import type { QueuedTimer, SchedulerEvent, SchedulerOptions, WorkflowHostScheduler } from "../../seams/scheduler-types.js";
+import { createWorkflowHostScheduler } from "../../seams/scheduler/scheduler.js";
+import type { QueuedTimer, SchedulerEvent, SchedulerOptions, WorkflowHostScheduler } from "../../seams/scheduler/scheduler-types.js";
 import type { RepoId, RepoStore } from "../../src/substrate/types.js";
 import type { FakeClock } from "../../src/testing/fake-clock.js";
 import { readRunLog, type RunLog } from "../../src/workflow/run-log.js";

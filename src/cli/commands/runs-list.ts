@@ -1,3 +1,4 @@
+import { DEFAULT_REF } from "../../substrate/ref-name.js";
 import { parseRepoId } from "../../workflow/ids.js";
 import { checkFlags, dataDirFlag, dataDirOption, requiredFlag } from "../args.js";
 import type { CliCommand } from "../command.js";
@@ -45,7 +46,7 @@ Example:
         import("../../workflow/run-log.js"),
         import("../../workflow/workflow-run-kind.js"),
       ]);
-      const reads = await store.openCommittedReads(null, { kind: WORKFLOW_RUN_KIND, id: repoId }, "refs/heads/main");
+      const reads = await store.openCommittedReads(null, { kind: WORKFLOW_RUN_KIND, id: repoId }, DEFAULT_REF);
       const out: RunRow[] = [];
       for (const entry of await reads.listDir(runsPrefix.slice(0, -1))) {
         if (entry.type !== "tree" || !REPO_OR_RUN_ID_PATTERN.test(entry.name)) continue;

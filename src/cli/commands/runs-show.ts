@@ -1,3 +1,5 @@
+import { isScheduleEnded, isSchedulePaused, isScheduleResumed, isSignalConsumed, isSignalReceived, isTimerCancelled, isTimerFired, isTimerSet, isTimerSkipped } from "../../workflow/event-guards.js";
+import { DEFAULT_REF } from "../../substrate/ref-name.js";
 import { parseRepoId, parseRunId } from "../../workflow/ids.js";
 import type { RunEvent, RunState } from "../../workflow/types.js";
 import { checkFlags, dataDirFlag, dataDirOption, requiredFlag } from "../args.js";
@@ -43,7 +45,7 @@ Example:
         import("../../workflow/run-archive.js"),
       ]);
       const repo = { kind: WORKFLOW_RUN_KIND, id: repoId };
-      const reads = await store.openCommittedReads(null, repo, "refs/heads/main");
+      const reads = await store.openCommittedReads(null, repo, DEFAULT_REF);
       // A run retention moved out of main is read from the archive ref, as it was.
       if ((await reads.treeOid(`runs/${runId}`)) === null) {
         const archive = await store.openCommittedReads(null, repo, ARCHIVE_REF);
@@ -95,32 +97,27 @@ function stateJson(state: RunState) {
 
 /** The interesting fields of an event, on one line. */
 function describeEvent(event: RunEvent): string {
-  const data = (event as { data?: Record<string, unknown> }).data ?? {};
   const at = typeof event["at"] === "string" ? `  at ${event["at"]}` : "";
-  switch (event.type) {
-    case "TimerSet":
-      return `${String(data["timerId"])} fireAt ${String(data["fireAt"])}${data["cron"] === undefined ? "" : ` cron "${String(data["cron"])}" ${String(data["timezone"] ?? "UTC")}`}${at}`;
-    case "TimerFired": {
-      const kind = data["manual"] === true ? ` (manual, request ${String(data["requestId"])})` : data["backfill"] === true ? " (backfill)" : "";
-      const jitter = data["jitteredFor"] === undefined ? "" : ` jitteredFor ${String(data["jitteredFor"])}`;
-      return `${String(data["timerId"])} scheduledFor ${String(data["scheduledFor"] ?? "-")}${jitter} firedAt ${String(data["firedAt"] ?? "-")}${kind}`;
-    }
-    case "TimerSkipped":
-      // Why the slots did not fire: "missed" (host down, clock jump) or "paused".
-      return `${String(data["timerId"])} ${String(data["count"])} skipped ${String(data["firstMissed"])}..${String(data["lastMissed"])}: ${String(data["reason"] ?? "missed")}`;
-    case "SchedulePaused":
-      return `${String(data["timerId"])}${data["reason"] === undefined ? "" : ` (${String(data["reason"])})`}${at}`;
-    case "ScheduleResumed":
-      return `${String(data["timerId"])}${data["catchUp"] === true ? " (catch up by misfire policy)" : ""}${at}`;
-    case "ScheduleEnded":
-      return `${String(data["timerId"])} reached ${String(data["reason"])}${data["lastTick"] === undefined ? "" : ` after ${String(data["lastTick"])}`}${at}`;
-    case "TimerCancelled":
-      return `${String(data["timerId"])}${data["reason"] === undefined ? "" : ` (${String(data["reason"])})`}${at}`;
-    case "SignalReceived":
-      return `${String(event["signalName"])} ${String(event["signalId"])} payload ${JSON.stringify(event["payload"])}${at}`;
-    case "SignalConsumed":
-      return `${String(data["signalId"])}${data["stepId"] === undefined ? "" : ` step ${String(data["stepId"])}`}${at}`;
-    default:
-      return at.trim();
+  if (isTimerSet(event)) {
+    const d = event.data;
+    return `${d.timerId} fireAt ${d.fireAt}${d.cron === undefined ? "" : ` cron "${d.cron}" ${d.timezone ?? "UTC"}`}${at}`;
   }
+  if (isTimerFired(event)) {
+    const d = event.data;
+    const kind = d.manual === true ? ` (manual, request ${String(d.requestId)})` : d.backfill === true ? " (backfill)" : "";
+    const jitter = d.jitteredFor === undefined ? "" : ` jitteredFor ${d.jitteredFor}`;
+    return `${d.timerId} scheduledFor ${d.scheduledFor ?? "-"}${jitter} firedAt ${d.firedAt ?? "-"}${kind}`;
+  }
+  if (isTimerSkipped(event)) {
+    // Why the slots did not fire: "missed" (host down, clock jump) or "paused".
+    const d = event.data;
+    return `${d.timerId} ${d.count} skipped ${d.firstMissed}..${d.lastMissed}: ${d.reason ?? "missed"}`;
+  }
+  if (isSchedulePaused(event)) return `${event.data.timerId}${event.data.reason === undefined ? "" : ` (${event.data.reason})`}${at}`;
+  if (isScheduleResumed(event)) return `${event.data.timerId}${event.data.catchUp === true ? " (catch up by misfire policy)" : ""}${at}`;
+  if (isScheduleEnded(event)) return `${event.data.timerId} reached ${event.data.reason}${event.data.lastTick === undefined ? "" : ` after ${event.data.lastTick}`}${at}`;
+  if (isTimerCancelled(event)) return `${event.data.timerId}${event.data.reason === undefined ? "" : ` (${event.data.reason})`}${at}`;
+  if (isSignalReceived(event)) return `${event.signalName} ${event.signalId} payload ${JSON.stringify(event.payload)}${at}`;
+  if (isSignalConsumed(event)) return `${event.data.signalId}${event.data.stepId === undefined ? "" : ` step ${event.data.stepId}`}${at}`;
+  return at.trim();
 }

@@ -1,11 +1,11 @@
 /**
  * `schedule list|describe|preview|pause|resume|trigger|backfill|sync`: cron series as schedules
- * (seams/schedule-controls.ts). Every write is an event in the run's log, decided under the
+ * (seams/scheduler/schedule-controls.ts). Every write is an event in the run's log, decided under the
  * repo lock, so these are safe next to a running host, which picks them up through its tail.
  */
 import { readFile } from "node:fs/promises";
 import { resolve } from "node:path";
-import type { ScheduleControls } from "../../../seams/schedule-controls.js";
+import type { ScheduleControls } from "../../../seams/scheduler/schedule-controls.js";
 import { WorkflowHostError } from "../../errors.js";
 import type { RepoStore } from "../../substrate/types.js";
 import { parseRepoId, parseRunId, parseSignalId, parseTimerId } from "../../workflow/ids.js";
@@ -41,7 +41,7 @@ function target(name: string, values: FlagValues): Target {
 /** Runs `work` with schedule controls over the data dir (loaded on use, so `--help` stays quick). */
 async function withControls<T>(name: string, values: FlagValues, io: CliIo, work: (controls: ScheduleControls, store: RepoStore) => Promise<T>): Promise<T> {
   const dataDir = dataDirFlag(name, values, io);
-  const { createScheduleControls } = await import("../../../seams/schedule-controls.js");
+  const { createScheduleControls } = await import("../../../seams/scheduler/schedule-controls.js");
   return withStore(dataDir, io, (store) => work(createScheduleControls({ store, principal: null, clock: io.clock }), store));
 }
 

@@ -1,5 +1,6 @@
+import { DEFAULT_REF } from "../../substrate/ref-name.js";
 import { printDispatchReport } from "./dispatch-report.js";
-import type { SchedulerEvent } from "../../../seams/scheduler-types.js";
+import type { SchedulerEvent } from "../../../seams/scheduler/scheduler-types.js";
 import type { ClusterEvent, ClusterOptions } from "../../../seams/cluster/cluster-coordinator.js";
 import type { WorkflowHost } from "../../host/host.js";
 import { stopOnSignals } from "../../host/stop-on-signals.js";
@@ -243,7 +244,7 @@ function badEventFilter(hostOf: () => WorkflowHost) {
             );
             acknowledged.set(event.repoId, set);
           }
-          const reads = await store.openCommittedReads(null, { kind: "workflow-run", id: event.repoId }, "refs/heads/main");
+          const reads = await store.openCommittedReads(null, { kind: "workflow-run", id: event.repoId }, DEFAULT_REF);
           const oid = await a.blobOidAt(reads, event.path);
           known = (await set).has(a.acknowledgementKey({ path: event.path, code: event.error.code, oid }));
         } catch {

@@ -59,8 +59,8 @@ Examples:
     // Parsed JSON that is still no event payload (nested too deep) is a bad flag value too.
     checkFlags(NAME, () => assertJsonValue(payload, "payload"));
     const result = await withStore(dataDir, io, async (store) => {
-      const { createWorkflowHostSignalChannel } = await import("../../../seams/signal-channel.js");
-      const channel = createWorkflowHostSignalChannel({ repoStore: store, principal: null, repoId, runId, clock: io.clock });
+      const { createWorkflowHostSignalChannel } = await import("../../../seams/signals/signal-channel.js");
+      const channel = createWorkflowHostSignalChannel({ store: store, principal: null, repoId, runId, clock: io.clock });
       try {
         return await channel.deliver(signalName, payload, signalId);
       } finally {

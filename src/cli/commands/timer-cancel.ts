@@ -46,9 +46,9 @@ Example:
     const runId = checkFlags(NAME, () => parseRunId(requiredFlag(NAME, values, "run")));
     const timerId = checkFlags(NAME, () => parseTimerId(requiredFlag(NAME, values, "timer")));
     const reason = stringFlag(values, "reason");
-    const { cancelTimerDurably } = await import("../../../seams/timer-cancel.js");
+    const { cancelTimerDurably } = await import("../../../seams/scheduler/timer-cancel.js");
     const result = await withStore(dataDir, io, (store) =>
-      cancelTimerDurably({ store, principal: null, repoId, runId, timerId, ...(reason === undefined ? {} : { reason }), nowMs: () => io.clock().getTime() }),
+      cancelTimerDurably({ store, principal: null, repoId, runId, timerId, ...(reason === undefined ? {} : { reason }), clock: io.clock }),
     );
     if (result.outcome === "not_armed") {
       throw new WorkflowHostError("timer_not_found", `timer ${timerId} of run ${runId} in ${repoId} is not armed (never set, or ended otherwise); nothing cancelled`, { repoId, runId, timerId });

@@ -1,5 +1,4 @@
-import { WorkflowHostError } from "../../errors.js";
-import type { TimerSpec } from "../../host/runtime-types.js";
+import type { TimerSpec } from "../../workflow/timer-spec.js";
 import { parseRepoId, parseRunId, parseTimerId } from "../../workflow/ids.js";
 import { eventPath } from "../../workflow/paths.js";
 import type { MisfirePolicy } from "../../workflow/types.js";
@@ -34,8 +33,9 @@ export const timerSetCommand: CliCommand = {
                              (--fire-at ISO | --delay-ms N | --cron EXPR [--timezone Z] [--misfire P])
                              [--step S] [--json]
 
-Appends a TimerSet to runs/<X>/events/ of deployment R. Setting a timer id that is already
-armed re-arms it (a reschedule). A running host arms it at once (it tails the log); without a
+Appends a TimerSet to runs/<X>/events/ of deployment R, as the runtime's setTimer does: a
+timer id already armed differently is re-armed (a reschedule); the same request already armed,
+or a one-shot that already fired at that instant, writes nothing and prints its TimerSet. A running host arms it at once (it tails the log); without a
 running host it fires when one starts, even if it is overdue by then.
 
 Options:
@@ -81,36 +81,25 @@ Examples:
         : delayMs !== undefined
           ? { ...base, delayMs }
           : { ...base, fireAt: fireAtFlag ?? "" };
-    const [{ resolveTimerSpec }, { appendRunEvents }] = await Promise.all([import("../../host/timer-spec.js"), import("../../workflow/run-log.js")]);
+    const [{ resolveTimerSpec }, { setTimerDurably }, { openRunLog }] = await Promise.all([
+      import("../../workflow/timer-spec.js"),
+      import("../../../seams/scheduler/set-timer.js"),
+      import("../../workflow/run-log-writer.js"),
+    ]);
     // A bad --fire-at, --cron or --timezone is a bad flag value, like a bad --delay-ms.
     const data = checkFlags(NAME, () => resolveTimerSpec(spec, now.getTime()));
     const fireAt = data.fireAt;
     const series = data.cron === undefined ? undefined : { cron: data.cron, timezone: data.timezone ?? "UTC" };
 
-    const written = await withStore(dataDir, io, (store) =>
-      appendRunEvents<{ seq: number; terminal: string | null }>({
-        store,
-        principal: null,
-        repoId,
-        runId,
-        message: `Set timer ${timerId} of ${runId}`,
-        decide: (log) => {
-          if (log.state.terminal !== null) return { append: [], result: { seq: -1, terminal: log.state.terminal } };
-          const seq = log.maxFileSeq + 1 === 0 ? 1 : log.maxFileSeq + 1;
-          return { append: [{ type: "TimerSet", at: nowIso, data }], result: { seq, terminal: null } };
-        },
-      }),
-    );
-    const outcome = written.result;
-    if (outcome === undefined || outcome.terminal !== null) {
-      throw new WorkflowHostError("event_invalid", `run ${runId} of ${repoId} has ended (${outcome?.terminal ?? "terminal"}); nothing may follow`, { repoId, runId });
-    }
-    const path = eventPath(runId, outcome.seq);
+    // The runtime's setTimer verb: the same request already armed commits nothing.
+    const outcome = await withStore(dataDir, io, (store) => setTimerDurably(openRunLog({ store, principal: null, repoId }), runId, data, nowIso, `Set timer ${timerId} of ${runId}`));
+    const seq = outcome.setSeq;
+    const path = eventPath(runId, seq);
     if (values["json"] === true) {
-      printJson(io, { repoId, runId, timerId, fireAt, ...(series ?? {}), ...(misfire === undefined ? {} : { misfire }), seq: outcome.seq, path, commitSha: written.commitSha });
+      printJson(io, { repoId, runId, timerId, fireAt, ...(series ?? {}), ...(misfire === undefined ? {} : { misfire }), seq, path, commitSha: outcome.commitSha });
     } else {
       const what = series === undefined ? "fires" : `(cron "${series.cron}" ${series.timezone}) next fires`;
-      printLine(io, `TimerSet seq ${outcome.seq} (${path}, commit ${shortSha(written.commitSha)}): timer ${timerId} of ${runId} ${what} at ${fireAt} (${dueIn(Date.parse(fireAt) - now.getTime())})`);
+      printLine(io, `TimerSet seq ${seq} (${path}, commit ${shortSha(outcome.commitSha)}): timer ${timerId} of ${runId} ${what} at ${fireAt} (${dueIn(Date.parse(fireAt) - now.getTime())})`);
     }
     return 0;
   },

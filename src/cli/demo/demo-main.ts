@@ -1,6 +1,8 @@
 /**
  * The `demo` command's work, loaded only when the demo runs (it pulls in the whole host).
  */
+import { isTimerSkipped } from "../../workflow/event-guards.js";
+import { DEFAULT_REF } from "../../substrate/ref-name.js";
 import { isAbsolute, relative as relativePath, resolve } from "node:path";
 import { WORKFLOW_RUN_KIND } from "../../workflow/workflow-run-kind.js";
 import { runsPrefix } from "../../workflow/paths.js";
@@ -58,14 +60,14 @@ export async function runDemo(values: FlagValues, io: CliIo, defaultDir: string)
 async function summarize(dataDir: string, io: CliIo): Promise<RunSummary[]> {
   const store = openWorkflowStore({ dataDir, watch: false, clock: io.clock });
   try {
-    const reads = await store.openCommittedReads(null, { kind: WORKFLOW_RUN_KIND, id: DEMO_REPO }, "refs/heads/main");
+    const reads = await store.openCommittedReads(null, { kind: WORKFLOW_RUN_KIND, id: DEMO_REPO }, DEFAULT_REF);
     const rows: RunSummary[] = [];
     for (const entry of await reads.listDir(runsPrefix.slice(0, -1))) {
       const log = await readRunLog(reads, entry.name);
       const count = (type: string): number => log.events.filter((e) => e.type === type).length;
       const skipped = log.events
-        .filter((e) => e.type === "TimerSkipped")
-        .reduce((n, e) => n + Number((e as { data: { count: number } }).data.count), 0);
+        .filter(isTimerSkipped)
+        .reduce((n, e) => n + e.data.count, 0);
       const pending = log.state.pendingTimers.size;
       rows.push({
         runId: entry.name,

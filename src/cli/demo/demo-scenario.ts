@@ -11,12 +11,15 @@
  * Everything is written through the public API (host, runtime) except the two "while no host
  * was running" TimerSets, which are appended to the logs directly before the host starts.
  */
-import type { SchedulerEvent } from "../../../seams/scheduler-types.js";
+import type { SchedulerEvent } from "../../../seams/scheduler/scheduler-types.js";
 import { createWorkflowHost, type WorkflowHost } from "../../host/host.js";
 import { stopOnSignals } from "../../host/stop-on-signals.js";
 import type { Logger } from "../../logger.js";
 import { nextTick } from "../../workflow/cron.js";
-import { appendRunEvents } from "../../workflow/run-log.js";
+import { setTimerDurably } from "../../../seams/scheduler/set-timer.js";
+import { newTerminalEvent } from "../../workflow/event-constructors.js";
+import { openRunLog } from "../../workflow/run-log-writer.js";
+import type { TerminalEventType, TimerSetData } from "../../workflow/types.js";
 import { isoFromMs } from "../../workflow/time.js";
 import { duration } from "../format.js";
 import type { CliIo } from "../io.js";
@@ -138,8 +141,8 @@ async function seedWhileDown(io: CliIo, host: WorkflowHost): Promise<void> {
   const at = isoFromMs(nowMs);
   const dueAt = isoFromMs(nowMs - OVERDUE_MS);
   const firstTick = nextTick(CRON, CRON_ZONE, isoFromMs(nowMs - SERIES_DOWN_MS)) ?? at;
-  const append = (runId: string, data: Record<string, unknown>): Promise<unknown> =>
-    appendRunEvents({ store: host.store, principal: null, repoId: DEMO_REPO, runId, message: `Set timer ${String(data["timerId"])} of ${runId}`, decide: () => ({ append: [{ type: "TimerSet", at, data }], result: undefined }) });
+  const log = openRunLog({ store: host.store, principal: null, repoId: DEMO_REPO });
+  const append = (runId: string, data: TimerSetData): Promise<unknown> => setTimerDurably(log, runId, data, at, `Set timer ${data.timerId} of ${runId}`);
   await append(RUN.invoice, { timerId: "payment-due", fireAt: dueAt });
   await append(RUN.report, { timerId: "every-2s", fireAt: firstTick, cron: CRON, timezone: CRON_ZONE, misfire: "skip" });
   printLine(io, "seeded while no host was running:");
@@ -149,15 +152,9 @@ async function seedWhileDown(io: CliIo, host: WorkflowHost): Promise<void> {
 
 /** Ends the runs whose story is over, so the log shows terminal events too. */
 async function finishRuns(io: CliIo, host: WorkflowHost): Promise<void> {
-  const end = async (runId: string, type: string, extra: Record<string, unknown>): Promise<void> => {
-    await appendRunEvents({
-      store: host.store,
-      principal: null,
-      repoId: DEMO_REPO,
-      runId,
-      message: `${type} ${runId}`,
-      decide: () => ({ append: [{ type, at: io.clock().toISOString(), ...extra }], result: undefined }),
-    });
+  const log = openRunLog({ store: host.store, principal: null, repoId: DEMO_REPO });
+  const end = async (runId: string, type: TerminalEventType, extra: Record<string, unknown>): Promise<void> => {
+    await log.append(runId, `${type} ${runId}`, () => ({ append: [newTerminalEvent(type, io.clock().toISOString(), extra)], result: undefined }));
     progressLine(io, "ended", runId, "", type);
   };
   await end(RUN.invoice, "RunCompleted", {});

@@ -1,7 +1,7 @@
 /**
  * What each schedule control appends to a run's log, decided from the log under the repo lock.
  * Pure: the caller passes the log and the clock's reading, numbers the events and commits them
- * (see `seams/schedule-controls.ts`). Every decision is idempotent: deciding again on the log
+ * (see `seams/scheduler/schedule-controls.ts`). Every decision is idempotent: deciding again on the log
  * after the commit appends nothing.
  *
  * - pause: `SchedulePaused`; nothing when already paused.

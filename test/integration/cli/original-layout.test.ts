@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { openWorkflowStore } from "../../../src/host/open-workflow-store.js";
 import { buildFixtureRepo } from "../../../src/testing/fixture-repo.js";
-import { appendRunEvents } from "../../../src/workflow/run-log.js";
+import { appendRunEvents } from "../../../src/workflow/run-log-append.js";
 import { gitAt } from "../../helpers/git-cli.js";
 import { useTempDirs } from "../../helpers/temp-dir.js";
 import { runCli } from "../../unit/cli/cli-io.js";

@@ -12,7 +12,7 @@ import { describe, expect, it } from "vitest";
 import { archiveEndedRuns } from "../../../src/host/archive-ended-runs.js";
 import { openWorkflowStore } from "../../../src/host/open-workflow-store.js";
 import { buildFixtureRepo } from "../../../src/testing/fixture-repo.js";
-import { appendRunEvents } from "../../../src/workflow/run-log.js";
+import { appendRunEvents } from "../../../src/workflow/run-log-append.js";
 import { gitAt } from "../../helpers/git-cli.js";
 import { useTempDirs } from "../../helpers/temp-dir.js";
 import { errorCodeOf } from "../reliability/cli-in-process.js";

@@ -6,7 +6,7 @@
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { createWorkflowHost } from "../../../src/host/host.js";
-import type { SchedulerEvent } from "../../../seams/scheduler-types.js";
+import type { SchedulerEvent } from "../../../seams/scheduler/scheduler-types.js";
 import { gitAt } from "../../helpers/git-cli.js";
 import { useTempDirs } from "../../helpers/temp-dir.js";
 import { runCliInProcess } from "../reliability/cli-in-process.js";

@@ -7,7 +7,7 @@ import { mkdir, rename } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { createWorkflowHost } from "../../../src/host/host.js";
-import type { SchedulerEvent } from "../../../seams/scheduler-types.js";
+import type { SchedulerEvent } from "../../../seams/scheduler/scheduler-types.js";
 import { git, gitAt } from "../../helpers/git-cli.js";
 import { useTempDirs } from "../../helpers/temp-dir.js";
 import { pollFor } from "../reliability/serve-process.js";

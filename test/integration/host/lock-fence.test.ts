@@ -7,7 +7,7 @@ import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { describe, expect, it, afterEach } from "vitest";
-import type { SchedulerEvent } from "../../../seams/scheduler-types.js";
+import type { SchedulerEvent } from "../../../seams/scheduler/scheduler-types.js";
 import { createWorkflowHost } from "../../../src/host/host.js";
 import { useTempDirs } from "../../helpers/temp-dir.js";
 import { pollFor } from "../reliability/serve-process.js";

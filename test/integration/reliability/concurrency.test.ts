@@ -12,8 +12,8 @@
  */
 import { join } from "node:path";
 import { afterEach, beforeAll, describe, expect, it } from "vitest";
-import { createWorkflowHostSignalChannel } from "../../../seams/signal-channel.js";
-import type { WorkflowHostSignalChannel } from "../../../seams/signal-channel-types.js";
+import { createWorkflowHostSignalChannel } from "../../../seams/signals/signal-channel.js";
+import type { WorkflowHostSignalChannel } from "../../../seams/signals/signal-channel-types.js";
 import { openWorkflowStore } from "../../../src/host/open-workflow-store.js";
 import { eventPath } from "../../../src/workflow/paths.js";
 import type { SignalConsumedEvent, SignalReceivedEvent } from "../../../src/workflow/types.js";

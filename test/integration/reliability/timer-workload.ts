@@ -5,7 +5,7 @@
  * killed host, a lost race) are counted and skipped: the log is the only record that counts.
  */
 import type { RepoStore } from "../../../src/substrate/types.js";
-import { appendRunEvents } from "../../../src/workflow/run-log.js";
+import { appendRunEvents } from "../../../src/workflow/run-log-append.js";
 import type { Prng } from "./prng.js";
 import { sleep } from "./serve-process.js";
 

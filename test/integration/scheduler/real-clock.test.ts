@@ -5,12 +5,13 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
-import { createWorkflowHostScheduler } from "../../../seams/scheduler.js";
-import type { WorkflowHostScheduler } from "../../../seams/scheduler-types.js";
+import { createWorkflowHostScheduler } from "../../../seams/scheduler/scheduler.js";
+import type { WorkflowHostScheduler } from "../../../seams/scheduler/scheduler-types.js";
 import { allowAll, createRepoStore } from "../../../src/substrate/index.js";
 import type { RepoStore } from "../../../src/substrate/types.js";
 import { systemClock } from "../../../src/time/clock.js";
-import { appendRunEvents, readRunLog } from "../../../src/workflow/run-log.js";
+import { readRunLog } from "../../../src/workflow/run-log.js";
+import { appendRunEvents } from "../../../src/workflow/run-log-append.js";
 import { WORKFLOW_RUN_KIND, workflowRunKind } from "../../../src/workflow/workflow-run-kind.js";
 
 const repoId = { kind: WORKFLOW_RUN_KIND, id: "real" };

@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { createWorkflowHostSignalChannel } from "../../../seams/signal-channel.js";
+import { createWorkflowHostSignalChannel } from "../../../seams/signals/signal-channel.js";
 import { allowAll, createRepoStore } from "../../../src/substrate/index.js";
 import { WORKFLOW_RUN_KIND, workflowRunKind } from "../../../src/workflow/workflow-run-kind.js";
 import { runTsScript } from "../../helpers/child-process.js";

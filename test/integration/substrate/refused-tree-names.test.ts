@@ -6,7 +6,8 @@
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { openWorkflowStore } from "../../../src/host/open-workflow-store.js";
-import { appendRunEvents, readRunLog } from "../../../src/workflow/run-log.js";
+import { readRunLog } from "../../../src/workflow/run-log.js";
+import { appendRunEvents } from "../../../src/workflow/run-log-append.js";
 import { WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
 import { gitAt, runGit } from "../../helpers/git-cli.js";
 import { useTempDirs } from "../../helpers/temp-dir.js";

@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { readConsumerState } from "../../../seams/dispatch/consumer-state.js";
 import { createDispatcher } from "../../../seams/dispatch/dispatcher.js";
 import type { Delivery, Dispatcher } from "../../../seams/dispatch/dispatch-types.js";
-import type { CommittedEvents } from "../../../seams/scheduler-types.js";
+import type { CommittedEvents } from "../../../seams/scheduler/scheduler-types.js";
 import { openWorkflowStore } from "../../../src/host/open-workflow-store.js";
 import type { RepoStore } from "../../../src/substrate/types.js";
 import { createFakeClock } from "../../../src/testing/fake-clock.js";

@@ -8,11 +8,11 @@
  */
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
-import type { SchedulerEvent } from "../../../seams/scheduler-types.js";
+import type { SchedulerEvent } from "../../../seams/scheduler/scheduler-types.js";
 import { compactRun } from "../../../src/host/compact-run.js";
 import { createWorkflowHost } from "../../../src/host/host.js";
 import { createFakeClock } from "../../../src/testing/fake-clock.js";
-import { appendRunEvents } from "../../../src/workflow/run-log.js";
+import { appendRunEvents } from "../../../src/workflow/run-log-append.js";
 import { createManualTimers } from "../../helpers/manual-timers.js";
 import { createMemFs } from "../../helpers/memfs.js";
 import { checkDeployments } from "../../../src/host/check-deployments.js";

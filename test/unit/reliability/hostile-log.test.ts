@@ -5,10 +5,11 @@
  * as a push does.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import type { SchedulerEvent } from "../../../seams/scheduler-types.js";
-import { createWorkflowHostSignalChannel } from "../../../seams/signal-channel.js";
+import type { SchedulerEvent } from "../../../seams/scheduler/scheduler-types.js";
+import { createWorkflowHostSignalChannel } from "../../../seams/signals/signal-channel.js";
 import type { CommittedReads, DirEntry } from "../../../src/substrate/types.js";
-import { appendRunEvents, readRunLog } from "../../../src/workflow/run-log.js";
+import { readRunLog } from "../../../src/workflow/run-log.js";
+import { appendRunEvents } from "../../../src/workflow/run-log-append.js";
 import { createHarness, firedOf, type Harness } from "../scheduler/harness.js";
 
 const START = "2026-05-01T10:00:00.000Z";

@@ -9,7 +9,8 @@ import { createRepoStore } from "../../../src/substrate/repo-store.js";
 import { allowAll } from "../../../src/substrate/allow-all.js";
 import type { RepoStore } from "../../../src/substrate/types.js";
 import { isTerminalEventType } from "../../../src/workflow/event-schemas.js";
-import { appendRunEvents, readRunLog } from "../../../src/workflow/run-log.js";
+import { readRunLog } from "../../../src/workflow/run-log.js";
+import { appendRunEvents } from "../../../src/workflow/run-log-append.js";
 import { WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
 
 export type Content = "timer" | "signal" | "step" | "terminal" | "garbage" | "wrong-seq" | "folder";

@@ -3,7 +3,7 @@
  * resume, trigger now, backfill, bounds (endAt, maxTicks, startAt) and jitter.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { createScheduleControls, type ScheduleControls } from "../../../seams/schedule-controls.js";
+import { createScheduleControls, type ScheduleControls } from "../../../seams/scheduler/schedule-controls.js";
 import { nextTick } from "../../../src/workflow/cron.js";
 import { jitterDelayMs } from "../../../src/workflow/schedule/jitter.js";
 import type { RunEvent } from "../../../src/workflow/types.js";

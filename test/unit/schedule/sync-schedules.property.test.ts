@@ -5,7 +5,7 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { createScheduleControls } from "../../../seams/schedule-controls.js";
+import { createScheduleControls } from "../../../seams/scheduler/schedule-controls.js";
 import { nextTick } from "../../../src/workflow/cron.js";
 import { SYNC_OWNER, type DeclaredSchedule } from "../../../src/workflow/schedule/sync-plan.js";
 import type { PendingTimer } from "../../../src/workflow/types.js";

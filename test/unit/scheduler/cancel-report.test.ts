@@ -4,7 +4,7 @@
  * tail, a push), once each.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import type { SchedulerEvent } from "../../../seams/scheduler-types.js";
+import type { SchedulerEvent } from "../../../seams/scheduler/scheduler-types.js";
 import { createHarness, type Harness } from "./harness.js";
 
 let h: Harness | undefined;

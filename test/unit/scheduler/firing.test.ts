@@ -3,7 +3,7 @@ import { WorkflowHostError } from "../../../src/errors.js";
 import type { Timers } from "../../../src/time/clock.js";
 import type { RepoStore } from "../../../src/substrate/types.js";
 import { WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
-import { cancelTimerDurably } from "../../../seams/timer-cancel.js";
+import { cancelTimerDurably } from "../../../seams/scheduler/timer-cancel.js";
 import { createHarness, firedOf, ofType, REPO, type Harness } from "./harness.js";
 
 const DAY_MS = 86_400_000;

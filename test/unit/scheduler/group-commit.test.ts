@@ -6,7 +6,7 @@
  * advances the clock, and no real time is read.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import { createWorkflowHostScheduler } from "../../../seams/scheduler.js";
+import { createWorkflowHostScheduler } from "../../../seams/scheduler/scheduler.js";
 import { expectCode } from "../../helpers/expect-code.js";
 import { createHarness, firedOf, type Harness } from "./harness.js";
 

@@ -2,12 +2,13 @@
  * A scheduler on a memfs store and a FakeClock, with helpers to write logs and read them back.
  */
 import { createFsFromVolume, Volume } from "memfs";
-import { createWorkflowHostScheduler } from "../../../seams/scheduler.js";
-import type { SchedulerEvent, SchedulerOptions, WorkflowHostScheduler } from "../../../seams/scheduler-types.js";
+import { createWorkflowHostScheduler } from "../../../seams/scheduler/scheduler.js";
+import type { SchedulerEvent, SchedulerOptions, WorkflowHostScheduler } from "../../../seams/scheduler/scheduler-types.js";
 import { allowAll, createRepoStore } from "../../../src/substrate/index.js";
 import type { RepoStore } from "../../../src/substrate/types.js";
 import { createFakeClock, type FakeClock } from "../../../src/testing/fake-clock.js";
-import { appendRunEvents, readRunLog } from "../../../src/workflow/run-log.js";
+import { readRunLog } from "../../../src/workflow/run-log.js";
+import { appendRunEvents } from "../../../src/workflow/run-log-append.js";
 import type { RunEvent } from "../../../src/workflow/types.js";
 import { workflowRunKind, WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
 

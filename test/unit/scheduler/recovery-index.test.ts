@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { decodeRecoveryIndex, encodeRecoveryIndex, RECOVERY_INDEX_FILE, type RunSummary } from "../../../seams/recovery-index.js";
+import { decodeRecoveryIndex, encodeRecoveryIndex, RECOVERY_INDEX_FILE, type RunSummary } from "../../../src/workflow/recovery-index.js";
 import { WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
 import { createHarness, firedOf, REPO, type Harness } from "./harness.js";
 

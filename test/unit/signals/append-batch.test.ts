@@ -4,12 +4,13 @@
  */
 import { createFsFromVolume, Volume } from "memfs";
 import { describe, expect, it } from "vitest";
-import { createWorkflowHostSignalChannel } from "../../../seams/signal-channel.js";
+import { createWorkflowHostSignalChannel } from "../../../seams/signals/signal-channel.js";
 import { WorkflowHostError } from "../../../src/errors.js";
 import { allowAll, createRepoStore } from "../../../src/substrate/index.js";
 import type { KindHandler, RepoStore } from "../../../src/substrate/types.js";
 import { createFakeClock } from "../../../src/testing/fake-clock.js";
-import { appendRunEvents, readRunLog } from "../../../src/workflow/run-log.js";
+import { readRunLog } from "../../../src/workflow/run-log.js";
+import { appendRunEvents } from "../../../src/workflow/run-log-append.js";
 import { workflowRunKind, WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
 
 const RID = { kind: WORKFLOW_RUN_KIND, id: "dep" } as const;

@@ -4,7 +4,7 @@
  */
 import { createFsFromVolume, Volume } from "memfs";
 import { describe, expect, it } from "vitest";
-import { createWorkflowHostSignalChannel } from "../../../seams/signal-channel.js";
+import { createWorkflowHostSignalChannel } from "../../../seams/signals/signal-channel.js";
 import { allowAll, createRepoStore } from "../../../src/substrate/index.js";
 import type { CommittedReads, RepoStore } from "../../../src/substrate/types.js";
 import { createFakeClock } from "../../../src/testing/fake-clock.js";

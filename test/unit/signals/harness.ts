@@ -3,16 +3,17 @@
  * helpers to read logs back and to wait on scheduler reports instead of on time.
  */
 import { createFsFromVolume, Volume } from "memfs";
-import { createWorkflowHostScheduler } from "../../../seams/scheduler.js";
-import type { SchedulerEvent, WorkflowHostScheduler } from "../../../seams/scheduler-types.js";
-import { createWorkflowHostSignalChannel } from "../../../seams/signal-channel.js";
-import type { SignalChannelOptions, WorkflowHostSignalChannel } from "../../../seams/signal-channel-types.js";
+import { createWorkflowHostScheduler } from "../../../seams/scheduler/scheduler.js";
+import type { SchedulerEvent, WorkflowHostScheduler } from "../../../seams/scheduler/scheduler-types.js";
+import { createWorkflowHostSignalChannel } from "../../../seams/signals/signal-channel.js";
+import type { SignalChannelOptions, WorkflowHostSignalChannel } from "../../../seams/signals/signal-channel-types.js";
 import { createRuntimeAdapter } from "../../../src/host/runtime-adapter.js";
 import type { WorkflowRuntime } from "../../../src/host/runtime-types.js";
 import { allowAll, createRepoStore } from "../../../src/substrate/index.js";
 import type { RepoStore, RepoStoreOptions } from "../../../src/substrate/types.js";
 import { createFakeClock, type FakeClock } from "../../../src/testing/fake-clock.js";
-import { appendRunEvents, readRunLog } from "../../../src/workflow/run-log.js";
+import { readRunLog } from "../../../src/workflow/run-log.js";
+import { appendRunEvents } from "../../../src/workflow/run-log-append.js";
 import type { RunEvent } from "../../../src/workflow/types.js";
 import { workflowRunKind, WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
 

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { createRunEventFeed, type RunEventListener } from "../../../seams/run-event-feed.js";
-import { createWorkflowHostSignalChannel } from "../../../seams/signal-channel.js";
+import { createRunEventFeed, type RunEventListener } from "../../../seams/signals/run-event-feed.js";
+import { createWorkflowHostSignalChannel } from "../../../seams/signals/signal-channel.js";
 import { allowAll, createRepoStore } from "../../../src/substrate/index.js";
 import type { RunEvent } from "../../../src/workflow/types.js";
 import { workflowRunKind } from "../../../src/workflow/workflow-run-kind.js";

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { appendRunEvents } from "../../../src/workflow/run-log.js";
+import { appendRunEvents } from "../../../src/workflow/run-log-append.js";
 import type { RunEvent } from "../../../src/workflow/types.js";
 import { createSignalHarness, ofType, REPO, watched, type SignalHarness } from "./harness.js";
 

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { createRunEventFeed } from "../../../seams/run-event-feed.js";
-import { createWorkflowHostSignalChannel } from "../../../seams/signal-channel.js";
+import { createRunEventFeed } from "../../../seams/signals/run-event-feed.js";
+import { createWorkflowHostSignalChannel } from "../../../seams/signals/signal-channel.js";
 import { allowAll, createRepoStore } from "../../../src/substrate/index.js";
 import type { RepoStore } from "../../../src/substrate/types.js";
 import { serializeEvent } from "../../../src/workflow/events.js";

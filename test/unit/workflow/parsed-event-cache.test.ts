@@ -9,7 +9,8 @@ import type { CommittedReads, RepoStore } from "../../../src/substrate/types.js"
 import { createMemoryRepoStore } from "../../../src/testing/index.js";
 import { DEFAULT_MAX_EVENT_BYTES, parseEvent } from "../../../src/workflow/events.js";
 import { ParsedEventCache, sharedParsedEvents } from "../../../src/workflow/parsed-event-cache.js";
-import { appendRunEvents, readRunLog, readRunLogFromFiles, type RunLog } from "../../../src/workflow/run-log.js";
+import { readRunLog, readRunLogFromFiles, type RunLog } from "../../../src/workflow/run-log.js";
+import { appendRunEvents } from "../../../src/workflow/run-log-append.js";
 import type { RunEvent } from "../../../src/workflow/types.js";
 import { WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
 import { thrownCode } from "../../helpers/expect-code.js";

@@ -20,19 +20,24 @@
  * - `deliver` is exactly-once per signalId: the dedupe check and the append happen together
  *   under the repo lock, against the whole log.
  */
+import { storeOf } from "../../src/substrate/store-option.js";
 import { randomUUID } from "node:crypto";
-import { WorkflowHostError } from "../src/errors.js";
-import { silentLogger } from "../src/logger.js";
-import type { RepoId } from "../src/substrate/types.js";
-import { signalReceivedEvent } from "../src/workflow/event-constructors.js";
-import { isTerminalEventType } from "../src/workflow/event-shapes.js";
-import { DEFAULT_MAX_EVENT_BYTES, serializeEvent } from "../src/workflow/events.js";
-import { parseRepoId, parseRunId, parseSignalId, parseSignalName, parseStepId } from "../src/workflow/ids.js";
-import { appendRunEvents, readRunLog, type RunLog } from "../src/workflow/run-log.js";
-import { isoFromMs } from "../src/workflow/time.js";
-import type { RunEvent, SignalConsumedEvent, SignalReceivedEvent } from "../src/workflow/types.js";
-import { WORKFLOW_RUN_KIND } from "../src/workflow/workflow-run-kind.js";
+import { WorkflowHostError } from "../../src/errors.js";
+import { silentLogger } from "../../src/logger.js";
+import type { RepoId } from "../../src/substrate/types.js";
+import { DEFAULT_REF } from "../../src/substrate/ref-name.js";
+import { newSignalConsumed } from "../../src/workflow/event-constructors.js";
+import { isSignalConsumed, isSignalReceived } from "../../src/workflow/event-guards.js";
+import { isTerminalEventType } from "../../src/workflow/event-shapes.js";
+import { DEFAULT_MAX_EVENT_BYTES } from "../../src/workflow/events.js";
+import { parseRepoId, parseRunId, parseSignalId, parseSignalName, parseStepId } from "../../src/workflow/ids.js";
+import { readRunLog } from "../../src/workflow/run-log.js";
+import { openRunLog } from "../../src/workflow/run-log-writer.js";
+import { isoFromMs } from "../../src/workflow/time.js";
+import type { RunEvent } from "../../src/workflow/types.js";
+import { WORKFLOW_RUN_KIND } from "../../src/workflow/workflow-run-kind.js";
 import { createRunEventFeed, type RunEventListener } from "./run-event-feed.js";
+import { deliverSignalDurably } from "./deliver-signal.js";
 import { createSignalPool, type SignalWaiter } from "./signal-pool.js";
 import type {
   DeliverResult,
@@ -53,16 +58,17 @@ export function createWorkflowHostSignalChannel(opts: SignalChannelOptions): Wor
   const repoId = parseRepoId(opts.repoId);
   const runId = parseRunId(opts.runId);
   const rid: RepoId = { kind: WORKFLOW_RUN_KIND, id: repoId };
-  const ref = opts.ref ?? "refs/heads/main";
-  const store = opts.repoStore;
+  const ref = opts.ref ?? DEFAULT_REF;
+  const store = storeOf(opts, "createWorkflowHostSignalChannel");
   const principal = opts.principal;
   const maxEventBytes = opts.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES;
   const newId = opts.newId ?? randomUUID;
   const logger = opts.logger ?? silentLogger;
+  const runLog = openRunLog({ store, principal, repoId, ref, maxEventBytes });
   const pool = createSignalPool();
   const nowIso = (): string => isoFromMs(opts.clock().getTime());
 
-  const feed = opts.feed ?? createRunEventFeed({ repoStore: store, principal, repoId, ref, maxEventBytes, logger });
+  const feed = opts.feed ?? createRunEventFeed({ store: store, principal, repoId, ref, maxEventBytes, logger });
   if (feed.repoId !== repoId) {
     throw new WorkflowHostError("repo_id_invalid", `the feed given to the channel of run ${runId} follows ${feed.repoId}, not ${repoId}`, { repoId, feedRepoId: feed.repoId });
   }
@@ -86,11 +92,10 @@ export function createWorkflowHostSignalChannel(opts: SignalChannelOptions): Wor
       ended = true;
       return;
     }
-    if (event.type === "SignalReceived") {
-      const e = event as SignalReceivedEvent;
-      pool.addReceived({ signalId: e.signalId, signalName: e.signalName, payload: e.payload, seq: e.seq, at: e.at });
-    } else if (event.type === "SignalConsumed") {
-      pool.markConsumed((event as SignalConsumedEvent).data.signalId);
+    if (isSignalReceived(event)) {
+      pool.addReceived({ signalId: event.signalId, signalName: event.signalName, payload: event.payload, seq: event.seq, at: event.at });
+    } else if (isSignalConsumed(event)) {
+      pool.markConsumed(event.data.signalId);
     }
   }
 
@@ -157,39 +162,17 @@ export function createWorkflowHostSignalChannel(opts: SignalChannelOptions): Wor
     for (const signalId of known.observedSignalIds) if (!unconsumed.has(signalId)) pool.markConsumed(signalId);
   }
 
-  function nextSeq(log: RunLog): number {
-    return Math.max(log.maxFileSeq + 1, 1);
-  }
-
   return {
     async deliver(signalName, payload, signalId) {
       if (state === "stopped") throw stoppedError();
       const name = parseSignalName(signalName);
       const id = parseSignalId(signalId === undefined ? newId() : signalId);
-      const at = nowIso();
-      // Size (and shape) are checked before any write; seq 1 is the shortest seq a real append
-      // can get, so an event refused here is refused at every seq. The append re-checks the
-      // exact bytes at the real seq under the lock.
-      serializeEvent(signalReceivedEvent(1, { signalName: name, signalId: id, payload, at }), { maxEventBytes });
-      const written = await appendRunEvents<{ seq: number; duplicate: boolean }>({
-        store,
-        principal,
-        repoId,
-        runId,
-        ref,
-        maxEventBytes,
-        message: `Signal ${name} (${id}) to run ${runId}`,
-        decide: (log) => {
-          const existing = log.events.find((e) => e.type === "SignalReceived" && (e as SignalReceivedEvent).signalId === id);
-          if (existing !== undefined) return { append: [], result: { seq: existing.seq, duplicate: true } };
-          return {
-            append: [{ type: "SignalReceived", signalName: name, signalId: id, payload, at }],
-            result: { seq: nextSeq(log), duplicate: false },
-          };
-        },
-      });
-      const result = written.result as { seq: number; duplicate: boolean };
+      const result = await deliverSignalDurably(runLog, runId, { signalName: name, signalId: id, payload, at: nowIso() });
       return { signalId: id, seq: result.seq, duplicate: result.duplicate } satisfies DeliverResult;
+    },
+
+    waiting() {
+      return pool.waiting();
     },
 
     awaitNext(signalName, abortSignal) {
@@ -238,23 +221,11 @@ export function createWorkflowHostSignalChannel(opts: SignalChannelOptions): Wor
       const id = parseSignalId(signalId);
       const step = stepId === undefined ? undefined : parseStepId(stepId);
       const at = nowIso();
-      const written = await appendRunEvents<{ seq: number | null; consumed: boolean }>({
-        store,
-        principal,
-        repoId,
-        runId,
-        ref,
-        maxEventBytes,
-        message: `Consume signal ${id} of run ${runId}`,
-        decide: (log) => {
-          const received = log.events.some((e) => e.type === "SignalReceived" && (e as SignalReceivedEvent).signalId === id);
-          const consumed = log.events.some((e) => e.type === "SignalConsumed" && (e as SignalConsumedEvent).data.signalId === id);
-          if (!received || consumed) return { append: [], result: { seq: null, consumed } };
-          return {
-            append: [{ type: "SignalConsumed", at, data: { signalId: id, ...(step === undefined ? {} : { stepId: step }) } }],
-            result: { seq: nextSeq(log), consumed: true },
-          };
-        },
+      const written = await runLog.append<{ seq: number | null; consumed: boolean }>(runId, `Consume signal ${id} of run ${runId}`, (log) => {
+        const received = log.events.some((e) => isSignalReceived(e) && e.signalId === id);
+        const consumed = log.events.some((e) => isSignalConsumed(e) && e.data.signalId === id);
+        if (!received || consumed) return { append: [], result: { seq: null, consumed } };
+        return { append: [newSignalConsumed({ signalId: id, stepId: step }, at)], result: { seq: log.nextSeq, consumed: true } };
       });
       const result = written.result ?? { seq: null, consumed: false };
       // Known at once, not only when the subscription sees the commit.

@@ -10,14 +10,15 @@
  * with `backfill: true`, `TimerSet` with `owner: "sync"`, `TimerCancelled` reason
  * `sync: not declared`. Every event is validated before it is written.
  */
-import { parseRepoId, parseRunId, parseSignalId, parseTimerId } from "../src/workflow/ids.js";
-import { parseInstant } from "../src/workflow/time.js";
-import { appendRunEvents, readRunLog, type RunLog } from "../src/workflow/run-log.js";
-import { runsEntryProblem } from "../src/workflow/log-problems.js";
-import { WORKFLOW_RUN_KIND } from "../src/workflow/workflow-run-kind.js";
-import { armedSeries, planBackfill, planPause, planResume, planTrigger } from "../src/workflow/schedule/schedule-controls.js";
-import { previewSeries, type PreviewTick } from "../src/workflow/schedule/preview.js";
-import { seriesHistory, type SeriesHistory } from "../src/workflow/schedule/series-history.js";
+import { parseRepoId, parseRunId, parseSignalId, parseTimerId } from "../../src/workflow/ids.js";
+import { parseInstant } from "../../src/workflow/time.js";
+import { readRunLog, type RunLog } from "../../src/workflow/run-log.js";
+import { appendRunEvents } from "../../src/workflow/run-log-append.js";
+import { runsEntryProblem } from "../../src/workflow/log-problems.js";
+import { WORKFLOW_RUN_KIND } from "../../src/workflow/workflow-run-kind.js";
+import { armedSeries, planBackfill, planPause, planResume, planTrigger } from "../../src/workflow/schedule/schedule-controls.js";
+import { previewSeries, type PreviewTick } from "../../src/workflow/schedule/preview.js";
+import { seriesHistory, type SeriesHistory } from "../../src/workflow/schedule/series-history.js";
 import {
   endedSeriesOf,
   isEmptyPlan,
@@ -28,16 +29,17 @@ import {
   type DeclaredSchedule,
   type EndedSeries,
   type SyncPlan,
-} from "../src/workflow/schedule/sync-plan.js";
-import type { SeriesEvent } from "../src/workflow/schedule/series-slots.js";
-import type { Principal, RepoStore } from "../src/substrate/types.js";
-import type { Clock } from "../src/time/clock.js";
-import type { PendingTimer } from "../src/workflow/types.js";
+} from "../../src/workflow/schedule/sync-plan.js";
+import type { SeriesEvent } from "../../src/workflow/schedule/series-slots.js";
+import { DEFAULT_REF } from "../../src/substrate/ref-name.js";
+import type { Principal, RepoStore } from "../../src/substrate/types.js";
+import type { Clock } from "../../src/time/clock.js";
+import type { PendingTimer } from "../../src/workflow/types.js";
 
 export interface ScheduleControlsOptions {
   readonly store: RepoStore;
   readonly principal: Principal;
-  /** Default "refs/heads/main". */
+  /** Default `DEFAULT_REF` ("refs/heads/main"). */
   readonly ref?: string;
   /** Wall clock: "now" for resume, trigger, backfill ranges, sync's first slots, and `at`. */
   readonly clock: Clock;
@@ -118,7 +120,7 @@ export interface ScheduleControls {
 
 /** The schedule verbs over one store (see the module comment). */
 export function createScheduleControls(opts: ScheduleControlsOptions): ScheduleControls {
-  const ref = opts.ref ?? "refs/heads/main";
+  const ref = opts.ref ?? DEFAULT_REF;
   const nowMs = (): number => opts.clock().getTime();
 
   function append<R>(repoId: string, runId: string, message: string, decide: (log: RunLog, at: string) => { events: readonly SeriesEvent[]; result: R }) {

@@ -13,27 +13,31 @@
  * order), in commit order. The events of a commit are handed out and `from` moves past it in
  * one synchronous step, so a listener attaching at any moment gets no gap and no overlap.
  */
-import { WorkflowHostError } from "../src/errors.js";
-import { silentLogger, type Logger } from "../src/logger.js";
-import type { Oid, Principal, RepoId, RepoStore } from "../src/substrate/types.js";
-import { DEFAULT_MAX_EVENT_BYTES, parseEvent } from "../src/workflow/events.js";
-import { parseRepoId, parseRunId } from "../src/workflow/ids.js";
-import { subscribeKind, type KindIssue } from "../src/workflow/subscribe-kind.js";
-import type { RunEvent } from "../src/workflow/types.js";
-import { WORKFLOW_RUN_KIND } from "../src/workflow/workflow-run-kind.js";
+import { storeOf, type StoreOption } from "../../src/substrate/store-option.js";
+import { DEFAULT_REF } from "../../src/substrate/ref-name.js";
+import { WorkflowHostError } from "../../src/errors.js";
+import { silentLogger, type Logger } from "../../src/logger.js";
+import type { Oid, Principal, RepoId, RepoStore } from "../../src/substrate/types.js";
+import { DEFAULT_MAX_EVENT_BYTES, parseEvent } from "../../src/workflow/events.js";
+import { parseRepoId, parseRunId } from "../../src/workflow/ids.js";
+import { subscribeKind, type KindIssue } from "../../src/workflow/subscribe-kind.js";
+import type { RunEvent } from "../../src/workflow/types.js";
+import { WORKFLOW_RUN_KIND } from "../../src/workflow/workflow-run-kind.js";
 
-export interface RunEventFeedOptions {
-  readonly repoStore: RepoStore;
+export interface RunEventFeedOptionsBase {
   readonly principal: Principal;
   /** The deployment; checked on creation (repo_id_invalid). */
   readonly repoId: string;
-  /** Default "refs/heads/main". */
+  /** Default `DEFAULT_REF` ("refs/heads/main"). */
   readonly ref?: string;
   /** Largest event read (bytes, default 1 MiB); larger files are reported and skipped. */
   readonly maxEventBytes?: number;
   /** Where bad events and failures are reported. Default: silent. */
   readonly logger?: Logger;
 }
+
+/** RunEventFeed options; the store is `store` (`repoStore` is its deprecated name). */
+export type RunEventFeedOptions = RunEventFeedOptionsBase & StoreOption;
 
 /** Receives one run's events. Called synchronously; must not throw. */
 export interface RunEventListener {
@@ -78,8 +82,8 @@ export interface RunEventFeed {
 export function createRunEventFeed(opts: RunEventFeedOptions): RunEventFeed {
   const repoId = parseRepoId(opts.repoId);
   const rid: RepoId = { kind: WORKFLOW_RUN_KIND, id: repoId };
-  const ref = opts.ref ?? "refs/heads/main";
-  const store = opts.repoStore;
+  const ref = opts.ref ?? DEFAULT_REF;
+  const store = storeOf(opts, "createRunEventFeed");
   const maxEventBytes = opts.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES;
   const logger = opts.logger ?? silentLogger;
 

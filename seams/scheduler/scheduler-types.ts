@@ -1,18 +1,18 @@
 /**
  * Options, handle and reports of the host scheduler (docs/design.md §5).
  */
-import type { Logger } from "../src/logger.js";
-import type { Principal, RepoId, RepoStore } from "../src/substrate/types.js";
-import type { Clock, Timers } from "../src/time/clock.js";
-import type { MisfirePolicy, RunEvent } from "../src/workflow/types.js";
-import type { WorkflowHostError } from "../src/errors.js";
+import type { StoreOption } from "../../src/substrate/store-option.js";
+import type { Logger } from "../../src/logger.js";
+import type { Principal, RepoId, RepoStore } from "../../src/substrate/types.js";
+import type { Clock, Timers } from "../../src/time/clock.js";
+import type { MisfirePolicy, RunEvent } from "../../src/workflow/types.js";
+import type { WorkflowHostError } from "../../src/errors.js";
 
-export interface SchedulerOptions {
-  readonly repoStore: RepoStore;
+export interface SchedulerOptionsBase {
   readonly principal: Principal;
   /** Ids of the workflow-run repos to serve; polled every `discoverEveryMs`. */
   readonly listActiveDeployments: () => Promise<readonly (string | RepoId)[]> | readonly (string | RepoId)[];
-  /** Ref holding each run log. Default "refs/heads/main". */
+  /** Ref holding each run log. Default `DEFAULT_REF` ("refs/heads/main"). */
   readonly ref?: string;
   /** Wall clock; never fires before `fireAt` by this clock. */
   readonly clock: Clock;
@@ -90,6 +90,9 @@ export interface CommittedEvents {
   readonly events: readonly { readonly runId: string; readonly seq: number; readonly event: RunEvent }[];
 }
 
+/** Scheduler options; the store is `store` (`repoStore` is its deprecated name). */
+export type SchedulerOptions = SchedulerOptionsBase & StoreOption;
+
 /** A timer held in memory, due at `fireAt`. */
 export interface QueuedTimer {
   readonly repoId: string;
@@ -141,10 +144,15 @@ export interface WorkflowHostScheduler {
   /**
    * Drops a queued timer from memory only (sync, idempotent); the log is untouched, so a restart
    * re-arms it. A later TimerSet (a new generation) is armed as usual.
-   * @param repoId limits the cancel to one deployment (default: every deployment)
+   * @param repoId the deployment
    * @param setSeq also suppresses every generation up to this TimerSet seq, even one the live
    *   tail has not seen yet (a cancel racing its own TimerSet's commit)
    * @returns whether a queued timer was dropped
+   */
+  dropQueued(repoId: string, runId: string, timerId: string, setSeq?: number): boolean;
+  /**
+   * @deprecated Use {@link WorkflowHostScheduler.dropQueued} (`repoId` first, as everywhere).
+   * Without `repoId`, drops the timer in every deployment.
    */
   cancelQueued(runId: string, timerId: string, repoId?: string, setSeq?: number): boolean;
   /**

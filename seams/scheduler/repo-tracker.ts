@@ -12,32 +12,33 @@
  * scheduler retries the whole tracker after a backoff; a ref rewritten by a force push
  * re-reads the runs the rewrite touched.
  */
-import { WorkflowHostError } from "../src/errors.js";
-import type { CommitChange, CommittedReads, DirEntry, Principal, RepoId } from "../src/substrate/types.js";
-import { parseEvent, serializeEvent } from "../src/workflow/events.js";
-import { eventPath, parseCompactedLogPath, runEventsPrefix, runsPrefix } from "../src/workflow/paths.js";
-import { immutableChangedProblem } from "../src/workflow/run-folder.js";
-import { isRegularFileMode } from "../src/substrate/tree-object.js";
-import type { TimerHandle, Timers } from "../src/time/clock.js";
-import { afterTerminalProblem, classifyRunPath, rewrittenProblem, runsEntryProblem, sequenceProblems } from "../src/workflow/log-problems.js";
-import { deepFreeze } from "../src/workflow/parsed-event-cache.js";
-import { readRunLog, type BadEvent, type RunLog } from "../src/workflow/run-log.js";
-import { applyEvent } from "../src/workflow/run-state.js";
-import { planDueTimer, type FirePlan } from "../src/workflow/timer-ledger.js";
-import { slotDueMs } from "../src/workflow/schedule/jitter.js";
-import { prepareTicksBetween } from "../src/workflow/cron.js";
-import { createTimeSlicer } from "../src/time/time-slicer.js";
-import { isoFromMs } from "../src/workflow/time.js";
-import type { PendingTimer, RunEvent, RunState, TimerCancelledEvent } from "../src/workflow/types.js";
-import { WORKFLOW_RUN_KIND } from "../src/workflow/workflow-run-kind.js";
-import { openArchive, reusedArchivedRunProblem, runsMovedToArchive } from "../src/workflow/run-archive.js";
-import { decodeRecoveryIndex, encodeRecoveryIndex, RECOVERY_INDEX_FILE, stateFromSummary, type RunSummary } from "./recovery-index.js";
+import { WorkflowHostError } from "../../src/errors.js";
+import type { CommitChange, CommittedReads, DirEntry, Principal, RepoId } from "../../src/substrate/types.js";
+import { parseEvent, serializeEvent } from "../../src/workflow/events.js";
+import { eventPath, parseCompactedLogPath, runEventsPrefix, runsPrefix } from "../../src/workflow/paths.js";
+import { immutableChangedProblem } from "../../src/workflow/run-folder.js";
+import { isRegularFileMode } from "../../src/substrate/tree-object.js";
+import type { TimerHandle, Timers } from "../../src/time/clock.js";
+import { afterTerminalProblem, classifyRunPath, rewrittenProblem, runsEntryProblem, sequenceProblems } from "../../src/workflow/log-problems.js";
+import { deepFreeze } from "../../src/workflow/parsed-event-cache.js";
+import { readRunLog, type BadEvent, type RunLog } from "../../src/workflow/run-log.js";
+import { applyEvent } from "../../src/workflow/run-state.js";
+import { planDueTimer, type FirePlan } from "../../src/workflow/timer-ledger.js";
+import { slotDueMs } from "../../src/workflow/schedule/jitter.js";
+import { prepareTicksBetween } from "../../src/workflow/cron.js";
+import { createTimeSlicer } from "../../src/time/time-slicer.js";
+import { isoFromMs } from "../../src/workflow/time.js";
+import { isTimerCancelled } from "../../src/workflow/event-guards.js";
+import type { PendingTimer, RunEvent, RunState } from "../../src/workflow/types.js";
+import { WORKFLOW_RUN_KIND } from "../../src/workflow/workflow-run-kind.js";
+import { openArchive, reusedArchivedRunProblem, runsMovedToArchive } from "../../src/workflow/run-archive.js";
+import { decodeRecoveryIndex, encodeRecoveryIndex, RECOVERY_INDEX_FILE, stateFromSummary, type RunSummary } from "../../src/workflow/recovery-index.js";
 import type { DueGeneration } from "./scheduler-queue.js";
 import type { CommittedEvents, SchedulerEvent } from "./scheduler-types.js";
 
 /** What a tracker needs from its scheduler. */
 export interface TrackerContext {
-  readonly store: import("../src/substrate/types.js").RepoStore;
+  readonly store: import("../../src/substrate/types.js").RepoStore;
   readonly principal: unknown;
   readonly ref: string;
   readonly nowMs: () => number;
@@ -485,7 +486,7 @@ export class RepoTracker {
           this.reportBad(afterTerminalProblem(runId, add.seq, record.state.terminal, null));
           continue;
         }
-        const cancelled = event.type === "TimerCancelled" ? (event as TimerCancelledEvent).data.timerId : null;
+        const cancelled = isTimerCancelled(event) ? event.data.timerId : null;
         const armed = cancelled !== null && record.state.pendingTimers.has(cancelled);
         record.state = applyEvent(record.state, event);
         // Whoever wrote it (this host, the CLI, another process, a push): one report per cancel.

@@ -18,8 +18,8 @@
  * Bump {@link RUN_STATE_VERSION} whenever `reduceRunState` changes what it derives from a log:
  * summaries made by the old reducer are then ignored.
  */
-import { isTerminalEventType } from "../src/workflow/event-shapes.js";
-import type { PendingTimer, RunState, TerminalEventType } from "../src/workflow/types.js";
+import { isTerminalEventType } from "./event-shapes.js";
+import type { PendingTimer, RunState, TerminalEventType } from "./types.js";
 
 /** Name of the derived file (see `RepoStore.writeDerived`). */
 export const RECOVERY_INDEX_FILE = "run-index.v1.json";

@@ -1,20 +1,19 @@
 /**
  * Options and handle of the signal channel (docs/design.md §6).
  */
-import type { Logger } from "../src/logger.js";
-import type { Principal, RepoStore } from "../src/substrate/types.js";
-import type { Clock } from "../src/time/clock.js";
-import type { RunState } from "../src/workflow/types.js";
+import type { StoreOption } from "../../src/substrate/store-option.js";
+import type { Logger } from "../../src/logger.js";
+import type { Principal, RepoStore } from "../../src/substrate/types.js";
+import type { Clock } from "../../src/time/clock.js";
+import type { RunState } from "../../src/workflow/types.js";
 import type { RunEventFeed } from "./run-event-feed.js";
 
-export interface SignalChannelOptions {
-  /** Store holding the deployment; it needs the workflow-run kind handler. */
-  readonly repoStore: RepoStore;
+export interface SignalChannelOptionsBase {
   /** Passed to every store call (and so to `authorize`). */
   readonly principal: Principal;
   /** The deployment (workflow-run repo id); checked on creation (repo_id_invalid). */
   readonly repoId: string;
-  /** Ref holding the run logs. Default "refs/heads/main". */
+  /** Ref holding the run logs. Default `DEFAULT_REF` ("refs/heads/main"). */
   readonly ref?: string;
   /** The run whose log this channel reads and writes; checked on creation (id_invalid). */
   readonly runId: string;
@@ -40,6 +39,9 @@ export interface SignalChannelOptions {
   /** Where bad events and subscription failures are reported. Default: silent. */
   readonly logger?: Logger;
 }
+
+/** SignalChannel options; the store is `store` (`repoStore` is its deprecated name). */
+export type SignalChannelOptions = SignalChannelOptionsBase & StoreOption;
 
 export interface DeliverResult {
   readonly signalId: string;
@@ -70,6 +72,8 @@ export interface WorkflowHostSignalChannel {
    *   JSON data, or the run has ended), channel_stopped, and the store's write errors
    */
   deliver(signalName: string, payload: unknown, signalId?: string): Promise<DeliverResult>;
+  /** How many `awaitNext` calls are pending (0 once stopped). */
+  waiting(): number;
   /**
    * Resolves with the oldest signal of that name (numeric seq) not yet consumed nor handed to
    * another awaiter: at once when the log already holds one, else when a commit (by any

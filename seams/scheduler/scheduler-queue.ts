@@ -9,9 +9,9 @@
  * its heap slot and its map entry: measured 79 B at a million timers (bench/RESULTS.md,
  * "Memory"), against ~112 B when every entry carried its own `QueuedTimer` object.
  */
-import type { Clock, Timers } from "../src/time/clock.js";
-import { createTimerQueue, type TimerQueue, type TimerQueueEntry } from "../src/time/timer-queue.js";
-import type { PendingTimer } from "../src/workflow/types.js";
+import type { Clock, Timers } from "../../src/time/clock.js";
+import { createTimerQueue, type TimerQueue, type TimerQueueEntry } from "../../src/time/timer-queue.js";
+import type { PendingTimer } from "../../src/workflow/types.js";
 import type { QueuedTimer } from "./scheduler-types.js";
 
 /** One due generation as delivered to the scheduler. */

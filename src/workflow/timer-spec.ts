@@ -3,13 +3,33 @@
  * checked in full before anything is written. Pure: "now" is passed in.
  */
 import { WorkflowHostError, describeValue } from "../errors.js";
-import { nextTick, validateCron } from "../workflow/cron.js";
-import { timerSetEvent } from "../workflow/event-constructors.js";
-import { parseStepId, parseTimerId } from "../workflow/ids.js";
-import { isoFromMs, parseInstant } from "../workflow/time.js";
-import { DEFAULT_TIME_ZONE } from "../workflow/time-zone.js";
-import type { PendingTimer, TimerSetData } from "../workflow/types.js";
-import type { TimerSpec } from "./runtime-types.js";
+import { nextTick, validateCron } from "./cron.js";
+import { timerSetEvent } from "./event-constructors.js";
+import { parseStepId, parseTimerId } from "./ids.js";
+import { isoFromMs, parseInstant } from "./time.js";
+import { DEFAULT_TIME_ZONE } from "./time-zone.js";
+import type { PendingTimer, TimerSetData } from "./types.js";
+import type { MisfirePolicy } from "./types.js";
+
+
+interface TimerSpecBase {
+  readonly timerId: string;
+  readonly stepId?: string;
+  /** Misfire policy of a cron series (default: the scheduler's). */
+  readonly misfire?: MisfirePolicy;
+}
+
+/**
+ * When a timer fires: exactly one of `fireAt` (an instant: RFC 3339 with offset, or a Date),
+ * `delayMs` (ms from the clock's now, finite, ≥ 0) or `cron` (5 or 6 fields, in `timezone`,
+ * IANA, default "UTC"; the first tick after now).
+ */
+export type TimerSpec = TimerSpecBase &
+  (
+    | { readonly fireAt: string | Date; readonly delayMs?: never; readonly cron?: never; readonly timezone?: never }
+    | { readonly delayMs: number; readonly fireAt?: never; readonly cron?: never; readonly timezone?: never }
+    | { readonly cron: string; readonly timezone?: string; readonly fireAt?: never; readonly delayMs?: never }
+  );
 
 /**
  * An instant given as RFC 3339 text or a Date, normalised (UTC, milliseconds).

@@ -14,11 +14,13 @@
  *   commits of one repo start at least `minCommitIntervalMs` apart (group commit);
  * - a failed commit is retried with backoff and reported; a bad event is reported and skipped.
  */
-import { WorkflowHostError } from "../src/errors.js";
-import { silentLogger, type Logger } from "../src/logger.js";
-import { createSystemTimers, type TimerHandle, type Timers } from "../src/time/clock.js";
-import { DEFAULT_MAX_CATCH_UP, DEFAULT_MISFIRE_GRACE_MS } from "../src/workflow/timer-ledger.js";
-import { WORKFLOW_RUN_KIND } from "../src/workflow/workflow-run-kind.js";
+import { storeOf } from "../../src/substrate/store-option.js";
+import { DEFAULT_REF } from "../../src/substrate/ref-name.js";
+import { WorkflowHostError } from "../../src/errors.js";
+import { silentLogger, type Logger } from "../../src/logger.js";
+import { createSystemTimers, type TimerHandle, type Timers } from "../../src/time/clock.js";
+import { DEFAULT_MAX_CATCH_UP, DEFAULT_MISFIRE_GRACE_MS } from "../../src/workflow/timer-ledger.js";
+import { WORKFLOW_RUN_KIND } from "../../src/workflow/workflow-run-kind.js";
 import { RepoTracker, type TrackerContext } from "./repo-tracker.js";
 import { createSchedulerQueue, timerKey, type DueGeneration } from "./scheduler-queue.js";
 import { cancelTimerDurably } from "./timer-cancel.js";
@@ -42,12 +44,13 @@ export const DEFAULT_MAX_BATCH = 1_000;
 
 /**
  * Creates the scheduler. Nothing runs until `start()`.
- * @param opts see {@link SchedulerOptions}; `repoStore` must have the workflow-run kind handler
- * @throws `time_invalid` (synchronously) for a `maxArmMs` or `minCommitIntervalMs` out of range;
+ * @param opts see {@link SchedulerOptions}; `store` must have the workflow-run kind handler
+ * @throws `config_invalid` (synchronously) without a store; `time_invalid` for a `maxArmMs` or `minCommitIntervalMs` out of range;
  *   after that nothing: every runtime failure is reported through `onEvent`/`logger`
  */
 export function createWorkflowHostScheduler(opts: SchedulerOptions): WorkflowHostScheduler {
-  const ref = opts.ref ?? "refs/heads/main";
+  const store = storeOf(opts, "createWorkflowHostScheduler");
+  const ref = opts.ref ?? DEFAULT_REF;
   const minCommitIntervalMs = opts.minCommitIntervalMs ?? DEFAULT_MIN_COMMIT_INTERVAL_MS;
   if (typeof minCommitIntervalMs !== "number" || !Number.isFinite(minCommitIntervalMs) || minCommitIntervalMs < 0 || minCommitIntervalMs > 60_000) {
     throw new WorkflowHostError("time_invalid", `minCommitIntervalMs ${String(minCommitIntervalMs)} is not a number of milliseconds in 0 … 60000`, { minCommitIntervalMs });
@@ -61,7 +64,7 @@ export function createWorkflowHostScheduler(opts: SchedulerOptions): WorkflowHos
 
   const trackers = new Map<string, RepoTracker>();
   const failedRepos = new Map<string, { retryAtMs: number; delayMs: number }>();
-  /** `repo/run/timer` → the newest generation (setSeq) `cancelQueued` suppressed; older ones are too. */
+  /** `repo/run/timer` → the newest generation (setSeq) `dropQueued` suppressed; older ones are too. */
   const suppressed = new Map<string, number>();
   const counters = { fired: 0, skippedTicks: 0, cancelled: 0, commits: 0, commitFailures: 0, badEvents: 0 };
   const recentBad: { repoId: string; path: string; seq: number | null; code: string }[] = [];
@@ -131,7 +134,7 @@ export function createWorkflowHostScheduler(opts: SchedulerOptions): WorkflowHos
   });
 
   const ctx: TrackerContext = {
-    store: opts.repoStore,
+    store,
     principal: opts.principal,
     ref,
     nowMs,
@@ -250,6 +253,22 @@ export function createWorkflowHostScheduler(opts: SchedulerOptions): WorkflowHos
     }, discoverEveryMs);
   }
 
+  /** Drops a queued timer from memory (see `dropQueued`); without `repoId`, in every deployment. */
+  function dropQueued(runId: string, timerId: string, repoId: string | undefined, setSeq: number | undefined): boolean {
+    let dropped = false;
+    for (const tracker of trackers.values()) {
+      if (repoId !== undefined && tracker.repoId !== repoId) continue;
+      const key = timerKey(tracker.repoId, runId, timerId);
+      const queued = queue.queued(tracker.repoId, runId, timerId);
+      const pending = tracker.run(runId)?.state.pendingTimers.get(timerId);
+      const upTo = Math.max(setSeq ?? -1, queued?.setSeq ?? -1, pending?.setSeq ?? -1);
+      if (upTo >= 0) suppressed.set(key, Math.max(upTo, suppressed.get(key) ?? -1));
+      if (queue.disarm(tracker.repoId, runId, timerId)) dropped = true;
+      tracker.forget(runId, timerId);
+    }
+    return dropped;
+  }
+
   return {
     async start() {
       if (state !== "created") throw new WorkflowHostError("scheduler_stopped", `start() called on a scheduler that is ${state}`, { state });
@@ -272,24 +291,17 @@ export function createWorkflowHostScheduler(opts: SchedulerOptions): WorkflowHos
       trackers.clear();
     },
 
+    dropQueued(repoId, runId, timerId, setSeq) {
+      return dropQueued(runId, timerId, repoId, setSeq);
+    },
+
     cancelQueued(runId, timerId, repoId, setSeq) {
-      let dropped = false;
-      for (const tracker of trackers.values()) {
-        if (repoId !== undefined && tracker.repoId !== repoId) continue;
-        const key = timerKey(tracker.repoId, runId, timerId);
-        const queued = queue.queued(tracker.repoId, runId, timerId);
-        const pending = tracker.run(runId)?.state.pendingTimers.get(timerId);
-        const upTo = Math.max(setSeq ?? -1, queued?.setSeq ?? -1, pending?.setSeq ?? -1);
-        if (upTo >= 0) suppressed.set(key, Math.max(upTo, suppressed.get(key) ?? -1));
-        if (queue.disarm(tracker.repoId, runId, timerId)) dropped = true;
-        tracker.forget(runId, timerId);
-      }
-      return dropped;
+      return dropQueued(runId, timerId, repoId, setSeq);
     },
 
     async cancelTimer(repoId, runId, timerId, reason) {
       const result = await cancelTimerDurably({
-        store: opts.repoStore,
+        store,
         principal: opts.principal,
         repoId,
         runId,
@@ -297,7 +309,7 @@ export function createWorkflowHostScheduler(opts: SchedulerOptions): WorkflowHos
         ...(reason === undefined ? {} : { reason }),
         ref,
         ...(opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes }),
-        nowMs,
+        clock: opts.clock,
       });
       if (result.outcome === "cancelled") {
         queue.disarm(repoId, runId, timerId);

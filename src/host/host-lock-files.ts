@@ -1,0 +1,127 @@
+/**
+ * The host lock's files in a data dir (`host.lock/`, `host.lock.json`, `host.lock.guard/`): their
+ * names, the holder record, reading them (`inspectHostLock`), and the error naming a holder.
+ */
+import * as nodeFs from "node:fs";
+import { join, resolve } from "node:path";
+import { WorkflowHostError } from "../errors.js";
+
+/** Name of the lock folder inside the data dir. */
+export const HOST_LOCK_NAME = "host.lock";
+/** Name of the holder file inside the data dir. */
+export const HOST_LOCK_HOLDER_NAME = "host.lock.json";
+/** Name of the guard folder that serialises acquires and releases. */
+export const GUARD_NAME = "host.lock.guard";
+
+/** Who holds (or held) a host lock, as written in `host.lock.json`. */
+export interface HostLockHolder {
+  readonly pid: number;
+  readonly hostname: string;
+  /** When the holder took the lock (RFC 3339, UTC). */
+  readonly startedAt: string;
+  /** The holder's last heartbeat (RFC 3339, UTC). */
+  readonly heartbeatAt: string;
+  /** Random per acquisition; tells a holder whether the file is still its own. */
+  readonly token: string;
+  /** Heartbeats written since the lock was taken; 0 in records of older versions. */
+  readonly beat: number;
+}
+
+export interface LockFs {
+  readFile(path: string, encoding: "utf8"): Promise<string>;
+  writeFile(path: string, data: string): Promise<void>;
+  rename(from: string, to: string): Promise<void>;
+  unlink(path: string): Promise<void>;
+  rmdir(path: string): Promise<void>;
+  mkdir(path: string, opts?: { recursive: true }): Promise<unknown>;
+  stat(path: string): Promise<{ mtimeMs: number }>;
+}
+
+export function lockFsOf(fs: unknown): LockFs {
+  const promises = (fs as { promises?: LockFs } | undefined)?.promises;
+  if (promises === undefined) throw new WorkflowHostError("config_invalid", "host lock: fs must provide the node:fs promises API (fs.promises)", { field: "fs" });
+  return promises;
+}
+
+export function defaultIsProcessAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: the process exists but belongs to someone else.
+    return (error as NodeJS.ErrnoException).code !== "ESRCH";
+  }
+}
+
+export function errnoOf(error: unknown): string | undefined {
+  return (error as NodeJS.ErrnoException | null)?.code;
+}
+
+export function parseHolder(text: string): HostLockHolder | null {
+  try {
+    const value = JSON.parse(text) as Partial<HostLockHolder>;
+    if (typeof value.pid !== "number" || typeof value.hostname !== "string" || typeof value.startedAt !== "string") return null;
+    return {
+      pid: value.pid,
+      hostname: value.hostname,
+      startedAt: value.startedAt,
+      heartbeatAt: typeof value.heartbeatAt === "string" ? value.heartbeatAt : value.startedAt,
+      token: typeof value.token === "string" ? value.token : "",
+      beat: typeof value.beat === "number" ? value.beat : 0,
+    };
+  } catch {
+    return null;
+  }
+}
+
+/** What is in a data dir's lock right now, as {@link inspectHostLock} reports it. */
+export interface HostLockState {
+  /** Whether the lock folder exists. */
+  readonly locked: boolean;
+  /** The holder file's record, or null when missing or unreadable. */
+  readonly holder: HostLockHolder | null;
+  /** Last heartbeat in epoch ms (`heartbeatAt`, or the folder mtime without a holder record), or null when not locked. */
+  readonly heartbeatMs: number | null;
+  /** The lock folder's mtime (epoch ms), or null when not locked. */
+  readonly mtimeMs: number | null;
+}
+
+/**
+ * Reads a data dir's lock without touching it (for `workflow-host` status output and tests).
+ * @returns whether the lock folder exists, the holder record, and the newest heartbeat
+ */
+export async function inspectHostLock(opts: { readonly dataDir: string; readonly fs?: unknown }): Promise<HostLockState> {
+  const fs = lockFsOf(opts.fs ?? nodeFs);
+  const dir = resolve(opts.dataDir);
+  let mtimeMs: number | null = null;
+  try {
+    mtimeMs = (await fs.stat(join(dir, HOST_LOCK_NAME))).mtimeMs;
+  } catch (error) {
+    if (errnoOf(error) !== "ENOENT") throw error;
+  }
+  let holder: HostLockHolder | null = null;
+  try {
+    holder = parseHolder(await fs.readFile(join(dir, HOST_LOCK_HOLDER_NAME), "utf8"));
+  } catch (error) {
+    if (errnoOf(error) !== "ENOENT") throw error;
+  }
+  if (mtimeMs === null) return { locked: false, holder, heartbeatMs: null, mtimeMs: null };
+  const beat = holder === null ? Number.NaN : Date.parse(holder.heartbeatAt);
+  // The folder is not touched by heartbeats: its mtime counts only without a holder record.
+  return { locked: true, holder, heartbeatMs: Number.isFinite(beat) ? beat : mtimeMs, mtimeMs };
+}
+
+export function lockedError(dataDir: string, lockPath: string, holder: HostLockHolder | null): WorkflowHostError {
+  if (holder === null) {
+    return new WorkflowHostError("host_locked", `data dir ${dataDir} is locked by another host (holder unknown; lock ${lockPath}); stop that host first`, {
+      dataDir,
+      lockPath,
+      pid: null,
+    });
+  }
+  return new WorkflowHostError(
+    "host_locked",
+    `data dir ${dataDir} is locked by pid ${holder.pid} on ${holder.hostname} since ${holder.startedAt} (last heartbeat ${holder.heartbeatAt}); stop that host first`,
+    { dataDir, lockPath, pid: holder.pid, hostname: holder.hostname, startedAt: holder.startedAt, heartbeatAt: holder.heartbeatAt },
+  );
+}

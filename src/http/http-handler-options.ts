@@ -1,0 +1,32 @@
+/** Options of `createHttpHandler`. */
+import type { Logger } from "../logger.js";
+import type { Authorize, Principal } from "../substrate/types.js";
+import type { Clock } from "../time/clock.js";
+import type { HostMonitor } from "./host-monitor.js";
+import type { Authenticate, TokenAuth } from "./http-tokens.js";
+
+export interface HttpHandlerOptions {
+  /** Tokens from `loadTokenFile`/`parseTokenFile`; or give `authenticate` and `authorize`. */
+  readonly tokens?: TokenAuth;
+  /** Token → principal (null: 401). Used when `tokens` is not given. */
+  readonly authenticate?: Authenticate;
+  /** The principal's right on a deployment (action `read` or `write`). Used when `tokens` is not given. */
+  readonly authorize?: Authorize;
+  /**
+   * The host's monitor: metrics, recent fires and live events. Create it before the host and
+   * pass `onEvent: monitor.onEvent` to `createWorkflowHost`, or fires are never seen.
+   */
+  readonly monitor: HostMonitor;
+  /** Principal the handler's own store calls run as (the host's `principal`). Default null. */
+  readonly principal?: Principal;
+  /** Clock for `dueInMs` and cron next ticks. Default the system clock. */
+  readonly clock?: Clock;
+  /** Largest request body (bytes, default 1 MiB); larger is 413 and nothing is written. */
+  readonly bodyLimitBytes?: number;
+  /** Where unexpected failures (500) are logged in full. Default silent. */
+  readonly logger?: Logger;
+  /** Serve the dashboard at `/` (default true). */
+  readonly dashboard?: boolean;
+  /** Ref holding the run logs (default `DEFAULT_REF` ("refs/heads/main"), as the host's). */
+  readonly ref?: string;
+}

@@ -1,0 +1,94 @@
+/**
+ * The types of the object store (./object-store.ts): its shared caches, its API and its options.
+ */
+import type { FsAdapter } from "./fs-adapter.js";
+import type { GitObject, ParsedCommit } from "./git-object.js";
+import type { ParsedTree } from "./tree-object.js";
+import type { ScopedLruCache } from "./lru-cache.js";
+import type { StagedObjects } from "./pack-store.js";
+import type { ObjectSource } from "./committed-reads.js";
+import type { Oid } from "./types.js";
+
+/** Caches shared by every repository of a store, scoped by repo key, keyed by oid. */
+export interface ObjectCaches {
+  readonly trees: ScopedLruCache<ParsedTree>;
+  readonly commits: ScopedLruCache<ParsedCommit>;
+  readonly blobs: ScopedLruCache<Uint8Array>;
+  /** Whole pack files (bytes), keyed by pack name, for reads out of packs; see pack-store.ts. */
+  readonly packs: ScopedLruCache<Buffer>;
+  /**
+   * Windows of packs too big to read whole, keyed by pack name and offset; see pack-store.ts.
+   * Small: they serve walks that read a pack mostly in order.
+   */
+  readonly packWindows?: ScopedLruCache<Buffer>;
+  /** isomorphic-git's own cache object (pack indexes); shared so packs are indexed once. */
+  readonly packCache: object;
+}
+
+export interface ObjectStore extends ObjectSource {
+  /**
+   * One object, checked against its oid.
+   * @throws `object_corrupt` naming the oid when it is missing, torn or hashes differently.
+   */
+  read(oid: Oid): Promise<GitObject>;
+  /** A parsed tree (cached). @throws `object_corrupt` when missing or not a tree. */
+  readTree(oid: Oid): Promise<ParsedTree>;
+  /** A parsed commit (cached). @throws `object_corrupt` when missing or not a commit. */
+  readCommit(oid: Oid): Promise<ParsedCommit>;
+  /** A blob's bytes (a fresh copy; cached). @throws `object_corrupt` when missing or not a blob. */
+  readBlob(oid: Oid): Promise<Uint8Array>;
+  /**
+   * Stores objects: as one pack when there are at least `packThreshold` of them, else as loose
+   * objects (a blob already stored loose is skipped, at most 8 file writes in flight). Resolves
+   * once every object is in its final place (its bytes flushed, with durability "fsync"; a
+   * pack's name is made durable by the ref's folder flush, see pack-store.ts): only then may a
+   * ref point at them. A failure leaves no partial object under its final name, only
+   * unreferenced whole ones. Written blobs and commits are cached.
+   */
+  writeObjects(objects: readonly GitObject[]): Promise<void>;
+  /**
+   * {@link writeObjects} in two steps: a pack is written to temp files at once (returning
+   * immediately) and put in place by `publish`; `discard` removes it unseen. Loose objects are
+   * all written by `publish`. Exactly one of the two must be called.
+   */
+  stageObjects(objects: readonly GitObject[]): StagedObjects;
+  /**
+   * Reads of the same objects that use the caches but do not fill them (big trees excepted):
+   * for a walk that reads most objects once (see `CommittedReads.scan`).
+   */
+  readonly scanning: ObjectSource;
+  /** Remembers trees that were just written, so the next commit does not re-read them. */
+  rememberTrees(trees: Iterable<ParsedTree>): void;
+  /**
+   * Whether the repository holds any history: a pack, or a loose commit other than a root
+   * commit of the empty tree (what a crashed `initRepo` can leave). A ref that reads as unborn
+   * in such a repository was lost (a damaged ref store), and writing a new root commit on it
+   * would orphan that history. Once true, remembered (history does not go away); while false,
+   * looked for again on every call (a fresh repository has two loose objects at most).
+   */
+  holdsHistory(): Promise<boolean>;
+  /** Starts housekeeping after a commit (merging small packs) in the background; never throws. */
+  maintain(): void;
+  /** Merges the recent packs at a quiet moment (see PackStore.compact); never throws. */
+  compact(): Promise<void>;
+  /** Resolves when no background housekeeping is running. */
+  idle(): Promise<void>;
+  /** Waits for background housekeeping and removes the pack store's spare temp files. */
+  close(): Promise<void>;
+}
+
+export interface ObjectStoreOptions {
+  readonly fs: FsAdapter;
+  /**
+   * For the small files of the critical path (see fs-adapter.ts): a commit's pack and index, the
+   * renames that publish them, the pack folder's listing, loose-object lookups; default `fs`.
+   */
+  readonly quickFs?: FsAdapter;
+  readonly gitdir: string;
+  /** Distinguishes this repository's entries in the shared caches. */
+  readonly repoKey: string;
+  readonly caches: ObjectCaches;
+  readonly durable: boolean;
+  /** Commits writing at least this many objects are written as one pack. */
+  readonly packThreshold: number;
+}
