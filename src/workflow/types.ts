@@ -11,24 +11,28 @@ export type SkipReason = "missed" | "paused";
 /** Why a series ended by itself. */
 export type ScheduleEndReason = "endAt" | "maxTicks";
 
-export interface TimerSetData {
+/** A cron series' schedule fields (see `./schedule/`), carried from its TimerSet to its armed timer. */
+export interface SeriesFields {
+  /** Schedule bounds (cron only): no tick before `startAt` or after `endAt`. */
+  readonly startAt?: string;
+  readonly endAt?: string;
+  /** The series ends after this many slots (fired or skipped; manual and backfill fires do not count). */
+  readonly maxTicks?: number;
+  /** Ordinal (1-based) of the slot this TimerSet arms (armed timer: the armed slot); absent means 1. */
+  readonly slot?: number;
+  /** Most delay added to each tick, derived from run, timer and slot (ms). */
+  readonly jitterMs?: number;
+  /** Who declared the series; `"sync"` marks series that `syncSchedules` owns. */
+  readonly owner?: string;
+}
+
+export interface TimerSetData extends SeriesFields {
   readonly timerId: string;
   readonly fireAt: string;
   readonly stepId?: string;
   readonly cron?: string;
   readonly timezone?: string;
   readonly misfire?: MisfirePolicy;
-  /** Schedule bounds (cron only, see `./schedule/`): no tick before `startAt` or after `endAt`. */
-  readonly startAt?: string;
-  readonly endAt?: string;
-  /** The series ends after this many slots (fired or skipped; manual and backfill fires do not count). */
-  readonly maxTicks?: number;
-  /** Ordinal (1-based) of the slot this TimerSet arms; absent means 1. */
-  readonly slot?: number;
-  /** Most delay added to each tick, derived from run, timer and slot (ms). */
-  readonly jitterMs?: number;
-  /** Who declared the series; `"sync"` marks series that `syncSchedules` owns. */
-  readonly owner?: string;
 }
 
 export interface TimerSetEvent {
@@ -150,7 +154,7 @@ export type KnownEvent =
 export type RunEvent = KnownEvent | OtherEvent;
 
 /** An armed timer: the latest `TimerSet` generation of a timerId that nothing disarmed. */
-export interface PendingTimer {
+export interface PendingTimer extends SeriesFields {
   readonly timerId: string;
   /** When this generation is due (for a cron series: its next tick). */
   readonly fireAt: string;
@@ -161,13 +165,6 @@ export interface PendingTimer {
   /** IANA zone of the cron series; "UTC" when the TimerSet named none. */
   readonly timezone?: string;
   readonly misfire?: MisfirePolicy;
-  readonly startAt?: string;
-  readonly endAt?: string;
-  readonly maxTicks?: number;
-  /** Ordinal of the armed slot (1 when the TimerSet named none). */
-  readonly slot?: number;
-  readonly jitterMs?: number;
-  readonly owner?: string;
   /** While paused: the SchedulePaused event's `at` ("" when it had none). Absent while running. */
   readonly pausedAt?: string;
 }
