@@ -77,7 +77,16 @@ if (mode === "baseline") {
   loop = (async () => {
     for await (const found of subscribeKind(host.store, null, rid, "main", undefined, { from: tip, kinds: ["TimerFired"], signal: abort.signal })) {
       handled += 1;
-      await host.store.writeTree(null, rid, "refs/consumers/baseline", { files: { "cursor.json": JSON.stringify({ commitSha: found.commitSha, runId: found.runId, seq: found.seq }) }, message: "ack" });
+      // A cursor write the host refuses (its lock unconfirmed after a long start) is tried again.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await host.store.writeTree(null, rid, "refs/consumers/baseline", { files: { "cursor.json": JSON.stringify({ commitSha: found.commitSha, runId: found.runId, seq: found.seq }) }, message: "ack" });
+          break;
+        } catch (error) {
+          if (abort.signal.aborted || attempt >= 20) throw error;
+          await sleep(Math.min(100 * attempt, 1_000));
+        }
+      }
     }
   })().catch((error: unknown) => {
     if (!abort.signal.aborted) throw error;

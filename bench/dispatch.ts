@@ -260,6 +260,7 @@ export async function memoryStarts(ctx: BenchContext, pending: number, due: numb
     ctx.log(`dispatch: memory, ${num(pending)} pending, ${mode}`);
     const { result } = await runMilestones<MemoryStart>("dispatch-memory-child.ts", [repo.dataDir, repo.repoId, String(clockMs), mode, String(expect)], ["--expose-gc", "--max-old-space-size=8192"]);
     if (result.fired !== expect || (mode !== "none" && result.handled !== expect)) throw new Error(`dispatch memory ${mode}: fired ${result.fired}, handled ${result.handled}, expected ${expect}`);
+    ctx.log(`dispatch: memory, ${num(pending)} pending, ${mode}: ${JSON.stringify(result)}`);
     return result;
   };
   try {
