@@ -334,7 +334,7 @@ export const dispatch: Benchmark = {
           `fire commits refused and retried (host lock unconfirmed after such a delay): ${[m.cold, m.none, m.ours, m.baseline].map((s) => s.commitFailures).join(" / ")}.`,
       );
     }
-    if (!ctx.huge && !ctx.quick) memoryNotes.push("The memory row at 1,000,000 pending timers runs only with `npm run bench -- --huge` (its cold start takes minutes); the last such run is in `bench/RESULTS-huge.md`.");
+    if (!ctx.huge && !ctx.quick) memoryNotes.push("The memory row at 1,000,000 pending timers runs only with `npm run bench -- --huge` (its cold start takes minutes); `npm run bench -- --huge --only dispatch` writes it to `bench/RESULTS-huge.md`.");
     return {
       name: "dispatch",
       targets,
