@@ -90,8 +90,11 @@ export async function reusedArchivedRunProblem(archive: CommittedReads | null, r
   };
 }
 
-/** Reads of the archive ref at its tip, or null when it does not exist. */
-export async function openArchive(store: RepoStore, principal: Principal, repoId: RepoId): Promise<CommittedReads | null> {
-  const sha = await store.resolveRef(principal, repoId, ARCHIVE_REF);
-  return sha === null ? null : store.openCommittedReads(principal, repoId, sha);
+/**
+ * Reads of the archive ref at its tip; when the ref does not exist, reads of nothing
+ * (`commitSha` null, every path absent), never null: a caller that opens it once and keeps it
+ * (`archive ??= await openArchive(…)`) must not look the missing ref up again for every run.
+ */
+export async function openArchive(store: RepoStore, principal: Principal, repoId: RepoId): Promise<CommittedReads> {
+  return store.openCommittedReads(principal, repoId, ARCHIVE_REF);
 }
