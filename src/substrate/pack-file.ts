@@ -282,6 +282,9 @@ function encodeIndex(entries: readonly EntryRecord[], packChecksum: Buffer): Buf
   }
 }
 
+/** `PackIndex.endOf` calls answered by a pass over the offsets before they are sorted once. */
+const LINEAR_ENDS = 16;
+
 /** A parsed pack index: lookups by oid, and every entry's offset, end and CRC-32. */
 export interface PackIndex {
   readonly count: number;
@@ -322,9 +325,11 @@ export function parsePackIndex(name: string, bytes: Uint8Array, packSize: number
     const raw = buf.readUInt32BE(offsetsAt + i * 4);
     offsets[i] = raw & LARGE_OFFSET_FLAG ? Number(buf.readBigUInt64BE(largeAt + (raw & 0x7fffffff) * 8)) : raw;
   }
-  // Sorted entry starts, for `endOf`; built on first use (a warm start reads a handful of
-  // objects from a pack of tens of thousands).
+  // Sorted entry starts, for `endOf`; built only once many entries were asked for: a warm start
+  // reads a handful of objects (the root, `runs/`) from a pack of a million, and sorting every
+  // offset for those cost more than the rest of the lookup. Until then each end is one pass.
   let starts: Float64Array | null = null;
+  let endsAsked = 0;
   const trailerAt = packSize - 20;
   const fanoutAt = (byte: number): number => (byte < 0 ? 0 : buf.readUInt32BE(8 + byte * 4));
   const probe = Buffer.alloc(20);
@@ -361,6 +366,14 @@ export function parsePackIndex(name: string, bytes: Uint8Array, packSize: number
     offsetAt: (i) => offsets[i] as number,
     crcAt: (i) => buf.readUInt32BE(crcAt + i * 4),
     endOf(offset) {
+      if (starts === null && ++endsAsked <= LINEAR_ENDS) {
+        let end = trailerAt;
+        for (let i = 0; i < n; i++) {
+          const start = offsets[i] as number;
+          if (start > offset && start < end) end = start;
+        }
+        return end;
+      }
       starts ??= Float64Array.from(offsets).sort();
       let lo = 0;
       let hi = starts.length;

@@ -69,6 +69,17 @@ describe("pack format", () => {
     }
   });
 
+  it("finds where each entry ends, for the first lookups (one pass) as for later ones (sorted starts)", () => {
+    const objects = Array.from({ length: 40 }, (_, i) => hashObject("blob", Buffer.from(`event ${i} `.repeat(i + 1))));
+    const encoded = encodePack(objects);
+    const starts = [...Array(encoded.count).keys()].map((i) => parsePackIndex("test", encoded.idx, encoded.pack.length).offsetAt(i)).sort((a, b) => a - b);
+    const expected = new Map(starts.map((start, i) => [start, starts[i + 1] ?? encoded.pack.length - 20]));
+    for (const order of [starts, [...starts].reverse()]) {
+      const index = parsePackIndex("test", encoded.idx, encoded.pack.length);
+      for (const start of order) expect(index.endOf(start)).toBe(expected.get(start));
+    }
+  });
+
   it("refuses an index whose checksum does not match", () => {
     const encoded = encodePack([hashObject("blob", Buffer.from("x"))]);
     const torn = Buffer.from(encoded.idx);
