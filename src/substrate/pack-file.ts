@@ -320,11 +320,12 @@ export function parsePackIndex(name: string, bytes: Uint8Array, packSize: number
   const checksumAt = buf.length - 40;
   const expected = createHash("sha1").update(buf.subarray(0, checksumAt + 20)).digest();
   if (!expected.equals(buf.subarray(checksumAt + 20))) throw corrupt(name, "index checksum mismatch");
-  const offsets = new Float64Array(n);
-  for (let i = 0; i < n; i++) {
+  // Offsets are read out of the index when asked, not copied out of it up front: a warm start
+  // reads a few objects from a pack of a million entries.
+  const offsetOf = (i: number): number => {
     const raw = buf.readUInt32BE(offsetsAt + i * 4);
-    offsets[i] = raw & LARGE_OFFSET_FLAG ? Number(buf.readBigUInt64BE(largeAt + (raw & 0x7fffffff) * 8)) : raw;
-  }
+    return raw & LARGE_OFFSET_FLAG ? Number(buf.readBigUInt64BE(largeAt + (raw & 0x7fffffff) * 8)) : raw;
+  };
   // Sorted entry starts, for `endOf`; built only once many entries were asked for: a warm start
   // reads a handful of objects (the root, `runs/`) from a pack of a million, and sorting every
   // offset for those cost more than the rest of the lookup. Until then each end is one pass.
@@ -363,18 +364,22 @@ export function parsePackIndex(name: string, bytes: Uint8Array, packSize: number
       return -1;
     },
     oidAt: (i) => buf.toString("hex", oidsAt + i * 20, oidsAt + i * 20 + 20),
-    offsetAt: (i) => offsets[i] as number,
+    offsetAt: offsetOf,
     crcAt: (i) => buf.readUInt32BE(crcAt + i * 4),
     endOf(offset) {
       if (starts === null && ++endsAsked <= LINEAR_ENDS) {
         let end = trailerAt;
         for (let i = 0; i < n; i++) {
-          const start = offsets[i] as number;
+          const start = offsetOf(i);
           if (start > offset && start < end) end = start;
         }
         return end;
       }
-      starts ??= Float64Array.from(offsets).sort();
+      if (starts === null) {
+        starts = new Float64Array(n);
+        for (let i = 0; i < n; i++) starts[i] = offsetOf(i);
+        starts.sort();
+      }
       let lo = 0;
       let hi = starts.length;
       while (lo < hi) {
