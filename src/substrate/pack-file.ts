@@ -282,8 +282,11 @@ function encodeIndex(entries: readonly EntryRecord[], packChecksum: Buffer): Buf
   }
 }
 
+/** `PackIndex.find` calls answered from the index bytes before the oids' first words are copied out. */
+const HEADS_AFTER_FINDS = 64;
+
 /** `PackIndex.endOf` calls answered by a pass over the offsets before they are sorted once. */
-const LINEAR_ENDS = 16;
+const LINEAR_ENDS = 4;
 
 /** A parsed pack index: lookups by oid, and every entry's offset, end and CRC-32. */
 export interface PackIndex {
@@ -334,6 +337,9 @@ export function parsePackIndex(name: string, bytes: Uint8Array, packSize: number
   const trailerAt = packSize - 20;
   const fanoutAt = (byte: number): number => (byte < 0 ? 0 : buf.readUInt32BE(8 + byte * 4));
   const probe = Buffer.alloc(20);
+  /** The first 32 bits of every oid, in index order; built once lookups are many (see find). */
+  let heads: Uint32Array | null = null;
+  let finds = 0;
   return {
     count: n,
     packChecksum: buf.toString("hex", checksumAt, checksumAt + 20),
@@ -349,6 +355,24 @@ export function parsePackIndex(name: string, bytes: Uint8Array, packSize: number
       const w2 = probe.readUInt32BE(8);
       const w3 = probe.readUInt32BE(12);
       const w4 = probe.readUInt32BE(16);
+      if (heads === null && ++finds > HEADS_AFTER_FINDS) {
+        heads = new Uint32Array(n);
+        for (let i = 0; i < n; i++) heads[i] = buf.readUInt32BE(oidsAt + i * 20);
+      }
+      if (heads !== null) {
+        // The first word of an oid, from a plain typed array, settles almost every probe;
+        // the other four are compared only for entries that share it.
+        while (lo < hi) {
+          const mid = (lo + hi) >>> 1;
+          if ((heads[mid] as number) < w0) lo = mid + 1;
+          else hi = mid;
+        }
+        for (; lo < n && heads[lo] === w0; lo++) {
+          const at = oidsAt + lo * 20;
+          if (buf.readUInt32BE(at + 4) === w1 && buf.readUInt32BE(at + 8) === w2 && buf.readUInt32BE(at + 12) === w3 && buf.readUInt32BE(at + 16) === w4) return lo;
+        }
+        return -1;
+      }
       while (lo < hi) {
         const mid = (lo + hi) >>> 1;
         const at = oidsAt + mid * 20;

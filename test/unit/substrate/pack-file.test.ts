@@ -80,6 +80,22 @@ describe("pack format", () => {
     }
   });
 
+  it("finds every oid and misses others, for the first lookups and once lookups are many", () => {
+    const objects = Array.from({ length: 300 }, (_, i) => hashObject("blob", Buffer.from(`blob ${i}`)));
+    const encoded = encodePack(objects);
+    const index = parsePackIndex("test", encoded.idx, encoded.pack.length);
+    for (let round = 0; round < 2; round++) {
+      for (const object of objects) {
+        expect(index.oidAt(index.find(object.oid))).toBe(object.oid);
+        // Same first 32 bits, another oid: compared past the first word.
+        const twin = `${object.oid.slice(0, 8)}${object.oid.slice(8).replace(/./g, (c) => (c === "0" ? "1" : "0"))}`;
+        expect(index.find(twin)).toBe(-1);
+      }
+      expect(index.find("f".repeat(40))).toBe(-1);
+      expect(index.find("0".repeat(40))).toBe(-1);
+    }
+  });
+
   it("refuses an index whose checksum does not match", () => {
     const encoded = encodePack([hashObject("blob", Buffer.from("x"))]);
     const torn = Buffer.from(encoded.idx);
