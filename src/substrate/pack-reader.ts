@@ -227,13 +227,13 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
       const start = offset - (offset % WINDOW_BYTES);
       const windowEnd = Math.min(start + WINDOW_BYTES + WINDOW_SPILL, pack.size);
       if (end <= windowEnd) {
-        const key = `${pack.name}@${start}`;
-        let window = packWindows.get(repoKey, key);
+        let window = cachedWindow(pack, start);
         if (window === undefined) {
           const read = await fs.readRange(path, start, windowEnd - start);
           if (read.byteLength !== windowEnd - start) throw new PackGone(pack.name);
           window = Buffer.from(read.buffer, read.byteOffset, read.byteLength);
-          packWindows.set(repoKey, key, window, window.byteLength);
+          packWindows.set(repoKey, `${pack.name}@${start}`, window, window.byteLength);
+          rememberWindow(pack, start, window);
         }
         bytes = window.subarray(offset - start, end - start);
       } else {
@@ -249,6 +249,33 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
     }
   }
 
+  /**
+   * The two windows used last, kept here too: a walk reads a million objects from a few windows
+   * (its blobs from one, their folders from another), and building and looking up the shared
+   * cache's key for each read cost more than decoding the object. A window's bytes never change
+   * (a pack is immutable under its name), so one kept after the cache dropped it is still right.
+   */
+  const recentWindows: { pack: LoadedPack; start: number; bytes: Buffer }[] = [];
+
+  function rememberWindow(pack: LoadedPack, start: number, bytes: Buffer): void {
+    recentWindows.unshift({ pack, start, bytes });
+    if (recentWindows.length > 2) recentWindows.pop();
+  }
+
+  /** The window of `pack` at `start` when in memory (see {@link recentWindows}), else undefined. */
+  function cachedWindow(pack: LoadedPack, start: number): Buffer | undefined {
+    for (let i = 0; i < recentWindows.length; i++) {
+      const w = recentWindows[i] as (typeof recentWindows)[number];
+      if (w.pack === pack && w.start === start) {
+        if (i > 0) recentWindows.reverse();
+        return w.bytes;
+      }
+    }
+    const bytes = packWindows.get(repoKey, `${pack.name}@${start}`);
+    if (bytes !== undefined) rememberWindow(pack, start, bytes);
+    return bytes;
+  }
+
   /** {@link entryBytes} when they are in memory already (a cached pack or window), else undefined. */
   function entryBytesInMemory(pack: LoadedPack, offset: number, crc: number): { bytes: Buffer; verified: boolean } | undefined {
     const end = pack.index.endOf(offset);
@@ -258,7 +285,7 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
     }
     const start = offset - (offset % WINDOW_BYTES);
     if (end > Math.min(start + WINDOW_BYTES + WINDOW_SPILL, pack.size)) return undefined;
-    const window = packWindows.get(repoKey, `${pack.name}@${start}`);
+    const window = cachedWindow(pack, start);
     if (window === undefined) return undefined;
     const bytes = window.subarray(offset - start, end - start);
     if (crc32(bytes) !== crc) throw corrupt(`${pack.name}@${offset}`, "entry bytes do not match the CRC-32 its index records");
