@@ -78,11 +78,12 @@ interface Columns {
 const EXTRA_KEYS = new Set(["stepId", "cron", "timezone", "misfire", "startAt", "endAt", "owner", "pausedAt"]);
 /** Schedule fields held as numbers (src/workflow/schedule/). */
 const NUMBER_KEYS = new Set(["maxTicks", "slot", "jitterMs"]);
-const ALL_KEYS = [...EXTRA_KEYS, ...NUMBER_KEYS];
 
 function extraOf(timer: PendingTimer): 0 | Record<string, string | number> {
   let extra: Record<string, string | number> | null = null;
-  for (const key of ALL_KEYS) {
+  // The timer's own fields (four or so), not every schedule field looked up on each timer.
+  for (const key in timer) {
+    if (!EXTRA_KEYS.has(key) && !NUMBER_KEYS.has(key)) continue;
     const value = (timer as unknown as Record<string, unknown>)[key];
     if (typeof value === "string" || typeof value === "number") (extra ??= {})[key] = value;
   }
