@@ -210,31 +210,26 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
     const path = `${packDir}/${pack.name}.pack`;
     try {
       if (pack.size <= WHOLE_PACK_MAX_BYTES) {
-        let whole = packBytes.get(repoKey, pack.name);
-        if (whole === undefined) {
-          const bytes = await fsFor(pack.size).readFile(path);
-          whole = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-          // One SHA-1 over the whole pack (git's own trailer) instead of one per object read.
-          const sum = createHash("sha1").update(whole.subarray(0, whole.length - 20)).digest("hex");
-          if (whole.length < 32 || sum !== whole.toString("hex", whole.length - 20) || sum !== pack.index.packChecksum) {
-            throw new WorkflowHostError("object_corrupt", `pack ${pack.name} is corrupt: checksum mismatch`, { pack: pack.name });
-          }
-          packBytes.set(repoKey, pack.name, whole, whole.byteLength);
-        }
+        const whole =
+          packBytes.get(repoKey, pack.name) ??
+          (await loadOnce(pack.name, async () => {
+            const bytes = await fsFor(pack.size).readFile(path);
+            const read = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+            // One SHA-1 over the whole pack (git's own trailer) instead of one per object read.
+            const sum = createHash("sha1").update(read.subarray(0, read.length - 20)).digest("hex");
+            if (read.length < 32 || sum !== read.toString("hex", read.length - 20) || sum !== pack.index.packChecksum) {
+              throw new WorkflowHostError("object_corrupt", `pack ${pack.name} is corrupt: checksum mismatch`, { pack: pack.name });
+            }
+            packBytes.set(repoKey, pack.name, read, read.byteLength);
+            return read;
+          }));
         return { bytes: whole.subarray(offset, end), verified: true };
       }
       let bytes: Buffer;
       const start = offset - (offset % WINDOW_BYTES);
       const windowEnd = Math.min(start + WINDOW_BYTES + WINDOW_SPILL, pack.size);
       if (end <= windowEnd) {
-        let window = cachedWindow(pack, start);
-        if (window === undefined) {
-          const read = await fs.readRange(path, start, windowEnd - start);
-          if (read.byteLength !== windowEnd - start) throw new PackGone(pack.name);
-          window = Buffer.from(read.buffer, read.byteOffset, read.byteLength);
-          packWindows.set(repoKey, `${pack.name}@${start}`, window, window.byteLength);
-          rememberWindow(pack, start, window);
-        }
+        const window = cachedWindow(pack, start) ?? (await loadWindow(pack, path, start, windowEnd));
         bytes = window.subarray(offset - start, end - start);
       } else {
         const read = await fs.readRange(path, offset, end - offset);
@@ -260,6 +255,39 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
   function rememberWindow(pack: LoadedPack, start: number, bytes: Buffer): void {
     recentWindows.unshift({ pack, start, bytes });
     if (recentWindows.length > 2) recentWindows.pop();
+  }
+
+  /**
+   * Reads of whole packs and windows in flight, by pack (and window start): a recovery reads
+   * several run logs at once, and each of them missing the same window started its own read
+   * (eight 1 MiB reads of every window, each three round trips through the thread pool, which on
+   * a busy machine cost more than decoding what they read).
+   */
+  const loading = new Map<string, Promise<Buffer>>();
+
+  function loadOnce(key: string, load: () => Promise<Buffer>): Promise<Buffer> {
+    let pending = loading.get(key);
+    if (pending === undefined) {
+      pending = load();
+      const settled = (): void => {
+        loading.delete(key);
+      };
+      pending.then(settled, settled);
+      loading.set(key, pending);
+    }
+    return pending;
+  }
+
+  function loadWindow(pack: LoadedPack, path: string, start: number, windowEnd: number): Promise<Buffer> {
+    const key = `${pack.name}@${start}`;
+    return loadOnce(key, async () => {
+      const read = await fs.readRange(path, start, windowEnd - start);
+      if (read.byteLength !== windowEnd - start) throw new PackGone(pack.name);
+      const window = Buffer.from(read.buffer, read.byteOffset, read.byteLength);
+      packWindows.set(repoKey, key, window, window.byteLength);
+      rememberWindow(pack, start, window);
+      return window;
+    });
   }
 
   /** The window of `pack` at `start` when in memory (see {@link recentWindows}), else undefined. */
