@@ -68,17 +68,19 @@ interface Columns {
   readonly runNumbers: number[];
   /** Per run: its terminal event type, or null. */
   readonly terminals: (string | null)[];
-  /** Per pending timer, runs in order: timerId, fireAt, setSeq, schedule fields (0 for none). */
+  /** Per pending timer, runs in order: timerId, fireAt, setSeq, stepId (0 for none), other fields (0 for none). */
   readonly timerIds: string[];
   readonly fireAts: string[];
   readonly setSeqs: number[];
+  readonly stepIds: (0 | string)[];
   readonly extras: (0 | Record<string, string | number>)[];
 }
 
-const EXTRA_KEYS = new Set(["stepId", "cron", "timezone", "misfire", "startAt", "endAt", "owner", "pausedAt"]);
+const EXTRA_KEYS = new Set(["cron", "timezone", "misfire", "startAt", "endAt", "owner", "pausedAt"]);
 /** Schedule fields held as numbers (src/workflow/schedule/). */
 const NUMBER_KEYS = new Set(["maxTicks", "slot", "jitterMs"]);
 
+/** A timer's schedule fields (its stepId has a column of its own: most timers have one and nothing else). */
 function extraOf(timer: PendingTimer): 0 | Record<string, string | number> {
   let extra: Record<string, string | number> | null = null;
   // The timer's own fields (four or so), not every schedule field looked up on each timer.
@@ -104,6 +106,7 @@ export function encodeRecoveryIndex(maxEventBytes: number, runs: Iterable<readon
   const timerIds: string[] = [];
   const fireAts: string[] = [];
   const setSeqs: number[] = [];
+  const stepIds: (0 | string)[] = [];
   const extras: (0 | Record<string, string | number>)[] = [];
   for (const [runId, s] of runs) {
     runIds.push(runId);
@@ -115,6 +118,7 @@ export function encodeRecoveryIndex(maxEventBytes: number, runs: Iterable<readon
       timerIds.push(timer.timerId);
       fireAts.push(timer.fireAt);
       setSeqs.push(timer.setSeq);
+      stepIds.push(typeof timer.stepId === "string" ? timer.stepId : 0);
       extras.push(extraOf(timer));
     }
   }
@@ -131,6 +135,7 @@ export function encodeRecoveryIndex(maxEventBytes: number, runs: Iterable<readon
     timerIds,
     fireAts,
     setSeqs,
+    stepIds,
     extras,
   };
   return Buffer.from(JSON.stringify(body), "utf8");
@@ -148,10 +153,14 @@ function isSeq(value: unknown): value is number {
 // The oid columns are checked by length only: a slice that is not a hex oid never equals the
 // oid of a tree (nor of an events folder, when the fire path compares those), so its run is
 // read from its log, as a changed run is.
-function decodeTimer(timerId: unknown, fireAt: unknown, setSeq: unknown, extra: unknown): PendingTimer | null {
+function decodeTimer(timerId: unknown, fireAt: unknown, setSeq: unknown, stepId: unknown, extra: unknown): PendingTimer | null {
   if (typeof timerId !== "string" || timerId === "" || typeof fireAt !== "string" || !isSeq(setSeq)) return null;
   if (!STORED_INSTANT.test(fireAt) && Number.isNaN(Date.parse(fireAt))) return null;
   const timer: { -readonly [K in keyof PendingTimer]: PendingTimer[K] } = { timerId, fireAt, setSeq };
+  if (stepId !== 0) {
+    if (typeof stepId !== "string") return null;
+    timer.stepId = stepId;
+  }
   if (extra === 0) return timer;
   if (typeof extra !== "object" || extra === null || Array.isArray(extra)) return null;
   for (const key in extra) {
@@ -180,13 +189,13 @@ export function decodeRecoveryIndex(bytes: Uint8Array, maxEventBytes: number): M
   const b = body as Partial<Columns> | null;
   if (b === null || typeof b !== "object" || b.format !== FORMAT_NAME || b.version !== FORMAT_VERSION || b.runState !== RUN_STATE_VERSION) return null;
   if (b.maxEventBytes !== maxEventBytes) return null;
-  const { runIds, runTreeOids, eventsOids, runNumbers, terminals, timerIds, fireAts, setSeqs, extras } = b;
-  if (!isArray(runIds) || !isArray(runNumbers) || !isArray(terminals) || !isArray(timerIds) || !isArray(fireAts) || !isArray(setSeqs) || !isArray(extras)) return null;
+  const { runIds, runTreeOids, eventsOids, runNumbers, terminals, timerIds, fireAts, setSeqs, stepIds, extras } = b;
+  if (!isArray(runIds) || !isArray(runNumbers) || !isArray(terminals) || !isArray(timerIds) || !isArray(fireAts) || !isArray(setSeqs) || !isArray(stepIds) || !isArray(extras)) return null;
   if (typeof runTreeOids !== "string" || typeof eventsOids !== "string") return null;
   const n = runIds.length;
   const timers = timerIds.length;
   if (runTreeOids.length !== n * OID_LENGTH || eventsOids.length !== n * OID_LENGTH || runNumbers.length !== 3 * n || terminals.length !== n) return null;
-  if (fireAts.length !== timers || setSeqs.length !== timers || extras.length !== timers) return null;
+  if (fireAts.length !== timers || setSeqs.length !== timers || stepIds.length !== timers || extras.length !== timers) return null;
   const out = new Map<string, RunSummary>();
   let t = 0;
   for (let i = 0; i < n; i++) {
@@ -199,7 +208,7 @@ export function decodeRecoveryIndex(bytes: Uint8Array, maxEventBytes: number): M
     if (terminal !== null && (typeof terminal !== "string" || !isTerminalEventType(terminal))) return null;
     const pendingTimers: PendingTimer[] = [];
     for (const end = t + (count as number); t < end; t++) {
-      const timer = decodeTimer(timerIds[t], fireAts[t], setSeqs[t], extras[t]);
+      const timer = decodeTimer(timerIds[t], fireAts[t], setSeqs[t], stepIds[t], extras[t]);
       if (timer === null) return null;
       pendingTimers.push(timer);
     }
