@@ -13,6 +13,7 @@ import { errnoCode, type FsAdapter } from "./fs-adapter.js";
 import { type GitObject, hashObject } from "./git-object.js";
 import type { ScopedLruCache } from "./lru-cache.js";
 import { applyDelta, crc32, inflateEntry, isDelta, type PackIndex, parseEntryHead, parsePackIndex, typeOfCode } from "./pack-file.js";
+import { createWindowReads } from "./pack-windows.js";
 import type { Oid } from "./types.js";
 
 /**
@@ -109,6 +110,7 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
   const broken = new Map<string, WorkflowHostError>();
 
   const fsFor = (bytes: number): FsAdapter => adapterFor(bytes, fs, quickFs);
+  const { loadOnce, cachedWindow, loadWindow } = createWindowReads(fs, packWindows, repoKey, (name) => new PackGone(name));
 
   async function loadPack(name: string): Promise<LoadedPack | null> {
     const stat = await quickFs.statOrNull(`${packDir}/${name}.pack`);
@@ -229,7 +231,7 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
       const start = offset - (offset % WINDOW_BYTES);
       const windowEnd = Math.min(start + WINDOW_BYTES + WINDOW_SPILL, pack.size);
       if (end <= windowEnd) {
-        const window = cachedWindow(pack, start) ?? (await loadWindow(pack, path, start, windowEnd));
+        const window = cachedWindow(pack.name, start) ?? (await loadWindow(pack.name, path, start, windowEnd));
         bytes = window.subarray(offset - start, end - start);
       } else {
         const read = await fs.readRange(path, offset, end - offset);
@@ -244,66 +246,6 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
     }
   }
 
-  /**
-   * The two windows used last, kept here too: a walk reads a million objects from a few windows
-   * (its blobs from one, their folders from another), and building and looking up the shared
-   * cache's key for each read cost more than decoding the object. A window's bytes never change
-   * (a pack is immutable under its name), so one kept after the cache dropped it is still right.
-   */
-  const recentWindows: { pack: LoadedPack; start: number; bytes: Buffer }[] = [];
-
-  function rememberWindow(pack: LoadedPack, start: number, bytes: Buffer): void {
-    recentWindows.unshift({ pack, start, bytes });
-    if (recentWindows.length > 2) recentWindows.pop();
-  }
-
-  /**
-   * Reads of whole packs and windows in flight, by pack (and window start): a recovery reads
-   * several run logs at once, and each of them missing the same window started its own read
-   * (eight 1 MiB reads of every window, each three round trips through the thread pool, which on
-   * a busy machine cost more than decoding what they read).
-   */
-  const loading = new Map<string, Promise<Buffer>>();
-
-  function loadOnce(key: string, load: () => Promise<Buffer>): Promise<Buffer> {
-    let pending = loading.get(key);
-    if (pending === undefined) {
-      pending = load();
-      const settled = (): void => {
-        loading.delete(key);
-      };
-      pending.then(settled, settled);
-      loading.set(key, pending);
-    }
-    return pending;
-  }
-
-  function loadWindow(pack: LoadedPack, path: string, start: number, windowEnd: number): Promise<Buffer> {
-    const key = `${pack.name}@${start}`;
-    return loadOnce(key, async () => {
-      const read = await fs.readRange(path, start, windowEnd - start);
-      if (read.byteLength !== windowEnd - start) throw new PackGone(pack.name);
-      const window = Buffer.from(read.buffer, read.byteOffset, read.byteLength);
-      packWindows.set(repoKey, key, window, window.byteLength);
-      rememberWindow(pack, start, window);
-      return window;
-    });
-  }
-
-  /** The window of `pack` at `start` when in memory (see {@link recentWindows}), else undefined. */
-  function cachedWindow(pack: LoadedPack, start: number): Buffer | undefined {
-    for (let i = 0; i < recentWindows.length; i++) {
-      const w = recentWindows[i] as (typeof recentWindows)[number];
-      if (w.pack === pack && w.start === start) {
-        if (i > 0) recentWindows.reverse();
-        return w.bytes;
-      }
-    }
-    const bytes = packWindows.get(repoKey, `${pack.name}@${start}`);
-    if (bytes !== undefined) rememberWindow(pack, start, bytes);
-    return bytes;
-  }
-
   /** {@link entryBytes} when they are in memory already (a cached pack or window), else undefined. */
   function entryBytesInMemory(pack: LoadedPack, offset: number, crc: number): { bytes: Buffer; verified: boolean } | undefined {
     const end = pack.index.endOf(offset);
@@ -313,7 +255,7 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
     }
     const start = offset - (offset % WINDOW_BYTES);
     if (end > Math.min(start + WINDOW_BYTES + WINDOW_SPILL, pack.size)) return undefined;
-    const window = cachedWindow(pack, start);
+    const window = cachedWindow(pack.name, start);
     if (window === undefined) return undefined;
     const bytes = window.subarray(offset - start, end - start);
     if (crc32(bytes) !== crc) throw corrupt(`${pack.name}@${offset}`, "entry bytes do not match the CRC-32 its index records");
