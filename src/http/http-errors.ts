@@ -46,6 +46,7 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<HttpErrorCode, number>> = {
   // What is asked for.
   repo_not_found: 404,
   run_not_found: 404,
+  run_archived: 410,
   timer_not_found: 404,
   schedule_not_found: 404,
   backfill_too_large: 400,

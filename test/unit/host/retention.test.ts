@@ -167,7 +167,7 @@ describe("retention", () => {
     const pass = await archiveEndedRuns({ store: h.store, principal: null, repoId: REPO, nowMs: h.clock.now(), endedRunsAfterMs: DAY });
     expect(pass.archived).toEqual(["a"]);
     await expectCode(h.append("a", { type: "Started" }), "event_invalid");
-    await expectCode(end(h, "a", "completed"), "event_invalid");
+    await expectCode(end(h, "a", "completed"), "run_archived");
     expect(await (await h.store.openCommittedReads(null, RID, "refs/heads/main")).treeOid("runs/a")).toBeNull();
   });
 
@@ -223,7 +223,7 @@ describe("the host's retention", () => {
       expect(passes).toEqual([`${REPO}:r1`]);
       const main = await host.store.openCommittedReads(null, RID, "refs/heads/main");
       expect((await main.listDir("runs")).map((e) => e.name)).toEqual(["r2"]);
-      await expect(runtime.completeRun("r1")).rejects.toMatchObject({ code: "event_invalid" });
+      await expect(runtime.completeRun("r1")).rejects.toMatchObject({ code: "run_archived" });
       // The scheduler saw the retention commit as what it is, not as a rewrite.
       await host.scheduler.idle();
       expect(warnings).toEqual([]);
