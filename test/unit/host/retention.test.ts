@@ -10,7 +10,7 @@ import { endRun } from "../../../src/host/end-run.js";
 import { ARCHIVE_REF } from "../../../src/workflow/run-archive.js";
 import { readRunLog } from "../../../src/workflow/run-log.js";
 import { subscribeKind, type KindIssue } from "../../../src/workflow/subscribe-kind.js";
-import { WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
+import { WORKFLOW_RUN_KIND, workflowRunKind } from "../../../src/workflow/workflow-run-kind.js";
 import { createHarness, REPO, type Harness } from "../scheduler/harness.js";
 
 const NOW = "2026-05-01T10:00:00.000Z";
@@ -294,6 +294,38 @@ describe("a big retention pass", () => {
     expect(pass.archived).toHaveLength(n);
     // Read, copied into the archive commit, checked against the archive: one pause each at least.
     expect(pauses).toBeGreaterThanOrEqual(3 * n);
+  });
+
+  it("validating an archive commit and a retention commit awaits the writer's pause for each run", async () => {
+    const h = await setup();
+    const n = 200;
+    await aged(h, n);
+    const mainBefore = await h.store.resolveRef(null, RID, "refs/heads/main");
+    const pass = await archiveEndedRuns({ store: h.store, principal: null, repoId: REPO, nowMs: h.clock.now(), endedRunsAfterMs: DAY });
+    expect(pass.archived).toHaveLength(n);
+    const at = (ref: string) => h.store.openCommittedReads(null, RID, ref);
+    const archive = await at(ARCHIVE_REF);
+    const paths = pass.archived.flatMap((id) => [`runs/${id}/events/1.json`, `runs/${id}/events/2.json`]);
+    const kind = workflowRunKind();
+    const validate = async (ref: string, prior: string | null, tip: string, status: "added" | "deleted"): Promise<number> => {
+      let pauses = 0;
+      await kind.validatePush?.({
+        repoId: RID,
+        ref,
+        prior: prior === null ? null : await at(prior),
+        prospective: await at(tip),
+        changes: paths.map((path) => ({ path, oid: "0".repeat(40), status })),
+        changedPathPrefixes: [...new Set(paths.map((p) => p.slice(0, p.lastIndexOf("/") + 1)))],
+        readRef: async (other) => (other === ARCHIVE_REF ? archive : null),
+        pause: () => {
+          pauses += 1;
+          return Promise.resolve();
+        },
+      });
+      return pauses;
+    };
+    expect(await validate(ARCHIVE_REF, null, pass.archiveSha as string, "added")).toBeGreaterThanOrEqual(n);
+    expect(await validate("refs/heads/main", mainBefore, pass.commitSha as string, "deleted")).toBeGreaterThanOrEqual(n);
   });
 });
 
