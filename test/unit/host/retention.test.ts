@@ -296,6 +296,15 @@ describe("a big retention pass", () => {
     expect(pauses).toBeGreaterThanOrEqual(3 * n);
   });
 
+  it("removes at most 1,000 runs per retention commit by default (a commit holds the write queue), the rest in the next pass", async () => {
+    const h = await setup();
+    await aged(h, 1_100);
+    const first = await archiveEndedRuns({ store: h.store, principal: null, repoId: REPO, nowMs: h.clock.now(), endedRunsAfterMs: DAY });
+    expect([first.archived.length, first.remaining]).toEqual([1_000, 100]);
+    const second = await archiveEndedRuns({ store: h.store, principal: null, repoId: REPO, nowMs: h.clock.now(), endedRunsAfterMs: DAY });
+    expect([second.archived.length, second.remaining]).toEqual([100, 0]);
+  });
+
   it("validating an archive commit and a retention commit awaits the writer's pause for each run", async () => {
     const h = await setup();
     const n = 200;
