@@ -5,7 +5,8 @@
  * appended through the validated store, B runs per commit (one commit per event of a batch),
  * one simulated hour per batch, and a retention pass (`endedRunsAfterMs` one day) every
  * simulated day, so ended runs move to `refs/archive/runs` in batches as a serving host does.
- * Then, on each deployment:
+ * Then, on each aged deployment and on a fresh copy of the live-only one measured just before it
+ * (same load on a shared machine):
  * - repo size on disk per ended run, against `git gc --aggressive` on a copy;
  * - cold and warm host start (fresh process, bench/restart-child.ts: start → all armed);
  * - `workflow-host timers --json` (fresh process, wall time);
@@ -15,6 +16,7 @@
  */
 import { spawn } from "node:child_process";
 import { cp, readdir, rm, stat } from "node:fs/promises";
+import { loadavg } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { archiveEndedRuns } from "../src/host/archive-ended-runs.js";
@@ -209,12 +211,19 @@ export const retention: Benchmark = {
     const baseDir = await ctx.cache.scratch("retention-live");
     ctx.log(`retention: ${num(live)} live runs only`);
     const baseDep = await ageDeployment(baseDir, 0, live, batch);
-    const base = await measure(baseDep, await ctx.cache.scratch("retention-gc"));
     for (const ended of sizes) {
       ctx.log(`retention: aging to ${num(ended)} ended runs + ${num(live)} live`);
       const dir = await ctx.cache.scratch(`retention-${ended}`);
       const dep = await ageDeployment(dir, ended, live, batch);
+      // The live-only deployment is measured again beside each aged one, so both see the same
+      // load on a shared machine (aging takes minutes; the load changes meanwhile). Its copy is
+      // fresh each time: a measurement fires its timers.
+      const baseCopy = await ctx.cache.scratch(`retention-live-${ended}`);
+      await cp(baseDep.dataDir, baseCopy, { recursive: true });
+      const base = await measure({ ...baseDep, dataDir: baseCopy, gitdir: join(baseCopy, "deployments", `${REPO}.git`) }, await ctx.cache.scratch("retention-gc"));
+      const loadBefore = loadavg()[0] ?? Number.NaN;
       const m = await measure(dep, await ctx.cache.scratch("retention-gc"));
+      const loadAfter = loadavg()[0] ?? Number.NaN;
       const label = `${num(ended)} ended + ${num(live)} live`;
       const perRun = (m.bytes - base.bytes) / ended;
       const gcPerRun = (m.gcBytes - base.gcBytes) / ended;
@@ -228,7 +237,8 @@ export const retention: Benchmark = {
       rows.push(vsLive("fire throughput", m.firesPerSec, base.firesPerSec, (v) => `${num(v)} fires/s`, "higher"));
       notes.push(
         `${label}: aged in ${ms(dep.agingMs)} through ${num(dep.commits)} commits (${batch} runs a commit); on disk ${num(m.bytes)} B, after git gc --aggressive ${num(m.gcBytes)} B ` +
-          `(${times(m.bytes / m.gcBytes)} of it, whole repo); live-only deployment ${num(base.bytes)} B (gc ${num(base.gcBytes)} B); fired ${num(m.fired)} timers.`,
+          `(${times(m.bytes / m.gcBytes)} of it, whole repo); live-only deployment ${num(base.bytes)} B (gc ${num(base.gcBytes)} B); fired ${num(m.fired)} timers; ` +
+          `live-only measured just before it; 1-min load ${loadBefore.toFixed(2)} → ${loadAfter.toFixed(2)} while the aged one was measured.`,
       );
       if (!ctx.quick && ended === sizes[sizes.length - 1]) {
         const ratio = (a: number, b: number): number => a / b;
@@ -240,6 +250,7 @@ export const retention: Benchmark = {
         targets.push(target(`workflow-host timers within 2× of live only (${num(ended)} ended)`, ratio(m.timersMs, base.timersMs), 2, "max", times, [m.timersMs, base.timersMs]));
       }
       await rm(dir, { recursive: true, force: true });
+      await rm(baseCopy, { recursive: true, force: true });
     }
     notes.push("Starts and `timers` are fresh processes (node and tsx loading the sources included); fire throughput is in this process, from scheduler start (recovery included) to the last fire.");
     if (!ctx.huge && !ctx.quick) notes.push("The 100,000-ended-run point runs only with `npm run bench -- --huge` (aging it takes several minutes).");

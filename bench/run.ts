@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --quick] [-- --huge] [-- --only <name>[,<name>…]]`
+ * `npm run bench [-- --quick] [-- --huge] [-- --only <name>[,<name>…]] [-- --help]`
  *
  * Runs each benchmark (our path beside a naive baseline, in this process or in child
  * processes where a cold start is the point), prints one Markdown table per benchmark on
@@ -106,12 +106,38 @@ function parseArgs(argv: readonly string[]): { quick: boolean; huge: boolean; on
     else if (arg === "--huge") huge = true;
     else if (arg === "--only") only = only.concat((argv[++i] ?? "").split(",").filter((s) => s !== ""));
     else if (arg.startsWith("--only=")) only = only.concat(arg.slice(7).split(",").filter((s) => s !== ""));
-    else throw new Error(`unknown argument ${arg}; usage: npm run bench [-- --quick] [-- --huge] [-- --only ${BENCHMARKS.map((b) => b.name).join(",")}]`);
+    else throw new Error(`unknown argument ${arg}; usage: npm run bench [-- --quick] [-- --huge] [-- --only ${BENCHMARKS.map((b) => b.name).join(",")}] (npm run bench -- --help)`);
   }
   return { quick, huge, only };
 }
 
+/** `npm run bench -- --help`: the flags, what a run writes, and every benchmark in run order. */
+export function benchHelp(): string {
+  return `Usage: npm run bench [-- --quick] [-- --huge] [-- --only NAME[,NAME...]]
+
+Runs each benchmark (our path beside a naive baseline) and prints one Markdown table per
+benchmark on stdout, progress and the machine's load on stderr. No figure is asserted.
+
+Options:
+  --quick        small sizes, few repeats: the smoke run (figures not meaningful); writes nothing
+  --huge         add the 1,000,000-pending-timer and 1,000,000-event rows (${HUGE_SECTIONS.join(", ")}) and
+                 the 100,000-ended-run point of retention: minutes each
+  --only NAMES   run only these benchmarks (comma-separated; the flag may repeat)
+  -h, --help     print this and run nothing
+
+A full run (no --quick, no --only) rewrites bench/RESULTS.md; a --huge run of only
+${HUGE_SECTIONS.join(", ")} writes bench/RESULTS-huge.md. Other runs write nothing.
+
+Benchmarks, in run order:
+${BENCHMARKS.map((b) => `  ${b.name}`).join("\n")}
+`;
+}
+
 async function main(): Promise<void> {
+  if (process.argv.slice(2).some((arg) => arg === "--help" || arg === "-h")) {
+    process.stdout.write(benchHelp());
+    return;
+  }
   const args = parseArgs(process.argv.slice(2));
   const machine = describeMachine();
   process.stdout.write(`${machine.join("\n")}\n\n`);

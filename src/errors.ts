@@ -24,6 +24,8 @@ export type ErrorCode =
   | "object_corrupt"
   | "repo_not_found"
   | "run_not_found"
+  /** The run left the live tree: retention moved it to the archive ref (refs/archive/runs); it can be read, not changed. */
+  | "run_archived"
   /** A file-system call failed for a reason outside the content (EROFS, EACCES, EIO, ENOSPC); `data.errno`. */
   | "io_failed"
   | "kind_unknown"

@@ -17,13 +17,19 @@ import { commandName, type CliCommand } from "./command.js";
 import { commands } from "./commands/index.js";
 import { endQuietlyOnClosedPipe, processIo, type CliIo } from "./io.js";
 
+/** One line per command: its name padded to the longest name given, then its summary. */
+function commandTable(list: readonly CliCommand[]): string {
+  const width = Math.max(...list.map((c) => commandName(c).length));
+  return list.map((c) => `  ${commandName(c).padEnd(width)}  ${c.summary}`).join("\n");
+}
+
 const TOP_HELP = `workflow-host: durable timers and signals for workflow engines, with git repos as the database
 
 Usage: workflow-host <command> [options]
        workflow-host <command> --help
 
 Commands:
-${commands.map((c) => `  ${commandName(c).padEnd(14)} ${c.summary}`).join("\n")}
+${commandTable(commands)}
 
 Every command but demo takes --data-dir DIR (or $WORKFLOW_HOST_DATA_DIR); a data dir that does
 not exist is data_dir_not_found (serve creates one with --init, repo create makes its own).
@@ -62,9 +68,7 @@ function findCommand(argv: readonly string[]): { command: CliCommand; rest: stri
 function groupHelp(group: string): string | null {
   const members = commands.filter((c) => c.name.length > 1 && c.name[0] === group);
   if (members.length === 0) return null;
-  return `Usage: workflow-host ${group} <${members.map((c) => c.name[1]).join("|")}> [options]\n\n${members
-    .map((c) => `  ${commandName(c).padEnd(14)} ${c.summary}`)
-    .join("\n")}\n\nSee workflow-host ${group} <command> --help.\n`;
+  return `Usage: workflow-host ${group} <${members.map((c) => c.name[1]).join("|")}> [options]\n\n${commandTable(members)}\n\nSee workflow-host ${group} <command> --help.\n`;
 }
 
 /**

@@ -34,8 +34,13 @@ import { createTimeSlicer } from "../time/time-slicer.js";
 /** Default retention: runs that ended more than 7 days ago leave the live tree. */
 export const DEFAULT_ENDED_RUNS_AFTER_MS = 7 * 24 * 60 * 60 * 1000;
 
-/** Most runs one retention commit removes (default); the rest wait for the next pass. */
-export const DEFAULT_MAX_RUNS_PER_COMMIT = 10_000;
+/**
+ * Most runs one retention commit removes (default); the rest wait for the next pass. A commit
+ * holds the repository's write queue while it is built and validated, and a fire commit due
+ * meanwhile waits behind it: at 10,000 runs a commit that took seconds on a loaded machine and
+ * made a cron series of a 2 s period skip slots; 1,000 keeps it a fraction of that.
+ */
+export const DEFAULT_MAX_RUNS_PER_COMMIT = 1_000;
 
 /** What a pass remembers of a run folder, keyed by the folder's tree oid, between passes. */
 export type RetentionCache = Map<string, { readonly oid: string; readonly endedAtMs: number | null }>;

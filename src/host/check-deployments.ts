@@ -5,7 +5,12 @@
  * run folder reuses the id of a run the archive ref holds (`run_archived`). Each problem names its repo, path and seq, so a person can find it with
  * `git show main:<path>`.
  *
- * The check reads committed state at the tip only; object-level integrity of the whole history
+ * The archive ref (`refs/archive/runs`, where retention moves ended runs) is checked the same
+ * way when it exists: it resolves, every entry is a run folder, every log reads whole, and every
+ * archived run has ended (`event_invalid`, `data.reason` "archived_not_ended": retention only
+ * moves ended runs). Its problems' paths are `refs/archive/runs:<path>`, as `git show` takes them.
+ *
+ * The check reads committed state at the tips only; object-level integrity of the whole history
  * is `git fsck`'s job.
  */
 import { DEFAULT_REF } from "../substrate/ref-name.js";
@@ -14,7 +19,7 @@ import type { CommittedReads, Principal, RepoStore } from "../substrate/types.js
 import { REPO_OR_RUN_ID_PATTERN, parseRepoId } from "../workflow/ids.js";
 import { runsEntryProblem } from "../workflow/log-problems.js";
 import { runsPrefix } from "../workflow/paths.js";
-import { openArchive, reusedArchivedRunProblem } from "../workflow/run-archive.js";
+import { ARCHIVE_REF, openArchive, reusedArchivedRunProblem } from "../workflow/run-archive.js";
 import { readRunLog } from "../workflow/run-log.js";
 import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
 
@@ -38,6 +43,8 @@ export interface DeploymentSummary {
   /** Events that parsed. */
   readonly events: number;
   readonly problems: number;
+  /** The archive ref checked: its tip (null when it does not exist or could not be read), runs, events that parsed. */
+  readonly archive: { readonly commitSha: string | null; readonly runs: number; readonly events: number };
 }
 
 export interface CheckReport {
@@ -75,14 +82,30 @@ export async function checkDeployments(store: RepoStore, opts: CheckDeploymentsO
     let commitSha: string | null = null;
     let runs = 0;
     let events = 0;
+    let archive: CommittedReads | null = null;
+    let archiveSummary: DeploymentSummary["archive"] = { commitSha: null, runs: 0, events: 0 };
+    let archiveError: WorkflowHostError | null = null;
+    const archiveProblems: DeploymentProblem[] = [];
+    try {
+      archive = await openArchive(store, principal, { kind: WORKFLOW_RUN_KIND, id: repoId });
+      if (archive !== null) {
+        const prefixed: Report = (path, seq, error) => archiveProblems.push({ repoId, path: `${ARCHIVE_REF}:${path}`, seq, code: error.code, message: error.message });
+        const counted = await checkRuns(archive, null, prefixed, opts.maxEventBytes, true);
+        archiveSummary = { commitSha: archive.commitSha, runs: counted.runs, events: counted.events };
+      }
+    } catch (error) {
+      if (!(error instanceof WorkflowHostError) || error.code === "authorize_denied" || error.code === "store_stopped") throw error;
+      // A torn archive ref: its runs cannot be read (recovery never reads them); main still can.
+      archiveError = error;
+      archive = null;
+    }
     try {
       commitSha = await store.resolveRef(principal, { kind: WORKFLOW_RUN_KIND, id: repoId }, ref);
       if (commitSha === null) {
         report(ref, null, new WorkflowHostError("ref_corrupt", `${ref} of ${repoId} has no commit; every deployment has at least its genesis commit`, { repoId, ref }));
       } else {
         const reads = await store.openCommittedReads(principal, { kind: WORKFLOW_RUN_KIND, id: repoId }, commitSha);
-        const archive = await openArchive(store, principal, { kind: WORKFLOW_RUN_KIND, id: repoId });
-        const counted = await checkRuns(reads, archive, report, opts.maxEventBytes);
+        const counted = await checkRuns(reads, archive, report, opts.maxEventBytes, false);
         runs = counted.runs;
         events = counted.events;
       }
@@ -90,7 +113,10 @@ export async function checkDeployments(store: RepoStore, opts: CheckDeploymentsO
       if (!(error instanceof WorkflowHostError) || error.code === "authorize_denied" || error.code === "store_stopped") throw error;
       report(typeof error.data["path"] === "string" ? error.data["path"] : ref, null, error);
     }
-    repos.push({ repoId, commitSha, runs, events, problems: found.length });
+    // The archive after main. A damaged ref store (packed-refs) breaks both refs alike: said once.
+    if (archiveError !== null && !found.some((p) => p.message === archiveError.message)) report(ARCHIVE_REF, null, archiveError);
+    found.push(...archiveProblems);
+    repos.push({ repoId, commitSha, runs, events, problems: found.length, archive: archiveSummary });
     for (const problem of found) problems.push(problem);
   }
   return { repos, problems };
@@ -98,7 +124,11 @@ export async function checkDeployments(store: RepoStore, opts: CheckDeploymentsO
 
 type Report = (path: string, seq: number | null, error: WorkflowHostError) => void;
 
-async function checkRuns(reads: CommittedReads, archive: CommittedReads | null, report: Report, maxEventBytes: number | undefined): Promise<{ runs: number; events: number }> {
+/**
+ * Every run folder under runs/ of one tree (main's, or the archive's with `archived` true: each
+ * run must have ended there).
+ */
+async function checkRuns(reads: CommittedReads, archive: CommittedReads | null, report: Report, maxEventBytes: number | undefined, archived: boolean): Promise<{ runs: number; events: number }> {
   let runs = 0;
   let events = 0;
   for (const entry of await reads.listDir(runsPrefix.slice(0, -1))) {
@@ -116,7 +146,7 @@ async function checkRuns(reads: CommittedReads, archive: CommittedReads | null, 
     runs += 1;
     const reused = await reusedArchivedRunProblem(archive, entry.name, entry.oid);
     if (reused !== null) report(reused.path, reused.seq, reused.error);
-    events += await checkRun(reads, entry.name, report, maxEventBytes);
+    events += await checkRun(reads, entry.name, report, maxEventBytes, archived);
   }
   return { runs, events };
 }
@@ -127,9 +157,13 @@ async function checkRuns(reads: CommittedReads, archive: CommittedReads | null, 
  * layout (original layout accepted, see run-folder.ts) and a sealed events.jsonl that is not
  * valid (see compacted-log.ts).
  */
-async function checkRun(reads: CommittedReads, runId: string, report: Report, maxEventBytes: number | undefined): Promise<number> {
+async function checkRun(reads: CommittedReads, runId: string, report: Report, maxEventBytes: number | undefined, archived: boolean): Promise<number> {
   const log = await readRunLog(reads, runId, maxEventBytes === undefined ? {} : { maxEventBytes });
   for (const bad of log.bad) report(bad.path, bad.seq, bad.error);
   for (const problem of log.problems) report(problem.path, problem.seq, problem.error);
+  if (archived && log.state.terminal === null && log.bad.length === 0) {
+    const path = `${runsPrefix}${runId}`;
+    report(path, null, new WorkflowHostError("event_invalid", `${ARCHIVE_REF}:${path}: archived run ${runId} has not ended (last seq ${log.state.lastSeq}); retention archives ended runs only`, { path, reason: "archived_not_ended" }));
+  }
   return log.events.length;
 }

@@ -14,6 +14,7 @@ import type { Principal, RepoStore } from "../substrate/types.js";
 import { foldEventFiles, sameBytes } from "../workflow/compacted-log.js";
 import { parseRepoId, parseRunId } from "../workflow/ids.js";
 import { compactedLogPath, parseEventPathName, runEventsPrefix } from "../workflow/paths.js";
+import { archivedRunError } from "../workflow/run-archive.js";
 import { readRunLog } from "../workflow/run-log.js";
 import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
 
@@ -47,7 +48,8 @@ export interface CompactRunResult {
  * pushed events.jsonl that is not a valid seal is replaced. Concurrent calls commit at most one
  * seal (the decision is re-made under the repo lock).
  * @returns what was written, see {@link CompactRunResult}
- * @throws repo_id_invalid, id_invalid before any store call; event_invalid when the run has no
+ * @throws repo_id_invalid, id_invalid before any store call; run_archived when retention moved
+ *   the run to the archive ref (an archived log is never changed); event_invalid when the run has no
  *   log (`data.reason` "no_log"), has not ended ("not_ended"), or its log has problems
  *   ("log_problems": bad event files, missing seqs, events after the terminal one: a seal of it
  *   would not be a valid log); the store's errors (authorize_denied, ref_locked, …)
@@ -58,9 +60,10 @@ export async function compactRun(opts: CompactRunOptions): Promise<CompactRunRes
   const path = compactedLogPath(runId);
   const refuse = (reason: string, detail: string): WorkflowHostError =>
     new WorkflowHostError("event_invalid", `run ${runId} of ${repoId} cannot be sealed: ${detail}`, { repoId, runId, reason });
+  const repo = { kind: WORKFLOW_RUN_KIND, id: repoId };
   const written = await opts.store.writeTreeDelta<{ events: number; bytes: number }>(
     opts.principal,
-    { kind: WORKFLOW_RUN_KIND, id: repoId },
+    repo,
     opts.ref ?? DEFAULT_REF,
     {
       message: `Seal run ${runId} into events.jsonl`,
@@ -86,7 +89,11 @@ export async function compactRun(opts: CompactRunOptions): Promise<CompactRunRes
         return { puts: new Map([[path, sealed]]), result: { events: files.length, bytes: sealed.length } };
       },
     },
-  );
+  ).catch(async (error: unknown) => {
+    // A run with no log may have been archived by retention: say so, not "no events".
+    if (!(error instanceof WorkflowHostError) || error.data["reason"] !== "no_log") throw error;
+    throw (await archivedRunError(opts.store, opts.principal, repo, runId, opts.ref).catch(() => null)) ?? error;
+  });
   const result = written.result ?? { events: 0, bytes: 0 };
   return { committed: written.committed, commitSha: written.commitSha, path, events: result.events, bytes: result.bytes };
 }

@@ -9,8 +9,7 @@ import type { Principal, RepoStore } from "../substrate/types.js";
 import { parseRepoId, parseRunId } from "../workflow/ids.js";
 import { assertJsonValue } from "../workflow/json-value.js";
 import { newTerminalEvent } from "../workflow/event-constructors.js";
-import { runsPrefix } from "../workflow/paths.js";
-import { ARCHIVE_REF } from "../workflow/run-archive.js";
+import { archivedRunError } from "../workflow/run-archive.js";
 import { openRunLog } from "../workflow/run-log-writer.js";
 import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
 import { isoFromMs } from "../workflow/time.js";
@@ -61,10 +60,10 @@ export interface EndRunResult {
  * ended: that would start a run holding nothing but its end (a mistyped id, say).
  * @returns see {@link EndRunResult}
  * @throws repo_id_invalid, id_invalid, event_invalid (`data` not plain JSON) before any write;
- *   run_not_found when the run has no event on the live ref (nothing is written);
- *   event_invalid with `data.reason` "already_ended" when the run ended with another outcome,
- *   or "run_archived" when its id belongs to an archived run; payload_too_large; the store's
- *   write errors
+ *   run_not_found when the run has no event on the live ref (nothing is written); run_archived
+ *   when retention moved it to the archive ref (it ended already; nothing is written);
+ *   event_invalid with `data.reason` "already_ended" when the run ended with another outcome;
+ *   payload_too_large; the store's write errors
  */
 export async function endRun(opts: EndRunOptions): Promise<EndRunResult> {
   const repoId = parseRepoId(opts.repoId);
@@ -103,11 +102,8 @@ export async function endRun(opts: EndRunOptions): Promise<EndRunResult> {
     .catch(async (error: unknown) => {
       // A run with no event: not found, or archived (its id is never used again).
       if (!(error instanceof WorkflowHostError) || error.code !== "run_not_found") throw error;
-      const archive = await opts.store.openCommittedReads(opts.principal, { kind: WORKFLOW_RUN_KIND, id: repoId }, ARCHIVE_REF).catch(() => null);
-      if (archive !== null && (await archive.treeOid(`${runsPrefix}${runId}`)) !== null) {
-        throw new WorkflowHostError("event_invalid", `run ${runId} of ${repoId} was archived (${ARCHIVE_REF}); it has ended already`, { repoId, runId, reason: "run_archived" });
-      }
-      throw error;
+      const archived = await archivedRunError(opts.store, opts.principal, { kind: WORKFLOW_RUN_KIND, id: repoId }, runId, opts.ref).catch(() => null);
+      throw archived ?? error;
     });
   const result = written.result ?? { seq: -1, committed: false };
   return { type, seq: result.seq, committed: written.committed && result.committed, commitSha: written.commitSha };

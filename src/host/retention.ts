@@ -37,7 +37,7 @@ export interface RetentionPolicy {
   readonly quietMs?: number;
   /** Checks a busy deployment may be passed over before a pass runs anyway (default 3). */
   readonly maxDeferrals?: number;
-  /** Most runs one retention commit removes (default 10 000). */
+  /** Most runs one retention commit removes (default 1 000; the rest go in the next passes, `quietMs` apart). */
   readonly maxRunsPerCommit?: number;
 }
 

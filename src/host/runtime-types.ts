@@ -167,8 +167,8 @@ export interface WorkflowRuntime {
    * Seals an ended run into `runs/<runId>/events.jsonl` (each event file's bytes plus `\n`, in
    * seq order; the event files are kept). Idempotent: an already sealed run commits nothing.
    * @returns `{committed, commitSha, path, events, bytes}`
-   * @throws id_invalid; event_invalid (`data.reason`: "no_log", "not_ended", "log_problems");
-   *   host_stopped; the store's write errors
+   * @throws id_invalid; run_archived (retention archived it); event_invalid (`data.reason`:
+   *   "no_log", "not_ended", "log_problems"); host_stopped; the store's write errors
    */
   compactRun(runId: string): Promise<CompactRunResult>;
   /**
@@ -176,9 +176,9 @@ export interface WorkflowRuntime {
    * disarms its timers; nothing may follow. Idempotent for a run already completed.
    * @param data plain JSON recorded as the event's `data` (a result), optional
    * @returns `{type, seq, committed, commitSha}`
-   * @throws id_invalid, run_not_found (the run has no event: nothing is written), event_invalid (`data.reason` "already_ended": it ended otherwise;
-   *   "run_archived": the id belongs to an archived run; or data not JSON); host_stopped; the
-   *   store's write errors
+   * @throws id_invalid, run_not_found (the run has no event: nothing is written), run_archived
+   *   (retention archived it: it ended already), event_invalid (`data.reason` "already_ended":
+   *   it ended otherwise; or data not JSON); host_stopped; the store's write errors
    */
   completeRun(runId: string, data?: Record<string, unknown>): Promise<EndRunResult>;
   /** As {@link completeRun}, appending `RunFailed` (`data`: the error, optional). */

@@ -54,6 +54,8 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<HttpErrorCode, number>> = {
   method_not_allowed: 405,
   // Someone else moved first: retrying (after re-reading) may succeed.
   ref_conflict: 409,
+  /** An archived run is read-only: its log is closed (retention moved it to refs/archive/runs). */
+  run_archived: 409,
   push_rejected: 409,
   consumer_exists: 409,
   remote_rejected: 409,

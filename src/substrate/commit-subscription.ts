@@ -18,6 +18,7 @@
  * done when the AbortSignal fires or the store closes (the iteration returns, it never throws
  * for either).
  */
+import { createTimeSlicer } from "../time/time-slicer.js";
 import { diffTrees } from "./tree-diff.js";
 import type { RepoHandle } from "./repo-handle.js";
 import type { CommitChange, Oid, SubscribeOptions } from "./types.js";
@@ -94,7 +95,7 @@ export function subscribeCommits(ctx: SubscriptionContext, opts: SubscribeOption
           } catch {
             base = null;
           }
-          const changes = await diffTrees(readTree, base, await treeOf(repo, tip));
+          const changes = await diffTrees(readTree, base, await treeOf(repo, tip), "", createTimeSlicer().pause);
           if (stopped()) return;
           yield { commitSha: tip, parentSha: cursor, changes };
           cursor = tip;
@@ -103,7 +104,9 @@ export function subscribeCommits(ctx: SubscriptionContext, opts: SubscribeOption
             if (stopped()) return;
             const commit = await repo.readCommit(sha);
             const parentSha = commit.parents[0] ?? null;
-            const changes = await diffTrees(readTree, await treeOf(repo, parentSha), commit.tree);
+            // A commit adding or removing thousands of run folders (a retention commit) is
+            // diffed in slices: the subscriber's process keeps its timers and heartbeats.
+            const changes = await diffTrees(readTree, await treeOf(repo, parentSha), commit.tree, "", createTimeSlicer().pause);
             if (stopped()) return;
             yield { commitSha: sha, parentSha, changes };
             cursor = sha;

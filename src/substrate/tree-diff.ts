@@ -15,8 +15,12 @@ function orderedChunks(tree: ParsedTree | null): readonly (readonly TreeEntry[])
   return tree.sorted ? tree.chunks : [[...tree.entries].sort(compareTreeEntries)];
 }
 
-async function walk(read: ReadTree, a: Oid | null, b: Oid | null, base: string, out: PathChange[]): Promise<void> {
+/** Awaited before each pair of subtrees is read (a caller's time slicer), or undefined. */
+type Pause = (() => Promise<void>) | undefined;
+
+async function walk(read: ReadTree, a: Oid | null, b: Oid | null, base: string, out: PathChange[], pause: Pause): Promise<void> {
   if (a === b) return;
+  if (pause !== undefined) await pause();
   const [ta, tb] = await Promise.all([a === null ? null : read(a), b === null ? null : read(b)]);
   const ca = orderedChunks(ta);
   const cb = orderedChunks(tb);
@@ -37,37 +41,25 @@ async function walk(read: ReadTree, a: Oid | null, b: Oid | null, base: string, 
     }
     const x = chunkA?.[i];
     const y = chunkB?.[j];
-    const stepA = (): void => {
-      if (++i === (chunkA as readonly TreeEntry[]).length) {
-        ci++;
-        i = 0;
-      }
-    };
-    const stepB = (): void => {
-      if (++j === (chunkB as readonly TreeEntry[]).length) {
-        cj++;
-        j = 0;
-      }
-    };
-    if (x !== undefined && x === y) {
-      // The same entry object: unchanged, whatever chunk it is in.
-      stepA();
-      stepB();
-      continue;
-    }
+    // The same entry object, or an equal one (both trees decoded apart share no objects):
+    // unchanged. This is the common case in a big folder; it allocates nothing and awaits nothing.
+    const same = x !== undefined && y !== undefined && (x === y || (x.oid === y.oid && x.name === y.name && x.type === y.type && x.mode === y.mode));
     // A blob and a tree of the same name sort apart ("a" vs "a/"), so they are seen as a
     // deletion and an addition, which is what changed.
-    const order = x === undefined ? 1 : y === undefined ? -1 : compareTreeEntries(x, y);
-    if (order < 0) {
-      await diffEntry(read, x, undefined, base, out);
-      stepA();
-    } else if (order > 0) {
-      await diffEntry(read, undefined, y, base, out);
-      stepB();
-    } else {
-      await diffEntry(read, x, y, base, out);
-      stepA();
-      stepB();
+    const order = same ? 0 : x === undefined ? 1 : y === undefined ? -1 : compareTreeEntries(x, y);
+    if (!same) {
+      if (order < 0) await diffEntry(read, x, undefined, base, out, pause);
+      else if (order > 0) await diffEntry(read, undefined, y, base, out, pause);
+      else await diffEntry(read, x, y, base, out, pause);
+    }
+    // Step past what was compared: A's entry unless B's came first, B's unless A's came first.
+    if (order <= 0 && ++i === (chunkA as readonly TreeEntry[]).length) {
+      ci++;
+      i = 0;
+    }
+    if (order >= 0 && ++j === (chunkB as readonly TreeEntry[]).length) {
+      cj++;
+      j = 0;
     }
   }
 }
@@ -78,6 +70,7 @@ async function diffEntry(
   eb: TreeEntry | undefined,
   base: string,
   out: PathChange[],
+  pause: Pause,
 ): Promise<void> {
   // Gitlinks (mode 160000, never written by the store) are reported like files, with their
   // mode, so a reader sees what a push brought; they are never descended into.
@@ -95,17 +88,21 @@ async function diffEntry(
   if (leaf(b)) out.push({ path, oid: b.oid, status: "added", ...unusualMode(b) });
   const ta = a?.type === "tree" ? a.oid : null;
   const tb = b?.type === "tree" ? b.oid : null;
-  if (ta !== null || tb !== null) await walk(read, ta, tb, `${path}/`, out);
+  if (ta !== null || tb !== null) await walk(read, ta, tb, `${path}/`, out, pause);
 }
 
 /**
  * Every blob added, modified or deleted between tree `from` and tree `to` (null: no tree),
  * with paths prefixed by `base` ("" or a folder ending in "/"), sorted by path.
+ * @param pause awaited before each pair of changed subtrees is read (a caller's time slicer,
+ *   src/time/time-slicer.ts), so a diff of a commit that adds or removes thousands of folders
+ *   (a retention commit) gives the event loop its turns; reads of trees already cached resolve
+ *   as microtasks and would otherwise hold it for the whole diff. Default none.
  * @throws `object_corrupt` when a tree on a changed path cannot be read.
  */
-export async function diffTrees(read: ReadTree, from: Oid | null, to: Oid | null, base = ""): Promise<PathChange[]> {
+export async function diffTrees(read: ReadTree, from: Oid | null, to: Oid | null, base = "", pause?: () => Promise<void>): Promise<PathChange[]> {
   const out: PathChange[] = [];
-  await walk(read, from, to, base, out);
+  await walk(read, from, to, base, out, pause);
   out.sort((x, y) => compareCodePoints(x.path, y.path));
   return out;
 }

@@ -134,7 +134,7 @@ export async function applyTreeEdits(read: ReadTree, baseOid: Oid | null, edits:
       // Build the replacement from nothing, then report it as a diff against the old subtree,
       // so a file re-put with the same bytes is not reported as deleted and added.
       const fresh = await rewrite(null, { ...node, reset: false }, base, isRoot);
-      for (const change of await diffTrees(readAny, oldOid, fresh, base)) changes.push(change);
+      for (const change of await diffTrees(readAny, oldOid, fresh, base, pause)) changes.push(change);
       return fresh;
     }
     const old = oldOid === null ? null : await read(oldOid);
@@ -149,7 +149,7 @@ export async function applyTreeEdits(read: ReadTree, baseOid: Oid | null, edits:
         if (existing?.type === "blob" && existing.oid === child.put) continue;
         if (existing?.type === "blob") changes.push({ path, oid: child.put, status: "modified" });
         else {
-          if (existing?.type === "tree") for (const change of await diffTrees(readAny, existing.oid, null, `${path}/`)) changes.push(change);
+          if (existing?.type === "tree") for (const change of await diffTrees(readAny, existing.oid, null, `${path}/`, pause)) changes.push(change);
           changes.push({ path, oid: child.put, status: "added" });
         }
         // Keep an executable bit set by someone else; everything the store creates is 100644.

@@ -120,5 +120,14 @@ function badRunFolderName(name: string): BadEvent {
 }
 
 function problem(runId: string, path: string, seq: number | null, code: ErrorCode, detail: string): BadEvent {
-  return { runId, path, seq, error: new WorkflowHostError(code, detail, { path, seq }) };
+  // A log problem is data about a file, reported and skipped: its stack names no caller worth
+  // knowing, and capturing it was most of the cost when a retention commit removes tens of
+  // thousands of event files (each read as a removal until the archive is checked).
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    return { runId, path, seq, error: new WorkflowHostError(code, detail, { path, seq }) };
+  } finally {
+    Error.stackTraceLimit = limit;
+  }
 }

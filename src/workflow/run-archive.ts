@@ -13,6 +13,7 @@
  * - a run id found in the archive is never started again on `main`.
  */
 import { WorkflowHostError } from "../errors.js";
+import { DEFAULT_REF } from "../substrate/ref-name.js";
 import type { CommittedReads, Principal, RepoId, RepoStore } from "../substrate/types.js";
 import { runsPrefix } from "./paths.js";
 import type { BadEvent } from "./run-log.js";
@@ -99,4 +100,26 @@ export async function reusedArchivedRunProblem(archive: CommittedReads | null, r
  */
 export async function openArchive(store: RepoStore, principal: Principal, repoId: RepoId): Promise<CommittedReads> {
   return store.openCommittedReads(principal, repoId, ARCHIVE_REF);
+}
+
+/**
+ * The error for an operation on a run that retention archived: the live ref has no folder for
+ * `runId` and the archive ref holds one. Such a run can be read (`runs show`, plain git), never
+ * changed: its log is closed and its id is never used again.
+ * @param liveRef the live ref (default "refs/heads/main")
+ * @returns a `run_archived` error (`data`: repoId, runId, ref) to throw, or null when the run is
+ *   live or unknown to the archive
+ * @throws the store's errors (authorize_denied, ref_corrupt, …)
+ */
+export async function archivedRunError(store: RepoStore, principal: Principal, repoId: RepoId, runId: string, liveRef: string = DEFAULT_REF): Promise<WorkflowHostError | null> {
+  const folder = `${runsPrefix}${runId}`;
+  const live = await store.openCommittedReads(principal, repoId, liveRef);
+  if ((await live.treeOid(folder)) !== null) return null;
+  const archive = await openArchive(store, principal, repoId);
+  if (archive === null || (await archive.treeOid(folder)) === null) return null;
+  return new WorkflowHostError("run_archived", `run ${runId} of ${repoId.id} was archived by retention (${ARCHIVE_REF}); read it with workflow-host runs show, it cannot be changed`, {
+    repoId: repoId.id,
+    runId,
+    ref: ARCHIVE_REF,
+  });
 }

@@ -135,6 +135,8 @@ async function checkRunsRemoved(ctx: PushContext, maxEventBytes: number): Promis
     const runId = runIdOf(change.path);
     if (runId === "" || seen.has(runId)) continue;
     seen.add(runId);
+    // A retention commit removes up to thousands of runs: the writer's process keeps its turns.
+    if (ctx.pause !== undefined) await ctx.pause();
     const folder = `${runsPrefix}${runId}`;
     if ((await ctx.prospective.treeOid(folder)) !== null) continue;
     const priorOid = await ctx.prior.treeOid(folder);
@@ -177,6 +179,7 @@ async function checkArchiveCommit(ctx: PushContext): Promise<void> {
     if (change.status !== "added") throw rejected(change.path, null, `an archived run never changes; it was ${change.status}`);
     if (checked.has(runId)) continue;
     checked.add(runId);
+    if (ctx.pause !== undefined) await ctx.pause();
     if (ctx.prior !== null && (await ctx.prior.treeOid(`${runsPrefix}${runId}`)) !== null) {
       throw rejected(change.path, null, `run ${runId} is archived already; an archived run never changes`);
     }

@@ -11,6 +11,9 @@ import { gitdirOf, shellQuote } from "./paths.js";
 
 const NAME = "check";
 
+/** The archive ref (src/workflow/run-archive.ts), named here so `--help` loads nothing. */
+const ARCHIVE = "refs/archive/runs";
+
 /** A problem as `check` prints it: with the blob it is about, and its acknowledgement if any. */
 type CheckedProblem = DeploymentProblem & { readonly oid: string | null; readonly acknowledged?: Pick<Acknowledgement, "at" | "by"> };
 
@@ -24,7 +27,10 @@ export const checkCommand: CliCommand = {
 Validates each deployment at the tip of main: the ref resolves to a commit, every entry under
 runs/ is a run folder, every event file parses (JSON, schema, ids, instants, cron) with a body
 seq equal to its file name, seqs are dense from 0 or 1, nothing follows a terminal event, a
-compacted events.jsonl is well formed. Each problem is printed with its repo, path and seq.
+compacted events.jsonl is well formed. The archive ref ${ARCHIVE} (where retention moves
+ended runs) is checked the same way when it exists, and each run it holds must have ended
+(event_invalid, reason archived_not_ended); its problems' paths read ${ARCHIVE}:<path>, as
+git show takes them. Each problem is printed with its repo, path and seq.
 Read-only (without --acknowledge) and safe next to a running host. Object-level integrity of
 the whole history is what \`git fsck --strict\` checks.
 
@@ -44,7 +50,8 @@ Options:
   -r, --repo R         only this deployment
       --acknowledge    record every problem found as acknowledged (see above)
       --by NAME        who acknowledges, recorded with it (default: $USER)
-      --json           print {ok, repos: [{repoId, commitSha, runs, events, problems}],
+      --json           print {ok, repos: [{repoId, commitSha, runs, events, problems,
+                       archive: {commitSha, runs, events}}],
                        problems: [{repoId, path, seq, code, message, oid}],
                        acknowledged: [{repoId, path, seq, code, message, oid, at, by}],
                        newlyAcknowledged}
@@ -74,8 +81,13 @@ Examples:
           checked.push(...mine.map((p) => ({ ...p, oid: null })));
           continue;
         }
-        const reads = repo.commitSha === null ? null : await store.openCommittedReads(null, { kind: "workflow-run", id: repo.repoId }, repo.commitSha);
-        const withOid = await Promise.all(mine.map(async (p) => ({ ...p, oid: reads === null ? null : await acks.blobOidAt(reads, p.path) })));
+        const reads = await store.openCommittedReads(null, { kind: "workflow-run", id: repo.repoId }, repo.commitSha);
+        // A problem in the archive ref is named `refs/archive/runs:<path>`; its blob is read there.
+        const archivePrefix = `${ARCHIVE}:`;
+        const archive = repo.archive.commitSha === null ? null : await store.openCommittedReads(null, { kind: "workflow-run", id: repo.repoId }, repo.archive.commitSha);
+        const oidOf = async (path: string): Promise<string | null> =>
+          path.startsWith(archivePrefix) ? (archive === null ? null : await acks.blobOidAt(archive, path.slice(archivePrefix.length))) : await acks.blobOidAt(reads, path);
+        const withOid = await Promise.all(mine.map(async (p) => ({ ...p, oid: await oidOf(p.path) })));
         let known: Map<string, Acknowledgement>;
         try {
           if (acknowledge) {
@@ -113,7 +125,8 @@ Examples:
     }
     for (const repo of report.repos) {
       const count = open.filter((p) => p.repoId === repo.repoId).length;
-      printLine(io, `${count === 0 ? "ok     " : "PROBLEM"}  ${repo.repoId}  main ${shortSha(repo.commitSha)}  ${plural(repo.runs, "run")}, ${plural(repo.events, "event")}  (${gitdirOf(dataDir, repo.repoId)})`);
+      const archived = repo.archive.commitSha === null ? "" : `; archive ${shortSha(repo.archive.commitSha)}  ${plural(repo.archive.runs, "run")}, ${plural(repo.archive.events, "event")}`;
+      printLine(io, `${count === 0 ? "ok     " : "PROBLEM"}  ${repo.repoId}  main ${shortSha(repo.commitSha)}  ${plural(repo.runs, "run")}, ${plural(repo.events, "event")}${archived}  (${gitdirOf(dataDir, repo.repoId)})`);
     }
     for (const p of open) printLine(io, `${p.repoId}: ${p.path}${p.seq === null ? "" : ` (seq ${p.seq})`}: ${p.message}`);
     for (const p of acknowledged) {

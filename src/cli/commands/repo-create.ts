@@ -1,6 +1,7 @@
 import { parseRepoId } from "../../workflow/ids.js";
 import { checkFlags, dataDirFlag, dataDirOption, requiredFlag, usageError } from "../args.js";
 import type { CliCommand } from "../command.js";
+import { checkClusterUrl, checkRemoteBase } from "../cluster-flags.js";
 import { printJson, printLine } from "../io.js";
 import { withStore } from "../with-store.js";
 import { gitdirOf } from "./paths.js";
@@ -43,6 +44,8 @@ Examples:
       throw usageError(NAME, "--cluster and --remote-base go together");
     }
     if (typeof url === "string" && typeof remoteBase === "string") {
+      checkClusterUrl(NAME, url);
+      checkRemoteBase(NAME, remoteBase);
       const { createWorkflowHost } = await import("../../host/host.js");
       // The data dir only holds a scratch clone; the deployment lives on its remote.
       const host = createWorkflowHost({ dataDir, cluster: { url, remoteBase } });

@@ -20,7 +20,8 @@ the original system writes it. The event files stay beside it; every reader gets
 from either form. A run already sealed commits nothing. Safe next to a running host.
 
 Exit codes: 0 sealed (or already sealed), 1 the run has no log, has not ended, or its log has
-problems (event_invalid; see workflow-host runs show), 2 usage.
+problems (event_invalid; see workflow-host runs show), or retention archived it (run_archived:
+an archived log is never changed), 2 usage.
 
 Options:
   -d, --data-dir DIR   data dir (default: $WORKFLOW_HOST_DATA_DIR)

@@ -1,4 +1,5 @@
 import { isScheduleEnded, isSchedulePaused, isScheduleResumed, isSignalConsumed, isSignalReceived, isTimerCancelled, isTimerFired, isTimerSet, isTimerSkipped } from "../../workflow/event-guards.js";
+import { WorkflowHostError } from "../../errors.js";
 import { DEFAULT_REF } from "../../substrate/ref-name.js";
 import { parseRepoId, parseRunId } from "../../workflow/ids.js";
 import type { RunEvent, RunState } from "../../workflow/types.js";
@@ -22,7 +23,8 @@ sealed runs/<X>/events.jsonl: the same events either way; a run that retention m
 main is read from refs/archive/runs, unchanged), the events that could not be read,
 breaks of the log's rules (missing seqs, events after the terminal one, which are skipped; a
 sealed log that is not valid; entries outside the run folder's layout), and the state they
-fold to: last seq, terminal event, armed timers, signals not yet consumed.
+fold to: last seq, terminal event, armed timers, signals not yet consumed. A run with no folder
+on main nor in the archive is run_not_found (exit 1).
 
 Options:
   -d, --data-dir DIR   data dir (default: $WORKFLOW_HOST_DATA_DIR)
@@ -52,6 +54,8 @@ Example:
         if (archive.commitSha !== null && (await archive.treeOid(`runs/${runId}`)) !== null) {
           return { commitSha: archive.commitSha, log: await readRunLog(archive, runId), archived: ARCHIVE_REF };
         }
+        // No folder on main nor in the archive: a mistyped id, or a run not started yet.
+        throw new WorkflowHostError("run_not_found", `run ${runId} has no log in deployment ${repoId} (neither on main nor in ${ARCHIVE_REF}); see workflow-host runs list`, { repoId, runId });
       }
       return { commitSha: reads.commitSha, log: await readRunLog(reads, runId), archived: null };
     });
@@ -70,9 +74,6 @@ Example:
       return 0;
     }
     printLine(io, `run ${runId} in ${repoId} at ${shortSha(commitSha)}${archived === null ? "" : ` (archived: ${archived})`}: ${log.events.length} events`);
-    if (log.events.length === 0 && log.bad.length === 0) {
-      printLine(io, `  (no events: the run has not started, or the id is mistyped; see workflow-host runs list)`);
-    }
     for (const event of log.events) printLine(io, `  ${String(event.seq).padStart(4)}  ${event.type.padEnd(15)} ${describeEvent(event)}`);
     for (const bad of log.bad) printLine(io, `  ${String(bad.seq ?? "?").padStart(4)}  UNREADABLE      ${bad.path}: ${bad.error.message}`);
     for (const problem of log.problems) printLine(io, `  ${String(problem.seq ?? "?").padStart(4)}  PROBLEM         ${problem.path}: ${problem.error.message}`);

@@ -62,7 +62,8 @@ series that schedule sync manages), and its bounds.
 Options:
   -d, --data-dir DIR   data dir (default: $WORKFLOW_HOST_DATA_DIR)
   -r, --repo R         deployment id
-      --json           print [{runId, timerId, cron, timezone, nextAt, paused, pausedAt, owner, misfire, startAt, endAt, maxTicks, slot, jitterMs}]
+      --json           print {repoId, series: [{runId, timerId, cron, timezone, nextAt, paused,
+                       pausedAt, owner, misfire, startAt, endAt, maxTicks, slot, jitterMs}]}
 
 Example:
   workflow-host schedule list -d ./data -r reports
@@ -72,7 +73,7 @@ Example:
     const repoId = checkFlags(name, () => parseRepoId(requiredFlag(name, values, "repo")));
     const list = await withControls(name, values, io, (c) => c.list(repoId));
     if (values["json"] === true) {
-      printJson(io, list);
+      printJson(io, { repoId, series: list });
       return 0;
     }
     if (list.length === 0) {
@@ -158,7 +159,7 @@ Options:
       --start-at ISO   no slot before this instant
       --end-at ISO     no slot after this instant
       --max-ticks K    at most K slots in all
-      --json           print [{slot, utc, local}]
+      --json           print {cron, timezone, slots: [{slot, utc, local}]}
 
 Example:
   workflow-host schedule preview --cron "30 2 * * *" --timezone America/New_York --after 2026-03-07T00:00:00Z -n 3
@@ -180,7 +181,7 @@ Example:
         ...opt("maxTicks", maxTicks),
       }),
     );
-    if (values["json"] === true) printJson(io, ticks);
+    if (values["json"] === true) printJson(io, { cron, timezone: stringFlag(values, "timezone") ?? "UTC", slots: ticks });
     else printTicks(io, ticks);
     return 0;
   },
@@ -328,8 +329,9 @@ no slot within its bounds; the rest is applied. Prints the plan; commits nothing
 changed, or with --dry-run. At most 10000 series may be declared (config_invalid beyond, before
 anything is written).
 
-The sync is applied run by run (one commit per run), with progress on stderr (not with --json:
-every 100 runs and at the end). An interrupted
+The sync is applied run by run (one commit per run), with progress on stderr every 100 runs
+and at the end ("schedule sync: 300 of 1200 runs written"; with --json one object per line,
+{"event":"progress","done":300,"total":1200}). An interrupted
 sync leaves some runs synced and others not; running the same sync again converges.
 
 Options:
@@ -356,7 +358,9 @@ Example:
       throw new WorkflowHostError("config_invalid", `schedules file ${file} could not be read as JSON (${error instanceof Error ? error.message : String(error)})`, { file }, { cause: error });
     }
     const onRunWritten = (done: number, total: number): void => {
-      if (values["json"] !== true && (done === total || done % 100 === 0)) io.stderr.write(`schedule sync: ${done} of ${total} runs written\n`);
+      if (done !== total && done % 100 !== 0) return;
+      if (values["json"] === true) io.stderr.write(`${JSON.stringify({ event: "progress", done, total })}\n`);
+      else io.stderr.write(`schedule sync: ${done} of ${total} runs written\n`);
     };
     const r = await withControls(name, values, io, (c) => c.syncSchedules(repoId, desired, { dryRun: values["dry-run"] === true, onRunWritten }));
     const code = r.plan.conflicts.length === 0 ? 0 : 1;

@@ -7,6 +7,7 @@ import { stopOnSignals } from "../../host/stop-on-signals.js";
 import type { MisfirePolicy } from "../../workflow/types.js";
 import { checkFlags, choiceFlag, dataDirFlag, dataDirOption, intFlag, usageError } from "../args.js";
 import { createCliLogger, replacer } from "../cli-logger.js";
+import { checkClusterUrl, checkRemoteBase } from "../cluster-flags.js";
 import type { CliCommand } from "../command.js";
 import { duration, plural, shortSha } from "../format.js";
 import type { CliIo } from "../io.js";
@@ -288,8 +289,10 @@ function clusterFlags(values: Parameters<CliCommand["run"]>[0]): ClusterOptions 
     if (remoteBase !== undefined || tuning.length > 0) throw usageError(NAME, `--${remoteBase !== undefined ? "remote-base" : tuning[0]} is only used with --cluster`);
     return null;
   }
-  if (typeof url !== "string" || !/^postgres(ql)?:\/\//.test(url)) throw usageError(NAME, "--cluster takes a PostgreSQL connection string postgres://user@host:port/db");
+  if (typeof url !== "string") throw usageError(NAME, "--cluster takes a PostgreSQL connection string postgres://user@host:port/db");
+  checkClusterUrl(NAME, url);
   if (typeof remoteBase !== "string" || remoteBase === "") throw usageError(NAME, "--cluster needs --remote-base URL: where each deployment's git remote lives");
+  checkRemoteBase(NAME, remoteBase);
   const hostId = values["host-id"];
   if (hostId !== undefined && (typeof hostId !== "string" || !/^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$/.test(hostId))) {
     throw usageError(NAME, "--host-id takes 1-100 of A-Z a-z 0-9 _ . - (starting with a letter or digit)");

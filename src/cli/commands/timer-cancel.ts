@@ -27,7 +27,8 @@ re-checked under the repo lock, so against a host firing the same timer exactly 
 the outcome says which.
 
 Outcomes (exit 0): cancelled, already_fired, already_cancelled, run_terminal.
-A timer id that was never set is timer_not_found (exit 1).
+A timer id that was never set is timer_not_found (exit 1); a run that retention moved to
+refs/archive/runs is run_archived (exit 1: its log is closed).
 
 Options:
   -d, --data-dir DIR   data dir (default: $WORKFLOW_HOST_DATA_DIR)
@@ -47,9 +48,15 @@ Example:
     const timerId = checkFlags(NAME, () => parseTimerId(requiredFlag(NAME, values, "timer")));
     const reason = stringFlag(values, "reason");
     const { cancelTimerDurably } = await import("../../../seams/scheduler/timer-cancel.js");
-    const result = await withStore(dataDir, io, (store) =>
-      cancelTimerDurably({ store, principal: null, repoId, runId, timerId, ...(reason === undefined ? {} : { reason }), clock: io.clock }),
-    );
+    const result = await withStore(dataDir, io, async (store) => {
+      const outcome = await cancelTimerDurably({ store, principal: null, repoId, runId, timerId, ...(reason === undefined ? {} : { reason }), clock: io.clock });
+      if (outcome.outcome !== "not_armed") return outcome;
+      // A run retention archived has no timer left on main: say so rather than "not armed".
+      const { archivedRunError } = await import("../../workflow/run-archive.js");
+      const archived = await archivedRunError(store, null, { kind: "workflow-run", id: repoId }, runId);
+      if (archived !== null) throw archived;
+      return outcome;
+    });
     if (result.outcome === "not_armed") {
       throw new WorkflowHostError("timer_not_found", `timer ${timerId} of run ${runId} in ${repoId} is not armed (never set, or ended otherwise); nothing cancelled`, { repoId, runId, timerId });
     }

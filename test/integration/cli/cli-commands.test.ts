@@ -81,8 +81,10 @@ describe("workflow-host commands on a data dir", () => {
     // Every --json output is an object with a stable top-level shape.
     expect(await json(["runs", "list", "-d", dataDir, "-r", "payments"])).toEqual({
       repoId: "payments",
+      ref: "refs/heads/main",
       commitSha: expect.stringMatching(/^[0-9a-f]{40}$/),
-      runs: [{ runId: "order-17", lastSeq: 3, terminal: null, pendingTimers: 1, unconsumedSignals: 0, badEvents: 0 }],
+      archivedRuns: 0,
+      runs: [{ runId: "order-17", lastSeq: 3, terminal: null, pendingTimers: 1, unconsumedSignals: 0, badEvents: 0, archived: false }],
     });
     expect(await json(["repo", "list", "-d", dataDir])).toEqual({
       dataDir,

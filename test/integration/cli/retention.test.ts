@@ -13,7 +13,7 @@ import { archiveEndedRuns } from "../../../src/host/archive-ended-runs.js";
 import { openWorkflowStore } from "../../../src/host/open-workflow-store.js";
 import { buildFixtureRepo } from "../../../src/testing/fixture-repo.js";
 import { appendRunEvents } from "../../../src/workflow/run-log-append.js";
-import { gitAt } from "../../helpers/git-cli.js";
+import { git, gitAt } from "../../helpers/git-cli.js";
 import { useTempDirs } from "../../helpers/temp-dir.js";
 import { errorCodeOf } from "../reliability/cli-in-process.js";
 import { runCli } from "../../unit/cli/cli-io.js";
@@ -97,5 +97,77 @@ describe("ending runs and retention on real disk", () => {
     expect(check.body.problems).toEqual([]);
     expect((await runCli(["runs", "cancel", "-d", dataDir, "-r", REPO, "--run", "a"])).code).toBe(1);
     expect((await runCli(["signal", "send", "-d", dataDir, "-r", REPO, "--run", "b", "--name", "go", "--payload", "{}"])).code).toBe(1);
+  });
+
+  it("lists archived runs, checks the archive ref, and names an archived or unknown run (run_archived, run_not_found)", async () => {
+    const dataDir = join(await tempDir(), "data");
+    const gitdir = join(dataDir, "deployments", `${REPO}.git`);
+    const store = openWorkflowStore({ dataDir, watch: false });
+    try {
+      await store.initRepo(null, { kind: "workflow-run", id: REPO });
+      for (const runId of ["old", "live"]) {
+        await appendRunEvents({ store, principal: null, repoId: REPO, runId, message: `start ${runId}`, decide: () => ({ append: [{ type: "TimerSet", data: { timerId: "t", fireAt: "2099-01-01T00:00:00Z" } }], result: undefined }) });
+      }
+    } finally {
+      await store.close();
+    }
+    expect((await runCli(["runs", "complete", "-d", dataDir, "-r", REPO, "--run", "old"])).code).toBe(0);
+    const before = await json<{ runs: unknown[]; archivedRuns: number }>(["runs", "list", "-d", dataDir, "-r", REPO]);
+    expect(before.body.archivedRuns).toBe(0);
+    const passStore = openWorkflowStore({ dataDir, watch: false });
+    try {
+      expect((await archiveEndedRuns({ store: passStore, principal: null, repoId: REPO, nowMs: Date.now() + 60_000, endedRunsAfterMs: 1_000 })).archived).toEqual(["old"]);
+    } finally {
+      await passStore.close();
+    }
+
+    // runs list: the live runs and how many are archived; --archived lists those.
+    const live = await json<{ ref: string; archivedRuns: number; runs: { runId: string; archived: boolean }[] }>(["runs", "list", "-d", dataDir, "-r", REPO]);
+    expect(live.body).toMatchObject({ ref: "refs/heads/main", archivedRuns: 1, runs: [{ runId: "live", archived: false }] });
+    const archived = await json<{ ref: string; commitSha: string; runs: { runId: string; terminal: string; archived: boolean; lastSeq: number }[] }>(["runs", "list", "-d", dataDir, "-r", REPO, "--archived"]);
+    expect(archived.body).toMatchObject({ ref: "refs/archive/runs", runs: [{ runId: "old", terminal: "RunCompleted", archived: true, lastSeq: 2 }] });
+    expect(archived.body.commitSha).toBe((await gitAt(gitdir, ["rev-parse", "refs/archive/runs"])).trim());
+    expect((await runCli(["runs", "list", "-d", dataDir, "-r", REPO, "--archived"])).stdout).toContain("archived (RunCompleted)");
+
+    // Operations that would change an archived run say it is archived; an unknown run is not found.
+    for (const argv of [
+      ["runs", "compact", "-d", dataDir, "-r", REPO, "--run", "old"],
+      ["timer", "cancel", "-d", dataDir, "-r", REPO, "--run", "old", "-t", "t"],
+      ["runs", "complete", "-d", dataDir, "-r", REPO, "--run", "old"],
+    ]) {
+      const run = await runCli(argv);
+      expect({ argv, code: run.code, error: errorCodeOf(run.stderr) }).toEqual({ argv, code: 1, error: "run_archived" });
+    }
+    for (const flags of [[], ["--json"]]) {
+      const unknown = await runCli(["runs", "show", "-d", dataDir, "-r", REPO, "--run", "never-existed", ...flags]);
+      expect({ code: unknown.code, error: errorCodeOf(unknown.stderr), stdout: unknown.stdout }).toEqual({ code: 1, error: "run_not_found", stdout: "" });
+    }
+
+    // check reads the archive ref too: clean first, then a run folder pushed into it that has
+    // not ended and an event file that does not parse are problems named by archive path.
+    const clean = await json<{ ok: boolean; repos: { archive: { runs: number; events: number; commitSha: string | null } }[] }>(["check", "-d", dataDir]);
+    expect(clean.code).toBe(0);
+    expect(clean.body.repos[0]?.archive).toMatchObject({ runs: 1, events: 2 });
+    const index = join(await tempDir(), "index");
+    const env = { GIT_INDEX_FILE: index };
+    const blob = async (text: string): Promise<string> => (await git([`--git-dir=${gitdir}`, "hash-object", "-w", "--stdin"], { input: text })).trim();
+    await git([`--git-dir=${gitdir}`, "read-tree", "refs/archive/runs"], { env });
+    const files: Record<string, string> = {
+      "runs/pushed/events/1.json": JSON.stringify({ seq: 1, type: "TimerSet", data: { timerId: "t", fireAt: "2099-01-01T00:00:00.000Z" } }),
+      "runs/broken/events/1.json": '{"seq":1,"type":"RunCompleted"',
+    };
+    for (const [path, text] of Object.entries(files)) await git([`--git-dir=${gitdir}`, "update-index", "--add", "--cacheinfo", `100644,${await blob(text)},${path}`], { env });
+    const tree = (await git([`--git-dir=${gitdir}`, "write-tree"], { env })).trim();
+    const commit = (await git([`--git-dir=${gitdir}`, "commit-tree", tree, "-p", "refs/archive/runs", "-m", "pushed into the archive"])).trim();
+    await gitAt(gitdir, ["update-ref", "refs/archive/runs", commit]);
+    const damaged = await json<{ ok: boolean; problems: { path: string; code: string }[] }>(["check", "-d", dataDir]);
+    expect(damaged.code).toBe(1);
+    expect(damaged.body.problems.map((p) => [p.path, p.code])).toEqual([
+      ["refs/archive/runs:runs/broken/events/1.json", "event_invalid"],
+      ["refs/archive/runs:runs/pushed", "event_invalid"],
+    ]);
+    // Acknowledged like any other problem, by the archived blob it is about.
+    expect((await runCli(["check", "-d", dataDir, "--acknowledge", "--by", "ana"])).code).toBe(0);
+    expect((await runCli(["check", "-d", dataDir])).code).toBe(0);
   });
 });

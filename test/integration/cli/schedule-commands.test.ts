@@ -30,12 +30,16 @@ describe("workflow-host schedule", () => {
     const dry = await cli(["schedule", "sync", "-d", dataDir, "-r", "reports", "--file", "schedules.json", "--dry-run"]);
     expect(dry.stdout).toContain("create    nightly/hourly");
     expect(dry.stdout).toContain("dry run, nothing written");
-    const synced = await json<{ commits: string[] }>(["schedule", "sync", "-d", dataDir, "-r", "reports", "--file", "schedules.json"]);
+    // With --json, sync's progress is NDJSON on stderr; stdout holds the one result object.
+    const syncedRun = await cli(["schedule", "sync", "-d", dataDir, "-r", "reports", "--file", "schedules.json", "--json"]);
+    expect(syncedRun.code).toBe(0);
+    expect(syncedRun.stderr.trim().split("\n").map((l) => JSON.parse(l) as unknown)).toEqual([{ event: "progress", done: 1, total: 1 }]);
+    const synced = JSON.parse(syncedRun.stdout) as { commits: string[] };
     expect(synced.commits).toHaveLength(1);
     expect((await json<{ commits: string[] }>(["schedule", "sync", "-d", dataDir, "-r", "reports", "--file", "schedules.json"])).commits).toEqual([]);
 
-    const list = await json<{ timerId: string; nextAt: string; owner: string; paused: boolean }[]>(["schedule", "list", "-d", dataDir, "-r", "reports"]);
-    expect(list).toEqual([expect.objectContaining({ timerId: "hourly", nextAt: "2026-05-01T11:00:00.000Z", owner: "sync", paused: false })]);
+    const list = await json<{ repoId: string; series: { timerId: string; nextAt: string; owner: string; paused: boolean }[] }>(["schedule", "list", "-d", dataDir, "-r", "reports"]);
+    expect(list).toEqual({ repoId: "reports", series: [expect.objectContaining({ timerId: "hourly", nextAt: "2026-05-01T11:00:00.000Z", owner: "sync", paused: false })] });
 
     expect((await json<{ outcome: string }>(["schedule", "pause", ...s, "--reason", "maintenance"])).outcome).toBe("paused");
     expect((await json<{ outcome: string }>(["schedule", "trigger", ...s, "--request-id", "req-1"])).outcome).toBe("triggered");
@@ -66,8 +70,10 @@ describe("workflow-host schedule", () => {
     const checked = await cli(["check", "-d", dataDir]);
     expect(checked.code).toBe(0);
 
-    const preview = await json<{ utc: string }[]>(["schedule", "preview", "--cron", "30 2 * * *", "--timezone", "America/New_York", "--after", "2026-03-07T12:00:00Z", "-n", "2"]);
-    expect(preview.map((t) => t.utc)).toEqual(["2026-03-08T07:00:00.000Z", "2026-03-09T06:30:00.000Z"]);
+    // Every --json output is one object (a bare array cannot grow new keys).
+    const preview = await json<{ cron: string; timezone: string; slots: { utc: string }[] }>(["schedule", "preview", "--cron", "30 2 * * *", "--timezone", "America/New_York", "--after", "2026-03-07T12:00:00Z", "-n", "2"]);
+    expect(preview).toMatchObject({ cron: "30 2 * * *", timezone: "America/New_York" });
+    expect(preview.slots.map((t) => t.utc)).toEqual(["2026-03-08T07:00:00.000Z", "2026-03-09T06:30:00.000Z"]);
     const missing = await cli(["schedule", "pause", "-d", dataDir, "-r", "reports", "--run", "nightly", "-t", "nope"]);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain("schedule_not_found");
@@ -104,8 +110,8 @@ describe("workflow-host schedule", () => {
     expect(synced.code).toBe(1);
     expect(synced.stdout).toContain("conflict  nightly/hourly");
     expect(synced.stderr).toContain("1 of 1 runs written");
-    const list = JSON.parse((await cli(["schedule", "list", "-d", dataDir, "-r", "reports", "--json"])).stdout) as { runId: string; owner?: string }[];
-    expect(list.map((x) => x.runId).sort()).toEqual(["nightly", "other"]);
+    const list = JSON.parse((await cli(["schedule", "list", "-d", dataDir, "-r", "reports", "--json"])).stdout) as { series: { runId: string; owner?: string }[] };
+    expect(list.series.map((x) => x.runId).sort()).toEqual(["nightly", "other"]);
 
     await writeFile(join(dir, "many.json"), JSON.stringify(Array.from({ length: 10_001 }, (_, i) => ({ runId: `r${i}`, timerId: "t", cron: "0 * * * *" }))));
     const many = await cli(["schedule", "sync", "-d", dataDir, "-r", "reports", "--file", "many.json"]);

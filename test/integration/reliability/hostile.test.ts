@@ -479,9 +479,14 @@ describe("hostile inputs pushed with git to a running host", () => {
       for (const c of logCases) {
         if (c.then !== undefined) continue;
         const shown = await runCliInProcess(["runs", "show", "--data-dir", dataDir, "--repo", REPO, "--run", runOf(c), "--json"]);
+        const inRun = expectedHostReports(c).filter((r) => r.path.startsWith(`runs/${runOf(c)}/`));
+        // A case that leaves no run folder (a file where the folder would be) is no run at all.
+        if (shown.code !== 0) {
+          if (errorCodeOf(shown.stderr) !== "run_not_found" || inRun.length > 0) checkMisses.push(`${c.id}: runs show gave exit ${shown.code} ${shown.stderr.slice(0, 200)}`);
+          continue;
+        }
         const body = JSON.parse(shown.stdout) as { bad: { path: string }[]; problems: { path: string }[] };
         const listed = new Set([...body.bad, ...body.problems].map((b) => b.path));
-        const inRun = expectedHostReports(c).filter((r) => r.path.startsWith(`runs/${runOf(c)}/`));
         for (const r of inRun) if (!listed.has(r.path)) checkMisses.push(`${c.id}: runs show does not list ${r.path}`);
       }
       const timers = await runCliInProcess(["timers", "--data-dir", dataDir, "--repo", REPO, "--json"]);

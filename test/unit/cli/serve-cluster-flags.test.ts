@@ -16,6 +16,14 @@ describe("cluster flags", () => {
     [["serve", "--data-dir", "/nonexistent", "--cluster", "postgres://u@127.0.0.1/db", "--remote-base", "/r", "--lease-ttl-ms", "10"]],
     [["serve", "--data-dir", "/nonexistent", "--cluster", "postgres://u@127.0.0.1/db", "--remote-base", "/r", "--host-id", "../x"]],
     [["repo", "create", "--data-dir", "/nonexistent", "--repo", "a", "--cluster", "postgres://u@127.0.0.1/db"]],
+    // A connection string that names no reachable place is refused before any connection.
+    [["serve", "--data-dir", "/nonexistent", "--cluster", "postgres://u@127.0.0.1:99999/db", "--remote-base", "/r"]],
+    [["serve", "--data-dir", "/nonexistent", "--cluster", "postgres://u@127.0.0.1:0/db", "--remote-base", "/r"]],
+    [["serve", "--data-dir", "/nonexistent", "--cluster", "postgres://u@:5432/db", "--remote-base", "/r"]],
+    [["serve", "--data-dir", "/nonexistent", "--cluster", "postgres://u@[::1/db", "--remote-base", "/r"]],
+    [["serve", "--data-dir", "/nonexistent", "--cluster", "postgres://u@127.0.0.1:5432/db", "--remote-base", "relative/remotes"]],
+    [["serve", "--data-dir", "/nonexistent", "--cluster", "postgres://u@127.0.0.1:5432/db", "--remote-base", "/r\nx"]],
+    [["repo", "create", "--data-dir", "/nonexistent", "--repo", "a", "--cluster", "postgres://u@127.0.0.1:70000/db", "--remote-base", "/r"]],
   ])("refuses %j with a usage error (exit 2) before touching anything", async (argv) => {
     const run = await runCli(argv);
     expect(run.code).toBe(2);

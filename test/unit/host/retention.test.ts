@@ -10,7 +10,7 @@ import { endRun } from "../../../src/host/end-run.js";
 import { ARCHIVE_REF } from "../../../src/workflow/run-archive.js";
 import { readRunLog } from "../../../src/workflow/run-log.js";
 import { subscribeKind, type KindIssue } from "../../../src/workflow/subscribe-kind.js";
-import { WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
+import { WORKFLOW_RUN_KIND, workflowRunKind } from "../../../src/workflow/workflow-run-kind.js";
 import { createHarness, REPO, type Harness } from "../scheduler/harness.js";
 
 const NOW = "2026-05-01T10:00:00.000Z";
@@ -167,7 +167,7 @@ describe("retention", () => {
     const pass = await archiveEndedRuns({ store: h.store, principal: null, repoId: REPO, nowMs: h.clock.now(), endedRunsAfterMs: DAY });
     expect(pass.archived).toEqual(["a"]);
     await expectCode(h.append("a", { type: "Started" }), "event_invalid");
-    await expectCode(end(h, "a", "completed"), "event_invalid");
+    await expectCode(end(h, "a", "completed"), "run_archived");
     expect(await (await h.store.openCommittedReads(null, RID, "refs/heads/main")).treeOid("runs/a")).toBeNull();
   });
 
@@ -223,7 +223,7 @@ describe("the host's retention", () => {
       expect(passes).toEqual([`${REPO}:r1`]);
       const main = await host.store.openCommittedReads(null, RID, "refs/heads/main");
       expect((await main.listDir("runs")).map((e) => e.name)).toEqual(["r2"]);
-      await expect(runtime.completeRun("r1")).rejects.toMatchObject({ code: "event_invalid" });
+      await expect(runtime.completeRun("r1")).rejects.toMatchObject({ code: "run_archived" });
       // The scheduler saw the retention commit as what it is, not as a rewrite.
       await host.scheduler.idle();
       expect(warnings).toEqual([]);
@@ -294,6 +294,47 @@ describe("a big retention pass", () => {
     expect(pass.archived).toHaveLength(n);
     // Read, copied into the archive commit, checked against the archive: one pause each at least.
     expect(pauses).toBeGreaterThanOrEqual(3 * n);
+  });
+
+  it("removes at most 1,000 runs per retention commit by default (a commit holds the write queue), the rest in the next pass", async () => {
+    const h = await setup();
+    await aged(h, 1_100);
+    const first = await archiveEndedRuns({ store: h.store, principal: null, repoId: REPO, nowMs: h.clock.now(), endedRunsAfterMs: DAY });
+    expect([first.archived.length, first.remaining]).toEqual([1_000, 100]);
+    const second = await archiveEndedRuns({ store: h.store, principal: null, repoId: REPO, nowMs: h.clock.now(), endedRunsAfterMs: DAY });
+    expect([second.archived.length, second.remaining]).toEqual([100, 0]);
+  });
+
+  it("validating an archive commit and a retention commit awaits the writer's pause for each run", async () => {
+    const h = await setup();
+    const n = 200;
+    await aged(h, n);
+    const mainBefore = await h.store.resolveRef(null, RID, "refs/heads/main");
+    const pass = await archiveEndedRuns({ store: h.store, principal: null, repoId: REPO, nowMs: h.clock.now(), endedRunsAfterMs: DAY });
+    expect(pass.archived).toHaveLength(n);
+    const at = (ref: string) => h.store.openCommittedReads(null, RID, ref);
+    const archive = await at(ARCHIVE_REF);
+    const paths = pass.archived.flatMap((id) => [`runs/${id}/events/1.json`, `runs/${id}/events/2.json`]);
+    const kind = workflowRunKind();
+    const validate = async (ref: string, prior: string | null, tip: string, status: "added" | "deleted"): Promise<number> => {
+      let pauses = 0;
+      await kind.validatePush?.({
+        repoId: RID,
+        ref,
+        prior: prior === null ? null : await at(prior),
+        prospective: await at(tip),
+        changes: paths.map((path) => ({ path, oid: "0".repeat(40), status })),
+        changedPathPrefixes: [...new Set(paths.map((p) => p.slice(0, p.lastIndexOf("/") + 1)))],
+        readRef: async (other) => (other === ARCHIVE_REF ? archive : null),
+        pause: () => {
+          pauses += 1;
+          return Promise.resolve();
+        },
+      });
+      return pauses;
+    };
+    expect(await validate(ARCHIVE_REF, null, pass.archiveSha as string, "added")).toBeGreaterThanOrEqual(n);
+    expect(await validate("refs/heads/main", mainBefore, pass.commitSha as string, "deleted")).toBeGreaterThanOrEqual(n);
   });
 });
 
