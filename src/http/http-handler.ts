@@ -27,9 +27,9 @@ import { readRunLog } from "../workflow/run-log.js";
 import { ARCHIVE_REF } from "../workflow/run-archive.js";
 import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
 import { loadDashboardAssets } from "./dashboard-assets.js";
-import type { HostMonitor, LiveEvent } from "./host-monitor.js";
 import { errorReply, HttpError } from "./http-errors.js";
 import { nextTicks, objectBody, presentedToken } from "./http-request.js";
+import { streamLiveEvents } from "./live-event-stream.js";
 
 import type { HttpHandlerOptions } from "./http-handler-options.js";
 
@@ -347,38 +347,7 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
 
   route("GET", "/v1/events", async (request, reply) => {
     const principal = principalOf(request);
-    const decided = new Map<string, Promise<boolean>>();
-    reply.hijack();
-    const res = reply.raw;
-    res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive", "x-accel-buffering": "no" });
-    res.write("retry: 2000\n: live events of workflow-host\n\n");
-    let chain = Promise.resolve();
-    const send = (event: LiveEvent): void => {
-      let ok = decided.get(event.repoId);
-      if (ok === undefined) decided.set(event.repoId, (ok = allowed(principal, event.repoId, "read")));
-      const check = ok;
-      chain = chain.then(async () => {
-        if ((await check) && !res.writableEnded) res.write(`event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
-      });
-    };
-    const unsubscribe = monitor.subscribe(send);
-    let ping: unknown = null;
-    const keepAlive = (): void => {
-      ping = timers.setTimeout(() => {
-        if (!res.writableEnded) res.write(": ping\n\n");
-        keepAlive();
-      }, 15_000);
-    };
-    keepAlive();
-    const end = (): void => {
-      unsubscribe();
-      timers.clearTimeout(ping);
-      streams.delete(end);
-      if (!res.writableEnded) res.end();
-    };
-    streams.add(end);
-    request.raw.on("close", end);
-    monitor.recordRequest("/v1/events", "GET", 200);
+    streamLiveEvents(request, reply, { monitor, timers, streams, mayRead: (repoId) => allowed(principal, repoId, "read") });
   });
 
   // The wake-up contract of cloud schedulers: POST only, default signal name "wake".
