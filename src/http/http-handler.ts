@@ -12,7 +12,6 @@
  * through `authorize` (403), then the deployment and run (404). Errors are `{code, message}`
  * with the status of `HTTP_STATUS_BY_CODE`; a 500 never carries a stack trace.
  */
-import { systemMonotonicNow } from "../time/clock.js";
 import { DEFAULT_REF } from "../substrate/ref-name.js";
 import { fastify, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { isWorkflowHostError, WorkflowHostError } from "../errors.js";
@@ -21,7 +20,7 @@ import type { WorkflowHost } from "../host/host.js";
 import type { TimerSpec } from "../host/runtime-types.js";
 import { silentLogger } from "../logger.js";
 import type { Principal, RepoAction } from "../substrate/types.js";
-import { createSystemTimers, systemClock } from "../time/clock.js";
+import { createSystemTimers, monotonicNowOf, systemClock } from "../time/clock.js";
 import { parseRepoId, parseRunId, parseSignalId, parseSignalName, parseTimerId } from "../workflow/ids.js";
 import { readRunLog } from "../workflow/run-log.js";
 import { ARCHIVE_REF } from "../workflow/run-archive.js";
@@ -56,7 +55,8 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
   const ref = opts.ref ?? DEFAULT_REF;
   const storePrincipal = opts.principal ?? null;
   const bodyLimit = opts.bodyLimitBytes ?? 1_048_576;
-  const timers = createSystemTimers({ unref: true });
+  const timers = opts.timers ?? createSystemTimers({ unref: true });
+  const monotonicNow = monotonicNowOf(timers);
   monitor.setPendingSource(() => (host.state === "running" ? host.scheduler.queuedTimers() : []));
 
   const app = fastify({ bodyLimit, logger: false, exposeHeadRoutes: false, return503OnClosing: true });
@@ -155,14 +155,14 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
 
   /** One write through the HTTP face, timed for the commit histogram. */
   async function timedWrite<T>(repoId: string, write: () => Promise<T>): Promise<T> {
-    const started = systemMonotonicNow();
+    const started = monotonicNow();
     try {
       const result = await write();
-      monitor.recordApiCommit((systemMonotonicNow() - started) / 1000, false, repoId);
+      monitor.recordApiCommit((monotonicNow() - started) / 1000, false, repoId);
       return result;
     } catch (error) {
       const failed = !isWorkflowHostError(error) || ["io_failed", "ref_locked", "ref_conflict", "ref_corrupt", "object_corrupt"].includes(error.code);
-      monitor.recordApiCommit((systemMonotonicNow() - started) / 1000, failed, repoId);
+      monitor.recordApiCommit((monotonicNow() - started) / 1000, failed, repoId);
       throw error;
     }
   }

@@ -3,7 +3,7 @@
  * are checked and given their defaults ({@link resolveRepoStoreOptions}).
  */
 import { describeValue, WorkflowHostError } from "../errors.js";
-import { createSystemTimers, systemClock, type Clock } from "../time/clock.js";
+import { createSystemTimers, monotonicNowOf, systemClock, type Clock, type MonotonicNow } from "../time/clock.js";
 import { createBlockingFsAdapter, createFsAdapter, type FsAdapter } from "./fs-adapter.js";
 import type { Identity } from "./git-object.js";
 import { ScopedLruCache } from "./lru-cache.js";
@@ -126,6 +126,8 @@ export interface ResolvedRepoStoreOptions {
   readonly timers: TimerApi;
   readonly sleep: (ms: number) => Promise<void>;
   readonly clock: Clock;
+  /** Monotonic time (ms) for spacing commits: `timers.now` when the timers have one, else the system's. */
+  readonly monotonicNow: MonotonicNow;
   readonly identity: Identity;
   readonly durable: boolean;
   readonly staleLockMs: number;
@@ -165,6 +167,7 @@ export function resolveRepoStoreOptions(opts: RepoStoreOptions): ResolvedRepoSto
       timers.setTimeout(resolve, Math.max(0, ms));
     });
   const clock = opts.clock ?? systemClock;
+  const monotonicNow = monotonicNowOf(opts.timers);
   const identity = checkIdentity(opts.author ?? DEFAULT_IDENTITY);
   const durable = opts.durability === "fsync";
   const staleLockMs = positive(opts.staleLockMs, 10_000, "staleLockMs");
@@ -185,5 +188,5 @@ export function resolveRepoStoreOptions(opts: RepoStoreOptions): ResolvedRepoSto
     packWindows: new ScopedLruCache(16 * 1024 * 1024),
     packCache: {},
   };
-  return { fs, quickFs, dataDir, handlers, timers, sleep, clock, identity, durable, staleLockMs, lockTimeoutMs, maxAttempts, foreignWriterRoomMs, packThreshold, pollMs, useChokidar, caches };
+  return { fs, quickFs, dataDir, handlers, timers, sleep, clock, monotonicNow, identity, durable, staleLockMs, lockTimeoutMs, maxAttempts, foreignWriterRoomMs, packThreshold, pollMs, useChokidar, caches };
 }
