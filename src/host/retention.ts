@@ -131,7 +131,7 @@ export function createRetentionLoop(opts: RetentionLoopOptions): RetentionLoop {
         principal: opts.principal,
         repoId,
         ...(opts.ref === undefined ? {} : { ref: opts.ref }),
-        nowMs: opts.clock().getTime(),
+        clock: opts.clock,
         endedRunsAfterMs: policy.endedRunsAfterMs,
         maxRuns: policy.maxRunsPerCommit,
         cache,

@@ -237,17 +237,18 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
   });
 
   const timersOf = async (repoIds: readonly string[]) => {
-    const nowMs = clock().getTime();
+    // One instant for every deployment listed.
+    const now = clock();
     const timers = [];
     for (const repoId of repoIds) {
-      const report = await listPendingTimers(host.store, { principal: storePrincipal, repoId, ref, nowMs });
+      const report = await listPendingTimers(host.store, { principal: storePrincipal, repoId, ref, clock: () => now });
       for (const t of report.timers) {
         // dueInMs and lateMs as the CLI's `timers --json` gives them: both ≥ 0, one of them 0.
         timers.push({ ...t, ...(t.cron === undefined ? {} : { nextTicks: nextTicks(t.cron, t.timezone, t.fireAt) }) });
       }
     }
     // `now` is the instant every dueInMs counts from.
-    return { now: new Date(nowMs).toISOString(), timers: timers.sort((a, b) => Date.parse(a.fireAt) - Date.parse(b.fireAt)) };
+    return { now: now.toISOString(), timers: timers.sort((a, b) => Date.parse(a.fireAt) - Date.parse(b.fireAt)) };
   };
 
   route("GET", "/v1/timers", async (request) => {

@@ -100,7 +100,7 @@ export function createRepoStore(opts: RepoStoreOptions): RepoStore {
         staleLockMs,
         lockTimeoutMs,
         sleep,
-        nowMs: () => systemClock().getTime(), // lock mtimes are stamped by the OS clock, so compare with it
+        fileClock: systemClock, // lock and temp file mtimes are stamped by the OS clock, so compare with it
         ...(lockHolder === undefined ? {} : { lockHolder }),
       });
       repos.set(key, repo);
