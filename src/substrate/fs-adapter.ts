@@ -297,11 +297,9 @@ function settleSoon(stretch: Stretch, settle: () => void): void {
 /** Options of {@link createBlockingFsAdapter}. */
 export interface BlockingFsAdapterOptions {
   /**
-   * Monotonic time in ms (only differences count) on which a stretch of blocking calls is
-   * measured against {@link BLOCKING_STRETCH_MS}; default {@link systemMonotonicNow}. Not a
-   * wall `Clock`: a stretch is under a millisecond, and a wall clock that steps back would make
-   * one last until it caught up, settling every call without a turn of the event loop. Adapters
-   * given their own clock take turns among themselves only. Tests pass a FakeClock's `now`.
+   * Monotonic ms on which a stretch of blocking calls is measured ({@link BLOCKING_STRETCH_MS};
+   * default {@link systemMonotonicNow}); not a wall `Clock`, whose step back would hold a
+   * stretch open. Adapters given their own take turns among themselves only.
    */
   readonly monotonicNow?: MonotonicNow;
 }
