@@ -18,7 +18,7 @@ export interface RepoStoreOptions {
   readonly kindHandlers: readonly KindHandler[];
   readonly authorize: Authorize;
   /** Commit timestamps come from here. Default: the system clock. */
-  readonly clock?: () => Date;
+  readonly clock?: Clock;
   /**
    * Watch refs of other processes: chokidar as a hint plus a periodic ref check every
    * `pollMs` (default 1000 ms). `false` turns both off (in-process commits are still seen).
