@@ -1,7 +1,7 @@
 /**
  * Schedules as first-class objects: the verbs over a deployment's cron series (pause, resume,
  * trigger now, backfill, list, describe, sync). Each is an append decided under the repo lock
- * from the run's log at the tip (`appendRunEvents`), by the pure planners of
+ * from the run's log at the tip (the run-log writer, `openRunLog`), by the pure planners of
  * `src/workflow/schedule/`, so it is idempotent, safe next to a running scheduler (which sees
  * the commit through its tail) and needs none: the CLI calls these directly.
  *
@@ -13,7 +13,7 @@
 import { parseRepoId, parseRunId, parseSignalId, parseTimerId } from "../../src/workflow/ids.js";
 import { parseInstant } from "../../src/workflow/time.js";
 import { readRunLog, type RunLog } from "../../src/workflow/run-log.js";
-import { appendRunEvents } from "../../src/workflow/run-log-append.js";
+import { openRunLog } from "../../src/workflow/run-log-writer.js";
 import { runsEntryProblem } from "../../src/workflow/log-problems.js";
 import { WORKFLOW_RUN_KIND } from "../../src/workflow/workflow-run-kind.js";
 import { armedSeries, planBackfill, planPause, planResume, planTrigger } from "../../src/workflow/schedule/schedule-controls.js";
@@ -123,20 +123,13 @@ export function createScheduleControls(opts: ScheduleControlsOptions): ScheduleC
   const ref = opts.ref ?? DEFAULT_REF;
   const nowMs = (): number => opts.clock().getTime();
 
+  /** Appends what `decide` planned, each event stamped with the clock's reading under the lock. */
   function append<R>(repoId: string, runId: string, message: string, decide: (log: RunLog, at: string) => { events: readonly SeriesEvent[]; result: R }) {
-    return appendRunEvents<R>({
-      store: opts.store,
-      principal: opts.principal,
-      repoId,
-      runId,
-      ref,
-      message,
-      ...(opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes }),
-      decide: (log) => {
-        const at = new Date(nowMs()).toISOString();
-        const { events, result } = decide(log, at);
-        return { append: events.map((e) => ({ type: e.type, at, data: e.data })), result };
-      },
+    const runLog = openRunLog({ store: opts.store, principal: opts.principal, repoId, ref, ...(opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes }) });
+    return runLog.append(runId, message, (log) => {
+      const at = opts.clock().toISOString();
+      const { events, result } = decide(log, at);
+      return { append: events.map((event) => ({ ...event, at })), result };
     });
   }
 

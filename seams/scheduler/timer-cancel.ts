@@ -4,7 +4,7 @@
  * seen, and a timer is never both fired and cancelled). No scheduler is needed: the CLI calls
  * this directly, a running scheduler calls it and then drops its queued generation.
  */
-import { WorkflowHostError } from "../../src/errors.js";
+import { clockOf } from "../../src/time/clock-option.js";
 import type { Clock } from "../../src/time/clock.js";
 import { parseRepoId, parseRunId, parseTimerId } from "../../src/workflow/ids.js";
 import { newTimerCancelled } from "../../src/workflow/event-constructors.js";
@@ -44,15 +44,12 @@ export async function cancelTimerDurably(opts: CancelTimerDurablyOptions): Promi
   parseRepoId(repoId);
   parseRunId(runId);
   parseTimerId(timerId);
-  const clock = opts.clock;
-  const legacyNowMs = opts.nowMs;
-  if (clock === undefined && legacyNowMs === undefined) throw new WorkflowHostError("config_invalid", "cancelTimerDurably: give a clock", { field: "clock" });
-  const nowMs = (): number => (clock === undefined ? (legacyNowMs as () => number)() : clock().getTime());
+  const clock = clockOf(opts, "cancelTimerDurably");
   const log = openRunLog({ store: opts.store, principal: opts.principal, repoId, ...(opts.ref === undefined ? {} : { ref: opts.ref }), ...(opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes }) });
   const result = await log.append<CancelOutcome>(runId, `Cancel timer ${timerId} of ${runId}`, (current) => {
     if (current.state.terminal !== null) return { append: [], result: "run_terminal" };
     if (current.state.pendingTimers.has(timerId)) {
-      return { append: [newTimerCancelled({ timerId, reason }, isoFromMs(nowMs()))], result: "cancelled" };
+      return { append: [newTimerCancelled({ timerId, reason }, isoFromMs(clock().getTime()))], result: "cancelled" };
     }
     const { status } = foldTimerEvents(current.events, timerId);
     if (status === "fired") return { append: [], result: "already_fired" };

@@ -20,6 +20,7 @@
  * instant among its events (`at`, a fire's `firedAt`); one with no instant at all is due at once:
  * archiving loses nothing and `runs show` still finds it.
  */
+import { clockOf, type ClockOption } from "../time/clock-option.js";
 import { DEFAULT_REF } from "../substrate/ref-name.js";
 import type { Principal, RepoStore } from "../substrate/types.js";
 import type { CommittedReads } from "../substrate/types.js";
@@ -45,15 +46,14 @@ export const DEFAULT_MAX_RUNS_PER_COMMIT = 1_000;
 /** What a pass remembers of a run folder, keyed by the folder's tree oid, between passes. */
 export type RetentionCache = Map<string, { readonly oid: string; readonly endedAtMs: number | null }>;
 
-export interface ArchiveEndedRunsOptions {
+/** `clock` (or the deprecated `nowMs`, epoch ms) is the host's clock: when runs ended is compared with it. */
+export interface ArchiveEndedRunsOptions extends ClockOption {
   readonly store: RepoStore;
   readonly principal: Principal;
   readonly repoId: string;
   /** The live ref. Default `DEFAULT_REF` ("refs/heads/main"). */
   readonly ref?: string;
-  /** Now, epoch ms (the host's clock). */
-  readonly nowMs: number;
-  /** A run that ended at least this long before `nowMs` is due (ms, ≥ 0). */
+  /** A run that ended at least this long before now (`clock`) is due (ms, ≥ 0). */
   readonly endedRunsAfterMs: number;
   /** Most runs archived by this pass (default {@link DEFAULT_MAX_RUNS_PER_COMMIT}). */
   readonly maxRuns?: number;
@@ -88,7 +88,7 @@ export interface ArchiveEndedRunsResult {
 /**
  * Runs one retention pass (see the module comment).
  * @returns what was archived; see {@link ArchiveEndedRunsResult}
- * @throws repo_id_invalid; the store's errors (ref_locked, ref_conflict, …): nothing is lost,
+ * @throws repo_id_invalid, config_invalid (no clock); the store's errors (ref_locked, ref_conflict, …): nothing is lost,
  *   the next pass retries
  */
 export async function archiveEndedRuns(opts: ArchiveEndedRunsOptions): Promise<ArchiveEndedRunsResult> {
@@ -96,7 +96,7 @@ export async function archiveEndedRuns(opts: ArchiveEndedRunsOptions): Promise<A
   const ref = opts.ref ?? DEFAULT_REF;
   const cache = opts.cache ?? new Map();
   const maxRuns = opts.maxRuns ?? DEFAULT_MAX_RUNS_PER_COMMIT;
-  const cutoffMs = opts.nowMs - opts.endedRunsAfterMs;
+  const cutoffMs = clockOf(opts, "archiveEndedRuns")().getTime() - opts.endedRunsAfterMs;
   const slicer = opts.pause === undefined ? createTimeSlicer() : null;
   const pause = opts.pause ?? (() => (slicer as { pause(): Promise<void> }).pause());
   const live = await opts.store.openCommittedReads(opts.principal, repo, ref);

@@ -5,6 +5,7 @@
  * older than the deployment's `endedRunsAfterMs` (its `at` is when it ended).
  */
 import { WorkflowHostError } from "../errors.js";
+import { clockOf, type ClockOption } from "../time/clock-option.js";
 import type { Principal, RepoStore } from "../substrate/types.js";
 import { parseRepoId, parseRunId } from "../workflow/ids.js";
 import { assertJsonValue } from "../workflow/json-value.js";
@@ -25,7 +26,8 @@ export const TERMINAL_TYPE_OF: Readonly<Record<RunOutcome, TerminalEventType>> =
   cancelled: "RunCancelled",
 };
 
-export interface EndRunOptions {
+/** `clock` (or the deprecated `nowMs`, epoch ms) stamps the event's `at`; retention counts from it. */
+export interface EndRunOptions extends ClockOption {
   readonly store: RepoStore;
   readonly principal: Principal;
   readonly repoId: string;
@@ -36,8 +38,6 @@ export interface EndRunOptions {
    * A second call that differs only here commits nothing: the run has ended.
    */
   readonly data?: Record<string, unknown>;
-  /** Stamps the event's `at` (epoch ms); retention counts from it. */
-  readonly nowMs: number;
   /** Default `DEFAULT_REF` ("refs/heads/main"). */
   readonly ref?: string;
   readonly maxEventBytes?: number;
@@ -59,7 +59,8 @@ export interface EndRunResult {
  * ended with the same outcome commits nothing. A run with no event on the live ref is not
  * ended: that would start a run holding nothing but its end (a mistyped id, say).
  * @returns see {@link EndRunResult}
- * @throws repo_id_invalid, id_invalid, event_invalid (`data` not plain JSON) before any write;
+ * @throws repo_id_invalid, id_invalid, event_invalid (`data` not plain JSON), config_invalid (no
+ *   clock) before any write;
  *   run_not_found when the run has no event on the live ref (nothing is written); run_archived
  *   when retention moved it to the archive ref (it ended already; nothing is written);
  *   event_invalid with `data.reason` "already_ended" when the run ended with another outcome;
@@ -68,6 +69,7 @@ export interface EndRunResult {
 export async function endRun(opts: EndRunOptions): Promise<EndRunResult> {
   const repoId = parseRepoId(opts.repoId);
   const runId = parseRunId(opts.runId);
+  const clock = clockOf(opts, "endRun");
   const type = TERMINAL_TYPE_OF[opts.outcome];
   if (type === undefined) {
     throw new WorkflowHostError("event_invalid", `outcome ${JSON.stringify(opts.outcome)} is not one of completed, failed, cancelled`, { repoId, runId, outcome: opts.outcome });
@@ -96,7 +98,7 @@ export async function endRun(opts: EndRunOptions): Promise<EndRunResult> {
           reason: "already_ended",
         });
       }
-      const event = newTerminalEvent(type, isoFromMs(opts.nowMs), opts.data === undefined ? {} : { data: opts.data });
+      const event = newTerminalEvent(type, isoFromMs(clock().getTime()), opts.data === undefined ? {} : { data: opts.data });
       return { append: [event], result: { seq: log.nextSeq, committed: true } };
     })
     .catch(async (error: unknown) => {

@@ -125,7 +125,7 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
     principal,
     listDeployments,
     ref,
-    nowMs: () => clock().getTime(),
+    clock,
     timers,
     logger,
     policy: opts.retention === false ? {} : (opts.retention ?? {}),

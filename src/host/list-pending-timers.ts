@@ -4,6 +4,7 @@
  */
 import { DEFAULT_REF } from "../substrate/ref-name.js";
 import { isWorkflowHostError, type WorkflowHostError } from "../errors.js";
+import { clockOf, type ClockOption } from "../time/clock-option.js";
 import type { Principal, RepoStore } from "../substrate/types.js";
 import { parseRepoId } from "../workflow/ids.js";
 import { runsPrefix } from "../workflow/paths.js";
@@ -19,9 +20,9 @@ export interface PendingTimerInfo {
   readonly timerId: string;
   /** When this generation is due (a cron series: its next tick), RFC 3339 UTC. */
   readonly fireAt: string;
-  /** How long until `fireAt` (ms from `nowMs`); 0 when it is due or overdue. */
+  /** How long until `fireAt` (ms from now, by the `clock` given); 0 when it is due or overdue. */
   readonly dueInMs: number;
-  /** How far `fireAt` is past `nowMs` (ms); 0 when it is in the future. An overdue one-shot fires as soon as a host runs. */
+  /** How far `fireAt` is past now (ms); 0 when it is in the future. An overdue one-shot fires as soon as a host runs. */
   readonly lateMs: number;
   /** Seq of the TimerSet that armed it. */
   readonly setSeq: number;
@@ -33,14 +34,13 @@ export interface PendingTimerInfo {
   readonly paused?: boolean;
 }
 
-export interface ListPendingTimersOptions {
+/** `clock` (or the deprecated `nowMs`, epoch ms) is the reference instant for `dueInMs` and `lateMs`, read once per call. */
+export interface ListPendingTimersOptions extends ClockOption {
   readonly principal?: Principal;
   /** Only this deployment. Default: every deployment in the store. */
   readonly repoId?: string;
   /** Default `DEFAULT_REF` ("refs/heads/main"). */
   readonly ref?: string;
-  /** Reference instant for `dueInMs` and `lateMs` (epoch ms). */
-  readonly nowMs: number;
 }
 
 export interface PendingTimersReport {
@@ -62,10 +62,11 @@ export interface PendingTimersReport {
  * Lists every armed timer of every non-terminal run.
  * @returns the timers, any unreadable events met on the way and, when every deployment is
  *   listed, the deployments that could not be read (`failedRepos`)
- * @throws repo_id_invalid for a bad `repoId`; with `repoId`: repo_not_found, ref_corrupt,
+ * @throws repo_id_invalid for a bad `repoId`, config_invalid without a clock; with `repoId`: repo_not_found, ref_corrupt,
  *   object_corrupt, io_failed; authorize_denied
  */
 export async function listPendingTimers(store: RepoStore, opts: ListPendingTimersOptions): Promise<PendingTimersReport> {
+  const nowMs = clockOf(opts, "listPendingTimers")().getTime();
   const principal = opts.principal ?? null;
   const ref = opts.ref ?? DEFAULT_REF;
   const repoIds = opts.repoId === undefined ? await store.listRepos(principal, WORKFLOW_RUN_KIND) : [parseRepoId(opts.repoId)];
@@ -75,7 +76,7 @@ export async function listPendingTimers(store: RepoStore, opts: ListPendingTimer
   let runs = 0;
   for (const repoId of repoIds) {
     try {
-      const found = await pendingTimersOf(store, principal, repoId, ref, opts.nowMs);
+      const found = await pendingTimersOf(store, principal, repoId, ref, nowMs);
       timers.push(...found.timers);
       badEvents.push(...found.badEvents);
       runs += found.runs;

@@ -13,7 +13,7 @@
 import type { Logger } from "../logger.js";
 import { DEFAULT_REF } from "../substrate/ref-name.js";
 import type { Principal, RepoStore } from "../substrate/types.js";
-import type { Timers, TimerHandle } from "../time/clock.js";
+import type { Clock, Timers, TimerHandle } from "../time/clock.js";
 import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
 import { WorkflowHostError } from "../errors.js";
 import {
@@ -47,8 +47,8 @@ export interface RetentionLoopOptions {
   readonly listDeployments: () => Promise<readonly string[]>;
   /** Live ref. Default `DEFAULT_REF` ("refs/heads/main"). */
   readonly ref?: string;
-  /** Wall clock, epoch ms: when runs ended is compared with it. */
-  readonly nowMs: () => number;
+  /** Wall clock: when runs ended is compared with it. */
+  readonly clock: Clock;
   readonly timers: Timers;
   readonly logger: Logger;
   readonly policy: RetentionPolicy;
@@ -131,7 +131,7 @@ export function createRetentionLoop(opts: RetentionLoopOptions): RetentionLoop {
         principal: opts.principal,
         repoId,
         ...(opts.ref === undefined ? {} : { ref: opts.ref }),
-        nowMs: opts.nowMs(),
+        clock: opts.clock,
         endedRunsAfterMs: policy.endedRunsAfterMs,
         maxRuns: policy.maxRunsPerCommit,
         cache,

@@ -60,7 +60,7 @@ export function createRuntimeAdapter(opts: RuntimeAdapterOptions): WorkflowRunti
     maxEventBytes,
     runLog,
     scheduler: opts.scheduler,
-    nowMs,
+    clock: opts.clock,
     logger,
     activeTimers: new Set(),
   };
@@ -112,7 +112,7 @@ export function createRuntimeAdapter(opts: RuntimeAdapterOptions): WorkflowRunti
 
   async function end(runId: string, outcome: RunOutcome, data: Record<string, unknown> | undefined) {
     ensureRunning();
-    return endRun({ store: opts.store, principal: opts.principal, repoId, runId, ref, maxEventBytes, outcome, nowMs: nowMs(), ...(data === undefined ? {} : { data }) });
+    return endRun({ store: opts.store, principal: opts.principal, repoId, runId, ref, maxEventBytes, outcome, clock: opts.clock, ...(data === undefined ? {} : { data }) });
   }
 
   return {

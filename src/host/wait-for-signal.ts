@@ -17,6 +17,7 @@
  *
  * Rule for ties: there are none — every event has its own seq; "first" means committed first.
  */
+import type { Clock } from "../time/clock.js";
 import type { RunEventFeed } from "../../seams/signals/run-event-feed.js";
 import type { WorkflowHostScheduler } from "../../seams/scheduler/scheduler-types.js";
 import type { ReceivedSignal, WorkflowHostSignalChannel } from "../../seams/signals/signal-channel-types.js";
@@ -40,7 +41,8 @@ export interface SignalWaitContext extends WatchTimerContext {
   /** Writes the run logs of this deployment (the same store, principal, repoId, ref and limit). */
   readonly runLog: RunLogWriter;
   readonly scheduler: WorkflowHostScheduler;
-  readonly nowMs: () => number;
+  /** Wall clock: `at` of the events a wait writes and the timeout's fireAt. */
+  readonly clock: Clock;
   readonly logger: Logger;
   /** `runId/timerId` of the timers held by timed waits in progress in this process. */
   readonly activeTimers: Set<string>;
@@ -127,7 +129,7 @@ async function timedWait(ctx: SignalWaitContext, channel: WorkflowHostSignalChan
     const written = await ctx.runLog.append<Arming>(runId, `Wait for signal ${signalName} of run ${runId}`, (log) => {
       // Re-run after a lost compare-and-swap: forget the previous attempt's picks.
       undo();
-      const at = isoFromMs(ctx.nowMs());
+      const at = isoFromMs(ctx.clock().getTime());
       const timer = pickTimer(ctx, log, request);
       reserved = timer.timerId;
       ctx.activeTimers.add(keyOf(timer.timerId));
@@ -143,7 +145,7 @@ async function timedWait(ctx: SignalWaitContext, channel: WorkflowHostSignalChan
       }
       if (timer.kind === "fired") return { append: [], result: { kind: "timeout", timerId: timer.timerId } };
       if (timer.kind === "pending") return { append: [], result: { kind: "armed", timerId: timer.timerId, setSeq: timer.setSeq } };
-      const fireAt = isoFromMs(ctx.nowMs() + (request.timeoutMs as number), "timeoutMs");
+      const fireAt = isoFromMs(ctx.clock().getTime() + (request.timeoutMs as number), "timeoutMs");
       return {
         append: [newTimerSet({ timerId: timer.timerId, fireAt, ...(request.stepId === undefined ? {} : { stepId: request.stepId }) }, at)],
         result: { kind: "armed", timerId: timer.timerId, setSeq: log.nextSeq },
@@ -264,7 +266,7 @@ async function decide(
       if (isConsumedIn(log, chosen.signalId)) return { append: [], result: "gone" };
       const fired = log.events.find((e) => isTimerFired(e) && e.seq > setSeq && e.data.timerId === timerId);
       if (fired !== undefined && fired.seq < chosen.seq) return { append: [], result: "timeout" };
-      const at = isoFromMs(ctx.nowMs());
+      const at = isoFromMs(ctx.clock().getTime());
       const armed = log.state.pendingTimers.has(timerId);
       const append: NewRunEvent[] = [];
       if (armed) append.push(newTimerCancelled({ timerId, reason: `signal ${chosen.signalId}` }, at));

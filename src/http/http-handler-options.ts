@@ -1,7 +1,7 @@
 /** Options of `createHttpHandler`. */
 import type { Logger } from "../logger.js";
 import type { Authorize, Principal } from "../substrate/types.js";
-import type { Clock } from "../time/clock.js";
+import type { Clock, Timers } from "../time/clock.js";
 import type { HostMonitor } from "./host-monitor.js";
 import type { Authenticate, TokenAuth } from "./http-tokens.js";
 
@@ -21,6 +21,11 @@ export interface HttpHandlerOptions {
   readonly principal?: Principal;
   /** Clock for `dueInMs` and cron next ticks. Default the system clock. */
   readonly clock?: Clock;
+  /**
+   * Timers for the live event stream's keep-alive pings; their `now` (monotonic ms) times the
+   * writes for the commit histogram. Default the system's, unref'd (they never keep the process up).
+   */
+  readonly timers?: Timers;
   /** Largest request body (bytes, default 1 MiB); larger is 413 and nothing is written. */
   readonly bodyLimitBytes?: number;
   /** Where unexpected failures (500) are logged in full. Default silent. */

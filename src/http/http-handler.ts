@@ -12,7 +12,6 @@
  * through `authorize` (403), then the deployment and run (404). Errors are `{code, message}`
  * with the status of `HTTP_STATUS_BY_CODE`; a 500 never carries a stack trace.
  */
-import { systemMonotonicNow } from "../time/clock.js";
 import { DEFAULT_REF } from "../substrate/ref-name.js";
 import { fastify, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { isWorkflowHostError, WorkflowHostError } from "../errors.js";
@@ -21,15 +20,15 @@ import type { WorkflowHost } from "../host/host.js";
 import type { TimerSpec } from "../host/runtime-types.js";
 import { silentLogger } from "../logger.js";
 import type { Principal, RepoAction } from "../substrate/types.js";
-import { createSystemTimers, systemClock } from "../time/clock.js";
+import { createSystemTimers, monotonicNowOf, systemClock } from "../time/clock.js";
 import { parseRepoId, parseRunId, parseSignalId, parseSignalName, parseTimerId } from "../workflow/ids.js";
 import { readRunLog } from "../workflow/run-log.js";
 import { ARCHIVE_REF } from "../workflow/run-archive.js";
 import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
 import { loadDashboardAssets } from "./dashboard-assets.js";
-import type { HostMonitor, LiveEvent } from "./host-monitor.js";
 import { errorReply, HttpError } from "./http-errors.js";
 import { nextTicks, objectBody, presentedToken } from "./http-request.js";
+import { streamLiveEvents } from "./live-event-stream.js";
 
 import type { HttpHandlerOptions } from "./http-handler-options.js";
 
@@ -56,7 +55,8 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
   const ref = opts.ref ?? DEFAULT_REF;
   const storePrincipal = opts.principal ?? null;
   const bodyLimit = opts.bodyLimitBytes ?? 1_048_576;
-  const timers = createSystemTimers({ unref: true });
+  const timers = opts.timers ?? createSystemTimers({ unref: true });
+  const monotonicNow = monotonicNowOf(timers);
   monitor.setPendingSource(() => (host.state === "running" ? host.scheduler.queuedTimers() : []));
 
   const app = fastify({ bodyLimit, logger: false, exposeHeadRoutes: false, return503OnClosing: true });
@@ -155,14 +155,14 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
 
   /** One write through the HTTP face, timed for the commit histogram. */
   async function timedWrite<T>(repoId: string, write: () => Promise<T>): Promise<T> {
-    const started = systemMonotonicNow();
+    const started = monotonicNow();
     try {
       const result = await write();
-      monitor.recordApiCommit((systemMonotonicNow() - started) / 1000, false, repoId);
+      monitor.recordApiCommit((monotonicNow() - started) / 1000, false, repoId);
       return result;
     } catch (error) {
       const failed = !isWorkflowHostError(error) || ["io_failed", "ref_locked", "ref_conflict", "ref_corrupt", "object_corrupt"].includes(error.code);
-      monitor.recordApiCommit((systemMonotonicNow() - started) / 1000, failed, repoId);
+      monitor.recordApiCommit((monotonicNow() - started) / 1000, failed, repoId);
       throw error;
     }
   }
@@ -237,17 +237,18 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
   });
 
   const timersOf = async (repoIds: readonly string[]) => {
-    const nowMs = clock().getTime();
+    // One instant for every deployment listed.
+    const now = clock();
     const timers = [];
     for (const repoId of repoIds) {
-      const report = await listPendingTimers(host.store, { principal: storePrincipal, repoId, ref, nowMs });
+      const report = await listPendingTimers(host.store, { principal: storePrincipal, repoId, ref, clock: () => now });
       for (const t of report.timers) {
         // dueInMs and lateMs as the CLI's `timers --json` gives them: both ≥ 0, one of them 0.
         timers.push({ ...t, ...(t.cron === undefined ? {} : { nextTicks: nextTicks(t.cron, t.timezone, t.fireAt) }) });
       }
     }
     // `now` is the instant every dueInMs counts from.
-    return { now: new Date(nowMs).toISOString(), timers: timers.sort((a, b) => Date.parse(a.fireAt) - Date.parse(b.fireAt)) };
+    return { now: now.toISOString(), timers: timers.sort((a, b) => Date.parse(a.fireAt) - Date.parse(b.fireAt)) };
   };
 
   route("GET", "/v1/timers", async (request) => {
@@ -347,38 +348,7 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
 
   route("GET", "/v1/events", async (request, reply) => {
     const principal = principalOf(request);
-    const decided = new Map<string, Promise<boolean>>();
-    reply.hijack();
-    const res = reply.raw;
-    res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive", "x-accel-buffering": "no" });
-    res.write("retry: 2000\n: live events of workflow-host\n\n");
-    let chain = Promise.resolve();
-    const send = (event: LiveEvent): void => {
-      let ok = decided.get(event.repoId);
-      if (ok === undefined) decided.set(event.repoId, (ok = allowed(principal, event.repoId, "read")));
-      const check = ok;
-      chain = chain.then(async () => {
-        if ((await check) && !res.writableEnded) res.write(`event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
-      });
-    };
-    const unsubscribe = monitor.subscribe(send);
-    let ping: unknown = null;
-    const keepAlive = (): void => {
-      ping = timers.setTimeout(() => {
-        if (!res.writableEnded) res.write(": ping\n\n");
-        keepAlive();
-      }, 15_000);
-    };
-    keepAlive();
-    const end = (): void => {
-      unsubscribe();
-      timers.clearTimeout(ping);
-      streams.delete(end);
-      if (!res.writableEnded) res.end();
-    };
-    streams.add(end);
-    request.raw.on("close", end);
-    monitor.recordRequest("/v1/events", "GET", 200);
+    streamLiveEvents(request, reply, { monitor, timers, streams, mayRead: (repoId) => allowed(principal, repoId, "read") });
   });
 
   // The wake-up contract of cloud schedulers: POST only, default signal name "wake".

@@ -10,7 +10,7 @@
  * about ten such calls one after another. Flushes (fsync) stay asynchronous in both: waiting for
  * the disk must not stop the event loop.
  */
-import { systemMonotonicNow } from "../time/clock.js";
+import { type MonotonicNow, systemMonotonicNow } from "../time/clock.js";
 import * as nodeFs from "node:fs";
 import { WorkflowHostError } from "../errors.js";
 
@@ -246,8 +246,8 @@ export const BLOCKING_STRETCH_MS = 1;
  * so chains on different stores take turns with each other too.
  */
 interface Stretch {
-  readonly nowMs: () => number;
-  /** When the current stretch began (ms on `nowMs`), while one runs. */
+  readonly monotonicNow: MonotonicNow;
+  /** When the current stretch began (ms on `monotonicNow`), while one runs. */
   startedAt: number;
   /** True from a stretch's first call until the event loop's next turn. */
   running: boolean;
@@ -255,9 +255,9 @@ interface Stretch {
   deferred: number;
 }
 
-const newStretch = (nowMs: () => number): Stretch => ({ nowMs, startedAt: 0, running: false, deferred: 0 });
+const newStretch = (monotonicNow: MonotonicNow): Stretch => ({ monotonicNow, startedAt: 0, running: false, deferred: 0 });
 
-/** The stretch of every adapter on the default clock, `performance.now()`. */
+/** The stretch of every adapter on the default clock, {@link systemMonotonicNow}. */
 const sharedStretch = newStretch(systemMonotonicNow);
 
 /**
@@ -275,7 +275,7 @@ const sharedStretch = newStretch(systemMonotonicNow);
  * looping on refs cut a writer's commits five-fold.
  */
 function settleSoon(stretch: Stretch, settle: () => void): void {
-  const now = stretch.nowMs();
+  const now = stretch.monotonicNow();
   if (!stretch.running) {
     stretch.running = true;
     stretch.startedAt = now;
@@ -297,11 +297,11 @@ function settleSoon(stretch: Stretch, settle: () => void): void {
 /** Options of {@link createBlockingFsAdapter}. */
 export interface BlockingFsAdapterOptions {
   /**
-   * Monotonic time in ms (only differences count) on which a stretch of blocking calls is
-   * measured against {@link BLOCKING_STRETCH_MS}; default `performance.now()`. Adapters given
-   * their own clock take turns among themselves only. Tests pass a FakeClock's.
+   * Monotonic ms on which a stretch of blocking calls is measured ({@link BLOCKING_STRETCH_MS};
+   * default {@link systemMonotonicNow}); not a wall `Clock`, whose step back would hold a
+   * stretch open. Adapters given their own take turns among themselves only.
    */
-  readonly nowMs?: () => number;
+  readonly monotonicNow?: MonotonicNow;
 }
 
 /**
@@ -312,12 +312,12 @@ export interface BlockingFsAdapterOptions {
  * a slow disk stalls the whole event loop for as long as one call takes.
  * Falls back to {@link createFsAdapter} when the module lacks a synchronous call.
  * @param fsModule node:fs or a module like it (memfs); default node:fs
- * @param options `nowMs`: the clock stretches are measured on (default `performance.now()`)
+ * @param options `monotonicNow`: the clock stretches are measured on (default {@link systemMonotonicNow})
  * @throws TypeError when the module has no `promises` API.
  */
 export function createBlockingFsAdapter(fsModule?: unknown, options: BlockingFsAdapterOptions = {}): FsAdapter {
   const async = createFsAdapter(fsModule);
-  const stretch = options.nowMs === undefined ? sharedStretch : newStretch(options.nowMs);
+  const stretch = options.monotonicNow === undefined ? sharedStretch : newStretch(options.monotonicNow);
   const f = async.raw as Partial<FsSyncLike>;
   if (SYNC_CALLS.some((name) => typeof f[name] !== "function")) return async;
   const s = f as FsSyncLike;

@@ -17,7 +17,7 @@
  * expected old value, write the new value into the lock file, rename the lock over the ref.
  * Rename is atomic, so a reader sees the old value or the new one, never a partial file.
  */
-import { systemMonotonicNow } from "../time/clock.js";
+import { type Clock, systemMonotonicNow } from "../time/clock.js";
 import { parsePackedRefs, refCorrupt } from "./packed-refs.js";
 import { lockOwnerPath, type LockHolder } from "./ref-lock-owner.js";
 import { WorkflowHostError, describeValue } from "../errors.js";
@@ -45,8 +45,8 @@ export interface RefStoreOptions {
   /** How long to wait for another writer's lock before `ref_locked` (ms). */
   readonly lockTimeoutMs: number;
   readonly sleep: Sleep;
-  /** Wall-clock milliseconds, compared with lock-file mtimes (which the OS stamps). */
-  readonly nowMs: () => number;
+  /** Wall clock compared with lock-file mtimes, which the OS stamps: the system clock in production. */
+  readonly clock: Clock;
   /**
    * Monotonic milliseconds (unaffected by wall-clock steps), for how long a lock was seen
    * unchanged. Default: `performance.now()`.
@@ -227,7 +227,7 @@ export function createRefStore(opts: RefStoreOptions): RefStore {
         const stamp = `${stat.ino}:${stat.size}:${stat.mtimeMs}`;
         const nowMono = monotonicMs();
         if (seen === null || seen.stamp !== stamp) seen = { stamp, sinceMs: nowMono, ownerChecked: false };
-        const oldByMtime = opts.nowMs() - stat.mtimeMs > opts.staleLockMs;
+        const oldByMtime = opts.clock().getTime() - stat.mtimeMs > opts.staleLockMs;
         // The recorded holder is looked at once per lock seen: a process of this machine that
         // is gone will never rename its lock.
         let holderGone = false;

@@ -3,6 +3,7 @@
  * must point at a readable commit, and a missing ref is only "unborn" when the repository
  * exists.
  */
+import type { Clock } from "../time/clock.js";
 import { DEFAULT_REF } from "./ref-name.js";
 import { WorkflowHostError, describeValue } from "../errors.js";
 import { createCommittedReads } from "./committed-reads.js";
@@ -71,7 +72,11 @@ export interface RepoHandleOptions {
   readonly staleLockMs: number;
   readonly lockTimeoutMs: number;
   readonly sleep: Sleep;
-  readonly nowMs: () => number;
+  /**
+   * Wall clock compared with the mtimes of lock and temp files (the ref store's stale locks, the
+   * pack store's stale temp files), which the OS stamps: the system clock in production.
+   */
+  readonly fileClock: Clock;
   /** This process as recorded beside the ref locks it takes (see ref-store.ts). */
   readonly lockHolder?: LockHolder;
 }
@@ -80,7 +85,7 @@ export function createRepoHandle(opts: RepoHandleOptions): RepoHandle {
   const { fs, repoId, gitdir } = opts;
   const key = `${repoId.kind}/${repoId.id}`;
   const quickFs = opts.quickFs ?? fs;
-  const objects = createObjectStore({ fs, quickFs, gitdir, repoKey: key, caches: opts.caches, durable: opts.durable, packThreshold: opts.packThreshold });
+  const objects = createObjectStore({ fs, quickFs, gitdir, repoKey: key, caches: opts.caches, durable: opts.durable, packThreshold: opts.packThreshold, clock: opts.fileClock });
   const refs = createRefStore({
     fs: quickFs,
     gitdir,
@@ -88,7 +93,7 @@ export function createRepoHandle(opts: RepoHandleOptions): RepoHandle {
     staleLockMs: opts.staleLockMs,
     lockTimeoutMs: opts.lockTimeoutMs,
     sleep: opts.sleep,
-    nowMs: opts.nowMs,
+    clock: opts.fileClock,
     ...(opts.lockHolder === undefined ? {} : { holder: opts.lockHolder }),
   });
 

@@ -1,14 +1,102 @@
 /**
- * The options of `createRepoStore`, checked and given their defaults (see `RepoStoreOptions`
- * in types.ts for each one's meaning and unit).
+ * The options of `createRepoStore`: what each means ({@link RepoStoreOptions}), and how they
+ * are checked and given their defaults ({@link resolveRepoStoreOptions}).
  */
 import { describeValue, WorkflowHostError } from "../errors.js";
-import { createSystemTimers, systemClock, type Clock } from "../time/clock.js";
+import { createSystemTimers, monotonicNowOf, systemClock, type Clock, type MonotonicNow } from "../time/clock.js";
 import { createBlockingFsAdapter, createFsAdapter, type FsAdapter } from "./fs-adapter.js";
 import type { Identity } from "./git-object.js";
 import { ScopedLruCache } from "./lru-cache.js";
 import type { ObjectCaches } from "./object-store.js";
-import type { KindHandler, RepoStoreOptions, TimerApi } from "./types.js";
+import type { Authorize, KindHandler, RefMove, TimerApi } from "./types.js";
+
+export interface RepoStoreOptions {
+  /** Root folder; repos live at `<dataDir>/<directoryPrefix>/<repoId>.git`. */
+  readonly dataDir: string;
+  /** node:fs compatible module (memfs works). Default: node:fs. */
+  readonly fs?: unknown;
+  readonly kindHandlers: readonly KindHandler[];
+  readonly authorize: Authorize;
+  /** Commit timestamps come from here. Default: the system clock. */
+  readonly clock?: Clock;
+  /**
+   * Watch refs of other processes: chokidar as a hint plus a periodic ref check every
+   * `pollMs` (default 1000 ms). `false` turns both off (in-process commits are still seen).
+   */
+  readonly watch?: false | { readonly pollMs?: number; readonly chokidar?: boolean };
+  /** "fsync": every object, ref and folder write is flushed before the ref moves. Default "none". */
+  readonly durability?: "none" | "fsync";
+  /**
+   * A `<ref>.lock` is a crashed writer's, and is broken, once this process has seen it unchanged
+   * for this long by its monotonic clock, or when its mtime is this far in the past (ms, default
+   * 10 000); a future mtime is never trusted. The lock of a process of this machine that no
+   * longer exists (recorded beside the lock, see ref-store.ts) is broken at once.
+   */
+  readonly staleLockMs?: number;
+  /**
+   * How long a writer waits for another's `<ref>.lock` before `ref_locked` (ms, default
+   * `staleLockMs` + 5 000: long enough to see a crashed writer's lock turn stale and break it).
+   */
+  readonly lockTimeoutMs?: number;
+  /** Commit author/committer identity. Default `workflow-host <workflow-host@localhost>`. */
+  readonly author?: { readonly name: string; readonly email: string };
+  /**
+   * Timers for ref polling, lock back-off and retry back-off. Default: the global
+   * `setTimeout`/`clearTimeout`.
+   */
+  readonly timers?: TimerApi;
+  /** Compare-and-swap attempts per write before `ref_conflict` (default 32). */
+  readonly maxWriteAttempts?: number;
+  /**
+   * The commit fence: called under the ref lock right before every ref move this store makes;
+   * throwing aborts that write (the ref does not move) with the thrown error. A host passes its
+   * lock's `assertHeld`, so a host that lost its lock stops committing at once. Default none.
+   */
+  readonly fence?: () => void;
+  /**
+   * Called under the ref lock after `fence`, once a commit's objects are in place (a real `git`
+   * can read them) and right before the ref moves from `from` to `to`; throwing aborts that
+   * write with the thrown error (the ref does not move). Cluster mode pushes the commit to the
+   * deployment's remote here, so a commit exists locally only once the remote accepted it.
+   * Not called for `initRepo`'s genesis commit. Default none.
+   */
+  readonly beforeRefMove?: (move: RefMove) => Promise<void>;
+  /**
+   * Room left to other writers of a repository (another process, `git push`), in ms (default
+   * 0: off; a host uses 100): after a lost compare-and-swap the retry waits a jittered backoff
+   * instead of re-taking the ref at once, and for 5 s after a commit by someone else on a ref
+   * this store's commits to that ref start at least this far apart (jittered ±50 %), so an
+   * external writer's read-then-update cycle finds the ref still. Refs are judged one by one:
+   * this store's own commits to another ref of the repository are not someone else's.
+   */
+  readonly foreignWriterRoomMs?: number;
+  /**
+   * Parsed-tree cache size, counted in tree entries across all repositories (default 500 000;
+   * a 10 000-entry folder counts 10 001).
+   */
+  readonly treeCacheEntries?: number;
+  /** Blob cache size in bytes across all repositories (default 32 MiB; blobs over 256 KiB are not cached). */
+  readonly blobCacheBytes?: number;
+  /**
+   * A commit that writes at least this many objects is stored as one pack file (two files: the
+   * pack and its index) instead of that many loose objects (default 3). Creating a file is the
+   * dearest thing a commit does on a busy disk (~0.3–0.5 ms each measured here, against ~0.03 ms
+   * for a rename), so a one-event append (~6 objects) and a batch of fires alike become one
+   * pack; a one- or two-object write stays loose. `Infinity` always writes loose objects. Packs
+   * beyond 16 are merged in the background.
+   */
+  readonly packThreshold?: number;
+  /** Pack bytes cached for reads, across all repositories (default 128 MiB; packs over 64 MiB are read by range). */
+  readonly packCacheBytes?: number;
+  /**
+   * Make the small-file calls on a commit's critical path (ref reads, the ref lock, the renames
+   * that publish a pack) synchronously (default true): each is a few µs on a local disk
+   * against ~0.1–0.4 ms through libuv's thread pool, and a commit makes about ten of them in a
+   * row. Flushes stay asynchronous. Set false on a file system where a metadata call can block
+   * for long (a network mount): the event loop would wait with it.
+   */
+  readonly blockingRefIo?: boolean;
+}
 
 const systemTimers = createSystemTimers();
 
@@ -38,6 +126,8 @@ export interface ResolvedRepoStoreOptions {
   readonly timers: TimerApi;
   readonly sleep: (ms: number) => Promise<void>;
   readonly clock: Clock;
+  /** Monotonic time (ms) for spacing commits: `timers.now` when the timers have one, else the system's. */
+  readonly monotonicNow: MonotonicNow;
   readonly identity: Identity;
   readonly durable: boolean;
   readonly staleLockMs: number;
@@ -77,6 +167,7 @@ export function resolveRepoStoreOptions(opts: RepoStoreOptions): ResolvedRepoSto
       timers.setTimeout(resolve, Math.max(0, ms));
     });
   const clock = opts.clock ?? systemClock;
+  const monotonicNow = monotonicNowOf(opts.timers);
   const identity = checkIdentity(opts.author ?? DEFAULT_IDENTITY);
   const durable = opts.durability === "fsync";
   const staleLockMs = positive(opts.staleLockMs, 10_000, "staleLockMs");
@@ -97,5 +188,5 @@ export function resolveRepoStoreOptions(opts: RepoStoreOptions): ResolvedRepoSto
     packWindows: new ScopedLruCache(16 * 1024 * 1024),
     packCache: {},
   };
-  return { fs, quickFs, dataDir, handlers, timers, sleep, clock, identity, durable, staleLockMs, lockTimeoutMs, maxAttempts, foreignWriterRoomMs, packThreshold, pollMs, useChokidar, caches };
+  return { fs, quickFs, dataDir, handlers, timers, sleep, clock, monotonicNow, identity, durable, staleLockMs, lockTimeoutMs, maxAttempts, foreignWriterRoomMs, packThreshold, pollMs, useChokidar, caches };
 }

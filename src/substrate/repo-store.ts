@@ -54,7 +54,7 @@ import { commitWithRetry, fileEntries, type Planner, type WriteEngineDeps } from
  *   without the node:fs API.
  */
 export function createRepoStore(opts: RepoStoreOptions): RepoStore {
-  const { fs, quickFs, dataDir, handlers, timers, sleep, clock, identity, durable, staleLockMs, lockTimeoutMs, maxAttempts, foreignWriterRoomMs, packThreshold, pollMs, useChokidar, caches } =
+  const { fs, quickFs, dataDir, handlers, timers, sleep, clock, monotonicNow, identity, durable, staleLockMs, lockTimeoutMs, maxAttempts, foreignWriterRoomMs, packThreshold, pollMs, useChokidar, caches } =
     resolveRepoStoreOptions(opts);
 
   // Who takes this store's ref locks, recorded beside each lock so a writer on this machine
@@ -100,7 +100,7 @@ export function createRepoStore(opts: RepoStoreOptions): RepoStore {
         staleLockMs,
         lockTimeoutMs,
         sleep,
-        nowMs: () => systemClock().getTime(), // lock mtimes are stamped by the OS clock, so compare with it
+        fileClock: systemClock, // lock and temp file mtimes are stamped by the OS clock, so compare with it
         ...(lockHolder === undefined ? {} : { lockHolder }),
       });
       repos.set(key, repo);
@@ -121,6 +121,7 @@ export function createRepoStore(opts: RepoStoreOptions): RepoStore {
     repo,
     identity,
     clock,
+    monotonicNow,
     maxAttempts,
     sleep,
     onCommitted: (r) => watchers.get(r.key)?.watcher.notify(),

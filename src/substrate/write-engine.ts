@@ -21,7 +21,7 @@
  * was computed on). Callers run this inside the repository's in-process queue: one writer per
  * repo per process.
  */
-import { systemMonotonicNow } from "../time/clock.js";
+import type { Clock, MonotonicNow } from "../time/clock.js";
 import { WorkflowHostError } from "../errors.js";
 import { createCommittedReads, type ObjectSource } from "./committed-reads.js";
 import { encodeCommit, type GitObject, hashObject, type Identity } from "./git-object.js";
@@ -54,7 +54,9 @@ export type Planner<R> = (parentSha: Oid | null, reads: CommittedReads) => Promi
 export interface WriteEngineDeps {
   readonly repo: RepoHandle;
   readonly identity: Identity;
-  readonly clock: () => Date;
+  readonly clock: Clock;
+  /** Monotonic time (ms) the spacing of commits is measured on (see the module comment). */
+  readonly monotonicNow: MonotonicNow;
   /** Attempts before `ref_conflict` (a locked attempt only fails when its lock is stolen). */
   readonly maxAttempts: number;
   readonly sleep: Sleep;
@@ -82,7 +84,7 @@ const SHARED_FOR_MS = 5_000;
  */
 interface Sharing {
   ourTip: Oid | null | undefined;
-  /** Monotonic time (ms, `systemMonotonicNow`) until which commits are spaced; 0 when not shared. */
+  /** Monotonic time (ms, on `WriteEngineDeps.monotonicNow`) until which commits are spaced; 0 when not shared. */
   sharedUntilMs: number;
   /** Monotonic time (ms) of this process's last commit to the ref. */
   lastCommitMs: number;
@@ -234,7 +236,7 @@ export async function commitWithRetry<R>(
   const committed = (prepared: Prepared<R> & { kind: "commit" }, name: string, tip: Oid | null, attempt: number): WriteResult<R> => {
     const shared = sharingOf(repo, name);
     shared.ourTip = prepared.commit.oid;
-    shared.lastCommitMs = systemMonotonicNow();
+    shared.lastCommitMs = deps.monotonicNow();
     repo.objects.rememberTrees(prepared.trees);
     deps.onCommitted(repo);
     // Pack merging, if due, runs in the background, outside the ref lock and this write.
@@ -257,7 +259,7 @@ export async function commitWithRetry<R>(
       let { name, value: tip } = await repo.resolveRefNamed(refName);
       const shared = sharingOf(repo, name);
       if (roomMs > 0) {
-        const nowMs = systemMonotonicNow();
+        const nowMs = deps.monotonicNow();
         // The ref moved since our last commit, and not by us: another writer is active.
         if (shared.ourTip !== undefined && tip !== shared.ourTip) shared.sharedUntilMs = nowMs + SHARED_FOR_MS;
         const waitMs = nowMs < shared.sharedUntilMs ? shared.lastCommitMs + jitter(roomMs) - nowMs : 0;
@@ -287,7 +289,7 @@ export async function commitWithRetry<R>(
       lastSeen = outcome.current;
       // Lost to another process: leave it room instead of taking the ref lock at once.
       if (roomMs > 0) {
-        shared.sharedUntilMs = systemMonotonicNow() + SHARED_FOR_MS;
+        shared.sharedUntilMs = deps.monotonicNow() + SHARED_FOR_MS;
         await deps.sleep(jitter(roomMs));
       }
       continue;

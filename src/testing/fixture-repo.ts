@@ -9,6 +9,7 @@
  * `validatePush` either. `{validate: true}` commits through the given store instead, so a
  * fixture can also be checked to be a valid log.
  */
+import type { Clock } from "../time/clock.js";
 import { DEFAULT_REF } from "../substrate/ref-name.js";
 import { readdir, readFile } from "node:fs/promises";
 import { basename, join } from "node:path";
@@ -57,7 +58,7 @@ export interface BuildFixtureRepoOptions {
    * 2026-01-01T00:00:00Z, so a fixture always gives the same commit id. A validated commit
    * takes its time from `store`'s own clock.
    */
-  readonly clock?: () => Date;
+  readonly clock?: Clock;
 }
 
 /**

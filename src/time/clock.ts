@@ -100,3 +100,12 @@ export type MonotonicNow = () => number;
 
 /** The process's monotonic clock (`performance.now()`), unaffected by wall-clock steps. */
 export const systemMonotonicNow: MonotonicNow = () => performance.now();
+
+/**
+ * The monotonic time base `timers` run on (their `now`), or {@link systemMonotonicNow} when they
+ * have none: what a component that takes `timers` measures elapsed time with.
+ */
+export function monotonicNowOf(timers: Timers | undefined): MonotonicNow {
+  const now = timers?.now;
+  return now === undefined ? systemMonotonicNow : () => now.call(timers);
+}

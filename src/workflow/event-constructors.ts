@@ -3,11 +3,16 @@
  * like {@link parseEvent} and returns the event with instants normalised; the size limit is
  * applied when the event is serialised ({@link serializeEvent}).
  */
+import type { TimerEvent } from "./event-guards.js";
 import { validateEvent } from "./events.js";
 import { assertJsonValue } from "./json-value.js";
 import type {
   KnownEvent,
+  ScheduleEndedEvent,
+  SchedulePausedEvent,
+  ScheduleResumedEvent,
   SignalConsumedEvent,
+  SkipReason,
   SignalReceivedEvent,
   TerminalEvent,
   TerminalEventType,
@@ -31,22 +36,43 @@ function validated<E extends KnownEvent>(event: E): E {
  */
 export type NewRunEvent = WithoutSeq<KnownEvent>;
 
+/** A timer or schedule event to append: what the fire and schedule planners decide. */
+export type NewTimerEvent = WithoutSeq<TimerEvent>;
+
+/** The fields a `TimerFired` may carry besides its slot: a manual or backfill fire, a jittered due time. */
+type FireMarks = { readonly [K in "manual" | "requestId" | "backfill" | "jitteredFor"]?: TimerFiredEvent["data"][K] | undefined };
+
 /** A `TimerSet` to append (see {@link timerSetEvent}). Keys whose value is undefined are left out. */
 export function newTimerSet(data: TimerSetData, at?: string): WithoutSeq<TimerSetEvent> {
   return withAt({ type: "TimerSet" as const, data: defined(data) }, at);
 }
 
-/** A `TimerFired` to append (see {@link timerFiredEvent}). */
-export function newTimerFired(data: { readonly timerId: string; readonly scheduledFor: string; readonly firedAt: string }, at?: string): WithoutSeq<TimerFiredEvent> {
-  return withAt({ type: "TimerFired" as const, data: defined(data) }, at);
+/** A `TimerFired` to append (see {@link timerFiredEvent}); undefined marks are left out. */
+export function newTimerFired(data: { readonly timerId: string; readonly scheduledFor: string; readonly firedAt: string } & FireMarks, at?: string): WithoutSeq<TimerFiredEvent> {
+  return withAt({ type: "TimerFired" as const, data: defined(data) as TimerFiredEvent["data"] }, at);
 }
 
-/** A `TimerSkipped` to append (see {@link timerSkippedEvent}). */
+/** A `TimerSkipped` to append (see {@link timerSkippedEvent}); `reason` defaults to `missed`. */
 export function newTimerSkipped(
-  data: { readonly timerId: string; readonly firstMissed: string; readonly lastMissed: string; readonly count: number },
+  data: { readonly timerId: string; readonly firstMissed: string; readonly lastMissed: string; readonly count: number; readonly reason?: SkipReason },
   at?: string,
 ): WithoutSeq<TimerSkippedEvent> {
-  return withAt({ type: "TimerSkipped" as const, data: { ...defined(data), reason: "missed" as const } }, at);
+  return withAt({ type: "TimerSkipped" as const, data: { ...defined(data), reason: data.reason ?? "missed" } }, at);
+}
+
+/** A `SchedulePaused` to append; an undefined reason is left out. */
+export function newSchedulePaused(data: { readonly timerId: string; readonly reason?: string | undefined }, at?: string): WithoutSeq<SchedulePausedEvent> {
+  return withAt({ type: "SchedulePaused" as const, data: defined(data) as { timerId: string; reason?: string } }, at);
+}
+
+/** A `ScheduleResumed` to append; `catchUp` is written only when true. */
+export function newScheduleResumed(data: { readonly timerId: string; readonly catchUp?: boolean }, at?: string): WithoutSeq<ScheduleResumedEvent> {
+  return withAt({ type: "ScheduleResumed" as const, data: { timerId: data.timerId, ...(data.catchUp === true ? { catchUp: true } : {}) } }, at);
+}
+
+/** A `ScheduleEnded` to append: the series reached a bound after `lastTick`. */
+export function newScheduleEnded(data: ScheduleEndedEvent["data"], at?: string): WithoutSeq<ScheduleEndedEvent> {
+  return withAt({ type: "ScheduleEnded" as const, data: defined(data) }, at);
 }
 
 /** A `TimerCancelled` to append (see {@link timerCancelledEvent}); an undefined reason is left out. */

@@ -19,6 +19,7 @@
  * - A paused series appends nothing (its pause commit raced the queue); a jittered tick is due
  *   at its slot plus the slot's delay (./schedule/jitter.ts), and its TimerFired records both.
  */
+import { newTimerFired, newTimerSkipped, type NewTimerEvent } from "./event-constructors.js";
 import { dueSlots, followOn } from "./schedule/series-slots.js";
 import { slotDueMs } from "./schedule/jitter.js";
 import { isoFromMs } from "./time.js";
@@ -42,8 +43,8 @@ export interface FirePlanOptions {
   readonly misfireGraceMs?: number;
 }
 
-/** An event body without `seq`/`at`: the caller numbers and stamps it. */
-export type PlannedEvent = { readonly type: string; readonly data: Readonly<Record<string, unknown>> };
+/** A typed event without `seq`/`at`: the caller numbers and stamps it. */
+export type PlannedEvent = NewTimerEvent;
 
 export type FirePlan =
   | { readonly kind: "stale"; readonly reason: "terminal" | "not_armed" | "rearmed" | "paused" }
@@ -83,7 +84,7 @@ export function planDueTimer(state: RunState, due: DueTimer, options: FirePlanOp
   if (pending.cron === undefined) {
     return {
       kind: "append",
-      events: [fired(pending.timerId, pending.fireAt, firedAt)],
+      events: [newTimerFired({ timerId: pending.timerId, scheduledFor: pending.fireAt, firedAt })],
       firedAt,
       fired: [pending.fireAt],
       skipped: null,
@@ -116,16 +117,16 @@ function planCronTick(state: RunState, pending: PendingTimer, firedAt: string, o
   if (skippedCount > 0) {
     const lastMissed = toFire.length === 0 ? newest : previousOf(tail, toFire[0] as string);
     skipped = { firstMissed: pending.fireAt, lastMissed, count: skippedCount };
-    events.push({ type: "TimerSkipped", data: { timerId: pending.timerId, ...skipped, reason: "missed" } });
+    events.push(newTimerSkipped({ timerId: pending.timerId, ...skipped, reason: "missed" }));
   }
   for (const scheduledFor of toFire) {
-    const event = fired(pending.timerId, scheduledFor, firedAt);
-    events.push(pending.jitterMs === undefined ? event : { type: event.type, data: { ...event.data, jitteredFor: isoFromMs(slotDueMs(state.runId, pending, scheduledFor)) } });
+    const jitteredFor = pending.jitterMs === undefined ? undefined : isoFromMs(slotDueMs(state.runId, pending, scheduledFor));
+    events.push(newTimerFired({ timerId: pending.timerId, scheduledFor, firedAt, jitteredFor }));
   }
 
   const next = followOn(pending, newest, count);
   if (next !== null) events.push(next);
-  const nextFireAt = next?.type === "TimerSet" ? (next.data["fireAt"] as string) : null;
+  const nextFireAt = next?.type === "TimerSet" ? next.data.fireAt : null;
   return { kind: "append", events, firedAt, fired: toFire, skipped, nextFireAt };
 }
 
@@ -133,8 +134,4 @@ function planCronTick(state: RunState, pending: PendingTimer, firedAt: string, o
 function previousOf(tail: readonly string[], tick: string): string {
   const index = tail.indexOf(tick);
   return tail[index - 1] ?? tick;
-}
-
-function fired(timerId: string, scheduledFor: string, firedAt: string): PlannedEvent {
-  return { type: "TimerFired", data: { timerId, scheduledFor, firedAt } };
 }

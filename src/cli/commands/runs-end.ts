@@ -49,7 +49,7 @@ Example:
       const data = raw === undefined ? undefined : parseDataFlag(name, raw);
       const { endRun } = await import("../../host/end-run.js");
       const result = await withStore(dataDir, io, (store) =>
-        endRun({ store, principal: null, repoId, runId, outcome, nowMs: io.clock().getTime(), ...(data === undefined ? {} : { data }) }),
+        endRun({ store, principal: null, repoId, runId, outcome, clock: io.clock, ...(data === undefined ? {} : { data }) }),
       );
       if (values["json"] === true) printJson(io, { repoId, runId, ...result });
       else if (result.committed) printLine(io, `run ${runId} of ${repoId} ${outcome}: ${result.type} at seq ${result.seq} (commit ${shortSha(result.commitSha)})`);

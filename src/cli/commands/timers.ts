@@ -38,10 +38,9 @@ Example:
     const rawRepo = stringFlag(values, "repo");
     const repoId = rawRepo === undefined ? undefined : checkFlags(NAME, () => parseRepoId(rawRepo));
     const now = io.clock();
-    const nowMs = now.getTime();
     const report = await withStore(dataDir, io, async (store) => {
       const { listPendingTimers } = await import("../../host/list-pending-timers.js");
-      return listPendingTimers(store, { nowMs, ...(repoId === undefined ? {} : { repoId }) });
+      return listPendingTimers(store, { clock: () => now, ...(repoId === undefined ? {} : { repoId }) });
     });
     // A deployment that could not be read hides nothing else: it is named, and the exit code is 1.
     for (const failed of report.failedRepos) io.stderr.write(`workflow-host: ${failed.error.message}\n`);

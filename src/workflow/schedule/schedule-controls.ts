@@ -18,6 +18,8 @@
 import { WorkflowHostError } from "../../errors.js";
 import { ticksBetween } from "../cron.js";
 import { isoFromMs } from "../time.js";
+import { newScheduleResumed, newSchedulePaused, newTimerFired, newTimerSkipped } from "../event-constructors.js";
+import { isTimerFired } from "../event-guards.js";
 import type { PendingTimer, RunEvent, RunState } from "../types.js";
 import { dueSlots, followOn, type SeriesEvent } from "./series-slots.js";
 
@@ -43,7 +45,7 @@ export function armedSeries(state: RunState, timerId: string): PendingTimer {
 export function planPause(state: RunState, timerId: string, reason?: string): ControlOutcome<"paused" | "already_paused"> {
   const pending = armedSeries(state, timerId);
   if (pending.pausedAt !== undefined) return { outcome: "already_paused", events: [] };
-  return { outcome: "paused", events: [{ type: "SchedulePaused", data: { timerId, ...(reason === undefined ? {} : { reason }) } }] };
+  return { outcome: "paused", events: [newSchedulePaused({ timerId, reason })] };
 }
 
 /**
@@ -53,10 +55,10 @@ export function planPause(state: RunState, timerId: string, reason?: string): Co
 export function planResume(state: RunState, timerId: string, nowMs: number, catchUp = false): ControlOutcome<"resumed" | "not_paused"> & { readonly skipped: number } {
   const pending = armedSeries(state, timerId);
   if (pending.pausedAt === undefined) return { outcome: "not_paused", events: [], skipped: 0 };
-  const events: SeriesEvent[] = [{ type: "ScheduleResumed", data: { timerId, ...(catchUp ? { catchUp: true } : {}) } }];
+  const events: SeriesEvent[] = [newScheduleResumed({ timerId, catchUp })];
   if (catchUp || Date.parse(pending.fireAt) > nowMs) return { outcome: "resumed", events, skipped: 0 };
   const { count, newest } = dueSlots(state.runId, { ...pending, jitterMs: 0 }, nowMs, 2);
-  events.push({ type: "TimerSkipped", data: { timerId, firstMissed: pending.fireAt, lastMissed: newest, count, reason: "paused" } });
+  events.push(newTimerSkipped({ timerId, firstMissed: pending.fireAt, lastMissed: newest, count, reason: "paused" }));
   const next = followOn(pending, newest, count);
   if (next !== null) events.push(next);
   return { outcome: "resumed", events, skipped: count };
@@ -66,13 +68,12 @@ export function planResume(state: RunState, timerId: string, nowMs: number, catc
 export function planTrigger(state: RunState, events: Iterable<RunEvent>, timerId: string, requestId: string, nowMs: number): ControlOutcome<"triggered" | "duplicate"> {
   armedSeries(state, timerId);
   for (const event of events) {
-    const data = (event as { data?: { timerId?: unknown; requestId?: unknown; manual?: unknown } }).data;
-    if (event.type === "TimerFired" && data?.timerId === timerId && data.manual === true && data.requestId === requestId) {
+    if (isTimerFired(event) && event.data.timerId === timerId && event.data.manual === true && event.data.requestId === requestId) {
       return { outcome: "duplicate", events: [] };
     }
   }
   const now = isoFromMs(nowMs);
-  return { outcome: "triggered", events: [{ type: "TimerFired", data: { timerId, scheduledFor: now, firedAt: now, manual: true, requestId } }] };
+  return { outcome: "triggered", events: [newTimerFired({ timerId, scheduledFor: now, firedAt: now, manual: true, requestId })] };
 }
 
 /**
@@ -105,8 +106,7 @@ export function planBackfill(
   }
   const done = new Set<number>();
   for (const event of events) {
-    const data = (event as { data?: { timerId?: unknown; scheduledFor?: unknown; manual?: unknown } }).data;
-    if (event.type === "TimerFired" && data?.timerId === timerId && data.manual !== true && typeof data.scheduledFor === "string") done.add(Date.parse(data.scheduledFor));
+    if (isTimerFired(event) && event.data.timerId === timerId && event.data.manual !== true && event.data.scheduledFor !== undefined) done.add(Date.parse(event.data.scheduledFor));
   }
   const slots = span?.ticks ?? [];
   const todo = slots.filter((s) => !done.has(Date.parse(s)));
@@ -121,7 +121,7 @@ export function planBackfill(
           : `no slot of ${pending.cron as string} (${pending.timezone ?? "UTC"}) lies in the range before the armed slot ${pending.fireAt}`;
   return {
     outcome: "backfilled",
-    events: todo.map((scheduledFor) => ({ type: "TimerFired", data: { timerId, scheduledFor, firedAt, backfill: true } })),
+    events: todo.map((scheduledFor) => newTimerFired({ timerId, scheduledFor, firedAt, backfill: true })),
     slots: todo,
     alreadyFired: slots.filter((s) => done.has(Date.parse(s))),
     emptyBecause,

@@ -10,11 +10,12 @@
  */
 import { compileCron, firstTickAfter, ticksBetween } from "../cron.js";
 import { isoFromMs } from "../time.js";
-import type { PendingTimer } from "../types.js";
+import { newScheduleEnded, newTimerSet, type NewTimerEvent } from "../event-constructors.js";
+import type { PendingTimer, TimerSetData } from "../types.js";
 import { slotDueMs } from "./jitter.js";
 
-/** An event body without `seq`/`at`. */
-export type SeriesEvent = { readonly type: string; readonly data: Readonly<Record<string, unknown>> };
+/** A timer or schedule event a planner decides, without `seq` (and `at`, which the writer adds). */
+export type SeriesEvent = NewTimerEvent;
 
 export interface DueSlots {
   /** How many slots are due, the armed one included (≥ 1). */
@@ -62,26 +63,30 @@ export function followOn(pending: PendingTimer, newest: string, consumed: number
   const zone = pending.timezone ?? "UTC";
   const slot = (pending.slot ?? 1) + consumed;
   if (pending.maxTicks !== undefined && slot > pending.maxTicks) {
-    return { type: "ScheduleEnded", data: { timerId: pending.timerId, reason: "maxTicks", lastTick: newest } };
+    return newScheduleEnded({ timerId: pending.timerId, reason: "maxTicks", lastTick: newest });
   }
   const nextMs = firstTickAfter(compileCron(cron, zone), Date.parse(newest));
   if (nextMs === null) return null;
   if (pending.endAt !== undefined && nextMs > Date.parse(pending.endAt)) {
-    return { type: "ScheduleEnded", data: { timerId: pending.timerId, reason: "endAt", lastTick: newest } };
+    return newScheduleEnded({ timerId: pending.timerId, reason: "endAt", lastTick: newest });
   }
-  return { type: "TimerSet", data: seriesSetData(pending, isoFromMs(nextMs), pending.maxTicks === undefined ? undefined : slot) };
+  return newTimerSet(seriesSetData(pending, isoFromMs(nextMs), pending.maxTicks === undefined ? undefined : slot));
 }
 
 /** The data of a TimerSet re-arming `pending`'s series at `fireAt` with its fields kept. */
-export function seriesSetData(pending: PendingTimer, fireAt: string, slot: number | undefined): Record<string, unknown> {
-  const data: Record<string, unknown> = { timerId: pending.timerId, fireAt, cron: pending.cron, timezone: pending.timezone ?? "UTC" };
-  if (pending.misfire !== undefined) data["misfire"] = pending.misfire;
-  if (pending.stepId !== undefined) data["stepId"] = pending.stepId;
-  if (pending.startAt !== undefined) data["startAt"] = pending.startAt;
-  if (pending.endAt !== undefined) data["endAt"] = pending.endAt;
-  if (pending.maxTicks !== undefined) data["maxTicks"] = pending.maxTicks;
-  if (slot !== undefined && slot > 1) data["slot"] = slot;
-  if (pending.jitterMs !== undefined) data["jitterMs"] = pending.jitterMs;
-  if (pending.owner !== undefined) data["owner"] = pending.owner;
-  return data;
+export function seriesSetData(pending: PendingTimer, fireAt: string, slot: number | undefined): TimerSetData {
+  return {
+    timerId: pending.timerId,
+    fireAt,
+    cron: pending.cron as string,
+    timezone: pending.timezone ?? "UTC",
+    ...(pending.misfire === undefined ? {} : { misfire: pending.misfire }),
+    ...(pending.stepId === undefined ? {} : { stepId: pending.stepId }),
+    ...(pending.startAt === undefined ? {} : { startAt: pending.startAt }),
+    ...(pending.endAt === undefined ? {} : { endAt: pending.endAt }),
+    ...(pending.maxTicks === undefined ? {} : { maxTicks: pending.maxTicks }),
+    ...(slot !== undefined && slot > 1 ? { slot } : {}),
+    ...(pending.jitterMs === undefined ? {} : { jitterMs: pending.jitterMs }),
+    ...(pending.owner === undefined ? {} : { owner: pending.owner }),
+  };
 }

@@ -20,6 +20,7 @@ import { compileCron, firstTickAfter, validateCron } from "../cron.js";
 import { parseRunId, parseStepId, parseTimerId } from "../ids.js";
 import { isoFromMs, parseInstant } from "../time.js";
 import type { MisfirePolicy, PendingTimer, RunEvent, TimerSetData } from "../types.js";
+import { newTimerCancelled, newTimerSet } from "../event-constructors.js";
 import { seriesSetData, type SeriesEvent } from "./series-slots.js";
 
 /** The owner mark of series that `syncSchedules` manages. */
@@ -205,10 +206,10 @@ export function syncEventsForRun(plan: SyncPlan, runId: string, nowMs: number): 
       ...(d.jitterMs === undefined ? {} : { jitterMs: d.jitterMs }),
       ...(d.stepId === undefined ? {} : { stepId: d.stepId }),
     };
-    events.push({ type: "TimerSet", data: seriesSetData(pending, pending.fireAt, slot) });
+    events.push(newTimerSet(seriesSetData(pending, pending.fireAt, slot)));
   };
   for (const d of plan.create) if (d.runId === runId) arm(d, undefined);
   for (const u of plan.update) if (u.declared.runId === runId) arm(u.declared, u.current);
-  for (const c of plan.cancel) if (c.runId === runId) events.push({ type: "TimerCancelled", data: { timerId: c.timerId, reason: "sync: not declared" } });
+  for (const c of plan.cancel) if (c.runId === runId) events.push(newTimerCancelled({ timerId: c.timerId, reason: "sync: not declared" }));
   return { events, noSlot };
 }

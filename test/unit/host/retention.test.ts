@@ -394,7 +394,7 @@ describe("an archived run id pushed again", () => {
       store: h.store,
       principal: null,
       listDeployments: () => Promise.resolve([REPO]),
-      nowMs: () => h.clock.now(),
+      clock: h.clock.clock,
       timers: h.clock.timers,
       logger: { info: () => undefined, warn: (m) => warnings.push(m), error: (m) => warnings.push(m) },
       policy: { endedRunsAfterMs: DAY },

@@ -73,7 +73,7 @@ const flavours: {
     blocking: true,
     setup: async () => {
       const clock = fakeClock();
-      return { adapter: createBlockingFsAdapter(undefined, { nowMs: clock.now }), dir: await tempDir(), peek: nodeFs, module: nodeFs, isNodeFs: true, clock };
+      return { adapter: createBlockingFsAdapter(undefined, { monotonicNow: clock.now }), dir: await tempDir(), peek: nodeFs, module: nodeFs, isNodeFs: true, clock };
     },
   },
   {
@@ -89,7 +89,7 @@ const flavours: {
     setup: async () => {
       const module = { promises: nodeFs.promises };
       const clock = fakeClock();
-      return { adapter: createBlockingFsAdapter(module, { nowMs: clock.now }), dir: await tempDir(), peek: nodeFs, module, isNodeFs: false, clock };
+      return { adapter: createBlockingFsAdapter(module, { monotonicNow: clock.now }), dir: await tempDir(), peek: nodeFs, module, isNodeFs: false, clock };
     },
   },
   {
@@ -99,7 +99,7 @@ const flavours: {
     setup: async () => {
       const fs = memfs();
       const clock = fakeClock();
-      return { adapter: createBlockingFsAdapter(fs, { nowMs: clock.now }), dir: "/work", peek: fs as unknown as PeekFs, module: fs, isNodeFs: false, clock };
+      return { adapter: createBlockingFsAdapter(fs, { monotonicNow: clock.now }), dir: "/work", peek: fs as unknown as PeekFs, module: fs, isNodeFs: false, clock };
     },
   },
   {

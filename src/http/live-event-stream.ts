@@ -1,0 +1,59 @@
+/**
+ * `GET /v1/events`: the monitor's live events sent to one client as server-sent events, each
+ * only when the client's principal may read the event's deployment (asked once per deployment
+ * per stream, answered in order). A comment line every {@link KEEP_ALIVE_MS} keeps proxies from
+ * closing an idle stream. The stream ends when the client goes or the server closes.
+ */
+import type { FastifyReply, FastifyRequest } from "fastify";
+import type { Timers } from "../time/clock.js";
+import type { HostMonitor, LiveEvent } from "./host-monitor.js";
+
+/** Idle time (ms) after which a `: ping` comment is sent. */
+const KEEP_ALIVE_MS = 15_000;
+
+export interface LiveEventStreamOptions {
+  readonly monitor: HostMonitor;
+  /** Arms the keep-alive pings. */
+  readonly timers: Timers;
+  /** Whether the client may read the events of `repoId`; a rejection counts as no. */
+  readonly mayRead: (repoId: string) => Promise<boolean>;
+  /** Open streams' end functions; this stream adds its own and removes it when it ends. */
+  readonly streams: Set<() => void>;
+}
+
+/** Takes over `reply` and streams live events until the client or the server closes. */
+export function streamLiveEvents(request: FastifyRequest, reply: FastifyReply, opts: LiveEventStreamOptions): void {
+  const { monitor, timers, mayRead, streams } = opts;
+  const decided = new Map<string, Promise<boolean>>();
+  reply.hijack();
+  const res = reply.raw;
+  res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache", connection: "keep-alive", "x-accel-buffering": "no" });
+  res.write("retry: 2000\n: live events of workflow-host\n\n");
+  let chain = Promise.resolve();
+  const send = (event: LiveEvent): void => {
+    let ok = decided.get(event.repoId);
+    if (ok === undefined) decided.set(event.repoId, (ok = mayRead(event.repoId)));
+    const check = ok;
+    chain = chain.then(async () => {
+      if ((await check) && !res.writableEnded) res.write(`event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
+    });
+  };
+  const unsubscribe = monitor.subscribe(send);
+  let ping: unknown = null;
+  const keepAlive = (): void => {
+    ping = timers.setTimeout(() => {
+      if (!res.writableEnded) res.write(": ping\n\n");
+      keepAlive();
+    }, KEEP_ALIVE_MS);
+  };
+  keepAlive();
+  const end = (): void => {
+    unsubscribe();
+    timers.clearTimeout(ping);
+    streams.delete(end);
+    if (!res.writableEnded) res.end();
+  };
+  streams.add(end);
+  request.raw.on("close", end);
+  monitor.recordRequest("/v1/events", "GET", 200);
+}
