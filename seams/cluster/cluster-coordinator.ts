@@ -26,8 +26,8 @@ import { join } from "node:path";
 import { WorkflowHostError } from "../../src/errors.js";
 import { silentLogger, type Logger } from "../../src/logger.js";
 import type { RefMove } from "../../src/substrate/types.js";
-import { systemMonotonicNow, type MonotonicNow, type TimerHandle, type Timers } from "../../src/time/clock.js";
-import { createGitRemote, type GitRemote } from "./git-remote.js";
+import { systemMonotonicNow, type Clock, type MonotonicNow, type TimerHandle, type Timers } from "../../src/time/clock.js";
+import { createGitRemote, type GitEnv, type GitRemote } from "./git-remote.js";
 import { createLeaseTable, type Lease, type LeaseTable } from "./lease-table.js";
 
 /** Cluster options of `createWorkflowHost` (and `serve --cluster`). */
@@ -44,6 +44,8 @@ export interface ClusterOptions {
   readonly renewEveryMs?: number;
   /** How often served deployments are fetched, to see commits pushed to the remote by others (ms, default 5 000, 0 = only on takeover and after a refused push). */
   readonly fetchEveryMs?: number;
+  /** Environment of the git processes that fetch and push (ssh keys, credential helpers, proxies). Default: this process's environment. */
+  readonly gitEnv?: GitEnv;
 }
 
 export type ClusterEvent =
@@ -96,7 +98,7 @@ export interface ClusterCoordinatorOptions extends ClusterOptions {
   /** `<dataDir>/deployments`: where the clones live. */
   readonly deploymentsDir: string;
   readonly timers: Timers;
-  readonly clock: () => Date;
+  readonly clock: Clock;
   readonly monoMs?: MonotonicNow;
   readonly logger?: Logger;
   /** Called when the served set changed; resolves once the scheduler and dispatcher follow it. */
@@ -144,7 +146,7 @@ export function createClusterCoordinator(opts: ClusterCoordinatorOptions): Clust
   const mono = opts.monoMs ?? systemMonotonicNow;
   const { timers } = opts;
   const table: LeaseTable = createLeaseTable({ url: opts.url, instanceId, ttlMs, queryTimeoutMs: Math.max(Math.round(ttlMs / 2), 500) });
-  const remote: GitRemote = createGitRemote({ remoteBase: opts.remoteBase, identity, clock: opts.clock });
+  const remote: GitRemote = createGitRemote({ remoteBase: opts.remoteBase, identity, clock: opts.clock, timers, ...(opts.gitEnv === undefined ? {} : { env: opts.gitEnv }) });
   const gitdirOf = (repoId: string): string => join(opts.deploymentsDir, `${repoId}.git`);
 
   const leases = new Map<string, HeldLease>();
