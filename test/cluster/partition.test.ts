@@ -7,24 +7,15 @@
 import { writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { join } from "node:path";
-import { afterEach, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import { git, runGit } from "../helpers/git-cli.js";
-import { killAllWatched } from "../integration/reliability/serve-process.js";
-import { findPostgresBin } from "../support/postgres-server.js";
-import { useTempDirs } from "../helpers/temp-dir.js";
-import { checkRemotes, liveOwners, remoteHistory, seedTimers, spawnClusterHost, startClusterRig, startRelay, waitForRemotesPast, waitUntil, type ClusterRig } from "./cluster-rig.js";
+import { hasPostgres, useClusterRig } from "../support/cluster-suite.js";
+import { checkRemotes, liveOwners, remoteHistory, seedTimers, spawnClusterHost, startRelay, waitForRemotesPast, waitUntil } from "./cluster-rig.js";
 
 const TTL_MS = 3_000;
 const DEPLOYMENTS = 6;
 const ONE_SHOTS = 30;
-const tempDir = useTempDirs("workflow-host-cluster-");
-let rig: ClusterRig | null = null;
-
-afterEach(async () => {
-  await killAllWatched();
-  await rig?.close();
-  rig = null;
-});
+const startRig = useClusterRig();
 
 function freePort(): Promise<number> {
   return new Promise((resolve) => {
@@ -35,11 +26,10 @@ function freePort(): Promise<number> {
   });
 }
 
-describe.skipIf(findPostgresBin() === null)("a host partitioned from PostgreSQL", () => {
+describe.skipIf(!hasPostgres)("a host partitioned from PostgreSQL", () => {
   test("stops firing within the TTL; the commits it attempts afterwards are refused, never in the log, and its stale pushes are rejected by the remote", async () => {
-    const dir = await tempDir();
-    rig = await startClusterRig(dir, DEPLOYMENTS);
-    const r = rig;
+    const r = await startRig(DEPLOYMENTS);
+    const dir = r.dir;
     const startMs = Date.now() + 15_000;
     const spanMs = 40_000;
     await seedTimers(r, { startMs, spanMs, oneShots: ONE_SHOTS });
