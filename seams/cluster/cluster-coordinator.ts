@@ -68,6 +68,7 @@ export function createClusterCoordinator(opts: ClusterCoordinatorOptions): Clust
   const deadlineAfter = (sentMs: number): number => sentMs + ttlMs - renewEveryMs;
 
   const leases = createLeaseHoldings();
+  let started = false;
   let stopped = false;
   let tickHandle: TimerHandle = null;
   let tickDueMs = Number.POSITIVE_INFINITY;
@@ -209,7 +210,8 @@ export function createClusterCoordinator(opts: ClusterCoordinatorOptions): Clust
 
   /** Runs a tick within `delayMs` (at once after a running one when asked while it runs). */
   function tickSoon(delayMs: number): void {
-    if (stopped) return;
+    // Not before start(): a coordinator used only for createDeployment never serves.
+    if (stopped || !started) return;
     if (ticking !== null) {
       if (delayMs === 0) tickAgain = true;
       return;
@@ -311,6 +313,7 @@ export function createClusterCoordinator(opts: ClusterCoordinatorOptions): Clust
       // the others, told of the freed leases, count this host in their share and leave them to it.
       const { previousInstance } = await takeCloneDir(opts.deploymentsDir, instanceId);
       if (previousInstance !== null) await table.heartbeat().then(() => table.evict(previousInstance)).catch(() => undefined);
+      started = true;
       const first = tick();
       ticking = first.then(() => undefined);
       const firstNextMs = await first;
