@@ -3,9 +3,9 @@
  * all due at once) and lateness (timers spread over a window) of one host, in process, first
  * on a plain data dir, then in cluster mode (PostgreSQL lease, every batch pushed to a local
  * bare remote with compare-and-swap before it counts) — the cost of pushing each batch. Then
- * takeover time: two `serve --cluster` processes, the one serving the deployments SIGKILLed,
- * timed from the kill to the other's recovery of each deployment (lease expiry + renewal
- * interval + fetch + takeover commit + recovery).
+ * takeover time: three `serve --cluster` processes, one SIGKILLed and started again at once,
+ * timed from the kill to another process's recovery of each of its deployments, phase by phase
+ * (lease expiry, claim, preparation: fetch + takeover commit, hand-off to the scheduler, recovery).
  *
  * Skipped, with the reason printed, when PostgreSQL is not installed.
  */
@@ -311,7 +311,7 @@ export const cluster: Benchmark = {
       }
       notes.push(
         "Throughput and lateness: one host in this process, durability none both ways; in cluster mode every fire batch is pushed (`git push --force-with-lease`) to a bare remote on the same disk before the local ref moves and before the fire is reported, so the figures include one git process per batch.",
-        "Takeover: two `serve --cluster` processes on one machine; from the SIGKILL to the survivor's `recovered` line for each deployment the victim served; the baseline column holds the target, not a measurement.",
+        "Takeover: three `serve --cluster` processes on one machine, TTL 3 s; one is SIGKILLed at a random point of its renewal interval and started again at once on its data dir (as a supervisor would); from the SIGKILL to the first `recovered` line of another process for each deployment the victim served; the baseline column holds the target, not a measurement.",
       );
     } finally {
       await server.stop();
