@@ -143,6 +143,15 @@ export function createLeaseTable(opts: LeaseTableOptions): LeaseTable {
       throw new WorkflowHostError("cluster_unavailable", `PostgreSQL query failed: ${String(error)}`, {}, { cause: error });
     }
   };
+  /** Unregisters `instanceId` (so the others' shares grow at once), then frees and announces its leases. */
+  const evict = async (instanceId: string): Promise<void> => {
+    await query(`DELETE FROM workflow_host_hosts WHERE instance_id = $1`, [instanceId]);
+    await query(
+      `WITH freed AS (UPDATE workflow_host_leases SET owner = NULL, expires_at = NULL WHERE owner = $1 RETURNING deployment)
+       SELECT pg_notify('${RELEASED_CHANNEL}', $1) FROM (SELECT 1 FROM freed LIMIT 1) AS any_freed`,
+      [instanceId],
+    );
+  };
   const rowsToLeases = (rows: { deployment: string; epoch: string | number }[]): Lease[] => rows.map((r) => ({ deployment: r.deployment, epoch: Number(r.epoch) }));
 
   return {
@@ -224,18 +233,8 @@ export function createLeaseTable(opts: LeaseTableOptions): LeaseTable {
       );
     },
 
-    async leave() {
-      await this.evict(opts.instanceId);
-    },
-
-    async evict(instanceId) {
-      await query(`DELETE FROM workflow_host_hosts WHERE instance_id = $1`, [instanceId]);
-      await query(
-        `WITH freed AS (UPDATE workflow_host_leases SET owner = NULL, expires_at = NULL WHERE owner = $1 RETURNING deployment)
-         SELECT pg_notify('${RELEASED_CHANNEL}', $1) FROM (SELECT 1 FROM freed LIMIT 1) AS any_freed`,
-        [instanceId],
-      );
-    },
+    leave: () => evict(opts.instanceId),
+    evict,
 
     async close() {
       const c = client;
