@@ -26,7 +26,8 @@ import { createLeaseTable, type LeaseTable } from "./lease-table.js";
 export type { ClusterCoordinator, ClusterCoordinatorOptions, ClusterEvent, ClusterOptions, ClusterStats } from "./cluster-types.js";
 
 export const DEFAULT_LEASE_TTL_MS = 10_000;
-const PREPARE_CONCURRENCY = 4;
+/** Preparations at once: a dead host's whole share is taken over together rather than in rounds. */
+const PREPARE_CONCURRENCY = 8;
 /** How long after another instance's lease expires (by the server's clock) this one looks again (ms). */
 const EXPIRY_MARGIN_MS = 20;
 
@@ -120,7 +121,6 @@ export function createClusterCoordinator(opts: ClusterCoordinatorOptions): Clust
     }
   }
 
-  // At most PREPARE_CONCURRENCY preparations run at once (each runs a few git processes).
   let active = 0;
   const waiting: (() => void)[] = [];
   const track = (task: Promise<void>): void => {

@@ -14,7 +14,8 @@
  */
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdir } from "node:fs/promises";
+import { mkdir, readFile } from "node:fs/promises";
+import { join } from "node:path";
 import { WorkflowHostError } from "../../src/errors.js";
 import { DEFAULT_REF } from "../../src/substrate/ref-name.js";
 import type { Clock, Timers } from "../../src/time/clock.js";
@@ -142,6 +143,22 @@ export function runGit(args: readonly string[], opts: RunGitOptions): Promise<Gi
   });
 }
 
+/**
+ * The commit refs/heads/main of a bare clone points to (its loose ref, else packed-refs; null
+ * when absent), read without a git process: a takeover runs several, and each costs most of
+ * what the takeover takes on a busy machine.
+ */
+async function readTip(gitdir: string): Promise<string | null> {
+  const loose = (await readFile(join(gitdir, DEFAULT_REF), "utf8").catch(() => "")).trim();
+  if (/^[0-9a-f]{40}$/.test(loose)) return loose;
+  const packed = await readFile(join(gitdir, "packed-refs"), "utf8").catch(() => "");
+  for (const line of packed.split("\n")) {
+    const [sha = "", name] = line.split(" ");
+    if (name === DEFAULT_REF && /^[0-9a-f]{40}$/.test(sha)) return sha;
+  }
+  return null;
+}
+
 /** Whether a remote URL names a folder on this machine (a path or file://). */
 function localPath(url: string): string | null {
   if (url.startsWith("file://")) return decodeURIComponent(url.slice("file://".length));
@@ -175,10 +192,6 @@ export function createGitRemote(opts: GitRemoteOptions): GitRemote {
       GIT_COMMITTER_DATE: date,
     };
   };
-  const revParse = async (gitdir: string, rev: string): Promise<string | null> => {
-    const result = await git(gitdir, ["rev-parse", "--verify", "--quiet", rev]);
-    return result.code === 0 ? result.stdout.trim() : null;
-  };
 
   const remote: GitRemote = {
     url: (repoId) => `${base}/${repoId}.git`,
@@ -207,7 +220,7 @@ export function createGitRemote(opts: GitRemoteOptions): GitRemote {
     async takeOver(gitdir, repoId, message) {
       for (let attempt = 1; ; attempt++) {
         await remote.fetch(gitdir, repoId);
-        const tip = await revParse(gitdir, "refs/heads/main^{commit}");
+        const tip = await readTip(gitdir);
         if (tip === null) throw unavailable(repoId, "reading refs/heads/main after fetch (the remote has none)", null);
         const made = await git(gitdir, ["commit-tree", `${tip}^{tree}`, "-p", tip, "-m", message], commitEnv());
         if (made.code !== 0) throw unavailable(repoId, "git commit-tree", made);
