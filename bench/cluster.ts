@@ -123,7 +123,7 @@ export interface TakeoverPhases {
   readonly repoId: string;
   /** SIGKILL → the dead holder's lease expires in PostgreSQL (its last renewal + TTL − now). */
   readonly expiryMs: number;
-  /** Expiry → another instance acquires it (`acquired_at`): how long the expired lease lay unclaimed. */
+  /** Expiry → another instance acquires it (`acquired_at`): how long the expired lease lay unclaimed; negative when the restarted process freed and took it before it expired. */
   readonly claimMs: number;
   /** Acquisition → the start of its preparation (waiting for other preparations, or for the new process to get there). */
   readonly queueMs: number;
