@@ -3,9 +3,9 @@
  * all due at once) and lateness (timers spread over a window) of one host, in process, first
  * on a plain data dir, then in cluster mode (PostgreSQL lease, every batch pushed to a local
  * bare remote with compare-and-swap before it counts) — the cost of pushing each batch. Then
- * takeover time: two `serve --cluster` processes, the one serving the deployments SIGKILLed,
- * timed from the kill to the other's recovery of each deployment (lease expiry + renewal
- * interval + fetch + takeover commit + recovery).
+ * takeover time: three `serve --cluster` processes, one SIGKILLed and started again at once,
+ * timed from the kill to another process's recovery of each of its deployments, phase by phase
+ * (lease expiry, claim, preparation: fetch + takeover commit, hand-off to the scheduler, recovery).
  *
  * Skipped, with the reason printed, when PostgreSQL is not installed.
  */
@@ -118,8 +118,49 @@ async function until(what: string, timeoutMs: number, check: () => Promise<boole
   }
 }
 
-/** Kills the host serving `deployments` deployments `kills` times; ms from each kill to each recovery elsewhere. */
-async function takeovers(dir: string, server: PostgresServer, deployments: number, kills: number, log: (m: string) => void): Promise<number[]> {
+/** Where one deployment's takeover time went (ms each; they add up to `totalMs`). */
+export interface TakeoverPhases {
+  readonly repoId: string;
+  /** SIGKILL → the dead holder's lease expires in PostgreSQL (its last renewal + TTL − now). */
+  readonly expiryMs: number;
+  /** Expiry → another instance acquires it (`acquired_at`): how long the expired lease lay unclaimed; negative when the restarted process freed and took it before it expired. */
+  readonly claimMs: number;
+  /** Acquisition → the start of its preparation (waiting for other preparations, or for the new process to get there). */
+  readonly queueMs: number;
+  /** Fetch of the remote + the takeover commit pushed (the `lease-acquired` line's `ms`). */
+  readonly prepareMs: number;
+  /** Prepared → the scheduler starts recovering it (the served set's change reaching the scheduler). */
+  readonly handOffMs: number;
+  /** Recovery from the tip (the `recovered` line's `ms`). */
+  readonly recoveryMs: number;
+  /** SIGKILL → `recovered`. */
+  readonly totalMs: number;
+  /** Whether the restarted process (not a survivor) took it. */
+  readonly byRestarted: boolean;
+}
+
+interface Line {
+  readonly ts: string;
+  readonly event: string;
+  readonly repoId?: string;
+  readonly ms?: number;
+}
+
+interface Served {
+  readonly child: ChildProcess;
+  readonly lines: string[];
+}
+
+const parsed = (h: Served): Line[] => h.lines.filter((l) => l.startsWith("{")).map((l) => JSON.parse(l) as Line);
+
+/**
+ * Three `serve --cluster` processes share `deployments` deployments; `kills` times one of them
+ * is SIGKILLed and started again at once on its data dir (as a supervisor would), and each of its
+ * deployments is timed until another process recovered it, phase by phase: from its lease row
+ * (expiry), the lease history (acquisition) and the `lease-acquired` / `recovered` lines of
+ * the process that took it (PostgreSQL runs on this machine: one clock for all of them).
+ */
+export async function takeovers(dir: string, server: PostgresServer, deployments: number, kills: number, log: (m: string) => void): Promise<TakeoverPhases[]> {
   const remoteBase = join(dir, "remotes", "deployments");
   const seeder = createWorkflowHost({ dataDir: join(dir, "seed"), cluster: { url: server.url, remoteBase } });
   for (let i = 0; i < deployments; i++) await seeder.createDeployment(`d${i}`);
@@ -130,38 +171,89 @@ async function takeovers(dir: string, server: PostgresServer, deployments: numbe
     const rows = (await db.query<{ owner: string; n: string }>(`SELECT owner, count(*) AS n FROM workflow_host_leases WHERE owner IS NOT NULL AND expires_at > now() GROUP BY owner`)).rows;
     return new Map(rows.map((r) => [r.owner, Number(r.n)]));
   };
-  const hosts = new Map<string, { child: ChildProcess; lines: string[] }>();
-  const instanceOf = (h: { lines: string[] }): string | null => {
+  const hostIds = ["a", "b", "c"];
+  const hosts = new Map<string, Served>();
+  const instanceOf = (h: Served): string | null => {
     const line = h.lines.find((l) => l.includes('"event":"serving"'));
     return line === undefined ? null : (JSON.parse(line) as { instance: string }).instance;
   };
-  const times: number[] = [];
+  const phases: TakeoverPhases[] = [];
   try {
-    for (const id of ["a", "b"]) hosts.set(id, serve(join(dir, id), server.url, remoteBase, id));
+    for (const id of hostIds) hosts.set(id, serve(join(dir, id), server.url, remoteBase, id));
     for (let k = 0; k < kills; k++) {
-      await until("both hosts serving every deployment", 120_000, async () => {
+      // A settled cluster: all up, each at its share (no hand-over under way).
+      await until("every host serving its share", 120_000, async () => {
         if ([...hosts.values()].some((h) => instanceOf(h) === null)) return false;
-        return [...(await owners()).values()].reduce((a, b) => a + b, 0) === deployments;
+        const held = await owners();
+        return held.size === hostIds.length && [...held.values()].every((n) => n === deployments / hostIds.length);
       });
-      const held = await owners();
-      const [victimId, victim] = [...hosts].sort((x, y) => (held.get(instanceOf(y[1]) ?? "") ?? 0) - (held.get(instanceOf(x[1]) ?? "") ?? 0))[0] as [string, { child: ChildProcess; lines: string[] }];
-      const [, survivor] = [...hosts].find(([id]) => id !== victimId) as [string, { child: ChildProcess; lines: string[] }];
-      const victimHeld = held.get(instanceOf(victim) ?? "") ?? 0;
-      const seen = survivor.lines.length;
+      // At a random point of the renewal interval, as a crash would be.
+      await sleep(Math.random() * (TTL_MS / 5));
+      const victimId = hostIds[k % hostIds.length] as string;
+      const victim = hosts.get(victimId) as Served;
+      const survivors = [...hosts].filter(([id]) => id !== victimId).map(([, h]) => h);
+      const seen = new Map(survivors.map((h) => [h, h.lines.length]));
       const killedAtMs = Date.now();
       victim.child.kill("SIGKILL");
       await new Promise((resolve) => victim.child.once("close", resolve));
-      const recovered = (): string[] => survivor.lines.slice(seen).filter((l) => l.includes('"event":"recovered"'));
-      await until("the survivor to recover the victim's deployments", 120_000, () => recovered().length >= victimHeld);
-      for (const line of recovered()) times.push(Date.parse((JSON.parse(line) as { ts: string }).ts) - killedAtMs);
-      log(`cluster: kill ${k + 1}/${kills}: ${victimHeld} deployments taken over`);
-      hosts.set(victimId, serve(join(dir, victimId), server.url, remoteBase, victimId));
+      const restarted = serve(join(dir, victimId), server.url, remoteBase, victimId);
+      hosts.set(victimId, restarted);
+      seen.set(restarted, 0);
+      // Dead: its rows keep the expiry of its last renewal until someone takes them.
+      const expiries = new Map(
+        (await db.query<{ deployment: string; expires_at: Date }>(`SELECT deployment, expires_at FROM workflow_host_leases WHERE owner = $1`, [instanceOf(victim)])).rows.map((r) => [r.deployment, r.expires_at.getTime()]),
+      );
+      const after = (h: Served): Line[] => parsed({ child: h.child, lines: h.lines.slice(seen.get(h) ?? 0) });
+      const firstOf = (event: string, repoId: string): { line: Line; host: Served } | null => {
+        const found = [...seen.keys()]
+          .flatMap((h) => after(h).filter((l) => l.event === event && l.repoId === repoId).map((line) => ({ line, host: h })))
+          .sort((x, y) => Date.parse(x.line.ts) - Date.parse(y.line.ts));
+        return found[0] ?? null;
+      };
+      await until("the victim's deployments recovered elsewhere", 120_000, () => [...expiries.keys()].every((id) => firstOf("recovered", id) !== null));
+      const acquired = new Map(
+        (
+          await db.query<{ deployment: string; acquired_at: Date }>(`SELECT DISTINCT ON (deployment) deployment, acquired_at FROM workflow_host_lease_history WHERE deployment = ANY($1::text[]) AND acquired_at > to_timestamp($2 / 1000.0) ORDER BY deployment, epoch`, [
+            [...expiries.keys()],
+            killedAtMs,
+          ])
+        ).rows.map((r) => [r.deployment, r.acquired_at.getTime()]),
+      );
+      for (const [repoId, expiresAtMs] of expiries) {
+        const recovered = firstOf("recovered", repoId);
+        const prepared = recovered === null ? undefined : after(recovered.host).find((l) => l.event === "lease-acquired" && l.repoId === repoId);
+        const acquiredAtMs = acquired.get(repoId);
+        if (recovered === null || prepared === undefined || acquiredAtMs === undefined) continue;
+        const preparedAtMs = Date.parse(prepared.ts);
+        const recoveredAtMs = Date.parse(recovered.line.ts);
+        const prepareMs = prepared.ms ?? 0;
+        const recoveryMs = recovered.line.ms ?? 0;
+        phases.push({
+          repoId,
+          expiryMs: expiresAtMs - killedAtMs,
+          claimMs: acquiredAtMs - expiresAtMs,
+          queueMs: preparedAtMs - prepareMs - acquiredAtMs,
+          prepareMs,
+          handOffMs: recoveredAtMs - recoveryMs - preparedAtMs,
+          recoveryMs,
+          totalMs: recoveredAtMs - killedAtMs,
+          byRestarted: recovered.host === restarted,
+        });
+      }
+      const these = phases.slice(-expiries.size);
+      log(`cluster: kill ${k + 1}/${kills}: ${expiries.size} deployments taken over (${these.filter((p) => p.byRestarted).length} by the restarted process), slowest ${Math.max(...these.map((p) => p.totalMs))} ms`);
     }
   } finally {
     for (const h of hosts.values()) h.child.kill("SIGKILL");
     await db.end();
   }
-  return times.sort((a, b) => a - b);
+  return phases;
+}
+
+/** "p50 / p99" of one phase over every takeover. */
+function phaseFigures(phases: readonly TakeoverPhases[], key: keyof Omit<TakeoverPhases, "repoId" | "byRestarted">): string {
+  const values = phases.map((p) => p[key]);
+  return `${ms(percentile(values, 50))} / ${ms(percentile(values, 99))}`;
 }
 
 export const cluster: Benchmark = {
@@ -202,18 +294,24 @@ export const cluster: Benchmark = {
 
       const dir = await mkdtemp(join(tmpdir(), "workflow-host-bench-takeover-"));
       try {
-        const deployments = ctx.quick ? 2 : 6;
-        const kills = ctx.quick ? 1 : 5;
-        const times = await takeovers(dir, server, deployments, kills, ctx.log);
+        const deployments = ctx.quick ? 3 : 9;
+        const kills = ctx.quick ? 1 : 6;
+        const phases = await takeovers(dir, server, deployments, kills, ctx.log);
+        const times = phases.map((p) => p.totalMs);
         const target = TTL_MS + 2_000;
         rows.push(row(`takeover after SIGKILL, p50 (${kills} kills, ${deployments} deployments, TTL ${ms(TTL_MS)})`, { value: percentile(times, 50), text: ms(percentile(times, 50)) }, { value: target, text: `${ms(target)} (target: TTL + 2 s)` }, "lower"));
         rows.push(row(`takeover after SIGKILL, p99`, { value: percentile(times, 99), text: ms(percentile(times, 99)) }, { value: target, text: `${ms(target)} (target: TTL + 2 s)` }, "lower"));
+        notes.push(
+          `Takeover phases, p50 / p99 over ${phases.length} takeovers: kill → lease expiry ${phaseFigures(phases, "expiryMs")}; expiry → claimed ${phaseFigures(phases, "claimMs")}; ` +
+            `claimed → preparation starts ${phaseFigures(phases, "queueMs")}; fetch + takeover commit ${phaseFigures(phases, "prepareMs")}; ` +
+            `prepared → recovery starts ${phaseFigures(phases, "handOffMs")}; recovery ${phaseFigures(phases, "recoveryMs")}.`,
+        );
       } finally {
         await rm(dir, { recursive: true, force: true });
       }
       notes.push(
         "Throughput and lateness: one host in this process, durability none both ways; in cluster mode every fire batch is pushed (`git push --force-with-lease`) to a bare remote on the same disk before the local ref moves and before the fire is reported, so the figures include one git process per batch.",
-        "Takeover: two `serve --cluster` processes on one machine; from the SIGKILL to the survivor's `recovered` line for each deployment the victim served; the baseline column holds the target, not a measurement.",
+        "Takeover: three `serve --cluster` processes on one machine, TTL 3 s; one is SIGKILLed at a random point of its renewal interval and started again at once on its data dir (as a supervisor would); from the SIGKILL to the first `recovered` line of another process for each deployment the victim served; the baseline column holds the target, not a measurement.",
       );
     } finally {
       await server.stop();

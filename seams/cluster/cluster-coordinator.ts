@@ -3,119 +3,33 @@
  * fence on every commit it makes: the commit is pushed to the deployment's git remote with a
  * compare-and-swap before the local ref moves (docs/cluster.md).
  *
- * Per deployment lease, states and transitions:
- *   preparing  — acquired in PostgreSQL; the clone fetches the remote and appends the "lease
- *                taken" commit (the fencing token in the log). Writes are refused (lease_not_held).
- *   serving    — listed to the scheduler and the dispatcher; commits are pushed, then land.
- *   unconfirmed— the lease was not renewed in time (PostgreSQL unreachable, a slow host): the
- *                scheduler stops firing it before the lease can expire in PostgreSQL, and
- *                writes are refused here (lease_not_held). A later successful renewal (same
- *                owner, same epoch) returns it to serving.
- *   releasing  — being handed over: no longer listed (the scheduler stops firing it), while the
- *                commit in flight still goes to the remote; then the row is freed.
- *   (gone)     — released (rebalance, stop), or found lost at a renewal: writes are refused.
+ * Each lease held goes preparing → serving ⇄ unconfirmed → releasing → gone (lease-holdings.ts).
  *
  * Every tick (`renewEveryMs`): register this instance, renew the leases held, then compare
  * with the share ceil(deployments / live hosts): release the excess (after the scheduler has
- * stopped firing them) or acquire what is missing from free and expired leases.
+ * stopped firing them) or acquire what is missing from free and expired leases. A tick also
+ * runs as soon as another instance's lease expires (its holder died: taken over without waiting
+ * for the next renewal) and as soon as another instance announces that it freed leases.
  */
 import { randomBytes } from "node:crypto";
-import { readdir, rm } from "node:fs/promises";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { WorkflowHostError } from "../../src/errors.js";
-import { silentLogger, type Logger } from "../../src/logger.js";
-import type { RefMove } from "../../src/substrate/types.js";
-import { systemMonotonicNow, type MonotonicNow, type TimerHandle, type Timers } from "../../src/time/clock.js";
+import { silentLogger } from "../../src/logger.js";
+import { systemMonotonicNow, type TimerHandle } from "../../src/time/clock.js";
+import type { ClusterCoordinator, ClusterCoordinatorOptions, ClusterEvent } from "./cluster-types.js";
+import { takeCloneDir } from "./clone-dir.js";
 import { createGitRemote, type GitRemote } from "./git-remote.js";
-import { createLeaseTable, type Lease, type LeaseTable } from "./lease-table.js";
+import { createLeaseHoldings, type HeldLease } from "./lease-holdings.js";
+import { createLeaseTable, type LeaseTable } from "./lease-table.js";
 
-/** Cluster options of `createWorkflowHost` (and `serve --cluster`). */
-export interface ClusterOptions {
-  /** PostgreSQL connection string holding the lease table (postgres://user@host:port/db). */
-  readonly url: string;
-  /** Each deployment's remote is `<remoteBase>/<repoId>.git`: a path, file://, ssh:// or https:// URL. */
-  readonly remoteBase: string;
-  /** Names this host in commits and in the lease table. Default the machine's host name. */
-  readonly hostId?: string;
-  /** Lease lifetime (ms, default 10 000, 1 000 … 600 000): a dead host's deployments are taken over this long after its last renewal. */
-  readonly leaseTtlMs?: number;
-  /** Renewal and rebalance interval (ms, default leaseTtlMs / 5). */
-  readonly renewEveryMs?: number;
-  /** How often served deployments are fetched, to see commits pushed to the remote by others (ms, default 5 000, 0 = only on takeover and after a refused push). */
-  readonly fetchEveryMs?: number;
-}
-
-export type ClusterEvent =
-  | { readonly type: "lease_acquired"; readonly repoId: string; readonly epoch: number; readonly commitSha: string; readonly ms: number }
-  | { readonly type: "lease_released"; readonly repoId: string; readonly epoch: number; readonly reason: "rebalance" | "stop" }
-  | { readonly type: "lease_lost"; readonly repoId: string; readonly epoch: number }
-  | { readonly type: "lease_unconfirmed"; readonly repoId: string; readonly epoch: number }
-  | { readonly type: "lease_confirmed"; readonly repoId: string; readonly epoch: number }
-  | { readonly type: "push_rejected"; readonly repoId: string; readonly ref: string; readonly from: string | null; readonly to: string; readonly reason: string }
-  | { readonly type: "cluster_error"; readonly repoId: string | null; readonly error: WorkflowHostError };
-
-export interface ClusterStats {
-  readonly instanceId: string;
-  readonly serving: number;
-  readonly leases: number;
-  readonly pushes: number;
-  readonly pushesRejected: number;
-}
-
-export interface ClusterCoordinator {
-  readonly instanceId: string;
-  /** Commit identity of this instance (the store's author in cluster mode). */
-  readonly identity: { readonly name: string; readonly email: string };
-  /**
-   * Creates the tables, clears ref locks a killed process left in the clones, registers this
-   * instance, takes its first leases and prepares them.
-   * @throws cluster_unavailable when PostgreSQL cannot be reached
-   */
-  start(): Promise<void>;
-  /** Deployments being served (the scheduler's and the dispatcher's list). */
-  serving(): string[];
-  /**
-   * The store's `beforeRefMove`: pushes the commit to the remote with compare-and-swap.
-   * @throws lease_not_held (not served here, or its renewal is overdue: nothing is pushed), remote_rejected (the remote
-   *   moved: it is fetched again; the writer's retry re-plans on the new tip),
-   *   remote_unavailable (retried by the writer with backoff)
-   */
-  beforeRefMove(move: RefMove): Promise<void>;
-  /**
-   * Creates the deployment's remote when missing (a local path) with a genesis commit, and
-   * registers it in the lease table; a host takes it within one renewal interval.
-   */
-  createDeployment(repoId: string): Promise<{ created: boolean; commitSha: string }>;
-  stats(): ClusterStats;
-  /** Stops renewing, has the scheduler stop firing, and frees every lease at once. */
-  stop(): Promise<void>;
-}
-
-export interface ClusterCoordinatorOptions extends ClusterOptions {
-  /** `<dataDir>/deployments`: where the clones live. */
-  readonly deploymentsDir: string;
-  readonly timers: Timers;
-  readonly clock: () => Date;
-  readonly monoMs?: MonotonicNow;
-  readonly logger?: Logger;
-  /** Called when the served set changed; resolves once the scheduler and dispatcher follow it. */
-  readonly onServingChanged: () => Promise<void>;
-  readonly onEvent?: (event: ClusterEvent) => void;
-}
-
-type LeaseState = "preparing" | "serving" | "unconfirmed" | "releasing";
-interface HeldLease {
-  epoch: number;
-  state: LeaseState;
-  /** Monotonic ms after which the lease may have expired in PostgreSQL (minus a margin). */
-  deadlineMs: number;
-  /** A preparation failed (remote down): retried at the next tick. */
-  prepareFailed: boolean;
-}
+export type { ClusterCoordinator, ClusterCoordinatorOptions, ClusterEvent, ClusterOptions, ClusterStats } from "./cluster-types.js";
 
 export const DEFAULT_LEASE_TTL_MS = 10_000;
-const PREPARE_CONCURRENCY = 4;
+/** Preparations at once: a dead host's whole share is taken over together rather than in rounds. */
+const PREPARE_CONCURRENCY = 8;
+/** How long after another instance's lease expires (by the server's clock) this one looks again (ms). */
+const EXPIRY_MARGIN_MS = 20;
 
 /**
  * Creates the coordinator; nothing runs until `start()`.
@@ -143,16 +57,26 @@ export function createClusterCoordinator(opts: ClusterCoordinatorOptions): Clust
   const logger = opts.logger ?? silentLogger;
   const mono = opts.monoMs ?? systemMonotonicNow;
   const { timers } = opts;
-  const table: LeaseTable = createLeaseTable({ url: opts.url, instanceId, ttlMs, queryTimeoutMs: Math.max(Math.round(ttlMs / 2), 500) });
-  const remote: GitRemote = createGitRemote({ remoteBase: opts.remoteBase, identity, clock: opts.clock });
+  const table: LeaseTable = createLeaseTable({
+    url: opts.url,
+    instanceId,
+    ttlMs,
+    queryTimeoutMs: Math.max(Math.round(ttlMs / 2), 500),
+    onReleased: () => tickSoon(0),
+  });
+  const remote: GitRemote = createGitRemote({ remoteBase: opts.remoteBase, identity, clock: opts.clock, timers, ...(opts.gitEnv === undefined ? {} : { env: opts.gitEnv }) });
   const gitdirOf = (repoId: string): string => join(opts.deploymentsDir, `${repoId}.git`);
+  const deadlineAfter = (sentMs: number): number => sentMs + ttlMs - renewEveryMs;
 
-  const leases = new Map<string, HeldLease>();
+  const leases = createLeaseHoldings();
+  let started = false;
   let stopped = false;
   let tickHandle: TimerHandle = null;
+  let tickDueMs = Number.POSITIVE_INFINITY;
   let watchHandle: TimerHandle = null;
   let fetchHandle: TimerHandle = null;
   let ticking: Promise<void> | null = null;
+  let tickAgain = false;
   let pushes = 0;
   let pushesRejected = 0;
   let outage = false;
@@ -197,91 +121,25 @@ export function createClusterCoordinator(opts: ClusterCoordinatorOptions): Clust
     }
   }
 
-  // At most PREPARE_CONCURRENCY preparations run at once (each runs a few git processes).
   let active = 0;
   const waiting: (() => void)[] = [];
+  const track = (task: Promise<void>): void => {
+    const tracked = task.finally(() => preparing.delete(tracked));
+    preparing.add(tracked);
+  };
   function startPreparing(repoId: string, lease: HeldLease): void {
-    const run = async (): Promise<void> => {
-      if (active >= PREPARE_CONCURRENCY) await new Promise<void>((resolve) => waiting.push(resolve));
-      active += 1;
-      try {
-        await prepare(repoId, lease);
-      } finally {
-        active -= 1;
-        waiting.shift()?.();
-      }
-    };
-    const task = run().finally(() => preparing.delete(task));
-    preparing.add(task);
-  }
-
-  async function tick(): Promise<void> {
-    const sentMs = mono();
-    let changed = false;
-    try {
-      await table.heartbeat();
-      const held = [...leases].map(([deployment, l]) => ({ deployment, epoch: l.epoch }));
-      const renewed = new Set((await table.renew(held)).map((l) => `${l.deployment}@${l.epoch}`));
-      for (const { deployment, epoch } of held) {
-        const lease = leases.get(deployment);
-        if (lease === undefined || lease.epoch !== epoch) continue;
-        if (renewed.has(`${deployment}@${epoch}`)) {
-          lease.deadlineMs = sentMs + ttlMs - renewEveryMs;
-          if (lease.state === "unconfirmed") {
-            lease.state = "serving";
-            changed = true;
-            report({ type: "lease_confirmed", repoId: deployment, epoch });
-          }
-        } else {
-          leases.delete(deployment);
-          changed = true;
-          report({ type: "lease_lost", repoId: deployment, epoch });
+    track(
+      (async () => {
+        if (active >= PREPARE_CONCURRENCY) await new Promise<void>((resolve) => waiting.push(resolve));
+        active += 1;
+        try {
+          await prepare(repoId, lease);
+        } finally {
+          active -= 1;
+          waiting.shift()?.();
         }
-      }
-      if (outage) logger.info("cluster: PostgreSQL reachable again");
-      outage = false;
-      for (const [repoId, lease] of leases) if (lease.prepareFailed && lease.state === "preparing") startPreparingOnce(repoId, lease);
-      const { hosts, deployments } = await table.counts();
-      const share = Math.ceil(deployments / Math.max(hosts, 1));
-      // Leases being handed over already count as gone.
-      const kept = [...leases.values()].filter((l) => l.state !== "releasing").length;
-      if (kept > share) {
-        // Hand over the excess: stop firing first, then free the rows for the joining host.
-        const excess = [...leases].filter(([, l]) => l.state === "serving" || l.state === "unconfirmed").slice(0, kept - share);
-        for (const [, lease] of excess) lease.state = "releasing";
-        // Not awaited: renewals must go on while the scheduler winds these down.
-        const handOver = (async () => {
-          await applyServing();
-          for (const [repoId, lease] of excess) {
-            if (leases.get(repoId) !== lease || stopped) continue;
-            try {
-              await table.release({ deployment: repoId, epoch: lease.epoch });
-            } catch (error) {
-              // Still ours in PostgreSQL: renewed (and served again) until a release succeeds.
-              lease.state = "unconfirmed";
-              report({ type: "cluster_error", repoId, error: asClusterError(error, repoId) });
-              continue;
-            }
-            leases.delete(repoId);
-            report({ type: "lease_released", repoId, epoch: lease.epoch, reason: "rebalance" });
-          }
-        })().finally(() => preparing.delete(handOver));
-        preparing.add(handOver);
-      } else if (kept < share && !stopped) {
-        for (const { deployment, epoch } of await table.acquire(share - kept)) {
-          const lease: HeldLease = { epoch, state: "preparing", deadlineMs: sentMs + ttlMs - renewEveryMs, prepareFailed: false };
-          leases.set(deployment, lease);
-          startPreparing(deployment, lease);
-        }
-      }
-    } catch (error) {
-      const clusterError = asClusterError(error, null);
-      lastError = clusterError;
-      if (!outage) report({ type: "cluster_error", repoId: null, error: clusterError });
-      outage = true;
-    }
-    // Not awaited: the scheduler follows in the background while renewals go on.
-    if (changed) void applyServing();
+      })(),
+    );
   }
 
   const retrying = new Set<string>();
@@ -293,29 +151,125 @@ export function createClusterCoordinator(opts: ClusterCoordinatorOptions): Clust
     void Promise.all([...preparing]).finally(() => retrying.delete(repoId));
   }
 
-  /** Stops firing leases that may have expired in PostgreSQL; runs apart from the (maybe hung) tick. */
-  function watchDeadlines(): void {
-    let changed = false;
-    const now = mono();
-    for (const [repoId, lease] of leases) {
-      if (lease.state === "serving" && now > lease.deadlineMs) {
-        lease.state = "unconfirmed";
-        changed = true;
-        report({ type: "lease_unconfirmed", repoId, epoch: lease.epoch });
-      }
-    }
-    if (changed) void applyServing();
+  /** Stops firing the excess, then frees the rows for the joining host. Not awaited: renewals go on meanwhile. */
+  function handOver(excess: [string, HeldLease][]): void {
+    track(
+      (async () => {
+        await applyServing();
+        for (const [repoId, lease] of excess) {
+          if (leases.get(repoId) !== lease || stopped) continue;
+          try {
+            await table.release({ deployment: repoId, epoch: lease.epoch });
+          } catch (error) {
+            // Still ours in PostgreSQL: renewed (and served again) until a release succeeds.
+            lease.state = "unconfirmed";
+            report({ type: "cluster_error", repoId, error: asClusterError(error, repoId) });
+            continue;
+          }
+          leases.drop(repoId, lease);
+          report({ type: "lease_released", repoId, epoch: lease.epoch, reason: "rebalance" });
+        }
+      })(),
+    );
   }
 
-  function armTick(): void {
-    if (stopped) return;
-    tickHandle = timers.setTimeout(() => {
-      ticking = tick().finally(() => {
-        ticking = null;
-        armTick();
-      });
-    }, renewEveryMs);
+  /** One round; returns when the next should run (ms): sooner than `renewEveryMs` when another instance's lease expires first. */
+  async function tick(): Promise<number> {
+    const sentMs = mono();
+    let changed = false;
+    let nextMs = renewEveryMs;
+    try {
+      await table.heartbeat();
+      const held = leases.held();
+      const { confirmed, lost } = leases.renewed(held, await table.renew(held), deadlineAfter(sentMs));
+      for (const l of confirmed) report({ type: "lease_confirmed", repoId: l.deployment, epoch: l.epoch });
+      for (const l of lost) report({ type: "lease_lost", repoId: l.deployment, epoch: l.epoch });
+      changed = confirmed.length > 0 || lost.length > 0;
+      if (outage) logger.info("cluster: PostgreSQL reachable again");
+      outage = false;
+      for (const [repoId, lease] of leases.entries()) if (lease.prepareFailed && lease.state === "preparing") startPreparingOnce(repoId, lease);
+      const { hosts, deployments, nextExpiryMs } = await table.counts();
+      if (nextExpiryMs !== null) nextMs = Math.min(nextMs, Math.max(0, nextExpiryMs - (mono() - sentMs)) + EXPIRY_MARGIN_MS);
+      const share = Math.ceil(deployments / Math.max(hosts, 1));
+      // Leases being handed over already count as gone.
+      const kept = leases.kept();
+      if (kept > share) handOver(leases.handOver(kept - share));
+      else if (kept < share && !stopped) {
+        for (const { deployment, epoch } of await table.acquire(share - kept)) startPreparing(deployment, leases.add(deployment, epoch, deadlineAfter(sentMs)));
+      }
+    } catch (error) {
+      const clusterError = asClusterError(error, null);
+      lastError = clusterError;
+      if (!outage) report({ type: "cluster_error", repoId: null, error: clusterError });
+      outage = true;
+    }
+    // Not awaited: the scheduler follows in the background while renewals go on.
+    if (changed) void applyServing();
+    return nextMs;
   }
+
+  /** Runs a tick within `delayMs` (at once after a running one when asked while it runs). */
+  function tickSoon(delayMs: number): void {
+    // Not before start(): a coordinator used only for createDeployment never serves.
+    if (stopped || !started) return;
+    if (ticking !== null) {
+      if (delayMs === 0) tickAgain = true;
+      return;
+    }
+    if (mono() + delayMs >= tickDueMs) return;
+    timers.clearTimeout(tickHandle);
+    tickDueMs = mono() + delayMs;
+    tickHandle = timers.setTimeout(() => {
+      tickHandle = null;
+      tickDueMs = Number.POSITIVE_INFINITY;
+      let nextMs = renewEveryMs;
+      ticking = tick()
+        .then((ms) => {
+          nextMs = ms;
+        })
+        .finally(() => {
+          ticking = null;
+          tickSoon(tickAgain ? 0 : nextMs);
+          tickAgain = false;
+        });
+    }, delayMs);
+  }
+
+  /** Stops firing leases that may have expired in PostgreSQL; runs apart from the (maybe hung) tick. */
+  function watchDeadlines(): void {
+    const turned = leases.overdue(mono());
+    for (const l of turned) report({ type: "lease_unconfirmed", repoId: l.deployment, epoch: l.epoch });
+    if (turned.length > 0) void applyServing();
+  }
+
+  /**
+   * After the remote refused a push: the lease is renewed before anything else is pushed under
+   * it, since another host may hold it now (its takeover commit moved the remote).
+   * @throws lease_not_held when it was lost (it stops being served) or PostgreSQL cannot say (it is unconfirmed until a renewal succeeds)
+   */
+  async function recheck(repoId: string, lease: HeldLease): Promise<void> {
+    const sentMs = mono();
+    const sent = [{ deployment: repoId, epoch: lease.epoch }];
+    const notHeld = (why: string, cause?: unknown): WorkflowHostError =>
+      new WorkflowHostError("lease_not_held", `deployment ${repoId} is not served by ${instanceId}: ${why}; nothing was written`, { repoId, instanceId }, cause === undefined ? {} : { cause });
+    let renewed;
+    try {
+      renewed = await table.renew(sent);
+    } catch (error) {
+      if (leases.get(repoId) === lease && lease.state === "serving") {
+        lease.state = "unconfirmed";
+        report({ type: "lease_unconfirmed", repoId, epoch: lease.epoch });
+        void applyServing();
+      }
+      throw notHeld("its remote moved and PostgreSQL cannot confirm its lease", error);
+    }
+    const { lost } = leases.renewed(sent, renewed, deadlineAfter(sentMs));
+    if (lost.length === 0) return;
+    report({ type: "lease_lost", repoId, epoch: lease.epoch });
+    void applyServing();
+    throw notHeld("another host took its lease over");
+  }
+
   function armWatch(): void {
     if (stopped) return;
     watchHandle = timers.setTimeout(() => {
@@ -327,7 +281,7 @@ export function createClusterCoordinator(opts: ClusterCoordinatorOptions): Clust
     if (stopped || fetchEveryMs <= 0) return;
     fetchHandle = timers.setTimeout(() => {
       void (async () => {
-        for (const [repoId, lease] of leases) {
+        for (const [repoId, lease] of leases.entries()) {
           if (lease.state !== "serving" || stopped) continue;
           await remote.fetch(gitdirOf(repoId), repoId).catch(() => undefined);
         }
@@ -354,49 +308,42 @@ export function createClusterCoordinator(opts: ClusterCoordinatorOptions): Clust
 
     async start() {
       await table.migrate();
-      // This process holds the data dir's host lock: a ref lock left here was left by a killed
-      // writer of this data dir, and git (fetch) would refuse to move the ref while it exists.
-      const names = await readdir(opts.deploymentsDir).catch(() => [] as string[]);
-      for (const name of names) {
-        if (!name.endsWith(".git")) continue;
-        for (const lock of ["refs/heads/main.lock", "packed-refs.lock", "HEAD.lock"]) await rm(join(opts.deploymentsDir, name, lock), { force: true });
-        const consumers = await readdir(join(opts.deploymentsDir, name, "refs/consumers")).catch(() => [] as string[]);
-        for (const c of consumers) if (c.endsWith(".lock")) await rm(join(opts.deploymentsDir, name, "refs/consumers", c), { force: true });
-      }
-      await tick();
+      // This process holds the data dir's host lock: the previous process on it is gone, and
+      // the leases it held are freed now rather than when they expire. Registered first, so
+      // the others, told of the freed leases, count this host in their share and leave them to it.
+      const { previousInstance } = await takeCloneDir(opts.deploymentsDir, instanceId);
+      if (previousInstance !== null) await table.heartbeat().then(() => table.evict(previousInstance)).catch(() => undefined);
+      started = true;
+      const first = tick();
+      ticking = first.then(() => undefined);
+      const firstNextMs = await first;
+      ticking = null;
       if (outage) {
         throw new WorkflowHostError("cluster_unavailable", `cannot start in cluster mode with PostgreSQL at ${redact(opts.url)}: ${lastError?.message ?? "unreachable"}`, { url: redact(opts.url) }, lastError === null ? {} : { cause: lastError });
       }
       // Renewals go on while the first leases are prepared (that may take longer than a TTL).
-      armTick();
+      tickSoon(tickAgain ? 0 : firstNextMs);
+      tickAgain = false;
       armWatch();
       armFetch();
       while (preparing.size > 0) await Promise.allSettled([...preparing]);
     },
 
     serving() {
-      return [...leases].filter(([, l]) => l.state === "serving").map(([id]) => id);
+      return leases.serving();
     },
 
     async beforeRefMove(move) {
       const repoId = move.repoId.id;
-      const lease = leases.get(repoId);
-      // Past the renewal deadline the lease may already be someone else's in PostgreSQL while
-      // their takeover commit is not on the remote yet: nothing leaves this host then. The
-      // remote's compare-and-swap fences what was already on its way.
-      if (lease !== undefined && lease.state === "serving" && mono() > lease.deadlineMs) lease.state = "unconfirmed";
-      if (lease === undefined || lease.state === "preparing" || lease.state === "unconfirmed") {
-        throw new WorkflowHostError("lease_not_held", `deployment ${repoId} is not served by ${instanceId}: another host holds its lease (or it is being handed over); nothing was written`, {
-          repoId,
-          instanceId,
-        });
-      }
+      const lease = leases.writable(repoId, instanceId, mono());
+      if (lease.recheck) await recheck(repoId, lease);
       const outcome = await remote.pushCas(gitdirOf(repoId), repoId, move.ref, move.from, move.to);
       if (outcome.accepted) {
         pushes += 1;
         return;
       }
       pushesRejected += 1;
+      lease.recheck = true;
       report({ type: "push_rejected", repoId, ref: move.ref, from: move.from, to: move.to, reason: outcome.reason });
       refetchSoon(repoId);
       throw new WorkflowHostError("remote_rejected", `the remote of ${repoId} refused ${move.ref} ${move.from ?? "(absent)"} → ${move.to}: it moved (${outcome.reason}); re-fetched, nothing was written`, {
@@ -415,7 +362,7 @@ export function createClusterCoordinator(opts: ClusterCoordinatorOptions): Clust
     },
 
     stats() {
-      return { instanceId, serving: [...leases.values()].filter((l) => l.state === "serving").length, leases: leases.size, pushes, pushesRejected };
+      return { instanceId, serving: leases.serving().length, leases: leases.held().length, pushes, pushesRejected };
     },
 
     async stop() {
@@ -424,7 +371,7 @@ export function createClusterCoordinator(opts: ClusterCoordinatorOptions): Clust
       for (const handle of [tickHandle, watchHandle, fetchHandle]) timers.clearTimeout(handle);
       await ticking;
       await Promise.allSettled([...preparing]);
-      const held = [...leases];
+      const held = leases.entries();
       for (const [, lease] of held) if (lease.state !== "preparing") lease.state = "releasing";
       await applyServing();
       leases.clear();

@@ -14,10 +14,11 @@
  */
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdir } from "node:fs/promises";
+import { mkdir, readFile } from "node:fs/promises";
+import { join } from "node:path";
 import { WorkflowHostError } from "../../src/errors.js";
 import { DEFAULT_REF } from "../../src/substrate/ref-name.js";
-import { systemTimers } from "../../src/time/clock.js";
+import type { Clock, Timers } from "../../src/time/clock.js";
 
 /** Refs a clone mirrors: the run logs and the dispatch consumers' progress. */
 const FETCH_REFSPECS = ["+refs/heads/*:refs/heads/*", "+refs/consumers/*:refs/consumers/*"];
@@ -28,10 +29,31 @@ export interface GitRemoteOptions {
   readonly remoteBase: string;
   /** Commit identity of takeover and genesis commits. */
   readonly identity: { readonly name: string; readonly email: string };
-  /** Longest a git call may run before it is killed and counts as `remote_unavailable` (ms, default 20 000). */
+  /** Longest a git call may run before it is killed and counts as `remote_unavailable` (ms, default 20 000), counted on `timers`. */
   readonly timeoutMs?: number;
-  /** Wall clock for commit dates. */
-  readonly clock: () => Date;
+  /** Wall clock for the dates of takeover and genesis commits. */
+  readonly clock: Clock;
+  /** Where the limit on each git call runs. */
+  readonly timers: Timers;
+  /**
+   * Environment of every git process (credentials helpers, `GIT_SSH_COMMAND`, proxies, `PATH`).
+   * Default: this process's environment (`process.env`). Whatever it holds, git's user and
+   * system configuration files are ignored and it never prompts.
+   */
+  readonly env?: GitEnv;
+}
+
+/** Environment variables of a git process. */
+export type GitEnv = Readonly<Record<string, string | undefined>>;
+
+/** How {@link runGit} runs one git process. */
+export interface RunGitOptions {
+  /** Its environment (see {@link GitRemoteOptions.env}); `extraEnv` is laid over it. */
+  readonly env: GitEnv;
+  readonly extraEnv?: Record<string, string>;
+  /** Killed after this long (ms) on `timers`, then resolved with code -1; default: no limit. */
+  readonly timeoutMs?: number;
+  readonly timers: Timers;
 }
 
 export interface GitResult {
@@ -67,17 +89,21 @@ export interface GitRemote {
   ensureRemote(gitdir: string, repoId: string): Promise<{ created: boolean; commitSha: string }>;
 }
 
-/** Runs `git` with the user's and the system's configuration ignored; never throws on exit code. */
-export function runGit(args: readonly string[], opts: { env?: Record<string, string>; timeoutMs?: number } = {}): Promise<GitResult> {
+/**
+ * Runs `git` with the user's and the system's configuration ignored; never throws on exit code.
+ * A call killed at its time limit resolves as soon as git is gone (code -1), even while a
+ * process git started (ssh) still holds its output open.
+ */
+export function runGit(args: readonly string[], opts: RunGitOptions): Promise<GitResult> {
   return new Promise((resolve, reject) => {
     const child = spawn("git", args, {
       env: {
-        ...process.env,
+        ...opts.env,
         GIT_CONFIG_NOSYSTEM: "1",
         GIT_CONFIG_GLOBAL: "/dev/null",
         GIT_TERMINAL_PROMPT: "0",
         LC_ALL: "C",
-        ...opts.env,
+        ...opts.extraEnv,
       },
       stdio: ["ignore", "pipe", "pipe"],
     });
@@ -85,16 +111,52 @@ export function runGit(args: readonly string[], opts: { env?: Record<string, str
     const err: Buffer[] = [];
     child.stdout.on("data", (chunk: Buffer) => out.push(chunk));
     child.stderr.on("data", (chunk: Buffer) => err.push(chunk));
-    const timer = opts.timeoutMs === undefined ? null : systemTimers.setTimeout(() => child.kill("SIGKILL"), opts.timeoutMs);
+    let killed = false;
+    let settled = false;
+    const timer =
+      opts.timeoutMs === undefined
+        ? null
+        : opts.timers.setTimeout(() => {
+            killed = true;
+            child.kill("SIGKILL");
+          }, opts.timeoutMs);
+    const finish = (code: number): void => {
+      if (settled) return;
+      settled = true;
+      opts.timers.clearTimeout(timer);
+      const stderr = Buffer.concat(err).toString("utf8");
+      resolve({ code, stdout: Buffer.concat(out).toString("utf8"), stderr: killed ? `${stderr}killed after ${opts.timeoutMs} ms` : stderr });
+    };
     child.on("error", (error) => {
-      if (timer !== null) systemTimers.clearTimeout(timer);
+      if (settled) return;
+      settled = true;
+      opts.timers.clearTimeout(timer);
       reject(error);
     });
-    child.on("close", (code) => {
-      if (timer !== null) systemTimers.clearTimeout(timer);
-      resolve({ code: code ?? -1, stdout: Buffer.concat(out).toString("utf8"), stderr: Buffer.concat(err).toString("utf8") });
+    child.on("exit", () => {
+      if (!killed) return;
+      child.stdout.destroy();
+      child.stderr.destroy();
+      finish(-1);
     });
+    child.on("close", (code) => finish(code ?? -1));
   });
+}
+
+/**
+ * The commit refs/heads/main of a bare clone points to (its loose ref, else packed-refs; null
+ * when absent), read without a git process: a takeover runs several, and each costs most of
+ * what the takeover takes on a busy machine.
+ */
+async function readTip(gitdir: string): Promise<string | null> {
+  const loose = (await readFile(join(gitdir, DEFAULT_REF), "utf8").catch(() => "")).trim();
+  if (/^[0-9a-f]{40}$/.test(loose)) return loose;
+  const packed = await readFile(join(gitdir, "packed-refs"), "utf8").catch(() => "");
+  for (const line of packed.split("\n")) {
+    const [sha = "", name] = line.split(" ");
+    if (name === DEFAULT_REF && /^[0-9a-f]{40}$/.test(sha)) return sha;
+  }
+  return null;
 }
 
 /** Whether a remote URL names a folder on this machine (a path or file://). */
@@ -105,11 +167,13 @@ function localPath(url: string): string | null {
 
 export function createGitRemote(opts: GitRemoteOptions): GitRemote {
   const timeoutMs = opts.timeoutMs ?? 20_000;
+  const run = (args: readonly string[], extraEnv?: Record<string, string>): Promise<GitResult> =>
+    runGit(args, { env: opts.env ?? process.env, timers: opts.timers, timeoutMs, ...(extraEnv === undefined ? {} : { extraEnv }) });
   const base = opts.remoteBase.replace(/\/+$/, "");
   // Clones are caches the host alone writes: no automatic gc repacking under the store.
   const config = ["-c", "gc.auto=0", "-c", "maintenance.auto=false", "-c", "fetch.writeCommitGraph=false"];
   const git = (gitdir: string, args: readonly string[], env?: Record<string, string>): Promise<GitResult> =>
-    runGit([...config, `--git-dir=${gitdir}`, ...args], { timeoutMs, ...(env === undefined ? {} : { env }) });
+    run([...config, `--git-dir=${gitdir}`, ...args], env);
   const unavailable = (repoId: string, what: string, result: GitResult | null, cause?: unknown): WorkflowHostError =>
     new WorkflowHostError(
       "remote_unavailable",
@@ -128,10 +192,6 @@ export function createGitRemote(opts: GitRemoteOptions): GitRemote {
       GIT_COMMITTER_DATE: date,
     };
   };
-  const revParse = async (gitdir: string, rev: string): Promise<string | null> => {
-    const result = await git(gitdir, ["rev-parse", "--verify", "--quiet", rev]);
-    return result.code === 0 ? result.stdout.trim() : null;
-  };
 
   const remote: GitRemote = {
     url: (repoId) => `${base}/${repoId}.git`,
@@ -139,7 +199,7 @@ export function createGitRemote(opts: GitRemoteOptions): GitRemote {
     async ensureClone(gitdir) {
       if (existsSync(`${gitdir}/HEAD`)) return;
       await mkdir(gitdir, { recursive: true });
-      const result = await runGit(["init", "--quiet", "--bare", "--initial-branch=main", gitdir], { timeoutMs });
+      const result = await run(["init", "--quiet", "--bare", "--initial-branch=main", gitdir]);
       if (result.code !== 0) throw new WorkflowHostError("io_failed", `git init --bare ${gitdir} failed: ${result.stderr.trim()}`, { gitdir });
     },
 
@@ -160,7 +220,7 @@ export function createGitRemote(opts: GitRemoteOptions): GitRemote {
     async takeOver(gitdir, repoId, message) {
       for (let attempt = 1; ; attempt++) {
         await remote.fetch(gitdir, repoId);
-        const tip = await revParse(gitdir, "refs/heads/main^{commit}");
+        const tip = await readTip(gitdir);
         if (tip === null) throw unavailable(repoId, "reading refs/heads/main after fetch (the remote has none)", null);
         const made = await git(gitdir, ["commit-tree", `${tip}^{tree}`, "-p", tip, "-m", message], commitEnv());
         if (made.code !== 0) throw unavailable(repoId, "git commit-tree", made);
@@ -181,11 +241,11 @@ export function createGitRemote(opts: GitRemoteOptions): GitRemote {
       const path = localPath(url);
       if (path !== null && !existsSync(path)) {
         await mkdir(path, { recursive: true });
-        const init = await runGit(["init", "--quiet", "--bare", "--initial-branch=main", path], { timeoutMs });
+        const init = await run(["init", "--quiet", "--bare", "--initial-branch=main", path]);
         if (init.code !== 0) throw unavailable(repoId, "git init --bare", init);
       }
       const lsRemote = async (): Promise<string | null> => {
-        const listed = await runGit([...config, "ls-remote", url, DEFAULT_REF], { timeoutMs });
+        const listed = await run([...config, "ls-remote", url, DEFAULT_REF]);
         if (listed.code !== 0) throw unavailable(repoId, "git ls-remote", listed);
         return listed.stdout.trim().split(/\s/)[0] || null;
       };

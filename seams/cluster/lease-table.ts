@@ -21,6 +21,8 @@ export interface LeaseCounts {
   readonly hosts: number;
   /** Deployments registered. */
   readonly deployments: number;
+  /** Ms until the first lease held by another instance expires (null: none held): when it may be taken. */
+  readonly nextExpiryMs: number | null;
 }
 
 export interface LeaseTable {
@@ -33,12 +35,14 @@ export interface LeaseTable {
   counts(): Promise<LeaseCounts>;
   /** Takes up to `limit` free or expired leases (epoch + 1 each) and records them in the history. */
   acquire(limit: number): Promise<Lease[]>;
-  /** Gives a lease back (only if still ours at that epoch): another host may take it at once. */
+  /** Gives a lease back (only if still ours at that epoch) and announces it: another host may take it at once. */
   release(lease: Lease): Promise<void>;
   /** Adds deployments to the table (existing ones are kept). */
   register(deployments: readonly string[]): Promise<void>;
-  /** Removes this instance's registration and frees every lease it owns. */
+  /** Removes this instance's registration, then frees (and announces) every lease it owns. */
   leave(): Promise<void>;
+  /** As `leave()` for another instance known to be gone (the previous process on this data dir). */
+  evict(instanceId: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -51,7 +55,12 @@ export interface LeaseTableOptions {
   readonly ttlMs: number;
   /** Longest a connect or query may take before it fails (ms). */
   readonly queryTimeoutMs: number;
+  /** Called when another instance frees leases (a hand-over, a host stopping): they may be taken at once. */
+  readonly onReleased?: () => void;
 }
+
+/** The channel on which freed leases are announced (NOTIFY). */
+const RELEASED_CHANNEL = "workflow_host_lease_released";
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS workflow_host_hosts (
@@ -100,8 +109,12 @@ export function createLeaseTable(opts: LeaseTableOptions): LeaseTable {
       next.on("error", () => {
         if (client === next) client = null;
       });
+      next.on("notification", (message) => {
+        if (message.channel === RELEASED_CHANNEL && message.payload !== opts.instanceId) opts.onReleased?.();
+      });
       try {
         await next.connect();
+        if (opts.onReleased !== undefined) await next.query(`LISTEN ${RELEASED_CHANNEL}`);
       } catch (error) {
         void next.end().catch(() => undefined);
         throw error;
@@ -129,6 +142,15 @@ export function createLeaseTable(opts: LeaseTableOptions): LeaseTable {
       void c.end().catch(() => undefined);
       throw new WorkflowHostError("cluster_unavailable", `PostgreSQL query failed: ${String(error)}`, {}, { cause: error });
     }
+  };
+  /** Unregisters `instanceId` (so the others' shares grow at once), then frees and announces its leases. */
+  const evict = async (instanceId: string): Promise<void> => {
+    await query(`DELETE FROM workflow_host_hosts WHERE instance_id = $1`, [instanceId]);
+    await query(
+      `WITH freed AS (UPDATE workflow_host_leases SET owner = NULL, expires_at = NULL WHERE owner = $1 RETURNING deployment)
+       SELECT pg_notify('${RELEASED_CHANNEL}', $1) FROM (SELECT 1 FROM freed LIMIT 1) AS any_freed`,
+      [instanceId],
+    );
   };
   const rowsToLeases = (rows: { deployment: string; epoch: string | number }[]): Lease[] => rows.map((r) => ({ deployment: r.deployment, epoch: Number(r.epoch) }));
 
@@ -158,11 +180,15 @@ export function createLeaseTable(opts: LeaseTableOptions): LeaseTable {
     },
 
     async counts() {
-      const rows = await query<{ hosts: string; deployments: string }>(
+      const rows = await query<{ hosts: string; deployments: string; next_expiry_ms: number | null }>(
         `SELECT (SELECT count(*) FROM workflow_host_hosts WHERE expires_at > now()) AS hosts,
-                (SELECT count(*) FROM workflow_host_leases) AS deployments`,
+                (SELECT count(*) FROM workflow_host_leases) AS deployments,
+                (SELECT ceil(extract(epoch FROM min(expires_at) - now()) * 1000)::float8 FROM workflow_host_leases
+                  WHERE owner IS NOT NULL AND owner <> $1 AND expires_at > now()) AS next_expiry_ms`,
+        [opts.instanceId],
       );
-      return { hosts: Number(rows[0]?.hosts ?? 0), deployments: Number(rows[0]?.deployments ?? 0) };
+      const next = rows[0]?.next_expiry_ms;
+      return { hosts: Number(rows[0]?.hosts ?? 0), deployments: Number(rows[0]?.deployments ?? 0), nextExpiryMs: next === null || next === undefined ? null : Number(next) };
     },
 
     async acquire(limit) {
@@ -188,11 +214,11 @@ export function createLeaseTable(opts: LeaseTableOptions): LeaseTable {
     },
 
     async release(lease) {
-      await query(`UPDATE workflow_host_leases SET owner = NULL, expires_at = NULL WHERE deployment = $1 AND epoch = $2 AND owner = $3`, [
-        lease.deployment,
-        lease.epoch,
-        opts.instanceId,
-      ]);
+      await query(
+        `WITH freed AS (UPDATE workflow_host_leases SET owner = NULL, expires_at = NULL WHERE deployment = $1 AND epoch = $2 AND owner = $3 RETURNING deployment)
+         SELECT pg_notify('${RELEASED_CHANNEL}', $3) FROM freed`,
+        [lease.deployment, lease.epoch, opts.instanceId],
+      );
     },
 
     async register(deployments) {
@@ -207,10 +233,8 @@ export function createLeaseTable(opts: LeaseTableOptions): LeaseTable {
       );
     },
 
-    async leave() {
-      await query(`UPDATE workflow_host_leases SET owner = NULL, expires_at = NULL WHERE owner = $1`, [opts.instanceId]);
-      await query(`DELETE FROM workflow_host_hosts WHERE instance_id = $1`, [opts.instanceId]);
-    },
+    leave: () => evict(opts.instanceId),
+    evict,
 
     async close() {
       const c = client;

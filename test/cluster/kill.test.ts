@@ -5,25 +5,17 @@
  * `git fsck --strict` clean, fire commits only inside their author's lease period. Takeover
  * times are printed (p50/p99), not asserted: they measure the machine as much as the code.
  */
-import { afterEach, describe, expect, test } from "vitest";
-import { killAllWatched, type WatchedChild } from "../integration/reliability/serve-process.js";
+import { describe, expect, test } from "vitest";
+import type { WatchedChild } from "../integration/reliability/serve-process.js";
 import { createPrng } from "../integration/reliability/prng.js";
-import { findPostgresBin } from "../support/postgres-server.js";
-import { useTempDirs } from "../helpers/temp-dir.js";
-import { checkRemotes, liveOwners, seedTimers, spawnClusterHost, startClusterRig, waitForRemotesPast, waitUntil, type ClusterRig } from "./cluster-rig.js";
+import { hasPostgres, useClusterRig } from "../support/cluster-suite.js";
+import { checkRemotes, liveOwners, seedTimers, spawnClusterHost, waitForRemotesPast, waitUntil } from "./cluster-rig.js";
 
 const TTL_MS = 3_000;
 const DEPLOYMENTS = 15;
 const ONE_SHOTS = 120;
 const KILLS = Number(process.env["CLUSTER_KILLS"] ?? 20);
-const tempDir = useTempDirs("workflow-host-cluster-");
-let rig: ClusterRig | null = null;
-
-afterEach(async () => {
-  await killAllWatched();
-  await rig?.close();
-  rig = null;
-});
+const startRig = useClusterRig();
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -31,10 +23,9 @@ function percentile(sorted: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? Number.NaN;
 }
 
-describe.skipIf(findPostgresBin() === null)("hosts killed while timers fire", () => {
+describe.skipIf(!hasPostgres)("hosts killed while timers fire", () => {
   test(`${KILLS} SIGKILLs of serving hosts: their deployments are taken over, 0 lost, 0 duplicate, 0 early, linear history, fsck clean`, async () => {
-    rig = await startClusterRig(await tempDir(), DEPLOYMENTS);
-    const r = rig;
+    const r = await startRig(DEPLOYMENTS);
     const startMs = Date.now() + 25_000;
     const spanMs = Number(process.env["CLUSTER_SPAN_MS"] ?? 100_000);
     const timers = await seedTimers(r, { startMs, spanMs, oneShots: ONE_SHOTS });

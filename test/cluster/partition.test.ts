@@ -1,30 +1,27 @@
 /**
  * A host cut off from PostgreSQL (its connection goes through a loopback relay the test
  * severs) while its process keeps running: it stops firing within the lease TTL, another host
- * takes its deployments over, and every commit it attempts afterwards (signals sent to its own
- * HTTP API) is refused by the remote and never appears in the log.
+ * takes its deployments over, and every commit it is asked for afterwards (signals sent to its
+ * own HTTP API) is refused and never appears in the log.
+ *
+ * And the fence itself: a host that lost its lease while it still believes it holds it (the
+ * server's view of it ended, its own count-down has not) keeps firing; each fire batch it pushes
+ * is rejected by the remote's compare-and-swap (the new holder's takeover commit moved the ref),
+ * none of its commits reaches the remote, and it stops serving the deployment.
  */
 import { writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { join } from "node:path";
-import { afterEach, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 import { git, runGit } from "../helpers/git-cli.js";
-import { killAllWatched } from "../integration/reliability/serve-process.js";
-import { findPostgresBin } from "../support/postgres-server.js";
-import { useTempDirs } from "../helpers/temp-dir.js";
-import { checkRemotes, liveOwners, remoteHistory, seedTimers, spawnClusterHost, startClusterRig, startRelay, waitForRemotesPast, waitUntil, type ClusterRig } from "./cluster-rig.js";
+import type { WatchedChild } from "../integration/reliability/serve-process.js";
+import { hasPostgres, useClusterRig } from "../support/cluster-suite.js";
+import { checkRemotes, liveOwners, remoteHistory, seedTimers, spawnClusterHost, startRelay, waitForRemotesPast, waitUntil, type ClusterRig } from "./cluster-rig.js";
 
 const TTL_MS = 3_000;
 const DEPLOYMENTS = 6;
 const ONE_SHOTS = 30;
-const tempDir = useTempDirs("workflow-host-cluster-");
-let rig: ClusterRig | null = null;
-
-afterEach(async () => {
-  await killAllWatched();
-  await rig?.close();
-  rig = null;
-});
+const startRig = useClusterRig();
 
 function freePort(): Promise<number> {
   return new Promise((resolve) => {
@@ -35,27 +32,34 @@ function freePort(): Promise<number> {
   });
 }
 
-describe.skipIf(findPostgresBin() === null)("a host partitioned from PostgreSQL", () => {
-  test("stops firing within the TTL; the commits it attempts afterwards are refused, never in the log, and its stale pushes are rejected by the remote", async () => {
-    const dir = await tempDir();
-    rig = await startClusterRig(dir, DEPLOYMENTS);
-    const r = rig;
-    const startMs = Date.now() + 15_000;
-    const spanMs = 40_000;
-    await seedTimers(r, { startMs, spanMs, oneShots: ONE_SHOTS });
-    const relay = await startRelay({ port: r.pg.port }, (port) => `postgres://postgres@127.0.0.1:${port}/postgres`);
-    const tokens = join(dir, "tokens.json");
+/**
+ * Seeds the timers, starts host `name` with its PostgreSQL connection through a relay the test
+ * can sever, then a second host connected directly; resolves once each serves half the
+ * deployments and the timers have started firing.
+ */
+async function twoHosts(r: ClusterRig, name: string, ttlMs: number, extra: readonly string[] = []) {
+  const startMs = Date.now() + 15_000;
+  const spanMs = 40_000;
+  await seedTimers(r, { startMs, spanMs, oneShots: ONE_SHOTS });
+  const relay = await startRelay({ port: r.pg.port }, (port) => `postgres://postgres@127.0.0.1:${port}/postgres`);
+  const host = spawnClusterHost(r, name, { ttlMs, url: relay.url, extra });
+  const instance = (JSON.parse(await host.waitForLine(/"event":"serving"/, 120_000)) as { instance: string }).instance;
+  const other = spawnClusterHost(r, "other", { ttlMs: TTL_MS });
+  await other.waitForLine(/"event":"serving"/, 120_000);
+  await waitUntil("both hosts serving 3 each", 90_000, async () => (await liveOwners(r)).get(instance)?.length === DEPLOYMENTS / 2 && [...(await liveOwners(r)).values()].flat().length === DEPLOYMENTS);
+  // Fires of the first host are in the log before the cut.
+  await waitUntil("the timers to start firing", 60_000, () => Date.now() > startMs + 3_000);
+  const held = (await liveOwners(r)).get(instance) as string[];
+  return { startMs, spanMs, relay, host, instance, other, held };
+}
+
+describe.skipIf(!hasPostgres)("a host partitioned from PostgreSQL", () => {
+  test("stops firing within the TTL; the commits it is asked for afterwards are refused and never in the log", async () => {
+    const r = await startRig(DEPLOYMENTS);
+    const tokens = join(r.dir, "tokens.json");
     await writeFile(tokens, JSON.stringify({ tokens: { "partition-test-token-0123": { principal: "ops", deployments: { "*": ["read", "write"] } } } }));
     const httpPort = await freePort();
-
-    const cut = spawnClusterHost(r, "cut", { ttlMs: TTL_MS, url: relay.url, extra: ["--http", `127.0.0.1:${httpPort}`, "--tokens", tokens] });
-    const cutInstance = (JSON.parse(await cut.waitForLine(/"event":"serving"/, 120_000)) as { instance: string }).instance;
-    const other = spawnClusterHost(r, "other", { ttlMs: TTL_MS });
-    await other.waitForLine(/"event":"serving"/, 120_000);
-    await waitUntil("both hosts serving 3 each", 60_000, async () => (await liveOwners(r)).get(cutInstance)?.length === DEPLOYMENTS / 2 && [...(await liveOwners(r)).values()].flat().length === DEPLOYMENTS);
-    // Fires of the cut host are in the log before the cut.
-    await waitUntil("the timers to start firing", 60_000, () => Date.now() > startMs + 3_000);
-    const cutDeployments = (await liveOwners(r)).get(cutInstance) as string[];
+    const { startMs, spanMs, relay, host: cut, instance: cutInstance, other, held: cutDeployments } = await twoHosts(r, "cut", TTL_MS, ["--http", `127.0.0.1:${httpPort}`, "--tokens", tokens]);
 
     const severedAtMs = Date.now();
     await relay.sever();
@@ -92,18 +96,6 @@ describe.skipIf(findPostgresBin() === null)("a host partitioned from PostgreSQL"
     }
     expect(refused.length).toBe(attempted.length);
     expect(new Set(refused)).toEqual(new Set(["lease_not_held"]));
-    // A commit that had passed that check just before the deadline (a paused process) meets the
-    // remote's compare-and-swap: pushed from the cut host's own clone, expecting its tip, it is
-    // rejected.
-    let remoteRejections = 0;
-    for (const repoId of cutDeployments) {
-      const clone = `--git-dir=${join(dir, "hosts", "cut", "deployments", `${repoId}.git`)}`;
-      const tip = (await git([clone, "rev-parse", "refs/heads/main"])).trim();
-      const commit = (await git([clone, "commit-tree", `${tip}^{tree}`, "-p", tip, "-m", "Fire 1 timer"])).trim();
-      const push = await runGit([clone, "push", "--porcelain", `--force-with-lease=refs/heads/main:${tip}`, join(r.remoteBase, `${repoId}.git`), `${commit}:refs/heads/main`]);
-      if (push.code !== 0 && /\[rejected\]/.test(push.stdout)) remoteRejections += 1;
-    }
-    expect(remoteRejections).toBe(cutDeployments.length);
     // The cut host had stopped firing each of its deployments within the TTL of the cut.
     for (const repoId of cutDeployments) {
       const line = cut.lines().find((l) => l.includes('"event":"lease-unconfirmed"') && l.includes(`"repoId":"${repoId}"`) && Date.parse((JSON.parse(l) as { ts: string }).ts) >= severedAtMs);
@@ -132,6 +124,59 @@ describe.skipIf(findPostgresBin() === null)("a host partitioned from PostgreSQL"
     const verdict = await checkRemotes(r, { endMs, dueGraceMs: 0 });
     expect(verdict.violations).toEqual([]);
     expect(verdict.fired).toBe(DEPLOYMENTS * ONE_SHOTS);
-    console.log(`partition: ${attempted.length} commits asked of the cut host after the takeover, ${refused.length} refused (lease_not_held); ${remoteRejections} stale pushes from its clone rejected by the remotes`);
+    console.log(`partition: ${attempted.length} commits asked of the cut host after the takeover, ${refused.length} refused (lease_not_held)`);
+  });
+
+  test("a host that lost its lease but still counts it as held: its fire pushes are rejected by the remote, none of its commits reaches the log, and it stops serving", async () => {
+    const r = await startRig(DEPLOYMENTS);
+    // A long TTL: on its own count-down this host would go on firing for most of a minute after
+    // it lost the lease, so only the remote can stop it in this test.
+    const { startMs, spanMs, relay, host: stale, instance: staleInstance, other, held: staleDeployments } = await twoHosts(r, "stale", 60_000);
+
+    // The server's view of the stale host ends now (its registration and its leases expire),
+    // and it can no longer reach PostgreSQL to learn it.
+    await relay.sever();
+    const cutAt = stale.lines().length;
+    await r.query(`UPDATE workflow_host_hosts SET expires_at = now() WHERE instance_id = $1`, [staleInstance]);
+    await r.query(`UPDATE workflow_host_leases SET expires_at = now() WHERE owner = $1`, [staleInstance]);
+    await waitUntil("the other host to take every deployment over", 60_000, async () => {
+      const owners = await liveOwners(r);
+      return owners.size === 1 && !owners.has(staleInstance) && [...owners.values()].flat().length === DEPLOYMENTS;
+    });
+
+    // Still serving in its own eyes, it fires; the remote refuses each batch.
+    const linesAfterCut = (host: WatchedChild): { event: string; repoId?: string; to?: string }[] =>
+      host.lines().slice(cutAt).filter((l) => l.startsWith("{")).map((l) => JSON.parse(l) as { event: string; repoId?: string; to?: string });
+    for (const repoId of staleDeployments) await stale.waitForLine(new RegExp(`"event":"push-rejected","repoId":"${repoId}"`), 90_000);
+    // …and then stops serving it: the lease could not be confirmed again.
+    for (const repoId of staleDeployments) await stale.waitForLine(new RegExp(`"event":"lease-unconfirmed","repoId":"${repoId}"`), 60_000);
+    expect(stale.done).toBe(false);
+    const after = linesAfterCut(stale);
+    const rejected = after.filter((l) => l.event === "push-rejected");
+    for (const repoId of staleDeployments) {
+      const events = after.filter((l) => l.repoId === repoId).map((l) => l.event);
+      const stoppedAt = events.indexOf("lease-unconfirmed");
+      expect(events.indexOf("push-rejected")).toBeLessThan(stoppedAt);
+      // Nothing fired or pushed under that lease once it stopped serving it.
+      expect(events.slice(stoppedAt).filter((e) => e === "fired" || e === "push-rejected")).toEqual([]);
+    }
+    // None of the commits it made is in a remote's history (a push the remote itself refused
+    // may leave the objects there, unreachable, until git gc).
+    for (const { repoId, to } of rejected) {
+      const containing = await runGit([`--git-dir=${join(r.remoteBase, `${repoId as string}.git`)}`, "for-each-ref", `--contains=${to as string}`]);
+      expect(containing.code === 0 ? containing.stdout.trim() : "", `${repoId as string} ${to as string}`).toBe("");
+    }
+
+    const endMs = startMs + spanMs + 2_000;
+    await waitForRemotesPast(r, endMs, ONE_SHOTS, 180_000);
+    other.kill("SIGTERM");
+    stale.kill("SIGTERM");
+    await Promise.all([other.exited, stale.exited]);
+    // From the logs: every fire exactly once, and each inside its author's lease period (the
+    // stale host's commits end at the other's takeover commit).
+    const verdict = await checkRemotes(r, { endMs, dueGraceMs: 0 });
+    expect(verdict.violations).toEqual([]);
+    expect(verdict.fired).toBe(DEPLOYMENTS * ONE_SHOTS);
+    console.log(`lost lease: ${rejected.length} fire pushes of the stale host rejected by the remotes (${staleDeployments.length} deployments), none in the logs`);
   });
 });

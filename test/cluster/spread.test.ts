@@ -3,23 +3,15 @@
  * host at a time, the spread is even, and a host that joins takes its share without a double
  * fire. Verdicts come from the lease table and the remotes' logs.
  */
-import { afterEach, describe, expect, test } from "vitest";
-import { killAllWatched, type WatchedChild } from "../integration/reliability/serve-process.js";
-import { findPostgresBin } from "../support/postgres-server.js";
-import { useTempDirs } from "../helpers/temp-dir.js";
-import { checkRemotes, liveOwners, seedTimers, spawnClusterHost, startClusterRig, waitForRemotesPast, waitUntil, type ClusterRig } from "./cluster-rig.js";
+import { describe, expect, test } from "vitest";
+import type { WatchedChild } from "../integration/reliability/serve-process.js";
+import { hasPostgres, useClusterRig } from "../support/cluster-suite.js";
+import { checkRemotes, liveOwners, seedTimers, spawnClusterHost, waitForRemotesPast, waitUntil, type ClusterRig } from "./cluster-rig.js";
 
 const TTL_MS = 3_000;
 /** The hosts' renewal (and rebalance) interval: TTL / 5. */
 const REBALANCE_MS = TTL_MS / 5;
-const tempDir = useTempDirs("workflow-host-cluster-");
-let rig: ClusterRig | null = null;
-
-afterEach(async () => {
-  await killAllWatched();
-  await rig?.close();
-  rig = null;
-});
+const startRig = useClusterRig();
 
 const spreadOf = async (r: ClusterRig): Promise<number[]> => [...(await liveOwners(r)).values()].map((d) => d.length).sort((a, b) => a - b);
 
@@ -28,23 +20,23 @@ async function stopAll(hosts: readonly WatchedChild[]): Promise<void> {
   for (const host of hosts) expect((await host.exited).code).toBe(0);
 }
 
-describe.skipIf(findPostgresBin() === null)("several hosts share deployments", () => {
+describe.skipIf(!hasPostgres)("several hosts share deployments", () => {
   test("3 hosts, 30 deployments: each served by one host at a time, 10 ± 1 each; a joining host takes its share without a double fire", async () => {
-    rig = await startClusterRig(await tempDir(), 30);
+    const rig = await startRig(30);
     // Due once the hosts are up (a loaded machine takes a while to start them and recover 30 deployments).
     const startMs = Date.now() + 30_000;
     await seedTimers(rig, { startMs, spanMs: 30_000, oneShots: 20 });
 
     const hosts = [spawnClusterHost(rig, "h1", { ttlMs: TTL_MS }), spawnClusterHost(rig, "h2", { ttlMs: TTL_MS })];
     await Promise.all(hosts.map((h) => h.waitForLine(/"event":"serving"/, 60_000)));
-    await waitUntil("two hosts serving 15 each", 30_000, async () => (await spreadOf(rig as ClusterRig)).join() === "15,15");
+    await waitUntil("two hosts serving 15 each", 30_000, async () => (await spreadOf(rig)).join() === "15,15");
 
     // The third host joins while timers fire; within a few rebalance intervals the leases are
     // 10 each (the two others hand over 5 each, after they stopped firing them).
     const joinedAtMs = Date.now();
     hosts.push(spawnClusterHost(rig, "h3", { ttlMs: TTL_MS }));
     await waitUntil("three hosts serving 10 ± 1 each", 30_000, async () => {
-      const spread = await spreadOf(rig as ClusterRig);
+      const spread = await spreadOf(rig);
       return spread.length === 3 && spread.every((n) => n >= 9 && n <= 11) && spread.reduce((a, b) => a + b, 0) === 30;
     });
     const rebalancedInMs = Date.now() - joinedAtMs;
@@ -52,7 +44,7 @@ describe.skipIf(findPostgresBin() === null)("several hosts share deployments", (
     let settled = await liveOwners(rig);
     await waitUntil("the leases to stay put for four rebalance intervals", 30_000, async () => {
       await new Promise((resolve) => setTimeout(resolve, 4 * REBALANCE_MS));
-      const now = await liveOwners(rig as ClusterRig);
+      const now = await liveOwners(rig);
       const same = JSON.stringify([...now].sort()) === JSON.stringify([...settled].sort());
       settled = now;
       return same;
