@@ -48,6 +48,8 @@ export class FireCommitter {
   private wakeThrottle: (() => void) | null = null;
   /** Set while the scheduler stops: fire commits are no longer held back. */
   private throttleReleased = false;
+  /** Timers the previous commit of this run of the fire loop took (0: the loop started idle). */
+  private lastBatch = 0;
 
   constructor(
     private readonly view: DeploymentView,
@@ -125,14 +127,17 @@ export class FireCommitter {
       if (waitMs > 0 && !this.throttleReleased) await this.throttle(waitMs);
       if (this.stopped) break;
       this.lastCommitStartMs = this.monoMs();
+      const size = nextBatchSize(this.lastBatch, this.buffer.size, this.ctx.maxBatch);
       const batch: DueGeneration[] = [];
       for (const [key, item] of this.buffer) {
         batch.push(item);
         this.buffer.delete(key);
-        if (batch.length >= this.ctx.maxBatch) break;
+        if (batch.length >= size) break;
       }
+      this.lastBatch = batch.length;
       await this.commitBatch(batch);
     }
+    this.lastBatch = 0;
   }
 
   /**
@@ -288,6 +293,26 @@ export class FireCommitter {
     const atMs = wallMs(this.ctx) + retryInMs;
     for (const d of due) this.view.rearm(d.runId, d.pending, atMs);
   }
+}
+
+/** Most timers in the first commit of a backlog (see {@link nextBatchSize}). */
+export const FIRST_BATCH = 1_000;
+
+/**
+ * How many buffered timers the next commit takes: the batch grows with the backlog. A commit
+ * after an idle spell takes up to {@link FIRST_BATCH}; while timers are still waiting when it
+ * lands, each next commit may take twice what the previous one took, up to `maxBatch`. A burst
+ * of 20,000 due timers is then 5 commits (1,000, 2,000, 4,000, 8,000, 5,000) instead of 20, and
+ * its first 1,000 are committed as soon as with a fixed batch: the earliest fires do not wait
+ * for the whole backlog's commit. Each commit's work is sliced (the event loop gets a turn
+ * every ~10 ms), so a bigger batch costs the other deployments no longer stall.
+ * @param previous timers in the previous commit of this backlog (0 for none)
+ * @param backlog timers buffered now
+ * @param maxBatch the cap (SchedulerOptions.maxBatch)
+ */
+export function nextBatchSize(previous: number, backlog: number, maxBatch: number): number {
+  const limit = Math.min(maxBatch, Math.max(FIRST_BATCH, 2 * previous));
+  return Math.max(1, Math.min(backlog, limit));
 }
 
 /**

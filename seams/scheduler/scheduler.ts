@@ -10,8 +10,9 @@
  *   duplicate TimerSets: every fire is decided under the repo lock from the log at the parent
  *   commit (see `src/workflow/timer-ledger.ts`);
  * - never before fireAt by the injected clock; an overdue timer fires at once;
- * - due timers of one repo are committed together, at most `maxBatch` per commit (the batch grows with the backlog), and fire
- *   commits of one repo start at least `minCommitIntervalMs` apart (group commit);
+ * - due timers of one repo are committed together, the batch growing with the backlog (1,000,
+ *   then twice the previous commit's while timers wait, at most `maxBatch`), and fire commits
+ *   of one repo start at least `minCommitIntervalMs` apart (group commit);
  * - a failed commit is retried with backoff and reported; a bad event is reported and skipped.
  */
 import { storeOf } from "../../src/substrate/store-option.js";
@@ -40,7 +41,7 @@ const MAX_REPORTED_CANCELS = 1_000;
 /** See {@link SchedulerOptions.minCommitIntervalMs}. */
 export const DEFAULT_MIN_COMMIT_INTERVAL_MS = 8;
 /** See {@link SchedulerOptions.maxBatch}. */
-export const DEFAULT_MAX_BATCH = 1_000;
+export const DEFAULT_MAX_BATCH = 20_000;
 
 /**
  * Creates the scheduler. Nothing runs until `start()`.
