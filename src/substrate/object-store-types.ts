@@ -1,6 +1,7 @@
 /**
  * The types of the object store (./object-store.ts): its shared caches, its API and its options.
  */
+import type { Clock } from "../time/clock.js";
 import type { FsAdapter } from "./fs-adapter.js";
 import type { GitObject, ParsedCommit } from "./git-object.js";
 import type { ParsedTree } from "./tree-object.js";
@@ -89,6 +90,11 @@ export interface ObjectStoreOptions {
   readonly repoKey: string;
   readonly caches: ObjectCaches;
   readonly durable: boolean;
+  /**
+   * The time stale temp files' ages are measured at; they are compared with mtimes the file
+   * system stamps, so it must read the same clock as the OS. Default the system clock.
+   */
+  readonly clock?: Clock;
   /** Commits writing at least this many objects are written as one pack. */
   readonly packThreshold: number;
 }

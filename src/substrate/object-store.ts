@@ -19,6 +19,7 @@
 import { randomBytes } from "node:crypto";
 import { constants as zlibConstants, deflateSync, inflateSync } from "node:zlib";
 import { WorkflowHostError } from "../errors.js";
+import { systemClock } from "../time/clock.js";
 import { errnoCode } from "./fs-adapter.js";
 import { decodeCommit, type GitObject, type ObjectType, unwrapObject, wrapObject } from "./git-object.js";
 import { decodeTree, type DeltaBase, EMPTY_TREE_OID, type ParsedTree } from "./tree-object.js";
@@ -77,7 +78,7 @@ function corrupt(oid: string, reason: string, cause?: unknown, extra: Record<str
 export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
   const { fs, gitdir, repoKey, caches, durable } = opts;
   const quickFs = opts.quickFs ?? fs;
-  const packs = createPackStore({ fs, quickFs, gitdir, repoKey, packBytes: caches.packs, ...(caches.packWindows === undefined ? {} : { packWindows: caches.packWindows }), durable, cachedTree: (oid) => cachedTree(oid), deltaBase: (oid) => deltaBases.get(oid) });
+  const packs = createPackStore({ fs, quickFs, gitdir, repoKey, packBytes: caches.packs, ...(caches.packWindows === undefined ? {} : { packWindows: caches.packWindows }), durable, clock: opts.clock ?? systemClock, cachedTree: (oid) => cachedTree(oid), deltaBase: (oid) => deltaBases.get(oid) });
   /**
    * The last few big folders (e.g. `runs/`) of this repository, newest first, kept apart from
    * the shared tree cache. Each commit makes a new version of such a folder (its content,

@@ -1,0 +1,358 @@
+/**
+ * Reading objects out of the pack files of one bare repository (see pack-store.ts).
+ *
+ * Every `pack-*.idx` is parsed once (lookups are binary searches in memory); pack bytes are
+ * read whole and cached while small, by range otherwise. Whole entries and git's delta entries
+ * (what `git gc` writes) are decoded here; every object is checked against its oid. A pack
+ * that vanished (`git gc`, another process merging) triggers one rescan of the folder, as git
+ * itself does.
+ */
+import { createHash } from "node:crypto";
+import { WorkflowHostError } from "../errors.js";
+import { errnoCode, type FsAdapter } from "./fs-adapter.js";
+import { type GitObject, hashObject } from "./git-object.js";
+import type { ScopedLruCache } from "./lru-cache.js";
+import { applyDelta, crc32, inflateEntry, isDelta, type PackIndex, parseEntryHead, parsePackIndex, typeOfCode } from "./pack-file.js";
+import type { Oid } from "./types.js";
+
+/**
+ * Packs up to this size (bytes), and their indexes, are written and read with the quick
+ * (blocking) adapter: a commit's pack is tens of KB, and each round trip through the thread pool
+ * costs more than the call itself (see fs-adapter.ts). Merged packs go through the pool.
+ */
+export const QUICK_PACK_BYTES = 64 * 1024;
+/**
+ * Packs up to this size are read whole (and cached, their checksum checked once); bigger ones
+ * (a generated or imported history, a merged pack of a big deployment) through windows.
+ */
+const WHOLE_PACK_MAX_BYTES = 8 * 1024 * 1024;
+/**
+ * Bigger packs are read in windows of this size (plus {@link WINDOW_SPILL}), cached with the
+ * whole packs (same byte budget): a recovery walks a 40 MB pack of 200 000 events mostly in
+ * order, so a few windows serve it, where reading it whole kept 40 MB per pack in memory and
+ * hashed all of it before the first object could be used.
+ */
+const WINDOW_BYTES = 1024 * 1024;
+/** How far past its window an entry may end and still be served from it (bigger: read alone). */
+const WINDOW_SPILL = 64 * 1024;
+/** Delta chains deeper than git's default depth (50) by a margin are refused as corrupt. */
+const MAX_DELTA_DEPTH = 64;
+
+/** A pack whose index is loaded. */
+export interface LoadedPack {
+  /** `pack-<checksum>` (no extension). */
+  readonly name: string;
+  readonly index: PackIndex;
+  readonly size: number;
+  /** False once it was found to hold ref-delta entries (git's), which are never merged here. */
+  mergeable: boolean;
+}
+
+/** The `object_corrupt` error for `oid` (or `pack@offset`). */
+export function corrupt(oid: string, reason: string, cause?: unknown): WorkflowHostError {
+  return new WorkflowHostError("object_corrupt", `git object ${oid} cannot be read: ${reason}`, { oid, reason }, cause === undefined ? {} : { cause });
+}
+
+/** Thrown inside the pack modules when a pack vanished under a read; answered by a rescan. */
+export class PackGone extends Error {}
+
+/** The adapter for reading or writing a pack of `bytes` and its index (see QUICK_PACK_BYTES). */
+export function adapterFor(bytes: number, fs: FsAdapter, quickFs: FsAdapter): FsAdapter {
+  return bytes <= QUICK_PACK_BYTES ? quickFs : fs;
+}
+
+export interface PackReaderOptions {
+  readonly fs: FsAdapter;
+  /** For small files and the pack folder's listing (see QUICK_PACK_BYTES). */
+  readonly quickFs: FsAdapter;
+  /** `<gitdir>/objects/pack`. */
+  readonly packDir: string;
+  /** Distinguishes this repository's entries in the shared caches. */
+  readonly repoKey: string;
+  /** Whole pack files by pack name (scoped by `repoKey`), weighted by bytes. */
+  readonly packBytes: ScopedLruCache<Buffer>;
+  /** Windows of big packs (see WINDOW_BYTES). */
+  readonly packWindows: ScopedLruCache<Buffer>;
+  /** Called before every wait for the first scan (the store starts its temp-file sweep there). */
+  readonly beforeScan?: () => void;
+}
+
+/** The known packs of one repository and the reads out of them. */
+export interface PackReader {
+  /** See PackStore.read. */
+  read(oid: Oid, rescan: boolean): Promise<GitObject | null>;
+  /** See PackStore.readInMemory. */
+  readInMemory(oid: Oid): GitObject | undefined;
+  /** Whether a known pack holds `oid` (an in-memory index lookup, no rescan). */
+  contains(oid: Oid): boolean;
+  /** Resolves once the pack folder was listed and its indexes loaded (once per store). */
+  ensureScanned(): Promise<void>;
+  /** Known packs, newest first. */
+  readonly packs: readonly LoadedPack[];
+  /** Records `placed` as the newest pack, forgetting the packs named in `replaced`. */
+  adopt(placed: LoadedPack, replaced?: ReadonlySet<string>): void;
+}
+
+/** Creates the reader of the packs in `packDir`. */
+export function createPackReader(opts: PackReaderOptions): PackReader {
+  const { fs, quickFs, packDir, repoKey, packBytes, packWindows } = opts;
+  /** Newest first: recently written objects are the ones read most. */
+  let packs: LoadedPack[] = [];
+  let scanned: Promise<void> | null = null;
+  const oidBytes = Buffer.alloc(20);
+  /**
+   * Packs whose index cannot be parsed (truncated, wrong checksum), with why: their objects
+   * cannot be found, so a miss is then reported as this damage (`object_corrupt` naming the
+   * pack), never as a missing object (which would make a ref pointing into the pack read as
+   * dangling). Looked at again at every scan: an index rewritten whole is taken up.
+   */
+  const broken = new Map<string, WorkflowHostError>();
+
+  const fsFor = (bytes: number): FsAdapter => adapterFor(bytes, fs, quickFs);
+
+  async function loadPack(name: string): Promise<LoadedPack | null> {
+    const stat = await quickFs.statOrNull(`${packDir}/${name}.pack`);
+    if (stat === null) return null;
+    const idx = await fsFor(Number(stat.size)).readFileOrNull(`${packDir}/${name}.idx`);
+    if (idx === null) return null;
+    return { name, index: parsePackIndex(name, idx, Number(stat.size)), size: Number(stat.size), mergeable: true };
+  }
+
+  /**
+   * Lists the pack folder and loads the indexes not loaded yet. Another process may be merging
+   * packs meanwhile; it places the merged pack before deleting the ones it replaces, so when a
+   * listed pack vanishes before it is loaded, listing again finds its objects in the merged one.
+   */
+  async function scan(): Promise<void> {
+    for (let round = 0; round < 5; round++) {
+      const names = new Set(await quickFs.readdirOrEmpty(packDir));
+      const known = new Map(packs.map((p) => [p.name, p]));
+      const kept = packs.filter((p) => names.has(`${p.name}.idx`) && names.has(`${p.name}.pack`));
+      const fresh: string[] = [];
+      for (const file of names) {
+        if (!file.endsWith(".idx")) continue;
+        const name = file.slice(0, -4);
+        if (!known.has(name) && names.has(`${name}.pack`)) fresh.push(name);
+      }
+      // All at once: a reader behind a busy writer has one new pack per commit to load.
+      let unreadable = 0;
+      const loaded = await Promise.all(
+        fresh.map((name) =>
+          loadPack(name).then(
+            (pack) => {
+              broken.delete(name);
+              return pack;
+            },
+            (error: unknown) => {
+              // A pack that vanished mid-load is found again by the next listing; an index
+              // that is there but unreadable is damage, remembered and reported on a miss.
+              if (!(error instanceof WorkflowHostError)) return null;
+              broken.set(name, error);
+              unreadable += 1;
+              return null;
+            },
+          ),
+        ),
+      );
+      for (const name of broken.keys()) if (!names.has(`${name}.idx`)) broken.delete(name);
+      const added = loaded.filter((pack): pack is LoadedPack => pack !== null);
+      const vanished = added.length + unreadable < fresh.length;
+      packs = [...added, ...kept];
+      if (!vanished) return;
+    }
+  }
+
+  /** True once a scan has finished (packs are then known). */
+  let scanFinished = false;
+
+  function ensureScanned(): Promise<void> {
+    opts.beforeScan?.();
+    scanned ??= scan().then(
+      () => {
+        scanFinished = true;
+      },
+      (error: unknown) => {
+        scanned = null;
+        throw error;
+      },
+    );
+    return scanned;
+  }
+
+  async function rescan(): Promise<void> {
+    scanned = scan();
+    await scanned;
+  }
+
+  function locate(oid: Oid): { pack: LoadedPack; entry: number } | null {
+    if (packs.length === 0 || oidBytes.write(oid, 0, "hex") !== 20) return null;
+    for (let i = 0; i < packs.length; i++) {
+      const pack = packs[i] as LoadedPack;
+      const entry = pack.index.find(oidBytes);
+      if (entry < 0) continue;
+      // Most-recently-hit first: reads come in runs from one pack (a recovery, a commit's trees).
+      if (i > 0) packs = [pack, ...packs.slice(0, i), ...packs.slice(i + 1)];
+      return { pack, entry };
+    }
+    return null;
+  }
+
+  /**
+   * The bytes of the entry at `offset`: a view of the cached whole pack (`verified`: its
+   * checksum was checked when it was read), or of a cached window of a big pack, or a range read
+   * of an entry too big for a window. `crc`, when given (the entry's CRC-32 from the index, whose
+   * own checksum was checked when it was parsed), is compared with the bytes read out of a big
+   * pack, which then count as verified too: git's own check of packed bytes it reuses, at a
+   * seventh of the cost of hashing each object (a recovery reads a million of them).
+   */
+  async function entryBytes(pack: LoadedPack, offset: number, crc?: number): Promise<{ bytes: Buffer; verified: boolean }> {
+    const end = pack.index.endOf(offset);
+    const path = `${packDir}/${pack.name}.pack`;
+    try {
+      if (pack.size <= WHOLE_PACK_MAX_BYTES) {
+        let whole = packBytes.get(repoKey, pack.name);
+        if (whole === undefined) {
+          const bytes = await fsFor(pack.size).readFile(path);
+          whole = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+          // One SHA-1 over the whole pack (git's own trailer) instead of one per object read.
+          const sum = createHash("sha1").update(whole.subarray(0, whole.length - 20)).digest("hex");
+          if (whole.length < 32 || sum !== whole.toString("hex", whole.length - 20) || sum !== pack.index.packChecksum) {
+            throw new WorkflowHostError("object_corrupt", `pack ${pack.name} is corrupt: checksum mismatch`, { pack: pack.name });
+          }
+          packBytes.set(repoKey, pack.name, whole, whole.byteLength);
+        }
+        return { bytes: whole.subarray(offset, end), verified: true };
+      }
+      let bytes: Buffer;
+      const start = offset - (offset % WINDOW_BYTES);
+      const windowEnd = Math.min(start + WINDOW_BYTES + WINDOW_SPILL, pack.size);
+      if (end <= windowEnd) {
+        const key = `${pack.name}@${start}`;
+        let window = packWindows.get(repoKey, key);
+        if (window === undefined) {
+          const read = await fs.readRange(path, start, windowEnd - start);
+          if (read.byteLength !== windowEnd - start) throw new PackGone(pack.name);
+          window = Buffer.from(read.buffer, read.byteOffset, read.byteLength);
+          packWindows.set(repoKey, key, window, window.byteLength);
+        }
+        bytes = window.subarray(offset - start, end - start);
+      } else {
+        const read = await fs.readRange(path, offset, end - offset);
+        bytes = Buffer.from(read.buffer, read.byteOffset, read.byteLength);
+      }
+      if (crc === undefined) return { bytes, verified: false };
+      if (crc32(bytes) !== crc) throw corrupt(`${pack.name}@${offset}`, "entry bytes do not match the CRC-32 its index records");
+      return { bytes, verified: true };
+    } catch (error) {
+      if (errnoCode(error) === "ENOENT") throw new PackGone(pack.name);
+      throw error;
+    }
+  }
+
+  /** {@link entryBytes} when they are in memory already (a cached pack or window), else undefined. */
+  function entryBytesInMemory(pack: LoadedPack, offset: number, crc: number): { bytes: Buffer; verified: boolean } | undefined {
+    const end = pack.index.endOf(offset);
+    if (pack.size <= WHOLE_PACK_MAX_BYTES) {
+      const whole = packBytes.get(repoKey, pack.name);
+      return whole === undefined ? undefined : { bytes: whole.subarray(offset, end), verified: true };
+    }
+    const start = offset - (offset % WINDOW_BYTES);
+    if (end > Math.min(start + WINDOW_BYTES + WINDOW_SPILL, pack.size)) return undefined;
+    const window = packWindows.get(repoKey, `${pack.name}@${start}`);
+    if (window === undefined) return undefined;
+    const bytes = window.subarray(offset - start, end - start);
+    if (crc32(bytes) !== crc) throw corrupt(`${pack.name}@${offset}`, "entry bytes do not match the CRC-32 its index records");
+    return { bytes, verified: true };
+  }
+
+  function readInMemory(oid: Oid): GitObject | undefined {
+    if (!scanFinished) return undefined;
+    const at = locate(oid);
+    if (at === null) return undefined;
+    const offset = at.pack.index.offsetAt(at.entry);
+    const entry = entryBytesInMemory(at.pack, offset, at.pack.index.crcAt(at.entry));
+    if (entry === undefined) return undefined;
+    const head = parseEntryHead(at.pack.name, entry.bytes);
+    if (isDelta(head.typeCode)) return undefined;
+    const type = typeOfCode(head.typeCode);
+    const content = inflateEntry(at.pack.name, entry.bytes, head);
+    if (entry.verified) return { oid, type, content };
+    const object = hashObject(type, content);
+    if (object.oid !== oid) throw corrupt(oid, `packed content hashes to ${object.oid} (${at.pack.name})`);
+    return object;
+  }
+
+  /** Decodes the entry at `offset`, resolving deltas through their bases. */
+  async function decodeAt(pack: LoadedPack, offset: number, depth: number, crc?: number): Promise<{ type: GitObject["type"]; content: Buffer; verified: boolean }> {
+    const { bytes, verified } = await entryBytes(pack, offset, crc);
+    const head = parseEntryHead(pack.name, bytes);
+    const payload = inflateEntry(pack.name, bytes, head);
+    if (!isDelta(head.typeCode)) return { type: typeOfCode(head.typeCode), content: payload, verified };
+    if (depth >= MAX_DELTA_DEPTH) throw corrupt(`${pack.name}@${offset}`, `delta chain deeper than ${MAX_DELTA_DEPTH}`);
+    let base: { type: GitObject["type"]; content: Uint8Array };
+    if (head.baseDistance !== undefined) {
+      base = await decodeAt(pack, offset - head.baseDistance, depth + 1);
+    } else {
+      const object = await readFrom(head.baseOid as Oid, depth + 1);
+      if (object === null) throw corrupt(head.baseOid as Oid, "delta base missing from every pack");
+      base = object;
+    }
+    return { type: base.type, content: applyDelta(pack.name, base.content, payload), verified: false };
+  }
+
+  async function readFrom(oid: Oid, depth: number): Promise<GitObject | null> {
+    const at = locate(oid);
+    if (at === null) return null;
+    const { type, content, verified } = await decodeAt(at.pack, at.pack.index.offsetAt(at.entry), depth, at.pack.index.crcAt(at.entry));
+    // A whole entry of a checksummed pack is what the index says it is; anything else (a
+    // range read, a delta result) is hashed against its oid as loose objects are.
+    if (verified) return { oid, type, content };
+    const object = hashObject(type, content);
+    if (object.oid !== oid) throw corrupt(oid, `packed content hashes to ${object.oid} (${at.pack.name})`);
+    return object;
+  }
+
+  async function read(oid: Oid, allowRescan: boolean): Promise<GitObject | null> {
+    await ensureScanned();
+    // A miss is looked for again after a fresh listing (twice: a listing taken while another
+    // process was between placing a merged pack and deleting the old ones can miss both); a
+    // pack that vanished under a read is replaced by a fresh listing.
+    let misses = 0;
+    let gone = 0;
+    for (;;) {
+      try {
+        const found = await readFrom(oid, 0);
+        if (found !== null) return found;
+        if (!allowRescan || ++misses > 2) {
+          if (allowRescan && broken.size > 0) {
+            const [name, why] = broken.entries().next().value as [string, WorkflowHostError];
+            throw new WorkflowHostError(
+              "object_corrupt",
+              `git object ${oid} cannot be read: it is in no readable pack, and the index of ${name} is damaged (${why.message})`,
+              { oid, pack: name, reason: "damaged pack index" },
+              { cause: why },
+            );
+          }
+          return null;
+        }
+      } catch (error) {
+        if (!(error instanceof PackGone)) throw error;
+        if (++gone > 5) return null;
+      }
+      await rescan();
+    }
+  }
+
+  return {
+    read,
+    readInMemory,
+    contains: (oid) => locate(oid) !== null,
+    ensureScanned,
+    get packs() {
+      return packs;
+    },
+    adopt(placed, replaced) {
+      packs = [placed, ...packs.filter((p) => p.name !== placed.name && replaced?.has(p.name) !== true)];
+    },
+  };
+}
