@@ -29,10 +29,9 @@ export interface SchedulerOptionsBase {
    * takes every buffered due timer of its deployment up to 1 000 (or this, when smaller), and
    * while timers still wait when it lands, the next takes up to twice as many, up to this; so a
    * burst of 20 000 is five commits, the first 1 000 as early as ever. The commit's work is
-   * sliced (the event loop gets a turn every ~10 ms while it plans, hashes, edits folders and
-   * validates; encoding its pack is one step, ~13 µs per new object), so a big batch does not
-   * stall other deployments, signals or heartbeats; its timers are committed together, when
-   * its ref moves.
+   * sliced (the event loop gets a turn every ~10 ms while it plans, hashes, edits folders,
+   * validates and encodes its pack), so a big batch does not stall other deployments, signals
+   * or heartbeats; its timers are committed together, when its ref moves.
    */
   readonly maxBatch?: number;
   /**
