@@ -27,7 +27,7 @@ import { WORKFLOW_RUN_KIND } from "../src/workflow/workflow-run-kind.js";
 import { DERIVED_DIR_NAME } from "../src/substrate/derived-files.js";
 import { BASE_MS, type BenchContext, type Benchmark } from "./bench-context.js";
 import { runMilestones } from "./child-process.js";
-import { restartSpec } from "./host-start.js";
+import type { RepoSpec } from "./repo-generator.js";
 import { nowMs, percentile, sleep } from "./stats.js";
 import { ms, num, row, target, type TableRow, type TargetCheck } from "./table.js";
 
@@ -66,19 +66,34 @@ async function startTarget(): Promise<Target> {
   };
 }
 
-/** The baseline: subscribeKind from `from`, handler, then one cursor commit per event. */
-function baselineLoop(store: RepoStore, from: string, handle: (key: string, event: { runId: string; seq: number }) => Promise<void>, signal: AbortSignal): Promise<void> {
+/** Attempts of one cursor write before the baseline loop gives up. */
+const ACK_ATTEMPTS = 20;
+
+/**
+ * The baseline: subscribeKind from `from`, handler, then one cursor commit per event. A cursor
+ * write that fails (a host refusing commits while its lock is unconfirmed, on a loaded machine)
+ * is tried again, as a careful user would. Never rejects: it resolves with the error that ended
+ * it early, or undefined (aborted or ended).
+ */
+function baselineLoop(store: RepoStore, from: string, handle: (key: string, event: { runId: string; seq: number }) => Promise<void>, signal: AbortSignal): Promise<unknown> {
   return (async () => {
     const events = subscribeKind(store, null, rid, "main", undefined, { from, kinds: ["TimerFired", "SignalReceived"], signal });
     for await (const found of events) {
       const data = (found.event as { data?: { timerId?: string; scheduledFor?: string } }).data;
       const key = found.event.type === "TimerFired" ? `${REPO}/${found.runId}/${data?.timerId}/${data?.scheduledFor}` : `${REPO}/${found.runId}/${found.seq}`;
       await handle(key, found);
-      await store.writeTree(null, rid, "refs/consumers/baseline", { files: { "cursor.json": JSON.stringify({ commitSha: found.commitSha, runId: found.runId, seq: found.seq }) }, message: "ack" });
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await store.writeTree(null, rid, "refs/consumers/baseline", { files: { "cursor.json": JSON.stringify({ commitSha: found.commitSha, runId: found.runId, seq: found.seq }) }, message: "ack" });
+          break;
+        } catch (error) {
+          if (signal.aborted || attempt >= ACK_ATTEMPTS) throw error;
+          await sleep(Math.min(100 * attempt, 1_000));
+        }
+      }
     }
-  })().catch((error: unknown) => {
-    if (!signal.aborted) throw error;
-  });
+    return undefined;
+  })().catch((error: unknown) => (signal.aborted ? undefined : error));
 }
 
 async function withHost<T>(onFired: (key: string, atMs: number) => void, work: (host: WorkflowHost, dir: string) => Promise<T>): Promise<T> {
@@ -118,7 +133,7 @@ async function lag(mode: Mode, fires: number, rate: number, log: (m: string) => 
         await host.store.writeTreeDelta(null, rid, "main", { message: "timers", computeDelta: () => ({ puts }) });
         const from = (await host.store.resolveRef(null, rid, "main")) as string;
         const abort = new AbortController();
-        let loop: Promise<void> = Promise.resolve();
+        let loop: Promise<unknown> = Promise.resolve();
         const consumer: Omit<ConsumerOptions, "name"> = { concurrency: 16, filter: { types: ["TimerFired"] }, startFrom: "head" };
         if (mode === "function") host.dispatch({ ...consumer, name: "bench", handler: (d) => void startedAt.set(d.idempotencyKey, nowMs()) });
         if (mode === "http") host.dispatch({ ...consumer, name: "bench", http: { url: (http as Target).url, secret: SECRET } });
@@ -134,7 +149,8 @@ async function lag(mode: Mode, fires: number, rate: number, log: (m: string) => 
         const deadline = Date.now() + 3_000 + (fires * 1_000) / rate + 120_000;
         while (seen.size < fires && Date.now() < deadline) await sleep(50);
         abort.abort();
-        await loop;
+        const ended = await loop;
+        if (ended !== undefined) log(`dispatch: the ${mode} loop ended early: ${String(ended)}`);
         if (seen.size < fires) log(`dispatch: ${mode} handled only ${seen.size} of ${fires} in time`);
         const out: number[] = [];
         for (const [key, at] of seen) {
@@ -173,11 +189,11 @@ async function throughput(baseline: boolean, events: number): Promise<number> {
       const t0 = nowMs();
       if (baseline) {
         const abort = new AbortController();
-        const loop = baselineLoop(host.store, "genesis", async () => {
+        const ended = await baselineLoop(host.store, "genesis", async () => {
           handled += 1;
           if (handled === total) abort.abort();
         }, abort.signal);
-        await loop;
+        if (ended !== undefined) throw ended;
       } else {
         let done: () => void = () => {};
         const finished = new Promise<void>((resolve) => (done = resolve));
@@ -200,6 +216,10 @@ interface MemoryStart {
   readonly handledMs: number;
   readonly fired: number;
   readonly handled: number;
+  /** Longest event-loop delay from start() to every due timer handled (ms). */
+  readonly maxLoopDelayMs: number;
+  /** Fire commits refused (reported commit_failed) and retried. */
+  readonly commitFailures: number;
   readonly rss: number;
   readonly heapUsed: number;
   readonly external: number;
@@ -207,28 +227,48 @@ interface MemoryStart {
   readonly rssLoaded: number;
 }
 
+const HOUR_MS = 3_600_000;
 const DAY_MS = 86_400_000;
 
 /**
- * One cold start (host alone; it writes the recovery index), then warm starts of the host
- * alone, with one consumer, and with the baseline loop, on a copy of the N-run deployment.
- * In each warm start with a reader, `due` timers that were pending come due (runs 2 … of
- * restartSpec fire 30 days after BASE_MS, one ms apart).
+ * The memory row's deployment: `pending` runs with one pending timer each. Run 0's timer is due
+ * for the cold start, run 1's for the warm start of the host alone, runs 2 … due+1 (one ms
+ * apart from BASE_MS + 30 days) for the start with one consumer, the next `due` runs (from
+ * BASE_MS + 31 days) for the start with the baseline loop, the rest from BASE_MS + 60 days. The
+ * children's clocks run (a host retries a refused commit at a later wall-clock instant, which
+ * a stopped clock never reaches), and a day between groups keeps each start's count exact.
  */
-async function memoryStarts(ctx: BenchContext, pending: number, due: number): Promise<Record<"cold" | "none" | "ours" | "baseline", MemoryStart>> {
-  const repo = await ctx.cache.checkout(restartSpec(pending));
+export function dispatchMemorySpec(pending: number, due: number): RepoSpec {
+  return {
+    label: `dispatch-memory-${due}`,
+    runs: pending,
+    eventsPerRun: 2,
+    pending: (run) => [run === 0 ? BASE_MS : run === 1 ? BASE_MS + HOUR_MS : run <= due + 1 ? BASE_MS + 30 * DAY_MS + run : run <= 2 * due + 1 ? BASE_MS + 31 * DAY_MS + run : BASE_MS + 60 * DAY_MS + run],
+  };
+}
+
+/**
+ * One cold start (host alone; it writes the recovery index), then warm starts of the host
+ * alone, with one consumer, and with the baseline loop, on a copy of the N-run deployment
+ * ({@link dispatchMemorySpec}). In each warm start with a reader, `due` timers come due.
+ * Exported so the row can be measured alone, without the lag and throughput rows before it.
+ * @throws when a start fires or handles other than the expected count (its stderr included)
+ */
+export async function memoryStarts(ctx: BenchContext, pending: number, due: number): Promise<Record<"cold" | "none" | "ours" | "baseline", MemoryStart>> {
+  const repo = await ctx.cache.checkout(dispatchMemorySpec(pending, due));
   const start = async (mode: MemoryStart["mode"], clockMs: number, expect: number): Promise<MemoryStart> => {
     ctx.log(`dispatch: memory, ${num(pending)} pending, ${mode}`);
     const { result } = await runMilestones<MemoryStart>("dispatch-memory-child.ts", [repo.dataDir, repo.repoId, String(clockMs), mode, String(expect)], ["--expose-gc", "--max-old-space-size=8192"]);
     if (result.fired !== expect || (mode !== "none" && result.handled !== expect)) throw new Error(`dispatch memory ${mode}: fired ${result.fired}, handled ${result.handled}, expected ${expect}`);
+    ctx.log(`dispatch: memory, ${num(pending)} pending, ${mode}: ${JSON.stringify(result)}`);
     return result;
   };
   try {
     await rm(join(repo.gitdir, DERIVED_DIR_NAME), { recursive: true, force: true });
     const cold = await start("none", BASE_MS + 1_000, 1);
-    const none = await start("none", BASE_MS + 3_600_000 + 1_000, 1);
-    const ours = await start("ours", BASE_MS + 30 * DAY_MS + 1 + due, due);
-    const baseline = await start("baseline", BASE_MS + 30 * DAY_MS + 1 + 2 * due, due);
+    const none = await start("none", BASE_MS + HOUR_MS + 1_000, 1);
+    const ours = await start("ours", BASE_MS + 30 * DAY_MS + due + 2, due);
+    const baseline = await start("baseline", BASE_MS + 31 * DAY_MS + 2 * due + 2, due);
     return { cold, none, ours, baseline };
   } finally {
     await ctx.cache.release(repo);
@@ -289,10 +329,12 @@ export const dispatch: Benchmark = {
         `${num(pending)} pending, memory (warm starts, durability fsync, one process each): the host alone RSS ${mib(m.none.rss)}, heap ${mib(m.none.heapUsed)}; ` +
           `with one consumer RSS ${mib(m.ours.rss)} (${m.ours.rss >= m.none.rss ? "+" : "−"}${mib(Math.abs(m.ours.rss - m.none.rss))}), heap ${mib(m.ours.heapUsed)}, ${num(m.ours.handled)} handled ${ms(m.ours.handledMs - m.ours.startMs)} after start() resolved; ` +
           `with the baseline loop RSS ${mib(m.baseline.rss)}, heap ${mib(m.baseline.heapUsed)}, ${num(m.baseline.handled)} handled ${ms(m.baseline.handledMs - m.baseline.startMs)} after. ` +
-          `Warm start() took ${ms(m.none.startMs)} / ${ms(m.ours.startMs)} / ${ms(m.baseline.startMs)}; the cold start before them (host alone, writing the recovery index) ${ms(m.cold.startMs)}, RSS ${mib(m.cold.rss)}. No per-run awaiter in any of them.`,
+          `Warm start() took ${ms(m.none.startMs)} / ${ms(m.ours.startMs)} / ${ms(m.baseline.startMs)}; the cold start before them (host alone, writing the recovery index) ${ms(m.cold.startMs)}, RSS ${mib(m.cold.rss)}. No per-run awaiter in any of them. ` +
+          `Longest event-loop delay from start() to handled: ${ms(m.cold.maxLoopDelayMs)} cold, ${ms(m.none.maxLoopDelayMs)} / ${ms(m.ours.maxLoopDelayMs)} / ${ms(m.baseline.maxLoopDelayMs)} warm; ` +
+          `fire commits refused and retried (host lock unconfirmed after such a delay): ${[m.cold, m.none, m.ours, m.baseline].map((s) => s.commitFailures).join(" / ")}.`,
       );
     }
-    if (!ctx.huge && !ctx.quick) memoryNotes.push("The memory row at 1,000,000 pending timers runs only with `npm run bench -- --huge` (its cold start takes minutes); the last such run is in `bench/RESULTS-huge.md`.");
+    if (!ctx.huge && !ctx.quick) memoryNotes.push("The memory row at 1,000,000 pending timers runs only with `npm run bench -- --huge` (its cold start takes minutes); `npm run bench -- --huge --only dispatch` writes it to `bench/RESULTS-huge.md`.");
     return {
       name: "dispatch",
       targets,

@@ -247,7 +247,10 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
       async readTree(oid) {
         const hit = cachedTree(oid);
         if (hit !== undefined) return hit;
-        const tree = decodeTree(oid, (await readTyped(oid, "tree")).content);
+        // A run's folders are in a pack window already, as its blobs are (see readBlobs).
+        const object = packs.readInMemory(oid) ?? (await readTyped(oid, "tree"));
+        if (object.type !== "tree") throw corrupt(oid, `is a ${object.type}, expected a tree`, undefined, { ...ABSENT, found: object.type });
+        const tree = decodeTree(oid, object.content);
         // A big folder (`runs/`) is what every later read walks through: kept as always.
         if (tree.count >= BIG_TREE_ENTRIES) cacheTree(tree);
         return tree;

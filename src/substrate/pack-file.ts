@@ -19,14 +19,14 @@ import { constants as zlibConstants, deflateSync } from "node:zlib";
 import { adler32Of } from "./adler32.js";
 import type { GitObject, ObjectType } from "./git-object.js";
 import { corrupt, OFS_DELTA, REF_DELTA } from "./pack-entry.js";
+import { IDX_MAGIC, LARGE_OFFSET_FLAG } from "./pack-index.js";
 import type { Oid } from "./types.js";
 
 // Reading single entries lives in pack-entry.ts; its functions are part of this module's API.
+export { parsePackIndex, type PackIndex } from "./pack-index.js";
 export { applyDelta, inflateEntry, isDelta, packHasRefDeltas, packSourceOf, parseEntryHead, typeOfCode, type EntryHead, type PackSource } from "./pack-entry.js";
 
 export const TYPE_CODES: Readonly<Record<ObjectType, number>> = { commit: 1, tree: 2, blob: 3, tag: 4 };
-const IDX_MAGIC = 0xff744f63;
-const LARGE_OFFSET_FLAG = 0x80000000;
 
 
 // CRC-32 (IEEE 802.3, reflected polynomial 0xEDB88320), as the pack index stores per entry.
@@ -315,96 +315,4 @@ function encodeIndex(entries: readonly EntryRecord[], packChecksum: Buffer): Buf
     const step = steps.next();
     if (step.done === true) return step.value;
   }
-}
-
-/** A parsed pack index: lookups by oid, and every entry's offset, end and CRC-32. */
-export interface PackIndex {
-  readonly count: number;
-  /** Checksum of the pack this index belongs to (its trailer), hex. */
-  readonly packChecksum: string;
-  /** Entry number of `oid` (hex, or its 20 raw bytes), or -1. */
-  find(oid: Oid | Uint8Array): number;
-  /** Oid of entry `i` (index order: sorted by oid). */
-  oidAt(i: number): Oid;
-  /** Byte offset of entry `i` in the pack. */
-  offsetAt(i: number): number;
-  /** CRC-32 of entry `i`'s bytes. */
-  crcAt(i: number): number;
-  /** Where the entry starting at `offset` ends: the next entry's start, or the trailer. */
-  endOf(offset: number): number;
-}
-
-/**
- * Parses index bytes (version 2) of a pack of `packSize` bytes.
- * @throws `object_corrupt` naming `name` for a bad magic, version, size or checksum
- */
-export function parsePackIndex(name: string, bytes: Uint8Array, packSize: number): PackIndex {
-  const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  if (buf.length < 8 + 1024 + 40 || buf.readUInt32BE(0) !== IDX_MAGIC || buf.readUInt32BE(4) !== 2) {
-    throw corrupt(name, "not a version 2 pack index");
-  }
-  const n = buf.readUInt32BE(8 + 255 * 4);
-  const oidsAt = 8 + 1024;
-  const crcAt = oidsAt + n * 20;
-  const offsetsAt = crcAt + n * 4;
-  const largeAt = offsetsAt + n * 4;
-  if (buf.length < largeAt + 40) throw corrupt(name, "index shorter than its object count");
-  const checksumAt = buf.length - 40;
-  const expected = createHash("sha1").update(buf.subarray(0, checksumAt + 20)).digest();
-  if (!expected.equals(buf.subarray(checksumAt + 20))) throw corrupt(name, "index checksum mismatch");
-  const offsets = new Float64Array(n);
-  for (let i = 0; i < n; i++) {
-    const raw = buf.readUInt32BE(offsetsAt + i * 4);
-    offsets[i] = raw & LARGE_OFFSET_FLAG ? Number(buf.readBigUInt64BE(largeAt + (raw & 0x7fffffff) * 8)) : raw;
-  }
-  // Sorted entry starts, for `endOf`; built on first use (a warm start reads a handful of
-  // objects from a pack of tens of thousands).
-  let starts: Float64Array | null = null;
-  const trailerAt = packSize - 20;
-  const fanoutAt = (byte: number): number => (byte < 0 ? 0 : buf.readUInt32BE(8 + byte * 4));
-  const probe = Buffer.alloc(20);
-  return {
-    count: n,
-    packChecksum: buf.toString("hex", checksumAt, checksumAt + 20),
-    find(oid) {
-      if (typeof oid !== "string") probe.set(oid.length === 20 ? oid : oid.subarray(0, 20));
-      else if (probe.write(oid, 0, "hex") !== 20) return -1;
-      const first = probe[0] as number;
-      let lo = fanoutAt(first - 1);
-      let hi = fanoutAt(first);
-      // Word compares: Buffer.compare's per-call overhead was most of a lookup.
-      const w0 = probe.readUInt32BE(0);
-      const w1 = probe.readUInt32BE(4);
-      const w2 = probe.readUInt32BE(8);
-      const w3 = probe.readUInt32BE(12);
-      const w4 = probe.readUInt32BE(16);
-      while (lo < hi) {
-        const mid = (lo + hi) >>> 1;
-        const at = oidsAt + mid * 20;
-        let order = buf.readUInt32BE(at) - w0;
-        if (order === 0) order = buf.readUInt32BE(at + 4) - w1;
-        if (order === 0) order = buf.readUInt32BE(at + 8) - w2;
-        if (order === 0) order = buf.readUInt32BE(at + 12) - w3;
-        if (order === 0) order = buf.readUInt32BE(at + 16) - w4;
-        if (order === 0) return mid;
-        if (order > 0) hi = mid;
-        else lo = mid + 1;
-      }
-      return -1;
-    },
-    oidAt: (i) => buf.toString("hex", oidsAt + i * 20, oidsAt + i * 20 + 20),
-    offsetAt: (i) => offsets[i] as number,
-    crcAt: (i) => buf.readUInt32BE(crcAt + i * 4),
-    endOf(offset) {
-      starts ??= Float64Array.from(offsets).sort();
-      let lo = 0;
-      let hi = starts.length;
-      while (lo < hi) {
-        const mid = (lo + hi) >>> 1;
-        if ((starts[mid] as number) <= offset) lo = mid + 1;
-        else hi = mid;
-      }
-      return lo < starts.length ? (starts[lo] as number) : trailerAt;
-    },
-  };
 }

@@ -13,6 +13,7 @@ import { errnoCode, type FsAdapter } from "./fs-adapter.js";
 import { type GitObject, hashObject } from "./git-object.js";
 import type { ScopedLruCache } from "./lru-cache.js";
 import { applyDelta, crc32, inflateEntry, isDelta, type PackIndex, parseEntryHead, parsePackIndex, typeOfCode } from "./pack-file.js";
+import { createWindowReads } from "./pack-windows.js";
 import type { Oid } from "./types.js";
 
 /**
@@ -109,6 +110,7 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
   const broken = new Map<string, WorkflowHostError>();
 
   const fsFor = (bytes: number): FsAdapter => adapterFor(bytes, fs, quickFs);
+  const { loadOnce, cachedWindow, loadWindow } = createWindowReads(fs, packWindows, repoKey, (name) => new PackGone(name));
 
   async function loadPack(name: string): Promise<LoadedPack | null> {
     const stat = await quickFs.statOrNull(`${packDir}/${name}.pack`);
@@ -210,31 +212,26 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
     const path = `${packDir}/${pack.name}.pack`;
     try {
       if (pack.size <= WHOLE_PACK_MAX_BYTES) {
-        let whole = packBytes.get(repoKey, pack.name);
-        if (whole === undefined) {
-          const bytes = await fsFor(pack.size).readFile(path);
-          whole = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-          // One SHA-1 over the whole pack (git's own trailer) instead of one per object read.
-          const sum = createHash("sha1").update(whole.subarray(0, whole.length - 20)).digest("hex");
-          if (whole.length < 32 || sum !== whole.toString("hex", whole.length - 20) || sum !== pack.index.packChecksum) {
-            throw new WorkflowHostError("object_corrupt", `pack ${pack.name} is corrupt: checksum mismatch`, { pack: pack.name });
-          }
-          packBytes.set(repoKey, pack.name, whole, whole.byteLength);
-        }
+        const whole =
+          packBytes.get(repoKey, pack.name) ??
+          (await loadOnce(pack.name, async () => {
+            const bytes = await fsFor(pack.size).readFile(path);
+            const read = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+            // One SHA-1 over the whole pack (git's own trailer) instead of one per object read.
+            const sum = createHash("sha1").update(read.subarray(0, read.length - 20)).digest("hex");
+            if (read.length < 32 || sum !== read.toString("hex", read.length - 20) || sum !== pack.index.packChecksum) {
+              throw new WorkflowHostError("object_corrupt", `pack ${pack.name} is corrupt: checksum mismatch`, { pack: pack.name });
+            }
+            packBytes.set(repoKey, pack.name, read, read.byteLength);
+            return read;
+          }));
         return { bytes: whole.subarray(offset, end), verified: true };
       }
       let bytes: Buffer;
       const start = offset - (offset % WINDOW_BYTES);
       const windowEnd = Math.min(start + WINDOW_BYTES + WINDOW_SPILL, pack.size);
       if (end <= windowEnd) {
-        const key = `${pack.name}@${start}`;
-        let window = packWindows.get(repoKey, key);
-        if (window === undefined) {
-          const read = await fs.readRange(path, start, windowEnd - start);
-          if (read.byteLength !== windowEnd - start) throw new PackGone(pack.name);
-          window = Buffer.from(read.buffer, read.byteOffset, read.byteLength);
-          packWindows.set(repoKey, key, window, window.byteLength);
-        }
+        const window = cachedWindow(pack.name, start) ?? (await loadWindow(pack.name, path, start, windowEnd));
         bytes = window.subarray(offset - start, end - start);
       } else {
         const read = await fs.readRange(path, offset, end - offset);
@@ -258,7 +255,7 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
     }
     const start = offset - (offset % WINDOW_BYTES);
     if (end > Math.min(start + WINDOW_BYTES + WINDOW_SPILL, pack.size)) return undefined;
-    const window = packWindows.get(repoKey, `${pack.name}@${start}`);
+    const window = cachedWindow(pack.name, start);
     if (window === undefined) return undefined;
     const bytes = window.subarray(offset - start, end - start);
     if (crc32(bytes) !== crc) throw corrupt(`${pack.name}@${offset}`, "entry bytes do not match the CRC-32 its index records");

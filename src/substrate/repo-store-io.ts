@@ -34,22 +34,28 @@ export function describeTarget(repoId: unknown): string {
 
 /** `reads` whose file-system failures are `io_failed` (see {@link asIoFailure}). */
 export function typedReads(reads: CommittedReads, where: string): CommittedReads {
-  const guard = async <T>(doing: string, run: () => Promise<T>): Promise<T> => {
+  // What was being done is spelled out only on failure: a recovery makes a million calls.
+  const guard = <T>(run: () => Promise<T>, doing: () => string): Promise<T> => {
+    const fail = (error: unknown): never => {
+      throw asIoFailure(error, `${doing()} in ${where}`);
+    };
+    let call: Promise<T>;
     try {
-      return await run();
+      call = run();
     } catch (error) {
-      throw asIoFailure(error, `${doing} in ${where}`);
+      call = Promise.reject(error);
     }
+    return call.catch(fail);
   };
   return {
     commitSha: reads.commitSha,
-    listDir: (path) => guard(`listing ${path}`, () => reads.listDir(path)),
-    readBlob: (path) => guard(`reading ${path}`, () => reads.readBlob(path)),
-    readBlobByOid: (oid) => guard(`reading blob ${oid}`, () => reads.readBlobByOid(oid)),
+    listDir: (path) => guard(() => reads.listDir(path), () => `listing ${path}`),
+    readBlob: (path) => guard(() => reads.readBlob(path), () => `reading ${path}`),
+    readBlobByOid: (oid) => guard(() => reads.readBlobByOid(oid), () => `reading blob ${oid}`),
     ...(reads.readBlobsByOid === undefined
       ? {}
-      : { readBlobsByOid: (oids: readonly string[]) => guard(`reading ${oids.length} blobs`, () => (reads.readBlobsByOid as (o: readonly string[]) => Promise<Uint8Array[]>)(oids)) }),
-    treeOid: (path) => guard(`reading ${path}`, () => reads.treeOid(path)),
+      : { readBlobsByOid: (oids: readonly string[]) => guard(() => (reads.readBlobsByOid as (o: readonly string[]) => Promise<Uint8Array[]>)(oids), () => `reading ${oids.length} blobs`) }),
+    treeOid: (path) => guard(() => reads.treeOid(path), () => `reading ${path}`),
     ...(reads.scan === undefined ? {} : { scan: () => typedReads((reads.scan as () => CommittedReads)(), where) }),
   };
 }

@@ -21,13 +21,20 @@
 import { isTerminalEventType } from "./event-shapes.js";
 import type { PendingTimer, RunState, TerminalEventType } from "./types.js";
 
-/** Name of the derived file (see `RepoStore.writeDerived`). */
+/**
+ * Name of the derived file (see `RepoStore.writeDerived`). Kept across layout versions (the
+ * version is inside), so a new layout replaces the old file instead of leaving it beside.
+ */
 export const RECOVERY_INDEX_FILE = "run-index.v1.json";
 /** Layout version of the file. */
-const FORMAT_VERSION = 1;
+const FORMAT_VERSION = 2;
 /** Version of the RunState semantics the summaries were computed with. */
 export const RUN_STATE_VERSION = 2;
 const FORMAT_NAME = "workflow-host run index";
+/** Length of a hex object id: oids are stored end to end in one string per column. */
+const OID_LENGTH = 40;
+/** Stands for a null `eventsOid` in the joined column (never a hex oid). */
+const NO_OID = "-".repeat(OID_LENGTH);
 
 /** What recovery keeps of one run. */
 export interface RunSummary {
@@ -41,20 +48,48 @@ export interface RunSummary {
   readonly pendingTimers: readonly PendingTimer[];
 }
 
-type EncodedTimer = [string, string, number] | [string, string, number, Record<string, string | number>];
-type EncodedRun = [string, string, string | null, number, number, string | null, EncodedTimer[]];
+/**
+ * The file's body: one column per field, not one array per run. A warm start of 100 000 runs
+ * parsed 700 000 small arrays and strings out of the per-run layout (version 1), and that parse
+ * and the garbage it left were most of the start; columns are a handful of arrays, and the oids
+ * (most of the bytes) are two long strings cut into 40-character slices.
+ */
+interface Columns {
+  readonly format: string;
+  readonly version: number;
+  readonly runState: number;
+  readonly maxEventBytes: number;
+  readonly runIds: string[];
+  /** `runTreeOid` of every run, end to end. */
+  readonly runTreeOids: string;
+  /** `eventsOid` of every run, end to end ({@link NO_OID} for null). */
+  readonly eventsOids: string;
+  /** Per run: maxFileSeq, lastSeq, number of pending timers. */
+  readonly runNumbers: number[];
+  /** Per run: its terminal event type, or null. */
+  readonly terminals: (string | null)[];
+  /** Per pending timer, runs in order: timerId, fireAt, setSeq, stepId (0 for none), other fields (0 for none). */
+  readonly timerIds: string[];
+  readonly fireAts: string[];
+  readonly setSeqs: number[];
+  readonly stepIds: (0 | string)[];
+  readonly extras: (0 | Record<string, string | number>)[];
+}
 
-const EXTRA_KEYS = new Set(["stepId", "cron", "timezone", "misfire", "startAt", "endAt", "owner", "pausedAt"]);
+const EXTRA_KEYS = new Set(["cron", "timezone", "misfire", "startAt", "endAt", "owner", "pausedAt"]);
 /** Schedule fields held as numbers (src/workflow/schedule/). */
 const NUMBER_KEYS = new Set(["maxTicks", "slot", "jitterMs"]);
 
-function encodeTimer(timer: PendingTimer): EncodedTimer {
-  const extra: Record<string, string | number> = {};
-  for (const key of [...EXTRA_KEYS, ...NUMBER_KEYS]) {
+/** A timer's schedule fields (its stepId has a column of its own: most timers have one and nothing else). */
+function extraOf(timer: PendingTimer): 0 | Record<string, string | number> {
+  let extra: Record<string, string | number> | null = null;
+  // The timer's own fields (four or so), not every schedule field looked up on each timer.
+  for (const key in timer) {
+    if (!EXTRA_KEYS.has(key) && !NUMBER_KEYS.has(key)) continue;
     const value = (timer as unknown as Record<string, unknown>)[key];
-    if (typeof value === "string" || typeof value === "number") extra[key] = value;
+    if (typeof value === "string" || typeof value === "number") (extra ??= {})[key] = value;
   }
-  return Object.keys(extra).length === 0 ? [timer.timerId, timer.fireAt, timer.setSeq] : [timer.timerId, timer.fireAt, timer.setSeq, extra];
+  return extra ?? 0;
 }
 
 /**
@@ -63,11 +98,46 @@ function encodeTimer(timer: PendingTimer): EncodedTimer {
  *   which events are bad, so it must match on load)
  */
 export function encodeRecoveryIndex(maxEventBytes: number, runs: Iterable<readonly [string, RunSummary]>): Uint8Array {
-  const encoded: EncodedRun[] = [];
+  const runIds: string[] = [];
+  const runTreeOids: string[] = [];
+  const eventsOids: string[] = [];
+  const runNumbers: number[] = [];
+  const terminals: (string | null)[] = [];
+  const timerIds: string[] = [];
+  const fireAts: string[] = [];
+  const setSeqs: number[] = [];
+  const stepIds: (0 | string)[] = [];
+  const extras: (0 | Record<string, string | number>)[] = [];
   for (const [runId, s] of runs) {
-    encoded.push([runId, s.runTreeOid, s.eventsOid, s.maxFileSeq, s.lastSeq, s.terminal, s.pendingTimers.map(encodeTimer)]);
+    runIds.push(runId);
+    runTreeOids.push(s.runTreeOid);
+    eventsOids.push(s.eventsOid ?? NO_OID);
+    runNumbers.push(s.maxFileSeq, s.lastSeq, s.pendingTimers.length);
+    terminals.push(s.terminal);
+    for (const timer of s.pendingTimers) {
+      timerIds.push(timer.timerId);
+      fireAts.push(timer.fireAt);
+      setSeqs.push(timer.setSeq);
+      stepIds.push(typeof timer.stepId === "string" ? timer.stepId : 0);
+      extras.push(extraOf(timer));
+    }
   }
-  const body = { format: FORMAT_NAME, version: FORMAT_VERSION, runState: RUN_STATE_VERSION, maxEventBytes, runs: encoded };
+  const body: Columns = {
+    format: FORMAT_NAME,
+    version: FORMAT_VERSION,
+    runState: RUN_STATE_VERSION,
+    maxEventBytes,
+    runIds,
+    runTreeOids: runTreeOids.join(""),
+    eventsOids: eventsOids.join(""),
+    runNumbers,
+    terminals,
+    timerIds,
+    fireAts,
+    setSeqs,
+    stepIds,
+    extras,
+  };
   return Buffer.from(JSON.stringify(body), "utf8");
 }
 
@@ -80,22 +150,29 @@ function isSeq(value: unknown): value is number {
 
 // Field checks are by type (and fireAt must parse, as the timer queue needs it): the content was
 // derived from validated logs and is checksummed, and each run is keyed by exact oid equality.
-function decodeTimer(value: unknown): PendingTimer | null {
-  if (!Array.isArray(value) || (value.length !== 3 && value.length !== 4)) return null;
-  const [timerId, fireAt, setSeq, extra] = value as unknown[];
+// The oid columns are checked by length only: a slice that is not a hex oid never equals the
+// oid of a tree (nor of an events folder, when the fire path compares those), so its run is
+// read from its log, as a changed run is.
+function decodeTimer(timerId: unknown, fireAt: unknown, setSeq: unknown, stepId: unknown, extra: unknown): PendingTimer | null {
   if (typeof timerId !== "string" || timerId === "" || typeof fireAt !== "string" || !isSeq(setSeq)) return null;
   if (!STORED_INSTANT.test(fireAt) && Number.isNaN(Date.parse(fireAt))) return null;
   const timer: { -readonly [K in keyof PendingTimer]: PendingTimer[K] } = { timerId, fireAt, setSeq };
-  if (extra !== undefined) {
-    if (typeof extra !== "object" || extra === null || Array.isArray(extra)) return null;
-    for (const [key, v] of Object.entries(extra)) {
-      if (NUMBER_KEYS.has(key) ? !Number.isSafeInteger(v) : !EXTRA_KEYS.has(key) || typeof v !== "string") return null;
-      if (key === "misfire" && v !== "skip" && v !== "latest" && v !== "all") return null;
-      (timer as Record<string, unknown>)[key] = v;
-    }
+  if (stepId !== 0) {
+    if (typeof stepId !== "string") return null;
+    timer.stepId = stepId;
+  }
+  if (extra === 0) return timer;
+  if (typeof extra !== "object" || extra === null || Array.isArray(extra)) return null;
+  for (const key in extra) {
+    const v = (extra as Record<string, unknown>)[key];
+    if (NUMBER_KEYS.has(key) ? !Number.isSafeInteger(v) : !EXTRA_KEYS.has(key) || typeof v !== "string") return null;
+    if (key === "misfire" && v !== "skip" && v !== "latest" && v !== "all") return null;
+    (timer as Record<string, unknown>)[key] = v;
   }
   return timer;
 }
+
+const isArray = Array.isArray;
 
 /**
  * Parses the file's bytes.
@@ -109,26 +186,43 @@ export function decodeRecoveryIndex(bytes: Uint8Array, maxEventBytes: number): M
   } catch {
     return null;
   }
-  const b = body as { format?: unknown; version?: unknown; runState?: unknown; maxEventBytes?: unknown; runs?: unknown };
+  const b = body as Partial<Columns> | null;
   if (b === null || typeof b !== "object" || b.format !== FORMAT_NAME || b.version !== FORMAT_VERSION || b.runState !== RUN_STATE_VERSION) return null;
-  if (b.maxEventBytes !== maxEventBytes || !Array.isArray(b.runs)) return null;
+  if (b.maxEventBytes !== maxEventBytes) return null;
+  const { runIds, runTreeOids, eventsOids, runNumbers, terminals, timerIds, fireAts, setSeqs, stepIds, extras } = b;
+  if (!isArray(runIds) || !isArray(runNumbers) || !isArray(terminals) || !isArray(timerIds) || !isArray(fireAts) || !isArray(setSeqs) || !isArray(stepIds) || !isArray(extras)) return null;
+  if (typeof runTreeOids !== "string" || typeof eventsOids !== "string") return null;
+  const n = runIds.length;
+  const timers = timerIds.length;
+  if (runTreeOids.length !== n * OID_LENGTH || eventsOids.length !== n * OID_LENGTH || runNumbers.length !== 3 * n || terminals.length !== n) return null;
+  if (fireAts.length !== timers || setSeqs.length !== timers || stepIds.length !== timers || extras.length !== timers) return null;
   const out = new Map<string, RunSummary>();
-  for (const run of b.runs as unknown[]) {
-    if (!Array.isArray(run) || run.length !== 7) return null;
-    const [runId, runTreeOid, eventsOid, maxFileSeq, lastSeq, terminal, timers] = run as unknown[];
-    if (typeof runId !== "string" || typeof runTreeOid !== "string" || runTreeOid.length !== 40) return null;
-    if (eventsOid !== null && (typeof eventsOid !== "string" || eventsOid.length !== 40)) return null;
-    if (!isSeq(maxFileSeq) || !isSeq(lastSeq) || !Array.isArray(timers)) return null;
+  let t = 0;
+  for (let i = 0; i < n; i++) {
+    const runId = runIds[i];
+    const maxFileSeq = runNumbers[3 * i];
+    const lastSeq = runNumbers[3 * i + 1];
+    const count = runNumbers[3 * i + 2];
+    const terminal = terminals[i];
+    if (typeof runId !== "string" || !isSeq(maxFileSeq) || !isSeq(lastSeq) || !Number.isSafeInteger(count) || (count as number) < 0 || t + (count as number) > timers) return null;
     if (terminal !== null && (typeof terminal !== "string" || !isTerminalEventType(terminal))) return null;
     const pendingTimers: PendingTimer[] = [];
-    for (const t of timers as unknown[]) {
-      const timer = decodeTimer(t);
+    for (const end = t + (count as number); t < end; t++) {
+      const timer = decodeTimer(timerIds[t], fireAts[t], setSeqs[t], stepIds[t], extras[t]);
       if (timer === null) return null;
       pendingTimers.push(timer);
     }
-    out.set(runId, { runTreeOid, eventsOid: eventsOid as string | null, maxFileSeq, lastSeq, terminal: terminal as TerminalEventType | null, pendingTimers });
+    const eventsOid = eventsOids.slice(i * OID_LENGTH, (i + 1) * OID_LENGTH);
+    out.set(runId, {
+      runTreeOid: runTreeOids.slice(i * OID_LENGTH, (i + 1) * OID_LENGTH),
+      eventsOid: eventsOid === NO_OID ? null : eventsOid,
+      maxFileSeq,
+      lastSeq,
+      terminal: terminal as TerminalEventType | null,
+      pendingTimers,
+    });
   }
-  return out;
+  return t === timers ? out : null;
 }
 
 /**

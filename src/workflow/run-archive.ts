@@ -68,13 +68,15 @@ export async function runsMovedToArchive(
  * a run id reused after retention archived it (a `git push` of `runs/<runId>/…`). Its log is not
  * the archived run's and is never read as a live run: reported as a bad event
  * (`event_invalid`, `data.reason` "run_archived"), its timers left unarmed.
- * @param archive reads of the archive ref (null when it does not exist)
+ * @param archive reads of the archive ref, as {@link openArchive} gives them (`commitSha` null,
+ *   or null itself, when the ref does not exist)
  * @param liveOid the run folder's tree oid on the live ref (null: absent)
  * @returns the problem, or null when the archive does not hold the id, or holds this very folder
  *   (a retention pass between its two commits)
  */
 export async function reusedArchivedRunProblem(archive: CommittedReads | null, runId: string, liveOid: string | null): Promise<BadEvent | null> {
-  if (archive === null || liveOid === null) return null;
+  // No archive ref (reads of nothing): the common case, answered without a lookup per run.
+  if (archive === null || archive.commitSha === null || liveOid === null) return null;
   const folder = `${runsPrefix}${runId}`;
   const archivedOid = await archive.treeOid(folder);
   if (archivedOid === null || archivedOid === liveOid) return null;
@@ -90,8 +92,11 @@ export async function reusedArchivedRunProblem(archive: CommittedReads | null, r
   };
 }
 
-/** Reads of the archive ref at its tip, or null when it does not exist. */
-export async function openArchive(store: RepoStore, principal: Principal, repoId: RepoId): Promise<CommittedReads | null> {
-  const sha = await store.resolveRef(principal, repoId, ARCHIVE_REF);
-  return sha === null ? null : store.openCommittedReads(principal, repoId, sha);
+/**
+ * Reads of the archive ref at its tip; when the ref does not exist, reads of nothing
+ * (`commitSha` null, every path absent), never null: a caller that opens it once and keeps it
+ * (`archive ??= await openArchive(…)`) must not look the missing ref up again for every run.
+ */
+export async function openArchive(store: RepoStore, principal: Principal, repoId: RepoId): Promise<CommittedReads> {
+  return store.openCommittedReads(principal, repoId, ARCHIVE_REF);
 }

@@ -140,7 +140,8 @@ export async function readRunLog(
     const entry = entries[i] as (typeof entries)[number];
     const seq = parseEventPathName(entry.name);
     const regular = entry.type === "blob" && isRegularFileMode(entry.mode);
-    if (seq !== null) eventFiles.push({ seq, oid: regular ? entry.oid : "" });
+    // Kept only to check a sealed log against (most runs have none).
+    if (seq !== null && layout.compacted !== null) eventFiles.push({ seq, oid: regular ? entry.oid : "" });
     if (entry.type === "tree") reader.notFile(entry.name, "folder");
     else if (entry.type === "commit") reader.notFile(entry.name, "gitlink (a submodule commit)");
     else if (!regular) reader.notFile(entry.name, "symlink");

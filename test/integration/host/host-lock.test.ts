@@ -64,7 +64,9 @@ describe("host lock across processes", () => {
   it("takes over the lock of a SIGKILLed host, logs the takeover, and fires its timers once (D3)", async () => {
     const dataDir = await newDataDir();
     const gitdir = join(dataDir, "deployments", "dep.git");
-    expect((await cliInProcess(["timer", "set", "-d", dataDir, "-r", "dep", "--run", "r1", "-t", "after-crash", "--delay-ms", "4000"])).code).toBe(0);
+    expect((await cliInProcess(["timer", "set", "-d", dataDir, "-r", "dep", "--run", "r1", "-t", "after-crash", "--delay-ms", "20000"])).code).toBe(0);
+    // Due 20 s after it is set: far enough that a slow start of the first host still sees it pending
+    // (its banner counts it), so the fire is left to the host that takes over.
     const crashed = spawnCli(["serve", "--data-dir", dataDir]);
     await crashed.waitFor(/^serving .*1 timer armed/);
     crashed.kill("SIGKILL");
@@ -78,11 +80,11 @@ describe("host lock across processes", () => {
     await next.waitFor(/^serving /);
     const startupMs = Date.now() - takeoverStartedMs;
     expect(next.stderr()).toMatch(new RegExp(`taking over the host lock of .*its holder, pid ${crashed.pid}, is not running`));
-    await pollUntil(async () => (firesOf(await gitRunLog(gitdir, "r1"), "after-crash").length > 0 ? true : undefined), 30_000, next);
+    await pollUntil(async () => (firesOf(await gitRunLog(gitdir, "r1"), "after-crash").length > 0 ? true : undefined), 60_000, next);
     expect(await terminate(next)).toBe(0);
     expect(lockLeft(dataDir)).toBe(false);
     expect(firesOf(await gitRunLog(gitdir, "r1"), "after-crash")).toHaveLength(1);
     await gitAt(gitdir, ["fsck", "--strict", "--no-progress"]);
     console.info(`lock: host after a SIGKILLed one was serving ${startupMs} ms after start (takeover included)`);
-  });
+  }, 120_000);
 });

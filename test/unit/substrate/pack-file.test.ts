@@ -88,6 +88,33 @@ describe("pack format", () => {
     }
   });
 
+  it("finds where each entry ends, for the first lookups (one pass) as for later ones (sorted starts)", () => {
+    const objects = Array.from({ length: 40 }, (_, i) => hashObject("blob", Buffer.from(`event ${i} `.repeat(i + 1))));
+    const encoded = encodePack(objects);
+    const starts = [...Array(encoded.count).keys()].map((i) => parsePackIndex("test", encoded.idx, encoded.pack.length).offsetAt(i)).sort((a, b) => a - b);
+    const expected = new Map(starts.map((start, i) => [start, starts[i + 1] ?? encoded.pack.length - 20]));
+    for (const order of [starts, [...starts].reverse()]) {
+      const index = parsePackIndex("test", encoded.idx, encoded.pack.length);
+      for (const start of order) expect(index.endOf(start)).toBe(expected.get(start));
+    }
+  });
+
+  it("finds every oid and misses others, for the first lookups and once lookups are many", () => {
+    const objects = Array.from({ length: 300 }, (_, i) => hashObject("blob", Buffer.from(`blob ${i}`)));
+    const encoded = encodePack(objects);
+    const index = parsePackIndex("test", encoded.idx, encoded.pack.length);
+    for (let round = 0; round < 2; round++) {
+      for (const object of objects) {
+        expect(index.oidAt(index.find(object.oid))).toBe(object.oid);
+        // Same first 32 bits, another oid: compared past the first word.
+        const twin = `${object.oid.slice(0, 8)}${object.oid.slice(8).replace(/./g, (c) => (c === "0" ? "1" : "0"))}`;
+        expect(index.find(twin)).toBe(-1);
+      }
+      expect(index.find("f".repeat(40))).toBe(-1);
+      expect(index.find("0".repeat(40))).toBe(-1);
+    }
+  });
+
   it("refuses an index whose checksum does not match", () => {
     const encoded = encodePack([hashObject("blob", Buffer.from("x"))]);
     const torn = Buffer.from(encoded.idx);

@@ -5,7 +5,10 @@
  */
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
+import { createFsAdapter, type FsAdapter } from "../../../src/substrate/fs-adapter.js";
+import { ScopedLruCache } from "../../../src/substrate/lru-cache.js";
 import { parsePackIndex } from "../../../src/substrate/pack-file.js";
+import { createPackReader } from "../../../src/substrate/pack-reader.js";
 import { createMemStore, GITDIR, REPO } from "../../helpers/memfs-repo-store.js";
 
 const text = (bytes: Uint8Array | null): string | null => (bytes === null ? null : Buffer.from(bytes).toString("utf8"));
@@ -49,6 +52,30 @@ describe("reading a pack too big to read whole", () => {
     expect(blobs.map(text)).toEqual(oids.map((_, i) => `{"seq":1,"type":"Noted","i":${i * 40}}`));
     expect(await Promise.all(oids.map(async (oid) => text(await reads.readBlobByOid(oid))))).toEqual(blobs.map(text));
     await store.close();
+  });
+
+  it("reads a window once when many reads want it at the same time", async () => {
+    const { fs, pack, idx } = await bigPack();
+    const adapter = createFsAdapter(fs);
+    const ranges: number[] = [];
+    const counting: FsAdapter = {
+      ...adapter,
+      readRange(path, position, length) {
+        if (path === pack) ranges.push(position);
+        return adapter.readRange(path, position, length);
+      },
+    };
+    const reader = createPackReader({ fs: counting, quickFs: counting, packDir: `${GITDIR}/objects/pack`, repoKey: "r", packBytes: new ScopedLruCache(64 << 20), packWindows: new ScopedLruCache(64 << 20) });
+    const index = parsePackIndex("p", fs.readFileSync(idx) as Uint8Array, (fs.statSync(pack).size as number));
+    // Fifty small objects of one window (the one the 2,000 events start in), asked for all at once by a fresh reader.
+    const MIB = 1024 * 1024;
+    const small = [...Array(index.count).keys()].filter((i) => index.endOf(index.offsetAt(i)) - index.offsetAt(i) < 1_000);
+    const window = Math.floor(Math.min(...small.map((i) => index.offsetAt(i))) / MIB);
+    const wanted = small.filter((i) => Math.floor(index.offsetAt(i) / MIB) === window && index.endOf(index.offsetAt(i)) <= (window + 1) * MIB).slice(0, 50);
+    expect(wanted.length).toBe(50);
+    const objects = await Promise.all(wanted.map((i) => reader.read(index.oidAt(i), false)));
+    expect(objects.map((o) => o?.oid)).toEqual(wanted.map((i) => index.oidAt(i)));
+    expect(ranges).toEqual([window * MIB]);
   });
 
   it("refuses an entry whose bytes no longer match the CRC-32 of its index as object_corrupt", async () => {

@@ -1,3 +1,4 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
   compactedLogPath,
@@ -49,6 +50,19 @@ describe("run log paths", () => {
     expect(parseEventPathName("42.json")).toBe(42);
     expect(parseEventPathName("042.json")).toBeNull();
     expect(parseEventPathName("x.json")).toBeNull();
+    expect(parseEventPathName("9007199254740991.json")).toBe(9007199254740991);
+    expect(parseEventPathName("9007199254740992.json")).toBeNull();
+    expect(parseEventPathName(".json")).toBeNull();
+    expect(parseEventPathName("1.jsonl")).toBeNull();
+    // The same rule as the pattern it is written for, on names near it.
+    const pattern = /^(0|[1-9][0-9]{0,15})\.json$/;
+    fc.assert(
+      fc.property(fc.oneof(fc.stringMatching(/^[0-9]{0,18}\.json$/), fc.stringMatching(/^[0-9a-z.+-]{0,8}(\.json)?$/)), (name) => {
+        const m = pattern.exec(name);
+        const expected = m === null || !Number.isSafeInteger(Number(m[1])) ? null : Number(m[1]);
+        expect(parseEventPathName(name)).toBe(expected);
+      }),
+    );
     expect(parseCompactedLogPath("runs/r1/events.jsonl")).toEqual({ runId: "r1" });
     expect(parseCompactedLogPath("runs/r1/events.json")).toBeNull();
   });

@@ -1,0 +1,144 @@
+/**
+ * A pack's index (version 2) parsed for lookups: fan-out, sorted oids, CRC-32s, offsets (see
+ * pack-file.ts for the layout). Parsed once per pack; a recovery looks a million objects up in it.
+ */
+import { createHash } from "node:crypto";
+import { corrupt } from "./pack-entry.js";
+import type { Oid } from "./types.js";
+
+export const IDX_MAGIC = 0xff744f63;
+export const LARGE_OFFSET_FLAG = 0x80000000;
+
+/** `PackIndex.find` calls answered from the index bytes before the oids' first words are copied out. */
+const HEADS_AFTER_FINDS = 64;
+
+/** `PackIndex.endOf` calls answered by a pass over the offsets before they are sorted once. */
+const LINEAR_ENDS = 4;
+
+/** A parsed pack index: lookups by oid, and every entry's offset, end and CRC-32. */
+export interface PackIndex {
+  readonly count: number;
+  /** Checksum of the pack this index belongs to (its trailer), hex. */
+  readonly packChecksum: string;
+  /** Entry number of `oid` (hex, or its 20 raw bytes), or -1. */
+  find(oid: Oid | Uint8Array): number;
+  /** Oid of entry `i` (index order: sorted by oid). */
+  oidAt(i: number): Oid;
+  /** Byte offset of entry `i` in the pack. */
+  offsetAt(i: number): number;
+  /** CRC-32 of entry `i`'s bytes. */
+  crcAt(i: number): number;
+  /** Where the entry starting at `offset` ends: the next entry's start, or the trailer. */
+  endOf(offset: number): number;
+}
+
+/**
+ * Parses index bytes (version 2) of a pack of `packSize` bytes.
+ * @throws `object_corrupt` naming `name` for a bad magic, version, size or checksum
+ */
+export function parsePackIndex(name: string, bytes: Uint8Array, packSize: number): PackIndex {
+  const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  if (buf.length < 8 + 1024 + 40 || buf.readUInt32BE(0) !== IDX_MAGIC || buf.readUInt32BE(4) !== 2) {
+    throw corrupt(name, "not a version 2 pack index");
+  }
+  const n = buf.readUInt32BE(8 + 255 * 4);
+  const oidsAt = 8 + 1024;
+  const crcAt = oidsAt + n * 20;
+  const offsetsAt = crcAt + n * 4;
+  const largeAt = offsetsAt + n * 4;
+  if (buf.length < largeAt + 40) throw corrupt(name, "index shorter than its object count");
+  const checksumAt = buf.length - 40;
+  const expected = createHash("sha1").update(buf.subarray(0, checksumAt + 20)).digest();
+  if (!expected.equals(buf.subarray(checksumAt + 20))) throw corrupt(name, "index checksum mismatch");
+  // Offsets are read out of the index when asked, not copied out of it up front: a warm start
+  // reads a few objects from a pack of a million entries.
+  const offsetOf = (i: number): number => {
+    const raw = buf.readUInt32BE(offsetsAt + i * 4);
+    return raw & LARGE_OFFSET_FLAG ? Number(buf.readBigUInt64BE(largeAt + (raw & 0x7fffffff) * 8)) : raw;
+  };
+  // Sorted entry starts, for `endOf`; built only once many entries were asked for: a warm start
+  // reads a handful of objects (the root, `runs/`) from a pack of a million, and sorting every
+  // offset for those cost more than the rest of the lookup. Until then each end is one pass.
+  let starts: Float64Array | null = null;
+  let endsAsked = 0;
+  const trailerAt = packSize - 20;
+  const fanoutAt = (byte: number): number => (byte < 0 ? 0 : buf.readUInt32BE(8 + byte * 4));
+  const probe = Buffer.alloc(20);
+  /** The first 32 bits of every oid, in index order; built once lookups are many (see find). */
+  let heads: Uint32Array | null = null;
+  let finds = 0;
+  return {
+    count: n,
+    packChecksum: buf.toString("hex", checksumAt, checksumAt + 20),
+    find(oid) {
+      if (typeof oid !== "string") probe.set(oid.length === 20 ? oid : oid.subarray(0, 20));
+      else if (probe.write(oid, 0, "hex") !== 20) return -1;
+      const first = probe[0] as number;
+      let lo = fanoutAt(first - 1);
+      let hi = fanoutAt(first);
+      // Word compares: Buffer.compare's per-call overhead was most of a lookup.
+      const w0 = probe.readUInt32BE(0);
+      const w1 = probe.readUInt32BE(4);
+      const w2 = probe.readUInt32BE(8);
+      const w3 = probe.readUInt32BE(12);
+      const w4 = probe.readUInt32BE(16);
+      if (heads === null && ++finds > HEADS_AFTER_FINDS) {
+        heads = new Uint32Array(n);
+        for (let i = 0; i < n; i++) heads[i] = buf.readUInt32BE(oidsAt + i * 20);
+      }
+      if (heads !== null) {
+        // The first word of an oid, from a plain typed array, settles almost every probe;
+        // the other four are compared only for entries that share it.
+        while (lo < hi) {
+          const mid = (lo + hi) >>> 1;
+          if ((heads[mid] as number) < w0) lo = mid + 1;
+          else hi = mid;
+        }
+        for (; lo < n && heads[lo] === w0; lo++) {
+          const at = oidsAt + lo * 20;
+          if (buf.readUInt32BE(at + 4) === w1 && buf.readUInt32BE(at + 8) === w2 && buf.readUInt32BE(at + 12) === w3 && buf.readUInt32BE(at + 16) === w4) return lo;
+        }
+        return -1;
+      }
+      while (lo < hi) {
+        const mid = (lo + hi) >>> 1;
+        const at = oidsAt + mid * 20;
+        let order = buf.readUInt32BE(at) - w0;
+        if (order === 0) order = buf.readUInt32BE(at + 4) - w1;
+        if (order === 0) order = buf.readUInt32BE(at + 8) - w2;
+        if (order === 0) order = buf.readUInt32BE(at + 12) - w3;
+        if (order === 0) order = buf.readUInt32BE(at + 16) - w4;
+        if (order === 0) return mid;
+        if (order > 0) hi = mid;
+        else lo = mid + 1;
+      }
+      return -1;
+    },
+    oidAt: (i) => buf.toString("hex", oidsAt + i * 20, oidsAt + i * 20 + 20),
+    offsetAt: offsetOf,
+    crcAt: (i) => buf.readUInt32BE(crcAt + i * 4),
+    endOf(offset) {
+      if (starts === null && ++endsAsked <= LINEAR_ENDS) {
+        let end = trailerAt;
+        for (let i = 0; i < n; i++) {
+          const start = offsetOf(i);
+          if (start > offset && start < end) end = start;
+        }
+        return end;
+      }
+      if (starts === null) {
+        starts = new Float64Array(n);
+        for (let i = 0; i < n; i++) starts[i] = offsetOf(i);
+        starts.sort();
+      }
+      let lo = 0;
+      let hi = starts.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >>> 1;
+        if ((starts[mid] as number) <= offset) lo = mid + 1;
+        else hi = mid;
+      }
+      return lo < starts.length ? (starts[lo] as number) : trailerAt;
+    },
+  };
+}
