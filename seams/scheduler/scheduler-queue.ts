@@ -8,6 +8,14 @@
  * someone asks (`entries`, deliveries). Per pending timer the queue then costs the key string,
  * its heap slot and its map entry: measured 79 B at a million timers (bench/RESULTS.md,
  * "Memory"), against ~112 B when every entry carried its own `QueuedTimer` object.
+ *
+ * The queue also owns what decides whether a generation may be armed at all:
+ * - suppressions: `suppress` (the scheduler's `dropQueued`) drops a timer from memory and
+ *   refuses every generation up to a TimerSet seq, even one not read yet; a newer generation
+ *   spends the suppression, and `settle` forgets it once the run's log has caught up with it
+ *   and no longer arms the timer (kept per run, so settling a run costs one lookup);
+ * - deliveries: a generation delivered and armed again (a retry, an early wake) is not a new
+ *   arm, so `arm` says so once per generation per start.
  */
 import type { Clock, Timers } from "../../src/time/clock.js";
 import { createTimerQueue, type TimerQueue, type TimerQueueEntry } from "../../src/time/timer-queue.js";
@@ -34,16 +42,37 @@ export interface SchedulerQueueOptions {
   readonly onError: (error: unknown, due: readonly DueGeneration[]) => void;
 }
 
+/**
+ * What {@link SchedulerQueue.arm} did: `armed` a generation that was neither queued nor delivered
+ * before (report it), `kept` one that was (already queued, or back from a delivery), or refused a
+ * `suppressed` one (nothing queued).
+ */
+export type ArmOutcome = "armed" | "kept" | "suppressed";
+
 export interface SchedulerQueue {
   /**
    * Arms `pending` of run `runId` to be delivered at `atMs` (epoch ms; later than its fireAt on
-   * a retry), replacing any generation of that timer. Arming the generation already queued at
-   * the same time is a no-op.
-   * @returns true when the timer was not queued before (a new arm), false otherwise
+   * a retry), replacing any generation of that timer, unless it is suppressed. Arming the
+   * generation already queued at the same time is a no-op.
    */
-  arm(repoId: string, runId: string, pending: PendingTimer, atMs: number): boolean;
+  arm(repoId: string, runId: string, pending: PendingTimer, atMs: number): ArmOutcome;
   /** Drops the timer's queued generation. @returns whether one was queued */
   disarm(repoId: string, runId: string, timerId: string): boolean;
+  /**
+   * Drops the timer from memory and refuses its generations up to `upToSetSeq` (a TimerSet seq)
+   * from now on; a newer generation is armed as usual and ends the suppression. A negative
+   * `upToSetSeq` (no generation known) only drops it.
+   * @returns whether a generation was queued
+   */
+  suppress(repoId: string, runId: string, timerId: string, upToSetSeq: number): boolean;
+  /** Whether `pending` is a suppressed generation (a newer one ends the suppression). */
+  suppressed(repoId: string, runId: string, pending: PendingTimer): boolean;
+  /**
+   * Forgets the run's suppressions of timers the log no longer arms (not in `armed`) once its
+   * log is at or past the suppressed generation (`lastSeq`), so a cancel that raced the
+   * TimerSet's commit still applies when that commit is read.
+   */
+  settle(repoId: string, runId: string, armed: ReadonlyMap<string, unknown>, lastSeq: number): void;
   /** The generation queued for the timer, or undefined. */
   queued(repoId: string, runId: string, timerId: string): PendingTimer | undefined;
   /** Every queued generation, materialised as {@link QueuedTimer}s, in no particular order. */
@@ -80,26 +109,70 @@ function toDue(entry: TimerQueueEntry<PendingTimer>): DueGeneration {
   return { ...splitKey(entry.key), pending: entry.payload, dueMs: entry.fireAtMs };
 }
 
+const NO_SUPPRESSIONS: ReadonlyMap<string, number> = new Map();
+
 /** Creates the queue; see {@link SchedulerQueue}. @throws `time_invalid` for a bad `maxArmMs` */
 export function createSchedulerQueue(opts: SchedulerQueueOptions): SchedulerQueue {
+  /**
+   * `repo/run/timer` → setSeq of a generation delivered and not back in the queue yet (held by
+   * the fire loop, or waiting for a retry). An entry lives only while its generation is out.
+   */
+  const delivered = new Map<string, number>();
+  /** `repo/run` → timerId → the newest suppressed generation (setSeq); older ones are too. */
+  const suppressions = new Map<string, Map<string, number>>();
+  const markDelivered = (entries: readonly TimerQueueEntry<PendingTimer>[]): DueGeneration[] => {
+    for (const entry of entries) delivered.set(entry.key, entry.payload.setSeq);
+    return entries.map(toDue);
+  };
   const queue: TimerQueue<PendingTimer> = createTimerQueue<PendingTimer>({
     clock: opts.clock,
     timers: opts.timers,
     ...(opts.maxArmMs === undefined ? {} : { maxArmMs: opts.maxArmMs }),
-    onDue: (entries) => opts.onDue(entries.map(toDue)),
+    onDue: (entries) => opts.onDue(markDelivered(entries)),
     onError: (error, entries) => opts.onError(error, entries.map(toDue)),
   });
+  const isSuppressed = (repoId: string, runId: string, pending: PendingTimer): boolean => {
+    const run = suppressions.get(`${repoId}/${runId}`);
+    const upTo = run?.get(pending.timerId);
+    if (run === undefined || upTo === undefined) return false;
+    if (pending.setSeq <= upTo) return true;
+    // A newer generation: the suppression is spent.
+    run.delete(pending.timerId);
+    if (run.size === 0) suppressions.delete(`${repoId}/${runId}`);
+    return false;
+  };
+  const disarm = (key: string): boolean => {
+    delivered.delete(key);
+    return queue.cancel(key);
+  };
   return {
     arm(repoId, runId, pending, atMs) {
       const key = timerKey(repoId, runId, pending.timerId);
+      const back = delivered.get(key) === pending.setSeq;
+      delivered.delete(key);
+      if (isSuppressed(repoId, runId, pending)) return "suppressed";
       const current = queue.get(key);
       if (current !== undefined && current.fireAtMs === atMs && current.payload.setSeq === pending.setSeq && current.payload.fireAt === pending.fireAt) {
-        return false;
+        return "kept";
       }
-      return queue.schedule(key, atMs, pending) && current === undefined;
+      return queue.schedule(key, atMs, pending) && current === undefined && !back ? "armed" : "kept";
     },
     disarm(repoId, runId, timerId) {
-      return queue.cancel(timerKey(repoId, runId, timerId));
+      return disarm(timerKey(repoId, runId, timerId));
+    },
+    suppress(repoId, runId, timerId, upToSetSeq) {
+      const runKey = `${repoId}/${runId}`;
+      let run = suppressions.get(runKey);
+      if (upToSetSeq >= 0 && run === undefined) suppressions.set(runKey, (run = new Map()));
+      if (upToSetSeq >= 0) run?.set(timerId, Math.max(upToSetSeq, run.get(timerId) ?? -1));
+      return disarm(timerKey(repoId, runId, timerId));
+    },
+    suppressed: isSuppressed,
+    settle(repoId, runId, armed, lastSeq) {
+      const run = suppressions.get(`${repoId}/${runId}`) ?? NO_SUPPRESSIONS;
+      if (run === NO_SUPPRESSIONS) return;
+      for (const [timerId, upTo] of run) if (!armed.has(timerId) && upTo <= lastSeq) (run as Map<string, number>).delete(timerId);
+      if (run.size === 0) suppressions.delete(`${repoId}/${runId}`);
     },
     queued(repoId, runId, timerId) {
       return queue.get(timerKey(repoId, runId, timerId))?.payload;

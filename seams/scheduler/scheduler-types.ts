@@ -25,12 +25,13 @@ export interface SchedulerOptionsBase {
   /** How late the newest due cron tick may be and still count as on time (ms, default 1 000). */
   readonly misfireGraceMs?: number;
   /**
-   * Most timers per fire commit. Default 1 000. A commit takes every buffered due timer of its
-   * deployment up to this, so the batch grows with the backlog up to it; the commit's work is
-   * sliced (the event loop gets a turn every ~10 ms while it plans, hashes, edits folders and
-   * validates; only encoding its pack is one step), so a larger value does not stall other
-   * deployments. Measured on a 20,000-run deployment, batches of 5,000 cost ~10–15% more CPU per
-   * fire than batches of 1,000 (bench/design-notes.md §14), hence the default.
+   * Most timers per fire commit. Default 20 000. The batch grows with the backlog: a commit
+   * takes every buffered due timer of its deployment up to 1 000 (or this, when smaller), and
+   * while timers still wait when it lands, the next takes up to twice as many, up to this; so a
+   * burst of 20 000 is five commits, the first 1 000 as early as ever. The commit's work is
+   * sliced (the event loop gets a turn every ~10 ms while it plans, hashes, edits folders,
+   * validates and encodes its pack), so a big batch does not stall other deployments, signals
+   * or heartbeats; its timers are committed together, when its ref moves.
    */
   readonly maxBatch?: number;
   /**

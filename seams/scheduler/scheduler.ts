@@ -10,8 +10,9 @@
  *   duplicate TimerSets: every fire is decided under the repo lock from the log at the parent
  *   commit (see `src/workflow/timer-ledger.ts`);
  * - never before fireAt by the injected clock; an overdue timer fires at once;
- * - due timers of one repo are committed together, at most `maxBatch` per commit (the batch grows with the backlog), and fire
- *   commits of one repo start at least `minCommitIntervalMs` apart (group commit);
+ * - due timers of one repo are committed together, the batch growing with the backlog (1,000,
+ *   then twice the previous commit's while timers wait, at most `maxBatch`), and fire commits
+ *   of one repo start at least `minCommitIntervalMs` apart (group commit);
  * - a failed commit is retried with backoff and reported; a bad event is reported and skipped.
  */
 import { storeOf } from "../../src/substrate/store-option.js";
@@ -22,7 +23,7 @@ import { createSystemTimers, type TimerHandle, type Timers } from "../../src/tim
 import { DEFAULT_MAX_CATCH_UP, DEFAULT_MISFIRE_GRACE_MS } from "../../src/workflow/timer-ledger.js";
 import { WORKFLOW_RUN_KIND } from "../../src/workflow/workflow-run-kind.js";
 import { RepoTracker, type TrackerContext } from "./repo-tracker.js";
-import { createSchedulerQueue, timerKey, type DueGeneration } from "./scheduler-queue.js";
+import { createSchedulerQueue, type DueGeneration } from "./scheduler-queue.js";
 import { cancelTimerDurably } from "./timer-cancel.js";
 import type {
   CancelOutcome,
@@ -40,7 +41,7 @@ const MAX_REPORTED_CANCELS = 1_000;
 /** See {@link SchedulerOptions.minCommitIntervalMs}. */
 export const DEFAULT_MIN_COMMIT_INTERVAL_MS = 8;
 /** See {@link SchedulerOptions.maxBatch}. */
-export const DEFAULT_MAX_BATCH = 1_000;
+export const DEFAULT_MAX_BATCH = 20_000;
 
 /**
  * Creates the scheduler. Nothing runs until `start()`.
@@ -64,21 +65,11 @@ export function createWorkflowHostScheduler(opts: SchedulerOptions): WorkflowHos
 
   const trackers = new Map<string, RepoTracker>();
   const failedRepos = new Map<string, { retryAtMs: number; delayMs: number }>();
-  /** `repo/run/timer` → the newest generation (setSeq) `dropQueued` suppressed; older ones are too. */
-  const suppressed = new Map<string, number>();
   const counters = { fired: 0, skippedTicks: 0, cancelled: 0, commits: 0, commitFailures: 0, badEvents: 0 };
   const recentBad: { repoId: string; path: string; seq: number | null; code: string }[] = [];
   let state: "created" | "starting" | "running" | "stopped" = "created";
   let discoverHandle: TimerHandle | null = null;
   let discovering: Promise<void> | null = null;
-
-  /**
-   * `repo/run/timer` → setSeq of a generation the queue delivered and that is not back in it yet
-   * (held by the fire loop, or waiting for a retry). Putting it back is not a new arm, so it is
-   * not reported `armed` again: `armed` is reported once per (repo, run, timer, setSeq) per
-   * start. An entry lives only while its generation is out of the queue.
-   */
-  const delivered = new Map<string, number>();
 
   /** Cancellations reported, by `repo/run/timer@commit`: our own cancel and the tail both see it. */
   const reportedCancels = new Set<string>();
@@ -117,7 +108,6 @@ export function createWorkflowHostScheduler(opts: SchedulerOptions): WorkflowHos
     timers,
     ...(opts.maxArmMs === undefined ? {} : { maxArmMs: opts.maxArmMs }),
     onDue: async (due) => {
-      for (const item of due) delivered.set(timerKey(item.repoId, item.runId, item.pending.timerId), item.pending.setSeq);
       const byRepo = new Map<string, DueGeneration[]>();
       for (const item of due) {
         const list = byRepo.get(item.repoId);
@@ -137,11 +127,11 @@ export function createWorkflowHostScheduler(opts: SchedulerOptions): WorkflowHos
     store,
     principal: opts.principal,
     ref,
-    nowMs,
+    clock: opts.clock,
+    timers,
+    queue,
     maxBatch: opts.maxBatch ?? DEFAULT_MAX_BATCH,
     minCommitIntervalMs,
-    monoMs: timers.now === undefined ? nowMs : () => (timers.now as () => number)(),
-    timers,
     maxEventBytes: opts.maxEventBytes ?? 1_048_576,
     planOptions: {
       misfire: opts.misfire ?? "skip",
@@ -150,32 +140,6 @@ export function createWorkflowHostScheduler(opts: SchedulerOptions): WorkflowHos
     },
     retryInitialMs,
     retryMaxMs,
-    arm: (repoId, runId, pending, atMs) => {
-      const key = timerKey(repoId, runId, pending.timerId);
-      const back = delivered.get(key) === pending.setSeq;
-      delivered.delete(key);
-      if (queue.arm(repoId, runId, pending, atMs) && !back) {
-        report({ type: "armed", repoId, runId, timerId: pending.timerId, fireAt: pending.fireAt });
-      }
-    },
-    disarm: (repoId, runId, timerId) => {
-      delivered.delete(timerKey(repoId, runId, timerId));
-      queue.disarm(repoId, runId, timerId);
-    },
-    suppressed: (repoId, runId, pending) => {
-      const key = timerKey(repoId, runId, pending.timerId);
-      const upTo = suppressed.get(key);
-      if (upTo === undefined) return false;
-      if (pending.setSeq <= upTo) return true;
-      suppressed.delete(key); // a newer generation: the suppression is spent
-      return false;
-    },
-    forgetSuppressed: (repoId, runId, timerId, lastSeq) => {
-      const key = timerKey(repoId, runId, timerId);
-      // Kept until the log has caught up with the suppressed generation, so a cancel that raced
-      // the TimerSet's commit still applies when the tail sees it.
-      if ((suppressed.get(key) ?? Number.POSITIVE_INFINITY) <= lastSeq) suppressed.delete(key);
-    },
     report,
     count: (what, n = 1) => {
       counters[what] += n;
@@ -258,12 +222,10 @@ export function createWorkflowHostScheduler(opts: SchedulerOptions): WorkflowHos
     let dropped = false;
     for (const tracker of trackers.values()) {
       if (repoId !== undefined && tracker.repoId !== repoId) continue;
-      const key = timerKey(tracker.repoId, runId, timerId);
       const queued = queue.queued(tracker.repoId, runId, timerId);
       const pending = tracker.run(runId)?.state.pendingTimers.get(timerId);
       const upTo = Math.max(setSeq ?? -1, queued?.setSeq ?? -1, pending?.setSeq ?? -1);
-      if (upTo >= 0) suppressed.set(key, Math.max(upTo, suppressed.get(key) ?? -1));
-      if (queue.disarm(tracker.repoId, runId, timerId)) dropped = true;
+      if (queue.suppress(tracker.repoId, runId, timerId, upTo)) dropped = true;
       tracker.forget(runId, timerId);
     }
     return dropped;

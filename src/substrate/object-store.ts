@@ -291,7 +291,7 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
   }
 
   /** See {@link ObjectStore.stageObjects}. */
-  function stageObjects(all: readonly GitObject[]): StagedObjects {
+  function stageObjects(all: readonly GitObject[], pause?: () => Promise<void>): StagedObjects {
     // Objects a known pack holds already are not written again (the commit always is).
     const objects = all.some((o) => o.type !== "commit" && packs.contains(o.oid)) ? all.filter((o) => o.type === "commit" || !packs.contains(o.oid)) : all;
     const remember = (): void => {
@@ -304,7 +304,7 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
       }
     };
     if (objects.length >= opts.packThreshold) {
-      const staged = packs.stage(objects);
+      const staged = packs.stage(objects, pause);
       return {
         async publish() {
           await staged.publish();

@@ -15,7 +15,7 @@ import type { Clock } from "../time/clock.js";
 import type { FsAdapter } from "./fs-adapter.js";
 import type { GitObject } from "./git-object.js";
 import type { ScopedLruCache } from "./lru-cache.js";
-import { encodePack } from "./pack-file.js";
+import { encodePack, encodePackGently } from "./pack-file.js";
 import { createPackMaintenance, MAX_PACKS } from "./pack-maintenance.js";
 import { createPackReader } from "./pack-reader.js";
 import { createPackWriter } from "./pack-writer.js";
@@ -74,9 +74,10 @@ export interface PackStore {
   /**
    * Starts writing `objects` as one new pack to temp files, returning at once: `publish` puts
    * it in place (as {@link write}), `discard` removes the temp files. One of the two must be
-   * called. Lets a commit write its pack while it waits for the ref lock.
+   * called. Lets a commit write its pack while it waits for the ref lock. With `pause`, the
+   * pack is encoded in slices (see encodePackGently) and written once encoded.
    */
-  stage(objects: readonly GitObject[]): StagedObjects;
+  stage(objects: readonly GitObject[], pause?: () => Promise<void>): StagedObjects;
   /**
    * Whether a pack this store knows holds `oid` (an in-memory index lookup, no rescan). A writer
    * skips such objects: writing them again (a subtree or file put back unchanged, as retention's
@@ -134,7 +135,22 @@ export function createPackStore(opts: PackStoreOptions): PackStore {
     ...(opts.deltaBase === undefined ? {} : { deltaBase: opts.deltaBase }),
   });
 
-  function stage(objects: readonly GitObject[]): StagedObjects {
+  function stage(objects: readonly GitObject[], pause?: () => Promise<void>): StagedObjects {
+    if (pause !== undefined) {
+      const encoding = encodePackGently(objects, pause).then((encoded) => writer.stage(encoded, false));
+      encoding.catch(() => undefined);
+      return {
+        async publish() {
+          const staged = await encoding;
+          await reader.ensureScanned();
+          reader.adopt(await staged.publish());
+        },
+        async discard() {
+          const staged = await encoding.catch(() => null);
+          await staged?.discard();
+        },
+      };
+    }
     const staged = writer.stage(encodePack(objects), false);
     return {
       async publish() {

@@ -7,7 +7,6 @@ import { WorkflowHostError, describeValue } from "../errors.js";
 import { compareCodePoints, type GitObject } from "./git-object.js";
 import {
   BLOB_MODE,
-  editTree,
   EMPTY_TREE_OID,
   findEntry,
   makeTree,
@@ -16,6 +15,7 @@ import {
   type TreeEntry,
 } from "./tree-object.js";
 import { diffTrees, type ReadTree } from "./tree-diff.js";
+import { editTree } from "./tree-splice.js";
 import type { Oid, PathChange } from "./types.js";
 
 /** Edits in application order: `clear` subtree, then `deletes`, then `puts`. */

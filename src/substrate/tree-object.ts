@@ -1,5 +1,5 @@
 /**
- * Git tree objects: parsing, lookup, building, and editing by splicing.
+ * Git tree objects: parsing, lookup and building; editing by splicing is tree-splice.ts.
  *
  * Git's tree order (base_name_compare in git's tree.c / fsck.c): entries sorted by name bytes,
  * where a tree's name compares as if it ended in "/". Modes are written without zero padding
@@ -17,7 +17,7 @@
 import { WorkflowHostError } from "../errors.js";
 import { codePointRank, compareCodePoints, type GitObject, hashObject } from "./git-object.js";
 import { adler32, adler32Combine, rememberAdler32 } from "./adler32.js";
-import { DeltaWriter } from "./git-delta.js";
+import type { DeltaWriter } from "./git-delta.js";
 import { isRefusedEntryName } from "./repo-path.js";
 import type { DirEntry, Oid } from "./types.js";
 
@@ -131,11 +131,13 @@ function typeOfMode(mode: string): TreeEntry["type"] {
   return "blob";
 }
 
-function entrySize(entry: TreeEntry): number {
+/** Bytes of one entry in a tree's content. */
+export function entrySize(entry: TreeEntry): number {
   return entry.mode.length + Buffer.byteLength(entry.name, "utf8") + 22;
 }
 
-function writeEntry(out: Buffer, at: number, entry: TreeEntry): number {
+/** Writes one entry at `at`; returns where the next one goes. */
+export function writeEntry(out: Buffer, at: number, entry: TreeEntry): number {
   let pos = at + out.write(entry.mode, at, "latin1");
   out[pos++] = 0x20;
   pos += out.write(entry.name, pos, "utf8");
@@ -181,7 +183,7 @@ class Tree implements ParsedTree {
 }
 
 /** Appends `entries` to `chunks` in pieces of {@link ENTRY_CHUNK} (none when empty). */
-function pushChunks(chunks: (readonly TreeEntry[])[], entries: readonly TreeEntry[]): void {
+export function pushChunks(chunks: (readonly TreeEntry[])[], entries: readonly TreeEntry[]): void {
   if (entries.length === 0) return;
   if (entries.length <= 2 * ENTRY_CHUNK) {
     chunks.push(entries);
@@ -215,7 +217,8 @@ function treeAdler32(chunks: readonly (readonly TreeEntry[])[], content: Uint8Ar
   return value;
 }
 
-function finish(chunks: (readonly TreeEntry[])[], content: Buffer, offsets: Uint32Array, sorted: boolean, deltaFrom?: { oid: Oid; writer: DeltaWriter }): { tree: ParsedTree; object: GitObject } {
+/** Hashes built content and wraps it as a {@link ParsedTree} (with its delta from `deltaFrom`, if any). */
+export function finishTree(chunks: (readonly TreeEntry[])[], content: Buffer, offsets: Uint32Array, sorted: boolean, deltaFrom?: { oid: Oid; writer: DeltaWriter }): { tree: ParsedTree; object: GitObject } {
   const object = hashObject("tree", content);
   // A big folder's zlib checksum (the pack writer stores it) from its chunks': see adler32.ts.
   if (content.length >= DELTA_BASE_MIN_BYTES) rememberAdler32(object.content, treeAdler32(chunks, content, offsets));
@@ -257,7 +260,7 @@ export function makeTree(entries: TreeEntry[]): { tree: ParsedTree; object: GitO
   offsets[entries.length] = at;
   const chunks: (readonly TreeEntry[])[] = [];
   pushChunks(chunks, entries.slice());
-  return finish(chunks, content, offsets, true);
+  return finishTree(chunks, content, offsets, true);
 }
 
 function corrupt(oid: string, reason: string): WorkflowHostError {
@@ -311,7 +314,7 @@ export function decodeTree(oid: Oid, content: Uint8Array): ParsedTree {
 }
 
 /** Index of the first entry not before `probe` in git order (the tree must be sorted). */
-function lowerBound(tree: ParsedTree, probe: Pick<TreeEntry, "name" | "type">): number {
+export function lowerBound(tree: ParsedTree, probe: Pick<TreeEntry, "name" | "type">): number {
   const chunks = tree.chunks;
   // The first chunk whose last entry is not before the probe, then within it.
   let lo = 0;
@@ -356,114 +359,6 @@ export function indexOfEntry(tree: ParsedTree, name: string): number {
 export function findEntry(tree: ParsedTree, name: string): TreeEntry | undefined {
   const i = indexOfEntry(tree, name);
   return i < 0 ? undefined : entryAt(tree, i);
-}
-
-/**
- * A copy of `base` with the entries in `changes` replaced, added (name not in base) or removed
- * (value null). Unchanged entries keep their bytes: the content is spliced, not re-encoded.
- */
-export function editTree(base: ParsedTree, changes: ReadonlyMap<string, TreeEntry | null>): { tree: ParsedTree; object: GitObject } {
-  if (!base.sorted) {
-    const merged = new Map(base.entries.map((e) => [e.name, e]));
-    for (const [name, entry] of changes) {
-      if (entry === null) merged.delete(name);
-      else merged.set(name, entry);
-    }
-    return makeTree([...merged.values()]);
-  }
-  // Edits as (position in base, kind): an insert at p goes before base[p]; a removal drops base[p].
-  const events: { at: number; insert?: TreeEntry }[] = [];
-  for (const [name, entry] of changes) {
-    const old = indexOfEntry(base, name);
-    if (old >= 0) events.push({ at: old });
-    if (entry !== null) events.push({ at: lowerBound(base, entry), insert: entry });
-  }
-  events.sort((x, y) => x.at - y.at || (x.insert === undefined ? 1 : 0) - (y.insert === undefined ? 1 : 0) || (x.insert !== undefined && y.insert !== undefined ? compareTreeEntries(x.insert, y.insert) : 0));
-
-  const spans: [number, number][] = [];
-  let size = 0;
-  let count = 0;
-  let next = 0;
-  for (const event of events) {
-    if (event.at > next) {
-      spans.push([next, event.at]);
-      size += (base.offsets[event.at] as number) - (base.offsets[next] as number);
-      count += event.at - next;
-    }
-    next = Math.max(next, event.at);
-    if (event.insert !== undefined) {
-      size += entrySize(event.insert);
-      count++;
-    } else {
-      next = event.at + 1;
-    }
-  }
-  const n = base.count;
-  const content = Buffer.allocUnsafe(size + ((base.offsets[n] as number) - (base.offsets[Math.min(next, n)] as number)));
-  const offsets = new Uint32Array(count + (n - Math.min(next, n)) + 1);
-  const source = Buffer.from(base.content.buffer, base.content.byteOffset, base.content.byteLength);
-  // The splice is a delta already: copies of the base's spans, inserts of the new entries.
-  const delta = source.length >= DELTA_BASE_MIN_BYTES ? new DeltaWriter(source.length, content) : undefined;
-  let at = 0;
-  let k = 0;
-  const copySpan = (from: number, to: number): void => {
-    const start = base.offsets[from] as number;
-    for (let i = from; i < to; i++) offsets[k++] = at + (base.offsets[i] as number) - start;
-    delta?.copy(start, base.offsets[to] as number);
-    at += source.copy(content, at, start, base.offsets[to] as number);
-  };
-  next = 0;
-  for (const event of events) {
-    if (event.at > next) copySpan(next, event.at);
-    next = Math.max(next, event.at);
-    if (event.insert !== undefined) {
-      offsets[k++] = at;
-      const start = at;
-      at = writeEntry(content, at, event.insert);
-      delta?.insert(start, at);
-    } else {
-      next = event.at + 1;
-    }
-  }
-  if (next < n) copySpan(next, n);
-  offsets[k] = at;
-  return finish(editChunks(base, events), content, offsets, true, delta === undefined ? undefined : { oid: base.oid, writer: delta });
-}
-
-/**
- * The chunks of `base` with `events` (sorted as in {@link editTree}) applied: chunks without an
- * event are shared as they are; an edited one is copied, split when it grew past twice
- * {@link ENTRY_CHUNK}, dropped when emptied. An insert at the very end goes to the last chunk.
- */
-function editChunks(base: ParsedTree, events: readonly { at: number; insert?: TreeEntry }[]): (readonly TreeEntry[])[] {
-  const chunks: (readonly TreeEntry[])[] = [];
-  const last = base.chunks.length - 1;
-  let e = 0;
-  if (last < 0) {
-    pushChunks(chunks, events.flatMap((event) => (event.insert === undefined ? [] : [event.insert])));
-    return chunks;
-  }
-  for (let c = 0; c <= last; c++) {
-    const chunk = base.chunks[c] as readonly TreeEntry[];
-    const start = base.chunkStarts[c] as number;
-    const end = base.chunkStarts[c + 1] as number;
-    const inChunk = (at: number): boolean => at < end || (c === last && at === end);
-    if (e >= events.length || !inChunk((events[e] as { at: number }).at)) {
-      chunks.push(chunk);
-      continue;
-    }
-    const out: TreeEntry[] = [];
-    let pos = start;
-    while (e < events.length && inChunk((events[e] as { at: number }).at)) {
-      const event = events[e++] as { at: number; insert?: TreeEntry };
-      while (pos < event.at) out.push(chunk[pos++ - start] as TreeEntry);
-      if (event.insert !== undefined) out.push(event.insert);
-      else pos = event.at + 1;
-    }
-    while (pos < end) out.push(chunk[pos++ - start] as TreeEntry);
-    pushChunks(chunks, out);
-  }
-  return chunks;
 }
 
 /**

@@ -139,6 +139,8 @@ type Prepared<R> =
       readonly objects: readonly GitObject[];
       readonly trees: Iterable<ParsedTree>;
       readonly result: R | undefined;
+      /** The plan's time slicer, also awaited while the pack is encoded. */
+      readonly pause?: (() => Promise<void>) | undefined;
     };
 
 async function prepare<R>(deps: WriteEngineDeps, name: string, tip: Oid | null, message: string, plan: Planner<R>): Promise<Prepared<R>> {
@@ -214,7 +216,7 @@ async function prepare<R>(deps: WriteEngineDeps, name: string, tip: Oid | null, 
   // takes as spread arguments.
   for (const tree of edit.newTrees) objects.push(tree);
   objects.push(commit);
-  return { kind: "commit", commit, objects, trees: edit.pending.values(), result: planned.result };
+  return { kind: "commit", commit, objects, trees: edit.pending.values(), result: planned.result, pause };
 }
 
 /**
@@ -272,7 +274,7 @@ export async function commitWithRetry<R>(
       if (prepared.kind === "noop") return noop(tip, attempt, prepared.result);
       // The pack is written to temp files while the ref lock is taken and compared; it is put
       // in place only once the compare succeeded, and removed unseen when the race was lost.
-      const staged = repo.objects.stageObjects(prepared.objects);
+      const staged = repo.objects.stageObjects(prepared.objects, prepared.pause);
       let published = false;
       let outcome: Awaited<ReturnType<typeof repo.refs.compareAndSwap>>;
       try {

@@ -4,7 +4,8 @@ import { describe, expect, it } from "vitest";
 import { adler32, adler32Combine, adler32Of } from "../../../src/substrate/adler32.js";
 import { hashObject } from "../../../src/substrate/git-object.js";
 import { encodePack, storedZlib } from "../../../src/substrate/pack-file.js";
-import { editTree, makeTree, TREE_MODE, type ParsedTree, type TreeEntry } from "../../../src/substrate/tree-object.js";
+import { editTree } from "../../../src/substrate/tree-splice.js";
+import { makeTree, TREE_MODE, type ParsedTree, type TreeEntry } from "../../../src/substrate/tree-object.js";
 
 const zlibAdler = (bytes: Uint8Array): number => {
   const stream = deflateSync(bytes);

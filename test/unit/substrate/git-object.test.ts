@@ -2,12 +2,12 @@ import { describe, expect, it } from "vitest";
 import { decodeCommit, encodeCommit, hashObject, unwrapObject, wrapObject } from "../../../src/substrate/git-object.js";
 import {
   decodeTree,
-  editTree,
   EMPTY_TREE_OID,
   findEntry,
   makeTree,
   type TreeEntry,
 } from "../../../src/substrate/tree-object.js";
+import { editTree } from "../../../src/substrate/tree-splice.js";
 import { isWorkflowHostError } from "../../../src/errors.js";
 
 const X_BLOB = "587be6b4c3f93f93c489c0111bba5596147a26cb"; // git hash-object of "x\n"

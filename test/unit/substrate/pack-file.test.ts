@@ -6,6 +6,7 @@ import {
   applyDelta,
   crc32,
   encodePack,
+  encodePackGently,
   inflateEntry,
   packSourceOf,
   parseEntryHead,
@@ -14,7 +15,8 @@ import {
   typeOfCode,
 } from "../../../src/substrate/pack-file.js";
 import { mergePacks, shapeOfContent, treeDelta } from "../../../src/substrate/pack-merge.js";
-import { editTree, makeTree, TREE_MODE, BLOB_MODE, type DeltaBase, type TreeEntry } from "../../../src/substrate/tree-object.js";
+import { editTree } from "../../../src/substrate/tree-splice.js";
+import { makeTree, TREE_MODE, BLOB_MODE, type DeltaBase, type TreeEntry } from "../../../src/substrate/tree-object.js";
 
 /** Decodes every object of a pack through its index, as a reader does. */
 function unpack(pack: Buffer, idx: Buffer): Map<string, { type: string; content: Buffer }> {
@@ -40,6 +42,23 @@ function bigFolder(count: number, tag: (i: number) => string): { tree: ReturnTyp
 }
 
 describe("pack format", () => {
+  it("encodes a big commit's pack in slices, byte for byte as in one step", async () => {
+    const objects: GitObject[] = [];
+    for (let i = 0; i < 2_000; i += 1) objects.push(hashObject("blob", Buffer.from(`{"seq":${i},"type":"TimerFired"}`)));
+    objects.push(bigFolder(3_000, (i) => `v${i}`).object, objects[5] as GitObject);
+    let pauses = 0;
+    const sliced = await encodePackGently(objects, () => {
+      pauses += 1;
+      return Promise.resolve();
+    });
+    const whole = encodePack(objects);
+    expect(sliced.pack.equals(whole.pack)).toBe(true);
+    expect(sliced.idx.equals(whole.idx)).toBe(true);
+    expect(sliced.count).toBe(2_001);
+    // Every 256 objects, and between the steps after them.
+    expect(pauses).toBeGreaterThanOrEqual(7);
+  });
+
   it("round-trips small, medium and big objects through a pack and its index", () => {
     const objects: GitObject[] = [
       hashObject("blob", Buffer.from('{"seq":1,"type":"TimerSet"}')),

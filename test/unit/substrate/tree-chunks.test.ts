@@ -14,7 +14,6 @@ import {
   ENTRY_CHUNK,
   decodeTree,
   dirEntriesOf,
-  editTree,
   entryAt,
   findEntry,
   forEachEntry,
@@ -23,6 +22,7 @@ import {
   type ParsedTree,
   type TreeEntry,
 } from "../../../src/substrate/tree-object.js";
+import { editTree } from "../../../src/substrate/tree-splice.js";
 import type { PathChange } from "../../../src/substrate/types.js";
 
 // ---------------------------------------------------------------------------------------------
@@ -406,6 +406,7 @@ describe("editTree on chunked trees", () => {
       }),
       { numRuns: 200 },
     );
+    // 200 random edit sequences of folders up to 1,500 entries: ~10 s of CPU, more on a shared machine.
   });
 
   it("shares every untouched chunk of a big folder and deltas a one-entry edit in a few bytes", () => {

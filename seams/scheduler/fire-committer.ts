@@ -1,0 +1,335 @@
+/**
+ * Commits a deployment's due timers: the fire loop. Due generations delivered by the queue wait
+ * in a buffer; the loop takes them out in batches, one commit per batch, each decided under the
+ * repo lock from the log at the parent commit (that re-check is what makes firing exactly-once).
+ *
+ * States: idle (nothing buffered) → throttled (waiting for the group-commit interval) →
+ * committing → idle; a failed commit re-arms its timers after a backoff (doubling up to
+ * `retryMaxMs`, back to `retryInitialMs` after a commit or a tail step); a batch whose content is
+ * refused is bisected so the healthy timers still commit. stop() ends any wait and lets the
+ * commit in flight finish.
+ *
+ * Time is injected: "now" is the context's clock, the throttle waits on its timers and measures
+ * their monotonic `now`, and the commit's work is sliced on that same monotonic time.
+ */
+import { WorkflowHostError } from "../../src/errors.js";
+import type { CommittedReads } from "../../src/substrate/types.js";
+import { serializeEvent } from "../../src/workflow/events.js";
+import { eventPath, runEventsPrefix, runsPrefix } from "../../src/workflow/paths.js";
+import type { TimerHandle } from "../../src/time/clock.js";
+import { deepFreeze } from "../../src/workflow/parsed-event-cache.js";
+import { readRunLog } from "../../src/workflow/run-log.js";
+import { applyEvent } from "../../src/workflow/run-state.js";
+import { planDueTimer, type FirePlan } from "../../src/workflow/timer-ledger.js";
+import { prepareTicksBetween } from "../../src/workflow/cron.js";
+import { createTimeSlicer, DEFAULT_SLICE_MS } from "../../src/time/time-slicer.js";
+import { isoFromMs } from "../../src/workflow/time.js";
+import type { PendingTimer, RunEvent, RunState } from "../../src/workflow/types.js";
+import type { DeploymentView } from "./deployment-view.js";
+import type { DueGeneration } from "./scheduler-queue.js";
+import type { CommittedEvents } from "./scheduler-types.js";
+import { monotonicMs, wallMs, type TrackerContext } from "./tracker-context.js";
+
+type Added = CommittedEvents["events"][number];
+/** A run a commit appends to: its events tree at the parent, and its state after the commit. */
+type After = { runId: string; parentEventsOid: string | null; state: RunState; maxFileSeq: number };
+type Outcome = { timer: PendingTimer; plan: FirePlan; runId: string };
+
+export class FireCommitter {
+  /** Due timers waiting for the fire loop, with the queue time they were delivered at. */
+  private readonly buffer = new Map<string, DueGeneration>();
+  private firing: Promise<void> | null = null;
+  private retryMs: number;
+  private stopped = false;
+  private readonly monoMs: () => number;
+  /** When (`monoMs()`) the last fire commit of this repo started. */
+  private lastCommitStartMs = Number.NEGATIVE_INFINITY;
+  /** Ends the group-commit wait early (on stop); null when the fire loop is not waiting. */
+  private wakeThrottle: (() => void) | null = null;
+  /** Set while the scheduler stops: fire commits are no longer held back. */
+  private throttleReleased = false;
+  /** Timers the previous commit of this run of the fire loop took (0: the loop started idle). */
+  private lastBatch = 0;
+
+  constructor(
+    private readonly view: DeploymentView,
+    private readonly ctx: TrackerContext,
+  ) {
+    this.retryMs = ctx.retryInitialMs;
+    this.monoMs = monotonicMs(ctx);
+  }
+
+  /**
+   * Adds due timers to this repo's fire buffer and runs the fire loop until it is empty.
+   * `dueMs` is the queue time each was delivered at: the queue's clock reading was at least
+   * that, so it is a floor for "now" (case E3: a later reading that runs behind must not turn a
+   * delivered timer back into "not due" and spin).
+   */
+  fire(due: readonly DueGeneration[]): Promise<void> {
+    for (const item of due) this.buffer.set(`${item.runId}/${item.pending.timerId}`, item);
+    if (this.firing === null) {
+      this.firing = this.fireLoop().finally(() => {
+        this.firing = null;
+      });
+    }
+    return this.firing;
+  }
+
+  /** Resolves when the fire loop has nothing buffered and no commit in flight. */
+  async idle(): Promise<void> {
+    while (this.firing !== null) await this.firing;
+  }
+
+  /** The next failed commit waits `retryInitialMs` again (the repo is reachable). */
+  resetBackoff(): void {
+    this.retryMs = this.ctx.retryInitialMs;
+  }
+
+  /**
+   * Stops holding fire commits back, for a scheduler that is stopping: a pending group-commit
+   * wait ends now and later ones are skipped, so what is due is committed and `stop()` never
+   * waits on a timer that nobody will advance.
+   */
+  releaseThrottle(): void {
+    this.throttleReleased = true;
+    this.wakeThrottle?.();
+  }
+
+  /** Starts no further commit. @returns the commit in flight, if any (to wait for) */
+  stop(): Promise<void> | null {
+    this.stopped = true;
+    this.wakeThrottle?.();
+    return this.firing;
+  }
+
+  /** Waits `waitMs` on the injected timers, or until `stop()`. */
+  private throttle(waitMs: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      let handle: TimerHandle = null;
+      const wake = (): void => {
+        this.ctx.timers.clearTimeout(handle);
+        this.wakeThrottle = null;
+        resolve();
+      };
+      this.wakeThrottle = wake;
+      handle = this.ctx.timers.setTimeout(wake, waitMs);
+    });
+  }
+
+  private async fireLoop(): Promise<void> {
+    while (this.buffer.size > 0 && !this.stopped) {
+      // Group commit: timers that come due while the previous commit is young wait for it to
+      // be `minCommitIntervalMs` old and go out together. A lone timer never waits (its
+      // predecessor is long done); a busy deployment commits at most 1 000/interval times a
+      // second, however its timers are spread, which bounds the cost of rewriting its big
+      // folders and leaves the event loop time for the tail, signals and pack merging.
+      const waitMs = this.ctx.minCommitIntervalMs - (this.monoMs() - this.lastCommitStartMs);
+      if (waitMs > 0 && !this.throttleReleased) await this.throttle(waitMs);
+      if (this.stopped) break;
+      this.lastCommitStartMs = this.monoMs();
+      const size = nextBatchSize(this.lastBatch, this.buffer.size, this.ctx.maxBatch);
+      const batch: DueGeneration[] = [];
+      for (const [key, item] of this.buffer) {
+        batch.push(item);
+        this.buffer.delete(key);
+        if (batch.length >= size) break;
+      }
+      this.lastBatch = batch.length;
+      await this.commitBatch(batch);
+    }
+    this.lastBatch = 0;
+  }
+
+  /**
+   * Commits one batch. Everything is decided inside `computeDelta`, under the repo lock, from
+   * the log at the parent commit: that re-check is what makes firing exactly-once.
+   */
+  private async commitBatch(due: readonly DueGeneration[]): Promise<void> {
+    let floorMs = Number.NEGATIVE_INFINITY;
+    for (const d of due) floorMs = Math.max(floorMs, d.dueMs);
+    const handOver = this.ctx.onCommittedEvents !== undefined;
+    // The whole commit (planning, hashing, folder edits, validation) gives the event loop a turn
+    // every few ms (heartbeats, the tail, signals, other deployments), however many runs the
+    // batch holds and however long a series was missed: that is what lets a batch be big.
+    const slicer = createTimeSlicer(DEFAULT_SLICE_MS, this.monoMs);
+    let result;
+    try {
+      result = await this.ctx.store.writeTreeDelta<{ outcomes: Outcome[]; after: After[]; added: Added[] }>(this.ctx.principal, this.view.rid, this.ctx.ref, {
+        message: `Fire ${due.length} timer${due.length === 1 ? "" : "s"}`,
+        pause: slicer.pause,
+        computeDelta: async (_parent, reads) => {
+          const nowMs = Math.max(wallMs(this.ctx), floorMs);
+          const at = isoFromMs(nowMs);
+          const puts = new Map<string, Uint8Array>();
+          const outcomes: Outcome[] = [];
+          const after: After[] = [];
+          const added: Added[] = [];
+          const byRun = new Map<string, PendingTimer[]>();
+          for (const d of due) {
+            const list = byRun.get(d.runId);
+            if (list === undefined) byRun.set(d.runId, [d.pending]);
+            else list.push(d.pending);
+          }
+          for (const [runId, timers] of byRun) {
+            await slicer.pause();
+            const fresh = await this.freshRun(reads, runId);
+            let state = fresh.state;
+            const firstSeq = Math.max(fresh.maxFileSeq + 1, 1);
+            let seq = firstSeq;
+            timers.sort((a, b) => Date.parse(a.fireAt) - Date.parse(b.fireAt));
+            for (const timer of timers) {
+              await prepareCatchUp(state.pendingTimers.get(timer.timerId), at, slicer.pause);
+              const plan = planDueTimer(state, timer, { nowMs, ...this.ctx.planOptions });
+              outcomes.push({ timer, plan, runId });
+              if (plan.kind !== "append") continue;
+              for (const planned of plan.events) {
+                // Validated once, here. The bytes are the validated event's JSON, so parsing
+                // them back gives the normalised event without validating it again.
+                const bytes = serializeEvent({ seq, type: planned.type, at, data: planned.data } as RunEvent, { maxEventBytes: this.ctx.maxEventBytes });
+                puts.set(eventPath(runId, seq), bytes);
+                const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8");
+                state = applyEvent(state, JSON.parse(text) as RunEvent);
+                // A copy of its own for readers outside the scheduler, frozen: they share it.
+                if (handOver) added.push({ runId, seq, event: deepFreeze(JSON.parse(text) as RunEvent) });
+                seq += 1;
+              }
+            }
+            if (seq > firstSeq) after.push({ runId, parentEventsOid: fresh.eventsOid, state, maxFileSeq: seq - 1 });
+          }
+          return { puts, result: { outcomes, after, added } };
+        },
+      });
+    } catch (error) {
+      await this.onCommitFailed(due, error);
+      return;
+    }
+    this.retryMs = this.ctx.retryInitialMs;
+    if (result.committed) this.ctx.count("commits");
+    const repoId = this.view.repoId;
+    for (const { timer, plan, runId } of result.result?.outcomes ?? []) {
+      if (plan.kind === "not_due") {
+        this.view.rearm(runId, timer, plan.dueMs);
+        continue;
+      }
+      if (plan.kind === "stale") continue;
+      const commitSha = result.commitSha ?? "";
+      for (const scheduledFor of plan.fired) {
+        this.ctx.count("fired");
+        this.ctx.report({ type: "fired", repoId, runId, timerId: timer.timerId, scheduledFor, firedAt: plan.firedAt, commitSha });
+      }
+      if (plan.skipped !== null) {
+        this.ctx.count("skippedTicks", plan.skipped.count);
+        this.ctx.report({ type: "skipped", repoId, runId, timerId: timer.timerId, ...plan.skipped, commitSha });
+      }
+    }
+    if (result.committed) this.handOverCommitted(result.commitSha as string, result.parentSha, result.result?.added ?? []);
+    // Reported first: the fires are committed once the ref moved; adopting is bookkeeping.
+    if (result.committed) await this.adoptOwnCommit(result.commitSha as string, result.result?.after ?? []);
+  }
+
+  /** Hands a fire commit's events to `onCommittedEvents` (the committer's boundary: nothing else is read). */
+  private handOverCommitted(commitSha: string, parentSha: string | null, added: readonly Added[]): void {
+    const listener = this.ctx.onCommittedEvents;
+    if (listener === undefined || added.length === 0) return;
+    // In the order a reader of the commit finds them: runs by id, each run's events by seq.
+    const events = [...added].sort((a, b) => (a.runId < b.runId ? -1 : a.runId > b.runId ? 1 : a.seq - b.seq));
+    try {
+      listener({ repoId: this.view.repoId, ref: this.ctx.ref, commitSha, parentSha, events });
+    } catch {
+      // A listener's failure is not the fire loop's.
+    }
+  }
+
+  /**
+   * Moves the runs a fire commit appended to straight to their state after it, so the tail,
+   * when it reaches that commit, finds them current (same events tree oid) and does not read
+   * back and re-validate what was just written. Only a run still exactly at the commit's parent
+   * state is moved; one the tail already took past it is left alone.
+   */
+  private async adoptOwnCommit(commitSha: string, after: readonly After[]): Promise<void> {
+    if (after.length === 0 || this.stopped) return;
+    const reads = await this.ctx.store.openCommittedReads(this.ctx.principal, this.view.rid, commitSha);
+    const slicer = createTimeSlicer(DEFAULT_SLICE_MS, this.monoMs);
+    for (const run of after) {
+      await slicer.pause();
+      const record = this.view.run(run.runId);
+      if (record === undefined || run.parentEventsOid === null || record.eventsOid !== run.parentEventsOid) continue;
+      const eventsOid = await reads.treeOid(runEventsPrefix(run.runId).slice(0, -1));
+      const runTreeOid = await reads.treeOid(`${runsPrefix}${run.runId}`);
+      this.view.adopt(run.runId, { state: run.state, maxFileSeq: run.maxFileSeq, eventsOid, runTreeOid });
+    }
+  }
+
+  /**
+   * The run at the commit `reads` is pinned to: the cached state when its events tree is
+   * unchanged, else its log read afresh. `eventsOid` is that tree's oid at the commit.
+   */
+  private async freshRun(reads: CommittedReads, runId: string): Promise<{ state: RunState; maxFileSeq: number; eventsOid: string | null }> {
+    const oid = await reads.treeOid(runEventsPrefix(runId).slice(0, -1));
+    const cached = this.view.run(runId);
+    if (cached !== undefined && oid !== null && cached.eventsOid === oid) return { state: cached.state, maxFileSeq: cached.maxFileSeq, eventsOid: oid };
+    const log = await readRunLog(reads, runId, { maxEventBytes: this.ctx.maxEventBytes });
+    return { state: log.state, maxFileSeq: log.maxFileSeq, eventsOid: oid };
+  }
+
+  private async onCommitFailed(due: readonly DueGeneration[], error: unknown): Promise<void> {
+    const invalid = error instanceof WorkflowHostError && isContentError(error.code);
+    if (invalid && due.length > 1) {
+      // One timer's event was refused: bisect so the healthy timers still commit.
+      const half = Math.ceil(due.length / 2);
+      await this.commitBatch(due.slice(0, half));
+      await this.commitBatch(due.slice(half));
+      return;
+    }
+    if (invalid) {
+      const only = due[0] as DueGeneration;
+      this.ctx.report({ type: "timer_rejected", repoId: this.view.repoId, runId: only.runId, timerId: only.pending.timerId, error });
+      return;
+    }
+    this.ctx.count("commitFailures");
+    const retryInMs = this.retryMs;
+    this.retryMs = Math.min(this.retryMs * 2, this.ctx.retryMaxMs);
+    this.ctx.report({ type: "commit_failed", repoId: this.view.repoId, timers: due.length, retryInMs, error });
+    const atMs = wallMs(this.ctx) + retryInMs;
+    for (const d of due) this.view.rearm(d.runId, d.pending, atMs);
+  }
+}
+
+/** Most timers in the first commit of a backlog (see {@link nextBatchSize}). */
+export const FIRST_BATCH = 1_000;
+
+/**
+ * How many buffered timers the next commit takes: the batch grows with the backlog. A commit
+ * after an idle spell takes up to {@link FIRST_BATCH}; while timers are still waiting when it
+ * lands, each next commit may take twice what the previous one took, up to `maxBatch`. A burst
+ * of 20,000 due timers is then 5 commits (1,000, 2,000, 4,000, 8,000, 5,000) instead of 20, and
+ * its first 1,000 are committed as soon as with a fixed batch: the earliest fires do not wait
+ * for the whole backlog's commit. Each commit's work is sliced (the event loop gets a turn
+ * every ~10 ms), so a bigger batch costs the other deployments no longer stall.
+ * @param previous timers in the previous commit of this backlog (0 for none)
+ * @param backlog timers buffered now
+ * @param maxBatch the cap (SchedulerOptions.maxBatch)
+ */
+export function nextBatchSize(previous: number, backlog: number, maxBatch: number): number {
+  const limit = Math.min(maxBatch, Math.max(FIRST_BATCH, 2 * previous));
+  return Math.max(1, Math.min(backlog, limit));
+}
+
+/**
+ * Counts a due series' missed ticks ahead of the (pure, synchronous) planner, yielding through
+ * `pause`, so the planner finds the count ready. A series that cannot be compiled is left to the
+ * planner, which reports it as before.
+ */
+async function prepareCatchUp(pending: PendingTimer | undefined, nowIso: string, pause: () => Promise<void>): Promise<void> {
+  if (pending?.cron === undefined || pending.fireAt >= nowIso) return;
+  try {
+    await prepareTicksBetween(pending.cron, pending.timezone ?? "UTC", pending.fireAt, nowIso, pause);
+  } catch {
+    // Reported by planDueTimer.
+  }
+}
+
+/** Codes that mean "this content is refused", as opposed to "the write could not happen". */
+function isContentError(code: string): boolean {
+  return code === "event_invalid" || code === "time_invalid" || code === "cron_invalid" || code === "payload_too_large" || code === "id_invalid";
+}

@@ -1,0 +1,130 @@
+/**
+ * Editing a git tree by splicing (see tree-object.ts for why): the new content is the old
+ * content with the changed entries spliced in, unchanged entries keep their bytes, and the
+ * parsed entries' chunks an edit does not touch are shared with the version it was made from.
+ * A big folder's edit also records the git delta from its base, written from the splice itself.
+ */
+import type { GitObject } from "./git-object.js";
+import { DeltaWriter } from "./git-delta.js";
+import {
+  compareTreeEntries,
+  DELTA_BASE_MIN_BYTES,
+  ENTRY_CHUNK,
+  entrySize,
+  finishTree,
+  indexOfEntry,
+  lowerBound,
+  makeTree,
+  pushChunks,
+  writeEntry,
+  type ParsedTree,
+  type TreeEntry,
+} from "./tree-object.js";
+
+/**
+ * A copy of `base` with the entries in `changes` replaced, added (name not in base) or removed
+ * (value null). Unchanged entries keep their bytes: the content is spliced, not re-encoded.
+ */
+export function editTree(base: ParsedTree, changes: ReadonlyMap<string, TreeEntry | null>): { tree: ParsedTree; object: GitObject } {
+  if (!base.sorted) {
+    const merged = new Map(base.entries.map((e) => [e.name, e]));
+    for (const [name, entry] of changes) {
+      if (entry === null) merged.delete(name);
+      else merged.set(name, entry);
+    }
+    return makeTree([...merged.values()]);
+  }
+  // Edits as (position in base, kind): an insert at p goes before base[p]; a removal drops base[p].
+  const events: { at: number; insert?: TreeEntry }[] = [];
+  for (const [name, entry] of changes) {
+    const old = indexOfEntry(base, name);
+    if (old >= 0) events.push({ at: old });
+    if (entry !== null) events.push({ at: lowerBound(base, entry), insert: entry });
+  }
+  events.sort((x, y) => x.at - y.at || (x.insert === undefined ? 1 : 0) - (y.insert === undefined ? 1 : 0) || (x.insert !== undefined && y.insert !== undefined ? compareTreeEntries(x.insert, y.insert) : 0));
+
+  const spans: [number, number][] = [];
+  let size = 0;
+  let count = 0;
+  let next = 0;
+  for (const event of events) {
+    if (event.at > next) {
+      spans.push([next, event.at]);
+      size += (base.offsets[event.at] as number) - (base.offsets[next] as number);
+      count += event.at - next;
+    }
+    next = Math.max(next, event.at);
+    if (event.insert !== undefined) {
+      size += entrySize(event.insert);
+      count++;
+    } else {
+      next = event.at + 1;
+    }
+  }
+  const n = base.count;
+  const content = Buffer.allocUnsafe(size + ((base.offsets[n] as number) - (base.offsets[Math.min(next, n)] as number)));
+  const offsets = new Uint32Array(count + (n - Math.min(next, n)) + 1);
+  const source = Buffer.from(base.content.buffer, base.content.byteOffset, base.content.byteLength);
+  // The splice is a delta already: copies of the base's spans, inserts of the new entries.
+  const delta = source.length >= DELTA_BASE_MIN_BYTES ? new DeltaWriter(source.length, content) : undefined;
+  let at = 0;
+  let k = 0;
+  const copySpan = (from: number, to: number): void => {
+    const start = base.offsets[from] as number;
+    for (let i = from; i < to; i++) offsets[k++] = at + (base.offsets[i] as number) - start;
+    delta?.copy(start, base.offsets[to] as number);
+    at += source.copy(content, at, start, base.offsets[to] as number);
+  };
+  next = 0;
+  for (const event of events) {
+    if (event.at > next) copySpan(next, event.at);
+    next = Math.max(next, event.at);
+    if (event.insert !== undefined) {
+      offsets[k++] = at;
+      const start = at;
+      at = writeEntry(content, at, event.insert);
+      delta?.insert(start, at);
+    } else {
+      next = event.at + 1;
+    }
+  }
+  if (next < n) copySpan(next, n);
+  offsets[k] = at;
+  return finishTree(editChunks(base, events), content, offsets, true, delta === undefined ? undefined : { oid: base.oid, writer: delta });
+}
+
+/**
+ * The chunks of `base` with `events` (sorted as in {@link editTree}) applied: chunks without an
+ * event are shared as they are; an edited one is copied, split when it grew past twice
+ * {@link ENTRY_CHUNK}, dropped when emptied. An insert at the very end goes to the last chunk.
+ */
+function editChunks(base: ParsedTree, events: readonly { at: number; insert?: TreeEntry }[]): (readonly TreeEntry[])[] {
+  const chunks: (readonly TreeEntry[])[] = [];
+  const last = base.chunks.length - 1;
+  let e = 0;
+  if (last < 0) {
+    pushChunks(chunks, events.flatMap((event) => (event.insert === undefined ? [] : [event.insert])));
+    return chunks;
+  }
+  for (let c = 0; c <= last; c++) {
+    const chunk = base.chunks[c] as readonly TreeEntry[];
+    const start = base.chunkStarts[c] as number;
+    const end = base.chunkStarts[c + 1] as number;
+    const inChunk = (at: number): boolean => at < end || (c === last && at === end);
+    if (e >= events.length || !inChunk((events[e] as { at: number }).at)) {
+      chunks.push(chunk);
+      continue;
+    }
+    const out: TreeEntry[] = [];
+    let pos = start;
+    while (e < events.length && inChunk((events[e] as { at: number }).at)) {
+      const event = events[e++] as { at: number; insert?: TreeEntry };
+      while (pos < event.at) out.push(chunk[pos++ - start] as TreeEntry);
+      if (event.insert !== undefined) out.push(event.insert);
+      else pos = event.at + 1;
+    }
+    while (pos < end) out.push(chunk[pos++ - start] as TreeEntry);
+    pushChunks(chunks, out);
+  }
+  return chunks;
+}
