@@ -29,9 +29,23 @@ export function assertDerivedName(name: string): void {
   }
 }
 
-/** The content of a derived file, or null when it is absent, torn or not one of ours. */
-export async function readDerivedFile(fs: FsAdapter, gitdir: string, name: string): Promise<Uint8Array | null> {
-  const bytes = await fs.readFileOrNull(`${gitdir}/${DERIVED_DIR_NAME}/${name}`);
+/**
+ * Largest derived file read, in bytes (1 GiB; the recovery index of 1,000,000 runs is a few
+ * hundred MB). A bigger file is not ours: it reads as absent and is derived again.
+ */
+export const MAX_DERIVED_FILE_BYTES = 1024 * 1024 * 1024;
+
+/**
+ * The content of a derived file, or null when it is absent, torn, not one of ours, or not a
+ * regular file of at most `maxBytes` (default {@link MAX_DERIVED_FILE_BYTES}). What is at the
+ * path is looked at before it is opened: opening a FIFO would wait for a writer forever, and a
+ * device such as `/dev/zero` would be read until memory runs out.
+ */
+export async function readDerivedFile(fs: FsAdapter, gitdir: string, name: string, opts: { readonly maxBytes?: number } = {}): Promise<Uint8Array | null> {
+  const path = `${gitdir}/${DERIVED_DIR_NAME}/${name}`;
+  const stat = await fs.statOrNull(path);
+  if (stat === null || !stat.isFile() || Number(stat.size) > (opts.maxBytes ?? MAX_DERIVED_FILE_BYTES)) return null;
+  const bytes = await fs.readFileOrNull(path);
   if (bytes === null) return null;
   const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const newline = buf.indexOf(0x0a);
