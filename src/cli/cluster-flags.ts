@@ -22,6 +22,8 @@ export function checkClusterUrl(command: string, url: string): string {
     throw usageError(command, `${shape}; ${JSON.stringify(redact(url))} is not a URL`);
   }
   if (parsed.hostname === "") throw usageError(command, `${shape}; it names no host`);
+  // A DNS name is at most 253 characters (RFC 1035): a longer one is a mistake, refused before a lookup.
+  if (parsed.hostname.length > 253) throw usageError(command, `${shape}; its host is ${parsed.hostname.length} characters long (at most 253)`);
   // URL keeps a port of 0 as "0"; a port beyond 65535 does not parse at all (above).
   if (parsed.port === "0") throw usageError(command, `${shape}; port 0 is not a port (1-65535)`);
   return url;

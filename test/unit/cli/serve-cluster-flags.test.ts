@@ -24,6 +24,8 @@ describe("cluster flags", () => {
     [["serve", "--data-dir", "/nonexistent", "--cluster", "postgres://u@127.0.0.1:5432/db", "--remote-base", "relative/remotes"]],
     [["serve", "--data-dir", "/nonexistent", "--cluster", "postgres://u@127.0.0.1:5432/db", "--remote-base", "/r\nx"]],
     [["repo", "create", "--data-dir", "/nonexistent", "--repo", "a", "--cluster", "postgres://u@127.0.0.1:70000/db", "--remote-base", "/r"]],
+    // A host name longer than DNS allows (253 characters) is not looked up.
+    [["serve", "--data-dir", "/nonexistent", "--cluster", `postgres://u@${"a".repeat(100_000)}/db`, "--remote-base", "/r"]],
   ])("refuses %j with a usage error (exit 2) before touching anything", async (argv) => {
     const run = await runCli(argv);
     expect(run.code).toBe(2);
