@@ -153,7 +153,9 @@ Example:
       const one = stringFlag(values, "event");
       const all = values["all"] === true;
       if ((one === undefined) === !all) throw usageError(name, "give exactly one of --event and --all");
-      const { releaseParked } = await import("../../../seams/dispatch/consumer-state.js");
+      const { parseEventId, releaseParked } = await import("../../../seams/dispatch/consumer-state.js");
+      // A malformed event id is a usage error like a malformed consumer, found before the store opens.
+      if (one !== undefined) checkFlags(name, () => parseEventId(one));
       const released = await withStore(dataDir, io, (store) => releaseParked(store, null, repoId, consumer, all ? "all" : [one as string], action, io.clock().toISOString()));
       if (values["json"] === true) printJson(io, { consumer, repoId, action, events: released });
       else printLine(io, released.length === 0 ? "no parked events" : `${action === "retry" ? "released for retry" : "skipped"}: ${released.join(", ")}`);

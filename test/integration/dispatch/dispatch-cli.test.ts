@@ -96,6 +96,14 @@ describe("workflow-host dispatch", () => {
     expect(await gitAt(join(dataDir, "deployments", "dep.git"), ["log", "--format=%s", "refs/consumers/c1"])).toMatch(/dispatch retry: c1/);
   });
 
+  it.each(["retry", "skip"])("dispatch %s with a malformed --event is refused as id_invalid with exit 2 (a usage error), like a malformed consumer", async (verb) => {
+    const dataDir = join(await tempDir(), "data");
+    expect((await runCli(["repo", "create", "-d", dataDir, "-r", "dep"])).code).toBe(0);
+    const run = await runCli(["dispatch", verb, "-d", dataDir, "-c", "c1", "-r", "dep", "--event", "garbage"]);
+    expect(run.code).toBe(2);
+    expect(/^workflow-host: ([a-z_]+): /m.exec(run.stderr)?.[1]).toBe("id_invalid");
+  });
+
   it("serve --dispatch posts each event to the configured URL with a valid signature; a bad config is config_invalid", async () => {
     const root = await tempDir();
     const dataDir = join(root, "data");
