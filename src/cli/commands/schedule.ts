@@ -351,11 +351,18 @@ Example:
     const name = "schedule sync";
     const repoId = checkFlags(name, () => parseRepoId(requiredFlag(name, values, "repo")));
     const file = resolve(io.cwd, requiredFlag(name, values, "file"));
+    const reason = (error: unknown): string => (error instanceof Error ? error.message : String(error));
+    let text: string;
+    try {
+      text = await readFile(file, "utf8");
+    } catch (error) {
+      throw new WorkflowHostError("config_invalid", `schedules file ${file} could not be read (${reason(error)})`, { file }, { cause: error });
+    }
     let desired: unknown;
     try {
-      desired = JSON.parse(await readFile(file, "utf8"));
+      desired = JSON.parse(text);
     } catch (error) {
-      throw new WorkflowHostError("config_invalid", `schedules file ${file} could not be read as JSON (${error instanceof Error ? error.message : String(error)})`, { file }, { cause: error });
+      throw new WorkflowHostError("config_invalid", `schedules file ${file} is not JSON (${reason(error)})`, { file }, { cause: error });
     }
     const onRunWritten = (done: number, total: number): void => {
       if (done !== total && done % 100 !== 0) return;
