@@ -12,16 +12,13 @@ import { buildFixtureRepo } from "../../../src/testing/fixture-repo.js";
 import { appendRunEvents } from "../../../src/workflow/run-log-append.js";
 import { gitAt } from "../../helpers/git-cli.js";
 import { useTempDirs } from "../../helpers/temp-dir.js";
-import { runCli } from "../../unit/cli/cli-io.js";
+import { runCli, runCliJson } from "../../unit/cli/cli-io.js";
 
 const tempDir = useTempDirs("wfh-original-");
 const FIXTURE = fileURLToPath(new URL("../../../fixtures/original-layout/", import.meta.url));
 const REPO = "legacy";
 
-async function json<T>(argv: readonly string[]): Promise<{ code: number; body: T }> {
-  const run = await runCli([...argv, "--json"]);
-  return { code: run.code, body: JSON.parse(run.stdout) as T };
-}
+const json = runCliJson;
 
 interface Shown {
   events: { seq: number }[];

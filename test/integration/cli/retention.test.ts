@@ -16,16 +16,13 @@ import { appendRunEvents } from "../../../src/workflow/run-log-append.js";
 import { git, gitAt } from "../../helpers/git-cli.js";
 import { useTempDirs } from "../../helpers/temp-dir.js";
 import { errorCodeOf } from "../reliability/cli-in-process.js";
-import { runCli } from "../../unit/cli/cli-io.js";
+import { runCli, runCliJson } from "../../unit/cli/cli-io.js";
 
 const tempDir = useTempDirs("wfh-retention-");
 const FIXTURE = fileURLToPath(new URL("../../../fixtures/original-layout/", import.meta.url));
 const REPO = "legacy";
 
-async function json<T>(argv: readonly string[]): Promise<{ code: number; body: T }> {
-  const run = await runCli([...argv, "--json"]);
-  return { code: run.code, body: JSON.parse(run.stdout) as T };
-}
+const json = runCliJson;
 
 interface Shown {
   archived: string | null;

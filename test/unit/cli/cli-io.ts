@@ -27,3 +27,9 @@ export async function runCli(argv: readonly string[], opts: { env?: Record<strin
   const code = await main(argv, io);
   return { code, stdout, stderr };
 }
+
+/** Runs the CLI with `--json` added and parses its stdout as one JSON value. */
+export async function runCliJson<T>(argv: readonly string[]): Promise<{ code: number; body: T }> {
+  const run = await runCli([...argv, "--json"]);
+  return { code: run.code, body: JSON.parse(run.stdout) as T };
+}
