@@ -3,8 +3,13 @@
  * `lateness-child.ts <dataDir> <repoId> <timers> <baseMs> <leadMs> <windowMs> <fsync|none>`.
  * Starts a store and scheduler on the deployment (recovery arms every timer), then moves the
  * clock to `leadMs` before the first fireAt and records, for each TimerFired reported, the clock
- * at that moment minus its fireAt. Prints one JSON line: `{late: number[], commits}`.
+ * at that moment minus its fireAt. Prints one JSON line: `{late: number[], commits, cpuMs,
+ * maxLoopDelayMs, loopBusyMs}`, the last three over the measured phase (clock move → last fire). With
+ * `LATENESS_CPU_PROFILE=<file>` set, that phase alone is profiled (V8 CPU profile, JSON).
  */
+import { Session } from "node:inspector/promises";
+import { writeFileSync } from "node:fs";
+import { monitorEventLoopDelay, performance } from "node:perf_hooks";
 import { createOffsetClock, openRig } from "./scheduler-rig.js";
 
 const [dataDir, repoId, timersArg, baseArg, leadArg, windowArg, durability] = process.argv.slice(2);
@@ -32,6 +37,17 @@ const rig = openRig(dataDir, [repoId], clock.clock, (event) => {
 }, { maxArmMs: 100 }, { durability });
 await rig.scheduler.start();
 const commits0 = rig.scheduler.stats().commits;
+const profilePath = process.env.LATENESS_CPU_PROFILE;
+const session = profilePath === undefined || profilePath === "" ? null : new Session();
+if (session !== null) {
+  session.connect();
+  await session.post("Profiler.enable");
+  await session.post("Profiler.start");
+}
+const loopDelay = monitorEventLoopDelay({ resolution: 1 });
+loopDelay.enable();
+const cpu0 = process.cpuUsage();
+const elu0 = performance.eventLoopUtilization();
 clock.offsetMs = baseMs - leadMs - Date.now();
 let deadline: NodeJS.Timeout | undefined;
 await Promise.race([
@@ -41,6 +57,14 @@ await Promise.race([
   }),
 ]);
 clearTimeout(deadline);
+const cpu = process.cpuUsage(cpu0);
+const elu = performance.eventLoopUtilization(elu0);
+loopDelay.disable();
+if (session !== null) {
+  const { profile } = await session.post("Profiler.stop");
+  writeFileSync(profilePath as string, JSON.stringify(profile));
+  session.disconnect();
+}
 const commits = rig.scheduler.stats().commits - commits0;
 await rig.close();
-process.stdout.write(`${JSON.stringify({ late, commits })}\n`);
+process.stdout.write(`${JSON.stringify({ late, commits, cpuMs: Math.round((cpu.user + cpu.system) / 1_000), maxLoopDelayMs: loopDelay.max / 1e6, loopBusyMs: Math.round(elu.active) })}\n`);
