@@ -3,9 +3,12 @@
  * `lateness-child.ts <dataDir> <repoId> <timers> <baseMs> <leadMs> <windowMs> <fsync|none>`.
  * Starts a store and scheduler on the deployment (recovery arms every timer), then moves the
  * clock to `leadMs` before the first fireAt and records, for each TimerFired reported, the clock
- * at that moment minus its fireAt. Prints one JSON line: `{late: number[], commits, cpuMs,
- * maxLoopDelayMs, loopBusyMs}`, the last three over the measured phase (clock move → last fire). With
- * `LATENESS_CPU_PROFILE=<file>` set, that phase alone is profiled (V8 CPU profile, JSON).
+ * at that moment minus its fireAt. Prints one JSON line: `{late: number[], startLate: number[],
+ * commits, cpuMs, maxLoopDelayMs, loopBusyMs}`: `startLate` is each fire's `firedAt` (the clock
+ * read as its commit was prepared) minus its fireAt, the part of `late` spent before the commit
+ * (wake-up, group-commit wait, a commit ahead of it); the last three are over the measured
+ * phase (clock move → last fire). With `LATENESS_CPU_PROFILE=<file>` set, that phase alone is
+ * profiled (V8 CPU profile, JSON).
  */
 import { Session } from "node:inspector/promises";
 import { writeFileSync } from "node:fs";
@@ -24,6 +27,8 @@ if (dataDir === undefined || repoId === undefined || ![timers, baseMs, leadMs, w
 
 const clock = createOffsetClock(baseMs - 3_600_000 - Date.now());
 const late: number[] = [];
+/** firedAt − fireAt: the part of `late` before the commit took its time (wake-up, throttle, queue). */
+const startLate: number[] = [];
 let done!: () => void;
 const allFired = new Promise<void>((resolve) => {
   done = resolve;
@@ -33,6 +38,7 @@ const allFired = new Promise<void>((resolve) => {
 const rig = openRig(dataDir, [repoId], clock.clock, (event) => {
   if (event.type !== "fired") return;
   late.push(clock.nowMs() - Date.parse(event.scheduledFor));
+  startLate.push(Date.parse(event.firedAt) - Date.parse(event.scheduledFor));
   if (late.length === timers) done();
 }, { maxArmMs: 100 }, { durability });
 await rig.scheduler.start();
@@ -67,4 +73,4 @@ if (session !== null) {
 }
 const commits = rig.scheduler.stats().commits - commits0;
 await rig.close();
-process.stdout.write(`${JSON.stringify({ late, commits, cpuMs: Math.round((cpu.user + cpu.system) / 1_000), maxLoopDelayMs: loopDelay.max / 1e6, loopBusyMs: Math.round(elu.active) })}\n`);
+process.stdout.write(`${JSON.stringify({ late, startLate, commits, cpuMs: Math.round((cpu.user + cpu.system) / 1_000), maxLoopDelayMs: loopDelay.max / 1e6, loopBusyMs: Math.round(elu.active) })}\n`);
