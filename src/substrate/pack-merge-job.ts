@@ -13,7 +13,7 @@ import { hashObject } from "./git-object.js";
 import type { EncodedPack, PackSource } from "./pack-file.js";
 import { applyDelta, inflateEntry, parseEntryHead, typeOfCode } from "./pack-file.js";
 import type { PackIndex } from "./pack-index.js";
-import { mergePacks } from "./pack-merge.js";
+import { mergePacks, packOrder } from "./pack-merge.js";
 import { corrupt, PackGone } from "./pack-reader.js";
 import type { DeltaBase, ParsedTree } from "./tree-object.js";
 import type { GitObject } from "./git-object.js";
@@ -68,7 +68,7 @@ function asBuffer(bytes: Uint8Array): Buffer {
  * @param earlier oids of the sources before this one (this pack's are added)
  */
 async function mergeSource(path: string, name: string, index: PackIndex, known: ReadonlyMap<Oid, DeltaBase>, earlier: Set<Oid>, io: MergeJobIo): Promise<PackSource> {
-  const order = Array.from({ length: index.count }, (_, i) => i).sort((a, b) => index.offsetAt(a) - index.offsetAt(b));
+  const order = packOrder(index);
   const ranges: { start: number; end: number }[] = [];
   for (const i of order) {
     const oid = index.oidAt(i);

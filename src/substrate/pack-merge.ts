@@ -29,6 +29,7 @@ import type { GitObject } from "./git-object.js";
 import { applyDelta, crc32, entryHeader, entryPayload, inflateEntry, TYPE_CODES, type EncodedPack, type EntryRecord, layoutPack, type PackSource, parseEntryHead, sealPackGently, storedZlib } from "./pack-file.js";
 import { compareTreeEntries, type DeltaBase, entryAt, type ParsedTree, type TreeEntry } from "./tree-object.js";
 import { byteDelta, deltaSizes, DeltaWriter } from "./git-delta.js";
+import type { PackIndex } from "./pack-index.js";
 import type { Oid } from "./types.js";
 
 /**
@@ -167,6 +168,23 @@ export function treeDelta(base: TreeShape, target: TreeShape): Buffer {
   return writer.finish();
 }
 
+/**
+ * The entries of a pack's index in the order they sit in the pack. Sorted as numbers
+ * (offset × 2^21 + position, exact in a double for packs under 4 GiB of up to 2^21 objects),
+ * not through a comparator reading two offsets per compare: for a merged pack of 600 000
+ * objects that sort was a second of CPU.
+ */
+export function packOrder(index: Pick<PackIndex, "count" | "offsetAt">): Uint32Array {
+  const n = index.count;
+  if (n >= 2 ** 21) return Uint32Array.from(Array.from({ length: n }, (_, i) => i).sort((a, b) => index.offsetAt(a) - index.offsetAt(b)));
+  const keys = new Float64Array(n);
+  for (let i = 0; i < n; i++) keys[i] = index.offsetAt(i) * 2 ** 21 + i;
+  keys.sort();
+  const order = new Uint32Array(n);
+  for (let k = 0; k < n; k++) order[k] = (keys[k] as number) % 2 ** 21;
+  return order;
+}
+
 /** The bytes of an ofs-delta entry: header, distance back to the base, the zlib stream. */
 function ofsDeltaEntry(deltaSize: number, distance: number, stream: Uint8Array): Buffer {
   // Git's offset encoding: 7 bits a byte, most significant first, each continuation adding 1.
@@ -239,10 +257,11 @@ export async function mergePacks(
   };
   let sliceStart = systemMonotonicNow();
   for (const source of sources) {
-    const order = Array.from({ length: source.index.count }, (_, i) => i).sort((a, b) => source.index.offsetAt(a) - source.index.offsetAt(b));
+    const order = packOrder(source.index);
     const fresh = source.index.count <= SMALL_DELTA_SOURCE_MAX;
-    const oidAtOffset = new Map<number, Oid>();
-    for (const i of order) oidAtOffset.set(source.index.offsetAt(i), source.index.oidAt(i));
+    /** Entry position by offset, for an ofs-delta's base (its oid read only then). */
+    const atOffset = new Map<number, number>();
+    for (const i of order) atOffset.set(source.index.offsetAt(i), i);
     for (const i of order) {
       if (systemMonotonicNow() - sliceStart >= SLICE_MS) {
         // A merge runs beside live commits: give the event loop back every {@link SLICE_MS}, so
@@ -270,7 +289,8 @@ export async function mergePacks(
       const head = parseEntryHead(source.name, raw);
       if (head.typeCode === REF_DELTA) return null;
       if (head.typeCode === OFS_DELTA) {
-        const baseOid = oidAtOffset.get(start - (head.baseDistance as number));
+        const baseAt = atOffset.get(start - (head.baseDistance as number));
+        const baseOid = baseAt === undefined ? undefined : source.index.oidAt(baseAt);
         const base = baseOid === undefined ? undefined : written.get(baseOid);
         if (baseOid === undefined || base === undefined) return null;
         if (base.depth + 1 > MAX_CHAIN) {
