@@ -3,8 +3,16 @@
  * `lateness-child.ts <dataDir> <repoId> <timers> <baseMs> <leadMs> <windowMs> <fsync|none>`.
  * Starts a store and scheduler on the deployment (recovery arms every timer), then moves the
  * clock to `leadMs` before the first fireAt and records, for each TimerFired reported, the clock
- * at that moment minus its fireAt. Prints one JSON line: `{late: number[], commits}`.
+ * at that moment minus its fireAt. Prints one JSON line: `{late: number[], startLate: number[],
+ * commits, cpuMs, maxLoopDelayMs, loopBusyMs}`: `startLate` is each fire's `firedAt` (the clock
+ * read as its commit was prepared) minus its fireAt, the part of `late` spent before the commit
+ * (wake-up, group-commit wait, a commit ahead of it); the last three are over the measured
+ * phase (clock move → last fire). With `LATENESS_CPU_PROFILE=<file>` set, that phase alone is
+ * profiled (V8 CPU profile, JSON).
  */
+import { Session } from "node:inspector/promises";
+import { writeFileSync } from "node:fs";
+import { monitorEventLoopDelay, performance } from "node:perf_hooks";
 import { createOffsetClock, openRig } from "./scheduler-rig.js";
 
 const [dataDir, repoId, timersArg, baseArg, leadArg, windowArg, durability] = process.argv.slice(2);
@@ -19,6 +27,8 @@ if (dataDir === undefined || repoId === undefined || ![timers, baseMs, leadMs, w
 
 const clock = createOffsetClock(baseMs - 3_600_000 - Date.now());
 const late: number[] = [];
+/** firedAt − fireAt: the part of `late` before the commit took its time (wake-up, throttle, queue). */
+const startLate: number[] = [];
 let done!: () => void;
 const allFired = new Promise<void>((resolve) => {
   done = resolve;
@@ -28,10 +38,22 @@ const allFired = new Promise<void>((resolve) => {
 const rig = openRig(dataDir, [repoId], clock.clock, (event) => {
   if (event.type !== "fired") return;
   late.push(clock.nowMs() - Date.parse(event.scheduledFor));
+  startLate.push(Date.parse(event.firedAt) - Date.parse(event.scheduledFor));
   if (late.length === timers) done();
 }, { maxArmMs: 100 }, { durability });
 await rig.scheduler.start();
 const commits0 = rig.scheduler.stats().commits;
+const profilePath = process.env.LATENESS_CPU_PROFILE;
+const session = profilePath === undefined || profilePath === "" ? null : new Session();
+if (session !== null) {
+  session.connect();
+  await session.post("Profiler.enable");
+  await session.post("Profiler.start");
+}
+const loopDelay = monitorEventLoopDelay({ resolution: 1 });
+loopDelay.enable();
+const cpu0 = process.cpuUsage();
+const elu0 = performance.eventLoopUtilization();
 clock.offsetMs = baseMs - leadMs - Date.now();
 let deadline: NodeJS.Timeout | undefined;
 await Promise.race([
@@ -41,6 +63,14 @@ await Promise.race([
   }),
 ]);
 clearTimeout(deadline);
+const cpu = process.cpuUsage(cpu0);
+const elu = performance.eventLoopUtilization(elu0);
+loopDelay.disable();
+if (session !== null) {
+  const { profile } = await session.post("Profiler.stop");
+  writeFileSync(profilePath as string, JSON.stringify(profile));
+  session.disconnect();
+}
 const commits = rig.scheduler.stats().commits - commits0;
 await rig.close();
-process.stdout.write(`${JSON.stringify({ late, commits })}\n`);
+process.stdout.write(`${JSON.stringify({ late, startLate, commits, cpuMs: Math.round((cpu.user + cpu.system) / 1_000), maxLoopDelayMs: loopDelay.max / 1e6, loopBusyMs: Math.round(elu.active) })}\n`);

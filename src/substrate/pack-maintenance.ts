@@ -6,13 +6,22 @@
  * byte for byte, in the background, then the merged packs are deleted, index first. Big folders
  * are stored as deltas in merged packs (see pack-merge.ts). Packs holding ref-deltas (a base
  * named by oid, possibly elsewhere) are left to git.
+ *
+ * Where the work runs: the merged pack's bytes are computed on the merge thread
+ * (pack-merge-thread.ts) when the store is on node:fs, else here in slices. Either way this
+ * thread places the result: the merged pack and its index written to temp files and flushed,
+ * renamed pack first and index last, the folder flushed, then the replaced packs deleted, index
+ * first. A crash at any step leaves every object in some whole, indexed pack (at worst twice,
+ * which git allows); readers that loaded a deleted pack rescan (see pack-reader.ts).
  */
 import { webcrypto } from "node:crypto";
 import type { FsAdapter } from "./fs-adapter.js";
 import type { ScopedLruCache } from "./lru-cache.js";
-import { type EncodedPack, packHasRefDeltas, type PackSource } from "./pack-file.js";
-import { mergePacks } from "./pack-merge.js";
-import { corrupt, type LoadedPack, type PackReader, PackGone } from "./pack-reader.js";
+import { type EncodedPack, packHasRefDeltas } from "./pack-file.js";
+import type { PackIndex } from "./pack-index.js";
+import { type MergeJob, runMergeJob } from "./pack-merge-job.js";
+import { MergeThreadUnavailable, mergeOnThread } from "./pack-merge-thread.js";
+import type { LoadedPack, PackReader } from "./pack-reader.js";
 import type { PackWriter } from "./pack-writer.js";
 import type { DeltaBase, ParsedTree } from "./tree-object.js";
 import type { Oid } from "./types.js";
@@ -33,7 +42,16 @@ export interface PackMaintenanceOptions {
   readonly cachedTree?: (oid: Oid) => ParsedTree | undefined;
   /** The delta a big tree was written with, when known (merging stores it as is). */
   readonly deltaBase?: (oid: Oid) => DeltaBase | undefined;
+  /**
+   * Whether merges run on the process's merge thread (pack-merge-thread.ts), which reads the
+   * packs with node:fs itself; default: when `fs` is node:fs. Otherwise (memfs) they run here,
+   * in slices.
+   */
+  readonly mergeOnThread?: boolean;
 }
+
+/** Per-commit packs up to this many objects are looked at for known deltas (see knownDeltas). */
+const KNOWN_DELTA_SCAN_MAX = 4096;
 
 /** The merges of one repository's packs; see PackStore.maintain, compact and idle. */
 export interface PackMaintenance {
@@ -46,6 +64,7 @@ export interface PackMaintenance {
 /** Creates the merging of the packs `reader` knows, placing merged packs through `writer`. */
 export function createPackMaintenance(opts: PackMaintenanceOptions): PackMaintenance {
   const { fs, packDir, repoKey, packBytes, reader, writer } = opts;
+  const onThread = opts.mergeOnThread ?? fs.isNodeFs;
   let merging: Promise<void> | null = null;
 
   /** Puts a merged pack in place, its name flushed before the packs it replaces are deleted. */
@@ -102,48 +121,61 @@ export function createPackMaintenance(opts: PackMaintenanceOptions): PackMainten
   }
 
   /**
-   * A merge source reading only the entries the merge will copy: a big folder this store wrote
-   * with a known delta (see ParsedTree.deltaBase) whose base comes earlier in the merge is stored
-   * as that delta and never read, which for per-commit packs of a big deployment is ~99% of
-   * their bytes. The rest is read in as few ranges as the entries' layout allows; an entry asked
-   * for outside them is read on its own.
-   * @param earlier oids of the sources before this one (this pack's are added)
+   * The deltas big trees of `chosen` were written with, for a merge on the thread (which cannot
+   * call back). Only per-commit packs are looked at: a delta is known only for a tree this
+   * process wrote lately, and a merged or generated pack of thousands of objects holds none
+   * worth the lookups (their big trees are deltas already, re-linked as they are).
    */
-  async function mergeSource(pack: LoadedPack, earlier: Set<Oid>): Promise<PackSource> {
-    const path = `${packDir}/${pack.name}.pack`;
-    const index = pack.index;
-    const order = Array.from({ length: index.count }, (_, i) => i).sort((a, b) => index.offsetAt(a) - index.offsetAt(b));
-    const ranges: { start: number; end: number }[] = [];
-    for (const i of order) {
-      const oid = index.oidAt(i);
-      const known = opts.deltaBase?.(oid);
-      const skip = known !== undefined && earlier.has(known.oid);
-      earlier.add(oid);
-      if (skip) continue;
-      const start = index.offsetAt(i);
-      const end = index.endOf(start);
-      const last = ranges[ranges.length - 1];
-      if (last !== undefined && last.end === start) last.end = end;
-      else ranges.push({ start, end });
+  function knownDeltas(chosen: readonly LoadedPack[]): [Oid, DeltaBase][] {
+    const known: [Oid, DeltaBase][] = [];
+    const lookup = opts.deltaBase;
+    if (lookup === undefined) return known;
+    for (const pack of chosen) {
+      if (pack.index.count > KNOWN_DELTA_SCAN_MAX) continue;
+      for (let i = 0; i < pack.index.count; i++) {
+        const oid = pack.index.oidAt(i);
+        const delta = lookup(oid);
+        if (delta !== undefined) known.push([oid, delta]);
+      }
     }
-    const loaded: { start: number; end: number; bytes: Buffer }[] = [];
-    for (const range of ranges) {
-      const bytes = await fs.readRange(path, range.start, range.end - range.start);
-      if (bytes.byteLength !== range.end - range.start) throw new PackGone(pack.name);
-      loaded.push({ ...range, bytes: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength) });
-    }
-    return {
-      name: pack.name,
-      index,
-      async entry(start, end) {
-        for (const range of loaded) {
-          if (range.start <= start && end <= range.end) return range.bytes.subarray(start - range.start, end - range.start);
+    return known;
+  }
+
+  /** The merge on this thread: reads through `fs`, helped by the store's caches. */
+  function mergeHere(chosen: readonly LoadedPack[]): Promise<EncodedPack | null> {
+    const lookup = opts.deltaBase;
+    const known: [Oid, DeltaBase][] = [];
+    if (lookup !== undefined) {
+      for (const pack of chosen) {
+        for (let i = 0; i < pack.index.count; i++) {
+          const oid = pack.index.oidAt(i);
+          const delta = lookup(oid);
+          if (delta !== undefined) known.push([oid, delta]);
         }
-        const bytes = await fs.readRange(path, start, end - start);
-        if (bytes.byteLength !== end - start) throw new PackGone(pack.name);
-        return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+      }
+    }
+    const indexes = new Map(chosen.map((p) => [p.name, p.index]));
+    const job: MergeJob = { packDir, sources: chosen.map((p) => ({ name: p.name, size: p.size })), known };
+    return runMergeJob(
+      job,
+      { readRange: (path, start, length) => fs.readRange(path, start, length), index: async (source) => indexes.get(source.name) as PackIndex },
+      {
+        ...(opts.cachedTree === undefined ? {} : { cachedTree: opts.cachedTree }),
+        // The merged pack's checksum (megabytes of SHA-1) is computed off the event loop.
+        hash: async (body) => Buffer.from(await webcrypto.subtle.digest("SHA-1", body)),
       },
-    };
+    );
+  }
+
+  /** The merged pack of `chosen`: on the merge thread when there is one, else here. */
+  async function merge(chosen: readonly LoadedPack[]): Promise<EncodedPack | null> {
+    if (!onThread) return mergeHere(chosen);
+    try {
+      return await mergeOnThread({ packDir, sources: chosen.map((p) => ({ name: p.name, size: p.size })), known: knownDeltas(chosen) });
+    } catch (error) {
+      if (!(error instanceof MergeThreadUnavailable)) throw error;
+      return mergeHere(chosen);
+    }
   }
 
   /** One merge of the {@link mergeSet} (or of `pick`). @returns whether another round may make progress */
@@ -151,15 +183,7 @@ export function createPackMaintenance(opts: PackMaintenanceOptions): PackMainten
     try {
       const chosen = pick();
       if (chosen.length < 2) return false;
-      const sources: PackSource[] = [];
-      const earlier = new Set<Oid>();
-      for (const pack of chosen) sources.push(await mergeSource(pack, earlier));
-      // The merged pack's checksum (megabytes of SHA-1) is computed off the event loop.
-      const merged = await mergePacks(sources, async (body) => Buffer.from(await webcrypto.subtle.digest("SHA-1", body)), opts.cachedTree, opts.deltaBase, async (oid) => {
-        const object = await reader.read(oid, false);
-        if (object === null) throw corrupt(oid, "missing while merging packs");
-        return object;
-      });
+      const merged = await merge(chosen);
       if (merged === null) {
         // A source holds ref-deltas (git's): find it and leave it to git from now on.
         for (const pack of chosen) {

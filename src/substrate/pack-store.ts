@@ -3,7 +3,8 @@
  * commit as one new pack, and merging small packs so lookups stay cheap. This module composes
  * the three parts: reading (pack-reader.ts: index lookups, whole and windowed pack reads, delta
  * decoding), writing (pack-writer.ts: temp files, flush, rename; crash safety and durability
- * are described there) and merging (pack-maintenance.ts).
+ * are described there) and merging (pack-maintenance.ts; the merged pack's bytes are computed
+ * on a worker thread, pack-merge-thread.ts, so a merge never holds the event loop).
  *
  * Why packs: a commit that fires a thousand timers on a 10 000-run deployment writes ~3 000
  * objects (a blob, the run's two trees on the path, then `runs/` and the root). As loose
@@ -49,6 +50,11 @@ export interface PackStoreOptions {
   readonly cachedTree?: (oid: Oid) => ParsedTree | undefined;
   /** The delta a big tree was written with, when known (merging stores it as is). */
   readonly deltaBase?: (oid: Oid) => DeltaBase | undefined;
+  /**
+   * Whether merges run on the process's merge thread (pack-merge-thread.ts), which reads the
+   * packs with node:fs; default: when `fs` is node:fs itself.
+   */
+  readonly mergeOnThread?: boolean;
 }
 
 export interface PackStore {
@@ -133,6 +139,7 @@ export function createPackStore(opts: PackStoreOptions): PackStore {
     writer,
     ...(opts.cachedTree === undefined ? {} : { cachedTree: opts.cachedTree }),
     ...(opts.deltaBase === undefined ? {} : { deltaBase: opts.deltaBase }),
+    ...(opts.mergeOnThread === undefined ? {} : { mergeOnThread: opts.mergeOnThread }),
   });
 
   function stage(objects: readonly GitObject[], pause?: () => Promise<void>): StagedObjects {

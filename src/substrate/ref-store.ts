@@ -348,9 +348,17 @@ export function createRefStore(opts: RefStoreOptions): RefStore {
     try {
       const decision = await decide(await readValue(refName));
       if (decision === null) return "skipped";
-      await decision.beforeSwap();
-      await handle.write(Buffer.from(`${decision.next}\n`, "latin1"));
-      if (durable) await handle.sync();
+      // The lock's bytes are written and flushed while `beforeSwap` runs (a commit's pack being
+      // flushed and put in place): the lock is ours alone until renamed, and the rename waits
+      // for both, so the ref still moves only after the pack is durable, one flush later
+      // instead of two.
+      const writing = (async () => {
+        await handle.write(Buffer.from(`${decision.next}\n`, "latin1"));
+        if (durable) await handle.sync();
+      })();
+      const [swap, wrote] = await Promise.allSettled([decision.beforeSwap(), writing]);
+      if (swap.status === "rejected") throw swap.reason;
+      if (wrote.status === "rejected") throw wrote.reason;
       if (!(await stillOurs(ino, lockPath))) return "stolen";
       await handle.close();
       // The record goes while the lock is still ours: once the lock is renamed, the next

@@ -4,8 +4,20 @@ import { createMemFs, type MemFs } from "../../helpers/memfs.js";
 
 type Op = { readonly op: "flush"; readonly path: string } | { readonly op: "rename"; readonly from: string; readonly to: string };
 
-/** A memfs whose flushes (fsync, FileHandle.sync) and renames are logged in call order. */
-function recordingFs(): { fs: MemFs; ops: Op[] } {
+/** Holds the flushes of pack temp files while closed. */
+interface PackFlushGate {
+  closed: boolean;
+  readonly waiting: (() => void)[];
+}
+
+/**
+ * A memfs whose flushes (fsync, FileHandle.sync) and renames are logged in call order; while
+ * `gate` is closed, the flush of a pack temp file does not complete.
+ */
+function recordingFs(gate: PackFlushGate = { closed: false, waiting: [] }): { fs: MemFs; ops: Op[] } {
+  const held = async (path: string): Promise<void> => {
+    if (gate.closed && kind(path) === "pack") await new Promise<void>((resolve) => gate.waiting.push(resolve));
+  };
   const inner = createMemFs();
   const ops: Op[] = [];
   const pathOfFd = new Map<number, string>();
@@ -26,6 +38,7 @@ function recordingFs(): { fs: MemFs; ops: Op[] } {
             if (p === "sync" || p === "datasync") {
               return async () => {
                 await (value as () => Promise<void>).call(h);
+                await held(path);
                 ops.push({ op: "flush", path });
               };
             }
@@ -53,9 +66,12 @@ function recordingFs(): { fs: MemFs; ops: Op[] } {
       }
       if (prop === "fsync" || prop === "fdatasync") {
         return (fd: number, callback: (error: Error | null) => void) => {
+          const path = pathOfFd.get(fd) ?? `fd ${fd}`;
           target.fsync(fd, (error) => {
-            if (error === null || error === undefined) ops.push({ op: "flush", path: pathOfFd.get(fd) ?? `fd ${fd}` });
-            callback((error ?? null) as Error | null);
+            void held(path).then(() => {
+              if (error === null || error === undefined) ops.push({ op: "flush", path });
+              callback((error ?? null) as Error | null);
+            });
           });
         };
       }
@@ -86,9 +102,9 @@ describe("a durable commit", () => {
     await store.writeTree(null, REPO, "main", { files: { "runs/r1/events/2.json": '{"seq":2}' }, message: "second" });
 
     const flushes = ops.filter((o): o is Op & { op: "flush" } => o.op === "flush").map((o) => kind(o.path));
-    // Pack and index in either order (they are flushed together), then the ref, then one folder.
-    expect([...flushes.slice(0, 2)].sort()).toEqual(["idx", "pack"]);
-    expect(flushes.slice(2)).toEqual(["ref", "folder refs/heads"]);
+    // Pack, index and the ref's lock in any order (they are flushed together), then one folder.
+    expect([...flushes.slice(0, 3)].sort()).toEqual(["idx", "pack", "ref"]);
+    expect(flushes.slice(3)).toEqual(["folder refs/heads"]);
 
     const at = (match: (o: Op) => boolean): number => ops.findIndex(match);
     const packPlaced = at((o) => o.op === "rename" && o.to.endsWith(".pack"));
@@ -97,9 +113,36 @@ describe("a durable commit", () => {
     const flushed = (k: string): number => at((o) => o.op === "flush" && kind(o.path) === k);
     expect(Math.max(flushed("pack"), flushed("idx"))).toBeLessThan(packPlaced);
     expect(packPlaced).toBeLessThan(idxPlaced);
-    expect(idxPlaced).toBeLessThan(flushed("ref"));
+    expect(idxPlaced).toBeLessThan(refMoved);
     expect(flushed("ref")).toBeLessThan(refMoved);
     expect(refMoved).toBeLessThan(flushed("folder refs/heads"));
+    await store.close();
+  });
+
+  it("flushes the ref's lock while the pack is still being flushed, and moves the ref only after both", async () => {
+    const gate: PackFlushGate = { closed: false, waiting: [] };
+    const { fs, ops } = recordingFs(gate);
+    const { store } = createMemStore({ fs, packThreshold: 3, durability: "fsync" });
+    await store.initRepo(null, REPO);
+    await store.writeTree(null, REPO, "main", { files: { "runs/r1/events/1.json": '{"seq":1}' }, message: "first" });
+    ops.length = 0;
+    gate.closed = true;
+
+    const writing = store.writeTree(null, REPO, "main", { files: { "runs/r1/events/2.json": '{"seq":2}' }, message: "second" });
+    const flushedKinds = (): string[] => ops.filter((o): o is Op & { op: "flush" } => o.op === "flush").map((o) => kind(o.path));
+    // Waits on the commit's own steps (event-loop turns, never time) for the lock's flush.
+    for (let turn = 0; turn < 1_000 && !flushedKinds().includes("ref"); turn++) await new Promise((resolve) => setImmediate(resolve));
+    expect(flushedKinds()).toContain("ref");
+    expect(flushedKinds()).not.toContain("pack");
+    expect(ops.some((o) => o.op === "rename" && o.to === `${GITDIR}/refs/heads/main`)).toBe(false);
+
+    gate.closed = false;
+    for (const resume of gate.waiting.splice(0)) resume();
+    await writing;
+    const at = (match: (o: Op) => boolean): number => ops.findIndex(match);
+    const refMoved = at((o) => o.op === "rename" && o.to === `${GITDIR}/refs/heads/main`);
+    expect(at((o) => o.op === "flush" && kind(o.path) === "pack")).toBeLessThan(refMoved);
+    expect(at((o) => o.op === "rename" && o.to.endsWith(".idx"))).toBeLessThan(refMoved);
     await store.close();
   });
 });

@@ -1,0 +1,95 @@
+/**
+ * The merge thread, as the stores of a process see it: {@link mergeOnThread} hands a merge job
+ * (pack-merge-job.ts) to one worker thread shared by every repository of the process, so the
+ * megabytes a merge reads, compares, hashes and lays out never hold the event loop that fires
+ * timers. Only the result comes back (its buffers moved, not copied); placing it, and deleting
+ * the packs it replaces, stay with the caller (pack-maintenance.ts).
+ *
+ * States: no thread → starting (first job) → ready; a thread that fails to start or dies
+ * rejects the jobs it holds with {@link MergeThreadUnavailable} and is not started again (the
+ * caller then merges on its own thread, as a store on memfs always does). The thread is unref'd:
+ * it never keeps a process alive.
+ */
+import { Worker } from "node:worker_threads";
+import type { EncodedPack } from "./pack-file.js";
+import { PackGone } from "./pack-reader.js";
+import type { MergeJob } from "./pack-merge-job.js";
+
+/** What the thread posts back for job `id`. */
+export type MergeReply =
+  | { readonly id: number; readonly kind: "merged"; readonly pack: ArrayBuffer; readonly idx: ArrayBuffer; readonly checksum: string; readonly count: number }
+  | { readonly id: number; readonly kind: "ref-deltas" }
+  | { readonly id: number; readonly kind: "gone" }
+  | { readonly id: number; readonly kind: "failed"; readonly message: string };
+
+/** The thread could not be started, or died: merge on the caller's thread instead. */
+export class MergeThreadUnavailable extends Error {}
+
+interface Pending {
+  resolve(pack: EncodedPack | null): void;
+  reject(error: unknown): void;
+}
+
+let worker: Worker | null = null;
+let broken = false;
+let nextId = 1;
+const pending = new Map<number, Pending>();
+
+function failAll(error: unknown): void {
+  for (const job of pending.values()) job.reject(error);
+  pending.clear();
+}
+
+function start(): Worker {
+  // Run from sources (tests, `node --import tsx`) the entry is TypeScript: the thread registers
+  // the same loader before importing it. Built, it is the .js beside this file.
+  const fromSources = import.meta.url.endsWith(".ts");
+  const entry = new URL(fromSources ? "./pack-merge-worker.ts" : "./pack-merge-worker.js", import.meta.url).href;
+  const source = fromSources
+    ? `import("tsx/esm/api").then((tsx) => { tsx.register(); return import(${JSON.stringify(entry)}); });`
+    : `import(${JSON.stringify(entry)});`;
+  const thread = new Worker(source, { eval: true });
+  thread.unref();
+  thread.on("message", (reply: MergeReply) => {
+    const job = pending.get(reply.id);
+    if (job === undefined) return;
+    pending.delete(reply.id);
+    if (reply.kind === "merged") {
+      job.resolve({ pack: Buffer.from(reply.pack), idx: Buffer.from(reply.idx), checksum: reply.checksum, count: reply.count });
+    } else if (reply.kind === "ref-deltas") {
+      job.resolve(null);
+    } else if (reply.kind === "gone") {
+      job.reject(new PackGone("a merged pack vanished"));
+    } else {
+      job.reject(new Error(reply.message));
+    }
+  });
+  const die = (error: unknown): void => {
+    broken = true;
+    worker = null;
+    failAll(new MergeThreadUnavailable("the merge thread stopped", { cause: error }));
+  };
+  thread.on("error", die);
+  thread.on("exit", (code) => die(new Error(`exit ${code}`)));
+  return thread;
+}
+
+/**
+ * Runs `job` on the merge thread.
+ * @returns the merged pack (not yet written anywhere), or null when a source holds a ref-delta
+ * @throws MergeThreadUnavailable when there is no thread to run it (merge here instead);
+ *   PackGone when a source vanished; Error for a source that cannot be decoded
+ */
+export function mergeOnThread(job: MergeJob): Promise<EncodedPack | null> {
+  if (broken) return Promise.reject(new MergeThreadUnavailable("the merge thread is not available"));
+  worker ??= start();
+  const id = nextId++;
+  const thread = worker;
+  return new Promise<EncodedPack | null>((resolve, reject) => {
+    pending.set(id, { resolve, reject });
+    thread.ref();
+    thread.postMessage({ id, job });
+  }).finally(() => {
+    if (pending.size === 0) worker?.unref();
+  });
+}

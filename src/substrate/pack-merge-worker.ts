@@ -1,0 +1,64 @@
+/**
+ * The merge thread's entry (started by pack-merge-thread.ts): runs the merge jobs it is posted
+ * (pack-merge-job.ts), one after another, reading the source packs itself and posting back the
+ * merged pack's bytes (transferred, not copied). It writes no file.
+ */
+import { closeSync, openSync, readFileSync, readSync } from "node:fs";
+import { parentPort } from "node:worker_threads";
+import { parsePackIndex } from "./pack-index.js";
+import { PackGone } from "./pack-reader.js";
+import { runMergeJob, type MergeJob, type MergeJobIo } from "./pack-merge-job.js";
+import type { MergeReply } from "./pack-merge-thread.js";
+
+function isMissing(error: unknown): boolean {
+  return (error as { code?: unknown } | null)?.code === "ENOENT";
+}
+
+/** Reads with blocking calls: this thread has nothing else to do meanwhile. */
+const ioFor = (packDir: string): MergeJobIo => ({
+  async readRange(path, start, length) {
+    const fd = openSync(path, "r");
+    try {
+      const out = Buffer.allocUnsafeSlow(length);
+      let got = 0;
+      while (got < length) {
+        const n = readSync(fd, out, got, length - got, start + got);
+        if (n === 0) break;
+        got += n;
+      }
+      return out.subarray(0, got);
+    } finally {
+      closeSync(fd);
+    }
+  },
+  async index(source) {
+    return parsePackIndex(source.name, readFileSync(`${packDir}/${source.name}.idx`), source.size);
+  },
+});
+
+/** A buffer's bytes as a transferable ArrayBuffer of their own (copied when shared with others). */
+function own(bytes: Buffer): ArrayBuffer {
+  if (bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer) return bytes.buffer;
+  const copy = new ArrayBuffer(bytes.byteLength);
+  new Uint8Array(copy).set(bytes);
+  return copy;
+}
+
+async function answer(id: number, job: MergeJob): Promise<MergeReply> {
+  try {
+    const merged = await runMergeJob(job, ioFor(job.packDir));
+    if (merged === null) return { id, kind: "ref-deltas" };
+    return { id, kind: "merged", pack: own(merged.pack), idx: own(merged.idx), checksum: merged.checksum, count: merged.count };
+  } catch (error) {
+    if (error instanceof PackGone || isMissing(error)) return { id, kind: "gone" };
+    return { id, kind: "failed", message: error instanceof Error ? error.message : String(error) };
+  }
+}
+
+let chain = Promise.resolve();
+parentPort?.on("message", (message: { id: number; job: MergeJob }) => {
+  chain = chain.then(async () => {
+    const reply = await answer(message.id, message.job);
+    parentPort?.postMessage(reply, reply.kind === "merged" ? [reply.pack, reply.idx] : []);
+  });
+});
