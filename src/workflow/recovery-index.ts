@@ -175,11 +175,42 @@ function decodeTimer(timerId: unknown, fireAt: unknown, setSeq: unknown, stepId:
 const isArray = Array.isArray;
 
 /**
- * Parses the file's bytes.
- * @returns run id → summary, or null when the file is not a current, consistent index for
- *   `maxEventBytes` (then nothing in it may be used)
+ * A decoded index, kept in columns: what a warm start restores runs from without a summary
+ * object per run (see seams/scheduler/run-table.ts). Row `i` is one run.
  */
-export function decodeRecoveryIndex(bytes: Uint8Array, maxEventBytes: number): Map<string, RunSummary> | null {
+export interface RecoveryIndex {
+  readonly runIds: readonly string[];
+  /** `runTreeOid` of row i at `i * 40`. */
+  readonly runTreeOids: string;
+  /** `eventsOid` of row i at `i * 40` (see {@link eventsOidAt}). */
+  readonly eventsOids: string;
+  /** maxFileSeq, lastSeq and number of timers of row i at `3 * i`. */
+  readonly runNumbers: readonly number[];
+  readonly terminals: readonly (TerminalEventType | null)[];
+  /** Every pending timer, rows in order; row i's are from `firstTimer[i]`. */
+  readonly timers: readonly PendingTimer[];
+  readonly firstTimer: Int32Array;
+  /** Row of `runId`, or -1. Fast when asked in the order the rows were written. */
+  rowOf(runId: string): number;
+}
+
+/** Row i's events folder oid (null when it had none). */
+export function eventsOidAt(index: RecoveryIndex, row: number): string | null {
+  const at = row * OID_LENGTH;
+  return index.eventsOids.startsWith(NO_OID, at) ? null : index.eventsOids.slice(at, at + OID_LENGTH);
+}
+
+/** Whether row i's events folder oid is null. */
+export function noEventsOidAt(index: RecoveryIndex, row: number): boolean {
+  return index.eventsOids.startsWith(NO_OID, row * OID_LENGTH);
+}
+
+/**
+ * Parses the file's bytes into columns (see {@link RecoveryIndex}).
+ * @returns null when the file is not a current, consistent index for `maxEventBytes` (then
+ *   nothing in it may be used)
+ */
+export function decodeRecoveryColumns(bytes: Uint8Array, maxEventBytes: number): RecoveryIndex | null {
   let body: unknown;
   try {
     body = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8"));
@@ -193,36 +224,76 @@ export function decodeRecoveryIndex(bytes: Uint8Array, maxEventBytes: number): M
   if (!isArray(runIds) || !isArray(runNumbers) || !isArray(terminals) || !isArray(timerIds) || !isArray(fireAts) || !isArray(setSeqs) || !isArray(stepIds) || !isArray(extras)) return null;
   if (typeof runTreeOids !== "string" || typeof eventsOids !== "string") return null;
   const n = runIds.length;
-  const timers = timerIds.length;
+  const count = timerIds.length;
   if (runTreeOids.length !== n * OID_LENGTH || eventsOids.length !== n * OID_LENGTH || runNumbers.length !== 3 * n || terminals.length !== n) return null;
-  if (fireAts.length !== timers || setSeqs.length !== timers || stepIds.length !== timers || extras.length !== timers) return null;
-  const out = new Map<string, RunSummary>();
+  if (fireAts.length !== count || setSeqs.length !== count || stepIds.length !== count || extras.length !== count) return null;
+  const timers: PendingTimer[] = new Array<PendingTimer>(count);
+  const firstTimer = new Int32Array(n + 1);
   let t = 0;
   for (let i = 0; i < n; i++) {
-    const runId = runIds[i];
     const maxFileSeq = runNumbers[3 * i];
     const lastSeq = runNumbers[3 * i + 1];
-    const count = runNumbers[3 * i + 2];
+    const runTimers = runNumbers[3 * i + 2];
     const terminal = terminals[i];
-    if (typeof runId !== "string" || !isSeq(maxFileSeq) || !isSeq(lastSeq) || !Number.isSafeInteger(count) || (count as number) < 0 || t + (count as number) > timers) return null;
+    if (typeof runIds[i] !== "string" || !isSeq(maxFileSeq) || !isSeq(lastSeq) || !Number.isSafeInteger(runTimers) || (runTimers as number) < 0 || t + (runTimers as number) > count) return null;
     if (terminal !== null && (typeof terminal !== "string" || !isTerminalEventType(terminal))) return null;
-    const pendingTimers: PendingTimer[] = [];
-    for (const end = t + (count as number); t < end; t++) {
+    firstTimer[i] = t;
+    for (const end = t + (runTimers as number); t < end; t++) {
       const timer = decodeTimer(timerIds[t], fireAts[t], setSeqs[t], stepIds[t], extras[t]);
       if (timer === null) return null;
-      pendingTimers.push(timer);
+      // One generation per timer id in a run (a state's map holds no two).
+      for (let k = firstTimer[i] as number; k < t; k++) if ((timers[k] as PendingTimer).timerId === timer.timerId) return null;
+      timers[t] = timer;
     }
-    const eventsOid = eventsOids.slice(i * OID_LENGTH, (i + 1) * OID_LENGTH);
-    out.set(runId, {
-      runTreeOid: runTreeOids.slice(i * OID_LENGTH, (i + 1) * OID_LENGTH),
-      eventsOid: eventsOid === NO_OID ? null : eventsOid,
-      maxFileSeq,
-      lastSeq,
-      terminal: terminal as TerminalEventType | null,
-      pendingTimers,
-    });
   }
-  return t === timers ? out : null;
+  if (t !== count) return null;
+  firstTimer[n] = t;
+  const ids = runIds as string[];
+  let next = 0;
+  let byId: Map<string, number> | null = null;
+  return {
+    runIds: ids,
+    runTreeOids,
+    eventsOids,
+    runNumbers: runNumbers as number[],
+    terminals: terminals as (TerminalEventType | null)[],
+    timers,
+    firstTimer,
+    rowOf(runId) {
+      // A start asks in listing order, which is the order the rows were written in.
+      if (ids[next] === runId) return next++;
+      if (byId === null) {
+        byId = new Map();
+        for (let i = 0; i < n; i++) byId.set(ids[i] as string, i);
+      }
+      const row = byId.get(runId);
+      if (row === undefined) return -1;
+      next = row + 1;
+      return row;
+    },
+  };
+}
+
+/**
+ * Parses the file's bytes.
+ * @returns run id → summary, or null when the file is not a current, consistent index for
+ *   `maxEventBytes` (then nothing in it may be used)
+ */
+export function decodeRecoveryIndex(bytes: Uint8Array, maxEventBytes: number): Map<string, RunSummary> | null {
+  const index = decodeRecoveryColumns(bytes, maxEventBytes);
+  if (index === null) return null;
+  const out = new Map<string, RunSummary>();
+  index.runIds.forEach((runId, i) => {
+    out.set(runId, {
+      runTreeOid: index.runTreeOids.slice(i * OID_LENGTH, (i + 1) * OID_LENGTH),
+      eventsOid: eventsOidAt(index, i),
+      maxFileSeq: index.runNumbers[3 * i] as number,
+      lastSeq: index.runNumbers[3 * i + 1] as number,
+      terminal: index.terminals[i] as TerminalEventType | null,
+      pendingTimers: index.timers.slice(index.firstTimer[i], index.firstTimer[i + 1]),
+    });
+  });
+  return out;
 }
 
 /**

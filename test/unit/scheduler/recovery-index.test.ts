@@ -108,6 +108,71 @@ describe("recovery index", () => {
     expect(h.events.find((e) => e.type === "recovered")).toMatchObject({ runs: 2, pending: 1, badEvents: 1 });
   });
 
+  it("recovers the same runs, timers and summaries warm (from the index) as cold (from the logs), and fires restored timers once", async () => {
+    h = await createHarness("2026-05-01T00:00:00.000Z");
+    await h.append("once", timerSet("t", "2026-05-01T00:00:10.000Z"), { type: "StepCompleted", data: { stepId: "a" } });
+    await h.append("two", timerSet("a", "2026-05-01T00:00:20.000Z"), { type: "TimerSet", data: { timerId: "b", fireAt: "2026-05-01T03:00:00.000Z", stepId: "s" } });
+    await h.append("cron", { type: "TimerSet", data: { timerId: "c", fireAt: "2026-05-01T01:00:00.000Z", cron: "0 * * * *", timezone: "Europe/Paris", misfire: "latest" } });
+    await h.append("paused", { type: "TimerSet", data: { timerId: "p", fireAt: "2026-05-01T01:00:00.000Z", cron: "0 * * * *" } }, { type: "SchedulePaused", at: "2026-05-01T00:00:00.000Z", data: { timerId: "p" } });
+    await h.append("ended", timerSet("t", "2026-05-01T01:00:00.000Z"), { type: "RunCompleted" });
+    await h.append("cancelled", timerSet("t", "2026-05-01T01:00:00.000Z"), { type: "TimerCancelled", data: { timerId: "t" } });
+    // More timers than a row's bit mask of queued timers holds.
+    await h.append("many", ...Array.from({ length: 35 }, (_, i) => timerSet(`m${i}`, `2026-05-0${1 + (i % 3)}T0${i % 10}:30:00.000Z`)));
+    await h.rawWrite({ "runs/bad/events/1.json": '{"seq":1,"type":"TimerSet",}', "runs/bad/events/2.json": JSON.stringify({ seq: 2, type: "TimerSet", data: { timerId: "x", fireAt: "2026-05-01T02:00:00.000Z" } }) });
+    const starts: { queued: unknown; recovered: unknown; index: unknown }[] = [];
+    const look = async (): Promise<void> => {
+      const recovered = h?.events.filter((e) => e.type === "recovered").at(-1);
+      const queued = h?.scheduler.queuedTimers();
+      await h?.scheduler.stop();
+      const index = await readIndex(h as Harness);
+      starts.push({ queued, recovered: { ...recovered, ms: 0 }, index: new Map([...index].sort(([a], [b]) => a.localeCompare(b))) });
+    };
+    await h.scheduler.start(); // cold: no index yet
+    await look();
+    await h.restart(); // warm: every clean run from the index
+    await look();
+    await h.store.writeDerived?.(null, RID, RECOVERY_INDEX_FILE, Buffer.from("{}"));
+    await h.restart(); // cold again: the index is unusable
+    await look();
+    expect(starts[1]).toEqual(starts[0]);
+    expect(starts[2]).toEqual(starts[0]);
+    expect((starts[0]?.queued as unknown[]).length).toBe(1 + 2 + 1 + 35 + 1);
+    // Timers restored from the index fire once, and the runs they changed are summarised anew.
+    await h.restart();
+    await h.clock.advance(30_000);
+    await h.scheduler.idle();
+    expect(firedOf(await h.log("once")).map((f) => f.scheduledFor)).toEqual(["2026-05-01T00:00:10.000Z"]);
+    expect(firedOf(await h.log("two")).map((f) => f.scheduledFor)).toEqual(["2026-05-01T00:00:20.000Z"]);
+    await h.append("two", timerSet("a", "2026-05-01T00:01:00.000Z"));
+    await h.clock.advance(60_000);
+    await h.scheduler.idle();
+    expect(firedOf(await h.log("two")).map((f) => f.scheduledFor)).toEqual(["2026-05-01T00:00:20.000Z", "2026-05-01T00:01:00.000Z"]);
+    // A cancel read by the tail takes a restored run's timer out of the queue, the last one too.
+    await h.append("many", { type: "TimerCancelled", data: { timerId: "m34" } }, { type: "TimerCancelled", data: { timerId: "m0" } });
+    await h.clock.advance(0);
+    await h.scheduler.idle();
+    expect(h.scheduler.queuedTimers().filter((t) => t.runId === "many").map((t) => t.timerId).sort()).toEqual(Array.from({ length: 33 }, (_, i) => `m${i + 1}`).sort());
+    await h.scheduler.stop();
+    const after = await readIndex(h);
+    expect(after.get("once")?.pendingTimers).toEqual([]);
+    expect(after.get("two")?.pendingTimers.map((t) => t.timerId)).toEqual(["b"]);
+    expect(after.get("many")?.pendingTimers.map((t) => t.timerId)).toEqual(Array.from({ length: 33 }, (_, i) => `m${i + 1}`));
+  });
+
+  it("ignores an index that holds two generations of one timer in a run", async () => {
+    h = await createHarness("2026-05-01T00:00:00.000Z");
+    await h.append("r1", timerSet("t", "2026-05-01T01:00:00.000Z"));
+    await h.scheduler.start();
+    await h.scheduler.stop();
+    const index = await readIndex(h);
+    const r1 = index.get("r1") as RunSummary;
+    const twice = r1.pendingTimers[0] as RunSummary["pendingTimers"][number];
+    index.set("r1", { ...r1, pendingTimers: [{ ...twice, fireAt: "2026-05-01T05:00:00.000Z" }, twice] });
+    await writeIndex(h, index);
+    await h.restart();
+    expect(h.scheduler.queuedTimers().map((t) => `${t.timerId}@${t.fireAt}`)).toEqual(["t@2026-05-01T01:00:00.000Z"]);
+  });
+
   it("is neither read nor written with recoveryIndex: false", async () => {
     h = await createHarness("2026-05-01T00:00:00.000Z", { recoveryIndex: false });
     await h.append("r1", timerSet("t", "2026-05-01T01:00:00.000Z"));
