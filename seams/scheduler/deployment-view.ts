@@ -22,7 +22,7 @@ import type { PendingTimer, RunState } from "../../src/workflow/types.js";
 import { WORKFLOW_RUN_KIND } from "../../src/workflow/workflow-run-kind.js";
 import { openArchive, reusedArchivedRunProblem } from "../../src/workflow/run-archive.js";
 import { decodeRecoveryColumns, encodeRecoveryIndex, noEventsOidAt, RECOVERY_INDEX_FILE, type RecoveryIndex, type RunSummary } from "../../src/workflow/recovery-index.js";
-import { MASK_BITS, RunTable, type RunRecord } from "./run-table.js";
+import { MASK_BITS, RunTable, UnpausedTimers, type RunRecord } from "./run-table.js";
 import { applyTailCommit } from "./tail-commit.js";
 import { createTimeSlicer, DEFAULT_SLICE_MS } from "../../src/time/time-slicer.js";
 import { monotonicMs, wallMs, type TrackerContext } from "./tracker-context.js";
@@ -245,13 +245,9 @@ export class DeploymentView {
     let queued = 0;
     let queuedIds: string[] | null = null;
     if (terminal === null && count > 0) {
-      // The run's timers as sync() sees them: paused series are not queued.
-      const wanted = new Map<string, PendingTimer>();
-      for (let i = first; i < first + count; i++) {
-        const timer = index.timers[i] as PendingTimer;
-        if (timer.pausedAt === undefined) wanted.set(timer.timerId, timer);
-      }
-      this.ctx.queue.settle(this.repoId, runId, wanted, lastSeq);
+      // The run's timers as sync() sees them (paused series are not queued), as a map only if
+      // the queue looks (it holds suppressions of this run).
+      this.ctx.queue.settle(this.repoId, runId, new UnpausedTimers(index.timers, first, count), lastSeq);
       for (let i = 0; i < count; i++) {
         const timer = index.timers[first + i] as PendingTimer;
         if (timer.pausedAt !== undefined || !this.arm(runId, timer, slotDueMs(runId, timer))) continue;

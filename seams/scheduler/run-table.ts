@@ -262,3 +262,51 @@ export class RunTable implements ReadonlyMap<string, RunRecord> {
     return this.entries();
   }
 }
+
+/**
+ * The timers `timers[first]` … `timers[first + count - 1]` that are not paused series, by id,
+ * as a map built only when first read (the queue reads it only for a run it holds suppressions of).
+ */
+export class UnpausedTimers implements ReadonlyMap<string, PendingTimer> {
+  #made: Map<string, PendingTimer> | null = null;
+  constructor(
+    private readonly timers: readonly PendingTimer[],
+    private readonly first: number,
+    private readonly count: number,
+  ) {}
+
+  #map(): Map<string, PendingTimer> {
+    if (this.#made !== null) return this.#made;
+    const out = new Map<string, PendingTimer>();
+    for (let i = this.first; i < this.first + this.count; i++) {
+      const timer = this.timers[i] as PendingTimer;
+      if (timer.pausedAt === undefined) out.set(timer.timerId, timer);
+    }
+    return (this.#made = out);
+  }
+
+  get size(): number {
+    return this.#map().size;
+  }
+  get(key: string): PendingTimer | undefined {
+    return this.#map().get(key);
+  }
+  has(key: string): boolean {
+    return this.#map().has(key);
+  }
+  forEach(callback: (value: PendingTimer, key: string, map: ReadonlyMap<string, PendingTimer>) => void, thisArg?: unknown): void {
+    this.#map().forEach((value, key) => callback.call(thisArg, value, key, this));
+  }
+  entries(): MapIterator<[string, PendingTimer]> {
+    return this.#map().entries();
+  }
+  keys(): MapIterator<string> {
+    return this.#map().keys();
+  }
+  values(): MapIterator<PendingTimer> {
+    return this.#map().values();
+  }
+  [Symbol.iterator](): MapIterator<[string, PendingTimer]> {
+    return this.#map()[Symbol.iterator]();
+  }
+}
