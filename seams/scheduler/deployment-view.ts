@@ -21,7 +21,7 @@ import { slotDueMs } from "../../src/workflow/schedule/jitter.js";
 import type { PendingTimer, RunState } from "../../src/workflow/types.js";
 import { WORKFLOW_RUN_KIND } from "../../src/workflow/workflow-run-kind.js";
 import { openArchive, reusedArchivedRunProblem } from "../../src/workflow/run-archive.js";
-import { decodeRecoveryColumns, encodeRecoveryIndex, noEventsOidAt, RECOVERY_INDEX_FILE, type RecoveryIndex, type RunSummary } from "../../src/workflow/recovery-index.js";
+import { decodeRecoveryColumns, noEventsOidAt, RECOVERY_INDEX_FILE, RecoveryIndexWriter, type RecoveryIndex } from "../../src/workflow/recovery-index.js";
 import { MASK_BITS, RunTable, UnpausedTimers, type RunRecord } from "./run-table.js";
 import { applyTailCommit } from "./tail-commit.js";
 import { createTimeSlicer, DEFAULT_SLICE_MS } from "../../src/time/time-slicer.js";
@@ -217,18 +217,9 @@ export class DeploymentView {
     const { store, principal } = this.ctx;
     if (!this.ctx.recoveryIndex || store.writeDerived === undefined) return;
     this.indexDirty = false;
-    const summaries: [string, RunSummary][] = [];
-    for (const [runId, run] of this.runs.both()) {
-      if (!("state" in run)) {
-        summaries.push([runId, run]);
-        continue;
-      }
-      if (run.bad > 0 || run.runTreeOid === null) continue;
-      const { lastSeq, terminal } = run.state;
-      const pendingTimers = [...run.state.pendingTimers.values()];
-      summaries.push([runId, { runTreeOid: run.runTreeOid, eventsOid: run.eventsOid, maxFileSeq: run.maxFileSeq, lastSeq, terminal, pendingTimers }]);
-    }
-    const bytes = encodeRecoveryIndex(this.ctx.maxEventBytes, summaries);
+    const writer = new RecoveryIndexWriter(this.ctx.maxEventBytes);
+    this.runs.writeSummaries(writer);
+    const bytes = writer.bytes();
     const previous = this.persisting ?? Promise.resolve();
     this.persisting = previous.then(() => store.writeDerived?.(principal, this.rid, RECOVERY_INDEX_FILE, bytes)).catch(() => undefined);
   }

@@ -16,6 +16,7 @@
  * the tail and the fire committer, as before). Only runs without bad events and with a known
  * tree oid become rows: the others keep records (their reports repeat at every start).
  */
+import type { RecoveryIndexWriter } from "../../src/workflow/recovery-index.js";
 import type { PendingTimer, RunState, TerminalEventType } from "../../src/workflow/types.js";
 
 /** What the view keeps of one run. */
@@ -33,18 +34,6 @@ export interface RunRecord {
   queued: string[];
   /** The folder reuses an archived run's id (reported as a bad event): none of its timers is armed. */
   reused?: boolean;
-}
-
-/** A run as a row: what its record holds, without the record (see {@link RunTable.addRow}). */
-export interface RunRow {
-  readonly runTreeOid: string;
-  /** Oid of the events folder, or null. */
-  readonly eventsOid: string | null;
-  readonly maxFileSeq: number;
-  readonly lastSeq: number;
-  readonly terminal: TerminalEventType | null;
-  /** The state's pending timers, in its order. */
-  readonly pendingTimers: readonly PendingTimer[];
 }
 
 const OID_LENGTH = 40;
@@ -168,23 +157,18 @@ export class RunTable implements ReadonlyMap<string, RunRecord> {
     this.#queuedLists.clear();
   }
 
-  /** Every run as a record or a row, without turning rows into records. */
-  *both(): IterableIterator<[string, RunRecord | RunRow]> {
-    yield* this.#records;
+  /**
+   * Adds every run to `writer` as {@link RecoveryIndexWriter.add} takes it (records that may not
+   * be summarised, with bad events or no tree oid, left out), without turning rows into records.
+   */
+  writeSummaries(writer: RecoveryIndexWriter): void {
+    for (const [runId, r] of this.#records) {
+      if (r.bad > 0 || r.runTreeOid === null) continue;
+      writer.add(runId, r.runTreeOid, r.eventsOid, r.maxFileSeq, r.state.lastSeq, r.state.terminal, [...r.state.pendingTimers.values()]);
+    }
     for (const [runId, row] of this.#rowOf) {
       const n = NUMS * row;
-      const first = this.#nums[n + 3] as number;
-      yield [
-        runId,
-        {
-          runTreeOid: this.#runTreeOids[row] as string,
-          eventsOid: this.#eventsOidOf(row),
-          maxFileSeq: this.#nums[n + 1] as number,
-          lastSeq: this.#nums[n + 2] as number,
-          terminal: this.#terminals[row] as TerminalEventType | null,
-          pendingTimers: (this.#timers[row] as readonly PendingTimer[]).slice(first, first + (this.#nums[n + 4] as number)),
-        },
-      ];
+      writer.add(runId, this.#runTreeOids[row] as string, this.#eventsOidOf(row), this.#nums[n + 1] as number, this.#nums[n + 2] as number, this.#terminals[row] as TerminalEventType | null, this.#timers[row] as readonly PendingTimer[], this.#nums[n + 3] as number, this.#nums[n + 4] as number);
     }
   }
 

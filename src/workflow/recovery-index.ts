@@ -93,52 +93,72 @@ function extraOf(timer: PendingTimer): 0 | Record<string, string | number> {
 }
 
 /**
+ * Builds the file's bytes one run at a time, straight into its columns (no summary object per
+ * run: the scheduler writes 100,000 runs at the end of a cold recovery, when memory peaks).
+ */
+export class RecoveryIndexWriter {
+  readonly #runIds: string[] = [];
+  readonly #runTreeOids: string[] = [];
+  readonly #eventsOids: string[] = [];
+  readonly #runNumbers: number[] = [];
+  readonly #terminals: (string | null)[] = [];
+  readonly #timerIds: string[] = [];
+  readonly #fireAts: string[] = [];
+  readonly #setSeqs: number[] = [];
+  readonly #stepIds: (0 | string)[] = [];
+  readonly #extras: (0 | Record<string, string | number>)[] = [];
+
+  /** @param maxEventBytes the limit the summaries were read with (it must match on load) */
+  constructor(private readonly maxEventBytes: number) {}
+
+  /** Adds a run whose pending timers are `timers[first]` … `timers[first + count - 1]`. */
+  add(runId: string, runTreeOid: string, eventsOid: string | null, maxFileSeq: number, lastSeq: number, terminal: TerminalEventType | null, timers: readonly PendingTimer[], first = 0, count = timers.length): void {
+    this.#runIds.push(runId);
+    this.#runTreeOids.push(runTreeOid);
+    this.#eventsOids.push(eventsOid ?? NO_OID);
+    this.#runNumbers.push(maxFileSeq, lastSeq, count);
+    this.#terminals.push(terminal);
+    for (let i = first; i < first + count; i++) {
+      const timer = timers[i] as PendingTimer;
+      this.#timerIds.push(timer.timerId);
+      this.#fireAts.push(timer.fireAt);
+      this.#setSeqs.push(timer.setSeq);
+      this.#stepIds.push(typeof timer.stepId === "string" ? timer.stepId : 0);
+      this.#extras.push(extraOf(timer));
+    }
+  }
+
+  /** The file's bytes. */
+  bytes(): Uint8Array {
+    const body: Columns = {
+      format: FORMAT_NAME,
+      version: FORMAT_VERSION,
+      runState: RUN_STATE_VERSION,
+      maxEventBytes: this.maxEventBytes,
+      runIds: this.#runIds,
+      runTreeOids: this.#runTreeOids.join(""),
+      eventsOids: this.#eventsOids.join(""),
+      runNumbers: this.#runNumbers,
+      terminals: this.#terminals,
+      timerIds: this.#timerIds,
+      fireAts: this.#fireAts,
+      setSeqs: this.#setSeqs,
+      stepIds: this.#stepIds,
+      extras: this.#extras,
+    };
+    return Buffer.from(JSON.stringify(body), "utf8");
+  }
+}
+
+/**
  * The file's bytes for these runs.
  * @param maxEventBytes the limit the summaries were read with (a different limit can change
  *   which events are bad, so it must match on load)
  */
 export function encodeRecoveryIndex(maxEventBytes: number, runs: Iterable<readonly [string, RunSummary]>): Uint8Array {
-  const runIds: string[] = [];
-  const runTreeOids: string[] = [];
-  const eventsOids: string[] = [];
-  const runNumbers: number[] = [];
-  const terminals: (string | null)[] = [];
-  const timerIds: string[] = [];
-  const fireAts: string[] = [];
-  const setSeqs: number[] = [];
-  const stepIds: (0 | string)[] = [];
-  const extras: (0 | Record<string, string | number>)[] = [];
-  for (const [runId, s] of runs) {
-    runIds.push(runId);
-    runTreeOids.push(s.runTreeOid);
-    eventsOids.push(s.eventsOid ?? NO_OID);
-    runNumbers.push(s.maxFileSeq, s.lastSeq, s.pendingTimers.length);
-    terminals.push(s.terminal);
-    for (const timer of s.pendingTimers) {
-      timerIds.push(timer.timerId);
-      fireAts.push(timer.fireAt);
-      setSeqs.push(timer.setSeq);
-      stepIds.push(typeof timer.stepId === "string" ? timer.stepId : 0);
-      extras.push(extraOf(timer));
-    }
-  }
-  const body: Columns = {
-    format: FORMAT_NAME,
-    version: FORMAT_VERSION,
-    runState: RUN_STATE_VERSION,
-    maxEventBytes,
-    runIds,
-    runTreeOids: runTreeOids.join(""),
-    eventsOids: eventsOids.join(""),
-    runNumbers,
-    terminals,
-    timerIds,
-    fireAts,
-    setSeqs,
-    stepIds,
-    extras,
-  };
-  return Buffer.from(JSON.stringify(body), "utf8");
+  const writer = new RecoveryIndexWriter(maxEventBytes);
+  for (const [runId, s] of runs) writer.add(runId, s.runTreeOid, s.eventsOid, s.maxFileSeq, s.lastSeq, s.terminal, s.pendingTimers);
+  return writer.bytes();
 }
 
 /** What every fireAt is written as (`toISOString()`): parses, so `Date.parse` need not be asked. */

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { RunTable, type RunRecord } from "../../../seams/scheduler/run-table.js";
+import { decodeRecoveryIndex, RecoveryIndexWriter } from "../../../src/workflow/recovery-index.js";
 import type { PendingTimer } from "../../../src/workflow/types.js";
 
 const OID_A = "a".repeat(40);
@@ -70,16 +71,19 @@ describe("run table", () => {
     expect(table.get("unknown")).toBe(unknown);
   });
 
-  it("lists rows and records alike without turning rows into records, and forgets queued ids", () => {
+  it("summarises rows and records alike without turning rows into records, and forgets queued ids", () => {
     const table = new RunTable();
     table.compact("r1", record("r1", [timer("t")], ["t"], { eventsOid: null }));
     table.set("r2", record("r2", [timer("u")], ["u"]));
     table.addRow("r3", OID_A, `${"-".repeat(40)}${OID_B}`, 40, 5, 4, "RunCompleted", [timer("x"), timer("v")], 1, 1, 0);
     expect(table.size).toBe(3);
-    const both = new Map(table.both());
+    const writer = new RecoveryIndexWriter(1_000);
+    table.writeSummaries(writer);
+    const written = decodeRecoveryIndex(writer.bytes(), 1_000);
     expect(table.rows).toBe(2);
-    expect(both.get("r1")).toEqual({ runTreeOid: OID_A, eventsOid: null, maxFileSeq: 8, lastSeq: 7, terminal: null, pendingTimers: [timer("t")] });
-    expect(both.get("r3")).toEqual({ runTreeOid: OID_A, eventsOid: OID_B, maxFileSeq: 5, lastSeq: 4, terminal: "RunCompleted", pendingTimers: [timer("v")] });
+    expect(written?.get("r1")).toEqual({ runTreeOid: OID_A, eventsOid: null, maxFileSeq: 8, lastSeq: 7, terminal: null, pendingTimers: [timer("t")] });
+    expect(written?.get("r2")).toEqual({ runTreeOid: OID_A, eventsOid: OID_B, maxFileSeq: 8, lastSeq: 7, terminal: null, pendingTimers: [timer("u")] });
+    expect(written?.get("r3")).toEqual({ runTreeOid: OID_A, eventsOid: OID_B, maxFileSeq: 5, lastSeq: 4, terminal: "RunCompleted", pendingTimers: [timer("v")] });
     expect(new Map(table.queuedTimers())).toEqual(new Map([["r1", ["t"]], ["r2", ["u"]], ["r3", []]]));
     table.clearQueued();
     expect([...table.queuedTimers()].flatMap(([, ids]) => ids)).toEqual([]);
