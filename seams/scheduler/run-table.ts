@@ -37,8 +37,11 @@ export interface RunRecord {
 }
 
 const OID_LENGTH = 40;
-/** Numbers per row in {@link RunTable}'s `nums`: eventsAt, maxFileSeq, lastSeq, first, count, queued mask. */
-const NUMS = 6;
+/**
+ * Numbers per row in {@link RunTable}'s `nums`: eventsAt, maxFileSeq, lastSeq, first, count,
+ * queued mask, terminal (index in `terminalKinds`), timer list (index in `timerLists`).
+ */
+const NUMS = 8;
 /** A run with more pending timers than this keeps its queued ids in a list, not a bit mask. */
 export const MASK_BITS = 30;
 
@@ -55,10 +58,14 @@ export class RunTable implements ReadonlyMap<string, RunRecord> {
   #runTreeOids: string[] = [];
   /** Per row: a string holding its events folder's oid at `eventsAt` ("" for none). */
   #eventsOids: string[] = [];
-  #nums: number[] = [];
-  #terminals: (TerminalEventType | null)[] = [];
-  /** Per row: the list its pending timers are a stretch of (`first`, `count`). */
-  #timers: (readonly PendingTimer[])[] = [];
+  /** Rows added so far (including the ones turned into records since). */
+  #count = 0;
+  /** NUMS numbers per row (a typed array: a warm start adds 100,000 rows at once). */
+  #nums = new Float64Array(NUMS * 64);
+  /** The terminal types rows have (null first): a handful. */
+  #terminalKinds: (TerminalEventType | null)[] = [null];
+  /** The lists rows' pending timers are stretches of (`first`, `count`): the index's, #ownTimers. */
+  #timerLists: (readonly PendingTimer[])[] = [];
   /** Timers of rows made from records (rows from the recovery index point into its list). */
   #ownTimers: PendingTimer[] = [];
   /** Queued ids of rows with more than MASK_BITS timers, by row. */
@@ -119,13 +126,29 @@ export class RunTable implements ReadonlyMap<string, RunRecord> {
     queued: number | readonly string[],
   ): void {
     this.#records.delete(runId);
-    const row = this.#terminals.length;
+    const row = this.#count++;
     this.#rowOf.set(runId, row);
     this.#runTreeOids.push(runTreeOid);
     this.#eventsOids.push(eventsOid);
-    this.#nums.push(eventsAt, maxFileSeq, lastSeq, first, count, typeof queued === "number" ? queued : 0);
-    this.#terminals.push(terminal);
-    this.#timers.push(timers);
+    let n = NUMS * row;
+    if (n + NUMS > this.#nums.length) {
+      const grown = new Float64Array(this.#nums.length * 2);
+      grown.set(this.#nums);
+      this.#nums = grown;
+    }
+    let terminalKind = this.#terminalKinds.indexOf(terminal);
+    if (terminalKind < 0) terminalKind = this.#terminalKinds.push(terminal) - 1;
+    let list = this.#timerLists.indexOf(timers);
+    if (list < 0) list = this.#timerLists.push(timers) - 1;
+    const nums = this.#nums;
+    nums[n++] = eventsAt;
+    nums[n++] = maxFileSeq;
+    nums[n++] = lastSeq;
+    nums[n++] = first;
+    nums[n++] = count;
+    nums[n++] = typeof queued === "number" ? queued : 0;
+    nums[n++] = terminalKind;
+    nums[n] = list;
     if (typeof queued !== "number") this.#queuedLists.set(row, queued);
   }
 
@@ -168,8 +191,16 @@ export class RunTable implements ReadonlyMap<string, RunRecord> {
     }
     for (const [runId, row] of this.#rowOf) {
       const n = NUMS * row;
-      writer.add(runId, this.#runTreeOids[row] as string, this.#eventsOidOf(row), this.#nums[n + 1] as number, this.#nums[n + 2] as number, this.#terminals[row] as TerminalEventType | null, this.#timers[row] as readonly PendingTimer[], this.#nums[n + 3] as number, this.#nums[n + 4] as number);
+      writer.add(runId, this.#runTreeOids[row] as string, this.#eventsOidOf(row), this.#nums[n + 1] as number, this.#nums[n + 2] as number, this.#terminalOf(row), this.#timerList(row), this.#nums[n + 3] as number, this.#nums[n + 4] as number);
     }
+  }
+
+  #terminalOf(row: number): TerminalEventType | null {
+    return this.#terminalKinds[this.#nums[NUMS * row + 6] as number] as TerminalEventType | null;
+  }
+
+  #timerList(row: number): readonly PendingTimer[] {
+    return this.#timerLists[this.#nums[NUMS * row + 7] as number] as readonly PendingTimer[];
   }
 
   #eventsOidOf(row: number): string | null {
@@ -183,7 +214,7 @@ export class RunTable implements ReadonlyMap<string, RunRecord> {
     const list = this.#queuedLists.get(row);
     if (list !== undefined) return [...list];
     const n = NUMS * row;
-    const timers = this.#timers[row] as readonly PendingTimer[];
+    const timers = this.#timerList(row);
     const first = this.#nums[n + 3] as number;
     const count = this.#nums[n + 4] as number;
     const mask = this.#nums[n + 5] as number;
@@ -194,13 +225,13 @@ export class RunTable implements ReadonlyMap<string, RunRecord> {
 
   #materialize(runId: string, row: number): RunRecord {
     const n = NUMS * row;
-    const timers = this.#timers[row] as readonly PendingTimer[];
+    const timers = this.#timerList(row);
     const first = this.#nums[n + 3] as number;
     const end = first + (this.#nums[n + 4] as number);
     const pendingTimers = new Map<string, PendingTimer>();
     for (let i = first; i < end; i++) pendingTimers.set((timers[i] as PendingTimer).timerId, timers[i] as PendingTimer);
     const record: RunRecord = {
-      state: { runId, lastSeq: this.#nums[n + 2] as number, terminal: this.#terminals[row] as TerminalEventType | null, pendingTimers, observedSignalIds: NO_SIGNAL_IDS, unconsumedSignals: NO_SIGNALS },
+      state: { runId, lastSeq: this.#nums[n + 2] as number, terminal: this.#terminalOf(row), pendingTimers, observedSignalIds: NO_SIGNAL_IDS, unconsumedSignals: NO_SIGNALS },
       maxFileSeq: this.#nums[n + 1] as number,
       eventsOid: this.#eventsOidOf(row),
       runTreeOid: this.#runTreeOids[row] as string,
@@ -213,12 +244,13 @@ export class RunTable implements ReadonlyMap<string, RunRecord> {
 
   /** Releases the columns once no row is left (every run became a record or went away). */
   #dropColumnsWhenEmpty(): void {
-    if (this.#rowOf.size > 0 || this.#terminals.length === 0) return;
+    if (this.#rowOf.size > 0 || this.#count === 0) return;
+    this.#count = 0;
     this.#runTreeOids = [];
     this.#eventsOids = [];
-    this.#nums = [];
-    this.#terminals = [];
-    this.#timers = [];
+    this.#nums = new Float64Array(NUMS * 64);
+    this.#terminalKinds = [null];
+    this.#timerLists = [];
     this.#ownTimers = [];
     this.#queuedLists = new Map();
   }
