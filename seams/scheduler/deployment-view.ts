@@ -77,7 +77,23 @@ export class DeploymentView {
     const scan = reads.scan?.() ?? reads;
     const index = await this.loadIndex();
     this.archive = await openArchive(store, principal as Principal, this.rid);
+    // Without an archive ref no run can reuse an archived id: nothing to look up per run.
+    const noArchive = this.archive.commitSha === null;
+    const runsTree = await reads.treeOid(runsPrefix.slice(0, -1));
+    // Runs restored from the index cost no I/O: without a pause a warm start of 1,000,000 runs
+    // would hold the event loop past the host lock's heartbeat limit (its fires then refused).
+    const slicer = createTimeSlicer(DEFAULT_SLICE_MS, monotonicMs(this.ctx));
     let pending = 0;
+    if (index !== null && noArchive && runsTree !== null && index.runsTreeOid === runsTree) {
+      // The very `runs/` folder the index holds every run of: each run is its row, unread.
+      for (let i = 0; i < index.runIds.length; i++) {
+        if (i % RESTORED_PER_PAUSE === 0) await slicer.pause();
+        pending += this.restoreRow(index.runIds[i] as string, index.runTreeOids, i * OID_LENGTH, index, i);
+      }
+      this.indexDirty = false;
+      this.recovered(tip, pending, 0, startedMs);
+      return;
+    }
     let badEvents = 0;
     let reread = 0;
     const entries: DirEntry[] = [];
@@ -101,11 +117,6 @@ export class DeploymentView {
       log.catch(() => undefined);
       ahead.set(i, log);
     };
-    // Runs restored from the index cost no I/O: without a pause a warm start of 1,000,000 runs
-    // would hold the event loop past the host lock's heartbeat limit (its fires then refused).
-    const slicer = createTimeSlicer(DEFAULT_SLICE_MS, monotonicMs(this.ctx));
-    // Without an archive ref no run can reuse an archived id: nothing to look up per run.
-    const noArchive = this.archive.commitSha === null;
     let sincePause = 0;
     for (let i = 0; i < entries.length; i++) {
       if (++sincePause >= RESTORED_PER_PAUSE) {
@@ -115,7 +126,7 @@ export class DeploymentView {
       const entry = entries[i] as DirEntry;
       const row = index === null ? -1 : restorableRow(index, entry);
       if (row >= 0 && (noArchive || (await reusedArchivedRunProblem(this.archive, entry.name, entry.oid)) === null)) {
-        pending += this.restoreRow(entry.name, entry.oid, index as RecoveryIndex, row);
+        pending += this.restoreRow(entry.name, entry.oid, 0, index as RecoveryIndex, row);
       } else {
         sincePause = RESTORED_PER_PAUSE;
         for (let k = i; k <= i + READ_AHEAD; k++) readAhead(k);
@@ -131,8 +142,16 @@ export class DeploymentView {
         this.runs.compact(entry.name, record);
       }
     }
-    this.indexDirty = index === null || reread > 0;
-    if (this.indexDirty) this.persistIndex();
+    // Every run a row (none with bad events) and no stray entry: the index is every run of this
+    // `runs/` folder, and says so, so that a start at this very folder need not list it.
+    const whole = badEvents === 0 && this.runs.rows === this.runs.size ? runsTree : null;
+    this.indexDirty = index === null || reread > 0 || (whole !== null && index.runsTreeOid !== whole);
+    if (this.indexDirty) this.persistIndex(whole);
+    this.recovered(tip, pending, badEvents, startedMs);
+  }
+
+  /** Reports the recovery and starts the live tail from its tip. */
+  private recovered(tip: string | null, pending: number, badEvents: number, startedMs: number): void {
     this.ctx.report({ type: "recovered", repoId: this.repoId, commitSha: tip, runs: this.runs.size, pending, badEvents, ms: wallMs(this.ctx) - startedMs });
     this.tail = this.runTail(tip ?? "genesis").catch((error: unknown) => {
       if (!this.stopped) this.onTailFailed(error);
@@ -212,14 +231,15 @@ export class DeploymentView {
   /**
    * Writes every run whose state is known to match its tree oid, in the background (one write
    * at a time; stop() waits for it). Failures are ignored: the index is only a cache.
+   * @param runsTree the `runs/` folder the runs are all the runs of, exactly, or null
    */
-  private persistIndex(): void {
+  private persistIndex(runsTree: string | null = null): void {
     const { store, principal } = this.ctx;
     if (!this.ctx.recoveryIndex || store.writeDerived === undefined) return;
     this.indexDirty = false;
     const writer = new RecoveryIndexWriter(this.ctx.maxEventBytes);
     this.runs.writeSummaries(writer);
-    const bytes = writer.bytes();
+    const bytes = writer.bytes(runsTree);
     const previous = this.persisting ?? Promise.resolve();
     this.persisting = previous.then(() => store.writeDerived?.(principal, this.rid, RECOVERY_INDEX_FILE, bytes)).catch(() => undefined);
   }
@@ -228,7 +248,7 @@ export class DeploymentView {
    * Installs row `row` of the recovery index as a row of the run table and arms its timers, as
    * {@link sync} would for a record made from it. @returns its pending timers (0 once ended)
    */
-  private restoreRow(runId: string, runTreeOid: string, index: RecoveryIndex, row: number): number {
+  private restoreRow(runId: string, runTreeOid: string, runTreeAt: number, index: RecoveryIndex, row: number): number {
     const first = index.firstTimer[row] as number;
     const count = (index.firstTimer[row + 1] as number) - first;
     const terminal = index.terminals[row] as RunState["terminal"];
@@ -249,7 +269,7 @@ export class DeploymentView {
       this.ctx.queue.settle(this.repoId, runId, NO_TIMERS, lastSeq);
     }
     const noEvents = noEventsOidAt(index, row);
-    this.runs.addRow(runId, runTreeOid, noEvents ? "" : index.eventsOids, row * OID_LENGTH, index.runNumbers[3 * row] as number, lastSeq, terminal, index.timers, first, count, queuedIds ?? queued);
+    this.runs.addRow(runId, runTreeOid, runTreeAt, noEvents ? "" : index.eventsOids, row * OID_LENGTH, index.runNumbers[3 * row] as number, lastSeq, terminal, index.timers, first, count, queuedIds ?? queued);
     return terminal === null ? count : 0;
   }
 

@@ -39,9 +39,9 @@ export interface RunRecord {
 const OID_LENGTH = 40;
 /**
  * Numbers per row in {@link RunTable}'s `nums`: eventsAt, maxFileSeq, lastSeq, first, count,
- * queued mask, terminal (index in `terminalKinds`), timer list (index in `timerLists`).
+ * queued mask, terminal (index in `terminalKinds`), timer list (index in `timerLists`), runTreeAt.
  */
-const NUMS = 8;
+const NUMS = 9;
 /** A run with more pending timers than this keeps its queued ids in a list, not a bit mask. */
 export const MASK_BITS = 30;
 
@@ -55,6 +55,7 @@ export class RunTable implements ReadonlyMap<string, RunRecord> {
   readonly #rowOf = new Map<string, number>();
   // Columns, one entry (or NUMS) per row ever added; a row turned into a record is left unused
   // until no row is left.
+  /** Per row: a string holding its tree oid at `runTreeAt`. */
   #runTreeOids: string[] = [];
   /** Per row: a string holding its events folder's oid at `eventsAt` ("" for none). */
   #eventsOids: string[] = [];
@@ -106,6 +107,7 @@ export class RunTable implements ReadonlyMap<string, RunRecord> {
 
   /**
    * Keeps a run as a row (replacing any record or row of it).
+   * @param runTreeOid a string holding the run folder's tree oid at `runTreeAt`
    * @param eventsOid a string holding the events folder's oid at `eventsAt` ("" for none)
    * @param timers a list the table may keep (never changed): the run's pending timers are
    *   `timers[first]` … `timers[first + count - 1]`, in its state's order, each id once
@@ -115,6 +117,7 @@ export class RunTable implements ReadonlyMap<string, RunRecord> {
   addRow(
     runId: string,
     runTreeOid: string,
+    runTreeAt: number,
     eventsOid: string,
     eventsAt: number,
     maxFileSeq: number,
@@ -148,7 +151,8 @@ export class RunTable implements ReadonlyMap<string, RunRecord> {
     nums[n++] = count;
     nums[n++] = typeof queued === "number" ? queued : 0;
     nums[n++] = terminalKind;
-    nums[n] = list;
+    nums[n++] = list;
+    nums[n] = runTreeAt;
     if (typeof queued !== "number") this.#queuedLists.set(row, queued);
   }
 
@@ -164,7 +168,7 @@ export class RunTable implements ReadonlyMap<string, RunRecord> {
       i += 1;
     }
     const queued = i > MASK_BITS ? [...record.queued] : mask;
-    this.addRow(runId, record.runTreeOid, record.eventsOid ?? "", 0, record.maxFileSeq, record.state.lastSeq, record.state.terminal, this.#ownTimers, first, i, queued);
+    this.addRow(runId, record.runTreeOid, 0, record.eventsOid ?? "", 0, record.maxFileSeq, record.state.lastSeq, record.state.terminal, this.#ownTimers, first, i, queued);
   }
 
   /** Each run's queued timer ids, records and rows alike, without turning rows into records. */
@@ -191,7 +195,7 @@ export class RunTable implements ReadonlyMap<string, RunRecord> {
     }
     for (const [runId, row] of this.#rowOf) {
       const n = NUMS * row;
-      writer.add(runId, this.#runTreeOids[row] as string, this.#eventsOidOf(row), this.#nums[n + 1] as number, this.#nums[n + 2] as number, this.#terminalOf(row), this.#timerList(row), this.#nums[n + 3] as number, this.#nums[n + 4] as number);
+      writer.add(runId, this.#runTreeOidOf(row), this.#eventsOidOf(row), this.#nums[n + 1] as number, this.#nums[n + 2] as number, this.#terminalOf(row), this.#timerList(row), this.#nums[n + 3] as number, this.#nums[n + 4] as number);
     }
   }
 
@@ -201,6 +205,12 @@ export class RunTable implements ReadonlyMap<string, RunRecord> {
 
   #timerList(row: number): readonly PendingTimer[] {
     return this.#timerLists[this.#nums[NUMS * row + 7] as number] as readonly PendingTimer[];
+  }
+
+  #runTreeOidOf(row: number): string {
+    const source = this.#runTreeOids[row] as string;
+    const at = this.#nums[NUMS * row + 8] as number;
+    return at === 0 && source.length === OID_LENGTH ? source : source.slice(at, at + OID_LENGTH);
   }
 
   #eventsOidOf(row: number): string | null {
@@ -234,7 +244,7 @@ export class RunTable implements ReadonlyMap<string, RunRecord> {
       state: { runId, lastSeq: this.#nums[n + 2] as number, terminal: this.#terminalOf(row), pendingTimers, observedSignalIds: NO_SIGNAL_IDS, unconsumedSignals: NO_SIGNALS },
       maxFileSeq: this.#nums[n + 1] as number,
       eventsOid: this.#eventsOidOf(row),
-      runTreeOid: this.#runTreeOids[row] as string,
+      runTreeOid: this.#runTreeOidOf(row),
       bad: 0,
       queued: this.#queuedOf(row),
     };

@@ -59,6 +59,12 @@ interface Columns {
   readonly version: number;
   readonly runState: number;
   readonly maxEventBytes: number;
+  /**
+   * Oid of the `runs/` folder these rows are every run of, when they are (no run left out for
+   * bad events, no stray entry), else null or absent: a start at a tip with this very folder
+   * restores every run without listing it.
+   */
+  readonly runsTreeOid?: string | null;
   readonly runIds: string[];
   /** `runTreeOid` of every run, end to end. */
   readonly runTreeOids: string;
@@ -128,13 +134,18 @@ export class RecoveryIndexWriter {
     }
   }
 
-  /** The file's bytes. */
-  bytes(): Uint8Array {
+  /**
+   * The file's bytes.
+   * @param runsTreeOid the `runs/` folder the added runs are all the runs of (see
+   *   Columns.runsTreeOid), or null when unknown
+   */
+  bytes(runsTreeOid: string | null = null): Uint8Array {
     const body: Columns = {
       format: FORMAT_NAME,
       version: FORMAT_VERSION,
       runState: RUN_STATE_VERSION,
       maxEventBytes: this.maxEventBytes,
+      runsTreeOid,
       runIds: this.#runIds,
       runTreeOids: this.#runTreeOids.join(""),
       eventsOids: this.#eventsOids.join(""),
@@ -210,6 +221,8 @@ export interface RecoveryIndex {
   /** Every pending timer, rows in order; row i's are from `firstTimer[i]`. */
   readonly timers: readonly PendingTimer[];
   readonly firstTimer: Int32Array;
+  /** Oid of the `runs/` folder the rows are all the runs of, or null (see Columns.runsTreeOid). */
+  readonly runsTreeOid: string | null;
   /** Row of `runId`, or -1. Fast when asked in the order the rows were written. */
   rowOf(runId: string): number;
 }
@@ -243,6 +256,8 @@ export function decodeRecoveryColumns(bytes: Uint8Array, maxEventBytes: number):
   const { runIds, runTreeOids, eventsOids, runNumbers, terminals, timerIds, fireAts, setSeqs, stepIds, extras } = b;
   if (!isArray(runIds) || !isArray(runNumbers) || !isArray(terminals) || !isArray(timerIds) || !isArray(fireAts) || !isArray(setSeqs) || !isArray(stepIds) || !isArray(extras)) return null;
   if (typeof runTreeOids !== "string" || typeof eventsOids !== "string") return null;
+  const runsTreeOid = b.runsTreeOid ?? null;
+  if (runsTreeOid !== null && (typeof runsTreeOid !== "string" || !/^[0-9a-f]{40}$/.test(runsTreeOid))) return null;
   const n = runIds.length;
   const count = timerIds.length;
   if (runTreeOids.length !== n * OID_LENGTH || eventsOids.length !== n * OID_LENGTH || runNumbers.length !== 3 * n || terminals.length !== n) return null;
@@ -279,6 +294,7 @@ export function decodeRecoveryColumns(bytes: Uint8Array, maxEventBytes: number):
     terminals: terminals as (TerminalEventType | null)[],
     timers,
     firstTimer,
+    runsTreeOid,
     rowOf(runId) {
       // A start asks in listing order, which is the order the rows were written in.
       if (ids[next] === runId) return next++;

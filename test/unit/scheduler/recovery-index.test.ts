@@ -159,6 +159,55 @@ describe("recovery index", () => {
     expect(after.get("many")?.pendingTimers.map((t) => t.timerId)).toEqual(Array.from({ length: 33 }, (_, i) => `m${i + 1}`));
   });
 
+  it("restores every run without listing runs/ when the index is every run of that very folder, and lists it once anything changed", async () => {
+    h = await createHarness("2026-05-01T00:00:00.000Z");
+    await h.append("r1", timerSet("t", "2026-05-01T01:00:00.000Z"));
+    await h.append("r2", timerSet("u", "2026-05-01T02:00:00.000Z"), { type: "TimerSet", data: { timerId: "v", fireAt: "2026-05-01T00:00:30.000Z", cron: "* * * * *" } });
+    await h.append("r3", timerSet("w", "2026-05-01T01:00:00.000Z"), { type: "RunFailed" });
+    const store = h.store;
+    let listings = 0;
+    const open = store.openCommittedReads.bind(store);
+    store.openCommittedReads = async (principal, repoId, ref) => {
+      const reads = await open(principal, repoId, ref);
+      const listDir = reads.listDir.bind(reads);
+      const scan = reads.scan?.bind(reads);
+      return {
+        ...reads,
+        listDir: (path: string) => {
+          if (path.replace(/\/$/, "") === "runs") listings += 1;
+          return listDir(path);
+        },
+        ...(scan === undefined ? {} : { scan }),
+      };
+    };
+    const runsFolder = async (): Promise<string | null> => (await open(null, RID, "refs/heads/main")).treeOid("runs");
+    const rawIndex = async (): Promise<Record<string, unknown>> => JSON.parse(Buffer.from((await store.readDerived?.(null, RID, RECOVERY_INDEX_FILE)) as Uint8Array).toString("utf8")) as Record<string, unknown>;
+    const queued = (): string[] => (h as Harness).scheduler.queuedTimers().map((t) => `${t.runId}/${t.timerId}@${t.fireAt}`);
+    await h.scheduler.start();
+    const cold = queued();
+    expect(listings).toBe(1);
+    await h.scheduler.stop();
+    expect((await rawIndex()).runsTreeOid).toBe(await runsFolder());
+    listings = 0;
+    await h.restart();
+    expect(listings).toBe(0);
+    expect(queued()).toEqual(cold);
+    expect(h.events.filter((e) => e.type === "recovered").at(-1)).toMatchObject({ runs: 3, pending: 3, badEvents: 0 });
+    // A run changed since: the folder is another, so it is listed and only that run is read.
+    await h.scheduler.stop();
+    await h.append("r1", timerSet("t2", "2026-05-01T03:00:00.000Z"));
+    await h.restart();
+    expect(listings).toBe(1);
+    const byFireAt = (a: string, b: string): number => (a.split("@")[1] ?? "").localeCompare(b.split("@")[1] ?? "");
+    expect(queued()).toEqual([...cold, "r1/t2@2026-05-01T03:00:00.000Z"].sort(byFireAt));
+    // The index now says it is every run of the new folder again; fires change runs, and an
+    // index written at stop() does not claim a folder.
+    await h.clock.advance(60_000);
+    await h.scheduler.idle();
+    await h.scheduler.stop();
+    expect((await rawIndex()).runsTreeOid).toBeNull();
+  });
+
   it("ignores an index that holds two generations of one timer in a run", async () => {
     h = await createHarness("2026-05-01T00:00:00.000Z");
     await h.append("r1", timerSet("t", "2026-05-01T01:00:00.000Z"));

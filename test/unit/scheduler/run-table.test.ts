@@ -75,7 +75,7 @@ describe("run table", () => {
     const table = new RunTable();
     table.compact("r1", record("r1", [timer("t")], ["t"], { eventsOid: null }));
     table.set("r2", record("r2", [timer("u")], ["u"]));
-    table.addRow("r3", OID_A, `${"-".repeat(40)}${OID_B}`, 40, 5, 4, "RunCompleted", [timer("x"), timer("v")], 1, 1, 0);
+    table.addRow("r3", `${OID_B}${OID_A}`, 40, `${"-".repeat(40)}${OID_B}`, 40, 5, 4, "RunCompleted", [timer("x"), timer("v")], 1, 1, 0);
     expect(table.size).toBe(3);
     const writer = new RecoveryIndexWriter(1_000);
     table.writeSummaries(writer);
