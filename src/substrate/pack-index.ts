@@ -62,7 +62,7 @@ export function parsePackIndex(name: string, bytes: Uint8Array, packSize: number
   // Sorted entry starts, for `endOf`; built only once many entries were asked for: a warm start
   // reads a handful of objects (the root, `runs/`) from a pack of a million, and sorting every
   // offset for those cost more than the rest of the lookup. Until then each end is one pass.
-  let starts: Float64Array | null = null;
+  let starts: Float64Array | Uint32Array | null = null;
   let endsAsked = 0;
   const trailerAt = packSize - 20;
   const fanoutAt = (byte: number): number => (byte < 0 ? 0 : view.getUint32(8 + byte * 4));
@@ -131,7 +131,8 @@ export function parsePackIndex(name: string, bytes: Uint8Array, packSize: number
         return end;
       }
       if (starts === null) {
-        starts = new Float64Array(n);
+        // Four bytes an entry while every offset fits (a pack under 4 GiB), else eight.
+        starts = packSize <= 0xffffffff ? new Uint32Array(n) : new Float64Array(n);
         for (let i = 0; i < n; i++) starts[i] = offsetOf(i);
         starts.sort();
       }
