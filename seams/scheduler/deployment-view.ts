@@ -142,11 +142,10 @@ export class DeploymentView {
         this.runs.compact(entry.name, record);
       }
     }
+    this.indexDirty = index === null || reread > 0;
     // Every run a row (none with bad events) and no stray entry: the index is every run of this
     // `runs/` folder, and says so, so that a start at this very folder need not list it.
-    const whole = badEvents === 0 && this.runs.rows === this.runs.size ? runsTree : null;
-    this.indexDirty = index === null || reread > 0 || (whole !== null && index.runsTreeOid !== whole);
-    if (this.indexDirty) this.persistIndex(whole);
+    if (this.indexDirty) this.persistIndex(badEvents === 0 && this.runs.rows === this.runs.size ? runsTree : null);
     this.recovered(tip, pending, badEvents, startedMs);
   }
 
@@ -171,8 +170,31 @@ export class DeploymentView {
     this.runs.clearQueued();
     await Promise.allSettled([this.tail, firing, this.persisting]);
     if (this.indexDirty) {
-      this.persistIndex();
+      this.persistIndex(await this.wholeFolder());
       await this.persisting;
+    }
+  }
+
+  /**
+   * The oid of `runs/` at the ref's tip when the runs held here are exactly its runs, each at its
+   * tree there and clean (no bad events, no stray entry beside them), else null: what the index
+   * written at stop() may claim (see persistIndex). Costs one listing of `runs/`, here rather
+   * than at the next start.
+   */
+  private async wholeFolder(): Promise<string | null> {
+    if (!this.ctx.recoveryIndex) return null;
+    try {
+      const reads = await this.ctx.store.openCommittedReads(this.ctx.principal, this.rid, this.ctx.ref);
+      const runsTree = await reads.treeOid(runsPrefix.slice(0, -1));
+      if (runsTree === null) return null;
+      const entries = await reads.listDir(runsPrefix.slice(0, -1));
+      if (entries.length !== this.runs.size) return null;
+      for (const entry of entries) {
+        if (runsEntryProblem(entry.name, entry.type) !== null || !this.runs.cleanAt(entry.name, entry.oid)) return null;
+      }
+      return runsTree;
+    } catch {
+      return null;
     }
   }
 

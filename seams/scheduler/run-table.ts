@@ -85,6 +85,17 @@ export class RunTable implements ReadonlyMap<string, RunRecord> {
     return this.#records.has(runId) || this.#rowOf.has(runId);
   }
 
+  /**
+   * Whether the run is known at tree `runTreeOid` with no bad events (a row, or a record that
+   * may be summarised), without turning a row into a record.
+   */
+  cleanAt(runId: string, runTreeOid: string): boolean {
+    const row = this.#rowOf.get(runId);
+    if (row !== undefined) return this.#runTreeOidOf(row) === runTreeOid;
+    const record = this.#records.get(runId);
+    return record !== undefined && record.bad === 0 && record.reused !== true && record.runTreeOid === runTreeOid;
+  }
+
   /** The run's record (made from its row on first ask), or undefined for an unknown run. */
   get(runId: string): RunRecord | undefined {
     const record = this.#records.get(runId);

@@ -200,12 +200,41 @@ describe("recovery index", () => {
     expect(listings).toBe(1);
     const byFireAt = (a: string, b: string): number => (a.split("@")[1] ?? "").localeCompare(b.split("@")[1] ?? "");
     expect(queued()).toEqual([...cold, "r1/t2@2026-05-01T03:00:00.000Z"].sort(byFireAt));
-    // The index now says it is every run of the new folder again; fires change runs, and an
-    // index written at stop() does not claim a folder.
+    // Fires change runs; stop() writes the index and, having listed runs/ at the tip and found
+    // every run there at its tree, says which folder it is every run of.
     await h.clock.advance(60_000);
     await h.scheduler.idle();
     await h.scheduler.stop();
-    expect((await rawIndex()).runsTreeOid).toBeNull();
+    expect((await rawIndex()).runsTreeOid).toBe(await runsFolder());
+    listings = 0;
+    await h.restart();
+    expect(listings).toBe(0);
+    const warm = queued();
+    expect(warm.some((t) => t.startsWith("r2/v@"))).toBe(true);
+    // The same as a start that reads every log.
+    await h.scheduler.stop();
+    await store.writeDerived?.(null, RID, RECOVERY_INDEX_FILE, Buffer.from("{}"));
+    await h.restart();
+    expect(queued()).toEqual(warm);
+    // A run changed behind the host's back after the index claimed the folder: not restored from it.
+    await h.scheduler.stop();
+    await h.rawWrite({ "runs/r4/events/1.json": JSON.stringify({ seq: 1, type: "TimerSet", data: { timerId: "z", fireAt: "2026-05-02T00:00:00.000Z" } }) });
+    listings = 0;
+    await h.restart();
+    expect(listings).toBe(1);
+    expect(queued()).toContain("r4/z@2026-05-02T00:00:00.000Z");
+  });
+
+  it("claims no folder at stop() when a run there has bad events", async () => {
+    h = await createHarness("2026-05-01T00:00:00.000Z");
+    await h.append("r1", timerSet("t", "2026-05-01T00:00:10.000Z"));
+    await h.rawWrite({ "runs/bad/events/1.json": "{" });
+    await h.scheduler.start();
+    await h.clock.advance(20_000);
+    await h.scheduler.idle();
+    await h.scheduler.stop();
+    const raw = JSON.parse(Buffer.from((await h.store.readDerived?.(null, RID, RECOVERY_INDEX_FILE)) as Uint8Array).toString("utf8")) as Record<string, unknown>;
+    expect(raw.runsTreeOid).toBeNull();
   });
 
   it("ignores an index that holds two generations of one timer in a run", async () => {
