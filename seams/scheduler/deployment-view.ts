@@ -398,7 +398,7 @@ const NO_SIGNALS: RunState["unconsumedSignals"] = Object.freeze([]);
 /**
  * What the scheduler keeps of a run's state: its timers, end and last seq. The signal sets are
  * the signal channel's (each channel reads them from the log) and can hold every payload a run
- * received; a run restored from the recovery index has them empty too (see stateFromSummary).
+ * received; a run restored from the recovery index has them empty too (see run-table.ts).
  * Empty collections are shared: the reducer copies a collection before it changes it.
  */
 function timerState(state: RunState): RunState {

@@ -19,7 +19,7 @@
  * summaries made by the old reducer are then ignored.
  */
 import { isTerminalEventType } from "./event-shapes.js";
-import type { PendingTimer, RunState, TerminalEventType } from "./types.js";
+import type { PendingTimer, TerminalEventType } from "./types.js";
 
 /**
  * Name of the derived file (see `RepoStore.writeDerived`). Kept across layout versions (the
@@ -331,19 +331,3 @@ export function decodeRecoveryIndex(bytes: Uint8Array, maxEventBytes: number): M
   });
   return out;
 }
-
-/**
- * The run state the scheduler works with, rebuilt from a summary. The scheduler reads only
- * `lastSeq`, `terminal` and `pendingTimers` of its runs; the signal sets (the signal channel's
- * concern, read from the log by each channel) start empty.
- */
-export function stateFromSummary(runId: string, summary: RunSummary): RunState {
-  const pendingTimers = new Map<string, PendingTimer>();
-  for (const timer of summary.pendingTimers) pendingTimers.set(timer.timerId, timer);
-  return { runId, lastSeq: summary.lastSeq, terminal: summary.terminal, pendingTimers, observedSignalIds: NO_SIGNAL_IDS, unconsumedSignals: NO_SIGNALS };
-}
-
-// Shared by every restored run (a million of them, at a few hundred bytes per empty set): the
-// reducer copies a collection before changing it.
-const NO_SIGNAL_IDS: ReadonlySet<string> = new Set();
-const NO_SIGNALS: RunState["unconsumedSignals"] = Object.freeze([]);
