@@ -6,8 +6,14 @@
  * Prints one JSON line: `{ms, cpuMs, runs, pending, peakRssBytes}` (`cpuMs`: the process's CPU
  * time during `start()`, which a busy machine does not inflate as it does `ms`); the peak resident set is the
  * process's whole life up to the print (the kernel's high-water mark), module loading included.
+ * `maxLoopDelayMs`: the longest the event loop was held during `start()` (the host lock's
+ * heartbeat runs on it). With `RECOVERY_CPU_PROFILE=<file>` set, `start()` alone is profiled
+ * through the inspector and written there as a `.cpuprofile`.
  */
+import { writeFileSync } from "node:fs";
+import { Session } from "node:inspector/promises";
 import { join } from "node:path";
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import { naiveRecover } from "./naive-git.js";
 import { openRig } from "./scheduler-rig.js";
 import { nowMs } from "./stats.js";
@@ -29,14 +35,29 @@ if (mode === "naive") {
   const rig = openRig(dataDir, [repoId], () => new Date(), (event) => {
     if (event.type === "recovered") recovered = { runs: event.runs, pending: event.pending };
   });
+  const profilePath = process.env.RECOVERY_CPU_PROFILE;
+  const session = profilePath === undefined || profilePath === "" ? null : new Session();
+  if (session !== null) {
+    session.connect();
+    await session.post("Profiler.enable");
+    await session.post("Profiler.start");
+  }
+  const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+  loopDelay.enable();
   const cpu0 = process.cpuUsage();
   const t0 = nowMs();
   await rig.scheduler.start();
   const ms = nowMs() - t0;
   const cpu = process.cpuUsage(cpu0);
+  loopDelay.disable();
+  if (session !== null) {
+    const { profile } = await session.post("Profiler.stop");
+    writeFileSync(profilePath as string, JSON.stringify(profile));
+    session.disconnect();
+  }
   const queued = rig.scheduler.stats().queued;
   await rig.close();
   // After close: a cold start writes the recovery index there, which belongs to its cost.
   const peakRssBytes = process.resourceUsage().maxRSS * 1024;
-  process.stdout.write(`${JSON.stringify({ ms, cpuMs: (cpu.user + cpu.system) / 1_000, runs: recovered.runs, pending: recovered.pending, queued, peakRssBytes })}\n`);
+  process.stdout.write(`${JSON.stringify({ ms, cpuMs: (cpu.user + cpu.system) / 1_000, runs: recovered.runs, pending: recovered.pending, queued, peakRssBytes, maxLoopDelayMs: loopDelay.max / 1e6 })}\n`);
 }

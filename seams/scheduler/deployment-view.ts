@@ -21,7 +21,8 @@ import { slotDueMs } from "../../src/workflow/schedule/jitter.js";
 import type { PendingTimer, RunState } from "../../src/workflow/types.js";
 import { WORKFLOW_RUN_KIND } from "../../src/workflow/workflow-run-kind.js";
 import { openArchive, reusedArchivedRunProblem } from "../../src/workflow/run-archive.js";
-import { decodeRecoveryIndex, encodeRecoveryIndex, RECOVERY_INDEX_FILE, stateFromSummary, type RunSummary } from "../../src/workflow/recovery-index.js";
+import { decodeRecoveryColumns, noEventsOidAt, RECOVERY_INDEX_FILE, RecoveryIndexWriter, type RecoveryIndex } from "../../src/workflow/recovery-index.js";
+import { MASK_BITS, RunTable, UnpausedTimers, type RunRecord } from "./run-table.js";
 import { applyTailCommit } from "./tail-commit.js";
 import { createTimeSlicer, DEFAULT_SLICE_MS } from "../../src/time/time-slicer.js";
 import { monotonicMs, wallMs, type TrackerContext } from "./tracker-context.js";
@@ -29,27 +30,16 @@ import { monotonicMs, wallMs, type TrackerContext } from "./tracker-context.js";
 /** Run logs read ahead of the one being applied during recovery (overlaps reads of loose objects). */
 const READ_AHEAD = 8;
 
-/** What the view keeps of one run. */
-export interface RunRecord {
-  state: RunState;
-  /** Highest seq among event file names (valid or not); the next append goes after it. */
-  maxFileSeq: number;
-  /** Oid of `runs/<runId>/events` the state was read at; null when unknown. */
-  eventsOid: string | null;
-  /** Oid of `runs/<runId>` the state was read at (the recovery index key); null when unknown. */
-  runTreeOid: string | null;
-  /** Bad events known in the log; a run with any is never put in the recovery index. */
-  bad: number;
-  /** timerIds this run has in the queue (a few at most: an array is a fifth of a Set's size). */
-  queued: string[];
-  /** The folder reuses an archived run's id (reported as a bad event): none of its timers is armed. */
-  reused?: boolean;
-}
+export type { RunRecord } from "./run-table.js";
+
+/** Runs restored from the recovery index between two looks at the time slicer (each costs no I/O). */
+const RESTORED_PER_PAUSE = 64;
 
 export class DeploymentView {
   readonly repoId: string;
   readonly rid: RepoId;
-  readonly runs = new Map<string, RunRecord>();
+  /** Every run, as a record or (restored or read by recovery and untouched since) as a row. */
+  readonly runs = new RunTable();
   /** Reads of the archive ref for the recovery or the commit being applied; undefined: not opened yet. */
   archive: CommittedReads | null | undefined = undefined;
   /** Runs changed since the recovery index was last written (or read). */
@@ -87,7 +77,23 @@ export class DeploymentView {
     const scan = reads.scan?.() ?? reads;
     const index = await this.loadIndex();
     this.archive = await openArchive(store, principal as Principal, this.rid);
+    // Without an archive ref no run can reuse an archived id: nothing to look up per run.
+    const noArchive = this.archive.commitSha === null;
+    const runsTree = await reads.treeOid(runsPrefix.slice(0, -1));
+    // Runs restored from the index cost no I/O: without a pause a warm start of 1,000,000 runs
+    // would hold the event loop past the host lock's heartbeat limit (its fires then refused).
+    const slicer = createTimeSlicer(DEFAULT_SLICE_MS, monotonicMs(this.ctx));
     let pending = 0;
+    if (index !== null && noArchive && runsTree !== null && index.runsTreeOid === runsTree) {
+      // The very `runs/` folder the index holds every run of: each run is its row, unread.
+      for (let i = 0; i < index.runIds.length; i++) {
+        if (i % RESTORED_PER_PAUSE === 0) await slicer.pause();
+        pending += this.restoreRow(index.runIds[i] as string, index.runTreeOids, i * OID_LENGTH, index, i);
+      }
+      this.indexDirty = false;
+      this.recovered(tip, pending, 0, startedMs);
+      return;
+    }
     let badEvents = 0;
     let reread = 0;
     const entries: DirEntry[] = [];
@@ -104,38 +110,47 @@ export class DeploymentView {
     const ahead = new Map<number, Promise<RunLog>>();
     const readAhead = (i: number): void => {
       const entry = entries[i];
-      if (entry === undefined || ahead.has(i) || index?.get(entry.name)?.runTreeOid === entry.oid) return;
+      if (entry === undefined || ahead.has(i) || (index !== null && restorableRow(index, entry) >= 0)) return;
       // Not through the parsed-event cache: a recovery reads every log once, and would only
       // push out the logs that appends re-read.
       const log = readRunLog(scan, entry.name, { maxEventBytes: this.ctx.maxEventBytes, parsedEvents: null });
       log.catch(() => undefined);
       ahead.set(i, log);
     };
-    // Runs restored from the index cost no I/O: without a pause a warm start of 1,000,000 runs
-    // would hold the event loop past the host lock's heartbeat limit (its fires then refused).
-    const slicer = createTimeSlicer(DEFAULT_SLICE_MS, monotonicMs(this.ctx));
+    let sincePause = 0;
     for (let i = 0; i < entries.length; i++) {
-      await slicer.pause();
+      if (++sincePause >= RESTORED_PER_PAUSE) {
+        sincePause = 0;
+        await slicer.pause();
+      }
       const entry = entries[i] as DirEntry;
-      const summary = index?.get(entry.name);
-      let state: RunState;
-      if (summary !== undefined && summary.runTreeOid === entry.oid && (await reusedArchivedRunProblem(this.archive, entry.name, entry.oid)) === null) {
-        state = this.restoreRun(entry.name, summary).state;
+      const row = index === null ? -1 : restorableRow(index, entry);
+      if (row >= 0 && (noArchive || (await reusedArchivedRunProblem(this.archive, entry.name, entry.oid)) === null)) {
+        pending += this.restoreRow(entry.name, entry.oid, 0, index as RecoveryIndex, row);
       } else {
+        sincePause = RESTORED_PER_PAUSE;
         for (let k = i; k <= i + READ_AHEAD; k++) readAhead(k);
         // Not read ahead when its index summary matched: it reuses an archived run's id.
         const log = await (ahead.get(i) ?? readRunLog(scan, entry.name, { maxEventBytes: this.ctx.maxEventBytes, parsedEvents: null }));
         ahead.delete(i);
         const record = await this.applyLog(scan, log, entry.oid);
-        state = record.state;
         badEvents += record.bad;
         reread += 1;
         if (record.reused === true) continue;
+        pending += record.state.terminal === null ? record.state.pendingTimers.size : 0;
+        // Untouched until something asks for it: kept as a row (see run-table.ts).
+        this.runs.compact(entry.name, record);
       }
-      pending += state.terminal === null ? state.pendingTimers.size : 0;
     }
     this.indexDirty = index === null || reread > 0;
-    if (this.indexDirty) this.persistIndex();
+    // Every run a row (none with bad events) and no stray entry: the index is every run of this
+    // `runs/` folder, and says so, so that a start at this very folder need not list it.
+    if (this.indexDirty) this.persistIndex(badEvents === 0 && this.runs.rows === this.runs.size ? runsTree : null);
+    this.recovered(tip, pending, badEvents, startedMs);
+  }
+
+  /** Reports the recovery and starts the live tail from its tip. */
+  private recovered(tip: string | null, pending: number, badEvents: number, startedMs: number): void {
     this.ctx.report({ type: "recovered", repoId: this.repoId, commitSha: tip, runs: this.runs.size, pending, badEvents, ms: wallMs(this.ctx) - startedMs });
     this.tail = this.runTail(tip ?? "genesis").catch((error: unknown) => {
       if (!this.stopped) this.onTailFailed(error);
@@ -149,14 +164,37 @@ export class DeploymentView {
   async stop(firing: Promise<void> | null): Promise<void> {
     this.stopped = true;
     this.abort.abort();
-    for (const [runId, record] of this.runs) {
-      for (const timerId of record.queued) this.ctx.queue.disarm(this.repoId, runId, timerId);
-      record.queued = [];
+    for (const [runId, queued] of this.runs.queuedTimers()) {
+      for (const timerId of queued) this.ctx.queue.disarm(this.repoId, runId, timerId);
     }
+    this.runs.clearQueued();
     await Promise.allSettled([this.tail, firing, this.persisting]);
     if (this.indexDirty) {
-      this.persistIndex();
+      this.persistIndex(await this.wholeFolder());
       await this.persisting;
+    }
+  }
+
+  /**
+   * The oid of `runs/` at the ref's tip when the runs held here are exactly its runs, each at its
+   * tree there and clean (no bad events, no stray entry beside them), else null: what the index
+   * written at stop() may claim (see persistIndex). Costs one listing of `runs/`, here rather
+   * than at the next start.
+   */
+  private async wholeFolder(): Promise<string | null> {
+    if (!this.ctx.recoveryIndex) return null;
+    try {
+      const reads = await this.ctx.store.openCommittedReads(this.ctx.principal, this.rid, this.ctx.ref);
+      const runsTree = await reads.treeOid(runsPrefix.slice(0, -1));
+      if (runsTree === null) return null;
+      const entries = await reads.listDir(runsPrefix.slice(0, -1));
+      if (entries.length !== this.runs.size) return null;
+      for (const entry of entries) {
+        if (runsEntryProblem(entry.name, entry.type) !== null || !this.runs.cleanAt(entry.name, entry.oid)) return null;
+      }
+      return runsTree;
+    } catch {
+      return null;
     }
   }
 
@@ -200,12 +238,12 @@ export class DeploymentView {
   }
 
   /** The recovery index's summaries, or null when it is off, absent or unusable. */
-  private async loadIndex(): Promise<Map<string, RunSummary> | null> {
+  private async loadIndex(): Promise<RecoveryIndex | null> {
     const { store, principal } = this.ctx;
     if (!this.ctx.recoveryIndex || store.readDerived === undefined) return null;
     try {
       const bytes = await store.readDerived(principal, this.rid, RECOVERY_INDEX_FILE);
-      return bytes === null ? null : decodeRecoveryIndex(bytes, this.ctx.maxEventBytes);
+      return bytes === null ? null : decodeRecoveryColumns(bytes, this.ctx.maxEventBytes);
     } catch {
       // A cache that cannot be read is a cache miss.
       return null;
@@ -215,34 +253,46 @@ export class DeploymentView {
   /**
    * Writes every run whose state is known to match its tree oid, in the background (one write
    * at a time; stop() waits for it). Failures are ignored: the index is only a cache.
+   * @param runsTree the `runs/` folder the runs are all the runs of, exactly, or null
    */
-  private persistIndex(): void {
+  private persistIndex(runsTree: string | null = null): void {
     const { store, principal } = this.ctx;
     if (!this.ctx.recoveryIndex || store.writeDerived === undefined) return;
     this.indexDirty = false;
-    const summaries: [string, RunSummary][] = [];
-    for (const [runId, record] of this.runs) {
-      if (record.bad > 0 || record.runTreeOid === null) continue;
-      const { lastSeq, terminal } = record.state;
-      const pendingTimers = [...record.state.pendingTimers.values()];
-      summaries.push([runId, { runTreeOid: record.runTreeOid, eventsOid: record.eventsOid, maxFileSeq: record.maxFileSeq, lastSeq, terminal, pendingTimers }]);
-    }
-    const bytes = encodeRecoveryIndex(this.ctx.maxEventBytes, summaries);
+    const writer = new RecoveryIndexWriter(this.ctx.maxEventBytes);
+    this.runs.writeSummaries(writer);
+    const bytes = writer.bytes(runsTree);
     const previous = this.persisting ?? Promise.resolve();
     this.persisting = previous.then(() => store.writeDerived?.(principal, this.rid, RECOVERY_INDEX_FILE, bytes)).catch(() => undefined);
   }
 
-  /** Installs a run restored from its index summary and arms its timers. */
-  private restoreRun(runId: string, summary: RunSummary): RunRecord {
-    const state = stateFromSummary(runId, summary);
-    const record = this.recordOf(runId, state);
-    record.state = state;
-    record.maxFileSeq = summary.maxFileSeq;
-    record.eventsOid = summary.eventsOid;
-    record.runTreeOid = summary.runTreeOid;
-    record.bad = 0;
-    this.sync(runId, record);
-    return record;
+  /**
+   * Installs row `row` of the recovery index as a row of the run table and arms its timers, as
+   * {@link sync} would for a record made from it. @returns its pending timers (0 once ended)
+   */
+  private restoreRow(runId: string, runTreeOid: string, runTreeAt: number, index: RecoveryIndex, row: number): number {
+    const first = index.firstTimer[row] as number;
+    const count = (index.firstTimer[row + 1] as number) - first;
+    const terminal = index.terminals[row] as RunState["terminal"];
+    const lastSeq = index.runNumbers[3 * row + 1] as number;
+    let queued = 0;
+    let queuedIds: string[] | null = null;
+    if (terminal === null && count > 0) {
+      // The run's timers as sync() sees them (paused series are not queued), as a map only if
+      // the queue looks (it holds suppressions of this run).
+      this.ctx.queue.settle(this.repoId, runId, new UnpausedTimers(index.timers, first, count), lastSeq);
+      for (let i = 0; i < count; i++) {
+        const timer = index.timers[first + i] as PendingTimer;
+        if (timer.pausedAt !== undefined || !this.arm(runId, timer, slotDueMs(runId, timer))) continue;
+        if (count > MASK_BITS) (queuedIds ??= []).push(timer.timerId);
+        else queued |= 1 << i;
+      }
+    } else {
+      this.ctx.queue.settle(this.repoId, runId, NO_TIMERS, lastSeq);
+    }
+    const noEvents = noEventsOidAt(index, row);
+    this.runs.addRow(runId, runTreeOid, runTreeAt, noEvents ? "" : index.eventsOids, row * OID_LENGTH, index.runNumbers[3 * row] as number, lastSeq, terminal, index.timers, first, count, queuedIds ?? queued);
+    return terminal === null ? count : 0;
   }
 
   /** The run's record, made with `state` when new (the caller sets the state either way). */
@@ -329,6 +379,18 @@ export class DeploymentView {
   }
 }
 
+/** Length of a hex object id. */
+const OID_LENGTH = 40;
+
+/**
+ * The index's row of the run when it was computed at this very tree (then its log is not read:
+ * a state is a function of the tree), else -1.
+ */
+function restorableRow(index: RecoveryIndex, entry: DirEntry): number {
+  const row = index.rowOf(entry.name);
+  return row >= 0 && entry.oid.length === OID_LENGTH && index.runTreeOids.startsWith(entry.oid, row * OID_LENGTH) ? row : -1;
+}
+
 const NO_SIGNAL_IDS: ReadonlySet<string> = new Set();
 const NO_TIMERS: ReadonlyMap<string, PendingTimer> = new Map();
 const NO_SIGNALS: RunState["unconsumedSignals"] = Object.freeze([]);
@@ -336,7 +398,7 @@ const NO_SIGNALS: RunState["unconsumedSignals"] = Object.freeze([]);
 /**
  * What the scheduler keeps of a run's state: its timers, end and last seq. The signal sets are
  * the signal channel's (each channel reads them from the log) and can hold every payload a run
- * received; a run restored from the recovery index has them empty too (see stateFromSummary).
+ * received; a run restored from the recovery index has them empty too (see run-table.ts).
  * Empty collections are shared: the reducer copies a collection before it changes it.
  */
 function timerState(state: RunState): RunState {

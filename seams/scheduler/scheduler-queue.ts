@@ -132,6 +132,8 @@ export function createSchedulerQueue(opts: SchedulerQueueOptions): SchedulerQueu
     onError: (error, entries) => opts.onError(error, entries.map(toDue)),
   });
   const isSuppressed = (repoId: string, runId: string, pending: PendingTimer): boolean => {
+    // Almost always none: a recovery arms a million timers without building a key for each.
+    if (suppressions.size === 0) return false;
     const run = suppressions.get(`${repoId}/${runId}`);
     const upTo = run?.get(pending.timerId);
     if (run === undefined || upTo === undefined) return false;
@@ -169,6 +171,7 @@ export function createSchedulerQueue(opts: SchedulerQueueOptions): SchedulerQueu
     },
     suppressed: isSuppressed,
     settle(repoId, runId, armed, lastSeq) {
+      if (suppressions.size === 0) return;
       const run = suppressions.get(`${repoId}/${runId}`) ?? NO_SUPPRESSIONS;
       if (run === NO_SUPPRESSIONS) return;
       for (const [timerId, upTo] of run) if (!armed.has(timerId) && upTo <= lastSeq) (run as Map<string, number>).delete(timerId);

@@ -25,8 +25,13 @@ function checkOid(oid: Oid): void {
 
 const OID = /^[0-9a-f]{40}$/;
 
-/** Trees a scan's reads keep themselves (see {@link CommittedReads.scan}): a few runs' folders read ahead. */
-const SCAN_RECENT_TREES = 256;
+/**
+ * Trees a scan's reads keep themselves (see {@link CommittedReads.scan}): the folders of the few
+ * runs a recovery reads ahead (two each). Kept longer, each tree outlived a young-generation
+ * collection and was copied into the old generation, where a cold recovery of 100,000 runs piled
+ * up a fifth of what it promoted and the heap grew to hold it.
+ */
+const SCAN_RECENT_TREES = 32;
 
 /** `source` with the last {@link SCAN_RECENT_TREES} trees it read kept (oldest dropped first). */
 function keepingRecentTrees(source: ObjectSource): ObjectSource {

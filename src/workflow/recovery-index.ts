@@ -19,7 +19,7 @@
  * summaries made by the old reducer are then ignored.
  */
 import { isTerminalEventType } from "./event-shapes.js";
-import type { PendingTimer, RunState, TerminalEventType } from "./types.js";
+import type { PendingTimer, TerminalEventType } from "./types.js";
 
 /**
  * Name of the derived file (see `RepoStore.writeDerived`). Kept across layout versions (the
@@ -59,6 +59,12 @@ interface Columns {
   readonly version: number;
   readonly runState: number;
   readonly maxEventBytes: number;
+  /**
+   * Oid of the `runs/` folder these rows are every run of, when they are (no run left out for
+   * bad events, no stray entry), else null or absent: a start at a tip with this very folder
+   * restores every run without listing it.
+   */
+  readonly runsTreeOid?: string | null;
   readonly runIds: string[];
   /** `runTreeOid` of every run, end to end. */
   readonly runTreeOids: string;
@@ -93,52 +99,77 @@ function extraOf(timer: PendingTimer): 0 | Record<string, string | number> {
 }
 
 /**
+ * Builds the file's bytes one run at a time, straight into its columns (no summary object per
+ * run: the scheduler writes 100,000 runs at the end of a cold recovery, when memory peaks).
+ */
+export class RecoveryIndexWriter {
+  readonly #runIds: string[] = [];
+  readonly #runTreeOids: string[] = [];
+  readonly #eventsOids: string[] = [];
+  readonly #runNumbers: number[] = [];
+  readonly #terminals: (string | null)[] = [];
+  readonly #timerIds: string[] = [];
+  readonly #fireAts: string[] = [];
+  readonly #setSeqs: number[] = [];
+  readonly #stepIds: (0 | string)[] = [];
+  readonly #extras: (0 | Record<string, string | number>)[] = [];
+
+  /** @param maxEventBytes the limit the summaries were read with (it must match on load) */
+  constructor(private readonly maxEventBytes: number) {}
+
+  /** Adds a run whose pending timers are `timers[first]` … `timers[first + count - 1]`. */
+  add(runId: string, runTreeOid: string, eventsOid: string | null, maxFileSeq: number, lastSeq: number, terminal: TerminalEventType | null, timers: readonly PendingTimer[], first = 0, count = timers.length): void {
+    this.#runIds.push(runId);
+    this.#runTreeOids.push(runTreeOid);
+    this.#eventsOids.push(eventsOid ?? NO_OID);
+    this.#runNumbers.push(maxFileSeq, lastSeq, count);
+    this.#terminals.push(terminal);
+    for (let i = first; i < first + count; i++) {
+      const timer = timers[i] as PendingTimer;
+      this.#timerIds.push(timer.timerId);
+      this.#fireAts.push(timer.fireAt);
+      this.#setSeqs.push(timer.setSeq);
+      this.#stepIds.push(typeof timer.stepId === "string" ? timer.stepId : 0);
+      this.#extras.push(extraOf(timer));
+    }
+  }
+
+  /**
+   * The file's bytes.
+   * @param runsTreeOid the `runs/` folder the added runs are all the runs of (see
+   *   Columns.runsTreeOid), or null when unknown
+   */
+  bytes(runsTreeOid: string | null = null): Uint8Array {
+    const body: Columns = {
+      format: FORMAT_NAME,
+      version: FORMAT_VERSION,
+      runState: RUN_STATE_VERSION,
+      maxEventBytes: this.maxEventBytes,
+      runsTreeOid,
+      runIds: this.#runIds,
+      runTreeOids: this.#runTreeOids.join(""),
+      eventsOids: this.#eventsOids.join(""),
+      runNumbers: this.#runNumbers,
+      terminals: this.#terminals,
+      timerIds: this.#timerIds,
+      fireAts: this.#fireAts,
+      setSeqs: this.#setSeqs,
+      stepIds: this.#stepIds,
+      extras: this.#extras,
+    };
+    return Buffer.from(JSON.stringify(body), "utf8");
+  }
+}
+
+/**
  * The file's bytes for these runs.
  * @param maxEventBytes the limit the summaries were read with (a different limit can change
  *   which events are bad, so it must match on load)
  */
 export function encodeRecoveryIndex(maxEventBytes: number, runs: Iterable<readonly [string, RunSummary]>): Uint8Array {
-  const runIds: string[] = [];
-  const runTreeOids: string[] = [];
-  const eventsOids: string[] = [];
-  const runNumbers: number[] = [];
-  const terminals: (string | null)[] = [];
-  const timerIds: string[] = [];
-  const fireAts: string[] = [];
-  const setSeqs: number[] = [];
-  const stepIds: (0 | string)[] = [];
-  const extras: (0 | Record<string, string | number>)[] = [];
-  for (const [runId, s] of runs) {
-    runIds.push(runId);
-    runTreeOids.push(s.runTreeOid);
-    eventsOids.push(s.eventsOid ?? NO_OID);
-    runNumbers.push(s.maxFileSeq, s.lastSeq, s.pendingTimers.length);
-    terminals.push(s.terminal);
-    for (const timer of s.pendingTimers) {
-      timerIds.push(timer.timerId);
-      fireAts.push(timer.fireAt);
-      setSeqs.push(timer.setSeq);
-      stepIds.push(typeof timer.stepId === "string" ? timer.stepId : 0);
-      extras.push(extraOf(timer));
-    }
-  }
-  const body: Columns = {
-    format: FORMAT_NAME,
-    version: FORMAT_VERSION,
-    runState: RUN_STATE_VERSION,
-    maxEventBytes,
-    runIds,
-    runTreeOids: runTreeOids.join(""),
-    eventsOids: eventsOids.join(""),
-    runNumbers,
-    terminals,
-    timerIds,
-    fireAts,
-    setSeqs,
-    stepIds,
-    extras,
-  };
-  return Buffer.from(JSON.stringify(body), "utf8");
+  const writer = new RecoveryIndexWriter(maxEventBytes);
+  for (const [runId, s] of runs) writer.add(runId, s.runTreeOid, s.eventsOid, s.maxFileSeq, s.lastSeq, s.terminal, s.pendingTimers);
+  return writer.bytes();
 }
 
 /** What every fireAt is written as (`toISOString()`): parses, so `Date.parse` need not be asked. */
@@ -175,11 +206,44 @@ function decodeTimer(timerId: unknown, fireAt: unknown, setSeq: unknown, stepId:
 const isArray = Array.isArray;
 
 /**
- * Parses the file's bytes.
- * @returns run id → summary, or null when the file is not a current, consistent index for
- *   `maxEventBytes` (then nothing in it may be used)
+ * A decoded index, kept in columns: what a warm start restores runs from without a summary
+ * object per run (see seams/scheduler/run-table.ts). Row `i` is one run.
  */
-export function decodeRecoveryIndex(bytes: Uint8Array, maxEventBytes: number): Map<string, RunSummary> | null {
+export interface RecoveryIndex {
+  readonly runIds: readonly string[];
+  /** `runTreeOid` of row i at `i * 40`. */
+  readonly runTreeOids: string;
+  /** `eventsOid` of row i at `i * 40` (see {@link eventsOidAt}). */
+  readonly eventsOids: string;
+  /** maxFileSeq, lastSeq and number of timers of row i at `3 * i`. */
+  readonly runNumbers: readonly number[];
+  readonly terminals: readonly (TerminalEventType | null)[];
+  /** Every pending timer, rows in order; row i's are from `firstTimer[i]`. */
+  readonly timers: readonly PendingTimer[];
+  readonly firstTimer: Int32Array;
+  /** Oid of the `runs/` folder the rows are all the runs of, or null (see Columns.runsTreeOid). */
+  readonly runsTreeOid: string | null;
+  /** Row of `runId`, or -1. Fast when asked in the order the rows were written. */
+  rowOf(runId: string): number;
+}
+
+/** Row i's events folder oid (null when it had none). */
+export function eventsOidAt(index: RecoveryIndex, row: number): string | null {
+  const at = row * OID_LENGTH;
+  return index.eventsOids.startsWith(NO_OID, at) ? null : index.eventsOids.slice(at, at + OID_LENGTH);
+}
+
+/** Whether row i's events folder oid is null. */
+export function noEventsOidAt(index: RecoveryIndex, row: number): boolean {
+  return index.eventsOids.startsWith(NO_OID, row * OID_LENGTH);
+}
+
+/**
+ * Parses the file's bytes into columns (see {@link RecoveryIndex}).
+ * @returns null when the file is not a current, consistent index for `maxEventBytes` (then
+ *   nothing in it may be used)
+ */
+export function decodeRecoveryColumns(bytes: Uint8Array, maxEventBytes: number): RecoveryIndex | null {
   let body: unknown;
   try {
     body = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8"));
@@ -192,51 +256,78 @@ export function decodeRecoveryIndex(bytes: Uint8Array, maxEventBytes: number): M
   const { runIds, runTreeOids, eventsOids, runNumbers, terminals, timerIds, fireAts, setSeqs, stepIds, extras } = b;
   if (!isArray(runIds) || !isArray(runNumbers) || !isArray(terminals) || !isArray(timerIds) || !isArray(fireAts) || !isArray(setSeqs) || !isArray(stepIds) || !isArray(extras)) return null;
   if (typeof runTreeOids !== "string" || typeof eventsOids !== "string") return null;
+  const runsTreeOid = b.runsTreeOid ?? null;
+  if (runsTreeOid !== null && (typeof runsTreeOid !== "string" || !/^[0-9a-f]{40}$/.test(runsTreeOid))) return null;
   const n = runIds.length;
-  const timers = timerIds.length;
+  const count = timerIds.length;
   if (runTreeOids.length !== n * OID_LENGTH || eventsOids.length !== n * OID_LENGTH || runNumbers.length !== 3 * n || terminals.length !== n) return null;
-  if (fireAts.length !== timers || setSeqs.length !== timers || stepIds.length !== timers || extras.length !== timers) return null;
-  const out = new Map<string, RunSummary>();
+  if (fireAts.length !== count || setSeqs.length !== count || stepIds.length !== count || extras.length !== count) return null;
+  const timers: PendingTimer[] = new Array<PendingTimer>(count);
+  const firstTimer = new Int32Array(n + 1);
   let t = 0;
   for (let i = 0; i < n; i++) {
-    const runId = runIds[i];
     const maxFileSeq = runNumbers[3 * i];
     const lastSeq = runNumbers[3 * i + 1];
-    const count = runNumbers[3 * i + 2];
+    const runTimers = runNumbers[3 * i + 2];
     const terminal = terminals[i];
-    if (typeof runId !== "string" || !isSeq(maxFileSeq) || !isSeq(lastSeq) || !Number.isSafeInteger(count) || (count as number) < 0 || t + (count as number) > timers) return null;
+    if (typeof runIds[i] !== "string" || !isSeq(maxFileSeq) || !isSeq(lastSeq) || !Number.isSafeInteger(runTimers) || (runTimers as number) < 0 || t + (runTimers as number) > count) return null;
     if (terminal !== null && (typeof terminal !== "string" || !isTerminalEventType(terminal))) return null;
-    const pendingTimers: PendingTimer[] = [];
-    for (const end = t + (count as number); t < end; t++) {
+    firstTimer[i] = t;
+    for (const end = t + (runTimers as number); t < end; t++) {
       const timer = decodeTimer(timerIds[t], fireAts[t], setSeqs[t], stepIds[t], extras[t]);
       if (timer === null) return null;
-      pendingTimers.push(timer);
+      // One generation per timer id in a run (a state's map holds no two).
+      for (let k = firstTimer[i] as number; k < t; k++) if ((timers[k] as PendingTimer).timerId === timer.timerId) return null;
+      timers[t] = timer;
     }
-    const eventsOid = eventsOids.slice(i * OID_LENGTH, (i + 1) * OID_LENGTH);
-    out.set(runId, {
-      runTreeOid: runTreeOids.slice(i * OID_LENGTH, (i + 1) * OID_LENGTH),
-      eventsOid: eventsOid === NO_OID ? null : eventsOid,
-      maxFileSeq,
-      lastSeq,
-      terminal: terminal as TerminalEventType | null,
-      pendingTimers,
-    });
   }
-  return t === timers ? out : null;
+  if (t !== count) return null;
+  firstTimer[n] = t;
+  const ids = runIds as string[];
+  let next = 0;
+  let byId: Map<string, number> | null = null;
+  return {
+    runIds: ids,
+    runTreeOids,
+    eventsOids,
+    runNumbers: runNumbers as number[],
+    terminals: terminals as (TerminalEventType | null)[],
+    timers,
+    firstTimer,
+    runsTreeOid,
+    rowOf(runId) {
+      // A start asks in listing order, which is the order the rows were written in.
+      if (ids[next] === runId) return next++;
+      if (byId === null) {
+        byId = new Map();
+        for (let i = 0; i < n; i++) byId.set(ids[i] as string, i);
+      }
+      const row = byId.get(runId);
+      if (row === undefined) return -1;
+      next = row + 1;
+      return row;
+    },
+  };
 }
 
 /**
- * The run state the scheduler works with, rebuilt from a summary. The scheduler reads only
- * `lastSeq`, `terminal` and `pendingTimers` of its runs; the signal sets (the signal channel's
- * concern, read from the log by each channel) start empty.
+ * Parses the file's bytes.
+ * @returns run id → summary, or null when the file is not a current, consistent index for
+ *   `maxEventBytes` (then nothing in it may be used)
  */
-export function stateFromSummary(runId: string, summary: RunSummary): RunState {
-  const pendingTimers = new Map<string, PendingTimer>();
-  for (const timer of summary.pendingTimers) pendingTimers.set(timer.timerId, timer);
-  return { runId, lastSeq: summary.lastSeq, terminal: summary.terminal, pendingTimers, observedSignalIds: NO_SIGNAL_IDS, unconsumedSignals: NO_SIGNALS };
+export function decodeRecoveryIndex(bytes: Uint8Array, maxEventBytes: number): Map<string, RunSummary> | null {
+  const index = decodeRecoveryColumns(bytes, maxEventBytes);
+  if (index === null) return null;
+  const out = new Map<string, RunSummary>();
+  index.runIds.forEach((runId, i) => {
+    out.set(runId, {
+      runTreeOid: index.runTreeOids.slice(i * OID_LENGTH, (i + 1) * OID_LENGTH),
+      eventsOid: eventsOidAt(index, i),
+      maxFileSeq: index.runNumbers[3 * i] as number,
+      lastSeq: index.runNumbers[3 * i + 1] as number,
+      terminal: index.terminals[i] as TerminalEventType | null,
+      pendingTimers: index.timers.slice(index.firstTimer[i], index.firstTimer[i + 1]),
+    });
+  });
+  return out;
 }
-
-// Shared by every restored run (a million of them, at a few hundred bytes per empty set): the
-// reducer copies a collection before changing it.
-const NO_SIGNAL_IDS: ReadonlySet<string> = new Set();
-const NO_SIGNALS: RunState["unconsumedSignals"] = Object.freeze([]);

@@ -1,0 +1,98 @@
+import { describe, expect, it } from "vitest";
+import { RunTable, type RunRecord } from "../../../seams/scheduler/run-table.js";
+import { decodeRecoveryIndex, RecoveryIndexWriter } from "../../../src/workflow/recovery-index.js";
+import type { PendingTimer } from "../../../src/workflow/types.js";
+
+const OID_A = "a".repeat(40);
+const OID_B = "b".repeat(40);
+
+function timer(timerId: string, extra: Partial<PendingTimer> = {}): PendingTimer {
+  return { timerId, fireAt: "2026-05-01T01:00:00.000Z", setSeq: 3, ...extra };
+}
+
+function record(runId: string, timers: PendingTimer[], queued: string[], extra: Partial<RunRecord> = {}): RunRecord {
+  return {
+    state: { runId, lastSeq: 7, terminal: null, pendingTimers: new Map(timers.map((t) => [t.timerId, t])), observedSignalIds: new Set(), unconsumedSignals: [] },
+    maxFileSeq: 8,
+    eventsOid: OID_B,
+    runTreeOid: OID_A,
+    bad: 0,
+    queued,
+    ...extra,
+  };
+}
+
+/** What the scheduler reads of a record (signal collections are not the scheduler's). */
+function view(r: RunRecord | undefined): unknown {
+  if (r === undefined) return undefined;
+  return { ...r, state: { runId: r.state.runId, lastSeq: r.state.lastSeq, terminal: r.state.terminal, pendingTimers: [...r.state.pendingTimers] } };
+}
+
+describe("run table", () => {
+  it("gives back, for a run kept as a row, the record it was made from, with the same timer objects", () => {
+    const table = new RunTable();
+    const timers = [timer("t1"), timer("t2", { cron: "0 * * * *", timezone: "UTC", pausedAt: "" }), timer("t3", { stepId: "s" })];
+    const original = record("r1", timers, ["t3", "t1"]);
+    const expected = view(original);
+    table.compact("r1", original);
+    expect(table.rows).toBe(1);
+    expect(table.size).toBe(1);
+    const back = table.get("r1");
+    // Queued ids come back in the state's timer order (the order sync() queues them in).
+    expect(view(back)).toEqual({ ...(expected as object), queued: ["t1", "t3"] });
+    expect([...(back as RunRecord).state.pendingTimers.values()].every((t, i) => t === timers[i])).toBe(true);
+    // Once asked for, the record is the run: changes to it stay.
+    (back as RunRecord).maxFileSeq = 99;
+    expect(table.get("r1")?.maxFileSeq).toBe(99);
+    expect(table.rows).toBe(0);
+  });
+
+  it("keeps the queued ids of a run with more timers than a bit mask holds", () => {
+    const table = new RunTable();
+    const timers = Array.from({ length: 40 }, (_, i) => timer(`t${i}`));
+    const queued = timers.filter((_, i) => i % 3 === 0).map((t) => t.timerId);
+    table.compact("r1", record("r1", timers, queued));
+    expect([...table.queuedTimers()]).toEqual([["r1", queued]]);
+    expect(table.get("r1")?.queued).toEqual(queued);
+  });
+
+  it("keeps runs with bad events, reused ids or no tree oid as records", () => {
+    const table = new RunTable();
+    const bad = record("bad", [timer("t")], ["t"], { bad: 1 });
+    const reused = record("reused", [timer("t")], [], { reused: true });
+    const unknown = record("unknown", [timer("t")], ["t"], { runTreeOid: null });
+    for (const r of [bad, reused, unknown]) {
+      table.set(r.state.runId, r);
+      table.compact(r.state.runId, r);
+    }
+    expect(table.rows).toBe(0);
+    expect(table.get("bad")).toBe(bad);
+    expect(table.get("reused")).toBe(reused);
+    expect(table.get("unknown")).toBe(unknown);
+  });
+
+  it("summarises rows and records alike without turning rows into records, and forgets queued ids", () => {
+    const table = new RunTable();
+    table.compact("r1", record("r1", [timer("t")], ["t"], { eventsOid: null }));
+    table.set("r2", record("r2", [timer("u")], ["u"]));
+    table.addRow("r3", `${OID_B}${OID_A}`, 40, `${"-".repeat(40)}${OID_B}`, 40, 5, 4, "RunCompleted", [timer("x"), timer("v")], 1, 1, 0);
+    expect(table.size).toBe(3);
+    const writer = new RecoveryIndexWriter(1_000);
+    table.writeSummaries(writer);
+    const written = decodeRecoveryIndex(writer.bytes(), 1_000);
+    expect(table.rows).toBe(2);
+    expect(written?.get("r1")).toEqual({ runTreeOid: OID_A, eventsOid: null, maxFileSeq: 8, lastSeq: 7, terminal: null, pendingTimers: [timer("t")] });
+    expect(written?.get("r2")).toEqual({ runTreeOid: OID_A, eventsOid: OID_B, maxFileSeq: 8, lastSeq: 7, terminal: null, pendingTimers: [timer("u")] });
+    expect(written?.get("r3")).toEqual({ runTreeOid: OID_A, eventsOid: OID_B, maxFileSeq: 5, lastSeq: 4, terminal: "RunCompleted", pendingTimers: [timer("v")] });
+    expect(new Map(table.queuedTimers())).toEqual(new Map([["r1", ["t"]], ["r2", ["u"]], ["r3", []]]));
+    table.clearQueued();
+    expect([...table.queuedTimers()].flatMap(([, ids]) => ids)).toEqual([]);
+    expect(table.get("r3")?.eventsOid).toBe(OID_B);
+    expect([...table.keys()].sort()).toEqual(["r1", "r2", "r3"]);
+    expect([...table.values()].map((r) => r.state.runId).sort()).toEqual(["r1", "r2", "r3"]);
+    expect(table.rows).toBe(0);
+    expect(table.delete("r1")).toBe(true);
+    expect(table.has("r1")).toBe(false);
+    expect(table.size).toBe(2);
+  });
+});
