@@ -26,6 +26,9 @@ import { applyTailCommit } from "./tail-commit.js";
 import { createTimeSlicer, DEFAULT_SLICE_MS } from "../../src/time/time-slicer.js";
 import { monotonicMs, wallMs, type TrackerContext } from "./tracker-context.js";
 
+/** Own commits whose adopted runs are remembered for the tail (see DeploymentView.noteOwnCommit). */
+const OWN_COMMITS_KEPT = 16;
+
 /** Run logs read ahead of the one being applied during recovery (overlaps reads of loose objects). */
 const READ_AHEAD = 8;
 
@@ -54,6 +57,16 @@ export class DeploymentView {
   archive: CommittedReads | null | undefined = undefined;
   /** Runs changed since the recovery index was last written (or read). */
   indexDirty = false;
+  /**
+   * Runs a fire commit of this process moved to their state at that commit (FireCommitter), by
+   * the commit's sha, until the tail reaches it: the tail skips them there (see tail-commit.ts).
+   */
+  private readonly ownCommits = new Map<string, { readonly parentSha: string | null; readonly runs: ReadonlySet<string> }>();
+  /**
+   * The fire commit in flight (FireCommitter): the parent it is computed on, and a promise that
+   * resolves once it landed (or failed) and its runs were adopted. Null when none.
+   */
+  ownWrite: { readonly parentSha: string | null; readonly settled: Promise<void> } | null = null;
   private readonly abort = new AbortController();
   private tail: Promise<void> | null = null;
   private persisting: Promise<void> | null = null;
@@ -184,6 +197,25 @@ export class DeploymentView {
     record.runTreeOid = after.runTreeOid;
     this.indexDirty = true;
     this.sync(runId, record);
+  }
+
+  /** Notes that `runs` were adopted at `commitSha` (see {@link ownCommits}); a few commits are kept at most. */
+  noteOwnCommit(commitSha: string, parentSha: string | null, runs: ReadonlySet<string>): void {
+    this.ownCommits.set(commitSha, { parentSha, runs });
+    // The tail takes each entry when it reaches the commit; one it never reaches (restarted from a
+    // later tip) is dropped after a few.
+    if (this.ownCommits.size > OWN_COMMITS_KEPT) this.ownCommits.delete(this.ownCommits.keys().next().value as string);
+  }
+
+  /**
+   * The runs adopted at `commitSha` when its parent is `parentSha` (the tail is applying exactly
+   * that commit), forgotten now; undefined for any other commit.
+   */
+  takeOwnCommit(commitSha: string, parentSha: string | null): ReadonlySet<string> | undefined {
+    const own = this.ownCommits.get(commitSha);
+    if (own === undefined) return undefined;
+    this.ownCommits.delete(commitSha);
+    return own.parentSha === parentSha ? own.runs : undefined;
   }
 
   /**
@@ -317,6 +349,12 @@ export class DeploymentView {
     });
     for await (const commit of commits) {
       if (this.stopped) return;
+      // The ref watcher can show this process's fire commit before the committer is back from
+      // the write: a commit on the parent of the fire commit in flight may be that commit, so the
+      // committer adopts its runs first and this step then skips them. A commit by someone else
+      // waits for at most that one write.
+      const own = this.ownWrite;
+      if (own !== null && own.parentSha === commit.parentSha) await own.settled;
       await applyTailCommit(this, commit);
       this.onTailApplied();
     }

@@ -13,6 +13,7 @@ import {
   type ParsedTree,
   TREE_MODE,
   type TreeEntry,
+  unusualMode,
 } from "./tree-object.js";
 import { diffTrees, type ReadTree } from "./tree-diff.js";
 import { editTree } from "./tree-splice.js";
@@ -37,6 +38,13 @@ export interface TreeEditResult {
   readonly pending: ReadonlyMap<Oid, ParsedTree>;
   /** Every changed blob path, sorted. */
   readonly changes: readonly PathChange[];
+  /**
+   * True when {@link changes} is exactly what diffing the base tree against the new root
+   * reports (`diffTrees`), so a reader may take it instead of diffing. False when the edit also
+   * dropped entries no change records (names git refuses, see below) or rebuilt a tree that was
+   * not in git order.
+   */
+  readonly exact: boolean;
 }
 
 interface EditNode {
@@ -123,6 +131,7 @@ export async function applyTreeEdits(read: ReadTree, baseOid: Oid | null, edits:
   const pending = new Map<Oid, ParsedTree>();
   const newTrees: GitObject[] = [];
   const changes: PathChange[] = [];
+  let exact = true;
   const readAny: ReadTree = (oid) => {
     const hit = pending.get(oid);
     return hit !== undefined ? Promise.resolve(hit) : read(oid);
@@ -147,18 +156,19 @@ export async function applyTreeEdits(read: ReadTree, baseOid: Oid | null, edits:
       if (existing?.type === "commit") throw gitlinkInTheWay(path);
       if (child.put !== undefined) {
         if (existing?.type === "blob" && existing.oid === child.put) continue;
-        if (existing?.type === "blob") changes.push({ path, oid: child.put, status: "modified" });
+        // Keep an executable bit set by someone else; everything the store creates is 100644.
+        const mode = existing?.type === "blob" && existing.mode === "100755" ? existing.mode : BLOB_MODE;
+        const entry: TreeEntry = { name, mode, oid: child.put, type: "blob" };
+        if (existing?.type === "blob") changes.push({ path, oid: child.put, status: "modified", ...unusualMode(entry) });
         else {
           if (existing?.type === "tree") for (const change of await diffTrees(readAny, existing.oid, null, `${path}/`, pause)) changes.push(change);
           changes.push({ path, oid: child.put, status: "added" });
         }
-        // Keep an executable bit set by someone else; everything the store creates is 100644.
-        const mode = existing?.type === "blob" && existing.mode === "100755" ? existing.mode : BLOB_MODE;
-        edits.set(name, { name, mode, oid: child.put, type: "blob" });
+        edits.set(name, entry);
         continue;
       }
       if (existing?.type === "blob" && (child.reset || child.children.size > 0)) {
-        changes.push({ path, oid: existing.oid, status: "deleted" });
+        changes.push({ path, oid: existing.oid, status: "deleted", ...unusualMode(existing) });
       }
       const oldSub = existing?.type === "tree" ? existing.oid : null;
       const newSub = await rewrite(oldSub, child, `${path}/`, false);
@@ -173,8 +183,13 @@ export async function applyTreeEdits(read: ReadTree, baseOid: Oid | null, edits:
     // tree: they would make every later commit fail `git fsck --strict`. They are dropped
     // without a change record (nothing a reader accepted is lost: readers report such entries
     // and never read them as events).
-    for (const name of old?.refusedNames ?? []) if (!edits.has(name)) edits.set(name, null);
+    for (const name of old?.refusedNames ?? []) {
+      if (edits.has(name)) continue;
+      edits.set(name, null);
+      exact = false;
+    }
     if (edits.size === 0 && old !== null) return old.oid;
+    if (old !== null && !old.sorted) exact = false;
     const built =
       old === null
         ? makeTree([...edits.values()].filter((e): e is TreeEntry => e !== null))
@@ -191,5 +206,5 @@ export async function applyTreeEdits(read: ReadTree, baseOid: Oid | null, edits:
 
   const rootOid = (await rewrite(baseOid, root, "", true)) ?? EMPTY_TREE_OID;
   changes.sort((x, y) => compareCodePoints(x.path, y.path));
-  return { rootOid, newTrees, pending, changes };
+  return { rootOid, newTrees, pending, changes, exact };
 }
