@@ -142,7 +142,10 @@ export async function applyTreeEdits(read: ReadTree, baseOid: Oid | null, edits:
     if (node.reset && oldOid !== null) {
       // Build the replacement from nothing, then report it as a diff against the old subtree,
       // so a file re-put with the same bytes is not reported as deleted and added.
+      // What the rebuild itself recorded (every put as added) is replaced by that diff.
+      const mark = changes.length;
       const fresh = await rewrite(null, { ...node, reset: false }, base, isRoot);
+      changes.length = mark;
       for (const change of await diffTrees(readAny, oldOid, fresh, base, pause)) changes.push(change);
       return fresh;
     }
