@@ -45,16 +45,38 @@ export interface TreeEditResult {
    * not in git order.
    */
   readonly exact: boolean;
+  /**
+   * The new oid of every folder the edit descended into, by path (segments joined by "/", no
+   * trailing slash; the root is not listed): null for a folder the edit removed.
+   */
+  readonly folders: ReadonlyMap<string, Oid | null>;
 }
 
 interface EditNode {
   put?: Oid;
   /** The old content here is dropped before children are applied. */
   reset: boolean;
-  readonly children: Map<string, EditNode>;
+  /** Null until a child is added: a file's node (most nodes) never has one. */
+  children: Map<string, EditNode> | null;
 }
 
-const newNode = (): EditNode => ({ reset: false, children: new Map() });
+const newNode = (): EditNode => ({ reset: false, children: null });
+const NO_CHILDREN: ReadonlyMap<string, EditNode> = new Map();
+
+/** The child `name` of `node`, made when missing. */
+function childOf(node: EditNode, name: string): EditNode {
+  let children = node.children;
+  if (children === null) {
+    children = new Map();
+    node.children = children;
+  }
+  let child = children.get(name);
+  if (child === undefined) {
+    child = newNode();
+    children.set(name, child);
+  }
+  return child;
+}
 
 /** A write that would replace a gitlink (pushed with git; the store never writes one). */
 function gitlinkInTheWay(path: string): WorkflowHostError {
@@ -79,40 +101,28 @@ function buildTrie(edits: TreeEdits): EditNode {
   const descend = (path: readonly string[], upto: number): EditNode => {
     let node = root;
     for (let i = 0; i < upto; i++) {
-      const name = path[i] as string;
-      let child = node.children.get(name);
-      if (child === undefined) {
-        child = newNode();
-        node.children.set(name, child);
-      }
-      node = child;
+      node = childOf(node, path[i] as string);
     }
     return node;
   };
   if (edits.clear !== undefined) {
     const node = descend(edits.clear, edits.clear.length);
     node.reset = true;
-    node.children.clear();
+    node.children = null;
   }
   for (const path of edits.deletes ?? []) {
     const node = descend(path, path.length);
     node.reset = true;
-    node.children.clear();
+    node.children = null;
     delete node.put;
   }
   for (const { path, oid } of edits.puts ?? []) {
     let node = root;
     for (let i = 0; i < path.length; i++) {
-      const name = path[i] as string;
-      let child = node.children.get(name);
-      if (child === undefined) {
-        child = newNode();
-        node.children.set(name, child);
-      }
-      node = child;
+      node = childOf(node, path[i] as string);
       if (i < path.length - 1 && node.put !== undefined) throw conflict(path.slice(0, i + 1));
     }
-    if (node.children.size > 0) throw conflict(path);
+    if ((node.children?.size ?? 0) > 0) throw conflict(path);
     node.put = oid;
   }
   return root;
@@ -132,6 +142,7 @@ export async function applyTreeEdits(read: ReadTree, baseOid: Oid | null, edits:
   const newTrees: GitObject[] = [];
   const changes: PathChange[] = [];
   let exact = true;
+  const folders = new Map<string, Oid | null>();
   const readAny: ReadTree = (oid) => {
     const hit = pending.get(oid);
     return hit !== undefined ? Promise.resolve(hit) : read(oid);
@@ -152,7 +163,7 @@ export async function applyTreeEdits(read: ReadTree, baseOid: Oid | null, edits:
     const old = oldOid === null ? null : await read(oldOid);
     // Only the edited names are looked at; every other entry is carried over untouched.
     const edits = new Map<string, TreeEntry | null>();
-    for (const [name, child] of node.children) {
+    for (const [name, child] of node.children ?? NO_CHILDREN) {
       const path = `${base}${name}`;
       const existing = old === null ? undefined : findEntry(old, name);
       // What a push put there is kept: an edit that would silently drop it is refused instead.
@@ -170,11 +181,12 @@ export async function applyTreeEdits(read: ReadTree, baseOid: Oid | null, edits:
         edits.set(name, entry);
         continue;
       }
-      if (existing?.type === "blob" && (child.reset || child.children.size > 0)) {
+      if (existing?.type === "blob" && (child.reset || (child.children?.size ?? 0) > 0)) {
         changes.push({ path, oid: existing.oid, status: "deleted", ...unusualMode(existing) });
       }
       const oldSub = existing?.type === "tree" ? existing.oid : null;
       const newSub = await rewrite(oldSub, child, `${path}/`, false);
+      folders.set(path, newSub);
       if (newSub === oldSub && existing?.type === "tree") continue;
       if (newSub === null) {
         if (existing !== undefined) edits.set(name, null);
@@ -209,5 +221,5 @@ export async function applyTreeEdits(read: ReadTree, baseOid: Oid | null, edits:
 
   const rootOid = (await rewrite(baseOid, root, "", true)) ?? EMPTY_TREE_OID;
   changes.sort((x, y) => compareCodePoints(x.path, y.path));
-  return { rootOid, newTrees, pending, changes, exact };
+  return { rootOid, newTrees, pending, changes, exact, folders };
 }

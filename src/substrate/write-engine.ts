@@ -223,16 +223,15 @@ async function prepare<R>(deps: WriteEngineDeps, name: string, tip: Oid | null, 
   for (const tree of edit.newTrees) objects.push(tree);
   objects.push(commit);
   const folderOid = (path: string): Oid | null | undefined => {
-    let tree = edit.pending.get(edit.rootOid);
-    const names = path.split("/");
-    for (let i = 0; i < names.length; i++) {
-      if (tree === undefined) return undefined;
-      const entry = findEntry(tree, names[i] as string);
-      if (entry === undefined || entry.type !== "tree") return null;
-      if (i === names.length - 1) return entry.oid;
-      tree = edit.pending.get(entry.oid);
-    }
-    return undefined;
+    const known = edit.folders.get(path);
+    if (known !== undefined) return known;
+    // A folder the edit did not descend into, inside one it rewrote: one lookup there.
+    const slash = path.lastIndexOf("/");
+    const parentOid = slash < 0 ? edit.rootOid : edit.folders.get(path.slice(0, slash));
+    const parent = parentOid === undefined || parentOid === null ? undefined : edit.pending.get(parentOid);
+    if (parent === undefined) return parentOid === null ? null : undefined;
+    const entry = findEntry(parent, path.slice(slash + 1));
+    return entry === undefined || entry.type !== "tree" ? null : entry.oid;
   };
   return { kind: "commit", commit, objects, trees: edit.pending.values(), result: planned.result, pause, changes: edit.exact ? Object.freeze(edit.changes.slice()) : null, folderOid };
 }
