@@ -63,6 +63,11 @@ export class DeploymentView {
    */
   private readonly ownCommits = new Map<string, { readonly parentSha: string | null; readonly runs: ReadonlySet<string> }>();
   /**
+   * The commit every run record is at (recovery's tip, then each commit the tail applied);
+   * undefined while unknown (recovering). Runs adopted ahead of it are in {@link ownCommits}.
+   */
+  appliedSha: string | null | undefined = undefined;
+  /**
    * The fire commit in flight (FireCommitter): the parent it is computed on, and a promise that
    * resolves once it landed (or failed) and its runs were adopted. Null when none.
    */
@@ -150,6 +155,7 @@ export class DeploymentView {
     this.indexDirty = index === null || reread > 0;
     if (this.indexDirty) this.persistIndex();
     this.ctx.report({ type: "recovered", repoId: this.repoId, commitSha: tip, runs: this.runs.size, pending, badEvents, ms: wallMs(this.ctx) - startedMs });
+    this.appliedSha = tip;
     this.tail = this.runTail(tip ?? "genesis").catch((error: unknown) => {
       if (!this.stopped) this.onTailFailed(error);
     });
@@ -205,6 +211,14 @@ export class DeploymentView {
     // The tail takes each entry when it reaches the commit; one it never reaches (restarted from a
     // later tip) is dropped after a few.
     if (this.ownCommits.size > OWN_COMMITS_KEPT) this.ownCommits.delete(this.ownCommits.keys().next().value as string);
+  }
+
+  /**
+   * Whether every run record is exactly at `sha`: the tail applied that commit last and no run
+   * was adopted ahead of it (a fire commit the tail has not reached yet).
+   */
+  recordsAt(sha: string | null): boolean {
+    return sha !== null && sha === this.appliedSha && this.ownCommits.size === 0;
   }
 
   /**
@@ -355,7 +369,9 @@ export class DeploymentView {
       // waits for at most that one write.
       const own = this.ownWrite;
       if (own !== null && own.parentSha === commit.parentSha) await own.settled;
+      this.appliedSha = undefined;
       await applyTailCommit(this, commit);
+      this.appliedSha = commit.commitSha;
       this.onTailApplied();
     }
   }

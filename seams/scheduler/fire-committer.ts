@@ -184,6 +184,9 @@ export class FireCommitter {
           const outcomes: Outcome[] = [];
           const after: After[] = [];
           const added: Added[] = [];
+          // The view's records are at this very parent: each run's state is taken as it is,
+          // without looking its folder up in the parent's tree.
+          const current = this.view.recordsAt(parentSha);
           const byRun = new Map<string, PendingTimer[]>();
           for (const d of due) {
             const list = byRun.get(d.runId);
@@ -192,7 +195,7 @@ export class FireCommitter {
           }
           for (const [runId, timers] of byRun) {
             await slicer.pause();
-            const fresh = await this.freshRun(reads, runId);
+            const fresh = current ? this.currentRun(runId) ?? (await this.freshRun(reads, runId)) : await this.freshRun(reads, runId);
             let state = fresh.state;
             const firstSeq = Math.max(fresh.maxFileSeq + 1, 1);
             let seq = firstSeq;
@@ -314,6 +317,12 @@ export class FireCommitter {
       const runTreeOid = await reads.treeOid(`${runsPrefix}${run.runId}`);
       this.view.adopt(run.runId, { state: run.state, maxFileSeq: run.maxFileSeq, eventsOid, runTreeOid });
     }
+  }
+
+  /** The view's record of a run as {@link freshRun} returns it, when it knows the run's events folder. */
+  private currentRun(runId: string): { state: RunState; maxFileSeq: number; eventsOid: string | null } | undefined {
+    const cached = this.view.run(runId);
+    return cached === undefined || cached.eventsOid === null ? undefined : { state: cached.state, maxFileSeq: cached.maxFileSeq, eventsOid: cached.eventsOid };
   }
 
   /**
