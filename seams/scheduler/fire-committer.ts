@@ -199,7 +199,7 @@ export class FireCommitter {
             let state = fresh.state;
             const firstSeq = Math.max(fresh.maxFileSeq + 1, 1);
             let seq = firstSeq;
-            timers.sort((a, b) => Date.parse(a.fireAt) - Date.parse(b.fireAt));
+            if (timers.length > 1) timers.sort(byFireAt);
             for (const timer of timers) {
               await prepareCatchUp(state.pendingTimers.get(timer.timerId), at, slicer.pause);
               const plan = planDueTimer(state, timer, { nowMs, ...this.ctx.planOptions });
@@ -363,6 +363,11 @@ export class FireCommitter {
     const atMs = wallMs(this.ctx) + retryInMs;
     for (const d of due) this.view.rearm(d.runId, d.pending, atMs);
   }
+}
+
+/** Oldest fireAt first. */
+function byFireAt(a: PendingTimer, b: PendingTimer): number {
+  return Date.parse(a.fireAt) - Date.parse(b.fireAt);
 }
 
 /** Most timers in the first commit of a backlog (see {@link nextBatchSize}). */

@@ -62,6 +62,7 @@ interface EditNode {
 
 const newNode = (): EditNode => ({ reset: false, children: null });
 const NO_CHILDREN: ReadonlyMap<string, EditNode> = new Map();
+const NO_NAMES: readonly string[] = [];
 
 /** The child `name` of `node`, made when missing. */
 function childOf(node: EditNode, name: string): EditNode {
@@ -198,7 +199,7 @@ export async function applyTreeEdits(read: ReadTree, baseOid: Oid | null, edits:
     // tree: they would make every later commit fail `git fsck --strict`. They are dropped
     // without a change record (nothing a reader accepted is lost: readers report such entries
     // and never read them as events).
-    for (const name of old?.refusedNames ?? []) {
+    for (const name of old?.refusedNames ?? NO_NAMES) {
       if (edits.has(name)) continue;
       edits.set(name, null);
       exact = false;
