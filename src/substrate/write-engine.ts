@@ -166,7 +166,12 @@ async function prepare<R>(deps: WriteEngineDeps, name: string, tip: Oid | null, 
   }
   const deletes = (planned.deletes ?? []).map((path) => parseRepoPath(path));
   const baseTree = tip === null ? null : (await repo.readCommit(tip)).tree;
-  const edit = await applyTreeEdits((oid) => repo.objects.readTree(oid), baseTree, {
+  // A prevalidated write (a fire commit) reads each folder it edits once, for the edit, and
+  // nothing reads those versions again (its new ones are remembered): they are read as a walk
+  // reads, from the pack in memory when there, without a place in the tree cache.
+  const store = repo.objects;
+  const readOld = planned.prevalidated === true ? (oid: Oid) => store.scanning.readTree(oid) : (oid: Oid) => store.readTree(oid);
+  const edit = await applyTreeEdits(readOld, baseTree, {
     ...(planned.clear === undefined ? {} : { clear: planned.clear }),
     deletes,
     puts,
