@@ -72,6 +72,13 @@ if (session !== null) {
   await session.post("Profiler.enable");
   await session.post("Profiler.start");
 }
+const heapPath = process.env.BURST_HEAP_PROFILE;
+const heapSession = heapPath === undefined || heapPath === "" ? null : new Session();
+if (heapSession !== null) {
+  heapSession.connect();
+  // Every allocation sampled, also the ones collected since: where the fire phase's garbage comes from.
+  await heapSession.post("HeapProfiler.startSampling", { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true } as never);
+}
 const loopDelay = monitorEventLoopDelay({ resolution: 1 });
 loopDelay.enable();
 t0 = nowMs();
@@ -86,6 +93,11 @@ if (session !== null) {
   const { profile } = await session.post("Profiler.stop");
   writeFileSync(profilePath as string, JSON.stringify(profile));
   session.disconnect();
+}
+if (heapSession !== null) {
+  const { profile } = await heapSession.post("HeapProfiler.stopSampling");
+  writeFileSync(heapPath as string, JSON.stringify(profile));
+  heapSession.disconnect();
 }
 await rig.scheduler.idle();
 const commits = rig.scheduler.stats().commits;

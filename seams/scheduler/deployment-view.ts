@@ -27,6 +27,9 @@ import { applyTailCommit } from "./tail-commit.js";
 import { createTimeSlicer, DEFAULT_SLICE_MS } from "../../src/time/time-slicer.js";
 import { monotonicMs, wallMs, type TrackerContext } from "./tracker-context.js";
 
+/** Own commits whose adopted runs are remembered for the tail (see DeploymentView.noteOwnCommit). */
+const OWN_COMMITS_KEPT = 16;
+
 /** Run logs read ahead of the one being applied during recovery (overlaps reads of loose objects). */
 const READ_AHEAD = 8;
 
@@ -44,6 +47,21 @@ export class DeploymentView {
   archive: CommittedReads | null | undefined = undefined;
   /** Runs changed since the recovery index was last written (or read). */
   indexDirty = false;
+  /**
+   * Runs a fire commit of this process moved to their state at that commit (FireCommitter), by
+   * the commit's sha, until the tail reaches it: the tail skips them there (see tail-commit.ts).
+   */
+  private readonly ownCommits = new Map<string, { readonly parentSha: string | null; readonly runs: ReadonlySet<string> }>();
+  /**
+   * The commit every run record is at (recovery's tip, then each commit the tail applied);
+   * undefined while unknown (recovering). Runs adopted ahead of it are in {@link ownCommits}.
+   */
+  appliedSha: string | null | undefined = undefined;
+  /**
+   * The fire commit in flight (FireCommitter): the parent it is computed on, and a promise that
+   * resolves once it landed (or failed) and its runs were adopted. Null when none.
+   */
+  ownWrite: { readonly parentSha: string | null; readonly settled: Promise<void> } | null = null;
   private readonly abort = new AbortController();
   private tail: Promise<void> | null = null;
   private persisting: Promise<void> | null = null;
@@ -152,6 +170,7 @@ export class DeploymentView {
   /** Reports the recovery and starts the live tail from its tip. */
   private recovered(tip: string | null, pending: number, badEvents: number, startedMs: number): void {
     this.ctx.report({ type: "recovered", repoId: this.repoId, commitSha: tip, runs: this.runs.size, pending, badEvents, ms: wallMs(this.ctx) - startedMs });
+    this.appliedSha = tip;
     this.tail = this.runTail(tip ?? "genesis").catch((error: unknown) => {
       if (!this.stopped) this.onTailFailed(error);
     });
@@ -222,6 +241,33 @@ export class DeploymentView {
     record.runTreeOid = after.runTreeOid;
     this.indexDirty = true;
     this.sync(runId, record);
+  }
+
+  /** Notes that `runs` were adopted at `commitSha` (see {@link ownCommits}); a few commits are kept at most. */
+  noteOwnCommit(commitSha: string, parentSha: string | null, runs: ReadonlySet<string>): void {
+    this.ownCommits.set(commitSha, { parentSha, runs });
+    // The tail takes each entry when it reaches the commit; one it never reaches (restarted from a
+    // later tip) is dropped after a few.
+    if (this.ownCommits.size > OWN_COMMITS_KEPT) this.ownCommits.delete(this.ownCommits.keys().next().value as string);
+  }
+
+  /**
+   * Whether every run record is exactly at `sha`: the tail applied that commit last and no run
+   * was adopted ahead of it (a fire commit the tail has not reached yet).
+   */
+  recordsAt(sha: string | null): boolean {
+    return sha !== null && sha === this.appliedSha && this.ownCommits.size === 0;
+  }
+
+  /**
+   * The runs adopted at `commitSha` when its parent is `parentSha` (the tail is applying exactly
+   * that commit), forgotten now; undefined for any other commit.
+   */
+  takeOwnCommit(commitSha: string, parentSha: string | null): ReadonlySet<string> | undefined {
+    const own = this.ownCommits.get(commitSha);
+    if (own === undefined) return undefined;
+    this.ownCommits.delete(commitSha);
+    return own.parentSha === parentSha ? own.runs : undefined;
   }
 
   /**
@@ -367,7 +413,15 @@ export class DeploymentView {
     });
     for await (const commit of commits) {
       if (this.stopped) return;
+      // The ref watcher can show this process's fire commit before the committer is back from
+      // the write: a commit on the parent of the fire commit in flight may be that commit, so the
+      // committer adopts its runs first and this step then skips them. A commit by someone else
+      // waits for at most that one write.
+      const own = this.ownWrite;
+      if (own !== null && own.parentSha === commit.parentSha) await own.settled;
+      this.appliedSha = undefined;
       await applyTailCommit(this, commit);
+      this.appliedSha = commit.commitSha;
       this.onTailApplied();
     }
   }

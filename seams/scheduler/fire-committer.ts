@@ -14,7 +14,7 @@
  */
 import { WorkflowHostError } from "../../src/errors.js";
 import type { CommittedReads } from "../../src/substrate/types.js";
-import { serializeEvent } from "../../src/workflow/events.js";
+import { serializeEvent, serializePlainTimerFired } from "../../src/workflow/events.js";
 import { eventPath, runEventsPrefix, runsPrefix } from "../../src/workflow/paths.js";
 import type { TimerHandle } from "../../src/time/clock.js";
 import { deepFreeze } from "../../src/workflow/parsed-event-cache.js";
@@ -145,6 +145,21 @@ export class FireCommitter {
    * the log at the parent commit: that re-check is what makes firing exactly-once.
    */
   private async commitBatch(due: readonly DueGeneration[]): Promise<void> {
+    // Until this commit has landed and its runs are adopted, the tail holds back a commit on the
+    // same parent (it may be this one), so it finds the runs adopted instead of reading them back.
+    let settle!: () => void;
+    const settled = new Promise<void>((resolve) => {
+      settle = resolve;
+    });
+    try {
+      await this.commitAndAdopt(due, settled);
+    } finally {
+      if (this.view.ownWrite?.settled === settled) this.view.ownWrite = null;
+      settle();
+    }
+  }
+
+  private async commitAndAdopt(due: readonly DueGeneration[], settled: Promise<void>): Promise<void> {
     let floorMs = Number.NEGATIVE_INFINITY;
     for (const d of due) floorMs = Math.max(floorMs, d.dueMs);
     const handOver = this.ctx.onCommittedEvents !== undefined;
@@ -157,13 +172,21 @@ export class FireCommitter {
       result = await this.ctx.store.writeTreeDelta<{ outcomes: Outcome[]; after: After[]; added: Added[] }>(this.ctx.principal, this.view.rid, this.ctx.ref, {
         message: `Fire ${due.length} timer${due.length === 1 ? "" : "s"}`,
         pause: slicer.pause,
-        computeDelta: async (_parent, reads) => {
+        // Every change is an event this commit built from the log at the parent, under the repo
+        // lock, by the rules validatePush checks: appended at the run's next seq (freshRun), to a
+        // run that has not ended (planDueTimer), each event validated once above.
+        prevalidated: true,
+        computeDelta: async (parentSha, reads) => {
+          this.view.ownWrite = { parentSha, settled };
           const nowMs = Math.max(wallMs(this.ctx), floorMs);
           const at = isoFromMs(nowMs);
           const puts = new Map<string, Uint8Array>();
           const outcomes: Outcome[] = [];
           const after: After[] = [];
           const added: Added[] = [];
+          // The view's records are at this very parent: each run's state is taken as it is,
+          // without looking its folder up in the parent's tree.
+          const current = this.view.recordsAt(parentSha);
           const byRun = new Map<string, PendingTimer[]>();
           for (const d of due) {
             const list = byRun.get(d.runId);
@@ -172,20 +195,31 @@ export class FireCommitter {
           }
           for (const [runId, timers] of byRun) {
             await slicer.pause();
-            const fresh = await this.freshRun(reads, runId);
+            const fresh = current ? this.currentRun(runId) ?? (await this.freshRun(reads, runId)) : await this.freshRun(reads, runId);
             let state = fresh.state;
             const firstSeq = Math.max(fresh.maxFileSeq + 1, 1);
             let seq = firstSeq;
-            timers.sort((a, b) => Date.parse(a.fireAt) - Date.parse(b.fireAt));
+            if (timers.length > 1) timers.sort(byFireAt);
             for (const timer of timers) {
               await prepareCatchUp(state.pendingTimers.get(timer.timerId), at, slicer.pause);
               const plan = planDueTimer(state, timer, { nowMs, ...this.ctx.planOptions });
               outcomes.push({ timer, plan, runId });
               if (plan.kind !== "append") continue;
               for (const planned of plan.events) {
-                // Validated once, here. The bytes are the validated event's JSON, so parsing
-                // them back gives the normalised event without validating it again.
-                const bytes = serializeEvent({ seq, type: planned.type, at, data: planned.data } as RunEvent, { maxEventBytes: this.ctx.maxEventBytes });
+                const event = { seq, type: planned.type, at, data: planned.data } as RunEvent;
+                // Validated once, here. A plain TimerFired (most of a burst) is laid out from a
+                // template and comes back normalised and frozen, shared by the state and readers.
+                const plain = serializePlainTimerFired(event, { maxEventBytes: this.ctx.maxEventBytes });
+                if (plain !== null) {
+                  puts.set(eventPath(runId, seq), plain.bytes);
+                  state = applyEvent(state, plain.event);
+                  if (handOver) added.push({ runId, seq, event: plain.event });
+                  seq += 1;
+                  continue;
+                }
+                // The bytes are the validated event's JSON, so parsing them back gives the
+                // normalised event without validating it again.
+                const bytes = serializeEvent(event, { maxEventBytes: this.ctx.maxEventBytes });
                 puts.set(eventPath(runId, seq), bytes);
                 const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8");
                 state = applyEvent(state, JSON.parse(text) as RunEvent);
@@ -224,7 +258,32 @@ export class FireCommitter {
     }
     if (result.committed) this.handOverCommitted(result.commitSha as string, result.parentSha, result.result?.added ?? []);
     // Reported first: the fires are committed once the ref moved; adopting is bookkeeping.
-    if (result.committed) await this.adoptOwnCommit(result.commitSha as string, result.result?.after ?? []);
+    if (result.committed) {
+      const after = result.result?.after ?? [];
+      const folderOid = result.folderOid;
+      if (folderOid !== undefined) this.adoptFromWrite(result.commitSha as string, result.parentSha, after, folderOid);
+      else await this.adoptOwnCommit(result.commitSha as string, after);
+    }
+  }
+
+  /**
+   * {@link adoptOwnCommit} from what the write itself knows (the oids of the folders it
+   * rewrote), without a read or a turn of the event loop, so it happens before the tail sees the
+   * commit; the runs it moves are noted for the tail, which then skips them (see tail-commit.ts).
+   */
+  private adoptFromWrite(commitSha: string, parentSha: string | null, after: readonly After[], folderOid: (path: string) => string | null | undefined): void {
+    if (after.length === 0 || this.stopped) return;
+    const adopted = new Set<string>();
+    for (const run of after) {
+      const record = this.view.run(run.runId);
+      if (record === undefined || run.parentEventsOid === null || record.eventsOid !== run.parentEventsOid) continue;
+      const runTreeOid = folderOid(`${runsPrefix}${run.runId}`);
+      const eventsOid = folderOid(runEventsPrefix(run.runId).slice(0, -1));
+      if (runTreeOid === undefined || eventsOid === undefined) continue;
+      this.view.adopt(run.runId, { state: run.state, maxFileSeq: run.maxFileSeq, eventsOid, runTreeOid });
+      adopted.add(run.runId);
+    }
+    if (adopted.size > 0) this.view.noteOwnCommit(commitSha, parentSha, adopted);
   }
 
   /** Hands a fire commit's events to `onCommittedEvents` (the committer's boundary: nothing else is read). */
@@ -260,13 +319,24 @@ export class FireCommitter {
     }
   }
 
+  /** The view's record of a run as {@link freshRun} returns it, when it knows the run's events folder. */
+  private currentRun(runId: string): { state: RunState; maxFileSeq: number; eventsOid: string | null } | undefined {
+    const cached = this.view.run(runId);
+    return cached === undefined || cached.eventsOid === null ? undefined : { state: cached.state, maxFileSeq: cached.maxFileSeq, eventsOid: cached.eventsOid };
+  }
+
   /**
    * The run at the commit `reads` is pinned to: the cached state when its events tree is
    * unchanged, else its log read afresh. `eventsOid` is that tree's oid at the commit.
    */
   private async freshRun(reads: CommittedReads, runId: string): Promise<{ state: RunState; maxFileSeq: number; eventsOid: string | null }> {
-    const oid = await reads.treeOid(runEventsPrefix(runId).slice(0, -1));
     const cached = this.view.run(runId);
+    // The run's folder unchanged since the view read it (one lookup in `runs/`, no read of the
+    // run's own folder): its state holds, the events folder in it too.
+    if (cached !== undefined && cached.runTreeOid !== null && cached.eventsOid !== null && (await reads.treeOid(`${runsPrefix}${runId}`)) === cached.runTreeOid) {
+      return { state: cached.state, maxFileSeq: cached.maxFileSeq, eventsOid: cached.eventsOid };
+    }
+    const oid = await reads.treeOid(runEventsPrefix(runId).slice(0, -1));
     if (cached !== undefined && oid !== null && cached.eventsOid === oid) return { state: cached.state, maxFileSeq: cached.maxFileSeq, eventsOid: oid };
     const log = await readRunLog(reads, runId, { maxEventBytes: this.ctx.maxEventBytes });
     return { state: log.state, maxFileSeq: log.maxFileSeq, eventsOid: oid };
@@ -293,6 +363,11 @@ export class FireCommitter {
     const atMs = wallMs(this.ctx) + retryInMs;
     for (const d of due) this.view.rearm(d.runId, d.pending, atMs);
   }
+}
+
+/** Oldest fireAt first. */
+function byFireAt(a: PendingTimer, b: PendingTimer): number {
+  return Date.parse(a.fireAt) - Date.parse(b.fireAt);
 }
 
 /** Most timers in the first commit of a backlog (see {@link nextBatchSize}). */

@@ -27,13 +27,23 @@ export async function applyTailCommit(view: DeploymentView, commit: CommitChange
   view.archive = undefined;
   const byRun = new Map<string, { adds: { seq: number; oid: string; path: string }[]; reread: boolean }>();
   const problems = new Map<string, BadEvent>();
+  // Runs this process's fire committer already moved to this very commit (adopted from the
+  // write itself, see FireCommitter.adoptFromWrite): their changes are what it wrote, so they
+  // are neither read back nor parsed again. Everything else in the commit is read as usual.
+  const adopted = view.takeOwnCommit(commit.commitSha, commit.parentSha);
   // Runs this commit seals by adding events.jsonl; event files it removes are fine when the
   // run then reads as sealed (the log is the same, in its other form), reported otherwise.
-  const sealing = new Set(commit.changes.flatMap((c) => (c.status === "added" ? [parseCompactedLogPath(c.path)?.runId ?? ""] : [])));
+  const sealing = new Set<string>();
+  for (const c of commit.changes) {
+    if (c.status !== "added" || !c.path.endsWith(".jsonl")) continue;
+    const runId = parseCompactedLogPath(c.path)?.runId;
+    if (runId !== undefined) sealing.add(runId);
+  }
   const folded: BadEvent[] = [];
   // Runs whose event files this commit removes outside a seal: a retention commit's, or a rewrite.
   const removedRuns = new Set<string>();
   for (const change of commit.changes) {
+    if (adopted !== undefined && adopted.has(runIdOfPath(change.path))) continue;
     const place = classifyRunPath(change.path, change.mode);
     if (place === null) continue;
     // Pushed entries that belong to no run's log are reported; they name no run to read.
@@ -145,6 +155,13 @@ export async function applyTailCommit(view: DeploymentView, commit: CommitChange
     const record = view.runs.get(removed.runId);
     if (record === undefined || record.bad > 0 || record.state.terminal === null) view.reportBad(removed);
   }
+}
+
+/** The run a path under `runs/` belongs to, or "" for any other path. */
+function runIdOfPath(path: string): string {
+  if (!path.startsWith(runsPrefix)) return "";
+  const end = path.indexOf("/", runsPrefix.length);
+  return end < 0 ? "" : path.slice(runsPrefix.length, end);
 }
 
 function asHostError(error: unknown, path: string): WorkflowHostError {

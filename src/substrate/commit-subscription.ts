@@ -22,6 +22,7 @@ import { createTimeSlicer } from "../time/time-slicer.js";
 import { diffTrees } from "./tree-diff.js";
 import type { RepoHandle } from "./repo-handle.js";
 import type { CommitChange, Oid, SubscribeOptions } from "./types.js";
+import { ownCommitChanges } from "./write-engine.js";
 
 export interface SubscriptionContext {
   readonly repo: RepoHandle;
@@ -106,7 +107,8 @@ export function subscribeCommits(ctx: SubscriptionContext, opts: SubscribeOption
             const parentSha = commit.parents[0] ?? null;
             // A commit adding or removing thousands of run folders (a retention commit) is
             // diffed in slices: the subscriber's process keeps its timers and heartbeats.
-            const changes = await diffTrees(readTree, await treeOf(repo, parentSha), commit.tree, "", createTimeSlicer().pause);
+            // A commit this process just made: its write's own edit is the diff.
+            const changes = ownCommitChanges(repo, sha, parentSha) ?? (await diffTrees(readTree, await treeOf(repo, parentSha), commit.tree, "", createTimeSlicer().pause));
             if (stopped()) return;
             yield { commitSha: sha, parentSha, changes };
             cursor = sha;

@@ -201,38 +201,33 @@ const sha1Now = (body: Buffer): Buffer => createHash("sha1").update(body).digest
  * compressed. Duplicate oids are stored once. Nothing is written here.
  */
 export function encodePack(objects: readonly GitObject[]): EncodedPack {
-  const parts: Uint8Array[] = [Buffer.alloc(0)];
+  const layout = planEntries(objects);
+  const pack = Buffer.allocUnsafe(layout.size + 20);
   const entries: EntryRecord[] = [];
-  const seen = new Set<Oid>();
-  let offset = 12;
-  for (const object of objects) offset = addEntry(parts, entries, seen, offset, object);
-  const { pack, size } = layoutPack(parts, entries.length);
-  return sealPack(pack, size, sha1Now(pack.subarray(0, size)), entries);
+  writeEntries(pack, layout, entries, 0, layout.items.length);
+  return sealPack(pack, layout.size, sha1Now(pack.subarray(0, layout.size)), entries);
 }
 
 /** Objects encoded between two pauses of {@link encodePackGently}. */
 const ENCODE_STEP = 256;
 
 /**
- * {@link encodePack} for a big commit (a fire commit of thousands of timers: ~13 µs per
- * object): awaits `pause` every {@link ENCODE_STEP} objects and between steps of building the
- * index, so the caller's time slicer gives the event loop its turns. Same bytes as encodePack.
+ * {@link encodePack} for a big commit (a fire commit of thousands of timers): awaits `pause`
+ * every {@link ENCODE_STEP} objects and between steps of building the index, so the caller's
+ * time slicer gives the event loop its turns. Same bytes as encodePack.
  */
 export async function encodePackGently(objects: readonly GitObject[], pause: () => Promise<void>): Promise<EncodedPack> {
-  const parts: Uint8Array[] = [Buffer.alloc(0)];
+  const layout = planEntries(objects);
+  await pause();
+  const pack = Buffer.allocUnsafe(layout.size + 20);
   const entries: EntryRecord[] = [];
-  const seen = new Set<Oid>();
-  let offset = 12;
-  for (let i = 0; i < objects.length; i++) {
-    if (i % ENCODE_STEP === ENCODE_STEP - 1) await pause();
-    offset = addEntry(parts, entries, seen, offset, objects[i] as GitObject);
+  for (let from = 0; from < layout.items.length; from += ENCODE_STEP) {
+    writeEntries(pack, layout, entries, from, Math.min(layout.items.length, from + ENCODE_STEP));
+    await pause();
   }
+  const trailer = sha1Now(pack.subarray(0, layout.size));
   await pause();
-  const { pack, size } = layoutPack(parts, entries.length);
-  await pause();
-  const trailer = sha1Now(pack.subarray(0, size));
-  await pause();
-  trailer.copy(pack, size);
+  trailer.copy(pack, layout.size);
   const steps = buildIndex(entries, trailer);
   for (;;) {
     const step = steps.next();
@@ -241,21 +236,88 @@ export async function encodePackGently(objects: readonly GitObject[], pause: () 
   }
 }
 
-/** Appends one object's entry (unless its oid is in `seen`); returns the next entry's offset. */
-function addEntry(parts: Uint8Array[], entries: EntryRecord[], seen: Set<Oid>, offset: number, object: GitObject): number {
-  if (seen.has(object.oid)) return offset;
-  seen.add(object.oid);
-  const entryStart = offset;
-  const head = entryHeader(TYPE_CODES[object.type], object.content.byteLength);
-  let crc = crc32(head);
-  parts.push(head);
-  let at = offset + head.length;
-  for (const data of entryPayload(object.type, object.content)) {
-    crc = crc32(data, crc);
-    parts.push(data);
-    at += data.length;
+/**
+ * One entry to lay out: its object, where it starts in the pack, and its payload when that is
+ * not a single stored block (deflated bytes, or a big object's stored blocks as views).
+ */
+interface PlannedEntry {
+  readonly object: GitObject;
+  readonly offset: number;
+  readonly payload: readonly Uint8Array[] | null;
+}
+
+/**
+ * Where each distinct object goes in a pack written in one buffer (after the 12-byte header),
+ * and the size before the trailer. Small objects (most of a commit: events, run folders) are
+ * written in place as one stored block: no buffer of their own, no copy.
+ */
+function planEntries(objects: readonly GitObject[]): { items: PlannedEntry[]; size: number } {
+  const items: PlannedEntry[] = [];
+  const seen = new Set<Oid>();
+  let at = 12;
+  for (const object of objects) {
+    if (seen.has(object.oid)) continue;
+    seen.add(object.oid);
+    const size = object.content.byteLength;
+    const single = size <= 65_535 && (object.type === "tree" || size <= STORE_SMALL_BYTES);
+    const payload = single ? null : entryPayload(object.type, object.content);
+    let length = 0;
+    if (payload === null) length = 2 + 5 + size + 4;
+    else for (const part of payload) length += part.length;
+    items.push({ object, offset: at, payload });
+    at += entryHeaderLength(size) + length;
   }
-  entries.push({ oid: object.oid, offset: entryStart, crc });
+  return { items, size: at };
+}
+
+/** Writes the pack header (when `from` is 0) and entries `from` … `to` - 1 of `layout` into `pack`. */
+function writeEntries(pack: Buffer, layout: { items: readonly PlannedEntry[] }, entries: EntryRecord[], from: number, to: number): void {
+  if (from === 0) {
+    pack.write("PACK", 0, "latin1");
+    pack.writeUInt32BE(2, 4);
+    pack.writeUInt32BE(layout.items.length, 8);
+  }
+  for (let i = from; i < to; i++) {
+    const { object, offset, payload } = layout.items[i] as PlannedEntry;
+    const content = object.content;
+    const size = content.byteLength;
+    let at = writeEntryHeader(pack, offset, TYPE_CODES[object.type], size);
+    if (payload === null) {
+      // One stored block: see storedZlib.
+      pack[at] = 0x78;
+      pack[at + 1] = 0x01;
+      pack[at + 2] = 1;
+      pack.writeUInt16LE(size, at + 3);
+      pack.writeUInt16LE(~size & 0xffff, at + 5);
+      pack.set(content, at + 7);
+      at = pack.writeUInt32BE(adler32Of(content), at + 7 + size);
+    } else {
+      for (const part of payload) {
+        pack.set(part, at);
+        at += part.length;
+      }
+    }
+    entries.push({ oid: object.oid, offset, crc: crc32(pack.subarray(offset, at)) });
+  }
+}
+
+/** Bytes of the entry header for an object of `size` bytes (see {@link entryHeader}). */
+function entryHeaderLength(size: number): number {
+  let n = 1;
+  for (let rest = Math.floor(size / 16); rest > 0; rest = Math.floor(rest / 128)) n++;
+  return n;
+}
+
+/** Writes {@link entryHeader}'s bytes at `at`; returns where the payload goes. */
+function writeEntryHeader(out: Buffer, at: number, typeCode: number, size: number): number {
+  let rest = Math.floor(size / 16);
+  let byte = (typeCode << 4) | (size & 0x0f);
+  while (rest > 0) {
+    out[at++] = byte | 0x80;
+    byte = rest & 0x7f;
+    rest = Math.floor(rest / 128);
+  }
+  out[at++] = byte;
   return at;
 }
 

@@ -10,6 +10,9 @@ import { WorkflowHostError, describeValue } from "../errors.js";
 // so ".g\u200cit" is ".git" to a Mac checkout.
 const HFS_IGNORABLE = /[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]/g;
 
+const PLAIN_ASCII = /^[\x20-\x7e]*$/;
+const GIT_LETTERS = /git/i;
+
 function violation(path: string, reason: string): WorkflowHostError {
   return new WorkflowHostError(
     "path_violation",
@@ -20,6 +23,8 @@ function violation(path: string, reason: string): WorkflowHostError {
 
 /** True when `segment` means ".git" to git itself or to an NTFS/HFS+ checkout. */
 function isDotGitLike(segment: string): boolean {
+  // Plain ASCII without "git" in any case can fold to neither (most names: run ids, `3.json`).
+  if (PLAIN_ASCII.test(segment) && !GIT_LETTERS.test(segment)) return false;
   const folded = segment.replace(HFS_IGNORABLE, "").toLowerCase();
   // NTFS drops trailing dots and spaces, and "git~1" is the 8.3 short name of ".git".
   const trimmed = folded.replace(/[. ]+$/, "");

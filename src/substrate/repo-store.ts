@@ -295,6 +295,7 @@ export function createRepoStore(opts: RepoStoreOptions): RepoStore {
           ...(delta.deletes === undefined ? {} : { deletes: delta.deletes }),
           ...(delta.result === undefined ? {} : { result: delta.result }),
           ...(wopts.pause === undefined ? {} : { pause: wopts.pause }),
+          ...(wopts.prevalidated === true ? { prevalidated: true } : {}),
         };
       });
     },

@@ -13,6 +13,7 @@ import {
   type ParsedTree,
   TREE_MODE,
   type TreeEntry,
+  unusualMode,
 } from "./tree-object.js";
 import { diffTrees, type ReadTree } from "./tree-diff.js";
 import { editTree } from "./tree-splice.js";
@@ -37,16 +38,46 @@ export interface TreeEditResult {
   readonly pending: ReadonlyMap<Oid, ParsedTree>;
   /** Every changed blob path, sorted. */
   readonly changes: readonly PathChange[];
+  /**
+   * True when {@link changes} is exactly what diffing the base tree against the new root
+   * reports (`diffTrees`), so a reader may take it instead of diffing. False when the edit also
+   * dropped entries no change records (names git refuses, see below) or rebuilt a tree that was
+   * not in git order.
+   */
+  readonly exact: boolean;
+  /**
+   * The new oid of every folder the edit descended into, by path (segments joined by "/", no
+   * trailing slash; the root is not listed): null for a folder the edit removed.
+   */
+  readonly folders: ReadonlyMap<string, Oid | null>;
 }
 
 interface EditNode {
   put?: Oid;
   /** The old content here is dropped before children are applied. */
   reset: boolean;
-  readonly children: Map<string, EditNode>;
+  /** Null until a child is added: a file's node (most nodes) never has one. */
+  children: Map<string, EditNode> | null;
 }
 
-const newNode = (): EditNode => ({ reset: false, children: new Map() });
+const newNode = (): EditNode => ({ reset: false, children: null });
+const NO_CHILDREN: ReadonlyMap<string, EditNode> = new Map();
+const NO_NAMES: readonly string[] = [];
+
+/** The child `name` of `node`, made when missing. */
+function childOf(node: EditNode, name: string): EditNode {
+  let children = node.children;
+  if (children === null) {
+    children = new Map();
+    node.children = children;
+  }
+  let child = children.get(name);
+  if (child === undefined) {
+    child = newNode();
+    children.set(name, child);
+  }
+  return child;
+}
 
 /** A write that would replace a gitlink (pushed with git; the store never writes one). */
 function gitlinkInTheWay(path: string): WorkflowHostError {
@@ -71,40 +102,28 @@ function buildTrie(edits: TreeEdits): EditNode {
   const descend = (path: readonly string[], upto: number): EditNode => {
     let node = root;
     for (let i = 0; i < upto; i++) {
-      const name = path[i] as string;
-      let child = node.children.get(name);
-      if (child === undefined) {
-        child = newNode();
-        node.children.set(name, child);
-      }
-      node = child;
+      node = childOf(node, path[i] as string);
     }
     return node;
   };
   if (edits.clear !== undefined) {
     const node = descend(edits.clear, edits.clear.length);
     node.reset = true;
-    node.children.clear();
+    node.children = null;
   }
   for (const path of edits.deletes ?? []) {
     const node = descend(path, path.length);
     node.reset = true;
-    node.children.clear();
+    node.children = null;
     delete node.put;
   }
   for (const { path, oid } of edits.puts ?? []) {
     let node = root;
     for (let i = 0; i < path.length; i++) {
-      const name = path[i] as string;
-      let child = node.children.get(name);
-      if (child === undefined) {
-        child = newNode();
-        node.children.set(name, child);
-      }
-      node = child;
+      node = childOf(node, path[i] as string);
       if (i < path.length - 1 && node.put !== undefined) throw conflict(path.slice(0, i + 1));
     }
-    if (node.children.size > 0) throw conflict(path);
+    if ((node.children?.size ?? 0) > 0) throw conflict(path);
     node.put = oid;
   }
   return root;
@@ -123,6 +142,8 @@ export async function applyTreeEdits(read: ReadTree, baseOid: Oid | null, edits:
   const pending = new Map<Oid, ParsedTree>();
   const newTrees: GitObject[] = [];
   const changes: PathChange[] = [];
+  let exact = true;
+  const folders = new Map<string, Oid | null>();
   const readAny: ReadTree = (oid) => {
     const hit = pending.get(oid);
     return hit !== undefined ? Promise.resolve(hit) : read(oid);
@@ -133,35 +154,40 @@ export async function applyTreeEdits(read: ReadTree, baseOid: Oid | null, edits:
     if (node.reset && oldOid !== null) {
       // Build the replacement from nothing, then report it as a diff against the old subtree,
       // so a file re-put with the same bytes is not reported as deleted and added.
+      // What the rebuild itself recorded (every put as added) is replaced by that diff.
+      const mark = changes.length;
       const fresh = await rewrite(null, { ...node, reset: false }, base, isRoot);
+      changes.length = mark;
       for (const change of await diffTrees(readAny, oldOid, fresh, base, pause)) changes.push(change);
       return fresh;
     }
     const old = oldOid === null ? null : await read(oldOid);
     // Only the edited names are looked at; every other entry is carried over untouched.
     const edits = new Map<string, TreeEntry | null>();
-    for (const [name, child] of node.children) {
+    for (const [name, child] of node.children ?? NO_CHILDREN) {
       const path = `${base}${name}`;
       const existing = old === null ? undefined : findEntry(old, name);
       // What a push put there is kept: an edit that would silently drop it is refused instead.
       if (existing?.type === "commit") throw gitlinkInTheWay(path);
       if (child.put !== undefined) {
         if (existing?.type === "blob" && existing.oid === child.put) continue;
-        if (existing?.type === "blob") changes.push({ path, oid: child.put, status: "modified" });
+        // Keep an executable bit set by someone else; everything the store creates is 100644.
+        const mode = existing?.type === "blob" && existing.mode === "100755" ? existing.mode : BLOB_MODE;
+        const entry: TreeEntry = { name, mode, oid: child.put, type: "blob" };
+        if (existing?.type === "blob") changes.push({ path, oid: child.put, status: "modified", ...unusualMode(entry) });
         else {
           if (existing?.type === "tree") for (const change of await diffTrees(readAny, existing.oid, null, `${path}/`, pause)) changes.push(change);
           changes.push({ path, oid: child.put, status: "added" });
         }
-        // Keep an executable bit set by someone else; everything the store creates is 100644.
-        const mode = existing?.type === "blob" && existing.mode === "100755" ? existing.mode : BLOB_MODE;
-        edits.set(name, { name, mode, oid: child.put, type: "blob" });
+        edits.set(name, entry);
         continue;
       }
-      if (existing?.type === "blob" && (child.reset || child.children.size > 0)) {
-        changes.push({ path, oid: existing.oid, status: "deleted" });
+      if (existing?.type === "blob" && (child.reset || (child.children?.size ?? 0) > 0)) {
+        changes.push({ path, oid: existing.oid, status: "deleted", ...unusualMode(existing) });
       }
       const oldSub = existing?.type === "tree" ? existing.oid : null;
       const newSub = await rewrite(oldSub, child, `${path}/`, false);
+      folders.set(path, newSub);
       if (newSub === oldSub && existing?.type === "tree") continue;
       if (newSub === null) {
         if (existing !== undefined) edits.set(name, null);
@@ -173,8 +199,13 @@ export async function applyTreeEdits(read: ReadTree, baseOid: Oid | null, edits:
     // tree: they would make every later commit fail `git fsck --strict`. They are dropped
     // without a change record (nothing a reader accepted is lost: readers report such entries
     // and never read them as events).
-    for (const name of old?.refusedNames ?? []) if (!edits.has(name)) edits.set(name, null);
+    for (const name of old?.refusedNames ?? NO_NAMES) {
+      if (edits.has(name)) continue;
+      edits.set(name, null);
+      exact = false;
+    }
     if (edits.size === 0 && old !== null) return old.oid;
+    if (old !== null && !old.sorted) exact = false;
     const built =
       old === null
         ? makeTree([...edits.values()].filter((e): e is TreeEntry => e !== null))
@@ -191,5 +222,5 @@ export async function applyTreeEdits(read: ReadTree, baseOid: Oid | null, edits:
 
   const rootOid = (await rewrite(baseOid, root, "", true)) ?? EMPTY_TREE_OID;
   changes.sort((x, y) => compareCodePoints(x.path, y.path));
-  return { rootOid, newTrees, pending, changes };
+  return { rootOid, newTrees, pending, changes, exact, folders };
 }

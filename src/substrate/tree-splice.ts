@@ -41,7 +41,7 @@ export function editTree(base: ParsedTree, changes: ReadonlyMap<string, TreeEntr
     if (old >= 0) events.push({ at: old });
     if (entry !== null) events.push({ at: lowerBound(base, entry), insert: entry });
   }
-  events.sort((x, y) => x.at - y.at || (x.insert === undefined ? 1 : 0) - (y.insert === undefined ? 1 : 0) || (x.insert !== undefined && y.insert !== undefined ? compareTreeEntries(x.insert, y.insert) : 0));
+  if (events.length > 1) events.sort(compareEdits);
 
   const spans: [number, number][] = [];
   let size = 0;
@@ -67,30 +67,53 @@ export function editTree(base: ParsedTree, changes: ReadonlyMap<string, TreeEntr
   const source = Buffer.from(base.content.buffer, base.content.byteOffset, base.content.byteLength);
   // The splice is a delta already: copies of the base's spans, inserts of the new entries.
   const delta = source.length >= DELTA_BASE_MIN_BYTES ? new DeltaWriter(source.length, content) : undefined;
-  let at = 0;
-  let k = 0;
-  const copySpan = (from: number, to: number): void => {
-    const start = base.offsets[from] as number;
-    for (let i = from; i < to; i++) offsets[k++] = at + (base.offsets[i] as number) - start;
-    delta?.copy(start, base.offsets[to] as number);
-    at += source.copy(content, at, start, base.offsets[to] as number);
-  };
+  // No closures here: each one made per call costs more than a small folder's whole splice
+  // (the build names every function it makes).
+  const out: SpliceOut = { content, offsets, source, delta, at: 0, k: 0 };
   next = 0;
   for (const event of events) {
-    if (event.at > next) copySpan(next, event.at);
+    if (event.at > next) copySpan(base, out, next, event.at);
     next = Math.max(next, event.at);
     if (event.insert !== undefined) {
-      offsets[k++] = at;
-      const start = at;
-      at = writeEntry(content, at, event.insert);
-      delta?.insert(start, at);
+      offsets[out.k++] = out.at;
+      const start = out.at;
+      out.at = writeEntry(content, out.at, event.insert);
+      delta?.insert(start, out.at);
     } else {
       next = event.at + 1;
     }
   }
-  if (next < n) copySpan(next, n);
-  offsets[k] = at;
+  if (next < n) copySpan(base, out, next, n);
+  offsets[out.k] = out.at;
   return finishTree(editChunks(base, events), content, offsets, true, delta === undefined ? undefined : { oid: base.oid, writer: delta });
+}
+
+/** Edits by position; at one position inserts before the removal, inserts in tree order. */
+function compareEdits(x: { at: number; insert?: TreeEntry }, y: { at: number; insert?: TreeEntry }): number {
+  return x.at - y.at || (x.insert === undefined ? 1 : 0) - (y.insert === undefined ? 1 : 0) || (x.insert !== undefined && y.insert !== undefined ? compareTreeEntries(x.insert, y.insert) : 0);
+}
+
+/** Whether an edit at `at` falls in the chunk ending at `end` (an insert at the very end goes to the last chunk). */
+function inChunk(at: number, end: number, isLast: boolean): boolean {
+  return at < end || (isLast && at === end);
+}
+
+/** Where {@link editTree} writes: the new content and offsets, and how far it got. */
+interface SpliceOut {
+  readonly content: Buffer;
+  readonly offsets: Uint32Array;
+  readonly source: Buffer;
+  readonly delta: DeltaWriter | undefined;
+  at: number;
+  k: number;
+}
+
+/** Copies entries `from` … `to` - 1 of `base` to `out` unchanged. */
+function copySpan(base: ParsedTree, out: SpliceOut, from: number, to: number): void {
+  const start = base.offsets[from] as number;
+  for (let i = from; i < to; i++) out.offsets[out.k++] = out.at + (base.offsets[i] as number) - start;
+  out.delta?.copy(start, base.offsets[to] as number);
+  out.at += out.source.copy(out.content, out.at, start, base.offsets[to] as number);
 }
 
 /**
@@ -110,14 +133,13 @@ function editChunks(base: ParsedTree, events: readonly { at: number; insert?: Tr
     const chunk = base.chunks[c] as readonly TreeEntry[];
     const start = base.chunkStarts[c] as number;
     const end = base.chunkStarts[c + 1] as number;
-    const inChunk = (at: number): boolean => at < end || (c === last && at === end);
-    if (e >= events.length || !inChunk((events[e] as { at: number }).at)) {
+    if (e >= events.length || !inChunk((events[e] as { at: number }).at, end, c === last)) {
       chunks.push(chunk);
       continue;
     }
     const out: TreeEntry[] = [];
     let pos = start;
-    while (e < events.length && inChunk((events[e] as { at: number }).at)) {
+    while (e < events.length && inChunk((events[e] as { at: number }).at, end, c === last)) {
       const event = events[e++] as { at: number; insert?: TreeEntry };
       while (pos < event.at) out.push(chunk[pos++ - start] as TreeEntry);
       if (event.insert !== undefined) out.push(event.insert);

@@ -114,6 +114,13 @@ export interface WriteResult<R = undefined> {
   /** How many compare-and-swap attempts the write took (1 when uncontended). */
   readonly attempts: number;
   readonly result: R | undefined;
+  /**
+   * Set on a committed write: the oid of the folder at `path` (segments joined by "/", no
+   * trailing slash) in the new commit's tree, found without a read when the write rewrote the
+   * folder holding it; null when that folder holds no such folder; undefined when the write did
+   * not rewrite the folder holding it (read it with `openCommittedReads`).
+   */
+  readonly folderOid?: (path: string) => Oid | null | undefined;
 }
 
 /** One commit as seen by a subscriber. */
@@ -214,6 +221,13 @@ export interface WriteTreeDeltaOptions<R> {
    * caller can give the event loop a turn (a time slicer); default none.
    */
   readonly pause?: () => Promise<void>;
+  /**
+   * The caller built every change itself, under the kind's rules, from the log at the
+   * `parentSha` it was given, and validated each event it wrote (the scheduler's fire commits):
+   * the kind handler's `validatePush` is not run for this write. Never set it for content that
+   * came from outside the process. Default false.
+   */
+  readonly prevalidated?: boolean;
 }
 
 /**

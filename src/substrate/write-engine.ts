@@ -25,7 +25,7 @@ import type { Clock, MonotonicNow } from "../time/clock.js";
 import { WorkflowHostError } from "../errors.js";
 import { createCommittedReads, type ObjectSource } from "./committed-reads.js";
 import { encodeCommit, type GitObject, hashObject, type Identity } from "./git-object.js";
-import { EMPTY_TREE_OID, type ParsedTree } from "./tree-object.js";
+import { EMPTY_TREE_OID, findEntry, type ParsedTree } from "./tree-object.js";
 import type { Sleep } from "./ref-store.js";
 import type { RepoHandle } from "./repo-handle.js";
 import { parseRepoPath } from "./repo-path.js";
@@ -46,6 +46,8 @@ export interface PlannedWrite<R> {
   readonly result?: R;
   /** Awaited between units of the commit's work (see WriteTreeDeltaOptions.pause). */
   readonly pause?: () => Promise<void>;
+  /** The kind handler's validatePush is not run (see WriteTreeDeltaOptions.prevalidated). */
+  readonly prevalidated?: boolean;
 }
 
 /** Computes a write against the tip; null means "nothing to do". May run more than once. */
@@ -141,6 +143,10 @@ type Prepared<R> =
       readonly result: R | undefined;
       /** The plan's time slicer, also awaited while the pack is encoded. */
       readonly pause?: (() => Promise<void>) | undefined;
+      /** The new root's blob changes against the tip's, when they are exactly its diff (TreeEditResult.exact). */
+      readonly changes: readonly PathChange[] | null;
+      /** See WriteResult.folderOid. */
+      readonly folderOid: (path: string) => Oid | null | undefined;
     };
 
 async function prepare<R>(deps: WriteEngineDeps, name: string, tip: Oid | null, message: string, plan: Planner<R>): Promise<Prepared<R>> {
@@ -160,14 +166,19 @@ async function prepare<R>(deps: WriteEngineDeps, name: string, tip: Oid | null, 
   }
   const deletes = (planned.deletes ?? []).map((path) => parseRepoPath(path));
   const baseTree = tip === null ? null : (await repo.readCommit(tip)).tree;
-  const edit = await applyTreeEdits((oid) => repo.objects.readTree(oid), baseTree, {
+  // A prevalidated write (a fire commit) reads each folder it edits once, for the edit, and
+  // nothing reads those versions again (its new ones are remembered): they are read as a walk
+  // reads, from the pack in memory when there, without a place in the tree cache.
+  const store = repo.objects;
+  const readOld = planned.prevalidated === true ? (oid: Oid) => store.scanning.readTree(oid) : (oid: Oid) => store.readTree(oid);
+  const edit = await applyTreeEdits(readOld, baseTree, {
     ...(planned.clear === undefined ? {} : { clear: planned.clear }),
     deletes,
     puts,
   }, pause);
   if (edit.rootOid === (baseTree ?? EMPTY_TREE_OID)) return { kind: "noop", result: planned.result };
 
-  if (repo.handler.validatePush !== undefined) {
+  if (repo.handler.validatePush !== undefined && planned.prevalidated !== true) {
     const source: ObjectSource = {
       readTree: (oid) => {
         const pending = edit.pending.get(oid);
@@ -216,7 +227,43 @@ async function prepare<R>(deps: WriteEngineDeps, name: string, tip: Oid | null, 
   // takes as spread arguments.
   for (const tree of edit.newTrees) objects.push(tree);
   objects.push(commit);
-  return { kind: "commit", commit, objects, trees: edit.pending.values(), result: planned.result, pause };
+  const folderOid = (path: string): Oid | null | undefined => {
+    const known = edit.folders.get(path);
+    if (known !== undefined) return known;
+    // A folder the edit did not descend into, inside one it rewrote: one lookup there.
+    const slash = path.lastIndexOf("/");
+    const parentOid = slash < 0 ? edit.rootOid : edit.folders.get(path.slice(0, slash));
+    const parent = parentOid === undefined || parentOid === null ? undefined : edit.pending.get(parentOid);
+    if (parent === undefined) return parentOid === null ? null : undefined;
+    const entry = findEntry(parent, path.slice(slash + 1));
+    return entry === undefined || entry.type !== "tree" ? null : entry.oid;
+  };
+  return { kind: "commit", commit, objects, trees: edit.pending.values(), result: planned.result, pause, changes: edit.exact ? Object.freeze(edit.changes.slice()) : null, folderOid };
+}
+
+/** Own commits' changes kept per repository for its subscribers (see {@link ownCommitChanges}). */
+const OWN_COMMITS_KEPT = 4;
+const ownCommits = new WeakMap<RepoHandle, Map<Oid, { readonly parentSha: Oid | null; readonly changes: readonly PathChange[] }>>();
+
+function rememberOwnCommit(repo: RepoHandle, sha: Oid, parentSha: Oid | null, changes: readonly PathChange[] | null): void {
+  if (changes === null) return;
+  let kept = ownCommits.get(repo);
+  if (kept === undefined) {
+    kept = new Map();
+    ownCommits.set(repo, kept);
+  }
+  kept.set(sha, { parentSha, changes });
+  if (kept.size > OWN_COMMITS_KEPT) kept.delete(kept.keys().next().value as Oid);
+}
+
+/**
+ * The blob changes of a recent commit this process made on `repo` against its parent `parentSha`
+ * (what `diffTrees` of the two trees returns: the write's own edit, kept for the last few
+ * commits, frozen and shared), or undefined when not known: a subscriber then diffs.
+ */
+export function ownCommitChanges(repo: RepoHandle, sha: Oid, parentSha: Oid | null): readonly PathChange[] | undefined {
+  const kept = ownCommits.get(repo)?.get(sha);
+  return kept !== undefined && kept.parentSha === parentSha ? kept.changes : undefined;
 }
 
 /**
@@ -243,7 +290,7 @@ export async function commitWithRetry<R>(
     deps.onCommitted(repo);
     // Pack merging, if due, runs in the background, outside the ref lock and this write.
     repo.objects.maintain();
-    return { committed: true, commitSha: prepared.commit.oid, parentSha: tip, attempts: attempt, result: prepared.result };
+    return { committed: true, commitSha: prepared.commit.oid, parentSha: tip, attempts: attempt, result: prepared.result, folderOid: prepared.folderOid };
   };
   const noop = (tip: Oid | null, attempt: number, result: R | undefined): WriteResult<R> => ({
     committed: false,
@@ -272,6 +319,8 @@ export async function commitWithRetry<R>(
       }
       const prepared = await prepare(deps, name, tip, message, plan);
       if (prepared.kind === "noop") return noop(tip, attempt, prepared.result);
+      // Before the ref moves: a subscriber woken by the ref watcher may look for it at once.
+      rememberOwnCommit(repo, prepared.commit.oid, tip, prepared.changes);
       // The pack is written to temp files while the ref lock is taken and compared; it is put
       // in place only once the compare succeeded, and removed unseen when the race was lost.
       const staged = repo.objects.stageObjects(prepared.objects, prepared.pause);
@@ -306,6 +355,7 @@ export async function commitWithRetry<R>(
       const ready = await prepare(deps, name, current, message, plan);
       prepared = ready;
       if (ready.kind === "noop") return null;
+      rememberOwnCommit(repo, ready.commit.oid, current, ready.changes);
       return {
         next: ready.commit.oid,
         beforeSwap: async () => {

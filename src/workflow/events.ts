@@ -14,7 +14,7 @@
 import { WorkflowHostError, describeValue } from "../errors.js";
 import { validateCron } from "./cron.js";
 import { eventBaseProblem, isKnownEventType, isTerminalEventType, knownEventProblem } from "./event-shapes.js";
-import { parseSignalId, parseSignalName, parseStepId, parseTimerId } from "./ids.js";
+import { NAME_ID_PATTERN, parseSignalId, parseSignalName, parseStepId, parseTimerId } from "./ids.js";
 import { assertJsonValue } from "./json-value.js";
 import { parseInstant } from "./time.js";
 import { parseTimeZone } from "./time-zone.js";
@@ -299,4 +299,55 @@ export function serializeEvent(event: RunEvent, opts: Omit<EventContext, "expect
     );
   }
   return bytes;
+}
+
+/**
+ * {@link serializeEvent} for the event a fire commit writes most, a plain `TimerFired`
+ * (`{seq, type, at, data: {timerId, scheduledFor, firedAt}}`, keys in that order, nothing else):
+ * its fields are checked with their parsers (the one validation of an event the scheduler
+ * builds) and the bytes are laid out from a template, without `JSON.stringify`, the shape
+ * checks or a copy. The bytes are exactly those serializeEvent writes for the same event.
+ *
+ * @param event - the event; any other shape returns null (serialise it with serializeEvent).
+ * @param opts - maxEventBytes (default 1 MiB) and path (for errors).
+ * @returns the bytes, and the event as they hold it (instants normalised), frozen; or null.
+ * @throws `id_invalid`, `time_invalid` for a field; `event_invalid` for a bad seq;
+ *   `payload_too_large` past the limit (as serializeEvent).
+ */
+export function serializePlainTimerFired(event: RunEvent, opts: Omit<EventContext, "expectedSeq"> = {}): { bytes: Uint8Array; event: RunEvent } | null {
+  if (event.type !== "TimerFired" || event.at === undefined || !hasKeys(event, EVENT_KEYS)) return null;
+  const data = (event as { data?: unknown }).data as Json;
+  if (typeof data !== "object" || data === null || Array.isArray(data) || !hasKeys(data, DATA_KEYS)) return null;
+  const seq = event.seq;
+  if (!Number.isSafeInteger(seq) || seq < 0) throw eventInvalid(opts, undefined, `seq ${describeValue(seq)} is not a non-negative integer`);
+  const at = fieldOf(opts, seq, event as unknown as Json, "at", "at", parseInstant);
+  const timerId = fieldOf(opts, seq, data, "timerId", "data.timerId", parseTimerId);
+  const scheduledFor = fieldOf(opts, seq, data, "scheduledFor", "data.scheduledFor", parseInstant);
+  const firedAt = fieldOf(opts, seq, data, "firedAt", "data.firedAt", parseInstant);
+  // Ids and stored instants are ASCII that JSON writes as it is: no escapes, one byte a char.
+  if (!NAME_ID_PATTERN.test(timerId)) return null;
+  const text = `{"seq":${seq},"type":"TimerFired","at":"${at}","data":{"timerId":"${timerId}","scheduledFor":"${scheduledFor}","firedAt":"${firedAt}"}}`;
+  if (text.length > maxBytes(opts)) {
+    throw new WorkflowHostError(
+      "payload_too_large",
+      `${label(opts)} seq ${seq} serialises to ${text.length} bytes; allowed: at most ${maxBytes(opts)}`,
+      { ...where(opts, seq), sizeBytes: text.length, maxEventBytes: maxBytes(opts) },
+    );
+  }
+  const normalised = Object.freeze({ seq, type: "TimerFired" as const, at, data: Object.freeze({ timerId, scheduledFor, firedAt }) });
+  return { bytes: Buffer.from(text, "latin1"), event: normalised };
+}
+
+const EVENT_KEYS = ["seq", "type", "at", "data"] as const;
+const DATA_KEYS = ["timerId", "scheduledFor", "firedAt"] as const;
+
+/** Whether `value`'s own enumerable keys are exactly `keys`, in that order. */
+function hasKeys(value: object, keys: readonly string[]): boolean {
+  let i = 0;
+  for (const key in value) {
+    if (!Object.prototype.hasOwnProperty.call(value, key)) return false;
+    if (keys[i] !== key) return false;
+    i += 1;
+  }
+  return i === keys.length;
 }

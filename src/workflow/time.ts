@@ -129,6 +129,13 @@ export function instantMs(iso: string, field = "instant"): number {
  * @throws `time_invalid` for NaN, fractions or out-of-range values.
  */
 export function isoFromMs(ms: number, field = "instant"): string {
+  // A fire commit asks for the same instant (its "now") once per timer: the last answer is kept.
+  if (ms === lastIsoMs) return lastIso;
   if (!Number.isInteger(ms) || ms < MIN_MS || ms > MAX_MS) throw invalid(field, ms, "not an integer millisecond within years 0000-9999");
-  return new Date(ms).toISOString();
+  lastIso = new Date(ms).toISOString();
+  lastIsoMs = ms;
+  return lastIso;
 }
+
+let lastIsoMs = Number.NaN;
+let lastIso = "";
