@@ -23,7 +23,7 @@ import type { Principal, RepoAction } from "../substrate/types.js";
 import { createSystemTimers, monotonicNowOf, systemClock } from "../time/clock.js";
 import { parseRepoId, parseRunId, parseSignalId, parseSignalName, parseTimerId } from "../workflow/ids.js";
 import { readRunLog } from "../workflow/run-log.js";
-import { ARCHIVE_REF } from "../workflow/run-archive.js";
+import { ARCHIVE_REF, archivedRunError } from "../workflow/run-archive.js";
 import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
 import { loadDashboardAssets } from "./dashboard-assets.js";
 import { errorReply, HttpError } from "./http-errors.js";
@@ -150,7 +150,11 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
   async function requireRun(repoId: string, runId: string): Promise<void> {
     const reads = await host.store.openCommittedReads(storePrincipal, { kind: WORKFLOW_RUN_KIND, id: repoId }, ref);
     const entries = await reads.listDir(`runs/${runId}`);
-    if (entries.length === 0) throw new WorkflowHostError("run_not_found", `run ${runId} has no log in deployment ${repoId}`, { repoId, runId });
+    if (entries.length === 0) {
+      // A run retention archived is closed (409), not unknown (404).
+      const archived = await archivedRunError(host.store, storePrincipal, { kind: WORKFLOW_RUN_KIND, id: repoId }, runId, ref);
+      throw archived ?? new WorkflowHostError("run_not_found", `run ${runId} has no log in deployment ${repoId}`, { repoId, runId });
+    }
   }
 
   /** One write through the HTTP face, timed for the commit histogram. */
