@@ -11,7 +11,7 @@ import type { RepoStore } from "../../substrate/types.js";
 import { parseRepoId, parseRunId, parseSignalId, parseTimerId } from "../../workflow/ids.js";
 import { parseInstant } from "../../workflow/time.js";
 import type { PreviewTick } from "../../workflow/schedule/preview.js";
-import { checkFlags, dataDirFlag, dataDirOption, intFlag, requiredFlag, stringFlag, type FlagValues } from "../args.js";
+import { checkFlags, dataDirFlag, dataDirOption, intFlag, requiredFlag, usageError, stringFlag, type FlagValues } from "../args.js";
 import type { CliCommand } from "../command.js";
 import { duration, shortSha, table } from "../format.js";
 import { printJson, printLine, type CliIo } from "../io.js";
@@ -166,7 +166,9 @@ Example:
 `,
   async run(values, io) {
     const name = "schedule preview";
-    const cron = requiredFlag(name, values, "cron");
+    // Given empty (`--cron ""`) is an expression that does not parse (cron_invalid), not a missing flag.
+    const cron = stringFlag(values, "cron");
+    if (cron === undefined) throw usageError(name, "missing --cron");
     const next = intFlag(name, values, "next", { min: 1, max: 1_000 }, 5) as number;
     const maxTicks = intFlag(name, values, "max-ticks", { min: 1, max: 1_000_000 });
     const { previewCron } = await import("../../workflow/schedule/preview.js");
