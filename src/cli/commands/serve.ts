@@ -7,6 +7,7 @@ import { stopOnSignals } from "../../host/stop-on-signals.js";
 import type { MisfirePolicy } from "../../workflow/types.js";
 import { checkFlags, choiceFlag, dataDirFlag, dataDirOption, intFlag, usageError } from "../args.js";
 import { createCliLogger, replacer } from "../cli-logger.js";
+import { clusterEventLine } from "../cluster-event-line.js";
 import { checkClusterUrl, checkRemoteBase } from "../cluster-flags.js";
 import type { CliCommand } from "../command.js";
 import { duration, plural, shortSha } from "../format.js";
@@ -152,7 +153,7 @@ Examples:
             onClusterEvent: (event: ClusterEvent) => {
               const { type, ...rest } = event;
               if (json) printLine(io, JSON.stringify({ ts: io.clock().toISOString(), event: type.replace("_", "-"), ...rest }, replacer));
-              else printLine(io, `${io.clock().toISOString()} ${type.replace("_", "-").padEnd(13)} ${"repoId" in event ? (event.repoId ?? "") : ""}${"epoch" in event ? ` epoch ${event.epoch}` : ""}${event.type === "cluster_error" ? `: ${event.error.message}` : ""}`);
+              else printLine(io, clusterEventLine(io.clock().toISOString(), event));
             },
           }),
     });
