@@ -34,6 +34,9 @@ import type { HttpHandlerOptions } from "./http-handler-options.js";
 
 export type { HttpHandlerOptions } from "./http-handler-options.js";
 
+/** Longest path parameter routed (characters); ids are checked by their own parsers after that. */
+const MAX_PATH_PARAM_CHARS = 1024;
+
 const ALL_METHODS = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"] as const;
 type Method = (typeof ALL_METHODS)[number];
 type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
@@ -59,7 +62,22 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
   const monotonicNow = monotonicNowOf(timers);
   monitor.setPendingSource(() => (host.state === "running" ? host.scheduler.queuedTimers() : []));
 
-  const app = fastify({ bodyLimit, logger: false, exposeHeadRoutes: false, return503OnClosing: true });
+  const app = fastify({
+    bodyLimit,
+    logger: false,
+    exposeHeadRoutes: false,
+    return503OnClosing: true,
+    // Ids reach 128 (repo, run) and 256 (timer, signal) characters: fastify's default cap of 100
+    // refused valid ones. Anything longer than an id is refused below with the API's own body.
+    routerOptions: { maxParamLength: MAX_PATH_PARAM_CHARS },
+    // A URL that does not decode, or a segment longer than the cap: `{code, message}` like every
+    // other error, not fastify's own shape.
+    frameworkErrors: (error, _request, reply) => {
+      const tooLong = error.code === "FST_ERR_MAX_PARAM_LENGTH";
+      const answer = errorReply(new HttpError("url_invalid", tooLong ? `a path segment is longer than ${MAX_PATH_PARAM_CHARS} characters; ids are at most 256` : "the URL is not valid (a path segment does not percent-decode)"));
+      void (reply as FastifyReply).code(answer.status).send(answer.body);
+    },
+  });
   const principals = new WeakMap<FastifyRequest, Principal>();
   const openRoutes = new Set<string>();
   const methodsByUrl = new Map<string, Set<Method>>();
