@@ -116,7 +116,9 @@ export async function main(argv: readonly string[], io: CliIo = processIo()): Pr
     return await command.run(values, io);
   } catch (caught) {
     // A file-system failure outside the store (the CLI's own files) is typed the same way.
-    const error = asIoFailure(caught, argv.slice(0, 2).join(" ") || "the command");
+    // Named by the command found ("serve"), never by raw arguments ("serve -d").
+    const found = findCommand(argv);
+    const error = asIoFailure(caught, found === null ? "the command" : `workflow-host ${commandName(found.command)}`);
     if (isWorkflowHostError(error)) {
       io.stderr.write(`workflow-host: ${error.message}\n`);
       return isFlagError(error) ? 2 : 1;
