@@ -3,7 +3,7 @@
  * (seams/scheduler/schedule-controls.ts). Every write is an event in the run's log, decided under the
  * repo lock, so these are safe next to a running host, which picks them up through its tail.
  */
-import { readFile } from "node:fs/promises";
+import { readConfigFile } from "../read-config-file.js";
 import { resolve } from "node:path";
 import type { ScheduleControls } from "../../../seams/scheduler/schedule-controls.js";
 import { WorkflowHostError } from "../../errors.js";
@@ -356,7 +356,7 @@ Example:
     const reason = (error: unknown): string => (error instanceof Error ? error.message : String(error));
     let text: string;
     try {
-      text = await readFile(file, "utf8");
+      text = await readConfigFile(file);
     } catch (error) {
       throw new WorkflowHostError("config_invalid", `schedules file ${file} could not be read (${reason(error)})`, { file }, { cause: error });
     }

@@ -8,6 +8,7 @@ import type { MisfirePolicy } from "../../workflow/types.js";
 import { checkFlags, choiceFlag, dataDirFlag, dataDirOption, intFlag, usageError } from "../args.js";
 import { createCliLogger, replacer } from "../cli-logger.js";
 import { clusterEventLine } from "../cluster-event-line.js";
+import { readConfigFile } from "../read-config-file.js";
 import { checkClusterUrl, checkRemoteBase } from "../cluster-flags.js";
 import type { CliCommand } from "../command.js";
 import { duration, plural, shortSha } from "../format.js";
@@ -271,10 +272,10 @@ function lateMsOf(event: { readonly scheduledFor: string; readonly firedAt: stri
 
 /** The consumers of a `--dispatch` file; an unreadable or invalid file is a bad flag value. */
 async function dispatchConsumers(file: string, io: CliIo) {
-  const [{ readFile }, { parseDispatchConfig }] = await Promise.all([import("node:fs/promises"), import("../../../seams/dispatch/dispatch-config.js")]);
+  const { parseDispatchConfig } = await import("../../../seams/dispatch/dispatch-config.js");
   let text: string;
   try {
-    text = await readFile(file, "utf8");
+    text = await readConfigFile(file);
   } catch (error) {
     throw usageError(NAME, `cannot read --dispatch ${file}: ${error instanceof Error ? error.message : String(error)}`);
   }
@@ -312,13 +313,30 @@ async function httpFlags(values: Parameters<CliCommand["run"]>[0]) {
     return null;
   }
   if (typeof address !== "string" || typeof tokensFile !== "string") throw usageError(NAME, "--http needs --tokens FILE: every request is authenticated");
-  const [{ parseListenAddress }, { loadTokenFile }, { createHostMonitor }] = await Promise.all([
+  const [{ parseListenAddress }, { parseTokenFile }, { createHostMonitor }] = await Promise.all([
     import("../../http/listen-address.js"),
     import("../../http/http-tokens.js"),
     import("../../http/host-monitor.js"),
   ]);
-  return { address: parseListenAddress(address), tokens: await loadTokenFile(tokensFile), monitor: createHostMonitor() };
+  // Read with a bound (a token file is a few KB; /dev/zero must not fill memory), then checked
+  // as loadTokenFile checks it.
+  let text: string;
+  try {
+    text = await readConfigFile(tokensFile, MAX_TOKEN_FILE_BYTES);
+  } catch (error) {
+    throw usageError(NAME, `token file ${tokensFile} cannot be read: ${(error as Error).message}`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    throw usageError(NAME, `token file ${tokensFile} is not JSON: ${(error as Error).message}`);
+  }
+  return { address: parseListenAddress(address), tokens: parseTokenFile(json, `token file ${tokensFile}`), monitor: createHostMonitor() };
 }
+
+/** Largest token file read (bytes). */
+const MAX_TOKEN_FILE_BYTES = 16 * 1024 * 1024;
 
 /** One line per scheduler report. */
 function printEvent(io: CliIo, event: SchedulerEvent, json: boolean): void {
