@@ -1,3 +1,4 @@
+import { WorkflowHostError } from "../../errors.js";
 import { DEFAULT_REF } from "../../substrate/ref-name.js";
 import { printDispatchReport } from "./dispatch-report.js";
 import type { SchedulerEvent } from "../../../seams/scheduler/scheduler-types.js";
@@ -174,7 +175,9 @@ Examples:
         const { createHttpHandler } = await import("../../http/http-handler.js");
         const server = createHttpHandler(host, { tokens: http.tokens, monitor: http.monitor, logger });
         app = server;
-        const url = await server.listen({ host: http.address.host, port: http.address.port });
+        const url = await server.listen({ host: http.address.host, port: http.address.port }).catch((error: unknown) => {
+          throw listenFailure(error, `${http.address.host}:${http.address.port}`);
+        });
         if (json) printLine(io, JSON.stringify({ ts: io.clock().toISOString(), event: "http", url }));
         else printLine(io, `http on ${url} (dashboard at ${url}/, API under ${url}/v1)`);
       }
@@ -333,6 +336,22 @@ async function httpFlags(values: Parameters<CliCommand["run"]>[0]) {
     throw usageError(NAME, `token file ${tokensFile} is not JSON: ${(error as Error).message}`);
   }
   return { address: parseListenAddress(address), tokens: parseTokenFile(json, `token file ${tokensFile}`), monitor: createHostMonitor() };
+}
+
+/**
+ * A failed `listen` as `io_failed` saying what happened to the address (EADDRINUSE: in use,
+ * EACCES: a privileged port, EADDRNOTAVAIL: not an address of this machine), not as a file-system
+ * failure.
+ */
+function listenFailure(error: unknown, address: string): unknown {
+  const errno = (error as { code?: unknown } | null)?.code;
+  if (typeof errno !== "string" || !/^E[A-Z]+$/.test(errno)) return error;
+  const why: Record<string, string> = {
+    EADDRINUSE: "another process listens on it",
+    EACCES: "this user may not listen on that port",
+    EADDRNOTAVAIL: "it is not an address of this machine",
+  };
+  return new WorkflowHostError("io_failed", `cannot listen on ${address}: ${errno} (${why[errno] ?? "the system refused it"}); choose another --http address`, { errno, address }, { cause: error });
 }
 
 /** Largest token file read (bytes). */
