@@ -4,6 +4,7 @@
  */
 import type { SignalSource } from "../host/stop-on-signals.js";
 import { systemClock, type Clock } from "../time/clock.js";
+import { oneLine } from "./format.js";
 
 export interface CliIo {
   readonly stdout: { write(chunk: string): unknown };
@@ -73,7 +74,7 @@ export function endQuietlyOnClosedPipe(): void {
 
 /** Writes one line (a newline is added) to stdout. */
 export function printLine(io: CliIo, line = ""): void {
-  io.stdout.write(`${line}\n`);
+  io.stdout.write(`${oneLine(line)}\n`);
 }
 
 /** Writes a JSON document (2-space indent, trailing newline) to stdout. */

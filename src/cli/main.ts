@@ -13,6 +13,7 @@ import { pathToFileURL } from "node:url";
 import { isWorkflowHostError } from "../errors.js";
 import { asIoFailure } from "../substrate/fs-adapter.js";
 import { isFlagError, parseFlags, usageError, wantsHelp } from "./args.js";
+import { oneLine } from "./format.js";
 import { commandName, type CliCommand } from "./command.js";
 import { commands } from "./commands/index.js";
 import { endQuietlyOnClosedPipe, processIo, type CliIo } from "./io.js";
@@ -120,11 +121,11 @@ export async function main(argv: readonly string[], io: CliIo = processIo()): Pr
     const found = findCommand(argv);
     const error = asIoFailure(caught, found === null ? "the command" : `workflow-host ${commandName(found.command)}`);
     if (isWorkflowHostError(error)) {
-      io.stderr.write(`workflow-host: ${error.message}\n`);
+      io.stderr.write(`workflow-host: ${oneLine(error.message)}\n`);
       return isFlagError(error) ? 2 : 1;
     }
     const message = error instanceof Error ? error.message : String(error);
-    io.stderr.write(`workflow-host: error: ${message}\n`);
+    io.stderr.write(`workflow-host: error: ${oneLine(message)}\n`);
     return 1;
   }
 }
