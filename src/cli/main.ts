@@ -16,7 +16,7 @@ import { isFlagError, parseFlags, usageError, wantsHelp } from "./args.js";
 import { oneLine } from "./format.js";
 import { commandName, type CliCommand } from "./command.js";
 import { commands } from "./commands/index.js";
-import { endQuietlyOnClosedPipe, processIo, type CliIo } from "./io.js";
+import { endQuietlyOnClosedPipe, outputFailed, processIo, type CliIo } from "./io.js";
 
 /** One line per command: its name padded to the longest name given, then its summary. */
 function commandTable(list: readonly CliCommand[]): string {
@@ -159,7 +159,9 @@ function isEntryPoint(): boolean {
  */
 export async function runCli(argv: readonly string[]): Promise<void> {
   endQuietlyOnClosedPipe();
-  process.exitCode = await main(argv);
+  const code = await main(argv);
+  // A command stopped by a failed write (serve, as on SIGPIPE) still exits 1.
+  process.exitCode = outputFailed() ? 1 : code;
   // Everything a command opens is closed before main returns; this only guards against a
   // stray handle keeping a finished command alive.
   setTimeout(() => process.exit(), 3_000).unref();
