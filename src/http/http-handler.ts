@@ -67,6 +67,10 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     logger: false,
     exposeHeadRoutes: false,
     return503OnClosing: true,
+    // A request (headers and body) must arrive within a minute: fastify turns node's own limit
+    // off, so a client trickling a body held its connection for ever. Responses (the live
+    // feed) are not limited by it.
+    requestTimeout: 60_000,
     // Ids reach 128 (repo, run) and 256 (timer, signal) characters: fastify's default cap of 100
     // refused valid ones. Anything longer than an id is refused below with the API's own body.
     routerOptions: { maxParamLength: MAX_PATH_PARAM_CHARS },

@@ -20,7 +20,7 @@ function runWithStdoutOnDevFull(args: readonly string[]): Promise<{ code: number
     const child = spawn(process.execPath, ["--import", "tsx", cliMain, ...args], { stdio: ["ignore", full, "pipe"] });
     closeSync(full);
     let stderr = "";
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
+    child.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString("utf8")));
     const killer = setTimeout(() => child.kill("SIGKILL"), 60_000);
     child.on("error", reject);
     child.on("close", (code) => {
