@@ -91,6 +91,8 @@ export function describeValue(value: unknown): string {
     return JSON.stringify(shown);
   }
   if (value === undefined) return "undefined";
+  // JSON would print Infinity and NaN as null.
+  if (typeof value === "number" && !Number.isFinite(value)) return String(value);
   try {
     const json = JSON.stringify(value);
     return json.length > 80 ? `${json.slice(0, 77)}...` : json;

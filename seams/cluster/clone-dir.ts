@@ -5,7 +5,7 @@
  * lost its lock, and stops by itself): its leases can be taken back at once instead of waiting
  * for them to expire.
  */
-import { readdir, readFile, rm, writeFile, mkdir } from "node:fs/promises";
+import { readdir, readFile, rm, stat, writeFile, mkdir } from "node:fs/promises";
 import { join } from "node:path";
 
 /** The file naming the instance that serves from this data dir. */
@@ -26,8 +26,20 @@ export async function takeCloneDir(deploymentsDir: string, instanceId: string): 
     for (const c of consumers) if (c.endsWith(".lock")) await rm(join(deploymentsDir, name, "refs/consumers", c), { force: true });
   }
   const file = join(deploymentsDir, INSTANCE_FILE);
-  const previous = (await readFile(file, "utf8").catch(() => "")).trim();
+  const previous = (await readSmallTextOrEmpty(file, 4096)).trim();
   await mkdir(deploymentsDir, { recursive: true });
+  // Removed first: writing into a FIFO left there would wait for a reader forever.
+  await rm(file, { force: true });
   await writeFile(file, `${instanceId}\n`);
   return { previousInstance: previous === "" || previous === instanceId ? null : previous };
+}
+
+/**
+ * The text of a regular file of at most `maxBytes`, or "" when it is absent, unreadable, bigger,
+ * or not a regular file: a FIFO in a clone would hang the read (and a thread of the pool) forever.
+ */
+export async function readSmallTextOrEmpty(path: string, maxBytes: number): Promise<string> {
+  const found = await stat(path).catch(() => null);
+  if (found === null || !found.isFile() || found.size > maxBytes) return "";
+  return readFile(path, "utf8").catch(() => "");
 }

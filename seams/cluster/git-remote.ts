@@ -14,10 +14,12 @@
  */
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdir, readFile } from "node:fs/promises";
+import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { WorkflowHostError } from "../../src/errors.js";
+import { MAX_PACKED_REFS_BYTES, MAX_REF_FILE_BYTES } from "../../src/substrate/bounded-file.js";
 import { DEFAULT_REF } from "../../src/substrate/ref-name.js";
+import { readSmallTextOrEmpty } from "./clone-dir.js";
 import type { Clock, Timers } from "../../src/time/clock.js";
 
 /** Refs a clone mirrors: the run logs and the dispatch consumers' progress. */
@@ -149,9 +151,9 @@ export function runGit(args: readonly string[], opts: RunGitOptions): Promise<Gi
  * what the takeover takes on a busy machine.
  */
 async function readTip(gitdir: string): Promise<string | null> {
-  const loose = (await readFile(join(gitdir, DEFAULT_REF), "utf8").catch(() => "")).trim();
+  const loose = (await readSmallTextOrEmpty(join(gitdir, DEFAULT_REF), MAX_REF_FILE_BYTES)).trim();
   if (/^[0-9a-f]{40}$/.test(loose)) return loose;
-  const packed = await readFile(join(gitdir, "packed-refs"), "utf8").catch(() => "");
+  const packed = await readSmallTextOrEmpty(join(gitdir, "packed-refs"), MAX_PACKED_REFS_BYTES);
   for (const line of packed.split("\n")) {
     const [sha = "", name] = line.split(" ");
     if (name === DEFAULT_REF && /^[0-9a-f]{40}$/.test(sha)) return sha;

@@ -10,6 +10,7 @@
  * A run that has ended takes nothing more: the append throws `event_invalid`.
  */
 import type { RunLogWriter } from "../../src/workflow/run-log-writer.js";
+import { asRunArchived } from "../run-archived-error.js";
 import { newTimerSet } from "../../src/workflow/event-constructors.js";
 import { foldTimerEvents } from "../../src/workflow/timer-lifecycle.js";
 import { sameTimerRequest } from "../../src/workflow/timer-spec.js";
@@ -32,21 +33,25 @@ export interface SetTimerOutcome {
  * @param data - validated TimerSet data (see `resolveTimerSpec`).
  * @param at - the event's `at` (RFC 3339).
  * @param message - commit message; default `Set timer <timerId> of run <runId> at <fireAt>`.
- * @throws `event_invalid` when the run has ended; every error of `appendRunEvents`
+ * @throws `event_invalid` when the run has ended; `run_archived` when retention archived it; every error of `appendRunEvents`
  *   (`repo_not_found`, `ref_locked`, `payload_too_large`…)
  */
 export async function setTimerDurably(log: RunLogWriter, runId: string, data: TimerSetData, at: string, message?: string): Promise<SetTimerOutcome> {
-  const written = await log.append(runId, message ?? `Set timer ${data.timerId} of run ${runId} at ${data.fireAt}`, (current) => {
-    const pending = current.state.pendingTimers.get(data.timerId);
-    if (pending !== undefined && sameTimerRequest(pending, data)) {
-      return { append: [], result: { fireAt: pending.fireAt, setSeq: pending.setSeq, committed: false } };
-    }
-    const last = foldTimerEvents(current.events, data.timerId);
-    if (pending === undefined && data.cron === undefined && last.status === "fired" && !last.cron && last.setSeq !== null && last.fireAt !== null && Date.parse(last.fireAt) === Date.parse(data.fireAt)) {
-      return { append: [], result: { fireAt: data.fireAt, setSeq: last.setSeq, committed: false } };
-    }
-    return { append: [newTimerSet(data, at)], result: { fireAt: data.fireAt, setSeq: current.nextSeq, committed: true } };
-  });
+  const written = await log
+    .append(runId, message ?? `Set timer ${data.timerId} of run ${runId} at ${data.fireAt}`, (current) => {
+      const pending = current.state.pendingTimers.get(data.timerId);
+      if (pending !== undefined && sameTimerRequest(pending, data)) {
+        return { append: [], result: { fireAt: pending.fireAt, setSeq: pending.setSeq, committed: false } };
+      }
+      const last = foldTimerEvents(current.events, data.timerId);
+      if (pending === undefined && data.cron === undefined && last.status === "fired" && !last.cron && last.setSeq !== null && last.fireAt !== null && Date.parse(last.fireAt) === Date.parse(data.fireAt)) {
+        return { append: [], result: { fireAt: data.fireAt, setSeq: last.setSeq, committed: false } };
+      }
+      return { append: [newTimerSet(data, at)], result: { fireAt: data.fireAt, setSeq: current.nextSeq, committed: true } };
+    })
+    .catch((error: unknown) => {
+      throw asRunArchived(error, log.repoId, runId);
+    });
   const result = written.result as { fireAt: string; setSeq: number; committed: boolean };
   return { timerId: data.timerId, ...result, commitSha: written.commitSha };
 }

@@ -97,10 +97,11 @@ export function stringFlag(values: FlagValues, name: string): string | undefined
   return typeof value === "string" ? value : undefined;
 }
 
-/** A string flag that must be given. @throws usage when missing or empty */
+/** A string flag that must be given. @throws usage when missing, or given empty (`--repo ""`) */
 export function requiredFlag(command: string, values: FlagValues, name: string): string {
   const value = stringFlag(values, name);
-  if (value === undefined || value === "") throw usageError(command, `missing --${name}`);
+  if (value === undefined) throw usageError(command, `missing --${name}`);
+  if (value === "") throw usageError(command, `--${name} is given empty; give it a value`);
   return value;
 }
 

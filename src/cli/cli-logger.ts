@@ -3,6 +3,7 @@
  */
 import type { Logger } from "../logger.js";
 import type { CliIo } from "./io.js";
+import { oneLine } from "./format.js";
 
 /** A logger writing `<time> <level> <message>` (or a JSON object per line with `json`) to stderr. */
 export function createCliLogger(io: CliIo, opts: { readonly json?: boolean } = {}): Logger {
@@ -11,7 +12,7 @@ export function createCliLogger(io: CliIo, opts: { readonly json?: boolean } = {
     if (opts.json === true) {
       io.stderr.write(`${JSON.stringify({ ts, level, message, ...(data === undefined ? {} : { data }) }, replacer)}\n`);
     } else {
-      io.stderr.write(`${ts} ${level.padEnd(5)} ${message}\n`);
+      io.stderr.write(`${ts} ${level.padEnd(5)} ${oneLine(message)}\n`);
     }
   };
   return {

@@ -48,3 +48,16 @@ export function timeOfDay(iso: string): string {
 export function plural(n: number, word: string, many = `${word}s`): string {
   return `${n} ${n === 1 ? word : many}`;
 }
+
+/** Line breaks and other control characters: C0 but tab, DEL, C1, U+2028, U+2029. */
+const CONTROL_CHARACTERS = /[\u0000-\u0008\u000a-\u001f\u007f-\u009f\u2028\u2029]/g;
+
+/**
+ * `text` made safe for one line of a terminal or a log: line breaks and other control characters
+ * (C0 but tab, DEL, C1, U+2028/U+2029) written as escapes (`\n`, `\u001b`). Fields printed by the
+ * CLI can come from logs pushed with git (a reason, a name, who acknowledged), so a pushed
+ * newline must not forge a report line, nor an escape sequence drive the reader's terminal.
+ */
+export function oneLine(text: string): string {
+  return text.replace(CONTROL_CHARACTERS, (c) => (c === "\n" ? "\\n" : c === "\r" ? "\\r" : `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`));
+}

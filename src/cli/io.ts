@@ -4,6 +4,8 @@
  */
 import type { SignalSource } from "../host/stop-on-signals.js";
 import { systemClock, type Clock } from "../time/clock.js";
+import { oneLine } from "./format.js";
+import { asIoFailure } from "../substrate/fs-adapter.js";
 
 export interface CliIo {
   readonly stdout: { write(chunk: string): unknown };
@@ -62,18 +64,40 @@ export function endQuietlyOnClosedPipe(): void {
   let closed = false;
   for (const stream of [process.stdout, process.stderr]) {
     stream.on("error", (error: NodeJS.ErrnoException) => {
-      if (error.code !== "EPIPE" && !(closed && error.code === "ERR_STREAM_DESTROYED")) throw error;
+      if (closed && error.code === "ERR_STREAM_DESTROYED") return;
+      if (error.code !== "EPIPE") {
+        // The output cannot be written (a full disk, /dev/full, EIO): one typed line on stderr
+        // (when it is stdout that failed) and exit 1, never a stack trace.
+        if (outputFailure !== null) return;
+        outputFailure = asIoFailure(error, `writing to ${stream === process.stdout ? "stdout" : "stderr"}`);
+        if (stream === process.stdout) {
+          try {
+            process.stderr.write(`workflow-host: ${outputFailure instanceof Error ? oneLine(outputFailure.message) : String(outputFailure)}\n`);
+          } catch {
+            // stderr is gone too: the exit code says it.
+          }
+        }
+        process.exitCode = 1;
+      }
       if (closed) return;
       closed = true;
-      if (closedPipeListeners.size === 0) process.exit(0);
+      if (closedPipeListeners.size === 0) process.exit(outputFailure === null ? 0 : 1);
       for (const listener of [...closedPipeListeners]) listener("SIGPIPE");
     });
   }
 }
 
+/** The failure of a write to stdout or stderr other than a closed pipe (ENOSPC, EIO), once one happened. */
+let outputFailure: unknown = null;
+
+/** Whether writing the output failed other than by a closed pipe: the command then exits 1. */
+export function outputFailed(): boolean {
+  return outputFailure !== null;
+}
+
 /** Writes one line (a newline is added) to stdout. */
 export function printLine(io: CliIo, line = ""): void {
-  io.stdout.write(`${line}\n`);
+  io.stdout.write(`${oneLine(line)}\n`);
 }
 
 /** Writes a JSON document (2-space indent, trailing newline) to stdout. */

@@ -13,9 +13,10 @@ import { pathToFileURL } from "node:url";
 import { isWorkflowHostError } from "../errors.js";
 import { asIoFailure } from "../substrate/fs-adapter.js";
 import { isFlagError, parseFlags, usageError, wantsHelp } from "./args.js";
+import { oneLine } from "./format.js";
 import { commandName, type CliCommand } from "./command.js";
 import { commands } from "./commands/index.js";
-import { endQuietlyOnClosedPipe, processIo, type CliIo } from "./io.js";
+import { endQuietlyOnClosedPipe, outputFailed, processIo, type CliIo } from "./io.js";
 
 /** One line per command: its name padded to the longest name given, then its summary. */
 function commandTable(list: readonly CliCommand[]): string {
@@ -116,13 +117,15 @@ export async function main(argv: readonly string[], io: CliIo = processIo()): Pr
     return await command.run(values, io);
   } catch (caught) {
     // A file-system failure outside the store (the CLI's own files) is typed the same way.
-    const error = asIoFailure(caught, argv.slice(0, 2).join(" ") || "the command");
+    // Named by the command found ("serve"), never by raw arguments ("serve -d").
+    const found = findCommand(argv);
+    const error = asIoFailure(caught, found === null ? "the command" : `workflow-host ${commandName(found.command)}`);
     if (isWorkflowHostError(error)) {
-      io.stderr.write(`workflow-host: ${error.message}\n`);
+      io.stderr.write(`workflow-host: ${oneLine(error.message)}\n`);
       return isFlagError(error) ? 2 : 1;
     }
     const message = error instanceof Error ? error.message : String(error);
-    io.stderr.write(`workflow-host: error: ${message}\n`);
+    io.stderr.write(`workflow-host: error: ${oneLine(message)}\n`);
     return 1;
   }
 }
@@ -156,7 +159,9 @@ function isEntryPoint(): boolean {
  */
 export async function runCli(argv: readonly string[]): Promise<void> {
   endQuietlyOnClosedPipe();
-  process.exitCode = await main(argv);
+  const code = await main(argv);
+  // A command stopped by a failed write (serve, as on SIGPIPE) still exits 1.
+  process.exitCode = outputFailed() ? 1 : code;
   // Everything a command opens is closed before main returns; this only guards against a
   // stray handle keeping a finished command alive.
   setTimeout(() => process.exit(), 3_000).unref();

@@ -4,6 +4,7 @@
  * to a running host, which sees them through its watcher.
  */
 import { stat } from "node:fs/promises";
+import { dirname, resolve } from "node:path";
 import { isWorkflowHostError, WorkflowHostError } from "../errors.js";
 import type { RepoStore } from "../substrate/types.js";
 import { shellQuote } from "./commands/paths.js";
@@ -17,19 +18,39 @@ import type { CliIo } from "./io.js";
 export async function requireDataDir(dataDir: string, hint: string): Promise<void> {
   const found = await stat(dataDir).catch(() => null);
   if (found === null) {
+    await refuseFileAncestor(dataDir);
     throw new WorkflowHostError("data_dir_not_found", `data dir ${dataDir} does not exist; check the path, or create it with ${hint}`, { dataDir });
   }
   refuseNonFolder(dataDir, found.isDirectory());
 }
 
 /**
+ * Throws `data_dir_not_found` naming the file when a folder above the missing `dataDir` is a
+ * file (or anything but a folder): the data dir can never be created there (ENOTDIR), which is
+ * a wrong path, not a full or failing file system.
+ */
+export async function refuseFileAncestor(dataDir: string): Promise<void> {
+  // From the path itself ("file/" fails with ENOTDIR too) up to the root.
+  for (let path = resolve(dataDir); ; path = dirname(path)) {
+    const found = await stat(path).catch(() => null);
+    if (found !== null) {
+      if (found.isDirectory()) return;
+      throw new WorkflowHostError("data_dir_not_found", `data dir ${dataDir} cannot be created: ${path} is a file, not a folder; check the path`, { dataDir, path });
+    }
+    if (dirname(path) === path) return;
+  }
+}
+
+/**
  * Throws `data_dir_not_found` when something other than a folder (a file, a device) is at
  * `dataDir`; a missing path passes, for the commands that create the data dir (`repo create`,
- * `serve --init`), so the user reads "is a file" rather than a file-system error.
+ * `serve --init`), so the user reads "is a file" rather than a file-system error; so is a
+ * missing `dataDir` below a file (see {@link refuseFileAncestor}).
  */
 export async function refuseNonFolderDataDir(dataDir: string): Promise<void> {
   const found = await stat(dataDir).catch(() => null);
   if (found !== null) refuseNonFolder(dataDir, found.isDirectory());
+  else await refuseFileAncestor(dataDir);
 }
 
 function refuseNonFolder(dataDir: string, isFolder: boolean): void {

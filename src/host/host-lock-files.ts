@@ -34,7 +34,30 @@ export interface LockFs {
   unlink(path: string): Promise<void>;
   rmdir(path: string): Promise<void>;
   mkdir(path: string, opts?: { recursive: true }): Promise<unknown>;
-  stat(path: string): Promise<{ mtimeMs: number }>;
+  stat(path: string): Promise<{ mtimeMs: number; size?: number | bigint; isFile?: () => boolean }>;
+}
+
+/** Largest holder record read (bytes); the record is a few hundred. */
+const MAX_HOLDER_BYTES = 64 * 1024;
+
+/**
+ * The holder record at `path`, or null when it is missing, unreadable, or not a regular file of
+ * at most 64 KiB: what is there is looked at before it is opened, since opening a FIFO would
+ * wait for a writer forever (before the CLI could even handle SIGTERM) and a device could be
+ * read without end. A null record is what a torn one is; the next holder replaces it by rename.
+ * @throws the file system's errors other than ENOENT/ENOTDIR
+ */
+export async function readHolderFile(fs: LockFs, path: string): Promise<HostLockHolder | null> {
+  try {
+    const stat = await fs.stat(path);
+    if (stat.isFile !== undefined && !stat.isFile()) return null;
+    if (stat.size !== undefined && Number(stat.size) > MAX_HOLDER_BYTES) return null;
+    return parseHolder(await fs.readFile(path, "utf8"));
+  } catch (error) {
+    const errno = errnoOf(error);
+    if (errno === "ENOENT" || errno === "ENOTDIR") return null;
+    throw error;
+  }
 }
 
 export function lockFsOf(fs: unknown): LockFs {
@@ -99,12 +122,7 @@ export async function inspectHostLock(opts: { readonly dataDir: string; readonly
   } catch (error) {
     if (errnoOf(error) !== "ENOENT") throw error;
   }
-  let holder: HostLockHolder | null = null;
-  try {
-    holder = parseHolder(await fs.readFile(join(dir, HOST_LOCK_HOLDER_NAME), "utf8"));
-  } catch (error) {
-    if (errnoOf(error) !== "ENOENT") throw error;
-  }
+  const holder = await readHolderFile(fs, join(dir, HOST_LOCK_HOLDER_NAME));
   if (mtimeMs === null) return { locked: false, holder, heartbeatMs: null, mtimeMs: null };
   const beat = holder === null ? Number.NaN : Date.parse(holder.heartbeatAt);
   // The folder is not touched by heartbeats: its mtime counts only without a holder record.

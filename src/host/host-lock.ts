@@ -47,6 +47,7 @@ import {
   inspectHostLock,
   lockedError,
   lockFsOf,
+  readHolderFile,
   parseHolder,
   type HostLockHolder,
   type HostLockState,
@@ -210,12 +211,7 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
   };
 
   const readHolder = async (): Promise<HostLockHolder | null> => {
-    try {
-      return parseHolder(await fs.readFile(holderPath, "utf8"));
-    } catch (error) {
-      if (errnoOf(error) === "ENOENT") return null;
-      throw error;
-    }
+    return readHolderFile(fs, holderPath);
   };
 
   const nowIso = (): string => clock().toISOString();

@@ -18,6 +18,8 @@ export type HttpOnlyErrorCode =
   | "media_type_unsupported"
   /** No such route (404). */
   | "route_not_found"
+  /** The URL does not decode (bad percent-encoding), or a path segment is longer than any id (400). */
+  | "url_invalid"
   /** The route exists but not for this method (405, with an `Allow` header). */
   | "method_not_allowed"
   /** A failure that is not a `WorkflowHostError` (500); the message says nothing more. */
@@ -36,6 +38,7 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<HttpErrorCode, number>> = {
   path_violation: 400,
   usage: 400,
   body_invalid: 400,
+  url_invalid: 400,
   config_invalid: 400,
   payload_too_large: 413,
   media_type_unsupported: 415,

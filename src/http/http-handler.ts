@@ -23,7 +23,7 @@ import type { Principal, RepoAction } from "../substrate/types.js";
 import { createSystemTimers, monotonicNowOf, systemClock } from "../time/clock.js";
 import { parseRepoId, parseRunId, parseSignalId, parseSignalName, parseTimerId } from "../workflow/ids.js";
 import { readRunLog } from "../workflow/run-log.js";
-import { ARCHIVE_REF } from "../workflow/run-archive.js";
+import { ARCHIVE_REF, archivedRunError } from "../workflow/run-archive.js";
 import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
 import { loadDashboardAssets } from "./dashboard-assets.js";
 import { errorReply, HttpError } from "./http-errors.js";
@@ -33,6 +33,9 @@ import { streamLiveEvents } from "./live-event-stream.js";
 import type { HttpHandlerOptions } from "./http-handler-options.js";
 
 export type { HttpHandlerOptions } from "./http-handler-options.js";
+
+/** Longest path parameter routed (characters); ids are checked by their own parsers after that. */
+const MAX_PATH_PARAM_CHARS = 1024;
 
 const ALL_METHODS = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"] as const;
 type Method = (typeof ALL_METHODS)[number];
@@ -59,7 +62,26 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
   const monotonicNow = monotonicNowOf(timers);
   monitor.setPendingSource(() => (host.state === "running" ? host.scheduler.queuedTimers() : []));
 
-  const app = fastify({ bodyLimit, logger: false, exposeHeadRoutes: false, return503OnClosing: true });
+  const app = fastify({
+    bodyLimit,
+    logger: false,
+    exposeHeadRoutes: false,
+    return503OnClosing: true,
+    // A request (headers and body) must arrive within a minute: fastify turns node's own limit
+    // off, so a client trickling a body held its connection for ever. Responses (the live
+    // feed) are not limited by it.
+    requestTimeout: 60_000,
+    // Ids reach 128 (repo, run) and 256 (timer, signal) characters: fastify's default cap of 100
+    // refused valid ones. Anything longer than an id is refused below with the API's own body.
+    routerOptions: { maxParamLength: MAX_PATH_PARAM_CHARS },
+    // A URL that does not decode, or a segment longer than the cap: `{code, message}` like every
+    // other error, not fastify's own shape.
+    frameworkErrors: (error, _request, reply) => {
+      const tooLong = error.code === "FST_ERR_MAX_PARAM_LENGTH";
+      const answer = errorReply(new HttpError("url_invalid", tooLong ? `a path segment is longer than ${MAX_PATH_PARAM_CHARS} characters; ids are at most 256` : "the URL is not valid (a path segment does not percent-decode)"));
+      void (reply as FastifyReply).code(answer.status).send(answer.body);
+    },
+  });
   const principals = new WeakMap<FastifyRequest, Principal>();
   const openRoutes = new Set<string>();
   const methodsByUrl = new Map<string, Set<Method>>();
@@ -150,7 +172,11 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
   async function requireRun(repoId: string, runId: string): Promise<void> {
     const reads = await host.store.openCommittedReads(storePrincipal, { kind: WORKFLOW_RUN_KIND, id: repoId }, ref);
     const entries = await reads.listDir(`runs/${runId}`);
-    if (entries.length === 0) throw new WorkflowHostError("run_not_found", `run ${runId} has no log in deployment ${repoId}`, { repoId, runId });
+    if (entries.length === 0) {
+      // A run retention archived is closed (409), not unknown (404).
+      const archived = await archivedRunError(host.store, storePrincipal, { kind: WORKFLOW_RUN_KIND, id: repoId }, runId, ref);
+      throw archived ?? new WorkflowHostError("run_not_found", `run ${runId} has no log in deployment ${repoId}`, { repoId, runId });
+    }
   }
 
   /** One write through the HTTP face, timed for the commit histogram. */

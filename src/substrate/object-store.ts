@@ -21,6 +21,7 @@ import { constants as zlibConstants, deflateSync, inflateSync } from "node:zlib"
 import { WorkflowHostError } from "../errors.js";
 import { systemClock } from "../time/clock.js";
 import { errnoCode } from "./fs-adapter.js";
+import { MAX_LOOSE_OBJECT_BYTES, readBoundedFileOrNull } from "./bounded-file.js";
 import { decodeCommit, type GitObject, type ObjectType, unwrapObject, wrapObject } from "./git-object.js";
 import { decodeTree, type DeltaBase, EMPTY_TREE_OID, type ParsedTree } from "./tree-object.js";
 import { createPackStore, type StagedObjects } from "./pack-store.js";
@@ -140,7 +141,8 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
     const packed = await packs.read(oid, false);
     if (packed !== null) return packed;
     // Usually a miss (objects are packed); a loose object is a few hundred bytes.
-    const raw = await quickFs.readFileOrNull(loosePath(oid));
+    const path = loosePath(oid);
+    const raw = await readBoundedFileOrNull(quickFs, path, MAX_LOOSE_OBJECT_BYTES, (found) => corrupt(oid, `loose object ${path} is ${found}`, undefined, { path, found }));
     if (raw === null) return (await packs.read(oid, true)) ?? readPacked(oid);
     let inflated: Buffer;
     try {

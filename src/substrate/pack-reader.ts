@@ -8,6 +8,7 @@
  * itself does.
  */
 import { createHash } from "node:crypto";
+import { describeNonRegular, readBoundedFileOrNull } from "./bounded-file.js";
 import { WorkflowHostError } from "../errors.js";
 import { errnoCode, type FsAdapter } from "./fs-adapter.js";
 import { type GitObject, hashObject } from "./git-object.js";
@@ -94,6 +95,14 @@ export interface PackReader {
   adopt(placed: LoadedPack, replaced?: ReadonlySet<string>): void;
 }
 
+/** Largest pack index read (bytes): some 38 million objects. */
+const MAX_PACK_INDEX_BYTES = 1024 * 1024 * 1024;
+
+/** `object_corrupt` for a pack or index that is not a regular file (a FIFO, a device, a folder) or too big. */
+function packNotAFile(name: string, path: string, found: string): WorkflowHostError {
+  return new WorkflowHostError("object_corrupt", `pack ${name} cannot be read: ${path} is ${found}; remove it or restore the pack`, { pack: name, path, found, reason: "not_a_file" });
+}
+
 /** Creates the reader of the packs in `packDir`. */
 export function createPackReader(opts: PackReaderOptions): PackReader {
   const { fs, quickFs, packDir, repoKey, packBytes, packWindows } = opts;
@@ -113,9 +122,14 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
   const { loadOnce, cachedWindow, loadWindow } = createWindowReads(fs, packWindows, repoKey, (name) => new PackGone(name));
 
   async function loadPack(name: string): Promise<LoadedPack | null> {
-    const stat = await quickFs.statOrNull(`${packDir}/${name}.pack`);
+    const packPath = `${packDir}/${name}.pack`;
+    const stat = await quickFs.statOrNull(packPath);
     if (stat === null) return null;
-    const idx = await fsFor(Number(stat.size)).readFileOrNull(`${packDir}/${name}.idx`);
+    // A FIFO or device in the pack folder would hang (or exhaust) the reads below: damage.
+    const notPack = describeNonRegular(stat, Number.MAX_SAFE_INTEGER);
+    if (notPack !== null) throw packNotAFile(name, packPath, notPack);
+    const idxPath = `${packDir}/${name}.idx`;
+    const idx = await readBoundedFileOrNull(fsFor(Number(stat.size)), idxPath, MAX_PACK_INDEX_BYTES, (found) => packNotAFile(name, idxPath, found));
     if (idx === null) return null;
     return { name, index: parsePackIndex(name, idx, Number(stat.size)), size: Number(stat.size), mergeable: true };
   }

@@ -23,6 +23,19 @@ export function refCorrupt(ref: string, value: string, reason: string, cause?: u
   );
 }
 
+/**
+ * The `ref_corrupt` error for a ref file (or `packed-refs`) that is not a regular file of a
+ * sensible size: a FIFO, a device, a socket, a directory where a file belongs, or a huge file.
+ * @param found what is at `path` ("a FIFO (named pipe)", …)
+ */
+export function refNotAFile(ref: string, path: string, found: string, expected = `a regular file (40 hex digits and a newline, or "ref: <name>")`): WorkflowHostError {
+  return new WorkflowHostError(
+    "ref_corrupt",
+    `${ref} cannot be read: ${path} is ${found}; expected ${expected}; remove or repair it`,
+    { ref, path, found, reason: "not_a_file" },
+  );
+}
+
 /** The `ref_corrupt` error for an unreadable line of `packed-refs` (1-based `line`). */
 function packedRefsCorrupt(path: string, line: number, text: string, reason: string): WorkflowHostError {
   return new WorkflowHostError(

@@ -18,7 +18,8 @@
  * Rename is atomic, so a reader sees the old value or the new one, never a partial file.
  */
 import { type Clock, systemMonotonicNow } from "../time/clock.js";
-import { parsePackedRefs, refCorrupt } from "./packed-refs.js";
+import { parsePackedRefs, refCorrupt, refNotAFile } from "./packed-refs.js";
+import { MAX_PACKED_REFS_BYTES, MAX_REF_FILE_BYTES, readBoundedFileOrNull } from "./bounded-file.js";
 import { lockOwnerPath, type LockHolder } from "./ref-lock-owner.js";
 import { WorkflowHostError, describeValue } from "../errors.js";
 import { errnoCode, type FileHandleLike, type FsAdapter, type StatLike } from "./fs-adapter.js";
@@ -121,10 +122,12 @@ export function createRefStore(opts: RefStoreOptions): RefStore {
 
   async function readLoose(refName: string): Promise<LooseValue | null> {
     let bytes: Uint8Array | null;
+    const path = `${gitdir}/${refName}`;
     try {
-      bytes = await fs.readFileOrNull(`${gitdir}/${refName}`);
+      // A folder where the ref file would be (refs/heads/main/x exists): no such ref. A FIFO,
+      // device or socket there is refused unread (reading one would wait forever).
+      bytes = await readBoundedFileOrNull(fs, path, MAX_REF_FILE_BYTES, (found) => refNotAFile(`ref ${refName}`, path, found), { directoryIsAbsent: true });
     } catch (error) {
-      // A folder where the ref file would be (refs/heads/main/x exists): no such ref.
       if (errnoCode(error) === "EISDIR") return null;
       throw error;
     }
@@ -151,9 +154,9 @@ export function createRefStore(opts: RefStoreOptions): RefStore {
     if (stat === null) return null;
     const stamp = `${stat.ino}:${stat.size}:${stat.mtimeMs}`;
     if (packed === null || packed.stamp !== stamp) {
-      const bytes = await fs.readFileOrNull(path);
       let refs: ReadonlyMap<string, Oid> | WorkflowHostError;
       try {
+        const bytes = await readBoundedFileOrNull(fs, path, MAX_PACKED_REFS_BYTES, (found) => refNotAFile("packed-refs", path, found, "a regular file of \"<40 hex> <ref name>\" lines"));
         refs = parsePackedRefs(path, Buffer.from(bytes ?? new Uint8Array()).toString("utf8"));
       } catch (error) {
         if (!(error instanceof WorkflowHostError)) throw error;
@@ -310,7 +313,8 @@ export function createRefStore(opts: RefStoreOptions): RefStore {
     if (holder === undefined) return false;
     let text: string;
     try {
-      const bytes = await fs.readFileOrNull(lockOwnerPath(gitdir, refName));
+      const path = lockOwnerPath(gitdir, refName);
+      const bytes = await readBoundedFileOrNull(fs, path, RECORD_BYTES, (found) => refNotAFile(`the lock record of ${refName}`, path, found));
       if (bytes === null) return false;
       text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8");
     } catch {

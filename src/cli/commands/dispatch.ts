@@ -27,7 +27,7 @@ async function repoIds(store: RepoStore, kind: string, name: string, values: Fla
   return one === undefined ? store.listRepos(null, kind) : [checkFlags(name, () => parseRepoId(one))];
 }
 
-async function lags(name: string, values: FlagValues, io: CliIo): Promise<ConsumerLag[]> {
+async function lags(name: string, values: FlagValues, io: CliIo): Promise<{ consumer: string; rows: ConsumerLag[] }> {
   const dataDir = dataDirFlag(name, values, io);
   const consumer = checkFlags(name, () => parseConsumerName(requiredFlag(name, values, "consumer")));
   const [{ consumerLag }, { WORKFLOW_RUN_KIND }] = await Promise.all([import("../../../seams/dispatch/consumer-report.js"), import("../../workflow/workflow-run-kind.js")]);
@@ -37,7 +37,7 @@ async function lags(name: string, values: FlagValues, io: CliIo): Promise<Consum
       if ((await store.resolveRef(null, { kind: WORKFLOW_RUN_KIND, id: repoId }, `refs/consumers/${consumer}`)) === null) continue;
       out.push(await consumerLag(store, null, repoId, consumer, io.clock().getTime()));
     }
-    return out;
+    return { consumer, rows: out };
   });
 }
 
@@ -56,15 +56,16 @@ Options:
   -d, --data-dir DIR    data dir (default: $WORKFLOW_HOST_DATA_DIR)
   -c, --consumer NAME   consumer name
   -r, --repo R          one deployment (default: all)
-      --json            print [{consumer, repoId, cursor, mainSha, lagEvents, lagMs, parked, retrying, failing}]
+      --json            print {consumer, deployments: [{consumer, repoId, cursor, mainSha, lagEvents,
+                        lagMs, parked, retrying, failing}]}
 
 Example:
   workflow-host dispatch status -d ./data -c billing
 `,
   async run(values, io) {
-    const rows = await lags("dispatch status", values, io);
+    const { consumer, rows } = await lags("dispatch status", values, io);
     if (values["json"] === true) {
-      printJson(io, rows.map(({ parkedEvents: _, ...row }) => row));
+      printJson(io, { consumer, deployments: rows.map(({ parkedEvents: _, ...row }) => row) });
       return 0;
     }
     if (rows.length === 0) {
@@ -93,15 +94,16 @@ Options:
   -d, --data-dir DIR    data dir (default: $WORKFLOW_HOST_DATA_DIR)
   -c, --consumer NAME   consumer name
   -r, --repo R          one deployment (default: all)
-      --json            print the parked records, each with its event
+      --json            print {consumer, parked: [...]}: the parked records, each with its event
 
 Example:
   workflow-host dispatch list -d ./data -c billing -r payments
 `,
   async run(values, io) {
-    const parked = (await lags("dispatch list", values, io)).flatMap((r) => r.parkedEvents);
+    const { consumer, rows } = await lags("dispatch list", values, io);
+    const parked = rows.flatMap((r) => r.parkedEvents);
     if (values["json"] === true) {
-      printJson(io, parked);
+      printJson(io, { consumer, parked });
       return 0;
     }
     if (parked.length === 0) {

@@ -3,7 +3,7 @@
  * (seams/scheduler/schedule-controls.ts). Every write is an event in the run's log, decided under the
  * repo lock, so these are safe next to a running host, which picks them up through its tail.
  */
-import { readFile } from "node:fs/promises";
+import { readConfigFile } from "../read-config-file.js";
 import { resolve } from "node:path";
 import type { ScheduleControls } from "../../../seams/scheduler/schedule-controls.js";
 import { WorkflowHostError } from "../../errors.js";
@@ -11,7 +11,7 @@ import type { RepoStore } from "../../substrate/types.js";
 import { parseRepoId, parseRunId, parseSignalId, parseTimerId } from "../../workflow/ids.js";
 import { parseInstant } from "../../workflow/time.js";
 import type { PreviewTick } from "../../workflow/schedule/preview.js";
-import { checkFlags, dataDirFlag, dataDirOption, intFlag, requiredFlag, stringFlag, type FlagValues } from "../args.js";
+import { checkFlags, dataDirFlag, dataDirOption, intFlag, requiredFlag, usageError, stringFlag, type FlagValues } from "../args.js";
 import type { CliCommand } from "../command.js";
 import { duration, shortSha, table } from "../format.js";
 import { printJson, printLine, type CliIo } from "../io.js";
@@ -166,7 +166,9 @@ Example:
 `,
   async run(values, io) {
     const name = "schedule preview";
-    const cron = requiredFlag(name, values, "cron");
+    // Given empty (`--cron ""`) is an expression that does not parse (cron_invalid), not a missing flag.
+    const cron = stringFlag(values, "cron");
+    if (cron === undefined) throw usageError(name, "missing --cron");
     const next = intFlag(name, values, "next", { min: 1, max: 1_000 }, 5) as number;
     const maxTicks = intFlag(name, values, "max-ticks", { min: 1, max: 1_000_000 });
     const { previewCron } = await import("../../workflow/schedule/preview.js");
@@ -354,7 +356,7 @@ Example:
     const reason = (error: unknown): string => (error instanceof Error ? error.message : String(error));
     let text: string;
     try {
-      text = await readFile(file, "utf8");
+      text = await readConfigFile(file);
     } catch (error) {
       throw new WorkflowHostError("config_invalid", `schedules file ${file} could not be read (${reason(error)})`, { file }, { cause: error });
     }

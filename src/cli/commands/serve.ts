@@ -1,3 +1,4 @@
+import { WorkflowHostError } from "../../errors.js";
 import { DEFAULT_REF } from "../../substrate/ref-name.js";
 import { printDispatchReport } from "./dispatch-report.js";
 import type { SchedulerEvent } from "../../../seams/scheduler/scheduler-types.js";
@@ -7,6 +8,8 @@ import { stopOnSignals } from "../../host/stop-on-signals.js";
 import type { MisfirePolicy } from "../../workflow/types.js";
 import { checkFlags, choiceFlag, dataDirFlag, dataDirOption, intFlag, usageError } from "../args.js";
 import { createCliLogger, replacer } from "../cli-logger.js";
+import { clusterEventLine } from "../cluster-event-line.js";
+import { readConfigFile } from "../read-config-file.js";
 import { checkClusterUrl, checkRemoteBase } from "../cluster-flags.js";
 import type { CliCommand } from "../command.js";
 import { duration, plural, shortSha } from "../format.js";
@@ -152,7 +155,7 @@ Examples:
             onClusterEvent: (event: ClusterEvent) => {
               const { type, ...rest } = event;
               if (json) printLine(io, JSON.stringify({ ts: io.clock().toISOString(), event: type.replace("_", "-"), ...rest }, replacer));
-              else printLine(io, `${io.clock().toISOString()} ${type.replace("_", "-").padEnd(13)} ${"repoId" in event ? (event.repoId ?? "") : ""}${"epoch" in event ? ` epoch ${event.epoch}` : ""}${event.type === "cluster_error" ? `: ${event.error.message}` : ""}`);
+              else printLine(io, clusterEventLine(io.clock().toISOString(), event));
             },
           }),
     });
@@ -172,7 +175,9 @@ Examples:
         const { createHttpHandler } = await import("../../http/http-handler.js");
         const server = createHttpHandler(host, { tokens: http.tokens, monitor: http.monitor, logger });
         app = server;
-        const url = await server.listen({ host: http.address.host, port: http.address.port });
+        const url = await server.listen({ host: http.address.host, port: http.address.port }).catch((error: unknown) => {
+          throw listenFailure(error, `${http.address.host}:${http.address.port}`);
+        });
         if (json) printLine(io, JSON.stringify({ ts: io.clock().toISOString(), event: "http", url }));
         else printLine(io, `http on ${url} (dashboard at ${url}/, API under ${url}/v1)`);
       }
@@ -270,10 +275,10 @@ function lateMsOf(event: { readonly scheduledFor: string; readonly firedAt: stri
 
 /** The consumers of a `--dispatch` file; an unreadable or invalid file is a bad flag value. */
 async function dispatchConsumers(file: string, io: CliIo) {
-  const [{ readFile }, { parseDispatchConfig }] = await Promise.all([import("node:fs/promises"), import("../../../seams/dispatch/dispatch-config.js")]);
+  const { parseDispatchConfig } = await import("../../../seams/dispatch/dispatch-config.js");
   let text: string;
   try {
-    text = await readFile(file, "utf8");
+    text = await readConfigFile(file);
   } catch (error) {
     throw usageError(NAME, `cannot read --dispatch ${file}: ${error instanceof Error ? error.message : String(error)}`);
   }
@@ -311,13 +316,46 @@ async function httpFlags(values: Parameters<CliCommand["run"]>[0]) {
     return null;
   }
   if (typeof address !== "string" || typeof tokensFile !== "string") throw usageError(NAME, "--http needs --tokens FILE: every request is authenticated");
-  const [{ parseListenAddress }, { loadTokenFile }, { createHostMonitor }] = await Promise.all([
+  const [{ parseListenAddress }, { parseTokenFile }, { createHostMonitor }] = await Promise.all([
     import("../../http/listen-address.js"),
     import("../../http/http-tokens.js"),
     import("../../http/host-monitor.js"),
   ]);
-  return { address: parseListenAddress(address), tokens: await loadTokenFile(tokensFile), monitor: createHostMonitor() };
+  // Read with a bound (a token file is a few KB; /dev/zero must not fill memory), then checked
+  // as loadTokenFile checks it.
+  let text: string;
+  try {
+    text = await readConfigFile(tokensFile, MAX_TOKEN_FILE_BYTES);
+  } catch (error) {
+    throw usageError(NAME, `token file ${tokensFile} cannot be read: ${(error as Error).message}`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    throw usageError(NAME, `token file ${tokensFile} is not JSON: ${(error as Error).message}`);
+  }
+  return { address: parseListenAddress(address), tokens: parseTokenFile(json, `token file ${tokensFile}`), monitor: createHostMonitor() };
 }
+
+/**
+ * A failed `listen` as `io_failed` saying what happened to the address (EADDRINUSE: in use,
+ * EACCES: a privileged port, EADDRNOTAVAIL: not an address of this machine), not as a file-system
+ * failure.
+ */
+function listenFailure(error: unknown, address: string): unknown {
+  const errno = (error as { code?: unknown } | null)?.code;
+  if (typeof errno !== "string" || !/^E[A-Z]+$/.test(errno)) return error;
+  const why: Record<string, string> = {
+    EADDRINUSE: "another process listens on it",
+    EACCES: "this user may not listen on that port",
+    EADDRNOTAVAIL: "it is not an address of this machine",
+  };
+  return new WorkflowHostError("io_failed", `cannot listen on ${address}: ${errno} (${why[errno] ?? "the system refused it"}); choose another --http address`, { errno, address }, { cause: error });
+}
+
+/** Largest token file read (bytes). */
+const MAX_TOKEN_FILE_BYTES = 16 * 1024 * 1024;
 
 /** One line per scheduler report. */
 function printEvent(io: CliIo, event: SchedulerEvent, json: boolean): void {

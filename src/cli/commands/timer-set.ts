@@ -36,7 +36,8 @@ export const timerSetCommand: CliCommand = {
 Appends a TimerSet to runs/<X>/events/ of deployment R, as the runtime's setTimer does: a
 timer id already armed differently is re-armed (a reschedule); the same request already armed,
 or a one-shot that already fired at that instant, writes nothing and prints its TimerSet. A running host arms it at once (it tails the log); without a
-running host it fires when one starts, even if it is overdue by then.
+running host it fires when one starts, even if it is overdue by then. A run retention archived
+takes no more events: run_archived (exit 1).
 
 Options:
   -d, --data-dir DIR   data dir (default: $WORKFLOW_HOST_DATA_DIR)

@@ -1,7 +1,7 @@
 import { parseRepoId } from "../../workflow/ids.js";
 import { checkFlags, dataDirFlag, dataDirOption, stringFlag } from "../args.js";
 import type { CliCommand } from "../command.js";
-import { dueIn, plural, table } from "../format.js";
+import { dueIn, oneLine, plural, table } from "../format.js";
 import { printJson, printLine } from "../io.js";
 import { withStore } from "../with-store.js";
 import { shellQuote } from "./paths.js";
@@ -43,7 +43,7 @@ Example:
       return listPendingTimers(store, { clock: () => now, ...(repoId === undefined ? {} : { repoId }) });
     });
     // A deployment that could not be read hides nothing else: it is named, and the exit code is 1.
-    for (const failed of report.failedRepos) io.stderr.write(`workflow-host: ${failed.error.message}\n`);
+    for (const failed of report.failedRepos) io.stderr.write(`workflow-host: ${oneLine(failed.error.message)}\n`);
     if (values["json"] === true) {
       printJson(io, {
         now: now.toISOString(),

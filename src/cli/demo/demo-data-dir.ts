@@ -5,6 +5,7 @@
  * pulled out from under.
  */
 import { mkdir, readdir, rm, stat, writeFile } from "node:fs/promises";
+import { refuseFileAncestor } from "../with-store.js";
 import { join } from "node:path";
 import { WorkflowHostError } from "../../errors.js";
 import { acquireHostLock } from "../../host/host-lock.js";
@@ -28,6 +29,7 @@ export async function resetDemoDataDir(dataDir: string, logger: Logger): Promise
       throw new WorkflowHostError("usage", `--data-dir ${dataDir} holds data the demo did not make; choose an empty or new folder`, { dataDir });
     }
   }
+  if (found === null) await refuseFileAncestor(dataDir);
   await mkdir(dataDir, { recursive: true });
   const lock = await acquireHostLock({ dataDir, logger });
   try {

@@ -25,6 +25,22 @@ describe("a --data-dir that names a file, not a folder", () => {
   });
 });
 
+describe("a --data-dir below a file (its parent is a regular file)", () => {
+  it.each([
+    [["timers"]],
+    [["serve", "--init"]],
+    [["repo", "create", "--repo", "r"]],
+    [["demo"]],
+  ])("is data_dir_not_found naming the file, not io_failed (ENOTDIR), exit 1: %j", async (command) => {
+    const root = await tempDir();
+    const file = join(root, "data");
+    await writeFile(file, "");
+    const run = await runCliInProcess([...command, "--data-dir", join(file, "sub", "deeper")]);
+    expect({ code: run.code, error: errorCodeOf(run.stderr) }).toEqual({ code: 1, error: "data_dir_not_found" });
+    expect(run.stderr).toContain(`${file} is a file`);
+  });
+});
+
 describe("check --by without --acknowledge", () => {
   it("is a bad flag (exit 2), not silently ignored", async () => {
     const root = await tempDir();

@@ -54,9 +54,9 @@ describe("workflow-host dispatch", () => {
 
     const status = await runCli(["dispatch", "status", "-d", dataDir, "--consumer", "c1", "--json"]);
     expect(status.code).toBe(0);
-    expect(JSON.parse(status.stdout)).toMatchObject([{ consumer: "c1", repoId: "dep", lagEvents: 0, parked: 2, retrying: 0, failing: 0 }]);
+    expect(JSON.parse(status.stdout)).toMatchObject({ consumer: "c1", deployments: [{ consumer: "c1", repoId: "dep", lagEvents: 0, parked: 2, retrying: 0, failing: 0 }] });
     const list = await runCli(["dispatch", "list", "-d", dataDir, "-c", "c1", "--json"]);
-    expect((JSON.parse(list.stdout) as { runId: string; idempotencyKey: string; attempts: number }[]).map((p) => [p.runId, p.idempotencyKey, p.attempts])).toEqual([
+    expect((JSON.parse(list.stdout) as { consumer: string; parked: { runId: string; idempotencyKey: string; attempts: number }[] }).parked.map((p) => [p.runId, p.idempotencyKey, p.attempts])).toEqual([
       ["r1", "dep/r1/signal/s-1", 1],
       ["r2", "dep/r2/signal/s-2", 1],
     ]);
@@ -70,7 +70,7 @@ describe("workflow-host dispatch", () => {
     expect(usage.code).toBe(2);
     const retry = await runCli(["dispatch", "retry", "-d", dataDir, "-c", "c1", "-r", "dep", "--event", "r1/1", "--json"]);
     expect(JSON.parse(retry.stdout)).toEqual({ consumer: "c1", repoId: "dep", action: "retry", events: ["r1/1"] });
-    expect(JSON.parse((await runCli(["dispatch", "status", "-d", dataDir, "-c", "c1", "--json"])).stdout)).toMatchObject([{ parked: 0, retrying: 1 }]);
+    expect(JSON.parse((await runCli(["dispatch", "status", "-d", dataDir, "-c", "c1", "--json"])).stdout)).toMatchObject({ deployments: [{ parked: 0, retrying: 1 }] });
 
     // The next host delivers the released event (and not the skipped one).
     const delivered: string[] = [];
@@ -89,7 +89,7 @@ describe("workflow-host dispatch", () => {
     const writer = createWorkflowHost({ dataDir, watch: false });
     await writer.runtime("dep").deliverSignal("r3", "approve", {}, "s-3");
     await writer.stop();
-    const lagging = JSON.parse((await runCli(["dispatch", "status", "-d", dataDir, "-c", "c1", "--json"], { clock: () => new Date(Date.now() + 60_000) })).stdout) as { lagEvents: number; lagMs: number; parked: number; retrying: number }[];
+    const lagging = (JSON.parse((await runCli(["dispatch", "status", "-d", dataDir, "-c", "c1", "--json"], { clock: () => new Date(Date.now() + 60_000) })).stdout) as { deployments: { lagEvents: number; lagMs: number; parked: number; retrying: number }[] }).deployments;
     expect(lagging).toMatchObject([{ lagEvents: 1, parked: 0, retrying: 0 }]);
     expect(lagging[0]?.lagMs).toBeGreaterThanOrEqual(60_000);
     // The consumer's ref is plain git.

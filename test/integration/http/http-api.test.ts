@@ -166,6 +166,24 @@ describe("HTTP /v1 routes", () => {
     expect((await readdir(join(h.dataDir, "deployments"))).sort()).toEqual(["payments.git", "shipping.git"]);
   });
 
+  it("routes ids of every allowed length (a 128-character run, a 256-character timer)", async () => {
+    const h = await start();
+    const runId = "r".repeat(128);
+    const timerId = "t".repeat(256);
+    const set = await jsonOf(await h.request(`/v1/deployments/payments/runs/${runId}/timers/${timerId}`, json({ delayMs: 60_000 }, "PUT")));
+    expect([set.status, set.body["timerId"]]).toEqual([200, timerId]);
+    const shown = await jsonOf(await h.request(`/v1/deployments/payments/runs/${runId}`));
+    expect([shown.status, shown.body["runId"]]).toEqual([200, runId]);
+  });
+
+  it("answers a URL that does not decode, or a segment longer than any id, with {code, message} (400 url_invalid)", async () => {
+    const h = await start();
+    for (const path of ["/v1/deployments/payments/runs/r%zz1", `/v1/deployments/payments/runs/${"r".repeat(5_000)}`]) {
+      const answer = await jsonOf(await h.request(path));
+      expect({ path: path.slice(0, 60), status: answer.status, keys: Object.keys(answer.body).sort(), code: answer.body["code"] }).toEqual({ path: path.slice(0, 60), status: 400, keys: ["code", "message"], code: "url_invalid" });
+    }
+  });
+
   it("maps every error code to a status once, and unknown failures to 500", () => {
     for (const [code, status] of Object.entries(HTTP_STATUS_BY_CODE)) {
       expect([400, 401, 403, 404, 405, 409, 413, 415, 500, 503], code).toContain(status);

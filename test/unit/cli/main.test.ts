@@ -138,6 +138,13 @@ describe("workflow-host CLI: help, usage errors and exit codes", () => {
     expect(run.stdout).toContain("--json: every command prints one JSON object");
   });
 
+  it("an empty --cron given to schedule preview is cron_invalid (exit 2), not a missing flag", async () => {
+    const empty = await runCli(["schedule", "preview", "--cron", ""]);
+    expect({ code: empty.code, error: /^workflow-host: ([a-z_]+): /.exec(empty.stderr)?.[1] }).toEqual({ code: 2, error: "cron_invalid" });
+    const missing = await runCli(["schedule", "preview"]);
+    expect({ code: missing.code, error: /^workflow-host: ([a-z_]+): /.exec(missing.stderr)?.[1] }).toEqual({ code: 2, error: "usage" });
+  });
+
   it("prints the package version", async () => {
     const run = await runCli(["--version"]);
     expect(run.code).toBe(0);
