@@ -114,8 +114,9 @@ describe("ending runs and retention on real disk", () => {
     const listed: string[] = [];
     let after: string | null = null;
     for (let page = 0; page < 10; page++) {
-      const args = ["runs", "list", "-d", dataDir, "-r", REPO, "--archived", "--limit", "2", ...(after === null ? [] : ["--after", after])];
-      const body = (await json<{ archivedRuns: number; nextAfter: string | null; runs: { runId: string; archived: boolean; terminal: string }[] }>(args)).body;
+      const args: string[] = ["runs", "list", "-d", dataDir, "-r", REPO, "--archived", "--limit", "2", ...(after === null ? [] : ["--after", after])];
+      type Page = { archivedRuns: number; nextAfter: string | null; runs: { runId: string; archived: boolean; terminal: string }[] };
+      const body: Page = (await json<Page>(args)).body;
       expect(body.archivedRuns).toBe(5);
       expect(body.runs.length).toBeLessThanOrEqual(2);
       expect(body.runs.every((r) => r.archived && r.terminal === "RunCompleted")).toBe(true);
