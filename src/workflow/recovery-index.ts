@@ -74,6 +74,18 @@ interface Columns {
   readonly setSeqs: number[];
   readonly stepIds: (0 | string)[];
   readonly extras: (0 | Record<string, string | number>)[];
+  /**
+   * The archive ref's commit (null: no archive ref) that every run in the file was checked
+   * against: none reuses the id of a run that archive holds with another folder. Absent: not
+   * known (a file written before this field), so each run is checked at the next start.
+   */
+  readonly archiveSha?: string | null;
+}
+
+/** What the file says besides its runs (see {@link decodeRecoveryIndex}). */
+export interface RecoveryIndexHeader {
+  /** See `Columns.archiveSha`; undefined when the file does not say. */
+  archiveSha?: string | null;
 }
 
 const EXTRA_KEYS = new Set(["cron", "timezone", "misfire", "startAt", "endAt", "owner", "pausedAt"]);
@@ -96,8 +108,9 @@ function extraOf(timer: PendingTimer): 0 | Record<string, string | number> {
  * The file's bytes for these runs.
  * @param maxEventBytes the limit the summaries were read with (a different limit can change
  *   which events are bad, so it must match on load)
+ * @param header what else the file says (the archive commit the runs were checked against)
  */
-export function encodeRecoveryIndex(maxEventBytes: number, runs: Iterable<readonly [string, RunSummary]>): Uint8Array {
+export function encodeRecoveryIndex(maxEventBytes: number, runs: Iterable<readonly [string, RunSummary]>, header: RecoveryIndexHeader = {}): Uint8Array {
   const runIds: string[] = [];
   const runTreeOids: string[] = [];
   const eventsOids: string[] = [];
@@ -137,6 +150,7 @@ export function encodeRecoveryIndex(maxEventBytes: number, runs: Iterable<readon
     setSeqs,
     stepIds,
     extras,
+    ...(header.archiveSha === undefined ? {} : { archiveSha: header.archiveSha }),
   };
   return Buffer.from(JSON.stringify(body), "utf8");
 }
@@ -176,10 +190,11 @@ const isArray = Array.isArray;
 
 /**
  * Parses the file's bytes.
+ * @param header filled with what else the file says, when given and the file is usable
  * @returns run id → summary, or null when the file is not a current, consistent index for
  *   `maxEventBytes` (then nothing in it may be used)
  */
-export function decodeRecoveryIndex(bytes: Uint8Array, maxEventBytes: number): Map<string, RunSummary> | null {
+export function decodeRecoveryIndex(bytes: Uint8Array, maxEventBytes: number, header?: RecoveryIndexHeader): Map<string, RunSummary> | null {
   let body: unknown;
   try {
     body = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8"));
@@ -222,7 +237,10 @@ export function decodeRecoveryIndex(bytes: Uint8Array, maxEventBytes: number): M
       pendingTimers,
     });
   }
-  return t === timers ? out : null;
+  if (t !== timers) return null;
+  const archiveSha = b.archiveSha;
+  if (header !== undefined && (archiveSha === null || (typeof archiveSha === "string" && /^[0-9a-f]{40}$/.test(archiveSha)))) header.archiveSha = archiveSha;
+  return out;
 }
 
 /**
