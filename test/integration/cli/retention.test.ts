@@ -129,6 +129,11 @@ describe("ending runs and retention on real disk", () => {
     expect(human.stdout).toContain("--after c\n");
     const live = (await json<{ runs: { runId: string }[]; nextAfter: string | null }>(["runs", "list", "-d", dataDir, "-r", REPO, "--after", "c_1"])).body;
     expect(live).toMatchObject({ runs: [{ runId: "live" }], nextAfter: null });
+    // A long read says how far it got on stderr (a clock a second further on at each look).
+    let tick = 0;
+    const slow = await runCli(["runs", "list", "-d", dataDir, "-r", REPO, "--archived", "--json"], { clock: () => new Date(Date.UTC(2026, 4, 1) + 1_000 * tick++) });
+    expect(slow.stderr.split("\n").filter((line) => line.startsWith("runs list: read ")).length).toBeGreaterThanOrEqual(2);
+    expect((JSON.parse(slow.stdout) as { runs: unknown[] }).runs).toHaveLength(5);
     for (const bad of [["--limit", "0"], ["--limit", "x"], ["--after", "../x"]]) {
       const run = await runCli(["runs", "list", "-d", dataDir, "-r", REPO, "--archived", ...bad]);
       expect({ bad, code: run.code }).toEqual({ bad, code: 2 });
