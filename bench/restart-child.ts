@@ -56,6 +56,7 @@ const rig = openRig(
 );
 await rig.scheduler.start();
 const armedMs = nowMs() - t0;
+const armedCpu = process.cpuUsage();
 say({ at: "armed" });
 await fired;
 await rig.scheduler.idle();
@@ -66,6 +67,7 @@ say({
   at: "done",
   firedMs,
   armedMs,
+  armedCpuMs: (armedCpu.user + armedCpu.system) / 1000,
   runs: recovered.runs,
   pending: recovered.pending,
   queued,

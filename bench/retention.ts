@@ -93,8 +93,14 @@ export async function ageDeployment(dataDir: string, ended: number, live: number
       }
       clockMs += HOUR_MS;
       if (Math.floor(from / batch) % 24 === 23) {
-        const pass = await archiveEndedRuns({ store, principal: null, repoId: REPO, nowMs: clockMs, endedRunsAfterMs: DAY_MS, cache });
-        if (pass.commitSha !== null) commits += 2;
+        // As the host's loop does: a pass that left due runs (over `maxRuns`) is followed by
+        // another until none is left. One pass a day left 200 of the day's 1,200 due runs on
+        // main, so main grew with the deployment's age and so did every commit's cost.
+        for (;;) {
+          const pass = await archiveEndedRuns({ store, principal: null, repoId: REPO, nowMs: clockMs, endedRunsAfterMs: DAY_MS, cache });
+          if (pass.commitSha !== null) commits += 2;
+          if (pass.remaining === 0 || pass.commitSha === null) break;
+        }
       }
     }
     // The last pass as the host makes it at start: everything ended over a day ago.
@@ -145,6 +151,11 @@ async function gcAggressiveBytes(gitdir: string, scratch: string): Promise<numbe
 }
 
 interface Measured {
+  /** CPU time of the cold and warm start processes up to `armed` (ms, loading included). */
+  readonly coldCpuMs: number;
+  readonly warmCpuMs: number;
+  /** CPU time of this process from scheduler start to the last fire (ms). */
+  readonly fireCpuMs: number;
   readonly bytes: number;
   readonly gcBytes: number;
   readonly coldMs: number;
@@ -157,6 +168,7 @@ interface Measured {
 
 interface StartDone {
   readonly pending: number;
+  readonly armedCpuMs: number;
 }
 
 async function measure(dep: Deployment, scratch: string): Promise<Measured> {
@@ -165,13 +177,13 @@ async function measure(dep: Deployment, scratch: string): Promise<Measured> {
   const runsTree = await runProcess("git", ["--git-dir", dep.gitdir, "cat-file", "-s", "main:runs"]);
   const runsTreeBytes = Number(runsTree.stdout.trim());
   await rm(join(dep.gitdir, DERIVED_DIR_NAME), { recursive: true, force: true });
-  const start = async (clockMs: number): Promise<number> => {
+  const start = async (clockMs: number): Promise<[number, number]> => {
     const { at, result } = await runMilestones<StartDone>("restart-child.ts", [dep.dataDir, REPO, String(clockMs)], ["--expose-gc"]);
     if (result.pending < dep.live - 1) throw new Error(`a start recovered ${result.pending} pending timers; expected about ${dep.live}`);
-    return at.get("armed") ?? Number.NaN;
+    return [at.get("armed") ?? Number.NaN, result.armedCpuMs];
   };
-  const coldMs = await start(BASE_MS + 1);
-  const warmMs = await start(BASE_MS + HOUR_MS + 1);
+  const [coldMs, coldCpuMs] = await start(BASE_MS + 1);
+  const [warmMs, warmCpuMs] = await start(BASE_MS + HOUR_MS + 1);
   const timers = await runProcess(process.execPath, ["--import", "tsx", CLI_MAIN, "timers", "--data-dir", dep.dataDir, "--repo", REPO, "--json"]);
   if (timers.code !== 0) throw new Error(`workflow-host timers exited ${String(timers.code)}: ${timers.stderr.slice(-500)}`);
   // Fire throughput: every remaining live timer due at once.
@@ -183,6 +195,7 @@ async function measure(dep: Deployment, scratch: string): Promise<Measured> {
     allFired = resolve;
   });
   const t0 = nowMs();
+  const cpu0 = process.cpuUsage();
   const rig = openRig(dep.dataDir, [REPO], clock.clock, (e) => {
     if (e.type === "fired") {
       fired += 1;
@@ -196,7 +209,8 @@ async function measure(dep: Deployment, scratch: string): Promise<Measured> {
     await rig.close();
   }
   const fireMs = nowMs() - t0;
-  return { bytes, gcBytes, coldMs, warmMs, timersMs: timers.wallMs, runsTreeBytes, firesPerSec: (fired / fireMs) * 1_000, fired };
+  const cpu = process.cpuUsage(cpu0);
+  return { coldCpuMs, warmCpuMs, fireCpuMs: (cpu.user + cpu.system) / 1000, bytes, gcBytes, coldMs, warmMs, timersMs: timers.wallMs, runsTreeBytes, firesPerSec: (fired / fireMs) * 1_000, fired };
 }
 
 export const retention: Benchmark = {
@@ -238,7 +252,9 @@ export const retention: Benchmark = {
       notes.push(
         `${label}: aged in ${ms(dep.agingMs)} through ${num(dep.commits)} commits (${batch} runs a commit); on disk ${num(m.bytes)} B, after git gc --aggressive ${num(m.gcBytes)} B ` +
           `(${times(m.bytes / m.gcBytes)} of it, whole repo); live-only deployment ${num(base.bytes)} B (gc ${num(base.gcBytes)} B); fired ${num(m.fired)} timers; ` +
-          `live-only measured just before it; 1-min load ${loadBefore.toFixed(2)} → ${loadAfter.toFixed(2)} while the aged one was measured.`,
+          `live-only measured just before it; 1-min load ${loadBefore.toFixed(2)} → ${loadAfter.toFixed(2)} while the aged one was measured. ` +
+          `CPU time, aged vs live only: cold start ${ms(m.coldCpuMs)} vs ${ms(base.coldCpuMs)} (${times(m.coldCpuMs / base.coldCpuMs)}), warm start ${ms(m.warmCpuMs)} vs ${ms(base.warmCpuMs)} ` +
+          `(${times(m.warmCpuMs / base.warmCpuMs)}), start to last fire ${ms(m.fireCpuMs)} vs ${ms(base.fireCpuMs)} (${times(m.fireCpuMs / base.fireCpuMs)}).`,
       );
       if (!ctx.quick && ended === sizes[sizes.length - 1]) {
         const ratio = (a: number, b: number): number => a / b;

@@ -33,8 +33,8 @@ import { signals } from "./signals.js";
 import { nowMs } from "./stats.js";
 import { formatTable, type BenchTable } from "./table.js";
 
-/** Sections with 1,000,000-pending-timer rows behind `--huge`. */
-const HUGE_SECTIONS: readonly string[] = ["memory", "restart", "recovery", "dispatch"];
+/** Sections with 1,000,000-pending-timer rows (or retention's 100,000-ended-run point) behind `--huge`. */
+const HUGE_SECTIONS: readonly string[] = ["memory", "restart", "recovery", "dispatch", "retention"];
 
 const HUGE_NOTE =
   "This run stops at 100,000 pending timers and 100,000 events per recovery: the 1,000,000-timer memory, restart and dispatch " +

@@ -45,6 +45,11 @@ export class DeploymentView {
   readonly runs = new RunTable();
   /** Reads of the archive ref for the recovery or the commit being applied; undefined: not opened yet. */
   archive: CommittedReads | null | undefined = undefined;
+  /**
+   * The archive ref's commit at recovery (null: none), that every run this view holds was
+   * checked against (or against a later one: the archive only grows); the recovery index says so.
+   */
+  private checkedArchiveSha: string | null | undefined = undefined;
   /** Runs changed since the recovery index was last written (or read). */
   indexDirty = false;
   /**
@@ -95,14 +100,18 @@ export class DeploymentView {
     const scan = reads.scan?.() ?? reads;
     const index = await this.loadIndex();
     this.archive = await openArchive(store, principal as Principal, this.rid);
-    // Without an archive ref no run can reuse an archived id: nothing to look up per run.
-    const noArchive = this.archive.commitSha === null;
+    // Without an archive ref no run can reuse an archived id: nothing to look up per run. Nor
+    // for runs restored from an index written against this very archive commit: they were
+    // checked against it then (its `runs/` folder, one entry per archived run, is read and parsed
+    // whole by the first lookup; at 30,000 archived runs that cost more than the rest of a warm start).
+    this.checkedArchiveSha = this.archive.commitSha;
+    const noArchiveLookups = this.archive.commitSha === null || (index !== null && index.archiveSha === this.archive.commitSha);
     const runsTree = await reads.treeOid(runsPrefix.slice(0, -1));
     // Runs restored from the index cost no I/O: without a pause a warm start of 1,000,000 runs
     // would hold the event loop past the host lock's heartbeat limit (its fires then refused).
     const slicer = createTimeSlicer(DEFAULT_SLICE_MS, monotonicMs(this.ctx));
     let pending = 0;
-    if (index !== null && noArchive && runsTree !== null && index.runsTreeOid === runsTree) {
+    if (index !== null && noArchiveLookups && runsTree !== null && index.runsTreeOid === runsTree) {
       // The very `runs/` folder the index holds every run of: each run is its row, unread.
       for (let i = 0; i < index.runIds.length; i++) {
         if (i % RESTORED_PER_PAUSE === 0) await slicer.pause();
@@ -143,7 +152,7 @@ export class DeploymentView {
       }
       const entry = entries[i] as DirEntry;
       const row = index === null ? -1 : restorableRow(index, entry);
-      if (row >= 0 && (noArchive || (await reusedArchivedRunProblem(this.archive, entry.name, entry.oid)) === null)) {
+      if (row >= 0 && (noArchiveLookups || (await reusedArchivedRunProblem(this.archive, entry.name, entry.oid)) === null)) {
         pending += this.restoreRow(entry.name, entry.oid, 0, index as RecoveryIndex, row);
       } else {
         sincePause = RESTORED_PER_PAUSE;
@@ -307,7 +316,7 @@ export class DeploymentView {
     this.indexDirty = false;
     const writer = new RecoveryIndexWriter(this.ctx.maxEventBytes);
     this.runs.writeSummaries(writer);
-    const bytes = writer.bytes(runsTree);
+    const bytes = writer.bytes(runsTree, this.checkedArchiveSha === undefined ? {} : { archiveSha: this.checkedArchiveSha });
     const previous = this.persisting ?? Promise.resolve();
     this.persisting = previous.then(() => store.writeDerived?.(principal, this.rid, RECOVERY_INDEX_FILE, bytes)).catch(() => undefined);
   }

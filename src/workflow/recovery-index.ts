@@ -65,6 +65,12 @@ interface Columns {
    * restores every run without listing it.
    */
   readonly runsTreeOid?: string | null;
+  /**
+   * The commit of `refs/archive/runs` every row was checked against (null: there was none), or
+   * absent when unknown: a start whose archive ref is still at this commit need not look any
+   * restored run up in the archive again (the archive only grows by the host's retention commits).
+   */
+  readonly archiveSha?: string | null;
   readonly runIds: string[];
   /** `runTreeOid` of every run, end to end. */
   readonly runTreeOids: string;
@@ -96,6 +102,12 @@ function extraOf(timer: PendingTimer): 0 | Record<string, string | number> {
     if (typeof value === "string" || typeof value === "number") (extra ??= {})[key] = value;
   }
   return extra ?? 0;
+}
+
+/** What an index file says besides its rows. */
+export interface RecoveryIndexHeader {
+  /** The archive commit its runs were checked against (see Columns.archiveSha); absent: unknown. */
+  archiveSha?: string | null;
 }
 
 /**
@@ -138,14 +150,16 @@ export class RecoveryIndexWriter {
    * The file's bytes.
    * @param runsTreeOid the `runs/` folder the added runs are all the runs of (see
    *   Columns.runsTreeOid), or null when unknown
+   * @param header what else the file says (the archive commit the runs were checked against)
    */
-  bytes(runsTreeOid: string | null = null): Uint8Array {
+  bytes(runsTreeOid: string | null = null, header: RecoveryIndexHeader = {}): Uint8Array {
     const body: Columns = {
       format: FORMAT_NAME,
       version: FORMAT_VERSION,
       runState: RUN_STATE_VERSION,
       maxEventBytes: this.maxEventBytes,
       runsTreeOid,
+      ...(header.archiveSha === undefined ? {} : { archiveSha: header.archiveSha }),
       runIds: this.#runIds,
       runTreeOids: this.#runTreeOids.join(""),
       eventsOids: this.#eventsOids.join(""),
@@ -166,10 +180,10 @@ export class RecoveryIndexWriter {
  * @param maxEventBytes the limit the summaries were read with (a different limit can change
  *   which events are bad, so it must match on load)
  */
-export function encodeRecoveryIndex(maxEventBytes: number, runs: Iterable<readonly [string, RunSummary]>): Uint8Array {
+export function encodeRecoveryIndex(maxEventBytes: number, runs: Iterable<readonly [string, RunSummary]>, header: RecoveryIndexHeader = {}): Uint8Array {
   const writer = new RecoveryIndexWriter(maxEventBytes);
   for (const [runId, s] of runs) writer.add(runId, s.runTreeOid, s.eventsOid, s.maxFileSeq, s.lastSeq, s.terminal, s.pendingTimers);
-  return writer.bytes();
+  return writer.bytes(null, header);
 }
 
 /** What every fireAt is written as (`toISOString()`): parses, so `Date.parse` need not be asked. */
@@ -223,6 +237,8 @@ export interface RecoveryIndex {
   readonly firstTimer: Int32Array;
   /** Oid of the `runs/` folder the rows are all the runs of, or null (see Columns.runsTreeOid). */
   readonly runsTreeOid: string | null;
+  /** The archive commit the rows were checked against (see Columns.archiveSha); undefined: unknown. */
+  readonly archiveSha: string | null | undefined;
   /** Row of `runId`, or -1. Fast when asked in the order the rows were written. */
   rowOf(runId: string): number;
 }
@@ -258,6 +274,8 @@ export function decodeRecoveryColumns(bytes: Uint8Array, maxEventBytes: number):
   if (typeof runTreeOids !== "string" || typeof eventsOids !== "string") return null;
   const runsTreeOid = b.runsTreeOid ?? null;
   if (runsTreeOid !== null && (typeof runsTreeOid !== "string" || !/^[0-9a-f]{40}$/.test(runsTreeOid))) return null;
+  const archiveSha = b.archiveSha;
+  if (archiveSha !== undefined && archiveSha !== null && (typeof archiveSha !== "string" || !/^[0-9a-f]{40}$/.test(archiveSha))) return null;
   const n = runIds.length;
   const count = timerIds.length;
   if (runTreeOids.length !== n * OID_LENGTH || eventsOids.length !== n * OID_LENGTH || runNumbers.length !== 3 * n || terminals.length !== n) return null;
@@ -295,6 +313,7 @@ export function decodeRecoveryColumns(bytes: Uint8Array, maxEventBytes: number):
     timers,
     firstTimer,
     runsTreeOid,
+    archiveSha,
     rowOf(runId) {
       // A start asks in listing order, which is the order the rows were written in.
       if (ids[next] === runId) return next++;
@@ -312,12 +331,14 @@ export function decodeRecoveryColumns(bytes: Uint8Array, maxEventBytes: number):
 
 /**
  * Parses the file's bytes.
+ * @param header filled with what else the file says, when given and the file is usable
  * @returns run id → summary, or null when the file is not a current, consistent index for
  *   `maxEventBytes` (then nothing in it may be used)
  */
-export function decodeRecoveryIndex(bytes: Uint8Array, maxEventBytes: number): Map<string, RunSummary> | null {
+export function decodeRecoveryIndex(bytes: Uint8Array, maxEventBytes: number, header?: RecoveryIndexHeader): Map<string, RunSummary> | null {
   const index = decodeRecoveryColumns(bytes, maxEventBytes);
   if (index === null) return null;
+  if (header !== undefined && index.archiveSha !== undefined) header.archiveSha = index.archiveSha;
   const out = new Map<string, RunSummary>();
   index.runIds.forEach((runId, i) => {
     out.set(runId, {

@@ -1,6 +1,6 @@
 import { DEFAULT_REF } from "../../substrate/ref-name.js";
-import { parseRepoId } from "../../workflow/ids.js";
-import { checkFlags, dataDirFlag, dataDirOption, requiredFlag } from "../args.js";
+import { parseRepoId, parseRunId } from "../../workflow/ids.js";
+import { checkFlags, dataDirFlag, dataDirOption, intFlag, requiredFlag, stringFlag } from "../args.js";
 import type { CliCommand } from "../command.js";
 import { plural, shortSha, table } from "../format.js";
 import { printJson, printLine } from "../io.js";
@@ -10,6 +10,15 @@ const NAME = "runs list";
 
 /** The archive ref (src/workflow/run-archive.ts), named here so `--help` loads nothing. */
 const ARCHIVE = "refs/archive/runs";
+
+/** Runs `--archived` lists when no `--limit` is given: each listed run's log is read. */
+export const DEFAULT_ARCHIVED_LIMIT = 1_000;
+/** Largest `--limit`. */
+const MAX_LIMIT = 10_000_000;
+/** A listing that reads logs for longer than this says how far it got on stderr, then as often (ms). */
+const PROGRESS_EVERY_MS = 2_000;
+/** A count with thousands separators. */
+const num = (n: number): string => n.toLocaleString("en-US");
 
 interface RunRow {
   readonly runId: string;
@@ -26,33 +35,48 @@ interface RunRow {
 export const runsListCommand: CliCommand = {
   name: ["runs", "list"],
   summary: "list the runs of a deployment (--archived: the runs retention archived)",
-  options: { ...dataDirOption, repo: { type: "string", short: "r" }, archived: { type: "boolean" }, json: { type: "boolean" } },
-  help: `Usage: workflow-host runs list --data-dir DIR --repo R [--archived] [--json]
+  options: { ...dataDirOption, repo: { type: "string", short: "r" }, archived: { type: "boolean" }, limit: { type: "string" }, after: { type: "string" }, json: { type: "boolean" } },
+  help: `Usage: workflow-host runs list --data-dir DIR --repo R [--archived] [--limit N] [--after RUN] [--json]
 
-Lists every run of deployment R at the tip of main with its last seq, whether it ended, and how
+Lists the runs of deployment R at the tip of main with its last seq, whether it ended, and how
 many timers and unconsumed signals it holds, then how many runs retention archived. With
 --archived, lists the runs held by the archive ref ${ARCHIVE} instead (state "archived",
 with the terminal event they ended with); read one with workflow-host runs show.
+
+Runs are listed by run id (plain byte order). Each listed run's log is read, so a
+long listing is read a page at a time: --limit N lists at most N runs (default: all of main;
+${num(DEFAULT_ARCHIVED_LIMIT)} of the archive, which only grows), and --after RUN starts after run RUN; the
+last line (--json: nextAfter) says where the next page starts. Counting the archived runs reads
+no log. A listing that reads logs for more than ${PROGRESS_EVERY_MS / 1000} s says how far it got on stderr.
 
 Options:
   -d, --data-dir DIR   data dir (default: $WORKFLOW_HOST_DATA_DIR)
   -r, --repo R         deployment id
       --archived       list the archived runs (${ARCHIVE}) instead of the live ones
+      --limit N        list at most N runs (1..${num(MAX_LIMIT)})
+      --after RUN      list the runs after run id RUN (the previous page's last)
       --json           print {repoId, ref, commitSha, archivedRuns, runs: [{runId, lastSeq,
-                       terminal, pendingTimers, unconsumedSignals, badEvents, archived}]}
-                       (ref and commitSha: what was listed; commitSha null when the archive
-                       ref does not exist; archivedRuns: how many runs the archive holds)
+                       terminal, pendingTimers, unconsumedSignals, badEvents, archived}],
+                       nextAfter} (ref and commitSha: what was listed; commitSha null when the
+                       archive ref does not exist; archivedRuns: how many runs the archive
+                       holds; nextAfter: the --after of the next page, null after the last)
 
 Examples:
   workflow-host runs list -d ./data -r payments
   workflow-host runs list -d ./data -r payments --archived
+  workflow-host runs list -d ./data -r payments --archived --limit 500 --after order-0042
 `,
   async run(values, io) {
     const dataDir = dataDirFlag(NAME, values, io);
     const repoId = checkFlags(NAME, () => parseRepoId(requiredFlag(NAME, values, "repo")));
     const archived = values["archived"] === true;
+    const limit = checkFlags(NAME, () => intFlag(NAME, values, "limit", { min: 1, max: MAX_LIMIT }, archived ? DEFAULT_ARCHIVED_LIMIT : MAX_LIMIT) ?? MAX_LIMIT);
+    const after = checkFlags(NAME, () => {
+      const raw = stringFlag(values, "after");
+      return raw === undefined ? null : parseRunId(raw, "after");
+    });
     const ref = archived ? ARCHIVE : DEFAULT_REF;
-    const { commitSha, runs, archivedRuns } = await withStore(dataDir, io, async (store) => {
+    const { commitSha, runs, archivedRuns, nextAfter } = await withStore(dataDir, io, async (store) => {
       const [{ REPO_OR_RUN_ID_PATTERN }, { runsPrefix }, { readRunLog }, { WORKFLOW_RUN_KIND }, { openArchive }] = await Promise.all([
         import("../../workflow/ids.js"),
         import("../../workflow/paths.js"),
@@ -64,11 +88,18 @@ Examples:
       // Main first: a deployment that does not exist is repo_not_found.
       const live = await store.openCommittedReads(null, repo, DEFAULT_REF);
       const archive = await openArchive(store, null, repo);
+      // Counted from the archive's listing alone: no archived log is read for the count.
       const archiveRuns = archive === null ? [] : (await archive.listDir(runsPrefix.slice(0, -1))).filter((e) => e.type === "tree");
       const reads = archived ? archive : live;
+      const listed = (reads === null ? [] : archived ? archiveRuns : await reads.listDir(runsPrefix.slice(0, -1))).filter(
+        (entry) => entry.type === "tree" && REPO_OR_RUN_ID_PATTERN.test(entry.name) && (after === null || entry.name > after),
+      );
+      const page = listed.slice(0, limit);
       const out: RunRow[] = [];
-      for (const entry of reads === null ? [] : await reads.listDir(runsPrefix.slice(0, -1))) {
-        if (reads === null || entry.type !== "tree" || !REPO_OR_RUN_ID_PATTERN.test(entry.name)) continue;
+      const startedMs = io.clock().getTime();
+      let toldMs = startedMs;
+      for (const entry of page) {
+        if (reads === null) break;
         const log = await readRunLog(reads, entry.name);
         out.push({
           runId: entry.name,
@@ -79,11 +110,17 @@ Examples:
           badEvents: log.bad.length,
           archived,
         });
+        const nowMs = io.clock().getTime();
+        if (nowMs - toldMs >= PROGRESS_EVERY_MS) {
+          toldMs = nowMs;
+          io.stderr.write(`runs list: read ${num(out.length)} of ${num(page.length)} logs (${archived ? ARCHIVE : "main"})\n`);
+        }
       }
-      return { commitSha: reads?.commitSha ?? null, runs: out, archivedRuns: archiveRuns.length };
+      const more = listed.length > page.length;
+      return { commitSha: reads?.commitSha ?? null, runs: out, archivedRuns: archiveRuns.length, nextAfter: more ? (page.at(-1)?.name ?? null) : null };
     });
     if (values["json"] === true) {
-      printJson(io, { repoId, ref, commitSha, archivedRuns, runs });
+      printJson(io, { repoId, ref, commitSha, archivedRuns, runs, nextAfter });
       return 0;
     }
     const where = archived ? `${ARCHIVE} ${commitSha === null ? "(none yet)" : shortSha(commitSha)}` : `main ${shortSha(commitSha)}`;
@@ -94,7 +131,9 @@ Examples:
       const rows = runs.map((r) => [r.runId, String(r.lastSeq), state(r), String(r.pendingTimers), String(r.unconsumedSignals), String(r.badEvents)]);
       for (const line of table(["RUN", "LAST SEQ", "STATE", "TIMERS", "SIGNALS", "BAD"], rows)) printLine(io, line);
     }
+    if (nextAfter !== null) printLine(io, `more runs follow: workflow-host runs list -d … -r ${repoId}${archived ? " --archived" : ""} --after ${nextAfter}`);
     if (!archived && archivedRuns > 0) printLine(io, `${plural(archivedRuns, "archived run")} in ${ARCHIVE} (list them with workflow-host runs list --archived)`);
     return 0;
   },
 };
+

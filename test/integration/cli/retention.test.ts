@@ -96,6 +96,50 @@ describe("ending runs and retention on real disk", () => {
     expect((await runCli(["signal", "send", "-d", dataDir, "-r", REPO, "--run", "b", "--name", "go", "--payload", "{}"])).code).toBe(1);
   });
 
+  it("lists archived runs a page at a time (--limit, --after, nextAfter), by run id, each once", async () => {
+    const dataDir = join(await tempDir(), "data");
+    const store = openWorkflowStore({ dataDir, watch: false });
+    // "a-b/" sorts before "a/" in a git tree; pages follow the run ids' own order.
+    const ids = ["a", "a-b", "b", "c_1", "c", "live"];
+    try {
+      await store.initRepo(null, { kind: "workflow-run", id: REPO });
+      for (const runId of ids) {
+        const append = runId === "live" ? [{ type: "RunStarted" }] : [{ type: "RunStarted" }, { type: "RunCompleted", at: "2020-01-01T00:00:00.000Z" }];
+        await appendRunEvents({ store, principal: null, repoId: REPO, runId, message: `run ${runId}`, decide: () => ({ append, result: undefined }) });
+      }
+      expect((await archiveEndedRuns({ store, principal: null, repoId: REPO, nowMs: Date.now(), endedRunsAfterMs: 1_000 })).archived).toHaveLength(5);
+    } finally {
+      await store.close();
+    }
+    const listed: string[] = [];
+    let after: string | null = null;
+    for (let page = 0; page < 10; page++) {
+      const args: string[] = ["runs", "list", "-d", dataDir, "-r", REPO, "--archived", "--limit", "2", ...(after === null ? [] : ["--after", after])];
+      type Page = { archivedRuns: number; nextAfter: string | null; runs: { runId: string; archived: boolean; terminal: string }[] };
+      const body: Page = (await json<Page>(args)).body;
+      expect(body.archivedRuns).toBe(5);
+      expect(body.runs.length).toBeLessThanOrEqual(2);
+      expect(body.runs.every((r) => r.archived && r.terminal === "RunCompleted")).toBe(true);
+      listed.push(...body.runs.map((r) => r.runId));
+      after = body.nextAfter;
+      if (after === null) break;
+    }
+    expect(listed).toEqual(["a", "a-b", "b", "c", "c_1"]);
+    const human = await runCli(["runs", "list", "-d", dataDir, "-r", REPO, "--archived", "--limit", "4"]);
+    expect(human.stdout).toContain("--after c\n");
+    const live = (await json<{ runs: { runId: string }[]; nextAfter: string | null }>(["runs", "list", "-d", dataDir, "-r", REPO, "--after", "c_1"])).body;
+    expect(live).toMatchObject({ runs: [{ runId: "live" }], nextAfter: null });
+    // A long read says how far it got on stderr (a clock a second further on at each look).
+    let tick = 0;
+    const slow = await runCli(["runs", "list", "-d", dataDir, "-r", REPO, "--archived", "--json"], { clock: () => new Date(Date.UTC(2026, 4, 1) + 1_000 * tick++) });
+    expect(slow.stderr.split("\n").filter((line) => line.startsWith("runs list: read ")).length).toBeGreaterThanOrEqual(2);
+    expect((JSON.parse(slow.stdout) as { runs: unknown[] }).runs).toHaveLength(5);
+    for (const bad of [["--limit", "0"], ["--limit", "x"], ["--after", "../x"]]) {
+      const run = await runCli(["runs", "list", "-d", dataDir, "-r", REPO, "--archived", ...bad]);
+      expect({ bad, code: run.code }).toEqual({ bad, code: 2 });
+    }
+  });
+
   it("lists archived runs, checks the archive ref, and names an archived or unknown run (run_archived, run_not_found)", async () => {
     const dataDir = join(await tempDir(), "data");
     const gitdir = join(dataDir, "deployments", `${REPO}.git`);

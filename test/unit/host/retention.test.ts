@@ -416,3 +416,44 @@ describe("an archived run id pushed again", () => {
     expect((await checkDeployments(h.store)).problems).toMatchObject([{ repoId: REPO, path: "runs/old", seq: null, code: "event_invalid" }]);
   });
 });
+
+describe("a warm start and the archive", () => {
+  /** Run `old` archived, run `live` with a timer; started once (the recovery index written) and stopped. */
+  async function indexed(h: Harness): Promise<void> {
+    await h.append("old", { type: "Started", at: NOW });
+    await end(h, "old", "completed");
+    await h.append("live", { type: "TimerSet", data: { timerId: "t", fireAt: "2026-06-01T00:00:00.000Z" } });
+    await h.clock.advance(2 * DAY);
+    expect((await archiveEndedRuns({ store: h.store, principal: null, repoId: REPO, nowMs: h.clock.now(), endedRunsAfterMs: DAY })).archived).toEqual(["old"]);
+    await h.scheduler.start();
+    await h.scheduler.stop();
+  }
+
+  it("does not look restored runs up in the archive when the index was written against the same archive commit", async () => {
+    const h = await setup();
+    await indexed(h);
+    const archive = await h.store.openCommittedReads(null, RID, ARCHIVE_REF);
+    const looked: string[] = [];
+    const treeOid = archive.treeOid.bind(archive);
+    archive.treeOid = (path) => {
+      looked.push(path);
+      return treeOid(path);
+    };
+    const open = h.store.openCommittedReads.bind(h.store);
+    vi.spyOn(h.store, "openCommittedReads").mockImplementation(async (principal, repoId, ref) => (ref === ARCHIVE_REF ? archive : open(principal, repoId, ref)));
+    await h.restart();
+    expect(looked).toEqual([]);
+    expect(h.scheduler.queuedTimers().map((t) => t.runId)).toEqual(["live"]);
+  });
+
+  it("checks every restored run again once the archive moved: a live run's id the archive now holds with another folder is reported, not armed", async () => {
+    const h = await setup();
+    await indexed(h);
+    const other = JSON.stringify({ seq: 1, type: "RunCompleted", at: NOW });
+    await h.store.writeTreeDelta(null, RID, ARCHIVE_REF, { message: "pushed", computeDelta: () => ({ puts: new Map([["runs/live/events/1.json", new TextEncoder().encode(other)]]) }) });
+    h.events.length = 0;
+    await h.restart();
+    expect(h.events.filter((e) => e.type === "bad_event" && e.runId === "live" && (e.error as { data?: { reason?: unknown } }).data?.reason === "run_archived")).toHaveLength(1);
+    expect(h.scheduler.queuedTimers()).toEqual([]);
+  });
+});

@@ -30,6 +30,17 @@ describe("recovery index file", () => {
     expect(decoded === null ? null : [...decoded]).toEqual(summaries);
   });
 
+  it("says which archive commit its runs were checked against, when it was told; not when it was not", () => {
+    for (const archiveSha of [oid("c"), null]) {
+      const header: { archiveSha?: string | null } = {};
+      expect(decodeRecoveryIndex(encodeRecoveryIndex(LIMIT, summaries, { archiveSha }), LIMIT, header)).not.toBeNull();
+      expect(header).toEqual({ archiveSha });
+    }
+    const header: { archiveSha?: string | null } = {};
+    decodeRecoveryIndex(encodeRecoveryIndex(LIMIT, summaries), LIMIT, header);
+    expect(header).toEqual({});
+  });
+
   it("is no index when its columns disagree, when it has the per-run layout of version 1, or another limit", () => {
     const body = JSON.parse(Buffer.from(encodeRecoveryIndex(LIMIT, summaries)).toString("utf8")) as Record<string, unknown>;
     const broken = [
