@@ -11,11 +11,10 @@
  * `BURST_CPU_PROFILE=<file>` set, the fire phase alone (clock move → last fire) is profiled
  * through the inspector and written there as a `.cpuprofile`.
  */
-import { writeFileSync } from "node:fs";
-import { Session } from "node:inspector/promises";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { BASE_MS } from "./bench-context.js";
 import { createOffsetClock, openRig } from "./scheduler-rig.js";
+import { startPhaseProfile } from "./phase-profile.js";
 import { nowMs } from "./stats.js";
 
 const [dataDir, repoId, timersArg, durability, maxBatchArg] = process.argv.slice(2);
@@ -65,20 +64,9 @@ const rig = openRig(
 const r0 = nowMs();
 await rig.scheduler.start();
 const recoverMs = nowMs() - r0;
-const profilePath = process.env.BURST_CPU_PROFILE;
-const session = profilePath === undefined || profilePath === "" ? null : new Session();
-if (session !== null) {
-  session.connect();
-  await session.post("Profiler.enable");
-  await session.post("Profiler.start");
-}
-const heapPath = process.env.BURST_HEAP_PROFILE;
-const heapSession = heapPath === undefined || heapPath === "" ? null : new Session();
-if (heapSession !== null) {
-  heapSession.connect();
-  // Every allocation sampled, also the ones collected since: where the fire phase's garbage comes from.
-  await heapSession.post("HeapProfiler.startSampling", { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true } as never);
-}
+const stopCpuProfile = await startPhaseProfile("BURST_CPU_PROFILE");
+// Every allocation sampled, also the ones collected since: where the fire phase's garbage comes from.
+const stopHeapProfile = await startPhaseProfile("BURST_HEAP_PROFILE", "heap");
 const loopDelay = monitorEventLoopDelay({ resolution: 1 });
 loopDelay.enable();
 t0 = nowMs();
@@ -89,16 +77,8 @@ await allFired;
 const fireMs = nowMs() - t0;
 const cpuMs = cpuSince(cpu0);
 loopDelay.disable();
-if (session !== null) {
-  const { profile } = await session.post("Profiler.stop");
-  writeFileSync(profilePath as string, JSON.stringify(profile));
-  session.disconnect();
-}
-if (heapSession !== null) {
-  const { profile } = await heapSession.post("HeapProfiler.stopSampling");
-  writeFileSync(heapPath as string, JSON.stringify(profile));
-  heapSession.disconnect();
-}
+await stopCpuProfile();
+await stopHeapProfile();
 await rig.scheduler.idle();
 const commits = rig.scheduler.stats().commits;
 await rig.close();

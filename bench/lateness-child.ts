@@ -10,9 +10,8 @@
  * phase (clock move → last fire). With `LATENESS_CPU_PROFILE=<file>` set, that phase alone is
  * profiled (V8 CPU profile, JSON).
  */
-import { Session } from "node:inspector/promises";
-import { writeFileSync } from "node:fs";
 import { monitorEventLoopDelay, performance } from "node:perf_hooks";
+import { startPhaseProfile } from "./phase-profile.js";
 import { createOffsetClock, openRig } from "./scheduler-rig.js";
 
 const [dataDir, repoId, timersArg, baseArg, leadArg, windowArg, durability] = process.argv.slice(2);
@@ -43,13 +42,7 @@ const rig = openRig(dataDir, [repoId], clock.clock, (event) => {
 }, { maxArmMs: 100 }, { durability });
 await rig.scheduler.start();
 const commits0 = rig.scheduler.stats().commits;
-const profilePath = process.env.LATENESS_CPU_PROFILE;
-const session = profilePath === undefined || profilePath === "" ? null : new Session();
-if (session !== null) {
-  session.connect();
-  await session.post("Profiler.enable");
-  await session.post("Profiler.start");
-}
+const stopCpuProfile = await startPhaseProfile("LATENESS_CPU_PROFILE");
 const loopDelay = monitorEventLoopDelay({ resolution: 1 });
 loopDelay.enable();
 const cpu0 = process.cpuUsage();
@@ -66,11 +59,7 @@ clearTimeout(deadline);
 const cpu = process.cpuUsage(cpu0);
 const elu = performance.eventLoopUtilization(elu0);
 loopDelay.disable();
-if (session !== null) {
-  const { profile } = await session.post("Profiler.stop");
-  writeFileSync(profilePath as string, JSON.stringify(profile));
-  session.disconnect();
-}
+await stopCpuProfile();
 const commits = rig.scheduler.stats().commits - commits0;
 await rig.close();
 process.stdout.write(`${JSON.stringify({ late, startLate, commits, cpuMs: Math.round((cpu.user + cpu.system) / 1_000), maxLoopDelayMs: loopDelay.max / 1e6, loopBusyMs: Math.round(elu.active) })}\n`);

@@ -10,12 +10,11 @@
  * heartbeat runs on it). With `RECOVERY_CPU_PROFILE=<file>` set, `start()` alone is profiled
  * through the inspector and written there as a `.cpuprofile`.
  */
-import { writeFileSync } from "node:fs";
-import { Session } from "node:inspector/promises";
 import { join } from "node:path";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { naiveRecover } from "./naive-git.js";
 import { openRig } from "./scheduler-rig.js";
+import { startPhaseProfile } from "./phase-profile.js";
 import { nowMs } from "./stats.js";
 
 const [mode, dataDir, repoId] = process.argv.slice(2);
@@ -35,13 +34,7 @@ if (mode === "naive") {
   const rig = openRig(dataDir, [repoId], () => new Date(), (event) => {
     if (event.type === "recovered") recovered = { runs: event.runs, pending: event.pending };
   });
-  const profilePath = process.env.RECOVERY_CPU_PROFILE;
-  const session = profilePath === undefined || profilePath === "" ? null : new Session();
-  if (session !== null) {
-    session.connect();
-    await session.post("Profiler.enable");
-    await session.post("Profiler.start");
-  }
+  const stopCpuProfile = await startPhaseProfile("RECOVERY_CPU_PROFILE");
   const loopDelay = monitorEventLoopDelay({ resolution: 10 });
   loopDelay.enable();
   const cpu0 = process.cpuUsage();
@@ -50,11 +43,7 @@ if (mode === "naive") {
   const ms = nowMs() - t0;
   const cpu = process.cpuUsage(cpu0);
   loopDelay.disable();
-  if (session !== null) {
-    const { profile } = await session.post("Profiler.stop");
-    writeFileSync(profilePath as string, JSON.stringify(profile));
-    session.disconnect();
-  }
+  await stopCpuProfile();
   const queued = rig.scheduler.stats().queued;
   await rig.close();
   // After close: a cold start writes the recovery index there, which belongs to its cost.

@@ -1,0 +1,30 @@
+/**
+ * Profiles one phase of a bench child through the inspector, when an environment variable names
+ * the file to write: `const stop = await startPhaseProfile("BURST_CPU_PROFILE")`, the phase,
+ * then `await stop()`. A CPU profile (`.cpuprofile`, for Chrome DevTools or `--cpu-prof` tools)
+ * or, with `kind: "heap"`, a sampling heap profile (`.heapprofile`). Unset or empty: nothing
+ * is started and `stop` does nothing.
+ */
+import { writeFileSync } from "node:fs";
+import { Session } from "node:inspector/promises";
+
+/** @returns a function that stops the profile and writes it to the named file */
+export async function startPhaseProfile(envVar: string, kind: "cpu" | "heap" = "cpu"): Promise<() => Promise<void>> {
+  const path = process.env[envVar];
+  if (path === undefined || path === "") return async () => undefined;
+  const session = new Session();
+  session.connect();
+  if (kind === "cpu") {
+    await session.post("Profiler.enable");
+    await session.post("Profiler.start");
+  } else {
+    await session.post("HeapProfiler.enable");
+    // Objects collected by GC are kept in the samples: the churn is what the profile is for.
+    await session.post("HeapProfiler.startSampling", { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true } as never);
+  }
+  return async () => {
+    const { profile } = kind === "cpu" ? await session.post("Profiler.stop") : await session.post("HeapProfiler.stopSampling");
+    writeFileSync(path, JSON.stringify(profile));
+    session.disconnect();
+  };
+}
