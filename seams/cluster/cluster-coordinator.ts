@@ -111,9 +111,13 @@ export function createClusterCoordinator(opts: ClusterCoordinatorOptions): Clust
       await remote.ensureClone(gitdir);
       const commitSha = await remote.takeOver(gitdir, repoId, `Lease of ${repoId} taken by ${instanceId} (epoch ${lease.epoch})`);
       if (leases.get(repoId) !== lease || stopped) return;
-      lease.state = mono() > lease.deadlineMs ? "unconfirmed" : "serving";
+      // A preparation that outlasted the renewal deadline (no renewal since: PostgreSQL slow or
+      // unreachable) leaves the lease unconfirmed, and says so as a lapse while serving would.
+      const late = mono() > lease.deadlineMs;
+      lease.state = late ? "unconfirmed" : "serving";
       lease.prepareFailed = false;
       report({ type: "lease_acquired", repoId, epoch: lease.epoch, commitSha, ms: Math.round(mono() - startedMs) });
+      if (late) report({ type: "lease_unconfirmed", repoId, epoch: lease.epoch });
       await applyServing();
     } catch (error) {
       lease.prepareFailed = true;
@@ -164,6 +168,7 @@ export function createClusterCoordinator(opts: ClusterCoordinatorOptions): Clust
             // Still ours in PostgreSQL: renewed (and served again) until a release succeeds.
             lease.state = "unconfirmed";
             report({ type: "cluster_error", repoId, error: asClusterError(error, repoId) });
+            report({ type: "lease_unconfirmed", repoId, epoch: lease.epoch });
             continue;
           }
           leases.drop(repoId, lease);
