@@ -20,7 +20,8 @@ import { readRunLog, type BadEvent, type RunLog } from "../../src/workflow/run-l
 import { slotDueMs } from "../../src/workflow/schedule/jitter.js";
 import type { PendingTimer, RunState } from "../../src/workflow/types.js";
 import { WORKFLOW_RUN_KIND } from "../../src/workflow/workflow-run-kind.js";
-import { openArchive, reusedArchivedRunProblem } from "../../src/workflow/run-archive.js";
+import { reusedArchivedRunProblem } from "../../src/workflow/run-archive.js";
+import { ArchiveReads } from "./archive-reads.js";
 import { decodeRecoveryColumns, noEventsOidAt, RECOVERY_INDEX_FILE, RecoveryIndexWriter, type RecoveryIndex } from "../../src/workflow/recovery-index.js";
 import { MASK_BITS, RunTable, UnpausedTimers, type RunRecord } from "./run-table.js";
 import { applyTailCommit } from "./tail-commit.js";
@@ -45,6 +46,8 @@ export class DeploymentView {
   readonly runs = new RunTable();
   /** Reads of the archive ref for the recovery or the commit being applied; undefined: not opened yet. */
   archive: CommittedReads | null | undefined = undefined;
+  /** Opens the archive ref; a damaged one is reported (once per damage) and read as none. */
+  private readonly archiveReads: ArchiveReads;
   /**
    * The archive ref's commit at recovery (null: none), that every run this view holds was
    * checked against (or against a later one: the archive only grows); the recovery index says so.
@@ -84,6 +87,7 @@ export class DeploymentView {
   ) {
     this.repoId = repoId;
     this.rid = { kind: WORKFLOW_RUN_KIND, id: repoId };
+    this.archiveReads = new ArchiveReads(ctx, repoId, this.rid);
   }
 
   /**
@@ -99,13 +103,14 @@ export class DeploymentView {
     // Every run's folder is read once: not through the store's caches (see CommittedReads.scan).
     const scan = reads.scan?.() ?? reads;
     const index = await this.loadIndex();
-    this.archive = await openArchive(store, principal as Principal, this.rid);
+    this.archive = await this.archiveReads.open();
     // Without an archive ref no run can reuse an archived id: nothing to look up per run. Nor
     // for runs restored from an index written against this very archive commit: they were
     // checked against it then (its `runs/` folder, one entry per archived run, is read and parsed
     // whole by the first lookup; at 30,000 archived runs that cost more than the rest of a warm start).
-    this.checkedArchiveSha = this.archive.commitSha;
-    const noArchiveLookups = this.archive.commitSha === null || (index !== null && index.archiveSha === this.archive.commitSha);
+    // An unreadable archive (reported) checks nothing, and the index says so (unknown).
+    this.checkedArchiveSha = this.archive === null ? undefined : this.archive.commitSha;
+    const noArchiveLookups = this.archive === null || this.archive.commitSha === null || (index !== null && index.archiveSha === this.archive.commitSha);
     const runsTree = await reads.treeOid(runsPrefix.slice(0, -1));
     // Runs restored from the index cost no I/O: without a pause a warm start of 1,000,000 runs
     // would hold the event loop past the host lock's heartbeat limit (its fires then refused).
@@ -379,7 +384,7 @@ export class DeploymentView {
     // start reports its problems again.
     record.bad = log.bad.length + log.problems.length;
     // A folder that reuses an archived run's id is not that run, nor a new one: reported, never armed.
-    this.archive ??= await openArchive(this.ctx.store, this.ctx.principal as Principal, this.rid);
+    this.archive ??= await this.archiveReads.open();
     const reused = await reusedArchivedRunProblem(this.archive, runId, record.runTreeOid);
     record.reused = reused !== null;
     if (reused !== null) {

@@ -119,7 +119,12 @@ export type SchedulerEvent =
   | { readonly type: "commit_failed"; readonly repoId: string; readonly timers: number; readonly retryInMs: number; readonly error: unknown }
   | { readonly type: "timer_rejected"; readonly repoId: string; readonly runId: string; readonly timerId: string; readonly error: unknown }
   | { readonly type: "repo_failed"; readonly repoId: string; readonly retryInMs: number; readonly error: unknown }
-  | { readonly type: "ref_rewritten"; readonly repoId: string; readonly from: string | null; readonly to: string };
+  | { readonly type: "ref_rewritten"; readonly repoId: string; readonly from: string | null; readonly to: string }
+  /**
+   * The deployment's archive ref (refs/archive/runs) cannot be read (`error`: ref_corrupt or
+   * object_corrupt); reported once per damage seen. Live runs are served as usual meanwhile.
+   */
+  | { readonly type: "archive_unreadable"; readonly repoId: string; readonly error: WorkflowHostError };
 
 export interface SchedulerStats {
   readonly repos: number;

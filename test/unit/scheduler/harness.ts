@@ -97,6 +97,7 @@ export async function createHarness(startIso: string, overrides: Partial<Schedul
       return harness.scheduler;
     },
     async writeFile(path, content) {
+      await fs.promises.mkdir(path.slice(0, path.lastIndexOf("/")), { recursive: true });
       await fs.promises.writeFile(path, content);
     },
     async rawWrite(files, repoId = REPO) {
