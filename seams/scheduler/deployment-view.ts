@@ -323,7 +323,13 @@ export class DeploymentView {
     this.runs.writeSummaries(writer);
     const bytes = writer.bytes(runsTree, this.checkedArchiveSha === undefined ? {} : { archiveSha: this.checkedArchiveSha });
     const previous = this.persisting ?? Promise.resolve();
-    this.persisting = previous.then(() => store.writeDerived?.(principal, this.rid, RECOVERY_INDEX_FILE, bytes)).catch(() => undefined);
+    this.persisting = previous
+      .then(() => store.writeDerived?.(principal, this.rid, RECOVERY_INDEX_FILE, bytes))
+      .then((written) => {
+        // A directory sat where the index goes (every start walked all runs): moved aside, said once.
+        if (written?.displaced !== undefined) this.ctx.report({ type: "index_replaced", repoId: this.repoId, displacedTo: written.displaced });
+      })
+      .catch(() => undefined);
   }
 
   /**

@@ -124,7 +124,12 @@ export type SchedulerEvent =
    * The deployment's archive ref (refs/archive/runs) cannot be read (`error`: ref_corrupt or
    * object_corrupt); reported once per damage seen. Live runs are served as usual meanwhile.
    */
-  | { readonly type: "archive_unreadable"; readonly repoId: string; readonly error: WorkflowHostError };
+  | { readonly type: "archive_unreadable"; readonly repoId: string; readonly error: WorkflowHostError }
+  /**
+   * A directory sat at the recovery index's path (so no index could be written or read, and
+   * every start walked every run): moved aside to `displacedTo`, kept, and the index written.
+   */
+  | { readonly type: "index_replaced"; readonly repoId: string; readonly displacedTo: string };
 
 export interface SchedulerStats {
   readonly repos: number;

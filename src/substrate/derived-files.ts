@@ -57,18 +57,32 @@ export async function readDerivedFile(fs: FsAdapter, gitdir: string, name: strin
   return header.slice(MAGIC.length) === sum ? content : null;
 }
 
-/** Replaces a derived file atomically; flushed first when `durable`. */
-export async function writeDerivedFile(fs: FsAdapter, gitdir: string, name: string, content: Uint8Array, durable: boolean): Promise<void> {
+/**
+ * Replaces a derived file atomically; flushed first when `durable`. A directory found at the
+ * path (a rename cannot replace one) is moved aside first, to `.displaced-<name>-<hex>` in the
+ * same folder, with what it holds: the file is derived data and is written all the same, and
+ * nothing a person put there is deleted.
+ * @returns the path a directory in the way was moved to, or null (nothing was in the way)
+ */
+export async function writeDerivedFile(fs: FsAdapter, gitdir: string, name: string, content: Uint8Array, durable: boolean): Promise<string | null> {
   const dir = `${gitdir}/${DERIVED_DIR_NAME}`;
   await fs.mkdirp(dir);
   const sum = createHash("sha1").update(content).digest("hex");
   const temp = `${dir}/.tmp-${randomBytes(6).toString("hex")}`;
+  const path = `${dir}/${name}`;
+  let displaced: string | null = null;
   try {
     await fs.writeNewFile(temp, Buffer.concat([Buffer.from(`${MAGIC}${sum}\n`, "latin1"), content]), durable);
-    await fs.rename(temp, `${dir}/${name}`);
+    const there = await fs.statOrNull(path);
+    if (there?.isDirectory() === true) {
+      displaced = `${dir}/.displaced-${name}-${randomBytes(6).toString("hex")}`;
+      await fs.rename(path, displaced);
+    }
+    await fs.rename(temp, path);
   } catch (error) {
     await fs.unlinkQuiet(temp);
     throw error;
   }
   if (durable) await fs.fsyncDir(dir);
+  return displaced;
 }

@@ -355,7 +355,8 @@ export function createRepoStore(opts: RepoStoreOptions): RepoStore {
       assertDerivedName(name);
       const repo = await open(principal, repoId, null, "write");
       await repo.assertExists();
-      await writeDerivedFile(fs, repo.gitdir, name, content, durable);
+      const displaced = await writeDerivedFile(fs, repo.gitdir, name, content, durable);
+      return displaced === null ? undefined : { displaced };
     },
 
     async compactPacks(principal, repoId) {

@@ -315,10 +315,12 @@ export interface RepoStore {
   readDerived?(principal: Principal, repoId: RepoId, name: string): Promise<Uint8Array | null>;
   /**
    * Replaces a derived file atomically (readers see the old bytes or the new, whole). Concurrent
-   * writers of one name: the last one wins.
+   * writers of one name: the last one wins. A directory found at its path is moved aside (kept,
+   * never deleted) and the file written all the same.
+   * @returns `{displaced}` (where that directory now is) when one was moved, else nothing
    * @throws as readDerived (action "write"); `repo_not_found`; the file system's errors
    */
-  writeDerived?(principal: Principal, repoId: RepoId, name: string, content: Uint8Array): Promise<void>;
+  writeDerived?(principal: Principal, repoId: RepoId, name: string, content: Uint8Array): Promise<void | { readonly displaced: string }>;
   /**
    * Housekeeping for a quiet moment: merges the repository's recent packs into one with their
    * deltas (the biggest pack only once the others hold half its objects, so history is not

@@ -398,6 +398,9 @@ function printEvent(io: CliIo, event: SchedulerEvent, json: boolean): void {
     case "timer_rejected":
       line("timer-rejected", `${event.repoId}/${event.runId}/${event.timerId}: ${String(event.error)}`);
       break;
+    case "index_replaced":
+      line("index-replaced", `${event.repoId}: a directory sat at the recovery index path; moved to ${event.displacedTo}, index rebuilt`);
+      break;
     case "archive_unreadable":
       line("archive-unreadable", `${event.repoId}: refs/archive/runs cannot be read (live runs are served; archived runs cannot be read until it is repaired): ${event.error.message}`);
       break;
