@@ -12,6 +12,7 @@
  */
 import { type MonotonicNow, systemMonotonicNow } from "../time/clock.js";
 import * as nodeFs from "node:fs";
+import { dirname } from "node:path";
 import { WorkflowHostError } from "../errors.js";
 
 /** The FileHandle calls the substrate makes. */
@@ -37,7 +38,7 @@ interface FsPromisesLike {
   open(path: string, flags: string, mode?: number): Promise<FileHandleLike>;
   rename(from: string, to: string): Promise<void>;
   unlink(path: string): Promise<void>;
-  mkdir(path: string, opts: { recursive: boolean }): Promise<unknown>;
+  mkdir(path: string, opts?: { recursive: boolean }): Promise<unknown>;
   stat(path: string): Promise<StatLike>;
   readdir(path: string): Promise<unknown[]>;
 }
@@ -88,7 +89,7 @@ interface FsSyncLike {
   closeSync(fd: number): void;
   renameSync(from: string, to: string): void;
   unlinkSync(path: string): void;
-  mkdirSync(path: string, opts: { recursive: boolean }): unknown;
+  mkdirSync(path: string, opts?: { recursive: boolean }): unknown;
   statSync(path: string): StatLike;
   readdirSync(path: string): unknown[];
   fsync(fd: number, callback: (error: Error | null) => void): void;
@@ -105,10 +106,32 @@ export function errnoCode(error: unknown): string | undefined {
   return undefined;
 }
 
+/** What an errno means for the operator: `data.cause` of an `io_failed`, and its wording. */
+const IO_CAUSES: Record<string, readonly [cause: string, text: string]> = {
+  ENOSPC: ["full", "the disk is full"],
+  EDQUOT: ["full", "the disk quota is used up"],
+  EROFS: ["read_only", "the file system is read-only"],
+  EACCES: ["permission_denied", "permission denied"],
+  EPERM: ["permission_denied", "the operation is not permitted"],
+  ENOTDIR: ["not_a_folder", "a part of the path is a file, not a folder"],
+  EISDIR: ["is_a_folder", "the path is a folder where a file was expected"],
+  ENOENT: ["missing", "a folder on the path does not exist"],
+  EEXIST: ["exists", "something already exists at the path"],
+  ENOTEMPTY: ["exists", "a folder that is not empty is in the way"],
+  EMFILE: ["out_of_handles", "the process is out of file handles"],
+  ENFILE: ["out_of_handles", "the system is out of file handles"],
+  EIO: ["device_failed", "the device failed"],
+  ENAMETOOLONG: ["name_too_long", "the path is too long"],
+  ELOOP: ["link_loop", "symbolic links on the path loop"],
+};
+
 /**
  * A file-system failure as the store reports it: `io_failed`, with the errno code (`ENOSPC`,
- * `EROFS`, `EIO`, `EMFILE`, …), the system call and the path in `data`, and the original error
- * as `cause`. A `WorkflowHostError` and an error without an errno code are returned as they are.
+ * `EROFS`, `EIO`, `EMFILE`, …), what it means (`cause`: `full`, `read_only`,
+ * `permission_denied`, `not_a_folder`, `is_a_folder`, `missing`, `exists`, `out_of_handles`,
+ * `device_failed`, `name_too_long`, `link_loop`, else `failed`), the system call and the path in
+ * `data`, and the original error as `cause`. The message names the path and says the cause.
+ * A `WorkflowHostError` and an error without an errno code are returned as they are.
  * @param doing what was being done, for the message ("write to deployments/x")
  */
 export function asIoFailure(error: unknown, doing: string): unknown {
@@ -118,12 +141,31 @@ export function asIoFailure(error: unknown, doing: string): unknown {
   const e = error as { syscall?: unknown; path?: unknown };
   const syscall = typeof e.syscall === "string" ? e.syscall : undefined;
   const path = typeof e.path === "string" ? e.path : undefined;
+  const [cause, text] = IO_CAUSES[errno] ?? ["failed", "the file system refused it"];
   return new WorkflowHostError(
     "io_failed",
-    `${doing} failed: ${errno}${syscall === undefined ? "" : ` in ${syscall}`}${path === undefined ? "" : ` on ${path}`}; the file system refused it (full, read-only, failing or out of handles); retry once that is fixed`,
-    { errno, ...(syscall === undefined ? {} : { syscall }), ...(path === undefined ? {} : { path }) },
+    `${doing} failed: ${errno}${syscall === undefined ? "" : ` in ${syscall}`}${path === undefined ? "" : ` on ${path}`}: ${text}; retry once that is fixed`,
+    { errno, cause, ...(syscall === undefined ? {} : { syscall }), ...(path === undefined ? {} : { path }) },
     { cause: error },
   );
+}
+
+/**
+ * Node's recursive mkdir says ENOENT where a level could not be made for another reason (on a
+ * read-only file system a plain mkdir says EROFS): the first missing level is made alone, so the
+ * error that surfaces is the real one, on the folder that could not be made.
+ * @returns never: throws that error, or the original one when the level could be made after all
+ */
+async function explainMkdirFailure(error: unknown, path: string, exists: (p: string) => Promise<boolean>, mkdirOne: (p: string) => Promise<void>): Promise<never> {
+  if (errnoCode(error) !== "ENOENT") throw error;
+  let missing = path;
+  for (;;) {
+    const parent = dirname(missing);
+    if (parent === missing || (await exists(parent))) break;
+    missing = parent;
+  }
+  await mkdirOne(missing);
+  throw error;
 }
 
 /**
@@ -175,7 +217,21 @@ export function createFsAdapter(fsModule?: unknown): FsAdapter {
       }
     },
     async mkdirp(path) {
-      await p.mkdir(path, { recursive: true });
+      try {
+        await p.mkdir(path, { recursive: true });
+      } catch (error) {
+        await explainMkdirFailure(
+          error,
+          path,
+          (dir) => p.stat(dir).then(
+            () => true,
+            () => false,
+          ),
+          async (dir) => {
+            await p.mkdir(dir);
+          },
+        );
+      }
     },
     async statOrNull(path) {
       try {
@@ -391,7 +447,16 @@ export function createBlockingFsAdapter(fsModule?: unknown, options: BlockingFsA
     mkdirp: (path) =>
       run(() => {
         s.mkdirSync(path, { recursive: true });
-      }),
+      }).catch((error: unknown) =>
+        explainMkdirFailure(
+          error,
+          path,
+          async (dir) => orNull(() => s.statSync(dir)) !== null,
+          async (dir) => {
+            s.mkdirSync(dir);
+          },
+        ),
+      ),
     statOrNull: (path) => run(() => orNull(() => s.statSync(path))),
     readdirOrEmpty: (path) => run(() => (orNull(() => s.readdirSync(path)) ?? []).map(String)),
     fsyncDir: (path) => fsyncFolder((folder) => open(folder, "r"), path),
