@@ -37,16 +37,18 @@ export const MAX_DERIVED_FILE_BYTES = 1024 * 1024 * 1024;
 
 /**
  * The content of a derived file, or null when it is absent, torn, not one of ours, or not a
- * regular file of at most `maxBytes` (default {@link MAX_DERIVED_FILE_BYTES}). What is at the
- * path is looked at before it is opened: opening a FIFO would wait for a writer forever, and a
- * device such as `/dev/zero` would be read until memory runs out.
+ * regular file of at most `maxBytes` (default {@link MAX_DERIVED_FILE_BYTES}). The path is opened
+ * without blocking and looked at through the descriptor before anything is read: opening a FIFO
+ * would wait for a writer forever, and a device such as `/dev/zero` would be read until memory
+ * runs out.
  */
 export async function readDerivedFile(fs: FsAdapter, gitdir: string, name: string, opts: { readonly maxBytes?: number } = {}): Promise<Uint8Array | null> {
   const path = `${gitdir}/${DERIVED_DIR_NAME}/${name}`;
-  const stat = await fs.statOrNull(path);
-  if (stat === null || !stat.isFile() || Number(stat.size) > (opts.maxBytes ?? MAX_DERIVED_FILE_BYTES)) return null;
-  const bytes = await fs.readFileOrNull(path);
-  if (bytes === null) return null;
+  const maxBytes = opts.maxBytes ?? MAX_DERIVED_FILE_BYTES;
+  // Opened without blocking and looked at through its descriptor (see FsAdapter.readBoundedOrNull).
+  const read = await fs.readBoundedOrNull(path, maxBytes);
+  if (read === null || "refused" in read || read.bytes.byteLength > maxBytes) return null;
+  const bytes = read.bytes;
   const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const newline = buf.indexOf(0x0a);
   if (newline < 0) return null;
