@@ -13,6 +13,7 @@
  * scheduler retries the whole tracker after a backoff; a ref rewritten by a force push
  * re-reads the runs the rewrite touched (tail-commit.ts).
  */
+import { WorkflowHostError } from "../../src/errors.js";
 import type { CommittedReads, DirEntry, Principal, RepoId } from "../../src/substrate/types.js";
 import { runEventsPrefix, runsPrefix } from "../../src/workflow/paths.js";
 import { runsEntryProblem } from "../../src/workflow/log-problems.js";
@@ -426,13 +427,20 @@ export class DeploymentView {
 
   private async runTail(from: string): Promise<void> {
     const { store, principal, ref } = this.ctx;
+    let rewrite: { from: string | null; to: string } | null = null;
     const commits = store.subscribe(principal, this.rid, ref, {
       from,
       signal: this.abort.signal,
-      onRewrite: (info) => this.ctx.report({ type: "ref_rewritten", repoId: this.repoId, ...info }),
+      onRewrite: (info) => {
+        rewrite = info;
+        this.ctx.report({ type: "ref_rewritten", repoId: this.repoId, ...info });
+      },
     });
     for await (const commit of commits) {
       if (this.stopped) return;
+      const rewritten: { from: string | null; to: string } | null = rewrite;
+      rewrite = null;
+      if (await this.refusesRewind(commit, rewritten)) continue;
       // The ref watcher can show this process's fire commit before the committer is back from
       // the write: a commit on the parent of the fire commit in flight may be that commit, so the
       // committer adopts its runs first and this step then skips them. A commit by someone else
@@ -444,6 +452,70 @@ export class DeploymentView {
       this.appliedSha = commit.commitSha;
       this.onTailApplied();
     }
+  }
+
+  /**
+   * The ref moved back to one of its own ancestors (`from` → `to`) behind this host, which
+   * holds the runs as they were at `from`; null: not rewound. While it is set nothing is
+   * committed (see {@link assertNotRewound}) and the tail applies nothing: re-reading the runs at
+   * `to` would arm again the timers this host fired after it. It ends when the ref is back at
+   * `from` (or a descendant of it); any other rewrite restarts the tracker, which then takes the
+   * ref as it finds it, as a host started afterwards would.
+   */
+  private rewound: { readonly from: string; readonly to: string } | null = null;
+
+  /**
+   * Whether the tail skips `commit` because of a refused rewind (see {@link rewound}).
+   * @param rewrite the rewrite the subscription reported just before yielding `commit`, if any
+   * @throws ref_rewound when a rewrite other than a rewind ends a refused one (the tracker is retried from the tip)
+   */
+  private async refusesRewind(commit: { commitSha: string; parentSha: string | null }, rewrite: { from: string | null; to: string } | null): Promise<boolean> {
+    const isRewrite = rewrite !== null && rewrite.to === commit.commitSha;
+    if (isRewrite && rewrite.from !== null && (await this.isRewind(rewrite.from, rewrite.to))) {
+      if (this.rewound === null) {
+        this.rewound = { from: rewrite.from, to: rewrite.to };
+        this.ctx.report({ type: "rewind_refused", repoId: this.repoId, from: rewrite.from, to: rewrite.to });
+      }
+      this.appliedSha = undefined;
+      return true;
+    }
+    const held = this.rewound;
+    if (held === null) return false;
+    if (isRewrite) {
+      throw new WorkflowHostError("ref_rewound", `${this.ctx.ref} of ${this.repoId} was rewritten again (to ${commit.commitSha}) while a rewind from ${held.from} was refused; the deployment is read afresh from the new tip`, { repoId: this.repoId, from: held.from, to: commit.commitSha });
+    }
+    // Back at the commit this host last held the runs at: they are current again.
+    if (commit.commitSha === held.from) {
+      this.rewound = null;
+      this.appliedSha = commit.commitSha;
+    }
+    return true;
+  }
+
+  /** Whether `to` is an ancestor of `from` (a rewind); false when the store cannot tell or `from` is gone. */
+  private async isRewind(from: string, to: string): Promise<boolean> {
+    const { store, principal } = this.ctx;
+    if (store.isAncestor === undefined) return false;
+    try {
+      return await store.isAncestor(principal, this.rid, to, from);
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * Refuses a fire commit while a rewind is refused (see {@link rewound}): the committer retries
+   * with backoff, so what is due is committed once the ref is restored, never dropped.
+   * @throws ref_rewound
+   */
+  assertNotRewound(): void {
+    const held = this.rewound;
+    if (held === null) return;
+    throw new WorkflowHostError(
+      "ref_rewound",
+      `${this.ctx.ref} of ${this.repoId} was moved back from ${held.from} to its ancestor ${held.to} behind this host; nothing is committed until it is restored (git update-ref ${this.ctx.ref} ${held.from}) or the host restarts (then it takes the ref as it is)`,
+      { repoId: this.repoId, from: held.from, to: held.to },
+    );
   }
 
   /** Reports a bad event and counts it. */

@@ -177,6 +177,7 @@ export class FireCommitter {
         // run that has not ended (planDueTimer), each event validated once above.
         prevalidated: true,
         computeDelta: async (parentSha, reads) => {
+          this.view.assertNotRewound();
           this.view.ownWrite = { parentSha, settled };
           const nowMs = Math.max(wallMs(this.ctx), floorMs);
           const at = isoFromMs(nowMs);

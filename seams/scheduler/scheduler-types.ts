@@ -129,7 +129,14 @@ export type SchedulerEvent =
    * A directory sat at the recovery index's path (so no index could be written or read, and
    * every start walked every run): moved aside to `displacedTo`, kept, and the index written.
    */
-  | { readonly type: "index_replaced"; readonly repoId: string; readonly displacedTo: string };
+  | { readonly type: "index_replaced"; readonly repoId: string; readonly displacedTo: string }
+  /**
+   * The ref was moved back from `from` to its ancestor `to` behind this host (after a
+   * `ref_rewritten`): refused. The host keeps the runs as they were at `from`, fires nothing
+   * again and commits nothing (`commit_failed` with `ref_rewound`, retried) until the ref is
+   * restored to `from` or the host restarts, which takes the ref as it finds it.
+   */
+  | { readonly type: "rewind_refused"; readonly repoId: string; readonly from: string; readonly to: string };
 
 export interface SchedulerStats {
   readonly repos: number;

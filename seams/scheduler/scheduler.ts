@@ -93,6 +93,8 @@ export function createWorkflowHostScheduler(opts: SchedulerOptions): WorkflowHos
       log.error(`${event.type} in ${event.repoId}, retry in ${event.retryInMs} ms: ${String(event.error)}`);
     } else if (event.type === "timer_rejected") {
       log.error(`timer ${event.runId}/${event.timerId} in ${event.repoId} refused: ${String(event.error)}`);
+    } else if (event.type === "rewind_refused") {
+      log.warn(`ref of ${event.repoId} moved back from ${event.from} to its ancestor ${event.to}: refused; nothing fires again or is committed until it is restored to ${event.from} or the host restarts`);
     } else if (event.type === "index_replaced") {
       log.warn(`a directory sat at the recovery index path of ${event.repoId}; moved to ${event.displacedTo} and the index rebuilt`);
     } else if (event.type === "archive_unreadable") {

@@ -5,6 +5,9 @@
 import type { Timers } from "../time/clock.js";
 
 /** A repository address: `kind` picks the {@link KindHandler}, `id` the repository. */
+/** Most commits {@link RepoStore.isAncestor} walks before it answers false. */
+export const MAX_ANCESTRY_WALK = 100_000;
+
 export interface RepoId {
   readonly kind: string;
   readonly id: string;
@@ -263,6 +266,14 @@ export interface RepoStore {
    * @throws `ref_corrupt`, `repo_not_found` as resolveRef; `object_corrupt` for an unknown sha.
    */
   openCommittedReads(principal: Principal, repoId: RepoId, refOrSha: string): Promise<CommittedReads>;
+  /**
+   * Whether commit `ancestor` is reachable from commit `descendant` through parents (a commit is
+   * its own ancestor). Walks at most {@link MAX_ANCESTRY_WALK} commits, newest first; false past
+   * that. Optional: a store without it cannot tell a rewind from another rewrite.
+   * @throws `repo_id_invalid`, `authorize_denied` (action "read"), `repo_not_found`,
+   *   `object_corrupt` (a commit on the way cannot be read, or `descendant` is not a commit)
+   */
+  isAncestor?(principal: Principal, repoId: RepoId, ancestor: Oid, descendant: Oid): Promise<boolean>;
   /**
    * Commits `files` on top of the ref's tip (additive), or replaces the `clearPrefix` folder.
    * No commit when the tree would not change (`committed: false`).

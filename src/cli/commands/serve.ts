@@ -395,6 +395,9 @@ function printEvent(io: CliIo, event: SchedulerEvent, json: boolean): void {
     case "timer_rejected":
       line("timer-rejected", `${event.repoId}/${event.runId}/${event.timerId}: ${String(event.error)}`);
       break;
+    case "rewind_refused":
+      line("rewind-refused", `${event.repoId}: main moved back ${shortSha(event.from)} -> ${shortSha(event.to)} (an ancestor): refused; nothing is fired again or committed until main is restored (git update-ref refs/heads/main ${event.from}) or the host restarts`);
+      break;
     case "index_replaced":
       line("index-replaced", `${event.repoId}: a directory sat at the recovery index path; moved to ${event.displacedTo}, index rebuilt`);
       break;

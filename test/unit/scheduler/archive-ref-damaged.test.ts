@@ -5,7 +5,7 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import type { SchedulerEvent } from "../../../seams/scheduler/scheduler-types.js";
-import { createHarness, firedOf, type Harness } from "./harness.js";
+import { createHarness, firedOf, until, type Harness } from "./harness.js";
 
 let h: Harness | undefined;
 
@@ -35,6 +35,7 @@ describe("a damaged refs/archive/runs", () => {
     // A new run pushed by another process (the tail looks its id up in the archive) finds the
     // same damage: not reported again.
     await h.rawDelta({ "runs/r2/events/1.json": JSON.stringify({ seq: 1, type: "TimerSet", data: { timerId: "b", fireAt: "2026-05-01T10:00:03.000Z" } }) });
+    await until(() => h?.scheduler.queuedTimers().some((t) => t.timerId === "b") === true, "b queued");
     await h.clock.advance(2_000);
     await h.scheduler.idle();
     expect(firedOf(await h.log("r2"), "b")).toHaveLength(1);
@@ -43,8 +44,10 @@ describe("a damaged refs/archive/runs", () => {
     // Damaged differently: a new report.
     await h.writeFile(ARCHIVE_FILE, "0123456789abcdef0123456789abcdef01234567\n");
     await h.rawDelta({ "runs/r3/events/1.json": JSON.stringify({ seq: 1, type: "TimerSet", data: { timerId: "c", fireAt: "2026-05-01T10:00:05.000Z" } }) });
+    await until(() => h?.scheduler.queuedTimers().some((t) => t.timerId === "c") === true, "c queued");
     await h.clock.advance(2_000);
     await h.scheduler.idle();
+
     expect(firedOf(await h.log("r3"), "c")).toHaveLength(1);
     expect(archiveReports(h.events)).toEqual([{ code: "ref_corrupt" }, { code: "ref_corrupt" }]);
     expect(h.events.filter((e) => e.type === "repo_failed")).toEqual([]);
