@@ -21,6 +21,8 @@ export type ErrorCode =
   | "ref_conflict"
   | "ref_locked"
   | "ref_corrupt"
+  /** The ref was moved back to one of its own ancestors behind a running host: nothing is committed there until it is restored (or the host restarts). */
+  | "ref_rewound"
   | "object_corrupt"
   | "repo_not_found"
   | "run_not_found"

@@ -91,6 +91,11 @@ function intIn(field: string, value: unknown, min: number, max: number, fallback
   return value;
 }
 
+/** `value` with anything between `//` and `@` hidden, for messages: a URL's user and password never leave it. */
+function withoutUserinfo(value: unknown): unknown {
+  return typeof value === "string" ? value.replace(/\/\/[^/?#]*@/, "//***@") : value;
+}
+
 /**
  * Checks a consumer's options and fills in defaults (see {@link ConsumerOptions}).
  * @throws id_invalid (name, a repoId or runId in the filter), config_invalid (anything else)
@@ -101,12 +106,16 @@ export function checkConsumer(opts: ConsumerOptions, needsTarget = true): Checke
   if (opts.handler !== undefined && typeof opts.handler !== "function") throw bad("handler", opts.handler, "a function");
   if (opts.http !== undefined) {
     let url: URL;
+    const shown = withoutUserinfo(opts.http.url);
     try {
       url = new URL(opts.http.url);
     } catch {
-      throw bad("http.url", opts.http.url, "an absolute http: or https: URL");
+      throw bad("http.url", shown, "an absolute http: or https: URL");
     }
-    if (url.protocol !== "http:" && url.protocol !== "https:") throw bad("http.url", opts.http.url, "an absolute http: or https: URL");
+    if (url.protocol !== "http:" && url.protocol !== "https:") throw bad("http.url", shown, "an absolute http: or https: URL");
+    // Credentials in the URL would be repeated wherever the URL is (delivery errors, logs,
+    // status): refused; the receiver authenticates the host by the signature header instead.
+    if (url.username !== "" || url.password !== "") throw bad("http.url", shown, "a URL without user or password (the receiver checks X-Workflow-Host-Signature)");
     if (typeof opts.http.secret !== "string" || opts.http.secret.length < 16) throw bad("http.secret", "(hidden)", "a string of at least 16 characters");
   }
   const types = opts.filter?.types ?? DISPATCH_EVENT_TYPES;

@@ -64,6 +64,11 @@ export interface DispatchFilter {
 
 /** An HTTP target: each event is POSTed as JSON, signed with HMAC-SHA256 (see `./http-target.ts`). */
 export interface HttpTarget {
+  /**
+   * An absolute http: or https: URL without user or password (`https://u:p@…` is
+   * `config_invalid`: credentials would be repeated in every error, log line and status that
+   * names the URL; the receiver authenticates the host by the signature header).
+   */
   readonly url: string;
   /** The HMAC key; at least 16 characters. */
   readonly secret: string;

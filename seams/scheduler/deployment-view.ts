@@ -13,6 +13,7 @@
  * scheduler retries the whole tracker after a backoff; a ref rewritten by a force push
  * re-reads the runs the rewrite touched (tail-commit.ts).
  */
+import { WorkflowHostError } from "../../src/errors.js";
 import type { CommittedReads, DirEntry, Principal, RepoId } from "../../src/substrate/types.js";
 import { runEventsPrefix, runsPrefix } from "../../src/workflow/paths.js";
 import { runsEntryProblem } from "../../src/workflow/log-problems.js";
@@ -20,7 +21,8 @@ import { readRunLog, type BadEvent, type RunLog } from "../../src/workflow/run-l
 import { slotDueMs } from "../../src/workflow/schedule/jitter.js";
 import type { PendingTimer, RunState } from "../../src/workflow/types.js";
 import { WORKFLOW_RUN_KIND } from "../../src/workflow/workflow-run-kind.js";
-import { openArchive, reusedArchivedRunProblem } from "../../src/workflow/run-archive.js";
+import { reusedArchivedRunProblem } from "../../src/workflow/run-archive.js";
+import { ArchiveReads } from "./archive-reads.js";
 import { decodeRecoveryColumns, noEventsOidAt, RECOVERY_INDEX_FILE, RecoveryIndexWriter, type RecoveryIndex } from "../../src/workflow/recovery-index.js";
 import { MASK_BITS, RunTable, UnpausedTimers, type RunRecord } from "./run-table.js";
 import { applyTailCommit } from "./tail-commit.js";
@@ -45,6 +47,8 @@ export class DeploymentView {
   readonly runs = new RunTable();
   /** Reads of the archive ref for the recovery or the commit being applied; undefined: not opened yet. */
   archive: CommittedReads | null | undefined = undefined;
+  /** Opens the archive ref; a damaged one is reported (once per damage) and read as none. */
+  private readonly archiveReads: ArchiveReads;
   /**
    * The archive ref's commit at recovery (null: none), that every run this view holds was
    * checked against (or against a later one: the archive only grows); the recovery index says so.
@@ -84,6 +88,7 @@ export class DeploymentView {
   ) {
     this.repoId = repoId;
     this.rid = { kind: WORKFLOW_RUN_KIND, id: repoId };
+    this.archiveReads = new ArchiveReads(ctx, repoId, this.rid);
   }
 
   /**
@@ -99,13 +104,14 @@ export class DeploymentView {
     // Every run's folder is read once: not through the store's caches (see CommittedReads.scan).
     const scan = reads.scan?.() ?? reads;
     const index = await this.loadIndex();
-    this.archive = await openArchive(store, principal as Principal, this.rid);
+    this.archive = await this.archiveReads.open();
     // Without an archive ref no run can reuse an archived id: nothing to look up per run. Nor
     // for runs restored from an index written against this very archive commit: they were
     // checked against it then (its `runs/` folder, one entry per archived run, is read and parsed
     // whole by the first lookup; at 30,000 archived runs that cost more than the rest of a warm start).
-    this.checkedArchiveSha = this.archive.commitSha;
-    const noArchiveLookups = this.archive.commitSha === null || (index !== null && index.archiveSha === this.archive.commitSha);
+    // An unreadable archive (reported) checks nothing, and the index says so (unknown).
+    this.checkedArchiveSha = this.archive === null ? undefined : this.archive.commitSha;
+    const noArchiveLookups = this.archive === null || this.archive.commitSha === null || (index !== null && index.archiveSha === this.archive.commitSha);
     const runsTree = await reads.treeOid(runsPrefix.slice(0, -1));
     // Runs restored from the index cost no I/O: without a pause a warm start of 1,000,000 runs
     // would hold the event loop past the host lock's heartbeat limit (its fires then refused).
@@ -318,7 +324,13 @@ export class DeploymentView {
     this.runs.writeSummaries(writer);
     const bytes = writer.bytes(runsTree, this.checkedArchiveSha === undefined ? {} : { archiveSha: this.checkedArchiveSha });
     const previous = this.persisting ?? Promise.resolve();
-    this.persisting = previous.then(() => store.writeDerived?.(principal, this.rid, RECOVERY_INDEX_FILE, bytes)).catch(() => undefined);
+    this.persisting = previous
+      .then(() => store.writeDerived?.(principal, this.rid, RECOVERY_INDEX_FILE, bytes))
+      .then((written) => {
+        // A directory sat where the index goes (every start walked all runs): moved aside, said once.
+        if (written?.displaced !== undefined) this.ctx.report({ type: "index_replaced", repoId: this.repoId, displacedTo: written.displaced });
+      })
+      .catch(() => undefined);
   }
 
   /**
@@ -379,7 +391,7 @@ export class DeploymentView {
     // start reports its problems again.
     record.bad = log.bad.length + log.problems.length;
     // A folder that reuses an archived run's id is not that run, nor a new one: reported, never armed.
-    this.archive ??= await openArchive(this.ctx.store, this.ctx.principal as Principal, this.rid);
+    this.archive ??= await this.archiveReads.open();
     const reused = await reusedArchivedRunProblem(this.archive, runId, record.runTreeOid);
     record.reused = reused !== null;
     if (reused !== null) {
@@ -415,13 +427,20 @@ export class DeploymentView {
 
   private async runTail(from: string): Promise<void> {
     const { store, principal, ref } = this.ctx;
+    let rewrite: { from: string | null; to: string } | null = null;
     const commits = store.subscribe(principal, this.rid, ref, {
       from,
       signal: this.abort.signal,
-      onRewrite: (info) => this.ctx.report({ type: "ref_rewritten", repoId: this.repoId, ...info }),
+      onRewrite: (info) => {
+        rewrite = info;
+        this.ctx.report({ type: "ref_rewritten", repoId: this.repoId, ...info });
+      },
     });
     for await (const commit of commits) {
       if (this.stopped) return;
+      const rewritten: { from: string | null; to: string } | null = rewrite;
+      rewrite = null;
+      if (await this.refusesRewind(commit, rewritten)) continue;
       // The ref watcher can show this process's fire commit before the committer is back from
       // the write: a commit on the parent of the fire commit in flight may be that commit, so the
       // committer adopts its runs first and this step then skips them. A commit by someone else
@@ -433,6 +452,70 @@ export class DeploymentView {
       this.appliedSha = commit.commitSha;
       this.onTailApplied();
     }
+  }
+
+  /**
+   * The ref moved back to one of its own ancestors (`from` → `to`) behind this host, which
+   * holds the runs as they were at `from`; null: not rewound. While it is set nothing is
+   * committed (see {@link assertNotRewound}) and the tail applies nothing: re-reading the runs at
+   * `to` would arm again the timers this host fired after it. It ends when the ref is back at
+   * `from` (or a descendant of it); any other rewrite restarts the tracker, which then takes the
+   * ref as it finds it, as a host started afterwards would.
+   */
+  private rewound: { readonly from: string; readonly to: string } | null = null;
+
+  /**
+   * Whether the tail skips `commit` because of a refused rewind (see {@link rewound}).
+   * @param rewrite the rewrite the subscription reported just before yielding `commit`, if any
+   * @throws ref_rewound when a rewrite other than a rewind ends a refused one (the tracker is retried from the tip)
+   */
+  private async refusesRewind(commit: { commitSha: string; parentSha: string | null }, rewrite: { from: string | null; to: string } | null): Promise<boolean> {
+    const isRewrite = rewrite !== null && rewrite.to === commit.commitSha;
+    if (isRewrite && rewrite.from !== null && (await this.isRewind(rewrite.from, rewrite.to))) {
+      if (this.rewound === null) {
+        this.rewound = { from: rewrite.from, to: rewrite.to };
+        this.ctx.report({ type: "rewind_refused", repoId: this.repoId, from: rewrite.from, to: rewrite.to });
+      }
+      this.appliedSha = undefined;
+      return true;
+    }
+    const held = this.rewound;
+    if (held === null) return false;
+    if (isRewrite) {
+      throw new WorkflowHostError("ref_rewound", `${this.ctx.ref} of ${this.repoId} was rewritten again (to ${commit.commitSha}) while a rewind from ${held.from} was refused; the deployment is read afresh from the new tip`, { repoId: this.repoId, from: held.from, to: commit.commitSha });
+    }
+    // Back at the commit this host last held the runs at: they are current again.
+    if (commit.commitSha === held.from) {
+      this.rewound = null;
+      this.appliedSha = commit.commitSha;
+    }
+    return true;
+  }
+
+  /** Whether `to` is an ancestor of `from` (a rewind); false when the store cannot tell or `from` is gone. */
+  private async isRewind(from: string, to: string): Promise<boolean> {
+    const { store, principal } = this.ctx;
+    if (store.isAncestor === undefined) return false;
+    try {
+      return await store.isAncestor(principal, this.rid, to, from);
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * Refuses a fire commit while a rewind is refused (see {@link rewound}): the committer retries
+   * with backoff, so what is due is committed once the ref is restored, never dropped.
+   * @throws ref_rewound
+   */
+  assertNotRewound(): void {
+    const held = this.rewound;
+    if (held === null) return;
+    throw new WorkflowHostError(
+      "ref_rewound",
+      `${this.ctx.ref} of ${this.repoId} was moved back from ${held.from} to its ancestor ${held.to} behind this host; nothing is committed until it is restored (git update-ref ${this.ctx.ref} ${held.from}) or the host restarts (then it takes the ref as it is)`,
+      { repoId: this.repoId, from: held.from, to: held.to },
+    );
   }
 
   /** Reports a bad event and counts it. */

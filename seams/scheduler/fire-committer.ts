@@ -177,6 +177,7 @@ export class FireCommitter {
         // run that has not ended (planDueTimer), each event validated once above.
         prevalidated: true,
         computeDelta: async (parentSha, reads) => {
+          this.view.assertNotRewound();
           this.view.ownWrite = { parentSha, settled };
           const nowMs = Math.max(wallMs(this.ctx), floorMs);
           const at = isoFromMs(nowMs);
@@ -188,7 +189,10 @@ export class FireCommitter {
           // without looking its folder up in the parent's tree.
           const current = this.view.recordsAt(parentSha);
           const byRun = new Map<string, PendingTimer[]>();
+          // A series tick is judged on time or missed when the host took it up, not now.
+          const takenUpMs = new Map<PendingTimer, number>();
           for (const d of due) {
+            if (d.pending.cron !== undefined) takenUpMs.set(d.pending, d.takenUpMs);
             const list = byRun.get(d.runId);
             if (list === undefined) byRun.set(d.runId, [d.pending]);
             else list.push(d.pending);
@@ -202,7 +206,7 @@ export class FireCommitter {
             if (timers.length > 1) timers.sort(byFireAt);
             for (const timer of timers) {
               await prepareCatchUp(state.pendingTimers.get(timer.timerId), at, slicer.pause);
-              const plan = planDueTimer(state, timer, { nowMs, ...this.ctx.planOptions });
+              const plan = planDueTimer(state, timer, { nowMs, takenUpMs: takenUpMs.get(timer), ...this.ctx.planOptions });
               outcomes.push({ timer, plan, runId });
               if (plan.kind !== "append") continue;
               for (const planned of plan.events) {

@@ -30,6 +30,12 @@ export interface DueGeneration {
   readonly pending: PendingTimer;
   /** The queue time it was delivered at (epoch ms): a floor for "now" when it is committed. */
   readonly dueMs: number;
+  /**
+   * The wall clock when the queue handed it over (epoch ms): when the host took it up. A series
+   * tick is judged on time or missed at this moment, not at its commit, which may wait behind a
+   * backlog of fire commits.
+   */
+  readonly takenUpMs: number;
 }
 
 export interface SchedulerQueueOptions {
@@ -105,8 +111,8 @@ function toQueued(repoId: string, runId: string, pending: PendingTimer): QueuedT
   };
 }
 
-function toDue(entry: TimerQueueEntry<PendingTimer>): DueGeneration {
-  return { ...splitKey(entry.key), pending: entry.payload, dueMs: entry.fireAtMs };
+function toDue(entry: TimerQueueEntry<PendingTimer>, takenUpMs: number): DueGeneration {
+  return { ...splitKey(entry.key), pending: entry.payload, dueMs: entry.fireAtMs, takenUpMs };
 }
 
 const NO_SUPPRESSIONS: ReadonlyMap<string, number> = new Map();
@@ -122,14 +128,18 @@ export function createSchedulerQueue(opts: SchedulerQueueOptions): SchedulerQueu
   const suppressions = new Map<string, Map<string, number>>();
   const markDelivered = (entries: readonly TimerQueueEntry<PendingTimer>[]): DueGeneration[] => {
     for (const entry of entries) delivered.set(entry.key, entry.payload.setSeq);
-    return entries.map(toDue);
+    const takenUpMs = opts.clock().getTime();
+    return entries.map((entry) => toDue(entry, takenUpMs));
   };
   const queue: TimerQueue<PendingTimer> = createTimerQueue<PendingTimer>({
     clock: opts.clock,
     timers: opts.timers,
     ...(opts.maxArmMs === undefined ? {} : { maxArmMs: opts.maxArmMs }),
     onDue: (entries) => opts.onDue(markDelivered(entries)),
-    onError: (error, entries) => opts.onError(error, entries.map(toDue)),
+    onError: (error, entries) => {
+      const takenUpMs = opts.clock().getTime();
+      opts.onError(error, entries.map((entry) => toDue(entry, takenUpMs)));
+    },
   });
   const isSuppressed = (repoId: string, runId: string, pending: PendingTimer): boolean => {
     // Almost always none: a recovery arms a million timers without building a key for each.

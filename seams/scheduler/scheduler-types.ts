@@ -119,7 +119,24 @@ export type SchedulerEvent =
   | { readonly type: "commit_failed"; readonly repoId: string; readonly timers: number; readonly retryInMs: number; readonly error: unknown }
   | { readonly type: "timer_rejected"; readonly repoId: string; readonly runId: string; readonly timerId: string; readonly error: unknown }
   | { readonly type: "repo_failed"; readonly repoId: string; readonly retryInMs: number; readonly error: unknown }
-  | { readonly type: "ref_rewritten"; readonly repoId: string; readonly from: string | null; readonly to: string };
+  | { readonly type: "ref_rewritten"; readonly repoId: string; readonly from: string | null; readonly to: string }
+  /**
+   * The deployment's archive ref (refs/archive/runs) cannot be read (`error`: ref_corrupt or
+   * object_corrupt); reported once per damage seen. Live runs are served as usual meanwhile.
+   */
+  | { readonly type: "archive_unreadable"; readonly repoId: string; readonly error: WorkflowHostError }
+  /**
+   * A directory sat at the recovery index's path (so no index could be written or read, and
+   * every start walked every run): moved aside to `displacedTo`, kept, and the index written.
+   */
+  | { readonly type: "index_replaced"; readonly repoId: string; readonly displacedTo: string }
+  /**
+   * The ref was moved back from `from` to its ancestor `to` behind this host (after a
+   * `ref_rewritten`): refused. The host keeps the runs as they were at `from`, fires nothing
+   * again and commits nothing (`commit_failed` with `ref_rewound`, retried) until the ref is
+   * restored to `from` or the host restarts, which takes the ref as it finds it.
+   */
+  | { readonly type: "rewind_refused"; readonly repoId: string; readonly from: string; readonly to: string };
 
 export interface SchedulerStats {
   readonly repos: number;

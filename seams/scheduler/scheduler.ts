@@ -93,6 +93,12 @@ export function createWorkflowHostScheduler(opts: SchedulerOptions): WorkflowHos
       log.error(`${event.type} in ${event.repoId}, retry in ${event.retryInMs} ms: ${String(event.error)}`);
     } else if (event.type === "timer_rejected") {
       log.error(`timer ${event.runId}/${event.timerId} in ${event.repoId} refused: ${String(event.error)}`);
+    } else if (event.type === "rewind_refused") {
+      log.warn(`ref of ${event.repoId} moved back from ${event.from} to its ancestor ${event.to}: refused; nothing fires again or is committed until it is restored to ${event.from} or the host restarts`);
+    } else if (event.type === "index_replaced") {
+      log.warn(`a directory sat at the recovery index path of ${event.repoId}; moved to ${event.displacedTo} and the index rebuilt`);
+    } else if (event.type === "archive_unreadable") {
+      log.warn(`archive ref of ${event.repoId} unreadable; live runs served, archived runs cannot be read: ${event.error.message}`);
     } else if (event.type === "ref_rewritten") {
       log.warn(`ref of ${event.repoId} rewritten from ${event.from ?? "nothing"} to ${event.to}; runs re-read`);
     }

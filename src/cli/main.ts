@@ -1,7 +1,8 @@
 /**
  * The `workflow-host` command line. `main(argv)` parses, runs one command and returns the exit
  * code: 0 ok, 1 the operation failed, 2 a bad flag or flag value. Every error is one line on
- * stderr: `workflow-host: <code>: <what failed>`. `runCli` (used by `bin/workflow-host.js` and
+ * stderr: `workflow-host: <code>: <what failed>`, and with `--json` also one JSON object on
+ * stdout, `{"error":{"code","message"}}`, so a machine reading stdout sees the failure. `runCli` (used by `bin/workflow-host.js` and
  * by running this file directly) does the same for the real process.
  *
  * Start-up: this module and the command modules load only node built-ins and small helpers;
@@ -41,7 +42,8 @@ Errors are one line on stderr: "workflow-host: <code>: <message>".
 
 --json: every command prints one JSON object on stdout (its top-level keys are listed in the
 command's --help and stay stable; new keys may be added); serve --json prints one object per
-line, each with "ts" and "event". Durations are milliseconds in JSON (dueInMs, lateMs) and
+line, each with "ts" and "event". A command that fails prints {"error":{"code","message"}}
+instead (the same code and message as the stderr line; the exit code is unchanged). Durations are milliseconds in JSON (dueInMs, lateMs) and
 human text otherwise ("in 3 d 4 h", "late 2 ms").
 
 Examples:
@@ -120,13 +122,31 @@ export async function main(argv: readonly string[], io: CliIo = processIo()): Pr
     // Named by the command found ("serve"), never by raw arguments ("serve -d").
     const found = findCommand(argv);
     const error = asIoFailure(caught, found === null ? "the command" : `workflow-host ${commandName(found.command)}`);
+    const json = found !== null && found.command.options["json"] !== undefined && asksForJson(found.rest);
     if (isWorkflowHostError(error)) {
       io.stderr.write(`workflow-host: ${oneLine(error.message)}\n`);
+      if (json) printErrorObject(io, error.code, error.message);
       return isFlagError(error) ? 2 : 1;
     }
     const message = error instanceof Error ? error.message : String(error);
     io.stderr.write(`workflow-host: error: ${oneLine(message)}\n`);
+    if (json) printErrorObject(io, "error", `error: ${message}`);
     return 1;
+  }
+}
+
+/** Whether the command's arguments ask for JSON (`--json` before any `--`). */
+function asksForJson(rest: readonly string[]): boolean {
+  const end = rest.indexOf("--");
+  return (end < 0 ? rest : rest.slice(0, end)).includes("--json");
+}
+
+/** The failure as one JSON line on stdout: `{"error":{"code","message"}}`. */
+function printErrorObject(io: CliIo, code: string, message: string): void {
+  try {
+    io.stdout.write(`${JSON.stringify({ error: { code, message } })}\n`);
+  } catch {
+    // stdout itself failed (a closed pipe, a full disk): the stderr line has said it.
   }
 }
 

@@ -76,6 +76,7 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<HttpErrorCode, number>> = {
   cluster_unavailable: 503,
   // Damage or failures inside the host.
   ref_corrupt: 500,
+  ref_rewound: 500,
   object_corrupt: 500,
   io_failed: 500,
   delivery_failed: 500,

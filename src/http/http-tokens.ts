@@ -13,7 +13,7 @@
  * Tokens are compared by their SHA-256, so a lookup takes the same time whatever the token.
  */
 import { createHash } from "node:crypto";
-import { readFile } from "node:fs/promises";
+import { readCappedText } from "../substrate/capped-read.js";
 import { WorkflowHostError, describeValue } from "../errors.js";
 import type { Authorize, Principal } from "../substrate/types.js";
 import { REPO_OR_RUN_ID_PATTERN } from "../workflow/ids.js";
@@ -83,14 +83,18 @@ export function parseTokenFile(json: unknown, source = "the token file"): TokenA
   return { authenticate, authorize, principals: [...new Set([...byHash.values()].map((p) => p.name))] };
 }
 
+/** Largest token file read (bytes): 16 MiB, far above any real token file (a few KB). */
+export const MAX_TOKEN_FILE_BYTES = 16 * 1024 * 1024;
+
 /**
- * Reads and checks a token file.
- * @throws usage (missing, unreadable, not JSON, wrong shape; see {@link parseTokenFile})
+ * Reads and checks a token file, read as a stream of at most {@link MAX_TOKEN_FILE_BYTES} (a
+ * FIFO works; `/dev/zero` or a huge file is refused once past the bound, not read whole).
+ * @throws usage (missing, unreadable, over the bound, not JSON, wrong shape; see {@link parseTokenFile})
  */
 export async function loadTokenFile(path: string): Promise<TokenAuth> {
   let text: string;
   try {
-    text = await readFile(path, "utf8");
+    text = await readCappedText(path, MAX_TOKEN_FILE_BYTES);
   } catch (error) {
     throw new WorkflowHostError("usage", `token file ${path} cannot be read: ${(error as Error).message}`, { path }, { cause: error });
   }

@@ -3,11 +3,10 @@
  * a lock-holder record) without trusting what is at that path. Opening a FIFO for reading waits
  * for a writer forever (through the blocking adapter it stops the whole event loop, so not even
  * SIGTERM is handled), and a device such as `/dev/zero` would be read until memory runs out.
- * So the path is looked at first (one `stat`), and only a regular file of at most `maxBytes`
- * is read. What else is there is refused through the caller's typed error, which names the path.
- *
- * A file swapped for a FIFO between the `stat` and the read (a few microseconds) is not caught:
- * that takes a writer racing us inside the data dir on purpose, who can do worse anyway.
+ * So the path is opened without blocking, what was opened is looked at (fstat of the
+ * descriptor), and only a regular file of at most `maxBytes` is read, from that same
+ * descriptor: a file swapped for a FIFO after the open is not what is read. What else is there
+ * is refused through the caller's typed error, which names the path.
  */
 import type { FsAdapter, StatLike } from "./fs-adapter.js";
 
@@ -52,13 +51,14 @@ export async function readBoundedFileOrNull(
   refuse: (found: string) => Error,
   opts: BoundedReadOptions = {},
 ): Promise<Uint8Array | null> {
-  const stat = await fs.statOrNull(path);
-  if (stat === null) return null;
-  const found = describeNonRegular(stat, maxBytes);
-  if (found === "a directory" && opts.directoryIsAbsent === true) return null;
-  if (found !== null) throw refuse(found);
-  const bytes = await fs.readFileOrNull(path);
-  // Grown past the bound since the stat: refused the same way.
-  if (bytes !== null && bytes.byteLength > maxBytes) throw refuse(`a file of ${bytes.byteLength} bytes (more than the ${maxBytes} allowed)`);
-  return bytes;
+  const read = await fs.readBoundedOrNull(path, maxBytes);
+  if (read === null) return null;
+  if ("refused" in read) {
+    const found = describeNonRegular(read.refused, maxBytes) ?? "not a regular file";
+    if (found === "a directory" && opts.directoryIsAbsent === true) return null;
+    throw refuse(found);
+  }
+  // Grown past the bound since the fstat: refused the same way.
+  if (read.bytes.byteLength > maxBytes) throw refuse(`a file of more than ${maxBytes} bytes (more than the ${maxBytes} allowed)`);
+  return read.bytes;
 }

@@ -37,16 +37,18 @@ export const MAX_DERIVED_FILE_BYTES = 1024 * 1024 * 1024;
 
 /**
  * The content of a derived file, or null when it is absent, torn, not one of ours, or not a
- * regular file of at most `maxBytes` (default {@link MAX_DERIVED_FILE_BYTES}). What is at the
- * path is looked at before it is opened: opening a FIFO would wait for a writer forever, and a
- * device such as `/dev/zero` would be read until memory runs out.
+ * regular file of at most `maxBytes` (default {@link MAX_DERIVED_FILE_BYTES}). The path is opened
+ * without blocking and looked at through the descriptor before anything is read: opening a FIFO
+ * would wait for a writer forever, and a device such as `/dev/zero` would be read until memory
+ * runs out.
  */
 export async function readDerivedFile(fs: FsAdapter, gitdir: string, name: string, opts: { readonly maxBytes?: number } = {}): Promise<Uint8Array | null> {
   const path = `${gitdir}/${DERIVED_DIR_NAME}/${name}`;
-  const stat = await fs.statOrNull(path);
-  if (stat === null || !stat.isFile() || Number(stat.size) > (opts.maxBytes ?? MAX_DERIVED_FILE_BYTES)) return null;
-  const bytes = await fs.readFileOrNull(path);
-  if (bytes === null) return null;
+  const maxBytes = opts.maxBytes ?? MAX_DERIVED_FILE_BYTES;
+  // Opened without blocking and looked at through its descriptor (see FsAdapter.readBoundedOrNull).
+  const read = await fs.readBoundedOrNull(path, maxBytes);
+  if (read === null || "refused" in read || read.bytes.byteLength > maxBytes) return null;
+  const bytes = read.bytes;
   const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const newline = buf.indexOf(0x0a);
   if (newline < 0) return null;
@@ -57,18 +59,32 @@ export async function readDerivedFile(fs: FsAdapter, gitdir: string, name: strin
   return header.slice(MAGIC.length) === sum ? content : null;
 }
 
-/** Replaces a derived file atomically; flushed first when `durable`. */
-export async function writeDerivedFile(fs: FsAdapter, gitdir: string, name: string, content: Uint8Array, durable: boolean): Promise<void> {
+/**
+ * Replaces a derived file atomically; flushed first when `durable`. A directory found at the
+ * path (a rename cannot replace one) is moved aside first, to `.displaced-<name>-<hex>` in the
+ * same folder, with what it holds: the file is derived data and is written all the same, and
+ * nothing a person put there is deleted.
+ * @returns the path a directory in the way was moved to, or null (nothing was in the way)
+ */
+export async function writeDerivedFile(fs: FsAdapter, gitdir: string, name: string, content: Uint8Array, durable: boolean): Promise<string | null> {
   const dir = `${gitdir}/${DERIVED_DIR_NAME}`;
   await fs.mkdirp(dir);
   const sum = createHash("sha1").update(content).digest("hex");
   const temp = `${dir}/.tmp-${randomBytes(6).toString("hex")}`;
+  const path = `${dir}/${name}`;
+  let displaced: string | null = null;
   try {
     await fs.writeNewFile(temp, Buffer.concat([Buffer.from(`${MAGIC}${sum}\n`, "latin1"), content]), durable);
-    await fs.rename(temp, `${dir}/${name}`);
+    const there = await fs.statOrNull(path);
+    if (there?.isDirectory() === true) {
+      displaced = `${dir}/.displaced-${name}-${randomBytes(6).toString("hex")}`;
+      await fs.rename(path, displaced);
+    }
+    await fs.rename(temp, path);
   } catch (error) {
     await fs.unlinkQuiet(temp);
     throw error;
   }
   if (durable) await fs.fsyncDir(dir);
+  return displaced;
 }

@@ -12,7 +12,72 @@
  */
 import { type MonotonicNow, systemMonotonicNow } from "../time/clock.js";
 import * as nodeFs from "node:fs";
+import { dirname } from "node:path";
 import { WorkflowHostError } from "../errors.js";
+
+/** What {@link FsAdapter.readBoundedOrNull} found. */
+export type BoundedRead = { readonly bytes: Uint8Array } | { readonly refused: StatLike };
+
+/** Errors of an open for reading that mean "not a file": a folder (EISDIR), a socket (ENXIO), a device without a driver. */
+const UNOPENABLE = new Set(["EISDIR", "ENXIO", "ENODEV", "EOPNOTSUPP"]);
+
+/** Opens for reading without waiting for a FIFO's writer (O_NONBLOCK does nothing to a regular file's reads). */
+const READ_NONBLOCK = nodeFs.constants.O_RDONLY | (nodeFs.constants.O_NONBLOCK ?? 0);
+
+/**
+ * The buffer a bounded read fills: `sizeHint + 1` bytes at first (the extra byte tells a file
+ * that grew since its stat), grown to at most `maxBytes + 1`. `more` gives room for the next
+ * read, or null once the bound is reached.
+ */
+class BoundedBuffer {
+  private buffer: Buffer;
+  filled = 0;
+  private readonly limit: number;
+
+  constructor(sizeHint: number, maxBytes: number) {
+    this.limit = maxBytes + 1;
+    this.buffer = Buffer.alloc(Math.min(Math.max(sizeHint, 0) + 1, this.limit));
+  }
+
+  /** The buffer to read into at `filled`, or null when `maxBytes + 1` bytes are in. */
+  more(): Buffer | null {
+    if (this.filled < this.buffer.byteLength) return this.buffer;
+    if (this.buffer.byteLength >= this.limit) return null;
+    const bigger = Buffer.alloc(Math.min(this.buffer.byteLength * 2, this.limit));
+    this.buffer.copy(bigger, 0, 0, this.filled);
+    this.buffer = bigger;
+    return bigger;
+  }
+
+  bytes(): Uint8Array {
+    return this.buffer.subarray(0, this.filled);
+  }
+}
+
+/** Reads from position 0 with `read` (bytes read; 0 at the end) into a {@link BoundedBuffer}. */
+async function readUpTo(read: (buffer: Buffer, offset: number, length: number, position: number) => Promise<number>, sizeHint: number, maxBytes: number): Promise<Uint8Array> {
+  const out = new BoundedBuffer(sizeHint, maxBytes);
+  for (let buffer = out.more(); buffer !== null; buffer = out.more()) {
+    const length = buffer.byteLength - out.filled;
+    const n = await read(buffer, out.filled, length, out.filled);
+    out.filled += n;
+    // A short read of a regular file is its end.
+    if (n < length) break;
+  }
+  return out.bytes();
+}
+
+/** {@link readUpTo} with a synchronous `read`. */
+function readUpToSync(read: (buffer: Buffer, offset: number, length: number, position: number) => number, sizeHint: number, maxBytes: number): Uint8Array {
+  const out = new BoundedBuffer(sizeHint, maxBytes);
+  for (let buffer = out.more(); buffer !== null; buffer = out.more()) {
+    const length = buffer.byteLength - out.filled;
+    const n = read(buffer, out.filled, length, out.filled);
+    out.filled += n;
+    if (n < length) break;
+  }
+  return out.bytes();
+}
 
 /** The FileHandle calls the substrate makes. */
 export interface FileHandleLike {
@@ -34,10 +99,10 @@ export interface StatLike {
 interface FsPromisesLike {
   readFile(path: string): Promise<Uint8Array>;
   writeFile(path: string, data: Uint8Array, opts: { flag: string; mode: number }): Promise<void>;
-  open(path: string, flags: string, mode?: number): Promise<FileHandleLike>;
+  open(path: string, flags: string | number, mode?: number): Promise<FileHandleLike>;
   rename(from: string, to: string): Promise<void>;
   unlink(path: string): Promise<void>;
-  mkdir(path: string, opts: { recursive: boolean }): Promise<unknown>;
+  mkdir(path: string, opts?: { recursive: boolean }): Promise<unknown>;
   stat(path: string): Promise<StatLike>;
   readdir(path: string): Promise<unknown[]>;
 }
@@ -50,6 +115,15 @@ export interface FsAdapter {
   readonly isNodeFs: boolean;
   /** File bytes, or null when the file does not exist. */
   readFileOrNull(path: string): Promise<Uint8Array | null>;
+  /**
+   * A small file read without trusting what is at the path: it is opened without blocking (a
+   * FIFO does not wait for a writer), what was opened is looked at (fstat of the descriptor, so
+   * a swap after the open changes nothing), and only a regular file of at most `maxBytes` is
+   * read, from that descriptor. @returns null when nothing is there (ENOENT, ENOTDIR);
+   * `{refused}`, the stat of what was found, when it is not a regular file or is larger than
+   * `maxBytes`; else `{bytes}`, at most `maxBytes + 1` of them (more: it grew past the bound)
+   */
+  readBoundedOrNull(path: string, maxBytes: number): Promise<BoundedRead | null>;
   readFile(path: string): Promise<Uint8Array>;
   /**
    * Creates `path` (EEXIST when it exists) holding `data`; with `sync`, flushed to disk before
@@ -81,14 +155,14 @@ export interface FsAdapter {
 /** The synchronous calls {@link createBlockingFsAdapter} needs (node:fs and memfs have them). */
 interface FsSyncLike {
   readFileSync(path: string): Uint8Array;
-  openSync(path: string, flags: string, mode?: number): number;
+  openSync(path: string, flags: string | number, mode?: number): number;
   writeSync(fd: number, data: Uint8Array, offset: number, length: number, position: number | null): number;
   readSync(fd: number, buffer: Uint8Array, offset: number, length: number, position: number): number;
   fstatSync(fd: number): StatLike;
   closeSync(fd: number): void;
   renameSync(from: string, to: string): void;
   unlinkSync(path: string): void;
-  mkdirSync(path: string, opts: { recursive: boolean }): unknown;
+  mkdirSync(path: string, opts?: { recursive: boolean }): unknown;
   statSync(path: string): StatLike;
   readdirSync(path: string): unknown[];
   fsync(fd: number, callback: (error: Error | null) => void): void;
@@ -105,10 +179,32 @@ export function errnoCode(error: unknown): string | undefined {
   return undefined;
 }
 
+/** What an errno means for the operator: `data.cause` of an `io_failed`, and its wording. */
+const IO_CAUSES: Record<string, readonly [cause: string, text: string]> = {
+  ENOSPC: ["full", "the disk is full"],
+  EDQUOT: ["full", "the disk quota is used up"],
+  EROFS: ["read_only", "the file system is read-only"],
+  EACCES: ["permission_denied", "permission denied"],
+  EPERM: ["permission_denied", "the operation is not permitted"],
+  ENOTDIR: ["not_a_folder", "a part of the path is a file, not a folder"],
+  EISDIR: ["is_a_folder", "the path is a folder where a file was expected"],
+  ENOENT: ["missing", "a folder on the path does not exist"],
+  EEXIST: ["exists", "something already exists at the path"],
+  ENOTEMPTY: ["exists", "a folder that is not empty is in the way"],
+  EMFILE: ["out_of_handles", "the process is out of file handles"],
+  ENFILE: ["out_of_handles", "the system is out of file handles"],
+  EIO: ["device_failed", "the device failed"],
+  ENAMETOOLONG: ["name_too_long", "the path is too long"],
+  ELOOP: ["link_loop", "symbolic links on the path loop"],
+};
+
 /**
  * A file-system failure as the store reports it: `io_failed`, with the errno code (`ENOSPC`,
- * `EROFS`, `EIO`, `EMFILE`, …), the system call and the path in `data`, and the original error
- * as `cause`. A `WorkflowHostError` and an error without an errno code are returned as they are.
+ * `EROFS`, `EIO`, `EMFILE`, …), what it means (`cause`: `full`, `read_only`,
+ * `permission_denied`, `not_a_folder`, `is_a_folder`, `missing`, `exists`, `out_of_handles`,
+ * `device_failed`, `name_too_long`, `link_loop`, else `failed`), the system call and the path in
+ * `data`, and the original error as `cause`. The message names the path and says the cause.
+ * A `WorkflowHostError` and an error without an errno code are returned as they are.
  * @param doing what was being done, for the message ("write to deployments/x")
  */
 export function asIoFailure(error: unknown, doing: string): unknown {
@@ -118,12 +214,31 @@ export function asIoFailure(error: unknown, doing: string): unknown {
   const e = error as { syscall?: unknown; path?: unknown };
   const syscall = typeof e.syscall === "string" ? e.syscall : undefined;
   const path = typeof e.path === "string" ? e.path : undefined;
+  const [cause, text] = IO_CAUSES[errno] ?? ["failed", "the file system refused it"];
   return new WorkflowHostError(
     "io_failed",
-    `${doing} failed: ${errno}${syscall === undefined ? "" : ` in ${syscall}`}${path === undefined ? "" : ` on ${path}`}; the file system refused it (full, read-only, failing or out of handles); retry once that is fixed`,
-    { errno, ...(syscall === undefined ? {} : { syscall }), ...(path === undefined ? {} : { path }) },
+    `${doing} failed: ${errno}${syscall === undefined ? "" : ` in ${syscall}`}${path === undefined ? "" : ` on ${path}`}: ${text}; retry once that is fixed`,
+    { errno, cause, ...(syscall === undefined ? {} : { syscall }), ...(path === undefined ? {} : { path }) },
     { cause: error },
   );
+}
+
+/**
+ * Node's recursive mkdir says ENOENT where a level could not be made for another reason (on a
+ * read-only file system a plain mkdir says EROFS): the first missing level is made alone, so the
+ * error that surfaces is the real one, on the folder that could not be made.
+ * @returns never: throws that error, or the original one when the level could be made after all
+ */
+async function explainMkdirFailure(error: unknown, path: string, exists: (p: string) => Promise<boolean>, mkdirOne: (p: string) => Promise<void>): Promise<never> {
+  if (errnoCode(error) !== "ENOENT") throw error;
+  let missing = path;
+  for (;;) {
+    const parent = dirname(missing);
+    if (parent === missing || (await exists(parent))) break;
+    missing = parent;
+  }
+  await mkdirOne(missing);
+  throw error;
 }
 
 /**
@@ -150,6 +265,26 @@ export function createFsAdapter(fsModule?: unknown): FsAdapter {
       }
     },
     readFile: (path) => p.readFile(path),
+    async readBoundedOrNull(path, maxBytes) {
+      let handle: FileHandleLike;
+      try {
+        handle = await p.open(path, READ_NONBLOCK);
+      } catch (error) {
+        const code = errnoCode(error);
+        if (code === "ENOENT" || code === "ENOTDIR") return null;
+        // What cannot be opened for reading (a folder on some file systems, a socket): what is
+        // there is what was found.
+        if (code !== undefined && UNOPENABLE.has(code)) return { refused: await p.stat(path) };
+        throw error;
+      }
+      try {
+        const stat = await handle.stat();
+        if (!stat.isFile() || Number(stat.size) > maxBytes) return { refused: stat };
+        return { bytes: await readUpTo(async (b, o, l, pos) => (await handle.read(b, o, l, pos)).bytesRead, Number(stat.size), maxBytes) };
+      } finally {
+        await handle.close();
+      }
+    },
     async writeNewFile(path, data, sync) {
       if (!sync) {
         await p.writeFile(path, data, { flag: "wx", mode: 0o644 });
@@ -175,7 +310,21 @@ export function createFsAdapter(fsModule?: unknown): FsAdapter {
       }
     },
     async mkdirp(path) {
-      await p.mkdir(path, { recursive: true });
+      try {
+        await p.mkdir(path, { recursive: true });
+      } catch (error) {
+        await explainMkdirFailure(
+          error,
+          path,
+          (dir) => p.stat(dir).then(
+            () => true,
+            () => false,
+          ),
+          async (dir) => {
+            await p.mkdir(dir);
+          },
+        );
+      }
     },
     async statOrNull(path) {
       try {
@@ -373,6 +522,25 @@ export function createBlockingFsAdapter(fsModule?: unknown, options: BlockingFsA
     isNodeFs: async.isNodeFs,
     readFileOrNull: (path) => run(() => orNull(() => s.readFileSync(path))),
     readFile: (path) => run(() => s.readFileSync(path)),
+    readBoundedOrNull: (path, maxBytes) =>
+      run(() => {
+        let fd: number;
+        try {
+          fd = s.openSync(path, READ_NONBLOCK);
+        } catch (error) {
+          const code = errnoCode(error);
+          if (code === "ENOENT" || code === "ENOTDIR") return null;
+          if (code !== undefined && UNOPENABLE.has(code)) return { refused: s.statSync(path) };
+          throw error;
+        }
+        try {
+          const stat = s.fstatSync(fd);
+          if (!stat.isFile() || Number(stat.size) > maxBytes) return { refused: stat };
+          return { bytes: readUpToSync((b, o, l, pos) => s.readSync(fd, b, o, l, pos), Number(stat.size), maxBytes) };
+        } finally {
+          s.closeSync(fd);
+        }
+      }),
     async writeNewFile(path, data, sync) {
       const handle = await open(path, "wx");
       try {
@@ -391,7 +559,16 @@ export function createBlockingFsAdapter(fsModule?: unknown, options: BlockingFsA
     mkdirp: (path) =>
       run(() => {
         s.mkdirSync(path, { recursive: true });
-      }),
+      }).catch((error: unknown) =>
+        explainMkdirFailure(
+          error,
+          path,
+          async (dir) => orNull(() => s.statSync(dir)) !== null,
+          async (dir) => {
+            s.mkdirSync(dir);
+          },
+        ),
+      ),
     statOrNull: (path) => run(() => orNull(() => s.statSync(path))),
     readdirOrEmpty: (path) => run(() => (orNull(() => s.readdirSync(path)) ?? []).map(String)),
     fsyncDir: (path) => fsyncFolder((folder) => open(folder, "r"), path),

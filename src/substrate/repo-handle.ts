@@ -132,6 +132,9 @@ export function createRepoHandle(opts: RepoHandleOptions): RepoHandle {
 
   async function isMainLine(name: string): Promise<boolean> {
     if (name === DEFAULT_REF || name === "HEAD") return true;
+    // HEAD only ever names a branch: another ref (the archive, a consumer's progress) is never
+    // the main line, even when a damaged HEAD cannot say which branch is.
+    if (!name.startsWith("refs/heads/")) return false;
     try {
       return (await refs.resolve("HEAD")).name === name;
     } catch {

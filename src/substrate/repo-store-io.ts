@@ -6,7 +6,7 @@ import { hostname as osHostname } from "node:os";
 import { WorkflowHostError } from "../errors.js";
 import { asIoFailure, errnoCode } from "./fs-adapter.js";
 import type { LockHolder } from "./ref-store.js";
-import type { CommittedReads, RepoId, RepoStore } from "./types.js";
+import type { CommittedReads, Principal, RepoId, RepoStore } from "./types.js";
 
 /** This process as a ref-lock holder; `isAlive` asks the OS (ESRCH: no such process). */
 export function thisProcessAsHolder(): LockHolder {
@@ -79,6 +79,9 @@ export function withTypedIoFailures(store: RepoStore): RepoStore {
     resolveRef: (p, repoId, ref) => guard(`reading ref ${ref} of ${describeTarget(repoId)}`, () => store.resolveRef(p, repoId, ref)),
     openCommittedReads: (p, repoId, refOrSha) =>
       guard(`opening ${refOrSha} of ${describeTarget(repoId)}`, async () => typedReads(await store.openCommittedReads(p, repoId, refOrSha), describeTarget(repoId))),
+    ...(store.isAncestor === undefined
+      ? {}
+      : { isAncestor: (p: Principal, repoId: RepoId, a: string, d: string) => guard(`walking the history of ${describeTarget(repoId)}`, () => (store.isAncestor as NonNullable<RepoStore["isAncestor"]>)(p, repoId, a, d)) }),
     writeTree: (p, repoId, ref, wopts) => guard(`writing to ${describeTarget(repoId)}`, () => store.writeTree(p, repoId, ref, wopts)),
     writeTreePreservingPrefix: (p, repoId, ref, wopts) =>
       guard(`writing to ${describeTarget(repoId)}`, () => store.writeTreePreservingPrefix(p, repoId, ref, wopts)),

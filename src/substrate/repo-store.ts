@@ -35,6 +35,7 @@ import type {
   TimerApi,
   WriteResult,
 } from "./types.js";
+import { MAX_ANCESTRY_WALK } from "./types.js";
 import { describeTarget, thisProcessAsHolder, typedReads, withTypedIoFailures } from "./repo-store-io.js";
 import { resolveRepoStoreOptions } from "./repo-store-options.js";
 import { commitWithRetry, fileEntries, type Planner, type WriteEngineDeps } from "./write-engine.js";
@@ -224,6 +225,23 @@ export function createRepoStore(opts: RepoStoreOptions): RepoStore {
       return repo.readsAt(isSha ? refOrSha : await repo.resolveRef(target));
     },
 
+    async isAncestor(principal, repoId, ancestor, descendant) {
+      const repo = await open(principal, repoId, null, "read");
+      // Breadth first from the descendant: a rewind is usually a few first parents back.
+      const seen = new Set<string>([descendant]);
+      const queue: string[] = [descendant];
+      for (let i = 0; i < queue.length && i < MAX_ANCESTRY_WALK; i += 1) {
+        const sha = queue[i] as string;
+        if (sha === ancestor) return true;
+        for (const parent of (await repo.readCommit(sha)).parents) {
+          if (seen.has(parent)) continue;
+          seen.add(parent);
+          queue.push(parent);
+        }
+      }
+      return false;
+    },
+
     async writeTree(principal, repoId, ref, wopts) {
       const refName = normalizeRefName(ref);
       const clear = wopts.clearPrefix === undefined ? undefined : parseFolderPath(wopts.clearPrefix);
@@ -355,7 +373,8 @@ export function createRepoStore(opts: RepoStoreOptions): RepoStore {
       assertDerivedName(name);
       const repo = await open(principal, repoId, null, "write");
       await repo.assertExists();
-      await writeDerivedFile(fs, repo.gitdir, name, content, durable);
+      const displaced = await writeDerivedFile(fs, repo.gitdir, name, content, durable);
+      return displaced === null ? undefined : { displaced };
     },
 
     async compactPacks(principal, repoId) {

@@ -5,6 +5,9 @@
 import type { Timers } from "../time/clock.js";
 
 /** A repository address: `kind` picks the {@link KindHandler}, `id` the repository. */
+/** Most commits {@link RepoStore.isAncestor} walks before it answers false. */
+export const MAX_ANCESTRY_WALK = 100_000;
+
 export interface RepoId {
   readonly kind: string;
   readonly id: string;
@@ -264,6 +267,14 @@ export interface RepoStore {
    */
   openCommittedReads(principal: Principal, repoId: RepoId, refOrSha: string): Promise<CommittedReads>;
   /**
+   * Whether commit `ancestor` is reachable from commit `descendant` through parents (a commit is
+   * its own ancestor). Walks at most {@link MAX_ANCESTRY_WALK} commits, newest first; false past
+   * that. Optional: a store without it cannot tell a rewind from another rewrite.
+   * @throws `repo_id_invalid`, `authorize_denied` (action "read"), `repo_not_found`,
+   *   `object_corrupt` (a commit on the way cannot be read, or `descendant` is not a commit)
+   */
+  isAncestor?(principal: Principal, repoId: RepoId, ancestor: Oid, descendant: Oid): Promise<boolean>;
+  /**
    * Commits `files` on top of the ref's tip (additive), or replaces the `clearPrefix` folder.
    * No commit when the tree would not change (`committed: false`).
    * @throws `path_violation` for a bad path (before anything is written); `ref_corrupt`,
@@ -315,10 +326,12 @@ export interface RepoStore {
   readDerived?(principal: Principal, repoId: RepoId, name: string): Promise<Uint8Array | null>;
   /**
    * Replaces a derived file atomically (readers see the old bytes or the new, whole). Concurrent
-   * writers of one name: the last one wins.
+   * writers of one name: the last one wins. A directory found at its path is moved aside (kept,
+   * never deleted) and the file written all the same.
+   * @returns `{displaced}` (where that directory now is) when one was moved, else nothing
    * @throws as readDerived (action "write"); `repo_not_found`; the file system's errors
    */
-  writeDerived?(principal: Principal, repoId: RepoId, name: string, content: Uint8Array): Promise<void>;
+  writeDerived?(principal: Principal, repoId: RepoId, name: string, content: Uint8Array): Promise<void | { readonly displaced: string }>;
   /**
    * Housekeeping for a quiet moment: merges the repository's recent packs into one with their
    * deltas (the biggest pack only once the others hold half its objects, so history is not

@@ -39,8 +39,11 @@ export type NewRunEvent = WithoutSeq<KnownEvent>;
 /** A timer or schedule event to append: what the fire and schedule planners decide. */
 export type NewTimerEvent = WithoutSeq<TimerEvent>;
 
-/** The fields a `TimerFired` may carry besides its slot: a manual or backfill fire, a jittered due time. */
-type FireMarks = { readonly [K in "manual" | "requestId" | "backfill" | "jitteredFor"]?: TimerFiredEvent["data"][K] | undefined };
+/**
+ * The fields a `TimerFired` may carry besides its slot: a manual or backfill fire, a jittered due
+ * time, when the host took a tick up that it committed late.
+ */
+type FireMarks = { readonly [K in "manual" | "requestId" | "backfill" | "jitteredFor" | "takenUpAt"]?: TimerFiredEvent["data"][K] | undefined };
 
 /** A `TimerSet` to append (see {@link timerSetEvent}). Keys whose value is undefined are left out. */
 export function newTimerSet(data: TimerSetData, at?: string): WithoutSeq<TimerSetEvent> {

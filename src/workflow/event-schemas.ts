@@ -55,6 +55,7 @@ export const timerFiredSchema = type({
     "requestId?": "string",
     "backfill?": "boolean",
     "jitteredFor?": "string",
+    "takenUpAt?": "string",
   },
 });
 

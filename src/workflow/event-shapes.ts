@@ -169,6 +169,7 @@ function timerFired(v: Obj): string | null {
   p = optStr(p, d, "requestId", "data.");
   p = optBool(p, d, "backfill");
   p = optStr(p, d, "jitteredFor", "data.");
+  p = optStr(p, d, "takenUpAt", "data.");
   return done(p);
 }
 

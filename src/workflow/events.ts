@@ -196,6 +196,7 @@ function checkEvent(value: unknown, ctx: EventContext, fromJson: boolean, plainJ
       if (data?.["scheduledFor"] !== undefined) d["scheduledFor"] = fieldOf(ctx, seq, data, "scheduledFor", "data.scheduledFor", parseInstant);
       if (data?.["firedAt"] !== undefined) d["firedAt"] = fieldOf(ctx, seq, data, "firedAt", "data.firedAt", parseInstant);
       if (data?.["jitteredFor"] !== undefined) d["jitteredFor"] = fieldOf(ctx, seq, data, "jitteredFor", "data.jitteredFor", parseInstant);
+      if (data?.["takenUpAt"] !== undefined) d["takenUpAt"] = fieldOf(ctx, seq, data, "takenUpAt", "data.takenUpAt", parseInstant);
       if (data?.["requestId"] !== undefined) d["requestId"] = fieldOf(ctx, seq, data, "requestId", "data.requestId", parseSignalId);
       if ((d["manual"] === true) !== (d["requestId"] !== undefined) || (d["manual"] === true && d["backfill"] === true)) {
         throw eventInvalid(ctx, seq, `TimerFired: manual ${String(d["manual"])}, requestId ${describeValue(d["requestId"])}, backfill ${String(d["backfill"])}; allowed: a manual fire names a requestId (and only it does), and is not a backfill`);

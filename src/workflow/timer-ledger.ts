@@ -9,7 +9,11 @@
  *   retried or duplicated fire exactly-once.
  * - Never early: `now < fireAt` appends nothing (the caller re-arms).
  * - A one-shot fires once with its original `scheduledFor`, however late.
- * - A cron tick is on time when it is the newest due tick and at most `misfireGraceMs` late.
+ * - A cron tick is on time when it is the newest due tick and at most `misfireGraceMs` late,
+ *   judged when the running host took it up (`takenUpMs`), not when its commit lands: a tick
+ *   the host's queue handed over on time fires however long the fire commits ahead of it take,
+ *   and its TimerFired records `takenUpAt` when it lands later than the grace. Ticks due by then
+ *   are counted as of that moment; later ones are the follow-on's business.
  *   Older due ticks are missed and handled by the misfire policy: `skip` records them in one
  *   TimerSkipped; `latest` records all but the newest as skipped and fires the newest; `all`
  *   fires each, the newest `maxCatchUp` of them, recording older excess as skipped.
@@ -41,6 +45,12 @@ export interface FirePlanOptions {
   readonly maxCatchUp?: number;
   /** How late the newest due tick may be and still fire as on time (ms, default 1 000). */
   readonly misfireGraceMs?: number;
+  /**
+   * When the running host took the timer up (epoch ms: the wall clock when its queue handed the
+   * timer to the fire loop). A series tick is judged on time or missed at
+   * `min(nowMs, max(due time, takenUpMs))`. Default: `nowMs` (judged at the commit).
+   */
+  readonly takenUpMs?: number | undefined;
 }
 
 /** A typed event without `seq`/`at`: the caller numbers and stamps it. */
@@ -103,8 +113,13 @@ function planCronTick(state: RunState, pending: PendingTimer, firedAt: string, o
   // ./schedule/series-slots.ts). Only the tail is materialised: one tick more than will fire, so
   // the last skipped tick is known when there are skips.
   const tailLimit = policy === "all" ? maxCatchUp + 1 : 2;
-  const { count, tail, newest } = dueSlots(state.runId, pending, options.nowMs, tailLimit);
-  const onTime = options.nowMs - slotDueMs(state.runId, pending, newest) <= graceMs;
+  const nowMs = options.nowMs;
+  const judgedMs = options.takenUpMs === undefined ? nowMs : Math.min(nowMs, Math.max(slotDueMs(state.runId, pending), options.takenUpMs));
+  const { count, tail, newest } = dueSlots(state.runId, pending, judgedMs, tailLimit);
+  const newestDueMs = slotDueMs(state.runId, pending, newest);
+  const onTime = judgedMs - newestDueMs <= graceMs;
+  // Taken up on time, committed late: the log says when it was taken up, for an auditor.
+  const takenUpAt = onTime && nowMs - newestDueMs > graceMs ? isoFromMs(judgedMs) : undefined;
 
   let toFire: string[];
   if (policy === "all") toFire = tail.slice(-maxCatchUp);
@@ -121,7 +136,7 @@ function planCronTick(state: RunState, pending: PendingTimer, firedAt: string, o
   }
   for (const scheduledFor of toFire) {
     const jitteredFor = pending.jitterMs === undefined ? undefined : isoFromMs(slotDueMs(state.runId, pending, scheduledFor));
-    events.push(newTimerFired({ timerId: pending.timerId, scheduledFor, firedAt, jitteredFor }));
+    events.push(newTimerFired({ timerId: pending.timerId, scheduledFor, firedAt, jitteredFor, takenUpAt: scheduledFor === newest ? takenUpAt : undefined }));
   }
 
   const next = followOn(pending, newest, count);

@@ -59,6 +59,13 @@ export interface TimerFiredEvent {
     readonly backfill?: boolean;
     /** `scheduledFor` plus the series' jitter for this slot: the instant it became due. */
     readonly jitteredFor?: string;
+    /**
+     * When the running host took the tick up (its queue handed it to the fire loop): written only
+     * on a series tick taken up within `misfireGraceMs` of its due time but committed later than
+     * that (behind a backlog of fire commits), so the log shows why it fired instead of being
+     * skipped as missed.
+     */
+    readonly takenUpAt?: string;
   };
 }
 

@@ -107,7 +107,9 @@ function describeEvent(event: RunEvent): string {
     const d = event.data;
     const kind = d.manual === true ? ` (manual, request ${String(d.requestId)})` : d.backfill === true ? " (backfill)" : "";
     const jitter = d.jitteredFor === undefined ? "" : ` jitteredFor ${d.jitteredFor}`;
-    return `${d.timerId} scheduledFor ${d.scheduledFor ?? "-"}${jitter} firedAt ${d.firedAt ?? "-"}${kind}`;
+    // Committed late behind a backlog, taken up on time: why it fired rather than being skipped.
+    const takenUp = d.takenUpAt === undefined ? "" : ` (taken up ${d.takenUpAt})`;
+    return `${d.timerId} scheduledFor ${d.scheduledFor ?? "-"}${jitter} firedAt ${d.firedAt ?? "-"}${takenUp}${kind}`;
   }
   if (isTimerSkipped(event)) {
     // Why the slots did not fire: "missed" (host down, clock jump) or "paused".

@@ -316,7 +316,7 @@ async function httpFlags(values: Parameters<CliCommand["run"]>[0]) {
     return null;
   }
   if (typeof address !== "string" || typeof tokensFile !== "string") throw usageError(NAME, "--http needs --tokens FILE: every request is authenticated");
-  const [{ parseListenAddress }, { parseTokenFile }, { createHostMonitor }] = await Promise.all([
+  const [{ parseListenAddress }, { parseTokenFile, MAX_TOKEN_FILE_BYTES }, { createHostMonitor }] = await Promise.all([
     import("../../http/listen-address.js"),
     import("../../http/http-tokens.js"),
     import("../../http/host-monitor.js"),
@@ -353,9 +353,6 @@ function listenFailure(error: unknown, address: string): unknown {
   };
   return new WorkflowHostError("io_failed", `cannot listen on ${address}: ${errno} (${why[errno] ?? "the system refused it"}); choose another --http address`, { errno, address }, { cause: error });
 }
-
-/** Largest token file read (bytes). */
-const MAX_TOKEN_FILE_BYTES = 16 * 1024 * 1024;
 
 /** One line per scheduler report. */
 function printEvent(io: CliIo, event: SchedulerEvent, json: boolean): void {
@@ -397,6 +394,15 @@ function printEvent(io: CliIo, event: SchedulerEvent, json: boolean): void {
       break;
     case "timer_rejected":
       line("timer-rejected", `${event.repoId}/${event.runId}/${event.timerId}: ${String(event.error)}`);
+      break;
+    case "rewind_refused":
+      line("rewind-refused", `${event.repoId}: main moved back ${shortSha(event.from)} -> ${shortSha(event.to)} (an ancestor): refused; nothing is fired again or committed until main is restored (git update-ref refs/heads/main ${event.from}) or the host restarts`);
+      break;
+    case "index_replaced":
+      line("index-replaced", `${event.repoId}: a directory sat at the recovery index path; moved to ${event.displacedTo}, index rebuilt`);
+      break;
+    case "archive_unreadable":
+      line("archive-unreadable", `${event.repoId}: refs/archive/runs cannot be read (live runs are served; archived runs cannot be read until it is repaired): ${event.error.message}`);
       break;
   }
 }

@@ -181,7 +181,8 @@ describe("ending runs and retention on real disk", () => {
     }
     for (const flags of [[], ["--json"]]) {
       const unknown = await runCli(["runs", "show", "-d", dataDir, "-r", REPO, "--run", "never-existed", ...flags]);
-      expect({ code: unknown.code, error: errorCodeOf(unknown.stderr), stdout: unknown.stdout }).toEqual({ code: 1, error: "run_not_found", stdout: "" });
+      const stdout = flags.length === 0 ? "" : (JSON.parse(unknown.stdout) as { error: { code: string } }).error.code;
+      expect({ code: unknown.code, error: errorCodeOf(unknown.stderr), stdout }).toEqual({ code: 1, error: "run_not_found", stdout: flags.length === 0 ? "" : "run_not_found" });
     }
 
     // check reads the archive ref too: clean first, then a run folder pushed into it that has

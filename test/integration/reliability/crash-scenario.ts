@@ -121,6 +121,8 @@ export async function runCrashScenario(opts: CrashScenarioOptions): Promise<Cras
   await store.writeTreeDelta(null, rid, "refs/heads/main", { message: `Set ${timers} timers and a series`, computeDelta: async () => ({ puts }) });
   log(`setup: ${timers} timers due ${new Date(firstDueMs).toISOString()} + ${spreadMs} ms, cron from ${cronFireAt}`);
 
+  // When hosts ran: a recorded take-up of a late-committed cron tick must fall inside one.
+  const hostUp: [number, number][] = [];
   const sampler = startRefSampler(refPath);
   const workload = startTimerWorkload({ store, repoId: CRASH_REPO, runIds, rng: createPrng(opts.seed ^ 0x5bd1e995), everyMs: [40, 160], aheadMs: [0, 3_000] });
 
@@ -133,10 +135,12 @@ export async function runCrashScenario(opts: CrashScenarioOptions): Promise<Cras
       // kill beyond the ~2.3 s a kill of any kind costs on average (start-up, ref-lock waits).
       const perKillMs = killPhaseEndMs === null ? 0 : (killPhaseEndMs - Date.now()) / (kills - kill);
       const servingMax = killPhaseEndMs === null ? serveMsMax : Math.max(500, 4 * (perKillMs - 2_300));
+      const upFromMs = Date.now();
       const serve = await startServe(dataDir, pollMs, unexpectedExits);
       const outcome = await killAt(serve, mode, rng, servingMax, lockPath, () => workload.pause());
       killsByMode[outcome.mode] += 1;
       await serve.exited;
+      hostUp.push([upFromMs, Date.now()]);
       if (outcome.mode === "commit" && existsSync(lockPath)) killsInsideCommit += 1;
       workload.resume();
       log(`kill ${kill + 1}/${kills}: ${outcome.mode}${outcome.mode === "commit" && existsSync(lockPath) ? " (ref lock left behind)" : ""}`);
@@ -156,12 +160,13 @@ export async function runCrashScenario(opts: CrashScenarioOptions): Promise<Cras
   const endMs = Date.now();
   last.kill("SIGTERM");
   const exit = await last.exited;
+  hostUp.push([drainStartMs, Date.now()]);
   if (exit.code !== 0) violations.push(`the last host exited ${String(exit.code ?? exit.signal)} on SIGTERM: ${last.lines().slice(-5).join(" | ")}`);
   const samples = sampler.stop();
 
   const deployment = await readDeploymentLog(dataDir, CRASH_REPO);
   const history = await gitHistory(gitdir);
-  const checked = checkTimerLog({ runs: deployment.runs, history, refSamples: samples, endMs, dueGraceMs: 2_000, cronGraceMs: CRON_GRACE_MS });
+  const checked = checkTimerLog({ runs: deployment.runs, history, refSamples: samples, endMs, dueGraceMs: 2_000, cronGraceMs: CRON_GRACE_MS, hostUp });
   violations.push(...checked.violations);
   violations.push(...(await historyViolations(gitdir, history, samples)));
   violations.push(...(await fsckViolations(gitdir)));

@@ -9,9 +9,12 @@
  * - the TimerFired names the generation's fireAt as scheduledFor, and is never early: neither by
  *   its own firedAt, nor by the commit's time, nor by when the ref was first seen holding it.
  * Cron series (policy `skip`): every tick from the first armed one on is handled exactly once,
- * in order — fired on time (at most `cronGraceMs` late) or covered by a TimerSkipped whose count
- * matches its range — each follow-on TimerSet arms the next unhandled tick, and the series is
- * still armed at the end with a tick no older than the grace allows.
+ * in order — fired on time or covered by a TimerSkipped whose count matches its range — each
+ * follow-on TimerSet arms the next unhandled tick, and the series is still armed at the end with
+ * a tick no older than the grace allows. On time means taken up by a running host at most
+ * `cronGraceMs` after the tick was due (`jitteredFor ?? scheduledFor`): by `firedAt`, or, for a
+ * fire committed later behind a backlog, by the `takenUpAt` it records, which must lie between
+ * the due time and `firedAt` (and inside a host's up interval, when those are given).
  * Logs: seqs dense from 0 or 1, every file readable, nothing after a terminal event.
  */
 import { ticksBetween, nextTick } from "../../../src/workflow/cron.js";
@@ -34,6 +37,11 @@ export interface TimerCheckInput {
   readonly dueGraceMs: number;
   /** How late an on-time cron fire may be under `skip` (ms, the host's misfire grace). */
   readonly cronGraceMs: number;
+  /**
+   * When hosts ran (epoch ms, `[fromMs, toMs]`, toMs the exit), if known: a `takenUpAt` outside
+   * all of them claims a take-up no host made.
+   */
+  readonly hostUp?: readonly (readonly [number, number])[];
   /** Runs expected to hold bad files on purpose (hostile inputs); others must have none. */
   readonly badAllowed?: (runId: string) => boolean;
 }
@@ -130,8 +138,7 @@ export function checkTimerLog(input: TimerCheckInput): TimerCheckResult {
           const s = series.get(timerId);
           if (s !== undefined) {
             if (scheduledFor !== s.expected) violations.push(`${where}: series ${timerId} fired ${scheduledFor}; the next unhandled tick is ${s.expected} (a tick lost or doubled)`);
-            const lateMs = Date.parse(firedAt) - Date.parse(scheduledFor);
-            if (lateMs > input.cronGraceMs) violations.push(`${where}: series ${timerId} fired ${scheduledFor} ${lateMs} ms late; under skip it should have been skipped`);
+            checkTakenUp(violations, where, timerId, data, input);
             s.expected = nextTick(s.cron, s.timezone, scheduledFor) ?? "none";
             s.handledSinceSet = true;
             stats.cronFired += 1;
@@ -193,6 +200,29 @@ export function checkTimerLog(input: TimerCheckInput): TimerCheckResult {
     }
   }
   return { violations, stats };
+}
+
+/** A series fire under skip: taken up within the grace of its due time, never before it. */
+function checkTakenUp(violations: string[], where: string, timerId: string, data: DataOf, input: TimerCheckInput): void {
+  const scheduledFor = str(data["scheduledFor"]);
+  const dueMs = Date.parse(typeof data["jitteredFor"] === "string" ? data["jitteredFor"] : scheduledFor);
+  const firedAtMs = Date.parse(str(data["firedAt"]));
+  const takenUp = data["takenUpAt"];
+  if (takenUp === undefined) {
+    const lateMs = firedAtMs - dueMs;
+    if (lateMs > input.cronGraceMs) violations.push(`${where}: series ${timerId} fired ${scheduledFor} ${lateMs} ms late; under skip it should have been skipped`);
+    return;
+  }
+  const takenUpMs = Date.parse(str(takenUp));
+  if (!(takenUpMs >= dueMs && takenUpMs <= firedAtMs)) {
+    violations.push(`${where}: series ${timerId} takenUpAt ${str(takenUp)} is not between its due time ${isoFromMs(dueMs)} and firedAt ${str(data["firedAt"])}`);
+    return;
+  }
+  const lateMs = takenUpMs - dueMs;
+  if (lateMs > input.cronGraceMs) violations.push(`${where}: series ${timerId} was taken up ${lateMs} ms after ${scheduledFor} was due; under skip it should have been skipped`);
+  if (input.hostUp !== undefined && !input.hostUp.some(([fromMs, toMs]) => takenUpMs >= fromMs && takenUpMs <= toMs)) {
+    violations.push(`${where}: series ${timerId} takenUpAt ${str(takenUp)} lies outside every host's up interval`);
+  }
 }
 
 function checkNotEarly(violations: string[], where: string, scheduledFor: string, firedAt: string, observed: { atMs: number; commitSec: number } | undefined): void {

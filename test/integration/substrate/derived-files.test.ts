@@ -5,7 +5,7 @@
  * open or filling memory.
  */
 import { execFileSync } from "node:child_process";
-import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { createFsAdapter } from "../../../src/substrate/fs-adapter.js";
@@ -35,6 +35,19 @@ describe("readDerivedFile on real disk", () => {
     // Writing replaces it with a regular file.
     await writeDerivedFile(fs, gitdir, "index", new Uint8Array([1, 2, 3]), false);
     expect([...((await readDerivedFile(fs, gitdir, "index")) ?? [])]).toEqual([1, 2, 3]);
+  });
+
+  it("moves a directory at the path aside when writing, keeping what it held, and says where", async () => {
+    const gitdir = await gitdirWithDerivedDir();
+    mkdirSync(join(gitdir, DERIVED_DIR_NAME, "index", "inner"), { recursive: true });
+    writeFileSync(join(gitdir, DERIVED_DIR_NAME, "index", "inner", "kept"), "x");
+    expect(await readDerivedFile(fs, gitdir, "index")).toBeNull();
+    const displaced = await writeDerivedFile(fs, gitdir, "index", new Uint8Array([4, 5]), false);
+    expect([...((await readDerivedFile(fs, gitdir, "index")) ?? [])]).toEqual([4, 5]);
+    expect(displaced).not.toBeNull();
+    expect(readFileSync(join(displaced as string, "inner", "kept"), "utf8")).toBe("x");
+    // The next write finds a regular file: nothing is moved.
+    expect(await writeDerivedFile(fs, gitdir, "index", new Uint8Array([6]), false)).toBeNull();
   });
 
   it("reads a link to an endless device as absent instead of reading it into memory", async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { parseDispatchConfig } from "../../../seams/dispatch/dispatch-config.js";
-import { backoffDelayMs, idempotencyKey } from "../../../seams/dispatch/dispatch-keys.js";
+import { backoffDelayMs, checkConsumer, idempotencyKey } from "../../../seams/dispatch/dispatch-keys.js";
 
 const code = (f: () => unknown): unknown => {
   try {
@@ -29,6 +29,23 @@ describe("serve --dispatch config", () => {
     const twice = JSON.stringify({ consumers: [1, 2].map(() => ({ name: "same", url: "http://127.0.0.1:9/", secret: "0123456789abcdef" })) });
     expect(code(() => parseDispatchConfig(twice, {}))).toBe("config_invalid");
   });
+});
+
+describe("an HTTP consumer's URL with credentials in it", () => {
+  it.each(["http://user:hunter2secret@127.0.0.1:9/wake", "https://hunter2secret@example.com/wake", "http://:hunter2secret@127.0.0.1:9/"])(
+    "is refused with config_invalid, and the error never repeats the credentials: %s",
+    (url) => {
+      let caught: unknown;
+      try {
+        checkConsumer({ name: "wake", http: { url, secret: "0123456789abcdef" } });
+      } catch (error) {
+        caught = error;
+      }
+      expect((caught as { code?: string }).code).toBe("config_invalid");
+      expect(JSON.stringify({ message: (caught as Error).message, data: (caught as { data?: unknown }).data })).not.toContain("hunter2secret");
+      expect(code(() => parseDispatchConfig(JSON.stringify({ consumers: [{ name: "wake", url, secret: "0123456789abcdef" }] }), {}))).toBe("config_invalid");
+    },
+  );
 });
 
 describe("idempotency keys and backoff", () => {

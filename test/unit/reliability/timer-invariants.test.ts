@@ -69,6 +69,23 @@ describe("the timer log checker", () => {
     expect(found.some((v) => v.startsWith("runs/count/events/2.json") && v.includes("count 3"))).toBe(true);
   });
 
+  it("passes a cron fire committed late behind a backlog when it records a take-up within the grace, and catches a take-up that was late, out of order or made by no host", () => {
+    const cron = { cron: "* * * * *" };
+    const due = "2026-05-01T11:59:00.000Z";
+    const firedLate = (takenUpAt: string) => ({ type: "TimerFired", data: { timerId: "t", scheduledFor: due, firedAt: "2026-05-01T11:59:05.000Z", takenUpAt } });
+    const next = set("t", "2026-05-01T12:00:00.000Z", cron);
+    expect(violationsOf(run("ok", set("t", due, cron), firedLate("2026-05-01T11:59:00.400Z"), next))).toEqual([]);
+    const found = violationsOf(
+      run("late", set("t", due, cron), firedLate("2026-05-01T11:59:02.000Z"), next),
+      run("after", set("t", due, cron), firedLate("2026-05-01T11:59:06.000Z"), next),
+      run("before", set("t", due, cron), firedLate("2026-05-01T11:58:59.000Z"), next),
+    );
+    expect(found.map((v) => v.split(":")[0])).toEqual(["runs/late/events/2.json (TimerFired)", "runs/after/events/2.json (TimerFired)", "runs/before/events/2.json (TimerFired)"]);
+    const hostUp: [number, number][] = [[Date.parse("2026-05-01T11:00:00.000Z"), Date.parse("2026-05-01T11:58:30.000Z")]];
+    const outside = checkTimerLog({ runs: new Map([run("nohost", set("t", due, cron), firedLate("2026-05-01T11:59:00.400Z"), next)]), endMs: END_MS, dueGraceMs: 2_000, cronGraceMs: 1_000, hostUp }).violations;
+    expect(outside.map((v) => v.split(":")[0])).toEqual(["runs/nohost/events/2.json (TimerFired)"]);
+  });
+
   it("catches a seq gap and an unreadable event", () => {
     const files = new Map([
       ["1.json", Buffer.from(JSON.stringify({ seq: 1, type: "StepDone" }))],

@@ -97,6 +97,7 @@ export async function createHarness(startIso: string, overrides: Partial<Schedul
       return harness.scheduler;
     },
     async writeFile(path, content) {
+      await fs.promises.mkdir(path.slice(0, path.lastIndexOf("/")), { recursive: true });
       await fs.promises.writeFile(path, content);
     },
     async rawWrite(files, repoId = REPO) {
@@ -125,4 +126,16 @@ export function firedOf(log: readonly RunEvent[], timerId?: string): { scheduled
 
 export function ofType(log: readonly RunEvent[], type: string): RunEvent[] {
   return log.filter((e) => e.type === type);
+}
+
+/**
+ * Gives the event loop turns (no time passes on the fake clock) until `done()` holds: for a
+ * commit made outside the scheduler, whose tail reads it on real I/O.
+ * @throws Error naming `what` after `maxTurns` turns
+ */
+export async function until(done: () => boolean | Promise<boolean>, what: string, maxTurns = 20_000): Promise<void> {
+  for (let turn = 0; !(await done()); turn += 1) {
+    if (turn >= maxTurns) throw new Error(`never happened: ${what}`);
+    await new Promise<void>((resolve) => setImmediate(resolve));
+  }
 }

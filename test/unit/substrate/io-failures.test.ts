@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { asIoFailure, createBlockingFsAdapter, createFsAdapter, errnoCode } from "../../../src/substrate/fs-adapter.js";
 import { createMemStore, REPO } from "../../helpers/memfs-repo-store.js";
 import { createMemFs, type MemFs } from "../../helpers/memfs.js";
 
@@ -64,5 +65,71 @@ describe("file-system failures are io_failed with the errno, never untyped", () 
     await expect(store.resolveRef(null, REPO, "main")).rejects.toMatchObject({ code: "io_failed", data: { errno: "EIO" } });
     faulty.fail(null);
     await store.close();
+  });
+});
+
+/**
+ * memfs behaving as node does on a read-only file system: a recursive mkdir says ENOENT (on the
+ * first level it could not make), a plain mkdir says EROFS.
+ */
+function readOnlyBelow(root: string): MemFs {
+  const inner = createMemFs();
+  inner.mkdirSync(root, { recursive: true });
+  const refuse = (path: unknown, opts: unknown): void => {
+    if (typeof path !== "string" || !path.startsWith(`${root}/`)) return;
+    const recursive = typeof opts === "object" && opts !== null && (opts as { recursive?: boolean }).recursive === true;
+    const error = new Error(recursive ? `ENOENT: no such file or directory, mkdir '${path}'` : `EROFS: read-only file system, mkdir '${path}'`) as NodeJS.ErrnoException;
+    error.code = recursive ? "ENOENT" : "EROFS";
+    error.syscall = "mkdir";
+    error.path = path;
+    throw error;
+  };
+  const promises = new Proxy(inner.promises, {
+    get(t, key, receiver) {
+      const value = Reflect.get(t, key, receiver) as unknown;
+      if (key !== "mkdir" || typeof value !== "function") return value;
+      return async (path: unknown, opts: unknown) => {
+        refuse(path, opts);
+        return (value as (...a: unknown[]) => unknown).call(t, path, opts);
+      };
+    },
+  });
+  return new Proxy(inner, {
+    get(t, key, receiver) {
+      if (key === "promises") return promises;
+      const value = Reflect.get(t, key, receiver) as unknown;
+      if (key !== "mkdirSync" || typeof value !== "function") return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(t) : value;
+      return (path: unknown, opts: unknown) => {
+        refuse(path, opts);
+        return (value as (...a: unknown[]) => unknown).call(t, path, opts);
+      };
+    },
+  });
+}
+
+describe("the cause of a failed mkdir and its wording", () => {
+  it.each([
+    ["promise", createFsAdapter],
+    ["blocking", (m: unknown) => createBlockingFsAdapter(m)],
+  ] as const)("the %s adapter's mkdirp on a read-only file system names EROFS and the folder it could not make, not ENOENT", async (_name, make) => {
+    const adapter = make(readOnlyBelow("/ro"));
+    const error = await adapter.mkdirp("/ro/a/b/c").catch((e: unknown) => e);
+    expect({ errno: errnoCode(error), path: (error as { path?: string }).path }).toEqual({ errno: "EROFS", path: "/ro/a" });
+    const typed = asIoFailure(error, "creating the data dir");
+    expect(typed).toMatchObject({ code: "io_failed", data: { errno: "EROFS", path: "/ro/a" } });
+    expect((typed as Error).message).toContain("/ro/a");
+  });
+
+  it.each([
+    ["ENOTDIR", "not_a_folder"],
+    ["EISDIR", "is_a_folder"],
+    ["EROFS", "read_only"],
+    ["ENOSPC", "full"],
+    ["EACCES", "permission_denied"],
+  ])("io_failed for %s says what it means (data.cause %s) and names the path", (errno, cause) => {
+    const raw = Object.assign(new Error(errno), { code: errno, syscall: "open", path: "/data/x/y" });
+    const typed = asIoFailure(raw, "reading /data/x/y");
+    expect(typed).toMatchObject({ code: "io_failed", data: { errno, cause, path: "/data/x/y" } });
+    expect((typed as Error).message).toContain("/data/x/y");
   });
 });

@@ -95,3 +95,17 @@ describe("a torn or dangling ref is ref_corrupt, never an empty repository", () 
     expect(error?.data?.oid).toBe(oid);
   });
 });
+
+describe("a damaged HEAD", () => {
+  it("leaves a missing ref outside refs/heads/ missing (null), never ref_corrupt: HEAD only ever names a branch", async () => {
+    const { store, fs } = createMemStore();
+    await store.initRepo(null, REPO);
+    await store.writeTree(null, REPO, "main", { files: { "runs/r1/events/1.json": "{}" }, message: "seed" });
+    fs.writeFileSync(`${GITDIR}/HEAD`, "garbage\n");
+    expect(await store.resolveRef(null, REPO, "refs/archive/runs")).toBeNull();
+    expect((await store.openCommittedReads(null, REPO, "refs/archive/runs")).commitSha).toBeNull();
+    // The main line is still guarded: a missing refs/heads/main is not an empty repository.
+    fs.unlinkSync(`${GITDIR}/refs/heads/main`);
+    expect((await errorOf(store.resolveRef(null, REPO, "main")))?.code).toBe("ref_corrupt");
+  });
+});

@@ -328,8 +328,9 @@ describe("tree cache", () => {
     for (let i = 0; i < 300; i++) files[`runs/r${i}/events/1.json`] = String(i);
     await store.writeTree(null, REPO, "main", { files, message: "seed" });
     const fresh: RepoStore = createRepoStore({ dataDir: DATA_DIR, fs, kindHandlers: [plainKind], authorize: allowAll, watch: false });
-    // Small files are read synchronously (refs, a commit's pack), bigger ones through promises.
-    const spies = [vi.spyOn(fs.promises, "readFile"), vi.spyOn(fs, "readFileSync")];
+    // Small files are read synchronously (refs, a commit's pack), bigger ones through promises;
+    // a file from the data dir whose kind is not trusted (a ref) is opened and read from its descriptor.
+    const spies = [vi.spyOn(fs.promises, "readFile"), vi.spyOn(fs, "readFileSync"), vi.spyOn(fs.promises, "open"), vi.spyOn(fs, "openSync")];
     const fileReads = (): number => spies.reduce((sum, spy) => sum + spy.mock.calls.length, 0);
     const reads = await fresh.openCommittedReads(null, REPO, "main");
     expect(await reads.listDir("runs")).toHaveLength(300);

@@ -17,7 +17,7 @@ const scalar = fc.oneof(
 
 const typeName = fc.oneof(fc.constantFrom<unknown>(...KNOWN_EVENT_TYPES, "StepCompleted", "", 3, null), fc.string({ maxLength: 3 }));
 
-const dataKeys = ["timerId", "fireAt", "stepId", "cron", "timezone", "misfire", "scheduledFor", "firedAt", "firstMissed", "lastMissed", "count", "reason", "signalId", "startAt", "endAt", "maxTicks", "slot", "jitterMs", "owner", "manual", "requestId", "backfill", "jitteredFor", "catchUp", "lastTick", "extra"] as const;
+const dataKeys = ["timerId", "fireAt", "stepId", "cron", "timezone", "misfire", "scheduledFor", "firedAt", "firstMissed", "lastMissed", "count", "reason", "signalId", "startAt", "endAt", "maxTicks", "slot", "jitterMs", "owner", "manual", "requestId", "backfill", "jitteredFor", "takenUpAt", "catchUp", "lastTick", "extra"] as const;
 
 /** An object with any subset of `keys`, each holding any of `value`'s values. */
 function someOf(keys: readonly string[], value: fc.Arbitrary<unknown>): fc.Arbitrary<Record<string, unknown>> {
