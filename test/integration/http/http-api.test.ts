@@ -166,6 +166,21 @@ describe("HTTP /v1 routes", () => {
     expect((await readdir(join(h.dataDir, "deployments"))).sort()).toEqual(["payments.git", "shipping.git"]);
   });
 
+  it("names an unknown deployment by its id, never by the server's path to it (404 repo_not_found)", async () => {
+    const h = await start();
+    for (const [path, init] of [
+      ["/v1/deployments/nowhere/timers", undefined],
+      ["/v1/deployments/nowhere/runs/r1", undefined],
+      ["/v1/deployments/nowhere/runs/r1/timers/t", json({ delayMs: 5 }, "PUT")],
+      ["/v1/deployments/nowhere/runs/r1/signals", json({ signalName: "approve" })],
+    ] as const) {
+      const answer = await jsonOf(await h.request(path, init));
+      expect([answer.status, answer.body["code"]]).toEqual([404, "repo_not_found"]);
+      expect(String(answer.body["message"])).not.toContain(h.dataDir);
+      expect(String(answer.body["message"])).toContain("nowhere");
+    }
+  });
+
   it("routes ids of every allowed length (a 128-character run, a 256-character timer)", async () => {
     const h = await start();
     const runId = "r".repeat(128);
