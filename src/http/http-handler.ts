@@ -262,19 +262,32 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     return { deployments: visible };
   });
 
-  const timersOf = async (repoIds: readonly string[]) => {
+  /**
+   * Pending timers of `repoIds`. With `keepGoing` (every deployment listed), a deployment that
+   * cannot be read (a damaged ref, I/O) is named in `failedRepos` and the others are still
+   * listed, as `workflow-host timers` does; otherwise its error is the answer.
+   */
+  const timersOf = async (repoIds: readonly string[], keepGoing: boolean) => {
     // One instant for every deployment listed.
     const now = clock();
     const timers = [];
+    const failedRepos: { repoId: string; code: string; message: string }[] = [];
     for (const repoId of repoIds) {
-      const report = await listPendingTimers(host.store, { principal: storePrincipal, repoId, ref, clock: () => now });
+      let report;
+      try {
+        report = await listPendingTimers(host.store, { principal: storePrincipal, repoId, ref, clock: () => now });
+      } catch (error) {
+        if (!keepGoing || !isWorkflowHostError(error) || ["authorize_denied", "store_stopped"].includes(error.code)) throw error;
+        failedRepos.push({ repoId, code: error.code, message: error.message });
+        continue;
+      }
       for (const t of report.timers) {
         // dueInMs and lateMs as the CLI's `timers --json` gives them: both ≥ 0, one of them 0.
         timers.push({ ...t, ...(t.cron === undefined ? {} : { nextTicks: nextTicks(t.cron, t.timezone, t.fireAt) }) });
       }
     }
     // `now` is the instant every dueInMs counts from.
-    return { now: now.toISOString(), timers: timers.sort((a, b) => Date.parse(a.fireAt) - Date.parse(b.fireAt)) };
+    return { now: now.toISOString(), timers: timers.sort((a, b) => Date.parse(a.fireAt) - Date.parse(b.fireAt)), failedRepos };
   };
 
   route("GET", "/v1/timers", async (request) => {
@@ -283,7 +296,7 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     const all = await host.store.listRepos(storePrincipal, WORKFLOW_RUN_KIND);
     const readable: string[] = [];
     for (const repoId of all) if (await allowed(principal, repoId, "read")) readable.push(repoId);
-    return timersOf(readable);
+    return timersOf(readable, true);
   });
 
   route("GET", "/v1/deployments/:repoId/timers", async (request) => {
@@ -291,7 +304,7 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     const repoId = parseRepoId(rawRepo);
     await requireAllowed(request, repoId, "read");
     ensureRunning();
-    return timersOf([repoId]);
+    return timersOf([repoId], false);
   });
 
   route("PUT", "/v1/deployments/:repoId/runs/:runId/timers/:timerId", async (request) => {

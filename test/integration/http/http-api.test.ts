@@ -181,6 +181,22 @@ describe("HTTP /v1 routes", () => {
     }
   });
 
+  it("lists the timers of every readable deployment when one of them cannot be read, naming it (failedRepos)", async () => {
+    const h = await start();
+    for (const repo of ["payments", "shipping"]) {
+      expect((await h.request(`/v1/deployments/${repo}/runs/order-1/timers/t`, json({ fireAt: "2099-01-01T00:00:00Z" }, "PUT"))).status).toBe(200);
+    }
+    await truncate(join(h.dataDir, "deployments", "shipping.git", "refs", "heads", "main"), 0);
+    const all = await jsonOf(await h.request("/v1/timers"));
+    expect(all.status).toBe(200);
+    expect((all.body["timers"] as { repoId: string }[]).map((t) => t.repoId)).toEqual(["payments"]);
+    expect(all.body["failedRepos"]).toEqual([{ repoId: "shipping", code: "ref_corrupt", message: expect.any(String) }]);
+    // One deployment asked for by name is that deployment's error.
+    const one = await jsonOf(await h.request("/v1/deployments/shipping/timers"));
+    expect([one.status, one.body["code"]]).toEqual([500, "ref_corrupt"]);
+    expect((await jsonOf(await h.request("/v1/deployments/payments/timers"))).body["failedRepos"]).toEqual([]);
+  });
+
   it("routes ids of every allowed length (a 128-character run, a 256-character timer)", async () => {
     const h = await start();
     const runId = "r".repeat(128);
