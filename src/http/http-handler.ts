@@ -37,6 +37,11 @@ export type { HttpHandlerOptions } from "./http-handler-options.js";
 /** Longest path parameter routed (characters); ids are checked by their own parsers after that. */
 const MAX_PATH_PARAM_CHARS = 1024;
 
+/** Body fields of each writing route; any other is refused (400 body_invalid). */
+const TIMER_FIELDS = ["fireAt", "delayMs", "cron", "timezone", "stepId", "misfire"] as const;
+const SIGNAL_FIELDS = ["signalName", "signalId", "payload"] as const;
+const WAKE_FIELDS = ["repoId", "runId", ...SIGNAL_FIELDS] as const;
+
 const ALL_METHODS = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"] as const;
 type Method = (typeof ALL_METHODS)[number];
 type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
@@ -312,9 +317,9 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     const repoId = parseRepoId(params.repoId);
     const runId = parseRunId(params.runId);
     const timerId = parseTimerId(params.timerId);
-    const body = objectBody(request.body);
+    const body = objectBody(request.body, TIMER_FIELDS);
     const spec: Record<string, unknown> = { timerId };
-    for (const key of ["fireAt", "delayMs", "cron", "timezone", "stepId", "misfire"] as const) {
+    for (const key of TIMER_FIELDS) {
       if (body[key] !== undefined) spec[key] = body[key];
     }
     await requireAllowed(request, repoId, "write");
@@ -340,7 +345,7 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
 
   route("POST", "/v1/deployments/:repoId/runs/:runId/signals", async (request) => {
     const params = request.params as { repoId: string; runId: string };
-    return deliver(request, objectBody(request.body), { repoId: params.repoId, runId: params.runId });
+    return deliver(request, objectBody(request.body, SIGNAL_FIELDS), { repoId: params.repoId, runId: params.runId });
   });
 
   route("GET", "/v1/deployments/:repoId/runs/:runId", async (request) => {
@@ -392,7 +397,7 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
 
   // The wake-up contract of cloud schedulers: POST only, default signal name "wake".
   route("POST", "/v1/wake", async (request) => {
-    const result = await deliver(request, objectBody(request.body), { signalName: "wake" });
+    const result = await deliver(request, objectBody(request.body, WAKE_FIELDS), { signalName: "wake" });
     return { ok: true, runId: result.runId, seq: result.seq, duplicate: result.duplicate, signalId: result.signalId };
   });
 

@@ -197,6 +197,24 @@ describe("HTTP /v1 routes", () => {
     expect((await jsonOf(await h.request("/v1/deployments/payments/timers"))).body["failedRepos"]).toEqual([]);
   });
 
+  it("refuses a body field it does not know (400 body_invalid) rather than dropping it, writing nothing", async () => {
+    const h = await start();
+    const before = await tip(h, "payments");
+    // A misspelt zone would have set the series in UTC; a misspelt signalId would have
+    // delivered each retry of a wake-up again under a fresh id.
+    const cases: Array<[string, RequestInit]> = [
+      ["/v1/deployments/payments/runs/order-17/timers/nightly", json({ cron: "0 9 * * *", timeZone: "Europe/Berlin" }, "PUT")],
+      ["/v1/deployments/payments/runs/order-17/timers/nightly", json({ cron: "0 9 * * *", startAt: "2030-01-01T00:00:00Z" }, "PUT")],
+      ["/v1/deployments/payments/runs/order-17/signals", json({ signalName: "approve", signal_id: "a-1" })],
+      ["/v1/wake", json({ repoId: "payments", runId: "order-17", signalID: "delivery-1" })],
+    ];
+    for (const [path, init] of cases) {
+      const answer = await jsonOf(await h.request(path, init));
+      expect({ path, status: answer.status, code: answer.body["code"] }).toEqual({ path, status: 400, code: "body_invalid" });
+    }
+    expect(await tip(h, "payments")).toBe(before);
+  });
+
   it("routes ids of every allowed length (a 128-character run, a 256-character timer)", async () => {
     const h = await start();
     const runId = "r".repeat(128);
