@@ -28,6 +28,7 @@ import { WorkflowHostError } from "../errors.js";
 import { silentLogger } from "../logger.js";
 import { allowAll } from "../substrate/allow-all.js";
 import { createRepoStore } from "../substrate/repo-store.js";
+import { checkDataDir } from "../substrate/repo-store-options.js";
 import { createSystemTimers, systemClock } from "../time/clock.js";
 import { parseRepoId, parseRunId } from "../workflow/ids.js";
 import { WORKFLOW_RUN_KIND, workflowRunKind } from "../workflow/workflow-run-kind.js";
@@ -44,9 +45,11 @@ export const DEFAULT_MAX_CHANNELS = 1_000;
 
 /**
  * Creates a host over a data dir. Nothing touches the disk until `start()` or `createDeployment`.
- * @throws TypeError for a bad store option (see `createRepoStore`)
+ * @throws config_invalid for a missing or empty `dataDir` or another bad store option (see
+ *   `createRepoStore`); TypeError for an `fs` without the node:fs API
  */
 export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
+  checkDataDir(opts.dataDir, "createWorkflowHost");
   const clock = opts.clock ?? systemClock;
   const timers = opts.timers ?? createSystemTimers({ unref: true });
   const logger = opts.logger ?? silentLogger;

@@ -1,0 +1,50 @@
+/**
+ * The `dataDir` a library user passes. An empty string took the host lock in the current folder
+ * while the store wrote deployments under `/`; a missing one was a bare TypeError; a data dir
+ * that is a file, or lies below one, was node's raw EEXIST / ENOTDIR from `start()`. Each is now
+ * a typed error: `config_invalid` when the host (or store) is created, `data_dir_not_found` from
+ * `start()`, and nothing is written.
+ */
+import { describe, expect, it } from "vitest";
+import { isWorkflowHostError } from "../../../src/errors.js";
+import { createWorkflowHost } from "../../../src/host/host.js";
+import { createRepoStore } from "../../../src/substrate/repo-store.js";
+import { allowAll } from "../../../src/substrate/index.js";
+import { createFakeClock } from "../../../src/testing/fake-clock.js";
+import { workflowRunKind } from "../../../src/workflow/workflow-run-kind.js";
+import { createMemFs } from "../../helpers/memfs.js";
+import { expectCode } from "../../helpers/expect-code.js";
+
+async function rejectionCode(work: Promise<unknown>): Promise<string> {
+  try {
+    await work;
+  } catch (error) {
+    return isWorkflowHostError(error) ? error.code : `untyped ${String(error)}`;
+  }
+  return "resolved";
+}
+
+describe("the dataDir option", () => {
+  it.each([[""], [undefined], [42], [null], ["data\u0000dir"]])("refuses %j when the host is created (config_invalid)", (dataDir) => {
+    const fs = createMemFs();
+    expectCode(() => createWorkflowHost({ dataDir: dataDir as string, fs, watch: false }), "config_invalid");
+    expect(fs.readdirSync("/")).toEqual([]);
+  });
+
+  it("refuses an empty dataDir for a store as well (config_invalid), rather than writing under /", () => {
+    expectCode(() => createRepoStore({ dataDir: "", fs: createMemFs(), kindHandlers: [workflowRunKind()], authorize: allowAll, watch: false }), "config_invalid");
+  });
+
+  it("start() of a host whose data dir is a file, or lies below one, is data_dir_not_found", async () => {
+    const fs = createMemFs();
+    fs.mkdirSync("/srv", { recursive: true });
+    fs.writeFileSync("/srv/file", "not a folder");
+    const clock = createFakeClock("2026-05-01T10:00:00Z");
+    for (const dataDir of ["/srv/file", "/srv/file/data"]) {
+      const host = createWorkflowHost({ dataDir, fs, clock: clock.clock, timers: clock.timers, watch: false });
+      expect({ dataDir, code: await rejectionCode(host.start()) }).toEqual({ dataDir, code: "data_dir_not_found" });
+      expect(host.state).toBe("stopped");
+    }
+    expect(fs.readdirSync("/srv")).toEqual(["file"]);
+  });
+});
