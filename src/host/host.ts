@@ -29,6 +29,7 @@ import { silentLogger } from "../logger.js";
 import { allowAll } from "../substrate/allow-all.js";
 import { createRepoStore } from "../substrate/repo-store.js";
 import { checkDataDir } from "../substrate/repo-store-options.js";
+import { asIoFailure } from "../substrate/fs-adapter.js";
 import { createSystemTimers, systemClock } from "../time/clock.js";
 import { parseRepoId, parseRunId } from "../workflow/ids.js";
 import { WORKFLOW_RUN_KIND, workflowRunKind } from "../workflow/workflow-run-kind.js";
@@ -196,6 +197,10 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
           logger.error(`stopping the host of ${store.dataDir}: its lock was lost`);
           void host.stop();
         },
+      }).catch((error: unknown) => {
+        // A data dir that cannot be written (read-only, full, no permission) is io_failed with
+        // its errno, as every later write is, not node's raw error.
+        throw asIoFailure(error, `taking the host lock of ${opts.dataDir}`);
       });
       await cluster?.start();
       await scheduler.start();

@@ -47,4 +47,19 @@ describe("the dataDir option", () => {
     }
     expect(fs.readdirSync("/srv")).toEqual(["file"]);
   });
+
+  it("start() on a data dir where nothing can be written is io_failed naming the errno, not node's raw error", async () => {
+    const fs = createMemFs();
+    fs.mkdirSync("/data", { recursive: true });
+    const promises = fs.promises as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
+    const original = promises["mkdir"]?.bind(fs.promises) as (...args: unknown[]) => Promise<unknown>;
+    // The data dir exists; making anything inside it fails as on a read-only mount.
+    promises["mkdir"] = async (...args: unknown[]) => (args[0] === "/data" ? original(...args) : Promise.reject(Object.assign(new Error("EROFS: injected"), { code: "EROFS" })));
+    const clock = createFakeClock("2026-05-01T10:00:00Z");
+    const host = createWorkflowHost({ dataDir: "/data", fs, clock: clock.clock, timers: clock.timers, watch: false });
+    let thrown: unknown;
+    await host.start().catch((error: unknown) => (thrown = error));
+    expect(isWorkflowHostError(thrown) ? [thrown.code, thrown.data["errno"]] : String(thrown)).toEqual(["io_failed", "EROFS"]);
+    expect(host.state).toBe("stopped");
+  });
 });
