@@ -181,6 +181,10 @@ export function resolveRepoStoreOptions(opts: RepoStoreOptions): ResolvedRepoSto
   const clock = opts.clock ?? systemClock;
   const monotonicNow = monotonicNowOf(opts.timers);
   const identity = checkIdentity(opts.author ?? DEFAULT_IDENTITY);
+  if (opts.durability !== undefined && opts.durability !== "fsync" && opts.durability !== "none") {
+    // A misspelt "fsync" would otherwise write without flushing, silently.
+    throw new WorkflowHostError("config_invalid", `createRepoStore: durability ${describeValue(opts.durability)} is not valid; allowed: "fsync" or "none"`, { field: "durability", value: opts.durability });
+  }
   const durable = opts.durability === "fsync";
   const staleLockMs = positive(opts.staleLockMs, 10_000, "staleLockMs");
   // By default a writer outwaits a lock until it is stale (and breaks it), so the first write

@@ -1,5 +1,5 @@
 /**
- * The `dataDir` a library user passes. An empty string took the host lock in the current folder
+ * The options a library user passes. The `dataDir`: An empty string took the host lock in the current folder
  * while the store wrote deployments under `/`; a missing one was a bare TypeError; a data dir
  * that is a file, or lies below one, was node's raw EEXIST / ENOTDIR from `start()`. Each is now
  * a typed error: `config_invalid` when the host (or store) is created, `data_dir_not_found` from
@@ -61,5 +61,31 @@ describe("the dataDir option", () => {
     await host.start().catch((error: unknown) => (thrown = error));
     expect(isWorkflowHostError(thrown) ? [thrown.code, thrown.data["errno"]] : String(thrown)).toEqual(["io_failed", "EROFS"]);
     expect(host.state).toBe("stopped");
+  });
+});
+
+describe("other options of createWorkflowHost", () => {
+  // Each was taken without a word: "fsynch" wrote without fsync, "bogus" became the misfire
+  // policy of every series that names none, and a negative maxEventBytes refused every write.
+  it.each([
+    [{ durability: "fsynch" }],
+    [{ durability: true }],
+    [{ misfire: "bogus" }],
+    [{ maxEventBytes: -1 }],
+    [{ maxEventBytes: 0 }],
+    [{ maxEventBytes: "1048576" }],
+    [{ maxEventBytes: 1.5 }],
+  ])("refuses %j (config_invalid) when the host is created", (extra) => {
+    expectCode(() => createWorkflowHost({ dataDir: "/data", fs: createMemFs(), watch: false, ...(extra as object) }), "config_invalid");
+  });
+
+  it("refuses a durability other than fsync or none for a store as well", () => {
+    expectCode(() => createRepoStore({ dataDir: "/data", fs: createMemFs(), kindHandlers: [workflowRunKind()], authorize: allowAll, watch: false, durability: "always" as "fsync" }), "config_invalid");
+  });
+
+  it("takes the documented values", () => {
+    for (const extra of [{ durability: "fsync" }, { durability: "none" }, { misfire: "latest" }, { misfire: "all" }, { maxEventBytes: 4_096 }] as const) {
+      expect(() => createWorkflowHost({ dataDir: "/data", fs: createMemFs(), watch: false, ...extra })).not.toThrow();
+    }
   });
 });
