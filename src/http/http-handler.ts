@@ -391,6 +391,8 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
   });
 
   route("GET", "/v1/events", async (request, reply) => {
+    // HEAD: the stream's headers and nothing more (a hijacked stream never answered a HEAD).
+    if (request.method === "HEAD") return reply.header("content-type", "text/event-stream; charset=utf-8").header("cache-control", "no-cache").send();
     const principal = principalOf(request);
     streamLiveEvents(request, reply, { monitor, timers, streams, mayRead: (repoId) => allowed(principal, repoId, "read") });
   });

@@ -301,6 +301,14 @@ describe("probes", () => {
 });
 
 describe("GET /v1/events", () => {
+  it("answers HEAD at once with the stream's headers and no stream (it never answered and kept a subscription)", async () => {
+    const h = await start();
+    const response = await h.request("/v1/events", { method: "HEAD", signal: AbortSignal.timeout(20_000) });
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    expect((await h.request("/v1/events", { method: "HEAD", token: null })).status).toBe(401);
+  });
+
   it("streams live fires as server-sent events, only of the deployments the token may read", async () => {
     const h = await start();
     const controller = new AbortController();
