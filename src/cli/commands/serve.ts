@@ -169,7 +169,7 @@ Examples:
       logger,
       onRepeat: () => logger.warn("already stopping; waiting for the commit in flight"),
     });
-    let app: { close(): Promise<unknown> } | null = null;
+    let app: { close(): Promise<unknown>; server: { closeAllConnections(): void } } | null = null;
     try {
       await host.start();
       if (http !== null && signals.received === null) {
@@ -208,7 +208,12 @@ Examples:
       return 0;
     } finally {
       signals.dispose();
-      await app?.close();
+      // The host has stopped (or never started): a request still open, such as a client
+      // trickling its body, would be answered 503 at best, so it is not waited for (it held the
+      // process up to the request timeout after "stopped" was printed).
+      const closing = app?.close();
+      app?.server.closeAllConnections();
+      await closing;
       await host.stop();
       await bad.settled();
     }
