@@ -3,7 +3,7 @@
  * only when the client's principal may read the event's deployment (asked once per deployment
  * per stream, answered in order). A comment line every {@link KEEP_ALIVE_MS} keeps proxies from
  * closing an idle stream. The stream ends when the client goes, the server closes, or the client
- * falls {@link MAX_UNSENT_BYTES} behind (it reconnects and reloads).
+ * falls {@link MAX_UNSENT_BYTES} behind (dropped at once; it reconnects and reloads).
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { Timers } from "../time/clock.js";
@@ -44,7 +44,11 @@ export function streamLiveEvents(request: FastifyRequest, reply: FastifyReply, o
     const check = ok;
     chain = chain.then(async () => {
       if (!(await check) || res.writableEnded) return;
-      if (res.writableLength > MAX_UNSENT_BYTES) end();
+      if (res.writableLength > MAX_UNSENT_BYTES) {
+        // Ended and dropped: the unsent bytes are freed now, not when the client reads again.
+        end();
+        res.destroy();
+      }
       else res.write(`event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
     });
   };

@@ -29,6 +29,10 @@ function stalledResponse() {
     end() {
       res.writableEnded = true;
     },
+    destroyed: false,
+    destroy() {
+      res.destroyed = true;
+    },
   };
   return res;
 }
@@ -56,6 +60,7 @@ describe("the live feed to a client that stops reading", () => {
     for (let i = 0; i < events; i += 1) signal(i);
     await settle();
     expect(res.writableEnded).toBe(true);
+    expect(res.destroyed).toBe(true);
     expect(streams.size).toBe(0);
     expect(res.writableLength).toBeLessThanOrEqual(MAX_UNSENT_BYTES + 1_024);
     const written = res.written.length;
@@ -73,6 +78,7 @@ describe("the live feed to a client that stops reading", () => {
       res.writableLength = 0; // the client took everything
     }
     expect(res.writableEnded).toBe(false);
+    expect(res.destroyed).toBe(false);
     expect(res.written.filter((c) => c.startsWith("event: signal")).length).toBe(1_000);
   });
 });
