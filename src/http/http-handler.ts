@@ -14,7 +14,7 @@
  */
 import { DEFAULT_REF } from "../substrate/ref-name.js";
 import { fastify, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
-import { isWorkflowHostError, WorkflowHostError } from "../errors.js";
+import { describeValue, isWorkflowHostError, WorkflowHostError } from "../errors.js";
 import { listPendingTimers } from "../host/list-pending-timers.js";
 import type { WorkflowHost } from "../host/host.js";
 import type { TimerSpec } from "../host/runtime-types.js";
@@ -49,7 +49,8 @@ type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown
 /**
  * Builds the HTTP face of a host (see the module comment). The host may be started before or
  * after; requests made while it is not running answer 503 (`host_stopped`) where they need it.
- * @throws usage when neither `tokens` nor both `authenticate` and `authorize` are given
+ * @throws usage when neither `tokens` nor both `authenticate` and `authorize` are given;
+ *   config_invalid for a `bodyLimitBytes` that is not a whole number of bytes >= 1
  */
 export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions): FastifyInstance {
   const authenticate = opts.tokens?.authenticate ?? opts.authenticate;
@@ -63,6 +64,9 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
   const ref = opts.ref ?? DEFAULT_REF;
   const storePrincipal = opts.principal ?? null;
   const bodyLimit = opts.bodyLimitBytes ?? 1_048_576;
+  if (!Number.isSafeInteger(bodyLimit) || bodyLimit < 1) {
+    throw new WorkflowHostError("config_invalid", `createHttpHandler: bodyLimitBytes ${describeValue(bodyLimit)} is not valid; allowed: a whole number of bytes >= 1`, { field: "bodyLimitBytes", value: bodyLimit });
+  }
   const timers = opts.timers ?? createSystemTimers({ unref: true });
   const monotonicNow = monotonicNowOf(timers);
   monitor.setPendingSource(() => (host.state === "running" ? host.scheduler.queuedTimers() : []));
