@@ -76,7 +76,7 @@ const MAX_INSTANT_MS = 253_402_300_799_999;
  * @returns validated data (it passes the TimerSet schema, cron compiled with its zone)
  * @throws id_invalid (timerId, stepId); time_invalid (fireAt, delayMs, not exactly one of
  *   fireAt/delayMs/cron, timezone without cron); cron_invalid (expression, zone, no tick after
- *   now); event_invalid (misfire)
+ *   now); event_invalid (misfire: not a policy, or given without cron)
  */
 export function resolveTimerSpec(spec: TimerSpec, nowMs: number): TimerSetData {
   const timerId = parseTimerId(spec.timerId);
@@ -101,6 +101,10 @@ export function resolveTimerSpec(spec: TimerSpec, nowMs: number): TimerSetData {
     const timezone = (spec as { timezone?: unknown }).timezone;
     if (timezone !== undefined) {
       throw new WorkflowHostError("time_invalid", `timezone ${describeValue(timezone)} given without cron; allowed: timezone only with a cron series`, { field: "timezone", value: timezone });
+    }
+    if (spec.misfire !== undefined) {
+      // A one-shot that fell due while no host ran fires once on recovery: no policy applies.
+      throw new WorkflowHostError("event_invalid", `misfire ${describeValue(spec.misfire)} given without cron; allowed: misfire only with a cron series`, { field: "misfire", value: spec.misfire });
     }
     const fireAt = spec.fireAt !== undefined ? instantOf(spec.fireAt, "fireAt") : delayedInstant(nowMs, spec.delayMs);
     data = { timerId, fireAt };

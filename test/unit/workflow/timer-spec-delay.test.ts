@@ -30,3 +30,18 @@ describe("delayMs that cannot become a fire time", () => {
     expect(resolveTimerSpec({ timerId: "t", delayMs: 0 }, NOW_MS).fireAt).toBe("2026-12-01T00:00:00.000Z");
   });
 });
+
+describe("misfire without cron", () => {
+  it("is refused for a one-shot, as timezone is (the HTTP API wrote misfire into one-shot TimerSets; the CLI refused it)", () => {
+    for (const spec of [{ timerId: "t", delayMs: 1_000, misfire: "all" }, { timerId: "t", fireAt: "2026-12-02T00:00:00Z", misfire: "skip" }] as const) {
+      let code = "accepted";
+      try {
+        resolveTimerSpec(spec, NOW_MS);
+      } catch (error) {
+        code = isWorkflowHostError(error) ? `${error.code} ${String(error.data["field"])}` : String(error);
+      }
+      expect(code).toBe("event_invalid misfire");
+    }
+    expect(resolveTimerSpec({ timerId: "t", cron: "0 * * * *", misfire: "all" }, NOW_MS).misfire).toBe("all");
+  });
+});
