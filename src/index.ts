@@ -71,6 +71,7 @@ export type * from "./workflow/types.js";
 export { parseRepoId, parseRunId, parseSignalId, parseSignalName, parseTimerId } from "./workflow/ids.js";
 export { parseInstant } from "./workflow/time.js";
 export { nextTick } from "./workflow/cron.js";
+export { previewCron, type PreviewSpec, type PreviewTick } from "./workflow/schedule/preview.js";
 export { parseEvent, serializeEvent, type EventContext } from "./workflow/events.js";
 export { reduceRunState } from "./workflow/run-state.js";
 export { readRunLog, type BadEvent, type ReadRunLogOptions, type RunLog } from "./workflow/run-log.js";

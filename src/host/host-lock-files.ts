@@ -34,7 +34,7 @@ export interface LockFs {
   unlink(path: string): Promise<void>;
   rmdir(path: string): Promise<void>;
   mkdir(path: string, opts?: { recursive: true }): Promise<unknown>;
-  stat(path: string): Promise<{ mtimeMs: number; size?: number | bigint; isFile?: () => boolean }>;
+  stat(path: string): Promise<{ mtimeMs: number; size?: number | bigint; isFile?: () => boolean; isDirectory?: () => boolean }>;
 }
 
 /** Largest holder record read (bytes); the record is a few hundred. */

@@ -36,6 +36,7 @@ import { join, resolve } from "node:path";
 import { randomUUID } from "node:crypto";
 import lockfile from "proper-lockfile";
 import { WorkflowHostError } from "../errors.js";
+import { asIoFailure, errnoCode } from "../substrate/fs-adapter.js";
 import { silentLogger, type Logger } from "../logger.js";
 import { createSystemTimers, systemClock, systemMonotonicNow, type Clock, type MonotonicNow, type TimerHandle, type Timers } from "../time/clock.js";
 import {
@@ -153,7 +154,14 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
   const holderPath = join(dataDir, HOST_LOCK_HOLDER_NAME);
   const fsOption = opts.fs === undefined ? {} : { fs: rawFs };
 
-  await fs.mkdir(dataDir, { recursive: true });
+  try {
+    await fs.mkdir(dataDir, { recursive: true });
+    // Some file systems (memfs) let a recursive mkdir of an existing file succeed.
+    const made = await fs.stat(dataDir);
+    if (made.isDirectory !== undefined && !made.isDirectory()) throw Object.assign(new Error(`${dataDir} is not a folder`), { code: "EEXIST" });
+  } catch (error) {
+    throw dataDirFailure(error, dataDir);
+  }
 
   let compromised = false;
   let released = false;
@@ -382,4 +390,16 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
       });
     },
   };
+}
+
+/**
+ * Why the data dir could not be made: a file at its path, or at a folder above it, is
+ * `data_dir_not_found` (it names no folder); another errno is `io_failed`.
+ */
+function dataDirFailure(error: unknown, dataDir: string): unknown {
+  const errno = errnoCode(error);
+  if (errno === "EEXIST" || errno === "ENOTDIR") {
+    return new WorkflowHostError("data_dir_not_found", `data dir ${dataDir} is a file, or lies below one; allowed: a folder, or a path where one can be made`, { dataDir, errno }, { cause: error });
+  }
+  return asIoFailure(error, `making data dir ${dataDir}`);
 }

@@ -24,10 +24,12 @@ import { createScheduleControls } from "../../seams/scheduler/schedule-controls.
 import { createRunEventFeed, type RunEventFeed } from "../../seams/signals/run-event-feed.js";
 import { createWorkflowHostSignalChannel } from "../../seams/signals/signal-channel.js";
 import type { WorkflowHostSignalChannel } from "../../seams/signals/signal-channel-types.js";
-import { WorkflowHostError } from "../errors.js";
+import { describeValue, WorkflowHostError } from "../errors.js";
 import { silentLogger } from "../logger.js";
 import { allowAll } from "../substrate/allow-all.js";
 import { createRepoStore } from "../substrate/repo-store.js";
+import { checkDataDir } from "../substrate/repo-store-options.js";
+import { asIoFailure } from "../substrate/fs-adapter.js";
 import { createSystemTimers, systemClock } from "../time/clock.js";
 import { parseRepoId, parseRunId } from "../workflow/ids.js";
 import { WORKFLOW_RUN_KIND, workflowRunKind } from "../workflow/workflow-run-kind.js";
@@ -44,9 +46,13 @@ export const DEFAULT_MAX_CHANNELS = 1_000;
 
 /**
  * Creates a host over a data dir. Nothing touches the disk until `start()` or `createDeployment`.
- * @throws TypeError for a bad store option (see `createRepoStore`)
+ * @throws config_invalid for a missing or empty `dataDir`, a `misfire` other than skip, latest
+ *   or all, a `maxEventBytes` below 1, a `durability` other than fsync or none, or another bad store option (see
+ *   `createRepoStore`); TypeError for an `fs` without the node:fs API
  */
 export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
+  checkDataDir(opts.dataDir, "createWorkflowHost");
+  checkHostOptions(opts);
   const clock = opts.clock ?? systemClock;
   const timers = opts.timers ?? createSystemTimers({ unref: true });
   const logger = opts.logger ?? silentLogger;
@@ -193,6 +199,10 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
           logger.error(`stopping the host of ${store.dataDir}: its lock was lost`);
           void host.stop();
         },
+      }).catch((error: unknown) => {
+        // A data dir that cannot be written (read-only, full, no permission) is io_failed with
+        // its errno, as every later write is, not node's raw error.
+        throw asIoFailure(error, `taking the host lock of ${opts.dataDir}`);
       });
       await cluster?.start();
       await scheduler.start();
@@ -340,4 +350,19 @@ export function createWorkflowHost(opts: WorkflowHostOptions): WorkflowHost {
     },
   };
   return host;
+}
+
+/**
+ * The options the store and scheduler would otherwise take without a word: a misspelt misfire
+ * policy became the policy of every series naming none, and a maxEventBytes below 1 refused
+ * every write. (`durability` is checked by the store.)
+ * @throws config_invalid naming the option
+ */
+function checkHostOptions(opts: WorkflowHostOptions): void {
+  const bad = (field: string, allowed: string): WorkflowHostError => {
+    const value = (opts as unknown as Record<string, unknown>)[field];
+    return new WorkflowHostError("config_invalid", `createWorkflowHost: ${field} ${describeValue(value)} is not valid; allowed: ${allowed}`, { field, value });
+  };
+  if (opts.misfire !== undefined && !["skip", "latest", "all"].includes(opts.misfire)) throw bad("misfire", '"skip", "latest" or "all"');
+  if (opts.maxEventBytes !== undefined && (!Number.isInteger(opts.maxEventBytes) || opts.maxEventBytes < 1)) throw bad("maxEventBytes", "an integer number of bytes >= 1");
 }

@@ -112,7 +112,7 @@ export interface ErrorReply {
  * bad content type) get the matching code; anything else is `internal` with a fixed message.
  */
 export function errorReply(error: unknown): ErrorReply {
-  if (isWorkflowHostError(error)) return reply(error.code, error.message);
+  if (isWorkflowHostError(error)) return reply(error.code, error.code === "repo_not_found" ? unknownDeploymentMessage(error.data) ?? error.message : error.message);
   if (error instanceof HttpError) return { ...reply(error.code, error.message), headers: error.headers };
   const fastifyStatus = (error as { statusCode?: unknown } | null)?.statusCode;
   const fastifyCode = (error as { code?: unknown } | null)?.code;
@@ -123,6 +123,16 @@ export function errorReply(error: unknown): ErrorReply {
   }
   if (error instanceof SyntaxError) return reply("body_invalid", "body_invalid: the body is not valid JSON");
   return { ...reply("internal", "internal: the host failed to serve this request; see its log"), unexpected: true };
+}
+
+/**
+ * The store's `repo_not_found` names the repository's folder on the server and how to create it
+ * with the library: a client is told only which deployment does not exist.
+ */
+function unknownDeploymentMessage(data: Readonly<Record<string, unknown>>): string | null {
+  const repoId = data["repoId"];
+  const id = typeof repoId === "string" ? repoId : (repoId as { id?: unknown } | null | undefined)?.id;
+  return typeof id === "string" ? `repo_not_found: deployment ${id} does not exist` : null;
 }
 
 function reply(code: HttpErrorCode, message: string): ErrorReply {

@@ -14,7 +14,7 @@
  */
 import { DEFAULT_REF } from "../substrate/ref-name.js";
 import { fastify, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
-import { isWorkflowHostError, WorkflowHostError } from "../errors.js";
+import { describeValue, isWorkflowHostError, WorkflowHostError } from "../errors.js";
 import { listPendingTimers } from "../host/list-pending-timers.js";
 import type { WorkflowHost } from "../host/host.js";
 import type { TimerSpec } from "../host/runtime-types.js";
@@ -37,6 +37,11 @@ export type { HttpHandlerOptions } from "./http-handler-options.js";
 /** Longest path parameter routed (characters); ids are checked by their own parsers after that. */
 const MAX_PATH_PARAM_CHARS = 1024;
 
+/** Body fields of each writing route; any other is refused (400 body_invalid). */
+const TIMER_FIELDS = ["fireAt", "delayMs", "cron", "timezone", "stepId", "misfire"] as const;
+const SIGNAL_FIELDS = ["signalName", "signalId", "payload"] as const;
+const WAKE_FIELDS = ["repoId", "runId", ...SIGNAL_FIELDS] as const;
+
 const ALL_METHODS = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"] as const;
 type Method = (typeof ALL_METHODS)[number];
 type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
@@ -44,7 +49,8 @@ type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown
 /**
  * Builds the HTTP face of a host (see the module comment). The host may be started before or
  * after; requests made while it is not running answer 503 (`host_stopped`) where they need it.
- * @throws usage when neither `tokens` nor both `authenticate` and `authorize` are given
+ * @throws usage when neither `tokens` nor both `authenticate` and `authorize` are given;
+ *   config_invalid for a `bodyLimitBytes` that is not a whole number of bytes >= 1
  */
 export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions): FastifyInstance {
   const authenticate = opts.tokens?.authenticate ?? opts.authenticate;
@@ -58,6 +64,9 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
   const ref = opts.ref ?? DEFAULT_REF;
   const storePrincipal = opts.principal ?? null;
   const bodyLimit = opts.bodyLimitBytes ?? 1_048_576;
+  if (!Number.isSafeInteger(bodyLimit) || bodyLimit < 1) {
+    throw new WorkflowHostError("config_invalid", `createHttpHandler: bodyLimitBytes ${describeValue(bodyLimit)} is not valid; allowed: a whole number of bytes >= 1`, { field: "bodyLimitBytes", value: bodyLimit });
+  }
   const timers = opts.timers ?? createSystemTimers({ unref: true });
   const monotonicNow = monotonicNowOf(timers);
   monitor.setPendingSource(() => (host.state === "running" ? host.scheduler.queuedTimers() : []));
@@ -262,19 +271,32 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     return { deployments: visible };
   });
 
-  const timersOf = async (repoIds: readonly string[]) => {
+  /**
+   * Pending timers of `repoIds`. With `keepGoing` (every deployment listed), a deployment that
+   * cannot be read (a damaged ref, I/O) is named in `failedRepos` and the others are still
+   * listed, as `workflow-host timers` does; otherwise its error is the answer.
+   */
+  const timersOf = async (repoIds: readonly string[], keepGoing: boolean) => {
     // One instant for every deployment listed.
     const now = clock();
     const timers = [];
+    const failedRepos: { repoId: string; code: string; message: string }[] = [];
     for (const repoId of repoIds) {
-      const report = await listPendingTimers(host.store, { principal: storePrincipal, repoId, ref, clock: () => now });
+      let report;
+      try {
+        report = await listPendingTimers(host.store, { principal: storePrincipal, repoId, ref, clock: () => now });
+      } catch (error) {
+        if (!keepGoing || !isWorkflowHostError(error) || ["authorize_denied", "store_stopped"].includes(error.code)) throw error;
+        failedRepos.push({ repoId, code: error.code, message: error.message });
+        continue;
+      }
       for (const t of report.timers) {
         // dueInMs and lateMs as the CLI's `timers --json` gives them: both ≥ 0, one of them 0.
         timers.push({ ...t, ...(t.cron === undefined ? {} : { nextTicks: nextTicks(t.cron, t.timezone, t.fireAt) }) });
       }
     }
     // `now` is the instant every dueInMs counts from.
-    return { now: now.toISOString(), timers: timers.sort((a, b) => Date.parse(a.fireAt) - Date.parse(b.fireAt)) };
+    return { now: now.toISOString(), timers: timers.sort((a, b) => Date.parse(a.fireAt) - Date.parse(b.fireAt)), failedRepos };
   };
 
   route("GET", "/v1/timers", async (request) => {
@@ -283,7 +305,7 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     const all = await host.store.listRepos(storePrincipal, WORKFLOW_RUN_KIND);
     const readable: string[] = [];
     for (const repoId of all) if (await allowed(principal, repoId, "read")) readable.push(repoId);
-    return timersOf(readable);
+    return timersOf(readable, true);
   });
 
   route("GET", "/v1/deployments/:repoId/timers", async (request) => {
@@ -291,7 +313,7 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     const repoId = parseRepoId(rawRepo);
     await requireAllowed(request, repoId, "read");
     ensureRunning();
-    return timersOf([repoId]);
+    return timersOf([repoId], false);
   });
 
   route("PUT", "/v1/deployments/:repoId/runs/:runId/timers/:timerId", async (request) => {
@@ -299,9 +321,9 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     const repoId = parseRepoId(params.repoId);
     const runId = parseRunId(params.runId);
     const timerId = parseTimerId(params.timerId);
-    const body = objectBody(request.body);
+    const body = objectBody(request.body, TIMER_FIELDS);
     const spec: Record<string, unknown> = { timerId };
-    for (const key of ["fireAt", "delayMs", "cron", "timezone", "stepId", "misfire"] as const) {
+    for (const key of TIMER_FIELDS) {
       if (body[key] !== undefined) spec[key] = body[key];
     }
     await requireAllowed(request, repoId, "write");
@@ -327,7 +349,7 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
 
   route("POST", "/v1/deployments/:repoId/runs/:runId/signals", async (request) => {
     const params = request.params as { repoId: string; runId: string };
-    return deliver(request, objectBody(request.body), { repoId: params.repoId, runId: params.runId });
+    return deliver(request, objectBody(request.body, SIGNAL_FIELDS), { repoId: params.repoId, runId: params.runId });
   });
 
   route("GET", "/v1/deployments/:repoId/runs/:runId", async (request) => {
@@ -373,13 +395,15 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
   });
 
   route("GET", "/v1/events", async (request, reply) => {
+    // HEAD: the stream's headers and nothing more (a hijacked stream never answered a HEAD).
+    if (request.method === "HEAD") return reply.header("content-type", "text/event-stream; charset=utf-8").header("cache-control", "no-cache").send();
     const principal = principalOf(request);
     streamLiveEvents(request, reply, { monitor, timers, streams, mayRead: (repoId) => allowed(principal, repoId, "read") });
   });
 
   // The wake-up contract of cloud schedulers: POST only, default signal name "wake".
   route("POST", "/v1/wake", async (request) => {
-    const result = await deliver(request, objectBody(request.body), { signalName: "wake" });
+    const result = await deliver(request, objectBody(request.body, WAKE_FIELDS), { signalName: "wake" });
     return { ok: true, runId: result.runId, seq: result.seq, duplicate: result.duplicate, signalId: result.signalId };
   });
 

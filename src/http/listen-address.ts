@@ -23,3 +23,24 @@ export function parseListenAddress(value: string): ListenAddress {
   }
   return { host: match[1], port };
 }
+
+/** Where a bound server answers, as `describeBoundAddress` tells it. */
+export interface BoundAddress {
+  /** `http://<address>:<port>`, IPv6 in brackets; a wildcard bind stays `0.0.0.0` / `[::]`. */
+  readonly url: string;
+  /** True when only this machine can connect (127.0.0.0/8, ::1, IPv4-mapped 127.x). */
+  readonly loopbackOnly: boolean;
+}
+
+/**
+ * Describes the address a server socket is bound to (`server.address()`), so what `serve` prints
+ * is what listens: a wildcard bind is named `0.0.0.0` or `[::]` and said to be reachable from
+ * other machines, never shown as the loopback address a client on this machine would use.
+ */
+export function describeBoundAddress(bound: { readonly address: string; readonly family: string | number; readonly port: number }): BoundAddress {
+  const v6 = bound.family === "IPv6" || bound.family === 6 || bound.address.includes(":");
+  const url = `http://${v6 ? `[${bound.address}]` : bound.address}:${bound.port}`;
+  const v4 = /^(?:::ffff:)?(\d+)\.\d+\.\d+\.\d+$/i.exec(bound.address);
+  const loopbackOnly = v4 !== null ? v4[1] === "127" : bound.address === "::1";
+  return { url, loopbackOnly };
+}

@@ -2,7 +2,8 @@
  * `GET /v1/events`: the monitor's live events sent to one client as server-sent events, each
  * only when the client's principal may read the event's deployment (asked once per deployment
  * per stream, answered in order). A comment line every {@link KEEP_ALIVE_MS} keeps proxies from
- * closing an idle stream. The stream ends when the client goes or the server closes.
+ * closing an idle stream. The stream ends when the client goes, the server closes, or the client
+ * falls {@link MAX_UNSENT_BYTES} behind (dropped at once; it reconnects and reloads).
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { Timers } from "../time/clock.js";
@@ -10,6 +11,13 @@ import type { HostMonitor, LiveEvent } from "./host-monitor.js";
 
 /** Idle time (ms) after which a `: ping` comment is sent. */
 const KEEP_ALIVE_MS = 15_000;
+
+/**
+ * Bytes of events written but not yet taken by the client (`res.writableLength`) past which the
+ * stream is ended: a client that stops reading would otherwise hold every event of a burst in
+ * this process's memory. The client reconnects after the stream's `retry` and reloads.
+ */
+export const MAX_UNSENT_BYTES = 1_048_576;
 
 export interface LiveEventStreamOptions {
   readonly monitor: HostMonitor;
@@ -35,7 +43,13 @@ export function streamLiveEvents(request: FastifyRequest, reply: FastifyReply, o
     if (ok === undefined) decided.set(event.repoId, (ok = mayRead(event.repoId)));
     const check = ok;
     chain = chain.then(async () => {
-      if ((await check) && !res.writableEnded) res.write(`event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
+      if (!(await check) || res.writableEnded) return;
+      if (res.writableLength > MAX_UNSENT_BYTES) {
+        // Ended and dropped: the unsent bytes are freed now, not when the client reads again.
+        end();
+        res.destroy();
+      }
+      else res.write(`event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`);
     });
   };
   const unsubscribe = monitor.subscribe(send);

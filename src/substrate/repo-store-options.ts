@@ -141,15 +141,27 @@ export interface ResolvedRepoStoreOptions {
 }
 
 /**
+ * Checks a `dataDir` option: a non-empty path without NUL. (An empty one read as `/` here while
+ * the host lock, which joins paths, took the current folder.)
+ * @param where - the function whose option it is, for the message
+ * @returns the path as given
+ * @throws config_invalid for anything else
+ */
+export function checkDataDir(value: unknown, where: string): string {
+  if (typeof value === "string" && value !== "" && !value.includes("\u0000")) return value;
+  throw new WorkflowHostError("config_invalid", `${where}: dataDir ${describeValue(value)} is not a data dir; allowed: a non-empty path (a folder, made on start when missing)`, { field: "dataDir", value });
+}
+
+/**
  * Checks the options and fills in the defaults.
- * @throws config_invalid for a bad option (two handlers of one kind, a bad author or
+ * @throws config_invalid for a bad option (an empty or missing dataDir, two handlers of one kind, a bad author or
  *   directoryPrefix, a negative time or size); TypeError (from the fs adapter) for an `fs`
  *   without the node:fs API
  */
 export function resolveRepoStoreOptions(opts: RepoStoreOptions): ResolvedRepoStoreOptions {
   const fs = createFsAdapter(opts.fs);
   const quickFs = opts.blockingRefIo === false ? fs : createBlockingFsAdapter(opts.fs);
-  const dataDir = opts.dataDir.replace(/\/+$/, "") || "/";
+  const dataDir = checkDataDir(opts.dataDir, "createRepoStore").replace(/\/+$/, "") || "/";
   const handlers = new Map<string, KindHandler>();
   for (const handler of opts.kindHandlers) {
     if (handlers.has(handler.kind)) throw new WorkflowHostError("config_invalid", `createRepoStore: two handlers for kind ${handler.kind}`, { field: "kindHandlers", value: handler.kind });
@@ -169,6 +181,10 @@ export function resolveRepoStoreOptions(opts: RepoStoreOptions): ResolvedRepoSto
   const clock = opts.clock ?? systemClock;
   const monotonicNow = monotonicNowOf(opts.timers);
   const identity = checkIdentity(opts.author ?? DEFAULT_IDENTITY);
+  if (opts.durability !== undefined && opts.durability !== "fsync" && opts.durability !== "none") {
+    // A misspelt "fsync" would otherwise write without flushing, silently.
+    throw new WorkflowHostError("config_invalid", `createRepoStore: durability ${describeValue(opts.durability)} is not valid; allowed: "fsync" or "none"`, { field: "durability", value: opts.durability });
+  }
   const durable = opts.durability === "fsync";
   const staleLockMs = positive(opts.staleLockMs, 10_000, "staleLockMs");
   // By default a writer outwaits a lock until it is stale (and breaks it), so the first write

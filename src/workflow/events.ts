@@ -15,7 +15,7 @@ import { WorkflowHostError, describeValue } from "../errors.js";
 import { validateCron } from "./cron.js";
 import { eventBaseProblem, isKnownEventType, isTerminalEventType, knownEventProblem } from "./event-shapes.js";
 import { NAME_ID_PATTERN, parseSignalId, parseSignalName, parseStepId, parseTimerId } from "./ids.js";
-import { assertJsonValue } from "./json-value.js";
+import { assertJsonValue, jsonTextNestsDeeper, MAX_EVENT_DEPTH } from "./json-value.js";
 import { parseInstant } from "./time.js";
 import { parseTimeZone } from "./time-zone.js";
 import type { RunEvent } from "./types.js";
@@ -97,7 +97,7 @@ function maxBytes(ctx: EventContext): number {
 /**
  * Parses one event file.
  *
- * Order of checks: size (before decoding), UTF-8, JSON, base shape (`seq`, `type`), body seq
+ * Order of checks: size (before decoding), UTF-8, nesting (at most `MAX_EVENT_DEPTH` levels), JSON, base shape (`seq`, `type`), body seq
  * against `expectedSeq`, the schema of a known type, then ids, instants and cron through their
  * parsers. Instants in the result are normalised (`toISOString()`); the input is not changed.
  * A TimerSet's `stepId`, `cron`, `timezone` or `misfire` given as `null` (as the original
@@ -108,7 +108,7 @@ function maxBytes(ctx: EventContext): number {
  * @param ctx - path (for errors), expectedSeq, maxEventBytes (default 1 MiB).
  * @returns the event.
  * @throws `payload_too_large` (`data {path, seq, sizeBytes, maxEventBytes}`); `event_invalid`
- *   (bad UTF-8 or JSON, wrong shape, seq mismatch; a summary of the shape problems in the message);
+ *   (bad UTF-8 or JSON, nested too deep, wrong shape, seq mismatch; a summary of the shape problems in the message);
  *   `id_invalid`, `time_invalid`, `cron_invalid` for a field (`data` names it, plus path and seq).
  */
 export function parseEvent(input: Uint8Array | string, ctx: EventContext = {}): RunEvent {
@@ -126,6 +126,7 @@ export function parseEvent(input: Uint8Array | string, ctx: EventContext = {}): 
   } catch (error) {
     throw eventInvalid(ctx, undefined, "is not UTF-8", {}, error);
   }
+  if (jsonTextNestsDeeper(text)) throw eventInvalid(ctx, undefined, `nests objects and arrays more than ${MAX_EVENT_DEPTH} levels deep; allowed: at most ${MAX_EVENT_DEPTH}`, { maxDepth: MAX_EVENT_DEPTH });
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -290,7 +291,7 @@ function checkSeriesFields(ctx: EventContext, seq: number, d: Json, field: <T>(n
 export function serializeEvent(event: RunEvent, opts: Omit<EventContext, "expectedSeq"> = {}): Uint8Array {
   const normalised = validateEvent(event, opts);
   // JSON.stringify would silently drop or rewrite what is not plain data (undefined, NaN, Date).
-  inEvent(opts, normalised.seq, () => assertJsonValue(normalised, "event"));
+  inEvent(opts, normalised.seq, () => assertJsonValue(normalised, "event", MAX_EVENT_DEPTH));
   const bytes = encoder.encode(JSON.stringify(normalised));
   if (bytes.length > maxBytes(opts)) {
     throw new WorkflowHostError(

@@ -54,13 +54,29 @@ export function durationMs(value: unknown, field: string): number {
 }
 
 /**
+ * `nowMs + delayMs` as an instant. A delay that is not whole milliseconds, or that reaches past
+ * year 9999, is refused as the delay the caller gave (the computed instant would name a number
+ * they never passed).
+ */
+function delayedInstant(nowMs: number, delayMs: unknown): string {
+  const ms = durationMs(delayMs, "delayMs");
+  if (!Number.isInteger(ms) || !Number.isInteger(nowMs + ms) || nowMs + ms > MAX_INSTANT_MS) {
+    throw new WorkflowHostError("time_invalid", `delayMs ${describeValue(delayMs)} is not a delay a timer can have; allowed: whole milliseconds >= 0 that put fireAt at or before 9999-12-31T23:59:59.999Z`, { field: "delayMs", value: delayMs });
+  }
+  return isoFromMs(nowMs + ms, "delayMs");
+}
+
+/** 9999-12-31T23:59:59.999Z, the last instant a timer may have. */
+const MAX_INSTANT_MS = 253_402_300_799_999;
+
+/**
  * The TimerSet data for a request.
  * @param nowMs the clock's reading (epoch ms): `delayMs` counts from it; a cron's first tick is
  *   the first after it
  * @returns validated data (it passes the TimerSet schema, cron compiled with its zone)
  * @throws id_invalid (timerId, stepId); time_invalid (fireAt, delayMs, not exactly one of
  *   fireAt/delayMs/cron, timezone without cron); cron_invalid (expression, zone, no tick after
- *   now); event_invalid (misfire)
+ *   now); event_invalid (misfire: not a policy, or given without cron)
  */
 export function resolveTimerSpec(spec: TimerSpec, nowMs: number): TimerSetData {
   const timerId = parseTimerId(spec.timerId);
@@ -86,7 +102,11 @@ export function resolveTimerSpec(spec: TimerSpec, nowMs: number): TimerSetData {
     if (timezone !== undefined) {
       throw new WorkflowHostError("time_invalid", `timezone ${describeValue(timezone)} given without cron; allowed: timezone only with a cron series`, { field: "timezone", value: timezone });
     }
-    const fireAt = spec.fireAt !== undefined ? instantOf(spec.fireAt, "fireAt") : isoFromMs(nowMs + durationMs(spec.delayMs, "delayMs"), "delayMs");
+    if (spec.misfire !== undefined) {
+      // A one-shot that fell due while no host ran fires once on recovery: no policy applies.
+      throw new WorkflowHostError("event_invalid", `misfire ${describeValue(spec.misfire)} given without cron; allowed: misfire only with a cron series`, { field: "misfire", value: spec.misfire });
+    }
+    const fireAt = spec.fireAt !== undefined ? instantOf(spec.fireAt, "fireAt") : delayedInstant(nowMs, spec.delayMs);
     data = { timerId, fireAt };
   }
   if (stepId !== undefined) data = { ...data, stepId };

@@ -5,6 +5,7 @@ import type { CliCommand } from "../command.js";
 import { plural, shortSha, table } from "../format.js";
 import { printJson, printLine } from "../io.js";
 import { withStore } from "../with-store.js";
+import { shellQuote } from "./paths.js";
 
 const NAME = "runs list";
 
@@ -125,14 +126,17 @@ Examples:
     }
     const where = archived ? `${ARCHIVE} ${commitSha === null ? "(none yet)" : shortSha(commitSha)}` : `main ${shortSha(commitSha)}`;
     if (runs.length === 0) {
-      printLine(io, `no ${archived ? "archived " : ""}runs in ${repoId} (${where})`);
+      printLine(io, `no ${archived ? "archived " : ""}runs ${after === null ? "" : `after ${after} `}in ${repoId} (${where})`);
     } else {
       const state = (r: RunRow): string => (r.archived ? `archived (${r.terminal ?? "not ended"})` : (r.terminal ?? "running"));
       const rows = runs.map((r) => [r.runId, String(r.lastSeq), state(r), String(r.pendingTimers), String(r.unconsumedSignals), String(r.badEvents)]);
       for (const line of table(["RUN", "LAST SEQ", "STATE", "TIMERS", "SIGNALS", "BAD"], rows)) printLine(io, line);
     }
-    if (nextAfter !== null) printLine(io, `more runs follow: workflow-host runs list -d … -r ${repoId}${archived ? " --archived" : ""} --after ${nextAfter}`);
-    if (!archived && archivedRuns > 0) printLine(io, `${plural(archivedRuns, "archived run")} in ${ARCHIVE} (list them with workflow-host runs list --archived)`);
+    // Commands that run as printed: the data dir as resolved, the page size as given.
+    const base = `workflow-host runs list -d ${shellQuote(dataDir)} -r ${repoId}`;
+    const pageSize = values["limit"] === undefined ? "" : ` --limit ${limit}`;
+    if (nextAfter !== null) printLine(io, `more runs follow: ${base}${archived ? " --archived" : ""}${pageSize} --after ${nextAfter}`);
+    if (!archived && archivedRuns > 0) printLine(io, `${plural(archivedRuns, "archived run")} in ${ARCHIVE} (list them with ${base} --archived)`);
     return 0;
   },
 };

@@ -1,3 +1,4 @@
+import type { AddressInfo } from "node:net";
 import { WorkflowHostError } from "../../errors.js";
 import { DEFAULT_REF } from "../../substrate/ref-name.js";
 import { printDispatchReport } from "./dispatch-report.js";
@@ -168,18 +169,21 @@ Examples:
       logger,
       onRepeat: () => logger.warn("already stopping; waiting for the commit in flight"),
     });
-    let app: { close(): Promise<unknown> } | null = null;
+    let app: { close(): Promise<unknown>; server: { closeAllConnections(): void } } | null = null;
     try {
       await host.start();
       if (http !== null && signals.received === null) {
         const { createHttpHandler } = await import("../../http/http-handler.js");
         const server = createHttpHandler(host, { tokens: http.tokens, monitor: http.monitor, logger });
         app = server;
-        const url = await server.listen({ host: http.address.host, port: http.address.port }).catch((error: unknown) => {
+        await server.listen({ host: http.address.host, port: http.address.port }).catch((error: unknown) => {
           throw listenFailure(error, `${http.address.host}:${http.address.port}`);
         });
-        if (json) printLine(io, JSON.stringify({ ts: io.clock().toISOString(), event: "http", url }));
-        else printLine(io, `http on ${url} (dashboard at ${url}/, API under ${url}/v1)`);
+        // What the socket is bound to: fastify's own answer names 127.0.0.1 for a 0.0.0.0 bind.
+        const { describeBoundAddress } = await import("../../http/listen-address.js");
+        const { url, loopbackOnly } = describeBoundAddress(server.server.address() as AddressInfo);
+        if (json) printLine(io, JSON.stringify({ ts: io.clock().toISOString(), event: "http", url, loopbackOnly }));
+        else printLine(io, `http on ${url} (dashboard at ${url}/, API under ${url}/v1)${loopbackOnly ? "" : "; reachable from other machines"}`);
       }
       const stats = host.scheduler.stats();
       const holder = host.lock?.holder;
@@ -204,7 +208,12 @@ Examples:
       return 0;
     } finally {
       signals.dispose();
-      await app?.close();
+      // The host has stopped (or never started): a request still open, such as a client
+      // trickling its body, would be answered 503 at best, so it is not waited for (it held the
+      // process up to the request timeout after "stopped" was printed).
+      const closing = app?.close();
+      app?.server.closeAllConnections();
+      await closing;
       await host.stop();
       await bad.settled();
     }

@@ -166,6 +166,55 @@ describe("HTTP /v1 routes", () => {
     expect((await readdir(join(h.dataDir, "deployments"))).sort()).toEqual(["payments.git", "shipping.git"]);
   });
 
+  it("names an unknown deployment by its id, never by the server's path to it (404 repo_not_found)", async () => {
+    const h = await start();
+    for (const [path, init] of [
+      ["/v1/deployments/nowhere/timers", undefined],
+      ["/v1/deployments/nowhere/runs/r1", undefined],
+      ["/v1/deployments/nowhere/runs/r1/timers/t", json({ delayMs: 5 }, "PUT")],
+      ["/v1/deployments/nowhere/runs/r1/signals", json({ signalName: "approve" })],
+    ] as const) {
+      const answer = await jsonOf(await h.request(path, init));
+      expect([answer.status, answer.body["code"]]).toEqual([404, "repo_not_found"]);
+      expect(String(answer.body["message"])).not.toContain(h.dataDir);
+      expect(String(answer.body["message"])).toContain("nowhere");
+    }
+  });
+
+  it("lists the timers of every readable deployment when one of them cannot be read, naming it (failedRepos)", async () => {
+    const h = await start();
+    for (const repo of ["payments", "shipping"]) {
+      expect((await h.request(`/v1/deployments/${repo}/runs/order-1/timers/t`, json({ fireAt: "2099-01-01T00:00:00Z" }, "PUT"))).status).toBe(200);
+    }
+    await truncate(join(h.dataDir, "deployments", "shipping.git", "refs", "heads", "main"), 0);
+    const all = await jsonOf(await h.request("/v1/timers"));
+    expect(all.status).toBe(200);
+    expect((all.body["timers"] as { repoId: string }[]).map((t) => t.repoId)).toEqual(["payments"]);
+    expect(all.body["failedRepos"]).toEqual([{ repoId: "shipping", code: "ref_corrupt", message: expect.any(String) }]);
+    // One deployment asked for by name is that deployment's error.
+    const one = await jsonOf(await h.request("/v1/deployments/shipping/timers"));
+    expect([one.status, one.body["code"]]).toEqual([500, "ref_corrupt"]);
+    expect((await jsonOf(await h.request("/v1/deployments/payments/timers"))).body["failedRepos"]).toEqual([]);
+  });
+
+  it("refuses a body field it does not know (400 body_invalid) rather than dropping it, writing nothing", async () => {
+    const h = await start();
+    const before = await tip(h, "payments");
+    // A misspelt zone would have set the series in UTC; a misspelt signalId would have
+    // delivered each retry of a wake-up again under a fresh id.
+    const cases: Array<[string, RequestInit]> = [
+      ["/v1/deployments/payments/runs/order-17/timers/nightly", json({ cron: "0 9 * * *", timeZone: "Europe/Berlin" }, "PUT")],
+      ["/v1/deployments/payments/runs/order-17/timers/nightly", json({ cron: "0 9 * * *", startAt: "2030-01-01T00:00:00Z" }, "PUT")],
+      ["/v1/deployments/payments/runs/order-17/signals", json({ signalName: "approve", signal_id: "a-1" })],
+      ["/v1/wake", json({ repoId: "payments", runId: "order-17", signalID: "delivery-1" })],
+    ];
+    for (const [path, init] of cases) {
+      const answer = await jsonOf(await h.request(path, init));
+      expect({ path, status: answer.status, code: answer.body["code"] }).toEqual({ path, status: 400, code: "body_invalid" });
+    }
+    expect(await tip(h, "payments")).toBe(before);
+  });
+
   it("routes ids of every allowed length (a 128-character run, a 256-character timer)", async () => {
     const h = await start();
     const runId = "r".repeat(128);
@@ -252,6 +301,14 @@ describe("probes", () => {
 });
 
 describe("GET /v1/events", () => {
+  it("answers HEAD at once with the stream's headers and no stream (it never answered and kept a subscription)", async () => {
+    const h = await start();
+    const response = await h.request("/v1/events", { method: "HEAD", signal: AbortSignal.timeout(20_000) });
+    expect(response.status).toBe(200);
+    expect(response.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    expect((await h.request("/v1/events", { method: "HEAD", token: null })).status).toBe(401);
+  });
+
   it("streams live fires as server-sent events, only of the deployments the token may read", async () => {
     const h = await start();
     const controller = new AbortController();

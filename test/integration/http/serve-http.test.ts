@@ -4,6 +4,7 @@
  * is a usage error (exit 2).
  */
 import { writeFile } from "node:fs/promises";
+import { connect } from "node:net";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { useTempDirs } from "../../helpers/temp-dir.js";
@@ -33,6 +34,34 @@ describe("workflow-host serve --http", () => {
     serve.kill("SIGTERM");
     expect(await serve.exited).toEqual({ code: 0, signal: null });
     expect(lockLeft(dataDir)).toBe(false);
+  });
+
+  it("exits on SIGTERM while a client is still sending a request body, instead of waiting for it", async () => {
+    const root = await tempDir();
+    const dataDir = join(root, "data");
+    const tokens = join(root, "tokens.json");
+    await writeFile(tokens, JSON.stringify(TOKEN_FILE));
+    const serve = spawnCli(["serve", "--data-dir", dataDir, "--init", "--durability", "none", "--http", "127.0.0.1:0", "--tokens", tokens]);
+    const line = await serve.waitFor(/^http on http:\/\/127\.0\.0\.1:\d+ /);
+    const port = Number(/:(\d+) /.exec(line)?.[1]);
+    await serve.waitFor(/^serving /);
+    // A request whose body never completes (a slow or stuck client).
+    const socket = connect(port, "127.0.0.1");
+    await new Promise<void>((resolve) => socket.once("connect", () => resolve()));
+    socket.write(`POST /v1/wake HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${ADMIN_TOKEN}\r\nContent-Length: 100\r\n\r\n{"repoId"`);
+    const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+    socket.on("error", () => {});
+    try {
+      serve.kill("SIGTERM");
+      // A ceiling far above what stopping needs, and far below the request timeout (60 s) the
+      // server otherwise waited for.
+      const exit = await Promise.race([serve.exited, new Promise<"still running">((resolve) => setTimeout(() => resolve("still running"), 20_000))]);
+      expect(exit).toEqual({ code: 0, signal: null });
+      await closed;
+      expect(lockLeft(dataDir)).toBe(false);
+    } finally {
+      socket.destroy();
+    }
   });
 
   it("refuses --http without --tokens, and a bad token file, as usage errors", async () => {

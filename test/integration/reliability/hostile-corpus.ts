@@ -33,7 +33,8 @@ export interface SignalRequest {
 export type Generator =
   | { readonly kind: "signal-payload"; readonly bytes: number }
   | { readonly kind: "padded-event"; readonly bytes: number }
-  | { readonly kind: "deep-payload"; readonly depth: number };
+  | { readonly kind: "deep-payload"; readonly depth: number }
+  | { readonly kind: "deep-field"; readonly depth: number };
 
 interface CaseBase {
   readonly id: string;
@@ -141,6 +142,8 @@ export function eventBytes(c: EventCase): Uint8Array {
       return Buffer.from(`{"seq":2,"type":"StepDone","pad":"${" ".repeat(gen.bytes)}"}`);
     case "deep-payload":
       return Buffer.from(head(`"payload":${"[".repeat(gen.depth)}${"]".repeat(gen.depth)}`));
+    case "deep-field":
+      return Buffer.from(`{"seq":2,"type":"StepDone","result":${"[".repeat(gen.depth)}${"]".repeat(gen.depth)}}`);
   }
 }
 
