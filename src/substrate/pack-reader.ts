@@ -93,7 +93,7 @@ export interface PackReader {
   readonly packs: readonly LoadedPack[];
   /**
    * How new a known pack's objects are: higher is newer. A pack found on disk counts from its
-   * file's mtime (ms), a commit's pack adopted later as newer than every known pack, and a
+   * file's mtime (ms), a commit's pack adopted later as newer than every known pack (by 1), and a
    * merged pack as new as the newest pack it replaced (its objects are that old, however late
    * the merge finished). Merges take their sources oldest first by it (see pack-maintenance.ts).
    */
@@ -385,7 +385,7 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
     adopt(placed, replaced) {
       let age = Number.NEGATIVE_INFINITY;
       for (const name of replaced ?? []) age = Math.max(age, ages.get(name) ?? Number.NEGATIVE_INFINITY);
-      if (age === Number.NEGATIVE_INFINITY) age = Math.max(newestAge + 1, Date.now());
+      if (age === Number.NEGATIVE_INFINITY) age = newestAge === Number.NEGATIVE_INFINITY ? 0 : newestAge + 1;
       for (const name of replaced ?? []) if (name !== placed.name) ages.delete(name);
       setAge(placed.name, age);
       packs = [placed, ...packs.filter((p) => p.name !== placed.name && replaced?.has(p.name) !== true)];
