@@ -8,10 +8,15 @@
 import { writeFileSync } from "node:fs";
 import { Session } from "node:inspector/promises";
 
-/** @returns a function that stops the profile and writes it to the named file */
-export async function startPhaseProfile(envVar: string, kind: "cpu" | "heap" = "cpu"): Promise<() => Promise<void>> {
-  const path = process.env[envVar];
-  if (path === undefined || path === "") return async () => undefined;
+/**
+ * @param tag inserted before the file's extension (`p.cpuprofile` → `p-<tag>.cpuprofile`), for
+ *   a process that profiles several phases
+ * @returns a function that stops the profile and writes it to the named file
+ */
+export async function startPhaseProfile(envVar: string, kind: "cpu" | "heap" = "cpu", tag?: string): Promise<() => Promise<void>> {
+  const named = process.env[envVar];
+  if (named === undefined || named === "") return async () => undefined;
+  const path = tag === undefined ? named : named.replace(/(\.[a-z]+)?$/, (ext) => `-${tag}${ext}`);
   const session = new Session();
   session.connect();
   if (kind === "cpu") {

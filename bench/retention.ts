@@ -17,6 +17,9 @@
 import { spawn } from "node:child_process";
 import { cp, readdir, rm, stat } from "node:fs/promises";
 import { loadavg } from "node:os";
+import { constants, PerformanceObserver } from "node:perf_hooks";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { archiveEndedRuns } from "../src/host/archive-ended-runs.js";
@@ -26,6 +29,7 @@ import type { RunEvent } from "../src/workflow/types.js";
 import { WORKFLOW_RUN_KIND } from "../src/workflow/workflow-run-kind.js";
 import { BASE_MS, type BenchContext, type Benchmark } from "./bench-context.js";
 import { runMilestones } from "./child-process.js";
+import { startPhaseProfile } from "./phase-profile.js";
 import { createOffsetClock, openRig, openStore } from "./scheduler-rig.js";
 import { nowMs } from "./stats.js";
 import { ms, num, row, target, times, type TableRow, type TargetCheck } from "./table.js";
@@ -116,6 +120,12 @@ export async function ageDeployment(dataDir: string, ended: number, live: number
   return { dataDir, gitdir: join(dataDir, "deployments", `${REPO}.git`), ended, live, commits, agingMs: nowMs() - startedMs };
 }
 
+/** A full garbage collection of this process's heap (`gc`, made available without `--expose-gc`). */
+function collectGarbage(): void {
+  setFlagsFromString("--expose-gc");
+  (runInNewContext("gc") as () => void)();
+}
+
 /** Bytes of every file under `dir`, recursively. */
 async function diskBytes(dir: string): Promise<number> {
   let total = 0;
@@ -156,6 +166,14 @@ interface Measured {
   readonly warmCpuMs: number;
   /** CPU time of this process from scheduler start to the last fire (ms). */
   readonly fireCpuMs: number;
+  /** Wall and CPU time of this process until `scheduler.start()` resolved (ms; part of the above). */
+  readonly startMs: number;
+  readonly startCpuMs: number;
+  /** Garbage collections on this thread from scheduler start to the last fire: major count, all ms. */
+  readonly majorGcs: number;
+  readonly gcMs: number;
+  /** This process's V8 heap in use at scheduler start (bytes). */
+  readonly heapAtStart: number;
   readonly bytes: number;
   readonly gcBytes: number;
   readonly coldMs: number;
@@ -171,7 +189,11 @@ interface StartDone {
   readonly armedCpuMs: number;
 }
 
-async function measure(dep: Deployment, scratch: string): Promise<Measured> {
+/**
+ * @param tag names the fire phase's CPU profile (`RETENTION_CPU_PROFILE=<file>.cpuprofile` writes
+ *   `<file>-<tag>.cpuprofile`, scheduler start to the last fire)
+ */
+async function measure(dep: Deployment, scratch: string, tag: string): Promise<Measured> {
   const bytes = await diskBytes(dep.gitdir);
   const gcBytes = await gcAggressiveBytes(dep.gitdir, scratch);
   const runsTree = await runProcess("git", ["--git-dir", dep.gitdir, "cat-file", "-s", "main:runs"]);
@@ -194,8 +216,26 @@ async function measure(dep: Deployment, scratch: string): Promise<Measured> {
   const done = new Promise<void>((resolve) => {
     allFired = resolve;
   });
+  // Both deployments' fire phases start from a collected heap: this process aged a deployment
+  // just before, and the live-only one was measured first with hundreds of MB of that garbage
+  // still in the heap (no major collection while it ran), the aged one after a collection had
+  // shrunk the heap's limit (two major collections in its fire phase): a difference of the
+  // bench's order, not of the deployments.
+  collectGarbage();
+  const stopProfile = await startPhaseProfile("RETENTION_CPU_PROFILE", "cpu", tag);
+  const gcs = { major: 0, ms: 0 };
+  const gcWatch = new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) {
+      gcs.ms += entry.duration;
+      if ((entry as { detail?: { kind?: number } }).detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR) gcs.major += 1;
+    }
+  });
+  gcWatch.observe({ entryTypes: ["gc"] });
+  const heapAtStart = process.memoryUsage().heapUsed;
   const t0 = nowMs();
   const cpu0 = process.cpuUsage();
+  let startMs = Number.NaN;
+  let startCpu = { user: Number.NaN, system: 0 };
   const rig = openRig(dep.dataDir, [REPO], clock.clock, (e) => {
     if (e.type === "fired") {
       fired += 1;
@@ -204,20 +244,26 @@ async function measure(dep: Deployment, scratch: string): Promise<Measured> {
   }, {}, { watch: false });
   try {
     await rig.scheduler.start();
+    startMs = nowMs() - t0;
+    startCpu = process.cpuUsage(cpu0);
     await done;
   } finally {
     await rig.close();
   }
   const fireMs = nowMs() - t0;
   const cpu = process.cpuUsage(cpu0);
-  return { coldCpuMs, warmCpuMs, fireCpuMs: (cpu.user + cpu.system) / 1000, bytes, gcBytes, coldMs, warmMs, timersMs: timers.wallMs, runsTreeBytes, firesPerSec: (fired / fireMs) * 1_000, fired };
+  gcWatch.disconnect();
+  await stopProfile();
+  return { coldCpuMs, warmCpuMs, fireCpuMs: (cpu.user + cpu.system) / 1000, startMs, startCpuMs: (startCpu.user + startCpu.system) / 1000, majorGcs: gcs.major, gcMs: gcs.ms, heapAtStart, bytes, gcBytes, coldMs, warmMs, timersMs: timers.wallMs, runsTreeBytes, firesPerSec: (fired / fireMs) * 1_000, fired };
 }
 
 export const retention: Benchmark = {
   name: "retention",
   async run(ctx: BenchContext) {
     const live = ctx.quick ? 50 : 1_000;
-    const sizes = ctx.quick ? [600] : ctx.huge ? [10_000, 30_000, 100_000] : [10_000, 30_000];
+    // RETENTION_SIZES=30000,… runs only those sizes (when looking into one of them).
+    const only = (process.env.RETENTION_SIZES ?? "").split(",").filter((v) => v !== "").map(Number);
+    const sizes = only.length > 0 ? only : ctx.quick ? [600] : ctx.huge ? [10_000, 30_000, 100_000] : [10_000, 30_000];
     const batch = ctx.quick ? 20 : 50;
     const rows: TableRow[] = [];
     const notes: string[] = [];
@@ -234,9 +280,9 @@ export const retention: Benchmark = {
       // fresh each time: a measurement fires its timers.
       const baseCopy = await ctx.cache.scratch(`retention-live-${ended}`);
       await cp(baseDep.dataDir, baseCopy, { recursive: true });
-      const base = await measure({ ...baseDep, dataDir: baseCopy, gitdir: join(baseCopy, "deployments", `${REPO}.git`) }, await ctx.cache.scratch("retention-gc"));
+      const base = await measure({ ...baseDep, dataDir: baseCopy, gitdir: join(baseCopy, "deployments", `${REPO}.git`) }, await ctx.cache.scratch("retention-gc"), `${ended}-live`);
       const loadBefore = loadavg()[0] ?? Number.NaN;
-      const m = await measure(dep, await ctx.cache.scratch("retention-gc"));
+      const m = await measure(dep, await ctx.cache.scratch("retention-gc"), `${ended}-aged`);
       const loadAfter = loadavg()[0] ?? Number.NaN;
       const label = `${num(ended)} ended + ${num(live)} live`;
       const perRun = (m.bytes - base.bytes) / ended;
@@ -254,7 +300,9 @@ export const retention: Benchmark = {
           `(${times(m.bytes / m.gcBytes)} of it, whole repo); live-only deployment ${num(base.bytes)} B (gc ${num(base.gcBytes)} B); fired ${num(m.fired)} timers; ` +
           `live-only measured just before it; 1-min load ${loadBefore.toFixed(2)} → ${loadAfter.toFixed(2)} while the aged one was measured. ` +
           `CPU time, aged vs live only: cold start ${ms(m.coldCpuMs)} vs ${ms(base.coldCpuMs)} (${times(m.coldCpuMs / base.coldCpuMs)}), warm start ${ms(m.warmCpuMs)} vs ${ms(base.warmCpuMs)} ` +
-          `(${times(m.warmCpuMs / base.warmCpuMs)}), start to last fire ${ms(m.fireCpuMs)} vs ${ms(base.fireCpuMs)} (${times(m.fireCpuMs / base.fireCpuMs)}).`,
+          `(${times(m.warmCpuMs / base.warmCpuMs)}), start to last fire ${ms(m.fireCpuMs)} vs ${ms(base.fireCpuMs)} (${times(m.fireCpuMs / base.fireCpuMs)}), ` +
+          `of which scheduler start ${ms(m.startCpuMs)} vs ${ms(base.startCpuMs)} (wall ${ms(m.startMs)} vs ${ms(base.startMs)}); ` +
+          `garbage collection meanwhile ${ms(m.gcMs)} (${m.majorGcs} major) vs ${ms(base.gcMs)} (${base.majorGcs} major), heap in use at start ${num(m.heapAtStart / 1e6)} MB vs ${num(base.heapAtStart / 1e6)} MB.`,
       );
       if (!ctx.quick && ended === sizes[sizes.length - 1]) {
         const ratio = (a: number, b: number): number => a / b;

@@ -79,7 +79,7 @@ function corrupt(oid: string, reason: string, cause?: unknown, extra: Record<str
 export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
   const { fs, gitdir, repoKey, caches, durable } = opts;
   const quickFs = opts.quickFs ?? fs;
-  const packs = createPackStore({ fs, quickFs, gitdir, repoKey, packBytes: caches.packs, ...(caches.packWindows === undefined ? {} : { packWindows: caches.packWindows }), durable, clock: opts.clock ?? systemClock, cachedTree: (oid) => cachedTree(oid), deltaBase: (oid) => deltaBases.get(oid) });
+  const packs = createPackStore({ fs, quickFs, gitdir, repoKey, packBytes: caches.packs, ...(caches.packWindows === undefined ? {} : { packWindows: caches.packWindows }), durable, clock: opts.clock ?? systemClock, cachedTree: (oid) => cachedTree(oid), knownDeltas: () => deltaBases });
   /**
    * The last few big folders (e.g. `runs/`) of this repository, newest first, kept apart from
    * the shared tree cache. Each commit makes a new version of such a folder (its content,

@@ -40,8 +40,11 @@ export interface PackMaintenanceOptions {
   readonly writer: PackWriter;
   /** A parsed tree by oid when one is cached (merging uses it instead of parsing big folders). */
   readonly cachedTree?: (oid: Oid) => ParsedTree | undefined;
-  /** The delta a big tree was written with, when known (merging stores it as is). */
-  readonly deltaBase?: (oid: Oid) => DeltaBase | undefined;
+  /**
+   * The deltas big trees were written with, by tree oid (a bounded set of recent ones: see
+   * object-store.ts): a merge stores such a tree as its delta when the base comes before it.
+   */
+  readonly knownDeltas?: () => Iterable<readonly [Oid, DeltaBase]>;
   /**
    * Whether merges run on the process's merge thread (pack-merge-thread.ts), which reads the
    * packs with node:fs itself; default: when `fs` is node:fs. Otherwise (memfs) they run here,
@@ -49,9 +52,6 @@ export interface PackMaintenanceOptions {
    */
   readonly mergeOnThread?: boolean;
 }
-
-/** Per-commit packs up to this many objects are looked at for known deltas (see knownDeltas). */
-const KNOWN_DELTA_SCAN_MAX = 4096;
 
 /** The merges of one repository's packs; see PackStore.maintain, compact and idle. */
 export interface PackMaintenance {
@@ -88,11 +88,17 @@ export function createPackMaintenance(opts: PackMaintenanceOptions): PackMainten
       if (i > 0 && pack.index.count < 2 * below) upto = i;
       below += pack.index.count;
     });
-    const chosen = byCount.slice(0, Math.max(2, upto + 1));
-    // Oldest first (`packs` is newest first): consecutive versions of a big folder then meet
-    // base before target, so each is stored as a delta against the one before.
-    const age = new Map(packs.map((p, i) => [p.name, i]));
-    return chosen.sort((a, b) => (age.get(b.name) ?? 0) - (age.get(a.name) ?? 0));
+    return oldestFirst(byCount.slice(0, Math.max(2, upto + 1)));
+  }
+
+  /**
+   * `chosen` oldest first by their objects' age (PackReader.ageOf; not the reader's list,
+   * whose order follows lookups): consecutive versions of a big folder then meet base before
+   * target, so each is stored as a delta against the one before.
+   */
+  function oldestFirst(chosen: LoadedPack[]): LoadedPack[] {
+    const age = new Map(chosen.map((p) => [p.name, reader.ageOf(p)]));
+    return chosen.sort((a, b) => (age.get(a.name) as number) - (age.get(b.name) as number) || (a.name < b.name ? -1 : 1));
   }
 
   /**
@@ -109,8 +115,7 @@ export function createPackMaintenance(opts: PackMaintenanceOptions): PackMainten
     const restCount = rest.reduce((n, p) => n + p.index.count, 0);
     const chosen = 2 * restCount < biggest.index.count ? rest : byCount;
     if (chosen.length < 2) return [];
-    const age = new Map(packs.map((p, i) => [p.name, i]));
-    return chosen.sort((a, b) => (age.get(b.name) ?? 0) - (age.get(a.name) ?? 0));
+    return oldestFirst(chosen);
   }
 
   /** Merges until at most {@link MAX_PACKS} packs are left (commits may add packs meanwhile). */
@@ -121,41 +126,26 @@ export function createPackMaintenance(opts: PackMaintenanceOptions): PackMainten
   }
 
   /**
-   * The deltas big trees of `chosen` were written with, for a merge on the thread (which cannot
-   * call back). Only per-commit packs are looked at: a delta is known only for a tree this
-   * process wrote lately, and a merged or generated pack of thousands of objects holds none
-   * worth the lookups (their big trees are deltas already, re-linked as they are).
+   * The known deltas (see {@link PackMaintenanceOptions.knownDeltas}) of trees in `chosen`,
+   * whatever their size: a tree first merged without its base (stored whole, or as a delta of an
+   * older version) gets its delta when a later merge holds both. Found by looking the few
+   * hundred known oids up in the chosen packs' indexes, not the packs' objects up among the
+   * known (a merged pack holds hundreds of thousands): cheap enough for the event loop, which
+   * must hand them to the thread (it cannot call back).
    */
   function knownDeltas(chosen: readonly LoadedPack[]): [Oid, DeltaBase][] {
     const known: [Oid, DeltaBase][] = [];
-    const lookup = opts.deltaBase;
-    if (lookup === undefined) return known;
-    for (const pack of chosen) {
-      if (pack.index.count > KNOWN_DELTA_SCAN_MAX) continue;
-      for (let i = 0; i < pack.index.count; i++) {
-        const oid = pack.index.oidAt(i);
-        const delta = lookup(oid);
-        if (delta !== undefined) known.push([oid, delta]);
-      }
+    if (opts.knownDeltas === undefined) return known;
+    for (const [oid, delta] of opts.knownDeltas()) {
+      if (chosen.some((pack) => pack.index.find(oid) >= 0)) known.push([oid, delta]);
     }
     return known;
   }
 
   /** The merge on this thread: reads through `fs`, helped by the store's caches. */
   function mergeHere(chosen: readonly LoadedPack[]): Promise<EncodedPack | null> {
-    const lookup = opts.deltaBase;
-    const known: [Oid, DeltaBase][] = [];
-    if (lookup !== undefined) {
-      for (const pack of chosen) {
-        for (let i = 0; i < pack.index.count; i++) {
-          const oid = pack.index.oidAt(i);
-          const delta = lookup(oid);
-          if (delta !== undefined) known.push([oid, delta]);
-        }
-      }
-    }
     const indexes = new Map(chosen.map((p) => [p.name, p.index]));
-    const job: MergeJob = { packDir, sources: chosen.map((p) => ({ name: p.name, size: p.size })), known };
+    const job: MergeJob = { packDir, sources: chosen.map((p) => ({ name: p.name, size: p.size })), known: knownDeltas(chosen) };
     return runMergeJob(
       job,
       { readRange: (path, start, length) => fs.readRange(path, start, length), index: async (source) => indexes.get(source.name) as PackIndex },

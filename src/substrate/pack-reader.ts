@@ -89,9 +89,19 @@ export interface PackReader {
   contains(oid: Oid): boolean;
   /** Resolves once the pack folder was listed and its indexes loaded (once per store). */
   ensureScanned(): Promise<void>;
-  /** Known packs, newest first. */
+  /** Known packs, most recently hit first (lookups move the pack that answered to the front). */
   readonly packs: readonly LoadedPack[];
-  /** Records `placed` as the newest pack, forgetting the packs named in `replaced`. */
+  /**
+   * How new a known pack's objects are: higher is newer. A pack found on disk counts from its
+   * file's mtime (ms), a commit's pack adopted later as newer than every known pack (by 1), and a
+   * merged pack as new as the newest pack it replaced (its objects are that old, however late
+   * the merge finished). Merges take their sources oldest first by it (see pack-maintenance.ts).
+   */
+  ageOf(pack: LoadedPack): number;
+  /**
+   * Records `placed` as a known pack, forgetting the packs named in `replaced`: as a merge of
+   * them when there are any (its age theirs), else as the newest pack.
+   */
   adopt(placed: LoadedPack, replaced?: ReadonlySet<string>): void;
 }
 
@@ -108,6 +118,13 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
   const { fs, quickFs, packDir, repoKey, packBytes, packWindows } = opts;
   /** Newest first: recently written objects are the ones read most. */
   let packs: LoadedPack[] = [];
+  /** See {@link PackReader.ageOf}, by pack name. */
+  const ages = new Map<string, number>();
+  let newestAge = Number.NEGATIVE_INFINITY;
+  const setAge = (name: string, age: number): void => {
+    ages.set(name, age);
+    if (age > newestAge) newestAge = age;
+  };
   let scanned: Promise<void> | null = null;
   const oidBytes = Buffer.alloc(20);
   /**
@@ -131,6 +148,7 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
     const idxPath = `${packDir}/${name}.idx`;
     const idx = await readBoundedFileOrNull(fsFor(Number(stat.size)), idxPath, MAX_PACK_INDEX_BYTES, (found) => packNotAFile(name, idxPath, found));
     if (idx === null) return null;
+    if (!ages.has(name)) setAge(name, Number(stat.mtimeMs));
     return { name, index: parsePackIndex(name, idx, Number(stat.size)), size: Number(stat.size), mergeable: true };
   }
 
@@ -174,6 +192,7 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
       const added = loaded.filter((pack): pack is LoadedPack => pack !== null);
       const vanished = added.length + unreadable < fresh.length;
       packs = [...added, ...kept];
+      for (const name of ages.keys()) if (!names.has(`${name}.idx`)) ages.delete(name);
       if (!vanished) return;
     }
   }
@@ -362,7 +381,13 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
     get packs() {
       return packs;
     },
+    ageOf: (pack) => ages.get(pack.name) ?? newestAge,
     adopt(placed, replaced) {
+      let age = Number.NEGATIVE_INFINITY;
+      for (const name of replaced ?? []) age = Math.max(age, ages.get(name) ?? Number.NEGATIVE_INFINITY);
+      if (age === Number.NEGATIVE_INFINITY) age = newestAge === Number.NEGATIVE_INFINITY ? 0 : newestAge + 1;
+      for (const name of replaced ?? []) if (name !== placed.name) ages.delete(name);
+      setAge(placed.name, age);
       packs = [placed, ...packs.filter((p) => p.name !== placed.name && replaced?.has(p.name) !== true)];
     },
   };

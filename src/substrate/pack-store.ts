@@ -48,8 +48,8 @@ export interface PackStoreOptions {
   readonly clock: Clock;
   /** A parsed tree by oid when one is cached (merging uses it instead of parsing big folders). */
   readonly cachedTree?: (oid: Oid) => ParsedTree | undefined;
-  /** The delta a big tree was written with, when known (merging stores it as is). */
-  readonly deltaBase?: (oid: Oid) => DeltaBase | undefined;
+  /** The deltas big trees were written with, by tree oid (merging stores them as they are). */
+  readonly knownDeltas?: () => Iterable<readonly [Oid, DeltaBase]>;
   /**
    * Whether merges run on the process's merge thread (pack-merge-thread.ts), which reads the
    * packs with node:fs; default: when `fs` is node:fs itself.
@@ -138,7 +138,7 @@ export function createPackStore(opts: PackStoreOptions): PackStore {
     reader,
     writer,
     ...(opts.cachedTree === undefined ? {} : { cachedTree: opts.cachedTree }),
-    ...(opts.deltaBase === undefined ? {} : { deltaBase: opts.deltaBase }),
+    ...(opts.knownDeltas === undefined ? {} : { knownDeltas: opts.knownDeltas }),
     ...(opts.mergeOnThread === undefined ? {} : { mergeOnThread: opts.mergeOnThread }),
   });
 

@@ -9,12 +9,15 @@ import { describe, expect, it } from "vitest";
 import { allowAll } from "../../../src/substrate/allow-all.js";
 import { createBlockingFsAdapter, createFsAdapter, type FsAdapter } from "../../../src/substrate/fs-adapter.js";
 import { ScopedLruCache } from "../../../src/substrate/lru-cache.js";
+import { hashObject, type GitObject } from "../../../src/substrate/git-object.js";
+import { shapeOfContent, treeDelta } from "../../../src/substrate/pack-merge.js";
 import { mergeOnThread } from "../../../src/substrate/pack-merge-thread.js";
 import { createPackStore, type PackStore } from "../../../src/substrate/pack-store.js";
 import { createRepoStore } from "../../../src/substrate/repo-store.js";
-import type { RepoId } from "../../../src/substrate/types.js";
+import type { DeltaBase } from "../../../src/substrate/tree-object.js";
+import type { Oid, RepoId } from "../../../src/substrate/types.js";
 import { plainKind } from "../../helpers/append-merge.js";
-import { gitAt } from "../../helpers/git-cli.js";
+import { git, gitAt } from "../../helpers/git-cli.js";
 import { useTempDirs } from "../../helpers/temp-dir.js";
 import { expectFsckClean } from "./fixtures/git-checks.js";
 
@@ -63,8 +66,37 @@ function cutShort(inner: FsAdapter, budget: { left: number; made: number }): FsA
   });
 }
 
-function packStoreOn(dataDir: string, fs: FsAdapter, quickFs: FsAdapter, mergeOnThread: boolean): PackStore {
-  return createPackStore({ fs, quickFs, gitdir: gitdirOf(dataDir), repoKey: dataDir, packBytes: new ScopedLruCache(64 << 20), durable: true, clock: () => new Date(), mergeOnThread });
+function packStoreOn(dataDir: string, fs: FsAdapter, quickFs: FsAdapter, mergeOnThread: boolean, known?: ReadonlyMap<Oid, DeltaBase>): PackStore {
+  return createPackStore({ fs, quickFs, gitdir: gitdirOf(dataDir), repoKey: dataDir, packBytes: new ScopedLruCache(64 << 20), durable: true, clock: () => new Date(), mergeOnThread, ...(known === undefined ? {} : { knownDeltas: () => known }) });
+}
+
+/** A tree of one blob entry per name (names given in git's order). */
+function treeOf(entries: readonly (readonly [string, Oid])[]): GitObject {
+  return hashObject("tree", Buffer.concat(entries.map(([name, oid]) => Buffer.concat([Buffer.from(`100644 ${name}\0`), Buffer.from(oid, "hex")]))));
+}
+
+/**
+ * Two packs of 4,201 objects each (more than a commit's pack): 4,200 small blobs each, then
+ * a 600-entry folder in the older one and its next version in the newer one, stored whole.
+ * The next version lost the folder's first entry (as `runs/` does when retention moves the
+ * oldest run out), so it is not recognised as a version of the same folder by its first name;
+ * the store knows it as a delta from the older one, as an edit writes it.
+ */
+async function twoBigPacks(): Promise<{ dataDir: string; known: Map<Oid, DeltaBase>; next: Oid }> {
+  const dataDir = await tempDir();
+  await git(["init", "--quiet", "--bare", gitdirOf(dataDir)]);
+  const blobs = (tag: string): GitObject[] => Array.from({ length: 4_200 }, (_, i) => hashObject("blob", Buffer.from(`{"pack":"${tag}","i":${i}}`)));
+  const names = Array.from({ length: 601 }, (_, i) => `run-${String(i).padStart(5, "0")}`);
+  const older = blobs("older");
+  const folder = treeOf(names.slice(0, 600).map((name, i) => [name, (older[i] as GitObject).oid]));
+  const newer = blobs("newer");
+  const next = treeOf(names.slice(1).map((name, i) => [name, i === 300 ? (newer[0] as GitObject).oid : (older[i + 1] as GitObject).oid]));
+  const delta = treeDelta(shapeOfContent(Buffer.from(folder.content)) as NonNullable<ReturnType<typeof shapeOfContent>>, shapeOfContent(Buffer.from(next.content)) as NonNullable<ReturnType<typeof shapeOfContent>>);
+  const packs = packStoreOn(dataDir, createFsAdapter(), createBlockingFsAdapter(), false);
+  await packs.write([...older, folder]);
+  await packs.write([...newer, next]);
+  await packs.close();
+  return { dataDir, known: new Map([[next.oid, { oid: folder.oid, delta }]]), next: next.oid };
 }
 
 /** Scans the packs (a lookup that misses), then runs a quiet merge of all of them. */
@@ -94,7 +126,8 @@ describe("merging packs on the merge thread", () => {
   it("writes the same merged pack as a merge on the store's own thread", async () => {
     const here = await unmergedRepo();
     const there = await tempDir();
-    await cp(here, there, { recursive: true });
+    // Timestamps kept: a merge takes its sources oldest first by their files' mtimes.
+    await cp(here, there, { recursive: true, preserveTimestamps: true });
     const before = await packNames(here);
     expect(before.length).toBe(APPENDS + 2);
 
@@ -114,6 +147,60 @@ describe("merging packs on the merge thread", () => {
     await expectEveryCommitReadable(there);
     const verified = await gitAt(gitdirOf(there), ["verify-pack", "-v", join(packDirOf(there), mergedHere.find((n) => !before.includes(n)) as string)]);
     expect(verified).toMatch(/chain length = [1-9]/);
+  });
+
+  it("stores a folder the store knows as a delta as that delta, whatever the size of the pack holding it, as a merge on the store's own thread does", async () => {
+    const here = await twoBigPacks();
+    const there = await tempDir();
+    await cp(here.dataDir, there, { recursive: true, preserveTimestamps: true });
+    const before = await packNames(here.dataDir);
+    expect(before).toHaveLength(2);
+
+    await compact(packStoreOn(here.dataDir, createFsAdapter(), createBlockingFsAdapter(), false, here.known));
+    await compact(packStoreOn(there, createFsAdapter(), createBlockingFsAdapter(), true, here.known));
+    const mergedHere = await packNames(here.dataDir);
+    expect(mergedHere).toHaveLength(1);
+    expect(mergedHere).not.toEqual(before);
+    // Same bytes on both threads (a pack's name is its checksum), so the same size and deltas.
+    expect(await packNames(there)).toEqual(mergedHere);
+    for (const dataDir of [here.dataDir, there]) {
+      // verify-pack checks every object of the pack against its oid (nothing refers to them, so no fsck).
+      const verified = await gitAt(gitdirOf(dataDir), ["verify-pack", "-v", join(packDirOf(dataDir), mergedHere[0] as string)]);
+      // The newer folder (~23 KB): a tree stored as a delta (chain depth 1) of a few hundred bytes.
+      const line = verified.split("\n").find((l) => l.startsWith(`${here.next} `)) as string;
+      const [, type, , packed, , depth] = line.trim().split(/\s+/);
+      expect(type).toBe("tree");
+      expect(depth).toBe("1");
+      expect(Number(packed)).toBeLessThan(1_000);
+    }
+  });
+
+  it("takes the packs oldest first however lookups reordered them, so a known delta's base comes before it", async () => {
+    for (const onThread of [false, true]) {
+      const dataDir = await tempDir();
+      await git(["init", "--quiet", "--bare", gitdirOf(dataDir)]);
+      const names = Array.from({ length: 600 }, (_, i) => `run-${String(i).padStart(5, "0")}`);
+      const blobs = names.map((name) => hashObject("blob", Buffer.from(`{"run":"${name}"}`)));
+      const folder = treeOf(names.map((name, i) => [name, (blobs[i] as GitObject).oid]));
+      const changed = hashObject("blob", Buffer.from(`{"changed":${String(onThread)}}`));
+      const next = treeOf(names.slice(1).map((name, i) => [name, i === 300 ? changed.oid : (blobs[i + 1] as GitObject).oid]));
+      const shape = (tree: GitObject): NonNullable<ReturnType<typeof shapeOfContent>> => shapeOfContent(Buffer.from(tree.content)) as NonNullable<ReturnType<typeof shapeOfContent>>;
+      const known = new Map([[next.oid, { oid: folder.oid, delta: treeDelta(shape(folder), shape(next)) }]]);
+      const packs = packStoreOn(dataDir, createFsAdapter(), createBlockingFsAdapter(), onThread, known);
+      await packs.write([...blobs, folder]);
+      // As many objects again in the newer pack, so a quiet merge takes both packs.
+      const more = Array.from({ length: 600 }, (_, i) => hashObject("blob", Buffer.from(`{"more":${i}}`)));
+      await packs.write([...more, changed, next]);
+      // A read from the older pack moves it to the front of the reader's list.
+      expect((await packs.read(folder.oid, false))?.type).toBe("tree");
+      await packs.compact();
+      await packs.close();
+      const merged = await packNames(dataDir);
+      expect(merged).toHaveLength(1);
+      const verified = await gitAt(gitdirOf(dataDir), ["verify-pack", "-v", join(packDirOf(dataDir), merged[0] as string)]);
+      const line = verified.split("\n").find((l) => l.startsWith(`${next.oid} `)) as string;
+      expect(line.trim().split(/\s+/)[5]).toBe("1");
+    }
   });
 
   it("leaves every object readable and git fsck clean when cut short at any step of placing the merge", async () => {
