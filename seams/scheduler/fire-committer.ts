@@ -13,9 +13,9 @@
  * their monotonic `now`, and the commit's work is sliced on that same monotonic time.
  */
 import { WorkflowHostError } from "../../src/errors.js";
-import type { CommittedReads } from "../../src/substrate/types.js";
+import type { CommittedReads, FolderAppend } from "../../src/substrate/types.js";
 import { serializeEvent, serializePlainTimerFired } from "../../src/workflow/events.js";
-import { eventPath, runEventsPrefix, runsPrefix } from "../../src/workflow/paths.js";
+import { eventsFolder, runEventsPrefix, runsPrefix } from "../../src/workflow/paths.js";
 import type { TimerHandle } from "../../src/time/clock.js";
 import { deepFreeze } from "../../src/workflow/parsed-event-cache.js";
 import { readRunLog } from "../../src/workflow/run-log.js";
@@ -180,7 +180,9 @@ export class FireCommitter {
           this.view.ownWrite = { parentSha, settled };
           const nowMs = Math.max(wallMs(this.ctx), floorMs);
           const at = isoFromMs(nowMs);
-          const puts = new Map<string, Uint8Array>();
+          // Each run's new event files, appended to its events folder: the store builds the run's
+          // two new folders from their stored bytes (TreeDelta.appends), with no generic edit.
+          const appends: FolderAppend[] = [];
           const outcomes: Outcome[] = [];
           const after: After[] = [];
           const added: Added[] = [];
@@ -199,6 +201,7 @@ export class FireCommitter {
             let state = fresh.state;
             const firstSeq = Math.max(fresh.maxFileSeq + 1, 1);
             let seq = firstSeq;
+            const files: { name: string; content: Uint8Array }[] = [];
             if (timers.length > 1) timers.sort(byFireAt);
             for (const timer of timers) {
               await prepareCatchUp(state.pendingTimers.get(timer.timerId), at, slicer.pause);
@@ -211,7 +214,7 @@ export class FireCommitter {
                 // template and comes back normalised and frozen, shared by the state and readers.
                 const plain = serializePlainTimerFired(event, { maxEventBytes: this.ctx.maxEventBytes });
                 if (plain !== null) {
-                  puts.set(eventPath(runId, seq), plain.bytes);
+                  files.push({ name: `${seq}.json`, content: plain.bytes });
                   state = applyEvent(state, plain.event);
                   if (handOver) added.push({ runId, seq, event: plain.event });
                   seq += 1;
@@ -220,7 +223,7 @@ export class FireCommitter {
                 // The bytes are the validated event's JSON, so parsing them back gives the
                 // normalised event without validating it again.
                 const bytes = serializeEvent(event, { maxEventBytes: this.ctx.maxEventBytes });
-                puts.set(eventPath(runId, seq), bytes);
+                files.push({ name: `${seq}.json`, content: bytes });
                 const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8");
                 state = applyEvent(state, JSON.parse(text) as RunEvent);
                 // A copy of its own for readers outside the scheduler, frozen: they share it.
@@ -228,9 +231,12 @@ export class FireCommitter {
                 seq += 1;
               }
             }
-            if (seq > firstSeq) after.push({ runId, parentEventsOid: fresh.eventsOid, state, maxFileSeq: seq - 1 });
+            if (seq > firstSeq) {
+              after.push({ runId, parentEventsOid: fresh.eventsOid, state, maxFileSeq: seq - 1 });
+              appends.push({ folder: `${runsPrefix}${runId}`, sub: eventsFolder, files });
+            }
           }
-          return { puts, result: { outcomes, after, added } };
+          return { appends, result: { outcomes, after, added } };
         },
       });
     } catch (error) {

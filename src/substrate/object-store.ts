@@ -221,6 +221,7 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
 
   return {
     read,
+    readInMemory: (oid) => packs.readInMemory(oid),
     holdsHistory,
     async readTree(oid) {
       const hit = cachedTree(oid);

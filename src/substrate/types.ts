@@ -97,6 +97,24 @@ export interface TreeDelta {
   readonly puts?: ReadonlyMap<string, Uint8Array | string> | Readonly<Record<string, Uint8Array | string>>;
   /** Paths of blobs (or whole subtrees) to remove. */
   readonly deletes?: readonly string[];
+  /**
+   * New files added to the subfolder of existing folders (a fire commit's events: `runs/<id>`,
+   * sub `events`), each folder once and nothing else put under it. The same as putting each
+   * file at `<folder>/<sub>/<name>`, but with `WriteTreeDeltaOptions.prevalidated` both new
+   * folders are built from the stored ones' bytes (see folder-append.ts), which costs a fraction
+   * of the generic edit; otherwise, and where that build declines, the files are plain puts.
+   */
+  readonly appends?: readonly FolderAppend[];
+}
+
+/** Files to add to `<folder>/<sub>/` (see {@link TreeDelta.appends}). */
+export interface FolderAppend {
+  /** Repo path of the folder ("runs/r1"), no trailing "/". */
+  readonly folder: string;
+  /** Name of its subfolder the files go to ("events"). */
+  readonly sub: string;
+  /** File names (none there yet) and their bytes. */
+  readonly files: readonly { readonly name: string; readonly content: Uint8Array }[];
 }
 
 /** What a `computeDelta` returns: the delta plus any value the caller wants back. */

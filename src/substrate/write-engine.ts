@@ -30,7 +30,8 @@ import type { Sleep } from "./ref-store.js";
 import type { RepoHandle } from "./repo-handle.js";
 import { parseRepoPath } from "./repo-path.js";
 import { applyTreeEdits } from "./tree-edit.js";
-import type { CommittedReads, Oid, PathChange, RefMove, WriteResult } from "./types.js";
+import { planAppends, type AppendPlan } from "./folder-append.js";
+import type { CommittedReads, FolderAppend, Oid, PathChange, RefMove, WriteResult } from "./types.js";
 
 /** Blob contents by repo path: strings are stored as UTF-8. */
 export type FileMap =
@@ -43,6 +44,8 @@ export interface PlannedWrite<R> {
   readonly clear?: readonly string[];
   readonly deletes?: readonly string[];
   readonly puts?: FileMap;
+  /** Files added to subfolders of existing folders (see TreeDelta.appends). */
+  readonly appends?: readonly FolderAppend[];
   readonly result?: R;
   /** Awaited between units of the commit's work (see WriteTreeDeltaOptions.pause). */
   readonly pause?: () => Promise<void>;
@@ -171,10 +174,23 @@ async function prepare<R>(deps: WriteEngineDeps, name: string, tip: Oid | null, 
   // reads, from the pack in memory when there, without a place in the tree cache.
   const store = repo.objects;
   const readOld = planned.prevalidated === true ? (oid: Oid) => store.scanning.readTree(oid) : (oid: Oid) => store.readTree(oid);
+  // Appends: built from the stored folders' bytes when the write is prevalidated (nothing reads
+  // the new folders before they are stored), else plain puts like the declined ones.
+  let appended: AppendPlan | undefined;
+  if (planned.appends !== undefined && planned.appends.length > 0) {
+    appended = planned.prevalidated === true
+      ? await planAppends({ readTree: (oid) => store.readTree(oid), readRaw: (oid) => store.readInMemory(oid) ?? store.read(oid) }, baseTree, planned.appends, pause)
+      : { folders: [], objects: [], folderOids: new Map(), puts: planned.appends.flatMap((a) => a.files.map((f): [string, Uint8Array] => [`${a.folder}/${a.sub}/${f.name}`, f.content])) };
+    for (const [path, content] of appended.puts) {
+      const blob = hashObject("blob", content);
+      blobs.set(blob.oid, blob);
+      puts.push({ path: parseRepoPath(path), oid: blob.oid });
+    }
+  }
   const edit = await applyTreeEdits(readOld, baseTree, {
     ...(planned.clear === undefined ? {} : { clear: planned.clear }),
     deletes,
-    puts,
+    puts: appended === undefined || appended.folders.length === 0 ? puts : [...puts, ...appended.folders],
   }, pause);
   if (edit.rootOid === (baseTree ?? EMPTY_TREE_OID)) return { kind: "noop", result: planned.result };
 
@@ -225,10 +241,16 @@ async function prepare<R>(deps: WriteEngineDeps, name: string, tip: Oid | null, 
   // unreferenced ones (the object store writes the commit last).
   // One at a time: a commit can hold hundreds of thousands of new trees, more than a call
   // takes as spread arguments.
-  for (const tree of edit.newTrees) objects.push(tree);
+  // Two runs can get the same bytes (an event that does not name its run, a folder alike).
+  for (const object of appended?.objects ?? []) {
+    if (added.has(object.oid)) continue;
+    added.add(object.oid);
+    objects.push(object);
+  }
+  for (const tree of edit.newTrees) if (appended === undefined || !added.has(tree.oid)) objects.push(tree);
   objects.push(commit);
   const folderOid = (path: string): Oid | null | undefined => {
-    const known = edit.folders.get(path);
+    const known = appended?.folderOids.get(path) ?? edit.folders.get(path);
     if (known !== undefined) return known;
     // A folder the edit did not descend into, inside one it rewrote: one lookup there.
     const slash = path.lastIndexOf("/");
