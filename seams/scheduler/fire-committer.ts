@@ -233,7 +233,7 @@ export class FireCommitter {
             }
             if (seq > firstSeq) {
               after.push({ runId, parentEventsOid: fresh.eventsOid, state, maxFileSeq: seq - 1 });
-              appends.push({ folder: `${runsPrefix}${runId}`, sub: eventsFolder, files });
+              appends.push({ folder: `${runsPrefix}${runId}`, sub: eventsFolder, files, ...(fresh.eventsOid === null ? {} : { subOid: fresh.eventsOid }) });
             }
           }
           return { appends, result: { outcomes, after, added } };

@@ -40,33 +40,41 @@ const TREE_MODE_BYTES = Buffer.from("40000", "latin1");
 const BLOB_PREFIX = Buffer.from("100644 ", "latin1");
 
 /**
- * Entry starts of a tree's content, then its length, when every entry is well formed, named in
- * plain printable ASCII that git cannot read as `.git`, and in git's order; otherwise null.
+ * Steps through a tree's entries in place, checking each as it goes: well formed, named in plain
+ * printable ASCII that git cannot read as `.git` (see {@link plainName}), and after the one
+ * before in git's order. One per tree walked; nothing is allocated per entry.
  */
-function cleanEntries(content: Uint8Array): number[] | null {
-  const starts: number[] = [];
-  let at = 0;
-  let prevName = -1;
-  let prevEnd = -1;
-  let prevTree = false;
-  const n = content.length;
-  while (at < n) {
+class EntryCursor {
+  /** Start of the current entry, its name's bounds, whether it is a folder. */
+  at = 0;
+  nameFrom = 0;
+  nameTo = 0;
+  tree = false;
+  /** Where the next entry starts. */
+  next = 0;
+  constructor(readonly content: Uint8Array) {}
+
+  /** Moves to the next entry: 1 when there is one, 0 at the end, -1 for a tree the direct build declines. */
+  step(): number {
+    const b = this.content;
+    const n = b.length;
+    const at = this.next;
+    if (at >= n) return 0;
     let space = at;
-    while (space < n && content[space] !== SPACE) space++;
+    while (space < n && b[space] !== SPACE) space++;
     let nul = space + 1;
-    while (nul < n && content[nul] !== 0) nul++;
-    if (space >= n || nul >= n || nul + 1 + OID_BYTES > n || space === at) return null;
-    if (!plainName(content, space + 1, nul)) return null;
-    const tree = isTreeMode(content, at, space);
-    if (prevName >= 0 && compareNames(content, prevName, prevEnd, prevTree, content, space + 1, nul, tree) >= 0) return null;
-    starts.push(at);
-    prevName = space + 1;
-    prevEnd = nul;
-    prevTree = tree;
-    at = nul + 1 + OID_BYTES;
+    while (nul < n && b[nul] !== 0) nul++;
+    if (space >= n || nul >= n || nul + 1 + OID_BYTES > n || space === at) return -1;
+    if (!plainName(b, space + 1, nul)) return -1;
+    const tree = isTreeMode(b, at, space);
+    if (at > 0 && compareNames(b, this.nameFrom, this.nameTo, this.tree, b, space + 1, nul, tree) >= 0) return -1;
+    this.at = at;
+    this.nameFrom = space + 1;
+    this.nameTo = nul;
+    this.tree = tree;
+    this.next = nul + 1 + OID_BYTES;
+    return 1;
   }
-  starts.push(n);
-  return starts;
 }
 
 /** "40000" or "040000": a folder (what tree-object.ts reads as one). */
@@ -106,15 +114,6 @@ function compareNames(a: Uint8Array, aFrom: number, aTo: number, aTree: boolean,
   return x - y;
 }
 
-/** Where the name of the entry starting at `at` starts and ends. */
-function nameOf(content: Uint8Array, at: number): [number, number] {
-  let space = at;
-  while (content[space] !== SPACE) space++;
-  let nul = space + 1;
-  while (content[nul] !== 0) nul++;
-  return [space + 1, nul];
-}
-
 /** Equal names (the raw bytes against a string of printable ASCII). */
 function sameName(content: Uint8Array, from: number, to: number, name: string): boolean {
   if (to - from !== name.length) return false;
@@ -134,16 +133,15 @@ export function subfolderOid(folder: Uint8Array, sub: string): Oid | null {
 
 /** Offset of the oid of the entry `sub` (a `40000` folder) in a clean tree, else -1. */
 function subEntry(folder: Uint8Array, sub: string): number {
-  const starts = cleanEntries(folder);
-  if (starts === null) return -1;
-  for (let i = 0; i + 1 < starts.length; i++) {
-    const at = starts[i] as number;
-    const [from, to] = nameOf(folder, at);
-    if (!sameName(folder, from, to, sub)) continue;
-    if (from - 1 - at !== 5 || !isTreeMode(folder, at, from - 1)) return -1;
-    return to + 1;
+  const cursor = new EntryCursor(folder);
+  let found = -1;
+  for (let step = cursor.step(); step !== 0; step = cursor.step()) {
+    if (step < 0) return -1;
+    if (!sameName(folder, cursor.nameFrom, cursor.nameTo, sub)) continue;
+    if (cursor.nameFrom - 1 - cursor.at !== 5 || !cursor.tree) return -1;
+    found = cursor.nameTo + 1;
   }
-  return -1;
+  return found;
 }
 
 /**
@@ -155,8 +153,6 @@ function subEntry(folder: Uint8Array, sub: string): number {
 export function appendToSubfolder(folder: Uint8Array, sub: string, subContent: Uint8Array, files: readonly AppendedFile[]): AppendedFolders | null {
   const oidAt = subEntry(folder, sub);
   if (oidAt < 0 || files.length === 0) return null;
-  const starts = cleanEntries(subContent);
-  if (starts === null) return null;
   // The new names, each plain, in git order, none twice and none already there.
   const names: Buffer[] = [];
   for (const file of files) {
@@ -179,20 +175,20 @@ export function appendToSubfolder(folder: Uint8Array, sub: string, subContent: U
   const subWhole = Buffer.allocUnsafe(subHead.length + subLength);
   let out = subWhole.write(subHead, 0, "latin1");
   const source = Buffer.from(subContent.buffer, subContent.byteOffset, subContent.byteLength);
-  // Merge: old entries in order, each new one before the first old entry that sorts after it.
+  // Merge: old entries in order, each new one before the first old entry that sorts after it;
+  // the old entries are checked on the way (a declined tree leaves the buffer unused).
   let k = 0;
   let copied = 0;
-  for (let i = 0; i + 1 < starts.length; i++) {
-    const at = starts[i] as number;
-    const [from, to] = nameOf(subContent, at);
-    const tree = isTreeMode(subContent, at, from - 1);
+  const cursor = new EntryCursor(subContent);
+  for (let step = cursor.step(); step !== 0; step = cursor.step()) {
+    if (step < 0) return null;
     while (k < order.length) {
       const name = names[order[k] as number] as Buffer;
       // A new name equal to an old one (as a file or as a folder): declined, as the edit would replace it.
-      if (sameBytes(subContent, from, to, name)) return null;
-      if (compareNames(name, 0, name.length, false, subContent, from, to, tree) > 0) break;
-      out += source.copy(subWhole, out, copied, at);
-      copied = at;
+      if (sameBytes(subContent, cursor.nameFrom, cursor.nameTo, name)) return null;
+      if (compareNames(name, 0, name.length, false, subContent, cursor.nameFrom, cursor.nameTo, cursor.tree) > 0) break;
+      out += source.copy(subWhole, out, copied, cursor.at);
+      copied = cursor.at;
       out = writeFileEntry(subWhole, out, name, (files[order[k] as number] as AppendedFile).oid);
       k += 1;
     }
@@ -288,8 +284,13 @@ export async function planAppends(source: AppendSource, rootOid: Oid | null, app
       declined(append);
       continue;
     }
-    const folder = source.readRaw(entry.oid);
-    const folderObject = folder instanceof Promise ? await folder : folder;
+    // A folder that holds only the subfolder the caller named is not read: its bytes follow
+    // from that oid (checked: they must hash to the folder's oid).
+    let folderObject = append.subOid === undefined ? null : onlySubfolder(append.sub, append.subOid, entry.oid);
+    if (folderObject === null) {
+      const folder = source.readRaw(entry.oid);
+      folderObject = folder instanceof Promise ? await folder : folder;
+    }
     const subOid = folderObject.type === "tree" ? subfolderOid(folderObject.content, append.sub) : null;
     const sub = subOid === null ? null : source.readRaw(subOid);
     const subObject = sub instanceof Promise ? await sub : sub;
@@ -319,6 +320,21 @@ export async function planAppends(source: AppendSource, rootOid: Oid | null, app
     plan.folderOids.set(subPath, built.sub.oid);
   }
   return plan;
+}
+
+/** The tree holding nothing but the folder `sub` (oid `subOid`), when its oid is `folderOid`; else null. */
+function onlySubfolder(sub: string, subOid: Oid, folderOid: Oid): GitObject | null {
+  if (!/^[0-9a-f]{40}$/.test(subOid) || !/^[\x21-\x7e]+$/.test(sub)) return null;
+  const length = TREE_MODE_BYTES.length + 1 + sub.length + 1 + OID_BYTES;
+  const head = `tree ${length}\0`;
+  const whole = Buffer.allocUnsafe(head.length + length);
+  let at = whole.write(head, 0, "latin1");
+  at += TREE_MODE_BYTES.copy(whole, at);
+  whole[at++] = SPACE;
+  at += whole.write(sub, at, "latin1");
+  whole[at++] = 0;
+  whole.write(subOid, at, "hex");
+  return sha1Hex(whole) === folderOid ? { oid: folderOid, type: "tree", content: whole.subarray(head.length) } : null;
 }
 
 /** node's one-shot `crypto.hash` (node ≥ 20.12), or undefined on an older node. */

@@ -113,6 +113,12 @@ export interface FolderAppend {
   readonly folder: string;
   /** Name of its subfolder the files go to ("events"). */
   readonly sub: string;
+  /**
+   * The subfolder's oid at the parent commit, when the caller knows it (a hint: nothing rests on
+   * it). A folder holding nothing but that subfolder is then not read: its bytes follow from the
+   * oid, and are taken only when they hash to the folder's oid.
+   */
+  readonly subOid?: Oid;
   /** File names (none there yet) and their bytes. */
   readonly files: readonly { readonly name: string; readonly content: Uint8Array }[];
 }

@@ -188,6 +188,11 @@ describe("a write with appends", () => {
           if (i === 3) base[`runs/run-${i}/blobs/x`] = "x";
         }
         await store.writeTree(null, rid, "main", { files: base, message: "base" });
+        // The events folders' oids as hints (run-3's folder holds more than its events folder;
+        // run-5's hint is wrong): what rests on them is checked.
+        const before = await store.openCommittedReads(null, rid, "main");
+        const hints = new Map<number, Oid>();
+        for (const i of appendRuns) hints.set(i, i === 5 ? blobOid("not it") : ((await before.treeOid(`runs/run-${i}/events`)) as Oid));
         const files = (i: number): { name: string; content: Uint8Array }[] => [4 + i, 5 + i].map((s) => ({ name: `${s}.json`, content: Buffer.from(`new-${seed}-${i}-${s}`) }));
         const result = await store.writeTreeDelta(null, rid, "main", {
           message: "append",
@@ -199,7 +204,7 @@ describe("a write with appends", () => {
               for (const i of appendRuns) for (const f of files(i)) puts.set(`runs/run-${i}/events/${f.name}`, f.content);
               return { puts };
             }
-            return { puts, appends: appendRuns.map((i) => ({ folder: `runs/run-${i}`, sub: "events", files: files(i) })) };
+            return { puts, appends: appendRuns.map((i) => ({ folder: `runs/run-${i}`, sub: "events", files: files(i), ...(r() < 0.7 ? { subOid: hints.get(i) as Oid } : {}) })) };
           },
         });
         const reads = await store.openCommittedReads(null, rid, result.commitSha as string);
