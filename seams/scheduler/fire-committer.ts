@@ -289,7 +289,7 @@ export class FireCommitter {
       this.view.adopt(run.runId, { state: run.state, maxFileSeq: run.maxFileSeq, eventsOid, runTreeOid });
       adopted.add(run.runId);
     }
-    if (adopted.size > 0) this.view.noteOwnCommit(commitSha, parentSha, adopted);
+    if (adopted.size > 0) this.view.noteOwnCommit(commitSha, parentSha, adopted, adopted.size === after.length);
   }
 
   /** Hands a fire commit's events to `onCommittedEvents` (the committer's boundary: nothing else is read). */
