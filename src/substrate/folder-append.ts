@@ -157,7 +157,7 @@ export function appendToSubfolder(folder: Uint8Array, sub: string, subContent: U
   const names: Buffer[] = [];
   for (const file of files) {
     const name = Buffer.from(file.name, "latin1");
-    if (name.length !== file.name.length || !plainName(name, 0, name.length) || !/^[0-9a-f]{40}$/.test(file.oid)) return null;
+    if (name.length !== file.name.length || !plainName(name, 0, name.length) || !isOid(file.oid)) return null;
     names.push(name);
   }
   const order = files.length === 1 ? [0] : files.map((_, i) => i).sort((x, y) => compareNames(names[x] as Buffer, 0, (names[x] as Buffer).length, false, names[y] as Buffer, 0, (names[y] as Buffer).length, false));
@@ -205,6 +205,16 @@ export function appendToSubfolder(folder: Uint8Array, sub: string, subContent: U
   return { folder: { oid: sha1Hex(folderWhole), type: "tree", content: folderWhole.subarray(folderAt) }, sub: subObject };
 }
 
+/** 40 lowercase hex digits (what every oid here is; checked without a regular expression per file). */
+function isOid(oid: string): boolean {
+  if (oid.length !== 40) return false;
+  for (let i = 0; i < 40; i++) {
+    const c = oid.charCodeAt(i);
+    if (!((c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x66))) return false;
+  }
+  return true;
+}
+
 function sameBytes(content: Uint8Array, from: number, to: number, name: Buffer): boolean {
   if (to - from !== name.length) return false;
   for (let i = 0; i < name.length; i++) if (content[from + i] !== name[i]) return false;
@@ -230,7 +240,10 @@ export interface AppendSource {
 export interface AppendPlan {
   /** Folder puts for the tree edit (TreeEdits.puts with `within`). */
   readonly folders: { readonly path: readonly string[]; readonly oid: Oid; readonly within: readonly PathChange[] }[];
-  /** The new blobs and trees to store, each once. */
+  /**
+   * The new blobs and trees to store (two runs can get the same bytes: the pack writer stores
+   * an object once).
+   */
   readonly objects: GitObject[];
   /** The new oid of every folder and subfolder built, by path. */
   readonly folderOids: Map<string, Oid>;
@@ -266,12 +279,6 @@ export async function planAppends(source: AppendSource, rootOid: Oid | null, app
   // case): no promise per folder.
   const declined = (append: FolderAppend): void => {
     for (const file of append.files) plan.puts.push([`${append.folder}/${append.sub}/${file.name}`, file.content]);
-  };
-  const stored = new Set<Oid>();
-  const store = (object: GitObject): void => {
-    if (stored.has(object.oid)) return;
-    stored.add(object.oid);
-    plan.objects.push(object);
   };
   let count = 0;
   for (const append of appends) {
@@ -311,10 +318,9 @@ export async function planAppends(source: AppendSource, rootOid: Oid | null, app
     for (let i = 0; i < blobs.length; i++) {
       const blob = blobs[i] as GitObject;
       within.push({ path: `${subPath}/${(append.files[i] as { name: string }).name}`, oid: blob.oid, status: "added" });
-      store(blob);
+      plan.objects.push(blob);
     }
-    store(built.sub);
-    store(built.folder);
+    plan.objects.push(built.sub, built.folder);
     plan.folders.push({ path: segments, oid: built.folder.oid, within });
     plan.folderOids.set(append.folder, built.folder.oid);
     plan.folderOids.set(subPath, built.sub.oid);
@@ -324,7 +330,7 @@ export async function planAppends(source: AppendSource, rootOid: Oid | null, app
 
 /** The tree holding nothing but the folder `sub` (oid `subOid`), when its oid is `folderOid`; else null. */
 function onlySubfolder(sub: string, subOid: Oid, folderOid: Oid): GitObject | null {
-  if (!/^[0-9a-f]{40}$/.test(subOid) || !/^[\x21-\x7e]+$/.test(sub)) return null;
+  if (!isOid(subOid) || !/^[\x21-\x7e]+$/.test(sub)) return null;
   const length = TREE_MODE_BYTES.length + 1 + sub.length + 1 + OID_BYTES;
   const head = `tree ${length}\0`;
   const whole = Buffer.allocUnsafe(head.length + length);

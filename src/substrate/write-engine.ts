@@ -241,13 +241,9 @@ async function prepare<R>(deps: WriteEngineDeps, name: string, tip: Oid | null, 
   // unreferenced ones (the object store writes the commit last).
   // One at a time: a commit can hold hundreds of thousands of new trees, more than a call
   // takes as spread arguments.
-  // Two runs can get the same bytes (an event that does not name its run, a folder alike).
-  for (const object of appended?.objects ?? []) {
-    if (added.has(object.oid)) continue;
-    added.add(object.oid);
-    objects.push(object);
-  }
-  for (const tree of edit.newTrees) if (appended === undefined || !added.has(tree.oid)) objects.push(tree);
+  // An object listed twice (two runs can get the same bytes) is stored once by the pack writer.
+  for (const object of appended?.objects ?? []) objects.push(object);
+  for (const tree of edit.newTrees) objects.push(tree);
   objects.push(commit);
   const folderOid = (path: string): Oid | null | undefined => {
     const known = appended?.folderOids.get(path) ?? edit.folders.get(path);
