@@ -180,6 +180,7 @@ export class FireCommitter {
           this.view.ownWrite = { parentSha, settled };
           const nowMs = Math.max(wallMs(this.ctx), floorMs);
           const at = isoFromMs(nowMs);
+          const planOptions = { nowMs, ...this.ctx.planOptions };
           // Each run's new event files, appended to its events folder: the store builds the run's
           // two new folders from their stored bytes (TreeDelta.appends), with no generic edit.
           const appends: FolderAppend[] = [];
@@ -205,7 +206,7 @@ export class FireCommitter {
             if (timers.length > 1) timers.sort(byFireAt);
             for (const timer of timers) {
               await prepareCatchUp(state.pendingTimers.get(timer.timerId), at, slicer.pause);
-              const plan = planDueTimer(state, timer, { nowMs, ...this.ctx.planOptions });
+              const plan = planDueTimer(state, timer, planOptions);
               outcomes.push({ timer, plan, runId });
               if (plan.kind !== "append") continue;
               for (const planned of plan.events) {
@@ -233,7 +234,8 @@ export class FireCommitter {
             }
             if (seq > firstSeq) {
               after.push({ runId, parentEventsOid: fresh.eventsOid, state, maxFileSeq: seq - 1 });
-              appends.push({ folder: `${runsPrefix}${runId}`, sub: eventsFolder, files, ...(fresh.eventsOid === null ? {} : { subOid: fresh.eventsOid }) });
+              const folder = `${runsPrefix}${runId}`;
+              appends.push(fresh.eventsOid === null ? { folder, sub: eventsFolder, files } : { folder, sub: eventsFolder, files, subOid: fresh.eventsOid });
             }
           }
           return { appends, result: { outcomes, after, added } };
