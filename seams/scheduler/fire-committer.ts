@@ -285,8 +285,10 @@ export class FireCommitter {
     for (const run of after) {
       const record = this.view.run(run.runId);
       if (record === undefined || run.parentEventsOid === null || record.eventsOid !== run.parentEventsOid) continue;
-      const runTreeOid = folderOid(`${runsPrefix}${run.runId}`);
-      const eventsOid = folderOid(runEventsPrefix(run.runId).slice(0, -1));
+      // The run ids are the view's own (checked when read): the paths are built, not parsed.
+      const runFolder = `${runsPrefix}${run.runId}`;
+      const runTreeOid = folderOid(runFolder);
+      const eventsOid = folderOid(`${runFolder}/${eventsFolder}`);
       if (runTreeOid === undefined || eventsOid === undefined) continue;
       this.view.adopt(run.runId, { state: run.state, maxFileSeq: run.maxFileSeq, eventsOid, runTreeOid });
       adopted.add(run.runId);
