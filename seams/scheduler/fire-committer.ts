@@ -205,7 +205,9 @@ export class FireCommitter {
             const files: { name: string; content: Uint8Array }[] = [];
             if (timers.length > 1) timers.sort(byFireAt);
             for (const timer of timers) {
-              await prepareCatchUp(state.pendingTimers.get(timer.timerId), at, slicer.pause);
+              // Only a series with missed ticks has counting to do: no promise for the others.
+              const armed = state.pendingTimers.get(timer.timerId);
+              if (armed?.cron !== undefined && armed.fireAt < at) await prepareCatchUp(armed, at, slicer.pause);
               const plan = planDueTimer(state, timer, planOptions);
               outcomes.push({ timer, plan, runId });
               if (plan.kind !== "append") continue;
