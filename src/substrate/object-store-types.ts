@@ -34,16 +34,16 @@ export interface ObjectStore extends ObjectSource {
   read(oid: Oid): Promise<GitObject>;
   /** A parsed tree (cached). @throws `object_corrupt` when missing or not a tree. */
   readTree(oid: Oid): Promise<ParsedTree>;
+  /** A parsed commit (cached). @throws `object_corrupt` when missing or not a commit. */
+  readCommit(oid: Oid): Promise<ParsedCommit>;
+  /** A blob's bytes (a fresh copy; cached). @throws `object_corrupt` when missing or not a blob. */
+  readBlob(oid: Oid): Promise<Uint8Array>;
   /**
    * One object when it can be had without I/O (a whole, undeltified entry of a pack already in
    * memory), else undefined: a caller that then reads it with {@link read} spares a promise per
    * object in the common case. @throws `object_corrupt` as `read`.
    */
   readInMemory(oid: Oid): GitObject | undefined;
-  /** A parsed commit (cached). @throws `object_corrupt` when missing or not a commit. */
-  readCommit(oid: Oid): Promise<ParsedCommit>;
-  /** A blob's bytes (a fresh copy; cached). @throws `object_corrupt` when missing or not a blob. */
-  readBlob(oid: Oid): Promise<Uint8Array>;
   /**
    * Stores objects: as one pack when there are at least `packThreshold` of them, else as loose
    * objects (a blob already stored loose is skipped, at most 8 file writes in flight). Resolves

@@ -221,7 +221,6 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
 
   return {
     read,
-    readInMemory: (oid) => packs.readInMemory(oid),
     holdsHistory,
     async readTree(oid) {
       const hit = cachedTree(oid);
@@ -275,6 +274,7 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
       await stageObjects(objects).publish();
     },
     stageObjects,
+    readInMemory: (oid) => packs.readInMemory(oid),
     rememberTrees(trees) {
       for (const tree of trees) cacheTree(tree);
     },

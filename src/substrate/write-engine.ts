@@ -152,6 +152,28 @@ type Prepared<R> =
       readonly folderOid: (path: string) => Oid | null | undefined;
     };
 
+/**
+ * The write's appends (PlannedWrite.appends): built from the stored folders' bytes when the
+ * write is prevalidated (nothing reads the new folders before they are stored), else plain puts
+ * like the ones the direct build declines, which are added to `blobs` and `puts` here.
+ * @returns the folder puts and objects built, or undefined when there are no appends
+ */
+async function planWriteAppends<R>(repo: RepoHandle, planned: PlannedWrite<R>, baseTree: Oid | null, blobs: Map<Oid, GitObject>, puts: { path: string[]; oid: Oid }[]): Promise<AppendPlan | undefined> {
+  const appends = planned.appends;
+  if (appends === undefined || appends.length === 0) return undefined;
+  const store = repo.objects;
+  const plan: AppendPlan =
+    planned.prevalidated === true
+      ? await planAppends({ readTree: (oid) => store.readTree(oid), readRaw: (oid) => store.readInMemory(oid) ?? store.read(oid) }, baseTree, appends, planned.pause)
+      : { folders: [], objects: [], folderOids: new Map(), puts: appends.flatMap((a) => a.files.map((f): [string, Uint8Array] => [`${a.folder}/${a.sub}/${f.name}`, f.content])) };
+  for (const [path, content] of plan.puts) {
+    const blob = hashObject("blob", content);
+    blobs.set(blob.oid, blob);
+    puts.push({ path: parseRepoPath(path), oid: blob.oid });
+  }
+  return plan;
+}
+
 async function prepare<R>(deps: WriteEngineDeps, name: string, tip: Oid | null, message: string, plan: Planner<R>): Promise<Prepared<R>> {
   const { repo } = deps;
   const reads = await repo.readsAt(tip);
@@ -168,29 +190,17 @@ async function prepare<R>(deps: WriteEngineDeps, name: string, tip: Oid | null, 
     puts.push({ path: parseRepoPath(path), oid: blob.oid });
   }
   const deletes = (planned.deletes ?? []).map((path) => parseRepoPath(path));
+  let appended: AppendPlan | undefined;
   const baseTree = tip === null ? null : (await repo.readCommit(tip)).tree;
   // A prevalidated write (a fire commit) reads each folder it edits once, for the edit, and
   // nothing reads those versions again (its new ones are remembered): they are read as a walk
   // reads, from the pack in memory when there, without a place in the tree cache.
   const store = repo.objects;
   const readOld = planned.prevalidated === true ? (oid: Oid) => store.scanning.readTree(oid) : (oid: Oid) => store.readTree(oid);
-  // Appends: built from the stored folders' bytes when the write is prevalidated (nothing reads
-  // the new folders before they are stored), else plain puts like the declined ones.
-  let appended: AppendPlan | undefined;
-  if (planned.appends !== undefined && planned.appends.length > 0) {
-    appended = planned.prevalidated === true
-      ? await planAppends({ readTree: (oid) => store.readTree(oid), readRaw: (oid) => store.readInMemory(oid) ?? store.read(oid) }, baseTree, planned.appends, pause)
-      : { folders: [], objects: [], folderOids: new Map(), puts: planned.appends.flatMap((a) => a.files.map((f): [string, Uint8Array] => [`${a.folder}/${a.sub}/${f.name}`, f.content])) };
-    for (const [path, content] of appended.puts) {
-      const blob = hashObject("blob", content);
-      blobs.set(blob.oid, blob);
-      puts.push({ path: parseRepoPath(path), oid: blob.oid });
-    }
-  }
   const edit = await applyTreeEdits(readOld, baseTree, {
     ...(planned.clear === undefined ? {} : { clear: planned.clear }),
     deletes,
-    puts: appended === undefined || appended.folders.length === 0 ? puts : [...puts, ...appended.folders],
+    puts: (appended = await planWriteAppends(repo, planned, baseTree, blobs, puts)) === undefined ? puts : [...puts, ...appended.folders],
   }, pause);
   if (edit.rootOid === (baseTree ?? EMPTY_TREE_OID)) return { kind: "noop", result: planned.result };
 
