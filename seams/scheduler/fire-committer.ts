@@ -180,7 +180,6 @@ export class FireCommitter {
           this.view.ownWrite = { parentSha, settled };
           const nowMs = Math.max(wallMs(this.ctx), floorMs);
           const at = isoFromMs(nowMs);
-          const planOptions = { nowMs, ...this.ctx.planOptions };
           // Each run's new event files, appended to its events folder: the store builds the run's
           // two new folders from their stored bytes (TreeDelta.appends), with no generic edit.
           const appends: FolderAppend[] = [];
@@ -205,10 +204,8 @@ export class FireCommitter {
             const files: { name: string; content: Uint8Array }[] = [];
             if (timers.length > 1) timers.sort(byFireAt);
             for (const timer of timers) {
-              // Only a series with missed ticks has counting to do: no promise for the others.
-              const armed = state.pendingTimers.get(timer.timerId);
-              if (armed?.cron !== undefined && armed.fireAt < at) await prepareCatchUp(armed, at, slicer.pause);
-              const plan = planDueTimer(state, timer, planOptions);
+              await prepareCatchUp(state.pendingTimers.get(timer.timerId), at, slicer.pause);
+              const plan = planDueTimer(state, timer, { nowMs, ...this.ctx.planOptions });
               outcomes.push({ timer, plan, runId });
               if (plan.kind !== "append") continue;
               for (const planned of plan.events) {
@@ -407,10 +404,15 @@ export function nextBatchSize(previous: number, backlog: number, maxBatch: numbe
  * `pause`, so the planner finds the count ready. A series that cannot be compiled is left to the
  * planner, which reports it as before.
  */
-async function prepareCatchUp(pending: PendingTimer | undefined, nowIso: string, pause: () => Promise<void>): Promise<void> {
-  if (pending?.cron === undefined || pending.fireAt >= nowIso) return;
+function prepareCatchUp(pending: PendingTimer | undefined, nowIso: string, pause: () => Promise<void>): Promise<void> | undefined {
+  // Only a series with missed ticks has counting to do: no promise for the others (most of a burst).
+  if (pending?.cron === undefined || pending.fireAt >= nowIso) return undefined;
+  return countCatchUp(pending.cron, pending.timezone ?? "UTC", pending.fireAt, nowIso, pause);
+}
+
+async function countCatchUp(cron: string, timezone: string, fromIso: string, nowIso: string, pause: () => Promise<void>): Promise<void> {
   try {
-    await prepareTicksBetween(pending.cron, pending.timezone ?? "UTC", pending.fireAt, nowIso, pause);
+    await prepareTicksBetween(cron, timezone, fromIso, nowIso, pause);
   } catch {
     // Reported by planDueTimer.
   }

@@ -106,11 +106,7 @@ function toQueued(repoId: string, runId: string, pending: PendingTimer): QueuedT
 }
 
 function toDue(entry: TimerQueueEntry<PendingTimer>): DueGeneration {
-  // One object per due timer (a burst delivers 20,000 at once), its ids sliced out of the key.
-  const key = entry.key;
-  const first = key.indexOf("/");
-  const second = key.indexOf("/", first + 1);
-  return { repoId: key.slice(0, first), runId: key.slice(first + 1, second), pending: entry.payload, dueMs: entry.fireAtMs };
+  return { ...splitKey(entry.key), pending: entry.payload, dueMs: entry.fireAtMs };
 }
 
 const NO_SUPPRESSIONS: ReadonlyMap<string, number> = new Map();
