@@ -29,8 +29,12 @@ import { applyTailCommit } from "./tail-commit.js";
 import { createTimeSlicer, DEFAULT_SLICE_MS } from "../../src/time/time-slicer.js";
 import { monotonicMs, wallMs, type TrackerContext } from "./tracker-context.js";
 
-/** Own commits whose adopted runs are remembered for the tail (see DeploymentView.noteOwnCommit). */
-const OWN_COMMITS_KEPT = 16;
+/**
+ * Most own commits whose adopted runs are remembered for the tail (see DeploymentView.noteOwnCommit):
+ * a note is dropped when the tail passes its commit, so only a tail stalled for this many fire
+ * commits loses one (its runs are then read back at that commit, as any other writer's).
+ */
+const OWN_COMMITS_KEPT = 4_096;
 
 /** Run logs read ahead of the one being applied during recovery (overlaps reads of loose objects). */
 const READ_AHEAD = 8;
@@ -60,7 +64,7 @@ export class DeploymentView {
    * Runs a fire commit of this process moved to their state at that commit (FireCommitter), by
    * the commit's sha, until the tail reaches it: the tail skips them there (see tail-commit.ts).
    */
-  private readonly ownCommits = new Map<string, { readonly parentSha: string | null; readonly runs: ReadonlySet<string> }>();
+  private readonly ownCommits = new Map<string, OwnCommit>();
   /**
    * The commit every run record is at (recovery's tip, then each commit the tail applied);
    * undefined while unknown (recovering). Runs adopted ahead of it are in {@link ownCommits}.
@@ -258,11 +262,12 @@ export class DeploymentView {
     this.sync(runId, record);
   }
 
-  /** Notes that `runs` were adopted at `commitSha` (see {@link ownCommits}); a few commits are kept at most. */
-  noteOwnCommit(commitSha: string, parentSha: string | null, runs: ReadonlySet<string>): void {
-    this.ownCommits.set(commitSha, { parentSha, runs });
-    // The tail takes each entry when it reaches the commit; one it never reaches (restarted from a
-    // later tip) is dropped after a few.
+  /**
+   * Notes that `runs` were adopted at `commitSha` (see {@link ownCommits}), until the tail passes
+   * that commit. @param complete the commit changed nothing but those runs
+   */
+  noteOwnCommit(commitSha: string, parentSha: string | null, runs: ReadonlySet<string>, complete: boolean): void {
+    this.ownCommits.set(commitSha, { parentSha, runs, complete });
     if (this.ownCommits.size > OWN_COMMITS_KEPT) this.ownCommits.delete(this.ownCommits.keys().next().value as string);
   }
 
@@ -275,14 +280,18 @@ export class DeploymentView {
   }
 
   /**
-   * The runs adopted at `commitSha` when its parent is `parentSha` (the tail is applying exactly
-   * that commit), forgotten now; undefined for any other commit.
+   * The note of `commitSha` when its parent is `parentSha` (the tail is applying exactly that
+   * commit), forgotten now with the notes of this process's earlier commits (noted before it: the
+   * ref's history is linear, so the tail has passed them); undefined for any other commit.
    */
-  takeOwnCommit(commitSha: string, parentSha: string | null): ReadonlySet<string> | undefined {
+  takeOwnCommit(commitSha: string, parentSha: string | null): OwnCommit | undefined {
     const own = this.ownCommits.get(commitSha);
     if (own === undefined) return undefined;
-    this.ownCommits.delete(commitSha);
-    return own.parentSha === parentSha ? own.runs : undefined;
+    for (const sha of this.ownCommits.keys()) {
+      this.ownCommits.delete(sha);
+      if (sha === commitSha) break;
+    }
+    return own.parentSha === parentSha ? own : undefined;
   }
 
   /**
@@ -527,6 +536,14 @@ export class DeploymentView {
 
 /** Length of a hex object id. */
 const OID_LENGTH = 40;
+
+/** Runs a fire commit of this process adopted (see DeploymentView.noteOwnCommit). */
+export interface OwnCommit {
+  readonly parentSha: string | null;
+  readonly runs: ReadonlySet<string>;
+  /** The commit changed nothing but these runs' logs: the tail has nothing to read in it. */
+  readonly complete: boolean;
+}
 
 /**
  * The index's row of the run when it was computed at this very tree (then its log is not read:

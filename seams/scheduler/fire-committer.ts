@@ -13,9 +13,9 @@
  * their monotonic `now`, and the commit's work is sliced on that same monotonic time.
  */
 import { WorkflowHostError } from "../../src/errors.js";
-import type { CommittedReads } from "../../src/substrate/types.js";
+import type { CommittedReads, FolderAppend } from "../../src/substrate/types.js";
 import { serializeEvent, serializePlainTimerFired } from "../../src/workflow/events.js";
-import { eventPath, runEventsPrefix, runsPrefix } from "../../src/workflow/paths.js";
+import { eventsFolder, runEventsPrefix, runsPrefix } from "../../src/workflow/paths.js";
 import type { TimerHandle } from "../../src/time/clock.js";
 import { deepFreeze } from "../../src/workflow/parsed-event-cache.js";
 import { readRunLog } from "../../src/workflow/run-log.js";
@@ -181,7 +181,9 @@ export class FireCommitter {
           this.view.ownWrite = { parentSha, settled };
           const nowMs = Math.max(wallMs(this.ctx), floorMs);
           const at = isoFromMs(nowMs);
-          const puts = new Map<string, Uint8Array>();
+          // Each run's new event files, appended to its events folder: the store builds the run's
+          // two new folders from their stored bytes (TreeDelta.appends), with no generic edit.
+          const appends: FolderAppend[] = [];
           const outcomes: Outcome[] = [];
           const after: After[] = [];
           const added: Added[] = [];
@@ -203,6 +205,7 @@ export class FireCommitter {
             let state = fresh.state;
             const firstSeq = Math.max(fresh.maxFileSeq + 1, 1);
             let seq = firstSeq;
+            const files: { name: string; content: Uint8Array }[] = [];
             if (timers.length > 1) timers.sort(byFireAt);
             for (const timer of timers) {
               await prepareCatchUp(state.pendingTimers.get(timer.timerId), at, slicer.pause);
@@ -215,7 +218,7 @@ export class FireCommitter {
                 // template and comes back normalised and frozen, shared by the state and readers.
                 const plain = serializePlainTimerFired(event, { maxEventBytes: this.ctx.maxEventBytes });
                 if (plain !== null) {
-                  puts.set(eventPath(runId, seq), plain.bytes);
+                  files.push({ name: `${seq}.json`, content: plain.bytes });
                   state = applyEvent(state, plain.event);
                   if (handOver) added.push({ runId, seq, event: plain.event });
                   seq += 1;
@@ -224,7 +227,7 @@ export class FireCommitter {
                 // The bytes are the validated event's JSON, so parsing them back gives the
                 // normalised event without validating it again.
                 const bytes = serializeEvent(event, { maxEventBytes: this.ctx.maxEventBytes });
-                puts.set(eventPath(runId, seq), bytes);
+                files.push({ name: `${seq}.json`, content: bytes });
                 const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8");
                 state = applyEvent(state, JSON.parse(text) as RunEvent);
                 // A copy of its own for readers outside the scheduler, frozen: they share it.
@@ -232,9 +235,13 @@ export class FireCommitter {
                 seq += 1;
               }
             }
-            if (seq > firstSeq) after.push({ runId, parentEventsOid: fresh.eventsOid, state, maxFileSeq: seq - 1 });
+            if (seq > firstSeq) {
+              after.push({ runId, parentEventsOid: fresh.eventsOid, state, maxFileSeq: seq - 1 });
+              const folder = `${runsPrefix}${runId}`;
+              appends.push(fresh.eventsOid === null ? { folder, sub: eventsFolder, files } : { folder, sub: eventsFolder, files, subOid: fresh.eventsOid });
+            }
           }
-          return { puts, result: { outcomes, after, added } };
+          return { appends, result: { outcomes, after, added } };
         },
       });
     } catch (error) {
@@ -281,13 +288,15 @@ export class FireCommitter {
     for (const run of after) {
       const record = this.view.run(run.runId);
       if (record === undefined || run.parentEventsOid === null || record.eventsOid !== run.parentEventsOid) continue;
-      const runTreeOid = folderOid(`${runsPrefix}${run.runId}`);
-      const eventsOid = folderOid(runEventsPrefix(run.runId).slice(0, -1));
+      // The run ids are the view's own (checked when read): the paths are built, not parsed.
+      const runFolder = `${runsPrefix}${run.runId}`;
+      const runTreeOid = folderOid(runFolder);
+      const eventsOid = folderOid(`${runFolder}/${eventsFolder}`);
       if (runTreeOid === undefined || eventsOid === undefined) continue;
       this.view.adopt(run.runId, { state: run.state, maxFileSeq: run.maxFileSeq, eventsOid, runTreeOid });
       adopted.add(run.runId);
     }
-    if (adopted.size > 0) this.view.noteOwnCommit(commitSha, parentSha, adopted);
+    if (adopted.size > 0) this.view.noteOwnCommit(commitSha, parentSha, adopted, adopted.size === after.length);
   }
 
   /** Hands a fire commit's events to `onCommittedEvents` (the committer's boundary: nothing else is read). */
@@ -399,10 +408,15 @@ export function nextBatchSize(previous: number, backlog: number, maxBatch: numbe
  * `pause`, so the planner finds the count ready. A series that cannot be compiled is left to the
  * planner, which reports it as before.
  */
-async function prepareCatchUp(pending: PendingTimer | undefined, nowIso: string, pause: () => Promise<void>): Promise<void> {
-  if (pending?.cron === undefined || pending.fireAt >= nowIso) return;
+function prepareCatchUp(pending: PendingTimer | undefined, nowIso: string, pause: () => Promise<void>): Promise<void> | undefined {
+  // Only a series with missed ticks has counting to do: no promise for the others (most of a burst).
+  if (pending?.cron === undefined || pending.fireAt >= nowIso) return undefined;
+  return countCatchUp(pending.cron, pending.timezone ?? "UTC", pending.fireAt, nowIso, pause);
+}
+
+async function countCatchUp(cron: string, timezone: string, fromIso: string, nowIso: string, pause: () => Promise<void>): Promise<void> {
   try {
-    await prepareTicksBetween(pending.cron, pending.timezone ?? "UTC", pending.fireAt, nowIso, pause);
+    await prepareTicksBetween(cron, timezone, fromIso, nowIso, pause);
   } catch {
     // Reported by planDueTimer.
   }

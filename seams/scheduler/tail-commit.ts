@@ -30,7 +30,10 @@ export async function applyTailCommit(view: DeploymentView, commit: CommitChange
   // Runs this process's fire committer already moved to this very commit (adopted from the
   // write itself, see FireCommitter.adoptFromWrite): their changes are what it wrote, so they
   // are neither read back nor parsed again. Everything else in the commit is read as usual.
-  const adopted = view.takeOwnCommit(commit.commitSha, commit.parentSha);
+  const own = view.takeOwnCommit(commit.commitSha, commit.parentSha);
+  // Every run this commit changed was adopted (a whole fire commit): nothing to look at.
+  if (own?.complete === true) return;
+  const adopted = own?.runs;
   // Runs this commit seals by adding events.jsonl; event files it removes are fine when the
   // run then reads as sealed (the log is the same, in its other form), reported otherwise.
   const sealing = new Set<string>();
@@ -108,7 +111,6 @@ export async function applyTailCommit(view: DeploymentView, commit: CommitChange
       }
     }
     change.adds.sort((a, b) => a.seq - b.seq);
-    if (record !== undefined && !change.reread && (await alreadyHeld(view, record, runId, change.adds))) continue;
     const extends_ = record !== undefined && !change.reread && (change.adds[0]?.seq ?? 0) > record.maxFileSeq;
     if (!extends_ || record === undefined) {
       if (record !== undefined || (await reads.treeOid(`${runsPrefix}${runId}`)) !== null) {
@@ -163,23 +165,6 @@ function runIdOfPath(path: string): string {
   if (!path.startsWith(runsPrefix)) return "";
   const end = path.indexOf("/", runsPrefix.length);
   return end < 0 ? "" : path.slice(runsPrefix.length, end);
-}
-
-/**
- * True when the run's record is past this commit already: the fire committer moved it to a
- * later commit of its own (fires made while the tail was behind, as during a long recovery),
- * the record is at the tip's state of the run, and the tip holds every file this commit added,
- * unchanged (a log only grows). Read back at this older commit instead, the run went back to a
- * state whose tick had fired, until the tail reached the later commits.
- */
-async function alreadyHeld(view: DeploymentView, record: { maxFileSeq: number; eventsOid: string | null }, runId: string, adds: readonly { seq: number; oid: string; path: string }[]): Promise<boolean> {
-  const last = adds.at(-1);
-  if (last === undefined || last.seq > record.maxFileSeq || record.eventsOid === null) return false;
-  const ctx = view.ctx;
-  const tip = await ctx.store.openCommittedReads(ctx.principal, view.rid, ctx.ref);
-  if ((await tip.treeOid(runEventsPrefix(runId).slice(0, -1))) !== record.eventsOid) return false;
-  for (const add of adds) if ((await tip.treeOid(add.path)) !== add.oid) return false;
-  return true;
 }
 
 function asHostError(error: unknown, path: string): WorkflowHostError {

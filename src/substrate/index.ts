@@ -8,6 +8,7 @@ export type {
   DeltaResult,
   DirEntry,
   EntryType,
+  FolderAppend,
   KindHandler,
   Oid,
   PathChange,

@@ -39,6 +39,12 @@ export interface ObjectStore extends ObjectSource {
   /** A blob's bytes (a fresh copy; cached). @throws `object_corrupt` when missing or not a blob. */
   readBlob(oid: Oid): Promise<Uint8Array>;
   /**
+   * One object when it can be had without I/O (a whole, undeltified entry of a pack already in
+   * memory), else undefined: a caller that then reads it with {@link read} spares a promise per
+   * object in the common case. @throws `object_corrupt` as `read`.
+   */
+  readInMemory(oid: Oid): GitObject | undefined;
+  /**
    * Stores objects: as one pack when there are at least `packThreshold` of them, else as loose
    * objects (a blob already stored loose is skipped, at most 8 file writes in flight). Resolves
    * once every object is in its final place (its bytes flushed, with durability "fsync"; a

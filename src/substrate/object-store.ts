@@ -274,6 +274,7 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
       await stageObjects(objects).publish();
     },
     stageObjects,
+    readInMemory: (oid) => packs.readInMemory(oid),
     rememberTrees(trees) {
       for (const tree of trees) cacheTree(tree);
     },

@@ -311,6 +311,7 @@ export function createRepoStore(opts: RepoStoreOptions): RepoStore {
         return {
           ...(delta.puts === undefined ? {} : { puts: delta.puts }),
           ...(delta.deletes === undefined ? {} : { deletes: delta.deletes }),
+          ...(delta.appends === undefined ? {} : { appends: delta.appends }),
           ...(delta.result === undefined ? {} : { result: delta.result }),
           ...(wopts.pause === undefined ? {} : { pause: wopts.pause }),
           ...(wopts.prevalidated === true ? { prevalidated: true } : {}),

@@ -25,8 +25,13 @@ export interface TreeEdits {
   readonly clear?: readonly string[];
   /** Blob or folder paths to remove, as segments. */
   readonly deletes?: readonly (readonly string[])[];
-  /** Blob paths (as segments) and the oid each must hold. */
-  readonly puts?: readonly { readonly path: readonly string[]; readonly oid: Oid }[];
+  /**
+   * Blob paths (as segments) and the oid each must hold; or, with `within`, a folder the caller
+   * built from the folder at that path (folder-append.ts): the entry then names the new tree,
+   * and `within` is its blob changes (they are reported as the edit's own). Such a folder is
+   * not read; its trees are not in {@link TreeEditResult.pending}.
+   */
+  readonly puts?: readonly { readonly path: readonly string[]; readonly oid: Oid; readonly within?: readonly PathChange[] }[];
 }
 
 export interface TreeEditResult {
@@ -54,6 +59,8 @@ export interface TreeEditResult {
 
 interface EditNode {
   put?: Oid;
+  /** Set for a folder the caller built (see TreeEdits.puts). */
+  within?: readonly PathChange[];
   /** The old content here is dropped before children are applied. */
   reset: boolean;
   /** Null until a child is added: a file's node (most nodes) never has one. */
@@ -88,6 +95,11 @@ function gitlinkInTheWay(path: string): WorkflowHostError {
   );
 }
 
+/** A built folder (TreeEdits.puts `within`) whose original is not a folder at that path of the base. */
+function builtFolderMissing(path: string): WorkflowHostError {
+  return new WorkflowHostError("object_corrupt", `${path} was rebuilt from a folder the base tree does not hold there`, { path });
+}
+
 function conflict(path: readonly string[]): WorkflowHostError {
   const shown = path.join("/");
   return new WorkflowHostError(
@@ -117,7 +129,7 @@ function buildTrie(edits: TreeEdits): EditNode {
     node.children = null;
     delete node.put;
   }
-  for (const { path, oid } of edits.puts ?? []) {
+  for (const { path, oid, within } of edits.puts ?? []) {
     let node = root;
     for (let i = 0; i < path.length; i++) {
       node = childOf(node, path[i] as string);
@@ -125,6 +137,7 @@ function buildTrie(edits: TreeEdits): EditNode {
     }
     if ((node.children?.size ?? 0) > 0) throw conflict(path);
     node.put = oid;
+    if (within !== undefined) node.within = within;
   }
   return root;
 }
@@ -169,6 +182,15 @@ export async function applyTreeEdits(read: ReadTree, baseOid: Oid | null, edits:
       const existing = old === null ? undefined : findEntry(old, name);
       // What a push put there is kept: an edit that would silently drop it is refused instead.
       if (existing?.type === "commit") throw gitlinkInTheWay(path);
+      if (child.put !== undefined && child.within !== undefined) {
+        // A folder built by the caller from the one here: its changes are the caller's.
+        if (existing?.type !== "tree") throw builtFolderMissing(path);
+        folders.set(path, child.put);
+        if (existing.oid === child.put) continue;
+        for (const change of child.within) changes.push(change);
+        edits.set(name, { name, mode: TREE_MODE, oid: child.put, type: "tree" });
+        continue;
+      }
       if (child.put !== undefined) {
         if (existing?.type === "blob" && existing.oid === child.put) continue;
         // Keep an executable bit set by someone else; everything the store creates is 100644.

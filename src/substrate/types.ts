@@ -100,6 +100,30 @@ export interface TreeDelta {
   readonly puts?: ReadonlyMap<string, Uint8Array | string> | Readonly<Record<string, Uint8Array | string>>;
   /** Paths of blobs (or whole subtrees) to remove. */
   readonly deletes?: readonly string[];
+  /**
+   * New files added to the subfolder of existing folders (a fire commit's events: `runs/<id>`,
+   * sub `events`), each folder once and nothing else put under it. The same as putting each
+   * file at `<folder>/<sub>/<name>`, but with `WriteTreeDeltaOptions.prevalidated` both new
+   * folders are built from the stored ones' bytes (see folder-append.ts), which costs a fraction
+   * of the generic edit; otherwise, and where that build declines, the files are plain puts.
+   */
+  readonly appends?: readonly FolderAppend[];
+}
+
+/** Files to add to `<folder>/<sub>/` (see {@link TreeDelta.appends}). */
+export interface FolderAppend {
+  /** Repo path of the folder ("runs/r1"), no trailing "/". */
+  readonly folder: string;
+  /** Name of its subfolder the files go to ("events"). */
+  readonly sub: string;
+  /**
+   * The subfolder's oid at the parent commit, when the caller knows it (a hint: nothing rests on
+   * it). A folder holding nothing but that subfolder is then not read: its bytes follow from the
+   * oid, and are taken only when they hash to the folder's oid.
+   */
+  readonly subOid?: Oid;
+  /** File names (none there yet) and their bytes. */
+  readonly files: readonly { readonly name: string; readonly content: Uint8Array }[];
 }
 
 /** What a `computeDelta` returns: the delta plus any value the caller wants back. */

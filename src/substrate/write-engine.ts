@@ -30,7 +30,8 @@ import type { Sleep } from "./ref-store.js";
 import type { RepoHandle } from "./repo-handle.js";
 import { parseRepoPath } from "./repo-path.js";
 import { applyTreeEdits } from "./tree-edit.js";
-import type { CommittedReads, Oid, PathChange, RefMove, WriteResult } from "./types.js";
+import { planAppends, type AppendPlan } from "./folder-append.js";
+import type { CommittedReads, FolderAppend, Oid, PathChange, RefMove, WriteResult } from "./types.js";
 
 /** Blob contents by repo path: strings are stored as UTF-8. */
 export type FileMap =
@@ -43,6 +44,8 @@ export interface PlannedWrite<R> {
   readonly clear?: readonly string[];
   readonly deletes?: readonly string[];
   readonly puts?: FileMap;
+  /** Files added to subfolders of existing folders (see TreeDelta.appends). */
+  readonly appends?: readonly FolderAppend[];
   readonly result?: R;
   /** Awaited between units of the commit's work (see WriteTreeDeltaOptions.pause). */
   readonly pause?: () => Promise<void>;
@@ -149,6 +152,28 @@ type Prepared<R> =
       readonly folderOid: (path: string) => Oid | null | undefined;
     };
 
+/**
+ * The write's appends (PlannedWrite.appends): built from the stored folders' bytes when the
+ * write is prevalidated (nothing reads the new folders before they are stored), else plain puts
+ * like the ones the direct build declines, which are added to `blobs` and `puts` here.
+ * @returns the folder puts and objects built, or undefined when there are no appends
+ */
+async function planWriteAppends<R>(repo: RepoHandle, planned: PlannedWrite<R>, baseTree: Oid | null, blobs: Map<Oid, GitObject>, puts: { path: string[]; oid: Oid }[]): Promise<AppendPlan | undefined> {
+  const appends = planned.appends;
+  if (appends === undefined || appends.length === 0) return undefined;
+  const store = repo.objects;
+  const plan: AppendPlan =
+    planned.prevalidated === true
+      ? await planAppends({ readTree: (oid) => store.readTree(oid), readRaw: (oid) => store.readInMemory(oid) ?? store.read(oid) }, baseTree, appends, planned.pause)
+      : { folders: [], objects: [], folderOids: new Map(), puts: appends.flatMap((a) => a.files.map((f): [string, Uint8Array] => [`${a.folder}/${a.sub}/${f.name}`, f.content])) };
+  for (const [path, content] of plan.puts) {
+    const blob = hashObject("blob", content);
+    blobs.set(blob.oid, blob);
+    puts.push({ path: parseRepoPath(path), oid: blob.oid });
+  }
+  return plan;
+}
+
 async function prepare<R>(deps: WriteEngineDeps, name: string, tip: Oid | null, message: string, plan: Planner<R>): Promise<Prepared<R>> {
   const { repo } = deps;
   const reads = await repo.readsAt(tip);
@@ -165,6 +190,7 @@ async function prepare<R>(deps: WriteEngineDeps, name: string, tip: Oid | null, 
     puts.push({ path: parseRepoPath(path), oid: blob.oid });
   }
   const deletes = (planned.deletes ?? []).map((path) => parseRepoPath(path));
+  let appended: AppendPlan | undefined;
   const baseTree = tip === null ? null : (await repo.readCommit(tip)).tree;
   // A prevalidated write (a fire commit) reads each folder it edits once, for the edit, and
   // nothing reads those versions again (its new ones are remembered): they are read as a walk
@@ -174,7 +200,7 @@ async function prepare<R>(deps: WriteEngineDeps, name: string, tip: Oid | null, 
   const edit = await applyTreeEdits(readOld, baseTree, {
     ...(planned.clear === undefined ? {} : { clear: planned.clear }),
     deletes,
-    puts,
+    puts: (appended = await planWriteAppends(repo, planned, baseTree, blobs, puts)) === undefined ? puts : [...puts, ...appended.folders],
   }, pause);
   if (edit.rootOid === (baseTree ?? EMPTY_TREE_OID)) return { kind: "noop", result: planned.result };
 
@@ -225,10 +251,12 @@ async function prepare<R>(deps: WriteEngineDeps, name: string, tip: Oid | null, 
   // unreferenced ones (the object store writes the commit last).
   // One at a time: a commit can hold hundreds of thousands of new trees, more than a call
   // takes as spread arguments.
+  // An object listed twice (two runs can get the same bytes) is stored once by the pack writer.
+  for (const object of appended?.objects ?? []) objects.push(object);
   for (const tree of edit.newTrees) objects.push(tree);
   objects.push(commit);
   const folderOid = (path: string): Oid | null | undefined => {
-    const known = edit.folders.get(path);
+    const known = appended?.folderOids.get(path) ?? edit.folders.get(path);
     if (known !== undefined) return known;
     // A folder the edit did not descend into, inside one it rewrote: one lookup there.
     const slash = path.lastIndexOf("/");

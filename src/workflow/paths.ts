@@ -8,6 +8,9 @@ import { parseRunId } from "./ids.js";
 /** Folder holding every run. */
 export const runsPrefix = "runs/";
 
+/** Name of the folder of a run's event files, in the run's folder. */
+export const eventsFolder = "events";
+
 // seq: decimal without leading zeros, so each seq has exactly one file name.
 const EVENT_PATH = /^runs\/([A-Za-z0-9_-]{1,128})\/events\/(0|[1-9][0-9]{0,15})\.json$/;
 const COMPACTED_PATH = /^runs\/([A-Za-z0-9_-]{1,128})\/events\.jsonl$/;

@@ -38,21 +38,24 @@ function holdSubscriptions(store: RepoStore): { release(): void } {
 }
 
 describe("the tail and the host's own fire commits", () => {
-  it("leaves a run the fire committer moved past a commit at its newer state: the next tick stays armed, nothing is fired or skipped again", async () => {
+  // 20: more own commits than the tail's notes were once capped at (16); a note now lives until
+  // the tail passes its commit.
+  it.each([3, 20])("leaves a run the fire committer moved past a commit at its newer state (%i commits behind): the next tick stays armed, nothing is fired or skipped again", async (ticks) => {
     const start = "2026-05-01T00:00:00.000Z";
     h = await createHarness(start);
     const cron = "*/10 * * * * *";
     await h.append("c", { type: "TimerSet", data: { timerId: "tick", fireAt: nextTick(cron, "UTC", start), cron } });
     const held = holdSubscriptions(h.store);
     await h.scheduler.start();
-    // Three ticks fire while the tail is held before the first of their commits.
-    for (let i = 0; i < 3; i++) {
+    // The ticks fire while the tail is held before the first of their commits.
+    const at = (tick: number): string => new Date(Date.parse(start) + tick * 10_000).toISOString();
+    for (let i = 0; i < ticks; i++) {
       await h.clock.advance(10_000);
       await h.scheduler.idle();
     }
-    expect(firedOf(await h.log("c")).map((f) => f.scheduledFor)).toEqual(["2026-05-01T00:00:10.000Z", "2026-05-01T00:00:20.000Z", "2026-05-01T00:00:30.000Z"]);
+    expect(firedOf(await h.log("c")).map((f) => f.scheduledFor)).toEqual(Array.from({ length: ticks }, (_, i) => at(i + 1)));
     const armedBefore = h.scheduler.queuedTimers().map((t) => t.fireAt);
-    expect(armedBefore).toEqual(["2026-05-01T00:00:40.000Z"]);
+    expect(armedBefore).toEqual([at(ticks + 1)]);
     h.events.length = 0;
     // What the tail reads of the run's log while it catches up.
     const listed: string[] = [];
@@ -67,10 +70,10 @@ describe("the tail and the host's own fire commits", () => {
       return reads;
     };
     held.release();
-    // The tail catches up with the three commits, a millisecond at a time (an overdue timer
-    // fires at the next wake).
+    // The tail catches up with the commits, a millisecond at a time (an overdue timer fires at
+    // the next wake).
     const seen = new Set<string>();
-    for (let i = 0; i < 50; i++) {
+    for (let i = 0; i < 200; i++) {
       await new Promise((resolve) => setImmediate(resolve));
       for (const t of h.scheduler.queuedTimers()) seen.add(t.fireAt);
       await h.clock.advance(1);
@@ -81,9 +84,9 @@ describe("the tail and the host's own fire commits", () => {
     expect(listed.filter((path) => path.startsWith("runs/c"))).toEqual([]);
     expect(h.scheduler.queuedTimers().map((t) => t.fireAt)).toEqual(armedBefore);
     expect(h.events.filter((e) => e.type === "fired" || e.type === "skipped")).toEqual([]);
-    await h.clock.advance(10_000 - 50);
+    await h.clock.advance(10_000 - 200);
     await h.scheduler.idle();
-    expect(firedOf(await h.log("c")).map((f) => f.scheduledFor).slice(3)).toEqual(["2026-05-01T00:00:40.000Z"]);
+    expect(firedOf(await h.log("c")).map((f) => f.scheduledFor).slice(ticks)).toEqual([at(ticks + 1)]);
     expect((await h.log("c")).filter((e) => e.type === "TimerSkipped")).toEqual([]);
   });
 });

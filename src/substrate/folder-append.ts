@@ -1,0 +1,352 @@
+/**
+ * Appending files to a folder's subfolder (`runs/<id>/events/`) by working on the two trees'
+ * stored bytes: the subfolder's entries with the new ones spliced in at their places, and the
+ * folder's entry for the subfolder given its new oid (same length, so a copy with 20 bytes
+ * changed). No entry is parsed into an object, no path is split, nothing is awaited: a fire
+ * commit of thousands of runs does this once per run, where the generic tree edit
+ * (tree-edit.ts) parses both trees, builds a trie and re-serialises through an async step per
+ * folder.
+ *
+ * The result is byte for byte what the generic edit gives (same oids; a test checks it on
+ * random folders) whenever the direct build accepts the input. It declines (returns null, the
+ * caller then uses the generic edit) whatever that edit would treat specially: a tree not in
+ * git's order, a name outside plain printable ASCII or one `git fsck` could refuse, a mode the
+ * edit would rewrite (`040000`), a new name already present.
+ */
+import * as nodeCrypto from "node:crypto";
+import { createHash } from "node:crypto";
+import { hashObject, type GitObject } from "./git-object.js";
+import { parseRepoPath } from "./repo-path.js";
+import { findEntry, type ParsedTree } from "./tree-object.js";
+import type { FolderAppend, Oid, PathChange } from "./types.js";
+
+/** A file to add: its name in the subfolder and its blob's oid. */
+export interface AppendedFile {
+  readonly name: string;
+  readonly oid: Oid;
+}
+
+/** The two new trees of an append. */
+export interface AppendedFolders {
+  readonly folder: GitObject;
+  readonly sub: GitObject;
+}
+
+const SPACE = 0x20;
+const SLASH = 0x2f;
+const OID_BYTES = 20;
+/** "40000 " then the name: how the folder's entry for the subfolder starts. */
+const TREE_MODE_BYTES = Buffer.from("40000", "latin1");
+const BLOB_PREFIX = Buffer.from("100644 ", "latin1");
+
+/**
+ * Steps through a tree's entries in place, checking each as it goes: well formed, named in plain
+ * printable ASCII that git cannot read as `.git` (see {@link plainName}), and after the one
+ * before in git's order. One per tree walked; nothing is allocated per entry.
+ */
+class EntryCursor {
+  /** Start of the current entry, its name's bounds, whether it is a folder. */
+  at = 0;
+  nameFrom = 0;
+  nameTo = 0;
+  tree = false;
+  /** Where the next entry starts. */
+  next = 0;
+  constructor(readonly content: Uint8Array) {}
+
+  /** Moves to the next entry: 1 when there is one, 0 at the end, -1 for a tree the direct build declines. */
+  step(): number {
+    const b = this.content;
+    const n = b.length;
+    const at = this.next;
+    if (at >= n) return 0;
+    let space = at;
+    while (space < n && b[space] !== SPACE) space++;
+    let nul = space + 1;
+    while (nul < n && b[nul] !== 0) nul++;
+    if (space >= n || nul >= n || nul + 1 + OID_BYTES > n || space === at) return -1;
+    if (!plainName(b, space + 1, nul)) return -1;
+    const tree = isTreeMode(b, at, space);
+    if (at > 0 && compareNames(b, this.nameFrom, this.nameTo, this.tree, b, space + 1, nul, tree) >= 0) return -1;
+    this.at = at;
+    this.nameFrom = space + 1;
+    this.nameTo = nul;
+    this.tree = tree;
+    this.next = nul + 1 + OID_BYTES;
+    return 1;
+  }
+}
+
+/** "40000" or "040000": a folder (what tree-object.ts reads as one). */
+function isTreeMode(b: Uint8Array, from: number, to: number): boolean {
+  if (to - from === 6 && b[from] === 0x30) from += 1;
+  if (to - from !== 5) return false;
+  for (let i = 0; i < 5; i++) if (b[from + i] !== TREE_MODE_BYTES[i]) return false;
+  return true;
+}
+
+/**
+ * A name the generic edit carries over as it is: printable ASCII (space to "~"), no "/", not
+ * "." or "..", and without "git" in any case (the only way a plain ASCII name can fold to `.git`).
+ */
+function plainName(b: Uint8Array, from: number, to: number): boolean {
+  if (to === from) return false;
+  if (b[from] === 0x2e && (to - from === 1 || (to - from === 2 && b[from + 1] === 0x2e))) return false;
+  for (let i = from; i < to; i++) {
+    const c = b[i] as number;
+    if (c < 0x20 || c > 0x7e || c === SLASH) return false;
+    if ((c | 0x20) === 0x67 && i + 2 < to && ((b[i + 1] as number) | 0x20) === 0x69 && ((b[i + 2] as number) | 0x20) === 0x74) return false;
+  }
+  return true;
+}
+
+/** Git's tree order on raw names: bytes, a folder's name compared as if followed by "/". */
+function compareNames(a: Uint8Array, aFrom: number, aTo: number, aTree: boolean, b: Uint8Array, bFrom: number, bTo: number, bTree: boolean): number {
+  const la = aTo - aFrom;
+  const lb = bTo - bFrom;
+  const len = Math.min(la, lb);
+  for (let i = 0; i < len; i++) {
+    const d = (a[aFrom + i] as number) - (b[bFrom + i] as number);
+    if (d !== 0) return d;
+  }
+  const x = la > len ? (a[aFrom + len] as number) : aTree ? SLASH : 0;
+  const y = lb > len ? (b[bFrom + len] as number) : bTree ? SLASH : 0;
+  return x - y;
+}
+
+/** Equal names (the raw bytes against a string of printable ASCII). */
+function sameName(content: Uint8Array, from: number, to: number, name: string): boolean {
+  if (to - from !== name.length) return false;
+  for (let i = 0; i < name.length; i++) if (content[from + i] !== name.charCodeAt(i)) return false;
+  return true;
+}
+
+/**
+ * The oid of the folder entry `sub` in the tree `folder` (its content), when the direct build
+ * can take this folder: `sub` is there as a folder with mode `40000` and the tree is clean (see
+ * the module comment). Otherwise null.
+ */
+export function subfolderOid(folder: Uint8Array, sub: string): Oid | null {
+  const at = subEntry(folder, sub);
+  return at < 0 ? null : Buffer.from(folder.buffer, folder.byteOffset, folder.byteLength).toString("hex", at, at + OID_BYTES);
+}
+
+/** Offset of the oid of the entry `sub` (a `40000` folder) in a clean tree, else -1. */
+function subEntry(folder: Uint8Array, sub: string): number {
+  const cursor = new EntryCursor(folder);
+  let found = -1;
+  for (let step = cursor.step(); step !== 0; step = cursor.step()) {
+    if (step < 0) return -1;
+    if (!sameName(folder, cursor.nameFrom, cursor.nameTo, sub)) continue;
+    if (cursor.nameFrom - 1 - cursor.at !== 5 || !cursor.tree) return -1;
+    found = cursor.nameTo + 1;
+  }
+  return found;
+}
+
+/**
+ * The folder `folder` (its content) with `files` added to its subfolder `sub` (content
+ * `subContent`, which must be the tree the folder's entry names), as the generic edit writes
+ * them (plain files, mode 100644), or null when the direct build declines (see the module
+ * comment). Neither input is changed.
+ */
+export function appendToSubfolder(folder: Uint8Array, sub: string, subContent: Uint8Array, files: readonly AppendedFile[]): AppendedFolders | null {
+  const oidAt = subEntry(folder, sub);
+  if (oidAt < 0 || files.length === 0) return null;
+  // The new names, each plain, in git order, none twice and none already there.
+  const names: Buffer[] = [];
+  for (const file of files) {
+    const name = Buffer.from(file.name, "latin1");
+    if (name.length !== file.name.length || !plainName(name, 0, name.length) || !isOid(file.oid)) return null;
+    names.push(name);
+  }
+  const order = files.length === 1 ? [0] : files.map((_, i) => i).sort((x, y) => compareNames(names[x] as Buffer, 0, (names[x] as Buffer).length, false, names[y] as Buffer, 0, (names[y] as Buffer).length, false));
+  let added = 0;
+  for (let k = 0; k < order.length; k++) {
+    const name = names[order[k] as number] as Buffer;
+    if (k > 0) {
+      const prev = names[order[k - 1] as number] as Buffer;
+      if (compareNames(prev, 0, prev.length, false, name, 0, name.length, false) === 0) return null;
+    }
+    added += BLOB_PREFIX.length + name.length + 1 + OID_BYTES;
+  }
+  const subLength = subContent.length + added;
+  const subHead = `tree ${subLength}\0`;
+  const subWhole = Buffer.allocUnsafe(subHead.length + subLength);
+  let out = subWhole.write(subHead, 0, "latin1");
+  const source = Buffer.from(subContent.buffer, subContent.byteOffset, subContent.byteLength);
+  // Merge: old entries in order, each new one before the first old entry that sorts after it;
+  // the old entries are checked on the way (a declined tree leaves the buffer unused).
+  let k = 0;
+  let copied = 0;
+  const cursor = new EntryCursor(subContent);
+  for (let step = cursor.step(); step !== 0; step = cursor.step()) {
+    if (step < 0) return null;
+    while (k < order.length) {
+      const name = names[order[k] as number] as Buffer;
+      // A new name equal to an old one (as a file or as a folder): declined, as the edit would replace it.
+      if (sameBytes(subContent, cursor.nameFrom, cursor.nameTo, name)) return null;
+      if (compareNames(name, 0, name.length, false, subContent, cursor.nameFrom, cursor.nameTo, cursor.tree) > 0) break;
+      out += source.copy(subWhole, out, copied, cursor.at);
+      copied = cursor.at;
+      out = writeFileEntry(subWhole, out, name, (files[order[k] as number] as AppendedFile).oid);
+      k += 1;
+    }
+  }
+  out += source.copy(subWhole, out, copied, subContent.length);
+  for (; k < order.length; k++) out = writeFileEntry(subWhole, out, names[order[k] as number] as Buffer, (files[order[k] as number] as AppendedFile).oid);
+  const subObject: GitObject = { oid: sha1Hex(subWhole), type: "tree", content: subWhole.subarray(subHead.length) };
+  // The folder: the same bytes with the subfolder's oid replaced.
+  const folderHead = `tree ${folder.length}\0`;
+  const folderWhole = Buffer.allocUnsafe(folderHead.length + folder.length);
+  const folderAt = folderWhole.write(folderHead, 0, "latin1");
+  folderWhole.set(folder, folderAt);
+  folderWhole.write(subObject.oid, folderAt + oidAt, "hex");
+  return { folder: { oid: sha1Hex(folderWhole), type: "tree", content: folderWhole.subarray(folderAt) }, sub: subObject };
+}
+
+/** 40 lowercase hex digits (what every oid here is; checked without a regular expression per file). */
+function isOid(oid: string): boolean {
+  if (oid.length !== 40) return false;
+  for (let i = 0; i < 40; i++) {
+    const c = oid.charCodeAt(i);
+    if (!((c >= 0x30 && c <= 0x39) || (c >= 0x61 && c <= 0x66))) return false;
+  }
+  return true;
+}
+
+function sameBytes(content: Uint8Array, from: number, to: number, name: Buffer): boolean {
+  if (to - from !== name.length) return false;
+  for (let i = 0; i < name.length; i++) if (content[from + i] !== name[i]) return false;
+  return true;
+}
+
+function writeFileEntry(out: Buffer, at: number, name: Buffer, oid: Oid): number {
+  at += BLOB_PREFIX.copy(out, at);
+  at += name.copy(out, at);
+  out[at++] = 0;
+  return at + out.write(oid, at, "hex");
+}
+
+/** Where {@link planAppends} reads the folders it edits. */
+export interface AppendSource {
+  /** A parsed tree (the folders above the appended ones: `runs/`, the root). */
+  readTree(oid: Oid): Promise<ParsedTree>;
+  /** An object's stored bytes, synchronously when at hand. */
+  readRaw(oid: Oid): GitObject | Promise<GitObject>;
+}
+
+/** What {@link planAppends} made of a write's appends. */
+export interface AppendPlan {
+  /** Folder puts for the tree edit (TreeEdits.puts with `within`). */
+  readonly folders: { readonly path: readonly string[]; readonly oid: Oid; readonly within: readonly PathChange[] }[];
+  /**
+   * The new blobs and trees to store (two runs can get the same bytes: the pack writer stores
+   * an object once).
+   */
+  readonly objects: GitObject[];
+  /** The new oid of every folder and subfolder built, by path. */
+  readonly folderOids: Map<string, Oid>;
+  /** The appends it declined, as plain puts (path and bytes), for the generic edit. */
+  readonly puts: [string, Uint8Array][];
+}
+
+/**
+ * Builds the folders of `appends` against the tree `rootOid` (see the module comment); what it
+ * declines (a folder or subfolder missing or not clean, a bad name) comes back as plain puts,
+ * so the caller's generic edit applies or refuses those as it would any put.
+ * @param pause awaited every few folders (a caller's time slicer); default none
+ * @throws `path_violation` for a folder path the store refuses; `object_corrupt` from reads
+ */
+export async function planAppends(source: AppendSource, rootOid: Oid | null, appends: readonly FolderAppend[], pause?: () => Promise<void>): Promise<AppendPlan> {
+  const plan: AppendPlan = { folders: [], objects: [], folderOids: new Map(), puts: [] };
+  /** Parent folders by path ("" the root), read once per write: every run's is `runs/`. */
+  const parents = new Map<string, ParsedTree | null>();
+  const parentTree = async (segments: readonly string[], upto: number): Promise<ParsedTree | null> => {
+    const key = segments.slice(0, upto).join("/");
+    let tree = parents.get(key);
+    if (tree !== undefined) return tree;
+    if (upto === 0) tree = rootOid === null ? null : await source.readTree(rootOid);
+    else {
+      const above = await parentTree(segments, upto - 1);
+      const entry = above === null ? undefined : findEntry(above, segments[upto - 1] as string);
+      tree = entry?.type === "tree" ? await source.readTree(entry.oid) : null;
+    }
+    parents.set(key, tree);
+    return tree;
+  };
+  // Below, everything is synchronous when the objects are in memory (a fire commit's usual
+  // case): no promise per folder.
+  const declined = (append: FolderAppend): void => {
+    for (const file of append.files) plan.puts.push([`${append.folder}/${append.sub}/${file.name}`, file.content]);
+  };
+  let count = 0;
+  for (const append of appends) {
+    if (pause !== undefined && ++count % 64 === 0) await pause();
+    const segments = parseRepoPath(append.folder);
+    const last = segments.length - 1;
+    const parent = parents.get(append.folder.slice(0, Math.max(0, append.folder.lastIndexOf("/")))) ?? (await parentTree(segments, last));
+    const entry = parent === null ? undefined : findEntry(parent, segments[last] as string);
+    if (entry?.type !== "tree" || append.files.length === 0) {
+      declined(append);
+      continue;
+    }
+    // A folder that holds only the subfolder the caller named is not read: its bytes follow
+    // from that oid (checked: they must hash to the folder's oid).
+    let folderObject = append.subOid === undefined ? null : onlySubfolder(append.sub, append.subOid, entry.oid);
+    if (folderObject === null) {
+      const folder = source.readRaw(entry.oid);
+      folderObject = folder instanceof Promise ? await folder : folder;
+    }
+    const subOid = folderObject.type === "tree" ? subfolderOid(folderObject.content, append.sub) : null;
+    const sub = subOid === null ? null : source.readRaw(subOid);
+    const subObject = sub instanceof Promise ? await sub : sub;
+    const blobs: GitObject[] = [];
+    const files: AppendedFile[] = [];
+    for (const file of append.files) {
+      const blob = hashObject("blob", file.content);
+      blobs.push(blob);
+      files.push({ name: file.name, oid: blob.oid });
+    }
+    const built = subObject === null || subObject.type !== "tree" ? null : appendToSubfolder(folderObject.content, append.sub, subObject.content, files);
+    if (built === null) {
+      declined(append);
+      continue;
+    }
+    const subPath = `${append.folder}/${append.sub}`;
+    const within: PathChange[] = [];
+    for (let i = 0; i < blobs.length; i++) {
+      const blob = blobs[i] as GitObject;
+      within.push({ path: `${subPath}/${(append.files[i] as { name: string }).name}`, oid: blob.oid, status: "added" });
+      plan.objects.push(blob);
+    }
+    plan.objects.push(built.sub, built.folder);
+    plan.folders.push({ path: segments, oid: built.folder.oid, within });
+    plan.folderOids.set(append.folder, built.folder.oid);
+    plan.folderOids.set(subPath, built.sub.oid);
+  }
+  return plan;
+}
+
+/** The tree holding nothing but the folder `sub` (oid `subOid`), when its oid is `folderOid`; else null. */
+function onlySubfolder(sub: string, subOid: Oid, folderOid: Oid): GitObject | null {
+  if (!isOid(subOid) || !/^[\x21-\x7e]+$/.test(sub)) return null;
+  const length = TREE_MODE_BYTES.length + 1 + sub.length + 1 + OID_BYTES;
+  const head = `tree ${length}\0`;
+  const whole = Buffer.allocUnsafe(head.length + length);
+  let at = whole.write(head, 0, "latin1");
+  at += TREE_MODE_BYTES.copy(whole, at);
+  whole[at++] = SPACE;
+  at += whole.write(sub, at, "latin1");
+  whole[at++] = 0;
+  whole.write(subOid, at, "hex");
+  return sha1Hex(whole) === folderOid ? { oid: folderOid, type: "tree", content: whole.subarray(head.length) } : null;
+}
+
+/** node's one-shot `crypto.hash` (node ≥ 20.12), or undefined on an older node. */
+const oneShotHash = (nodeCrypto as { hash?: (algorithm: string, data: Uint8Array, encoding: "hex") => string }).hash;
+
+/** SHA-1 of header and content, already in one buffer. */
+function sha1Hex(whole: Buffer): Oid {
+  return oneShotHash !== undefined ? oneShotHash("sha1", whole, "hex") : createHash("sha1").update(whole).digest("hex");
+}
