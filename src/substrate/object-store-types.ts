@@ -34,6 +34,13 @@ export interface ObjectStore extends ObjectSource {
   read(oid: Oid): Promise<GitObject>;
   /** A parsed tree (cached). @throws `object_corrupt` when missing or not a tree. */
   readTree(oid: Oid): Promise<ParsedTree>;
+  /**
+   * A tree on a path a commit edits: from the caches when there, else read on its own (a point
+   * read, see PackStore.read: the folders of scattered runs, not the pack windows around them)
+   * and cached only when `cache` (big trees, such as `runs/`, always are).
+   * @throws `object_corrupt` when missing or not a tree.
+   */
+  readTreeForEdit(oid: Oid, cache: boolean): Promise<ParsedTree>;
   /** A parsed commit (cached). @throws `object_corrupt` when missing or not a commit. */
   readCommit(oid: Oid): Promise<ParsedCommit>;
   /** A blob's bytes (a fresh copy; cached). @throws `object_corrupt` when missing or not a blob. */

@@ -136,9 +136,10 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
     return unwrapObject(oid, wrapped);
   }
 
-  async function read(oid: Oid): Promise<GitObject> {
+  /** @param point see PackStore.read */
+  async function read(oid: Oid, point = false): Promise<GitObject> {
     if (!/^[0-9a-f]{40}$/.test(oid)) throw corrupt(String(oid), "not a 40-hex object id");
-    const packed = await packs.read(oid, false);
+    const packed = await packs.read(oid, false, point);
     if (packed !== null) return packed;
     // Usually a miss (objects are packed); a loose object is a few hundred bytes.
     const path = loosePath(oid);
@@ -153,8 +154,8 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
     return unwrapObject(oid, inflated);
   }
 
-  async function readTyped(oid: Oid, type: ObjectType): Promise<GitObject> {
-    const object = await read(oid);
+  async function readTyped(oid: Oid, type: ObjectType, point = false): Promise<GitObject> {
+    const object = await read(oid, point);
     if (object.type !== type) throw corrupt(oid, `is a ${object.type}, expected a ${type}`, undefined, { ...ABSENT, found: object.type });
     return object;
   }
@@ -220,7 +221,7 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
   }
 
   return {
-    read,
+    read: (oid) => read(oid),
     holdsHistory,
     async readTree(oid) {
       const hit = cachedTree(oid);
@@ -228,6 +229,15 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
       const object = await readTyped(oid, "tree");
       const tree = decodeTree(oid, object.content);
       cacheTree(tree);
+      return tree;
+    },
+    async readTreeForEdit(oid, cache) {
+      const hit = cachedTree(oid);
+      if (hit !== undefined) return hit;
+      const object = packs.readInMemory(oid) ?? (await readTyped(oid, "tree", true));
+      if (object.type !== "tree") throw corrupt(oid, `is a ${object.type}, expected a tree`, undefined, { ...ABSENT, found: object.type });
+      const tree = decodeTree(oid, object.content);
+      if (cache || tree.count >= BIG_TREE_ENTRIES) cacheTree(tree);
       return tree;
     },
     async readCommit(oid) {

@@ -166,11 +166,13 @@ async function prepare<R>(deps: WriteEngineDeps, name: string, tip: Oid | null, 
   }
   const deletes = (planned.deletes ?? []).map((path) => parseRepoPath(path));
   const baseTree = tip === null ? null : (await repo.readCommit(tip)).tree;
-  // A prevalidated write (a fire commit) reads each folder it edits once, for the edit, and
-  // nothing reads those versions again (its new ones are remembered): they are read as a walk
-  // reads, from the pack in memory when there, without a place in the tree cache.
+  // The folders on edited paths belong to runs spread over the deployment: each is read on its
+  // own (a point read, not the 1 MiB pack window around it). A prevalidated write (a fire commit)
+  // reads each of them once, for the edit, and nothing reads those versions again (its new ones
+  // are remembered): they are not cached either. Other writes are validated, which reads them again.
   const store = repo.objects;
-  const readOld = planned.prevalidated === true ? (oid: Oid) => store.scanning.readTree(oid) : (oid: Oid) => store.readTree(oid);
+  const cacheOld = planned.prevalidated !== true;
+  const readOld = (oid: Oid): Promise<ParsedTree> => store.readTreeForEdit(oid, cacheOld);
   const edit = await applyTreeEdits(readOld, baseTree, {
     ...(planned.clear === undefined ? {} : { clear: planned.clear }),
     deletes,
