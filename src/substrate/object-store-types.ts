@@ -58,9 +58,10 @@ export interface ObjectStore extends ObjectSource {
    * {@link writeObjects} in two steps: a pack is written to temp files at once (returning
    * immediately) and put in place by `publish`; `discard` removes it unseen. Loose objects are
    * all written by `publish`. Exactly one of the two must be called. `pause`, when given, is
-   * awaited between slices of encoding the pack (a big commit's time slicer).
+   * awaited between slices of encoding the pack (a big commit's time slicer). `novel`: oids the
+   * caller knows to be new (see TreeEditResult.spliced), not looked for in the packs.
    */
-  stageObjects(objects: readonly GitObject[], pause?: () => Promise<void>): StagedObjects;
+  stageObjects(objects: readonly GitObject[], pause?: () => Promise<void>, novel?: ReadonlySet<string>): StagedObjects;
   /**
    * Reads of the same objects that use the caches but do not fill them (big trees excepted):
    * for a walk that reads most objects once (see `CommittedReads.scan`).

@@ -303,9 +303,11 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
   }
 
   /** See {@link ObjectStore.stageObjects}. */
-  function stageObjects(all: readonly GitObject[], pause?: () => Promise<void>): StagedObjects {
-    // Objects a known pack holds already are not written again (the commit always is).
-    const objects = all.some((o) => o.type !== "commit" && packs.contains(o.oid)) ? all.filter((o) => o.type === "commit" || !packs.contains(o.oid)) : all;
+  function stageObjects(all: readonly GitObject[], pause?: () => Promise<void>, novel?: ReadonlySet<Oid>): StagedObjects {
+    // Objects a known pack holds already are not written again (the commit always is). Each
+    // look is a search of every pack's index: most of a commit's trees are known to be new.
+    const stored = (o: GitObject): boolean => o.type !== "commit" && novel?.has(o.oid) !== true && packs.contains(o.oid);
+    const objects = all.some(stored) ? all.filter((o) => !stored(o)) : all;
     const remember = (): void => {
       for (const object of objects) {
         if (object.type === "blob" && object.content.byteLength <= BLOB_CACHE_MAX_BYTES) {

@@ -50,6 +50,13 @@ export interface TreeEditResult {
    * trailing slash; the root is not listed): null for a folder the edit removed.
    */
   readonly folders: ReadonlyMap<string, Oid | null>;
+  /**
+   * Trees of {@link newTrees} spliced from an earlier version of the same folder that they
+   * differ from: new to the repository unless its history went back to an earlier state, so a
+   * writer need not look for them in its packs (a duplicate would only cost space until merged).
+   * Folders built from nothing (a folder copied whole) are not listed.
+   */
+  readonly spliced: ReadonlySet<Oid>;
 }
 
 interface EditNode {
@@ -144,6 +151,7 @@ export async function applyTreeEdits(read: ReadTree, baseOid: Oid | null, edits:
   const changes: PathChange[] = [];
   let exact = true;
   const folders = new Map<string, Oid | null>();
+  const spliced = new Set<Oid>();
   const readAny: ReadTree = (oid) => {
     const hit = pending.get(oid);
     return hit !== undefined ? Promise.resolve(hit) : read(oid);
@@ -216,11 +224,12 @@ export async function applyTreeEdits(read: ReadTree, baseOid: Oid | null, edits:
     if (!pending.has(built.tree.oid)) {
       pending.set(built.tree.oid, built.tree);
       newTrees.push(built.object);
+      if (old !== null) spliced.add(built.tree.oid);
     }
     return built.tree.oid;
   }
 
   const rootOid = (await rewrite(baseOid, root, "", true)) ?? EMPTY_TREE_OID;
   changes.sort((x, y) => compareCodePoints(x.path, y.path));
-  return { rootOid, newTrees, pending, changes, exact, folders };
+  return { rootOid, newTrees, pending, changes, exact, folders, spliced };
 }

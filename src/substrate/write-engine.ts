@@ -147,6 +147,8 @@ type Prepared<R> =
       readonly changes: readonly PathChange[] | null;
       /** See WriteResult.folderOid. */
       readonly folderOid: (path: string) => Oid | null | undefined;
+      /** See TreeEditResult.spliced. */
+      readonly novel: ReadonlySet<Oid>;
     };
 
 async function prepare<R>(deps: WriteEngineDeps, name: string, tip: Oid | null, message: string, plan: Planner<R>): Promise<Prepared<R>> {
@@ -240,7 +242,7 @@ async function prepare<R>(deps: WriteEngineDeps, name: string, tip: Oid | null, 
     const entry = findEntry(parent, path.slice(slash + 1));
     return entry === undefined || entry.type !== "tree" ? null : entry.oid;
   };
-  return { kind: "commit", commit, objects, trees: edit.pending.values(), result: planned.result, pause, changes: edit.exact ? Object.freeze(edit.changes.slice()) : null, folderOid };
+  return { kind: "commit", commit, objects, trees: edit.pending.values(), result: planned.result, pause, changes: edit.exact ? Object.freeze(edit.changes.slice()) : null, folderOid, novel: edit.spliced };
 }
 
 /** Own commits' changes kept per repository for its subscribers (see {@link ownCommitChanges}). */
@@ -325,7 +327,7 @@ export async function commitWithRetry<R>(
       rememberOwnCommit(repo, prepared.commit.oid, tip, prepared.changes);
       // The pack is written to temp files while the ref lock is taken and compared; it is put
       // in place only once the compare succeeded, and removed unseen when the race was lost.
-      const staged = repo.objects.stageObjects(prepared.objects, prepared.pause);
+      const staged = repo.objects.stageObjects(prepared.objects, prepared.pause, prepared.novel);
       let published = false;
       let outcome: Awaited<ReturnType<typeof repo.refs.compareAndSwap>>;
       try {
