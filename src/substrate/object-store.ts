@@ -234,9 +234,8 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
     async readTreeForEdit(oid, cache) {
       const hit = cachedTree(oid);
       if (hit !== undefined) return hit;
-      const object = packs.readInMemory(oid) ?? (await readTyped(oid, "tree", true));
-      if (object.type !== "tree") throw corrupt(oid, `is a ${object.type}, expected a tree`, undefined, { ...ABSENT, found: object.type });
-      const tree = decodeTree(oid, object.content);
+      // One lookup in the pack indexes: a window already in memory still serves it (see PackStore.read).
+      const tree = decodeTree(oid, (await readTyped(oid, "tree", true)).content);
       if (cache || tree.count >= BIG_TREE_ENTRIES) cacheTree(tree);
       return tree;
     },

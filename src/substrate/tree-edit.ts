@@ -8,7 +8,9 @@ import { compareCodePoints, type GitObject } from "./git-object.js";
 import {
   BLOB_MODE,
   EMPTY_TREE_OID,
+  entryAt,
   findEntry,
+  indexOfEntry,
   makeTree,
   type ParsedTree,
   TREE_MODE,
@@ -172,9 +174,13 @@ export async function applyTreeEdits(read: ReadTree, baseOid: Oid | null, edits:
     const old = oldOid === null ? null : await read(oldOid);
     // Only the edited names are looked at; every other entry is carried over untouched.
     const edits = new Map<string, TreeEntry | null>();
+    // Where each edited name is in the old tree, so the splice does not search for it again.
+    const positions = new Map<string, number>();
     for (const [name, child] of node.children ?? NO_CHILDREN) {
       const path = `${base}${name}`;
-      const existing = old === null ? undefined : findEntry(old, name);
+      const index = old === null || !old.sorted ? -1 : indexOfEntry(old, name);
+      const existing = old === null ? undefined : old.sorted ? entryAt(old, index) : findEntry(old, name);
+      if (old !== null && old.sorted) positions.set(name, index);
       // What a push put there is kept: an edit that would silently drop it is refused instead.
       if (existing?.type === "commit") throw gitlinkInTheWay(path);
       if (child.put !== undefined) {
@@ -217,7 +223,7 @@ export async function applyTreeEdits(read: ReadTree, baseOid: Oid | null, edits:
     const built =
       old === null
         ? makeTree([...edits.values()].filter((e): e is TreeEntry => e !== null))
-        : editTree(old, edits);
+        : editTree(old, edits, positions);
     // An empty folder cannot exist in git; only the root may be the empty tree.
     if (built.tree.count === 0 && !isRoot) return null;
     if (built.tree.oid === oldOid) return oldOid;

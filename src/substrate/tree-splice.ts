@@ -27,8 +27,10 @@ import {
 /**
  * A copy of `base` with the entries in `changes` replaced, added (name not in base) or removed
  * (value null). Unchanged entries keep their bytes: the content is spliced, not re-encoded.
+ * @param positions where names of `changes` are in `base` (index, or -1: absent), when the caller
+ *   looked them up already; others are searched for
  */
-export function editTree(base: ParsedTree, changes: ReadonlyMap<string, TreeEntry | null>): { tree: ParsedTree; object: GitObject } {
+export function editTree(base: ParsedTree, changes: ReadonlyMap<string, TreeEntry | null>, positions?: ReadonlyMap<string, number>): { tree: ParsedTree; object: GitObject } {
   if (!base.sorted) {
     const merged = new Map(base.entries.map((e) => [e.name, e]));
     for (const [name, entry] of changes) {
@@ -37,12 +39,13 @@ export function editTree(base: ParsedTree, changes: ReadonlyMap<string, TreeEntr
     }
     return makeTree([...merged.values()]);
   }
-  const patched = patchTree(base, changes);
+  const at = (name: string): number => positions?.get(name) ?? indexOfEntry(base, name);
+  const patched = patchTree(base, changes, at);
   if (patched !== undefined) return patched;
   // Edits as (position in base, kind): an insert at p goes before base[p]; a removal drops base[p].
   const events: { at: number; insert?: TreeEntry }[] = [];
   for (const [name, entry] of changes) {
-    const old = indexOfEntry(base, name);
+    const old = at(name);
     if (old >= 0) events.push({ at: old });
     if (entry !== null) events.push({ at: lowerBound(base, entry), insert: entry });
   }
@@ -101,11 +104,11 @@ export function editTree(base: ParsedTree, changes: ReadonlyMap<string, TreeEntr
  * that changed instead of read again (see adler32Patch). Same bytes, oid, chunks and delta as the
  * general splice. Undefined when some change is anything else.
  */
-function patchTree(base: ParsedTree, changes: ReadonlyMap<string, TreeEntry | null>): { tree: ParsedTree; object: GitObject } | undefined {
+function patchTree(base: ParsedTree, changes: ReadonlyMap<string, TreeEntry | null>, position: (name: string) => number): { tree: ParsedTree; object: GitObject } | undefined {
   const events: { at: number; insert?: TreeEntry }[] = [];
   for (const [name, entry] of changes) {
     if (entry === null) return undefined;
-    const at = indexOfEntry(base, name);
+    const at = position(name);
     const old = at < 0 ? undefined : entryAt(base, at);
     if (old === undefined || old.type !== entry.type || old.mode !== entry.mode || old.name !== entry.name) return undefined;
     events.push({ at, insert: entry }, { at });
