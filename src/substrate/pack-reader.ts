@@ -10,7 +10,7 @@
 import { createHash } from "node:crypto";
 import { describeNonRegular, readBoundedFileOrNull } from "./bounded-file.js";
 import { WorkflowHostError } from "../errors.js";
-import { errnoCode, type FsAdapter } from "./fs-adapter.js";
+import { errnoCode, type FileHandleLike, type FsAdapter } from "./fs-adapter.js";
 import { type GitObject, hashObject } from "./git-object.js";
 import type { ScopedLruCache } from "./lru-cache.js";
 import { applyDelta, crc32, inflateEntry, isDelta, type PackIndex, parseEntryHead, parsePackIndex, typeOfCode } from "./pack-file.js";
@@ -45,6 +45,11 @@ const WINDOW_SPILL = 64 * 1024;
 const POINT_BLOCK = 4 * 1024;
 /** Point-read blocks kept per reader. */
 const POINT_BLOCKS_KEPT = 8;
+/**
+ * Big packs kept open per reader for point reads: one read call per block instead of an open,
+ * a read and a close. A pack that disappears (merged, `git gc`) is closed at the next listing.
+ */
+const POINT_HANDLES_KEPT = 4;
 /** Delta chains deeper than git's default depth (50) by a margin are refused as corrupt. */
 const MAX_DELTA_DEPTH = 64;
 
@@ -101,6 +106,8 @@ export interface PackReader {
   readonly packs: readonly LoadedPack[];
   /** Records `placed` as the newest pack, forgetting the packs named in `replaced`. */
   adopt(placed: LoadedPack, replaced?: ReadonlySet<string>): void;
+  /** Closes the packs kept open for point reads (later point reads open them again). */
+  close(): Promise<void>;
 }
 
 /** Largest pack index read (bytes): some 38 million objects. */
@@ -130,6 +137,54 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
   const { loadOnce, cachedWindow, loadWindow } = createWindowReads(fs, packWindows, repoKey, (name) => new PackGone(name));
   /** The last blocks point reads read, newest first (see POINT_BLOCK). */
   const pointBlocks: { name: string; start: number; bytes: Buffer }[] = [];
+  /** Big packs open for point reads, most recently used first (see POINT_HANDLES_KEPT). */
+  const pointHandles: { name: string; handle: Promise<FileHandleLike> }[] = [];
+
+  function closeHandle(kept: { handle: Promise<FileHandleLike> }): void {
+    kept.handle.then((h) => h.close()).catch(() => undefined);
+  }
+
+  /** Closes the kept handles of packs not in `known` (all of them when `known` is empty). */
+  function dropHandles(known: ReadonlySet<string>): void {
+    for (let i = pointHandles.length - 1; i >= 0; i--) {
+      const kept = pointHandles[i] as (typeof pointHandles)[number];
+      if (known.has(kept.name)) continue;
+      pointHandles.splice(i, 1);
+      closeHandle(kept);
+    }
+  }
+
+  /** Reads [start, stop) of the big pack `name` through a kept handle. */
+  async function readKept(name: string, path: string, start: number, stop: number): Promise<Uint8Array> {
+    let at = pointHandles.findIndex((k) => k.name === name);
+    if (at < 0) {
+      const opening = quickFs.open(path, "r");
+      opening.catch(() => undefined);
+      pointHandles.unshift({ name, handle: opening });
+      if (pointHandles.length > POINT_HANDLES_KEPT) closeHandle(pointHandles.pop() as (typeof pointHandles)[number]);
+      at = 0;
+    } else if (at > 0) {
+      pointHandles.unshift(...pointHandles.splice(at, 1));
+    }
+    const kept = pointHandles[0] as (typeof pointHandles)[number];
+    try {
+      const handle = await kept.handle;
+      const buffer = Buffer.allocUnsafe(stop - start);
+      let filled = 0;
+      while (filled < buffer.length) {
+        const { bytesRead } = await handle.read(buffer, filled, buffer.length - filled, start + filled);
+        if (bytesRead === 0) break;
+        filled += bytesRead;
+      }
+      return buffer.subarray(0, filled);
+    } catch (error) {
+      // A handle that failed (the pack vanished before it was opened) is not kept.
+      const i = pointHandles.indexOf(kept);
+      if (i >= 0) pointHandles.splice(i, 1);
+      closeHandle(kept);
+      throw error;
+    }
+  }
 
   /**
    * The bytes [offset, end) of a big pack read by themselves: from a kept block, or read as the
@@ -142,7 +197,7 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
     }
     const start = offset - (offset % POINT_BLOCK);
     const stop = Math.max(end, Math.min(start + POINT_BLOCK, pack.size));
-    const read = await quickFs.readRange(path, start, stop - start);
+    const read = await readKept(pack.name, path, start, stop);
     if (read.byteLength !== stop - start) throw new PackGone(pack.name);
     const bytes = Buffer.from(read.buffer, read.byteOffset, read.byteLength);
     pointBlocks.unshift({ name: pack.name, start, bytes });
@@ -203,6 +258,7 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
       const added = loaded.filter((pack): pack is LoadedPack => pack !== null);
       const vanished = added.length + unreadable < fresh.length;
       packs = [...added, ...kept];
+      dropHandles(new Set(packs.map((p) => p.name)));
       if (!vanished) return;
     }
   }
@@ -397,6 +453,11 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
     },
     adopt(placed, replaced) {
       packs = [placed, ...packs.filter((p) => p.name !== placed.name && replaced?.has(p.name) !== true)];
+      if (replaced !== undefined && replaced.size > 0) dropHandles(new Set(packs.map((p) => p.name)));
+    },
+    async close() {
+      const kept = pointHandles.splice(0);
+      await Promise.all(kept.map(async (k) => (await k.handle.catch(() => null))?.close().catch(() => undefined)));
     },
   };
 }

@@ -188,6 +188,7 @@ export function createPackStore(opts: PackStoreOptions): PackStore {
       await maintenance.idle();
     },
     async close() {
+      await reader.close();
       await writer.close();
       await maintenance.idle();
     },

@@ -94,11 +94,25 @@ describe("reading a pack too big to read whole", () => {
     const { fs, pack, idx } = await bigPack();
     const adapter = createFsAdapter(fs);
     const ranges: { position: number; length: number }[] = [];
+    let opens = 0;
     const counting: FsAdapter = {
       ...adapter,
       readRange(path, position, length) {
         if (path === pack) ranges.push({ position, length });
         return adapter.readRange(path, position, length);
+      },
+      async open(path, flags) {
+        const handle = await adapter.open(path, flags);
+        if (path !== pack) return handle;
+        opens++;
+        return {
+          ...handle,
+          read: (buffer, offset, length, position) => {
+            ranges.push({ position, length });
+            return handle.read(buffer, offset, length, position);
+          },
+          close: () => handle.close(),
+        };
       },
     };
     const reader = createPackReader({ fs: counting, quickFs: counting, packDir: `${GITDIR}/objects/pack`, repoKey: "r", packBytes: new ScopedLruCache(64 << 20), packWindows: new ScopedLruCache(64 << 20) });
@@ -114,6 +128,9 @@ describe("reading a pack too big to read whole", () => {
     expect(ranges.length).toBeGreaterThan(0);
     expect(ranges.length).toBeLessThanOrEqual(wanted.length);
     for (const r of ranges) expect(r.length).toBeLessThanOrEqual(64 * 1024);
+    // The pack is opened once for all of them, and closed with the reader.
+    expect(opens).toBe(1);
+    await reader.close();
     // A walk's read of the same pack still reads a whole window.
     ranges.length = 0;
     const far = small[small.length - 1] as number;
