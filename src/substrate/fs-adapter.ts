@@ -422,27 +422,6 @@ export function createBlockingFsAdapter(fsModule?: unknown, options: BlockingFsA
     statOrNull: (path) => run(() => orNull(() => s.statSync(path))),
     readdirOrEmpty: (path) => run(() => (orNull(() => s.readdirSync(path)) ?? []).map(String)),
     fsyncDir: (path) => fsyncFolder((folder) => open(folder, "r"), path),
-    // A few KiB (a point read out of a big pack) synchronously; bigger ranges through the pool.
-    readRange: (path, position, length) =>
-      length > BLOCKING_RANGE_MAX_BYTES
-        ? async.readRange(path, position, length)
-        : run(() => {
-            const fd = s.openSync(path, "r");
-            try {
-              const buffer = Buffer.allocUnsafe(length);
-              let filled = 0;
-              while (filled < length) {
-                const n = s.readSync(fd, buffer, filled, length - filled, position + filled);
-                if (n === 0) break;
-                filled += n;
-              }
-              return buffer.subarray(0, filled);
-            } finally {
-              s.closeSync(fd);
-            }
-          }),
+    readRange: (path, position, length) => async.readRange(path, position, length),
   };
 }
-
-/** Largest {@link FsAdapter.readRange} the blocking adapter makes synchronously (bytes). */
-const BLOCKING_RANGE_MAX_BYTES = 64 * 1024;
