@@ -82,6 +82,8 @@ function readUpToSync(read: (buffer: Buffer, offset: number, length: number, pos
 /** The FileHandle calls the substrate makes. */
 export interface FileHandleLike {
   write(data: Uint8Array): Promise<unknown>;
+  /** node's FileHandle has it (one call for many pieces); memfs's does not. */
+  writev?(buffers: Uint8Array[]): Promise<{ bytesWritten: number }>;
   read(buffer: Uint8Array, offset: number, length: number, position: number): Promise<{ bytesRead: number }>;
   sync(): Promise<void>;
   stat(): Promise<StatLike>;
@@ -126,10 +128,11 @@ export interface FsAdapter {
   readBoundedOrNull(path: string, maxBytes: number): Promise<BoundedRead | null>;
   readFile(path: string): Promise<Uint8Array>;
   /**
-   * Creates `path` (EEXIST when it exists) holding `data`; with `sync`, flushed to disk before
-   * resolving.
+   * Creates `path` (EEXIST when it exists) holding `data` (or its pieces one after another, e.g.
+   * a pack whose big objects are not copied into one buffer); with `sync`, flushed to disk
+   * before resolving.
    */
-  writeNewFile(path: string, data: Uint8Array, sync: boolean): Promise<void>;
+  writeNewFile(path: string, data: Uint8Array | readonly Uint8Array[], sync: boolean): Promise<void>;
   /** Opens `path` with `flags` ("wx" fails with EEXIST when the file exists). */
   open(path: string, flags: string): Promise<FileHandleLike>;
   rename(from: string, to: string): Promise<void>;
@@ -286,14 +289,15 @@ export function createFsAdapter(fsModule?: unknown): FsAdapter {
       }
     },
     async writeNewFile(path, data, sync) {
-      if (!sync) {
+      if (!sync && !isPieces(data)) {
         await p.writeFile(path, data, { flag: "wx", mode: 0o644 });
         return;
       }
       const handle = await p.open(path, "wx", 0o644);
       try {
-        await handle.write(data);
-        await handle.sync();
+        if (isPieces(data)) await writePieces(handle, data);
+        else await handle.write(data);
+        if (sync) await handle.sync();
       } finally {
         await handle.close();
       }
@@ -361,6 +365,28 @@ export function createFsAdapter(fsModule?: unknown): FsAdapter {
     },
     fsyncDir: (path) => fsyncFolder((folder) => p.open(folder, "r"), path),
   };
+}
+
+function isPieces(data: Uint8Array | readonly Uint8Array[]): data is readonly Uint8Array[] {
+  return Array.isArray(data);
+}
+
+/** Writes `pieces` at the handle's position one after another: one `writev` where there is one. */
+async function writePieces(handle: FileHandleLike, pieces: readonly Uint8Array[]): Promise<void> {
+  let from = 0;
+  if (handle.writev !== undefined) {
+    let total = 0;
+    for (const piece of pieces) total += piece.byteLength;
+    let written = (await handle.writev(pieces.slice())).bytesWritten;
+    if (written === total) return;
+    // A short write (rare for a regular file): the rest piece by piece, from where it stopped.
+    for (; from < pieces.length && written >= (pieces[from] as Uint8Array).byteLength; from++) written -= (pieces[from] as Uint8Array).byteLength;
+    if (from < pieces.length) {
+      await handle.write((pieces[from] as Uint8Array).subarray(written));
+      from++;
+    }
+  }
+  for (; from < pieces.length; from++) if ((pieces[from] as Uint8Array).byteLength > 0) await handle.write(pieces[from] as Uint8Array);
 }
 
 async function fsyncFolder(open: (path: string) => Promise<FileHandleLike>, path: string): Promise<void> {
@@ -544,7 +570,8 @@ export function createBlockingFsAdapter(fsModule?: unknown, options: BlockingFsA
     async writeNewFile(path, data, sync) {
       const handle = await open(path, "wx");
       try {
-        await handle.write(data);
+        if (isPieces(data)) for (const piece of data) await handle.write(piece);
+        else await handle.write(data);
         if (sync) await handle.sync();
       } finally {
         await handle.close();

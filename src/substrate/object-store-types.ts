@@ -34,6 +34,13 @@ export interface ObjectStore extends ObjectSource {
   read(oid: Oid): Promise<GitObject>;
   /** A parsed tree (cached). @throws `object_corrupt` when missing or not a tree. */
   readTree(oid: Oid): Promise<ParsedTree>;
+  /**
+   * A tree on a path a commit edits: from the caches when there, else read on its own (a point
+   * read, see PackStore.read: the folders of scattered runs, not the pack windows around them)
+   * and cached only when `cache` (big trees, such as `runs/`, always are).
+   * @throws `object_corrupt` when missing or not a tree.
+   */
+  readTreeForEdit(oid: Oid, cache: boolean): Promise<ParsedTree>;
   /** A parsed commit (cached). @throws `object_corrupt` when missing or not a commit. */
   readCommit(oid: Oid): Promise<ParsedCommit>;
   /** A blob's bytes (a fresh copy; cached). @throws `object_corrupt` when missing or not a blob. */
@@ -57,9 +64,10 @@ export interface ObjectStore extends ObjectSource {
    * {@link writeObjects} in two steps: a pack is written to temp files at once (returning
    * immediately) and put in place by `publish`; `discard` removes it unseen. Loose objects are
    * all written by `publish`. Exactly one of the two must be called. `pause`, when given, is
-   * awaited between slices of encoding the pack (a big commit's time slicer).
+   * awaited between slices of encoding the pack (a big commit's time slicer). `novel`: oids the
+   * caller knows to be new (see TreeEditResult.spliced), not looked for in the packs.
    */
-  stageObjects(objects: readonly GitObject[], pause?: () => Promise<void>): StagedObjects;
+  stageObjects(objects: readonly GitObject[], pause?: () => Promise<void>, novel?: ReadonlySet<string>): StagedObjects;
   /**
    * Reads of the same objects that use the caches but do not fill them (big trees excepted):
    * for a walk that reads most objects once (see `CommittedReads.scan`).

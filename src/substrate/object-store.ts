@@ -136,9 +136,10 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
     return unwrapObject(oid, wrapped);
   }
 
-  async function read(oid: Oid): Promise<GitObject> {
+  /** @param point see PackStore.read */
+  async function read(oid: Oid, point = false): Promise<GitObject> {
     if (!/^[0-9a-f]{40}$/.test(oid)) throw corrupt(String(oid), "not a 40-hex object id");
-    const packed = await packs.read(oid, false);
+    const packed = await packs.read(oid, false, point);
     if (packed !== null) return packed;
     // Usually a miss (objects are packed); a loose object is a few hundred bytes.
     const path = loosePath(oid);
@@ -153,8 +154,8 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
     return unwrapObject(oid, inflated);
   }
 
-  async function readTyped(oid: Oid, type: ObjectType): Promise<GitObject> {
-    const object = await read(oid);
+  async function readTyped(oid: Oid, type: ObjectType, point = false): Promise<GitObject> {
+    const object = await read(oid, point);
     if (object.type !== type) throw corrupt(oid, `is a ${object.type}, expected a ${type}`, undefined, { ...ABSENT, found: object.type });
     return object;
   }
@@ -220,7 +221,7 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
   }
 
   return {
-    read,
+    read: (oid) => read(oid),
     holdsHistory,
     async readTree(oid) {
       const hit = cachedTree(oid);
@@ -228,6 +229,14 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
       const object = await readTyped(oid, "tree");
       const tree = decodeTree(oid, object.content);
       cacheTree(tree);
+      return tree;
+    },
+    async readTreeForEdit(oid, cache) {
+      const hit = cachedTree(oid);
+      if (hit !== undefined) return hit;
+      // One lookup in the pack indexes: a window already in memory still serves it (see PackStore.read).
+      const tree = decodeTree(oid, (await readTyped(oid, "tree", true)).content);
+      if (cache || tree.count >= BIG_TREE_ENTRIES) cacheTree(tree);
       return tree;
     },
     async readCommit(oid) {
@@ -294,9 +303,11 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
   }
 
   /** See {@link ObjectStore.stageObjects}. */
-  function stageObjects(all: readonly GitObject[], pause?: () => Promise<void>): StagedObjects {
-    // Objects a known pack holds already are not written again (the commit always is).
-    const objects = all.some((o) => o.type !== "commit" && packs.contains(o.oid)) ? all.filter((o) => o.type === "commit" || !packs.contains(o.oid)) : all;
+  function stageObjects(all: readonly GitObject[], pause?: () => Promise<void>, novel?: ReadonlySet<Oid>): StagedObjects {
+    // Objects a known pack holds already are not written again (the commit always is). Each
+    // look is a search of every pack's index: most of a commit's trees are known to be new.
+    const stored = (o: GitObject): boolean => o.type !== "commit" && novel?.has(o.oid) !== true && packs.contains(o.oid);
+    const objects = all.some(stored) ? all.filter((o) => !stored(o)) : all;
     const remember = (): void => {
       for (const object of objects) {
         if (object.type === "blob" && object.content.byteLength <= BLOB_CACHE_MAX_BYTES) {

@@ -150,10 +150,46 @@ export interface EntryRecord {
 
 /** A finished pack: its bytes, its index's bytes and its name (the pack checksum, hex). */
 export interface EncodedPack {
+  /** The pack's bytes (concatenated from {@link parts} on first use when there are parts). */
   readonly pack: Buffer;
   readonly idx: Buffer;
   readonly checksum: string;
   readonly count: number;
+  /**
+   * The pack's bytes as pieces to write one after another, when it holds big objects: their
+   * payloads are views of the objects' own bytes (a 4 MB `runs/` folder at 100,000 runs), not
+   * copied into one buffer. Absent: {@link pack} is the one piece. See {@link packParts}.
+   */
+  readonly parts?: readonly Uint8Array[];
+}
+
+/** The pieces whose concatenation is the pack's bytes (see EncodedPack.parts). */
+export function packParts(encoded: EncodedPack): readonly Uint8Array[] {
+  return encoded.parts ?? [encoded.pack];
+}
+
+/** Bytes of the pack. */
+export function packLength(encoded: EncodedPack): number {
+  if (encoded.parts === undefined) return encoded.pack.length;
+  let n = 0;
+  for (const part of encoded.parts) n += part.byteLength;
+  return n;
+}
+
+/** An {@link EncodedPack} held as pieces; `pack` is built only if asked for. */
+class PiecedPack implements EncodedPack {
+  #pack: Buffer | undefined;
+  constructor(
+    readonly parts: readonly Uint8Array[],
+    readonly idx: Buffer,
+    readonly checksum: string,
+    readonly count: number,
+  ) {}
+
+  get pack(): Buffer {
+    this.#pack ??= Buffer.concat(this.parts);
+    return this.#pack;
+  }
 }
 
 /**
@@ -198,14 +234,50 @@ const sha1Now = (body: Buffer): Buffer => createHash("sha1").update(body).digest
 
 /**
  * Builds one pack holding `objects` whole (no deltas); see {@link entryPayload} for how each is
- * compressed. Duplicate oids are stored once. Nothing is written here.
+ * compressed. Duplicate oids are stored once. Nothing is written here. Small objects are laid
+ * out in one buffer; a big one's payload (see {@link EncodedPack.parts}) is referenced, not
+ * copied, and checksummed where it lies.
  */
 export function encodePack(objects: readonly GitObject[]): EncodedPack {
   const layout = planEntries(objects);
-  const pack = Buffer.allocUnsafe(layout.size + 20);
+  const out = startPieces(layout);
   const entries: EntryRecord[] = [];
-  writeEntries(pack, layout, entries, 0, layout.items.length);
-  return sealPack(pack, layout.size, sha1Now(pack.subarray(0, layout.size)), entries);
+  writeEntries(out, layout, entries, 0, layout.items.length);
+  return sealPieces(out, layout, entries, sha1Of(out, layout));
+}
+
+/** Where {@link writeEntries} writes: the buffer of small entries and the pieces so far. */
+interface Pieces {
+  /** Small entries and every entry's header, in pack order (plus room for the trailer when {@link external} is 0). */
+  readonly flat: Buffer;
+  /** Where the next byte goes in {@link flat}. */
+  at: number;
+  /** Start of the run of {@link flat} not yet pushed to {@link parts}. */
+  runStart: number;
+  readonly parts: Uint8Array[];
+  /** Entries whose payload is referenced (see planEntries). */
+  readonly external: number;
+}
+
+function startPieces(layout: { items: readonly PlannedEntry[]; size: number; flatSize: number; external: number }): Pieces {
+  // Without big objects the pack is the one buffer, trailer included, as it always was.
+  const flat = Buffer.allocUnsafe(layout.external === 0 ? layout.size + 20 : layout.flatSize);
+  return { flat, at: 0, runStart: 0, parts: [], external: layout.external };
+}
+
+/** The SHA-1 of everything before the trailer. */
+function sha1Of(out: Pieces, layout: { size: number }): Buffer {
+  if (out.external === 0) return sha1Now(out.flat.subarray(0, layout.size));
+  if (out.at > out.runStart) out.parts.push(out.flat.subarray(out.runStart, out.at));
+  out.runStart = out.at;
+  const hash = createHash("sha1");
+  for (const part of out.parts) hash.update(part);
+  return hash.digest();
+}
+
+function sealPieces(out: Pieces, layout: { size: number }, entries: readonly EntryRecord[], trailer: Buffer): EncodedPack {
+  if (out.external === 0) return sealPack(out.flat, layout.size, trailer, entries);
+  return new PiecedPack([...out.parts, trailer], encodeIndex(entries, trailer), trailer.toString("hex"), entries.length);
 }
 
 /** Objects encoded between two pauses of {@link encodePackGently}. */
@@ -219,19 +291,22 @@ const ENCODE_STEP = 256;
 export async function encodePackGently(objects: readonly GitObject[], pause: () => Promise<void>): Promise<EncodedPack> {
   const layout = planEntries(objects);
   await pause();
-  const pack = Buffer.allocUnsafe(layout.size + 20);
+  const out = startPieces(layout);
   const entries: EntryRecord[] = [];
   for (let from = 0; from < layout.items.length; from += ENCODE_STEP) {
-    writeEntries(pack, layout, entries, from, Math.min(layout.items.length, from + ENCODE_STEP));
+    writeEntries(out, layout, entries, from, Math.min(layout.items.length, from + ENCODE_STEP));
     await pause();
   }
-  const trailer = sha1Now(pack.subarray(0, layout.size));
+  const trailer = sha1Of(out, layout);
   await pause();
-  trailer.copy(pack, layout.size);
   const steps = buildIndex(entries, trailer);
   for (;;) {
     const step = steps.next();
-    if (step.done === true) return { pack, idx: step.value, checksum: trailer.toString("hex"), count: entries.length };
+    if (step.done === true) {
+      if (out.external > 0) return new PiecedPack([...out.parts, trailer], step.value, trailer.toString("hex"), entries.length);
+      trailer.copy(out.flat, layout.size);
+      return { pack: out.flat, idx: step.value, checksum: trailer.toString("hex"), count: entries.length };
+    }
     await pause();
   }
 }
@@ -247,14 +322,18 @@ interface PlannedEntry {
 }
 
 /**
- * Where each distinct object goes in a pack written in one buffer (after the 12-byte header),
- * and the size before the trailer. Small objects (most of a commit: events, run folders) are
- * written in place as one stored block: no buffer of their own, no copy.
+ * Where each distinct object goes in a pack (after the 12-byte header), and the size before the
+ * trailer. Small objects (most of a commit: events, run folders) are written in place as one
+ * stored block: no buffer of their own, no copy. The others' payloads (stored blocks of a big
+ * object's own bytes, or a deflated blob) are referenced as pieces ("external"); `flatSize` is
+ * what the rest takes: the header, the small entries and every entry's header.
  */
-function planEntries(objects: readonly GitObject[]): { items: PlannedEntry[]; size: number } {
+function planEntries(objects: readonly GitObject[]): { items: PlannedEntry[]; size: number; flatSize: number; external: number } {
   const items: PlannedEntry[] = [];
   const seen = new Set<Oid>();
   let at = 12;
+  let flatSize = 12;
+  let external = 0;
   for (const object of objects) {
     if (seen.has(object.oid)) continue;
     seen.add(object.oid);
@@ -266,22 +345,43 @@ function planEntries(objects: readonly GitObject[]): { items: PlannedEntry[]; si
     else for (const part of payload) length += part.length;
     items.push({ object, offset: at, payload });
     at += entryHeaderLength(size) + length;
+    flatSize += entryHeaderLength(size) + (payload === null ? length : 0);
+    if (payload !== null) external++;
   }
-  return { items, size: at };
+  return { items, size: at, flatSize, external };
 }
 
-/** Writes the pack header (when `from` is 0) and entries `from` … `to` - 1 of `layout` into `pack`. */
-function writeEntries(pack: Buffer, layout: { items: readonly PlannedEntry[] }, entries: EntryRecord[], from: number, to: number): void {
+/**
+ * Writes the pack header (when `from` is 0) and entries `from` … `to` - 1 of `layout`: small
+ * ones into `out.flat`, a big one's header there and its payload as pieces of its own.
+ */
+function writeEntries(out: Pieces, layout: { items: readonly PlannedEntry[] }, entries: EntryRecord[], from: number, to: number): void {
+  const pack = out.flat;
   if (from === 0) {
     pack.write("PACK", 0, "latin1");
     pack.writeUInt32BE(2, 4);
     pack.writeUInt32BE(layout.items.length, 8);
+    out.at = 12;
   }
   for (let i = from; i < to; i++) {
     const { object, offset, payload } = layout.items[i] as PlannedEntry;
     const content = object.content;
     const size = content.byteLength;
-    let at = writeEntryHeader(pack, offset, TYPE_CODES[object.type], size);
+    const start = out.at;
+    let at = writeEntryHeader(pack, start, TYPE_CODES[object.type], size);
+    if (payload !== null && out.external > 0) {
+      // The header stays in the flat buffer; the payload goes out as it is.
+      out.parts.push(pack.subarray(out.runStart, at));
+      out.runStart = at;
+      out.at = at;
+      let crc = crc32(pack.subarray(start, at));
+      for (const part of payload) {
+        out.parts.push(part);
+        crc = crc32(part, crc);
+      }
+      entries.push({ oid: object.oid, offset, crc });
+      continue;
+    }
     if (payload === null) {
       // One stored block: see storedZlib.
       pack[at] = 0x78;
@@ -297,7 +397,8 @@ function writeEntries(pack: Buffer, layout: { items: readonly PlannedEntry[] }, 
         at += part.length;
       }
     }
-    entries.push({ oid: object.oid, offset, crc: crc32(pack.subarray(offset, at)) });
+    entries.push({ oid: object.oid, offset, crc: crc32(pack.subarray(start, at)) });
+    out.at = at;
   }
 }
 

@@ -10,7 +10,7 @@
 import { createHash } from "node:crypto";
 import { describeNonRegular, readBoundedFileOrNull } from "./bounded-file.js";
 import { WorkflowHostError } from "../errors.js";
-import { errnoCode, type FsAdapter } from "./fs-adapter.js";
+import { errnoCode, type FileHandleLike, type FsAdapter } from "./fs-adapter.js";
 import { type GitObject, hashObject } from "./git-object.js";
 import type { ScopedLruCache } from "./lru-cache.js";
 import { applyDelta, crc32, inflateEntry, isDelta, type PackIndex, parseEntryHead, parsePackIndex, typeOfCode } from "./pack-file.js";
@@ -37,6 +37,19 @@ const WHOLE_PACK_MAX_BYTES = 8 * 1024 * 1024;
 const WINDOW_BYTES = 1024 * 1024;
 /** How far past its window an entry may end and still be served from it (bigger: read alone). */
 const WINDOW_SPILL = 64 * 1024;
+/**
+ * A point read (see {@link PackReader.read}) reads the aligned block of this size holding the
+ * entry (or the entry alone when it crosses the block's end): a run's folder and its events
+ * folder are usually neighbours, and the last few blocks are kept.
+ */
+const POINT_BLOCK = 4 * 1024;
+/** Point-read blocks kept per reader. */
+const POINT_BLOCKS_KEPT = 8;
+/**
+ * Big packs kept open per reader for point reads: one read call per block instead of an open,
+ * a read and a close. A pack that disappears (merged, `git gc`) is closed at the next listing.
+ */
+const POINT_HANDLES_KEPT = 4;
 /** Delta chains deeper than git's default depth (50) by a margin are refused as corrupt. */
 const MAX_DELTA_DEPTH = 64;
 
@@ -82,7 +95,7 @@ export interface PackReaderOptions {
 /** The known packs of one repository and the reads out of them. */
 export interface PackReader {
   /** See PackStore.read. */
-  read(oid: Oid, rescan: boolean): Promise<GitObject | null>;
+  read(oid: Oid, rescan: boolean, point?: boolean): Promise<GitObject | null>;
   /** See PackStore.readInMemory. */
   readInMemory(oid: Oid): GitObject | undefined;
   /** Whether a known pack holds `oid` (an in-memory index lookup, no rescan). */
@@ -103,6 +116,8 @@ export interface PackReader {
    * them when there are any (its age theirs), else as the newest pack.
    */
   adopt(placed: LoadedPack, replaced?: ReadonlySet<string>): void;
+  /** Closes the packs kept open for point reads (later point reads open them again). */
+  close(): Promise<void>;
 }
 
 /** Largest pack index read (bytes): some 38 million objects. */
@@ -137,6 +152,75 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
 
   const fsFor = (bytes: number): FsAdapter => adapterFor(bytes, fs, quickFs);
   const { loadOnce, cachedWindow, loadWindow } = createWindowReads(fs, packWindows, repoKey, (name) => new PackGone(name));
+  /** The last blocks point reads read, newest first (see POINT_BLOCK). */
+  const pointBlocks: { name: string; start: number; bytes: Buffer }[] = [];
+  /** Big packs open for point reads, most recently used first (see POINT_HANDLES_KEPT). */
+  const pointHandles: { name: string; handle: Promise<FileHandleLike> }[] = [];
+
+  function closeHandle(kept: { handle: Promise<FileHandleLike> }): void {
+    kept.handle.then((h) => h.close()).catch(() => undefined);
+  }
+
+  /** Closes the kept handles of packs not in `known` (all of them when `known` is empty). */
+  function dropHandles(known: ReadonlySet<string>): void {
+    for (let i = pointHandles.length - 1; i >= 0; i--) {
+      const kept = pointHandles[i] as (typeof pointHandles)[number];
+      if (known.has(kept.name)) continue;
+      pointHandles.splice(i, 1);
+      closeHandle(kept);
+    }
+  }
+
+  /** Reads [start, stop) of the big pack `name` through a kept handle. */
+  async function readKept(name: string, path: string, start: number, stop: number): Promise<Uint8Array> {
+    let at = pointHandles.findIndex((k) => k.name === name);
+    if (at < 0) {
+      const opening = quickFs.open(path, "r");
+      opening.catch(() => undefined);
+      pointHandles.unshift({ name, handle: opening });
+      if (pointHandles.length > POINT_HANDLES_KEPT) closeHandle(pointHandles.pop() as (typeof pointHandles)[number]);
+      at = 0;
+    } else if (at > 0) {
+      pointHandles.unshift(...pointHandles.splice(at, 1));
+    }
+    const kept = pointHandles[0] as (typeof pointHandles)[number];
+    try {
+      const handle = await kept.handle;
+      const buffer = Buffer.allocUnsafe(stop - start);
+      let filled = 0;
+      while (filled < buffer.length) {
+        const { bytesRead } = await handle.read(buffer, filled, buffer.length - filled, start + filled);
+        if (bytesRead === 0) break;
+        filled += bytesRead;
+      }
+      return buffer.subarray(0, filled);
+    } catch (error) {
+      // A handle that failed (the pack vanished before it was opened) is not kept.
+      const i = pointHandles.indexOf(kept);
+      if (i >= 0) pointHandles.splice(i, 1);
+      closeHandle(kept);
+      throw error;
+    }
+  }
+
+  /**
+   * The bytes [offset, end) of a big pack read by themselves: from a kept block, or read as the
+   * aligned {@link POINT_BLOCK} holding them (through the quick adapter: a few KiB, a page-cache
+   * read costs less than a round trip through the thread pool).
+   */
+  async function pointBytes(pack: LoadedPack, path: string, offset: number, end: number): Promise<Buffer> {
+    for (const block of pointBlocks) {
+      if (block.name === pack.name && block.start <= offset && end <= block.start + block.bytes.length) return block.bytes.subarray(offset - block.start, end - block.start);
+    }
+    const start = offset - (offset % POINT_BLOCK);
+    const stop = Math.max(end, Math.min(start + POINT_BLOCK, pack.size));
+    const read = await readKept(pack.name, path, start, stop);
+    if (read.byteLength !== stop - start) throw new PackGone(pack.name);
+    const bytes = Buffer.from(read.buffer, read.byteOffset, read.byteLength);
+    pointBlocks.unshift({ name: pack.name, start, bytes });
+    if (pointBlocks.length > POINT_BLOCKS_KEPT) pointBlocks.pop();
+    return bytes.subarray(offset - start, end - start);
+  }
 
   async function loadPack(name: string): Promise<LoadedPack | null> {
     const packPath = `${packDir}/${name}.pack`;
@@ -193,6 +277,7 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
       const vanished = added.length + unreadable < fresh.length;
       packs = [...added, ...kept];
       for (const name of ages.keys()) if (!names.has(`${name}.idx`)) ages.delete(name);
+      dropHandles(new Set(packs.map((p) => p.name)));
       if (!vanished) return;
     }
   }
@@ -240,7 +325,7 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
    * pack, which then count as verified too: git's own check of packed bytes it reuses, at a
    * seventh of the cost of hashing each object (a recovery reads a million of them).
    */
-  async function entryBytes(pack: LoadedPack, offset: number, crc?: number): Promise<{ bytes: Buffer; verified: boolean }> {
+  async function entryBytes(pack: LoadedPack, offset: number, crc: number | undefined, point: boolean): Promise<{ bytes: Buffer; verified: boolean }> {
     const end = pack.index.endOf(offset);
     const path = `${packDir}/${pack.name}.pack`;
     try {
@@ -263,9 +348,13 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
       let bytes: Buffer;
       const start = offset - (offset % WINDOW_BYTES);
       const windowEnd = Math.min(start + WINDOW_BYTES + WINDOW_SPILL, pack.size);
-      if (end <= windowEnd) {
-        const window = cachedWindow(pack.name, start) ?? (await loadWindow(pack.name, path, start, windowEnd));
+      const window = end <= windowEnd ? cachedWindow(pack.name, start) : undefined;
+      if (window !== undefined) {
         bytes = window.subarray(offset - start, end - start);
+      } else if (point && end - offset <= WINDOW_SPILL) {
+        bytes = await pointBytes(pack, path, offset, end);
+      } else if (end <= windowEnd) {
+        bytes = (await loadWindow(pack.name, path, start, windowEnd)).subarray(offset - start, end - start);
       } else {
         const read = await fs.readRange(path, offset, end - offset);
         bytes = Buffer.from(read.buffer, read.byteOffset, read.byteLength);
@@ -313,27 +402,27 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
   }
 
   /** Decodes the entry at `offset`, resolving deltas through their bases. */
-  async function decodeAt(pack: LoadedPack, offset: number, depth: number, crc?: number): Promise<{ type: GitObject["type"]; content: Buffer; verified: boolean }> {
-    const { bytes, verified } = await entryBytes(pack, offset, crc);
+  async function decodeAt(pack: LoadedPack, offset: number, depth: number, crc: number | undefined, point: boolean): Promise<{ type: GitObject["type"]; content: Buffer; verified: boolean }> {
+    const { bytes, verified } = await entryBytes(pack, offset, crc, point);
     const head = parseEntryHead(pack.name, bytes);
     const payload = inflateEntry(pack.name, bytes, head);
     if (!isDelta(head.typeCode)) return { type: typeOfCode(head.typeCode), content: payload, verified };
     if (depth >= MAX_DELTA_DEPTH) throw corrupt(`${pack.name}@${offset}`, `delta chain deeper than ${MAX_DELTA_DEPTH}`);
     let base: { type: GitObject["type"]; content: Uint8Array };
     if (head.baseDistance !== undefined) {
-      base = await decodeAt(pack, offset - head.baseDistance, depth + 1);
+      base = await decodeAt(pack, offset - head.baseDistance, depth + 1, undefined, point);
     } else {
-      const object = await readFrom(head.baseOid as Oid, depth + 1);
+      const object = await readFrom(head.baseOid as Oid, depth + 1, point);
       if (object === null) throw corrupt(head.baseOid as Oid, "delta base missing from every pack");
       base = object;
     }
     return { type: base.type, content: applyDelta(pack.name, base.content, payload), verified: false };
   }
 
-  async function readFrom(oid: Oid, depth: number): Promise<GitObject | null> {
+  async function readFrom(oid: Oid, depth: number, point: boolean): Promise<GitObject | null> {
     const at = locate(oid);
     if (at === null) return null;
-    const { type, content, verified } = await decodeAt(at.pack, at.pack.index.offsetAt(at.entry), depth, at.pack.index.crcAt(at.entry));
+    const { type, content, verified } = await decodeAt(at.pack, at.pack.index.offsetAt(at.entry), depth, at.pack.index.crcAt(at.entry), point);
     // A whole entry of a checksummed pack is what the index says it is; anything else (a
     // range read, a delta result) is hashed against its oid as loose objects are.
     if (verified) return { oid, type, content };
@@ -342,7 +431,7 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
     return object;
   }
 
-  async function read(oid: Oid, allowRescan: boolean): Promise<GitObject | null> {
+  async function read(oid: Oid, allowRescan: boolean, point = false): Promise<GitObject | null> {
     await ensureScanned();
     // A miss is looked for again after a fresh listing (twice: a listing taken while another
     // process was between placing a merged pack and deleting the old ones can miss both); a
@@ -351,7 +440,7 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
     let gone = 0;
     for (;;) {
       try {
-        const found = await readFrom(oid, 0);
+        const found = await readFrom(oid, 0, point);
         if (found !== null) return found;
         if (!allowRescan || ++misses > 2) {
           if (allowRescan && broken.size > 0) {
@@ -389,6 +478,11 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
       for (const name of replaced ?? []) if (name !== placed.name) ages.delete(name);
       setAge(placed.name, age);
       packs = [placed, ...packs.filter((p) => p.name !== placed.name && replaced?.has(p.name) !== true)];
+      if (replaced !== undefined && replaced.size > 0) dropHandles(new Set(packs.map((p) => p.name)));
+    },
+    async close() {
+      const kept = pointHandles.splice(0);
+      await Promise.all(kept.map(async (k) => (await k.handle.catch(() => null))?.close().catch(() => undefined)));
     },
   };
 }

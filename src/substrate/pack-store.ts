@@ -61,9 +61,14 @@ export interface PackStore {
   /**
    * The object from a pack, checked against its oid; null when no pack holds it.
    * @param rescan look for packs added since the last scan before giving up
+   * @param point a read on its own (default false): out of a pack too big to read whole, only
+   *   the object's bytes (a block of a few KiB around them) are read, unless its window is in
+   *   memory already; otherwise the whole window is read and cached, for walks that read a pack
+   *   mostly in order. A commit's edit reads the folders of runs scattered over the deployment:
+   *   at 100,000 runs each such read loaded a 1 MiB window that the next commit no longer had.
    * @throws `object_corrupt` when a pack holds it but it cannot be decoded
    */
-  read(oid: Oid, rescan: boolean): Promise<GitObject | null>;
+  read(oid: Oid, rescan: boolean, point?: boolean): Promise<GitObject | null>;
   /**
    * The object, when a known pack holds it whole (not as a delta) in bytes already in memory
    * (a cached pack or window): checked as {@link read} checks it, without any I/O and without
@@ -183,6 +188,7 @@ export function createPackStore(opts: PackStoreOptions): PackStore {
       await maintenance.idle();
     },
     async close() {
+      await reader.close();
       await writer.close();
       await maintenance.idle();
     },

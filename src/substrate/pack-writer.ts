@@ -21,7 +21,7 @@
 import { randomBytes } from "node:crypto";
 import type { Clock } from "../time/clock.js";
 import { errnoCode, type FileHandleLike, type FsAdapter } from "./fs-adapter.js";
-import { type EncodedPack, parsePackIndex } from "./pack-file.js";
+import { type EncodedPack, packLength, parsePackIndex } from "./pack-file.js";
 import { adapterFor, type LoadedPack, QUICK_PACK_BYTES } from "./pack-reader.js";
 
 /** Temp files in `objects/` older than this (ms) are a dead writer's and are removed. */
@@ -164,7 +164,7 @@ export function createPackWriter(opts: PackWriterOptions): PackWriter {
   }
 
   /** Writes `data` into the spare temp file `path`, or creates it when it is gone. */
-  async function writeSpare(path: string, data: Uint8Array): Promise<void> {
+  async function writeSpare(path: string, data: Uint8Array | readonly Uint8Array[]): Promise<void> {
     let handle: FileHandleLike;
     try {
       handle = await quickFs.open(path, "r+");
@@ -173,7 +173,8 @@ export function createPackWriter(opts: PackWriterOptions): PackWriter {
       return quickFs.writeNewFile(path, data, durable);
     }
     try {
-      await handle.write(data);
+      if (data instanceof Uint8Array) await handle.write(data);
+      else for (const piece of data) await handle.write(piece);
       if (durable) await handle.sync();
     } finally {
       await handle.close();
@@ -191,13 +192,15 @@ export function createPackWriter(opts: PackWriterOptions): PackWriter {
    */
   function stageEncoded(encoded: EncodedPack, flushFolder: boolean): StagedPack {
     const name = `pack-${encoded.checksum}`;
-    const quick = encoded.pack.length <= QUICK_PACK_BYTES;
+    const size = packLength(encoded);
+    const quick = size <= QUICK_PACK_BYTES;
     const pair = quick ? takeSpare() : null;
     const tempPack = pair?.pack ?? tempName("pack");
     const tempIdx = pair?.idx ?? tempName("idx");
-    const writer = adapterFor(encoded.pack.length, fs, quickFs);
-    const write = (path: string, data: Uint8Array): Promise<void> => (pair !== null ? writeSpare(path, data) : writer.writeNewFile(path, data, durable));
-    const written = Promise.all([write(tempPack, encoded.pack), write(tempIdx, encoded.idx)]);
+    const writer = adapterFor(size, fs, quickFs);
+    const write = (path: string, data: Uint8Array | readonly Uint8Array[]): Promise<void> => (pair !== null ? writeSpare(path, data) : writer.writeNewFile(path, data, durable));
+    // A pack holding big objects is written from its pieces (see EncodedPack.parts), never joined.
+    const written = Promise.all([write(tempPack, encoded.parts ?? encoded.pack), write(tempIdx, encoded.idx)]);
     // Observed here so a failure is never unhandled; `publish` and `discard` await it again.
     written.catch(() => undefined);
     if (quick) makeSpare();
@@ -229,7 +232,7 @@ export function createPackWriter(opts: PackWriterOptions): PackWriter {
         }
         // A commit's pack leaves its folder to the ref's folder flush (see module comment).
         if (durable && flushFolder) await fs.fsyncDir(packDir);
-        return { name, index: parsePackIndex(name, encoded.idx, encoded.pack.length), size: encoded.pack.length, mergeable: true };
+        return { name, index: parsePackIndex(name, encoded.idx, size), size, mergeable: true };
       },
       discard: removeTemps,
     };

@@ -8,7 +8,9 @@ import { compareCodePoints, type GitObject } from "./git-object.js";
 import {
   BLOB_MODE,
   EMPTY_TREE_OID,
+  entryAt,
   findEntry,
+  indexOfEntry,
   makeTree,
   type ParsedTree,
   TREE_MODE,
@@ -55,6 +57,13 @@ export interface TreeEditResult {
    * trailing slash; the root is not listed): null for a folder the edit removed.
    */
   readonly folders: ReadonlyMap<string, Oid | null>;
+  /**
+   * Trees of {@link newTrees} spliced from an earlier version of the same folder that they
+   * differ from: new to the repository unless its history went back to an earlier state, so a
+   * writer need not look for them in its packs (a duplicate would only cost space until merged).
+   * Folders built from nothing (a folder copied whole) are not listed.
+   */
+  readonly spliced: ReadonlySet<Oid>;
 }
 
 interface EditNode {
@@ -157,6 +166,7 @@ export async function applyTreeEdits(read: ReadTree, baseOid: Oid | null, edits:
   const changes: PathChange[] = [];
   let exact = true;
   const folders = new Map<string, Oid | null>();
+  const spliced = new Set<Oid>();
   const readAny: ReadTree = (oid) => {
     const hit = pending.get(oid);
     return hit !== undefined ? Promise.resolve(hit) : read(oid);
@@ -177,9 +187,13 @@ export async function applyTreeEdits(read: ReadTree, baseOid: Oid | null, edits:
     const old = oldOid === null ? null : await read(oldOid);
     // Only the edited names are looked at; every other entry is carried over untouched.
     const edits = new Map<string, TreeEntry | null>();
+    // Where each edited name is in the old tree, so the splice does not search for it again.
+    const positions = new Map<string, number>();
     for (const [name, child] of node.children ?? NO_CHILDREN) {
       const path = `${base}${name}`;
-      const existing = old === null ? undefined : findEntry(old, name);
+      const index = old === null || !old.sorted ? -1 : indexOfEntry(old, name);
+      const existing = old === null ? undefined : old.sorted ? entryAt(old, index) : findEntry(old, name);
+      if (old !== null && old.sorted) positions.set(name, index);
       // What a push put there is kept: an edit that would silently drop it is refused instead.
       if (existing?.type === "commit") throw gitlinkInTheWay(path);
       if (child.put !== undefined && child.within !== undefined) {
@@ -231,18 +245,19 @@ export async function applyTreeEdits(read: ReadTree, baseOid: Oid | null, edits:
     const built =
       old === null
         ? makeTree([...edits.values()].filter((e): e is TreeEntry => e !== null))
-        : editTree(old, edits);
+        : editTree(old, edits, positions);
     // An empty folder cannot exist in git; only the root may be the empty tree.
     if (built.tree.count === 0 && !isRoot) return null;
     if (built.tree.oid === oldOid) return oldOid;
     if (!pending.has(built.tree.oid)) {
       pending.set(built.tree.oid, built.tree);
       newTrees.push(built.object);
+      if (old !== null) spliced.add(built.tree.oid);
     }
     return built.tree.oid;
   }
 
   const rootOid = (await rewrite(baseOid, root, "", true)) ?? EMPTY_TREE_OID;
   changes.sort((x, y) => compareCodePoints(x.path, y.path));
-  return { rootOid, newTrees, pending, changes, exact, folders };
+  return { rootOid, newTrees, pending, changes, exact, folders, spliced };
 }

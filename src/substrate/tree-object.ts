@@ -16,7 +16,7 @@
  */
 import { WorkflowHostError } from "../errors.js";
 import { codePointRank, compareCodePoints, type GitObject, hashObject } from "./git-object.js";
-import { adler32, adler32Combine, rememberAdler32 } from "./adler32.js";
+import { adler32, adler32Combine, knownAdler32, rememberAdler32 } from "./adler32.js";
 import type { DeltaWriter } from "./git-delta.js";
 import { isRefusedEntryName } from "./repo-path.js";
 import type { DirEntry, Oid } from "./types.js";
@@ -217,11 +217,27 @@ function treeAdler32(chunks: readonly (readonly TreeEntry[])[], content: Uint8Ar
   return value;
 }
 
-/** Hashes built content and wraps it as a {@link ParsedTree} (with its delta from `deltaFrom`, if any). */
-export function finishTree(chunks: (readonly TreeEntry[])[], content: Buffer, offsets: Uint32Array, sorted: boolean, deltaFrom?: { oid: Oid; writer: DeltaWriter }): { tree: ParsedTree; object: GitObject } {
+/**
+ * The Adler-32 of a big tree's content: the remembered one, else assembled from its chunks'
+ * (and then remembered).
+ */
+export function contentAdler32(tree: ParsedTree): number {
+  const known = knownAdler32(tree.content);
+  if (known !== undefined) return known;
+  const value = treeAdler32(tree.chunks, tree.content, tree.offsets);
+  rememberAdler32(tree.content, value);
+  return value;
+}
+
+/**
+ * Hashes built content and wraps it as a {@link ParsedTree} (with its delta from `deltaFrom`, if
+ * any). `adler`: the content's Adler-32 when the caller knows it (else a big tree's is assembled
+ * from its chunks').
+ */
+export function finishTree(chunks: (readonly TreeEntry[])[], content: Buffer, offsets: Uint32Array, sorted: boolean, deltaFrom?: { oid: Oid; writer: DeltaWriter }, adler?: number): { tree: ParsedTree; object: GitObject } {
   const object = hashObject("tree", content);
   // A big folder's zlib checksum (the pack writer stores it) from its chunks': see adler32.ts.
-  if (content.length >= DELTA_BASE_MIN_BYTES) rememberAdler32(object.content, treeAdler32(chunks, content, offsets));
+  if (content.length >= DELTA_BASE_MIN_BYTES) rememberAdler32(object.content, adler ?? treeAdler32(chunks, content, offsets));
   const deltaBase = deltaFrom === undefined ? undefined : { oid: deltaFrom.oid, delta: deltaFrom.writer.finish() };
   return { tree: new Tree(object.oid, chunks, content, offsets, sorted, deltaBase), object };
 }

@@ -5,11 +5,14 @@
  * A big folder's edit also records the git delta from its base, written from the splice itself.
  */
 import type { GitObject } from "./git-object.js";
+import { adler32Patch } from "./adler32.js";
 import { DeltaWriter } from "./git-delta.js";
 import {
   compareTreeEntries,
+  contentAdler32,
   DELTA_BASE_MIN_BYTES,
   ENTRY_CHUNK,
+  entryAt,
   entrySize,
   finishTree,
   indexOfEntry,
@@ -24,8 +27,10 @@ import {
 /**
  * A copy of `base` with the entries in `changes` replaced, added (name not in base) or removed
  * (value null). Unchanged entries keep their bytes: the content is spliced, not re-encoded.
+ * @param positions where names of `changes` are in `base` (index, or -1: absent), when the caller
+ *   looked them up already; others are searched for
  */
-export function editTree(base: ParsedTree, changes: ReadonlyMap<string, TreeEntry | null>): { tree: ParsedTree; object: GitObject } {
+export function editTree(base: ParsedTree, changes: ReadonlyMap<string, TreeEntry | null>, positions?: ReadonlyMap<string, number>): { tree: ParsedTree; object: GitObject } {
   if (!base.sorted) {
     const merged = new Map(base.entries.map((e) => [e.name, e]));
     for (const [name, entry] of changes) {
@@ -34,10 +39,13 @@ export function editTree(base: ParsedTree, changes: ReadonlyMap<string, TreeEntr
     }
     return makeTree([...merged.values()]);
   }
+  const at = (name: string): number => positions?.get(name) ?? indexOfEntry(base, name);
+  const patched = patchTree(base, changes, at);
+  if (patched !== undefined) return patched;
   // Edits as (position in base, kind): an insert at p goes before base[p]; a removal drops base[p].
   const events: { at: number; insert?: TreeEntry }[] = [];
   for (const [name, entry] of changes) {
-    const old = indexOfEntry(base, name);
+    const old = at(name);
     if (old >= 0) events.push({ at: old });
     if (entry !== null) events.push({ at: lowerBound(base, entry), insert: entry });
   }
@@ -86,6 +94,48 @@ export function editTree(base: ParsedTree, changes: ReadonlyMap<string, TreeEntr
   if (next < n) copySpan(base, out, next, n);
   offsets[out.k] = out.at;
   return finishTree(editChunks(base, events), content, offsets, true, delta === undefined ? undefined : { oid: base.oid, writer: delta });
+}
+
+/**
+ * {@link editTree} when every change gives an existing entry a new oid, name, type and mode
+ * kept (a fire commit's `runs/`: each run's folder changed): every entry keeps its size and
+ * place, so the content is the base's with 20-byte oids overwritten, the offsets are the base's
+ * (shared), no entry is searched for twice, and a big folder's Adler-32 is patched for the bytes
+ * that changed instead of read again (see adler32Patch). Same bytes, oid, chunks and delta as the
+ * general splice. Undefined when some change is anything else.
+ */
+function patchTree(base: ParsedTree, changes: ReadonlyMap<string, TreeEntry | null>, position: (name: string) => number): { tree: ParsedTree; object: GitObject } | undefined {
+  const events: { at: number; insert?: TreeEntry }[] = [];
+  for (const [name, entry] of changes) {
+    if (entry === null) return undefined;
+    const at = position(name);
+    const old = at < 0 ? undefined : entryAt(base, at);
+    if (old === undefined || old.type !== entry.type || old.mode !== entry.mode || old.name !== entry.name) return undefined;
+    events.push({ at, insert: entry }, { at });
+  }
+  if (events.length > 2) events.sort(compareEdits);
+  const n = base.count;
+  const offsets = base.offsets;
+  const source = Buffer.from(base.content.buffer, base.content.byteOffset, base.content.byteLength);
+  const content = Buffer.allocUnsafe(source.length);
+  source.copy(content);
+  const big = source.length >= DELTA_BASE_MIN_BYTES;
+  const delta = big ? new DeltaWriter(source.length, content) : undefined;
+  let adler = big ? contentAdler32(base) : undefined;
+  let next = 0;
+  for (let e = 0; e < events.length; e += 2) {
+    const { at, insert } = events[e] as { at: number; insert: TreeEntry };
+    const start = offsets[at] as number;
+    const end = offsets[at + 1] as number;
+    if (at > next) delta?.copy(offsets[next] as number, start);
+    // The oid is the entry's last 20 bytes; name and mode are the base's, byte for byte.
+    content.write(insert.oid, end - 20, "hex");
+    if (adler !== undefined) adler = adler32Patch(adler, source.length, end - 20, source.subarray(end - 20, end), content.subarray(end - 20, end));
+    delta?.insert(start, end);
+    next = at + 1;
+  }
+  if (next < n) delta?.copy(offsets[next] as number, offsets[n] as number);
+  return finishTree(editChunks(base, events), content, offsets, true, delta === undefined ? undefined : { oid: base.oid, writer: delta }, adler);
 }
 
 /** Edits by position; at one position inserts before the removal, inserts in tree order. */

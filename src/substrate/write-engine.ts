@@ -150,6 +150,8 @@ type Prepared<R> =
       readonly changes: readonly PathChange[] | null;
       /** See WriteResult.folderOid. */
       readonly folderOid: (path: string) => Oid | null | undefined;
+      /** See TreeEditResult.spliced. */
+      readonly novel: ReadonlySet<Oid>;
     };
 
 /**
@@ -192,11 +194,13 @@ async function prepare<R>(deps: WriteEngineDeps, name: string, tip: Oid | null, 
   const deletes = (planned.deletes ?? []).map((path) => parseRepoPath(path));
   let appended: AppendPlan | undefined;
   const baseTree = tip === null ? null : (await repo.readCommit(tip)).tree;
-  // A prevalidated write (a fire commit) reads each folder it edits once, for the edit, and
-  // nothing reads those versions again (its new ones are remembered): they are read as a walk
-  // reads, from the pack in memory when there, without a place in the tree cache.
+  // The folders on edited paths belong to runs spread over the deployment: each is read on its
+  // own (a point read, not the 1 MiB pack window around it). A prevalidated write (a fire commit)
+  // reads each of them once, for the edit, and nothing reads those versions again (its new ones
+  // are remembered): they are not cached either. Other writes are validated, which reads them again.
   const store = repo.objects;
-  const readOld = planned.prevalidated === true ? (oid: Oid) => store.scanning.readTree(oid) : (oid: Oid) => store.readTree(oid);
+  const cacheOld = planned.prevalidated !== true;
+  const readOld = (oid: Oid): Promise<ParsedTree> => store.readTreeForEdit(oid, cacheOld);
   const edit = await applyTreeEdits(readOld, baseTree, {
     ...(planned.clear === undefined ? {} : { clear: planned.clear }),
     deletes,
@@ -266,7 +270,7 @@ async function prepare<R>(deps: WriteEngineDeps, name: string, tip: Oid | null, 
     const entry = findEntry(parent, path.slice(slash + 1));
     return entry === undefined || entry.type !== "tree" ? null : entry.oid;
   };
-  return { kind: "commit", commit, objects, trees: edit.pending.values(), result: planned.result, pause, changes: edit.exact ? Object.freeze(edit.changes.slice()) : null, folderOid };
+  return { kind: "commit", commit, objects, trees: edit.pending.values(), result: planned.result, pause, changes: edit.exact ? Object.freeze(edit.changes.slice()) : null, folderOid, novel: edit.spliced };
 }
 
 /** Own commits' changes kept per repository for its subscribers (see {@link ownCommitChanges}). */
@@ -351,7 +355,7 @@ export async function commitWithRetry<R>(
       rememberOwnCommit(repo, prepared.commit.oid, tip, prepared.changes);
       // The pack is written to temp files while the ref lock is taken and compared; it is put
       // in place only once the compare succeeded, and removed unseen when the race was lost.
-      const staged = repo.objects.stageObjects(prepared.objects, prepared.pause);
+      const staged = repo.objects.stageObjects(prepared.objects, prepared.pause, prepared.novel);
       let published = false;
       let outcome: Awaited<ReturnType<typeof repo.refs.compareAndSwap>>;
       try {

@@ -113,7 +113,9 @@ describe("concurrent writers on real disk", () => {
     expect(events + notes.length).toBe(1000);
   });
 
-  it("1,000 mixed appends from two child processes on one repo stay linear, dense and fsck-clean", async () => {
+  // Two child processes racing 500 commits each: on a shared machine under load this needs more
+  // than the default 30 s (it asserts the history, never a duration).
+  it("1,000 mixed appends from two child processes on one repo stay linear, dense and fsck-clean", { timeout: 120_000 }, async () => {
     const dataDir = await tempDir();
     const store = openStore(dataDir);
     await store.initRepo(null, REPO);

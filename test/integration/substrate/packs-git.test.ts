@@ -56,6 +56,42 @@ describe("pack files on disk", () => {
   });
 });
 
+describe("commits whose runs/ folder is bigger than one zlib block", () => {
+  it("write it into their packs from its own bytes, and git verifies every pack and object", async () => {
+    const dataDir = await tempDir();
+    const gitdir = join(dataDir, "deployments", "dep-1.git");
+    // Durable, so the pieces also go through the flushed path; 3,000 runs: a ~120 KB runs/ folder.
+    const store = createRepoStore({ dataDir, kindHandlers: [plainKind], authorize: allowAll, watch: false, durability: "fsync", packThreshold: 3, clock: () => new Date("2026-01-01T00:00:00Z") });
+    await store.initRepo(null, REPO);
+    const seed: Record<string, string> = {};
+    for (let i = 0; i < 3_000; i++) seed[`runs/r${String(i).padStart(5, "0")}/events/1.json`] = `{"seq":1,"i":${i}}`;
+    // A blob over 64 KiB too, stored beside the folder in the same pack.
+    seed["blobs/big.bin"] = "x".repeat(100_000);
+    await store.writeTree(null, REPO, "main", { files: seed, message: "seed" });
+    for (let k = 0; k < 20; k++) {
+      const files: Record<string, string> = {};
+      // Runs spread over the folder get a new event each (runs/ entries change oid only), and every
+      // fifth commit adds a run (an insert).
+      for (let j = 0; j < 25; j++) files[`runs/r${String((k * 7 + j * 119) % 3_000).padStart(5, "0")}/events/${k + 2}.json`] = `{"seq":${k + 2},"j":${j}}`;
+      if (k % 5 === 4) files[`runs/n${k}/events/1.json`] = `{"seq":1}`;
+      await store.writeTreeDelta(null, REPO, "main", { message: `append ${k}`, prevalidated: k % 2 === 0, computeDelta: () => ({ puts: files }) });
+    }
+    await store.close();
+
+    await expectFsckClean(gitdir);
+    await expectLinearHistory(gitdir, 22);
+    const packs = (await readdir(join(gitdir, "objects", "pack"))).filter((name) => name.endsWith(".idx"));
+    for (const idx of packs) await gitAt(gitdir, ["verify-pack", join(gitdir, "objects", "pack", idx)]);
+    expect((await gitAt(gitdir, ["ls-tree", "main", "runs/"])).trim().split("\n")).toHaveLength(3_004);
+    expect((await gitAt(gitdir, ["show", `main:runs/r${String((19 * 7 + 3 * 119) % 3_000).padStart(5, "0")}/events/21.json`])).trim()).toBe('{"seq":21,"j":3}');
+    const fresh = createRepoStore({ dataDir, kindHandlers: [plainKind], authorize: allowAll, watch: false });
+    const reads = await fresh.openCommittedReads(null, REPO, "main");
+    expect(await reads.listDir("runs")).toHaveLength(3_004);
+    expect(Buffer.from((await reads.readBlob("blobs/big.bin")) as Uint8Array).length).toBe(100_000);
+    await fresh.close();
+  });
+});
+
 describe("packing small folders and event files", () => {
   it("stores a run's events/ folder versions and similar event files as deltas in self-contained packs, merged at a quiet moment", async () => {
     const dataDir = await tempDir();

@@ -167,6 +167,21 @@ describe.each(flavours)("fs adapter: $name", ({ setup, fair, blocking }) => {
     expect(await codeOf(adapter.writeNewFile(join(dir, "no-dir", "x"), bytes("x"), false))).toBe("ENOENT");
   });
 
+  it("writes a new file from pieces, one after another, flushed or not", async () => {
+    const { adapter, dir, peek } = await setup();
+    const big = Buffer.alloc(300_000, 7);
+    for (const sync of [false, true]) {
+      const path = join(dir, `pieces-${sync}`);
+      await adapter.writeNewFile(path, [bytes("head:"), big.subarray(0, 100_000), new Uint8Array(0), big.subarray(100_000), bytes(":tail")], sync);
+      const back = Buffer.from(peek.readFileSync(path));
+      expect(back.length).toBe(300_010);
+      expect(back.subarray(0, 5).toString()).toBe("head:");
+      expect(back.subarray(5, 300_005).equals(big)).toBe(true);
+      expect(back.subarray(300_005).toString()).toBe(":tail");
+      expect(await codeOf(adapter.writeNewFile(path, [bytes("again")], sync))).toBe("EEXIST");
+    }
+  });
+
   it("opens a new file with wx, writes, stats and closes it", async () => {
     const { adapter, dir, peek } = await setup();
     const path = join(dir, "handle.txt");

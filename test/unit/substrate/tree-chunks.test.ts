@@ -7,6 +7,7 @@
 import { createHash } from "node:crypto";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { adler32, adler32Of } from "../../../src/substrate/adler32.js";
 import { applyDelta } from "../../../src/substrate/pack-file.js";
 import { diffTrees } from "../../../src/substrate/tree-diff.js";
 import {
@@ -122,7 +123,9 @@ type Op =
 type Step =
   | { readonly kind: "ops"; readonly ops: readonly Op[]; readonly reparse: boolean; readonly seed: number }
   | { readonly kind: "deleteAll" }
-  | { readonly kind: "bulkInsert"; readonly count: number; readonly at: Where; readonly seed: number };
+  | { readonly kind: "bulkInsert"; readonly count: number; readonly at: Where; readonly seed: number }
+  /** Existing entries given new oids, name, type and mode kept (a fire commit's runs/: same-size entries). */
+  | { readonly kind: "reoid"; readonly count: number; readonly reparse: boolean; readonly seed: number };
 
 const where: fc.Arbitrary<Where> = fc.oneof(fc.constantFrom<Where>("first", "last"), fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }));
 const op: fc.Arbitrary<Op> = fc.oneof(
@@ -135,6 +138,7 @@ const step: fc.Arbitrary<Step> = fc.oneof(
   { weight: 8, arbitrary: fc.record({ kind: fc.constant("ops" as const), ops: fc.array(op, { minLength: 1, maxLength: 6 }), reparse: fc.boolean(), seed: fc.integer() }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("deleteAll" as const) }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant("bulkInsert" as const), count: fc.integer({ min: 1, max: 400 }), at: where, seed: fc.integer() }) },
+  { weight: 4, arbitrary: fc.record({ kind: fc.constant("reoid" as const), count: fc.integer({ min: 1, max: 300 }), reparse: fc.boolean(), seed: fc.integer() }) },
 );
 const initialSize = fc.oneof(fc.integer({ min: 0, max: 3 }), fc.integer({ min: 0, max: 300 }), fc.integer({ min: 300, max: 1500 }));
 
@@ -153,6 +157,14 @@ function changesOf(s: Step, model: Model): Map<string, TreeEntry | null> {
     return changes;
   }
   const next = prng(s.seed);
+  if (s.kind === "reoid") {
+    for (let i = 0; i < s.count && sorted.length > 0; i++) {
+      const old = sorted[Math.floor(next() * sorted.length)] as TreeEntry;
+      // A folder gets one of the sub-folders (maybe the one it has: an unchanged entry), a file a fresh oid.
+      changes.set(old.name, { ...old, oid: old.type === "tree" ? (SUBTREES[Math.floor(next() * SUBTREES.length)] as ParsedTree).oid : hex40(next) });
+    }
+    return changes;
+  }
   if (s.kind === "bulkInsert") {
     // Names that sort next to each other, so one chunk takes them all and must be split.
     const anchor = pick(sorted, s.at)?.name ?? "run-0";
@@ -364,7 +376,7 @@ describe("editTree on chunked trees", () => {
         };
 
         for (const s of steps) {
-          const base = s.kind === "ops" && s.reparse ? decodeTree(tree.oid, tree.content) : tree;
+          const base = (s.kind === "ops" || s.kind === "reoid") && s.reparse ? decodeTree(tree.oid, tree.content) : tree;
           const baseModel = new Map(model);
           const changes = changesOf(s, model);
           const { tree: next, object } = editTree(base, changes);
@@ -374,6 +386,7 @@ describe("editTree on chunked trees", () => {
           }
 
           expect(object.oid).toBe(next.oid);
+          if (next.content.byteLength >= DELTA_BASE_MIN_BYTES) expect(adler32Of(next.content)).toBe(adler32(next.content));
           expect(object.type).toBe("tree");
           expect(Buffer.from(object.content).equals(Buffer.from(next.content))).toBe(true);
           checkAgainstModel(next, model, [...absent, ...changes.keys()]);
@@ -385,10 +398,10 @@ describe("editTree on chunked trees", () => {
             if (deltaBase !== undefined) {
               expect(deltaBase.oid).toBe(base.oid);
               expect(applyDelta("t", base.content, deltaBase.delta).equals(Buffer.from(next.content))).toBe(true);
-              if (s.kind === "ops") {
+              if (s.kind === "ops" || s.kind === "reoid") {
                 // A few spliced entries: a few copies and inserts, nothing like the folder's size.
                 expect(deltaBase.delta.length).toBeLessThanOrEqual(32 + 80 * changes.size);
-                expect(deltaBase.delta.length * 20).toBeLessThan(Math.max(next.content.byteLength, DELTA_BASE_MIN_BYTES));
+                if (s.kind === "ops") expect(deltaBase.delta.length * 20).toBeLessThan(Math.max(next.content.byteLength, DELTA_BASE_MIN_BYTES));
               }
             }
           } else {

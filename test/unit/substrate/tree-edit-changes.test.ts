@@ -137,3 +137,40 @@ describe("a subscriber of this process's own commits", () => {
     await other.close();
   });
 });
+
+describe("trees an edit knows to be new", () => {
+  it("lists the folders spliced from their old version, not those built from nothing", async () => {
+    const { build, read } = store();
+    const base = build({ runs: { a: { events: { "1.json": "a1" } }, b: { events: { "1.json": "b1" } } } });
+    const edit = await applyTreeEdits(read, base, {
+      puts: [
+        { path: ["runs", "a", "events", "2.json"], oid: blobOid("a2") },
+        // A folder copied whole to a new place: built from nothing, with the oid it already has.
+        { path: ["archive", "b", "events", "1.json"], oid: blobOid("b1") },
+      ],
+    });
+    const byPath = edit.folders;
+    for (const path of ["runs", "runs/a", "runs/a/events"]) expect(edit.spliced.has(byPath.get(path) as Oid)).toBe(true);
+    for (const path of ["archive", "archive/b", "archive/b/events"]) expect(edit.spliced.has(byPath.get(path) as Oid)).toBe(false);
+    expect(edit.spliced.has(edit.rootOid)).toBe(true);
+    expect(edit.spliced.size).toBe(4);
+  });
+
+  it("a commit still does not store again a folder its packs hold (copied whole elsewhere)", async () => {
+    const vol = new Volume();
+    const fs = createFsFromVolume(vol);
+    const repo = { kind: "plain", id: "r" };
+    const s = createRepoStore({ dataDir: "/d", fs, kindHandlers: [{ kind: "plain", directoryPrefix: "p" }], authorize: allowAll, watch: false, packThreshold: 3 });
+    await s.initRepo(null, repo);
+    await s.writeTree(null, repo, "main", { files: { "runs/b/events/1.json": "b1", "runs/b/events/2.json": "b2", "runs/c/events/1.json": "c1" }, message: "one" });
+    const packDir = "/d/p/r.git/objects/pack";
+    const before = new Set(fs.readdirSync(packDir) as string[]);
+    await s.writeTree(null, repo, "main", { files: { "archive/b/events/1.json": "b1", "archive/b/events/2.json": "b2", "runs/c/events/2.json": "c2" }, message: "two" });
+    const added = (fs.readdirSync(packDir) as string[]).filter((n) => !before.has(n) && n.endsWith(".pack"));
+    expect(added.length).toBe(1);
+    const pack = fs.readFileSync(`${packDir}/${added[0]}`) as Buffer;
+    // The new pack: c2's blob, runs/c/events, runs/c, runs, archive, root, commit. Not archive/b and archive/b/events (runs/b's), nor b1 and b2.
+    expect(pack.readUInt32BE(8)).toBe(7);
+    await s.close();
+  });
+});
