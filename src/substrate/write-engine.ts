@@ -270,7 +270,15 @@ async function prepare<R>(deps: WriteEngineDeps, name: string, tip: Oid | null, 
     const entry = findEntry(parent, path.slice(slash + 1));
     return entry === undefined || entry.type !== "tree" ? null : entry.oid;
   };
-  return { kind: "commit", commit, objects, trees: edit.pending.values(), result: planned.result, pause, changes: edit.exact ? Object.freeze(edit.changes.slice()) : null, folderOid, novel: edit.spliced };
+  // An appended folder is an earlier version of itself with entries added (never one already
+  // there): new by construction, as the edit's spliced trees are (TreeEditResult.spliced).
+  let novel: ReadonlySet<Oid> = edit.spliced;
+  if (appended !== undefined && appended.objects.length > 0) {
+    const all = new Set(edit.spliced);
+    for (const object of appended.objects) if (object.type === "tree") all.add(object.oid);
+    novel = all;
+  }
+  return { kind: "commit", commit, objects, trees: edit.pending.values(), result: planned.result, pause, changes: edit.exact ? Object.freeze(edit.changes.slice()) : null, folderOid, novel };
 }
 
 /** Own commits' changes kept per repository for its subscribers (see {@link ownCommitChanges}). */
