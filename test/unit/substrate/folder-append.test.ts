@@ -13,7 +13,8 @@ import { applyTreeEdits } from "../../../src/substrate/tree-edit.js";
 import { decodeTree, makeTree, type ParsedTree, type TreeEntry } from "../../../src/substrate/tree-object.js";
 import { hashObject } from "../../../src/substrate/git-object.js";
 import { allowAll, createRepoStore } from "../../../src/substrate/index.js";
-import type { CommitChange, Oid } from "../../../src/substrate/types.js";
+import type { Oid } from "../../../src/substrate/types.js";
+import { ownAndDiffedChanges } from "../../helpers/own-and-diffed.js";
 
 /** A small deterministic generator, so a failure names its seed. */
 function rng(seed: number): () => number {
@@ -138,36 +139,22 @@ describe("a run's folders built from their bytes (folder-append.ts)", () => {
 
 describe("a write with appends", () => {
   it("hands its own subscribers exactly the changes another process diffs", async () => {
-    const fs = createFsFromVolume(new Volume());
-    const open = () => createRepoStore({ dataDir: "/data", fs, kindHandlers: [{ kind: "k", directoryPrefix: "k" }], authorize: allowAll, watch: false });
-    const writer = open();
-    const other = open();
-    const rid = { kind: "k", id: "repo" };
-    await writer.initRepo(null, rid);
-    await writer.writeTree(null, rid, "main", { files: { "runs/a/events/1.json": "1", "runs/b/events/1.json": "1", "runs/b/events/2.json": "2" }, message: "base" });
-    const own: CommitChange[] = [];
-    const seen: CommitChange[] = [];
-    const abort = new AbortController();
-    const collect = async (from: AsyncIterable<CommitChange>, into: CommitChange[]): Promise<void> => {
-      for await (const c of from) into.push(c);
-    };
-    const mine = collect(writer.subscribe(null, rid, "main", { from: "head", signal: abort.signal }), own);
-    const theirs = collect(other.subscribe(null, rid, "main", { from: "head", signal: abort.signal }), seen);
     const files = (n: number[]) => n.map((s) => ({ name: `${s}.json`, content: Buffer.from(`x${s}`) }));
-    await writer.writeTreeDelta(null, rid, "main", {
-      message: "append",
-      prevalidated: true,
-      computeDelta: () => ({ puts: new Map([["runs/c/events/1.json", "c"]]), appends: [{ folder: "runs/b", sub: "events", files: files([3, 10]) }, { folder: "runs/a", sub: "events", files: files([2]) }] }),
-    });
-    other.poke();
-    for (let turn = 0; turn < 2_000 && (own.length < 1 || seen.length < 1); turn++) await new Promise<void>((resolve) => setImmediate(resolve));
-    abort.abort();
-    await Promise.all([mine, theirs]);
+    const { own, seen } = await ownAndDiffedChanges(
+      (writer, rid) =>
+        writer
+          .writeTreeDelta(null, rid, "main", {
+            message: "append",
+            prevalidated: true,
+            computeDelta: () => ({ puts: new Map([["runs/c/events/1.json", "c"]]), appends: [{ folder: "runs/b", sub: "events", files: files([3, 10]) }, { folder: "runs/a", sub: "events", files: files([2]) }] }),
+          })
+          .then(() => undefined),
+      1,
+      (writer, rid) => writer.writeTree(null, rid, "main", { files: { "runs/a/events/1.json": "1", "runs/b/events/1.json": "1", "runs/b/events/2.json": "2" }, message: "base" }).then(() => undefined),
+    );
     expect(own.length).toBe(1);
     expect(own).toEqual(seen);
     expect(own[0]?.changes.map((c) => c.path)).toEqual(["runs/a/events/2.json", "runs/b/events/10.json", "runs/b/events/3.json", "runs/c/events/1.json"]);
-    await writer.close();
-    await other.close();
   });
 
   it("commits the same trees as the same files written as puts, and says where its folders went", async () => {

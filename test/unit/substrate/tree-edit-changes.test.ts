@@ -11,7 +11,8 @@ import { applyTreeEdits } from "../../../src/substrate/tree-edit.js";
 import { decodeTree, makeTree, type ParsedTree, type TreeEntry } from "../../../src/substrate/tree-object.js";
 import { hashObject } from "../../../src/substrate/git-object.js";
 import { allowAll, createRepoStore } from "../../../src/substrate/index.js";
-import type { CommitChange, Oid } from "../../../src/substrate/types.js";
+import type { Oid } from "../../../src/substrate/types.js";
+import { ownAndDiffedChanges } from "../../helpers/own-and-diffed.js";
 
 function blobOid(text: string): Oid {
   return hashObject("blob", Buffer.from(text)).oid;
@@ -110,31 +111,13 @@ describe("a tree edit's changes", () => {
 
 describe("a subscriber of this process's own commits", () => {
   it("sees the same changes as a subscriber in another process, which diffs", async () => {
-    const fs = createFsFromVolume(new Volume());
-    const open = () => createRepoStore({ dataDir: "/data", fs, kindHandlers: [{ kind: "k", directoryPrefix: "k" }], authorize: allowAll, watch: false });
-    const writer = open();
-    const other = open();
-    const rid = { kind: "k", id: "repo" };
-    await writer.initRepo(null, rid);
-    const own: CommitChange[] = [];
-    const seen: CommitChange[] = [];
-    const abort = new AbortController();
-    const collect = async (from: AsyncIterable<CommitChange>, into: CommitChange[]): Promise<void> => {
-      for await (const c of from) into.push(c);
-    };
-    const mine = collect(writer.subscribe(null, rid, "main", { from: "head", signal: abort.signal }), own);
-    const theirs = collect(other.subscribe(null, rid, "main", { from: "head", signal: abort.signal }), seen);
-    await writer.writeTreeDelta(null, rid, "main", { message: "one", computeDelta: () => ({ puts: new Map([["a/1.json", "x"], ["a/2.json", "y"], ["b/1.json", "z"]]) }) });
-    await writer.writeTreeDelta(null, rid, "main", { message: "two", computeDelta: () => ({ puts: new Map([["a/3.json", "w"], ["b/1.json", "z2"]]), deletes: ["a/1.json"] }) });
-    await writer.writeTreeDelta(null, rid, "main", { message: "three", computeDelta: () => ({ deletes: ["b"] }) });
-    other.poke();
-    for (let turn = 0; turn < 2_000 && (own.length < 3 || seen.length < 3); turn++) await new Promise<void>((resolve) => setImmediate(resolve));
-    abort.abort();
-    await Promise.all([mine, theirs]);
+    const { own, seen } = await ownAndDiffedChanges(async (writer, rid) => {
+      await writer.writeTreeDelta(null, rid, "main", { message: "one", computeDelta: () => ({ puts: new Map([["a/1.json", "x"], ["a/2.json", "y"], ["b/1.json", "z"]]) }) });
+      await writer.writeTreeDelta(null, rid, "main", { message: "two", computeDelta: () => ({ puts: new Map([["a/3.json", "w"], ["b/1.json", "z2"]]), deletes: ["a/1.json"] }) });
+      await writer.writeTreeDelta(null, rid, "main", { message: "three", computeDelta: () => ({ deletes: ["b"] }) });
+    }, 3);
     expect(own.length).toBe(3);
     expect(own).toEqual(seen);
-    await writer.close();
-    await other.close();
   });
 });
 
