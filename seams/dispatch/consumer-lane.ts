@@ -276,8 +276,11 @@ export function createConsumerLane(deps: LaneDeps): ConsumerLane {
   /** Takes one event of a commit into the window and, unless already done, into its run's queue. */
   function admit(commitSha: string, runId: string, seq: number, event: RunEvent): void {
     const entry = window.entryFor(commitSha);
-    if (consumer.runIds !== null && !consumer.runIds.has(runId)) return;
     const id = eventId(runId, seq);
+    if (consumer.runIds !== null && !consumer.runIds.has(runId)) {
+      window.pass(entry, id);
+      return;
+    }
     if (!window.admit(entry, id)) return;
     buffered += 1;
     enqueue({ id, runId, seq, commitSha, event, key: idempotencyKey(rid.id, runId, seq, event), failed: failing.get(id) ?? 0, entry, released: false });

@@ -9,7 +9,7 @@
  * stopped with SIGTERM. Checked from the deliveries file, the log and the consumer ref:
  * - every TimerFired was handed to the handler at least once;
  * - an event recorded as done (covered by the cursor, or in `done`) when a host was killed is
- *   never handed over by a later host;
+ *   never handed over by a later host, and is still recorded as done after every later kill;
  * - a handover repeated (same event, same attempt number) is only one whose first handover was
  *   in a host that was then killed — counted and reported — never twice in one life; and of
  *   the handovers of one killed host at most `maxUnrecorded + concurrency` are
@@ -206,6 +206,13 @@ export async function runDispatchKillScenario(opts: KillScenarioOptions): Promis
       const later = (byId.get(id) ?? []).filter((h) => h.life > snap.life);
       if (later.length > 0) violations.push(`${id} was recorded as done when life ${snap.life} was killed, yet handed over again in life ${later[0]?.life}`);
     }
+  }
+  // A record once committed is never lost by a later checkpoint, handed over again or not.
+  for (let i = 1; i < snapshots.length; i += 1) {
+    const [before, after] = [snapshots[i - 1] as Snapshot, snapshots[i] as Snapshot];
+    const covers = (snap: Snapshot, id: string, commit: number): boolean => snap.done.has(id) || commit <= (snap.cursor === null ? -1 : (commitIndex.get(snap.cursor) ?? Number.NaN));
+    const lost = [...fires].filter(([id, fire]) => covers(before, id, fire.commit) && !covers(after, id, fire.commit)).map(([id]) => id);
+    if (lost.length > 0) violations.push(`${lost.length} events recorded as done when life ${before.life} was killed were no longer when life ${after.life} was (${lost.slice(0, 5).join(", ")})`);
   }
 
   let duplicates = 0;
