@@ -64,6 +64,12 @@ describe("workflow-host CLI: help, usage errors and exit codes", () => {
     [["signal", "send", "-d", "/d", "-r", "dep", "--run", "r1"], /missing --name/],
     [["serve", "-d", "/d", "--poll-ms", "0"], /--poll-ms "0" is not an integer in 10\.\./],
     [["serve", "-d", "/d", "--durability", "maybe"], /--durability "maybe"/],
+    // Integers in flags are plain digits: no padding, sign, exponent or separators.
+    [["runs", "list", "-d", "/d", "-r", "dep", "--limit", " 5"], /--limit " 5" is not an integer/],
+    [["runs", "list", "-d", "/d", "-r", "dep", "--limit", "5 "], /--limit "5 " is not an integer/],
+    [["runs", "list", "-d", "/d", "-r", "dep", "--limit", "+5"], /--limit "\+5" is not an integer/],
+    [["serve", "-d", "/d", "--poll-ms", "\t100"], /--poll-ms "\\t100" is not an integer/],
+    [["serve", "-d", "/d", "--poll-ms", "1e3"], /--poll-ms "1e3" is not an integer/],
   ])("exits 2 with one usage line for %j", async (argv, pattern) => {
     const run = await runCli(argv);
     expect(run.code).toBe(2);
