@@ -84,7 +84,7 @@ Options:
                           refs/archive/runs, in batched commits at quiet moments (default
                           604800000: 7 days); off keeps every run live
       --retention-check-ms N  how often deployments are looked at for retention (default
-                          min(retention / 4, 600000), at least 1000)
+                          min(retention / 4, 600000), at least 1000); not with --retention-ms off
       --cluster URL       cluster mode (README "Running several hosts"): serve the deployments
                           whose leases this host takes in PostgreSQL at URL (postgres://...)
       --remote-base URL   each deployment's git remote is URL/<repoId>.git, its source of truth;
@@ -220,11 +220,18 @@ Examples:
   },
 };
 
-/** The retention policy of `--retention-ms` and `--retention-check-ms`. @throws usage */
+/**
+ * The retention policy of `--retention-ms` and `--retention-check-ms`.
+ * @throws usage for a bad value, or `--retention-check-ms` with `--retention-ms off`
+ */
 function retentionFlags(values: Parameters<CliCommand["run"]>[0]): { endedRunsAfterMs: number; checkEveryMs?: number } | false {
   const raw = values["retention-ms"];
   const checkEveryMs = intFlag(NAME, values, "retention-check-ms", { min: 1_000, max: 86_400_000 });
-  if (raw === "off") return false;
+  if (raw === "off") {
+    // Nothing is checked when retention is off: a check period given with it is a slip.
+    if (checkEveryMs !== undefined) throw usageError(NAME, "--retention-check-ms is given with --retention-ms off, which checks nothing; drop one of them");
+    return false;
+  }
   const endedRunsAfterMs = intFlag(NAME, values, "retention-ms", { min: 0, max: 100 * 365 * 86_400_000 }, 7 * 86_400_000) ?? 7 * 86_400_000;
   return { endedRunsAfterMs, ...(checkEveryMs === undefined ? {} : { checkEveryMs }) };
 }

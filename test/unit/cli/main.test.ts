@@ -151,6 +151,12 @@ describe("workflow-host CLI: help, usage errors and exit codes", () => {
     expect({ code: missing.code, error: /^workflow-host: ([a-z_]+): /.exec(missing.stderr)?.[1] }).toEqual({ code: 2, error: "usage" });
   });
 
+  it("refuses --retention-check-ms together with --retention-ms off (exit 2, usage), before touching the disk", async () => {
+    const run = await runCli(["serve", "-d", "/nonexistent/data", "--retention-ms", "off", "--retention-check-ms", "5000"]);
+    expect({ code: run.code, error: /^workflow-host: ([a-z_]+): /.exec(run.stderr)?.[1] }).toEqual({ code: 2, error: "usage" });
+    expect(run.stderr).toContain("--retention-check-ms");
+  });
+
   it("prints the package version", async () => {
     const run = await runCli(["--version"]);
     expect(run.code).toBe(0);
