@@ -370,8 +370,8 @@ function listenFailure(error: unknown, address: string): unknown {
   return new WorkflowHostError("io_failed", `cannot listen on ${address}: ${errno} (${why[errno] ?? "the system refused it"}); choose another --http address`, { errno, address }, { cause: error });
 }
 
-/** One line per scheduler report. */
-function printEvent(io: CliIo, event: SchedulerEvent, json: boolean): void {
+/** One line per scheduler report on `io.stdout`: text, or one JSON object with `json`. */
+export function printEvent(io: CliIo, event: SchedulerEvent, json: boolean): void {
   const ts = io.clock().toISOString();
   if (json) {
     const { type, ...rest } = event;
@@ -382,7 +382,7 @@ function printEvent(io: CliIo, event: SchedulerEvent, json: boolean): void {
   const line = (what: string, text: string): void => printLine(io, `${ts} ${what.padEnd(13)} ${text}`);
   switch (event.type) {
     case "recovered":
-      line("recovered", `${event.repoId}: ${event.runs} runs, ${event.pending} timers pending, ${event.badEvents} bad events, main ${shortSha(event.commitSha)} (${duration(event.ms)})`);
+      line("recovered", `${event.repoId}: ${plural(event.runs, "run")}, ${plural(event.pending, "timer")} pending, ${plural(event.badEvents, "bad event")}, main ${shortSha(event.commitSha)} (${duration(event.ms)})`);
       break;
     case "armed":
       line("armed", `${event.repoId}/${event.runId}/${event.timerId} for ${event.fireAt}`);
@@ -391,7 +391,7 @@ function printEvent(io: CliIo, event: SchedulerEvent, json: boolean): void {
       line("fired", `${event.repoId}/${event.runId}/${event.timerId} scheduledFor ${event.scheduledFor} late ${duration(lateMsOf(event))} commit ${shortSha(event.commitSha)}`);
       break;
     case "skipped":
-      line("skipped", `${event.repoId}/${event.runId}/${event.timerId} ${event.count} missed ticks ${event.firstMissed}..${event.lastMissed} commit ${shortSha(event.commitSha)}`);
+      line("skipped", `${event.repoId}/${event.runId}/${event.timerId} ${plural(event.count, "missed tick")} ${event.firstMissed}..${event.lastMissed} commit ${shortSha(event.commitSha)}`);
       break;
     case "cancelled":
       line("cancelled", `${event.repoId}/${event.runId}/${event.timerId}${event.commitSha === null ? "" : ` commit ${shortSha(event.commitSha)}`}`);
@@ -403,7 +403,7 @@ function printEvent(io: CliIo, event: SchedulerEvent, json: boolean): void {
       line("ref-rewritten", `${event.repoId}: ${shortSha(event.from)} -> ${shortSha(event.to)}; runs re-read`);
       break;
     case "commit_failed":
-      line("commit-failed", `${event.repoId}: ${event.timers} timers, retry in ${duration(event.retryInMs)}: ${String(event.error)}`);
+      line("commit-failed", `${event.repoId}: ${plural(event.timers, "timer")}, retry in ${duration(event.retryInMs)}: ${String(event.error)}`);
       break;
     case "repo_failed":
       line("repo-failed", `${event.repoId}: retry in ${duration(event.retryInMs)}: ${String(event.error)}`);
