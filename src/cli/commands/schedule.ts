@@ -157,7 +157,7 @@ Options:
   -n, --next N         how many slots (1-1000, default 5)
       --after ISO      list slots after this instant (default now)
       --start-at ISO   no slot before this instant
-      --end-at ISO     no slot after this instant
+      --end-at ISO     no slot after this instant (not before --start-at)
       --max-ticks K    at most K slots in all
       --json           print {cron, timezone, slots: [{slot, utc, local}]}
 
@@ -172,6 +172,12 @@ Example:
     const next = intFlag(name, values, "next", { min: 1, max: 1_000 }, 5) as number;
     const maxTicks = intFlag(name, values, "max-ticks", { min: 1, max: 1_000_000 });
     const { previewCron } = await import("../../workflow/schedule/preview.js");
+    const startAt = stringFlag(values, "start-at");
+    const endAt = stringFlag(values, "end-at");
+    if (startAt !== undefined && endAt !== undefined) {
+      const [startMs, endMs] = checkFlags(name, () => [Date.parse(parseInstant(startAt, "start-at")), Date.parse(parseInstant(endAt, "end-at"))]);
+      if (startMs > endMs) throw usageError(name, `--start-at ${startAt} is after --end-at ${endAt}: no slot lies between them`);
+    }
     const ticks = checkFlags(name, () =>
       previewCron({
         cron,

@@ -157,6 +157,13 @@ describe("workflow-host CLI: help, usage errors and exit codes", () => {
     expect(run.stderr).toContain("--retention-check-ms");
   });
 
+  it("schedule preview refuses --start-at after --end-at (exit 2, usage) naming both, rather than an empty table", async () => {
+    const run = await runCli(["schedule", "preview", "--cron", "* * * * *", "--start-at", "2026-05-02T00:00:00Z", "--end-at", "2026-05-01T00:00:00Z"]);
+    expect({ code: run.code, error: /^workflow-host: ([a-z_]+): /.exec(run.stderr)?.[1] }).toEqual({ code: 2, error: "usage" });
+    expect(run.stderr).toContain("--start-at");
+    expect(run.stderr).toContain("--end-at");
+  });
+
   it("prints the package version", async () => {
     const run = await runCli(["--version"]);
     expect(run.code).toBe(0);
