@@ -26,7 +26,7 @@ import { readRunLog } from "../workflow/run-log.js";
 import { ARCHIVE_REF, archivedRunError } from "../workflow/run-archive.js";
 import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
 import { loadDashboardAssets } from "./dashboard-assets.js";
-import { errorReply, HttpError } from "./http-errors.js";
+import { errorReply, HTTP_STATUS_BY_CODE, HttpError, serverFailureMessage } from "./http-errors.js";
 import { nextTicks, objectBody, presentedToken } from "./http-request.js";
 import { streamLiveEvents } from "./live-event-stream.js";
 
@@ -287,7 +287,9 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
         report = await listPendingTimers(host.store, { principal: storePrincipal, repoId, ref, clock: () => now });
       } catch (error) {
         if (!keepGoing || !isWorkflowHostError(error) || ["authorize_denied", "store_stopped"].includes(error.code)) throw error;
-        failedRepos.push({ repoId, code: error.code, message: error.message });
+        // Its message names server paths (the log has it); the client is told the code.
+        logger.error(`GET timers: deployment ${repoId} cannot be read: ${error.message}`);
+        failedRepos.push({ repoId, code: error.code, message: HTTP_STATUS_BY_CODE[error.code] === 500 ? serverFailureMessage(error.code) : error.message });
         continue;
       }
       for (const t of report.timers) {

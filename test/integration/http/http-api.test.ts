@@ -194,6 +194,9 @@ describe("HTTP /v1 routes", () => {
     // One deployment asked for by name is that deployment's error.
     const one = await jsonOf(await h.request("/v1/deployments/shipping/timers"));
     expect([one.status, one.body["code"]]).toEqual([500, "ref_corrupt"]);
+    // The server's folders are not the client's business: the host's log has them.
+    expect(String(one.body["message"])).not.toContain(h.dataDir);
+    expect(JSON.stringify(all.body["failedRepos"])).not.toContain(h.dataDir);
     expect((await jsonOf(await h.request("/v1/deployments/payments/timers"))).body["failedRepos"]).toEqual([]);
   });
 
