@@ -21,6 +21,7 @@ import type { TimerSpec } from "../host/runtime-types.js";
 import { silentLogger } from "../logger.js";
 import type { Principal, RepoAction } from "../substrate/types.js";
 import { createSystemTimers, monotonicNowOf, systemClock } from "../time/clock.js";
+import { checkReason } from "../workflow/event-constructors.js";
 import { parseRepoId, parseRunId, parseSignalId, parseSignalName, parseTimerId } from "../workflow/ids.js";
 import { readRunLog } from "../workflow/run-log.js";
 import { ARCHIVE_REF, archivedRunError } from "../workflow/run-archive.js";
@@ -340,7 +341,9 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     const runId = parseRunId(params.runId);
     const timerId = parseTimerId(params.timerId);
     const reason = (request.query as { reason?: unknown }).reason;
-    if (reason !== undefined && (typeof reason !== "string" || reason.length > 1_000)) throw new HttpError("body_invalid", "reason must be one string of at most 1000 characters");
+    if (reason !== undefined && typeof reason !== "string") throw new HttpError("body_invalid", "reason must be one string");
+    // The library's limit (event_invalid), as the CLI applies it.
+    checkReason(reason);
     await requireAllowed(request, repoId, "write");
     ensureRunning();
     await requireRun(repoId, runId);

@@ -10,6 +10,7 @@ import { WorkflowHostError } from "../../errors.js";
 import type { RepoStore } from "../../substrate/types.js";
 import { parseRepoId, parseRunId, parseSignalId, parseTimerId } from "../../workflow/ids.js";
 import { parseInstant } from "../../workflow/time.js";
+import { checkReason } from "../../workflow/event-constructors.js";
 import type { PreviewTick } from "../../workflow/schedule/preview.js";
 import { checkFlags, dataDirFlag, dataDirOption, intFlag, requiredFlag, usageError, stringFlag, type FlagValues } from "../args.js";
 import type { CliCommand } from "../command.js";
@@ -210,7 +211,7 @@ series writes nothing.
 
 Options:
 ${SERIES_FLAGS}
-      --reason TEXT    recorded in the event
+      --reason TEXT    recorded in the event (at most 1000 characters)
       --json           print {repoId, runId, timerId, outcome, commitSha}
 
 Example:
@@ -219,6 +220,7 @@ Example:
   async run(values, io) {
     const t = target("schedule pause", values);
     const reason = stringFlag(values, "reason");
+    checkFlags("schedule pause", () => checkReason(reason));
     const r = await withControls("schedule pause", values, io, (c) => c.pause(t.repoId, t.runId, t.timerId, reason === undefined ? {} : { reason }));
     if (values["json"] === true) printJson(io, { ...t, ...r });
     else printLine(io, r.outcome === "paused" ? `SchedulePaused: ${t.timerId} of ${t.runId} is paused (commit ${shortSha(r.commitSha)})` : `${t.timerId} of ${t.runId} was paused already; nothing written`);

@@ -99,6 +99,9 @@ describe("HTTP /v1 routes", () => {
     expect([unknownRepo.status, unknownRepo.body["code"]]).toEqual([404, "repo_not_found"]);
     expect((await h.request("/v1/deployments/nowhere/timers")).status).toBe(404);
 
+    // The library's limit on a reason, with its code, as the CLI's.
+    const tooLong = await jsonOf(await h.request(`/v1/deployments/payments/runs/order-17/timers/reminder?reason=${"r".repeat(1_001)}`, { method: "DELETE" }));
+    expect([tooLong.status, tooLong.body["code"]]).toEqual([400, "event_invalid"]);
     const cancelled = await jsonOf(await h.request("/v1/deployments/payments/runs/order-17/timers/reminder?reason=paid", { method: "DELETE" }));
     expect([cancelled.status, cancelled.body["outcome"]]).toEqual([200, "cancelled"]);
     const again = await jsonOf(await h.request("/v1/deployments/payments/runs/order-17/timers/reminder", { method: "DELETE" }));
