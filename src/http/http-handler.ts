@@ -210,7 +210,11 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     const signalId = body["signalId"] === undefined ? undefined : parseSignalId(body["signalId"]);
     await requireAllowed(request, repoId, "write");
     ensureRunning();
-    await requireRun(repoId, runId);
+    // A run with no log is started by its first signal (as `signal send` and
+    // runtime.deliverSignal do: a workflow may wait before it wrote anything); an archived run
+    // is closed (409).
+    const archived = await archivedRunError(host.store, storePrincipal, { kind: WORKFLOW_RUN_KIND, id: repoId }, runId, ref);
+    if (archived !== null) throw archived;
     const payload = body["payload"] === undefined ? null : body["payload"];
     const result = await timedWrite(repoId, () => host.channel(repoId, runId).deliver(signalName, payload, signalId));
     monitor.recordDelivery({ repoId, runId, signalName, signalId: result.signalId, seq: result.seq, duplicate: result.duplicate });

@@ -164,6 +164,11 @@ describe("workflow-host CLI: help, usage errors and exit codes", () => {
     expect(run.stderr).toContain("--end-at");
   });
 
+  it("signal send --help says a run with no log is started by its first signal, as over HTTP", async () => {
+    const run = await runCli(["signal", "send", "--help"]);
+    expect(run.stdout.replace(/\s+/g, " ")).toContain("A run with no log is started by its first signal (seq 1), as over HTTP and through the runtime");
+  });
+
   it("prints the package version", async () => {
     const run = await runCli(["--version"]);
     expect(run.code).toBe(0);
