@@ -11,6 +11,7 @@ import { checkFlags, choiceFlag, dataDirFlag, dataDirOption, intFlag, usageError
 import { createCliLogger, replacer } from "../cli-logger.js";
 import { clusterEventLine } from "../cluster-event-line.js";
 import { readConfigFile } from "../read-config-file.js";
+import { ignoredDeploymentFolders, ignoredDeploymentsLine } from "../ignored-deployments.js";
 import { checkClusterUrl, checkRemoteBase } from "../cluster-flags.js";
 import type { CliCommand } from "../command.js";
 import { duration, plural, shortSha } from "../format.js";
@@ -172,6 +173,12 @@ Examples:
     let app: { close(): Promise<unknown>; server: { closeAllConnections(): void } } | null = null;
     try {
       await host.start();
+      // Named once per start: later discoveries pass over them quietly.
+      if (cluster === null) {
+        const ignored = await ignoredDeploymentFolders(dataDir);
+        const warning = ignoredDeploymentsLine(ignored);
+        if (warning !== null) logger.warn(warning.replace(/^warning: /, ""), { ignored });
+      }
       if (http !== null && signals.received === null) {
         const { createHttpHandler } = await import("../../http/http-handler.js");
         const server = createHttpHandler(host, { tokens: http.tokens, monitor: http.monitor, logger });
