@@ -12,6 +12,7 @@
  */
 import { parseRepoId, parseRunId, parseSignalId, parseTimerId } from "../../src/workflow/ids.js";
 import { parseInstant } from "../../src/workflow/time.js";
+import { checkReason } from "../../src/workflow/event-constructors.js";
 import { readRunLog, type RunLog } from "../../src/workflow/run-log.js";
 import { openRunLog } from "../../src/workflow/run-log-writer.js";
 import { runsEntryProblem } from "../../src/workflow/log-problems.js";
@@ -157,6 +158,7 @@ export function createScheduleControls(opts: ScheduleControlsOptions): ScheduleC
   return {
     async pause(repoId, runId, timerId, o = {}) {
       ids(repoId, runId, timerId);
+      checkReason(o.reason);
       const written = await append(repoId, runId, `Pause schedule ${timerId} of ${runId}`, (log) => {
         const plan = planPause(log.state, timerId, o.reason);
         return { events: plan.events, result: plan.outcome };

@@ -7,7 +7,7 @@
 import { clockOf } from "../../src/time/clock-option.js";
 import type { Clock } from "../../src/time/clock.js";
 import { parseRepoId, parseRunId, parseTimerId } from "../../src/workflow/ids.js";
-import { newTimerCancelled } from "../../src/workflow/event-constructors.js";
+import { checkReason, newTimerCancelled } from "../../src/workflow/event-constructors.js";
 import { openRunLog } from "../../src/workflow/run-log-writer.js";
 import { isoFromMs } from "../../src/workflow/time.js";
 import { foldTimerEvents } from "../../src/workflow/timer-lifecycle.js";
@@ -44,6 +44,7 @@ export async function cancelTimerDurably(opts: CancelTimerDurablyOptions): Promi
   parseRepoId(repoId);
   parseRunId(runId);
   parseTimerId(timerId);
+  checkReason(reason);
   const clock = clockOf(opts, "cancelTimerDurably");
   const log = openRunLog({ store: opts.store, principal: opts.principal, repoId, ...(opts.ref === undefined ? {} : { ref: opts.ref }), ...(opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes }) });
   const result = await log.append<CancelOutcome>(runId, `Cancel timer ${timerId} of ${runId}`, (current) => {

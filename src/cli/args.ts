@@ -106,14 +106,15 @@ export function requiredFlag(command: string, values: FlagValues, name: string):
 }
 
 /**
- * An integer flag within `min` … `max`, or `fallback` when absent.
+ * An integer flag within `min` … `max`, or `fallback` when absent. The value is plain decimal
+ * digits (a leading `-` for a negative one): no spaces around it, no `+`, exponent or separators.
  * @throws usage for a non-integer or out-of-range value
  */
 export function intFlag(command: string, values: FlagValues, name: string, range: { min: number; max: number }, fallback?: number): number | undefined {
   const raw = stringFlag(values, name);
   if (raw === undefined) return fallback;
   const value = Number(raw);
-  if (!/^-?\d+$/.test(raw.trim()) || !Number.isSafeInteger(value) || value < range.min || value > range.max) {
+  if (!/^-?\d+$/.test(raw) || !Number.isSafeInteger(value) || value < range.min || value > range.max) {
     throw usageError(command, `--${name} ${JSON.stringify(raw)} is not an integer in ${range.min}..${range.max}`);
   }
   return value;

@@ -108,11 +108,16 @@ export interface ErrorReply {
 
 /**
  * Maps any thrown value to its status and `{code, message}` body. `WorkflowHostError`s and
- * `HttpError`s keep their code and message; fastify's own errors (body too large, bad JSON,
+ * `HttpError`s keep their code and message, but a failure inside the host (a 500: ref_corrupt,
+ * io_failed, …) keeps only its code, with a fixed message (see {@link serverFailureMessage}),
+ * and is `unexpected` (logged in full); fastify's own errors (body too large, bad JSON,
  * bad content type) get the matching code; anything else is `internal` with a fixed message.
  */
 export function errorReply(error: unknown): ErrorReply {
-  if (isWorkflowHostError(error)) return reply(error.code, error.code === "repo_not_found" ? unknownDeploymentMessage(error.data) ?? error.message : error.message);
+  if (isWorkflowHostError(error)) {
+    if (HTTP_STATUS_BY_CODE[error.code] === 500) return { ...reply(error.code, serverFailureMessage(error.code)), unexpected: true };
+    return reply(error.code, error.code === "repo_not_found" ? unknownDeploymentMessage(error.data) ?? error.message : error.message);
+  }
   if (error instanceof HttpError) return { ...reply(error.code, error.message), headers: error.headers };
   const fastifyStatus = (error as { statusCode?: unknown } | null)?.statusCode;
   const fastifyCode = (error as { code?: unknown } | null)?.code;
@@ -123,6 +128,15 @@ export function errorReply(error: unknown): ErrorReply {
   }
   if (error instanceof SyntaxError) return reply("body_invalid", "body_invalid: the body is not valid JSON");
   return { ...reply("internal", "internal: the host failed to serve this request; see its log"), unexpected: true };
+}
+
+/**
+ * The message a client gets for a failure inside the host (status 500): the code and a fixed
+ * sentence. The error's own message names files and folders on the server, which are the
+ * operator's business: the host's log has it in full.
+ */
+export function serverFailureMessage(code: HttpErrorCode): string {
+  return `${code}: the host failed to serve this request; the operator finds the details in its log`;
 }
 
 /**

@@ -21,12 +21,13 @@ import type { TimerSpec } from "../host/runtime-types.js";
 import { silentLogger } from "../logger.js";
 import type { Principal, RepoAction } from "../substrate/types.js";
 import { createSystemTimers, monotonicNowOf, systemClock } from "../time/clock.js";
+import { checkReason } from "../workflow/event-constructors.js";
 import { parseRepoId, parseRunId, parseSignalId, parseSignalName, parseTimerId } from "../workflow/ids.js";
 import { readRunLog } from "../workflow/run-log.js";
 import { ARCHIVE_REF, archivedRunError } from "../workflow/run-archive.js";
 import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
 import { loadDashboardAssets } from "./dashboard-assets.js";
-import { errorReply, HttpError } from "./http-errors.js";
+import { errorReply, HTTP_STATUS_BY_CODE, HttpError, serverFailureMessage } from "./http-errors.js";
 import { nextTicks, objectBody, presentedToken } from "./http-request.js";
 import { streamLiveEvents } from "./live-event-stream.js";
 
@@ -209,7 +210,11 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     const signalId = body["signalId"] === undefined ? undefined : parseSignalId(body["signalId"]);
     await requireAllowed(request, repoId, "write");
     ensureRunning();
-    await requireRun(repoId, runId);
+    // A run with no log is started by its first signal (as `signal send` and
+    // runtime.deliverSignal do: a workflow may wait before it wrote anything); an archived run
+    // is closed (409).
+    const archived = await archivedRunError(host.store, storePrincipal, { kind: WORKFLOW_RUN_KIND, id: repoId }, runId, ref);
+    if (archived !== null) throw archived;
     const payload = body["payload"] === undefined ? null : body["payload"];
     const result = await timedWrite(repoId, () => host.channel(repoId, runId).deliver(signalName, payload, signalId));
     monitor.recordDelivery({ repoId, runId, signalName, signalId: result.signalId, seq: result.seq, duplicate: result.duplicate });
@@ -287,7 +292,9 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
         report = await listPendingTimers(host.store, { principal: storePrincipal, repoId, ref, clock: () => now });
       } catch (error) {
         if (!keepGoing || !isWorkflowHostError(error) || ["authorize_denied", "store_stopped"].includes(error.code)) throw error;
-        failedRepos.push({ repoId, code: error.code, message: error.message });
+        // Its message names server paths (the log has it); the client is told the code.
+        logger.error(`GET timers: deployment ${repoId} cannot be read: ${error.message}`);
+        failedRepos.push({ repoId, code: error.code, message: HTTP_STATUS_BY_CODE[error.code] === 500 ? serverFailureMessage(error.code) : error.message });
         continue;
       }
       for (const t of report.timers) {
@@ -338,7 +345,9 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     const runId = parseRunId(params.runId);
     const timerId = parseTimerId(params.timerId);
     const reason = (request.query as { reason?: unknown }).reason;
-    if (reason !== undefined && (typeof reason !== "string" || reason.length > 1_000)) throw new HttpError("body_invalid", "reason must be one string of at most 1000 characters");
+    if (reason !== undefined && typeof reason !== "string") throw new HttpError("body_invalid", "reason must be one string");
+    // The library's limit (event_invalid), as the CLI applies it.
+    checkReason(reason);
     await requireAllowed(request, repoId, "write");
     ensureRunning();
     await requireRun(repoId, runId);

@@ -5,6 +5,7 @@
  * HEAD as a repository.
  */
 import { randomBytes } from "node:crypto";
+import { WorkflowHostError } from "../errors.js";
 import type { FsAdapter } from "./fs-adapter.js";
 
 // receive.fsckObjects: git itself refuses a push whose objects `git fsck` would (a tree entry
@@ -31,15 +32,33 @@ export async function repoLayoutExists(fs: FsAdapter, gitdir: string): Promise<b
   return (await fs.statOrNull(`${gitdir}/HEAD`)) !== null;
 }
 
+/** What a layout this module began and did not finish may hold (a creation cut short before HEAD). */
+const OWN_PARTIAL_ENTRY = /^(?:objects|refs|config|(?:config|HEAD)\.tmp-[0-9a-f]{12})$/;
+
 /**
  * Creates the bare-repository layout at `gitdir` where missing: `config` (bare, format 0,
  * `receive.fsckObjects`),
  * `objects/` (with `info/` and `pack/`), `refs/heads/`, `refs/tags/`, then HEAD
- * (`ref: refs/heads/main`). Existing files are left alone.
+ * (`ref: refs/heads/main`). Existing files are left alone. `gitdir` must be absent, an empty
+ * folder, or a layout of ours (with HEAD, or one cut short before it): git is never set up
+ * inside someone else's files.
  * @returns true when HEAD had to be created.
+ * @throws `path_violation` (data `{gitdir, found}`) for a file there, or a folder holding
+ *   anything else, before anything is written
  */
 export async function ensureRepoLayout(fs: FsAdapter, gitdir: string, durable: boolean): Promise<boolean> {
   if (await repoLayoutExists(fs, gitdir)) return false;
+  const stat = await fs.statOrNull(gitdir);
+  if (stat !== null && !stat.isDirectory()) {
+    throw new WorkflowHostError("path_violation", `${gitdir} is a file, not a repository folder; move it away to create the repository there`, { gitdir, found: "file" });
+  }
+  if (stat !== null) {
+    const foreign = (await fs.readdirOrEmpty(gitdir)).filter((name) => !OWN_PARTIAL_ENTRY.test(name));
+    if (foreign.length > 0) {
+      const shown = foreign.slice(0, 3).map((n) => JSON.stringify(n)).join(", ");
+      throw new WorkflowHostError("path_violation", `${gitdir} exists and is not a repository (it holds ${shown}${foreign.length > 3 ? ", …" : ""}); move it away or choose another id`, { gitdir, found: "folder", entries: foreign.slice(0, 20) });
+    }
+  }
   await fs.mkdirp(`${gitdir}/objects/info`);
   await fs.mkdirp(`${gitdir}/objects/pack`);
   await fs.mkdirp(`${gitdir}/refs/heads`);

@@ -3,6 +3,7 @@
  * like {@link parseEvent} and returns the event with instants normalised; the size limit is
  * applied when the event is serialised ({@link serializeEvent}).
  */
+import { WorkflowHostError } from "../errors.js";
 import type { TimerEvent } from "./event-guards.js";
 import { validateEvent } from "./events.js";
 import { assertJsonValue } from "./json-value.js";
@@ -63,8 +64,28 @@ export function newTimerSkipped(
   return withAt({ type: "TimerSkipped" as const, data: { ...defined(data), reason: data.reason ?? "missed" } }, at);
 }
 
-/** A `SchedulePaused` to append; an undefined reason is left out. */
+/** Longest `reason` of a TimerCancelled or SchedulePaused written here, in characters (UTF-16 code units). */
+export const MAX_REASON_CHARS = 1_000;
+
+/**
+ * Checks a cancel or pause reason before anything is read or written: absent, or a string of at
+ * most {@link MAX_REASON_CHARS} characters. Every face (library, CLI, HTTP) applies this one limit.
+ * @throws `event_invalid` (data `{field: "reason", lengthChars, maxChars}`)
+ */
+export function checkReason(reason: unknown): void {
+  if (reason === undefined) return;
+  if (typeof reason !== "string") throw new WorkflowHostError("event_invalid", `reason is ${typeof reason}; allowed: a string of at most ${MAX_REASON_CHARS} characters`, { field: "reason" });
+  if (reason.length > MAX_REASON_CHARS) {
+    throw new WorkflowHostError("event_invalid", `reason is ${reason.length} characters long; allowed: at most ${MAX_REASON_CHARS}`, { field: "reason", lengthChars: reason.length, maxChars: MAX_REASON_CHARS });
+  }
+}
+
+/**
+ * A `SchedulePaused` to append; an undefined reason is left out.
+ * @throws `event_invalid` for a reason over {@link MAX_REASON_CHARS}
+ */
 export function newSchedulePaused(data: { readonly timerId: string; readonly reason?: string | undefined }, at?: string): WithoutSeq<SchedulePausedEvent> {
+  checkReason(data.reason);
   return withAt({ type: "SchedulePaused" as const, data: defined(data) as { timerId: string; reason?: string } }, at);
 }
 
@@ -78,8 +99,12 @@ export function newScheduleEnded(data: ScheduleEndedEvent["data"], at?: string):
   return withAt({ type: "ScheduleEnded" as const, data: defined(data) }, at);
 }
 
-/** A `TimerCancelled` to append (see {@link timerCancelledEvent}); an undefined reason is left out. */
+/**
+ * A `TimerCancelled` to append (see {@link timerCancelledEvent}); an undefined reason is left out.
+ * @throws `event_invalid` for a reason over {@link MAX_REASON_CHARS}
+ */
 export function newTimerCancelled(data: { readonly timerId: string; readonly reason?: string | undefined }, at?: string): WithoutSeq<TimerCancelledEvent> {
+  checkReason(data.reason);
   return withAt({ type: "TimerCancelled" as const, data: defined(data) as { timerId: string; reason?: string } }, at);
 }
 

@@ -4,7 +4,8 @@ import { isWorkflowHostError } from "../../errors.js";
 import { parseRepoId } from "../../workflow/ids.js";
 import { checkFlags, dataDirFlag, dataDirOption, stringFlag, usageError } from "../args.js";
 import type { CliCommand } from "../command.js";
-import { plural, shortSha } from "../format.js";
+import { oneLine, plural, shortSha } from "../format.js";
+import { ignoredDeploymentFolders, ignoredDeploymentsLine } from "../ignored-deployments.js";
 import { printJson, printLine } from "../io.js";
 import { withStore } from "../with-store.js";
 import { gitdirOf, shellQuote } from "./paths.js";
@@ -54,7 +55,8 @@ Options:
                        archive: {commitSha, runs, events}}],
                        problems: [{repoId, path, seq, code, message, oid}],
                        acknowledged: [{repoId, path, seq, code, message, oid, at, by}],
-                       newlyAcknowledged}
+                       newlyAcknowledged, ignored: [folder]}; ignored names the folders
+                       under deployments/ not named <id>.git (passed over; they do not fail)
 
 Examples:
   workflow-host check --data-dir ./data
@@ -110,6 +112,8 @@ Examples:
       }
       return { report, problems: checked, newlyAcknowledged };
     });
+    // Only when every deployment is checked: a folder passed over is then worth naming.
+    const ignored = repoId === undefined ? await ignoredDeploymentFolders(dataDir) : [];
     const open = problems.filter((p) => p.acknowledged === undefined);
     const acknowledged = problems.filter((p) => p.acknowledged !== undefined);
     const ok = open.length === 0;
@@ -120,9 +124,12 @@ Examples:
         problems: open,
         acknowledged: acknowledged.map(({ acknowledged: a, ...p }) => ({ ...p, at: a?.at, by: a?.by })),
         newlyAcknowledged,
+        ignored,
       });
       return ok ? 0 : 1;
     }
+    const warning = ignoredDeploymentsLine(ignored);
+    if (warning !== null) io.stderr.write(`${oneLine(warning)}\n`);
     for (const repo of report.repos) {
       const count = open.filter((p) => p.repoId === repo.repoId).length;
       const archived = repo.archive.commitSha === null ? "" : `; archive ${shortSha(repo.archive.commitSha)}  ${plural(repo.archive.runs, "run")}, ${plural(repo.archive.events, "event")}`;

@@ -10,6 +10,7 @@ import { WorkflowHostError } from "../../errors.js";
 import type { RepoStore } from "../../substrate/types.js";
 import { parseRepoId, parseRunId, parseSignalId, parseTimerId } from "../../workflow/ids.js";
 import { parseInstant } from "../../workflow/time.js";
+import { checkReason } from "../../workflow/event-constructors.js";
 import type { PreviewTick } from "../../workflow/schedule/preview.js";
 import { checkFlags, dataDirFlag, dataDirOption, intFlag, requiredFlag, usageError, stringFlag, type FlagValues } from "../args.js";
 import type { CliCommand } from "../command.js";
@@ -157,7 +158,7 @@ Options:
   -n, --next N         how many slots (1-1000, default 5)
       --after ISO      list slots after this instant (default now)
       --start-at ISO   no slot before this instant
-      --end-at ISO     no slot after this instant
+      --end-at ISO     no slot after this instant (not before --start-at)
       --max-ticks K    at most K slots in all
       --json           print {cron, timezone, slots: [{slot, utc, local}]}
 
@@ -172,6 +173,12 @@ Example:
     const next = intFlag(name, values, "next", { min: 1, max: 1_000 }, 5) as number;
     const maxTicks = intFlag(name, values, "max-ticks", { min: 1, max: 1_000_000 });
     const { previewCron } = await import("../../workflow/schedule/preview.js");
+    const startAt = stringFlag(values, "start-at");
+    const endAt = stringFlag(values, "end-at");
+    if (startAt !== undefined && endAt !== undefined) {
+      const [startMs, endMs] = checkFlags(name, () => [Date.parse(parseInstant(startAt, "start-at")), Date.parse(parseInstant(endAt, "end-at"))]);
+      if (startMs > endMs) throw usageError(name, `--start-at ${startAt} is after --end-at ${endAt}: no slot lies between them`);
+    }
     const ticks = checkFlags(name, () =>
       previewCron({
         cron,
@@ -204,7 +211,7 @@ series writes nothing.
 
 Options:
 ${SERIES_FLAGS}
-      --reason TEXT    recorded in the event
+      --reason TEXT    recorded in the event (at most 1000 characters)
       --json           print {repoId, runId, timerId, outcome, commitSha}
 
 Example:
@@ -213,6 +220,7 @@ Example:
   async run(values, io) {
     const t = target("schedule pause", values);
     const reason = stringFlag(values, "reason");
+    checkFlags("schedule pause", () => checkReason(reason));
     const r = await withControls("schedule pause", values, io, (c) => c.pause(t.repoId, t.runId, t.timerId, reason === undefined ? {} : { reason }));
     if (values["json"] === true) printJson(io, { ...t, ...r });
     else printLine(io, r.outcome === "paused" ? `SchedulePaused: ${t.timerId} of ${t.runId} is paused (commit ${shortSha(r.commitSha)})` : `${t.timerId} of ${t.runId} was paused already; nothing written`);

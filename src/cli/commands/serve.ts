@@ -11,6 +11,7 @@ import { checkFlags, choiceFlag, dataDirFlag, dataDirOption, intFlag, usageError
 import { createCliLogger, replacer } from "../cli-logger.js";
 import { clusterEventLine } from "../cluster-event-line.js";
 import { readConfigFile } from "../read-config-file.js";
+import { ignoredDeploymentFolders, ignoredDeploymentsLine } from "../ignored-deployments.js";
 import { checkClusterUrl, checkRemoteBase } from "../cluster-flags.js";
 import type { CliCommand } from "../command.js";
 import { duration, plural, shortSha } from "../format.js";
@@ -84,7 +85,7 @@ Options:
                           refs/archive/runs, in batched commits at quiet moments (default
                           604800000: 7 days); off keeps every run live
       --retention-check-ms N  how often deployments are looked at for retention (default
-                          min(retention / 4, 600000), at least 1000)
+                          min(retention / 4, 600000), at least 1000); not with --retention-ms off
       --cluster URL       cluster mode (README "Running several hosts"): serve the deployments
                           whose leases this host takes in PostgreSQL at URL (postgres://...)
       --remote-base URL   each deployment's git remote is URL/<repoId>.git, its source of truth;
@@ -172,6 +173,12 @@ Examples:
     let app: { close(): Promise<unknown>; server: { closeAllConnections(): void } } | null = null;
     try {
       await host.start();
+      // Named once per start: later discoveries pass over them quietly.
+      if (cluster === null) {
+        const ignored = await ignoredDeploymentFolders(dataDir);
+        const warning = ignoredDeploymentsLine(ignored);
+        if (warning !== null) logger.warn(warning.replace(/^warning: /, ""), { ignored });
+      }
       if (http !== null && signals.received === null) {
         const { createHttpHandler } = await import("../../http/http-handler.js");
         const server = createHttpHandler(host, { tokens: http.tokens, monitor: http.monitor, logger });
@@ -220,11 +227,18 @@ Examples:
   },
 };
 
-/** The retention policy of `--retention-ms` and `--retention-check-ms`. @throws usage */
+/**
+ * The retention policy of `--retention-ms` and `--retention-check-ms`.
+ * @throws usage for a bad value, or `--retention-check-ms` with `--retention-ms off`
+ */
 function retentionFlags(values: Parameters<CliCommand["run"]>[0]): { endedRunsAfterMs: number; checkEveryMs?: number } | false {
   const raw = values["retention-ms"];
   const checkEveryMs = intFlag(NAME, values, "retention-check-ms", { min: 1_000, max: 86_400_000 });
-  if (raw === "off") return false;
+  if (raw === "off") {
+    // Nothing is checked when retention is off: a check period given with it is a slip.
+    if (checkEveryMs !== undefined) throw usageError(NAME, "--retention-check-ms is given with --retention-ms off, which checks nothing; drop one of them");
+    return false;
+  }
   const endedRunsAfterMs = intFlag(NAME, values, "retention-ms", { min: 0, max: 100 * 365 * 86_400_000 }, 7 * 86_400_000) ?? 7 * 86_400_000;
   return { endedRunsAfterMs, ...(checkEveryMs === undefined ? {} : { checkEveryMs }) };
 }
@@ -363,8 +377,8 @@ function listenFailure(error: unknown, address: string): unknown {
   return new WorkflowHostError("io_failed", `cannot listen on ${address}: ${errno} (${why[errno] ?? "the system refused it"}); choose another --http address`, { errno, address }, { cause: error });
 }
 
-/** One line per scheduler report. */
-function printEvent(io: CliIo, event: SchedulerEvent, json: boolean): void {
+/** One line per scheduler report on `io.stdout`: text, or one JSON object with `json`. */
+export function printEvent(io: CliIo, event: SchedulerEvent, json: boolean): void {
   const ts = io.clock().toISOString();
   if (json) {
     const { type, ...rest } = event;
@@ -375,7 +389,7 @@ function printEvent(io: CliIo, event: SchedulerEvent, json: boolean): void {
   const line = (what: string, text: string): void => printLine(io, `${ts} ${what.padEnd(13)} ${text}`);
   switch (event.type) {
     case "recovered":
-      line("recovered", `${event.repoId}: ${event.runs} runs, ${event.pending} timers pending, ${event.badEvents} bad events, main ${shortSha(event.commitSha)} (${duration(event.ms)})`);
+      line("recovered", `${event.repoId}: ${plural(event.runs, "run")}, ${plural(event.pending, "timer")} pending, ${plural(event.badEvents, "bad event")}, main ${shortSha(event.commitSha)} (${duration(event.ms)})`);
       break;
     case "armed":
       line("armed", `${event.repoId}/${event.runId}/${event.timerId} for ${event.fireAt}`);
@@ -384,7 +398,7 @@ function printEvent(io: CliIo, event: SchedulerEvent, json: boolean): void {
       line("fired", `${event.repoId}/${event.runId}/${event.timerId} scheduledFor ${event.scheduledFor} late ${duration(lateMsOf(event))} commit ${shortSha(event.commitSha)}`);
       break;
     case "skipped":
-      line("skipped", `${event.repoId}/${event.runId}/${event.timerId} ${event.count} missed ticks ${event.firstMissed}..${event.lastMissed} commit ${shortSha(event.commitSha)}`);
+      line("skipped", `${event.repoId}/${event.runId}/${event.timerId} ${plural(event.count, "missed tick")} ${event.firstMissed}..${event.lastMissed} commit ${shortSha(event.commitSha)}`);
       break;
     case "cancelled":
       line("cancelled", `${event.repoId}/${event.runId}/${event.timerId}${event.commitSha === null ? "" : ` commit ${shortSha(event.commitSha)}`}`);
@@ -396,7 +410,7 @@ function printEvent(io: CliIo, event: SchedulerEvent, json: boolean): void {
       line("ref-rewritten", `${event.repoId}: ${shortSha(event.from)} -> ${shortSha(event.to)}; runs re-read`);
       break;
     case "commit_failed":
-      line("commit-failed", `${event.repoId}: ${event.timers} timers, retry in ${duration(event.retryInMs)}: ${String(event.error)}`);
+      line("commit-failed", `${event.repoId}: ${plural(event.timers, "timer")}, retry in ${duration(event.retryInMs)}: ${String(event.error)}`);
       break;
     case "repo_failed":
       line("repo-failed", `${event.repoId}: retry in ${duration(event.retryInMs)}: ${String(event.error)}`);

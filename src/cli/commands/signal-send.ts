@@ -26,7 +26,9 @@ Appends SignalReceived to the run's log. A workflow waiting for N (runtime.waitF
 a running host receives it within the host's watch interval; a signal sent before anyone waits
 is kept and handed to the first waiter. Sending the same --id again is a duplicate: nothing is
 written and the first delivery's seq is reported. Without --id a random id is used. A run
-retention archived takes no more events: run_archived (exit 1).
+with no log is started by its first signal (seq 1), as over HTTP and through the runtime: a
+workflow may wait for a signal before it wrote anything. A run retention archived takes no
+more events: run_archived (exit 1).
 
 Options:
   -d, --data-dir DIR   data dir (default: $WORKFLOW_HOST_DATA_DIR)

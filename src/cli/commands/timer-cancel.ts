@@ -1,4 +1,5 @@
 import { WorkflowHostError } from "../../errors.js";
+import { checkReason } from "../../workflow/event-constructors.js";
 import { parseRepoId, parseRunId, parseTimerId } from "../../workflow/ids.js";
 import { checkFlags, dataDirFlag, dataDirOption, requiredFlag, stringFlag } from "../args.js";
 import type { CliCommand } from "../command.js";
@@ -35,7 +36,7 @@ Options:
   -r, --repo R         deployment id
       --run X          run id
   -t, --timer T        timer id
-      --reason TEXT    recorded in the event
+      --reason TEXT    recorded in the event (at most 1000 characters)
       --json           print {repoId, runId, timerId, outcome, commitSha}
 
 Example:
@@ -47,6 +48,7 @@ Example:
     const runId = checkFlags(NAME, () => parseRunId(requiredFlag(NAME, values, "run")));
     const timerId = checkFlags(NAME, () => parseTimerId(requiredFlag(NAME, values, "timer")));
     const reason = stringFlag(values, "reason");
+    checkFlags(NAME, () => checkReason(reason));
     const { cancelTimerDurably } = await import("../../../seams/scheduler/timer-cancel.js");
     const result = await withStore(dataDir, io, async (store) => {
       const outcome = await cancelTimerDurably({ store, principal: null, repoId, runId, timerId, ...(reason === undefined ? {} : { reason }), clock: io.clock });

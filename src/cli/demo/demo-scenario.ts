@@ -21,7 +21,7 @@ import { newTerminalEvent } from "../../workflow/event-constructors.js";
 import { openRunLog } from "../../workflow/run-log-writer.js";
 import type { TerminalEventType, TimerSetData } from "../../workflow/types.js";
 import { isoFromMs } from "../../workflow/time.js";
-import { duration } from "../format.js";
+import { duration, plural } from "../format.js";
 import type { CliIo } from "../io.js";
 import { printLine } from "../io.js";
 import { localTime, progressHeader, progressLine, utcTime } from "./demo-view.js";
@@ -86,7 +86,7 @@ export async function runDemoScenario(io: CliIo, dataDir: string, logger: Logger
     await host.start();
     const startedMs = io.clock().getTime();
     const stats = host.scheduler.stats();
-    printLine(io, `host started (pid ${host.lock?.holder.pid ?? "?"}, lock ${host.lock?.path ?? "-"}): recovered ${stats.runs} runs, ${stats.queued} timers armed`);
+    printLine(io, `host started (pid ${host.lock?.holder.pid ?? "?"}, lock ${host.lock?.path ?? "-"}): recovered ${plural(stats.runs, "run")}, ${plural(stats.queued, "timer")} armed`);
     printLine(io);
     progressHeader(io);
 
@@ -180,7 +180,7 @@ function onSchedulerEvent(io: CliIo, event: SchedulerEvent, progress: Progress):
     progressLine(io, "fired", event.runId, event.timerId, `scheduledFor ${utcTime(event.scheduledFor)}, late ${duration(lateMs)}${note}`);
   } else if (event.type === "skipped") {
     if (event.runId === RUN.report) progress.cronSkipped += event.count;
-    progressLine(io, "skipped", event.runId, event.timerId, `${event.count} missed ticks ${utcTime(event.firstMissed)}..${utcTime(event.lastMissed)} (misfire: skip; one TimerSkipped + next TimerSet)`);
+    progressLine(io, "skipped", event.runId, event.timerId, `${plural(event.count, "missed tick")} ${utcTime(event.firstMissed)}..${utcTime(event.lastMissed)} (misfire: skip; one TimerSkipped + next TimerSet)`);
   } else if (event.type === "bad_event") {
     progressLine(io, "bad event", event.runId, "", event.error.message);
   }

@@ -50,13 +50,19 @@ export function localIso(ms: number, zone: string): string {
 
 /**
  * The next `count` slots of an expression, within its bounds.
- * @throws `cron_invalid` (expression, zone), `time_invalid` (after, startAt, endAt, count out of 1 … 1 000)
+ * @throws `cron_invalid` (expression, zone), `time_invalid` (after, startAt, endAt, startAt after
+ *   endAt, count out of 1 … 1 000)
  */
 export function previewCron(spec: PreviewSpec): PreviewTick[] {
   const { cron, timezone } = validateCron(spec.cron, spec.timezone ?? DEFAULT_TIME_ZONE);
   let afterMs = Date.parse(parseInstant(spec.after, "after"));
-  if (spec.startAt !== undefined) afterMs = Math.max(afterMs, Date.parse(parseInstant(spec.startAt, "startAt")) - 1);
+  const startMs = spec.startAt === undefined ? Number.NEGATIVE_INFINITY : Date.parse(parseInstant(spec.startAt, "startAt"));
   const endMs = spec.endAt === undefined ? Number.POSITIVE_INFINITY : Date.parse(parseInstant(spec.endAt, "endAt"));
+  // Bounds that leave no instant are a slip in the bounds, not a series without slots.
+  if (startMs > endMs) {
+    throw new WorkflowHostError("time_invalid", `startAt ${String(spec.startAt)} is after endAt ${String(spec.endAt)}; allowed: startAt <= endAt`, { startAt: spec.startAt, endAt: spec.endAt });
+  }
+  if (spec.startAt !== undefined) afterMs = Math.max(afterMs, startMs - 1);
   const limit = checkCount(spec.count);
   const compiled = compileCron(cron, timezone);
   const out: PreviewTick[] = [];

@@ -93,6 +93,7 @@ describe("workflow-host commands on a data dir", () => {
         { repoId: "payments", gitdir: join(dataDir, "deployments", "payments.git") },
         { repoId: "reports", gitdir: join(dataDir, "deployments", "reports.git") },
       ],
+      ignored: [],
     });
     for (const repo of ["payments", "reports"]) await gitAt(join(dataDir, "deployments", `${repo}.git`), ["fsck", "--strict", "--no-progress"]);
   });

@@ -99,6 +99,9 @@ describe("HTTP /v1 routes", () => {
     expect([unknownRepo.status, unknownRepo.body["code"]]).toEqual([404, "repo_not_found"]);
     expect((await h.request("/v1/deployments/nowhere/timers")).status).toBe(404);
 
+    // The library's limit on a reason, with its code, as the CLI's.
+    const tooLong = await jsonOf(await h.request(`/v1/deployments/payments/runs/order-17/timers/reminder?reason=${"r".repeat(1_001)}`, { method: "DELETE" }));
+    expect([tooLong.status, tooLong.body["code"]]).toEqual([400, "event_invalid"]);
     const cancelled = await jsonOf(await h.request("/v1/deployments/payments/runs/order-17/timers/reminder?reason=paid", { method: "DELETE" }));
     expect([cancelled.status, cancelled.body["outcome"]]).toEqual([200, "cancelled"]);
     const again = await jsonOf(await h.request("/v1/deployments/payments/runs/order-17/timers/reminder", { method: "DELETE" }));
@@ -124,7 +127,11 @@ describe("HTTP /v1 routes", () => {
     expect((shown.body["state"] as { unconsumedSignals: unknown[] }).unconsumedSignals).toHaveLength(1);
 
     expect((await jsonOf(await h.request("/v1/deployments/payments/runs/ghost"))).status).toBe(404);
-    expect((await jsonOf(await h.request("/v1/deployments/payments/runs/ghost/signals", json({ signalName: "go" })))).body["code"]).toBe("run_not_found");
+    // A signal to a run with no log starts its log, as `signal send` and runtime.deliverSignal do:
+    // a workflow may wait for its first signal before it wrote anything.
+    const fresh = await jsonOf(await h.request("/v1/deployments/payments/runs/ghost/signals", json({ signalName: "go", signalId: "go-1" })));
+    expect([fresh.status, fresh.body["seq"], fresh.body["duplicate"]]).toEqual([200, 1, false]);
+    expect((await jsonOf(await h.request("/v1/deployments/payments/runs/ghost"))).status).toBe(200);
     const badName = await jsonOf(await h.request("/v1/deployments/payments/runs/order-17/signals", json({ signalName: "bad name" })));
     expect([badName.status, badName.body["code"]]).toEqual([400, "id_invalid"]);
     expect((await h.request("/v1/deployments/payments/runs/order-17/signals", json([1, 2]))).status).toBe(400);
@@ -194,6 +201,9 @@ describe("HTTP /v1 routes", () => {
     // One deployment asked for by name is that deployment's error.
     const one = await jsonOf(await h.request("/v1/deployments/shipping/timers"));
     expect([one.status, one.body["code"]]).toEqual([500, "ref_corrupt"]);
+    // The server's folders are not the client's business: the host's log has them.
+    expect(String(one.body["message"])).not.toContain(h.dataDir);
+    expect(JSON.stringify(all.body["failedRepos"])).not.toContain(h.dataDir);
     expect((await jsonOf(await h.request("/v1/deployments/payments/timers"))).body["failedRepos"]).toEqual([]);
   });
 
@@ -266,10 +276,10 @@ describe("POST /v1/wake", () => {
     expect((await h.request("/v1/wake", { ...json({ repoId: "payments", runId: "nightly-export" }), token: null })).status).toBe(401);
     expect((await h.request("/v1/wake", { ...json({ repoId: "payments", runId: "nightly-export" }), token: "wrong-token-0123456789" })).status).toBe(401);
 
-    // 404: unknown deployment or run.
+    // 404: unknown deployment. A run with no log is started by its first wake-up.
     expect((await jsonOf(await h.request("/v1/wake", json({ repoId: "nowhere", runId: "nightly-export" })))).body["code"]).toBe("repo_not_found");
-    const noRun = await jsonOf(await h.request("/v1/wake", json({ repoId: "payments", runId: "ghost" })));
-    expect([noRun.status, noRun.body["code"]]).toEqual([404, "run_not_found"]);
+    const newRun = await jsonOf(await h.request("/v1/wake", json({ repoId: "payments", runId: "ghost" })));
+    expect([newRun.status, newRun.body["seq"]]).toEqual([200, 1]);
 
     // 405: every method but POST, with Allow.
     for (const method of ["GET", "PUT", "DELETE", "PATCH"]) {

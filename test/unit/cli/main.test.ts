@@ -64,6 +64,12 @@ describe("workflow-host CLI: help, usage errors and exit codes", () => {
     [["signal", "send", "-d", "/d", "-r", "dep", "--run", "r1"], /missing --name/],
     [["serve", "-d", "/d", "--poll-ms", "0"], /--poll-ms "0" is not an integer in 10\.\./],
     [["serve", "-d", "/d", "--durability", "maybe"], /--durability "maybe"/],
+    // Integers in flags are plain digits: no padding, sign, exponent or separators.
+    [["runs", "list", "-d", "/d", "-r", "dep", "--limit", " 5"], /--limit " 5" is not an integer/],
+    [["runs", "list", "-d", "/d", "-r", "dep", "--limit", "5 "], /--limit "5 " is not an integer/],
+    [["runs", "list", "-d", "/d", "-r", "dep", "--limit", "+5"], /--limit "\+5" is not an integer/],
+    [["serve", "-d", "/d", "--poll-ms", "\t100"], /--poll-ms "\\t100" is not an integer/],
+    [["serve", "-d", "/d", "--poll-ms", "1e3"], /--poll-ms "1e3" is not an integer/],
   ])("exits 2 with one usage line for %j", async (argv, pattern) => {
     const run = await runCli(argv);
     expect(run.code).toBe(2);
@@ -143,6 +149,24 @@ describe("workflow-host CLI: help, usage errors and exit codes", () => {
     expect({ code: empty.code, error: /^workflow-host: ([a-z_]+): /.exec(empty.stderr)?.[1] }).toEqual({ code: 2, error: "cron_invalid" });
     const missing = await runCli(["schedule", "preview"]);
     expect({ code: missing.code, error: /^workflow-host: ([a-z_]+): /.exec(missing.stderr)?.[1] }).toEqual({ code: 2, error: "usage" });
+  });
+
+  it("refuses --retention-check-ms together with --retention-ms off (exit 2, usage), before touching the disk", async () => {
+    const run = await runCli(["serve", "-d", "/nonexistent/data", "--retention-ms", "off", "--retention-check-ms", "5000"]);
+    expect({ code: run.code, error: /^workflow-host: ([a-z_]+): /.exec(run.stderr)?.[1] }).toEqual({ code: 2, error: "usage" });
+    expect(run.stderr).toContain("--retention-check-ms");
+  });
+
+  it("schedule preview refuses --start-at after --end-at (exit 2, usage) naming both, rather than an empty table", async () => {
+    const run = await runCli(["schedule", "preview", "--cron", "* * * * *", "--start-at", "2026-05-02T00:00:00Z", "--end-at", "2026-05-01T00:00:00Z"]);
+    expect({ code: run.code, error: /^workflow-host: ([a-z_]+): /.exec(run.stderr)?.[1] }).toEqual({ code: 2, error: "usage" });
+    expect(run.stderr).toContain("--start-at");
+    expect(run.stderr).toContain("--end-at");
+  });
+
+  it("signal send --help says a run with no log is started by its first signal, as over HTTP", async () => {
+    const run = await runCli(["signal", "send", "--help"]);
+    expect(run.stdout.replace(/\s+/g, " ")).toContain("A run with no log is started by its first signal (seq 1), as over HTTP and through the runtime");
   });
 
   it("prints the package version", async () => {

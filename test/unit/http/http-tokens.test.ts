@@ -70,4 +70,13 @@ describe("errorReply", () => {
     expect(errorReply(Object.assign(new Error("too big"), { statusCode: 413, code: "FST_ERR_CTP_BODY_TOO_LARGE" })).status).toBe(413);
     expect(HTTP_STATUS_BY_CODE.run_not_found).toBe(404);
   });
+
+  it("answers a server-side failure (500) with its code and a message naming no server path, logged in full", () => {
+    for (const code of ["ref_corrupt", "io_failed", "object_corrupt", "ref_rewound", "data_dir_not_found", "delivery_failed", "kind_unknown"] as const) {
+      expect(HTTP_STATUS_BY_CODE[code]).toBe(500);
+      const answer = errorReply(new WorkflowHostError(code, "ref /srv/wfh/deployments/pay.git/refs/heads/main: EIO reading C:\\data\\x", { path: "/srv/wfh" }));
+      expect(answer).toMatchObject({ status: 500, body: { code }, unexpected: true });
+      expect(answer.body.message).not.toMatch(/srv|wfh|deployments|[/\\]/);
+    }
+  });
 });

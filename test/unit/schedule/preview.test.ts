@@ -7,6 +7,7 @@ import { describe, expect, it } from "vitest";
 import { localIso, previewCron, previewSeries } from "../../../src/workflow/schedule/preview.js";
 import { jitterDelayMs, slotDueMs } from "../../../src/workflow/schedule/jitter.js";
 import type { PendingTimer } from "../../../src/workflow/types.js";
+import { expectCode } from "../../helpers/expect-code.js";
 
 describe("preview", () => {
   it("lists the next slots of an expression in UTC and in its zone, across a DST gap (B1)", () => {
@@ -15,6 +16,11 @@ describe("preview", () => {
       { slot: 2, utc: "2026-03-09T06:30:00.000Z", local: "2026-03-09T02:30:00-04:00" },
       { slot: 3, utc: "2026-03-10T06:30:00.000Z", local: "2026-03-10T02:30:00-04:00" },
     ]);
+  });
+
+  it("refuses a startAt after its endAt (time_invalid) rather than listing nothing", () => {
+    expectCode(() => previewCron({ cron: "* * * * *", after: "2026-05-01T00:00:00Z", count: 3, startAt: "2026-05-02T00:00:00Z", endAt: "2026-05-01T12:00:00Z" }), "time_invalid");
+    expect(previewCron({ cron: "0 * * * *", after: "2026-05-01T00:00:00Z", count: 3, startAt: "2026-05-01T12:00:00Z", endAt: "2026-05-01T12:00:00Z" })).toHaveLength(1);
   });
 
   it("keeps to startAt, endAt and maxTicks", () => {
