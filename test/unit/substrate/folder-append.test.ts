@@ -15,17 +15,7 @@ import { hashObject } from "../../../src/substrate/git-object.js";
 import { allowAll, createRepoStore } from "../../../src/substrate/index.js";
 import type { Oid } from "../../../src/substrate/types.js";
 import { ownAndDiffedChanges } from "../../helpers/own-and-diffed.js";
-
-/** A small deterministic generator, so a failure names its seed. */
-function rng(seed: number): () => number {
-  let x = seed >>> 0 || 1;
-  return () => {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    return (x >>> 0) / 2 ** 32;
-  };
-}
+import { seededRandom } from "../../helpers/seeded-random.js";
 
 const blobOid = (text: string): Oid => hashObject("blob", Buffer.from(text)).oid;
 
@@ -48,7 +38,7 @@ interface Case {
 }
 
 function randomCase(seed: number): Case {
-  const r = rng(seed);
+  const r = seededRandom(seed);
   const trees = new Map<Oid, ParsedTree>();
   const keep = (raw: { oid: Oid; content: Buffer }): Oid => {
     trees.set(raw.oid, decodeTree(raw.oid, raw.content));
@@ -159,7 +149,7 @@ describe("a write with appends", () => {
 
   it("commits the same trees as the same files written as puts, and says where its folders went", async () => {
     for (let seed = 1; seed <= 12; seed++) {
-      const r = rng(seed);
+      const r = seededRandom(seed);
       const roots: Oid[] = [];
       const folderOids: (Oid | null | undefined)[][] = [];
       const runs = 6;

@@ -13,6 +13,7 @@ import { hashObject } from "../../../src/substrate/git-object.js";
 import { allowAll, createRepoStore } from "../../../src/substrate/index.js";
 import type { Oid } from "../../../src/substrate/types.js";
 import { ownAndDiffedChanges } from "../../helpers/own-and-diffed.js";
+import { seededRandom } from "../../helpers/seeded-random.js";
 
 function blobOid(text: string): Oid {
   return hashObject("blob", Buffer.from(text)).oid;
@@ -42,21 +43,10 @@ function store(): { trees: Map<Oid, ParsedTree>; build: (spec: Spec) => Oid; rea
 }
 type Spec = { [name: string]: string | { mode: string; text: string } | Spec };
 
-/** A small deterministic generator, so a failure names its seed. */
-function rng(seed: number): () => number {
-  let x = seed >>> 0 || 1;
-  return () => {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    return (x >>> 0) / 2 ** 32;
-  };
-}
-
 describe("a tree edit's changes", () => {
   it("are exactly the diff of the two trees, for random puts, deletes and clears", async () => {
     for (let seed = 1; seed <= 60; seed++) {
-      const r = rng(seed);
+      const r = seededRandom(seed);
       const s = store();
       const base: Spec = {};
       for (let i = 0; i < 6; i++) {
