@@ -18,6 +18,15 @@ afterEach(async () => {
 const RID = { kind: WORKFLOW_RUN_KIND, id: "dep" };
 const MAIN_FILE = "/data/deployments/dep.git/refs/heads/main";
 
+/** Advances the clock 500 ms at a time (at most 200 times) until `runId`'s log holds a TimerFired. */
+async function untilFired(harness: Harness, runId: string, what: string): Promise<void> {
+  await until(async () => {
+    await harness.clock.advance(500);
+    await harness.scheduler.idle();
+    return firedOf(await harness.log(runId)).length > 0;
+  }, what, 200);
+}
+
 describe("main rewound behind a running host", () => {
   it("is reported and refused: nothing fires again, and restoring main resumes", async () => {
     h = await createHarness("2026-05-01T10:00:00.000Z");
@@ -47,11 +56,7 @@ describe("main rewound behind a running host", () => {
     // Restored by the operator: the host goes on; b fires once, a never again.
     await h.writeFile(MAIN_FILE, `${fired}\n`);
     h.store.poke();
-    await until(async () => {
-      await h?.clock.advance(500);
-      await h?.scheduler.idle();
-      return firedOf(await (h as Harness).log("r2")).length > 0;
-    }, "b fired after the restore", 200);
+    await untilFired(h, "r2", "b fired after the restore");
     expect(firedOf(await h.log("r1"))).toHaveLength(1);
     expect(firedOf(await h.log("r2"))).toHaveLength(1);
     expect(h.events.filter((e) => e.type === "fired").map((e) => (e as { timerId: string }).timerId)).toEqual(["a", "b"]);
@@ -71,11 +76,7 @@ describe("main rewound behind a running host", () => {
     // Someone replaces main by a history of its own (from genesis, without the commit the host held).
     await h.writeFile(MAIN_FILE, `${genesis}\n`);
     await h.rawDelta({ "runs/r9/events/1.json": JSON.stringify({ seq: 1, type: "TimerSet", data: { timerId: "z", fireAt: "2026-05-01T10:00:03.000Z" } }) });
-    await until(async () => {
-      await h?.clock.advance(500);
-      await h?.scheduler.idle();
-      return firedOf(await (h as Harness).log("r9")).length > 0;
-    }, "z fired from the new history", 200);
+    await untilFired(h, "r9", "z fired from the new history");
     expect(firedOf(await h.log("r9"))).toHaveLength(1);
   });
 });
