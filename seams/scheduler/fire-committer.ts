@@ -200,8 +200,16 @@ export class FireCommitter {
             if (list === undefined) byRun.set(d.runId, [d.pending]);
             else list.push(d.pending);
           }
+          // One options object for the commit; a series tick gets its own (with when it was taken up).
+          const planOptions = { nowMs, ...this.ctx.planOptions };
+          let runsSincePause = 0;
           for (const [runId, timers] of byRun) {
-            await slicer.pause();
+            // A turn for the event loop when the slice is used up, asked every few runs: an
+            // await per run is a microtask hop per fire, and a run's plan takes microseconds.
+            if (++runsSincePause === PAUSE_EVERY_RUNS) {
+              runsSincePause = 0;
+              await slicer.pause();
+            }
             const fresh = current ? this.currentRun(runId) ?? (await this.freshRun(reads, runId)) : await this.freshRun(reads, runId);
             let state = fresh.state;
             const firstSeq = Math.max(fresh.maxFileSeq + 1, 1);
@@ -209,8 +217,10 @@ export class FireCommitter {
             const files: { name: string; content: Uint8Array }[] = [];
             if (timers.length > 1) timers.sort(byFireAt);
             for (const timer of timers) {
-              await prepareCatchUp(state.pendingTimers.get(timer.timerId), at, slicer.pause);
-              const plan = planDueTimer(state, timer, { nowMs, takenUpMs: takenUpMs.get(timer), ...this.ctx.planOptions });
+              const counting = prepareCatchUp(state.pendingTimers.get(timer.timerId), at, slicer.pause);
+              if (counting !== undefined) await counting;
+              const takenUp = takenUpMs.get(timer);
+              const plan = planDueTimer(state, timer, takenUp === undefined ? planOptions : { ...planOptions, takenUpMs: takenUp });
               outcomes.push({ timer, plan, runId });
               if (plan.kind !== "append") continue;
               for (const planned of plan.events) {
@@ -399,6 +409,9 @@ export class FireCommitter {
 function byFireAt(a: PendingTimer, b: PendingTimer): number {
   return Date.parse(a.fireAt) - Date.parse(b.fireAt);
 }
+
+/** Runs planned between two `pause()` calls of a fire commit's time slicer. */
+const PAUSE_EVERY_RUNS = 16;
 
 /** Most timers in the first commit of a backlog (see {@link nextBatchSize}). */
 export const FIRST_BATCH = 1_000;
