@@ -13,7 +13,7 @@
  * their monotonic `now`, and the commit's work is sliced on that same monotonic time.
  */
 import { WorkflowHostError } from "../../src/errors.js";
-import type { CommittedReads, FolderAppend } from "../../src/substrate/types.js";
+import type { AppendedFolder, CommittedReads, FolderAppend } from "../../src/substrate/types.js";
 import { serializeEvent, serializePlainTimerFired } from "../../src/workflow/events.js";
 import { eventsFolder, runEventsPrefix, runsPrefix } from "../../src/workflow/paths.js";
 import type { TimerHandle } from "../../src/time/clock.js";
@@ -32,7 +32,7 @@ import { monotonicMs, wallMs, type TrackerContext } from "./tracker-context.js";
 
 type Added = CommittedEvents["events"][number];
 /** A run a commit appends to: its events tree at the parent, and its state after the commit. */
-type After = { runId: string; parentEventsOid: string | null; state: RunState; maxFileSeq: number };
+type After = { runId: string; parentEventsOid: string | null; state: RunState; maxFileSeq: number; append: number };
 type Outcome = { timer: PendingTimer; plan: FirePlan; runId: string };
 
 export class FireCommitter {
@@ -66,7 +66,8 @@ export class FireCommitter {
    * delivered timer back into "not due" and spin).
    */
   fire(due: readonly DueGeneration[]): Promise<void> {
-    for (const item of due) this.buffer.set(`${item.runId}/${item.pending.timerId}`, item);
+    // Keyed by the queue key (repo, run, timer): a string the queue already holds, not a new one per timer.
+    for (const item of due) this.buffer.set(item.key, item);
     if (this.firing === null) {
       this.firing = this.fireLoop().finally(() => {
         this.firing = null;
@@ -199,8 +200,16 @@ export class FireCommitter {
             if (list === undefined) byRun.set(d.runId, [d.pending]);
             else list.push(d.pending);
           }
+          // One options object for the commit; a series tick gets its own (with when it was taken up).
+          const planOptions = { nowMs, ...this.ctx.planOptions };
+          let runsSincePause = 0;
           for (const [runId, timers] of byRun) {
-            await slicer.pause();
+            // A turn for the event loop when the slice is used up, asked every few runs: an
+            // await per run is a microtask hop per fire, and a run's plan takes microseconds.
+            if (++runsSincePause === PAUSE_EVERY_RUNS) {
+              runsSincePause = 0;
+              await slicer.pause();
+            }
             const fresh = current ? this.currentRun(runId) ?? (await this.freshRun(reads, runId)) : await this.freshRun(reads, runId);
             let state = fresh.state;
             const firstSeq = Math.max(fresh.maxFileSeq + 1, 1);
@@ -208,8 +217,10 @@ export class FireCommitter {
             const files: { name: string; content: Uint8Array }[] = [];
             if (timers.length > 1) timers.sort(byFireAt);
             for (const timer of timers) {
-              await prepareCatchUp(state.pendingTimers.get(timer.timerId), at, slicer.pause);
-              const plan = planDueTimer(state, timer, { nowMs, takenUpMs: takenUpMs.get(timer), ...this.ctx.planOptions });
+              const counting = prepareCatchUp(state.pendingTimers.get(timer.timerId), at, slicer.pause);
+              if (counting !== undefined) await counting;
+              const takenUp = takenUpMs.get(timer);
+              const plan = planDueTimer(state, timer, takenUp === undefined ? planOptions : { ...planOptions, takenUpMs: takenUp });
               outcomes.push({ timer, plan, runId });
               if (plan.kind !== "append") continue;
               for (const planned of plan.events) {
@@ -236,7 +247,7 @@ export class FireCommitter {
               }
             }
             if (seq > firstSeq) {
-              after.push({ runId, parentEventsOid: fresh.eventsOid, state, maxFileSeq: seq - 1 });
+              after.push({ runId, parentEventsOid: fresh.eventsOid, state, maxFileSeq: seq - 1, append: appends.length });
               const folder = `${runsPrefix}${runId}`;
               appends.push(fresh.eventsOid === null ? { folder, sub: eventsFolder, files } : { folder, sub: eventsFolder, files, subOid: fresh.eventsOid });
             }
@@ -272,7 +283,7 @@ export class FireCommitter {
     if (result.committed) {
       const after = result.result?.after ?? [];
       const folderOid = result.folderOid;
-      if (folderOid !== undefined) this.adoptFromWrite(result.commitSha as string, result.parentSha, after, folderOid);
+      if (folderOid !== undefined) this.adoptFromWrite(result.commitSha as string, result.parentSha, after, folderOid, result.appended);
       else await this.adoptOwnCommit(result.commitSha as string, after);
     }
   }
@@ -282,16 +293,32 @@ export class FireCommitter {
    * rewrote), without a read or a turn of the event loop, so it happens before the tail sees the
    * commit; the runs it moves are noted for the tail, which then skips them (see tail-commit.ts).
    */
-  private adoptFromWrite(commitSha: string, parentSha: string | null, after: readonly After[], folderOid: (path: string) => string | null | undefined): void {
+  private adoptFromWrite(
+    commitSha: string,
+    parentSha: string | null,
+    after: readonly After[],
+    folderOid: (path: string) => string | null | undefined,
+    appended: readonly (AppendedFolder | undefined)[] | undefined,
+  ): void {
     if (after.length === 0 || this.stopped) return;
     const adopted = new Set<string>();
     for (const run of after) {
       const record = this.view.run(run.runId);
       if (record === undefined || run.parentEventsOid === null || record.eventsOid !== run.parentEventsOid) continue;
-      // The run ids are the view's own (checked when read): the paths are built, not parsed.
-      const runFolder = `${runsPrefix}${run.runId}`;
-      const runTreeOid = folderOid(runFolder);
-      const eventsOid = folderOid(`${runFolder}/${eventsFolder}`);
+      // The folders the store built from this run's append, by position (no path per run); a run
+      // whose append went through the generic edit is looked up by path. The run ids are the
+      // view's own (checked when read): the paths are built, not parsed.
+      const built = appended?.[run.append];
+      let runTreeOid: string | null | undefined;
+      let eventsOid: string | null | undefined;
+      if (built !== undefined) {
+        runTreeOid = built.folder;
+        eventsOid = built.sub;
+      } else {
+        const runFolder = `${runsPrefix}${run.runId}`;
+        runTreeOid = folderOid(runFolder);
+        eventsOid = folderOid(`${runFolder}/${eventsFolder}`);
+      }
       if (runTreeOid === undefined || eventsOid === undefined) continue;
       this.view.adopt(run.runId, { state: run.state, maxFileSeq: run.maxFileSeq, eventsOid, runTreeOid });
       adopted.add(run.runId);
@@ -382,6 +409,9 @@ export class FireCommitter {
 function byFireAt(a: PendingTimer, b: PendingTimer): number {
   return Date.parse(a.fireAt) - Date.parse(b.fireAt);
 }
+
+/** Runs planned between two `pause()` calls of a fire commit's time slicer. */
+const PAUSE_EVERY_RUNS = 16;
 
 /** Most timers in the first commit of a backlog (see {@link nextBatchSize}). */
 export const FIRST_BATCH = 1_000;

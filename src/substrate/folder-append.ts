@@ -18,7 +18,7 @@ import { createHash } from "node:crypto";
 import { hashObject, type GitObject } from "./git-object.js";
 import { parseRepoPath } from "./repo-path.js";
 import { findEntry, type ParsedTree } from "./tree-object.js";
-import type { FolderAppend, Oid, PathChange } from "./types.js";
+import type { AppendedFolder, FolderAppend, Oid, PathChange } from "./types.js";
 
 /** A file to add: its name in the subfolder and its blob's oid. */
 export interface AppendedFile {
@@ -245,8 +245,12 @@ export interface AppendPlan {
    * an object once).
    */
   readonly objects: GitObject[];
-  /** The new oid of every folder and subfolder built, by path. */
-  readonly folderOids: Map<string, Oid>;
+  /**
+   * Per append, in the order given: the new oids of the folder and subfolder built, or undefined
+   * for an append declined (its files are in `puts`). By position, so nobody builds a path string
+   * or hashes one to find them.
+   */
+  readonly built: (AppendedFolder | undefined)[];
   /** The appends it declined, as plain puts (path and bytes), for the generic edit. */
   readonly puts: [string, Uint8Array][];
 }
@@ -259,7 +263,7 @@ export interface AppendPlan {
  * @throws `path_violation` for a folder path the store refuses; `object_corrupt` from reads
  */
 export async function planAppends(source: AppendSource, rootOid: Oid | null, appends: readonly FolderAppend[], pause?: () => Promise<void>): Promise<AppendPlan> {
-  const plan: AppendPlan = { folders: [], objects: [], folderOids: new Map(), puts: [] };
+  const plan: AppendPlan = { folders: [], objects: [], built: new Array<AppendedFolder | undefined>(appends.length).fill(undefined), puts: [] };
   /** Parent folders by path ("" the root), read once per write: every run's is `runs/`. */
   const parents = new Map<string, ParsedTree | null>();
   const parentTree = async (segments: readonly string[], upto: number): Promise<ParsedTree | null> => {
@@ -280,9 +284,9 @@ export async function planAppends(source: AppendSource, rootOid: Oid | null, app
   const declined = (append: FolderAppend): void => {
     for (const file of append.files) plan.puts.push([`${append.folder}/${append.sub}/${file.name}`, file.content]);
   };
-  let count = 0;
-  for (const append of appends) {
-    if (pause !== undefined && ++count % 64 === 0) await pause();
+  for (let index = 0; index < appends.length; index++) {
+    const append = appends[index] as FolderAppend;
+    if (pause !== undefined && index % 64 === 63) await pause();
     const segments = parseRepoPath(append.folder);
     const last = segments.length - 1;
     const parent = parents.get(append.folder.slice(0, Math.max(0, append.folder.lastIndexOf("/")))) ?? (await parentTree(segments, last));
@@ -322,8 +326,7 @@ export async function planAppends(source: AppendSource, rootOid: Oid | null, app
     }
     plan.objects.push(built.sub, built.folder);
     plan.folders.push({ path: segments, oid: built.folder.oid, within });
-    plan.folderOids.set(append.folder, built.folder.oid);
-    plan.folderOids.set(subPath, built.sub.oid);
+    plan.built[index] = { folder: built.folder.oid, sub: built.sub.oid };
   }
   return plan;
 }

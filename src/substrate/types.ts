@@ -126,6 +126,12 @@ export interface FolderAppend {
   readonly files: readonly { readonly name: string; readonly content: Uint8Array }[];
 }
 
+/** The new oids of a {@link FolderAppend}'s folder and subfolder in the commit that made them. */
+export interface AppendedFolder {
+  readonly folder: Oid;
+  readonly sub: Oid;
+}
+
 /** What a `computeDelta` returns: the delta plus any value the caller wants back. */
 export interface DeltaResult<R> extends TreeDelta {
   readonly result?: R;
@@ -148,6 +154,12 @@ export interface WriteResult<R = undefined> {
    * not rewrite the folder holding it (read it with `openCommittedReads`).
    */
   readonly folderOid?: (path: string) => Oid | null | undefined;
+  /**
+   * Set on a committed write with `appends`: per append, in the order `computeDelta` returned
+   * them, the new oids of its folder and subfolder, or undefined for one that went through the
+   * generic edit (ask `folderOid` for that one). The same oids `folderOid` gives, by position.
+   */
+  readonly appended?: readonly (AppendedFolder | undefined)[];
 }
 
 /** One commit as seen by a subscriber. */

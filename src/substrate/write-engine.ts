@@ -31,7 +31,7 @@ import type { RepoHandle } from "./repo-handle.js";
 import { parseRepoPath } from "./repo-path.js";
 import { applyTreeEdits } from "./tree-edit.js";
 import { planAppends, type AppendPlan } from "./folder-append.js";
-import type { CommittedReads, FolderAppend, Oid, PathChange, RefMove, WriteResult } from "./types.js";
+import type { AppendedFolder, CommittedReads, FolderAppend, Oid, PathChange, RefMove, WriteResult } from "./types.js";
 
 /** Blob contents by repo path: strings are stored as UTF-8. */
 export type FileMap =
@@ -150,6 +150,8 @@ type Prepared<R> =
       readonly changes: readonly PathChange[] | null;
       /** See WriteResult.folderOid. */
       readonly folderOid: (path: string) => Oid | null | undefined;
+      /** See WriteResult.appended. */
+      readonly appended: readonly (AppendedFolder | undefined)[] | undefined;
       /** See TreeEditResult.spliced. */
       readonly novel: ReadonlySet<Oid>;
     };
@@ -167,7 +169,7 @@ async function planWriteAppends<R>(repo: RepoHandle, planned: PlannedWrite<R>, b
   const plan: AppendPlan =
     planned.prevalidated === true
       ? await planAppends({ readTree: (oid) => store.readTree(oid), readRaw: (oid) => store.readInMemory(oid) ?? store.read(oid) }, baseTree, appends, planned.pause)
-      : { folders: [], objects: [], folderOids: new Map(), puts: appends.flatMap((a) => a.files.map((f): [string, Uint8Array] => [`${a.folder}/${a.sub}/${f.name}`, f.content])) };
+      : { folders: [], objects: [], built: [], puts: appends.flatMap((a) => a.files.map((f): [string, Uint8Array] => [`${a.folder}/${a.sub}/${f.name}`, f.content])) };
   for (const [path, content] of plan.puts) {
     const blob = hashObject("blob", content);
     blobs.set(blob.oid, blob);
@@ -259,8 +261,26 @@ async function prepare<R>(deps: WriteEngineDeps, name: string, tip: Oid | null, 
   for (const object of appended?.objects ?? []) objects.push(object);
   for (const tree of edit.newTrees) objects.push(tree);
   objects.push(commit);
+  // The appended folders by path, made on the first lookup by path (a fire commit's committer
+  // takes them by position, WriteResult.appended, and never asks).
+  let appendedByPath: Map<string, Oid> | undefined;
+  const appendedOid = (path: string): Oid | undefined => {
+    if (appended === undefined) return undefined;
+    if (appendedByPath === undefined) {
+      appendedByPath = new Map();
+      const list = planned.appends ?? [];
+      for (let i = 0; i < list.length; i++) {
+        const oids = appended.built[i];
+        const append = list[i] as FolderAppend;
+        if (oids === undefined) continue;
+        appendedByPath.set(append.folder, oids.folder);
+        appendedByPath.set(`${append.folder}/${append.sub}`, oids.sub);
+      }
+    }
+    return appendedByPath.get(path);
+  };
   const folderOid = (path: string): Oid | null | undefined => {
-    const known = appended?.folderOids.get(path) ?? edit.folders.get(path);
+    const known = appendedOid(path) ?? edit.folders.get(path);
     if (known !== undefined) return known;
     // A folder the edit did not descend into, inside one it rewrote: one lookup there.
     const slash = path.lastIndexOf("/");
@@ -278,7 +298,7 @@ async function prepare<R>(deps: WriteEngineDeps, name: string, tip: Oid | null, 
     for (const object of appended.objects) if (object.type === "tree") all.add(object.oid);
     novel = all;
   }
-  return { kind: "commit", commit, objects, trees: edit.pending.values(), result: planned.result, pause, changes: edit.exact ? Object.freeze(edit.changes.slice()) : null, folderOid, novel };
+  return { kind: "commit", commit, objects, trees: edit.pending.values(), result: planned.result, pause, changes: edit.exact ? Object.freeze(edit.changes.slice()) : null, folderOid, appended: appended?.built, novel };
 }
 
 /** Own commits' changes kept per repository for its subscribers (see {@link ownCommitChanges}). */
@@ -330,7 +350,7 @@ export async function commitWithRetry<R>(
     deps.onCommitted(repo);
     // Pack merging, if due, runs in the background, outside the ref lock and this write.
     repo.objects.maintain();
-    return { committed: true, commitSha: prepared.commit.oid, parentSha: tip, attempts: attempt, result: prepared.result, folderOid: prepared.folderOid };
+    return { committed: true, commitSha: prepared.commit.oid, parentSha: tip, attempts: attempt, result: prepared.result, folderOid: prepared.folderOid, ...(prepared.appended === undefined ? {} : { appended: prepared.appended }) };
   };
   const noop = (tip: Oid | null, attempt: number, result: R | undefined): WriteResult<R> => ({
     committed: false,

@@ -259,6 +259,8 @@ export class TimerFold {
 // Instants in validated events are normalised, but comparing epoch milliseconds keeps the
 // rules right for hand-built events with offsets too.
 function sameInstant(a: string, b: string): boolean {
+  // Equal strings (a fire of a normalised fireAt, every plain fire) need one parse, not two.
+  if (a === b) return !Number.isNaN(Date.parse(a));
   return Date.parse(a) === Date.parse(b);
 }
 

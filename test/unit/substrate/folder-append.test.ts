@@ -192,6 +192,13 @@ describe("a write with appends", () => {
           expect(result.folderOid?.(`runs/run-${i}/events`)).toBe(await reads.treeOid(`runs/run-${i}/events`));
           expect(Buffer.from((await reads.readBlob(`runs/run-${i}/events/${5 + i}.json`)) ?? []).toString()).toBe(`new-${seed}-${i}-${5 + i}`);
         }
+        // The same oids by position, per append in the order given (every one of these is built directly).
+        if (mode === "appends") {
+          expect(result.appended).toHaveLength(appendRuns.length);
+          for (const [k, i] of appendRuns.entries()) {
+            expect(result.appended?.[k], `seed ${seed} run ${i}`).toEqual({ folder: await reads.treeOid(`runs/run-${i}`), sub: await reads.treeOid(`runs/run-${i}/events`) });
+          }
+        }
         await store.close();
       }
       expect(roots[1], `seed ${seed}`).toBe(roots[0]);

@@ -347,6 +347,33 @@ describe("timer queue: batches", () => {
     expect(queue.size).toBe(0);
   });
 
+  it("after a whole queue fell due at once, takes new entries, replacements and cancels as usual", async () => {
+    const { fake, queue, batches } = setup<number>("2026-01-01T00:00:00Z");
+    const start = fake.now();
+    for (let index = 0; index < 300; index += 1) queue.schedule(`k${index}`, start + (index % 7) * 1_000, index);
+    fake.jump("2026-01-02T00:00:00Z");
+    await queue.recheck();
+    expect(batches).toHaveLength(1);
+    expect(batches[0]).toHaveLength(300);
+    expect(queue.size).toBe(0);
+    expect(queue.has("k5")).toBe(false);
+    const now = fake.now();
+    queue.schedule("k5", now + 3_000, 1);
+    queue.schedule("k6", now + 1_000, 2);
+    queue.schedule("k7", now + 2_000, 3);
+    queue.schedule("k6", now + 4_000, 4);
+    expect(queue.cancel("k7")).toBe(true);
+    expect(queue.cancel("k8")).toBe(false);
+    expect(queue.size).toBe(2);
+    expect(queue.peek()?.key).toBe("k5");
+    await fake.advance(5_000);
+    expect(batches.slice(1).flat().map((entry) => [entry.key, entry.payload])).toEqual([
+      ["k5", 1],
+      ["k6", 4],
+    ]);
+    expect(queue.size).toBe(0);
+  });
+
   it("does not re-enter onDue while it runs and delivers what fell due meanwhile right after", async () => {
     const fake = createFakeClock("2026-01-01T00:00:00Z", { maxSettleRounds: 50 });
     const start = fake.now();
