@@ -20,7 +20,6 @@ import { adler32Of } from "./adler32.js";
 import type { GitObject, ObjectType } from "./git-object.js";
 import { corrupt, OFS_DELTA, REF_DELTA } from "./pack-entry.js";
 import { IDX_MAGIC, LARGE_OFFSET_FLAG } from "./pack-index.js";
-import { sha1OfParts } from "./sha1-parts.js";
 import { knownTreeEntryCrc, rememberTreeEntryCrc } from "./entry-crc.js";
 import type { Oid } from "./types.js";
 
@@ -270,26 +269,11 @@ function startPieces(layout: { items: readonly PlannedEntry[]; size: number; fla
 /** The SHA-1 of everything before the trailer. */
 function sha1Of(out: Pieces, layout: { size: number }): Buffer {
   if (out.external === 0) return sha1Now(out.flat.subarray(0, layout.size));
-  closeRun(out);
+  if (out.at > out.runStart) out.parts.push(out.flat.subarray(out.runStart, out.at));
+  out.runStart = out.at;
   const hash = createHash("sha1");
   for (const part of out.parts) hash.update(part);
   return hash.digest();
-}
-
-/** Pushes what {@link writeEntries} left in the flat buffer to the pieces. */
-function closeRun(out: Pieces): void {
-  if (out.at > out.runStart) out.parts.push(out.flat.subarray(out.runStart, out.at));
-  out.runStart = out.at;
-}
-
-/**
- * {@link sha1Of}, on a helper thread when a big payload lives in shared memory (a spliced
- * `runs/` folder: see sha1-parts.ts), so the event loop is free meanwhile.
- */
-async function sha1OfGently(out: Pieces, layout: { size: number }): Promise<Buffer> {
-  if (out.external === 0) return sha1Of(out, layout);
-  closeRun(out);
-  return sha1OfParts(out.parts);
 }
 
 function sealPieces(out: Pieces, layout: { size: number }, entries: readonly EntryRecord[], trailer: Buffer): EncodedPack {
@@ -314,7 +298,7 @@ export async function encodePackGently(objects: readonly GitObject[], pause: () 
     writeEntries(out, layout, entries, from, Math.min(layout.items.length, from + ENCODE_STEP));
     await pause();
   }
-  const trailer = await sha1OfGently(out, layout);
+  const trailer = sha1Of(out, layout);
   await pause();
   const steps = buildIndex(entries, trailer);
   for (;;) {

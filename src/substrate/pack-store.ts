@@ -20,7 +20,6 @@ import { encodePack, encodePackGently } from "./pack-file.js";
 import { createPackMaintenance, MAX_PACKS } from "./pack-maintenance.js";
 import { createPackReader } from "./pack-reader.js";
 import { createPackWriter } from "./pack-writer.js";
-import { SHARED_HASH_MIN_BYTES } from "./sha1-parts.js";
 import type { DeltaBase, ParsedTree } from "./tree-object.js";
 import type { Oid } from "./types.js";
 
@@ -129,13 +128,6 @@ export interface StagedObjects {
   discard(): Promise<void>;
 }
 
-const noPause = (): Promise<void> => Promise.resolve();
-
-/** Whether an object's bytes are big enough, and shared, to be hashed off this thread. */
-function inSharedMemory(object: GitObject): boolean {
-  return object.content.byteLength >= SHARED_HASH_MIN_BYTES && object.content.buffer instanceof SharedArrayBuffer;
-}
-
 /** Creates the pack store of the bare repository at `gitdir`. */
 export function createPackStore(opts: PackStoreOptions): PackStore {
   const { fs, gitdir, repoKey, packBytes, durable, clock } = opts;
@@ -156,11 +148,8 @@ export function createPackStore(opts: PackStoreOptions): PackStore {
   });
 
   function stage(objects: readonly GitObject[], pause?: () => Promise<void>): StagedObjects {
-    // A pack holding a big folder in shared memory is encoded the gentle way even without a
-    // time slicer: its trailer is then hashed on a helper thread (sha1-parts.ts).
-    const gently = pause ?? (objects.some(inSharedMemory) ? noPause : undefined);
-    if (gently !== undefined) {
-      const encoding = encodePackGently(objects, gently).then((encoded) => writer.stage(encoded, false));
+    if (pause !== undefined) {
+      const encoding = encodePackGently(objects, pause).then((encoded) => writer.stage(encoded, false));
       encoding.catch(() => undefined);
       return {
         async publish() {

@@ -7,7 +7,6 @@
 import type { GitObject } from "./git-object.js";
 import { adler32Patch } from "./adler32.js";
 import { DeltaWriter } from "./git-delta.js";
-import { sharedBytes } from "./sha1-parts.js";
 import { knownTreeEntryCrc, rememberTreeEntryCrc, StoredEntryCrcPatch } from "./entry-crc.js";
 import {
   compareTreeEntries,
@@ -72,8 +71,7 @@ export function editTree(base: ParsedTree, changes: ReadonlyMap<string, TreeEntr
     }
   }
   const n = base.count;
-  // A big folder's bytes in shared memory: its pack's trailer is hashed on a helper thread (sha1-parts.ts).
-  const content = sharedBytes(size + ((base.offsets[n] as number) - (base.offsets[Math.min(next, n)] as number)));
+  const content = Buffer.allocUnsafe(size + ((base.offsets[n] as number) - (base.offsets[Math.min(next, n)] as number)));
   const offsets = new Uint32Array(count + (n - Math.min(next, n)) + 1);
   const source = Buffer.from(base.content.buffer, base.content.byteOffset, base.content.byteLength);
   // The splice is a delta already: copies of the base's spans, inserts of the new entries.
@@ -120,7 +118,7 @@ function patchTree(base: ParsedTree, changes: ReadonlyMap<string, TreeEntry | nu
   const n = base.count;
   const offsets = base.offsets;
   const source = Buffer.from(base.content.buffer, base.content.byteOffset, base.content.byteLength);
-  const content = sharedBytes(source.length);
+  const content = Buffer.allocUnsafe(source.length);
   source.copy(content);
   const big = source.length >= DELTA_BASE_MIN_BYTES;
   const delta = big ? new DeltaWriter(source.length, content) : undefined;
