@@ -18,6 +18,7 @@ import { catchUp } from "./catch-up.js";
 import { cluster } from "./cluster.js";
 import { dispatch } from "./dispatch.js";
 import { fireThroughput } from "./fire-throughput.js";
+import { fireCommit } from "./fire-commit.js";
 import { http } from "./http.js";
 import { lateness } from "./lateness.js";
 import { describeMachine } from "./machine.js";
@@ -43,7 +44,7 @@ const HUGE_NOTE =
   "`bench/RESULTS-huge.md`; a run of some of them keeps the others' last tables there).";
 
 /** Every benchmark, in the order they run. */
-export const BENCHMARKS: readonly Benchmark[] = [fireThroughput, lateness, recovery, memory, signals, restart, catchUp, append, http, dispatch, peer, retention, cluster];
+export const BENCHMARKS: readonly Benchmark[] = [fireThroughput, lateness, recovery, memory, signals, restart, catchUp, append, http, dispatch, peer, retention, cluster, fireCommit];
 
 export interface RunOptions {
   readonly quick: boolean;

@@ -20,6 +20,7 @@ import { adler32Of } from "./adler32.js";
 import type { GitObject, ObjectType } from "./git-object.js";
 import { corrupt, OFS_DELTA, REF_DELTA } from "./pack-entry.js";
 import { IDX_MAGIC, LARGE_OFFSET_FLAG } from "./pack-index.js";
+import { knownTreeEntryCrc, rememberTreeEntryCrc } from "./entry-crc.js";
 import type { Oid } from "./types.js";
 
 // Reading single entries lives in pack-entry.ts; its functions are part of this module's API.
@@ -374,11 +375,15 @@ function writeEntries(out: Pieces, layout: { items: readonly PlannedEntry[] }, e
       out.parts.push(pack.subarray(out.runStart, at));
       out.runStart = at;
       out.at = at;
-      let crc = crc32(pack.subarray(start, at));
+      // A big folder spliced from one this store packed before: its CRC-32 was patched (entry-crc.ts).
+      const tree = object.type === "tree";
+      const known = tree ? knownTreeEntryCrc(content) : undefined;
+      let crc = known ?? crc32(pack.subarray(start, at));
       for (const part of payload) {
         out.parts.push(part);
-        crc = crc32(part, crc);
+        if (known === undefined) crc = crc32(part, crc);
       }
+      if (tree && known === undefined) rememberTreeEntryCrc(content, crc);
       entries.push({ oid: object.oid, offset, crc });
       continue;
     }

@@ -7,6 +7,7 @@
 import type { GitObject } from "./git-object.js";
 import { adler32Patch } from "./adler32.js";
 import { DeltaWriter } from "./git-delta.js";
+import { knownTreeEntryCrc, rememberTreeEntryCrc, StoredEntryCrcPatch } from "./entry-crc.js";
 import {
   compareTreeEntries,
   contentAdler32,
@@ -122,6 +123,9 @@ function patchTree(base: ParsedTree, changes: ReadonlyMap<string, TreeEntry | nu
   const big = source.length >= DELTA_BASE_MIN_BYTES;
   const delta = big ? new DeltaWriter(source.length, content) : undefined;
   let adler = big ? contentAdler32(base) : undefined;
+  // A folder past one stored block whose pack entry's CRC-32 is known: the new one is patched too.
+  const baseCrc = big && source.length > 65_535 ? knownTreeEntryCrc(base.content) : undefined;
+  const crc = baseCrc === undefined ? undefined : new StoredEntryCrcPatch(baseCrc, source.length);
   let next = 0;
   for (let e = 0; e < events.length; e += 2) {
     const { at, insert } = events[e] as { at: number; insert: TreeEntry };
@@ -131,10 +135,12 @@ function patchTree(base: ParsedTree, changes: ReadonlyMap<string, TreeEntry | nu
     // The oid is the entry's last 20 bytes; name and mode are the base's, byte for byte.
     content.write(insert.oid, end - 20, "hex");
     if (adler !== undefined) adler = adler32Patch(adler, source.length, end - 20, source.subarray(end - 20, end), content.subarray(end - 20, end));
+    crc?.replaced(end - 20, source.subarray(end - 20, end), content.subarray(end - 20, end));
     delta?.insert(start, end);
     next = at + 1;
   }
   if (next < n) delta?.copy(offsets[next] as number, offsets[n] as number);
+  if (crc !== undefined && adler !== undefined) rememberTreeEntryCrc(content, crc.finish(contentAdler32(base), adler));
   return finishTree(editChunks(base, events), content, offsets, true, delta === undefined ? undefined : { oid: base.oid, writer: delta }, adler);
 }
 

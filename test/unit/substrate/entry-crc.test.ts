@@ -1,0 +1,65 @@
+/**
+ * A big folder spliced from one this store packed has its pack entry's CRC-32 patched, not read
+ * again: the index must hold exactly the CRC-32 of the entry's bytes, whichever oids changed
+ * (ones across a stored block's boundary included), version after version.
+ */
+import { createHash } from "node:crypto";
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import { knownTreeEntryCrc } from "../../../src/substrate/entry-crc.js";
+import { crc32, encodePack, entryHeader, entryPayload, packParts, parsePackIndex } from "../../../src/substrate/pack-file.js";
+import { editTree } from "../../../src/substrate/tree-splice.js";
+import { entryAt, makeTree, type ParsedTree, TREE_MODE, type TreeEntry } from "../../../src/substrate/tree-object.js";
+
+const oidOf = (i: number, salt: number): string => createHash("sha1").update(`${salt}:${i}`).digest("hex");
+const nameOf = (i: number): string => `run-${String(i).padStart(6, "0")}`;
+const RUNS = 6_000; // ~240 KB: four stored blocks
+
+/** The CRC-32 of the tree's pack entry, computed from its bytes. */
+function entryCrc(tree: ParsedTree): number {
+  return crc32(Buffer.concat([entryHeader(2, tree.content.byteLength), ...entryPayload("tree", tree.content)]));
+}
+
+/** The CRC-32 the index of a pack holding only `tree` records for it. */
+function indexedCrc(tree: ParsedTree, object: Parameters<typeof encodePack>[0][number]): number {
+  const encoded = encodePack([object]);
+  const index = parsePackIndex("p", encoded.idx, Buffer.concat(packParts(encoded)).length);
+  return index.crcAt(index.find(tree.oid));
+}
+
+/** Entries whose oid bytes straddle a stored block's boundary (every 65,535 bytes). */
+function straddling(tree: ParsedTree): number[] {
+  const out: number[] = [];
+  for (let i = 0; i < tree.count; i++) {
+    const end = tree.offsets[i + 1] as number;
+    if (Math.floor((end - 20) / 65_535) !== Math.floor((end - 1) / 65_535)) out.push(i);
+  }
+  return out;
+}
+
+describe("a big folder's entry CRC-32", () => {
+  it("is patched for a splice of new oids, and equals the CRC-32 of the entry's bytes", () => {
+    const entries: TreeEntry[] = Array.from({ length: RUNS }, (_, i) => ({ name: nameOf(i), mode: TREE_MODE, oid: oidOf(i, 0), type: "tree" }));
+    const base = makeTree(entries);
+    expect(straddling(base.tree).length).toBeGreaterThan(0);
+    fc.assert(
+      fc.property(fc.array(fc.array(fc.integer({ min: 0, max: RUNS - 1 }), { minLength: 1, maxLength: 300 }), { minLength: 1, maxLength: 4 }), fc.integer(), (rounds, salt) => {
+        let current = base;
+        // Packed once: its entry's CRC-32 is then known.
+        expect(indexedCrc(current.tree, current.object)).toBe(entryCrc(current.tree));
+        for (const [r, picks] of rounds.entries()) {
+          const changes = new Map<string, TreeEntry>();
+          for (const i of [...picks, ...(r === 0 ? straddling(current.tree) : [])]) {
+            const old = entryAt(current.tree, i) as TreeEntry;
+            changes.set(old.name, { ...old, oid: oidOf(i, salt + r + 1) });
+          }
+          const next = editTree(current.tree, changes);
+          expect(knownTreeEntryCrc(next.tree.content)).toBe(entryCrc(next.tree));
+          expect(indexedCrc(next.tree, next.object)).toBe(entryCrc(next.tree));
+          current = next;
+        }
+      }),
+      { numRuns: 15 },
+    );
+  });
+});
