@@ -3,21 +3,35 @@
  *
  * Three sources, from fastest to most reliable:
  *  - `notify()` after a commit by this process (immediate fan-out);
- *  - chokidar on `refs/` and `packed-refs`: a hint from the OS that git or another process
- *    renamed a ref into place (its raw events, coalesced per event-loop turn; events can be
- *    coalesced or dropped by the OS too, so never trusted alone);
+ *  - OS file events, a hint that git or another process renamed a ref into place (raw events,
+ *    coalesced per event-loop turn; events can be coalesced or dropped by the OS too, so never
+ *    trusted alone): chokidar on `refs/` and `packed-refs`, except `refs/heads` itself, which
+ *    one plain OS watch covers (see {@link BUSY_FOLDER});
  *  - a periodic wake every `pollMs`: the safety net that bounds how late a commit is seen.
  * Listeners only learn "look again"; each one re-resolves its ref and compares with what it has
  * seen, so duplicate or spurious wakes cost one small file read.
  *
  * States: running → closed (close(): timer cleared, chokidar closed, listeners dropped).
  */
+import { type FSWatcher as OsWatch, watch as osWatch } from "node:fs";
+import { lstat, readdir } from "node:fs/promises";
 import { createSystemTimers, type TimerHandle } from "../time/clock.js";
 import type { FSWatcher } from "chokidar";
 import type { TimerApi } from "./types.js";
 
 /** Delay (ms, real time) of the second wake after an OS hint; see `hint` in createRefWatcher. */
 export const FOLLOW_UP_MS = 100;
+
+/**
+ * The folder of the main line (`refs/heads/main`), where every commit of the host moves a ref:
+ * a lock file made, written and renamed over the ref. chokidar re-lists a watched folder and
+ * lstats its entries after each OS event in it, and re-arms its watch of a file whose inode
+ * changed: two listings, two lstats, a stat and a new watch per ref move, ~1 ms of CPU
+ * (bench/design-notes.md §30). This folder alone is watched by one plain OS watch, whose events
+ * are only hints; its subfolders (`refs/heads/team/x`) are handed to chokidar as they appear,
+ * and the folder is watched again when `refs/` says it was replaced.
+ */
+export const BUSY_FOLDER = "refs/heads";
 
 export interface RefWatcher {
   /** Adds a wake listener; returns the function that removes it. */
@@ -46,6 +60,9 @@ export function createRefWatcher(opts: RefWatcherOptions): RefWatcher {
   let closed = false;
   let timer: unknown;
   let osWatcher: FSWatcher | undefined;
+  let busy: BusyFolderWatch | undefined;
+  const refsDir = `${opts.gitdir}/refs`;
+  const busyDir = `${opts.gitdir}/${BUSY_FOLDER}`;
 
   const notify = (): void => {
     if (closed) return;
@@ -57,6 +74,8 @@ export function createRefWatcher(opts: RefWatcherOptions): RefWatcher {
     timer = opts.timers.setTimeout(() => {
       timer = undefined;
       notify();
+      // The safety net of the busy folder's subfolders too: any the plain watch missed.
+      busy?.resync();
       arm();
     }, opts.pollMs);
   };
@@ -91,25 +110,31 @@ export function createRefWatcher(opts: RefWatcherOptions): RefWatcher {
     : import("chokidar").then(
         ({ watch }) => {
           if (closed) return;
-          osWatcher = watch([`${opts.gitdir}/refs`, `${opts.gitdir}/packed-refs`], {
+          const chokidar = watch([`${opts.gitdir}/refs`, `${opts.gitdir}/packed-refs`], {
             ignoreInitial: true,
             persistent: true,
             // Lock files come and go around every ref move; the rename that follows is the signal.
-            ignored: (path: string) => path.endsWith(".lock"),
+            // The busy folder is watched by the plain watch (see BUSY_FOLDER).
+            ignored: (path: string) => path.endsWith(".lock") || path === busyDir,
           });
+          osWatcher = chokidar;
+          busy = watchBusyFolder(busyDir, chokidar, hint);
           // chokidar's raw events (each OS event as it arrives): its add/change events come after a
           // stat or a re-read of the folder, throttled per path, and a ref replaced twice within that
           // window was seen only by the next poll. Measured on the signal benchmark, cross-process
           // round trip p50 / p99: 45 ms / 991 ms on add/change alone, 6.4 ms / 17 ms with raw.
-          osWatcher.on("raw", (_event: string, path: string) => {
-            if (!String(path).endsWith(".lock")) hint();
+          chokidar.on("raw", (_event: string, path: string, details: unknown) => {
+            if (String(path).endsWith(".lock")) return;
+            hint();
+            // An event in refs/ naming heads: the busy folder may have been removed or replaced.
+            if (path === "heads" && (details as { watchedPath?: unknown } | undefined)?.watchedPath === refsDir) busy?.rearm();
           });
           // And its add/change events too: a ref written into a folder made a moment before (after
           // `git pack-refs` removed it) lands before chokidar watches the new folder, so no raw event
           // names it; chokidar's first listing of the folder reports it as added.
-          osWatcher.on("all", hint);
+          chokidar.on("all", hint);
           // A failing OS watcher only loses the hint; polling still finds every commit.
-          osWatcher.on("error", () => undefined);
+          chokidar.on("error", () => undefined);
           // Whatever moved while chokidar loaded is looked at now.
           hint();
         },
@@ -134,7 +159,105 @@ export function createRefWatcher(opts: RefWatcherOptions): RefWatcher {
       if (followUp !== undefined) realTimers.clearTimeout(followUp);
       followUp = undefined;
       await watching;
+      busy?.close();
       await osWatcher?.close();
+    },
+  };
+}
+
+interface BusyFolderWatch {
+  /** Watches the folder again (it was removed or replaced) and re-lists it. */
+  rearm(): void;
+  /** Re-lists the folder: subfolders not yet handed to chokidar are, gone ones dropped. */
+  resync(): void;
+  close(): void;
+}
+
+/**
+ * The plain OS watch of {@link BUSY_FOLDER}: every event in it is a hint; a name not known as a
+ * ref file is looked at once, and a subfolder is handed to `chokidar` (which watches it and what
+ * it holds, as it watches the rest of `refs/`). A ref file's name is never looked at again, so a
+ * ref moved by the host costs no call at all. (A ref file replaced by a folder of the same name
+ * is found by the next {@link BusyFolderWatch.resync}.) Errors only lose hints: polling remains.
+ */
+function watchBusyFolder(dir: string, chokidar: FSWatcher, hint: () => void): BusyFolderWatch {
+  let watcher: OsWatch | undefined;
+  let closed = false;
+  /** Names in the folder known to be ref files. */
+  const files = new Set<string>();
+  /** Subfolders handed to chokidar, by name. */
+  const folders = new Set<string>();
+
+  const lookAt = (name: string): void => {
+    lstat(`${dir}/${name}`).then(
+      (stat) => {
+        if (closed) return;
+        if (stat.isDirectory()) {
+          // Handed over again when made again: chokidar's watch of a removed folder is gone.
+          if (folders.has(name)) chokidar.unwatch(`${dir}/${name}`);
+          folders.add(name);
+          files.delete(name);
+          chokidar.add(`${dir}/${name}`);
+        } else {
+          files.add(name);
+        }
+      },
+      () => {
+        files.delete(name);
+        if (folders.delete(name)) chokidar.unwatch(`${dir}/${name}`);
+      },
+    );
+  };
+
+  const resync = (): void => {
+    readdir(dir, { withFileTypes: true }).then(
+      (entries) => {
+        if (closed) return;
+        const present = new Set<string>();
+        for (const entry of entries) {
+          if (entry.name.endsWith(".lock")) continue;
+          present.add(entry.name);
+          if (entry.isDirectory() ? !folders.has(entry.name) : !files.has(entry.name)) lookAt(entry.name);
+        }
+        for (const name of files) if (!present.has(name)) files.delete(name);
+        for (const name of folders) {
+          if (present.has(name)) continue;
+          folders.delete(name);
+          chokidar.unwatch(`${dir}/${name}`);
+        }
+      },
+      () => undefined,
+    );
+  };
+
+  const rearm = (): void => {
+    if (closed) return;
+    watcher?.close();
+    watcher = undefined;
+    try {
+      watcher = osWatch(dir, { persistent: true }, (_event, name) => {
+        if (name === null || name.endsWith(".lock")) return;
+        hint();
+        if (!files.has(name)) lookAt(name);
+      });
+      watcher.on("error", () => {
+        watcher?.close();
+        watcher = undefined;
+      });
+    } catch {
+      // No folder (yet): chokidar's watch of refs/ calls rearm when it is made.
+    }
+    resync();
+  };
+
+  rearm();
+  return {
+    rearm,
+    resync,
+    close() {
+      closed = true;
+      watcher?.close();
+      watcher = undefined;
     },
   };
 }
