@@ -23,6 +23,14 @@ import type { TimerApi } from "./types.js";
 export const FOLLOW_UP_MS = 100;
 
 /**
+ * Delay (ms, real time) of a last wake after an OS hint: a ref written into a new folder after
+ * chokidar listed the folder and before it watched it is seen by no event, and by the wake
+ * {@link FOLLOW_UP_MS} later only when the writer was that quick (on a loaded machine a writer
+ * stalls longer). At most one per this period, so ~1 wake a second while refs move.
+ */
+export const LATE_FOLLOW_UP_MS = 1_000;
+
+/**
  * The folder of the main line (`refs/heads/main`), where every commit of the host moves a ref:
  * a lock file made, written and renamed over the ref. chokidar re-lists a watched folder and
  * lstats its entries after each OS event in it, and re-arms its watch of a file whose inode
@@ -82,12 +90,15 @@ export function createRefWatcher(opts: RefWatcherOptions): RefWatcher {
   arm();
 
   // OS hints arriving in one turn of the event loop (a ref move is a create, a write and a
-  // rename) wake the listeners once, after that turn, and once more {@link FOLLOW_UP_MS} later:
-  // a ref written into a folder made a moment before can land after chokidar listed the new
-  // folder and before it watches it, and then no event at all names it (of 16 such refs, each
-  // 0–3 ms after its folder, one was missed in most runs of the test; none with this look).
+  // rename) wake the listeners once, after that turn, once more {@link FOLLOW_UP_MS} later and
+  // a last time {@link LATE_FOLLOW_UP_MS} later: a ref written into a folder made a moment
+  // before can land after chokidar listed the new folder and before it watches it, and then no
+  // event at all names it (of 16 such refs, each 0–3 ms after its folder, one was missed in most
+  // runs of the test; none with the first follow-up on a quiet machine; at load 14–24 one to
+  // three were still missed per run, before and after the busy folder's own watch).
   let hinted = false;
   let followUp: TimerHandle | undefined;
+  let lateFollowUp: TimerHandle | undefined;
   const hint = (): void => {
     if (hinted || closed) return;
     hinted = true;
@@ -101,6 +112,20 @@ export function createRefWatcher(opts: RefWatcherOptions): RefWatcher {
         notify();
       }, FOLLOW_UP_MS);
     }
+    if (lateFollowUp === undefined) armLateFollowUp();
+    else hintedSinceLate = true;
+  };
+  // Every hint gets a wake 1–2 periods after it: hints while one waits arm the next when it fires.
+  let hintedSinceLate = false;
+  const armLateFollowUp = (): void => {
+    lateFollowUp = realTimers.setTimeout(() => {
+      lateFollowUp = undefined;
+      notify();
+      if (hintedSinceLate && !closed) {
+        hintedSinceLate = false;
+        armLateFollowUp();
+      }
+    }, LATE_FOLLOW_UP_MS);
   };
 
   // chokidar is loaded when a watcher starts, not with the store: a command that only reads
@@ -111,7 +136,10 @@ export function createRefWatcher(opts: RefWatcherOptions): RefWatcher {
         ({ watch }) => {
           if (closed) return;
           const chokidar = watch([`${opts.gitdir}/refs`, `${opts.gitdir}/packed-refs`], {
-            ignoreInitial: true,
+            // Initial adds too: a folder handed over by the busy folder's watch (`add`) is listed
+            // as an initial path, and a ref that landed in it before chokidar watched it is
+            // reported only by that listing. At start they are one more hint.
+            ignoreInitial: false,
             persistent: true,
             // Lock files come and go around every ref move; the rename that follows is the signal.
             // The busy folder is watched by the plain watch (see BUSY_FOLDER).
@@ -158,6 +186,8 @@ export function createRefWatcher(opts: RefWatcherOptions): RefWatcher {
       timer = undefined;
       if (followUp !== undefined) realTimers.clearTimeout(followUp);
       followUp = undefined;
+      if (lateFollowUp !== undefined) realTimers.clearTimeout(lateFollowUp);
+      lateFollowUp = undefined;
       await watching;
       busy?.close();
       await osWatcher?.close();
