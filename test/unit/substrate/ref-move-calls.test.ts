@@ -2,7 +2,7 @@
  * Which calls move a ref: the rename of `<ref>.lock` over the ref waits on the disk (ext4 starts
  * writing the lock's bytes back when a rename replaces a file: `auto_da_alloc`), so it goes
  * through the thread pool, while the other calls of a ref move stay blocking (see
- * bench/design-notes.md §30).
+ * bench/design-notes.md, "Lateness at 1,000 fires/s").
  */
 import { describe, expect, it } from "vitest";
 import { GITDIR, REPO, createMemStore } from "../../helpers/memfs-repo-store.js";
