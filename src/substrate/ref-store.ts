@@ -375,8 +375,9 @@ export function createRefStore(opts: RefStoreOptions): RefStore {
       // holder's record may take its place.
       await forgetHolder(refName);
       // Through the thread pool: a rename that replaces a file makes ext4 start writing the
-      // lock's unflushed bytes back (auto_da_alloc), ~1–2 ms of waiting on the disk per move here
-      // against ~0.04 ms for a rename to a new name (bench/design-notes.md, "Lateness at 1,000 fires/s").
+      // lock's unflushed bytes back (auto_da_alloc), ~1–2 ms of waiting on the disk per move
+      // here against ~0.04 ms for a rename to a new name (bench/design-notes.md, "Lateness at
+      // 1,000 fires/s").
       await poolFs.rename(lockPath, refPath);
       renamed = true;
       if (durable) await fs.fsyncDir(refDir);

@@ -35,9 +35,9 @@ export const LATE_FOLLOW_UP_MS = 1_000;
  * a lock file made, written and renamed over the ref. chokidar re-lists a watched folder and
  * lstats its entries after each OS event in it, and re-arms its watch of a file whose inode
  * changed: two listings, two lstats, a stat and a new watch per ref move, ~1 ms of CPU
- * (bench/design-notes.md, "Lateness at 1,000 fires/s"). This folder alone is watched by one plain OS watch, whose events
- * are only hints; its subfolders (`refs/heads/team/x`) are handed to chokidar as they appear,
- * and the folder is watched again when `refs/` says it was replaced.
+ * (bench/design-notes.md, "Lateness at 1,000 fires/s"). This folder alone is watched by one
+ * plain OS watch, whose events are only hints; its subfolders (`refs/heads/team/x`) are handed
+ * to chokidar as they appear, and the folder is watched again when `refs/` says it was replaced.
  */
 export const BUSY_FOLDER = "refs/heads";
 
