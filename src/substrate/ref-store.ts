@@ -35,11 +35,6 @@ export type Sleep = (ms: number) => Promise<void>;
 
 export interface RefStoreOptions {
   readonly fs: FsAdapter;
-  /**
-   * For the one call of a ref move that waits on the disk, the rename of `<ref>.lock` over the
-   * ref: through the thread pool (see {@link createRefStore}). Default: `fs`.
-   */
-  readonly poolFs?: FsAdapter;
   readonly gitdir: string;
   readonly durable: boolean;
   /**
@@ -120,7 +115,6 @@ type LooseValue = { readonly kind: "oid"; readonly oid: Oid } | { readonly kind:
 /** Creates the ref store of the bare repository at `gitdir`. */
 export function createRefStore(opts: RefStoreOptions): RefStore {
   const { fs, gitdir, durable } = opts;
-  const poolFs = opts.poolFs ?? fs;
   const monotonicMs = opts.monotonicMs ?? systemMonotonicNow;
   /** The last parse of packed-refs (or why it failed), by the file's stamp. */
   let packed: { readonly stamp: string; readonly refs: ReadonlyMap<string, Oid> | WorkflowHostError } | null = null;
@@ -374,11 +368,7 @@ export function createRefStore(opts: RefStoreOptions): RefStore {
       // The record goes while the lock is still ours: once the lock is renamed, the next
       // holder's record may take its place.
       await forgetHolder(refName);
-      // Through the thread pool: a rename that replaces a file makes ext4 start writing the
-      // lock's unflushed bytes back (auto_da_alloc), ~1–2 ms of waiting on the disk per move
-      // here against ~0.04 ms for a rename to a new name (bench/design-notes.md, "Lateness at
-      // 1,000 fires/s").
-      await poolFs.rename(lockPath, refPath);
+      await fs.rename(lockPath, refPath);
       renamed = true;
       if (durable) await fs.fsyncDir(refDir);
       return "swapped";

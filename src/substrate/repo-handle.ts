@@ -88,7 +88,6 @@ export function createRepoHandle(opts: RepoHandleOptions): RepoHandle {
   const objects = createObjectStore({ fs, quickFs, gitdir, repoKey: key, caches: opts.caches, durable: opts.durable, packThreshold: opts.packThreshold, clock: opts.fileClock });
   const refs = createRefStore({
     fs: quickFs,
-    poolFs: fs,
     gitdir,
     durable: opts.durable,
     staleLockMs: opts.staleLockMs,

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
-import { createBlockingFsAdapter, createFsAdapter } from "../../../src/substrate/fs-adapter.js";
+import { createBlockingFsAdapter } from "../../../src/substrate/fs-adapter.js";
 import { createRefStore } from "../../../src/substrate/ref-store.js";
 import { createRefWatcher, type RefWatcher } from "../../../src/substrate/ref-watcher.js";
 import { useTempDirs } from "../../helpers/temp-dir.js";
@@ -106,7 +106,7 @@ describe("ref watcher", () => {
     syncBuiltinESMExports();
     const watcher = createRefWatcher({ gitdir, pollMs: null, useChokidar: true, timers });
     try {
-      const refs = createRefStore({ fs: createBlockingFsAdapter(), poolFs: createFsAdapter(), gitdir, durable: false, staleLockMs: 10_000, lockTimeoutMs: 10_000, sleep: settle, clock: () => new Date() });
+      const refs = createRefStore({ fs: createBlockingFsAdapter(), gitdir, durable: false, staleLockMs: 10_000, lockTimeoutMs: 10_000, sleep: settle, clock: () => new Date() });
       await settle(300);
       // The first move makes refs/heads/main: a new name in the folder is looked at once.
       let previous: string | null = oidOf(1);
