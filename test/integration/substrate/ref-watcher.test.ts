@@ -4,17 +4,55 @@
  * the emptied folder), without any poll.
  */
 import { execFile } from "node:child_process";
-import { existsSync, mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import fsPromises from "node:fs/promises";
+import { syncBuiltinESMExports } from "node:module";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
-import { createRefWatcher } from "../../../src/substrate/ref-watcher.js";
+import { createBlockingFsAdapter } from "../../../src/substrate/fs-adapter.js";
+import { createRefStore } from "../../../src/substrate/ref-store.js";
+import { createRefWatcher, type RefWatcher } from "../../../src/substrate/ref-watcher.js";
 import { useTempDirs } from "../../helpers/temp-dir.js";
 
 const tempDir = useTempDirs("wh-ref-watcher-");
 const script = fileURLToPath(new URL("./fixtures/ref-in-new-folder.mjs", import.meta.url));
 const run = promisify(execFile);
+/** A process other than this one moves `<gitdir>/<ref>` to `oid` by git's lock-and-rename. */
+const foreignMove = (gitdir: string, ref: string, oid: string) =>
+  run(process.execPath, [
+    "-e",
+    `const fs = require("node:fs"); const p = process.argv[1]; fs.mkdirSync(require("node:path").dirname(p), { recursive: true }); fs.writeFileSync(p + ".lock", process.argv[2] + "\\n", { flag: "wx" }); fs.renameSync(p + ".lock", p);`,
+    join(gitdir, ref),
+    oid,
+  ]);
+
+/** Resolves true once `ref` holds `oid` as seen from a wake of `watcher`, false after 1.5 s. */
+function seenOnWake(watcher: RefWatcher, gitdir: string, ref: string, oid: string): Promise<boolean> {
+  return new Promise<boolean>((resolve) => {
+    const timer = setTimeout(() => {
+      unlisten();
+      resolve(false);
+    }, 1_500);
+    const unlisten = watcher.listen(() => {
+      let text = "";
+      try {
+        text = readFileSync(join(gitdir, ref), "latin1");
+      } catch {
+        return;
+      }
+      if (text !== `${oid}\n`) return;
+      clearTimeout(timer);
+      unlisten();
+      resolve(true);
+    });
+  });
+}
+
+const oidOf = (n: number): string => n.toString(16).padStart(40, "0");
+const settle = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
 const timers = { setTimeout: (callback: () => void, ms: number) => setTimeout(callback, ms), clearTimeout: (handle: unknown) => clearTimeout(handle as NodeJS.Timeout) };
 
 describe("ref watcher", () => {
@@ -48,4 +86,88 @@ describe("ref watcher", () => {
     }
     expect(late).toEqual([]);
   }, 60_000);
+
+  it("moving refs/heads/main costs chokidar no re-read of refs/heads (the folder every fire commit moves a ref in)", async () => {
+    const gitdir = join(await tempDir(), "repo.git");
+    mkdirSync(join(gitdir, "refs", "heads"), { recursive: true });
+    const heads = join(gitdir, "refs", "heads");
+    // chokidar (and readdirp) list folders through node:fs/promises: each listing of refs/heads is counted.
+    const listings: string[] = [];
+    const readdir = fsPromises.readdir;
+    const lstat = fsPromises.lstat;
+    fsPromises.readdir = ((path: string, ...rest: unknown[]) => {
+      if (String(path).replace(/\/+$/, "") === heads) listings.push("readdir");
+      return (readdir as (...a: unknown[]) => unknown)(path, ...rest);
+    }) as typeof fsPromises.readdir;
+    fsPromises.lstat = ((path: string, ...rest: unknown[]) => {
+      if (String(path).startsWith(`${heads}/`)) listings.push(`lstat ${String(path).slice(heads.length + 1)}`);
+      return (lstat as (...a: unknown[]) => unknown)(path, ...rest);
+    }) as typeof fsPromises.lstat;
+    syncBuiltinESMExports();
+    const watcher = createRefWatcher({ gitdir, pollMs: null, useChokidar: true, timers });
+    try {
+      const refs = createRefStore({ fs: createBlockingFsAdapter(), gitdir, durable: false, staleLockMs: 10_000, lockTimeoutMs: 10_000, sleep: settle, clock: () => new Date() });
+      await settle(300);
+      // The first move makes refs/heads/main: a new name in the folder is looked at once.
+      let previous: string | null = oidOf(1);
+      expect(await refs.compareAndSwap("refs/heads/main", null, previous, async () => undefined)).toEqual({ ok: true });
+      await settle(200);
+      listings.length = 0;
+      for (let move = 2; move <= 21; move++) {
+        const next = oidOf(move);
+        expect(await refs.compareAndSwap("refs/heads/main", previous, next, async () => undefined)).toEqual({ ok: true });
+        previous = next;
+        await settle(5);
+      }
+      await settle(200);
+      expect(listings).toEqual([]);
+      // …and a move by another process is still seen at once, without any poll.
+      const seen = seenOnWake(watcher, gitdir, "refs/heads/main", oidOf(99));
+      await foreignMove(gitdir, "refs/heads/main", oidOf(99));
+      expect(await seen).toBe(true);
+    } finally {
+      fsPromises.readdir = readdir;
+      fsPromises.lstat = lstat;
+      syncBuiltinESMExports();
+      await watcher.close();
+    }
+  }, 30_000);
+
+  it("wakes for a ref moved in a folder under refs/heads that was there when watching began", async () => {
+    const gitdir = join(await tempDir(), "repo.git");
+    mkdirSync(join(gitdir, "refs", "heads", "team", "deep"), { recursive: true });
+    const watcher = createRefWatcher({ gitdir, pollMs: null, useChokidar: true, timers });
+    try {
+      await settle(300);
+      for (const [round, ref] of ["refs/heads/team/x", "refs/heads/team/deep/y", "refs/heads/team/x"].entries()) {
+        const seen = seenOnWake(watcher, gitdir, ref, oidOf(round + 1));
+        await foreignMove(gitdir, ref, oidOf(round + 1));
+        expect(await seen).toBe(true);
+        // Past the follow-up wake of the last hint, so only a hint of this very move can count.
+        await settle(250);
+      }
+    } finally {
+      await watcher.close();
+    }
+  }, 30_000);
+
+  it("wakes for refs moved after refs/heads itself was removed and made again", async () => {
+    const gitdir = join(await tempDir(), "repo.git");
+    mkdirSync(join(gitdir, "refs", "heads"), { recursive: true });
+    const watcher = createRefWatcher({ gitdir, pollMs: null, useChokidar: true, timers });
+    try {
+      await settle(300);
+      rmSync(join(gitdir, "refs", "heads"), { recursive: true });
+      mkdirSync(join(gitdir, "refs", "heads"));
+      await settle(300);
+      for (const [round, ref] of ["refs/heads/main", "refs/heads/main", "refs/heads/n/z"].entries()) {
+        const seen = seenOnWake(watcher, gitdir, ref, oidOf(round + 1));
+        await foreignMove(gitdir, ref, oidOf(round + 1));
+        expect(await seen).toBe(true);
+        await settle(250);
+      }
+    } finally {
+      await watcher.close();
+    }
+  }, 30_000);
 });
