@@ -4,6 +4,7 @@
  */
 import { createHash } from "node:crypto";
 import { corrupt } from "./pack-entry.js";
+import { packOrder } from "./pack-rev-index.js";
 import type { Oid } from "./types.js";
 
 export const IDX_MAGIC = 0xff744f63;
@@ -30,13 +31,20 @@ export interface PackIndex {
   crcAt(i: number): number;
   /** Where the entry starting at `offset` ends: the next entry's start, or the trailer. */
   endOf(offset: number): number;
+  /**
+   * Takes the entries' pack order from a checked reverse index (see pack-rev-index.ts), so
+   * {@link endOf} needs no sort. Ignored once the order is known.
+   */
+  useReverseIndex(order: Uint32Array): void;
 }
 
 /**
  * Parses index bytes (version 2) of a pack of `packSize` bytes.
+ * @param onSorted called once with the entries' pack order (index positions by offset) when
+ *   {@link PackIndex.endOf} had to sort them, for lack of a reverse index (see pack-rev-index.ts)
  * @throws `object_corrupt` naming `name` for a bad magic, version, size or checksum
  */
-export function parsePackIndex(name: string, bytes: Uint8Array, packSize: number): PackIndex {
+export function parsePackIndex(name: string, bytes: Uint8Array, packSize: number, onSorted?: (order: Uint32Array) => void): PackIndex {
   const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   if (buf.length < 8 + 1024 + 40 || buf.readUInt32BE(0) !== IDX_MAGIC || buf.readUInt32BE(4) !== 2) {
     throw corrupt(name, "not a version 2 pack index");
@@ -64,6 +72,8 @@ export function parsePackIndex(name: string, bytes: Uint8Array, packSize: number
   // offset for those cost more than the rest of the lookup. Until then each end is one pass.
   let starts: Float64Array | Uint32Array | null = null;
   let endsAsked = 0;
+  /** The entries in pack order, when a reverse index gave it (no sort, no linear passes then). */
+  let order: Uint32Array | null = null;
   const trailerAt = packSize - 20;
   const fanoutAt = (byte: number): number => (byte < 0 ? 0 : view.getUint32(8 + byte * 4));
   const probe = Buffer.alloc(20);
@@ -121,8 +131,11 @@ export function parsePackIndex(name: string, bytes: Uint8Array, packSize: number
     oidAt: (i) => buf.toString("hex", oidsAt + i * 20, oidsAt + i * 20 + 20),
     offsetAt: offsetOf,
     crcAt: (i) => view.getUint32(crcAt + i * 4),
+    useReverseIndex(given) {
+      if (order === null && starts === null && given.length === n) order = given;
+    },
     endOf(offset) {
-      if (starts === null && ++endsAsked <= LINEAR_ENDS) {
+      if (starts === null && order === null && ++endsAsked <= LINEAR_ENDS) {
         let end = trailerAt;
         for (let i = 0; i < n; i++) {
           const start = offsetOf(i);
@@ -132,9 +145,19 @@ export function parsePackIndex(name: string, bytes: Uint8Array, packSize: number
       }
       if (starts === null) {
         // Four bytes an entry while every offset fits (a pack under 4 GiB), else eight.
-        starts = packSize <= 0xffffffff ? new Uint32Array(n) : new Float64Array(n);
-        for (let i = 0; i < n; i++) starts[i] = offsetOf(i);
-        starts.sort();
+        const sorted = packSize <= 0xffffffff ? new Uint32Array(n) : new Float64Array(n);
+        if (order !== null) {
+          for (let k = 0; k < n; k++) sorted[k] = offsetOf(order[k] as number);
+        } else if (onSorted !== undefined) {
+          const made = packOrder({ count: n, offsetAt: offsetOf });
+          for (let k = 0; k < n; k++) sorted[k] = offsetOf(made[k] as number);
+          onSorted(made);
+        } else {
+          for (let i = 0; i < n; i++) sorted[i] = offsetOf(i);
+          sorted.sort();
+        }
+        starts = sorted;
+        order = null;
       }
       let lo = 0;
       let hi = starts.length;
