@@ -32,10 +32,11 @@ export interface PackIndex {
   /** Where the entry starting at `offset` ends: the next entry's start, or the trailer. */
   endOf(offset: number): number;
   /**
-   * Takes the entries' pack order from a checked reverse index (see pack-rev-index.ts), so
-   * {@link endOf} needs no sort. Ignored once the order is known.
+   * Takes the entries' starts in pack order (offsets, ascending) from a checked reverse index
+   * (`parseReverseIndex`, see pack-rev-index.ts), so {@link endOf} needs no sort. Ignored once
+   * the starts are known.
    */
-  useReverseIndex(order: Uint32Array): void;
+  useReverseIndex(starts: Uint32Array | Float64Array): void;
 }
 
 /**
@@ -72,8 +73,6 @@ export function parsePackIndex(name: string, bytes: Uint8Array, packSize: number
   // offset for those cost more than the rest of the lookup. Until then each end is one pass.
   let starts: Float64Array | Uint32Array | null = null;
   let endsAsked = 0;
-  /** The entries in pack order, when a reverse index gave it (no sort, no linear passes then). */
-  let order: Uint32Array | null = null;
   const trailerAt = packSize - 20;
   const fanoutAt = (byte: number): number => (byte < 0 ? 0 : view.getUint32(8 + byte * 4));
   const probe = Buffer.alloc(20);
@@ -132,10 +131,10 @@ export function parsePackIndex(name: string, bytes: Uint8Array, packSize: number
     offsetAt: offsetOf,
     crcAt: (i) => view.getUint32(crcAt + i * 4),
     useReverseIndex(given) {
-      if (order === null && starts === null && given.length === n) order = given;
+      if (starts === null && given.length === n) starts = given;
     },
     endOf(offset) {
-      if (starts === null && order === null && ++endsAsked <= LINEAR_ENDS) {
+      if (starts === null && ++endsAsked <= LINEAR_ENDS) {
         let end = trailerAt;
         for (let i = 0; i < n; i++) {
           const start = offsetOf(i);
@@ -146,9 +145,7 @@ export function parsePackIndex(name: string, bytes: Uint8Array, packSize: number
       if (starts === null) {
         // Four bytes an entry while every offset fits (a pack under 4 GiB), else eight.
         const sorted = packSize <= 0xffffffff ? new Uint32Array(n) : new Float64Array(n);
-        if (order !== null) {
-          for (let k = 0; k < n; k++) sorted[k] = offsetOf(order[k] as number);
-        } else if (onSorted !== undefined) {
+        if (onSorted !== undefined) {
           const made = packOrder({ count: n, offsetAt: offsetOf });
           for (let k = 0; k < n; k++) sorted[k] = offsetOf(made[k] as number);
           onSorted(made);
@@ -157,7 +154,6 @@ export function parsePackIndex(name: string, bytes: Uint8Array, packSize: number
           sorted.sort();
         }
         starts = sorted;
-        order = null;
       }
       let lo = 0;
       let hi = starts.length;

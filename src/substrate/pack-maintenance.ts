@@ -78,10 +78,10 @@ export function createPackMaintenance(opts: PackMaintenanceOptions): PackMainten
     const placed = await writer.stage(encoded, true).publish();
     if (placed.index.count >= REVERSE_INDEX_MIN_OBJECTS) {
       const bytes = encoded.rev ?? encodeReverseIndex(placed.index, packOrder(placed.index));
-      const order = parseReverseIndex(bytes, placed.index);
-      if (order !== null) {
-        placed.index.useReverseIndex(order);
-        await writeReverseIndex(fs, packDir, placed.name, placed.index, order, bytes);
+      const starts = parseReverseIndex(bytes, placed.index);
+      if (starts !== null) {
+        placed.index.useReverseIndex(starts);
+        await writeReverseIndex(fs, packDir, placed.name, bytes);
       }
     }
     return placed;

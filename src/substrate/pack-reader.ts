@@ -129,14 +129,12 @@ export interface PackReader {
 export const REVERSE_INDEX_MIN_OBJECTS = 4_096;
 
 /**
- * Writes the reverse index `order` of the pack `name` as `<packDir>/<name>.rev`: a temp file in
- * `objects/` (git's `tmp_` prefix, swept like a pack's), flushed, renamed into place once the
- * pack's index is still there (a pack merged away meanwhile gets none). Checked before it is
- * written (`checked`: its bytes, checked by the caller); never throws (the file only spares a sort).
+ * Writes `bytes`, the reverse index of the pack `name` (checked by the caller with
+ * parseReverseIndex), as `<packDir>/<name>.rev`: a temp file in `objects/` (git's `tmp_` prefix,
+ * swept like a pack's), flushed, renamed into place while the pack's index is still there (a
+ * pack merged away meanwhile gets none). Never throws: the file only spares a sort.
  */
-export async function writeReverseIndex(fs: FsAdapter, packDir: string, name: string, index: PackIndex, order: Uint32Array, checked?: Buffer): Promise<void> {
-  const bytes = checked ?? encodeReverseIndex(index, order);
-  if (checked === undefined && parseReverseIndex(bytes, index) === null) return;
+export async function writeReverseIndex(fs: FsAdapter, packDir: string, name: string, bytes: Buffer): Promise<void> {
   const temp = `${packDir.replace(/\/pack$/, "")}/tmp_rev_${process.pid.toString(36)}_${Math.random().toString(36).slice(2, 10)}`;
   try {
     await fs.writeNewFile(temp, bytes, true);
@@ -266,9 +264,12 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
     if (idx === null) return null;
     if (!ages.has(name)) setAge(name, Number(stat.mtimeMs));
     const size = Number(stat.size);
-    const rewrite = (order: Uint32Array): void => {
-      const writing = writeReverseIndex(fs, packDir, name, index, order).finally(() => revWrites.delete(writing));
+    const rewrite = (order: Uint32Array): Buffer | null => {
+      const bytes = encodeReverseIndex(index, order);
+      if (parseReverseIndex(bytes, index) === null) return null;
+      const writing = writeReverseIndex(fs, packDir, name, bytes).finally(() => revWrites.delete(writing));
       revWrites.add(writing);
+      return bytes;
     };
     const count = idx.byteLength >= 8 + 1024 ? Buffer.from(idx.buffer, idx.byteOffset, idx.byteLength).readUInt32BE(8 + 255 * 4) : 0;
     const wantsRev = count >= REVERSE_INDEX_MIN_OBJECTS;
@@ -282,7 +283,7 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
    * is not (torn, from another pack, damaged) is ignored and replaced at once, as git would read
    * it too. A missing one is written once a read sorts the offsets (see parsePackIndex).
    */
-  async function takeReverseIndex(name: string, index: PackIndex, size: number, rewrite: (order: Uint32Array) => void): Promise<void> {
+  async function takeReverseIndex(name: string, index: PackIndex, size: number, rewrite: (order: Uint32Array) => Buffer | null): Promise<void> {
     let bytes: Uint8Array | null;
     try {
       bytes = await readBoundedFileOrNull(fsFor(size), `${packDir}/${name}.rev`, reverseIndexBytes(index.count), (found) => new Error(found));
@@ -290,14 +291,14 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
       bytes = new Uint8Array(0);
     }
     if (bytes === null) return;
-    const order = parseReverseIndex(bytes, index);
-    if (order !== null) {
-      index.useReverseIndex(order);
+    const starts = parseReverseIndex(bytes, index);
+    if (starts !== null) {
+      index.useReverseIndex(starts);
       return;
     }
-    const made = packOrder(index);
-    index.useReverseIndex(made);
-    rewrite(made);
+    const rebuilt = rewrite(packOrder(index));
+    const rebuiltStarts = rebuilt === null ? null : parseReverseIndex(rebuilt, index);
+    if (rebuiltStarts !== null) index.useReverseIndex(rebuiltStarts);
   }
 
   /**

@@ -58,12 +58,14 @@ export function reverseIndexBytes(count: number): number {
 }
 
 /**
- * The entries in pack order read from a `.rev` file, checked whole: size, header, the pack's
- * checksum, the file's own checksum, and that every position is an entry and their offsets
- * strictly grow (so it is the pack's order, not merely a well-formed file).
- * @returns the order, or null when the file is not a correct reverse index of this pack
+ * The entries' starts in pack order (their offsets, ascending) read from a `.rev` file, checked
+ * whole: size, header, the pack's checksum, the file's own checksum, and that every position is
+ * an entry and their offsets strictly grow (so it is the pack's order, not merely a well-formed
+ * file). What `PackIndex.endOf` would otherwise sort the offsets for.
+ * @returns the starts (4 bytes each while they fit, else 8), or null when the file is not a
+ *   correct reverse index of this pack
  */
-export function parseReverseIndex(bytes: Uint8Array, index: Pick<PackIndex, "count" | "packChecksum" | "offsetAt">): Uint32Array | null {
+export function parseReverseIndex(bytes: Uint8Array, index: Pick<PackIndex, "count" | "packChecksum" | "offsetAt">): Uint32Array | Float64Array | null {
   const n = index.count;
   if (bytes.byteLength !== reverseIndexBytes(n)) return null;
   const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
@@ -72,15 +74,17 @@ export function parseReverseIndex(bytes: Uint8Array, index: Pick<PackIndex, "cou
   if (buf.toString("hex", checksumAt, checksumAt + 20) !== index.packChecksum) return null;
   if (!createHash("sha1").update(buf.subarray(0, checksumAt + 20)).digest().equals(buf.subarray(checksumAt + 20))) return null;
   const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
-  const order = new Uint32Array(n);
+  let starts: Uint32Array | Float64Array = new Uint32Array(n);
   let previous = -1;
   for (let k = 0; k < n; k++) {
     const position = view.getUint32(HEADER_BYTES + 4 * k);
     if (position >= n) return null;
     const offset = index.offsetAt(position);
     if (offset <= previous) return null;
+    // A pack past 4 GiB: eight bytes a start from here on.
+    if (offset > 0xffffffff && starts instanceof Uint32Array) starts = Float64Array.from(starts);
     previous = offset;
-    order[k] = position;
+    starts[k] = offset;
   }
-  return order;
+  return starts;
 }
