@@ -21,6 +21,8 @@
  * A reused deployment is only valid for changes to the read side (start, recovery, `timers`, the
  * fire path reading the repo): it was written by the code of the run that made it, so the disk
  * row and anything about how the host writes (packing, retention commits) reflect that code.
+ * Its size after `git gc --aggressive` (minutes at 100,000) is measured once and kept with it
+ * (`gcBytes` in `deployment.json`): git's repack of the same objects does not depend on the code.
  */
 import { spawn } from "node:child_process";
 import { cp, mkdir, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
@@ -54,6 +56,8 @@ interface Deployment {
   readonly live: number;
   readonly commits: number;
   readonly agingMs: number;
+  /** Bytes of a copy after `git gc --aggressive`, when a kept deployment's earlier run measured it. */
+  readonly gcBytes?: number;
 }
 
 const liveRunId = (i: number): string => `live-${String(i).padStart(6, "0")}`;
@@ -132,14 +136,14 @@ export async function ageDeployment(dataDir: string, ended: number, live: number
  * The deployment kept under `keepDir/name` (see RETENTION_KEEP_DIR in the module comment), or a
  * new one made by `make` in `freshDir` and then copied there; `undefined` keepDir just makes one.
  */
-async function keptDeployment(keepDir: string | undefined, name: string, freshDir: string, make: (dir: string) => Promise<Deployment>): Promise<Deployment & { readonly reused: boolean }> {
+async function keptDeployment(keepDir: string | undefined, name: string, freshDir: string, make: (dir: string) => Promise<Deployment>): Promise<Deployment & { readonly reused: boolean; readonly keptIn?: string }> {
   if (keepDir === undefined) return { ...(await make(freshDir)), reused: false };
   const kept = join(keepDir, name);
   const meta = await readFile(join(kept, "deployment.json"), "utf8").catch(() => null);
   if (meta !== null) {
     const saved = JSON.parse(meta) as Omit<Deployment, "dataDir" | "gitdir">;
     await cp(join(kept, "data"), freshDir, { recursive: true });
-    return { ...saved, dataDir: freshDir, gitdir: join(freshDir, "deployments", `${REPO}.git`), reused: true };
+    return { ...saved, dataDir: freshDir, gitdir: join(freshDir, "deployments", `${REPO}.git`), reused: true, keptIn: kept };
   }
   const dep = await make(freshDir);
   await rm(kept, { recursive: true, force: true });
@@ -147,7 +151,15 @@ async function keptDeployment(keepDir: string | undefined, name: string, freshDi
   await cp(freshDir, join(kept, "data"), { recursive: true });
   const { dataDir: _d, gitdir: _g, ...saved } = dep;
   await writeFile(join(kept, "deployment.json"), `${JSON.stringify(saved)}\n`);
-  return { ...dep, reused: false };
+  return { ...dep, reused: false, keptIn: kept };
+}
+
+/** Records the gc size of a kept deployment (see RETENTION_KEEP_DIR), once. */
+async function keepGcBytes(dep: Deployment & { readonly keptIn?: string }, gcBytes: number): Promise<void> {
+  if (dep.keptIn === undefined || dep.gcBytes !== undefined) return;
+  const path = join(dep.keptIn, "deployment.json");
+  const saved = JSON.parse(await readFile(path, "utf8")) as Record<string, unknown>;
+  await writeFile(path, `${JSON.stringify({ ...saved, gcBytes })}\n`);
 }
 
 /** A full garbage collection of this process's heap (`gc`, made available without `--expose-gc`). */
@@ -225,7 +237,7 @@ interface StartDone {
  */
 async function measure(dep: Deployment, scratch: string, tag: string): Promise<Measured> {
   const bytes = await diskBytes(dep.gitdir);
-  const gcBytes = await gcAggressiveBytes(dep.gitdir, scratch);
+  const gcBytes = dep.gcBytes ?? (await gcAggressiveBytes(dep.gitdir, scratch));
   const runsTree = await runProcess("git", ["--git-dir", dep.gitdir, "cat-file", "-s", "main:runs"]);
   const runsTreeBytes = Number(runsTree.stdout.trim());
   await rm(join(dep.gitdir, DERIVED_DIR_NAME), { recursive: true, force: true });
@@ -315,6 +327,8 @@ export const retention: Benchmark = {
       const base = await measure({ ...baseDep, dataDir: baseCopy, gitdir: join(baseCopy, "deployments", `${REPO}.git`) }, await ctx.cache.scratch("retention-gc"), `${ended}-live`);
       const loadBefore = loadavg()[0] ?? Number.NaN;
       const m = await measure(dep, await ctx.cache.scratch("retention-gc"), `${ended}-aged`);
+      await keepGcBytes(baseDep, base.gcBytes);
+      await keepGcBytes(dep, m.gcBytes);
       const loadAfter = loadavg()[0] ?? Number.NaN;
       const label = `${num(ended)} ended + ${num(live)} live`;
       const perRun = (m.bytes - base.bytes) / ended;
