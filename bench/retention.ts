@@ -13,9 +13,19 @@
  * - the `runs/` tree a fire commit writes (its bytes at the tip: the live tree);
  * - fire throughput: every remaining live timer made due at once, start → all fired.
  * Sizes: N = 10,000 and 30,000 (L = 1,000); 100,000 with `--huge`; `--quick` N = 600, L = 50.
+ *
+ * `RETENTION_KEEP_DIR=<folder>` keeps each aged deployment and the live-only one there (as
+ * `aged-<N>/` and `live/`, each with a `deployment.json`) and reuses them when present, so the
+ * start-up and read-side rows can be measured again without aging again (100,000 ended runs take
+ * about half an hour). Every measurement runs on a fresh copy; the kept folders are never written.
+ * A reused deployment is only valid for changes to the read side (start, recovery, `timers`, the
+ * fire path reading the repo): it was written by the code of the run that made it, so the disk
+ * row and anything about how the host writes (packing, retention commits) reflect that code.
+ * Its size after `git gc --aggressive` (minutes at 100,000) is measured once and kept with it
+ * (`gcBytes` in `deployment.json`): git's repack of the same objects does not depend on the code.
  */
 import { spawn } from "node:child_process";
-import { cp, readdir, rm, stat } from "node:fs/promises";
+import { cp, mkdir, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { loadavg } from "node:os";
 import { constants, PerformanceObserver } from "node:perf_hooks";
 import { setFlagsFromString } from "node:v8";
@@ -46,6 +56,8 @@ interface Deployment {
   readonly live: number;
   readonly commits: number;
   readonly agingMs: number;
+  /** Bytes of a copy after `git gc --aggressive`, when a kept deployment's earlier run measured it. */
+  readonly gcBytes?: number;
 }
 
 const liveRunId = (i: number): string => `live-${String(i).padStart(6, "0")}`;
@@ -118,6 +130,36 @@ export async function ageDeployment(dataDir: string, ended: number, live: number
     await store.close();
   }
   return { dataDir, gitdir: join(dataDir, "deployments", `${REPO}.git`), ended, live, commits, agingMs: nowMs() - startedMs };
+}
+
+/**
+ * The deployment kept under `keepDir/name` (see RETENTION_KEEP_DIR in the module comment), or a
+ * new one made by `make` in `freshDir` and then copied there; `undefined` keepDir just makes one.
+ */
+async function keptDeployment(keepDir: string | undefined, name: string, freshDir: string, make: (dir: string) => Promise<Deployment>): Promise<Deployment & { readonly reused: boolean; readonly keptIn?: string }> {
+  if (keepDir === undefined) return { ...(await make(freshDir)), reused: false };
+  const kept = join(keepDir, name);
+  const meta = await readFile(join(kept, "deployment.json"), "utf8").catch(() => null);
+  if (meta !== null) {
+    const saved = JSON.parse(meta) as Omit<Deployment, "dataDir" | "gitdir">;
+    await cp(join(kept, "data"), freshDir, { recursive: true });
+    return { ...saved, dataDir: freshDir, gitdir: join(freshDir, "deployments", `${REPO}.git`), reused: true, keptIn: kept };
+  }
+  const dep = await make(freshDir);
+  await rm(kept, { recursive: true, force: true });
+  await mkdir(kept, { recursive: true });
+  await cp(freshDir, join(kept, "data"), { recursive: true });
+  const { dataDir: _d, gitdir: _g, ...saved } = dep;
+  await writeFile(join(kept, "deployment.json"), `${JSON.stringify(saved)}\n`);
+  return { ...dep, reused: false, keptIn: kept };
+}
+
+/** Records the gc size of a kept deployment (see RETENTION_KEEP_DIR), once. */
+async function keepGcBytes(dep: Deployment & { readonly keptIn?: string }, gcBytes: number): Promise<void> {
+  if (dep.keptIn === undefined || dep.gcBytes !== undefined) return;
+  const path = join(dep.keptIn, "deployment.json");
+  const saved = JSON.parse(await readFile(path, "utf8")) as Record<string, unknown>;
+  await writeFile(path, `${JSON.stringify({ ...saved, gcBytes })}\n`);
 }
 
 /** A full garbage collection of this process's heap (`gc`, made available without `--expose-gc`). */
@@ -195,7 +237,7 @@ interface StartDone {
  */
 async function measure(dep: Deployment, scratch: string, tag: string): Promise<Measured> {
   const bytes = await diskBytes(dep.gitdir);
-  const gcBytes = await gcAggressiveBytes(dep.gitdir, scratch);
+  const gcBytes = dep.gcBytes ?? (await gcAggressiveBytes(dep.gitdir, scratch));
   const runsTree = await runProcess("git", ["--git-dir", dep.gitdir, "cat-file", "-s", "main:runs"]);
   const runsTreeBytes = Number(runsTree.stdout.trim());
   await rm(join(dep.gitdir, DERIVED_DIR_NAME), { recursive: true, force: true });
@@ -268,13 +310,15 @@ export const retention: Benchmark = {
     const rows: TableRow[] = [];
     const notes: string[] = [];
     const targets: TargetCheck[] = [];
+    const keepDir = process.env.RETENTION_KEEP_DIR === undefined || process.env.RETENTION_KEEP_DIR === "" ? undefined : process.env.RETENTION_KEEP_DIR;
     const baseDir = await ctx.cache.scratch("retention-live");
     ctx.log(`retention: ${num(live)} live runs only`);
-    const baseDep = await ageDeployment(baseDir, 0, live, batch);
+    const baseDep = await keptDeployment(keepDir, `live-${live}`, baseDir, (d) => ageDeployment(d, 0, live, batch));
     for (const ended of sizes) {
       ctx.log(`retention: aging to ${num(ended)} ended runs + ${num(live)} live`);
       const dir = await ctx.cache.scratch(`retention-${ended}`);
-      const dep = await ageDeployment(dir, ended, live, batch);
+      const dep = await keptDeployment(keepDir, `aged-${ended}-${live}`, dir, (d) => ageDeployment(d, ended, live, batch));
+      if (dep.reused) ctx.log(`retention: reusing the deployment kept in ${keepDir ?? ""} (aged ${ms(dep.agingMs)} by the run that made it)`);
       // The live-only deployment is measured again beside each aged one, so both see the same
       // load on a shared machine (aging takes minutes; the load changes meanwhile). Its copy is
       // fresh each time: a measurement fires its timers.
@@ -283,6 +327,8 @@ export const retention: Benchmark = {
       const base = await measure({ ...baseDep, dataDir: baseCopy, gitdir: join(baseCopy, "deployments", `${REPO}.git`) }, await ctx.cache.scratch("retention-gc"), `${ended}-live`);
       const loadBefore = loadavg()[0] ?? Number.NaN;
       const m = await measure(dep, await ctx.cache.scratch("retention-gc"), `${ended}-aged`);
+      await keepGcBytes(baseDep, base.gcBytes);
+      await keepGcBytes(dep, m.gcBytes);
       const loadAfter = loadavg()[0] ?? Number.NaN;
       const label = `${num(ended)} ended + ${num(live)} live`;
       const perRun = (m.bytes - base.bytes) / ended;
@@ -296,7 +342,7 @@ export const retention: Benchmark = {
       rows.push(vsLive("runs/ tree bytes per fire commit", m.runsTreeBytes, base.runsTreeBytes, (v) => `${num(v)} B`));
       rows.push(vsLive("fire throughput", m.firesPerSec, base.firesPerSec, (v) => `${num(v)} fires/s`, "higher"));
       notes.push(
-        `${label}: aged in ${ms(dep.agingMs)} through ${num(dep.commits)} commits (${batch} runs a commit); on disk ${num(m.bytes)} B, after git gc --aggressive ${num(m.gcBytes)} B ` +
+        `${label}: ${dep.reused ? "reused a kept deployment, aged earlier" : "aged"} in ${ms(dep.agingMs)} through ${num(dep.commits)} commits (${batch} runs a commit); on disk ${num(m.bytes)} B, after git gc --aggressive ${num(m.gcBytes)} B ` +
           `(${times(m.bytes / m.gcBytes)} of it, whole repo); live-only deployment ${num(base.bytes)} B (gc ${num(base.gcBytes)} B); fired ${num(m.fired)} timers; ` +
           `live-only measured just before it; 1-min load ${loadBefore.toFixed(2)} → ${loadAfter.toFixed(2)} while the aged one was measured. ` +
           `CPU time, aged vs live only: cold start ${ms(m.coldCpuMs)} vs ${ms(base.coldCpuMs)} (${times(m.coldCpuMs / base.coldCpuMs)}), warm start ${ms(m.warmCpuMs)} vs ${ms(base.warmCpuMs)} ` +

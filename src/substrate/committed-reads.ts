@@ -3,6 +3,8 @@
  * whatever happens to the ref afterwards; trees come from the shared oid cache.
  */
 import { WorkflowHostError } from "../errors.js";
+import type { GitObject } from "./git-object.js";
+import { findInTreeBytes, indexTreeBytes, type TreeBytes } from "./tree-bytes.js";
 import { dirEntriesOf, findEntry, type ParsedTree, type TreeEntry } from "./tree-object.js";
 import { parseFolderPath, parseRepoPath } from "./repo-path.js";
 import type { CommittedReads, DirEntry, Oid } from "./types.js";
@@ -15,7 +17,14 @@ export interface ObjectSource {
   readonly scanning?: ObjectSource;
   /** Several blobs at once, in order (see {@link CommittedReads.readBlobsByOid}). */
   readBlobs?(oids: readonly Oid[]): Promise<Uint8Array[]>;
+  /** One object as stored, unparsed (see {@link CommittedReads.pointOid}); optional. */
+  read?(oid: Oid): Promise<GitObject>;
+  /** The parsed tree when the caches hold it, without reading (see {@link CommittedReads.pointOid}); optional. */
+  cachedTree?(oid: Oid): ParsedTree | undefined;
 }
+
+/** Folders whose stored bytes one {@link CommittedReads} keeps for point lookups (newest last). */
+const POINT_FOLDERS_KEPT = 2;
 
 function checkOid(oid: Oid): void {
   if (typeof oid !== "string" || !OID.test(oid)) {
@@ -71,8 +80,41 @@ export function createCommittedReads(source: ObjectSource, commitSha: Oid | null
     return null;
   }
 
+  async function treeOid(path: string): Promise<Oid | null> {
+    const segments = parseFolderPath(path);
+    if (segments.length === 0) return rootTreeOid;
+    const entry = await entryAt(segments);
+    return entry === null || entry.type === "commit" ? null : entry.oid;
+  }
+
+  /** Stored bytes of folders looked into by `pointOid`, by tree oid (see POINT_FOLDERS_KEPT). */
+  const pointFolders = new Map<Oid, Promise<TreeBytes | null>>();
+  /** The folder `oid` indexed for point lookups (null: not a well-formed tree, parse it instead). */
+  function folderBytes(read: (oid: Oid) => Promise<GitObject>, oid: Oid): Promise<TreeBytes | null> {
+    let made = pointFolders.get(oid);
+    if (made === undefined) {
+      made = read(oid).then((object) => (object.type === "tree" ? indexTreeBytes(object.content) : null));
+      made.catch(() => pointFolders.delete(oid));
+      pointFolders.set(oid, made);
+      if (pointFolders.size > POINT_FOLDERS_KEPT) pointFolders.delete(pointFolders.keys().next().value as Oid);
+    }
+    return made;
+  }
+
   return {
     commitSha,
+    async pointOid(path: string): Promise<Oid | null> {
+      const segments = parseFolderPath(path);
+      if (segments.length === 0) return rootTreeOid;
+      const read = source.read?.bind(source);
+      const parent = segments.length === 1 ? (rootTreeOid === null ? null : { type: "tree", oid: rootTreeOid }) : await entryAt(segments.slice(0, -1));
+      if (read === undefined || parent === null || parent.type !== "tree" || source.cachedTree?.(parent.oid) !== undefined) return treeOid(path);
+      const bytes = await folderBytes(read, parent.oid);
+      const entry = bytes === null ? undefined : findInTreeBytes(bytes, segments[segments.length - 1] as string);
+      // A folder not in git's order, or not a well-formed tree: read as treeOid reads it.
+      if (entry === undefined) return treeOid(path);
+      return entry === null || entry.type === "commit" ? null : entry.oid;
+    },
     async listDir(path: string): Promise<readonly DirEntry[]> {
       const segments = parseFolderPath(path);
       if (rootTreeOid === null) return [];
@@ -97,12 +139,7 @@ export function createCommittedReads(source: ObjectSource, commitSha: Oid | null
       for (const oid of oids) out.push(await source.readBlob(oid));
       return out;
     },
-    async treeOid(path: string): Promise<Oid | null> {
-      const segments = parseFolderPath(path);
-      if (segments.length === 0) return rootTreeOid;
-      const entry = await entryAt(segments);
-      return entry === null || entry.type === "commit" ? null : entry.oid;
-    },
+    treeOid,
     scan() {
       return createCommittedReads(keepingRecentTrees(source.scanning ?? source), commitSha, rootTreeOid);
     },

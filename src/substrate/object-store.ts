@@ -284,6 +284,7 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
     },
     stageObjects,
     readInMemory: (oid) => packs.readInMemory(oid),
+    cachedTree: (oid) => cachedTree(oid),
     rememberTrees(trees) {
       for (const tree of trees) cacheTree(tree);
     },

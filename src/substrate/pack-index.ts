@@ -4,6 +4,7 @@
  */
 import { createHash } from "node:crypto";
 import { corrupt } from "./pack-entry.js";
+import { packOrder } from "./pack-rev-index.js";
 import type { Oid } from "./types.js";
 
 export const IDX_MAGIC = 0xff744f63;
@@ -30,13 +31,21 @@ export interface PackIndex {
   crcAt(i: number): number;
   /** Where the entry starting at `offset` ends: the next entry's start, or the trailer. */
   endOf(offset: number): number;
+  /**
+   * Takes the entries' starts in pack order (offsets, ascending) from a checked reverse index
+   * (`parseReverseIndex`, see pack-rev-index.ts), so {@link endOf} needs no sort. Ignored once
+   * the starts are known.
+   */
+  useReverseIndex(starts: Uint32Array | Float64Array): void;
 }
 
 /**
  * Parses index bytes (version 2) of a pack of `packSize` bytes.
+ * @param onSorted called once with the entries' pack order (index positions by offset) when
+ *   {@link PackIndex.endOf} had to sort them, for lack of a reverse index (see pack-rev-index.ts)
  * @throws `object_corrupt` naming `name` for a bad magic, version, size or checksum
  */
-export function parsePackIndex(name: string, bytes: Uint8Array, packSize: number): PackIndex {
+export function parsePackIndex(name: string, bytes: Uint8Array, packSize: number, onSorted?: (order: Uint32Array) => void): PackIndex {
   const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   if (buf.length < 8 + 1024 + 40 || buf.readUInt32BE(0) !== IDX_MAGIC || buf.readUInt32BE(4) !== 2) {
     throw corrupt(name, "not a version 2 pack index");
@@ -121,6 +130,9 @@ export function parsePackIndex(name: string, bytes: Uint8Array, packSize: number
     oidAt: (i) => buf.toString("hex", oidsAt + i * 20, oidsAt + i * 20 + 20),
     offsetAt: offsetOf,
     crcAt: (i) => view.getUint32(crcAt + i * 4),
+    useReverseIndex(given) {
+      if (starts === null && given.length === n) starts = given;
+    },
     endOf(offset) {
       if (starts === null && ++endsAsked <= LINEAR_ENDS) {
         let end = trailerAt;
@@ -132,9 +144,16 @@ export function parsePackIndex(name: string, bytes: Uint8Array, packSize: number
       }
       if (starts === null) {
         // Four bytes an entry while every offset fits (a pack under 4 GiB), else eight.
-        starts = packSize <= 0xffffffff ? new Uint32Array(n) : new Float64Array(n);
-        for (let i = 0; i < n; i++) starts[i] = offsetOf(i);
-        starts.sort();
+        const sorted = packSize <= 0xffffffff ? new Uint32Array(n) : new Float64Array(n);
+        if (onSorted !== undefined) {
+          const made = packOrder({ count: n, offsetAt: offsetOf });
+          for (let k = 0; k < n; k++) sorted[k] = offsetOf(made[k] as number);
+          onSorted(made);
+        } else {
+          for (let i = 0; i < n; i++) sorted[i] = offsetOf(i);
+          sorted.sort();
+        }
+        starts = sorted;
       }
       let lo = 0;
       let hi = starts.length;

@@ -21,7 +21,8 @@ import { type EncodedPack, packHasRefDeltas } from "./pack-file.js";
 import type { PackIndex } from "./pack-index.js";
 import { type MergeJob, runMergeJob } from "./pack-merge-job.js";
 import { MergeThreadUnavailable, mergeOnThread } from "./pack-merge-thread.js";
-import type { LoadedPack, PackReader } from "./pack-reader.js";
+import { type LoadedPack, type PackReader, REVERSE_INDEX_MIN_OBJECTS, writeReverseIndex } from "./pack-reader.js";
+import { encodeReverseIndex, packOrder, parseReverseIndex } from "./pack-rev-index.js";
 import type { PackWriter } from "./pack-writer.js";
 import type { DeltaBase, ParsedTree } from "./tree-object.js";
 import type { Oid } from "./types.js";
@@ -67,9 +68,23 @@ export function createPackMaintenance(opts: PackMaintenanceOptions): PackMainten
   const onThread = opts.mergeOnThread ?? fs.isNodeFs;
   let merging: Promise<void> | null = null;
 
-  /** Puts a merged pack in place, its name flushed before the packs it replaces are deleted. */
-  function place(encoded: EncodedPack): Promise<LoadedPack> {
-    return writer.stage(encoded, true).publish();
+  /**
+   * Puts a merged pack in place, its name flushed before the packs it replaces are deleted, then
+   * its reverse index (`.rev`, see pack-rev-index.ts): computed on the merge thread when it ran
+   * there (`rev`), checked here before it is written. Without it (a crash before, a write that
+   * failed) readers sort the offsets and write one themselves.
+   */
+  async function place(encoded: EncodedPack & { readonly rev?: Buffer }): Promise<LoadedPack> {
+    const placed = await writer.stage(encoded, true).publish();
+    if (placed.index.count >= REVERSE_INDEX_MIN_OBJECTS) {
+      const bytes = encoded.rev ?? encodeReverseIndex(placed.index, packOrder(placed.index));
+      const starts = parseReverseIndex(bytes, placed.index);
+      if (starts !== null) {
+        placed.index.useReverseIndex(starts);
+        await writeReverseIndex(fs, packDir, placed.name, bytes);
+      }
+    }
+    return placed;
   }
 
   /**
@@ -158,7 +173,7 @@ export function createPackMaintenance(opts: PackMaintenanceOptions): PackMainten
   }
 
   /** The merged pack of `chosen`: on the merge thread when there is one, else here. */
-  async function merge(chosen: readonly LoadedPack[]): Promise<EncodedPack | null> {
+  async function merge(chosen: readonly LoadedPack[]): Promise<(EncodedPack & { readonly rev?: Buffer }) | null> {
     if (!onThread) return mergeHere(chosen);
     try {
       return await mergeOnThread({ packDir, sources: chosen.map((p) => ({ name: p.name, size: p.size })), known: knownDeltas(chosen) });
@@ -187,7 +202,9 @@ export function createPackMaintenance(opts: PackMaintenanceOptions): PackMainten
       gone.delete(placed.name);
       reader.adopt(placed, gone);
       for (const name of gone) {
-        // Index first: without it nobody starts reading the pack; readers mid-way rescan.
+        // Its reverse index, then its index: without the index nobody starts reading the pack;
+        // readers mid-way rescan. (A crash between leaves a pack without `.rev`, still whole.)
+        await fs.unlinkQuiet(`${packDir}/${name}.rev`);
         await fs.unlinkQuiet(`${packDir}/${name}.idx`);
         await fs.unlinkQuiet(`${packDir}/${name}.pack`);
         packBytes.delete(repoKey, name);

@@ -17,16 +17,19 @@ import type { MergeJob } from "./pack-merge-job.js";
 
 /** What the thread posts back for job `id`. */
 export type MergeReply =
-  | { readonly id: number; readonly kind: "merged"; readonly pack: ArrayBuffer; readonly idx: ArrayBuffer; readonly checksum: string; readonly count: number }
+  | { readonly id: number; readonly kind: "merged"; readonly pack: ArrayBuffer; readonly idx: ArrayBuffer; readonly checksum: string; readonly count: number; readonly rev?: ArrayBuffer }
   | { readonly id: number; readonly kind: "ref-deltas" }
   | { readonly id: number; readonly kind: "gone" }
   | { readonly id: number; readonly kind: "failed"; readonly message: string };
+
+/** A merged pack, with its reverse index when the thread made one. */
+export type MergedOnThread = EncodedPack & { readonly rev?: Buffer };
 
 /** The thread could not be started, or died: merge on the caller's thread instead. */
 export class MergeThreadUnavailable extends Error {}
 
 interface Pending {
-  resolve(pack: EncodedPack | null): void;
+  resolve(pack: MergedOnThread | null): void;
   reject(error: unknown): void;
 }
 
@@ -55,7 +58,7 @@ function start(): Worker {
     if (job === undefined) return;
     pending.delete(reply.id);
     if (reply.kind === "merged") {
-      job.resolve({ pack: Buffer.from(reply.pack), idx: Buffer.from(reply.idx), checksum: reply.checksum, count: reply.count });
+      job.resolve({ pack: Buffer.from(reply.pack), idx: Buffer.from(reply.idx), checksum: reply.checksum, count: reply.count, ...(reply.rev === undefined ? {} : { rev: Buffer.from(reply.rev) }) });
     } else if (reply.kind === "ref-deltas") {
       job.resolve(null);
     } else if (reply.kind === "gone") {
@@ -76,16 +79,18 @@ function start(): Worker {
 
 /**
  * Runs `job` on the merge thread.
- * @returns the merged pack (not yet written anywhere), or null when a source holds a ref-delta
+ * @returns the merged pack (not yet written anywhere) with its reverse index (`rev`, see
+ *   pack-rev-index.ts; for packs of at least REVERSE_INDEX_MIN_OBJECTS), or null when a source
+ *   holds a ref-delta
  * @throws MergeThreadUnavailable when there is no thread to run it (merge here instead);
  *   PackGone when a source vanished; Error for a source that cannot be decoded
  */
-export function mergeOnThread(job: MergeJob): Promise<EncodedPack | null> {
+export function mergeOnThread(job: MergeJob): Promise<MergedOnThread | null> {
   if (broken) return Promise.reject(new MergeThreadUnavailable("the merge thread is not available"));
   worker ??= start();
   const id = nextId++;
   const thread = worker;
-  return new Promise<EncodedPack | null>((resolve, reject) => {
+  return new Promise<MergedOnThread | null>((resolve, reject) => {
     pending.set(id, { resolve, reject });
     thread.ref();
     thread.postMessage({ id, job });

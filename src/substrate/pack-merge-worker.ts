@@ -6,7 +6,9 @@
 import { closeSync, openSync, readFileSync, readSync } from "node:fs";
 import { parentPort } from "node:worker_threads";
 import { parsePackIndex } from "./pack-index.js";
-import { PackGone } from "./pack-reader.js";
+import { encodeReverseIndex, packOrder } from "./pack-rev-index.js";
+import { packLength } from "./pack-file.js";
+import { PackGone, REVERSE_INDEX_MIN_OBJECTS } from "./pack-reader.js";
 import { runMergeJob, type MergeJob, type MergeJobIo } from "./pack-merge-job.js";
 import type { MergeReply } from "./pack-merge-thread.js";
 
@@ -48,7 +50,14 @@ async function answer(id: number, job: MergeJob): Promise<MergeReply> {
   try {
     const merged = await runMergeJob(job, ioFor(job.packDir));
     if (merged === null) return { id, kind: "ref-deltas" };
-    return { id, kind: "merged", pack: own(merged.pack), idx: own(merged.idx), checksum: merged.checksum, count: merged.count };
+    // The merged pack's reverse index, sorted here rather than on the event loop (checked there
+    // before it is written). Same bound as the reader's REVERSE_INDEX_MIN_OBJECTS.
+    let rev: ArrayBuffer | undefined;
+    if (merged.count >= REVERSE_INDEX_MIN_OBJECTS) {
+      const index = parsePackIndex(`pack-${merged.checksum}`, merged.idx, packLength(merged));
+      rev = own(encodeReverseIndex(index, packOrder(index)));
+    }
+    return { id, kind: "merged", pack: own(merged.pack), idx: own(merged.idx), checksum: merged.checksum, count: merged.count, ...(rev === undefined ? {} : { rev }) };
   } catch (error) {
     if (error instanceof PackGone || isMissing(error)) return { id, kind: "gone" };
     return { id, kind: "failed", message: error instanceof Error ? error.message : String(error) };
@@ -59,6 +68,6 @@ let chain = Promise.resolve();
 parentPort?.on("message", (message: { id: number; job: MergeJob }) => {
   chain = chain.then(async () => {
     const reply = await answer(message.id, message.job);
-    parentPort?.postMessage(reply, reply.kind === "merged" ? [reply.pack, reply.idx] : []);
+    parentPort?.postMessage(reply, reply.kind === "merged" ? [reply.pack, reply.idx, ...(reply.rev === undefined ? [] : [reply.rev])] : []);
   });
 });

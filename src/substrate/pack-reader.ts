@@ -14,6 +14,7 @@ import { errnoCode, type FileHandleLike, type FsAdapter } from "./fs-adapter.js"
 import { type GitObject, hashObject } from "./git-object.js";
 import type { ScopedLruCache } from "./lru-cache.js";
 import { applyDelta, crc32, inflateEntry, isDelta, type PackIndex, parseEntryHead, parsePackIndex, typeOfCode } from "./pack-file.js";
+import { encodeReverseIndex, packOrder, parseReverseIndex, reverseIndexBytes } from "./pack-rev-index.js";
 import { createWindowReads } from "./pack-windows.js";
 import type { Oid } from "./types.js";
 
@@ -120,6 +121,33 @@ export interface PackReader {
   close(): Promise<void>;
 }
 
+/**
+ * Packs of at least this many objects have their reverse index (`.rev`, see pack-rev-index.ts)
+ * read, and get one written when they have none and a reader sorted their offsets: below it the
+ * sort costs less than the file's read.
+ */
+export const REVERSE_INDEX_MIN_OBJECTS = 4_096;
+
+/**
+ * Writes `bytes`, the reverse index of the pack `name` (checked by the caller with
+ * parseReverseIndex), as `<packDir>/<name>.rev`: a temp file in `objects/` (git's `tmp_` prefix,
+ * swept like a pack's), flushed, renamed into place while the pack's index is still there (a
+ * pack merged away meanwhile gets none). Never throws: the file only spares a sort.
+ */
+export async function writeReverseIndex(fs: FsAdapter, packDir: string, name: string, bytes: Buffer): Promise<void> {
+  const temp = `${packDir.replace(/\/pack$/, "")}/tmp_rev_${process.pid.toString(36)}_${Math.random().toString(36).slice(2, 10)}`;
+  try {
+    await fs.writeNewFile(temp, bytes, true);
+    if ((await fs.statOrNull(`${packDir}/${name}.idx`)) === null) {
+      await fs.unlinkQuiet(temp);
+      return;
+    }
+    await fs.rename(temp, `${packDir}/${name}.rev`);
+  } catch {
+    await fs.unlinkQuiet(temp).catch(() => undefined);
+  }
+}
+
 /** Largest pack index read (bytes): some 38 million objects. */
 const MAX_PACK_INDEX_BYTES = 1024 * 1024 * 1024;
 
@@ -141,6 +169,8 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
     if (age > newestAge) newestAge = age;
   };
   let scanned: Promise<void> | null = null;
+  /** Reverse indexes being written (see writeReverseIndex); awaited by close. */
+  const revWrites = new Set<Promise<void>>();
   const oidBytes = Buffer.alloc(20);
   /**
    * Packs whose index cannot be parsed (truncated, wrong checksum), with why: their objects
@@ -233,7 +263,42 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
     const idx = await readBoundedFileOrNull(fsFor(Number(stat.size)), idxPath, MAX_PACK_INDEX_BYTES, (found) => packNotAFile(name, idxPath, found));
     if (idx === null) return null;
     if (!ages.has(name)) setAge(name, Number(stat.mtimeMs));
-    return { name, index: parsePackIndex(name, idx, Number(stat.size)), size: Number(stat.size), mergeable: true };
+    const size = Number(stat.size);
+    const rewrite = (order: Uint32Array): Buffer | null => {
+      const bytes = encodeReverseIndex(index, order);
+      if (parseReverseIndex(bytes, index) === null) return null;
+      const writing = writeReverseIndex(fs, packDir, name, bytes).finally(() => revWrites.delete(writing));
+      revWrites.add(writing);
+      return bytes;
+    };
+    const count = idx.byteLength >= 8 + 1024 ? Buffer.from(idx.buffer, idx.byteOffset, idx.byteLength).readUInt32BE(8 + 255 * 4) : 0;
+    const wantsRev = count >= REVERSE_INDEX_MIN_OBJECTS;
+    const index = parsePackIndex(name, idx, size, wantsRev ? rewrite : undefined);
+    if (wantsRev) await takeReverseIndex(name, index, size, rewrite);
+    return { name, index, size, mergeable: true };
+  }
+
+  /**
+   * Gives `index` its pack's reverse index when `<name>.rev` is a correct one; a file there that
+   * is not (torn, from another pack, damaged) is ignored and replaced at once, as git would read
+   * it too. A missing one is written once a read sorts the offsets (see parsePackIndex).
+   */
+  async function takeReverseIndex(name: string, index: PackIndex, size: number, rewrite: (order: Uint32Array) => Buffer | null): Promise<void> {
+    let bytes: Uint8Array | null;
+    try {
+      bytes = await readBoundedFileOrNull(fsFor(size), `${packDir}/${name}.rev`, reverseIndexBytes(index.count), (found) => new Error(found));
+    } catch {
+      bytes = new Uint8Array(0);
+    }
+    if (bytes === null) return;
+    const starts = parseReverseIndex(bytes, index);
+    if (starts !== null) {
+      index.useReverseIndex(starts);
+      return;
+    }
+    const rebuilt = rewrite(packOrder(index));
+    const rebuiltStarts = rebuilt === null ? null : parseReverseIndex(rebuilt, index);
+    if (rebuiltStarts !== null) index.useReverseIndex(rebuiltStarts);
   }
 
   /**
@@ -481,6 +546,7 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
       if (replaced !== undefined && replaced.size > 0) dropHandles(new Set(packs.map((p) => p.name)));
     },
     async close() {
+      while (revWrites.size > 0) await Promise.all(revWrites);
       const kept = pointHandles.splice(0);
       await Promise.all(kept.map(async (k) => (await k.handle.catch(() => null))?.close().catch(() => undefined)));
     },

@@ -72,6 +72,14 @@ export interface CommittedReads {
   /** Oid of the tree or blob at `path` ("" is the root tree), or null when absent. */
   treeOid(path: string): Promise<Oid | null>;
   /**
+   * As {@link treeOid}, for a lookup in a big folder that nothing else reads: the folder holding
+   * the last segment, unless the caches hold it parsed, is searched in its stored bytes (kept by
+   * these reads, at most two folders) instead of parsed and cached. One lookup in the archive's
+   * `runs/` of 100,000 runs then costs one pass over its 4 MB, not 100,000 parsed entries.
+   * Optional: without it, callers use {@link treeOid}.
+   */
+  pointOid?(path: string): Promise<Oid | null>;
+  /**
    * Reads pinned to the same commit, for a walk that reads most objects once (a recovery reading
    * every run's log): what it reads is taken from the store's caches when there, but not added
    * to them (except big folders), so a walk of a million events neither pushes out what the

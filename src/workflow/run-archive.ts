@@ -79,7 +79,8 @@ export async function reusedArchivedRunProblem(archive: CommittedReads | null, r
   // No archive ref (reads of nothing): the common case, answered without a lookup per run.
   if (archive === null || archive.commitSha === null || liveOid === null) return null;
   const folder = `${runsPrefix}${runId}`;
-  const archivedOid = await archive.treeOid(folder);
+  // A point lookup: the archive's `runs/` (one entry per archived run) is not parsed for it.
+  const archivedOid = await (archive.pointOid !== undefined ? archive.pointOid(folder) : archive.treeOid(folder));
   if (archivedOid === null || archivedOid === liveOid) return null;
   return {
     runId,
@@ -116,7 +117,7 @@ export async function archivedRunError(store: RepoStore, principal: Principal, r
   const live = await store.openCommittedReads(principal, repoId, liveRef);
   if ((await live.treeOid(folder)) !== null) return null;
   const archive = await openArchive(store, principal, repoId);
-  if (archive === null || (await archive.treeOid(folder)) === null) return null;
+  if (archive === null || (await (archive.pointOid !== undefined ? archive.pointOid(folder) : archive.treeOid(folder))) === null) return null;
   return new WorkflowHostError("run_archived", `run ${runId} of ${repoId.id} was archived by retention (${ARCHIVE_REF}); read it with workflow-host runs show, it cannot be changed`, {
     repoId: repoId.id,
     runId,

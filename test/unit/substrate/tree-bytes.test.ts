@@ -1,0 +1,121 @@
+/**
+ * Point lookups in a tree's stored bytes (tree-bytes.ts) answer as the parsed tree's `findEntry`
+ * does, and `CommittedReads.pointOid` answers as `treeOid` without parsing the folder it looks in.
+ */
+import { describe, expect, it } from "vitest";
+import { createCommittedReads, type ObjectSource } from "../../../src/substrate/committed-reads.js";
+import type { GitObject } from "../../../src/substrate/git-object.js";
+import { findInTreeBytes, indexTreeBytes } from "../../../src/substrate/tree-bytes.js";
+import { decodeTree, findEntry, makeTree, type ParsedTree, type TreeEntry } from "../../../src/substrate/tree-object.js";
+import type { Oid } from "../../../src/substrate/types.js";
+import { seededRandom } from "../../helpers/seeded-random.js";
+
+const ALPHABET = ["a", "b", "-", ".", "0", "9", "_", "é", "z", "A"];
+const oidOf = (i: number): Oid => i.toString(16).padStart(40, "0");
+
+function randomFolder(seed: number): TreeEntry[] {
+  const random = seededRandom(seed);
+  const names = new Set<string>();
+  const size = 1 + Math.floor(random() * 60);
+  while (names.size < size) {
+    let name = "";
+    const len = 1 + Math.floor(random() * 4);
+    for (let i = 0; i < len; i++) name += ALPHABET[Math.floor(random() * ALPHABET.length)];
+    names.add(name);
+  }
+  return [...names].map((name, i) => {
+    const kind = random();
+    return kind < 0.45 ? { name, mode: "40000", oid: oidOf(i + 1), type: "tree" } : kind < 0.9 ? { name, mode: "100644", oid: oidOf(i + 1), type: "blob" } : { name, mode: "100755", oid: oidOf(i + 1), type: "blob" };
+  });
+}
+
+describe("findInTreeBytes", () => {
+  it("finds every name as findEntry of the parsed tree does, and misses what it misses (200 random folders)", () => {
+    for (let seed = 1; seed <= 200; seed++) {
+      const { tree, object } = makeTree(randomFolder(seed));
+      const bytes = indexTreeBytes(object.content);
+      expect(bytes?.sorted).toBe(true);
+      const probes = new Set(tree.entries.map((e) => e.name));
+      for (const e of tree.entries) {
+        probes.add(`${e.name}a`);
+        probes.add(`${e.name}-`);
+        probes.add(e.name.slice(0, -1));
+      }
+      for (const name of probes) {
+        if (name === "") continue;
+        expect(findInTreeBytes(bytes as NonNullable<typeof bytes>, name) ?? null, `seed ${seed}, ${name}`).toEqual(findEntry(tree, name) ?? null);
+      }
+    }
+  });
+
+  it("answers undefined for a tree not in git's order, null for an empty one, and refuses truncated bytes", () => {
+    const a = makeTree([{ name: "b", mode: "100644", oid: oidOf(1), type: "blob" }]).object.content;
+    const b = makeTree([{ name: "a", mode: "100644", oid: oidOf(2), type: "blob" }]).object.content;
+    const unsorted = indexTreeBytes(Buffer.concat([a, b]));
+    expect(unsorted?.sorted).toBe(false);
+    expect(findInTreeBytes(unsorted as NonNullable<typeof unsorted>, "a")).toBeUndefined();
+    const empty = indexTreeBytes(new Uint8Array(0));
+    expect(findInTreeBytes(empty as NonNullable<typeof empty>, "a")).toBeNull();
+    expect(indexTreeBytes(a.subarray(0, a.length - 3))).toBeNull();
+  });
+});
+
+/** An object source over `objects` that counts the trees it parsed. */
+function countingSource(objects: Map<Oid, GitObject>, cached: Map<Oid, ParsedTree> = new Map()): ObjectSource & { parsed: Oid[]; reads: Oid[] } {
+  const parsed: Oid[] = [];
+  const reads: Oid[] = [];
+  const get = (oid: Oid): GitObject => {
+    const object = objects.get(oid);
+    if (object === undefined) throw new Error(`no ${oid}`);
+    return object;
+  };
+  return {
+    parsed,
+    reads,
+    async readTree(oid) {
+      const hit = cached.get(oid);
+      if (hit !== undefined) return hit;
+      parsed.push(oid);
+      return decodeTree(oid, get(oid).content);
+    },
+    async readBlob(oid) {
+      return get(oid).content;
+    },
+    async read(oid) {
+      reads.push(oid);
+      return get(oid);
+    },
+    cachedTree: (oid) => cached.get(oid),
+  };
+}
+
+describe("CommittedReads.pointOid", () => {
+  const runIds = Array.from({ length: 5_000 }, (_, i) => `done-${String(i * 2).padStart(7, "0")}`);
+  const objects = new Map<Oid, GitObject>();
+  const runs = makeTree(runIds.map((name, i) => ({ name, mode: "40000", oid: oidOf(i + 1), type: "tree" as const })));
+  objects.set(runs.object.oid, runs.object);
+  const root = makeTree([{ name: "runs", mode: "40000", oid: runs.object.oid, type: "tree" }]);
+  objects.set(root.object.oid, root.object);
+
+  it("answers as treeOid without parsing the folder it looks in, reading it once for many lookups", async () => {
+    const source = countingSource(objects);
+    const reads = createCommittedReads(source, "c".repeat(40), root.object.oid);
+    const plain = createCommittedReads(countingSource(objects), "c".repeat(40), root.object.oid);
+    expect(reads.pointOid).toBeDefined();
+    for (const name of ["done-0000000", "done-0000002", "done-0000001", "done-0009998", "done-0010000", "done", "runs"]) {
+      expect(await reads.pointOid?.(`runs/${name}`), name).toBe(await plain.treeOid(`runs/${name}`));
+    }
+    expect(await reads.pointOid?.("runs")).toBe(runs.object.oid);
+    expect(await reads.pointOid?.("")).toBe(root.object.oid);
+    expect(await reads.pointOid?.("nothing/here")).toBeNull();
+    expect(source.parsed).not.toContain(runs.object.oid);
+    expect(source.reads.filter((oid) => oid === runs.object.oid)).toHaveLength(1);
+  });
+
+  it("uses the parsed folder when the caches hold it", async () => {
+    const source = countingSource(objects, new Map([[runs.object.oid, runs.tree]]));
+    const reads = createCommittedReads(source, "c".repeat(40), root.object.oid);
+    expect(await reads.pointOid?.("runs/done-0000004")).toBe(oidOf(3));
+    expect(source.reads).not.toContain(runs.object.oid);
+  });
+});
