@@ -11,12 +11,11 @@
  * `BURST_CPU_PROFILE=<file>` set, the fire phase alone (clock move → last fire) is profiled
  * through the inspector and written there as a `.cpuprofile`.
  */
-import { readFileSync } from "node:fs";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { BASE_MS } from "./bench-context.js";
 import { createOffsetClock, openRig } from "./scheduler-rig.js";
 import { startPhaseProfile } from "./phase-profile.js";
-import { nowMs } from "./stats.js";
+import { mainThreadCpuMs, nowMs } from "./stats.js";
 
 const [dataDir, repoId, timersArg, durability, maxBatchArg] = process.argv.slice(2);
 const timers = Number(timersArg);
@@ -24,21 +23,6 @@ const maxBatch = maxBatchArg === undefined ? undefined : Number(maxBatchArg);
 if (dataDir === undefined || repoId === undefined || !Number.isFinite(timers) || (durability !== "fsync" && durability !== "none") || (maxBatch !== undefined && !Number.isFinite(maxBatch))) {
   process.stderr.write("usage: burst-child.ts <dataDir> <repoId> <timers> <fsync|none> [maxBatch]\n");
   process.exit(2);
-}
-
-/**
- * CPU time (ms) of the main thread alone (Linux: its /proc stat, 10 ms ticks), or NaN elsewhere:
- * `cpuMs` also counts the garbage collector's helpers, the thread pool's file writes and flushes,
- * and pack merging on its worker thread.
- */
-function mainThreadCpuMs(): number {
-  try {
-    const stat = readFileSync(`/proc/self/task/${process.pid}/stat`, "latin1");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return ((Number(fields[11]) + Number(fields[12])) * 1_000) / 100;
-  } catch {
-    return Number.NaN;
-  }
 }
 
 const clock = createOffsetClock(BASE_MS - 3_600_000 - Date.now());

@@ -11,11 +11,10 @@
  * Prints one JSON line: `{commits, batches, wallMs[], cpuMs[], mainCpuMs[], recoverMs}`, where
  * `batches` lists the fires of each commit.
  */
-import { readFileSync } from "node:fs";
 import { BASE_MS } from "./bench-context.js";
 import { createOffsetClock, openRig } from "./scheduler-rig.js";
 import { startPhaseProfile } from "./phase-profile.js";
-import { nowMs } from "./stats.js";
+import { mainThreadCpuMs, nowMs } from "./stats.js";
 
 const [dataDir, repoId, timersArg, durability, batchArg] = process.argv.slice(2);
 const timers = Number(timersArg);
@@ -23,17 +22,6 @@ const batch = Number(batchArg);
 if (dataDir === undefined || repoId === undefined || !Number.isInteger(timers) || (durability !== "fsync" && durability !== "none") || !Number.isInteger(batch)) {
   process.stderr.write("usage: fire-commit-child.ts <dataDir> <repoId> <timers> <fsync|none> <batch>\n");
   process.exit(2);
-}
-
-/** CPU time (ms) of the main thread alone, or NaN where /proc is missing. */
-function mainThreadCpuMs(): number {
-  try {
-    const stat = readFileSync(`/proc/self/task/${process.pid}/stat`, "latin1");
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return ((Number(fields[11]) + Number(fields[12])) * 1_000) / 100;
-  } catch {
-    return Number.NaN;
-  }
 }
 
 const cpuNowMs = (): number => {

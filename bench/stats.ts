@@ -2,6 +2,7 @@
  * Small statistics and timing helpers for the benchmarks. Figures are summarised by medians
  * and nearest-rank percentiles, which a few outliers on a shared, noisy machine cannot drag.
  */
+import { readFileSync } from "node:fs";
 import { performance } from "node:perf_hooks";
 
 /** Milliseconds since an arbitrary origin, with sub-millisecond resolution (monotonic). */
@@ -36,4 +37,19 @@ export function maxOf(values: readonly number[]): number {
 /** Resolves after `ms` milliseconds of real time. */
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/**
+ * CPU time (ms) of the main thread alone (Linux: its /proc stat, 10 ms ticks), or NaN where
+ * /proc is missing. `process.cpuUsage()` also counts the garbage collector's helpers, the thread
+ * pool's file writes and flushes, and pack merging on its worker thread.
+ */
+export function mainThreadCpuMs(): number {
+  try {
+    const stat = readFileSync(`/proc/self/task/${process.pid}/stat`, "latin1");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return ((Number(fields[11]) + Number(fields[12])) * 1_000) / 100;
+  } catch {
+    return Number.NaN;
+  }
 }
