@@ -5,8 +5,9 @@
  * appended through the validated store, B runs per commit (one commit per event of a batch),
  * one simulated hour per batch, and a retention pass (`endedRunsAfterMs` one day) every
  * simulated day, so ended runs move to `refs/archive/runs` in batches as a serving host does.
- * Then, on each aged deployment and on a fresh copy of the live-only one measured just before it
- * (same load on a shared machine):
+ * Then, on fresh copies of each aged deployment and of the live-only one, measured alternately in
+ * three rounds (one with `--quick`), each figure the median of its rounds (the load on a shared
+ * machine moves within seconds):
  * - repo size on disk per ended run, against `git gc --aggressive` on a copy;
  * - cold and warm host start (fresh process, bench/restart-child.ts: start → all armed);
  * - `workflow-host timers --json` (fresh process, wall time);
@@ -41,7 +42,7 @@ import { BASE_MS, type BenchContext, type Benchmark } from "./bench-context.js";
 import { runMilestones } from "./child-process.js";
 import { startPhaseProfile } from "./phase-profile.js";
 import { createOffsetClock, openRig, openStore } from "./scheduler-rig.js";
-import { nowMs } from "./stats.js";
+import { median, nowMs } from "./stats.js";
 import { ms, num, row, target, times, type TableRow, type TargetCheck } from "./table.js";
 
 const HOUR_MS = 3_600_000;
@@ -299,6 +300,18 @@ async function measure(dep: Deployment, scratch: string, tag: string): Promise<M
   return { coldCpuMs, warmCpuMs, fireCpuMs: (cpu.user + cpu.system) / 1000, startMs, startCpuMs: (startCpu.user + startCpu.system) / 1000, majorGcs: gcs.major, gcMs: gcs.ms, heapAtStart, bytes, gcBytes, coldMs, warmMs, timersMs: timers.wallMs, runsTreeBytes, firesPerSec: (fired / fireMs) * 1_000, fired };
 }
 
+/** Live-only and aged measurements, alternated, per size (median of each figure); 1 with `--quick`. */
+const ROUNDS = 3;
+
+/** Each figure's median over the rounds (see ROUNDS). */
+function medianMeasured(rounds: readonly Measured[]): Measured {
+  const first = rounds[0];
+  if (first === undefined) throw new Error("no measurement");
+  const out: Record<string, number> = {};
+  for (const key of Object.keys(first) as (keyof Measured)[]) out[key] = median(rounds.map((r) => r[key]));
+  return out as unknown as Measured;
+}
+
 export const retention: Benchmark = {
   name: "retention",
   async run(ctx: BenchContext) {
@@ -319,17 +332,35 @@ export const retention: Benchmark = {
       const dir = await ctx.cache.scratch(`retention-${ended}`);
       const dep = await keptDeployment(keepDir, `aged-${ended}-${live}`, dir, (d) => ageDeployment(d, ended, live, batch));
       if (dep.reused) ctx.log(`retention: reusing the deployment kept in ${keepDir ?? ""} (aged ${ms(dep.agingMs)} by the run that made it)`);
-      // The live-only deployment is measured again beside each aged one, so both see the same
-      // load on a shared machine (aging takes minutes; the load changes meanwhile). Its copy is
-      // fresh each time: a measurement fires its timers.
-      const baseCopy = await ctx.cache.scratch(`retention-live-${ended}`);
-      await cp(baseDep.dataDir, baseCopy, { recursive: true });
-      const base = await measure({ ...baseDep, dataDir: baseCopy, gitdir: join(baseCopy, "deployments", `${REPO}.git`) }, await ctx.cache.scratch("retention-gc"), `${ended}-live`);
-      const loadBefore = loadavg()[0] ?? Number.NaN;
-      const m = await measure(dep, await ctx.cache.scratch("retention-gc"), `${ended}-aged`);
+      // The live-only deployment is measured beside each aged one, alternately, ROUNDS times, each
+      // on a fresh copy (a measurement fires its timers), and each figure is the median of its
+      // rounds: on a shared machine the load moves within seconds, and two measurements taken one
+      // after the other once compare the load as much as the deployments.
+      const rounds = ctx.quick ? 1 : ROUNDS;
+      const bases: Measured[] = [];
+      const ageds: Measured[] = [];
+      const loads: number[] = [loadavg()[0] ?? Number.NaN];
+      let baseKnown: Deployment = baseDep;
+      let agedKnown: Deployment = dep;
+      for (let round = 0; round < rounds; round++) {
+        const baseCopy = await ctx.cache.scratch(`retention-live-${ended}`);
+        await cp(baseDep.dataDir, baseCopy, { recursive: true });
+        const b = await measure({ ...baseKnown, dataDir: baseCopy, gitdir: join(baseCopy, "deployments", `${REPO}.git`) }, await ctx.cache.scratch("retention-gc"), `${ended}-live-${round}`);
+        bases.push(b);
+        baseKnown = { ...baseKnown, gcBytes: b.gcBytes };
+        await rm(baseCopy, { recursive: true, force: true });
+        const agedCopy = await ctx.cache.scratch(`retention-aged-${ended}`);
+        await cp(dep.dataDir, agedCopy, { recursive: true });
+        const a = await measure({ ...agedKnown, dataDir: agedCopy, gitdir: join(agedCopy, "deployments", `${REPO}.git`) }, await ctx.cache.scratch("retention-gc"), `${ended}-aged-${round}`);
+        ageds.push(a);
+        agedKnown = { ...agedKnown, gcBytes: a.gcBytes };
+        await rm(agedCopy, { recursive: true, force: true });
+        loads.push(loadavg()[0] ?? Number.NaN);
+      }
+      const base = medianMeasured(bases);
+      const m = medianMeasured(ageds);
       await keepGcBytes(baseDep, base.gcBytes);
       await keepGcBytes(dep, m.gcBytes);
-      const loadAfter = loadavg()[0] ?? Number.NaN;
       const label = `${num(ended)} ended + ${num(live)} live`;
       const perRun = (m.bytes - base.bytes) / ended;
       const gcPerRun = (m.gcBytes - base.gcBytes) / ended;
@@ -344,7 +375,8 @@ export const retention: Benchmark = {
       notes.push(
         `${label}: ${dep.reused ? "reused a kept deployment, aged earlier" : "aged"} in ${ms(dep.agingMs)} through ${num(dep.commits)} commits (${batch} runs a commit); on disk ${num(m.bytes)} B, after git gc --aggressive ${num(m.gcBytes)} B ` +
           `(${times(m.bytes / m.gcBytes)} of it, whole repo); live-only deployment ${num(base.bytes)} B (gc ${num(base.gcBytes)} B); fired ${num(m.fired)} timers; ` +
-          `live-only measured just before it; 1-min load ${loadBefore.toFixed(2)} → ${loadAfter.toFixed(2)} while the aged one was measured. ` +
+          `medians of ${rounds} rounds, live-only and aged measured alternately (1-min load ${loads.map((l) => l.toFixed(2)).join(" → ")}); ` +
+          `by round, cold start ${ageds.map((r) => ms(r.coldMs)).join(" / ")} vs ${bases.map((r) => ms(r.coldMs)).join(" / ")}, warm start ${ageds.map((r) => ms(r.warmMs)).join(" / ")} vs ${bases.map((r) => ms(r.warmMs)).join(" / ")}, fires/s ${ageds.map((r) => num(r.firesPerSec)).join(" / ")} vs ${bases.map((r) => num(r.firesPerSec)).join(" / ")}. ` +
           `CPU time, aged vs live only: cold start ${ms(m.coldCpuMs)} vs ${ms(base.coldCpuMs)} (${times(m.coldCpuMs / base.coldCpuMs)}), warm start ${ms(m.warmCpuMs)} vs ${ms(base.warmCpuMs)} ` +
           `(${times(m.warmCpuMs / base.warmCpuMs)}), start to last fire ${ms(m.fireCpuMs)} vs ${ms(base.fireCpuMs)} (${times(m.fireCpuMs / base.fireCpuMs)}), ` +
           `of which scheduler start ${ms(m.startCpuMs)} vs ${ms(base.startCpuMs)} (wall ${ms(m.startMs)} vs ${ms(base.startMs)}); ` +
@@ -360,7 +392,6 @@ export const retention: Benchmark = {
         targets.push(target(`workflow-host timers within 2× of live only (${num(ended)} ended)`, ratio(m.timersMs, base.timersMs), 2, "max", times, [m.timersMs, base.timersMs]));
       }
       await rm(dir, { recursive: true, force: true });
-      await rm(baseCopy, { recursive: true, force: true });
     }
     notes.push("Starts and `timers` are fresh processes (node and tsx loading the sources included); fire throughput is in this process, from scheduler start (recovery included) to the last fire.");
     if (!ctx.huge && !ctx.quick) notes.push("The 100,000-ended-run point runs only with `npm run bench -- --huge` (aging it takes several minutes).");
