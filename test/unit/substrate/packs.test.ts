@@ -162,6 +162,29 @@ describe("pack files", () => {
     expect(tempFiles(fs)).toEqual(["tmp_pack_live3"]);
   });
 
+  it("removes a reverse index left without its pack (a reader's write racing a merge, a user's rm) once old, and a killed reader's temp file", async () => {
+    const { store, fs } = createMemStore({ packThreshold: 1 });
+    await store.initRepo(null, REPO);
+    await seed(store, 10);
+    await store.close();
+    const packDir = `${GITDIR}/objects/pack`;
+    const old = (Date.now() - STALE_TEMP_MS - 60_000) / 1000;
+    const orphan = `pack-${"1".repeat(40)}.rev`;
+    const fresh = `pack-${"2".repeat(40)}.rev`;
+    const [live] = packFiles(fs);
+    const beside = (live as string).replace(/\.pack$/, ".rev");
+    for (const name of [orphan, fresh, beside]) fs.writeFileSync(`${packDir}/${name}`, "RIDX");
+    for (const name of [orphan, beside]) fs.utimesSync(`${packDir}/${name}`, old, old);
+    fs.writeFileSync(`${GITDIR}/objects/tmp_rev_dead4`, "RID");
+    fs.utimesSync(`${GITDIR}/objects/tmp_rev_dead4`, old, old);
+    const { store: next } = createMemStore({ fs, packThreshold: 1 });
+    await next.writeTree(null, REPO, "main", { files: { "runs/r00001/events/2.json": '{"seq":2}' }, message: "after a crash" });
+    await next.close();
+    const revs = (fs.readdirSync(packDir) as string[]).filter((name) => name.endsWith(".rev")).sort();
+    expect(revs).toEqual([beside, fresh].sort());
+    expect(tempFiles(fs)).toEqual([]);
+  });
+
   it("writes a small commit's pack into temp files made ahead of it, and removes the spare pair at close", async () => {
     const { store, fs } = createMemStore({ packThreshold: 1 });
     await store.initRepo(null, REPO);
