@@ -3,7 +3,9 @@
  * packs byte for byte as git writes them, ignored and replaced when damaged, written for a big
  * pack git left without one; plain git keeps reading the repository.
  */
-import { copyFile, mkdir, readdir, readFile, writeFile } from "node:fs/promises";
+import { execFile } from "node:child_process";
+import { copyFile, lstat, mkdir, readdir, readFile, rm, symlink, writeFile } from "node:fs/promises";
+import { promisify } from "node:util";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { allowAll } from "../../../src/substrate/allow-all.js";
@@ -104,6 +106,34 @@ describe("reverse indexes beside big packs", () => {
     const revs = await revNames(packDir);
     expect(revs).toHaveLength(1);
     expect((await readFile(join(packDir, `${revs[0] as string}.rev`))).equals(await gitsReverseIndex(packDir, revs[0] as string))).toBe(true);
+    await expectFsckClean(gitdir);
+  });
+
+  it("a folder, a FIFO or a symlink pointing outside at its name is never fatal, and nothing outside the data dir is written", async () => {
+    const { dataDir, gitdir, packDir } = await mergedDeployment();
+    const [name] = await revNames(packDir);
+    const path = join(packDir, `${name as string}.rev`);
+    const good = await readFile(path);
+    const outside = join(await tempDir(), "outside.rev");
+    await writeFile(outside, "not a reverse index");
+    // A folder: cannot be replaced, the reads go on without it.
+    await rm(path);
+    await mkdir(join(path, "inner"), { recursive: true });
+    await readAll(dataDir);
+    expect((await lstat(path)).isDirectory()).toBe(true);
+    await rm(path, { recursive: true });
+    // A FIFO nobody writes: not opened to wait, replaced.
+    await promisify(execFile)("mkfifo", [path]);
+    await readAll(dataDir);
+    expect((await readFile(path)).equals(good)).toBe(true);
+    // A symlink to a file outside: the link is replaced, the file it pointed at is untouched.
+    await rm(path);
+    await symlink(outside, path);
+    await readAll(dataDir);
+    expect((await lstat(path)).isSymbolicLink()).toBe(false);
+    expect((await readFile(path)).equals(good)).toBe(true);
+    expect((await readFile(outside)).toString()).toBe("not a reverse index");
+    expect((await readdir(join(gitdir, "objects"))).filter((f) => f.startsWith("tmp_"))).toEqual([]);
     await expectFsckClean(gitdir);
   });
 });
