@@ -39,18 +39,26 @@ describe("a big folder's patched entry CRC-32, read by git", () => {
     }
     await store.close();
     const packDir = join(gitdir, "objects", "pack");
-    const packs = (await readdir(packDir)).filter((f) => f.endsWith(".pack"));
-    expect(packs.length).toBeGreaterThanOrEqual(1);
-    const scratch = join(await tempDir(), "scratch");
-    await mkdir(scratch, { recursive: true });
-    for (const pack of packs) {
-      const name = pack.slice(0, -5);
-      await gitAt(gitdir, ["verify-pack", join(packDir, `${name}.idx`)]);
-      await copyFile(join(packDir, pack), join(scratch, "x.pack"));
-      await git(["index-pack", "-o", join(scratch, "x.idx"), join(scratch, "x.pack")]);
-      expect((await readFile(join(scratch, "x.idx"))).equals(await readFile(join(packDir, `${name}.idx`))), name).toBe(true);
-      for (const f of ["x.pack", "x.idx"]) await rm(join(scratch, f));
-    }
+    const checkPacks = async (): Promise<number> => {
+      const packs = (await readdir(packDir)).filter((f) => f.endsWith(".pack"));
+      const scratch = join(await tempDir(), "scratch");
+      await mkdir(scratch, { recursive: true });
+      for (const pack of packs) {
+        const name = pack.slice(0, -5);
+        await gitAt(gitdir, ["verify-pack", join(packDir, `${name}.idx`)]);
+        await copyFile(join(packDir, pack), join(scratch, "x.pack"));
+        await git(["index-pack", "-o", join(scratch, "x.idx"), join(scratch, "x.pack")]);
+        expect((await readFile(join(scratch, "x.idx"))).equals(await readFile(join(packDir, `${name}.idx`))), name).toBe(true);
+        for (const f of ["x.pack", "x.idx"]) await rm(join(scratch, f));
+      }
+      return packs.length;
+    };
+    expect(await checkPacks()).toBeGreaterThanOrEqual(1);
+    // Merged into one pack (big folders as deltas there), checked again.
+    const again = createRepoStore({ dataDir, kindHandlers: [plainKind], authorize: allowAll, watch: false, packThreshold: 1, clock: () => new Date("2026-01-01T00:00:00Z") });
+    await again.compactPacks?.(null, REPO);
+    await again.close();
+    expect(await checkPacks()).toBeGreaterThanOrEqual(1);
     await expectFsckClean(gitdir);
   });
 });

@@ -136,4 +136,19 @@ describe("reverse indexes beside big packs", () => {
     expect((await readdir(join(gitdir, "objects"))).filter((f) => f.startsWith("tmp_"))).toEqual([]);
     await expectFsckClean(gitdir);
   });
+
+  it("two readers writing the same missing one at once leave one correct file and no temp files", async () => {
+    const { dataDir, gitdir, packDir } = await mergedDeployment();
+    const [name] = await revNames(packDir);
+    const path = join(packDir, `${name as string}.rev`);
+    const good = await readFile(path);
+    for (let round = 0; round < 3; round++) {
+      await rm(path);
+      await Promise.all([readAll(dataDir), readAll(dataDir), readAll(dataDir)]);
+      expect((await readFile(path)).equals(good)).toBe(true);
+    }
+    expect((await readdir(join(gitdir, "objects"))).filter((f) => f.startsWith("tmp_"))).toEqual([]);
+    await gitAt(gitdir, ["verify-pack", join(packDir, `${name as string}.idx`)]);
+    await expectFsckClean(gitdir);
+  });
 });
