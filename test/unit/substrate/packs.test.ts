@@ -185,6 +185,28 @@ describe("pack files", () => {
     expect(tempFiles(fs)).toEqual([]);
   });
 
+  it("a merge still removes the packs it replaced when a folder sits at one's .rev name", async () => {
+    const { store, fs } = createMemStore({ packThreshold: 1 });
+    await store.initRepo(null, REPO);
+    for (let k = 0; k < 3; k++) await store.writeTree(null, REPO, "main", { files: { [`runs/r${k}/events/1.json`]: `{"seq":${k}}` }, message: `k ${k}` });
+    const packDir = `${GITDIR}/objects/pack`;
+    const before = packFiles(fs);
+    expect(before.length).toBeGreaterThanOrEqual(2);
+    // Not a file: nothing can unlink it, and it holds no reverse index anyway.
+    fs.mkdirSync(`${packDir}/${(before[0] as string).replace(/\.pack$/, ".rev")}/inner`, { recursive: true });
+    await store.compactPacks?.(null, REPO);
+    await store.close();
+    const after = packFiles(fs);
+    expect(after).toHaveLength(1);
+    expect(before).not.toContain(after[0]);
+    const idx = (fs.readdirSync(packDir) as string[]).filter((name) => name.endsWith(".idx"));
+    expect(idx).toEqual([(after[0] as string).replace(/\.pack$/, ".idx")]);
+    const { store: fresh } = createMemStore({ fs });
+    const reads = await fresh.openCommittedReads(null, REPO, "main");
+    expect(await reads.listDir("runs")).toHaveLength(3);
+    await fresh.close();
+  });
+
   it("writes a small commit's pack into temp files made ahead of it, and removes the spare pair at close", async () => {
     const { store, fs } = createMemStore({ packThreshold: 1 });
     await store.initRepo(null, REPO);
