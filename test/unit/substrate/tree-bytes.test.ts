@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { createCommittedReads, type ObjectSource } from "../../../src/substrate/committed-reads.js";
-import type { GitObject } from "../../../src/substrate/git-object.js";
+import { type GitObject, hashObject } from "../../../src/substrate/git-object.js";
 import { findInTreeBytes, indexTreeBytes } from "../../../src/substrate/tree-bytes.js";
 import { decodeTree, findEntry, makeTree, type ParsedTree, type TreeEntry } from "../../../src/substrate/tree-object.js";
 import type { Oid } from "../../../src/substrate/types.js";
@@ -142,6 +142,21 @@ describe("findInTreeBytes on folders a foreign writer pushed", () => {
       const content = rawTree([first, { mode: "100644", name: "run", oid: oidOf(2) }, { mode: "40000", name: "run-1", oid: oidOf(3) }, { mode: "40000", name: "run", oid: oidOf(4) }]);
       expect(indexTreeBytes(content)?.sorted).toBe(true);
       for (const name of ["run", "run-1", "a", "ru", "run.1"]) expect(bytesAnswer(content, name), `${first.mode} ${name}`).toEqual(parsedAnswer(content, name));
+    }
+  });
+
+  it("pointOid answers as treeOid for a foreign archive's runs/ holding a run id as a file and as a folder", async () => {
+    for (const firstMode of ["100644", "40000"]) {
+      const runsContent = rawTree([{ mode: firstMode, name: "a", oid: oidOf(1) }, { mode: "100644", name: "run-1", oid: oidOf(2) }, { mode: "40000", name: "run-1", oid: oidOf(3) }]);
+      const runsObject = hashObject("tree", runsContent);
+      const root = makeTree([{ name: "runs", mode: "40000", oid: runsObject.oid, type: "tree" }]);
+      const objects = new Map<Oid, GitObject>([
+        [runsObject.oid, runsObject],
+        [root.object.oid, root.object],
+      ]);
+      const reads = createCommittedReads(countingSource(objects), "c".repeat(40), root.object.oid);
+      const plain = createCommittedReads(countingSource(objects), "c".repeat(40), root.object.oid);
+      for (const name of ["run-1", "run", "a"]) expect(await reads.pointOid?.(`runs/${name}`), `${firstMode} ${name}`).toBe(await plain.treeOid(`runs/${name}`));
     }
   });
 
