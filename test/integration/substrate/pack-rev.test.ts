@@ -151,4 +151,35 @@ describe("reverse indexes beside big packs", () => {
     await gitAt(gitdir, ["verify-pack", join(packDir, `${name as string}.idx`)]);
     await expectFsckClean(gitdir);
   });
+
+  it("git gc and git repack run beside an open store: it keeps reading, and no .rev is left without its pack", async () => {
+    const { dataDir, gitdir, packDir } = await mergedDeployment();
+    const store = openStore(dataDir);
+    const readSome = async (): Promise<void> => {
+      const reads = await store.openCommittedReads(null, REPO, "main");
+      for (let i = 0; i < RUNS; i += 101) {
+        const bytes = await reads.readBlob(`runs/r1-${String(i).padStart(5, "0")}/events/1.json`);
+        expect(Buffer.from(bytes as Uint8Array).toString()).toBe(`{"seq":1,"part":1,"i":${i}}`);
+      }
+    };
+    try {
+      await readSome();
+      for (const args of [
+        ["-c", "pack.writeReverseIndex=true", "repack", "-a", "-d", "-q"],
+        ["-c", "pack.writeReverseIndex=false", "repack", "-a", "-d", "-f", "-q"],
+        ["gc", "-q", "--prune=now"],
+      ]) {
+        await gitAt(gitdir, args);
+        await readSome();
+        await store.writeTree(null, REPO, "main", { files: { [`runs/r0-00000/events/${args.length}.json`]: "{}" }, message: args.join(" ") });
+        await readSome();
+      }
+    } finally {
+      await store.close();
+    }
+    const files = new Set(await readdir(packDir));
+    for (const name of await revNames(packDir)) expect(files.has(`${name}.idx`) && files.has(`${name}.pack`), name).toBe(true);
+    await readAll(dataDir);
+    await expectFsckClean(gitdir);
+  });
 });
