@@ -204,7 +204,8 @@ export function createPackMaintenance(opts: PackMaintenanceOptions): PackMainten
       for (const name of gone) {
         // Its reverse index, then its index: without the index nobody starts reading the pack;
         // readers mid-way rescan. (A crash between leaves a pack without `.rev`, still whole.)
-        await fs.unlinkQuiet(`${packDir}/${name}.rev`);
+        // Only a hint: something there that cannot be removed (a folder) must not keep the pack.
+        await fs.unlinkQuiet(`${packDir}/${name}.rev`).catch(() => undefined);
         await fs.unlinkQuiet(`${packDir}/${name}.idx`);
         await fs.unlinkQuiet(`${packDir}/${name}.pack`);
         packBytes.delete(repoKey, name);

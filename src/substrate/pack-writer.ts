@@ -91,7 +91,10 @@ export function createPackWriter(opts: PackWriterOptions): PackWriter {
    *   writer's temp files are milliseconds old;
    * - a `pack-*.pack` in `objects/pack/` without its `.idx`, older than {@link STALE_TEMP_MS}: a
    *   merge (or commit) killed between placing the pack and its index. No reader uses a pack
-   *   without an index, and a live writer places the index microseconds after the pack.
+   *   without an index, and a live writer places the index microseconds after the pack;
+   * - a `pack-*.rev` without its `.idx`, older than {@link STALE_TEMP_MS}: a reader's reverse
+   *   index (pack-rev-index.ts) renamed into place just after a merge removed its pack, or a
+   *   pack removed by hand. Git never removes one and warns about it at every `git gc`.
    * Git itself removes such files only at `git gc`, after two weeks.
    */
   async function sweepTemps(): Promise<void> {
@@ -106,11 +109,11 @@ export function createPackWriter(opts: PackWriterOptions): PackWriter {
       }
       const names = new Set(await fs.readdirOrEmpty(packDir));
       for (const name of names) {
-        if (!/^pack-[0-9a-f]{40,64}\.pack$/.test(name) || names.has(name.replace(/\.pack$/, ".idx"))) continue;
+        if (!/^pack-[0-9a-f]{40,64}\.(pack|rev)$/.test(name) || names.has(name.replace(/\.(pack|rev)$/, ".idx"))) continue;
         const stat = await fs.statOrNull(`${packDir}/${name}`);
         if (stat === null || !stat.isFile() || now() - stat.mtimeMs <= STALE_TEMP_MS) continue;
         // Looked at once more just before: an index that arrived meanwhile makes it a pack.
-        if ((await fs.statOrNull(`${packDir}/${name.replace(/\.pack$/, ".idx")}`)) === null) await fs.unlinkQuiet(`${packDir}/${name}`);
+        if ((await fs.statOrNull(`${packDir}/${name.replace(/\.(pack|rev)$/, ".idx")}`)) === null) await fs.unlinkQuiet(`${packDir}/${name}`);
       }
     } catch {
       // A file left is only wasted space.

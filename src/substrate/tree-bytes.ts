@@ -7,6 +7,7 @@
  * 1,000 live runs. Here the entries' starts are found once (one pass, no strings: a Uint32Array
  * of 4 bytes an entry) and each lookup is a binary search comparing name bytes in git's order.
  */
+import { isUtf8 } from "node:buffer";
 import type { TreeEntry } from "./tree-object.js";
 import type { Oid } from "./types.js";
 
@@ -23,9 +24,16 @@ export interface TreeBytes {
   readonly folders: Uint8Array;
   /** Whether the entries are in git's tree order (what git and this store write). */
   readonly sorted: boolean;
+  /**
+   * Whether every name is UTF-8. The parsed tree compares names decoded from UTF-8 (a byte that
+   * is not becomes U+FFFD), so a folder holding such a name is looked up parsed, not here.
+   */
+  readonly utf8: boolean;
 }
 
 const SPACE = 0x20;
+const TREE_FIRST = [true, false] as const;
+const BLOB_FIRST = [false, true] as const;
 const SLASH = 0x2f;
 
 /** Whether the mode bytes [at, space) are a folder's ("40000", or "040000" as old tools wrote). */
@@ -66,6 +74,7 @@ export function indexTreeBytes(content: Uint8Array): TreeBytes | null {
   const folders = new Uint8Array(most);
   let count = 0;
   let sorted = true;
+  let utf8 = true;
   let prevName = -1;
   let prevNul = -1;
   let prevTree = false;
@@ -75,6 +84,14 @@ export function indexTreeBytes(content: Uint8Array): TreeBytes | null {
     const nul = space < 0 ? -1 : buf.indexOf(0, space + 1);
     if (space < 0 || nul < 0 || nul + 21 > buf.length) return null;
     const tree = isFolderMode(buf, at, space);
+    if (utf8) {
+      for (let i = space + 1; i < nul; i++) {
+        if ((buf[i] as number) >= 0x80) {
+          utf8 = isUtf8(buf.subarray(space + 1, nul));
+          break;
+        }
+      }
+    }
     if (sorted && prevName >= 0 && compareNames(buf, prevName, prevNul, prevTree, buf, space + 1, nul, tree) >= 0) sorted = false;
     prevName = space + 1;
     prevNul = nul;
@@ -86,7 +103,7 @@ export function indexTreeBytes(content: Uint8Array): TreeBytes | null {
     count += 1;
     at = nul + 21;
   }
-  return { content: buf, starts: starts.subarray(0, count), names: names.subarray(0, count), nuls: nuls.subarray(0, count), folders: folders.subarray(0, count), sorted };
+  return { content: buf, starts: starts.subarray(0, count), names: names.subarray(0, count), nuls: nuls.subarray(0, count), folders: folders.subarray(0, count), sorted, utf8 };
 }
 
 /** Mode text → entry type, as the tree parser reads it. */
@@ -96,20 +113,27 @@ function typeOf(mode: string): TreeEntry["type"] {
   return "blob";
 }
 
+/** A UTF-16 surrogate without its pair: no stored name decodes to one. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
 /**
- * The entry called `name` (whatever its type), as `findEntry` of the parsed tree answers:
- * the first in git order of a sorted tree.
- * @returns the entry, null when absent, or undefined for a tree not in git's order (the caller
- *   then parses it, as the parser's own lookup does)
+ * The entry called `name` (whatever its type), as `findEntry` of the parsed tree answers. A
+ * name a foreign writer put in a sorted folder twice, once as a file and once as a folder (git
+ * orders "a" before "a-1" before "a/"), answers as the parser does: the kind of the folder's
+ * first entry first.
+ * @returns the entry, null when absent, or undefined for a tree not in git's order, one holding
+ *   a name that is not UTF-8, or a `name` that is not well-formed UTF-16 (the caller then parses
+ *   the tree, as the parser's own lookup does)
  */
 export function findInTreeBytes(tree: TreeBytes, name: string): TreeEntry | null | undefined {
-  if (!tree.sorted) return undefined;
+  if (!tree.sorted || !tree.utf8 || LONE_SURROGATE.test(name)) return undefined;
   const { content, starts, names, nuls, folders } = tree;
   const count = nuls.length;
   if (count === 0) return null;
   const probe = Buffer.from(name, "utf8");
-  // A name sorts in one of two places, as a blob ("a") or as a folder ("a/"): look in both.
-  for (const asTree of [true, false]) {
+  // A name sorts in one of two places, as a blob ("a") or as a folder ("a/"): look in both,
+  // first as the kind the folder starts with (as the parser's indexOfEntry).
+  for (const asTree of folders[0] === 1 ? TREE_FIRST : BLOB_FIRST) {
     let lo = 0;
     let hi = count;
     while (lo < hi) {

@@ -3,7 +3,9 @@
  * packs byte for byte as git writes them, ignored and replaced when damaged, written for a big
  * pack git left without one; plain git keeps reading the repository.
  */
-import { copyFile, mkdir, readdir, readFile, writeFile } from "node:fs/promises";
+import { execFile } from "node:child_process";
+import { copyFile, lstat, mkdir, readdir, readFile, rm, symlink, writeFile } from "node:fs/promises";
+import { promisify } from "node:util";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { allowAll } from "../../../src/substrate/allow-all.js";
@@ -104,6 +106,80 @@ describe("reverse indexes beside big packs", () => {
     const revs = await revNames(packDir);
     expect(revs).toHaveLength(1);
     expect((await readFile(join(packDir, `${revs[0] as string}.rev`))).equals(await gitsReverseIndex(packDir, revs[0] as string))).toBe(true);
+    await expectFsckClean(gitdir);
+  });
+
+  it("a folder, a FIFO or a symlink pointing outside at its name is never fatal, and nothing outside the data dir is written", async () => {
+    const { dataDir, gitdir, packDir } = await mergedDeployment();
+    const [name] = await revNames(packDir);
+    const path = join(packDir, `${name as string}.rev`);
+    const good = await readFile(path);
+    const outside = join(await tempDir(), "outside.rev");
+    await writeFile(outside, "not a reverse index");
+    // A folder: cannot be replaced, the reads go on without it.
+    await rm(path);
+    await mkdir(join(path, "inner"), { recursive: true });
+    await readAll(dataDir);
+    expect((await lstat(path)).isDirectory()).toBe(true);
+    await rm(path, { recursive: true });
+    // A FIFO nobody writes: not opened to wait, replaced.
+    await promisify(execFile)("mkfifo", [path]);
+    await readAll(dataDir);
+    expect((await readFile(path)).equals(good)).toBe(true);
+    // A symlink to a file outside: the link is replaced, the file it pointed at is untouched.
+    await rm(path);
+    await symlink(outside, path);
+    await readAll(dataDir);
+    expect((await lstat(path)).isSymbolicLink()).toBe(false);
+    expect((await readFile(path)).equals(good)).toBe(true);
+    expect((await readFile(outside)).toString()).toBe("not a reverse index");
+    expect((await readdir(join(gitdir, "objects"))).filter((f) => f.startsWith("tmp_"))).toEqual([]);
+    await expectFsckClean(gitdir);
+  });
+
+  it("two readers writing the same missing one at once leave one correct file and no temp files", async () => {
+    const { dataDir, gitdir, packDir } = await mergedDeployment();
+    const [name] = await revNames(packDir);
+    const path = join(packDir, `${name as string}.rev`);
+    const good = await readFile(path);
+    for (let round = 0; round < 3; round++) {
+      await rm(path);
+      await Promise.all([readAll(dataDir), readAll(dataDir), readAll(dataDir)]);
+      expect((await readFile(path)).equals(good)).toBe(true);
+    }
+    expect((await readdir(join(gitdir, "objects"))).filter((f) => f.startsWith("tmp_"))).toEqual([]);
+    await gitAt(gitdir, ["verify-pack", join(packDir, `${name as string}.idx`)]);
+    await expectFsckClean(gitdir);
+  });
+
+  it("git gc and git repack run beside an open store: it keeps reading, and no .rev is left without its pack", async () => {
+    const { dataDir, gitdir, packDir } = await mergedDeployment();
+    const store = openStore(dataDir);
+    const readSome = async (): Promise<void> => {
+      const reads = await store.openCommittedReads(null, REPO, "main");
+      for (let i = 0; i < RUNS; i += 101) {
+        const bytes = await reads.readBlob(`runs/r1-${String(i).padStart(5, "0")}/events/1.json`);
+        expect(Buffer.from(bytes as Uint8Array).toString()).toBe(`{"seq":1,"part":1,"i":${i}}`);
+      }
+    };
+    try {
+      await readSome();
+      for (const args of [
+        ["-c", "pack.writeReverseIndex=true", "repack", "-a", "-d", "-q"],
+        ["-c", "pack.writeReverseIndex=false", "repack", "-a", "-d", "-f", "-q"],
+        ["gc", "-q", "--prune=now"],
+      ]) {
+        await gitAt(gitdir, args);
+        await readSome();
+        await store.writeTree(null, REPO, "main", { files: { [`runs/r0-00000/events/${args.length}.json`]: "{}" }, message: args.join(" ") });
+        await readSome();
+      }
+    } finally {
+      await store.close();
+    }
+    const files = new Set(await readdir(packDir));
+    for (const name of await revNames(packDir)) expect(files.has(`${name}.idx`) && files.has(`${name}.pack`), name).toBe(true);
+    await readAll(dataDir);
     await expectFsckClean(gitdir);
   });
 });

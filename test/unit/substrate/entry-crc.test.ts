@@ -63,3 +63,30 @@ describe("a big folder's entry CRC-32", () => {
     );
   });
 });
+
+describe("a big folder's entry CRC-32 at the edges", () => {
+  // Folders of exactly two stored blocks, of one block and one byte, of three blocks and one byte.
+  for (const length of [2 * 65_535, 65_536, 3 * 65_535 + 1]) {
+    it(`is patched right for a folder of ${length} bytes, its first and last entries changed, many commits in a row`, () => {
+      // Entries of 37 bytes, the last one longer (28 bytes and its name) to reach `length`.
+      const count = Math.floor((length - 28) / 37);
+      const entries: TreeEntry[] = Array.from({ length: count }, (_, i) => ({ name: nameOf(i), mode: TREE_MODE, oid: oidOf(i, 0), type: "tree" }));
+      entries.push({ name: "z".repeat(length - 37 * count - 27), mode: TREE_MODE, oid: oidOf(9_999, 0), type: "tree" });
+      let current = makeTree(entries);
+      expect(current.tree.content.byteLength).toBe(length);
+      expect(indexedCrc(current.tree, current.object)).toBe(entryCrc(current.tree));
+      for (let round = 1; round <= 30; round++) {
+        const picks = [0, current.tree.count - 1, ...straddling(current.tree), (round * 97) % current.tree.count];
+        const changes = new Map<string, TreeEntry>();
+        for (const i of picks) {
+          const old = entryAt(current.tree, i) as TreeEntry;
+          changes.set(old.name, { ...old, oid: oidOf(i, round) });
+        }
+        const next = editTree(current.tree, changes);
+        expect(knownTreeEntryCrc(next.tree.content), `round ${round}`).toBe(entryCrc(next.tree));
+        expect(indexedCrc(next.tree, next.object)).toBe(entryCrc(next.tree));
+        current = next;
+      }
+    });
+  }
+});

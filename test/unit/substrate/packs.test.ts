@@ -162,6 +162,51 @@ describe("pack files", () => {
     expect(tempFiles(fs)).toEqual(["tmp_pack_live3"]);
   });
 
+  it("removes a reverse index left without its pack (a reader's write racing a merge, a user's rm) once old, and a killed reader's temp file", async () => {
+    const { store, fs } = createMemStore({ packThreshold: 1 });
+    await store.initRepo(null, REPO);
+    await seed(store, 10);
+    await store.close();
+    const packDir = `${GITDIR}/objects/pack`;
+    const old = (Date.now() - STALE_TEMP_MS - 60_000) / 1000;
+    const orphan = `pack-${"1".repeat(40)}.rev`;
+    const fresh = `pack-${"2".repeat(40)}.rev`;
+    const [live] = packFiles(fs);
+    const beside = (live as string).replace(/\.pack$/, ".rev");
+    for (const name of [orphan, fresh, beside]) fs.writeFileSync(`${packDir}/${name}`, "RIDX");
+    for (const name of [orphan, beside]) fs.utimesSync(`${packDir}/${name}`, old, old);
+    fs.writeFileSync(`${GITDIR}/objects/tmp_rev_dead4`, "RID");
+    fs.utimesSync(`${GITDIR}/objects/tmp_rev_dead4`, old, old);
+    const { store: next } = createMemStore({ fs, packThreshold: 1 });
+    await next.writeTree(null, REPO, "main", { files: { "runs/r00001/events/2.json": '{"seq":2}' }, message: "after a crash" });
+    await next.close();
+    const revs = (fs.readdirSync(packDir) as string[]).filter((name) => name.endsWith(".rev")).sort();
+    expect(revs).toEqual([beside, fresh].sort());
+    expect(tempFiles(fs)).toEqual([]);
+  });
+
+  it("a merge still removes the packs it replaced when a folder sits at one's .rev name", async () => {
+    const { store, fs } = createMemStore({ packThreshold: 1 });
+    await store.initRepo(null, REPO);
+    for (let k = 0; k < 3; k++) await store.writeTree(null, REPO, "main", { files: { [`runs/r${k}/events/1.json`]: `{"seq":${k}}` }, message: `k ${k}` });
+    const packDir = `${GITDIR}/objects/pack`;
+    const before = packFiles(fs);
+    expect(before.length).toBeGreaterThanOrEqual(2);
+    // Not a file: nothing can unlink it, and it holds no reverse index anyway.
+    fs.mkdirSync(`${packDir}/${(before[0] as string).replace(/\.pack$/, ".rev")}/inner`, { recursive: true });
+    await store.compactPacks?.(null, REPO);
+    await store.close();
+    const after = packFiles(fs);
+    expect(after).toHaveLength(1);
+    expect(before).not.toContain(after[0]);
+    const idx = (fs.readdirSync(packDir) as string[]).filter((name) => name.endsWith(".idx"));
+    expect(idx).toEqual([(after[0] as string).replace(/\.pack$/, ".idx")]);
+    const { store: fresh } = createMemStore({ fs });
+    const reads = await fresh.openCommittedReads(null, REPO, "main");
+    expect(await reads.listDir("runs")).toHaveLength(3);
+    await fresh.close();
+  });
+
   it("writes a small commit's pack into temp files made ahead of it, and removes the spare pair at close", async () => {
     const { store, fs } = createMemStore({ packThreshold: 1 });
     await store.initRepo(null, REPO);

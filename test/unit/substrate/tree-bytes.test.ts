@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { createCommittedReads, type ObjectSource } from "../../../src/substrate/committed-reads.js";
-import type { GitObject } from "../../../src/substrate/git-object.js";
+import { type GitObject, hashObject } from "../../../src/substrate/git-object.js";
 import { findInTreeBytes, indexTreeBytes } from "../../../src/substrate/tree-bytes.js";
 import { decodeTree, findEntry, makeTree, type ParsedTree, type TreeEntry } from "../../../src/substrate/tree-object.js";
 import type { Oid } from "../../../src/substrate/types.js";
@@ -117,5 +117,74 @@ describe("CommittedReads.pointOid", () => {
     const reads = createCommittedReads(source, "c".repeat(40), root.object.oid);
     expect(await reads.pointOid?.("runs/done-0000004")).toBe(oidOf(3));
     expect(source.reads).not.toContain(runs.object.oid);
+  });
+});
+
+/** Raw tree content from entries as a foreign writer may put them: any order, any bytes. */
+function rawTree(entries: readonly { mode: string; name: Buffer | string; oid: Oid }[]): Buffer {
+  return Buffer.concat(entries.flatMap((e) => [Buffer.from(`${e.mode} `, "latin1"), Buffer.from(e.name), Buffer.from([0]), Buffer.from(e.oid, "hex")]));
+}
+
+describe("findInTreeBytes on folders a foreign writer pushed", () => {
+  /** What the parsed tree answers for `name`, the reference every point lookup must agree with. */
+  const parsedAnswer = (content: Buffer, name: string): TreeEntry | null => findEntry(decodeTree(oidOf(999), content), name) ?? null;
+  const bytesAnswer = (content: Buffer, name: string): TreeEntry | null => {
+    const bytes = indexTreeBytes(content);
+    const found = bytes === null ? undefined : findInTreeBytes(bytes, name);
+    return found === undefined ? parsedAnswer(content, name) : found;
+  };
+
+  it("a name held both as a file and as a folder (sorted, as git orders them) answers as the parsed tree", () => {
+    for (const first of [
+      { mode: "100644", name: "a", oid: oidOf(1) },
+      { mode: "40000", name: "a", oid: oidOf(1) },
+    ]) {
+      const content = rawTree([first, { mode: "100644", name: "run", oid: oidOf(2) }, { mode: "40000", name: "run-1", oid: oidOf(3) }, { mode: "40000", name: "run", oid: oidOf(4) }]);
+      expect(indexTreeBytes(content)?.sorted).toBe(true);
+      for (const name of ["run", "run-1", "a", "ru", "run.1"]) expect(bytesAnswer(content, name), `${first.mode} ${name}`).toEqual(parsedAnswer(content, name));
+    }
+  });
+
+  it("pointOid answers as treeOid for a foreign archive's runs/ holding a run id as a file and as a folder", async () => {
+    for (const firstMode of ["100644", "40000"]) {
+      const runsContent = rawTree([{ mode: firstMode, name: "a", oid: oidOf(1) }, { mode: "100644", name: "run-1", oid: oidOf(2) }, { mode: "40000", name: "run-1", oid: oidOf(3) }]);
+      const runsObject = hashObject("tree", runsContent);
+      const root = makeTree([{ name: "runs", mode: "40000", oid: runsObject.oid, type: "tree" }]);
+      const objects = new Map<Oid, GitObject>([
+        [runsObject.oid, runsObject],
+        [root.object.oid, root.object],
+      ]);
+      const reads = createCommittedReads(countingSource(objects), "c".repeat(40), root.object.oid);
+      const plain = createCommittedReads(countingSource(objects), "c".repeat(40), root.object.oid);
+      for (const name of ["run-1", "run", "a"]) expect(await reads.pointOid?.(`runs/${name}`), `${firstMode} ${name}`).toBe(await plain.treeOid(`runs/${name}`));
+    }
+  });
+
+  it("a lookup of a name with a lone surrogate finds no stored U+FFFD, as the parsed tree", () => {
+    const content = rawTree([{ mode: "40000", name: "\uFFFD", oid: oidOf(1) }]);
+    expect(indexTreeBytes(content)?.utf8).toBe(true);
+    for (const name of ["\uD800", "\uDC00", "\uFFFD"]) expect(bytesAnswer(content, name), JSON.stringify(name)).toEqual(parsedAnswer(content, name));
+  });
+
+  it("agrees with the parsed tree on random hostile folders (duplicates, odd modes, bytes that are not UTF-8, any order)", () => {
+    const pieces = [Buffer.from("run"), Buffer.from("-"), Buffer.from("."), Buffer.from("1"), Buffer.from([0xff]), Buffer.from([0xc3, 0xa9]), Buffer.from([0xc3]), Buffer.from("/"), Buffer.from("..")];
+    const modes = ["40000", "040000", "100644", "160000", "120000", "4000", "400000", "x"];
+    for (let seed = 1; seed <= 400; seed++) {
+      const random = seededRandom(seed);
+      const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)] as T;
+      const entries = Array.from({ length: 1 + Math.floor(random() * 12) }, (_, i) => ({
+        mode: pick(modes),
+        name: Buffer.concat(Array.from({ length: 1 + Math.floor(random() * 3) }, () => pick(pieces))),
+        oid: oidOf(i + 1),
+      }));
+      // Half the time in git's order by bytes (as a writer that sorts would), else as drawn.
+      if (random() < 0.5) {
+        const key = (e: (typeof entries)[number]): Buffer => Buffer.concat([e.name, Buffer.from(/^0?40000$/.test(e.mode) ? "/" : "")]);
+        entries.sort((x, y) => Buffer.compare(key(x), key(y)));
+      }
+      const content = rawTree(entries);
+      const probes = new Set(["run", "run-1", "run.1", "run1", "r", ...entries.map((e) => e.name.toString("utf8"))]);
+      for (const name of probes) expect(bytesAnswer(content, name), `seed ${seed}, ${JSON.stringify(name)}`).toEqual(parsedAnswer(content, name));
+    }
   });
 });

@@ -597,6 +597,94 @@ describe("timer queue: properties", () => {
     );
   });
 
+  it("delivers each live generation exactly once, in (fireAt, scheduling) order, when whole queues fall due at once and onDue schedules and cancels meanwhile", async () => {
+    type Burst =
+      | { kind: "bulk"; from: number; count: number; instants: number; offsetMs: number }
+      | { kind: "schedule"; key: number; offsetMs: number }
+      | { kind: "cancel"; key: number }
+      | { kind: "advance"; ms: number }
+      | { kind: "jump"; ms: number };
+    const burst: fc.Arbitrary<Burst> = fc.oneof(
+      fc.record({
+        kind: fc.constant("bulk" as const),
+        from: fc.integer({ min: 0, max: 150 }),
+        count: fc.integer({ min: 60, max: 160 }),
+        instants: fc.integer({ min: 1, max: 3 }),
+        offsetMs: fc.integer({ min: -5_000, max: 5_000 }),
+      }),
+      fc.record({ kind: fc.constant("schedule" as const), key: fc.integer({ min: 0, max: 300 }), offsetMs: fc.integer({ min: -2_000, max: 10_000 }) }),
+      fc.record({ kind: fc.constant("cancel" as const), key: fc.integer({ min: 0, max: 300 }) }),
+      fc.record({ kind: fc.constant("advance" as const), ms: fc.integer({ min: 0, max: 20_000 }) }),
+      fc.record({ kind: fc.constant("jump" as const), ms: fc.integer({ min: -10_000, max: 60_000 }) }),
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.array(burst, { maxLength: 25 }), fc.integer({ min: 0, max: 300 }), fc.boolean(), async (ops, racer, asyncOnDue) => {
+        const fake = createFakeClock("2026-01-01T00:00:00Z");
+        const live = new Map<string, { generation: number; fireAtMs: number }>();
+        const problems: string[] = [];
+        let generation = 0;
+        let queue!: ReturnType<typeof createTimerQueue<number>>;
+        const schedule = (key: string, fireAtMs: number): void => {
+          generation += 1;
+          queue.schedule(key, fireAtMs, generation);
+          live.set(key, { generation, fireAtMs });
+        };
+        let deliveries = 0;
+        const check = (entries: TimerQueueEntry<number>[]): void => {
+          for (let index = 1; index < entries.length; index += 1) {
+            const a = entries[index - 1]!;
+            const b = entries[index]!;
+            if (b.fireAtMs < a.fireAtMs || (b.fireAtMs === a.fireAtMs && b.payload < a.payload)) problems.push(`batch out of order at ${index}`);
+          }
+          for (const entry of entries) {
+            if (live.get(entry.key)?.generation !== entry.payload) problems.push(`${entry.key}#${entry.payload} delivered but not live`);
+            if (fake.now() < entry.fireAtMs) problems.push(`${entry.key} delivered early`);
+            live.delete(entry.key);
+          }
+          // A delivery racing new work: a replacement of one delivered key, a new due timer, a cancel.
+          deliveries += 1;
+          if (deliveries % 2 === 1 && entries.length > 0) {
+            schedule(entries[0]!.key, fake.now() - 1);
+            schedule(`r${racer}`, fake.now());
+            if (queue.cancel(`k${racer}`)) live.delete(`k${racer}`);
+          }
+        };
+        queue = createTimerQueue<number>({
+          clock: fake.clock,
+          timers: fake.timers,
+          onDue: asyncOnDue
+            ? async (entries) => {
+                await Promise.resolve();
+                check(entries);
+              }
+            : check,
+        });
+        for (const step of ops) {
+          if (step.kind === "bulk") {
+            for (let i = 0; i < step.count; i += 1) schedule(`k${step.from + i}`, fake.now() + step.offsetMs + (i % step.instants) * 1_000);
+          } else if (step.kind === "schedule") {
+            schedule(`k${step.key}`, fake.now() + step.offsetMs);
+          } else if (step.kind === "cancel") {
+            expect(queue.cancel(`k${step.key}`)).toBe(live.delete(`k${step.key}`));
+          } else if (step.kind === "advance") {
+            await fake.advance(step.ms);
+          } else {
+            fake.jump(new Date(fake.now() + step.ms).toISOString());
+            await queue.recheck();
+          }
+          expect(queue.size).toBe(live.size);
+        }
+        const latest = Math.max(fake.now(), ...[...live.values()].map((entry) => entry.fireAtMs));
+        await fake.advance(latest - fake.now() + 30_000);
+        await queue.recheck();
+        expect(problems).toEqual([]);
+        expect(live.size).toBe(0);
+        expect(queue.size).toBe(0);
+      }),
+      { numRuns: 150 },
+    );
+  });
+
   it("keeps the heap ordered through random schedules, replacements and cancels", () => {
     fc.assert(
       fc.property(
