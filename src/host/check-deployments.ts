@@ -1,6 +1,6 @@
 /**
  * A read-only health check of deployment repos, as `workflow-host check` runs it: the ref
- * resolves, every run folder is well formed (the original layout is accepted), every event
+ * resolves, HEAD names a ref or holds an oid (else plain git refuses the folder), every run folder is well formed (the original layout is accepted), every event
  * parses, seqs are dense, nothing follows a terminal event, a sealed events.jsonl is valid, no
  * run folder reuses the id of a run the archive ref holds (`run_archived`). Each problem names its repo, path and seq, so a person can find it with
  * `git show main:<path>`.
@@ -112,6 +112,16 @@ export async function checkDeployments(store: RepoStore, opts: CheckDeploymentsO
     } catch (error) {
       if (!(error instanceof WorkflowHostError) || error.code === "authorize_denied" || error.code === "store_stopped") throw error;
       report(typeof error.data["path"] === "string" ? error.data["path"] : ref, null, error);
+    }
+    // HEAD: git takes a folder for a repository only when its HEAD names a ref or holds an oid,
+    // so a damaged one leaves the deployment unreadable to plain git even while main is sound
+    // (the store reads main by name). A HEAD naming another branch, or detached, is fine.
+    try {
+      await store.resolveRef(principal, { kind: WORKFLOW_RUN_KIND, id: repoId }, "HEAD");
+    } catch (error) {
+      if (!(error instanceof WorkflowHostError) || error.code === "authorize_denied" || error.code === "store_stopped") throw error;
+      // A damaged ref store (packed-refs) breaks HEAD as it breaks main: said once.
+      if (!found.some((p) => p.message === error.message)) report("HEAD", null, error);
     }
     // The archive after main. A damaged ref store (packed-refs) breaks both refs alike: said once.
     if (archiveError !== null && !found.some((p) => p.message === archiveError.message)) report(ARCHIVE_REF, null, archiveError);

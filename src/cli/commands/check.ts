@@ -25,8 +25,8 @@ export const checkCommand: CliCommand = {
   options: { ...dataDirOption, repo: { type: "string", short: "r" }, acknowledge: { type: "boolean" }, by: { type: "string" }, json: { type: "boolean" } },
   help: `Usage: workflow-host check --data-dir DIR [--repo R] [--acknowledge [--by NAME]] [--json]
 
-Validates each deployment at the tip of main: the ref resolves to a commit, every entry under
-runs/ is a run folder, every event file parses (JSON, schema, ids, instants, cron) with a body
+Validates each deployment at the tip of main: the ref resolves to a commit, HEAD names a ref
+or holds an oid (else plain git refuses the repo), every entry under runs/ is a run folder, every event file parses (JSON, schema, ids, instants, cron) with a body
 seq equal to its file name, seqs are dense from 0 or 1, nothing follows a terminal event, a
 compacted events.jsonl is well formed. The archive ref ${ARCHIVE} (where retention moves
 ended runs) is checked the same way when it exists, and each run it holds must have ended

@@ -77,3 +77,34 @@ describe("check on a deployment whose acknowledgements ref is torn", () => {
     }
   });
 });
+
+describe("check on a deployment whose HEAD is damaged", () => {
+  it("reports HEAD as ref_corrupt (git itself no longer takes the folder for a repo), checks main as usual, exit 1", async () => {
+    const dataDir = join(await tempDir(), "data");
+    for (const repo of ["broken", "healthy"]) expect((await runCli(["repo", "create", "-d", dataDir, "-r", repo], { clock })).code).toBe(0);
+    const gitdir = join(dataDir, "deployments", "broken.git");
+    await writeFile(join(gitdir, "HEAD"), "garbage\n");
+    await expect(gitAt(gitdir, ["rev-parse", "main"])).rejects.toThrow();
+
+    const run = await runCli(["check", "-d", dataDir, "--json"], { clock });
+    expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 1, stderr: "" });
+    const report = JSON.parse(run.stdout) as CheckJson;
+    expect(report.repos.map((r) => [r.repoId, r.commitSha !== null, r.problems])).toEqual([
+      ["broken", true, 1],
+      ["healthy", true, 0],
+    ]);
+    expect(report.problems.map((p) => [p.repoId, p.path, p.code])).toEqual([["broken", "HEAD", "ref_corrupt"]]);
+  });
+
+  it("a HEAD naming another branch, or detached at main's commit, is no problem", async () => {
+    const dataDir = join(await tempDir(), "data");
+    expect((await runCli(["repo", "create", "-d", dataDir, "-r", "dep"], { clock })).code).toBe(0);
+    const gitdir = join(dataDir, "deployments", "dep.git");
+    const main = (await gitAt(gitdir, ["rev-parse", "main"])).trim();
+    for (const head of ["ref: refs/heads/other\n", `${main}\n`]) {
+      await writeFile(join(gitdir, "HEAD"), head);
+      const run = await runCli(["check", "-d", dataDir, "--json"], { clock });
+      expect({ code: run.code, problems: (JSON.parse(run.stdout) as CheckJson).problems }).toEqual({ code: 0, problems: [] });
+    }
+  });
+});
