@@ -65,6 +65,14 @@ export async function runsMovedToArchive(
 }
 
 /**
+ * The oid of `folder` in the archive, by a point lookup where the reads offer one: the archive's
+ * `runs/` (one entry per archived run) is then searched in its stored bytes, not parsed.
+ */
+function archivedFolderOid(archive: CommittedReads, folder: string): Promise<string | null> {
+  return archive.pointOid !== undefined ? archive.pointOid(folder) : archive.treeOid(folder);
+}
+
+/**
  * The problem of a run folder on the live ref whose id the archive holds with another folder:
  * a run id reused after retention archived it (a `git push` of `runs/<runId>/…`). Its log is not
  * the archived run's and is never read as a live run: reported as a bad event
@@ -79,8 +87,7 @@ export async function reusedArchivedRunProblem(archive: CommittedReads | null, r
   // No archive ref (reads of nothing): the common case, answered without a lookup per run.
   if (archive === null || archive.commitSha === null || liveOid === null) return null;
   const folder = `${runsPrefix}${runId}`;
-  // A point lookup: the archive's `runs/` (one entry per archived run) is not parsed for it.
-  const archivedOid = await (archive.pointOid !== undefined ? archive.pointOid(folder) : archive.treeOid(folder));
+  const archivedOid = await archivedFolderOid(archive, folder);
   if (archivedOid === null || archivedOid === liveOid) return null;
   return {
     runId,
@@ -117,7 +124,7 @@ export async function archivedRunError(store: RepoStore, principal: Principal, r
   const live = await store.openCommittedReads(principal, repoId, liveRef);
   if ((await live.treeOid(folder)) !== null) return null;
   const archive = await openArchive(store, principal, repoId);
-  if (archive === null || (await (archive.pointOid !== undefined ? archive.pointOid(folder) : archive.treeOid(folder))) === null) return null;
+  if (archive === null || (await archivedFolderOid(archive, folder)) === null) return null;
   return new WorkflowHostError("run_archived", `run ${runId} of ${repoId.id} was archived by retention (${ARCHIVE_REF}); read it with workflow-host runs show, it cannot be changed`, {
     repoId: repoId.id,
     runId,
