@@ -4,7 +4,7 @@
  * Starts a store and scheduler on the deployment while nothing is due (recovery arms every
  * timer), then moves the wall clock past every fireAt and times from that moment until the
  * last TimerFired is reported (committed). Prints one JSON line:
- * `{firesPerSec, fireMs, recoverMs, commits, commitMs, cpuMs, mainCpuMs, commitCpuMs, maxLoopDelayMs}` where
+ * `{firesPerSec, fireMs, recoverMs, commits, commitMs: timings.wallMs, cpuMs, mainCpuMs, commitCpuMs: timings.cpuMs, maxLoopDelayMs}` where
  * `commitMs` lists the wall time of each fire commit (from one `fired` report's commit to the next's, the first from the clock
  * move) and `commitCpuMs` the process's CPU time over the same spans (less sensitive to other
  * jobs on a shared machine), so per-commit cost can be compared across deployment sizes. With
@@ -15,7 +15,7 @@ import { monitorEventLoopDelay } from "node:perf_hooks";
 import { BASE_MS } from "./bench-context.js";
 import { createOffsetClock, openRig } from "./scheduler-rig.js";
 import { startPhaseProfile } from "./phase-profile.js";
-import { mainThreadCpuMs, nowMs } from "./stats.js";
+import { CommitTimings, mainThreadCpuMs, nowMs, processCpuMs } from "./stats.js";
 
 const [dataDir, repoId, timersArg, durability, maxBatchArg] = process.argv.slice(2);
 const timers = Number(timersArg);
@@ -27,17 +27,7 @@ if (dataDir === undefined || repoId === undefined || !Number.isFinite(timers) ||
 
 const clock = createOffsetClock(BASE_MS - 3_600_000 - Date.now());
 let fired = 0;
-let t0 = 0;
-let lastSha = "";
-let lastAt = 0;
-const commitMs: number[] = [];
-const commitCpuMs: number[] = [];
-let cpu0 = process.cpuUsage();
-let lastCpu = cpu0;
-const cpuSince = (from: NodeJS.CpuUsage): number => {
-  const d = process.cpuUsage(from);
-  return (d.user + d.system) / 1_000;
-};
+const timings = new CommitTimings();
 let done!: () => void;
 const allFired = new Promise<void>((resolve) => {
   done = resolve;
@@ -48,14 +38,7 @@ const rig = openRig(
   clock.clock,
   (event) => {
     if (event.type !== "fired") return;
-    if (event.commitSha !== lastSha) {
-      const now = nowMs();
-      commitMs.push(now - (lastSha === "" ? t0 : lastAt));
-      commitCpuMs.push(cpuSince(lastCpu));
-      lastCpu = process.cpuUsage();
-      lastSha = event.commitSha;
-      lastAt = now;
-    }
+    timings.fired(event.commitSha);
     if (++fired === timers) done();
   },
   { maxArmMs: 20, ...(maxBatch === undefined ? {} : { maxBatch }) },
@@ -69,14 +52,14 @@ const stopCpuProfile = await startPhaseProfile("BURST_CPU_PROFILE");
 const stopHeapProfile = await startPhaseProfile("BURST_HEAP_PROFILE", "heap");
 const loopDelay = monitorEventLoopDelay({ resolution: 1 });
 loopDelay.enable();
-t0 = nowMs();
+const t0 = nowMs();
 const main0 = mainThreadCpuMs();
-cpu0 = process.cpuUsage();
-lastCpu = cpu0;
+const cpu0 = processCpuMs();
+timings.start();
 clock.offsetMs = BASE_MS + 3_600_000 - Date.now();
 await allFired;
 const fireMs = nowMs() - t0;
-const cpuMs = cpuSince(cpu0);
+const cpuMs = processCpuMs() - cpu0;
 const mainCpuMs = mainThreadCpuMs() - main0;
 loopDelay.disable();
 await stopCpuProfile();
@@ -84,4 +67,4 @@ await stopHeapProfile();
 await rig.scheduler.idle();
 const commits = rig.scheduler.stats().commits;
 await rig.close();
-process.stdout.write(`${JSON.stringify({ firesPerSec: (timers / fireMs) * 1_000, fireMs, recoverMs, commits, commitMs, cpuMs, mainCpuMs, commitCpuMs, maxLoopDelayMs: loopDelay.max / 1e6 })}\n`);
+process.stdout.write(`${JSON.stringify({ firesPerSec: (timers / fireMs) * 1_000, fireMs, recoverMs, commits, commitMs: timings.wallMs, cpuMs, mainCpuMs, commitCpuMs: timings.cpuMs, maxLoopDelayMs: loopDelay.max / 1e6 })}\n`);

@@ -14,7 +14,7 @@
 import { BASE_MS } from "./bench-context.js";
 import { createOffsetClock, openRig } from "./scheduler-rig.js";
 import { startPhaseProfile } from "./phase-profile.js";
-import { mainThreadCpuMs, nowMs } from "./stats.js";
+import { CommitTimings, nowMs } from "./stats.js";
 
 const [dataDir, repoId, timersArg, durability, batchArg] = process.argv.slice(2);
 const timers = Number(timersArg);
@@ -24,21 +24,9 @@ if (dataDir === undefined || repoId === undefined || !Number.isInteger(timers) |
   process.exit(2);
 }
 
-const cpuNowMs = (): number => {
-  const u = process.cpuUsage();
-  return (u.user + u.system) / 1_000;
-};
-
 const clock = createOffsetClock(BASE_MS - 3_600_000 - Date.now());
-const wallMs: number[] = [];
-const cpuMs: number[] = [];
-const mainCpuMs: number[] = [];
-const batches: number[] = [];
+const timings = new CommitTimings();
 let fired = 0;
-let lastSha = "";
-let lastWall = 0;
-let lastCpu = 0;
-let lastMain = 0;
 let done!: () => void;
 const allFired = new Promise<void>((resolve) => {
   done = resolve;
@@ -49,20 +37,7 @@ const rig = openRig(
   clock.clock,
   (event) => {
     if (event.type !== "fired") return;
-    if (event.commitSha !== lastSha) {
-      const wall = nowMs();
-      const cpu = cpuNowMs();
-      const main = mainThreadCpuMs();
-      wallMs.push(wall - lastWall);
-      cpuMs.push(cpu - lastCpu);
-      mainCpuMs.push(main - lastMain);
-      batches.push(0);
-      lastWall = wall;
-      lastCpu = cpu;
-      lastMain = main;
-      lastSha = event.commitSha;
-    }
-    batches[batches.length - 1] = (batches[batches.length - 1] as number) + 1;
+    timings.fired(event.commitSha);
     if (++fired === timers) done();
   },
   { maxArmMs: 20, maxBatch: batch },
@@ -72,9 +47,7 @@ const r0 = nowMs();
 await rig.scheduler.start();
 const recoverMs = nowMs() - r0;
 const stopCpuProfile = await startPhaseProfile("FIRE_COMMIT_CPU_PROFILE");
-lastWall = nowMs();
-lastCpu = cpuNowMs();
-lastMain = mainThreadCpuMs();
+timings.start();
 // The due timers' fireAts are within the hour after BASE_MS; the deployment's others, a year on, stay armed.
 clock.offsetMs = BASE_MS + 3_600_000 - Date.now();
 await allFired;
@@ -82,4 +55,4 @@ await stopCpuProfile();
 await rig.scheduler.idle();
 const commits = rig.scheduler.stats().commits;
 await rig.close();
-process.stdout.write(`${JSON.stringify({ commits, batches, wallMs, cpuMs, mainCpuMs, recoverMs })}\n`);
+process.stdout.write(`${JSON.stringify({ commits, batches: timings.batches, wallMs: timings.wallMs, cpuMs: timings.cpuMs, mainCpuMs: timings.mainCpuMs, recoverMs })}\n`);

@@ -342,19 +342,21 @@ export const retention: Benchmark = {
       const loads: number[] = [loadavg()[0] ?? Number.NaN];
       let baseKnown: Deployment = baseDep;
       let agedKnown: Deployment = dep;
+      // One measurement on a fresh copy of `known` (which carries the gc size an earlier round found).
+      const measureCopy = async (known: Deployment, name: string, tag: string): Promise<Measured> => {
+        const copy = await ctx.cache.scratch(name);
+        await cp(known.dataDir, copy, { recursive: true });
+        const measured = await measure({ ...known, dataDir: copy, gitdir: join(copy, "deployments", `${REPO}.git`) }, await ctx.cache.scratch("retention-gc"), tag);
+        await rm(copy, { recursive: true, force: true });
+        return measured;
+      };
       for (let round = 0; round < rounds; round++) {
-        const baseCopy = await ctx.cache.scratch(`retention-live-${ended}`);
-        await cp(baseDep.dataDir, baseCopy, { recursive: true });
-        const b = await measure({ ...baseKnown, dataDir: baseCopy, gitdir: join(baseCopy, "deployments", `${REPO}.git`) }, await ctx.cache.scratch("retention-gc"), `${ended}-live-${round}`);
+        const b = await measureCopy(baseKnown, `retention-live-${ended}`, `${ended}-live-${round}`);
         bases.push(b);
         baseKnown = { ...baseKnown, gcBytes: b.gcBytes };
-        await rm(baseCopy, { recursive: true, force: true });
-        const agedCopy = await ctx.cache.scratch(`retention-aged-${ended}`);
-        await cp(dep.dataDir, agedCopy, { recursive: true });
-        const a = await measure({ ...agedKnown, dataDir: agedCopy, gitdir: join(agedCopy, "deployments", `${REPO}.git`) }, await ctx.cache.scratch("retention-gc"), `${ended}-aged-${round}`);
+        const a = await measureCopy(agedKnown, `retention-aged-${ended}`, `${ended}-aged-${round}`);
         ageds.push(a);
         agedKnown = { ...agedKnown, gcBytes: a.gcBytes };
-        await rm(agedCopy, { recursive: true, force: true });
         loads.push(loadavg()[0] ?? Number.NaN);
       }
       const base = medianMeasured(bases);

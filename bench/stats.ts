@@ -53,3 +53,50 @@ export function mainThreadCpuMs(): number {
     return Number.NaN;
   }
 }
+
+/** CPU time (ms) of the whole process: every thread, user and system. */
+export function processCpuMs(): number {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1_000;
+}
+
+/**
+ * A fire phase split into commits, from the scheduler's `fired` reports: a report naming a new
+ * commit closes the span before it. Per commit: wall time, the process's CPU time and the main
+ * thread's (ms), and how many fires it carried. The first span runs from {@link start}.
+ */
+export class CommitTimings {
+  readonly wallMs: number[] = [];
+  readonly cpuMs: number[] = [];
+  readonly mainCpuMs: number[] = [];
+  readonly batches: number[] = [];
+  #sha = "";
+  #wall = 0;
+  #cpu = 0;
+  #main = 0;
+
+  /** Marks the start of the fire phase (the first commit's span). */
+  start(): void {
+    this.#wall = nowMs();
+    this.#cpu = processCpuMs();
+    this.#main = mainThreadCpuMs();
+  }
+
+  /** One fire reported as committed in `commitSha`. */
+  fired(commitSha: string): void {
+    if (commitSha !== this.#sha) {
+      const wall = nowMs();
+      const cpu = processCpuMs();
+      const main = mainThreadCpuMs();
+      this.wallMs.push(wall - this.#wall);
+      this.cpuMs.push(cpu - this.#cpu);
+      this.mainCpuMs.push(main - this.#main);
+      this.batches.push(0);
+      this.#wall = wall;
+      this.#cpu = cpu;
+      this.#main = main;
+      this.#sha = commitSha;
+    }
+    this.batches[this.batches.length - 1] = (this.batches[this.batches.length - 1] as number) + 1;
+  }
+}
