@@ -57,8 +57,9 @@ async function allPages(reads: CommittedReads, runId: string, options: RunLogPag
 }
 
 /** Reads that count which blobs are read, by oid. */
-function countingReads(reads: CommittedReads): { reads: CommittedReads; read: Oid[] } {
+function countingReads(reads: CommittedReads): { reads: CommittedReads; read: Oid[]; batches: number[] } {
   const read: Oid[] = [];
+  const batches: number[] = [];
   const wrapped: CommittedReads = {
     commitSha: reads.commitSha,
     listDir: (path) => reads.listDir(path),
@@ -68,15 +69,17 @@ function countingReads(reads: CommittedReads): { reads: CommittedReads; read: Oi
     },
     readBlobByOid: async (oid) => {
       read.push(oid);
+      batches.push(1);
       return reads.readBlobByOid(oid);
     },
     readBlobsByOid: async (oids) => {
       read.push(...oids);
+      batches.push(oids.length);
       return Promise.all(oids.map((oid) => reads.readBlobByOid(oid)));
     },
     treeOid: (path) => reads.treeOid(path),
   };
-  return { reads: wrapped, read };
+  return { reads: wrapped, read, batches };
 }
 
 async function pageError(reads: CommittedReads, options: RunLogPageOptions): Promise<string> {
@@ -220,12 +223,14 @@ describe("summarizeRunLog", () => {
 describe("summarizeRunLog's cache", () => {
   it("reads each blob once, and nothing but the run's tree oid again while the run is unchanged", async () => {
     const base = await repoWith(bigRun());
-    const { reads, read } = countingReads(base);
+    const { reads, read, batches } = countingReads(base);
     const { RunSummaryCache } = await import("../../../src/workflow/run-log-summary.js");
     const summaries = new RunSummaryCache();
     const first = await summarizeRunLog(reads, "big", { parsedEvents: null, summaries });
     expect(new Set(read).size).toBe(EVENTS);
     expect(read).toHaveLength(EVENTS);
+    // A chunk at a time: no call asks for more than 256 blobs, so no more are held at once.
+    expect(Math.max(...batches)).toBeLessThanOrEqual(256);
     read.length = 0;
     expect(await summarizeRunLog(reads, "big", { parsedEvents: null, summaries })).toBe(first);
     expect(read).toEqual([]);
