@@ -86,7 +86,7 @@ describe("dashboard", () => {
     await page.waitForSelector("#run-log:not([hidden]) #run-events tr", { timeout: 5_000 });
     const types = await page.$$eval("#run-events tr td:nth-child(2)", (cells) => cells.map((c) => c.textContent));
     expect(types).toEqual(["TimerSet", "SignalReceived", "TimerSet", "TimerFired"]);
-    expect(await page.$eval("#run-more", (n) => (n as HTMLButtonElement).hidden)).toBe(true);
+    expect(await page.$eval("#run-more", (n) => n.hasAttribute("hidden"))).toBe(true);
     await mkdir("test-results", { recursive: true });
     await page.screenshot({ path: "test-results/dashboard.png", fullPage: true });
 
@@ -94,16 +94,17 @@ describe("dashboard", () => {
     const long: Record<string, object> = {};
     for (let seq = 1; seq <= 250; seq += 1) long[`runs/long-run/events/${seq}.json`] = { seq, type: "StepDone", n: seq };
     await buildFixtureRepo(h.host.store, "payments", long);
-    await page.$eval("#run-id", (n) => ((n as HTMLInputElement).value = "long-run"));
+    await page.click("#run-id", { count: 3 });
+    await page.type("#run-id", "long-run");
     await page.select("#run-deployment", "payments");
     await page.click("#run-search button[type=submit]");
     const rows = () => page.$$eval("#run-events tr", (r) => r.length);
-    await page.waitForFunction(() => document.querySelectorAll("#run-events tr").length === 100 && !(document.getElementById("run-more") as HTMLButtonElement).hidden, { timeout: 5_000 });
+    await page.waitForFunction(`document.querySelectorAll("#run-events tr").length === 100 && !document.getElementById("run-more").hidden`, { timeout: 5_000 });
     expect(await page.$eval("#run-caption", (n) => n.textContent ?? "")).toContain("250 events");
     await page.click("#run-more");
-    await page.waitForFunction(() => document.querySelectorAll("#run-events tr").length === 200, { timeout: 5_000 });
+    await page.waitForFunction(`document.querySelectorAll("#run-events tr").length === 200`, { timeout: 5_000 });
     await page.click("#run-more");
-    await page.waitForFunction(() => document.querySelectorAll("#run-events tr").length === 250 && (document.getElementById("run-more") as HTMLButtonElement).hidden, { timeout: 5_000 });
+    await page.waitForFunction(`document.querySelectorAll("#run-events tr").length === 250 && document.getElementById("run-more").hidden`, { timeout: 5_000 });
     expect(await page.$$eval("#run-events tr td:first-child", (cells) => cells.map((c) => Number(c.textContent)))).toEqual(Array.from({ length: 250 }, (_, i) => i + 1));
     expect(await rows()).toBe(250);
 
