@@ -24,7 +24,7 @@ import { afterTerminalProblem, scheduleProblem, sequenceProblems } from "./log-p
 import { DEFAULT_MAX_EVENT_BYTES } from "./events.js";
 import type { ParsedEventCache } from "./parsed-event-cache.js";
 import { parseEventPathName, runsPrefix } from "./paths.js";
-import { type BadEvent, listRunFolder, LogReader, nextSeqAfter, type ReadRunLogOptions, withLimit } from "./run-log.js";
+import { type BadEvent, listRunFolder, LogReader, nextSeqAfter, type ReadRunLogOptions, seqIndexOf, withLimit } from "./run-log.js";
 import { createRunStateFold } from "./run-state.js";
 import type { RunEvent, RunState } from "./types.js";
 
@@ -125,16 +125,16 @@ async function fold(reads: CommittedReads, runId: string, options: SummarizeRunL
   const blobs = reads.scan?.() ?? reads;
   const out = new Reports(maxReports);
   // Names that are not <seq>.json first (they sort first, seq null), then the log in seq order.
-  const order: { seq: number; entry: DirEntry }[] = [];
   for (const entry of entries) {
-    const seq = parseEventPathName(entry.name);
-    if (seq !== null) order.push({ seq, entry });
-    else if (isRegular(entry)) reader.file(entry.name, () => new Uint8Array(), entry.oid);
+    if (parseEventPathName(entry.name) !== null) continue;
+    if (isRegular(entry)) reader.file(entry.name, () => new Uint8Array(), entry.oid);
     else reader.notFile(entry.name, notAFile(entry));
   }
-  order.sort((a, b) => a.seq - b.seq);
   for (const b of reader.take().bad) out.bad(b);
-  const sequence = sequenceProblems(runId, order.map((o) => o.seq));
+  const index = seqIndexOf(entries);
+  const order: { seq: number; entry: DirEntry }[] = [];
+  for (let k = 0; k < index.seqs.length; k += 1) order.push({ seq: index.seqs[k] as number, entry: entries[index.at[k] as number] as DirEntry });
+  const sequence = sequenceProblems(runId, Array.from(index.seqs));
   const sealed = layout.compacted;
   // A sealed log beside the files must be their exact fold: compared file by file as they are read.
   const foldCheck = sealed !== null && order.length > 0 ? new FoldCheck(await blobs.readBlobByOid(sealed.oid)) : null;

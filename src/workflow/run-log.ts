@@ -218,9 +218,9 @@ export interface RunLogPage {
  * reported in `bad` and skipped, and the page goes on past it.
  *
  * Event file names sort as text in a git tree (`10.json` before `2.json`), so the page is
- * picked by seq from the listing: the seqs `after+1 .. after+limit` in one pass (the whole page
- * when seqs are dense, as the host writes them), and only when seqs are missing the rest of the
- * seqs above that window, sorted.
+ * picked from the listing's seqs in numeric order (see {@link seqIndexOf}): built once per
+ * listing, so while the store keeps the folder parsed, each further page costs a binary search
+ * and its own entries, not a pass over the folder.
  *
  * A run whose log is only its sealed `events.jsonl` (see compacted-log.ts) is paged from that
  * file: it is one blob, read whole, and an invalid one reads as an empty log here. A run with
@@ -237,31 +237,14 @@ export async function readRunLogPage(reads: CommittedReads, runId: string, optio
   checkPageOption("limit", limit, 1, MAX_PAGE_EVENTS);
   checkPageOption("maxBytes", maxBytes, 1, Number.MAX_SAFE_INTEGER);
   const { layout, entries } = await listRunFolder(reads, runId);
-  // The window after+1 .. after+limit first: with dense seqs it is the page, in one pass.
+  const index = seqIndexOf(entries);
+  if (index.seqs.length === 0 && layout.compacted !== null) return sealedPage(reads, runId, layout.compacted.oid, after, limit, options.maxEventBytes);
+  const from = firstAbove(index.seqs, after);
   const window: { seq: number; entry: DirEntry }[] = [];
-  let above = 0;
-  for (const entry of entries) {
-    const seq = parseEventPathName(entry.name);
-    if (seq === null || seq <= after) continue;
-    if (seq - after <= limit) window.push({ seq, entry });
-    else above += 1;
+  for (let k = from; k < index.seqs.length && window.length < limit; k += 1) {
+    window.push({ seq: index.seqs[k] as number, entry: entries[index.at[k] as number] as DirEntry });
   }
-  if (window.length === 0 && above === 0 && layout.compacted !== null && !entries.some((e) => parseEventPathName(e.name) !== null)) {
-    return sealedPage(reads, runId, layout.compacted.oid, after, limit, options.maxEventBytes);
-  }
-  window.sort((a, b) => a.seq - b.seq);
-  if (window.length < limit && above > 0) {
-    // Seqs are missing in the window (a log pushed with gaps): the next ones above it fill the page.
-    const rest: { seq: number; entry: DirEntry }[] = [];
-    for (const entry of entries) {
-      const seq = parseEventPathName(entry.name);
-      if (seq !== null && seq - after > limit) rest.push({ seq, entry });
-    }
-    rest.sort((a, b) => a.seq - b.seq);
-    const taken = rest.slice(0, limit - window.length);
-    window.push(...taken);
-    above -= taken.length;
-  }
+  const above = index.seqs.length - from - window.length;
   const reader = new LogReader(runId, options);
   const problems: BadEvent[] = [];
   let bytes = 0;
@@ -304,6 +287,76 @@ export async function readRunLogPage(reads: CommittedReads, runId: string, optio
   const last = coveredSeqs.at(-1);
   const more = terminal === null && last !== undefined && (covered < window.length || above > 0);
   return { runId, after, events, bad, problems, nextAfter: more ? last : null };
+}
+
+/** The `<seq>.json` entries of an `events/` listing in numeric seq order. */
+export interface SeqIndex {
+  /** The seqs, ascending (each once: names are unique and carry no leading zeros). */
+  readonly seqs: Float64Array;
+  /** `at[k]`: the position in the listing of the entry of `seqs[k]`. */
+  readonly at: Int32Array;
+}
+
+/** Seq indexes by the listing they index: a listing the store keeps (parsed trees are cached) is indexed once. */
+const seqIndexes = new WeakMap<readonly DirEntry[], SeqIndex>();
+
+/**
+ * The seq order of a listing of `events/`. Seqs the host writes are dense, so they are placed by
+ * value in one pass; a listing whose seqs spread over more than twice their number (a pushed
+ * log with big gaps) is sorted instead. Kept for as long as the listing itself is.
+ * @internal shared with run-log-summary.ts
+ */
+export function seqIndexOf(entries: readonly DirEntry[]): SeqIndex {
+  const known = seqIndexes.get(entries);
+  if (known !== undefined) return known;
+  const seqOf = new Float64Array(entries.length);
+  let count = 0;
+  let min = Number.POSITIVE_INFINITY;
+  let max = -1;
+  for (let i = 0; i < entries.length; i += 1) {
+    const seq = parseEventPathName((entries[i] as DirEntry).name);
+    seqOf[i] = seq ?? -1;
+    if (seq === null) continue;
+    count += 1;
+    if (seq < min) min = seq;
+    if (seq > max) max = seq;
+  }
+  const seqs = new Float64Array(count);
+  const at = new Int32Array(count);
+  if (count > 0 && max - min < 2 * count + 16) {
+    const slots = new Int32Array(max - min + 1).fill(-1);
+    for (let i = 0; i < entries.length; i += 1) if ((seqOf[i] as number) >= 0) slots[(seqOf[i] as number) - min] = i;
+    let k = 0;
+    for (let s = 0; s < slots.length; s += 1) {
+      if ((slots[s] as number) < 0) continue;
+      seqs[k] = min + s;
+      at[k] = slots[s] as number;
+      k += 1;
+    }
+  } else if (count > 0) {
+    const order: number[] = [];
+    for (let i = 0; i < entries.length; i += 1) if ((seqOf[i] as number) >= 0) order.push(i);
+    order.sort((x, y) => (seqOf[x] as number) - (seqOf[y] as number));
+    order.forEach((i, k) => {
+      seqs[k] = seqOf[i] as number;
+      at[k] = i;
+    });
+  }
+  const index = { seqs, at };
+  seqIndexes.set(entries, index);
+  return index;
+}
+
+/** The position of the first seq above `after` in ascending `seqs` (its length when none). */
+function firstAbove(seqs: Float64Array, after: number): number {
+  let lo = 0;
+  let hi = seqs.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if ((seqs[mid] as number) <= after) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
 }
 
 /** A page of a run whose log is its sealed `events.jsonl` alone (one blob: read whole). */

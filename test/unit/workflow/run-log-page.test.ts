@@ -165,6 +165,13 @@ describe("readRunLogPage", () => {
     expect(second.problems.map((p) => p.seq)).toEqual([7, 8]);
   });
 
+  it("orders seqs spread far apart (a pushed log) numerically, not as the tree's text order", async () => {
+    const reads = await repoWith({ "runs/w/events/1.json": step(1), "runs/w/events/10.json": step(10), "runs/w/events/2.json": step(2), "runs/w/events/1000000.json": step(1_000_000) });
+    const pages = await allPages(reads, "w", { limit: 2 });
+    expect(pages.map((p) => p.events.map((e) => e.seq))).toEqual([[1, 2], [10, 1_000_000]]);
+    expect(pages.flatMap((p) => p.problems.map((x) => x.seq))).toEqual([3, 11]);
+  });
+
   it("pages a run whose log is only its sealed events.jsonl", async () => {
     const lines = [step(1), step(2), step(3), { seq: 4, type: "RunCompleted" }].map((e) => `${JSON.stringify(e)}\n`).join("");
     const reads = await repoWith({ "runs/s/events.jsonl": lines });
