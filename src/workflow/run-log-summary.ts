@@ -71,7 +71,7 @@ export interface SummarizeRunLogOptions extends ReadRunLogOptions {
   readonly summaries?: RunSummaryCache | null;
 }
 
-/** Summaries by the oid of the run's tree (and the limits they were read with). */
+/** Summaries by the oid of the run's tree and the run's id (and the limits they were read with). */
 export class RunSummaryCache {
   readonly #cache: LruCache<RunLogSummary>;
 
@@ -109,7 +109,8 @@ export async function summarizeRunLog(reads: CommittedReads, runId: string, opti
   const maxReports = options.maxReports ?? DEFAULT_MAX_REPORTS;
   const cache = options.summaries === undefined ? sharedRunSummaries : options.summaries;
   const treeOid = cache === null ? null : await reads.treeOid(`${runsPrefix}${runId}`);
-  const key = treeOid === null ? null : `${treeOid}:${options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES}:${maxReports}`;
+  // The run id too: two runs with the same events have the same tree, but their reports name their own paths.
+  const key = treeOid === null ? null : `${treeOid}:${runId}:${options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES}:${maxReports}`;
   const known = key === null ? undefined : cache?.get(key);
   if (known !== undefined) return known;
   const summary = await fold(reads, runId, options, maxReports);

@@ -242,4 +242,11 @@ describe("summarizeRunLog's cache", () => {
     expect(await summarizeRunLog(reads, "big", { parsedEvents: null, summaries })).toBe(first);
     expect(read).toEqual([]);
   });
+
+  it("keeps two runs with the same events apart: each names its own paths", async () => {
+    const reads = await repoWith({ "runs/a/events/1.json": "x", "runs/b/events/1.json": "x" });
+    const a = await summarizeRunLog(reads, "a");
+    const b = await summarizeRunLog(reads, "b");
+    expect([a.bad[0]?.path, b.bad[0]?.path, b.state.runId]).toEqual(["runs/a/events/1.json", "runs/b/events/1.json", "b"]);
+  });
 });
