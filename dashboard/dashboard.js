@@ -11,6 +11,8 @@ const state = {
   firedSince: new Map(),
   fires: [],
   reloadTimer: null,
+  /** The run shown in the run log and where its next page starts, or null. */
+  runPage: null,
 };
 
 const $ = (id) => document.getElementById(id);
@@ -167,19 +169,25 @@ function renderFires() {
   );
 }
 
+/** Rows of a page of a run's events. */
+const eventRows = (events) => events.map((event) => row([event.seq, event.type, event.at ? utc(event.at) : "", el("pre", JSON.stringify(event))]));
+
 async function showRun(runId, repoId) {
   $("run-id").value = runId;
   const status = $("run-status");
   const candidates = repoId ? [repoId] : state.deployments.map((d) => d.repoId);
   status.textContent = `Looking for run ${runId}…`;
+  state.runPage = null;
+  $("run-more").hidden = true;
   for (const candidate of candidates) {
     try {
+      // The run's summary and its first page of events; the rest a page at a time (a log has no size bound).
       const run = await api(`/v1/deployments/${encodeURIComponent(candidate)}/runs/${encodeURIComponent(runId)}`);
-      $("run-caption").textContent = `Run ${run.runId} in ${run.repoId} at ${run.commitSha.slice(0, 10)}: ${run.events.length} events, ${run.state.terminal ? `ended (${run.state.terminal})` : "running"}`;
-      $("run-events").replaceChildren(
-        ...run.events.map((event) => row([event.seq, event.type, event.at ? utc(event.at) : "", el("pre", JSON.stringify(event))])),
-        ...run.bad.map((bad) => row([bad.seq ?? "?", "unreadable", "", el("pre", `${bad.path}: ${bad.message}`)])),
-      );
+      $("run-caption").textContent = `Run ${run.runId} in ${run.repoId} at ${run.commitSha.slice(0, 10)}: ${run.eventCount} events, ${run.state.terminal ? `ended (${run.state.terminal})` : "running"}${run.badCount > 0 ? `, ${run.badCount} unreadable` : ""}`;
+      $("run-events").replaceChildren(...eventRows(run.events));
+      $("run-bad").replaceChildren(...run.bad.map((bad) => row([bad.seq ?? "?", "unreadable", "", el("pre", `${bad.path}: ${bad.message}`)])));
+      state.runPage = { repoId: run.repoId, runId: run.runId, nextAfter: run.nextAfter };
+      $("run-more").hidden = run.nextAfter === null;
       $("run-log").hidden = false;
       status.textContent = "";
       return;
@@ -192,6 +200,26 @@ async function showRun(runId, repoId) {
   }
   $("run-log").hidden = true;
   status.textContent = `No run ${runId} in ${repoId || "any deployment"}.`;
+}
+
+/** Appends the next page of the shown run's events. */
+async function showMoreEvents() {
+  const shown = state.runPage;
+  if (shown === null || shown.nextAfter === null) return;
+  const more = $("run-more");
+  more.disabled = true;
+  try {
+    const page = await api(`/v1/deployments/${encodeURIComponent(shown.repoId)}/runs/${encodeURIComponent(shown.runId)}/events?after=${shown.nextAfter}`);
+    // Another run may have been opened meanwhile.
+    if (state.runPage !== shown) return;
+    $("run-events").append(...eventRows(page.events));
+    shown.nextAfter = page.nextAfter;
+    more.hidden = page.nextAfter === null;
+  } catch (error) {
+    $("run-status").textContent = `Could not read more of run ${shown.runId}: ${error.message}`;
+  } finally {
+    more.disabled = false;
+  }
 }
 
 // --- data ---------------------------------------------------------------------------------
@@ -303,6 +331,7 @@ function start() {
     event.preventDefault();
     void open($("token").value.trim()).catch(() => undefined);
   });
+  $("run-more").addEventListener("click", () => void showMoreEvents());
   $("run-search").addEventListener("submit", (event) => {
     event.preventDefault();
     void showRun($("run-id").value.trim(), $("run-deployment").value);

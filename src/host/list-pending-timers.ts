@@ -8,7 +8,8 @@ import { clockOf, type ClockOption } from "../time/clock-option.js";
 import type { Principal, RepoStore } from "../substrate/types.js";
 import { parseRepoId } from "../workflow/ids.js";
 import { runsPrefix } from "../workflow/paths.js";
-import { readRunLog, type BadEvent } from "../workflow/run-log.js";
+import type { BadEvent } from "../workflow/run-log.js";
+import { summarizeRunLog } from "../workflow/run-log-summary.js";
 import { REPO_OR_RUN_ID_PATTERN } from "../workflow/ids.js";
 import type { MisfirePolicy } from "../workflow/types.js";
 import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
@@ -106,7 +107,8 @@ async function pendingTimersOf(
   for (const entry of await reads.listDir(runsPrefix.slice(0, -1))) {
     if (entry.type !== "tree" || !REPO_OR_RUN_ID_PATTERN.test(entry.name)) continue;
     runs += 1;
-    const log = await readRunLog(reads, entry.name);
+    // Folded event by event (a run's log has no size bound), and kept by the run's tree oid.
+    const log = await summarizeRunLog(reads, entry.name);
     for (const bad of log.bad) badEvents.push({ ...bad, repoId });
     if (log.state.terminal !== null) continue;
     for (const pending of log.state.pendingTimers.values()) {

@@ -40,6 +40,7 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<HttpErrorCode, number>> = {
   body_invalid: 400,
   url_invalid: 400,
   config_invalid: 400,
+  page_invalid: 400,
   payload_too_large: 413,
   media_type_unsupported: 415,
   // Who is asking.

@@ -19,16 +19,17 @@ import { listPendingTimers } from "../host/list-pending-timers.js";
 import type { WorkflowHost } from "../host/host.js";
 import type { TimerSpec } from "../host/runtime-types.js";
 import { silentLogger } from "../logger.js";
-import type { Principal, RepoAction } from "../substrate/types.js";
+import type { CommittedReads, Principal, RepoAction } from "../substrate/types.js";
 import { createSystemTimers, monotonicNowOf, systemClock } from "../time/clock.js";
 import { checkReason } from "../workflow/event-constructors.js";
 import { parseRepoId, parseRunId, parseSignalId, parseSignalName, parseTimerId } from "../workflow/ids.js";
-import { readRunLog } from "../workflow/run-log.js";
+import { type BadEvent, readRunLogPage } from "../workflow/run-log.js";
+import { summarizeRunLog } from "../workflow/run-log-summary.js";
 import { ARCHIVE_REF, archivedRunError } from "../workflow/run-archive.js";
 import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
 import { loadDashboardAssets } from "./dashboard-assets.js";
 import { errorReply, HTTP_STATUS_BY_CODE, HttpError, serverFailureMessage } from "./http-errors.js";
-import { nextTicks, objectBody, presentedToken } from "./http-request.js";
+import { nextTicks, objectBody, pageQuery, presentedToken } from "./http-request.js";
 import { streamLiveEvents } from "./live-event-stream.js";
 
 import type { HttpHandlerOptions } from "./http-handler-options.js";
@@ -166,17 +167,18 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     if (host.state !== "running") throw new WorkflowHostError("host_stopped", `the host is ${host.state}`, { state: host.state });
   }
 
-  /** A run's log at the tip, or, once retention moved it out of the live tree, from the archive ref. */
-  async function readRun(repoId: string, runId: string) {
+  /**
+   * Reads of the commit that holds a run's log: the tip, or, once retention moved the run out of
+   * the live tree, the archive ref. Nothing of the log is read here.
+   * @throws run_not_found when neither holds a folder for the run
+   */
+  async function openRun(repoId: string, runId: string): Promise<{ reads: CommittedReads; archived: string | null }> {
     const repo = { kind: WORKFLOW_RUN_KIND, id: repoId };
     const reads = await host.store.openCommittedReads(storePrincipal, repo, ref);
-    if ((await reads.treeOid(`runs/${runId}`)) === null) {
-      const archive = await host.store.openCommittedReads(storePrincipal, repo, ARCHIVE_REF);
-      if (archive.commitSha !== null && (await archive.treeOid(`runs/${runId}`)) !== null) {
-        return { commitSha: archive.commitSha, log: await readRunLog(archive, runId), archived: ARCHIVE_REF as string | null };
-      }
-    }
-    return { commitSha: reads.commitSha, log: await readRunLog(reads, runId), archived: null as string | null };
+    if ((await reads.treeOid(`runs/${runId}`)) !== null) return { reads, archived: null };
+    const archive = await host.store.openCommittedReads(storePrincipal, repo, ARCHIVE_REF);
+    if (archive.commitSha !== null && (await archive.treeOid(`runs/${runId}`)) !== null) return { reads: archive, archived: ARCHIVE_REF };
+    throw new WorkflowHostError("run_not_found", `run ${runId} has no log in deployment ${repoId}`, { repoId, runId });
   }
 
   async function requireRun(repoId: string, runId: string): Promise<void> {
@@ -361,30 +363,62 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     return deliver(request, objectBody(request.body, SIGNAL_FIELDS), { repoId: params.repoId, runId: params.runId });
   });
 
+  const problemJson = (b: BadEvent) => ({ path: b.path, seq: b.seq, code: b.error.code, message: b.error.message });
+
+  // A run: its summary (state, counts, what is wrong; folded event by event, kept by the run's
+  // tree oid) and the first page of its events. The log is never held whole.
   route("GET", "/v1/deployments/:repoId/runs/:runId", async (request) => {
     const params = request.params as { repoId: string; runId: string };
     const repoId = parseRepoId(params.repoId);
     const runId = parseRunId(params.runId);
+    const { limit } = pageQuery(request.query, ["limit"]);
     await requireAllowed(request, repoId, "read");
-    const { commitSha, log, archived } = await readRun(repoId, runId);
-    if (log.events.length === 0 && log.bad.length === 0 && log.problems.length === 0) {
+    const { reads, archived } = await openRun(repoId, runId);
+    const summary = await summarizeRunLog(reads, runId);
+    if (summary.eventCount === 0 && summary.badCount === 0 && summary.problemCount === 0) {
       throw new WorkflowHostError("run_not_found", `run ${runId} has no log in deployment ${repoId}`, { repoId, runId });
     }
-    const problem = (b: (typeof log.bad)[number]) => ({ path: b.path, seq: b.seq, code: b.error.code, message: b.error.message });
+    const page = await readRunLogPage(reads, runId, limit === undefined ? {} : { limit });
     return {
       repoId,
       runId,
-      commitSha,
+      commitSha: reads.commitSha,
       archived,
-      events: log.events,
-      bad: log.bad.map(problem),
-      problems: log.problems.map(problem),
+      eventCount: summary.eventCount,
+      events: page.events,
+      nextAfter: page.nextAfter,
+      bad: summary.bad.map(problemJson),
+      badCount: summary.badCount,
+      problems: summary.problems.map(problemJson),
+      problemCount: summary.problemCount,
       state: {
-        lastSeq: log.state.lastSeq,
-        terminal: log.state.terminal,
-        pendingTimers: [...log.state.pendingTimers.values()],
-        unconsumedSignals: log.state.unconsumedSignals,
+        lastSeq: summary.state.lastSeq,
+        terminal: summary.state.terminal,
+        pendingTimers: [...summary.state.pendingTimers.values()],
+        unconsumedSignals: summary.state.unconsumedSignals,
       },
+    };
+  });
+
+  // A page of a run's events: the seqs after `after`, at most `limit`; `nextAfter` is the next page's `after`.
+  route("GET", "/v1/deployments/:repoId/runs/:runId/events", async (request) => {
+    const params = request.params as { repoId: string; runId: string };
+    const repoId = parseRepoId(params.repoId);
+    const runId = parseRunId(params.runId);
+    const query = pageQuery(request.query, ["after", "limit"]);
+    await requireAllowed(request, repoId, "read");
+    const { reads, archived } = await openRun(repoId, runId);
+    const page = await readRunLogPage(reads, runId, query);
+    return {
+      repoId,
+      runId,
+      commitSha: reads.commitSha,
+      archived,
+      after: query.after ?? null,
+      events: page.events,
+      bad: page.bad.map(problemJson),
+      problems: page.problems.map(problemJson),
+      nextAfter: page.nextAfter,
     };
   });
 

@@ -1,6 +1,8 @@
-/** Small readers of a request: the bearer token, a JSON object body, a series' next ticks. */
+/** Small readers of a request: the bearer token, a JSON object body, a page of a run's log, a series' next ticks. */
 import type { FastifyRequest } from "fastify";
+import { describeValue, WorkflowHostError } from "../errors.js";
 import { nextTick } from "../workflow/cron.js";
+import { MAX_PAGE_EVENTS } from "../workflow/run-log.js";
 import { HttpError } from "./http-errors.js";
 
 /** The token of `Authorization: Bearer <t>` or `X-Workflow-Host-Token`, or null. */
@@ -30,6 +32,48 @@ export function objectBody(body: unknown, fields: readonly string[]): Record<str
     throw new HttpError("body_invalid", `unknown field${unknown.length === 1 ? "" : "s"} ${shown.join(", ")}${unknown.length > 5 ? ", …" : ""}; allowed: ${fields.join(", ")}`);
   }
   return body as Record<string, unknown>;
+}
+
+/** The page of a run's log a query asks for (see {@link pageQuery}). */
+export interface PageQuery {
+  /** Seqs above this one; absent: from the first event. */
+  readonly after?: number;
+  /** Most events in the page; absent: the route's default. */
+  readonly limit?: number;
+}
+
+/**
+ * Reads `?after=<seq>&limit=<n>` (each once, decimal digits): `after` a seq >= 0, `limit` in
+ * 1..{@link MAX_PAGE_EVENTS}. Checked before anything is read, so a bad page is 400 even for a
+ * run that does not exist.
+ * @param fields the query fields the route takes; any other is refused (a misspelt `limit`
+ *   would otherwise give a default page without a word)
+ * @throws page_invalid for a value that is not a whole number in range, a field given twice, or
+ *   a field the route does not take
+ */
+export function pageQuery(query: unknown, fields: readonly (keyof PageQuery)[]): PageQuery {
+  const given = (query ?? {}) as Record<string, unknown>;
+  const unknown = Object.keys(given).filter((key) => !(fields as readonly string[]).includes(key));
+  if (unknown.length > 0) {
+    throw new WorkflowHostError("page_invalid", `unknown query field ${describeValue(unknown[0])}; allowed: ${fields.join(", ")}`, { field: unknown[0] });
+  }
+  const out: { after?: number; limit?: number } = {};
+  const after = wholeNumber(given, "after", 0, Number.MAX_SAFE_INTEGER);
+  const limit = wholeNumber(given, "limit", 1, MAX_PAGE_EVENTS);
+  if (after !== undefined) out.after = after;
+  if (limit !== undefined) out.limit = limit;
+  return out;
+}
+
+function wholeNumber(query: Record<string, unknown>, field: string, min: number, max: number): number | undefined {
+  const raw = query[field];
+  if (raw === undefined) return undefined;
+  const value = typeof raw === "string" && /^[0-9]{1,16}$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!Number.isSafeInteger(value) || value < min || value > max) {
+    const allowed = max === Number.MAX_SAFE_INTEGER ? `a whole number >= ${min}, given once` : `a whole number in ${min}..${max}, given once`;
+    throw new WorkflowHostError("page_invalid", `${field} ${describeValue(raw)} is not valid; allowed: ${allowed}`, { field, value: raw });
+  }
+  return value;
 }
 
 /** `fireAt` and up to four ticks after it. */

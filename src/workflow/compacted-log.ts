@@ -52,7 +52,12 @@ export function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
  */
 export function foldProblem(runId: string, bytes: Uint8Array, files: readonly Uint8Array[]): BadEvent | null {
   if (sameBytes(bytes, foldEventFiles(files))) return null;
-  return problem(runId, null, `is not the exact fold of the run's ${files.length} event files (each file's bytes plus \\n, in seq order)`);
+  return notFoldProblem(runId, files.length);
+}
+
+/** The problem "not the exact fold of the run's `fileCount` event files", for a reader that compared them itself. */
+export function notFoldProblem(runId: string, fileCount: number): BadEvent {
+  return problem(runId, null, `is not the exact fold of the run's ${fileCount} event files (each file's bytes plus \\n, in seq order)`);
 }
 
 /** The problem "the run has not ended", for a sealed log of a live run. */

@@ -71,6 +71,8 @@ export {
   type ReadRunLogOptions,
   type RunLog,
 } from "./run-log.js";
+export { DEFAULT_PAGE_BYTES, DEFAULT_PAGE_EVENTS, MAX_PAGE_EVENTS, readRunLogPage, type RunLogPage, type RunLogPageOptions } from "./run-log.js";
+export { RunSummaryCache, summarizeRunLog, type RunLogSummary, type SummarizeRunLogOptions } from "./run-log-summary.js";
 export { checkCompactedLog, foldEventFiles, type CompactedLogCheck } from "./compacted-log.js";
 export { BLOB_NAME } from "./run-folder.js";
 export { DEFAULT_PARSED_EVENT_CACHE_BYTES, ParsedEventCache } from "./parsed-event-cache.js";

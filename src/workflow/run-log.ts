@@ -4,8 +4,8 @@
  * `run-log-writer.ts`.
  */
 import { DEFAULT_REF } from "../substrate/ref-name.js";
-import { WorkflowHostError } from "../errors.js";
-import type { CommittedReads, Principal, RepoStore, WriteResult } from "../substrate/types.js";
+import { describeValue, WorkflowHostError } from "../errors.js";
+import type { CommittedReads, DirEntry, Principal, RepoStore, WriteResult } from "../substrate/types.js";
 import { isRegularFileMode } from "../substrate/tree-object.js";
 import { isTerminalEventType } from "./event-shapes.js";
 import { parseEvent, serializeEvent } from "./events.js";
@@ -13,7 +13,7 @@ import { checkCompactedLog, foldProblem, notEndedProblem } from "./compacted-log
 import { afterTerminalProblem, scheduleProblem, sequenceProblems } from "./log-problems.js";
 import { type ParsedEventCache, sharedParsedEvents } from "./parsed-event-cache.js";
 import { parseEventPathName, runEventsPrefix, runsPrefix } from "./paths.js";
-import { blobFolderProblems, runFolderLayout } from "./run-folder.js";
+import { blobFolderProblems, runFolderLayout, type RunFolderLayout } from "./run-folder.js";
 import { applyEvent, reduceRunState, reduceRunStateWithProblems } from "./run-state.js";
 import type { RunEvent, RunState } from "./types.js";
 import { WORKFLOW_RUN_KIND } from "./workflow-run-kind.js";
@@ -115,15 +115,9 @@ export async function readRunLog(
   runId: string,
   options: ReadRunLogOptions & Pick<ReadRunLogFromFilesOptions, "parsedEvents"> = {},
 ): Promise<RunLog> {
-  const prefix = runEventsPrefix(runId);
-  // The run folder itself: anything beside its log is reported (the tree is read anyway to
-  // reach events/, so this costs no extra read).
-  const layout = runFolderLayout(runId, await reads.listDir(`${runsPrefix}${runId}`));
-  const strays: BadEvent[] = [...layout.problems];
-  if (layout.blobs !== null) strays.push(...blobFolderProblems(runId, await reads.listDir(`${runsPrefix}${runId}/blobs`)));
+  const { layout, strays, entries } = await listRunFolder(reads, runId);
   const reader = new LogReader(runId, options);
   const eventFiles: { seq: number; oid: string }[] = [];
-  const entries = layout.events === null ? [] : await reads.listDir(prefix.slice(0, -1));
   // The blobs to read, all in one call when the reads can (see CommittedReads.readBlobsByOid).
   const wanted: string[] = [];
   const toRead: boolean[] = [];
@@ -168,8 +162,254 @@ export async function readRunLog(
   return strays.length === 0 ? log : { ...log, problems: [...strays, ...log.problems] };
 }
 
-/** Collects a log's entries one by one, then sorts and checks them (see {@link RunLog}). */
-class LogReader {
+/** Events in a page when no `limit` is given. */
+export const DEFAULT_PAGE_EVENTS = 100;
+/** Largest `limit` of a page. */
+export const MAX_PAGE_EVENTS = 1_000;
+/** Event bytes a page reads when no `maxBytes` is given (4 MiB). */
+export const DEFAULT_PAGE_BYTES = 4 * 1024 * 1024;
+
+/** Which part of a run's log {@link readRunLogPage} reads. */
+export interface RunLogPageOptions extends ReadRunLogOptions, Pick<ReadRunLogFromFilesOptions, "parsedEvents"> {
+  /** Cursor: the page holds seqs above this one (a previous page's `nextAfter`). Default -1: from the first event. */
+  readonly after?: number;
+  /** Most entries in the page (events and unreadable entries), 1..{@link MAX_PAGE_EVENTS}; default {@link DEFAULT_PAGE_EVENTS}. */
+  readonly limit?: number;
+  /**
+   * Byte budget (event bytes, >= 1; default {@link DEFAULT_PAGE_BYTES}; an event the parsed-event
+   * cache holds counts as its JSON text): the page ends after the event that reaches it, so it
+   * always holds at least one entry, and it reads at most `maxBytes` plus one event's bytes.
+   */
+  readonly maxBytes?: number;
+}
+
+/** One page of a run's log: the entries with the lowest seqs above the cursor. */
+export interface RunLogPage {
+  readonly runId: string;
+  /** The cursor the page was read from. */
+  readonly after: number;
+  /** Valid events of the page, in seq order. */
+  readonly events: readonly RunEvent[];
+  /** Entries of the page that are not readable events (bad bytes, folders, symlinks), reported and skipped. */
+  readonly bad: readonly BadEvent[];
+  /**
+   * Breaks of the log's rules seen within the page: missing seqs between the cursor and the
+   * page's last seq, and events after a terminal event (skipped). Rules that need the whole log
+   * (schedule events the controls never write, the sealed log beside the files, strays in the
+   * run folder) are the run's summary's to report (see run-log-summary.ts); such events are
+   * listed here as read.
+   */
+  readonly problems: readonly BadEvent[];
+  /**
+   * The `after` of the next page (the highest seq this page covers), or null when the log has
+   * nothing beyond this page: no entry with a higher seq, or the page reached the run's
+   * terminal event (nothing follows it).
+   */
+  readonly nextAfter: number | null;
+}
+
+/**
+ * Reads one page of a run's log at the commit `reads` is pinned to: the entries of
+ * `runs/<runId>/events/` with the lowest seqs above `after`, at most `limit` of them and about
+ * `maxBytes` of event bytes. Only the page's blobs are read (and only those the parsed-event
+ * cache does not hold): the folder's listing (names and oids) is all that is read of the rest,
+ * so paging through a log of a million events costs one listing and a page of blobs per call,
+ * never the whole log in memory. Decoding is {@link readRunLog}'s: an unreadable entry is
+ * reported in `bad` and skipped, and the page goes on past it.
+ *
+ * Event file names sort as text in a git tree (`10.json` before `2.json`), so the page is
+ * picked from the listing's seqs in numeric order (see {@link seqIndexOf}): built once per
+ * listing, so while the store keeps the folder parsed, each further page costs a binary search
+ * and its own entries, not a pass over the folder.
+ *
+ * A run whose log is only its sealed `events.jsonl` (see compacted-log.ts) is paged from that
+ * file: it is one blob, read whole, and an invalid one reads as an empty log here. A run with
+ * no log is an empty page. Concurrent calls are independent (reads are pinned to one commit).
+ * @throws page_invalid for an `after` that is not a whole number >= -1, a `limit` outside
+ *   1..{@link MAX_PAGE_EVENTS} or a `maxBytes` that is not a whole number >= 1; errors of the
+ *   reads themselves (object_corrupt, io_failed) as they come
+ */
+export async function readRunLogPage(reads: CommittedReads, runId: string, options: RunLogPageOptions = {}): Promise<RunLogPage> {
+  const after = options.after ?? -1;
+  const limit = options.limit ?? DEFAULT_PAGE_EVENTS;
+  const maxBytes = options.maxBytes ?? DEFAULT_PAGE_BYTES;
+  checkPageOption("after", after, -1, Number.MAX_SAFE_INTEGER);
+  checkPageOption("limit", limit, 1, MAX_PAGE_EVENTS);
+  checkPageOption("maxBytes", maxBytes, 1, Number.MAX_SAFE_INTEGER);
+  const { layout, entries } = await listRunFolder(reads, runId);
+  const index = seqIndexOf(entries);
+  if (index.seqs.length === 0 && layout.compacted !== null) return sealedPage(reads, runId, layout.compacted.oid, after, limit, options.maxEventBytes);
+  const from = firstAbove(index.seqs, after);
+  const window: { seq: number; entry: DirEntry }[] = [];
+  for (let k = from; k < index.seqs.length && window.length < limit; k += 1) {
+    window.push({ seq: index.seqs[k] as number, entry: entries[index.at[k] as number] as DirEntry });
+  }
+  const above = index.seqs.length - from - window.length;
+  const reader = new LogReader(runId, options);
+  const problems: BadEvent[] = [];
+  let bytes = 0;
+  let covered = 0;
+  let terminal: RunEvent | null = null;
+  const events: RunEvent[] = [];
+  const bad: BadEvent[] = [];
+  for (const { entry } of window) {
+    if (bytes >= maxBytes) break;
+    covered += 1;
+    let read: number | null = 0;
+    if (entry.type === "tree") reader.notFile(entry.name, "folder");
+    else if (entry.type === "commit") reader.notFile(entry.name, "gitlink (a submodule commit)");
+    else if (!isRegularEntry(entry)) reader.notFile(entry.name, "symlink");
+    else if (reader.cached(entry.name, entry.oid)) read = null;
+    else {
+      const content = await reads.readBlobByOid(entry.oid);
+      read = content.byteLength;
+      reader.file(entry.name, content, entry.oid);
+    }
+    const taken = reader.take();
+    bad.push(...taken.bad);
+    const event = taken.events[0];
+    if (event === undefined) continue;
+    // A cached event counts as its JSON text, so a page is the same whatever the cache holds.
+    bytes += read ?? JSON.stringify(event).length;
+    events.push(event);
+    if (isTerminalEventType(event.type)) {
+      terminal = event;
+      break;
+    }
+  }
+  const coveredSeqs = window.slice(0, covered).map((w) => w.seq);
+  problems.push(...sequenceProblems(runId, coveredSeqs, after));
+  if (terminal !== null) {
+    // Nothing follows a terminal event: the rest of the window is reported, not read.
+    for (const late of window.slice(covered)) problems.push(afterTerminalProblem(runId, late.seq, terminal.type, terminal.seq));
+  }
+  problems.sort((a, b) => (a.seq ?? -1) - (b.seq ?? -1));
+  const last = coveredSeqs.at(-1);
+  const more = terminal === null && last !== undefined && (covered < window.length || above > 0);
+  return { runId, after, events, bad, problems, nextAfter: more ? last : null };
+}
+
+/** The `<seq>.json` entries of an `events/` listing in numeric seq order. */
+export interface SeqIndex {
+  /** The seqs, ascending (each once: names are unique and carry no leading zeros). */
+  readonly seqs: Float64Array;
+  /** `at[k]`: the position in the listing of the entry of `seqs[k]`. */
+  readonly at: Int32Array;
+}
+
+/** Seq indexes by the listing they index: a listing the store keeps (parsed trees are cached) is indexed once. */
+const seqIndexes = new WeakMap<readonly DirEntry[], SeqIndex>();
+
+/**
+ * The seq order of a listing of `events/`. Seqs the host writes are dense, so they are placed by
+ * value in one pass; a listing whose seqs spread over more than twice their number (a pushed
+ * log with big gaps) is sorted instead. Kept for as long as the listing itself is.
+ * @internal shared with run-log-summary.ts
+ */
+export function seqIndexOf(entries: readonly DirEntry[]): SeqIndex {
+  const known = seqIndexes.get(entries);
+  if (known !== undefined) return known;
+  const seqOf = new Float64Array(entries.length);
+  let count = 0;
+  let min = Number.POSITIVE_INFINITY;
+  let max = -1;
+  for (let i = 0; i < entries.length; i += 1) {
+    const seq = parseEventPathName((entries[i] as DirEntry).name);
+    seqOf[i] = seq ?? -1;
+    if (seq === null) continue;
+    count += 1;
+    if (seq < min) min = seq;
+    if (seq > max) max = seq;
+  }
+  const seqs = new Float64Array(count);
+  const at = new Int32Array(count);
+  if (count > 0 && max - min < 2 * count + 16) {
+    const slots = new Int32Array(max - min + 1).fill(-1);
+    for (let i = 0; i < entries.length; i += 1) if ((seqOf[i] as number) >= 0) slots[(seqOf[i] as number) - min] = i;
+    let k = 0;
+    for (let s = 0; s < slots.length; s += 1) {
+      if ((slots[s] as number) < 0) continue;
+      seqs[k] = min + s;
+      at[k] = slots[s] as number;
+      k += 1;
+    }
+  } else if (count > 0) {
+    const order: number[] = [];
+    for (let i = 0; i < entries.length; i += 1) if ((seqOf[i] as number) >= 0) order.push(i);
+    order.sort((x, y) => (seqOf[x] as number) - (seqOf[y] as number));
+    order.forEach((i, k) => {
+      seqs[k] = seqOf[i] as number;
+      at[k] = i;
+    });
+  }
+  const index = { seqs, at };
+  seqIndexes.set(entries, index);
+  return index;
+}
+
+/** The position of the first seq above `after` in ascending `seqs` (its length when none). */
+function firstAbove(seqs: Float64Array, after: number): number {
+  let lo = 0;
+  let hi = seqs.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if ((seqs[mid] as number) <= after) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** A page of a run whose log is its sealed `events.jsonl` alone (one blob: read whole). */
+async function sealedPage(reads: CommittedReads, runId: string, sealedOid: string, after: number, limit: number, maxEventBytes: number | undefined): Promise<RunLogPage> {
+  const sealed = checkCompactedLog(runId, await reads.readBlobByOid(sealedOid), withLimit({}, maxEventBytes));
+  const rest = sealed.events.filter((e) => e.seq > after);
+  const events = rest.slice(0, limit);
+  const more = rest.length > events.length;
+  return { runId, after, events, bad: [], problems: [], nextAfter: more ? (events.at(-1)?.seq ?? null) : null };
+}
+
+/** Checks one option of a page (see {@link RunLogPageOptions}). */
+function checkPageOption(name: string, value: number, min: number, max: number): void {
+  if (!Number.isSafeInteger(value) || value < min || value > max) {
+    const allowed = max === Number.MAX_SAFE_INTEGER ? `a whole number >= ${min}` : `a whole number in ${min}..${max}`;
+    throw new WorkflowHostError("page_invalid", `${name} ${describeValue(value)} is not valid for a page of a run's log; allowed: ${allowed}`, { field: name, value });
+  }
+}
+
+/** A run folder as every reader of its log starts: its layout, what lies beside the log, and `events/`. */
+export interface RunFolderListing {
+  readonly layout: RunFolderLayout<DirEntry>;
+  /** Entries of the run folder outside its layout (see run-folder.ts), one problem each. */
+  readonly strays: BadEvent[];
+  /** The entries of `events/` (names, oids, modes: no blob is read), in git's name order. */
+  readonly entries: readonly DirEntry[];
+}
+
+/**
+ * Lists `runs/<runId>` and its `events/` folder: the trees only, never an event's blob.
+ * @internal shared by the readers of run-log.ts and run-log-summary.ts
+ */
+export async function listRunFolder(reads: CommittedReads, runId: string): Promise<RunFolderListing> {
+  // The run folder itself: anything beside its log is reported (the tree is read anyway to
+  // reach events/, so this costs no extra read).
+  const layout = runFolderLayout(runId, await reads.listDir(`${runsPrefix}${runId}`));
+  const strays: BadEvent[] = [...layout.problems];
+  if (layout.blobs !== null) strays.push(...blobFolderProblems(runId, await reads.listDir(`${runsPrefix}${runId}/blobs`)));
+  const entries = layout.events === null ? [] : await reads.listDir(runEventsPrefix(runId).slice(0, -1));
+  return { layout, strays, entries };
+}
+
+/** True for an entry of `events/` that holds plain bytes (not a folder, symlink or gitlink). */
+function isRegularEntry(entry: DirEntry): boolean {
+  return entry.type === "blob" && isRegularFileMode(entry.mode);
+}
+
+/**
+ * Collects a log's entries one by one, then sorts and checks them (see {@link RunLog}); or, for
+ * a reader that holds only part of a log at a time, hands them over as they come ({@link take}).
+ * @internal shared by the readers of run-log.ts and run-log-summary.ts: the one decoder of event files
+ */
+export class LogReader {
   readonly #runId: string;
   readonly #prefix: string;
   readonly #limit: number | undefined;
@@ -178,7 +418,7 @@ class LogReader {
   readonly #bad: BadEvent[] = [];
   readonly #seqs: number[] = [];
 
-  constructor(runId: string, options: ReadRunLogOptions & Pick<ReadRunLogFromFilesOptions, "parsedEvents">) {
+  constructor(runId: string, options: ReadRunLogOptions & Pick<ReadRunLogFromFilesOptions, "parsedEvents"> = {}) {
     this.#runId = runId;
     this.#prefix = runEventsPrefix(runId);
     this.#limit = options.maxEventBytes;
@@ -221,6 +461,16 @@ class LogReader {
     const seq = parseEventPathName(name);
     if (seq !== null) this.#seqs.push(seq);
     this.#bad.push({ runId: this.#runId, path, seq, error: new WorkflowHostError("event_invalid", `${path} is a ${what}, not an event file`, { path, seq }) });
+  }
+
+  /**
+   * What was collected since the last call, in the order given (events parsed, entries that are
+   * not events), and forgets it (the seqs too): {@link finish} is then of no use.
+   */
+  take(): { readonly events: RunEvent[]; readonly bad: BadEvent[] } {
+    const taken = { events: this.#parsed.splice(0), bad: this.#bad.splice(0) };
+    this.#seqs.length = 0;
+    return taken;
   }
 
   finish(): RunLog {

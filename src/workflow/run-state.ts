@@ -93,6 +93,28 @@ export function reduceRunStateWithProblems(runId: string, events: Iterable<RunEv
 }
 
 /**
+ * {@link reduceRunStateWithProblems} one event at a time, for a log too long to hold in memory
+ * (see run-log-summary.ts): only the state is kept, never the events.
+ * @param runId the run the events belong to
+ * @returns `apply(event)`, which takes the events in ascending seq order (an event at or below
+ *   the last applied seq is ignored) and returns the schedule problem it raised, or null; and
+ *   `finish()`, the state after every event applied (call it once, at the end)
+ */
+export function createRunStateFold(runId: string): { apply(event: RunEvent): ScheduleProblem | null; finish(): RunState } {
+  const draft = Draft.fresh(runId);
+  const problems: ScheduleProblem[] = [];
+  draft.problems = problems;
+  return {
+    apply(event) {
+      draft.apply(event);
+      // At most one per event; nothing else is kept.
+      return problems.pop() ?? null;
+    },
+    finish: () => draft.finish(),
+  };
+}
+
+/**
  * Applies one event, for tailing a log.
  * @returns a new state; the input is never modified. Collections the event does not touch are
  *   shared with the input (cheap copy): a timer event copies `pendingTimers`, a signal event

@@ -1,7 +1,8 @@
 /**
  * The dashboard in a real headless Chromium (the system's `chromium` package, driven by
  * puppeteer-core): it shows a pending timer, shows the timer as fired with its lateness without
- * a reload once the host fires it, opens the run's log, and logs no console error. A screenshot
+ * a reload once the host fires it, opens the run's log, pages through a long run's log a page at a
+ * time, and logs no console error. A screenshot
  * is written to test-results/dashboard.png.
  */
 import { existsSync } from "node:fs";
@@ -9,6 +10,7 @@ import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import puppeteer, { type Browser } from "puppeteer-core";
 import { afterEach, describe, expect, it } from "vitest";
+import { buildFixtureRepo } from "../../src/testing/fixture-repo.js";
 import { useTempDirs } from "../helpers/temp-dir.js";
 import { ADMIN_TOKEN, startHttpHarness, type HttpHarness } from "../integration/http/http-harness.js";
 
@@ -84,9 +86,28 @@ describe("dashboard", () => {
     await page.waitForSelector("#run-log:not([hidden]) #run-events tr", { timeout: 5_000 });
     const types = await page.$$eval("#run-events tr td:nth-child(2)", (cells) => cells.map((c) => c.textContent));
     expect(types).toEqual(["TimerSet", "SignalReceived", "TimerSet", "TimerFired"]);
-
+    expect(await page.$eval("#run-more", (n) => n.hasAttribute("hidden"))).toBe(true);
     await mkdir("test-results", { recursive: true });
     await page.screenshot({ path: "test-results/dashboard.png", fullPage: true });
+
+    // A long run: the first page, then the next ones on request, never the whole log at once.
+    const long: Record<string, object> = {};
+    for (let seq = 1; seq <= 250; seq += 1) long[`runs/long-run/events/${seq}.json`] = { seq, type: "StepDone", n: seq };
+    await buildFixtureRepo(h.host.store, "payments", long);
+    await page.click("#run-id", { count: 3 });
+    await page.type("#run-id", "long-run");
+    await page.select("#run-deployment", "payments");
+    await page.click("#run-search button[type=submit]");
+    const rows = () => page.$$eval("#run-events tr", (r) => r.length);
+    await page.waitForFunction(`document.querySelectorAll("#run-events tr").length === 100 && !document.getElementById("run-more").hidden`, { timeout: 5_000 });
+    expect(await page.$eval("#run-caption", (n) => n.textContent ?? "")).toContain("250 events");
+    await page.click("#run-more");
+    await page.waitForFunction(`document.querySelectorAll("#run-events tr").length === 200`, { timeout: 5_000 });
+    await page.click("#run-more");
+    await page.waitForFunction(`document.querySelectorAll("#run-events tr").length === 250 && document.getElementById("run-more").hidden`, { timeout: 5_000 });
+    expect(await page.$$eval("#run-events tr td:first-child", (cells) => cells.map((c) => Number(c.textContent)))).toEqual(Array.from({ length: 250 }, (_, i) => i + 1));
+    expect(await rows()).toBe(250);
+
     expect(consoleErrors).toEqual([]);
   });
 });

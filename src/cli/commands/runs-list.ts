@@ -44,7 +44,8 @@ many timers and unconsumed signals it holds, then how many runs retention archiv
 --archived, lists the runs held by the archive ref ${ARCHIVE} instead (state "archived",
 with the terminal event they ended with); read one with workflow-host runs show.
 
-Runs are listed by run id (plain byte order). Each listed run's log is read, so a
+Runs are listed by run id (plain byte order). Each listed run's log is read (event by
+event, never held whole: a long log costs time, not memory), so a
 long listing is read a page at a time: --limit N lists at most N runs (default: all of main;
 ${num(DEFAULT_ARCHIVED_LIMIT)} of the archive, which only grows), and --after RUN starts after run RUN; the
 last line (--json: nextAfter) says where the next page starts. Counting the archived runs reads
@@ -78,10 +79,10 @@ Examples:
     });
     const ref = archived ? ARCHIVE : DEFAULT_REF;
     const { commitSha, runs, archivedRuns, nextAfter } = await withStore(dataDir, io, async (store) => {
-      const [{ REPO_OR_RUN_ID_PATTERN }, { runsPrefix }, { readRunLog }, { WORKFLOW_RUN_KIND }, { openArchive }] = await Promise.all([
+      const [{ REPO_OR_RUN_ID_PATTERN }, { runsPrefix }, { summarizeRunLog }, { WORKFLOW_RUN_KIND }, { openArchive }] = await Promise.all([
         import("../../workflow/ids.js"),
         import("../../workflow/paths.js"),
-        import("../../workflow/run-log.js"),
+        import("../../workflow/run-log-summary.js"),
         import("../../workflow/workflow-run-kind.js"),
         import("../../workflow/run-archive.js"),
       ]);
@@ -101,14 +102,16 @@ Examples:
       let toldMs = startedMs;
       for (const entry of page) {
         if (reads === null) break;
-        const log = await readRunLog(reads, entry.name);
+        // The state needs the whole log, folded event by event (none held): a run of a million
+        // events costs time here, never memory. No report is kept: the count is all a row shows.
+        const summary = await summarizeRunLog(reads, entry.name, { maxReports: 0, summaries: null });
         out.push({
           runId: entry.name,
-          lastSeq: log.state.lastSeq,
-          terminal: log.state.terminal,
-          pendingTimers: log.state.pendingTimers.size,
-          unconsumedSignals: log.state.unconsumedSignals.length,
-          badEvents: log.bad.length,
+          lastSeq: summary.state.lastSeq,
+          terminal: summary.state.terminal,
+          pendingTimers: summary.state.pendingTimers.size,
+          unconsumedSignals: summary.state.unconsumedSignals.length,
+          badEvents: summary.badCount,
           archived,
         });
         const nowMs = io.clock().getTime();

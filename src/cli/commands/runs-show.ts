@@ -3,88 +3,163 @@ import { WorkflowHostError } from "../../errors.js";
 import { DEFAULT_REF } from "../../substrate/ref-name.js";
 import { parseRepoId, parseRunId } from "../../workflow/ids.js";
 import type { RunEvent, RunState } from "../../workflow/types.js";
-import { checkFlags, dataDirFlag, dataDirOption, requiredFlag } from "../args.js";
+import { checkFlags, dataDirFlag, dataDirOption, intFlag, requiredFlag, usageError } from "../args.js";
 import type { CliCommand } from "../command.js";
 import { shortSha } from "../format.js";
-import { printJson, printLine } from "../io.js";
+import { printLine } from "../io.js";
 import { withStore } from "../with-store.js";
+import type { BadEvent } from "../../workflow/run-log.js";
+import { shellQuote } from "./paths.js";
 
 const NAME = "runs show";
 
-/** `runs show`: one run's events and the state they fold to. */
+/** Events per page by default, and the largest page (src/workflow/run-log.ts; named here so `--help` loads nothing). */
+const DEFAULT_LIMIT = 100;
+const MAX_LIMIT = 1_000;
+
+/** `runs show`: one run's summary (state, counts, what is wrong) and a page of its events, or all of them a page at a time. */
 export const runsShowCommand: CliCommand = {
   name: ["runs", "show"],
-  summary: "show a run's events and state",
-  options: { ...dataDirOption, repo: { type: "string", short: "r" }, run: { type: "string" }, json: { type: "boolean" } },
-  help: `Usage: workflow-host runs show --data-dir DIR --repo R --run X [--json]
+  summary: "show a run's state and its events, a page at a time",
+  options: {
+    ...dataDirOption,
+    repo: { type: "string", short: "r" },
+    run: { type: "string" },
+    limit: { type: "string" },
+    after: { type: "string" },
+    all: { type: "boolean" },
+    last: { type: "boolean" },
+    json: { type: "boolean" },
+  },
+  help: `Usage: workflow-host runs show --data-dir DIR --repo R --run X [--limit N] [--after SEQ | --last | --all] [--json]
 
-Prints the run's events in seq order (from runs/<X>/events/ at the tip of main, or from its
-sealed runs/<X>/events.jsonl: the same events either way; a run that retention moved out of
-main is read from refs/archive/runs, unchanged), the events that could not be read,
-breaks of the log's rules (missing seqs, events after the terminal one, which are skipped; a
-sealed log that is not valid; entries outside the run folder's layout), and the state they
-fold to: last seq, terminal event, armed timers, signals not yet consumed. A run with no folder
-on main nor in the archive is run_not_found (exit 1).
+Prints how many events run X holds, a page of them in seq order (the first ${DEFAULT_LIMIT}, or
+--limit N after seq --after SEQ, or with --last the last ones: the seqs above the highest - N), the
+events that could not be read and breaks of the log's rules (missing seqs, events after the
+terminal one, which are skipped; a sealed log that is not valid; entries outside the run
+folder's layout), and the state the whole log folds to: last seq, terminal event, armed
+timers, signals not yet consumed. The last line says how the next page starts.
+
+--all prints every event, a page at a time: a run's log has no size bound, and it is never
+held in memory whole (nor with --json, which is still one object). The events come from
+runs/<X>/events/ at the tip of main, or from its sealed runs/<X>/events.jsonl (the same events
+either way); a run that retention moved out of main is read from refs/archive/runs,
+unchanged. A run with no folder on main nor in the archive is run_not_found (exit 1).
+Unreadable entries and problems are listed up to 1,000 of each; the counts are always whole.
 
 Options:
   -d, --data-dir DIR   data dir (default: $WORKFLOW_HOST_DATA_DIR)
   -r, --repo R         deployment id
       --run X          run id
+      --limit N        events per page (1..${MAX_LIMIT}, default ${DEFAULT_LIMIT})
+      --after SEQ      the page after seq SEQ (the previous page's nextAfter); default: from
+                       the first event
+      --last           the last page: the events with the N highest seqs
+      --all            every event from --after on (or from the first), a page at a time
       --json           print {repoId, runId, commitSha, archived (the archive ref, or null),
-                       events, bad, problems, state}
+                       eventCount, events (this page, or with --all every event), nextAfter
+                       (the --after of the next page, null after the last), bad, badCount,
+                       problems, problemCount, state: {lastSeq, terminal, pendingTimers,
+                       observedSignalIds, unconsumedSignals}}; bad and problems entries are
+                       {path, seq, code, message}
 
-Example:
+Examples:
   workflow-host runs show -d ./data -r payments --run order-17
+  workflow-host runs show -d ./data -r payments --run order-17 --after 100 --limit 500
+  workflow-host runs show -d ./data -r payments --run order-17 --all --json
 `,
   async run(values, io) {
     const dataDir = dataDirFlag(NAME, values, io);
     const repoId = checkFlags(NAME, () => parseRepoId(requiredFlag(NAME, values, "repo")));
     const runId = checkFlags(NAME, () => parseRunId(requiredFlag(NAME, values, "run")));
-    const { commitSha, log, archived } = await withStore(dataDir, io, async (store) => {
-      const [{ readRunLog }, { WORKFLOW_RUN_KIND }, { ARCHIVE_REF }] = await Promise.all([
+    const limit = checkFlags(NAME, () => intFlag(NAME, values, "limit", { min: 1, max: MAX_LIMIT }, DEFAULT_LIMIT) ?? DEFAULT_LIMIT);
+    const after = checkFlags(NAME, () => intFlag(NAME, values, "after", { min: 0, max: Number.MAX_SAFE_INTEGER }) ?? -1);
+    const all = values["all"] === true;
+    const last = values["last"] === true;
+    if (last && (all || values["after"] !== undefined)) throw usageError(NAME, "--last takes neither --after nor --all");
+    const json = values["json"] === true;
+    await withStore(dataDir, io, async (store) => {
+      const [{ readRunLogPage }, { summarizeRunLog }, { WORKFLOW_RUN_KIND }, { ARCHIVE_REF }] = await Promise.all([
         import("../../workflow/run-log.js"),
+        import("../../workflow/run-log-summary.js"),
         import("../../workflow/workflow-run-kind.js"),
         import("../../workflow/run-archive.js"),
       ]);
       const repo = { kind: WORKFLOW_RUN_KIND, id: repoId };
-      const reads = await store.openCommittedReads(null, repo, DEFAULT_REF);
+      let reads = await store.openCommittedReads(null, repo, DEFAULT_REF);
+      let archived: string | null = null;
       // A run retention moved out of main is read from the archive ref, as it was.
       if ((await reads.treeOid(`runs/${runId}`)) === null) {
         const archive = await store.openCommittedReads(null, repo, ARCHIVE_REF);
-        if (archive.commitSha !== null && (await archive.treeOid(`runs/${runId}`)) !== null) {
-          return { commitSha: archive.commitSha, log: await readRunLog(archive, runId), archived: ARCHIVE_REF };
-        }
         // No folder on main nor in the archive: a mistyped id, or a run not started yet.
-        throw new WorkflowHostError("run_not_found", `run ${runId} has no log in deployment ${repoId} (neither on main nor in ${ARCHIVE_REF}); see workflow-host runs list`, { repoId, runId });
+        if (archive.commitSha === null || (await archive.treeOid(`runs/${runId}`)) === null) {
+          throw new WorkflowHostError("run_not_found", `run ${runId} has no log in deployment ${repoId} (neither on main nor in ${ARCHIVE_REF}); see workflow-host runs list`, { repoId, runId });
+        }
+        reads = archive;
+        archived = ARCHIVE_REF;
       }
-      return { commitSha: reads.commitSha, log: await readRunLog(reads, runId), archived: null };
+      const commitSha = reads.commitSha;
+      // The state needs the whole log: folded event by event, none of them held.
+      const summary = await summarizeRunLog(reads, runId, { summaries: null });
+      const state = stateJson(summary.state);
+      const problem = (b: BadEvent) => ({ path: b.path, seq: b.seq, code: b.error.code, message: b.error.message });
+      // Pages are printed as they are read (--all holds one page at a time).
+      const pages = async function* () {
+        // The last page: seqs are dense, so the N highest are those above maxFileSeq - N.
+        let cursor: number | null = last ? Math.max(-1, summary.maxFileSeq - limit) : after;
+        do {
+          const page = await readRunLogPage(reads, runId, { after: cursor, limit, parsedEvents: null });
+          yield page;
+          cursor = page.nextAfter;
+        } while (all && cursor !== null);
+      };
+      if (json) {
+        // One JSON object, written a page at a time: its head, each event, its tail.
+        const head = { repoId, runId, commitSha, archived, eventCount: summary.eventCount };
+        io.stdout.write(`${JSON.stringify(head, null, 2).slice(0, -2)},\n  "events": [`);
+        let first = true;
+        let nextAfter: number | null = null;
+        for await (const page of pages()) {
+          for (const event of page.events) {
+            io.stdout.write(`${first ? "" : ","}\n${indent(JSON.stringify(event, null, 2), "    ")}`);
+            first = false;
+          }
+          nextAfter = page.nextAfter;
+        }
+        const tail = { nextAfter, bad: summary.bad.map(problem), badCount: summary.badCount, problems: summary.problems.map(problem), problemCount: summary.problemCount, state };
+        io.stdout.write(`${first ? "" : "\n  "}],\n${JSON.stringify(tail, null, 2).slice(2)}\n`);
+        return;
+      }
+      const where = `run ${runId} in ${repoId} at ${shortSha(commitSha)}${archived === null ? "" : ` (archived: ${archived})`}`;
+      printLine(io, `${where}: ${summary.eventCount} events${summary.eventCount === 0 ? "" : ` (seq ${summary.firstSeq ?? "?"}..${summary.state.lastSeq})`}`);
+      let nextAfter: number | null = null;
+      for await (const page of pages()) {
+        for (const event of page.events) printLine(io, `  ${String(event.seq).padStart(4)}  ${event.type.padEnd(15)} ${describeEvent(event)}`);
+        nextAfter = page.nextAfter;
+      }
+      for (const bad of summary.bad) printLine(io, `  ${String(bad.seq ?? "?").padStart(4)}  UNREADABLE      ${bad.path}: ${bad.error.message}`);
+      if (summary.badCount > summary.bad.length) printLine(io, `  … and ${summary.badCount - summary.bad.length} more unreadable entries`);
+      for (const p of summary.problems) printLine(io, `  ${String(p.seq ?? "?").padStart(4)}  PROBLEM         ${p.path}: ${p.error.message}`);
+      if (summary.problemCount > summary.problems.length) printLine(io, `  … and ${summary.problemCount - summary.problems.length} more problems`);
+      printLine(io, `state: lastSeq ${state.lastSeq}, ${state.terminal === null ? "running" : `ended (${state.terminal})`}`);
+      for (const t of state.pendingTimers) {
+        printLine(io, `  timer ${t.timerId} ${t.pausedAt === undefined ? "armed" : "paused at slot"} for ${t.fireAt}${t.cron === undefined ? "" : ` (cron "${t.cron}" ${t.timezone ?? "UTC"})`}`);
+      }
+      for (const s of state.unconsumedSignals) printLine(io, `  signal ${s.signalName} (${s.signalId}, seq ${s.seq}) not consumed yet`);
+      if (nextAfter !== null) {
+        // A command that runs as printed: the data dir as resolved, the page size as given.
+        const pageSize = values["limit"] === undefined ? "" : ` --limit ${limit}`;
+        printLine(io, `more events follow: workflow-host runs show -d ${shellQuote(dataDir)} -r ${repoId} --run ${runId}${pageSize} --after ${nextAfter} (or --all)`);
+      }
     });
-    const state = stateJson(log.state);
-    if (values["json"] === true) {
-      printJson(io, {
-        repoId,
-        runId,
-        commitSha,
-        archived,
-        events: log.events,
-        bad: log.bad.map((b) => ({ path: b.path, seq: b.seq, code: b.error.code, message: b.error.message })),
-        problems: log.problems.map((p) => ({ path: p.path, seq: p.seq, code: p.error.code, message: p.error.message })),
-        state,
-      });
-      return 0;
-    }
-    printLine(io, `run ${runId} in ${repoId} at ${shortSha(commitSha)}${archived === null ? "" : ` (archived: ${archived})`}: ${log.events.length} events`);
-    for (const event of log.events) printLine(io, `  ${String(event.seq).padStart(4)}  ${event.type.padEnd(15)} ${describeEvent(event)}`);
-    for (const bad of log.bad) printLine(io, `  ${String(bad.seq ?? "?").padStart(4)}  UNREADABLE      ${bad.path}: ${bad.error.message}`);
-    for (const problem of log.problems) printLine(io, `  ${String(problem.seq ?? "?").padStart(4)}  PROBLEM         ${problem.path}: ${problem.error.message}`);
-    printLine(io, `state: lastSeq ${state.lastSeq}, ${state.terminal === null ? "running" : `ended (${state.terminal})`}`);
-    for (const t of state.pendingTimers) {
-      printLine(io, `  timer ${t.timerId} ${t.pausedAt === undefined ? "armed" : "paused at slot"} for ${t.fireAt}${t.cron === undefined ? "" : ` (cron "${t.cron}" ${t.timezone ?? "UTC"})`}`);
-    }
-    for (const s of state.unconsumedSignals) printLine(io, `  signal ${s.signalName} (${s.signalId}, seq ${s.seq}) not consumed yet`);
     return 0;
   },
 };
+
+/** `text` with every line but the first indented by `pad`, and the first too. */
+function indent(text: string, pad: string): string {
+  return `${pad}${text.replaceAll("\n", `\n${pad}`)}`;
+}
 
 function stateJson(state: RunState) {
   return {

@@ -1,0 +1,94 @@
+/**
+ * What one `GET /v1/deployments/:repo/runs/:run` costs on a long run: CPU time, wall time, peak
+ * RSS and peak heap while it is served, and the size of the answer. A child of its own, so the
+ * figures are this request's alone; run it against two checkouts, interleaved, to compare them.
+ *
+ *   node --import tsx bench/run-view-child.ts --build 200000 --data /tmp/rv   (once: the deployment)
+ *   node --expose-gc --import tsx bench/run-view-child.ts --root /path/to/checkout --data /tmp/rv
+ *
+ * The run (`bench/long`) is a cron series that fired every minute, a signal every 100 events,
+ * committed in one unvalidated commit, as a long-lived run's log is after months. The host is
+ * not started (recovery would read the log first): the request is served by the handler
+ * alone, through fastify's `inject`. Prints one JSON line per request: a page of the events
+ * route with nothing cached (404 where the checkout has no such route), the run cold, the run
+ * again, the page again.
+ */
+import { resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { pathToFileURL } from "node:url";
+
+const { values } = parseArgs({ options: { root: { type: "string" }, data: { type: "string" }, build: { type: "string" } } });
+const dataDir = resolve(values.data ?? "/tmp/run-view");
+const root = resolve(values.root ?? new URL("..", import.meta.url).pathname);
+const load = <T>(path: string): Promise<T> => import(pathToFileURL(`${root}/${path}`).href) as Promise<T>;
+
+if (values.build !== undefined) {
+  const count = Number(values.build);
+  const { openWorkflowStore } = await load<typeof import("../src/host/open-workflow-store.js")>("src/host/open-workflow-store.ts");
+  const { buildFixtureRepo } = await load<typeof import("../src/testing/fixture-repo.js")>("src/testing/fixture-repo.ts");
+  const store = openWorkflowStore({ dataDir, watch: false });
+  const files = new Map<string, string>();
+  const minute = (i: number): string => new Date(Date.parse("2026-01-01T00:00:00.000Z") + i * 60_000).toISOString();
+  const cron = { cron: "* * * * *", timezone: "UTC" };
+  files.set("runs/long/events/1.json", JSON.stringify({ seq: 1, type: "TimerSet", data: { timerId: "tick", fireAt: minute(1), ...cron } }));
+  let tick = 1;
+  for (let seq = 2; seq <= count; seq += 1) {
+    let event: object;
+    if (seq % 100 === 0) event = { seq, type: "SignalReceived", signalName: "poke", signalId: `s-${seq}`, payload: { n: seq }, at: minute(tick) };
+    else if (seq % 2 === 0) event = { seq, type: "TimerFired", data: { timerId: "tick", scheduledFor: minute(tick), firedAt: minute(tick) } };
+    else event = { seq, type: "TimerSet", data: { timerId: "tick", fireAt: minute(++tick), ...cron } };
+    files.set(`runs/long/events/${seq}.json`, JSON.stringify(event));
+  }
+  const started = Date.now();
+  await buildFixtureRepo(store, "bench", Object.fromEntries(files));
+  await store.close();
+  console.log(JSON.stringify({ built: count, dataDir, ms: Date.now() - started }));
+  process.exit(0);
+}
+
+const { createWorkflowHost } = await load<typeof import("../src/host/host.js")>("src/host/host.ts");
+const { createHttpHandler } = await load<typeof import("../src/http/http-handler.js")>("src/http/http-handler.ts");
+const { createHostMonitor } = await load<typeof import("../src/http/host-monitor.js")>("src/http/host-monitor.ts");
+const host = createWorkflowHost({ dataDir, watch: false });
+const app = createHttpHandler(host, { authenticate: () => "bench", authorize: () => true, monitor: createHostMonitor() });
+await app.ready();
+
+async function measure(label: string, url: string): Promise<void> {
+  (globalThis as { gc?: () => void }).gc?.();
+  const base = process.memoryUsage();
+  let peakRss = base.rss;
+  let peakHeap = base.heapUsed;
+  const sampler = setInterval(() => {
+    const m = process.memoryUsage();
+    peakRss = Math.max(peakRss, m.rss);
+    peakHeap = Math.max(peakHeap, m.heapUsed);
+  }, 5);
+  const cpu = process.cpuUsage();
+  const wall = performance.now();
+  const answer = await app.inject({ method: "GET", url, headers: { authorization: "Bearer x" } });
+  const wallMs = performance.now() - wall;
+  const used = process.cpuUsage(cpu);
+  clearInterval(sampler);
+  const m = process.memoryUsage();
+  peakRss = Math.max(peakRss, m.rss);
+  peakHeap = Math.max(peakHeap, m.heapUsed);
+  const mb = (n: number): number => Math.round(n / 1e5) / 10;
+  console.log(JSON.stringify({
+    label,
+    status: answer.statusCode,
+    cpuMs: Math.round((used.user + used.system) / 1000),
+    wallMs: Math.round(wallMs),
+    peakRssMb: mb(peakRss),
+    rssGrowthMb: mb(peakRss - base.rss),
+    peakHeapGrowthMb: mb(peakHeap - base.heapUsed),
+    bodyKb: Math.round(answer.body.length / 1024),
+  }));
+}
+
+const page = "/v1/deployments/bench/runs/long/events?after=150000&limit=100";
+await measure("GET events page (cold)", page);
+await measure("GET run (cold)", "/v1/deployments/bench/runs/long");
+await measure("GET run (again)", "/v1/deployments/bench/runs/long");
+await measure("GET events page (again)", page);
+await app.close();
+await host.stop().catch(() => undefined);
