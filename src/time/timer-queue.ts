@@ -411,6 +411,11 @@ export function createTimerQueue<T>(options: TimerQueueOptions<T>): TimerQueue<T
     recheck() {
       return pump() ?? Promise.resolve();
     },
+    takeDue() {
+      if (stopped) return [];
+      const nowMs = readNow();
+      return Number.isNaN(nowMs) ? [] : takeDue(nowMs);
+    },
     stop() {
       stopped = true;
       disarm();
