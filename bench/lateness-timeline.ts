@@ -195,6 +195,8 @@ interface FireParts {
   fires: number;
   gc: number;
   lateWake: number;
+  /** Commits cut after the fire was due that did not take it (0 when it went out in the first one). */
+  missed: number;
 }
 
 function partsOf(t: Timeline): FireParts[] {
@@ -217,7 +219,10 @@ function partsOf(t: Timeline): FireParts[] {
     for (const [start, duration] of t.gc) gc += Math.max(0, Math.min(start + duration, reported) - Math.max(start, due));
     let lateWake = 0;
     for (const w of queueWakes) if (w[1] >= due - 1 && w[1] <= reported) lateWake = Math.max(lateWake, w[2] - w[1]);
+    let missed = 0;
+    for (let k = index - 1; k >= 0 && (t.commits[k] as CommitSpan).cut > due; k--) missed += 1;
     out.push({
+      missed,
       late: reported - due,
       behind,
       throttle,
@@ -237,7 +242,7 @@ function partsOf(t: Timeline): FireParts[] {
 function printReport(path: string): void {
   const t = JSON.parse(fs.readFileSync(path, "utf8")) as Timeline;
   const parts = partsOf(t).sort((a, b) => a.late - b.late);
-  const keys = ["late", "behind", "throttle", "delivery", "plan", "stage", "ref", "report", "fires", "gc", "lateWake"] as const;
+  const keys = ["late", "behind", "throttle", "delivery", "plan", "stage", "ref", "report", "fires", "gc", "lateWake", "missed"] as const;
   const band = (lo: number, hi: number): FireParts => {
     const slice = parts.slice(Math.floor(lo * parts.length), Math.max(Math.floor(lo * parts.length) + 1, Math.floor(hi * parts.length)));
     const mean = {} as FireParts;
@@ -245,7 +250,8 @@ function printReport(path: string): void {
     return mean;
   };
   const row = (label: string, p: FireParts): string => `${label.padEnd(10)} ${keys.map((k) => `${k}=${p[k].toFixed(1)}`).join(" ")}`;
-  console.log(`${path}: ${parts.length} fires, ${t.commits.length} commits`);
+  const missedAny = parts.filter((p) => p.missed > 0).length;
+  console.log(`${path}: ${parts.length} fires, ${t.commits.length} commits; fires not in the first commit cut after they were due: ${missedAny} (${((100 * missedAny) / parts.length).toFixed(1)}%)`);
   console.log(row("p45-p55", band(0.45, 0.55)));
   console.log(row("p90-p98", band(0.9, 0.98)));
   console.log(row("p99+", band(0.99, 1)));
