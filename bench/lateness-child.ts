@@ -53,6 +53,7 @@ const loopDelay = monitorEventLoopDelay({ resolution: 1 });
 loopDelay.enable();
 const cpu0 = process.cpuUsage();
 const elu0 = performance.eventLoopUtilization();
+timeline?.markPhase();
 clock.offsetMs = baseMs - leadMs - Date.now();
 let deadline: NodeJS.Timeout | undefined;
 await Promise.race([

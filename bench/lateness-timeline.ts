@@ -49,6 +49,8 @@ export interface Timeline {
   gc: [number, number, number][];
   /** Every flush of the process: [start, end, what] ("pack", "idx", "lock", "dir", other) */
   allFlushes: [number, number, string][];
+  /** CPU ms per thread over the phase (from /proc/self/task; Linux only): [tid, name, nice, ms] */
+  threads: [string, string, number, number][];
   /** Per fire: [dueMono, reportedMono, commit index] */
   fires: [number, number, number][];
 }
@@ -56,13 +58,16 @@ export interface Timeline {
 export interface TimelineRecorder {
   readonly timers: Timers;
   wrapStore(store: RepoStore): void;
+  /** The measured phase starts: per-thread CPU is counted from here. */
+  markPhase(): void;
   /** A fire reported: its due instant on the child's clock (epoch ms) and its commit. */
   fired(dueEpochMs: number, clockNowEpochMs: number, commitSha: string): void;
   write(path: string): void;
 }
 
 export function startTimeline(): TimelineRecorder {
-  const t: Timeline = { monoMinusEpoch: 0, commits: [], wakes: [], gc: [], fires: [], allFlushes: [] };
+  const t: Timeline = { monoMinusEpoch: 0, commits: [], wakes: [], gc: [], fires: [], allFlushes: [], threads: [] };
+  let threadsAtStart = threadCpu();
   const what = (path: string): string => (path.includes("tmp_pack") || path.endsWith(".pack") ? "pack" : path.includes("tmp_idx") || path.endsWith(".idx") ? "idx" : path.endsWith(".lock") ? "lock" : path.endsWith(".rev") ? "rev" : "dir");
   const fdPath = new Map<number, string>();
   let current: CommitSpan | undefined;
@@ -160,6 +165,9 @@ export function startTimeline(): TimelineRecorder {
         return result;
       }) as RepoStore["writeTreeDelta"];
     },
+    markPhase() {
+      threadsAtStart = threadCpu();
+    },
     fired(dueEpochMs, clockNowEpochMs, commitSha) {
       const now = performance.now();
       if (t.fires.length === 0) t.monoMinusEpoch = now - clockNowEpochMs;
@@ -173,9 +181,33 @@ export function startTimeline(): TimelineRecorder {
     },
     write(path) {
       gcObserver.disconnect();
+      for (const [tid, name, nice, ms] of threadCpu()) t.threads.push([tid, name, nice, ms - (threadsAtStart.find((x) => x[0] === tid)?.[3] ?? 0)]);
       fs.writeFileSync(path, JSON.stringify(t));
     },
   };
+}
+
+/** Each thread of this process: [tid, name, nice, CPU ms so far] (empty where /proc is missing). */
+function threadCpu(): [string, string, number, number][] {
+  const out: [string, string, number, number][] = [];
+  let tids: string[] = [];
+  try {
+    tids = fs.readdirSync("/proc/self/task");
+  } catch {
+    return out;
+  }
+  const tick = 10; // USER_HZ 100
+  for (const tid of tids) {
+    try {
+      const stat = fs.readFileSync(`/proc/self/task/${tid}/stat`, "utf8");
+      const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")"));
+      const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      out.push([tid, name, Number(f[16]), (Number(f[11]) + Number(f[12])) * tick]);
+    } catch {
+      // ended
+    }
+  }
+  return out;
 }
 
 function quantile(sorted: readonly number[], q: number): number {
@@ -286,6 +318,12 @@ function printReport(path: string): void {
   const all = t.commits.filter((c) => c.returned !== undefined && c.tmpOpen !== undefined);
   const med = (f: (c: CommitSpan) => number): string => quantile(all.map(f).sort((a, b) => a - b), 0.5).toFixed(2);
   console.log(`median commit: planEnd=${med((c) => (c.planEnd as number) - c.cut)} tmpOpenStart=${med((c) => (c.tmpOpen as [number, number])[0] - c.cut)} tmpOpenMs=${med((c) => (c.tmpOpen as [number, number])[1] - (c.tmpOpen as [number, number])[0])} lockOpenEnd=${med((c) => (c.lockOpen?.[1] ?? c.cut) - c.cut)} packRename=${med((c) => (c.packRename ?? c.cut) - c.cut)} lockRename=${med((c) => (c.lockRename ?? c.cut) - c.cut)} returned=${med((c) => (c.returned as number) - c.cut)}`);
+  const byName = new Map<string, number>();
+  for (const [tid, name, nice, ms] of t.threads ?? []) {
+    const key = tid === String(t.threads?.[0]?.[0]) ? "main" : nice > 0 ? `${name} (nice ${nice})` : name;
+    byName.set(key, (byName.get(key) ?? 0) + ms);
+  }
+  console.log(`thread CPU ms over the phase: ${[...byName].map(([k, v]) => `${k} ${v}`).join(", ")}`);
   const gcMs = t.gc.map((g) => g[1]).sort((a, b) => a - b);
   console.log(`gc: ${t.gc.length} pauses, total ${gcMs.reduce((s, x) => s + x, 0).toFixed(0)} ms, ${q(gcMs)}`);
 }
