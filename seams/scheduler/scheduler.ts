@@ -12,7 +12,9 @@
  * - never before fireAt by the injected clock; an overdue timer fires at once;
  * - due timers of one repo are committed together, the batch growing with the backlog (1,000,
  *   then twice the previous commit's while timers wait, at most `maxBatch`), and fire commits
- *   of one repo start at least `minCommitIntervalMs` apart (group commit);
+ *   of one repo start at least `minCommitIntervalMs` apart (group commit); a commit held back
+ *   that way takes every timer that came due while it waited (the queue is asked as the batch
+ *   is cut, not left to deliver after the fire loops);
  * - a failed commit is retried with backoff and reported; a bad event is reported and skipped.
  */
 import { storeOf } from "../../src/substrate/store-option.js";
