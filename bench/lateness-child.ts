@@ -8,10 +8,12 @@
  * read as its commit was prepared) minus its fireAt, the part of `late` spent before the commit
  * (wake-up, group-commit wait, a commit ahead of it); the last three are over the measured
  * phase (clock move → last fire). With `LATENESS_CPU_PROFILE=<file>` set, that phase alone is
- * profiled (V8 CPU profile, JSON).
+ * profiled (V8 CPU profile, JSON); with `LATENESS_TIMELINE=<file>`, a per-commit timeline of it
+ * is written there (see lateness-timeline.ts).
  */
 import { monitorEventLoopDelay, performance } from "node:perf_hooks";
 import { startPhaseProfile } from "./phase-profile.js";
+import { startTimeline } from "./lateness-timeline.js";
 import { createOffsetClock, openRig } from "./scheduler-rig.js";
 
 const [dataDir, repoId, timersArg, baseArg, leadArg, windowArg, durability] = process.argv.slice(2);
@@ -32,14 +34,18 @@ let done!: () => void;
 const allFired = new Promise<void>((resolve) => {
   done = resolve;
 });
+const timelineFile = process.env.LATENESS_TIMELINE;
+const timeline = timelineFile === undefined || timelineFile === "" ? undefined : startTimeline();
 // maxArmMs only bounds how soon the queue notices the clock move below; arms for due-soon
 // timers are exact whatever the cap.
 const rig = openRig(dataDir, [repoId], clock.clock, (event) => {
   if (event.type !== "fired") return;
   late.push(clock.nowMs() - Date.parse(event.scheduledFor));
   startLate.push(Date.parse(event.firedAt) - Date.parse(event.scheduledFor));
+  timeline?.fired(Date.parse(event.scheduledFor), clock.nowMs(), event.commitSha);
   if (late.length === timers) done();
-}, { maxArmMs: 100 }, { durability });
+}, { maxArmMs: 100, ...(timeline === undefined ? {} : { timers: timeline.timers }) }, { durability });
+timeline?.wrapStore(rig.store);
 await rig.scheduler.start();
 const commits0 = rig.scheduler.stats().commits;
 const stopCpuProfile = await startPhaseProfile("LATENESS_CPU_PROFILE");
@@ -47,6 +53,7 @@ const loopDelay = monitorEventLoopDelay({ resolution: 1 });
 loopDelay.enable();
 const cpu0 = process.cpuUsage();
 const elu0 = performance.eventLoopUtilization();
+timeline?.markPhase();
 clock.offsetMs = baseMs - leadMs - Date.now();
 let deadline: NodeJS.Timeout | undefined;
 await Promise.race([
@@ -62,4 +69,5 @@ loopDelay.disable();
 await stopCpuProfile();
 const commits = rig.scheduler.stats().commits - commits0;
 await rig.close();
+if (timeline !== undefined && timelineFile !== undefined) timeline.write(timelineFile);
 process.stdout.write(`${JSON.stringify({ late, startLate, commits, cpuMs: Math.round((cpu.user + cpu.system) / 1_000), maxLoopDelayMs: loopDelay.max / 1e6, loopBusyMs: Math.round(elu.active) })}\n`);

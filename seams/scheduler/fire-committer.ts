@@ -125,7 +125,13 @@ export class FireCommitter {
       // second, however its timers are spread, which bounds the cost of rewriting its big
       // folders and leaves the event loop time for the tail, signals and pack merging.
       const waitMs = this.ctx.minCommitIntervalMs - (this.monoMs() - this.lastCommitStartMs);
-      if (waitMs > 0 && !this.throttleReleased) await this.throttle(waitMs);
+      if (waitMs > 0 && !this.throttleReleased) {
+        await this.throttle(waitMs);
+        if (this.stopped) break;
+        // The batch is cut now: timers that came due during the wait go out in this commit,
+        // not one interval after it (the queue hands nothing over while this loop runs).
+        this.ctx.takeDue();
+      }
       if (this.stopped) break;
       this.lastCommitStartMs = this.monoMs();
       const size = nextBatchSize(this.lastBatch, this.buffer.size, this.ctx.maxBatch);
@@ -137,6 +143,8 @@ export class FireCommitter {
       }
       this.lastBatch = batch.length;
       await this.commitBatch(batch);
+      // What came due while this commit ran is the next batch, without a round through the queue.
+      if (!this.stopped) this.ctx.takeDue();
     }
     this.lastBatch = 0;
   }

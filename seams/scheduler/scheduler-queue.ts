@@ -83,6 +83,11 @@ export interface SchedulerQueue {
   settle(repoId: string, runId: string, armed: ReadonlyMap<string, unknown>, lastSeq: number): void;
   /** The generation queued for the timer, or undefined. */
   queued(repoId: string, runId: string, timerId: string): PendingTimer | undefined;
+  /**
+   * The generations due now, taken out of the queue as a delivery would hand them over, even
+   * while `onDue` is still at work (see `TimerQueue.takeDue`).
+   */
+  takeDue(): DueGeneration[];
   /** Every queued generation, materialised as {@link QueuedTimer}s, in no particular order. */
   entries(): QueuedTimer[];
   readonly size: number;
@@ -201,6 +206,10 @@ export function createSchedulerQueue(opts: SchedulerQueueOptions): SchedulerQueu
       if (run === NO_SUPPRESSIONS) return;
       for (const [timerId, upTo] of run) if (!armed.has(timerId) && upTo <= lastSeq) (run as Map<string, number>).delete(timerId);
       if (run.size === 0) suppressions.delete(`${repoId}/${runId}`);
+    },
+    takeDue() {
+      const entries = queue.takeDue();
+      return entries.length === 0 ? [] : markDelivered(entries);
     },
     queued(repoId, runId, timerId) {
       return queue.get(timerKey(repoId, runId, timerId))?.payload;

@@ -12,7 +12,9 @@
  * - never before fireAt by the injected clock; an overdue timer fires at once;
  * - due timers of one repo are committed together, the batch growing with the backlog (1,000,
  *   then twice the previous commit's while timers wait, at most `maxBatch`), and fire commits
- *   of one repo start at least `minCommitIntervalMs` apart (group commit);
+ *   of one repo start at least `minCommitIntervalMs` apart (group commit); a commit held back
+ *   that way takes every timer that came due while it waited (the queue is asked as the batch
+ *   is cut, not left to deliver after the fire loops);
  * - a failed commit is retried with backoff and reported; a bad event is reported and skipped.
  */
 import { storeOf } from "../../src/substrate/store-option.js";
@@ -109,25 +111,45 @@ export function createWorkflowHostScheduler(opts: SchedulerOptions): WorkflowHos
     }
   };
 
+  /** Due generations to their deployments' fire loops: each loop's promise with what it was given. */
+  const route = (due: readonly DueGeneration[]): [Promise<void>, DueGeneration[]][] => {
+    const byRepo = new Map<string, DueGeneration[]>();
+    for (const item of due) {
+      const list = byRepo.get(item.repoId);
+      if (list === undefined) byRepo.set(item.repoId, [item]);
+      else list.push(item);
+    }
+    return [...byRepo].map(([repoId, list]) => [trackers.get(repoId)?.fire(list) ?? Promise.resolve(), list]);
+  };
+  const deliveryFailed = (error: unknown, due: readonly DueGeneration[]): void => {
+    logger.error(`timer delivery failed: ${String(error)}`);
+    const retryAtMs = nowMs() + retryInitialMs;
+    for (const item of due) queue.arm(item.repoId, item.runId, item.pending, retryAtMs);
+  };
+  /**
+   * Fire loops fed by `takeDue` (a loop cutting its batch took what fell due meanwhile, for any
+   * deployment); the delivery in flight waits for them as for its own, so `advance` on a
+   * FakeClock and `stop()` still see every commit through.
+   */
+  const taken = new Set<Promise<void>>();
   const queue = createSchedulerQueue({
     clock: opts.clock,
     timers,
     ...(opts.maxArmMs === undefined ? {} : { maxArmMs: opts.maxArmMs }),
     onDue: async (due) => {
-      const byRepo = new Map<string, DueGeneration[]>();
-      for (const item of due) {
-        const list = byRepo.get(item.repoId);
-        if (list === undefined) byRepo.set(item.repoId, [item]);
-        else list.push(item);
-      }
-      await Promise.all([...byRepo].map(([repoId, list]) => trackers.get(repoId)?.fire(list) ?? Promise.resolve()));
+      await Promise.all(route(due).map(([loop]) => loop));
+      while (taken.size > 0) await Promise.all([...taken]);
     },
-    onError: (error, due) => {
-      logger.error(`timer delivery failed: ${String(error)}`);
-      const retryAtMs = nowMs() + retryInitialMs;
-      for (const item of due) queue.arm(item.repoId, item.runId, item.pending, retryAtMs);
-    },
+    onError: deliveryFailed,
   });
+  const takeDue = (): void => {
+    const due = queue.takeDue();
+    if (due.length === 0) return;
+    for (const [loop, list] of route(due)) {
+      const watched: Promise<void> = loop.catch((error: unknown) => deliveryFailed(error, list)).finally(() => taken.delete(watched));
+      taken.add(watched);
+    }
+  };
 
   const ctx: TrackerContext = {
     store,
@@ -151,6 +173,7 @@ export function createWorkflowHostScheduler(opts: SchedulerOptions): WorkflowHos
       counters[what] += n;
     },
     recoveryIndex: opts.recoveryIndex ?? true,
+    takeDue,
     ...(opts.onCommittedEvents === undefined ? {} : { onCommittedEvents: opts.onCommittedEvents }),
   };
 

@@ -31,6 +31,12 @@ export interface TrackerContext {
   readonly retryMaxMs: number;
   readonly report: (event: SchedulerEvent) => void;
   readonly count: (what: "fired" | "skippedTicks" | "commits" | "commitFailures" | "badEvents", n?: number) => void;
+  /**
+   * Hands every generation due now (of any deployment) to its deployment's fire buffer, while
+   * the delivery that started the calling fire loop is still in flight: a fire loop calls it as
+   * it cuts a batch, so timers that came due while it waited go out in that commit.
+   */
+  readonly takeDue: () => void;
   /** Use and keep the derived recovery index (see recovery-index.ts). */
   readonly recoveryIndex: boolean;
   /** Told of each fire commit with the events it added, once its ref moved (see SchedulerOptions.onCommittedEvents). */

@@ -76,6 +76,13 @@ export interface TimerQueue<T> {
    */
   recheck(): Promise<void>;
   /**
+   * Takes the entries due now (the clock re-read), in the order `onDue` receives them, without
+   * waiting for a delivery in flight: for an owner whose `onDue` is still at work and can take
+   * more (a group commit cutting its next batch). The arm is left as it is (a wake that then
+   * finds nothing due re-arms). Returns [] when stopped or when the clock cannot be read.
+   */
+  takeDue(): TimerQueueEntry<T>[];
+  /**
    * Stops the queue for good: clears the arm at once, delivers nothing more, and makes
    * `schedule` return false. Pending entries stay readable (`size`, `entries()`).
    * @returns a promise resolved (never rejected) once the `onDue` call in flight, if any, has

@@ -10,6 +10,8 @@
  *   settles the clock is re-read: entries that fell due meanwhile go out as the next batch at
  *   once; otherwise → armed or idle.
  * - stopped (from any state, final): nothing armed, nothing delivered, `schedule` ignored.
+ * - In any state but stopped, `takeDue` hands the entries due now straight to its caller (an
+ *   owner whose `onDue` is still at work cutting its next batch); the arm is left as it is.
  *
  * Wake-up rules (the clock is re-read at every wake; arms run on monotonic time, so they can
  * disagree with the wall clock, by design):
@@ -410,6 +412,11 @@ export function createTimerQueue<T>(options: TimerQueueOptions<T>): TimerQueue<T
     },
     recheck() {
       return pump() ?? Promise.resolve();
+    },
+    takeDue() {
+      if (stopped) return [];
+      const nowMs = readNow();
+      return Number.isNaN(nowMs) ? [] : takeDue(nowMs);
     },
     stop() {
       stopped = true;

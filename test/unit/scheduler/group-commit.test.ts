@@ -54,6 +54,23 @@ describe("group commit", () => {
     for (const runId of ["r1", "r2", "r3"]) expect(firedOf(await h.log(runId))).toHaveLength(1);
   });
 
+  it("takes into a held commit the timers that came due while it waited, instead of leaving them for a commit after it", async () => {
+    h = await setUp(400);
+    await h.append("r4", { type: "TimerSet", data: { timerId: "d", fireAt: at(1_200) } });
+    await h.clock.advance(1_000); // a committed at once
+    await h.clock.advance(1); // b and c due: held until 1 400
+    await h.clock.advance(199); // d due at 1 200, while b and c wait
+    expect(firedIds(h)).toEqual(["a"]);
+    await h.clock.advance(200); // 1 400: the held commit takes b, c and d
+    expect(firedIds(h)).toEqual(["a", "b", "c", "d"]);
+    const shaOf = (timerId: string): string | undefined => {
+      for (const e of h!.events) if (e.type === "fired" && e.timerId === timerId) return e.commitSha;
+      return undefined;
+    };
+    expect(shaOf("d")).toBe(shaOf("b"));
+    for (const runId of ["r1", "r2", "r3", "r4"]) expect(firedOf(await h.log(runId))).toHaveLength(1);
+  });
+
   it("does not hold back a timer on a deployment that has not committed for a while", async () => {
     h = await setUp(5_000);
     await h.clock.advance(1_000);

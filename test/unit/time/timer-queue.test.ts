@@ -413,6 +413,39 @@ describe("timer queue: batches", () => {
     expect(queue.has("d")).toBe(true);
   });
 
+  it("takeDue hands over what fell due while onDue runs, in order, and leaves the rest queued", async () => {
+    const fake = createFakeClock("2026-01-01T00:00:00Z", { maxSettleRounds: 50 });
+    const start = fake.now();
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const batches: string[][] = [];
+    const queue = createTimerQueue<null>({
+      clock: fake.clock,
+      timers: fake.timers,
+      onDue: async (entries) => {
+        batches.push(entries.map((entry) => entry.key));
+        if (batches.length === 1) await gate;
+      },
+    });
+    queue.schedule("a", start + 1_000, null);
+    queue.schedule("c", start + 3_000, null);
+    queue.schedule("b", start + 2_000, null);
+    queue.schedule("d", start + 60_000, null);
+    await fake.advance(5_000); // a delivered; onDue still at work
+    expect(queue.takeDue().map((entry) => entry.key)).toEqual(["b", "c"]);
+    expect(queue.takeDue()).toEqual([]);
+    release();
+    await queue.recheck();
+    expect(batches).toEqual([["a"]]); // b and c were taken, not delivered again
+    expect(queue.has("d")).toBe(true);
+    await queue.stop();
+    await fake.advance(60_000);
+    expect(queue.takeDue()).toEqual([]); // stopped: nothing handed over
+    expect(queue.has("d")).toBe(true);
+  });
+
   it("lets onDue wait on the fake clock itself; entries due meanwhile follow in the next batch", async () => {
     const fake = createFakeClock("2026-01-01T00:00:00Z", { maxSettleRounds: 50 });
     const start = fake.now();
