@@ -4,6 +4,7 @@
  */
 import { describeValue, WorkflowHostError } from "../errors.js";
 import { createSystemTimers, monotonicNowOf, systemClock, type Clock, type MonotonicNow } from "../time/clock.js";
+import { containFs, createContainment } from "./contained-fs.js";
 import { createBlockingFsAdapter, createFsAdapter, type FsAdapter } from "./fs-adapter.js";
 import type { Identity } from "./git-object.js";
 import { ScopedLruCache } from "./lru-cache.js";
@@ -159,9 +160,12 @@ export function checkDataDir(value: unknown, where: string): string {
  *   without the node:fs API
  */
 export function resolveRepoStoreOptions(opts: RepoStoreOptions): ResolvedRepoStoreOptions {
-  const fs = createFsAdapter(opts.fs);
-  const quickFs = opts.blockingRefIo === false ? fs : createBlockingFsAdapter(opts.fs);
+  // Both adapters share one containment: a folder checked through one is checked for both.
+  const plainFs = createFsAdapter(opts.fs, { noFollow: true });
   const dataDir = checkDataDir(opts.dataDir, "createRepoStore").replace(/\/+$/, "") || "/";
+  const containment = createContainment(dataDir, plainFs.raw);
+  const fs = containFs(plainFs, containment);
+  const quickFs = opts.blockingRefIo === false ? fs : containFs(createBlockingFsAdapter(opts.fs, { noFollow: true }), containment);
   const handlers = new Map<string, KindHandler>();
   for (const handler of opts.kindHandlers) {
     if (handlers.has(handler.kind)) throw new WorkflowHostError("config_invalid", `createRepoStore: two handlers for kind ${handler.kind}`, { field: "kindHandlers", value: handler.kind });
