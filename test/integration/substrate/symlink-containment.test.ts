@@ -9,6 +9,7 @@ import { cp, lstat, mkdir, readdir, readFile, rename, rm, stat, symlink } from "
 import { join, relative } from "node:path";
 import { describe, expect, it } from "vitest";
 import { openWorkflowStore } from "../../../src/host/open-workflow-store.js";
+import { mergeOnThread } from "../../../src/substrate/pack-merge-thread.js";
 import type { RepoStore } from "../../../src/substrate/types.js";
 import { appendRunEvents } from "../../../src/workflow/run-log-append.js";
 import { WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
@@ -223,6 +224,36 @@ describe("a link inside a deployment that leads outside the data dir", () => {
     } finally {
       await store.close();
     }
+  });
+});
+
+describe("a link at a pack's place", () => {
+  it("is not read by the store: reads of what it holds are refused", async () => {
+    const dataDir = await seededDataDir();
+    const packDir = join(gitdirOf(dataDir), "objects", "pack");
+    const outsideDir = await tempDir();
+    for (const name of await readdir(packDir)) if (name.endsWith(".pack")) await replaceByLink(join(packDir, name), join(outsideDir, name));
+    const store = openWorkflowStore({ dataDir, watch: false });
+    try {
+      expect(await codeOf(() => store.resolveRef(null, RID, "main"))).toBe("path_escapes_data_dir");
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("is not read by the merge thread", async () => {
+    const dataDir = await tempDir();
+    const store = openWorkflowStore({ dataDir, watch: false, packThreshold: 1 });
+    await store.initRepo(null, RID);
+    for (const timerId of ["t1", "t2", "t3"]) await setTimer(store, "r1", timerId);
+    await store.close();
+    const packDir = join(gitdirOf(dataDir), "objects", "pack");
+    const names = (await readdir(packDir)).filter((name) => name.endsWith(".pack")).map((name) => name.slice(0, -5));
+    expect(names.length).toBeGreaterThan(1);
+    const outsideDir = await tempDir();
+    await replaceByLink(join(packDir, `${names[0] as string}.pack`), join(outsideDir, "linked.pack"));
+    const sources = await Promise.all(names.map(async (name) => ({ name, size: (await stat(join(packDir, `${name}.pack`))).size })));
+    await expect(mergeOnThread({ packDir, sources, known: [] })).rejects.toThrow();
   });
 });
 
