@@ -194,6 +194,58 @@ export function createContainment(dataDir: string, rawFs: unknown): Containment 
   };
 }
 
+/** The raw calls {@link findEscapingLinks} makes (node:fs and memfs have them). */
+interface WalkFs {
+  readonly promises: {
+    readdir(path: string, opts: { withFileTypes: true }): Promise<Array<{ name: string | Buffer; isDirectory(): boolean; isSymbolicLink(): boolean }>>;
+    realpath(path: string): Promise<string>;
+    lstat(path: string): Promise<{ isSymbolicLink(): boolean }>;
+  };
+}
+
+/**
+ * Every symbolic link at or below `folder` that leads outside the data dir (or nowhere: a
+ * loop, a missing target), as paths relative to the data dir, in walk order. Links are not
+ * followed; what they lead to is not listed. For `workflow-host check`: the store itself only
+ * meets the links on the paths it uses, when it uses them.
+ * @param rawFs node:fs or a module like it (the store's `fs` option)
+ */
+export async function findEscapingLinks(rawFs: unknown, dataDir: string, folder: string): Promise<string[]> {
+  const { promises: fsp } = rawFs as WalkFs;
+  let root: string;
+  try {
+    root = await fsp.realpath(dataDir);
+  } catch {
+    return [];
+  }
+  const found: string[] = [];
+  const inside = (real: string): boolean => real === root || real.startsWith(root === sep ? root : `${root}${sep}`);
+  const visit = async (path: string): Promise<void> => {
+    let entries: Awaited<ReturnType<WalkFs["promises"]["readdir"]>>;
+    try {
+      entries = await fsp.readdir(path, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    for (const entry of entries) {
+      const child = `${path}/${String(entry.name)}`;
+      if (entry.isSymbolicLink()) await judge(child);
+      else if (entry.isDirectory()) await visit(child);
+    }
+  };
+  const judge = async (link: string): Promise<void> => {
+    const real = await fsp.realpath(link).catch(() => null);
+    if (real === null || !inside(real)) found.push(relative(dataDir, link));
+  };
+  const self = await fsp.lstat(folder).catch(() => null);
+  if (self?.isSymbolicLink() === true) {
+    await judge(folder);
+    if (found.length > 0) return found;
+  }
+  await visit(folder);
+  return found;
+}
+
 /** The errors that say a folder on the path is gone. */
 const GONE = new Set(["ENOENT", "ENOTDIR"]);
 

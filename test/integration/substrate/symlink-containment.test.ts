@@ -8,6 +8,7 @@
 import { cp, lstat, mkdir, readdir, readFile, rename, rm, stat, symlink } from "node:fs/promises";
 import { join, relative } from "node:path";
 import { describe, expect, it } from "vitest";
+import { checkDeployments } from "../../../src/host/check-deployments.js";
 import { openWorkflowStore } from "../../../src/host/open-workflow-store.js";
 import { mergeOnThread } from "../../../src/substrate/pack-merge-thread.js";
 import type { RepoStore } from "../../../src/substrate/types.js";
@@ -254,6 +255,42 @@ describe("a link at a pack's place", () => {
     await replaceByLink(join(packDir, `${names[0] as string}.pack`), join(outsideDir, "linked.pack"));
     const sources = await Promise.all(names.map(async (name) => ({ name, size: (await stat(join(packDir, `${name}.pack`))).size })));
     await expect(mergeOnThread({ packDir, sources, known: [] })).rejects.toThrow();
+  });
+});
+
+describe("workflow-host check", () => {
+  it("reports each link leading outside the data dir once, with path_escapes_data_dir, and a link that stays inside not at all", async () => {
+    const dataDir = await seededDataDir();
+    const gitdir = gitdirOf(dataDir);
+    const outside = await tempDir();
+    // One the reads of check never pass through, one they do, one that stays inside.
+    await mkdir(join(gitdir, "refs", "consumers"));
+    await replaceByLink(join(gitdir, "refs", "consumers"), join(outside, "consumers"));
+    await replaceByLink(join(gitdir, "objects", "pack"), join(outside, "pack"));
+    await mkdir(join(dataDir, "spare"));
+    await symlink(join(dataDir, "spare"), join(gitdir, "workflow-host-spare"));
+    const store = openWorkflowStore({ dataDir, watch: false });
+    try {
+      const report = await checkDeployments(store);
+      expect(report.problems.map((p) => [p.code, p.path]).sort()).toEqual([
+        ["path_escapes_data_dir", `deployments/${REPO}.git/objects/pack`],
+        ["path_escapes_data_dir", `deployments/${REPO}.git/refs/consumers`],
+      ]);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("reports a deployment folder that is itself a link leading outside", async () => {
+    const dataDir = await seededDataDir();
+    await replaceByLink(gitdirOf(dataDir), join(await tempDir(), "elsewhere.git"));
+    const store = openWorkflowStore({ dataDir, watch: false });
+    try {
+      const report = await checkDeployments(store);
+      expect(report.problems.map((p) => [p.code, p.path])).toEqual([["path_escapes_data_dir", `deployments/${REPO}.git`]]);
+    } finally {
+      await store.close();
+    }
   });
 });
 
