@@ -14,7 +14,10 @@ import type { Authorize, KindHandler, RefMove, TimerApi } from "./types.js";
 export interface RepoStoreOptions {
   /** Root folder; repos live at `<dataDir>/<directoryPrefix>/<repoId>.git`. */
   readonly dataDir: string;
-  /** node:fs compatible module (memfs works). Default: node:fs. */
+  /**
+   * node:fs compatible module (memfs works), with `realpathSync` or `promises.realpath` (folders
+   * below the data dir are checked to resolve inside it, see contained-fs.ts). Default: node:fs.
+   */
   readonly fs?: unknown;
   readonly kindHandlers: readonly KindHandler[];
   readonly authorize: Authorize;
@@ -157,7 +160,7 @@ export function checkDataDir(value: unknown, where: string): string {
  * Checks the options and fills in the defaults.
  * @throws config_invalid for a bad option (an empty or missing dataDir, two handlers of one kind, a bad author or
  *   directoryPrefix, a negative time or size); TypeError (from the fs adapter) for an `fs`
- *   without the node:fs API
+ *   without the node:fs API or without a realpath
  */
 export function resolveRepoStoreOptions(opts: RepoStoreOptions): ResolvedRepoStoreOptions {
   // Both adapters share one containment: a folder checked through one is checked for both.
