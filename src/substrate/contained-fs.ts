@@ -15,9 +15,9 @@
  * - Folders made by the store (`mkdirp`) are made one level at a time, each level checked
  *   before the next is made below it, so a missing `refs/heads/team/` under a linked
  *   `refs/heads` is never created outside.
- * - A folder found gone (a call fails with ENOENT or ENOTDIR) loses its verdict and is checked
- *   again at its next use, so a folder removed and made again (by the store or anyone) is
- *   checked afresh.
+ * - A folder found gone (making a name in it fails with ENOENT or ENOTDIR) loses its verdict
+ *   and is checked again at its next use, so a folder removed and made again (by the store or
+ *   anyone) is checked afresh.
  * - Files. The adapters are made with `noFollow` (O_NOFOLLOW): a link at the last part of a path
  *   is never opened or read, whatever it leads to; such a call fails with
  *   `path_escapes_data_dir` (`data.found: "link"`). New files are made with O_CREAT|O_EXCL
@@ -257,25 +257,29 @@ const GONE = new Set(["ENOENT", "ENOTDIR"]);
 export function containFs(inner: FsAdapter, containment: Containment): FsAdapter {
   const { dataDir } = containment;
 
-  /** A failure of a call on `path` in `folder`, as the store should see it. */
-  const explain = (error: unknown, path: string, folder: string): unknown => {
+  /**
+   * A failure of a call on `path` in `folder`, as the store should see it. `creates`: the call
+   * makes a name in `folder`, so ENOENT means the folder itself is gone (for a read it usually
+   * means only the file is).
+   */
+  const explain = (error: unknown, path: string, folder: string, creates: boolean): unknown => {
     const code = errnoCode(error);
     if (code === "ELOOP") return escapesDataDir(dataDir, path, "link", error);
-    if (code !== undefined && GONE.has(code)) containment.forget(folder);
+    if (creates && code !== undefined && GONE.has(code)) containment.forget(folder);
     return error;
   };
 
   /** Runs `call` once `folder` is checked: on the hot path (checked) with no extra turn. */
-  const within = <T>(folder: string, path: string, call: () => Promise<T>): Promise<T> => {
+  const within = <T>(folder: string, path: string, call: () => Promise<T>, creates = false): Promise<T> => {
     const run = (): Promise<T> =>
       call().catch((error: unknown) => {
-        throw explain(error, path, folder);
+        throw explain(error, path, folder, creates);
       });
     return containment.isVerified(folder) ? run() : containment.checkFolder(folder).then(run);
   };
 
   /** As {@link within} for a file: its folder is checked. */
-  const inFolderOf = <T>(path: string, call: () => Promise<T>): Promise<T> => within(dirname(path), path, call);
+  const inFolderOf = <T>(path: string, call: () => Promise<T>, creates = false): Promise<T> => within(dirname(path), path, call, creates);
 
   return {
     raw: inner.raw,
@@ -283,18 +287,18 @@ export function containFs(inner: FsAdapter, containment: Containment): FsAdapter
     readFileOrNull: (path) => inFolderOf(path, () => inner.readFileOrNull(path)),
     readBoundedOrNull: (path, maxBytes) => inFolderOf(path, () => inner.readBoundedOrNull(path, maxBytes)),
     readFile: (path) => inFolderOf(path, () => inner.readFile(path)),
-    writeNewFile: (path, data, sync) => inFolderOf(path, () => inner.writeNewFile(path, data, sync)),
-    open: (path, flags) => inFolderOf(path, () => inner.open(path, flags)),
+    writeNewFile: (path, data, sync) => inFolderOf(path, () => inner.writeNewFile(path, data, sync), true),
+    open: (path, flags) => inFolderOf(path, () => inner.open(path, flags), flags.startsWith("w")),
     rename: (from, to) => {
       const fromFolder = dirname(from);
       const toFolder = dirname(to);
-      const move = (): Promise<void> => within(toFolder, to, () => inner.rename(from, to));
+      const move = (): Promise<void> => within(toFolder, to, () => inner.rename(from, to), true);
       return fromFolder === toFolder || containment.isVerified(fromFolder) ? move() : containment.checkFolder(fromFolder).then(move);
     },
     unlinkQuiet: (path) => inFolderOf(path, () => inner.unlinkQuiet(path)),
     mkdirp: (path) =>
       containment.makeFolder(path, (folder) => inner.mkdirp(folder)).catch((error: unknown) => {
-        throw explain(error, path, path);
+        throw explain(error, path, path, true);
       }),
     statOrNull: (path) => inFolderOf(path, () => inner.statOrNull(path)),
     readdirOrEmpty: (path) => within(path, path, () => inner.readdirOrEmpty(path)),
