@@ -94,7 +94,7 @@ function realpathOf(rawFs: unknown): (path: string) => Promise<string> {
 
 /**
  * The folder checks of one data dir over `rawFs` (node:fs or a module like it).
- * @throws TypeError when the module has no `promises.realpath`
+ * @throws TypeError when the module has neither `realpathSync` nor `promises.realpath`
  */
 export function createContainment(dataDir: string, rawFs: unknown): Containment {
   const realpath = realpathOf(rawFs);
@@ -175,7 +175,7 @@ export function createContainment(dataDir: string, rawFs: unknown): Containment 
       }
       if ((await rootReal()) === null) {
         await mkdirp(dataDir);
-        if ((await rootReal()) === null) throw escapesDataDir(dataDir, dataDir, "nothing (it could not be made)");
+        if ((await rootReal()) === null) throw goneAsMade(dataDir);
       }
       const levels = folder.slice(below.length).split("/");
       let at = below.slice(0, -1);
@@ -188,10 +188,15 @@ export function createContainment(dataDir: string, rawFs: unknown): Containment 
         // Missing: the level above is checked, so this one is made inside; then checked itself.
         await mkdirp(at);
         await checkFolder(at);
-        if (!verified.has(at)) throw escapesDataDir(dataDir, at, "nothing (it vanished as it was made)");
+        if (!verified.has(at)) throw goneAsMade(at);
       }
     },
   };
+}
+
+/** A folder missing right after it was made (removed meanwhile): ENOENT, as node says it. */
+function goneAsMade(path: string): Error {
+  return Object.assign(new Error(`ENOENT: no such file or directory, mkdir '${path}' (removed as it was made)`), { code: "ENOENT", syscall: "mkdir", path });
 }
 
 /** The raw calls {@link findEscapingLinks} makes (node:fs and memfs have them). */
