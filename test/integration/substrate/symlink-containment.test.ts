@@ -5,7 +5,7 @@
  * repository still reads as whole through it); the store must refuse with
  * `path_escapes_data_dir` and leave the outside folder exactly as it was.
  */
-import { cp, lstat, mkdir, readdir, readFile, rename, rm, stat, symlink } from "node:fs/promises";
+import { cp, lstat, mkdir, readdir, readFile, rename, rm, stat, symlink, writeFile } from "node:fs/promises";
 import { join, relative } from "node:path";
 import { describe, expect, it } from "vitest";
 import { checkDeployments } from "../../../src/host/check-deployments.js";
@@ -175,6 +175,27 @@ describe("a link inside a deployment that leads outside the data dir", () => {
       await store.close();
     }
     expect(await snapshot(join(outside, ".."))).toEqual(before);
+  });
+
+  it("at a derived file: it reads as absent, and the next write replaces the link, not what it leads to", async () => {
+    const dataDir = await seededDataDir();
+    const derivedDir = join(gitdirOf(dataDir), "workflow-host");
+    await mkdir(derivedDir, { recursive: true });
+    const outsideDir = await tempDir();
+    await writeFile(join(outsideDir, "index"), "not ours");
+    await symlink(join(outsideDir, "index"), join(derivedDir, "index"));
+    const before = await snapshot(outsideDir);
+    const store = openWorkflowStore({ dataDir, watch: false });
+    try {
+      const derived = store as Required<Pick<RepoStore, "readDerived" | "writeDerived">>;
+      expect(await derived.readDerived(null, RID, "index")).toBeNull();
+      await derived.writeDerived(null, RID, "index", new Uint8Array([7]));
+      expect([...((await derived.readDerived(null, RID, "index")) ?? [])]).toEqual([7]);
+    } finally {
+      await store.close();
+    }
+    expect((await lstat(join(derivedDir, "index"))).isSymbolicLink()).toBe(false);
+    expect(await snapshot(outsideDir)).toEqual(before);
   });
 
   it("at the ref lock's owner record (a hint only): the commit goes on, the record is not written outside, and the link is removed", async () => {
