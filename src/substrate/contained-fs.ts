@@ -66,12 +66,17 @@ export interface Containment {
   makeFolder(folder: string, mkdirp: (path: string) => Promise<void>): Promise<void>;
 }
 
-/** `path_escapes_data_dir` for `path` (absolute, as the store spells it). */
+/**
+ * `path_escapes_data_dir` for `path` (as the store spells it): `found` is where a folder leads
+ * (its real path), or "link" for a link at a file's place.
+ */
 export function escapesDataDir(dataDir: string, path: string, found: string, cause?: unknown): WorkflowHostError {
   const rel = relative(dataDir, path) || ".";
   return new WorkflowHostError(
     "path_escapes_data_dir",
-    `${rel} (in data dir ${dataDir}) ${found === "link" ? "is a symbolic link" : `leads to ${found}`}, outside the data dir; nothing was read or written there; replace the link with the folder or file itself`,
+    found === "link"
+      ? `${rel} (in data dir ${dataDir}) is a symbolic link where a file belongs, which is never followed; nothing was read or written through it; replace the link with the file itself`
+      : `${rel} (in data dir ${dataDir}) leads to ${found}, outside the data dir; nothing was read or written there; replace the link with the folder itself`,
     { path: rel, dataDir, found },
     cause === undefined ? {} : { cause },
   );
