@@ -60,6 +60,11 @@ export type ErrorCode =
   | "lease_not_held"
   /** PostgreSQL (the lease table) could not be reached or refused a query. */
   | "cluster_unavailable"
+  /**
+   * A folder or file below a repository resolves (through a symbolic link) outside the data dir;
+   * nothing was read or written there. `data.path` is the path relative to the data dir.
+   */
+  | "path_escapes_data_dir"
   // CLI
   | "data_dir_not_found"
   | "usage";

@@ -2,7 +2,8 @@
  * A read-only health check of deployment repos, as `workflow-host check` runs it: the ref
  * resolves, HEAD names a ref or holds an oid (else plain git refuses the folder), every run folder is well formed (the original layout is accepted), every event
  * parses, seqs are dense, nothing follows a terminal event, a sealed events.jsonl is valid, no
- * run folder reuses the id of a run the archive ref holds (`run_archived`). Each problem names its repo, path and seq, so a person can find it with
+ * run folder reuses the id of a run the archive ref holds (`run_archived`), no symbolic link in the repository's folder (or
+ * the folder itself) leads outside the data dir (`path_escapes_data_dir`, its path relative to the data dir). Each problem names its repo, path and seq, so a person can find it with
  * `git show main:<path>`.
  *
  * The archive ref (`refs/archive/runs`, where retention moves ended runs) is checked the same
@@ -26,7 +27,10 @@ import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
 /** One thing wrong in one repo. */
 export interface DeploymentProblem {
   readonly repoId: string;
-  /** Path inside the repo (`runs/r1/events/3.json`), or the ref name for a ref problem. */
+  /**
+   * Path inside the repo (`runs/r1/events/3.json`), or the ref name for a ref problem, or for
+   * `path_escapes_data_dir` the link's path relative to the data dir (`deployments/d.git/refs/heads`).
+   */
   readonly path: string;
   /** The event's seq when the problem is one event, else null. */
   readonly seq: number | null;
@@ -86,6 +90,13 @@ export async function checkDeployments(store: RepoStore, opts: CheckDeploymentsO
     let archiveSummary: DeploymentSummary["archive"] = { commitSha: null, runs: 0, events: 0 };
     let archiveError: WorkflowHostError | null = null;
     const archiveProblems: DeploymentProblem[] = [];
+    // Links leading out of the data dir, wherever they are: the reads below meet only those on
+    // their own paths (and say so in the same words), a write may meet any of them.
+    for (const path of (await store.escapingLinks?.(principal, { kind: WORKFLOW_RUN_KIND, id: repoId })) ?? []) {
+      report(path, null, new WorkflowHostError("path_escapes_data_dir", `${path} is a symbolic link leading outside the data dir; the host refuses to read or write through it; replace it with the folder or file itself`, { repoId, path }));
+    }
+    const alreadySaid = (error: WorkflowHostError): boolean =>
+      error.code === "path_escapes_data_dir" && found.some((p) => p.code === error.code && typeof error.data["path"] === "string" && (error.data["path"] === p.path || error.data["path"].startsWith(`${p.path}/`)));
     try {
       archive = await openArchive(store, principal, { kind: WORKFLOW_RUN_KIND, id: repoId });
       if (archive !== null) {
@@ -111,7 +122,7 @@ export async function checkDeployments(store: RepoStore, opts: CheckDeploymentsO
       }
     } catch (error) {
       if (!(error instanceof WorkflowHostError) || error.code === "authorize_denied" || error.code === "store_stopped") throw error;
-      report(typeof error.data["path"] === "string" ? error.data["path"] : ref, null, error);
+      if (!alreadySaid(error)) report(typeof error.data["path"] === "string" ? error.data["path"] : ref, null, error);
     }
     // HEAD: git takes a folder for a repository only when its HEAD names a ref or holds an oid,
     // so a damaged one leaves the deployment unreadable to plain git even while main is sound
@@ -121,10 +132,10 @@ export async function checkDeployments(store: RepoStore, opts: CheckDeploymentsO
     } catch (error) {
       if (!(error instanceof WorkflowHostError) || error.code === "authorize_denied" || error.code === "store_stopped") throw error;
       // A damaged ref store (packed-refs) breaks HEAD as it breaks main: said once.
-      if (!found.some((p) => p.message === error.message)) report("HEAD", null, error);
+      if (!found.some((p) => p.message === error.message) && !alreadySaid(error)) report("HEAD", null, error);
     }
     // The archive after main. A damaged ref store (packed-refs) breaks both refs alike: said once.
-    if (archiveError !== null && !found.some((p) => p.message === archiveError.message)) report(ARCHIVE_REF, null, archiveError);
+    if (archiveError !== null && !found.some((p) => p.message === archiveError.message) && !alreadySaid(archiveError)) report(ARCHIVE_REF, null, archiveError);
     found.push(...archiveProblems);
     repos.push({ repoId, commitSha, runs, events, problems: found.length, archive: archiveSummary });
     for (const problem of found) problems.push(problem);

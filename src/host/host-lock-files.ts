@@ -4,6 +4,7 @@
  */
 import * as nodeFs from "node:fs";
 import { join, resolve } from "node:path";
+import { escapesDataDir } from "../substrate/contained-fs.js";
 import { WorkflowHostError } from "../errors.js";
 
 /** Name of the lock folder inside the data dir. */
@@ -35,6 +36,23 @@ export interface LockFs {
   rmdir(path: string): Promise<void>;
   mkdir(path: string, opts?: { recursive: true }): Promise<unknown>;
   stat(path: string): Promise<{ mtimeMs: number; size?: number | bigint; isFile?: () => boolean; isDirectory?: () => boolean }>;
+  /** node:fs and memfs have it; without it a link at the lock's files goes unseen. */
+  lstat?(path: string): Promise<{ isSymbolicLink(): boolean; isFile(): boolean; size: number | bigint }>;
+}
+
+/**
+ * Refuses a symbolic link at any of `names` in `dataDir`: the lock's files are the host's own,
+ * and one leading elsewhere would have the lock read (a holder named there) or remove what is
+ * not its own.
+ * @throws path_escapes_data_dir naming the first link found
+ */
+export async function refuseLinks(fs: LockFs, dataDir: string, names: readonly string[]): Promise<void> {
+  if (fs.lstat === undefined) return;
+  for (const name of names) {
+    const path = join(dataDir, name);
+    const found = await fs.lstat(path).catch(() => null);
+    if (found?.isSymbolicLink() === true) throw escapesDataDir(dataDir, path, "link");
+  }
 }
 
 /** Largest holder record read (bytes); the record is a few hundred. */
@@ -49,7 +67,8 @@ const MAX_HOLDER_BYTES = 64 * 1024;
  */
 export async function readHolderFile(fs: LockFs, path: string): Promise<HostLockHolder | null> {
   try {
-    const stat = await fs.stat(path);
+    // lstat: a link is not a regular file, and what it leads to is not read.
+    const stat: { isFile?: () => boolean; size?: number | bigint } = fs.lstat === undefined ? await fs.stat(path) : await fs.lstat(path);
     if (stat.isFile !== undefined && !stat.isFile()) return null;
     if (stat.size !== undefined && Number(stat.size) > MAX_HOLDER_BYTES) return null;
     return parseHolder(await fs.readFile(path, "utf8"));

@@ -49,6 +49,7 @@ import {
   lockedError,
   lockFsOf,
   readHolderFile,
+  refuseLinks,
   parseHolder,
   type HostLockHolder,
   type HostLockState,
@@ -124,6 +125,8 @@ export interface HostLock {
  * Takes the host lock of a data dir.
  *
  * @returns the held lock; its heartbeat runs until `release()` or compromise
+ * @throws path_escapes_data_dir (nothing read or written) when `host.lock`, `host.lock.json` or
+ *   `host.lock.guard` in the data dir is a symbolic link: the lock's files are the host's own
  * @throws host_locked when a live host holds the lock (`data {dataDir, pid, hostname, startedAt,
  *   heartbeatAt}`; pid null for an unknown holder), or when another host's acquire or release
  *   does not finish within `guardTimeoutMs`; fs errors otherwise
@@ -264,6 +267,7 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
     return { reason: `its heartbeat (${stamped} by this clock) did not change for ${unchangedMs} ms (stale after ${staleMs} ms)`, watch: true };
   };
 
+  await refuseLinks(fs, dataDir, [HOST_LOCK_NAME, HOST_LOCK_HOLDER_NAME, GUARD_NAME]);
   const observed = await inspectHostLock({ dataDir, fs: rawFs });
   const verdict = observed.locked ? await judge(observed) : { reason: null, watch: false };
   if (observed.locked && verdict.reason === null) throw lockedError(dataDir, lockPath, observed.holder);

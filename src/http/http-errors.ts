@@ -80,6 +80,7 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<HttpErrorCode, number>> = {
   ref_rewound: 500,
   object_corrupt: 500,
   io_failed: 500,
+  path_escapes_data_dir: 500,
   delivery_failed: 500,
   data_dir_not_found: 500,
   kind_unknown: 500,

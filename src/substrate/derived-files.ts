@@ -37,7 +37,8 @@ export const MAX_DERIVED_FILE_BYTES = 1024 * 1024 * 1024;
 
 /**
  * The content of a derived file, or null when it is absent, torn, not one of ours, or not a
- * regular file of at most `maxBytes` (default {@link MAX_DERIVED_FILE_BYTES}). The path is opened
+ * regular file of at most `maxBytes` (default {@link MAX_DERIVED_FILE_BYTES}); a link at its
+ * place is not followed when `fs` is a store's (see contained-fs.ts) and reads as absent. The path is opened
  * without blocking and looked at through the descriptor before anything is read: opening a FIFO
  * would wait for a writer forever, and a device such as `/dev/zero` would be read until memory
  * runs out.
@@ -46,7 +47,15 @@ export async function readDerivedFile(fs: FsAdapter, gitdir: string, name: strin
   const path = `${gitdir}/${DERIVED_DIR_NAME}/${name}`;
   const maxBytes = opts.maxBytes ?? MAX_DERIVED_FILE_BYTES;
   // Opened without blocking and looked at through its descriptor (see FsAdapter.readBoundedOrNull).
-  const read = await fs.readBoundedOrNull(path, maxBytes);
+  let read: Awaited<ReturnType<FsAdapter["readBoundedOrNull"]>>;
+  try {
+    read = await fs.readBoundedOrNull(path, maxBytes);
+  } catch (error) {
+    // A link at the file's place (which a store's adapter never follows) is not one of ours
+    // either: absent, derived again, and replaced by the next write's rename.
+    if (error instanceof WorkflowHostError && error.code === "path_escapes_data_dir" && error.data["found"] === "link") return null;
+    throw error;
+  }
   if (read === null || "refused" in read || read.bytes.byteLength > maxBytes) return null;
   const bytes = read.bytes;
   const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);

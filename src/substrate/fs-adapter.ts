@@ -24,6 +24,35 @@ const UNOPENABLE = new Set(["EISDIR", "ENXIO", "ENODEV", "EOPNOTSUPP"]);
 /** Opens for reading without waiting for a FIFO's writer (O_NONBLOCK does nothing to a regular file's reads). */
 const READ_NONBLOCK = nodeFs.constants.O_RDONLY | (nodeFs.constants.O_NONBLOCK ?? 0);
 
+/** Refuses (ELOOP) to open a symbolic link at the last part of a path; 0 where the platform has none. */
+const O_NOFOLLOW = nodeFs.constants.O_NOFOLLOW ?? 0;
+
+/** The open flags the substrate uses, as numbers, so O_NOFOLLOW can be added. */
+const OPEN_FLAGS: Readonly<Record<string, number>> = {
+  r: nodeFs.constants.O_RDONLY,
+  "r+": nodeFs.constants.O_RDWR,
+  w: nodeFs.constants.O_WRONLY | nodeFs.constants.O_CREAT | nodeFs.constants.O_TRUNC,
+  wx: nodeFs.constants.O_WRONLY | nodeFs.constants.O_CREAT | nodeFs.constants.O_EXCL,
+};
+
+/** Options of {@link createFsAdapter} and {@link createBlockingFsAdapter}. */
+export interface FsAdapterOptions {
+  /**
+   * Never follow a symbolic link at the last part of a path a file is opened or read at
+   * (O_NOFOLLOW: such a call fails with ELOOP). Folder links on the way are followed; see
+   * contained-fs.ts for how those are checked. Default false.
+   */
+  readonly noFollow?: boolean;
+}
+
+/** `flags` as a number with O_NOFOLLOW added when `noFollow`; as given otherwise. */
+function openFlags(flags: string | number, noFollow: boolean): string | number {
+  if (!noFollow) return flags;
+  const base = typeof flags === "number" ? flags : OPEN_FLAGS[flags];
+  if (base === undefined) throw new TypeError(`fs adapter: open flags ${flags} are not supported with noFollow`);
+  return base | O_NOFOLLOW;
+}
+
 /**
  * The buffer a bounded read fills: `sizeHint + 1` bytes at first (the extra byte tells a file
  * that grew since its stat), grown to at most `maxBytes + 1`. `more` gives room for the next
@@ -99,7 +128,7 @@ export interface StatLike {
 }
 
 interface FsPromisesLike {
-  readFile(path: string): Promise<Uint8Array>;
+  readFile(path: string, opts?: { flag: number }): Promise<Uint8Array>;
   writeFile(path: string, data: Uint8Array, opts: { flag: string; mode: number }): Promise<void>;
   open(path: string, flags: string | number, mode?: number): Promise<FileHandleLike>;
   rename(from: string, to: string): Promise<void>;
@@ -153,11 +182,18 @@ export interface FsAdapter {
    * one object out of a pack too big to load whole.
    */
   readRange(path: string, position: number, length: number): Promise<Uint8Array>;
+  /**
+   * Resolves once `folder` is known to lie inside the store's data dir (or is missing), for
+   * those who read below it by other means (isomorphic-git, the merge thread). Present on a
+   * store's contained adapters only (see contained-fs.ts).
+   * @throws path_escapes_data_dir when it leads outside
+   */
+  checkFolder?(folder: string): Promise<void>;
 }
 
 /** The synchronous calls {@link createBlockingFsAdapter} needs (node:fs and memfs have them). */
 interface FsSyncLike {
-  readFileSync(path: string): Uint8Array;
+  readFileSync(path: string, opts?: { flag: number }): Uint8Array;
   openSync(path: string, flags: string | number, mode?: number): number;
   writeSync(fd: number, data: Uint8Array, offset: number, length: number, position: number | null): number;
   readSync(fd: number, buffer: Uint8Array, offset: number, length: number, position: number): number;
@@ -246,10 +282,14 @@ async function explainMkdirFailure(error: unknown, path: string, exists: (p: str
 
 /**
  * Wraps a node:fs-compatible module (`fs.promises` must exist). Default: node:fs.
+ * @param options `noFollow` (default false): see {@link FsAdapterOptions}
  * @throws TypeError when the module has no `promises` API.
  */
-export function createFsAdapter(fsModule?: unknown): FsAdapter {
+export function createFsAdapter(fsModule?: unknown, options: FsAdapterOptions = {}): FsAdapter {
   const raw = fsModule ?? nodeFs;
+  const noFollow = options.noFollow === true;
+  const readOpts = noFollow ? { flag: nodeFs.constants.O_RDONLY | O_NOFOLLOW } : undefined;
+  const readNonblock = noFollow ? READ_NONBLOCK | O_NOFOLLOW : READ_NONBLOCK;
   const promises = (raw as { promises?: unknown }).promises as FsPromisesLike | undefined;
   if (promises === undefined || typeof promises.readFile !== "function") {
     throw new TypeError("createRepoStore: `fs` must be a node:fs-compatible module with `promises`");
@@ -260,18 +300,18 @@ export function createFsAdapter(fsModule?: unknown): FsAdapter {
     isNodeFs: raw === nodeFs || raw === (nodeFs as { default?: unknown }).default,
     async readFileOrNull(path) {
       try {
-        return await p.readFile(path);
+        return await p.readFile(path, readOpts);
       } catch (error) {
         const code = errnoCode(error);
         if (code === "ENOENT" || code === "ENOTDIR") return null;
         throw error;
       }
     },
-    readFile: (path) => p.readFile(path),
+    readFile: (path) => p.readFile(path, readOpts),
     async readBoundedOrNull(path, maxBytes) {
       let handle: FileHandleLike;
       try {
-        handle = await p.open(path, READ_NONBLOCK);
+        handle = await p.open(path, readNonblock);
       } catch (error) {
         const code = errnoCode(error);
         if (code === "ENOENT" || code === "ENOTDIR") return null;
@@ -302,7 +342,7 @@ export function createFsAdapter(fsModule?: unknown): FsAdapter {
         await handle.close();
       }
     },
-    open: (path, flags) => p.open(path, flags, 0o644),
+    open: (path, flags) => p.open(path, openFlags(flags, noFollow), 0o644),
     rename: (from, to) => p.rename(from, to),
     async unlinkQuiet(path) {
       try {
@@ -349,7 +389,7 @@ export function createFsAdapter(fsModule?: unknown): FsAdapter {
       }
     },
     async readRange(path, position, length) {
-      const handle = await p.open(path, "r");
+      const handle = await p.open(path, openFlags("r", noFollow));
       try {
         const buffer = Buffer.allocUnsafe(length);
         let filled = 0;
@@ -470,7 +510,7 @@ function settleSoon(stretch: Stretch, settle: () => void): void {
 }
 
 /** Options of {@link createBlockingFsAdapter}. */
-export interface BlockingFsAdapterOptions {
+export interface BlockingFsAdapterOptions extends FsAdapterOptions {
   /**
    * Monotonic ms on which a stretch of blocking calls is measured ({@link BLOCKING_STRETCH_MS};
    * default {@link systemMonotonicNow}); not a wall `Clock`, whose step back would hold a
@@ -491,7 +531,10 @@ export interface BlockingFsAdapterOptions {
  * @throws TypeError when the module has no `promises` API.
  */
 export function createBlockingFsAdapter(fsModule?: unknown, options: BlockingFsAdapterOptions = {}): FsAdapter {
-  const async = createFsAdapter(fsModule);
+  const noFollow = options.noFollow === true;
+  const async = createFsAdapter(fsModule, { noFollow });
+  const readOpts = noFollow ? { flag: nodeFs.constants.O_RDONLY | O_NOFOLLOW } : undefined;
+  const readNonblock = noFollow ? READ_NONBLOCK | O_NOFOLLOW : READ_NONBLOCK;
   const stretch = options.monotonicNow === undefined ? sharedStretch : newStretch(options.monotonicNow);
   const f = async.raw as Partial<FsSyncLike>;
   if (SYNC_CALLS.some((name) => typeof f[name] !== "function")) return async;
@@ -542,17 +585,17 @@ export function createBlockingFsAdapter(fsModule?: unknown, options: BlockingFsA
         }),
     };
   };
-  const open = (path: string, flags: string): Promise<FileHandleLike> => run(() => handleOf(s.openSync(path, flags, 0o644)));
+  const open = (path: string, flags: string): Promise<FileHandleLike> => run(() => handleOf(s.openSync(path, openFlags(flags, noFollow), 0o644)));
   return {
     raw: async.raw,
     isNodeFs: async.isNodeFs,
-    readFileOrNull: (path) => run(() => orNull(() => s.readFileSync(path))),
-    readFile: (path) => run(() => s.readFileSync(path)),
+    readFileOrNull: (path) => run(() => orNull(() => s.readFileSync(path, readOpts))),
+    readFile: (path) => run(() => s.readFileSync(path, readOpts)),
     readBoundedOrNull: (path, maxBytes) =>
       run(() => {
         let fd: number;
         try {
-          fd = s.openSync(path, READ_NONBLOCK);
+          fd = s.openSync(path, readNonblock);
         } catch (error) {
           const code = errnoCode(error);
           if (code === "ENOENT" || code === "ENOTDIR") return null;
@@ -598,7 +641,7 @@ export function createBlockingFsAdapter(fsModule?: unknown, options: BlockingFsA
       ),
     statOrNull: (path) => run(() => orNull(() => s.statSync(path))),
     readdirOrEmpty: (path) => run(() => (orNull(() => s.readdirSync(path)) ?? []).map(String)),
-    fsyncDir: (path) => fsyncFolder((folder) => open(folder, "r"), path),
+    fsyncDir: (path) => fsyncFolder((folder) => run(() => handleOf(s.openSync(folder, "r"))), path),
     readRange: (path, position, length) => async.readRange(path, position, length),
   };
 }

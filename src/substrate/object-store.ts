@@ -123,6 +123,8 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
 
   async function readPacked(oid: Oid): Promise<GitObject> {
     let result: { type: string; object: unknown };
+    // isomorphic-git reads through the raw module: the pack folder is checked first.
+    await fs.checkFolder?.(`${objectsDir}/pack`);
     try {
       // Loaded only here: every object this store writes or git packs is read without it.
       const { readObject } = await import("isomorphic-git");

@@ -175,6 +175,8 @@ export function createPackMaintenance(opts: PackMaintenanceOptions): PackMainten
   /** The merged pack of `chosen`: on the merge thread when there is one, else here. */
   async function merge(chosen: readonly LoadedPack[]): Promise<(EncodedPack & { readonly rev?: Buffer }) | null> {
     if (!onThread) return mergeHere(chosen);
+    // The thread reads the pack folder with node:fs itself: it is checked here first.
+    await fs.checkFolder?.(packDir);
     try {
       return await mergeOnThread({ packDir, sources: chosen.map((p) => ({ name: p.name, size: p.size })), known: knownDeltas(chosen) });
     } catch (error) {

@@ -3,7 +3,7 @@
  * (pack-merge-job.ts), one after another, reading the source packs itself and posting back the
  * merged pack's bytes (transferred, not copied). It writes no file.
  */
-import { closeSync, openSync, readFileSync, readSync } from "node:fs";
+import { closeSync, constants, openSync, readFileSync, readSync } from "node:fs";
 import { parentPort } from "node:worker_threads";
 import { parsePackIndex } from "./pack-index.js";
 import { encodeReverseIndex, packOrder } from "./pack-rev-index.js";
@@ -16,10 +16,25 @@ function isMissing(error: unknown): boolean {
   return (error as { code?: unknown } | null)?.code === "ENOENT";
 }
 
+/**
+ * Opens for reading without following a link at a pack's or index's place, as the store's own
+ * adapters do (contained-fs.ts); the folder itself is checked before a job is posted.
+ */
+const READ_NOFOLLOW = constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0);
+
+function readWhole(path: string): Buffer {
+  const fd = openSync(path, READ_NOFOLLOW);
+  try {
+    return readFileSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** Reads with blocking calls: this thread has nothing else to do meanwhile. */
 const ioFor = (packDir: string): MergeJobIo => ({
   async readRange(path, start, length) {
-    const fd = openSync(path, "r");
+    const fd = openSync(path, READ_NOFOLLOW);
     try {
       const out = Buffer.allocUnsafeSlow(length);
       let got = 0;
@@ -34,7 +49,7 @@ const ioFor = (packDir: string): MergeJobIo => ({
     }
   },
   async index(source) {
-    return parsePackIndex(source.name, readFileSync(`${packDir}/${source.name}.idx`), source.size);
+    return parsePackIndex(source.name, readWhole(`${packDir}/${source.name}.idx`), source.size);
   },
 });
 

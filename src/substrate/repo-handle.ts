@@ -121,6 +121,8 @@ export function createRepoHandle(opts: RepoHandleOptions): RepoHandle {
       await objects.readCommit(value);
     } catch (error) {
       await assertExists();
+      // Where the object would be read from leads outside the data dir: nothing is known of it.
+      if (error instanceof WorkflowHostError && error.code === "path_escapes_data_dir") throw error;
       // A commit that is there but unreadable (a torn pack) is the object's fault, not the ref's.
       if (error instanceof WorkflowHostError && error.code === "object_corrupt" && !isAbsentObject(error)) throw error;
       if (isAbsentObject(error) && error instanceof WorkflowHostError && typeof error.data.found === "string") {

@@ -103,6 +103,7 @@ export function withTypedIoFailures(store: RepoStore): RepoStore {
     readDerived: (p, repoId, name) => guard(`reading ${name} of ${describeTarget(repoId)}`, () => (store.readDerived as NonNullable<RepoStore["readDerived"]>)(p, repoId, name)),
     writeDerived: (p, repoId, name, content) =>
       guard(`writing ${name} of ${describeTarget(repoId)}`, () => (store.writeDerived as NonNullable<RepoStore["writeDerived"]>)(p, repoId, name, content)),
+    escapingLinks: (p, repoId) => guard(`looking for links in ${describeTarget(repoId)}`, () => (store.escapingLinks as NonNullable<RepoStore["escapingLinks"]>)(p, repoId)),
     compactPacks: (p, repoId) => guard(`compacting the packs of ${describeTarget(repoId)}`, () => (store.compactPacks as NonNullable<RepoStore["compactPacks"]>)(p, repoId)),
     poke: (repoId) => store.poke(repoId),
     close: () => store.close(),

@@ -4,6 +4,7 @@
  */
 import { describeValue, WorkflowHostError } from "../errors.js";
 import { createSystemTimers, monotonicNowOf, systemClock, type Clock, type MonotonicNow } from "../time/clock.js";
+import { containFs, createContainment } from "./contained-fs.js";
 import { createBlockingFsAdapter, createFsAdapter, type FsAdapter } from "./fs-adapter.js";
 import type { Identity } from "./git-object.js";
 import { ScopedLruCache } from "./lru-cache.js";
@@ -13,7 +14,10 @@ import type { Authorize, KindHandler, RefMove, TimerApi } from "./types.js";
 export interface RepoStoreOptions {
   /** Root folder; repos live at `<dataDir>/<directoryPrefix>/<repoId>.git`. */
   readonly dataDir: string;
-  /** node:fs compatible module (memfs works). Default: node:fs. */
+  /**
+   * node:fs compatible module (memfs works), with `realpathSync` or `promises.realpath` (folders
+   * below the data dir are checked to resolve inside it, see contained-fs.ts). Default: node:fs.
+   */
   readonly fs?: unknown;
   readonly kindHandlers: readonly KindHandler[];
   readonly authorize: Authorize;
@@ -156,12 +160,15 @@ export function checkDataDir(value: unknown, where: string): string {
  * Checks the options and fills in the defaults.
  * @throws config_invalid for a bad option (an empty or missing dataDir, two handlers of one kind, a bad author or
  *   directoryPrefix, a negative time or size); TypeError (from the fs adapter) for an `fs`
- *   without the node:fs API
+ *   without the node:fs API or without a realpath
  */
 export function resolveRepoStoreOptions(opts: RepoStoreOptions): ResolvedRepoStoreOptions {
-  const fs = createFsAdapter(opts.fs);
-  const quickFs = opts.blockingRefIo === false ? fs : createBlockingFsAdapter(opts.fs);
+  // Both adapters share one containment: a folder checked through one is checked for both.
+  const plainFs = createFsAdapter(opts.fs, { noFollow: true });
   const dataDir = checkDataDir(opts.dataDir, "createRepoStore").replace(/\/+$/, "") || "/";
+  const containment = createContainment(dataDir, plainFs.raw);
+  const fs = containFs(plainFs, containment);
+  const quickFs = opts.blockingRefIo === false ? fs : containFs(createBlockingFsAdapter(opts.fs, { noFollow: true }), containment);
   const handlers = new Map<string, KindHandler>();
   for (const handler of opts.kindHandlers) {
     if (handlers.has(handler.kind)) throw new WorkflowHostError("config_invalid", `createRepoStore: two handlers for kind ${handler.kind}`, { field: "kindHandlers", value: handler.kind });

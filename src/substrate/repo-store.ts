@@ -12,6 +12,7 @@ import { systemClock } from "../time/clock.js";
 import { DEFAULT_REF } from "./ref-name.js";
 import { WorkflowHostError, describeValue } from "../errors.js";
 import { subscribeCommits } from "./commit-subscription.js";
+import { findEscapingLinks } from "./contained-fs.js";
 import { assertDerivedName, readDerivedFile, writeDerivedFile } from "./derived-files.js";
 import type { LockHolder } from "./ref-store.js";
 import { encodeCommit, hashObject } from "./git-object.js";
@@ -207,7 +208,9 @@ export function createRepoStore(opts: RepoStoreOptions): RepoStore {
         if (!name.endsWith(".git")) continue;
         const id = name.slice(0, -4);
         if (!REPO_ID_PATTERN.test(id)) continue;
-        if ((await fs.statOrNull(`${gitdirOf(handler, id)}/HEAD`)) !== null) ids.push(id);
+        // A repository folder leading outside the data dir is listed all the same, so that each
+        // use of it fails on its own (path_escapes_data_dir) instead of the whole listing.
+        if ((await fs.statOrNull(`${gitdirOf(handler, id)}/HEAD`).catch(keepEscaping)) !== null) ids.push(id);
       }
       return ids.sort();
     },
@@ -378,6 +381,11 @@ export function createRepoStore(opts: RepoStoreOptions): RepoStore {
       return displaced === null ? undefined : { displaced };
     },
 
+    async escapingLinks(principal, repoId) {
+      const repo = await open(principal, repoId, null, "read");
+      return findEscapingLinks(fs.raw, dataDir, repo.gitdir);
+    },
+
     async compactPacks(principal, repoId) {
       const repo = await open(principal, repoId, null, "write");
       await repo.objects.compact();
@@ -403,4 +411,10 @@ export function createRepoStore(opts: RepoStoreOptions): RepoStore {
     },
   };
   return withTypedIoFailures(store);
+}
+
+/** A `path_escapes_data_dir` as "something is there"; any other error as it is. */
+function keepEscaping(error: unknown): true {
+  if (error instanceof WorkflowHostError && error.code === "path_escapes_data_dir") return true;
+  throw error;
 }

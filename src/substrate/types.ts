@@ -384,6 +384,14 @@ export interface RepoStore {
    * @throws `repo_id_invalid`, `authorize_denied` (action "write"), `store_stopped`
    */
   compactPacks?(principal: Principal, repoId: RepoId): Promise<void>;
+  /**
+   * The symbolic links inside the repository's folder (or the folder itself) that lead outside
+   * the data dir, as paths relative to the data dir: each makes the store refuse what passes
+   * through it (`path_escapes_data_dir`). For health checks; walks the whole folder.
+   * Optional: stores off a file system leave it out.
+   * @throws `repo_id_invalid`, `authorize_denied` (action "read"), `store_stopped`
+   */
+  escapingLinks?(principal: Principal, repoId: RepoId): Promise<readonly string[]>;
   /** Asks every watcher to re-check refs now (tests; after an out-of-band write). */
   poke(repoId?: RepoId): void;
   /** Ends every subscription, closes watchers and timers, waits for queued writes; idempotent. */

@@ -1,0 +1,63 @@
+/**
+ * The host lock's files in the data dir root, each replaced by a link to something outside the
+ * data dir: taking the lock is refused with path_escapes_data_dir at once, having read nothing
+ * through the link and written nothing outside.
+ */
+import { lstat, mkdir, readdir, readFile, symlink, utimes, writeFile } from "node:fs/promises";
+import { join, relative } from "node:path";
+import { describe, expect, it } from "vitest";
+import { acquireHostLock, HOST_LOCK_HOLDER_NAME, HOST_LOCK_NAME } from "../../../src/host/host-lock.js";
+import { useTempDirs } from "../../helpers/temp-dir.js";
+
+const tempDir = useTempDirs("wh-lock-links-");
+
+async function snapshot(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  const walk = async (at: string): Promise<void> => {
+    for (const name of (await readdir(at)).sort()) {
+      const path = join(at, name);
+      const s = await lstat(path);
+      out.push(`${relative(dir, path)} ${s.isDirectory() ? "dir" : s.size} ${s.mtimeMs} ${s.isDirectory() ? "" : await readFile(path, "utf8")}`);
+      if (s.isDirectory()) await walk(path);
+    }
+  };
+  await walk(dir);
+  return out;
+}
+
+async function outcome(work: () => Promise<unknown>): Promise<string> {
+  try {
+    await work();
+    return "held";
+  } catch (error) {
+    return (error as { code?: string }).code ?? `untyped ${String(error)}`;
+  }
+}
+
+describe("host lock files that are links leading outside the data dir", () => {
+  it("a holder file linked to an outside file holding a live-looking record: refused, not read, not written", async () => {
+    const dataDir = await tempDir();
+    const outside = await tempDir();
+    const target = join(outside, "holder.json");
+    // A record naming this very process: read through the link, it would stand for a live holder.
+    const now = new Date().toISOString();
+    await writeFile(target, JSON.stringify({ pid: process.pid, hostname: "elsewhere", startedAt: now, heartbeatAt: now, token: "x", beat: 1 }));
+    await mkdir(join(dataDir, HOST_LOCK_NAME));
+    await utimes(join(dataDir, HOST_LOCK_NAME), new Date(0), new Date(0));
+    await symlink(target, join(dataDir, HOST_LOCK_HOLDER_NAME));
+    const before = await snapshot(outside);
+    expect(await outcome(() => acquireHostLock({ dataDir, staleMs: 2_000, isProcessAlive: (pid) => pid === process.pid }))).toBe("path_escapes_data_dir");
+    expect(await snapshot(outside)).toEqual(before);
+  });
+
+  it("the lock folder linked to an outside folder: refused, nothing removed or written outside", async () => {
+    const dataDir = await tempDir();
+    const outside = await tempDir();
+    await mkdir(join(outside, "lock"));
+    await utimes(join(outside, "lock"), new Date(0), new Date(0));
+    await symlink(join(outside, "lock"), join(dataDir, HOST_LOCK_NAME));
+    const before = await snapshot(outside);
+    expect(await outcome(() => acquireHostLock({ dataDir, staleMs: 2_000 }))).toBe("path_escapes_data_dir");
+    expect(await snapshot(outside)).toEqual(before);
+  });
+});
