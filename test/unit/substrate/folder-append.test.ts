@@ -206,3 +206,31 @@ describe("a write with appends", () => {
     }
   });
 });
+
+describe("appends' folder paths", () => {
+  it("are checked as puts' paths are, also the ones after the first under the same parent", async () => {
+    const store = createRepoStore({ dataDir: "/data", fs: createFsFromVolume(new Volume()), kindHandlers: [{ kind: "k", directoryPrefix: "k" }], authorize: allowAll, watch: false });
+    const rid = { kind: "k", id: "r" };
+    await store.initRepo(null, rid);
+    await store.writeTree(null, rid, "main", { files: { "runs/run-0/events/1.json": "a", "runs/run-1/events/1.json": "b" }, message: "base" });
+    const file = [{ name: "2.json", content: Buffer.from("new") }];
+    for (const bad of ["runs/.git", "runs/..", "runs/.", "runs/GIT~1", "runs/.Git.", "runs/a\\b", "runs/", "runs//x"]) {
+      const write = store.writeTreeDelta(null, rid, "main", {
+        message: "append",
+        prevalidated: true,
+        computeDelta: () => Promise.resolve({ appends: [{ folder: "runs/run-0", sub: "events", files: file }, { folder: bad, sub: "events", files: file }] }),
+      });
+      await expect(write, bad).rejects.toMatchObject({ code: "path_violation" });
+    }
+    // A folder under another parent after them is looked up from its own.
+    const ok = await store.writeTreeDelta(null, rid, "main", {
+      message: "append",
+      prevalidated: true,
+      computeDelta: () => Promise.resolve({ appends: [{ folder: "runs/run-0", sub: "events", files: file }, { folder: "runs/run-1", sub: "events", files: file }, { folder: "docs/notes", sub: "events", files: file }] }),
+    });
+    const reads = await store.openCommittedReads(null, rid, ok.commitSha as string);
+    expect(Buffer.from((await reads.readBlob("runs/run-1/events/2.json")) ?? []).toString()).toBe("new");
+    expect(Buffer.from((await reads.readBlob("docs/notes/events/2.json")) ?? []).toString()).toBe("new");
+    await store.close();
+  });
+});
