@@ -291,11 +291,15 @@ async function prepare<R>(deps: WriteEngineDeps, name: string, tip: Oid | null, 
     return entry === undefined || entry.type !== "tree" ? null : entry.oid;
   };
   // An appended folder is an earlier version of itself with entries added (never one already
-  // there): new by construction, as the edit's spliced trees are (TreeEditResult.spliced).
+  // there): new by construction, as the edit's spliced trees are (TreeEditResult.spliced). Its
+  // new files are not looked for in the packs either (a fire commit's events: one look in every
+  // pack's index per event, for a blob that is new unless another run's event had the very same
+  // bytes, fire time included); such a copy only costs its bytes until the packs are merged, and
+  // git reads an object packed twice as it reads one.
   let novel: ReadonlySet<Oid> = edit.spliced;
   if (appended !== undefined && appended.objects.length > 0) {
     const all = new Set(edit.spliced);
-    for (const object of appended.objects) if (object.type === "tree") all.add(object.oid);
+    for (const object of appended.objects) all.add(object.oid);
     novel = all;
   }
   return { kind: "commit", commit, objects, trees: edit.pending.values(), result: planned.result, pause, changes: edit.exact ? Object.freeze(edit.changes.slice()) : null, folderOid, appended: appended?.built, novel };
