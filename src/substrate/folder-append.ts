@@ -17,7 +17,8 @@ import * as nodeCrypto from "node:crypto";
 import { createHash } from "node:crypto";
 import { hashObject, type GitObject } from "./git-object.js";
 import { assertEntryName, parseRepoPath } from "./repo-path.js";
-import { findEntry, type ParsedTree } from "./tree-object.js";
+import { entryAt, findEntry, indexOfEntry, type ParsedTree } from "./tree-object.js";
+import type { EntryPosition } from "./tree-edit.js";
 import type { AppendedFolder, FolderAppend, Oid, PathChange } from "./types.js";
 
 /** A file to add: its name in the subfolder and its blob's oid. */
@@ -247,7 +248,7 @@ export interface AppendSource {
 /** What {@link planAppends} made of a write's appends. */
 export interface AppendPlan {
   /** Folder puts for the tree edit (TreeEdits.puts with `within`). */
-  readonly folders: { readonly path: readonly string[]; readonly oid: Oid; readonly within: readonly PathChange[] }[];
+  readonly folders: { readonly path: readonly string[]; readonly oid: Oid; readonly within: readonly PathChange[]; readonly at?: EntryPosition }[];
   /**
    * The new blobs and trees to store (two runs can get the same bytes: the pack writer stores
    * an object once).
@@ -322,7 +323,9 @@ export async function planAppends(source: AppendSource, rootOid: Oid | null, app
       }
     }
     const last = segments.length - 1;
-    const entry = parent === null ? undefined : findEntry(parent, segments[last] as string);
+    // Found once: the tree edit of the folder above takes the position instead of searching again.
+    const position = parent === null ? -1 : indexOfEntry(parent, segments[last] as string);
+    const entry = position < 0 ? undefined : entryAt(parent as ParsedTree, position);
     if (entry?.type !== "tree" || append.files.length === 0) {
       declined(append);
       continue;
@@ -372,7 +375,7 @@ export async function planAppends(source: AppendSource, rootOid: Oid | null, app
       plan.objects.push(blob);
     }
     plan.objects.push(built.sub, built.folder);
-    plan.folders.push({ path: segments, oid: built.folder.oid, within });
+    plan.folders.push((parent as ParsedTree).sorted ? { path: segments, oid: built.folder.oid, within, at: { tree: (parent as ParsedTree).oid, index: position } } : { path: segments, oid: built.folder.oid, within });
     plan.built[index] = { folder: built.folder.oid, sub: built.sub.oid };
   }
   return plan;

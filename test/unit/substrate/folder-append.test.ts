@@ -234,3 +234,23 @@ describe("appends' folder paths", () => {
     await store.close();
   });
 });
+
+describe("a built folder's position hint (TreeEdits.puts at)", () => {
+  it("is taken only for the very folder and name it was found at; a wrong one changes nothing", async () => {
+    const runs = makeTree(Array.from({ length: 50 }, (_, i) => ({ name: `run-${String(i).padStart(2, "0")}`, mode: "40000", oid: blobOid(`run ${i}`), type: "tree" as const })));
+    const other = makeTree([{ name: "x", mode: "100644", oid: blobOid("x"), type: "blob" }]);
+    const root = makeTree([{ name: "runs", mode: "40000", oid: runs.tree.oid, type: "tree" }]);
+    const trees = new Map<Oid, ParsedTree>([runs.tree, other.tree, root.tree].map((t) => [t.oid, t]));
+    const read = (oid: Oid): Promise<ParsedTree> => Promise.resolve(trees.get(oid) as ParsedTree);
+    const put = (at?: { tree: Oid; index: number }) => [
+      { path: ["runs", "run-07"], oid: blobOid("new 7"), within: [{ path: "runs/run-07/events/2.json", oid: blobOid("e"), status: "added" as const }], ...(at === undefined ? {} : { at }) },
+      { path: ["runs", "run-31"], oid: blobOid("new 31"), within: [] },
+    ];
+    const plain = await applyTreeEdits(read, root.tree.oid, { puts: put() });
+    for (const at of [{ tree: runs.tree.oid, index: 7 }, { tree: runs.tree.oid, index: 8 }, { tree: runs.tree.oid, index: 99 }, { tree: other.tree.oid, index: 8 }]) {
+      const hinted = await applyTreeEdits(read, root.tree.oid, { puts: put(at) });
+      expect(hinted.rootOid, JSON.stringify(at)).toBe(plain.rootOid);
+      expect(hinted.changes).toEqual(plain.changes);
+    }
+  });
+});
