@@ -30,7 +30,7 @@ import type { Sleep } from "./ref-store.js";
 import type { RepoHandle } from "./repo-handle.js";
 import { parseRepoPath } from "./repo-path.js";
 import { applyTreeEdits } from "./tree-edit.js";
-import { planAppends, type AppendPlan } from "./folder-append.js";
+import { planAppends, type AppendPlan, type AppendSource } from "./folder-append.js";
 import type { AppendedFolder, CommittedReads, FolderAppend, Oid, PathChange, RefMove, WriteResult } from "./types.js";
 
 /** Blob contents by repo path: strings are stored as UTF-8. */
@@ -165,10 +165,9 @@ type Prepared<R> =
 async function planWriteAppends<R>(repo: RepoHandle, planned: PlannedWrite<R>, baseTree: Oid | null, blobs: Map<Oid, GitObject>, puts: { path: string[]; oid: Oid }[]): Promise<AppendPlan | undefined> {
   const appends = planned.appends;
   if (appends === undefined || appends.length === 0) return undefined;
-  const store = repo.objects;
   const plan: AppendPlan =
     planned.prevalidated === true
-      ? await planAppends({ readTree: (oid) => store.readTree(oid), readRaw: (oid) => store.readInMemory(oid) ?? store.read(oid) }, baseTree, appends, planned.pause)
+      ? await planAppends(appendSourceOf(repo.objects), baseTree, appends, planned.pause)
       : { folders: [], objects: [], built: [], puts: appends.flatMap((a) => a.files.map((f): [string, Uint8Array] => [`${a.folder}/${a.sub}/${f.name}`, f.content])) };
   for (const [path, content] of plan.puts) {
     const blob = hashObject("blob", content);
@@ -176,6 +175,23 @@ async function planWriteAppends<R>(repo: RepoHandle, planned: PlannedWrite<R>, b
     puts.push({ path: parseRepoPath(path), oid: blob.oid });
   }
   return plan;
+}
+
+/**
+ * One {@link AppendSource} per object store, kept: a fire commit's planAppends then calls the
+ * same two functions every commit, so the code V8 optimised for the first commit's calls still
+ * holds for the next (a fresh pair per commit was a new call target each time, and the optimised
+ * code was thrown away and compiled again).
+ */
+const appendSources = new WeakMap<RepoHandle["objects"], AppendSource>();
+
+function appendSourceOf(store: RepoHandle["objects"]): AppendSource {
+  let source = appendSources.get(store);
+  if (source === undefined) {
+    source = { readTree: (oid) => store.readTree(oid), readRaw: (oid) => store.readInMemory(oid) ?? store.read(oid) };
+    appendSources.set(store, source);
+  }
+  return source;
 }
 
 async function prepare<R>(deps: WriteEngineDeps, name: string, tip: Oid | null, message: string, plan: Planner<R>): Promise<Prepared<R>> {
