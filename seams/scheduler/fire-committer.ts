@@ -211,7 +211,13 @@ export class FireCommitter {
           // One options object for the commit; a series tick gets its own (with when it was taken up).
           const planOptions = { nowMs, ...this.ctx.planOptions };
           let runsSincePause = 0;
-          for (const [runId, timers] of byRun) {
+          // Runs in id order (one native sort of strings, no comparator): the folders are then
+          // appended, spliced into `runs/`, and their changes listed in nearly the order git keeps
+          // them, so every later sort of the commit (its changes by path, the splice's edits by
+          // position, the events handed over) finds its input already in order.
+          const runIds = [...byRun.keys()].sort();
+          for (const runId of runIds) {
+            const timers = byRun.get(runId) as PendingTimer[];
             // A turn for the event loop when the slice is used up, asked every few runs: an
             // await per run is a microtask hop per fire, and a run's plan takes microseconds.
             if (++runsSincePause === PAUSE_EVERY_RUNS) {

@@ -16,8 +16,9 @@
 import * as nodeCrypto from "node:crypto";
 import { createHash } from "node:crypto";
 import { hashObject, type GitObject } from "./git-object.js";
-import { parseRepoPath } from "./repo-path.js";
-import { findEntry, type ParsedTree } from "./tree-object.js";
+import { assertEntryName, parseRepoPath } from "./repo-path.js";
+import { entryAt, findEntry, indexOfEntry, type ParsedTree } from "./tree-object.js";
+import type { EntryPosition } from "./tree-edit.js";
 import type { AppendedFolder, FolderAppend, Oid, PathChange } from "./types.js";
 
 /** A file to add: its name in the subfolder and its blob's oid. */
@@ -152,7 +153,15 @@ function subEntry(folder: Uint8Array, sub: string): number {
  */
 export function appendToSubfolder(folder: Uint8Array, sub: string, subContent: Uint8Array, files: readonly AppendedFile[]): AppendedFolders | null {
   const oidAt = subEntry(folder, sub);
-  if (oidAt < 0 || files.length === 0) return null;
+  return oidAt < 0 ? null : appendAt(folder, oidAt, subContent, files);
+}
+
+/**
+ * {@link appendToSubfolder} for a clean folder whose subfolder's oid is at `oidAt` (known:
+ * see {@link onlySubfolder}).
+ */
+function appendAt(folder: Uint8Array, oidAt: number, subContent: Uint8Array, files: readonly AppendedFile[]): AppendedFolders | null {
+  if (files.length === 0) return null;
   // The new names, each plain, in git order, none twice and none already there.
   const names: Buffer[] = [];
   for (const file of files) {
@@ -239,7 +248,7 @@ export interface AppendSource {
 /** What {@link planAppends} made of a write's appends. */
 export interface AppendPlan {
   /** Folder puts for the tree edit (TreeEdits.puts with `within`). */
-  readonly folders: { readonly path: readonly string[]; readonly oid: Oid; readonly within: readonly PathChange[] }[];
+  readonly folders: { readonly path: readonly string[]; readonly oid: Oid; readonly within: readonly PathChange[]; readonly at?: EntryPosition }[];
   /**
    * The new blobs and trees to store (two runs can get the same bytes: the pack writer stores
    * an object once).
@@ -284,25 +293,61 @@ export async function planAppends(source: AppendSource, rootOid: Oid | null, app
   const declined = (append: FolderAppend): void => {
     for (const file of append.files) plan.puts.push([`${append.folder}/${append.sub}/${file.name}`, file.content]);
   };
+  // The last parent folder seen (every fire's is `runs`): a folder below it is checked as one
+  // more name, without splitting and checking its whole path again.
+  let lastParent: string | null = null;
+  let lastParentSegments: readonly string[] = [];
+  let lastParentTree: ParsedTree | null = null;
+  // The last subfolder name checked for the direct build (every fire's is `events`).
+  let lastSub: string | null = null;
+  let lastSubPlain = false;
   for (let index = 0; index < appends.length; index++) {
     const append = appends[index] as FolderAppend;
     if (pause !== undefined && index % 64 === 63) await pause();
-    const segments = parseRepoPath(append.folder);
+    const folderPath = append.folder;
+    let segments: string[];
+    let parent: ParsedTree | null;
+    const cut = lastParent === null ? -1 : lastParent.length;
+    if (lastParent !== null && folderPath.length > cut + 1 && folderPath.charCodeAt(cut) === SLASH && folderPath.startsWith(lastParent) && folderPath.indexOf("/", cut + 1) < 0) {
+      const name = folderPath.slice(cut + 1);
+      assertEntryName(name, folderPath);
+      segments = [...lastParentSegments, name];
+      parent = lastParentTree;
+    } else {
+      segments = parseRepoPath(folderPath);
+      parent = parents.get(folderPath.slice(0, Math.max(0, folderPath.lastIndexOf("/")))) ?? (await parentTree(segments, segments.length - 1));
+      if (segments.length > 1) {
+        lastParentSegments = segments.slice(0, -1);
+        lastParent = lastParentSegments.join("/");
+        lastParentTree = parent;
+      }
+    }
     const last = segments.length - 1;
-    const parent = parents.get(append.folder.slice(0, Math.max(0, append.folder.lastIndexOf("/")))) ?? (await parentTree(segments, last));
-    const entry = parent === null ? undefined : findEntry(parent, segments[last] as string);
+    // Found once: the tree edit of the folder above takes the position instead of searching again.
+    const position = parent === null ? -1 : indexOfEntry(parent, segments[last] as string);
+    const entry = position < 0 ? undefined : entryAt(parent as ParsedTree, position);
     if (entry?.type !== "tree" || append.files.length === 0) {
       declined(append);
       continue;
     }
+    if (append.sub !== lastSub) {
+      lastSub = append.sub;
+      lastSubPlain = plainString(append.sub);
+    }
     // A folder that holds only the subfolder the caller named is not read: its bytes follow
-    // from that oid (checked: they must hash to the folder's oid).
-    let folderObject = append.subOid === undefined ? null : onlySubfolder(append.sub, append.subOid, entry.oid);
-    if (folderObject === null) {
+    // from that oid (checked: they must hash to the folder's oid). Its one entry's oid is then
+    // its last 20 bytes.
+    let folderObject = append.subOid === undefined || !lastSubPlain ? null : onlySubfolder(append.sub, append.subOid, entry.oid);
+    let subOid: Oid | null;
+    let oidAt = -1;
+    if (folderObject !== null) {
+      subOid = append.subOid as Oid;
+      oidAt = folderObject.content.length - OID_BYTES;
+    } else {
       const folder = source.readRaw(entry.oid);
       folderObject = folder instanceof Promise ? await folder : folder;
+      subOid = folderObject.type === "tree" ? subfolderOid(folderObject.content, append.sub) : null;
     }
-    const subOid = folderObject.type === "tree" ? subfolderOid(folderObject.content, append.sub) : null;
     const sub = subOid === null ? null : source.readRaw(subOid);
     const subObject = sub instanceof Promise ? await sub : sub;
     const blobs: GitObject[] = [];
@@ -312,7 +357,12 @@ export async function planAppends(source: AppendSource, rootOid: Oid | null, app
       blobs.push(blob);
       files.push({ name: file.name, oid: blob.oid });
     }
-    const built = subObject === null || subObject.type !== "tree" ? null : appendToSubfolder(folderObject.content, append.sub, subObject.content, files);
+    const built =
+      subObject === null || subObject.type !== "tree"
+        ? null
+        : oidAt >= 0
+          ? appendAt(folderObject.content, oidAt, subObject.content, files)
+          : appendToSubfolder(folderObject.content, append.sub, subObject.content, files);
     if (built === null) {
       declined(append);
       continue;
@@ -325,7 +375,7 @@ export async function planAppends(source: AppendSource, rootOid: Oid | null, app
       plan.objects.push(blob);
     }
     plan.objects.push(built.sub, built.folder);
-    plan.folders.push({ path: segments, oid: built.folder.oid, within });
+    plan.folders.push((parent as ParsedTree).sorted ? { path: segments, oid: built.folder.oid, within, at: { tree: (parent as ParsedTree).oid, index: position } } : { path: segments, oid: built.folder.oid, within });
     plan.built[index] = { folder: built.folder.oid, sub: built.sub.oid };
   }
   return plan;
@@ -333,7 +383,7 @@ export async function planAppends(source: AppendSource, rootOid: Oid | null, app
 
 /** The tree holding nothing but the folder `sub` (oid `subOid`), when its oid is `folderOid`; else null. */
 function onlySubfolder(sub: string, subOid: Oid, folderOid: Oid): GitObject | null {
-  if (!isOid(subOid) || !/^[\x21-\x7e]+$/.test(sub)) return null;
+  if (!isOid(subOid)) return null;
   const length = TREE_MODE_BYTES.length + 1 + sub.length + 1 + OID_BYTES;
   const head = `tree ${length}\0`;
   const whole = Buffer.allocUnsafe(head.length + length);
@@ -344,6 +394,12 @@ function onlySubfolder(sub: string, subOid: Oid, folderOid: Oid): GitObject | nu
   whole[at++] = 0;
   whole.write(subOid, at, "hex");
   return sha1Hex(whole) === folderOid ? { oid: folderOid, type: "tree", content: whole.subarray(head.length) } : null;
+}
+
+/** A name the direct build takes as it is (see {@link plainName}), given as a string. */
+function plainString(name: string): boolean {
+  const bytes = Buffer.from(name, "latin1");
+  return bytes.length === name.length && bytes.toString("latin1") === name && plainName(bytes, 0, bytes.length);
 }
 
 /** node's one-shot `crypto.hash` (node ≥ 20.12), or undefined on an older node. */

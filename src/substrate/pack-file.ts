@@ -149,6 +149,43 @@ export interface EntryRecord {
   readonly crc: number;
 }
 
+/**
+ * A pack's entries as its index needs them, in flat typed arrays: one row per entry (binary oid,
+ * offset, CRC-32), no object per entry. A fire commit of 8,000 timers packs ~24,000 objects;
+ * as {@link EntryRecord}s those were 24,000 objects kept to the end of the commit, each with a
+ * CRC that does not fit a small integer (a field V8 then re-represents, undoing the optimised
+ * code that read it).
+ */
+export class EntryTable {
+  /** Oids, 20 bytes each, in the order pushed. */
+  readonly oids: Buffer;
+  readonly offsets: Float64Array;
+  readonly crcs: Uint32Array;
+  count = 0;
+
+  /** @param capacity the most entries that will be pushed */
+  constructor(capacity: number) {
+    this.oids = Buffer.allocUnsafe(Math.max(1, capacity) * 20);
+    this.offsets = new Float64Array(Math.max(1, capacity));
+    this.crcs = new Uint32Array(Math.max(1, capacity));
+  }
+
+  /** Adds an entry (the oid as 40 hex digits). */
+  push(oid: Oid, offset: number, crc: number): void {
+    const i = this.count++;
+    this.oids.write(oid, i * 20, 20, "hex");
+    this.offsets[i] = offset;
+    this.crcs[i] = crc;
+  }
+
+  /** The table of `entries` (see {@link sealPack}). */
+  static of(entries: readonly EntryRecord[]): EntryTable {
+    const table = new EntryTable(entries.length);
+    for (const e of entries) table.push(e.oid, e.offset, e.crc);
+    return table;
+  }
+}
+
 /** A finished pack: its bytes, its index's bytes and its name (the pack checksum, hex). */
 export interface EncodedPack {
   /** The pack's bytes (concatenated from {@link parts} on first use when there are parts). */
@@ -217,13 +254,13 @@ export function layoutPack(parts: readonly Uint8Array[], count: number): { pack:
 /** Writes the trailer (the SHA-1 of everything before it) and builds the index. */
 export function sealPack(pack: Buffer, size: number, trailer: Buffer, entries: readonly EntryRecord[]): EncodedPack {
   trailer.copy(pack, size);
-  return { pack, idx: encodeIndex(entries, trailer), checksum: trailer.toString("hex"), count: entries.length };
+  return { pack, idx: encodeIndex(EntryTable.of(entries), trailer), checksum: trailer.toString("hex"), count: entries.length };
 }
 
 /** {@link sealPack}, giving the event loop back between steps of building the index. */
 export async function sealPackGently(pack: Buffer, size: number, trailer: Buffer, entries: readonly EntryRecord[]): Promise<EncodedPack> {
   trailer.copy(pack, size);
-  const steps = buildIndex(entries, trailer);
+  const steps = buildIndex(EntryTable.of(entries), trailer);
   for (;;) {
     const step = steps.next();
     if (step.done === true) return { pack, idx: step.value, checksum: trailer.toString("hex"), count: entries.length };
@@ -242,7 +279,7 @@ const sha1Now = (body: Buffer): Buffer => createHash("sha1").update(body).digest
 export function encodePack(objects: readonly GitObject[]): EncodedPack {
   const layout = planEntries(objects);
   const out = startPieces(layout);
-  const entries: EntryRecord[] = [];
+  const entries = new EntryTable(layout.items.length);
   writeEntries(out, layout, entries, 0, layout.items.length);
   return sealPieces(out, layout, entries, sha1Of(out, layout));
 }
@@ -276,9 +313,13 @@ function sha1Of(out: Pieces, layout: { size: number }): Buffer {
   return hash.digest();
 }
 
-function sealPieces(out: Pieces, layout: { size: number }, entries: readonly EntryRecord[], trailer: Buffer): EncodedPack {
-  if (out.external === 0) return sealPack(out.flat, layout.size, trailer, entries);
-  return new PiecedPack([...out.parts, trailer], encodeIndex(entries, trailer), trailer.toString("hex"), entries.length);
+function sealPieces(out: Pieces, layout: { size: number }, entries: EntryTable, trailer: Buffer): EncodedPack {
+  const idx = encodeIndex(entries, trailer);
+  if (out.external === 0) {
+    trailer.copy(out.flat, layout.size);
+    return { pack: out.flat, idx, checksum: trailer.toString("hex"), count: entries.count };
+  }
+  return new PiecedPack([...out.parts, trailer], idx, trailer.toString("hex"), entries.count);
 }
 
 /** Objects encoded between two pauses of {@link encodePackGently}. */
@@ -293,7 +334,7 @@ export async function encodePackGently(objects: readonly GitObject[], pause: () 
   const layout = planEntries(objects);
   await pause();
   const out = startPieces(layout);
-  const entries: EntryRecord[] = [];
+  const entries = new EntryTable(layout.items.length);
   for (let from = 0; from < layout.items.length; from += ENCODE_STEP) {
     writeEntries(out, layout, entries, from, Math.min(layout.items.length, from + ENCODE_STEP));
     await pause();
@@ -304,9 +345,9 @@ export async function encodePackGently(objects: readonly GitObject[], pause: () 
   for (;;) {
     const step = steps.next();
     if (step.done === true) {
-      if (out.external > 0) return new PiecedPack([...out.parts, trailer], step.value, trailer.toString("hex"), entries.length);
+      if (out.external > 0) return new PiecedPack([...out.parts, trailer], step.value, trailer.toString("hex"), entries.count);
       trailer.copy(out.flat, layout.size);
-      return { pack: out.flat, idx: step.value, checksum: trailer.toString("hex"), count: entries.length };
+      return { pack: out.flat, idx: step.value, checksum: trailer.toString("hex"), count: entries.count };
     }
     await pause();
   }
@@ -356,7 +397,7 @@ function planEntries(objects: readonly GitObject[]): { items: PlannedEntry[]; si
  * Writes the pack header (when `from` is 0) and entries `from` … `to` - 1 of `layout`: small
  * ones into `out.flat`, a big one's header there and its payload as pieces of its own.
  */
-function writeEntries(out: Pieces, layout: { items: readonly PlannedEntry[] }, entries: EntryRecord[], from: number, to: number): void {
+function writeEntries(out: Pieces, layout: { items: readonly PlannedEntry[] }, entries: EntryTable, from: number, to: number): void {
   const pack = out.flat;
   if (from === 0) {
     pack.write("PACK", 0, "latin1");
@@ -384,7 +425,7 @@ function writeEntries(out: Pieces, layout: { items: readonly PlannedEntry[] }, e
         if (known === undefined) crc = crc32(part, crc);
       }
       if (tree && known === undefined) rememberTreeEntryCrc(content, crc);
-      entries.push({ oid: object.oid, offset, crc });
+      entries.push(object.oid, offset, crc);
       continue;
     }
     if (payload === null) {
@@ -402,7 +443,7 @@ function writeEntries(out: Pieces, layout: { items: readonly PlannedEntry[] }, e
         at += part.length;
       }
     }
-    entries.push({ oid: object.oid, offset, crc: crc32(pack.subarray(start, at)) });
+    entries.push(object.oid, offset, crc32(pack.subarray(start, at)));
     out.at = at;
   }
 }
@@ -431,20 +472,39 @@ function writeEntryHeader(out: Buffer, at: number, typeCode: number, size: numbe
  * Builds an index in steps: the generator pauses every few thousand entries, so an async caller
  * (a merge beside live commits) can give the event loop back; a sync caller runs it through.
  */
-function* buildIndex(entries: readonly EntryRecord[], packChecksum: Buffer): Generator<void, Buffer, void> {
-  // Sorted on the first 32 bits as a number, strings only to break ties: a merged pack's
-  // index of 100 000 entries sorts in a few milliseconds instead of tens.
-  const keyed = entries.map((e) => ({ e, k: parseInt(e.oid.slice(0, 8), 16) }));
-  keyed.sort((a, b) => a.k - b.k || (a.e.oid < b.e.oid ? -1 : a.e.oid > b.e.oid ? 1 : 0));
+function* buildIndex(entries: EntryTable, packChecksum: Buffer): Generator<void, Buffer, void> {
+  const n = entries.count;
+  const oids = entries.oids;
+  // Sorted as numbers, with no comparator: each entry's key is its oid's first bits with its row
+  // number below them (exact in a double: at most 53 bits), so one native sort orders the rows;
+  // rows whose keys' oid bits tie are then put in full oid order among themselves.
+  const rowBits = Math.max(1, Math.ceil(Math.log2(n + 1)));
+  const prefixBits = Math.min(32, 53 - rowBits);
+  const rowScale = 2 ** rowBits;
+  const prefixShift = 2 ** (32 - prefixBits);
+  const keys = new Float64Array(n);
+  for (let i = 0; i < n; i++) keys[i] = Math.floor(oids.readUInt32BE(i * 20) / prefixShift) * rowScale + i;
+  keys.sort();
   yield;
-  const sorted = keyed.map((x) => x.e);
-  const n = sorted.length;
-  const large = sorted.filter((e) => e.offset >= LARGE_OFFSET_FLAG).length;
+  const order = new Uint32Array(n);
+  for (let i = 0; i < n; i++) order[i] = (keys[i] as number) % rowScale;
+  for (let i = 0; i < n; ) {
+    const prefix = Math.floor((keys[i] as number) / rowScale);
+    let j = i + 1;
+    while (j < n && Math.floor((keys[j] as number) / rowScale) === prefix) j++;
+    if (j - i > 1) {
+      const tied = Array.from(order.subarray(i, j)).sort((x, y) => oids.compare(oids, y * 20, y * 20 + 20, x * 20, x * 20 + 20));
+      order.set(tied, i);
+    }
+    i = j;
+  }
+  let large = 0;
+  for (let i = 0; i < n; i++) if ((entries.offsets[i] as number) >= LARGE_OFFSET_FLAG) large++;
   const out = Buffer.alloc(8 + 256 * 4 + n * 28 + large * 8 + 40);
   out.writeUInt32BE(IDX_MAGIC, 0);
   out.writeUInt32BE(2, 4);
   const fanout = new Uint32Array(256);
-  for (const e of sorted) (fanout[parseInt(e.oid.slice(0, 2), 16)] as number)++;
+  for (let i = 0; i < n; i++) (fanout[oids[i * 20] as number] as number)++;
   let running = 0;
   for (let i = 0; i < 256; i++) {
     running += fanout[i] as number;
@@ -457,14 +517,15 @@ function* buildIndex(entries: readonly EntryRecord[], packChecksum: Buffer): Gen
   let nextLarge = 0;
   for (let i = 0; i < n; i++) {
     if (i % INDEX_STEP === INDEX_STEP - 1) yield;
-    const e = sorted[i] as EntryRecord;
-    out.write(e.oid, oidsAt + i * 20, "hex");
-    out.writeUInt32BE(e.crc, crcAt + i * 4);
-    if (e.offset < LARGE_OFFSET_FLAG) {
-      out.writeUInt32BE(e.offset, offsetsAt + i * 4);
+    const row = order[i] as number;
+    oids.copy(out, oidsAt + i * 20, row * 20, row * 20 + 20);
+    out.writeUInt32BE(entries.crcs[row] as number, crcAt + i * 4);
+    const offset = entries.offsets[row] as number;
+    if (offset < LARGE_OFFSET_FLAG) {
+      out.writeUInt32BE(offset, offsetsAt + i * 4);
     } else {
       out.writeUInt32BE((LARGE_OFFSET_FLAG | nextLarge) >>> 0, offsetsAt + i * 4);
-      out.writeBigUInt64BE(BigInt(e.offset), largeAt + nextLarge * 8);
+      out.writeBigUInt64BE(BigInt(offset), largeAt + nextLarge * 8);
       nextLarge++;
     }
   }
@@ -477,7 +538,7 @@ function* buildIndex(entries: readonly EntryRecord[], packChecksum: Buffer): Gen
 /** Entries written between two pauses of {@link buildIndex}. */
 const INDEX_STEP = 4_096;
 
-function encodeIndex(entries: readonly EntryRecord[], packChecksum: Buffer): Buffer {
+function encodeIndex(entries: EntryTable, packChecksum: Buffer): Buffer {
   const steps = buildIndex(entries, packChecksum);
   for (;;) {
     const step = steps.next();

@@ -33,7 +33,17 @@ export interface TreeEdits {
    * and `within` is its blob changes (they are reported as the edit's own). Such a folder is
    * not read; its trees are not in {@link TreeEditResult.pending}.
    */
-  readonly puts?: readonly { readonly path: readonly string[]; readonly oid: Oid; readonly within?: readonly PathChange[] }[];
+  readonly puts?: readonly { readonly path: readonly string[]; readonly oid: Oid; readonly within?: readonly PathChange[]; readonly at?: EntryPosition }[];
+}
+
+/**
+ * Where a put's name is in the folder above it, as the caller found it: that folder's oid and
+ * the entry's index there. Taken instead of a search when the folder edited is that very tree
+ * and the entry at that index has the put's name; otherwise ignored.
+ */
+export interface EntryPosition {
+  readonly tree: Oid;
+  readonly index: number;
 }
 
 export interface TreeEditResult {
@@ -70,6 +80,8 @@ interface EditNode {
   put?: Oid;
   /** Set for a folder the caller built (see TreeEdits.puts). */
   within?: readonly PathChange[];
+  /** Where the caller found this name in the folder above (see TreeEdits.puts). */
+  at?: EntryPosition;
   /** The old content here is dropped before children are applied. */
   reset: boolean;
   /** Null until a child is added: a file's node (most nodes) never has one. */
@@ -138,7 +150,7 @@ function buildTrie(edits: TreeEdits): EditNode {
     node.children = null;
     delete node.put;
   }
-  for (const { path, oid, within } of edits.puts ?? []) {
+  for (const { path, oid, within, at } of edits.puts ?? []) {
     let node = root;
     for (let i = 0; i < path.length; i++) {
       node = childOf(node, path[i] as string);
@@ -147,6 +159,7 @@ function buildTrie(edits: TreeEdits): EditNode {
     if ((node.children?.size ?? 0) > 0) throw conflict(path);
     node.put = oid;
     if (within !== undefined) node.within = within;
+    if (at !== undefined) node.at = at;
   }
   return root;
 }
@@ -191,7 +204,8 @@ export async function applyTreeEdits(read: ReadTree, baseOid: Oid | null, edits:
     const positions = new Map<string, number>();
     for (const [name, child] of node.children ?? NO_CHILDREN) {
       const path = `${base}${name}`;
-      const index = old === null || !old.sorted ? -1 : indexOfEntry(old, name);
+      const hint = child.at;
+      const index = old === null || !old.sorted ? -1 : hint !== undefined && hint.tree === old.oid && entryAt(old, hint.index)?.name === name ? hint.index : indexOfEntry(old, name);
       const existing = old === null ? undefined : old.sorted ? entryAt(old, index) : findEntry(old, name);
       if (old !== null && old.sorted) positions.set(name, index);
       // What a push put there is kept: an edit that would silently drop it is refused instead.

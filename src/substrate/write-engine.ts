@@ -30,7 +30,7 @@ import type { Sleep } from "./ref-store.js";
 import type { RepoHandle } from "./repo-handle.js";
 import { parseRepoPath } from "./repo-path.js";
 import { applyTreeEdits } from "./tree-edit.js";
-import { planAppends, type AppendPlan } from "./folder-append.js";
+import { planAppends, type AppendPlan, type AppendSource } from "./folder-append.js";
 import type { AppendedFolder, CommittedReads, FolderAppend, Oid, PathChange, RefMove, WriteResult } from "./types.js";
 
 /** Blob contents by repo path: strings are stored as UTF-8. */
@@ -165,10 +165,9 @@ type Prepared<R> =
 async function planWriteAppends<R>(repo: RepoHandle, planned: PlannedWrite<R>, baseTree: Oid | null, blobs: Map<Oid, GitObject>, puts: { path: string[]; oid: Oid }[]): Promise<AppendPlan | undefined> {
   const appends = planned.appends;
   if (appends === undefined || appends.length === 0) return undefined;
-  const store = repo.objects;
   const plan: AppendPlan =
     planned.prevalidated === true
-      ? await planAppends({ readTree: (oid) => store.readTree(oid), readRaw: (oid) => store.readInMemory(oid) ?? store.read(oid) }, baseTree, appends, planned.pause)
+      ? await planAppends(appendSourceOf(repo.objects), baseTree, appends, planned.pause)
       : { folders: [], objects: [], built: [], puts: appends.flatMap((a) => a.files.map((f): [string, Uint8Array] => [`${a.folder}/${a.sub}/${f.name}`, f.content])) };
   for (const [path, content] of plan.puts) {
     const blob = hashObject("blob", content);
@@ -176,6 +175,23 @@ async function planWriteAppends<R>(repo: RepoHandle, planned: PlannedWrite<R>, b
     puts.push({ path: parseRepoPath(path), oid: blob.oid });
   }
   return plan;
+}
+
+/**
+ * One {@link AppendSource} per object store, kept: a fire commit's planAppends then calls the
+ * same two functions every commit, so the code V8 optimised for the first commit's calls still
+ * holds for the next (a fresh pair per commit was a new call target each time, and the optimised
+ * code was thrown away and compiled again).
+ */
+const appendSources = new WeakMap<RepoHandle["objects"], AppendSource>();
+
+function appendSourceOf(store: RepoHandle["objects"]): AppendSource {
+  let source = appendSources.get(store);
+  if (source === undefined) {
+    source = { readTree: (oid) => store.readTree(oid), readRaw: (oid) => store.readInMemory(oid) ?? store.read(oid) };
+    appendSources.set(store, source);
+  }
+  return source;
 }
 
 async function prepare<R>(deps: WriteEngineDeps, name: string, tip: Oid | null, message: string, plan: Planner<R>): Promise<Prepared<R>> {
@@ -291,11 +307,15 @@ async function prepare<R>(deps: WriteEngineDeps, name: string, tip: Oid | null, 
     return entry === undefined || entry.type !== "tree" ? null : entry.oid;
   };
   // An appended folder is an earlier version of itself with entries added (never one already
-  // there): new by construction, as the edit's spliced trees are (TreeEditResult.spliced).
+  // there): new by construction, as the edit's spliced trees are (TreeEditResult.spliced). Its
+  // new files are not looked for in the packs either (a fire commit's events: one look in every
+  // pack's index per event, for a blob that is new unless another run's event had the very same
+  // bytes, fire time included); such a copy only costs its bytes until the packs are merged, and
+  // git reads an object packed twice as it reads one.
   let novel: ReadonlySet<Oid> = edit.spliced;
   if (appended !== undefined && appended.objects.length > 0) {
     const all = new Set(edit.spliced);
-    for (const object of appended.objects) if (object.type === "tree") all.add(object.oid);
+    for (const object of appended.objects) all.add(object.oid);
     novel = all;
   }
   return { kind: "commit", commit, objects, trees: edit.pending.values(), result: planned.result, pause, changes: edit.exact ? Object.freeze(edit.changes.slice()) : null, folderOid, appended: appended?.built, novel };

@@ -8,7 +8,7 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { knownTreeEntryCrc } from "../../../src/substrate/entry-crc.js";
 import { crc32, encodePack, entryHeader, entryPayload, packParts, parsePackIndex } from "../../../src/substrate/pack-file.js";
-import { editTree } from "../../../src/substrate/tree-splice.js";
+import { CRC_PATCH_BYTES_PER_CHANGE, editTree } from "../../../src/substrate/tree-splice.js";
 import { entryAt, makeTree, type ParsedTree, TREE_MODE, type TreeEntry } from "../../../src/substrate/tree-object.js";
 
 const oidOf = (i: number, salt: number): string => createHash("sha1").update(`${salt}:${i}`).digest("hex");
@@ -54,7 +54,9 @@ describe("a big folder's entry CRC-32", () => {
             changes.set(old.name, { ...old, oid: oidOf(i, salt + r + 1) });
           }
           const next = editTree(current.tree, changes);
-          expect(knownTreeEntryCrc(next.tree.content)).toBe(entryCrc(next.tree));
+          // Patched when few entries change for the folder's size; otherwise the writer reads it.
+          const few = changes.size * CRC_PATCH_BYTES_PER_CHANGE < next.tree.content.byteLength;
+          expect(knownTreeEntryCrc(next.tree.content)).toBe(few ? entryCrc(next.tree) : undefined);
           expect(indexedCrc(next.tree, next.object)).toBe(entryCrc(next.tree));
           current = next;
         }

@@ -206,3 +206,51 @@ describe("a write with appends", () => {
     }
   });
 });
+
+describe("appends' folder paths", () => {
+  it("are checked as puts' paths are, also the ones after the first under the same parent", async () => {
+    const store = createRepoStore({ dataDir: "/data", fs: createFsFromVolume(new Volume()), kindHandlers: [{ kind: "k", directoryPrefix: "k" }], authorize: allowAll, watch: false });
+    const rid = { kind: "k", id: "r" };
+    await store.initRepo(null, rid);
+    await store.writeTree(null, rid, "main", { files: { "runs/run-0/events/1.json": "a", "runs/run-1/events/1.json": "b" }, message: "base" });
+    const file = [{ name: "2.json", content: Buffer.from("new") }];
+    for (const bad of ["runs/.git", "runs/..", "runs/.", "runs/GIT~1", "runs/.Git.", "runs/a\\b", "runs/", "runs//x"]) {
+      const write = store.writeTreeDelta(null, rid, "main", {
+        message: "append",
+        prevalidated: true,
+        computeDelta: () => Promise.resolve({ appends: [{ folder: "runs/run-0", sub: "events", files: file }, { folder: bad, sub: "events", files: file }] }),
+      });
+      await expect(write, bad).rejects.toMatchObject({ code: "path_violation" });
+    }
+    // A folder under another parent after them is looked up from its own.
+    const ok = await store.writeTreeDelta(null, rid, "main", {
+      message: "append",
+      prevalidated: true,
+      computeDelta: () => Promise.resolve({ appends: [{ folder: "runs/run-0", sub: "events", files: file }, { folder: "runs/run-1", sub: "events", files: file }, { folder: "docs/notes", sub: "events", files: file }] }),
+    });
+    const reads = await store.openCommittedReads(null, rid, ok.commitSha as string);
+    expect(Buffer.from((await reads.readBlob("runs/run-1/events/2.json")) ?? []).toString()).toBe("new");
+    expect(Buffer.from((await reads.readBlob("docs/notes/events/2.json")) ?? []).toString()).toBe("new");
+    await store.close();
+  });
+});
+
+describe("a built folder's position hint (TreeEdits.puts at)", () => {
+  it("is taken only for the very folder and name it was found at; a wrong one changes nothing", async () => {
+    const runs = makeTree(Array.from({ length: 50 }, (_, i) => ({ name: `run-${String(i).padStart(2, "0")}`, mode: "40000", oid: blobOid(`run ${i}`), type: "tree" as const })));
+    const other = makeTree([{ name: "x", mode: "100644", oid: blobOid("x"), type: "blob" }]);
+    const root = makeTree([{ name: "runs", mode: "40000", oid: runs.tree.oid, type: "tree" }]);
+    const trees = new Map<Oid, ParsedTree>([runs.tree, other.tree, root.tree].map((t) => [t.oid, t]));
+    const read = (oid: Oid): Promise<ParsedTree> => Promise.resolve(trees.get(oid) as ParsedTree);
+    const put = (at?: { tree: Oid; index: number }) => [
+      { path: ["runs", "run-07"], oid: blobOid("new 7"), within: [{ path: "runs/run-07/events/2.json", oid: blobOid("e"), status: "added" as const }], ...(at === undefined ? {} : { at }) },
+      { path: ["runs", "run-31"], oid: blobOid("new 31"), within: [] },
+    ];
+    const plain = await applyTreeEdits(read, root.tree.oid, { puts: put() });
+    for (const at of [{ tree: runs.tree.oid, index: 7 }, { tree: runs.tree.oid, index: 8 }, { tree: runs.tree.oid, index: 99 }, { tree: other.tree.oid, index: 8 }]) {
+      const hinted = await applyTreeEdits(read, root.tree.oid, { puts: put(at) });
+      expect(hinted.rootOid, JSON.stringify(at)).toBe(plain.rootOid);
+      expect(hinted.changes).toEqual(plain.changes);
+    }
+  });
+});
