@@ -33,17 +33,6 @@ interface Pending {
   reject(error: unknown): void;
 }
 
-/**
- * The thread's first statement: on Linux it lowers its own scheduling priority (nice
- * {@link MERGE_THREAD_NICE}; a thread is a task with its own id there, so the event loop and the
- * rest of the process keep theirs). A merge is background work with no deadline, while the event
- * loop's fire commits have one: on a machine with fewer free cores than runnable threads, the
- * merge now yields the core instead of taking turns with a commit. Elsewhere, or when the kernel
- * refuses, nothing changes.
- */
-const MERGE_THREAD_NICE = 10;
-const LOWER_PRIORITY = `try { require("node:os").setPriority(Number(require("node:fs").readlinkSync("/proc/thread-self").split("/").pop()), ${MERGE_THREAD_NICE}); } catch {}`;
-
 let worker: Worker | null = null;
 let broken = false;
 let nextId = 1;
@@ -59,10 +48,10 @@ function start(): Worker {
   // the same loader before importing it. Built, it is the .js beside this file.
   const fromSources = import.meta.url.endsWith(".ts");
   const entry = new URL(fromSources ? "./pack-merge-worker.ts" : "./pack-merge-worker.js", import.meta.url).href;
-  const load = fromSources
+  const source = fromSources
     ? `import("tsx/esm/api").then((tsx) => { tsx.register(); return import(${JSON.stringify(entry)}); });`
     : `import(${JSON.stringify(entry)});`;
-  const thread = new Worker(`${LOWER_PRIORITY}\n${load}`, { eval: true });
+  const thread = new Worker(source, { eval: true });
   thread.unref();
   thread.on("message", (reply: MergeReply) => {
     const job = pending.get(reply.id);

@@ -149,25 +149,6 @@ describe("merging packs on the merge thread", () => {
     expect(verified).toMatch(/chain length = [1-9]/);
   });
 
-  it("runs the merge at a lower scheduling priority than the thread that asked for it (Linux)", async () => {
-    const { readdirSync, readFileSync } = await import("node:fs");
-    const niceOf = (stat: string): number => Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[16]);
-    const here = await unmergedRepo();
-    const packDir = packDirOf(here);
-    const { statSync } = await import("node:fs");
-    const sources = (await packNames(here)).map((idx) => idx.slice(0, -4)).map((name) => ({ name, size: statSync(join(packDir, `${name}.pack`)).size }));
-    expect((await mergeOnThread({ packDir, sources, known: [] }))?.count).toBeGreaterThan(300);
-    const ours = niceOf(readFileSync("/proc/thread-self/stat", "utf8"));
-    const nices = readdirSync("/proc/self/task").map((tid) => {
-      try {
-        return niceOf(readFileSync(`/proc/self/task/${tid}/stat`, "utf8"));
-      } catch {
-        return ours; // a thread that ended meanwhile
-      }
-    });
-    expect(nices.some((nice) => nice > ours)).toBe(true);
-  });
-
   it("stores a folder the store knows as a delta as that delta, whatever the size of the pack holding it, as a merge on the store's own thread does", async () => {
     const here = await twoBigPacks();
     const there = await tempDir();
