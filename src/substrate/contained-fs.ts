@@ -12,7 +12,7 @@
  *   (`<prefix>/<id>.git`, see {@link ContainmentOptions}) must resolve inside that repository's
  *   own folder, which is no link itself: one deployment's link never leads into another's. The verdict is kept per folder for the
  *   life of the store, so later calls cost one `Set` lookup (no realpath per commit). A link
- *   that stays inside the data dir is followed. The data dir itself may be a link: it is
+ *   that stays inside (its repository, for a repository's folder) is followed. The data dir itself may be a link: it is
  *   resolved once.
  * - Folders made by the store (`mkdirp`) are made one level at a time, each level checked
  *   before the next is made below it, so a missing `refs/heads/team/` under a linked
