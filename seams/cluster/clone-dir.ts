@@ -5,8 +5,8 @@
  * lost its lock, and stops by itself): its leases can be taken back at once instead of waiting
  * for them to expire.
  */
-import { readdir, readFile, rm, stat, writeFile, mkdir } from "node:fs/promises";
-import { join } from "node:path";
+import { lstat, readdir, readFile, realpath, rm, writeFile, mkdir } from "node:fs/promises";
+import { join, sep } from "node:path";
 
 /** The file naming the instance that serves from this data dir. */
 const INSTANCE_FILE = ".cluster-instance";
@@ -19,11 +19,25 @@ const INSTANCE_FILE = ".cluster-instance";
  */
 export async function takeCloneDir(deploymentsDir: string, instanceId: string): Promise<{ previousInstance: string | null }> {
   const names = await readdir(deploymentsDir).catch(() => [] as string[]);
+  const base = await realpath(deploymentsDir).catch(() => null);
   for (const name of names) {
-    if (!name.endsWith(".git")) continue;
-    for (const lock of ["refs/heads/main.lock", "packed-refs.lock", "HEAD.lock"]) await rm(join(deploymentsDir, name, lock), { force: true });
-    const consumers = await readdir(join(deploymentsDir, name, "refs/consumers")).catch(() => [] as string[]);
-    for (const c of consumers) if (c.endsWith(".lock")) await rm(join(deploymentsDir, name, "refs/consumers", c), { force: true });
+    if (!name.endsWith(".git") || base === null) continue;
+    // Removed only in folders that are the clone's own: a link in a clone (or the clone itself a
+    // link) leading elsewhere would have a file there removed. Such a clone is left as it is;
+    // its store refuses it (path_escapes_data_dir) and `check` names the link.
+    const clone = join(deploymentsDir, name);
+    const home = `${base}${sep}${name}`;
+    const own = async (folder: string): Promise<boolean> => {
+      const real = await realpath(join(clone, folder)).catch(() => null);
+      return real !== null && (real === home || real.startsWith(`${home}${sep}`));
+    };
+    for (const lock of ["refs/heads/main.lock", "packed-refs.lock", "HEAD.lock"]) {
+      const folder = lock.includes("/") ? lock.slice(0, lock.lastIndexOf("/")) : ".";
+      if (await own(folder)) await rm(join(clone, lock), { force: true });
+    }
+    if (!(await own("refs/consumers"))) continue;
+    const consumers = await readdir(join(clone, "refs/consumers")).catch(() => [] as string[]);
+    for (const c of consumers) if (c.endsWith(".lock")) await rm(join(clone, "refs/consumers", c), { force: true });
   }
   const file = join(deploymentsDir, INSTANCE_FILE);
   const previous = (await readSmallTextOrEmpty(file, 4096)).trim();
@@ -36,10 +50,12 @@ export async function takeCloneDir(deploymentsDir: string, instanceId: string): 
 
 /**
  * The text of a regular file of at most `maxBytes`, or "" when it is absent, unreadable, bigger,
- * or not a regular file: a FIFO in a clone would hang the read (and a thread of the pool) forever.
+ * or not a regular file (a link at its place included): a FIFO in a clone would hang the read
+ * (and a thread of the pool) forever.
  */
 export async function readSmallTextOrEmpty(path: string, maxBytes: number): Promise<string> {
-  const found = await stat(path).catch(() => null);
+  // lstat: a link at the file's place is not a regular file, and what it leads to is not read.
+  const found = await lstat(path).catch(() => null);
   if (found === null || !found.isFile() || found.size > maxBytes) return "";
   return readFile(path, "utf8").catch(() => "");
 }
