@@ -346,6 +346,21 @@ describe("a link at a pack's place", () => {
     }
   });
 
+  it("with its index linked too: nothing of it is read, by the store or by the fallback reader", async () => {
+    const dataDir = await seededDataDir();
+    const packDir = join(gitdirOf(dataDir), "objects", "pack");
+    const outsideDir = await tempDir();
+    for (const name of await readdir(packDir)) if (/\.(pack|idx|rev)$/.test(name)) await replaceByLink(join(packDir, name), join(outsideDir, name));
+    const store = openWorkflowStore({ dataDir, watch: false });
+    try {
+      const reads = await store.openCommittedReads(null, RID, "main").catch((error: unknown) => error as Error);
+      const listed = reads instanceof Error ? reads : await reads.listDir("runs/r1/events").catch((error: unknown) => error as Error);
+      expect(listed).toBeInstanceOf(Error);
+    } finally {
+      await store.close();
+    }
+  });
+
   it("is not read by the merge thread", async () => {
     const dataDir = await tempDir();
     const store = openWorkflowStore({ dataDir, watch: false, packThreshold: 1 });
