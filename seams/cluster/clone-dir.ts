@@ -6,7 +6,8 @@
  * for them to expire.
  */
 import { lstat, readdir, readFile, realpath, rm, writeFile, mkdir } from "node:fs/promises";
-import { join, sep } from "node:path";
+import { dirname, join, sep } from "node:path";
+import { WorkflowHostError } from "../../src/errors.js";
 
 /** The file naming the instance that serves from this data dir. */
 const INSTANCE_FILE = ".cluster-instance";
@@ -15,11 +16,18 @@ const INSTANCE_FILE = ".cluster-instance";
  * Clears the ref locks left in the clones (git fetch would refuse to move a locked ref), and
  * records `instanceId` as the one serving from `deploymentsDir`.
  * @returns the instance recorded before (null: none, or this one)
- * @throws the file system's error when `deploymentsDir` cannot be created or written
+ * @throws path_escapes_data_dir when `deploymentsDir` leads outside the folder it is in (the data
+ *   dir); the file system's error when it cannot be created or written
  */
 export async function takeCloneDir(deploymentsDir: string, instanceId: string): Promise<{ previousInstance: string | null }> {
   const names = await readdir(deploymentsDir).catch(() => [] as string[]);
-  const base = await realpath(deploymentsDir).catch(() => null);
+  // `<dataDir>/deployments` itself must lead inside the data dir, or nothing in it is touched.
+  const root = await realpath(dirname(deploymentsDir)).catch(() => null);
+  const found = await realpath(deploymentsDir).catch(() => null);
+  const base = root !== null && found !== null && found.startsWith(`${root}${sep}`) ? found : null;
+  if (found !== null && base === null) {
+    throw new WorkflowHostError("path_escapes_data_dir", `${deploymentsDir} leads to ${found}, outside the data dir; nothing was removed or written there; replace the link with the folder itself`, { path: "deployments", found });
+  }
   for (const name of names) {
     if (!name.endsWith(".git") || base === null) continue;
     // Removed only in folders that are the clone's own: a link in a clone (or the clone itself a

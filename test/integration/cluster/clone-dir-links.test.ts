@@ -45,6 +45,17 @@ describe("takeCloneDir with links in a clone", () => {
     });
   }
 
+  it("at the deployments folder itself: refused (path_escapes_data_dir), nothing removed or written through it", async () => {
+    const dataDir = await tempDir();
+    const outside = await tempDir();
+    await mkdir(join(outside, "dep-1.git", "refs", "heads"), { recursive: true });
+    await writeFile(join(outside, "dep-1.git", "refs", "heads", "main.lock"), "outside, not ours");
+    await symlink(outside, join(dataDir, "deployments"));
+    await expect(takeCloneDir(join(dataDir, "deployments"), "me")).rejects.toMatchObject({ code: "path_escapes_data_dir" });
+    expect(await readFile(join(outside, "dep-1.git", "refs", "heads", "main.lock"), "utf8")).toBe("outside, not ours");
+    await expect(readFile(join(outside, ".cluster-instance"))).rejects.toMatchObject({ code: "ENOENT" });
+  });
+
   it("still clears the locks of a clone without links", async () => {
     const dataDir = await tempDir();
     const deployments = join(dataDir, "deployments");
