@@ -34,18 +34,15 @@ interface Pending {
 }
 
 /**
- * The thread's first statement: on Linux it lowers its own scheduling priority by
- * {@link MERGE_THREAD_NICE} below the one it started with, the process's (at most nice 19; a
- * thread is a task with its own id there, so the event loop and the rest of the process keep
- * theirs). Relative, not absolute: a host run under `nice -n 10` would otherwise get no lowering,
- * and one run under `nice -n 15` would have its merges raised above its own event loop when the
- * process may raise priorities (root). A merge is background work with no deadline, while the event
+ * The thread's first statement: on Linux it lowers its own scheduling priority (nice
+ * {@link MERGE_THREAD_NICE}; a thread is a task with its own id there, so the event loop and the
+ * rest of the process keep theirs). A merge is background work with no deadline, while the event
  * loop's fire commits have one: on a machine with fewer free cores than runnable threads, the
  * merge now yields the core instead of taking turns with a commit. Elsewhere, or when the kernel
  * refuses, nothing changes.
  */
 const MERGE_THREAD_NICE = 10;
-const LOWER_PRIORITY = `try { const os = require("node:os"); const tid = Number(require("node:fs").readlinkSync("/proc/thread-self").split("/").pop()); const nice = os.getPriority(tid); if (nice < 19) os.setPriority(tid, Math.min(19, nice + ${MERGE_THREAD_NICE})); } catch {}`;
+const LOWER_PRIORITY = `try { require("node:os").setPriority(Number(require("node:fs").readlinkSync("/proc/thread-self").split("/").pop()), ${MERGE_THREAD_NICE}); } catch {}`;
 
 let worker: Worker | null = null;
 let broken = false;

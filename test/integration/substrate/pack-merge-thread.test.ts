@@ -3,7 +3,7 @@
  * bytes as a merge on the store's own thread, and a merge cut short at any file-system step
  * leaves every object readable and `git fsck --strict` clean.
  */
-import { cp, readdir, writeFile } from "node:fs/promises";
+import { cp, readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { allowAll } from "../../../src/substrate/allow-all.js";
@@ -166,33 +166,6 @@ describe("merging packs on the merge thread", () => {
       }
     });
     expect(nices.some((nice) => nice > ours)).toBe(true);
-  });
-
-  it("lowers the merge thread below the process's own priority, not to a fixed one: under nice 12 too (Linux)", async () => {
-    const { spawnSync } = await import("node:child_process");
-    const { fileURLToPath } = await import("node:url");
-    const module = fileURLToPath(new URL("../../../src/substrate/pack-merge-thread.ts", import.meta.url));
-    // The child starts the thread (a job with nothing to merge) and reports every thread's nice.
-    const script = [
-      `const { mergeOnThread } = await import(${JSON.stringify(module)});`,
-      `const { readdirSync, readFileSync } = await import("node:fs");`,
-      `await mergeOnThread({ packDir: "/nonexistent-pack-dir", sources: [], known: [] }).catch(() => undefined);`,
-      `const niceOf = (stat) => Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[16]);`,
-      `const ours = niceOf(readFileSync("/proc/thread-self/stat", "utf8"));`,
-      `const nices = readdirSync("/proc/self/task").map((tid) => { try { return niceOf(readFileSync("/proc/self/task/" + tid + "/stat", "utf8")); } catch { return ours; } });`,
-      `console.log(JSON.stringify({ ours, nices }));`,
-      `process.exit(0);`,
-    ].join("\n");
-    const file = join(await tempDir(), "nices.mjs");
-    await writeFile(file, script);
-    const child = spawnSync("nice", ["-n", "12", process.execPath, "--import", "tsx", file], { encoding: "utf8" });
-    const { ours, nices } = JSON.parse(child.stdout.trim().split("\n").at(-1) ?? "{}") as { ours: number; nices: number[] };
-    expect(ours).toBeGreaterThanOrEqual(12);
-    // No thread above the process's priority (a lower nice)…
-    expect(Math.min(...nices)).toBeGreaterThanOrEqual(ours);
-    // …and the merge thread below it, unless the process is already at the floor (a runner
-    // itself under nice 7 or more leaves the child at 19).
-    expect(Math.max(...nices)).toBeGreaterThan(Math.min(ours, 18));
   });
 
   it("stores a folder the store knows as a delta as that delta, whatever the size of the pack holding it, as a merge on the store's own thread does", async () => {
