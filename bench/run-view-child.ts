@@ -1,6 +1,7 @@
 /**
  * What one `GET /v1/deployments/:repo/runs/:run` costs on a long run: CPU time, wall time, peak
- * RSS and peak heap while it is served, and the size of the answer. A child of its own, so the
+ * RSS and peak heap while it is served, the size of the answer, and the longest stretch the
+ * event loop was held meanwhile (what the host's fire loop would wait behind it). A child of its own, so the
  * figures are this request's alone; run it against two checkouts, interleaved, to compare them.
  *
  *   node --import tsx bench/run-view-child.ts --build 200000 --data /tmp/rv   (once: the deployment)
@@ -14,6 +15,7 @@
  * again, the page again.
  */
 import { resolve } from "node:path";
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import { pathToFileURL } from "node:url";
 
@@ -63,12 +65,26 @@ async function measure(label: string, url: string): Promise<void> {
     peakRss = Math.max(peakRss, m.rss);
     peakHeap = Math.max(peakHeap, m.heapUsed);
   }, 5);
+  // How long the event loop was held at a stretch while the request was served: what a host's
+  // fire loop would wait behind it. Both a histogram and the longest gap between 1 ms ticks.
+  const delay = monitorEventLoopDelay({ resolution: 1 });
+  delay.enable();
+  let lastTick = performance.now();
+  let longestGapMs = 0;
+  const ticker = setInterval(() => {
+    const at = performance.now();
+    longestGapMs = Math.max(longestGapMs, at - lastTick);
+    lastTick = at;
+  }, 1);
   const cpu = process.cpuUsage();
   const wall = performance.now();
   const answer = await app.inject({ method: "GET", url, headers: { authorization: "Bearer x" } });
   const wallMs = performance.now() - wall;
   const used = process.cpuUsage(cpu);
   clearInterval(sampler);
+  clearInterval(ticker);
+  longestGapMs = Math.max(longestGapMs, performance.now() - lastTick);
+  delay.disable();
   const m = process.memoryUsage();
   peakRss = Math.max(peakRss, m.rss);
   peakHeap = Math.max(peakHeap, m.heapUsed);
@@ -82,9 +98,15 @@ async function measure(label: string, url: string): Promise<void> {
     rssGrowthMb: mb(peakRss - base.rss),
     peakHeapGrowthMb: mb(peakHeap - base.heapUsed),
     bodyKb: Math.round(answer.body.length / 1024),
+    loopDelayMaxMs: Math.round(delay.max / 1e6),
+    loopDelayP99Ms: Math.round(delay.percentile(99) / 1e6),
+    longestGapMs: Math.round(longestGapMs),
   }));
 }
 
+// The first request of a process loads modules and the pack's index: measured apart, so the
+// figures below are the long run's own.
+await measure("GET a run with no log (warm-up)", "/v1/deployments/bench/runs/none");
 const page = "/v1/deployments/bench/runs/long/events?after=150000&limit=100";
 await measure("GET events page (cold)", page);
 await measure("GET run (cold)", "/v1/deployments/bench/runs/long");

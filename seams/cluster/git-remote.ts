@@ -13,10 +13,12 @@
  *   the previous holder (expecting the old tip) is rejected, whatever it believes about its lease.
  */
 import { spawn } from "node:child_process";
+import * as nodeFs from "node:fs";
 import { existsSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { WorkflowHostError } from "../../src/errors.js";
+import { findEscapingLinks } from "../../src/substrate/contained-fs.js";
 import { MAX_PACKED_REFS_BYTES, MAX_REF_FILE_BYTES } from "../../src/substrate/bounded-file.js";
 import { DEFAULT_REF } from "../../src/substrate/ref-name.js";
 import { readSmallTextOrEmpty } from "./clone-dir.js";
@@ -68,7 +70,13 @@ export type PushOutcome = { readonly accepted: true } | { readonly accepted: fal
 
 export interface GitRemote {
   url(repoId: string): string;
-  /** Creates the bare clone at `gitdir` when absent (HEAD → refs/heads/main). */
+  /**
+   * Creates the bare clone at `gitdir` (`<dataDir>/deployments/<id>.git`) when absent (HEAD →
+   * refs/heads/main). First refuses a clone holding a symbolic link that leads outside it (or
+   * that is itself a link): the git commands that follow write through links, which the store's
+   * own checks (contained-fs.ts) never see. Walks the clone's folders once per call.
+   * @throws path_escapes_data_dir naming the first such link (relative to the data dir)
+   */
   ensureClone(gitdir: string): Promise<void>;
   /**
    * Fetches the remote's refs into the clone. @throws remote_unavailable (unreachable, or the
@@ -199,6 +207,11 @@ export function createGitRemote(opts: GitRemoteOptions): GitRemote {
     url: (repoId) => `${base}/${repoId}.git`,
 
     async ensureClone(gitdir) {
+      const dataDir = dirname(dirname(gitdir));
+      const links = await findEscapingLinks(nodeFs, dataDir, gitdir, { repository: true });
+      if (links.length > 0) {
+        throw new WorkflowHostError("path_escapes_data_dir", `${links[0]} (in data dir ${dataDir}) is a symbolic link leading outside its clone's folder; git is not run on the clone; replace the link with the folder or file itself`, { path: links[0], dataDir, links: links.length });
+      }
       if (existsSync(`${gitdir}/HEAD`)) return;
       await mkdir(gitdir, { recursive: true });
       const result = await run(["init", "--quiet", "--bare", "--initial-branch=main", gitdir]);

@@ -2,8 +2,8 @@
  * A read-only health check of deployment repos, as `workflow-host check` runs it: the ref
  * resolves, HEAD names a ref or holds an oid (else plain git refuses the folder), every run folder is well formed (the original layout is accepted), every event
  * parses, seqs are dense, nothing follows a terminal event, a sealed events.jsonl is valid, no
- * run folder reuses the id of a run the archive ref holds (`run_archived`), no symbolic link in the repository's folder (or
- * the folder itself) leads outside the data dir (`path_escapes_data_dir`, its path relative to the data dir). Each problem names its repo, path and seq, so a person can find it with
+ * run folder reuses the id of a run the archive ref holds (`run_archived`), no symbolic link in the repository's folder leads
+ * outside that folder, and the folder itself is no link (`path_escapes_data_dir`, its path relative to the data dir). Each problem names its repo, path and seq, so a person can find it with
  * `git show main:<path>`.
  *
  * The archive ref (`refs/archive/runs`, where retention moves ended runs) is checked the same
@@ -93,7 +93,7 @@ export async function checkDeployments(store: RepoStore, opts: CheckDeploymentsO
     // Links leading out of the data dir, wherever they are: the reads below meet only those on
     // their own paths (and say so in the same words), a write may meet any of them.
     for (const path of (await store.escapingLinks?.(principal, { kind: WORKFLOW_RUN_KIND, id: repoId })) ?? []) {
-      report(path, null, new WorkflowHostError("path_escapes_data_dir", `${path} is a symbolic link leading outside the data dir; the host refuses to read or write through it; replace it with the folder or file itself`, { repoId, path }));
+      report(path, null, new WorkflowHostError("path_escapes_data_dir", `${path} is a symbolic link leading outside its repository's folder; the host refuses to read or write through it; replace it with the folder or file itself`, { repoId, path }));
     }
     const alreadySaid = (error: WorkflowHostError): boolean =>
       error.code === "path_escapes_data_dir" && found.some((p) => p.code === error.code && typeof error.data["path"] === "string" && (error.data["path"] === p.path || error.data["path"].startsWith(`${p.path}/`)));

@@ -8,9 +8,11 @@
  * - Folders. Before the first use of a folder (the folder a file is in, or the folder listed,
  *   flushed or made), its real path must lie under the data dir's real path; else the call
  *   fails with `path_escapes_data_dir` (`data.path`: the folder relative to the data dir;
- *   `data.found`: where it leads) and touches nothing. The verdict is kept per folder for the
+ *   `data.found`: where it leads) and touches nothing. A folder at or below a repository
+ *   (`<prefix>/<id>.git`, see {@link ContainmentOptions}) must resolve inside that repository's
+ *   own folder, which is no link itself: one deployment's link never leads into another's. The verdict is kept per folder for the
  *   life of the store, so later calls cost one `Set` lookup (no realpath per commit). A link
- *   that stays inside the data dir is followed. The data dir itself may be a link: it is
+ *   that stays inside (its repository, for a repository's folder) is followed. The data dir itself may be a link: it is
  *   resolved once.
  * - Folders made by the store (`mkdirp`) are made one level at a time, each level checked
  *   before the next is made below it, so a missing `refs/heads/team/` under a linked
@@ -33,7 +35,7 @@
  * Concurrency: checks of one folder made at once share one realpath; verdicts are only ever
  * added after a check passed, removed after a miss.
  */
-import { dirname, relative, sep } from "node:path";
+import { basename, dirname, relative, sep } from "node:path";
 import { WorkflowHostError } from "../errors.js";
 import { errnoCode, type FsAdapter } from "./fs-adapter.js";
 
@@ -97,12 +99,37 @@ function realpathOf(rawFs: unknown): (path: string) => Promise<string> {
   return (path) => promised.call(m?.promises, path);
 }
 
+/** Options of {@link createContainment}. */
+export interface ContainmentOptions {
+  /**
+   * The folders below the data dir that hold repositories (`<prefix>/<id>.git`; the kind
+   * handlers' `directoryPrefix`es). A folder at or below such a repository must resolve inside
+   * that repository's own folder, which must itself not be a link: one deployment's link never
+   * leads its reads and writes into another's refs or objects, nor anywhere else in the data
+   * dir. Default: none (only the data dir bounds).
+   */
+  readonly repoPrefixes?: readonly string[];
+}
+
+/**
+ * The repository folder (`<dataDir>/<prefix>/<name>.git`) that `folder` is at or below, for a
+ * `prefix` in `prefixes`; null for any other folder.
+ */
+function repoFolderOf(below: string, folder: string, prefixes: ReadonlySet<string>): { parent: string; name: string } | null {
+  const parts = folder.slice(below.length).split("/");
+  const [prefix, name] = parts;
+  if (prefix === undefined || name === undefined || !prefixes.has(prefix) || !name.endsWith(".git") || name === ".git") return null;
+  return { parent: `${below}${prefix}`, name };
+}
+
 /**
  * The folder checks of one data dir over `rawFs` (node:fs or a module like it).
+ * @param options `repoPrefixes`: see {@link ContainmentOptions}
  * @throws TypeError when the module has neither `realpathSync` nor `promises.realpath`
  */
-export function createContainment(dataDir: string, rawFs: unknown): Containment {
+export function createContainment(dataDir: string, rawFs: unknown, options: ContainmentOptions = {}): Containment {
   const realpath = realpathOf(rawFs);
+  const prefixes = new Set(options.repoPrefixes ?? []);
   const below = dataDir === "/" ? "/" : `${dataDir}/`;
   const verified = new Set<string>();
   const pending = new Map<string, Promise<void>>();
@@ -138,6 +165,19 @@ export function createContainment(dataDir: string, rawFs: unknown): Containment 
       throw error;
     }
     if (real !== base && !real.startsWith(base === sep ? base : `${base}${sep}`)) throw escapesDataDir(dataDir, folder, real);
+    const repo = repoFolderOf(below, folder, prefixes);
+    if (repo !== null) {
+      // Its repository's folder as it is when not a link: the real path of the folder it is in, and its name.
+      let home: string;
+      try {
+        home = `${await realpath(repo.parent)}${sep}${repo.name}`;
+      } catch (error) {
+        const code = errnoCode(error);
+        if (code === "ENOENT" || code === "ENOTDIR") return false;
+        throw error;
+      }
+      if (real !== home && !real.startsWith(`${home}${sep}`)) throw leavesRepository(dataDir, folder, `${repo.parent}/${repo.name}`, relative(base, real) || ".");
+    }
     verified.add(folder);
     return true;
   }
@@ -199,6 +239,20 @@ export function createContainment(dataDir: string, rawFs: unknown): Containment 
   };
 }
 
+/**
+ * `path_escapes_data_dir` for a folder of repository `repo` that resolves inside the data dir
+ * but outside that repository's own folder (`found`: where it leads, relative to the data dir).
+ */
+function leavesRepository(dataDir: string, folder: string, repo: string, found: string): WorkflowHostError {
+  const rel = relative(dataDir, folder) || ".";
+  const own = relative(dataDir, repo);
+  return new WorkflowHostError(
+    "path_escapes_data_dir",
+    `${rel} (in data dir ${dataDir}) leads to ${found}, outside its own repository ${own}; a repository's folders never lead into another's or elsewhere; nothing was read or written there; replace the link with the folder itself`,
+    { path: rel, dataDir, found, repository: own },
+  );
+}
+
 /** A folder missing right after it was made (removed meanwhile): ENOENT, as node says it. */
 function goneAsMade(path: string): Error {
   return Object.assign(new Error(`ENOENT: no such file or directory, mkdir '${path}' (removed as it was made)`), { code: "ENOENT", syscall: "mkdir", path });
@@ -219,12 +273,15 @@ interface WalkFs {
  * followed; what they lead to is not listed. For `workflow-host check`: the store itself only
  * meets the links on the paths it uses, when it uses them.
  * @param rawFs node:fs or a module like it (the store's `fs` option)
+ * @param opts `repository`: `folder` is a repository's folder, whose links must stay inside
+ *   it (see {@link ContainmentOptions}): `folder` itself is listed when it is a link at all, and
+ *   a link below it when it leads outside it
  */
-export async function findEscapingLinks(rawFs: unknown, dataDir: string, folder: string): Promise<string[]> {
+export async function findEscapingLinks(rawFs: unknown, dataDir: string, folder: string, opts: { readonly repository?: boolean } = {}): Promise<string[]> {
   const { promises: fsp } = rawFs as WalkFs;
   let root: string;
   try {
-    root = await fsp.realpath(dataDir);
+    root = opts.repository === true ? `${await fsp.realpath(dirname(folder))}${sep}${basename(folder)}` : await fsp.realpath(dataDir);
   } catch {
     return [];
   }

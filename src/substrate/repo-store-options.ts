@@ -166,7 +166,7 @@ export function resolveRepoStoreOptions(opts: RepoStoreOptions): ResolvedRepoSto
   // Both adapters share one containment: a folder checked through one is checked for both.
   const plainFs = createFsAdapter(opts.fs, { noFollow: true });
   const dataDir = checkDataDir(opts.dataDir, "createRepoStore").replace(/\/+$/, "") || "/";
-  const containment = createContainment(dataDir, plainFs.raw);
+  const containment = createContainment(dataDir, plainFs.raw, { repoPrefixes: opts.kindHandlers.map((handler) => handler.directoryPrefix) });
   const fs = containFs(plainFs, containment);
   const quickFs = opts.blockingRefIo === false ? fs : containFs(createBlockingFsAdapter(opts.fs, { noFollow: true }), containment);
   const handlers = new Map<string, KindHandler>();

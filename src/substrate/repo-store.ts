@@ -383,7 +383,7 @@ export function createRepoStore(opts: RepoStoreOptions): RepoStore {
 
     async escapingLinks(principal, repoId) {
       const repo = await open(principal, repoId, null, "read");
-      return findEscapingLinks(fs.raw, dataDir, repo.gitdir);
+      return findEscapingLinks(fs.raw, dataDir, repo.gitdir, { repository: true });
     },
 
     async compactPacks(principal, repoId) {

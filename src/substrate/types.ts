@@ -385,8 +385,9 @@ export interface RepoStore {
    */
   compactPacks?(principal: Principal, repoId: RepoId): Promise<void>;
   /**
-   * The symbolic links inside the repository's folder (or the folder itself) that lead outside
-   * the data dir, as paths relative to the data dir: each makes the store refuse what passes
+   * The symbolic links inside the repository's folder that lead outside it (elsewhere in the
+   * data dir, into another repository, or out of the data dir), and the folder itself when it is
+   * a link, as paths relative to the data dir: each makes the store refuse what passes
    * through it (`path_escapes_data_dir`). For health checks; walks the whole folder.
    * Optional: stores off a file system leave it out.
    * @throws `repo_id_invalid`, `authorize_denied` (action "read"), `store_stopped`

@@ -75,9 +75,18 @@ export interface SummarizeRunLogOptions extends ReadRunLogOptions {
 export class RunSummaryCache {
   readonly #cache: LruCache<RunLogSummary>;
 
-  /** @param capacity weight bound: each summary weighs 1 plus its listed reports, timers and signals over 64 */
+  /**
+   * @param capacity weight bound, in units of about 8 KiB of heap (default 4,096: about 32 MiB):
+   *   a summary weighs 1, plus 1 per 8 listed bad entries and problems (each holds an error,
+   *   measured at about 750 bytes), per 16 pending timers, and per 64 signal ids
+   */
   constructor(capacity = 4_096) {
     this.#cache = new LruCache(capacity);
+  }
+
+  /** Total weight of the summaries kept. */
+  get weight(): number {
+    return this.#cache.weight;
   }
 
   get(key: string): RunLogSummary | undefined {
@@ -86,8 +95,9 @@ export class RunSummaryCache {
 
   set(key: string, summary: RunLogSummary): void {
     const s = summary.state;
-    const items = summary.bad.length + summary.problems.length + s.pendingTimers.size + s.observedSignalIds.size + s.unconsumedSignals.length;
-    this.#cache.set(key, summary, 1 + Math.floor(items / 64));
+    const reports = summary.bad.length + summary.problems.length;
+    const signals = s.observedSignalIds.size + s.unconsumedSignals.length;
+    this.#cache.set(key, summary, 1 + Math.ceil(reports / 8) + Math.ceil(s.pendingTimers.size / 16) + Math.ceil(signals / 64));
   }
 
   clear(): void {

@@ -6,13 +6,14 @@
 import { DEFAULT_REF } from "../substrate/ref-name.js";
 import { describeValue, WorkflowHostError } from "../errors.js";
 import type { CommittedReads, DirEntry, Principal, RepoStore, WriteResult } from "../substrate/types.js";
+import { LruCache } from "../substrate/lru-cache.js";
 import { isRegularFileMode } from "../substrate/tree-object.js";
 import { isTerminalEventType } from "./event-shapes.js";
-import { parseEvent, serializeEvent } from "./events.js";
+import { DEFAULT_MAX_EVENT_BYTES, parseEvent, serializeEvent } from "./events.js";
 import { checkCompactedLog, foldProblem, notEndedProblem } from "./compacted-log.js";
 import { afterTerminalProblem, scheduleProblem, sequenceProblems } from "./log-problems.js";
 import { type ParsedEventCache, sharedParsedEvents } from "./parsed-event-cache.js";
-import { parseEventPathName, runEventsPrefix, runsPrefix } from "./paths.js";
+import { compactedLogPath, parseEventPathName, runEventsPrefix, runsPrefix } from "./paths.js";
 import { blobFolderProblems, runFolderLayout, type RunFolderLayout } from "./run-folder.js";
 import { applyEvent, reduceRunState, reduceRunStateWithProblems } from "./run-state.js";
 import type { RunEvent, RunState } from "./types.js";
@@ -223,7 +224,9 @@ export interface RunLogPage {
  * and its own entries, not a pass over the folder.
  *
  * A run whose log is only its sealed `events.jsonl` (see compacted-log.ts) is paged from that
- * file: it is one blob, read whole, and an invalid one reads as an empty log here. A run with
+ * file: it is one blob, read whole; it is checked whole once (its line index is then kept by
+ * blob oid, ~8 bytes a line), so each further page parses only its own lines; an invalid one
+ * reads as an empty log here. A run with
  * no log is an empty page. Concurrent calls are independent (reads are pinned to one commit).
  * @throws page_invalid for an `after` that is not a whole number >= -1, a `limit` outside
  *   1..{@link MAX_PAGE_EVENTS} or a `maxBytes` that is not a whole number >= 1; errors of the
@@ -361,11 +364,59 @@ function firstAbove(seqs: Float64Array, after: number): number {
 
 /** A page of a run whose log is its sealed `events.jsonl` alone (one blob: read whole). */
 async function sealedPage(reads: CommittedReads, runId: string, sealedOid: string, after: number, limit: number, maxEventBytes: number | undefined): Promise<RunLogPage> {
-  const sealed = checkCompactedLog(runId, await reads.readBlobByOid(sealedOid), withLimit({}, maxEventBytes));
-  const rest = sealed.events.filter((e) => e.seq > after);
-  const events = rest.slice(0, limit);
-  const more = rest.length > events.length;
-  return { runId, after, events, bad: [], problems: [], nextAfter: more ? (events.at(-1)?.seq ?? null) : null };
+  const bytes = await reads.readBlobByOid(sealedOid);
+  const index = sealedIndexOf(runId, sealedOid, bytes, maxEventBytes);
+  const empty: RunLogPage = { runId, after, events: [], bad: [], problems: [], nextAfter: null };
+  if (index === null) return empty;
+  // The log is checked: its seqs are dense from `firstSeq`, one a line, so line k holds firstSeq + k.
+  const lines = index.starts.length - 1;
+  const from = Math.max(0, Math.min(lines, after + 1 - index.firstSeq));
+  const to = Math.min(lines, from + limit);
+  const events: RunEvent[] = [];
+  const opts = withLimit({}, maxEventBytes);
+  for (let k = from; k < to; k += 1) {
+    const line = bytes.subarray(index.starts[k] as number, (index.starts[k + 1] as number) - 1);
+    events.push(parseEvent(line, { path: `${compactedLogPath(runId)}:${k + 1}`, ...opts }));
+  }
+  return { ...empty, events, nextAfter: to < lines ? (events.at(-1)?.seq ?? null) : null };
+}
+
+/** Where each line of a checked sealed log starts (and, last, where the file ends), and its first seq. */
+interface SealedIndex {
+  readonly firstSeq: number;
+  readonly starts: Float64Array;
+}
+
+/**
+ * Sealed logs checked for paging, by blob oid and event size limit: `null` for an invalid one.
+ * Weighed by lines (8 bytes each), at most ~4 M lines (~32 MB) kept.
+ */
+const sealedIndexes = new LruCache<SealedIndex | null>(4_000_000);
+
+/**
+ * The line index of a sealed log, checked whole once (checkCompactedLog) and then kept, so each
+ * further page parses only its own lines; null when the log is invalid (read as empty here).
+ */
+function sealedIndexOf(runId: string, oid: string, bytes: Uint8Array, maxEventBytes: number | undefined): SealedIndex | null {
+  const key = `${oid}:${maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES}`;
+  const known = sealedIndexes.get(key);
+  if (known !== undefined) return known;
+  const check = checkCompactedLog(runId, bytes, withLimit({}, maxEventBytes));
+  const first = check.events[0];
+  if (check.problem !== null || first === undefined) {
+    sealedIndexes.set(key, null, 1);
+    return null;
+  }
+  const starts = new Float64Array(check.events.length + 1);
+  let at = 0;
+  for (let k = 0; k < check.events.length; k += 1) {
+    starts[k] = at;
+    at = bytes.indexOf(0x0a, at) + 1;
+  }
+  starts[check.events.length] = at;
+  const index = { firstSeq: first.seq, starts };
+  sealedIndexes.set(key, index, 1 + starts.length);
+  return index;
 }
 
 /** Checks one option of a page (see {@link RunLogPageOptions}). */

@@ -249,6 +249,89 @@ describe("a link inside a deployment that leads outside the data dir", () => {
   });
 });
 
+describe("a link inside a deployment that leads into another deployment's folder", () => {
+  const OTHER = { kind: WORKFLOW_RUN_KIND, id: "dep-2" };
+  /** dep-1 and dep-2, each with a run; dep-2's folder as a snapshot to compare. */
+  async function twoDeployments(): Promise<{ dataDir: string; other: string }> {
+    const dataDir = await seededDataDir();
+    const store = openWorkflowStore({ dataDir, watch: false });
+    await store.initRepo(null, OTHER);
+    await store.writeTree(null, OTHER, "main", { files: { "notes/b.txt": "b" }, message: "b" });
+    await store.close();
+    return { dataDir, other: join(dataDir, "deployments", "dep-2.git") };
+  }
+
+  for (const [name, target] of [
+    ["refs/heads", "../../dep-2.git/refs/heads"],
+    ["refs", "../dep-2.git/refs"],
+    ["objects", "../dep-2.git/objects"],
+  ] as const) {
+    for (const absolute of [false, true]) {
+      it(`at ${name} (${absolute ? "absolute" : "relative"} link): the write is refused and the other deployment is left as it was`, async () => {
+        const { dataDir, other } = await twoDeployments();
+        const at = join(gitdirOf(dataDir), name);
+        await rm(at, { recursive: true });
+        await symlink(absolute ? join(at, "..", target) : target, at);
+        const before = await snapshot(other);
+        const store = openWorkflowStore({ dataDir, watch: false });
+        try {
+          expect(await codeOf(() => setTimer(store, "r2", "t2"))).toBe("path_escapes_data_dir");
+          // The other deployment itself is served as before.
+          expect(await store.resolveRef(null, OTHER, "main")).toMatch(/^[0-9a-f]{40}$/);
+        } finally {
+          await store.close();
+        }
+        expect(await snapshot(other)).toEqual(before);
+      });
+    }
+  }
+
+  it("at the deployment's folder itself: a link to another deployment's folder is refused", async () => {
+    const { dataDir, other } = await twoDeployments();
+    await rm(gitdirOf(dataDir), { recursive: true });
+    await symlink("dep-2.git", gitdirOf(dataDir));
+    const before = await snapshot(other);
+    const store = openWorkflowStore({ dataDir, watch: false });
+    try {
+      expect(await codeOf(() => setTimer(store, "r2", "t2"))).toBe("path_escapes_data_dir");
+    } finally {
+      await store.close();
+    }
+    expect(await snapshot(other)).toEqual(before);
+  });
+
+  it("a chain that leaves the deployment and comes back into another is refused", async () => {
+    const { dataDir, other } = await twoDeployments();
+    const hop = join(dataDir, "hop");
+    await symlink(join(other, "refs", "heads"), hop);
+    const at = join(gitdirOf(dataDir), "refs", "heads");
+    await rm(at, { recursive: true });
+    await symlink("../../../hop", at);
+    const before = await snapshot(other);
+    const store = openWorkflowStore({ dataDir, watch: false });
+    try {
+      expect(await codeOf(() => setTimer(store, "r2", "t2"))).toBe("path_escapes_data_dir");
+    } finally {
+      await store.close();
+    }
+    expect(await snapshot(other)).toEqual(before);
+  });
+
+  it("is reported by check", async () => {
+    const { dataDir } = await twoDeployments();
+    const at = join(gitdirOf(dataDir), "refs", "heads");
+    await rm(at, { recursive: true });
+    await symlink("../../dep-2.git/refs/heads", at);
+    const store = openWorkflowStore({ dataDir, watch: false });
+    try {
+      const report = await checkDeployments(store);
+      expect(report.problems.map((p) => [p.code, p.path])).toContainEqual(["path_escapes_data_dir", `deployments/${REPO}.git/refs/heads`]);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
 describe("a link at a pack's place", () => {
   it("is not read by the store: reads of what it holds are refused", async () => {
     const dataDir = await seededDataDir();
@@ -258,6 +341,21 @@ describe("a link at a pack's place", () => {
     const store = openWorkflowStore({ dataDir, watch: false });
     try {
       expect(await codeOf(() => store.resolveRef(null, RID, "main"))).toBe("path_escapes_data_dir");
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("with its index linked too: nothing of it is read, by the store or by the fallback reader", async () => {
+    const dataDir = await seededDataDir();
+    const packDir = join(gitdirOf(dataDir), "objects", "pack");
+    const outsideDir = await tempDir();
+    for (const name of await readdir(packDir)) if (/\.(pack|idx|rev)$/.test(name)) await replaceByLink(join(packDir, name), join(outsideDir, name));
+    const store = openWorkflowStore({ dataDir, watch: false });
+    try {
+      const reads = await store.openCommittedReads(null, RID, "main").catch((error: unknown) => error as Error);
+      const listed = reads instanceof Error ? reads : await reads.listDir("runs/r1/events").catch((error: unknown) => error as Error);
+      expect(listed).toBeInstanceOf(Error);
     } finally {
       await store.close();
     }
@@ -280,7 +378,7 @@ describe("a link at a pack's place", () => {
 });
 
 describe("workflow-host check", () => {
-  it("reports each link leading outside the data dir once, with path_escapes_data_dir, and a link that stays inside not at all", async () => {
+  it("reports each link leading outside the data dir once, with path_escapes_data_dir, and a link that stays inside its repository not at all", async () => {
     const dataDir = await seededDataDir();
     const gitdir = gitdirOf(dataDir);
     const outside = await tempDir();
@@ -288,8 +386,8 @@ describe("workflow-host check", () => {
     await mkdir(join(gitdir, "refs", "consumers"));
     await replaceByLink(join(gitdir, "refs", "consumers"), join(outside, "consumers"));
     await replaceByLink(join(gitdir, "objects", "pack"), join(outside, "pack"));
-    await mkdir(join(dataDir, "spare"));
-    await symlink(join(dataDir, "spare"), join(gitdir, "workflow-host-spare"));
+    await mkdir(join(gitdir, "spare"));
+    await symlink(join(gitdir, "spare"), join(gitdir, "workflow-host-spare"));
     const store = openWorkflowStore({ dataDir, watch: false });
     try {
       const report = await checkDeployments(store);
@@ -341,11 +439,28 @@ describe("links the store follows", () => {
     }
   });
 
-  it("follows a folder link whose target stays inside the data dir", async () => {
+  it("refuses a folder link that stays inside the data dir but leaves the repository", async () => {
     const dataDir = await seededDataDir();
     const gitdir = gitdirOf(dataDir);
-    const inside = join(dataDir, "spare-disk", "pack");
+    const elsewhere = join(dataDir, "spare-disk", "pack");
     await mkdir(join(dataDir, "spare-disk"));
+    await rename(join(gitdir, "objects", "pack"), elsewhere);
+    await symlink(elsewhere, join(gitdir, "objects", "pack"));
+    const before = await snapshot(join(dataDir, "spare-disk"));
+    const store = openWorkflowStore({ dataDir, watch: false });
+    try {
+      expect(await codeOf(() => setTimer(store, "r2", "t2"))).toBe("path_escapes_data_dir");
+    } finally {
+      await store.close();
+    }
+    expect(await snapshot(join(dataDir, "spare-disk"))).toEqual(before);
+  });
+
+  it("follows a folder link whose target stays inside the repository", async () => {
+    const dataDir = await seededDataDir();
+    const gitdir = gitdirOf(dataDir);
+    const inside = join(gitdir, "spare-disk", "pack");
+    await mkdir(join(gitdir, "spare-disk"));
     await rename(join(gitdir, "objects", "pack"), inside);
     await symlink(inside, join(gitdir, "objects", "pack"));
     const store = openWorkflowStore({ dataDir, watch: false });

@@ -8,6 +8,9 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { createWorkflowHostScheduler } from "../../../seams/scheduler/scheduler.js";
 import { expectCode } from "../../helpers/expect-code.js";
+import { appendRunEvents } from "../../../src/workflow/run-log-append.js";
+import { readRunLog } from "../../../src/workflow/run-log.js";
+import { WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
 import { createHarness, firedOf, type Harness } from "./harness.js";
 
 let h: Harness | undefined;
@@ -99,5 +102,41 @@ describe("group commit", () => {
     for (const bad of [-1, Number.NaN, Number.POSITIVE_INFINITY, 60_001, "8" as unknown as number]) {
       expectCode(() => createWorkflowHostScheduler({ repoStore: h!.store, principal: null, listActiveDeployments: () => [], clock: h!.clock.clock, minCommitIntervalMs: bad }), "time_invalid");
     }
+  });
+});
+
+describe("a held commit taking what came due, raced by changes to the timers", () => {
+  it("fires each armed generation once: a replaced timer by its new generation, a cancelled timer and an ended run's not at all, on every deployment", async () => {
+    h = await createHarness(START, { minCommitIntervalMs: 400 }, ["dep", "dep2"]);
+    const appendTo = async (repoId: string, runId: string, body: Record<string, unknown>): Promise<void> => {
+      await appendRunEvents({ store: h!.store, principal: null, repoId, runId, message: `append to ${runId}`, decide: () => ({ append: [body], result: undefined }) });
+    };
+    await h.append("r1", { type: "TimerSet", data: { timerId: "a", fireAt: at(1_000) } });
+    for (const [runId, timerId] of [["r2", "b"], ["r3", "c"], ["r4", "d"], ["r5", "e"], ["r6", "f"]] as const) {
+      await h.append(runId, { type: "TimerSet", data: { timerId, fireAt: at(1_200) } });
+    }
+    await appendTo("dep", "r8", { type: "TimerSet", data: { timerId: "h", fireAt: at(1_450) } });
+    await appendTo("dep2", "r7", { type: "TimerSet", data: { timerId: "g", fireAt: at(1_200) } });
+    await h.scheduler.start();
+    await h.clock.advance(1_000); // a committed at once; dep's next commit is held until 1 400
+    await h.clock.advance(250); // b … f due at 1 200, waiting for the held commit
+    await h.append("r4", { type: "TimerSet", data: { timerId: "d", fireAt: at(1_300) } }); // a new generation of d
+    await h.append("r5", { type: "TimerCancelled", data: { timerId: "e" } });
+    await h.append("r6", { type: "RunCompleted" });
+    await h.append("r8", { type: "TimerSet", data: { timerId: "h", fireAt: at(1_350) } }); // h moved earlier
+    await h.clock.advance(150); // 1 400: the held commit cuts its batch
+    await h.clock.advance(2_000);
+    const log = async (runId: string, repoId = "dep") => {
+      const reads = await h!.store.openCommittedReads(null, { kind: WORKFLOW_RUN_KIND, id: repoId }, "refs/heads/main");
+      return [...(await readRunLog(reads, runId)).events];
+    };
+    expect(firedOf(await log("r1"))).toHaveLength(1);
+    expect(firedOf(await log("r2"))).toHaveLength(1);
+    expect(firedOf(await log("r3"))).toHaveLength(1);
+    expect(firedOf(await log("r4")).map((f) => f.scheduledFor)).toEqual([at(1_300)]);
+    expect(firedOf(await log("r5"))).toEqual([]);
+    expect(firedOf(await log("r6"))).toEqual([]);
+    expect(firedOf(await log("r7", "dep2"))).toHaveLength(1);
+    expect(firedOf(await log("r8")).map((f) => f.scheduledFor)).toEqual([at(1_350)]);
   });
 });

@@ -243,6 +243,18 @@ describe("summarizeRunLog's cache", () => {
     expect(read).toEqual([]);
   });
 
+  it("weighs a summary by what it holds, so its capacity bounds the memory kept (a bad entry costs a sizeable error)", async () => {
+    const files: Record<string, string | object> = {};
+    for (let seq = 1; seq <= 1_000; seq += 1) files[`runs/bad/events/${seq}.json`] = `{"not json ${seq}`;
+    const reads = await repoWith(files);
+    const { RunSummaryCache } = await import("../../../src/workflow/run-log-summary.js");
+    const summaries = new RunSummaryCache();
+    const summary = await summarizeRunLog(reads, "bad", { parsedEvents: null, summaries });
+    expect(summary.badCount).toBe(1_000);
+    // About 8 KiB a unit (see RunSummaryCache): 1,000 listed errors are several hundred KiB.
+    expect(summaries.weight).toBeGreaterThanOrEqual(100);
+  });
+
   it("keeps two runs with the same events apart: each names its own paths", async () => {
     const reads = await repoWith({ "runs/a/events/1.json": "x", "runs/b/events/1.json": "x" });
     const a = await summarizeRunLog(reads, "a");
