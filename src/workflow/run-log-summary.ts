@@ -19,7 +19,7 @@
  */
 import { hashObject } from "../substrate/git-object.js";
 import type { CommittedReads, DirEntry, Oid } from "../substrate/types.js";
-import { BLOB_MODE, compareTreeEntries, entrySize, isRegularFileMode, TREE_MODE, type TreeEntry, writeEntry } from "../substrate/tree-object.js";
+import { BLOB_MODE, compareTreeEntries, isRegularFileMode, TREE_MODE } from "../substrate/tree-object.js";
 import { checkCompactedLog, notEndedProblem, notFoldProblem } from "./compacted-log.js";
 import { isTerminalEventType } from "./event-shapes.js";
 import { afterTerminalProblem, scheduleProblem, sequenceProblems } from "./log-problems.js";
@@ -384,22 +384,29 @@ async function fold(
  * One pass over the listing and one hash of its bytes; no blob is read.
  */
 function onlyGrew(entries: readonly DirEntry[], known: FoldProgress): boolean {
-  const kept: TreeEntry[] = [];
+  const kept: DirEntry[] = [];
   let folders = false;
+  let room = 0;
   for (const entry of entries) {
     const seq = parseEventPathName(entry.name);
     if (seq !== null && seq > known.maxFileSeq) continue;
     if (entry.type === "tree") folders = true;
-    kept.push({ name: entry.name, type: entry.type, oid: entry.oid, mode: entry.mode ?? (entry.type === "tree" ? TREE_MODE : BLOB_MODE) });
+    kept.push(entry);
+    // At most 3 bytes of UTF-8 per UTF-16 unit; mode, space, NUL and the 20-byte oid.
+    room += 3 * entry.name.length + 28;
   }
   // Listings sort by name; git sorts a folder as if its name ended in "/".
-  if (folders) kept.sort(compareTreeEntries);
-  let size = 0;
-  for (const entry of kept) size += entrySize(entry);
-  const content = Buffer.allocUnsafe(size);
+  if (folders) kept.sort((a, b) => compareTreeEntries(a, b));
+  const content = Buffer.allocUnsafe(room);
   let at = 0;
-  for (const entry of kept) at = writeEntry(content, at, entry);
-  return hashObject("tree", content).oid === known.eventsOid;
+  for (const entry of kept) {
+    at += content.write(entry.mode ?? (entry.type === "tree" ? TREE_MODE : BLOB_MODE), at, "latin1");
+    content[at++] = 0x20;
+    at += content.write(entry.name, at, "utf8");
+    content[at++] = 0;
+    at += content.write(entry.oid, at, "hex");
+  }
+  return hashObject("tree", content.subarray(0, at)).oid === known.eventsOid;
 }
 
 /** The position of the first seq above `after` in ascending `seqs`. */
