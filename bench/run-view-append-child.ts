@@ -7,8 +7,13 @@
  *
  *   node --import tsx bench/run-view-child.ts --build 200000 --data /tmp/rv   (once)
  *   node --expose-gc --import tsx bench/run-view-append-child.ts --root /path/to/checkout --data /tmp/rv --rounds 3
+ *
+ * With RUN_VIEW_APPEND_CPU_PROFILE=<file>, the requests after an append (not the cold one) are
+ * profiled into <file> (a .cpuprofile).
  */
 import { execFileSync } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { Session } from "node:inspector/promises";
 import { resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
@@ -55,10 +60,16 @@ async function measure(label: string): Promise<void> {
   );
 }
 
+const profileTo = process.env.RUN_VIEW_APPEND_CPU_PROFILE;
+const session = profileTo === undefined ? null : new Session();
+session?.connect();
+await session?.post("Profiler.enable");
 await measure("GET run (cold)");
 for (let round = 1; round <= Number(values.rounds ?? "3"); round += 1) {
   execFileSync(process.execPath, ["--import", "tsx", fileURLToPath(import.meta.url), "--append", "--data", dataDir], { stdio: "inherit" });
+  await session?.post("Profiler.start");
   await measure(`GET run after one appended event (${round})`);
+  await session?.post("Profiler.stop").then(({ profile }) => writeFileSync(`${profileTo}.${round}`, JSON.stringify(profile)));
 }
 await app.close();
 await host.stop().catch(() => undefined);

@@ -26,7 +26,7 @@ import { afterTerminalProblem, scheduleProblem, sequenceProblems } from "./log-p
 import { DEFAULT_MAX_EVENT_BYTES } from "./events.js";
 import type { ParsedEventCache } from "./parsed-event-cache.js";
 import { parseEventPathName, runsPrefix } from "./paths.js";
-import { type BadEvent, listRunFolder, LogReader, nextSeqAfter, type ReadRunLogOptions, seqIndexOf, withLimit } from "./run-log.js";
+import { type BadEvent, listRunFolder, LogReader, nextSeqAfter, type ReadRunLogOptions, type SeqIndex, seqIndexOf, withLimit } from "./run-log.js";
 import { createRunStateFold, type RunStateFoldPoint } from "./run-state.js";
 import type { RunState } from "./types.js";
 
@@ -266,7 +266,7 @@ async function fold(
   const sealed = layout.compacted;
   const index = seqIndexOf(entries);
   // Folded onto the kept progress when the log only grew since (see summarizeRunLog).
-  const from = known !== null && sealed === null && layout.events !== null && onlyGrew(entries, known) ? known : null;
+  const from = known !== null && sealed === null && layout.events !== null && onlyGrew(entries, index, known) ? known : null;
   const parsedEvents = options.parsedEvents !== undefined ? options.parsedEvents : entries.length <= CACHED_LOG_EVENTS ? undefined : null;
   const reader = new LogReader(runId, { ...withLimit({}, options.maxEventBytes), ...(parsedEvents === undefined ? {} : { parsedEvents }) });
   // A walk that reads each blob once: through reads that leave the store's caches alone.
@@ -379,17 +379,20 @@ async function fold(
 }
 
 /**
- * Whether `entries` (the new `events/` listing) are the folded folder plus names above its
- * highest seq: the folder they would be without those names hashes to the folded one's oid.
- * One pass over the listing and one hash of its bytes; no blob is read.
+ * Whether `entries` (the new `events/` listing, `index` its seq index) are the folded folder
+ * plus names above its highest seq: the folder they would be without those names hashes to the
+ * folded one's oid. One pass over the listing, written in place (no native call per entry), and
+ * one hash of its bytes; no blob is read.
  */
-function onlyGrew(entries: readonly DirEntry[], known: FoldProgress): boolean {
+function onlyGrew(entries: readonly DirEntry[], index: SeqIndex, known: FoldProgress): boolean {
+  const above = new Set<number>();
+  for (let k = firstAbove(index.seqs, known.maxFileSeq); k < index.seqs.length; k += 1) above.add(index.at[k] as number);
   const kept: DirEntry[] = [];
   let folders = false;
   let room = 0;
-  for (const entry of entries) {
-    const seq = parseEventPathName(entry.name);
-    if (seq !== null && seq > known.maxFileSeq) continue;
+  for (let i = 0; i < entries.length; i += 1) {
+    if (above.has(i)) continue;
+    const entry = entries[i] as DirEntry;
     if (entry.type === "tree") folders = true;
     kept.push(entry);
     // At most 3 bytes of UTF-8 per UTF-16 unit; mode, space, NUL and the 20-byte oid.
@@ -400,13 +403,35 @@ function onlyGrew(entries: readonly DirEntry[], known: FoldProgress): boolean {
   const content = Buffer.allocUnsafe(room);
   let at = 0;
   for (const entry of kept) {
-    at += content.write(entry.mode ?? (entry.type === "tree" ? TREE_MODE : BLOB_MODE), at, "latin1");
+    at = writeAscii(content, at, entry.mode ?? (entry.type === "tree" ? TREE_MODE : BLOB_MODE));
     content[at++] = 0x20;
-    at += content.write(entry.name, at, "utf8");
+    const name = entry.name;
+    let ascii = true;
+    for (let c = 0; c < name.length; c += 1) if (name.charCodeAt(c) > 0x7f) ascii = false;
+    at = ascii ? writeAscii(content, at, name) : at + content.write(name, at, "utf8");
     content[at++] = 0;
-    at += content.write(entry.oid, at, "hex");
+    const oid = entry.oid;
+    if (oid.length !== 40) return false;
+    for (let c = 0; c < 40; c += 2) {
+      const hi = hexValue(oid.charCodeAt(c));
+      const lo = hexValue(oid.charCodeAt(c + 1));
+      if (hi < 0 || lo < 0) return false;
+      content[at++] = (hi << 4) | lo;
+    }
   }
   return hashObject("tree", content.subarray(0, at)).oid === known.eventsOid;
+}
+
+function writeAscii(out: Buffer, at: number, text: string): number {
+  for (let c = 0; c < text.length; c += 1) out[at + c] = text.charCodeAt(c);
+  return at + text.length;
+}
+
+/** The value of a lowercase hex digit's char code, or -1. */
+function hexValue(code: number): number {
+  if (code >= 0x30 && code <= 0x39) return code - 0x30;
+  if (code >= 0x61 && code <= 0x66) return code - 0x57;
+  return -1;
 }
 
 /** The position of the first seq above `after` in ascending `seqs`. */
