@@ -126,10 +126,10 @@ export class RunSummaryCache {
   #bytes = 0;
 
   /**
-   * @param maxEntries runs kept (>= 0, default 256)
+   * @param maxEntries runs kept (>= 0, default 4,096: listing pending timers summarises every run of a deployment)
    * @param maxBytes estimated bytes kept (>= 0, default 64 MiB)
    */
-  constructor(maxEntries = 256, maxBytes = 64 * 1024 * 1024) {
+  constructor(maxEntries = 4_096, maxBytes = 64 * 1024 * 1024) {
     this.#maxEntries = maxEntries;
     this.#maxBytes = maxBytes;
   }
