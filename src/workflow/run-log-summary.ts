@@ -9,24 +9,26 @@
  * the state and dropped. What stays in memory is the listing, the state (pending timers, the
  * signal ids seen — the dedupe set — and the unconsumed signals) and at most `maxReports` bad
  * entries and problems (the rest are counted). A run's summary is a pure function of its tree,
- * so summaries are kept by the oid of `runs/<runId>` (see {@link RunSummaryCache}): asking
- * again for a run that did not change reads nothing but that oid.
+ * so each run's latest summary is kept with the oid of `runs/<runId>` (see
+ * {@link RunSummaryCache}): asking again for a run that did not change reads nothing but that
+ * oid. The log is append-only, so a run that changed has most often only gained events: then
+ * the kept fold goes on with the new events alone (see {@link summarizeRunLog}).
  *
  * A run whose log is only its sealed `events.jsonl` is folded from that file, which is one blob
  * and is read whole.
  */
-import { LruCache } from "../substrate/lru-cache.js";
-import type { CommittedReads, DirEntry } from "../substrate/types.js";
-import { isRegularFileMode } from "../substrate/tree-object.js";
+import { hashObject } from "../substrate/git-object.js";
+import type { CommittedReads, DirEntry, Oid } from "../substrate/types.js";
+import { BLOB_MODE, compareTreeEntries, isRegularFileMode, TREE_MODE } from "../substrate/tree-object.js";
 import { checkCompactedLog, notEndedProblem, notFoldProblem } from "./compacted-log.js";
 import { isTerminalEventType } from "./event-shapes.js";
 import { afterTerminalProblem, scheduleProblem, sequenceProblems } from "./log-problems.js";
 import { DEFAULT_MAX_EVENT_BYTES } from "./events.js";
 import type { ParsedEventCache } from "./parsed-event-cache.js";
 import { parseEventPathName, runsPrefix } from "./paths.js";
-import { type BadEvent, listRunFolder, LogReader, nextSeqAfter, type ReadRunLogOptions, seqIndexOf, withLimit } from "./run-log.js";
-import { createRunStateFold } from "./run-state.js";
-import type { RunEvent, RunState } from "./types.js";
+import { type BadEvent, listRunFolder, LogReader, nextSeqAfter, type ReadRunLogOptions, type SeqIndex, seqIndexOf, withLimit } from "./run-log.js";
+import { createRunStateFold, type RunStateFoldPoint } from "./run-state.js";
+import type { RunState } from "./types.js";
 
 /** Bad entries and problems a summary lists when no `maxReports` is given (the rest are counted). */
 export const DEFAULT_MAX_REPORTS = 1_000;
@@ -71,38 +73,134 @@ export interface SummarizeRunLogOptions extends ReadRunLogOptions {
   readonly summaries?: RunSummaryCache | null;
 }
 
-/** Summaries by the oid of the run's tree and the run's id (and the limits they were read with). */
+/**
+ * How far a fold of a run's `events/` went: the folder folded, the fold's point and what the
+ * summary counts, so that events appended after it are folded onto a copy of it (see
+ * {@link summarizeRunLog}). Never changed once made.
+ */
+interface FoldProgress {
+  /** Oid of the `events/` folder folded. */
+  readonly eventsOid: Oid;
+  /** The highest seq of a name in it (-1 for none): every later name is above it. */
+  readonly maxFileSeq: number;
+  readonly point: RunStateFoldPoint;
+  readonly terminal: { readonly seq: number; readonly type: string } | null;
+  readonly eventCount: number;
+  readonly firstSeq: number | null;
+  readonly bad: Kept;
+  /** Schedule problems, gaps in the seqs, events after the terminal one: in the order reported. */
+  readonly schedule: Kept;
+  readonly sequence: Kept;
+  readonly late: Kept;
+}
+
+/** The first `max` of a kind of report, and how many there were. */
+interface Kept {
+  readonly list: readonly BadEvent[];
+  readonly count: number;
+}
+
+/** A run's latest summary in a {@link RunSummaryCache}. */
+interface KeptSummary {
+  readonly treeOid: Oid;
+  readonly summary: RunLogSummary;
+  /** Null when the summary cannot be continued (a sealed `events.jsonl`, no `events/`). */
+  readonly progress: FoldProgress | null;
+  readonly bytes: number;
+}
+
+/**
+ * Summaries of runs, the latest asked for each run (by run id and the limits it was read with),
+ * with the run's tree oid and how far the fold went: a run asked again unchanged costs its tree
+ * oid; a run that only gained events since is folded from where the kept summary stood.
+ *
+ * Bounded: at most `maxEntries` runs and `maxBytes` bytes as estimated (per summary 1 KiB, plus
+ * 1,536 bytes per listed report — each holds an error; 1,000 measured at about 1.5 MB of heap —
+ * and 512 per pending timer, 64 bytes plus twice its length per signal id
+ * seen — the dedupe set — and per unconsumed signal 256 bytes plus its payload's JSON length),
+ * the least recently used dropped first; a summary heavier than `maxBytes` is not kept.
+ */
 export class RunSummaryCache {
-  readonly #cache: LruCache<RunLogSummary>;
+  readonly #entries = new Map<string, KeptSummary>();
+  readonly #maxEntries: number;
+  readonly #maxBytes: number;
+  #bytes = 0;
 
   /**
-   * @param capacity weight bound, in units of about 8 KiB of heap (default 4,096: about 32 MiB):
-   *   a summary weighs 1, plus 1 per 8 listed bad entries and problems (each holds an error,
-   *   measured at about 750 bytes), per 16 pending timers, and per 64 signal ids
+   * @param maxEntries runs kept (>= 0, default 4,096: listing pending timers summarises every run of a deployment)
+   * @param maxBytes estimated bytes kept (>= 0, default 64 MiB)
    */
-  constructor(capacity = 4_096) {
-    this.#cache = new LruCache(capacity);
+  constructor(maxEntries = 4_096, maxBytes = 64 * 1024 * 1024) {
+    this.#maxEntries = maxEntries;
+    this.#maxBytes = maxBytes;
   }
 
-  /** Total weight of the summaries kept. */
-  get weight(): number {
-    return this.#cache.weight;
+  /** Runs kept. */
+  get size(): number {
+    return this.#entries.size;
   }
 
-  get(key: string): RunLogSummary | undefined {
-    return this.#cache.get(key);
+  /** Estimated bytes kept (see the class comment). */
+  get bytes(): number {
+    return this.#bytes;
   }
 
-  set(key: string, summary: RunLogSummary): void {
-    const s = summary.state;
-    const reports = summary.bad.length + summary.problems.length;
-    const signals = s.observedSignalIds.size + s.unconsumedSignals.length;
-    this.#cache.set(key, summary, 1 + Math.ceil(reports / 8) + Math.ceil(s.pendingTimers.size / 16) + Math.ceil(signals / 64));
+  /** @internal the kept summary of `key`, now the most recently used */
+  get(key: string): KeptSummary | undefined {
+    const kept = this.#entries.get(key);
+    if (kept !== undefined) {
+      this.#entries.delete(key);
+      this.#entries.set(key, kept);
+    }
+    return kept;
+  }
+
+  /** @internal keeps `summary` as the latest of `key`, dropping the least recently used past the bounds */
+  set(key: string, treeOid: Oid, summary: RunLogSummary, progress: FoldProgress | null): void {
+    this.delete(key);
+    const bytes = weightOf(summary, progress);
+    if (bytes > this.#maxBytes || this.#maxEntries === 0) return;
+    this.#entries.set(key, { treeOid, summary, progress, bytes });
+    this.#bytes += bytes;
+    for (const [oldest, kept] of this.#entries) {
+      if (this.#entries.size <= this.#maxEntries && this.#bytes <= this.#maxBytes) break;
+      this.#entries.delete(oldest);
+      this.#bytes -= kept.bytes;
+    }
+  }
+
+  delete(key: string): void {
+    const kept = this.#entries.get(key);
+    if (kept === undefined) return;
+    this.#entries.delete(key);
+    this.#bytes -= kept.bytes;
   }
 
   clear(): void {
-    this.#cache.clear();
+    this.#entries.clear();
+    this.#bytes = 0;
   }
+}
+
+/** JSON length of each unconsumed signal's payload, by the signal (shared by the states that hold it). */
+const payloadBytes = new WeakMap<object, number>();
+
+/** A kept summary's estimated bytes (see {@link RunSummaryCache}). */
+function weightOf(summary: RunLogSummary, progress: FoldProgress | null): number {
+  const s = summary.state;
+  let reports = summary.bad.length + summary.problems.length;
+  if (progress !== null) reports += progress.bad.list.length + progress.schedule.list.length + progress.sequence.list.length + progress.late.list.length;
+  let bytes = 1024 + 1536 * reports + 512 * s.pendingTimers.size;
+  for (const id of s.observedSignalIds) bytes += 64 + 2 * id.length;
+  for (const signal of s.unconsumedSignals) {
+    let payload = payloadBytes.get(signal);
+    if (payload === undefined) {
+      payload = JSON.stringify(signal.payload)?.length ?? 4;
+      payloadBytes.set(signal, payload);
+    }
+    bytes += 256 + 2 * payload;
+  }
+  return bytes;
 }
 
 /** The cache {@link summarizeRunLog} uses unless given another. */
@@ -112,6 +210,14 @@ export const sharedRunSummaries = new RunSummaryCache();
  * Summarises the log of run `runId` at the commit `reads` is pinned to, reading each event blob
  * once, a chunk at a time, and holding none of the events (see the module comment). The same
  * state, counts, bad entries and problems as `readRunLog` (up to `maxReports` of each).
+ *
+ * When the cache holds this run's summary at another tree whose `events/` is the new one less
+ * the names above its highest seq — the log only grew — only those newer events are read and
+ * folded onto (a copy of) where that summary stood; the result is the full fold's. Checking
+ * costs one pass over the new `events/` listing and hashing the folder it would have been
+ * (about a tenth of a second at 200,000 events), not a read of any event blob. Anything else
+ * (an event changed or removed, a gap filled, a new name that is not above the last seq, a sealed
+ * `events.jsonl`, the run made anew) folds the whole log.
  * @returns the summary; a run with no folder is an empty one (eventCount 0, lastSeq -1)
  * @throws errors of the reads themselves (object_corrupt, io_failed); a bad event never throws
  */
@@ -119,41 +225,76 @@ export async function summarizeRunLog(reads: CommittedReads, runId: string, opti
   const maxReports = options.maxReports ?? DEFAULT_MAX_REPORTS;
   const cache = options.summaries === undefined ? sharedRunSummaries : options.summaries;
   const treeOid = cache === null ? null : await reads.treeOid(`${runsPrefix}${runId}`);
-  // The run id too: two runs with the same events have the same tree, but their reports name their own paths.
-  const key = treeOid === null ? null : `${treeOid}:${runId}:${options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES}:${maxReports}`;
-  const known = key === null ? undefined : cache?.get(key);
-  if (known !== undefined) return known;
-  const summary = await fold(reads, runId, options, maxReports);
-  if (key !== null) cache?.set(key, summary);
+  const key = `${runId}:${options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES}:${maxReports}`;
+  const known = treeOid === null ? undefined : cache?.get(key);
+  if (known !== undefined && known.treeOid === treeOid) return known.summary;
+  const { summary, progress } = await fold(reads, runId, options, maxReports, known?.progress ?? null);
+  if (treeOid !== null) cache?.set(key, treeOid, summary, progress);
+  else cache?.delete(key);
   return summary;
 }
 
-async function fold(reads: CommittedReads, runId: string, options: SummarizeRunLogOptions, maxReports: number): Promise<RunLogSummary> {
+/** A {@link Kept} being filled. */
+class Tally {
+  readonly list: BadEvent[];
+  count: number;
+  readonly #max: number;
+
+  constructor(max: number, from?: Kept) {
+    this.#max = max;
+    this.list = from === undefined ? [] : [...from.list];
+    this.count = from?.count ?? 0;
+  }
+
+  add(b: BadEvent): void {
+    this.count += 1;
+    if (this.list.length < this.#max) this.list.push(b);
+  }
+
+  kept(): Kept {
+    return { list: this.list, count: this.count };
+  }
+}
+
+async function fold(
+  reads: CommittedReads,
+  runId: string,
+  options: SummarizeRunLogOptions,
+  maxReports: number,
+  known: FoldProgress | null,
+): Promise<{ summary: RunLogSummary; progress: FoldProgress | null }> {
   const { layout, strays, entries } = await listRunFolder(reads, runId);
+  const sealed = layout.compacted;
+  const index = seqIndexOf(entries);
+  // Folded onto the kept progress when the log only grew since (see summarizeRunLog).
+  const from = known !== null && sealed === null && layout.events !== null && onlyGrew(entries, index, known) ? known : null;
   const parsedEvents = options.parsedEvents !== undefined ? options.parsedEvents : entries.length <= CACHED_LOG_EVENTS ? undefined : null;
   const reader = new LogReader(runId, { ...withLimit({}, options.maxEventBytes), ...(parsedEvents === undefined ? {} : { parsedEvents }) });
   // A walk that reads each blob once: through reads that leave the store's caches alone.
   const blobs = reads.scan?.() ?? reads;
-  const out = new Reports(maxReports);
-  // Names that are not <seq>.json first (they sort first, seq null), then the log in seq order.
-  for (const entry of entries) {
-    if (parseEventPathName(entry.name) !== null) continue;
-    if (isRegular(entry)) reader.file(entry.name, () => new Uint8Array(), entry.oid);
-    else reader.notFile(entry.name, notAFile(entry));
+  const bad = new Tally(maxReports, from?.bad);
+  const schedule = new Tally(maxReports, from?.schedule);
+  const sequence = new Tally(maxReports, from?.sequence);
+  const late = new Tally(maxReports, from?.late);
+  if (from === null) {
+    // Names that are not <seq>.json first (they sort first, seq null), then the log in seq order.
+    for (const entry of entries) {
+      if (parseEventPathName(entry.name) !== null) continue;
+      if (isRegular(entry)) reader.file(entry.name, () => new Uint8Array(), entry.oid);
+      else reader.notFile(entry.name, notAFile(entry));
+    }
+    for (const b of reader.take().bad) bad.add(b);
   }
-  for (const b of reader.take().bad) out.bad(b);
-  const index = seqIndexOf(entries);
+  const first = from === null ? 0 : firstAbove(index.seqs, from.maxFileSeq);
   const order: { seq: number; entry: DirEntry }[] = [];
-  for (let k = 0; k < index.seqs.length; k += 1) order.push({ seq: index.seqs[k] as number, entry: entries[index.at[k] as number] as DirEntry });
-  const sequence = sequenceProblems(runId, Array.from(index.seqs));
-  const sealed = layout.compacted;
+  for (let k = first; k < index.seqs.length; k += 1) order.push({ seq: index.seqs[k] as number, entry: entries[index.at[k] as number] as DirEntry });
+  for (const p of sequenceProblems(runId, Array.from(index.seqs.subarray(first)), from?.maxFileSeq ?? -1)) sequence.add(p);
   // A sealed log beside the files must be their exact fold: compared file by file as they are read.
   const foldCheck = sealed !== null && order.length > 0 ? new FoldCheck(await blobs.readBlobByOid(sealed.oid)) : null;
-  const state = createRunStateFold(runId);
-  const late: BadEvent[] = [];
-  let terminal: RunEvent | null = null;
-  let eventCount = 0;
-  let firstSeq: number | null = null;
+  const state = createRunStateFold(runId, from?.point);
+  let terminal = from?.terminal ?? null;
+  let eventCount = from?.eventCount ?? 0;
+  let firstSeq = from?.firstSeq ?? null;
   for (let start = 0; start < order.length; start += CHUNK_EVENTS) {
     const chunk = order.slice(start, start + CHUNK_EVENTS);
     const wanted = chunk.filter(({ entry }) => isRegular(entry) && (foldCheck !== null || !reader.cached(entry.name, entry.oid)));
@@ -172,24 +313,38 @@ async function fold(reads: CommittedReads, runId: string, options: SummarizeRunL
       }
     }
     const taken = reader.take();
-    for (const b of taken.bad.sort((a, b) => (a.seq ?? -1) - (b.seq ?? -1))) out.bad(b);
+    for (const b of taken.bad.sort((a, b) => (a.seq ?? -1) - (b.seq ?? -1))) bad.add(b);
     for (const event of taken.events.sort((a, b) => a.seq - b.seq)) {
       if (terminal !== null) {
-        late.push(afterTerminalProblem(runId, event.seq, terminal.type, terminal.seq));
+        late.add(afterTerminalProblem(runId, event.seq, terminal.type, terminal.seq));
         continue;
       }
       const skipped = state.apply(event);
       if (skipped !== null) {
-        out.problem(scheduleProblem(runId, skipped.seq, skipped.detail));
+        schedule.add(scheduleProblem(runId, skipped.seq, skipped.detail));
         continue;
       }
       eventCount += 1;
       firstSeq ??= event.seq;
-      if (isTerminalEventType(event.type)) terminal = event;
+      if (isTerminalEventType(event.type)) terminal = { seq: event.seq, type: event.type };
     }
   }
-  for (const p of [...sequence, ...late]) out.problem(p);
-  let maxFileSeq = order.at(-1)?.seq ?? -1;
+  let maxFileSeq = index.seqs.length === 0 ? -1 : (index.seqs[index.seqs.length - 1] as number);
+  const progress: FoldProgress | null =
+    sealed === null && layout.events !== null
+      ? {
+          eventsOid: layout.events.oid,
+          maxFileSeq,
+          point: state.point(),
+          terminal,
+          eventCount,
+          firstSeq,
+          bad: bad.kept(),
+          schedule: schedule.kept(),
+          sequence: sequence.kept(),
+          late: late.kept(),
+        }
+      : null;
   let finalState = state.finish();
   if (sealed !== null) {
     if (foldCheck === null) {
@@ -204,49 +359,92 @@ async function fold(reads: CommittedReads, runId: string, options: SummarizeRunL
         firstSeq = check.events[0]?.seq ?? null;
         maxFileSeq = Math.max(maxFileSeq, check.events.at(-1)?.seq ?? -1);
       }
-    } else if (!foldCheck.matches()) strays.push(notFoldProblem(runId, order.length));
+    } else if (!foldCheck.matches()) strays.push(notFoldProblem(runId, index.seqs.length));
     else if (finalState.terminal === null) strays.push(notEndedProblem(runId));
   }
-  const problems = out.problems().sort((a, b) => (a.seq ?? -1) - (b.seq ?? -1));
-  return {
+  // As one list of the first maxReports in the order found (schedule, then gaps, then late), sorted by seq.
+  const problems = [...schedule.list, ...sequence.list, ...late.list].slice(0, maxReports).sort((a, b) => (a.seq ?? -1) - (b.seq ?? -1));
+  const summary: RunLogSummary = {
     runId,
     eventCount,
     firstSeq,
-    bad: out.badList,
-    badCount: out.badCount,
+    bad: bad.list.slice(),
+    badCount: bad.count,
     problems: [...strays, ...problems].slice(0, maxReports),
-    problemCount: strays.length + out.problemCount,
+    problemCount: strays.length + schedule.count + sequence.count + late.count,
     maxFileSeq,
     nextSeq: nextSeqAfter(maxFileSeq),
     state: finalState,
   };
+  return { summary, progress };
 }
 
-/** Bad entries and problems: the first `max` of each kept, all counted. */
-class Reports {
-  readonly badList: BadEvent[] = [];
-  badCount = 0;
-  problemCount = 0;
-  readonly #problems: BadEvent[] = [];
-  readonly #max: number;
-
-  constructor(max: number) {
-    this.#max = max;
+/**
+ * Whether `entries` (the new `events/` listing, `index` its seq index) are the folded folder
+ * plus names above its highest seq: the folder they would be without those names hashes to the
+ * folded one's oid. One pass over the listing, written in place (no native call per entry), and
+ * one hash of its bytes; no blob is read.
+ */
+function onlyGrew(entries: readonly DirEntry[], index: SeqIndex, known: FoldProgress): boolean {
+  const above = new Set<number>();
+  for (let k = firstAbove(index.seqs, known.maxFileSeq); k < index.seqs.length; k += 1) above.add(index.at[k] as number);
+  const kept: DirEntry[] = [];
+  let folders = false;
+  let room = 0;
+  for (let i = 0; i < entries.length; i += 1) {
+    if (above.has(i)) continue;
+    const entry = entries[i] as DirEntry;
+    if (entry.type === "tree") folders = true;
+    kept.push(entry);
+    // At most 3 bytes of UTF-8 per UTF-16 unit; mode, space, NUL and the 20-byte oid.
+    room += 3 * entry.name.length + 28;
   }
-
-  bad(b: BadEvent): void {
-    this.badCount += 1;
-    if (this.badList.length < this.#max) this.badList.push(b);
+  // Listings sort by name; git sorts a folder as if its name ended in "/".
+  if (folders) kept.sort((a, b) => compareTreeEntries(a, b));
+  const content = Buffer.allocUnsafe(room);
+  let at = 0;
+  for (const entry of kept) {
+    at = writeAscii(content, at, entry.mode ?? (entry.type === "tree" ? TREE_MODE : BLOB_MODE));
+    content[at++] = 0x20;
+    const name = entry.name;
+    let ascii = true;
+    for (let c = 0; c < name.length; c += 1) if (name.charCodeAt(c) > 0x7f) ascii = false;
+    at = ascii ? writeAscii(content, at, name) : at + content.write(name, at, "utf8");
+    content[at++] = 0;
+    const oid = entry.oid;
+    if (oid.length !== 40) return false;
+    for (let c = 0; c < 40; c += 2) {
+      const hi = hexValue(oid.charCodeAt(c));
+      const lo = hexValue(oid.charCodeAt(c + 1));
+      if (hi < 0 || lo < 0) return false;
+      content[at++] = (hi << 4) | lo;
+    }
   }
+  return hashObject("tree", content.subarray(0, at)).oid === known.eventsOid;
+}
 
-  problem(p: BadEvent): void {
-    this.problemCount += 1;
-    if (this.#problems.length < this.#max) this.#problems.push(p);
-  }
+function writeAscii(out: Buffer, at: number, text: string): number {
+  for (let c = 0; c < text.length; c += 1) out[at + c] = text.charCodeAt(c);
+  return at + text.length;
+}
 
-  problems(): BadEvent[] {
-    return this.#problems;
+/** The value of a lowercase hex digit's char code, or -1. */
+function hexValue(code: number): number {
+  if (code >= 0x30 && code <= 0x39) return code - 0x30;
+  if (code >= 0x61 && code <= 0x66) return code - 0x57;
+  return -1;
+}
+
+/** The position of the first seq above `after` in ascending `seqs`. */
+function firstAbove(seqs: Float64Array, after: number): number {
+  let lo = 0;
+  let hi = seqs.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if ((seqs[mid] as number) <= after) lo = mid + 1;
+    else hi = mid;
   }
+  return lo;
 }
 
 /** Whether a sealed log is the exact fold of the event files given in seq order (each file's bytes, then `\n`). */

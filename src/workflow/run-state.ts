@@ -93,15 +93,44 @@ export function reduceRunStateWithProblems(runId: string, events: Iterable<RunEv
 }
 
 /**
+ * Where a {@link createRunStateFold} stands after some events: enough to go on folding later
+ * events from there (what the state holds, plus the cron ticks not computed yet and the manual
+ * fires' requestIds). Opaque and never changed: a fold continued from it copies what it changes.
+ */
+export interface RunStateFoldPoint {
+  readonly runId: string;
+  readonly lastSeq: number;
+  /** @internal */ readonly terminal: TerminalEventType | null;
+  /** @internal */ readonly pending: ReadonlyMap<string, PendingTimer>;
+  /** @internal */ readonly advances: ReadonlyMap<string, { readonly after: string }>;
+  /** @internal */ readonly observed: ReadonlySet<string>;
+  /** @internal */ readonly unconsumed: ReadonlyMap<string, UnconsumedSignal>;
+  /** @internal */ readonly requestIds: ReadonlyMap<string, ReadonlySet<string>>;
+}
+
+/** A fold of a run's log one event at a time (see {@link createRunStateFold}). */
+export interface RunStateFold {
+  /** Applies the next event (ascending seq; one at or below the last applied seq is ignored); the schedule problem it raised, or null. */
+  apply(event: RunEvent): ScheduleProblem | null;
+  /**
+   * Where the fold stands now, to continue from later (`createRunStateFold(runId, point)`).
+   * Costs O(timers waiting for a cron tick); the fold copies a collection before it next changes it.
+   */
+  point(): RunStateFoldPoint;
+  /** The state after every event applied (call it once, at the end; {@link point} before it if wanted). */
+  finish(): RunState;
+}
+
+/**
  * {@link reduceRunStateWithProblems} one event at a time, for a log too long to hold in memory
  * (see run-log-summary.ts): only the state is kept, never the events.
  * @param runId the run the events belong to
- * @returns `apply(event)`, which takes the events in ascending seq order (an event at or below
- *   the last applied seq is ignored) and returns the schedule problem it raised, or null; and
- *   `finish()`, the state after every event applied (call it once, at the end)
+ * @param from where an earlier fold of the same run stood ({@link RunStateFold.point}): the fold
+ *   goes on from there, as if it had applied the same events itself; `from` is not changed
+ * @returns the fold: `apply`, `point` and `finish` (see {@link RunStateFold})
  */
-export function createRunStateFold(runId: string): { apply(event: RunEvent): ScheduleProblem | null; finish(): RunState } {
-  const draft = Draft.fresh(runId);
+export function createRunStateFold(runId: string, from?: RunStateFoldPoint): RunStateFold {
+  const draft = from === undefined ? Draft.fresh(runId) : Draft.at(from);
   const problems: ScheduleProblem[] = [];
   draft.problems = problems;
   return {
@@ -110,6 +139,7 @@ export function createRunStateFold(runId: string): { apply(event: RunEvent): Sch
       // At most one per event; nothing else is kept.
       return problems.pop() ?? null;
     },
+    point: () => draft.point(),
     finish: () => draft.finish(),
   };
 }
@@ -138,12 +168,15 @@ class Draft {
   private advances: Map<string, Advance>;
   private observed: Set<string>;
   private unconsumed: Map<string, UnconsumedSignal> | null;
+  /** The unconsumed signals of the fold point this draft went on from, until copied into `unconsumed`. */
+  private unconsumedFrom: ReadonlyMap<string, UnconsumedSignal> | null = null;
   private ownsTimers: boolean;
   private ownsSignals: boolean;
   /** Where schedule problems go; null when nobody asked (they are then only skipped). */
   problems: ScheduleProblem[] | null = null;
   /** requestIds of the manual fires seen so far, per timerId. */
-  private readonly requestIds = new Map<string, Set<string>>();
+  private requestIds = new Map<string, Set<string>>();
+  private ownsRequestIds = true;
 
   private constructor(
     private readonly base: RunState,
@@ -165,6 +198,39 @@ class Draft {
 
   static from(state: RunState): Draft {
     return new Draft(state, state.lastSeq, state.terminal, false);
+  }
+
+  /** A draft going on from a fold point: shares its collections until it changes them. */
+  static at(point: RunStateFoldPoint): Draft {
+    const draft = new Draft(emptyRunState(point.runId), point.lastSeq, point.terminal, false);
+    draft.pending = point.pending as Map<string, PendingTimer>;
+    draft.advances = new Map(point.advances);
+    draft.observed = point.observed as Set<string>;
+    draft.unconsumedFrom = point.unconsumed;
+    draft.requestIds = point.requestIds as Map<string, Set<string>>;
+    draft.ownsRequestIds = false;
+    return draft;
+  }
+
+  /** Where this draft stands; from here on it copies each collection before changing it. */
+  point(): RunStateFoldPoint {
+    if (this.unconsumed !== null) {
+      this.unconsumedFrom = this.unconsumed;
+      this.unconsumed = null;
+    }
+    this.ownsTimers = false;
+    this.ownsSignals = false;
+    this.ownsRequestIds = false;
+    return {
+      runId: this.base.runId,
+      lastSeq: this.lastSeq,
+      terminal: this.terminal,
+      pending: this.pending,
+      advances: new Map(this.advances),
+      observed: this.observed,
+      unconsumed: this.unconsumedFrom ?? new Map(this.base.unconsumedSignals.map((s) => [s.signalId, s])),
+      requestIds: this.requestIds,
+    };
   }
 
   apply(event: RunEvent): void {
@@ -205,7 +271,8 @@ class Draft {
       terminal: this.terminal,
       pendingTimers: this.pending,
       observedSignalIds: this.observed,
-      unconsumedSignals: this.unconsumed === null ? this.base.unconsumedSignals : [...this.unconsumed.values()],
+      unconsumedSignals:
+        this.unconsumed !== null ? [...this.unconsumed.values()] : this.unconsumedFrom !== null ? [...this.unconsumedFrom.values()] : this.base.unconsumedSignals,
     };
   }
 
@@ -220,7 +287,8 @@ class Draft {
   private signals(): Map<string, UnconsumedSignal> {
     if (!this.ownsSignals) {
       this.observed = new Set(this.observed);
-      this.unconsumed = new Map(this.base.unconsumedSignals.map((s) => [s.signalId, s]));
+      this.unconsumed = new Map(this.unconsumedFrom ?? this.base.unconsumedSignals.map((s) => [s.signalId, s]));
+      this.unconsumedFrom = null;
       this.ownsSignals = true;
     }
     return this.unconsumed ?? new Map();
@@ -271,6 +339,10 @@ class Draft {
   /** A manual or backfill fire: it never moves the series; a problem is recorded, if any. */
   private onOffSeriesFire(timer: PendingTimer | undefined, event: TimerFiredEvent): void {
     const { timerId, requestId } = event.data;
+    if (event.data.manual === true && requestId !== undefined && !this.ownsRequestIds) {
+      this.requestIds = new Map([...this.requestIds].map(([id, ids]) => [id, new Set(ids)]));
+      this.ownsRequestIds = true;
+    }
     let seen = this.requestIds.get(timerId);
     const repeated = event.data.manual === true && requestId !== undefined && seen?.has(requestId) === true;
     const problem = offSeriesFireProblem(timer, event, repeated);

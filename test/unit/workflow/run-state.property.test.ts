@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { applyEvent, emptyRunState, reduceRunState } from "../../../src/workflow/run-state.js";
+import { applyEvent, createRunStateFold, emptyRunState, reduceRunState, reduceRunStateWithProblems } from "../../../src/workflow/run-state.js";
 import type { RunEvent } from "../../../src/workflow/types.js";
 
 // One-shot timers each always set to the same fireAt, so a fire naming that fireAt (or naming
@@ -143,6 +143,30 @@ describe("reduceRunState properties", () => {
         expect(state.unconsumedSignals).toEqual(unconsumed);
       }),
       RUNS,
+    );
+  });
+});
+
+describe("createRunStateFold from a point", () => {
+  it("goes on as the fold it came from would, as often as asked, leaving the point and earlier states alone", () => {
+    fc.assert(
+      fc.property(log, fc.nat(), (entries, cut) => {
+        const events = entries.map((e) => e.event);
+        const at = events.length === 0 ? 0 : cut % (events.length + 1);
+        const head = createRunStateFold("r");
+        const problems = events.slice(0, at).map((e) => head.apply(e));
+        const point = head.point();
+        const before = head.finish();
+        const whole = reduceRunStateWithProblems("r", events);
+        const beforeWhole = reduceRunState("r", events.slice(0, at));
+        for (let round = 0; round < 2; round += 1) {
+          const tail = createRunStateFold("r", point);
+          const all = [...problems, ...events.slice(at).map((e) => tail.apply(e))].filter((p) => p !== null);
+          expect({ state: tail.finish(), problems: all }).toEqual(whole);
+        }
+        expect(before).toEqual(beforeWhole);
+      }),
+      { numRuns: 300 },
     );
   });
 });
