@@ -1,0 +1,102 @@
+/**
+ * The fire commit's write path against the real git: a pack's index is byte for byte the one
+ * `git index-pack` makes of the same pack (0 objects, 1, many, big folders stored in pieces);
+ * event files written again with bytes already packed (a copy in another pack) read back right
+ * through merges, `git gc` and `git fsck --strict`, and `check` finds nothing wrong.
+ */
+import { readdir, readFile, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { allowAll } from "../../../src/substrate/allow-all.js";
+import { createRepoStore } from "../../../src/substrate/repo-store.js";
+import { hashObject, type GitObject } from "../../../src/substrate/git-object.js";
+import { encodePack, encodePackGently, packParts } from "../../../src/substrate/pack-file.js";
+import type { RepoId } from "../../../src/substrate/types.js";
+import { plainKind } from "../../helpers/append-merge.js";
+import { gitAt, runGit } from "../../helpers/git-cli.js";
+import { seededRandom } from "../../helpers/seeded-random.js";
+import { useTempDirs } from "../../helpers/temp-dir.js";
+import { expectFsckClean } from "./fixtures/git-checks.js";
+
+const tempDir = useTempDirs("wh-burst-");
+
+async function gitIndexOf(dir: string, name: string, pack: Buffer): Promise<Buffer> {
+  const packPath = join(dir, `${name}.pack`);
+  await writeFile(packPath, pack);
+  const out = join(dir, `${name}.git.idx`);
+  const result = await runGit(["index-pack", "-o", out, packPath]);
+  expect(result.stderr).toBe("");
+  expect(result.code).toBe(0);
+  return readFile(out);
+}
+
+function objectsOf(seed: number, count: number): GitObject[] {
+  const r = seededRandom(seed);
+  const out: GitObject[] = [];
+  for (let i = 0; i < count; i++) {
+    const big = r() < 0.01;
+    const content = Buffer.alloc(big ? 70_000 + Math.floor(r() * 1000) : 16 + Math.floor(r() * 200));
+    for (let k = 0; k < content.length; k++) content[k] = Math.floor(r() * 256);
+    content.write(`${seed}-${i}`, 0, "latin1");
+    out.push(hashObject("blob", content));
+  }
+  return out;
+}
+
+describe("a pack's index", () => {
+  it("is byte for byte git index-pack's, for 0, 1 and many objects, sync and sliced", async () => {
+    const dir = await tempDir();
+    for (const [seed, count] of [[1, 0], [2, 1], [3, 2], [4, 257], [5, 5_000]] as const) {
+      const objects = objectsOf(seed, count);
+      const sync = encodePack(objects);
+      const sliced = await encodePackGently(objects, () => Promise.resolve());
+      const bytes = Buffer.concat(packParts(sync).map((p) => Buffer.from(p)));
+      const expected = await gitIndexOf(dir, `p${seed}`, bytes);
+      expect(Buffer.compare(sync.idx, expected), `sync ${count}`).toBe(0);
+      expect(Buffer.compare(sliced.idx, expected), `sliced ${count}`).toBe(0);
+      expect(sync.count).toBe(count);
+    }
+  });
+});
+
+const REPO: RepoId = { kind: plainKind.kind, id: "dep-1" };
+
+describe("event files whose bytes are already packed", () => {
+  it("are written again in a new pack and read back right through merges, git gc and fsck", async () => {
+    const dataDir = await tempDir();
+    const gitdir = join(dataDir, "deployments", "dep-1.git");
+    const store = createRepoStore({ dataDir, kindHandlers: [plainKind], authorize: allowAll, watch: false, packThreshold: 1, clock: () => new Date("2026-01-01T00:00:00Z") });
+    await store.initRepo(null, REPO);
+    const seed: Record<string, string> = {};
+    for (let i = 0; i < 40; i++) seed[`runs/r${String(i).padStart(3, "0")}/events/1.json`] = `{"seq":1,"same":true}`;
+    await store.writeTree(null, REPO, "main", { files: seed, message: "seed" });
+    // Every commit appends the same bytes to a few runs: the blob is in every commit's pack.
+    const same = Buffer.from(`{"seq":2,"type":"TimerFired","same":true}`);
+    for (let k = 0; k < 12; k++) {
+      const runs = [k, k + 13, k + 26].map((i) => `runs/r${String(i).padStart(3, "0")}`);
+      await store.writeTreeDelta(null, REPO, "main", {
+        message: `append ${k}`,
+        prevalidated: true,
+        computeDelta: () => Promise.resolve({ appends: runs.map((folder) => ({ folder, sub: "events", files: [{ name: "2.json", content: same }] })) }),
+      });
+    }
+    const reads = await store.openCommittedReads(null, REPO, (await store.resolveRef(null, REPO, "main")) as string);
+    for (const i of [0, 11, 13, 24, 26, 37]) expect(Buffer.from((await reads.readBlob(`runs/r${String(i).padStart(3, "0")}/events/2.json`)) ?? []).toString()).toBe(same.toString());
+    await store.close();
+    await expectFsckClean(gitdir);
+    const blob = hashObject("blob", same).oid;
+    expect((await gitAt(gitdir, ["cat-file", "-p", blob])).trim()).toBe(same.toString());
+    const packs = (await readdir(join(gitdir, "objects", "pack"))).filter((n) => n.endsWith(".idx"));
+    for (const idx of packs) expect((await runGit(["verify-pack", join(gitdir, "objects", "pack", idx)])).code).toBe(0);
+    // A fresh store (merging what the first left) reads the same, and so does git after gc.
+    const again = createRepoStore({ dataDir, kindHandlers: [plainKind], authorize: allowAll, watch: false, packThreshold: 1, clock: () => new Date("2026-01-01T00:00:00Z") });
+    const tip = (await again.resolveRef(null, REPO, "main")) as string;
+    const reads2 = await again.openCommittedReads(null, REPO, tip);
+    expect(Buffer.from((await reads2.readBlob("runs/r035/events/2.json")) ?? []).toString()).toBe(same.toString());
+    await again.close();
+    expect((await runGit([`--git-dir=${gitdir}`, "gc", "--quiet"])).code).toBe(0);
+    await expectFsckClean(gitdir);
+    expect((await gitAt(gitdir, ["show", "main:runs/r011/events/2.json"])).trim()).toBe(same.toString());
+    expect((await runGit([`--git-dir=${gitdir}`, "count-objects", "-v"])).code).toBe(0);
+  });
+});
