@@ -4,7 +4,7 @@
  * event files written again with bytes already packed (a copy in another pack) read back right
  * through merges, `git gc` and `git fsck --strict`, and `check` finds nothing wrong.
  */
-import { readdir, readFile, writeFile } from "node:fs/promises";
+import { copyFile, readdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { allowAll } from "../../../src/substrate/allow-all.js";
@@ -114,5 +114,50 @@ describe("event files whose bytes are already packed", () => {
     const after = createRepoStore({ dataDir, kindHandlers: [plainKind], authorize: allowAll, watch: false, packThreshold, clock: () => new Date("2026-01-01T00:00:00Z") });
     await readBack(await after.openCommittedReads(null, REPO, tip));
     await after.close();
+  });
+});
+
+describe("a burst's packs", () => {
+  it("each have the index git index-pack writes: a commit appending to every run, to runs at the ends, and after a merge", async () => {
+    const dataDir = await tempDir();
+    const gitdir = join(dataDir, "deployments", "dep-1.git");
+    const open = () => createRepoStore({ dataDir, kindHandlers: [plainKind], authorize: allowAll, watch: false, packThreshold: 1, clock: () => new Date("2026-01-01T00:00:00Z") });
+    const store = open();
+    await store.initRepo(null, REPO);
+    const RUNS = 3_000;
+    const runId = (i: number): string => `r${String(i).padStart(5, "0")}`;
+    const files: Record<string, string> = {};
+    for (let i = 0; i < RUNS; i++) files[`runs/${runId(i)}/events/1.json`] = `{"seq":1,"i":${i}}`;
+    await store.writeTree(null, REPO, "main", { files, message: "seed" });
+    const append = (runs: readonly number[], seq: number) =>
+      store.writeTreeDelta(null, REPO, "main", {
+        message: `append ${seq}`,
+        prevalidated: true,
+        computeDelta: () => Promise.resolve({ appends: runs.map((i) => ({ folder: `runs/${runId(i)}`, sub: "events", files: [{ name: `${seq}.json`, content: Buffer.from(`{"seq":${seq},"i":${i % 7}}`) }] })) }),
+      });
+    // Every run (the folder's CRC-32 read again), then runs at its ends (patched), then every run again.
+    await append(Array.from({ length: RUNS }, (_, i) => i), 2);
+    await append([0, 1, RUNS - 1], 3);
+    await append(Array.from({ length: RUNS }, (_, i) => RUNS - 1 - i), 4);
+    await append([RUNS - 1], 5);
+    const packDir = join(gitdir, "objects", "pack");
+    const scratch = await tempDir();
+    const checkPacks = async (): Promise<number> => {
+      const packs = (await readdir(packDir)).filter((f) => f.endsWith(".pack"));
+      for (const [k, pack] of packs.entries()) {
+        const name = pack.slice(0, -5);
+        await copyFile(join(packDir, pack), join(scratch, `c${k}.pack`));
+        const ours = await readFile(join(packDir, `${name}.idx`));
+        const theirs = await gitIndexOf(scratch, `c${k}`, await readFile(join(scratch, `c${k}.pack`)));
+        expect(ours.equals(theirs), name).toBe(true);
+      }
+      return packs.length;
+    };
+    expect(await checkPacks()).toBeGreaterThanOrEqual(4);
+    await store.compactPacks?.(null, REPO);
+    await store.close();
+    await checkPacks();
+    await expectFsckClean(gitdir);
+    expect((await gitAt(gitdir, ["show", `main:runs/${runId(RUNS - 1)}/events/5.json`])).trim()).toBe(`{"seq":5,"i":${(RUNS - 1) % 7}}`);
   });
 });
