@@ -335,7 +335,8 @@ export async function encodePackGently(objects: readonly GitObject[], pause: () 
   await pause();
   const out = startPieces(layout);
   const entries = new EntryTable(layout.items.length);
-  for (let from = 0; from < layout.items.length; from += ENCODE_STEP) {
+  // Once at least: the first step writes the pack's header, also for a pack of no objects.
+  for (let from = 0; from === 0 || from < layout.items.length; from += ENCODE_STEP) {
     writeEntries(out, layout, entries, from, Math.min(layout.items.length, from + ENCODE_STEP));
     await pause();
   }

@@ -110,7 +110,8 @@ export interface TreeDelta {
   readonly deletes?: readonly string[];
   /**
    * New files added to the subfolder of existing folders (a fire commit's events: `runs/<id>`,
-   * sub `events`), each folder once and nothing else put under it. The same as putting each
+   * sub `events`), each folder once (a folder named twice: `path_violation`, nothing written)
+   * and nothing else put under it. The same as putting each
    * file at `<folder>/<sub>/<name>`, but with `WriteTreeDeltaOptions.prevalidated` both new
    * folders are built from the stored ones' bytes (see folder-append.ts), which costs a fraction
    * of the generic edit; otherwise, and where that build declines, the files are plain puts.

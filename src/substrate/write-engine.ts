@@ -22,7 +22,7 @@
  * repo per process.
  */
 import type { Clock, MonotonicNow } from "../time/clock.js";
-import { WorkflowHostError } from "../errors.js";
+import { WorkflowHostError, describeValue } from "../errors.js";
 import { createCommittedReads, type ObjectSource } from "./committed-reads.js";
 import { encodeCommit, type GitObject, hashObject, type Identity } from "./git-object.js";
 import { EMPTY_TREE_OID, findEntry, type ParsedTree } from "./tree-object.js";
@@ -165,6 +165,7 @@ type Prepared<R> =
 async function planWriteAppends<R>(repo: RepoHandle, planned: PlannedWrite<R>, baseTree: Oid | null, blobs: Map<Oid, GitObject>, puts: { path: string[]; oid: Oid }[]): Promise<AppendPlan | undefined> {
   const appends = planned.appends;
   if (appends === undefined || appends.length === 0) return undefined;
+  assertFoldersOnce(appends);
   const plan: AppendPlan =
     planned.prevalidated === true
       ? await planAppends(appendSourceOf(repo.objects), baseTree, appends, planned.pause)
@@ -175,6 +176,23 @@ async function planWriteAppends<R>(repo: RepoHandle, planned: PlannedWrite<R>, b
     puts.push({ path: parseRepoPath(path), oid: blob.oid });
   }
   return plan;
+}
+
+/**
+ * Refuses appends that name one folder twice (TreeDelta.appends: each folder once): built from
+ * the stored folder, the second would replace the first and drop its files from the commit.
+ * Folders given in order (a fire commit's, by run id) cost one comparison each.
+ * @throws `path_violation` (data `{path}`: the folder named twice), before anything is read
+ */
+function assertFoldersOnce(appends: readonly FolderAppend[]): void {
+  let ordered = true;
+  for (let i = 1; i < appends.length && ordered; i++) ordered = (appends[i - 1] as FolderAppend).folder < (appends[i] as FolderAppend).folder;
+  if (ordered) return;
+  const seen = new Set<string>();
+  for (const { folder } of appends) {
+    if (seen.has(folder)) throw new WorkflowHostError("path_violation", `folder ${describeValue(folder)} is appended to twice in one write; allowed: each folder once`, { path: folder });
+    seen.add(folder);
+  }
 }
 
 /**

@@ -92,3 +92,49 @@ describe("a big folder's entry CRC-32 at the edges", () => {
     });
   }
 });
+
+describe("a big folder's entry CRC-32 around the patch threshold", () => {
+  // A folder of exactly `blocks` × CRC_PATCH_BYTES_PER_CHANGE bytes: `blocks` changed entries is
+  // the first count read again instead of patched.
+  const folderOf = (length: number, salt: number): TreeEntry[] => {
+    const count = Math.floor((length - 28) / 37);
+    const entries: TreeEntry[] = Array.from({ length: count }, (_, i) => ({ name: nameOf(i), mode: TREE_MODE, oid: oidOf(i, salt), type: "tree" }));
+    entries.push({ name: "z".repeat(length - 37 * count - 27), mode: TREE_MODE, oid: oidOf(9_999, salt), type: "tree" });
+    return entries;
+  };
+  it("is right for changes just below, at and above it, all entries, first and last, and a folder growing or shrinking in between", () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 17, max: 40 }),
+        fc.array(fc.record({ delta: fc.integer({ min: -2, max: 1 }), resize: fc.constantFrom(0, 0, 1, -1), ends: fc.boolean(), all: fc.boolean() }), { minLength: 1, maxLength: 6 }),
+        (blocks, rounds) => {
+          const length = blocks * CRC_PATCH_BYTES_PER_CHANGE;
+          let current = makeTree(folderOf(length, 0));
+          expect(current.tree.content.byteLength).toBe(length);
+          expect(indexedCrc(current.tree, current.object)).toBe(entryCrc(current.tree));
+          for (const [r, round] of rounds.entries()) {
+            const changes = new Map<string, TreeEntry | null>();
+            const n = current.tree.count;
+            if (round.resize === 1) changes.set(`new-${r}`, { name: `new-${r}`, mode: TREE_MODE, oid: oidOf(r, 777), type: "tree" });
+            if (round.resize === -1) changes.set((entryAt(current.tree, Math.floor(n / 2)) as TreeEntry).name, null);
+            // The count of changed oids: the threshold for this folder's size, give or take.
+            const want = round.all ? n : Math.max(1, Math.floor(current.tree.content.byteLength / CRC_PATCH_BYTES_PER_CHANGE) + round.delta);
+            const picks = round.all ? Array.from({ length: n }, (_, i) => i) : [...(round.ends ? [0, n - 1] : []), ...Array.from({ length: want }, (_, k) => (k * 7919 + r) % n)];
+            for (const i of picks) {
+              const old = entryAt(current.tree, i) as TreeEntry;
+              if (!changes.has(old.name)) changes.set(old.name, { ...old, oid: oidOf(i, 1_000 + r) });
+            }
+            const next = editTree(current.tree, changes);
+            const known = knownTreeEntryCrc(next.tree.content);
+            if (known !== undefined) expect(known, `round ${r}`).toBe(entryCrc(next.tree));
+            if (round.resize === 0 && !round.all && changes.size * CRC_PATCH_BYTES_PER_CHANGE < next.tree.content.byteLength) expect(known).toBe(entryCrc(next.tree));
+            if (round.resize === 0 && changes.size * CRC_PATCH_BYTES_PER_CHANGE >= next.tree.content.byteLength) expect(known).toBeUndefined();
+            expect(indexedCrc(next.tree, next.object)).toBe(entryCrc(next.tree));
+            current = next;
+          }
+        },
+      ),
+      { numRuns: 25 },
+    );
+  });
+});
