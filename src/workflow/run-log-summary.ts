@@ -26,7 +26,7 @@ import { afterTerminalProblem, scheduleProblem, sequenceProblems } from "./log-p
 import { DEFAULT_MAX_EVENT_BYTES } from "./events.js";
 import type { ParsedEventCache } from "./parsed-event-cache.js";
 import { parseEventPathName, runsPrefix } from "./paths.js";
-import { type BadEvent, listRunFolder, LogReader, nextSeqAfter, type ReadRunLogOptions, type SeqIndex, seqIndexOf, withLimit } from "./run-log.js";
+import { type BadEvent, firstAbove, listRunFolder, LogReader, nextSeqAfter, type ReadRunLogOptions, type SeqIndex, seqIndexOf, withLimit } from "./run-log.js";
 import { createRunStateFold, type RunStateFoldPoint } from "./run-state.js";
 import type { RunState } from "./types.js";
 
@@ -433,18 +433,6 @@ function hexValue(code: number): number {
   if (code >= 0x30 && code <= 0x39) return code - 0x30;
   if (code >= 0x61 && code <= 0x66) return code - 0x57;
   return -1;
-}
-
-/** The position of the first seq above `after` in ascending `seqs`. */
-function firstAbove(seqs: Float64Array, after: number): number {
-  let lo = 0;
-  let hi = seqs.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if ((seqs[mid] as number) <= after) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
 }
 
 /** Whether a sealed log is the exact fold of the event files given in seq order (each file's bytes, then `\n`). */

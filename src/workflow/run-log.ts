@@ -351,7 +351,7 @@ export function seqIndexOf(entries: readonly DirEntry[]): SeqIndex {
 }
 
 /** The position of the first seq above `after` in ascending `seqs` (its length when none). */
-function firstAbove(seqs: Float64Array, after: number): number {
+export function firstAbove(seqs: Float64Array, after: number): number {
   let lo = 0;
   let hi = seqs.length;
   while (lo < hi) {
