@@ -252,6 +252,18 @@ describe("a link inside a deployment that leads outside the data dir", () => {
 describe("a link inside a deployment that leads into another deployment's folder", () => {
   const OTHER = { kind: WORKFLOW_RUN_KIND, id: "dep-2" };
   /** dep-1 and dep-2, each with a run; dep-2's folder as a snapshot to compare. */
+  /** A timer set in dep-1 is refused (path_escapes_data_dir), and `other` is left exactly as it was. */
+  async function expectRefusedLeaving(dataDir: string, other: string): Promise<void> {
+    const before = await snapshot(other);
+    const store = openWorkflowStore({ dataDir, watch: false });
+    try {
+      expect(await codeOf(() => setTimer(store, "r2", "t2"))).toBe("path_escapes_data_dir");
+    } finally {
+      await store.close();
+    }
+    expect(await snapshot(other)).toEqual(before);
+  }
+
   async function twoDeployments(): Promise<{ dataDir: string; other: string }> {
     const dataDir = await seededDataDir();
     const store = openWorkflowStore({ dataDir, watch: false });
@@ -290,14 +302,7 @@ describe("a link inside a deployment that leads into another deployment's folder
     const { dataDir, other } = await twoDeployments();
     await rm(gitdirOf(dataDir), { recursive: true });
     await symlink("dep-2.git", gitdirOf(dataDir));
-    const before = await snapshot(other);
-    const store = openWorkflowStore({ dataDir, watch: false });
-    try {
-      expect(await codeOf(() => setTimer(store, "r2", "t2"))).toBe("path_escapes_data_dir");
-    } finally {
-      await store.close();
-    }
-    expect(await snapshot(other)).toEqual(before);
+    await expectRefusedLeaving(dataDir, other);
   });
 
   it("a chain that leaves the deployment and comes back into another is refused", async () => {
@@ -307,14 +312,7 @@ describe("a link inside a deployment that leads into another deployment's folder
     const at = join(gitdirOf(dataDir), "refs", "heads");
     await rm(at, { recursive: true });
     await symlink("../../../hop", at);
-    const before = await snapshot(other);
-    const store = openWorkflowStore({ dataDir, watch: false });
-    try {
-      expect(await codeOf(() => setTimer(store, "r2", "t2"))).toBe("path_escapes_data_dir");
-    } finally {
-      await store.close();
-    }
-    expect(await snapshot(other)).toEqual(before);
+    await expectRefusedLeaving(dataDir, other);
   });
 
   it("is reported by check", async () => {
