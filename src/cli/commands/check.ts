@@ -40,7 +40,7 @@ Acknowledging: a bad event pushed with git stays in the log (nothing is ever rew
 one commit on the ref refs/workflow-host/acknowledged, whose file acknowledged.json lists
 {path, code, oid, seq, at, by}. An acknowledged problem is listed as such and no longer fails
 check; serve does not report it at its next start. A new bad file at the same path is a new
-problem. A deployment whose refs cannot be read (ref_corrupt, path_escapes_data_dir) cannot
+problem. A deployment that cannot be read (ref_corrupt, path_escapes_data_dir) cannot
 hold a record: its problems stay open until repaired. Read the record with:
   git --git-dir=DIR/deployments/R.git show refs/workflow-host/acknowledged:acknowledged.json
 
@@ -152,7 +152,7 @@ Examples:
     const recordable = open.filter((p) => !unrecordable.has(p)).length;
     if (recordable > 0) printLine(io, `to record that you have seen them: workflow-host check --data-dir ${shellQuote(dataDir)}${repoId === undefined ? "" : ` --repo ${repoId}`} --acknowledge`);
     if (recordable < open.length) {
-      printLine(io, `${plural(open.length - recordable, "problem")} cannot be acknowledged (the deployment's refs cannot be read or written): repair what each line names, then check again`);
+      printLine(io, `${plural(open.length - recordable, "problem")} cannot be acknowledged (the deployment cannot be read, so nothing can be recorded in it): repair what each line names, then check again`);
     }
     return ok ? 0 : 1;
   },
