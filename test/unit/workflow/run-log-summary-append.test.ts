@@ -235,3 +235,10 @@ describe("summarizeRunLog's options", () => {
     expect((await summarizeRunLog(reads, "r1", { maxReports: 0, summaries: null })).eventCount).toBe(1);
   });
 });
+
+describe("the root's summary exports", () => {
+  it("holds the default its options' docstrings name, beside the page's", async () => {
+    const root = await import("../../../src/index.js");
+    expect([root.DEFAULT_PAGE_EVENTS, root.MAX_PAGE_EVENTS, root.DEFAULT_MAX_REPORTS]).toEqual([100, 1_000, 1_000]);
+  });
+});
