@@ -14,7 +14,7 @@ export type ErrorCode =
   | "cron_invalid"
   | "event_invalid"
   | "payload_too_large"
-  /** A page of a run's log asked for outside what is allowed: an `after` cursor that is not a seq, a `limit` or byte budget out of range. */
+  /** A page of a run's log asked for outside what is allowed: an `after` cursor that is not a seq, a `limit` or byte budget out of range (or a summary's `maxReports` that is not a whole number >= 0). */
   | "page_invalid"
   // git substrate (src/substrate)
   | "authorize_denied"

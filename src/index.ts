@@ -77,6 +77,7 @@ export { reduceRunState } from "./workflow/run-state.js";
 export { readRunLog, type BadEvent, type ReadRunLogOptions, type RunLog } from "./workflow/run-log.js";
 export { DEFAULT_PAGE_EVENTS, MAX_PAGE_EVENTS, readRunLogPage, type RunLogPage, type RunLogPageOptions } from "./workflow/run-log.js";
 export { summarizeRunLog, type RunLogSummary, type SummarizeRunLogOptions } from "./workflow/run-log-summary.js";
+export { DEFAULT_MAX_REPORTS } from "./workflow/run-log-summary.js";
 export type { TimerFiring, TimerHistory, TimerStatus } from "./workflow/timer-lifecycle.js";
 
 // Time

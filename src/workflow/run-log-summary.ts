@@ -17,6 +17,7 @@
  * A run whose log is only its sealed `events.jsonl` is folded from that file, which is one blob
  * and is read whole.
  */
+import { describeValue, WorkflowHostError } from "../errors.js";
 import { hashObject } from "../substrate/git-object.js";
 import type { CommittedReads, DirEntry, Oid } from "../substrate/types.js";
 import { BLOB_MODE, compareTreeEntries, isRegularFileMode, TREE_MODE } from "../substrate/tree-object.js";
@@ -65,7 +66,7 @@ export interface RunLogSummary {
 
 /** Options of {@link summarizeRunLog}. */
 export interface SummarizeRunLogOptions extends ReadRunLogOptions {
-  /** Bad entries and problems listed (>= 0, default {@link DEFAULT_MAX_REPORTS}); all are counted. */
+  /** Bad entries and problems listed (a whole number >= 0, default {@link DEFAULT_MAX_REPORTS}; else page_invalid); all are counted. */
   readonly maxReports?: number;
   /** Where parsed events are remembered (default: the process-wide cache for logs of up to 1,000 entries; null: nowhere). */
   readonly parsedEvents?: ParsedEventCache | null;
@@ -219,10 +220,18 @@ export const sharedRunSummaries = new RunSummaryCache();
  * (an event changed or removed, a gap filled, a new name that is not above the last seq, a sealed
  * `events.jsonl`, the run made anew) folds the whole log.
  * @returns the summary; a run with no folder is an empty one (eventCount 0, lastSeq -1)
- * @throws errors of the reads themselves (object_corrupt, io_failed); a bad event never throws
+ * @throws page_invalid for a `maxReports` that is not a whole number >= 0; id_invalid or
+ *   path_violation for a `runId` that cannot name a run folder; errors of the reads themselves
+ *   (object_corrupt, io_failed); a bad event never throws
  */
 export async function summarizeRunLog(reads: CommittedReads, runId: string, options: SummarizeRunLogOptions = {}): Promise<RunLogSummary> {
   const maxReports = options.maxReports ?? DEFAULT_MAX_REPORTS;
+  if (!Number.isSafeInteger(maxReports) || maxReports < 0) {
+    throw new WorkflowHostError("page_invalid", `maxReports ${describeValue(maxReports)} is not valid for a run's summary; allowed: a whole number >= 0`, {
+      field: "maxReports",
+      value: maxReports,
+    });
+  }
   const cache = options.summaries === undefined ? sharedRunSummaries : options.summaries;
   const treeOid = cache === null ? null : await reads.treeOid(`${runsPrefix}${runId}`);
   const key = `${runId}:${options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES}:${maxReports}`;

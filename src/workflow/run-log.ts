@@ -229,8 +229,9 @@ export interface RunLogPage {
  * reads as an empty log here. A run with
  * no log is an empty page. Concurrent calls are independent (reads are pinned to one commit).
  * @throws page_invalid for an `after` that is not a whole number >= -1, a `limit` outside
- *   1..{@link MAX_PAGE_EVENTS} or a `maxBytes` that is not a whole number >= 1; errors of the
- *   reads themselves (object_corrupt, io_failed) as they come
+ *   1..{@link MAX_PAGE_EVENTS} or a `maxBytes` that is not a whole number >= 1; id_invalid or
+ *   path_violation for a `runId` that cannot name a run folder; errors of the reads themselves
+ *   (object_corrupt, io_failed) as they come
  */
 export async function readRunLogPage(reads: CommittedReads, runId: string, options: RunLogPageOptions = {}): Promise<RunLogPage> {
   const after = options.after ?? -1;

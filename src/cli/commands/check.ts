@@ -40,7 +40,8 @@ Acknowledging: a bad event pushed with git stays in the log (nothing is ever rew
 one commit on the ref refs/workflow-host/acknowledged, whose file acknowledged.json lists
 {path, code, oid, seq, at, by}. An acknowledged problem is listed as such and no longer fails
 check; serve does not report it at its next start. A new bad file at the same path is a new
-problem. Read the record with:
+problem. A deployment that cannot be read (ref_corrupt, path_escapes_data_dir) cannot
+hold a record: its problems stay open until repaired. Read the record with:
   git --git-dir=DIR/deployments/R.git show refs/workflow-host/acknowledged:acknowledged.json
 
 Exit codes: 0 no problems (or all acknowledged), 1 problems found (or the check could not
@@ -69,10 +70,13 @@ Examples:
     const acknowledge = values["acknowledge"] === true;
     if (!acknowledge && values["by"] !== undefined) throw usageError(NAME, "--by names who acknowledges; it needs --acknowledge");
     const by = stringFlag(values, "by") ?? io.env["USER"] ?? "unknown";
-    const { report, problems, newlyAcknowledged } = await withStore(dataDir, io, async (store) => {
+    const { report, problems, newlyAcknowledged, unrecordable } = await withStore(dataDir, io, async (store) => {
       const [{ checkDeployments }, acks] = await Promise.all([import("../../host/check-deployments.js"), import("../../host/acknowledgements.js")]);
       const report = await checkDeployments(store, repoId === undefined ? {} : { repoId });
       const checked: CheckedProblem[] = [];
+      // Problems whose acknowledgement can be neither read nor recorded: advising --acknowledge
+      // for them would send the operator round in a circle.
+      const unrecordable = new Set<CheckedProblem>();
       let newlyAcknowledged = 0;
       for (const repo of report.repos) {
         const mine = report.problems.filter((p) => p.repoId === repo.repoId);
@@ -80,7 +84,9 @@ Examples:
         if (repo.commitSha === null) {
           // The ref store could not be read (ref_corrupt): the acknowledgements live in the same
           // ref store, so none can be read or recorded; the problem stays open until repaired.
-          checked.push(...mine.map((p) => ({ ...p, oid: null })));
+          const stuck = mine.map((p) => ({ ...p, oid: null }));
+          for (const p of stuck) unrecordable.add(p);
+          checked.push(...stuck);
           continue;
         }
         const reads = await store.openCommittedReads(null, { kind: "workflow-run", id: repo.repoId }, repo.commitSha);
@@ -102,7 +108,9 @@ Examples:
           // problems stay open, and the unreadable record is one more of them.
           if (!isWorkflowHostError(error) || error.code === "authorize_denied" || error.code === "store_stopped") throw error;
           const path = typeof error.data["ref"] === "string" ? error.data["ref"] : acks.ACKNOWLEDGED_REF;
-          checked.push(...withOid, { repoId: repo.repoId, path, seq: null, code: error.code, message: error.message, oid: null });
+          const torn: CheckedProblem = { repoId: repo.repoId, path, seq: null, code: error.code, message: error.message, oid: null };
+          for (const p of [...withOid, torn]) unrecordable.add(p);
+          checked.push(...withOid, torn);
           continue;
         }
         for (const p of withOid) {
@@ -110,7 +118,7 @@ Examples:
           checked.push(ack === undefined ? p : { ...p, acknowledged: { at: ack.at, by: ack.by } });
         }
       }
-      return { report, problems: checked, newlyAcknowledged };
+      return { report, problems: checked, newlyAcknowledged, unrecordable };
     });
     // Only when every deployment is checked: a folder passed over is then worth naming.
     const ignored = repoId === undefined ? await ignoredDeploymentFolders(dataDir) : [];
@@ -141,7 +149,11 @@ Examples:
     }
     const tail = acknowledged.length === 0 ? "" : `, ${plural(acknowledged.length, "acknowledged problem")}`;
     printLine(io, `${plural(report.repos.length, "deployment")} checked, ${ok ? "no problems" : plural(open.length, "problem")}${tail}`);
-    if (!ok) printLine(io, `to record that you have seen them: workflow-host check --data-dir ${shellQuote(dataDir)}${repoId === undefined ? "" : ` --repo ${repoId}`} --acknowledge`);
+    const recordable = open.filter((p) => !unrecordable.has(p)).length;
+    if (recordable > 0) printLine(io, `to record that you have seen them: workflow-host check --data-dir ${shellQuote(dataDir)}${repoId === undefined ? "" : ` --repo ${repoId}`} --acknowledge`);
+    if (recordable < open.length) {
+      printLine(io, `${plural(open.length - recordable, "problem")} cannot be acknowledged (the deployment cannot be read, so nothing can be recorded in it): repair what each line names, then check again`);
+    }
     return ok ? 0 : 1;
   },
 };

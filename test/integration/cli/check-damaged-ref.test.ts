@@ -108,3 +108,30 @@ describe("check on a deployment whose HEAD is damaged", () => {
     }
   });
 });
+
+describe("check's closing advice when a problem cannot be acknowledged", () => {
+  it("a deployment whose ref store cannot be read: no --acknowledge advice (it records nothing there), exit 1 with or without it", async () => {
+    const dataDir = await dataDirWithOneDamagedRepo();
+    for (const extra of [[], ["--acknowledge"]]) {
+      const run = await runCli(["check", "-d", dataDir, ...extra], { clock });
+      expect(run.code).toBe(1);
+      expect(run.stdout).not.toContain("--acknowledge");
+    }
+  });
+
+  it("a bad event beside it: the advice names --acknowledge, which records that one", async () => {
+    const dataDir = await dataDirWithOneDamagedRepo();
+    const signal = await runCli(["signal", "send", "-d", dataDir, "-r", "healthy", "--run", "r1", "--name", "go"], { clock });
+    expect(signal.code).toBe(0);
+    const root = await tempDir();
+    const work = join(root, "work");
+    await git(["clone", "--quiet", join(dataDir, "deployments", "healthy.git"), work]);
+    await writeFile(join(work, "runs/r1/events/2.json"), "not json");
+    await git(["add", "runs"], { cwd: work });
+    await git(["commit", "--quiet", "-m", "A bad event"], { cwd: work });
+    await git(["push", "--quiet", "origin", "HEAD:main"], { cwd: work });
+    const run = await runCli(["check", "-d", dataDir], { clock });
+    expect(run.code).toBe(1);
+    expect(run.stdout).toContain("--acknowledge");
+  });
+});

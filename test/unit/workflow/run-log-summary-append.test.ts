@@ -221,3 +221,24 @@ describe("RunSummaryCache's bounds", () => {
     expect([summaries.size, summaries.bytes <= maxBytes]).toEqual([1, true]);
   });
 });
+
+describe("summarizeRunLog's options", () => {
+  it("refuses a maxReports that is not a whole number >= 0 with page_invalid, before reading", async () => {
+    const reads = await commitOf({ "runs/r1/events/1.json": { seq: 1, type: "TimerSet", at: tick(0), data: { timerId: "a", fireAt: tick(1) } } });
+    for (const maxReports of [-1, 1.5, Number.NaN, Number.POSITIVE_INFINITY]) {
+      const code = await summarizeRunLog(reads, "r1", { maxReports, summaries: null }).then(
+        () => "none",
+        (error: unknown) => (error as { code?: string }).code,
+      );
+      expect(code).toBe("page_invalid");
+    }
+    expect((await summarizeRunLog(reads, "r1", { maxReports: 0, summaries: null })).eventCount).toBe(1);
+  });
+});
+
+describe("the root's summary exports", () => {
+  it("holds the default its options' docstrings name, beside the page's", async () => {
+    const root = await import("../../../src/index.js");
+    expect([root.DEFAULT_PAGE_EVENTS, root.MAX_PAGE_EVENTS, root.DEFAULT_MAX_REPORTS]).toEqual([100, 1_000, 1_000]);
+  });
+});
