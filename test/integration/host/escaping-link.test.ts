@@ -3,8 +3,8 @@
  * deployment is reported (`repo_failed`, `path_escapes_data_dir`) and retried like any broken
  * deployment, nothing is written outside, and the host's other deployments go on firing.
  */
-import { cp, lstat, readdir, rm, symlink } from "node:fs/promises";
-import { join, relative } from "node:path";
+import { cp, rm, symlink } from "node:fs/promises";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { SchedulerEvent } from "../../../seams/scheduler/scheduler-types.js";
 import { createWorkflowHost } from "../../../src/host/host.js";
@@ -15,22 +15,11 @@ import { appendRunEvents } from "../../../src/workflow/run-log-append.js";
 import { WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
 import { useTempDirs } from "../../helpers/temp-dir.js";
 import { pollFor } from "../reliability/serve-process.js";
+import { dirSnapshot } from "../../helpers/dir-snapshot.js";
 
 const tempDir = useTempDirs("wh-escaping-link-");
 
-async function snapshot(dir: string): Promise<string[]> {
-  const out: string[] = [];
-  const walk = async (at: string): Promise<void> => {
-    for (const name of (await readdir(at)).sort()) {
-      const path = join(at, name);
-      const s = await lstat(path);
-      out.push(`${relative(dir, path)} ${s.isDirectory() ? "dir" : s.size} ${s.mtimeMs}`);
-      if (s.isDirectory()) await walk(path);
-    }
-  };
-  await walk(dir);
-  return out;
-}
+const snapshot = dirSnapshot;
 
 describe("a host meeting a link that leads outside the data dir", () => {
   for (const linked of ["refs/heads", "objects/pack", "."]) {

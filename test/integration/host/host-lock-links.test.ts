@@ -3,27 +3,16 @@
  * data dir: taking the lock is refused with path_escapes_data_dir at once, having read nothing
  * through the link and written nothing outside.
  */
-import { lstat, mkdir, readdir, readFile, symlink, utimes, writeFile } from "node:fs/promises";
-import { join, relative } from "node:path";
+import { mkdir, symlink, utimes, writeFile } from "node:fs/promises";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { acquireHostLock, HOST_LOCK_HOLDER_NAME, HOST_LOCK_NAME } from "../../../src/host/host-lock.js";
 import { useTempDirs } from "../../helpers/temp-dir.js";
+import { dirSnapshot } from "../../helpers/dir-snapshot.js";
 
 const tempDir = useTempDirs("wh-lock-links-");
 
-async function snapshot(dir: string): Promise<string[]> {
-  const out: string[] = [];
-  const walk = async (at: string): Promise<void> => {
-    for (const name of (await readdir(at)).sort()) {
-      const path = join(at, name);
-      const s = await lstat(path);
-      out.push(`${relative(dir, path)} ${s.isDirectory() ? "dir" : s.size} ${s.mtimeMs} ${s.isDirectory() ? "" : await readFile(path, "utf8")}`);
-      if (s.isDirectory()) await walk(path);
-    }
-  };
-  await walk(dir);
-  return out;
-}
+const snapshot = (dir: string): Promise<string[]> => dirSnapshot(dir, { contents: true });
 
 async function outcome(work: () => Promise<unknown>): Promise<string> {
   try {

@@ -6,7 +6,7 @@
  * `path_escapes_data_dir` and leave the outside folder exactly as it was.
  */
 import { cp, lstat, mkdir, readdir, readFile, rename, rm, stat, symlink, writeFile } from "node:fs/promises";
-import { join, relative } from "node:path";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { checkDeployments } from "../../../src/host/check-deployments.js";
 import { openWorkflowStore } from "../../../src/host/open-workflow-store.js";
@@ -15,6 +15,7 @@ import type { RepoStore } from "../../../src/substrate/types.js";
 import { appendRunEvents } from "../../../src/workflow/run-log-append.js";
 import { WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
 import { useTempDirs } from "../../helpers/temp-dir.js";
+import { dirSnapshot } from "../../helpers/dir-snapshot.js";
 
 const tempDir = useTempDirs("wh-symlink-");
 const REPO = "dep-1";
@@ -42,20 +43,7 @@ async function setTimer(store: RepoStore, runId: string, timerId: string, ref?: 
   });
 }
 
-/** Every file and folder under `dir` with its size and mtime: what a write would change. */
-async function snapshot(dir: string): Promise<string[]> {
-  const out: string[] = [];
-  const walk = async (at: string): Promise<void> => {
-    for (const name of (await readdir(at)).sort()) {
-      const path = join(at, name);
-      const s = await lstat(path);
-      out.push(`${relative(dir, path)} ${s.isDirectory() ? "dir" : s.size} ${s.mtimeMs}`);
-      if (s.isDirectory()) await walk(path);
-    }
-  };
-  await walk(dir);
-  return out;
-}
+const snapshot = dirSnapshot;
 
 /** Moves `path` (a folder or file) to `outside` and leaves a link to it in its place. */
 async function replaceByLink(path: string, outside: string): Promise<void> {
