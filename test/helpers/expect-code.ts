@@ -17,3 +17,16 @@ export function thrownCode(fn: () => unknown): string {
 export function expectCode(fn: () => unknown, code: string): void {
   expect(thrownCode(fn)).toBe(code);
 }
+
+/**
+ * What `work` settles to: its rejection's `code` (`untyped …` for an error without one), or
+ * `ok` when it resolves, so a test can assert one string either way.
+ */
+export async function settledCode(work: () => Promise<unknown>, ok = "succeeded"): Promise<string> {
+  try {
+    await work();
+    return ok;
+  } catch (error) {
+    return (error as { code?: string }).code ?? `untyped ${String(error)}`;
+  }
+}

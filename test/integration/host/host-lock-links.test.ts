@@ -9,19 +9,13 @@ import { describe, expect, it } from "vitest";
 import { acquireHostLock, HOST_LOCK_HOLDER_NAME, HOST_LOCK_NAME } from "../../../src/host/host-lock.js";
 import { useTempDirs } from "../../helpers/temp-dir.js";
 import { dirSnapshot } from "../../helpers/dir-snapshot.js";
+import { settledCode } from "../../helpers/expect-code.js";
 
 const tempDir = useTempDirs("wh-lock-links-");
 
 const snapshot = (dir: string): Promise<string[]> => dirSnapshot(dir, { contents: true });
 
-async function outcome(work: () => Promise<unknown>): Promise<string> {
-  try {
-    await work();
-    return "held";
-  } catch (error) {
-    return (error as { code?: string }).code ?? `untyped ${String(error)}`;
-  }
-}
+const outcome = (work: () => Promise<unknown>): Promise<string> => settledCode(work, "held");
 
 describe("host lock files that are links leading outside the data dir", () => {
   it("a holder file linked to an outside file holding a live-looking record: refused, not read, not written", async () => {

@@ -18,6 +18,7 @@ import { gitAt } from "../../helpers/git-cli.js";
 import { useTempDirs } from "../../helpers/temp-dir.js";
 import { errorCodeOf, runCliInProcess } from "../reliability/cli-in-process.js";
 import { expectFsckClean } from "./fixtures/git-checks.js";
+import { settledCode } from "../../helpers/expect-code.js";
 
 const tempDir = useTempDirs("wh-refstore-");
 const here = fileURLToPath(new URL(".", import.meta.url));
@@ -25,14 +26,6 @@ const REPO = "dep-1";
 const RID = { kind: WORKFLOW_RUN_KIND, id: REPO };
 const gitdirOf = (dataDir: string): string => join(dataDir, "deployments", `${REPO}.git`);
 
-async function codeOf(work: () => Promise<unknown>): Promise<string> {
-  try {
-    await work();
-    return "succeeded";
-  } catch (error) {
-    return (error as { code?: string }).code ?? `untyped ${String(error)}`;
-  }
-}
 
 async function setTimer(store: RepoStore, runId: string, timerId: string): Promise<unknown> {
   return appendRunEvents({
@@ -71,7 +64,7 @@ describe("a damaged packed-refs", () => {
       append: () => setTimer(damaged, "r1", "t4"),
       initRepo: () => damaged.initRepo(null, RID),
     };
-    for (const [name, work] of Object.entries(attempts)) expect(`${name}: ${await codeOf(work)}`).toBe(`${name}: ref_corrupt`);
+    for (const [name, work] of Object.entries(attempts)) expect(`${name}: ${await settledCode(work)}`).toBe(`${name}: ref_corrupt`);
     const error = await damaged.resolveRef(null, RID, "main").catch((e: unknown) => e as { data: Record<string, unknown> });
     expect(error).toMatchObject({ data: { file: join(gitdir, "packed-refs"), line: garbageLine } });
     // Nothing was written: no loose main, no second root.
@@ -109,9 +102,9 @@ describe("a damaged packed-refs", () => {
     await writeFile(join(gitdir, "packed-refs"), "");
 
     const damaged = openWorkflowStore({ dataDir, watch: false });
-    expect(await codeOf(() => damaged.resolveRef(null, RID, "main"))).toBe("ref_corrupt");
-    expect(await codeOf(() => setTimer(damaged, "r1", "t2"))).toBe("ref_corrupt");
-    expect(await codeOf(() => damaged.initRepo(null, RID))).toBe("ref_corrupt");
+    expect(await settledCode(() => damaged.resolveRef(null, RID, "main"))).toBe("ref_corrupt");
+    expect(await settledCode(() => setTimer(damaged, "r1", "t2"))).toBe("ref_corrupt");
+    expect(await settledCode(() => damaged.initRepo(null, RID))).toBe("ref_corrupt");
     await damaged.close();
     expect(existsSync(join(gitdir, "refs", "heads", "main"))).toBe(false);
   });
@@ -132,9 +125,9 @@ describe("a symbolic ref pointing out of the repository", () => {
     expect(existsSync(outside)).toBe(false);
 
     const store = openWorkflowStore({ dataDir, watch: false });
-    expect(await codeOf(() => store.resolveRef(null, RID, "main"))).toBe("ref_corrupt");
-    expect(await codeOf(() => setTimer(store, "r1", "t1"))).toBe("ref_corrupt");
-    expect(await codeOf(() => store.writeTree(null, RID, "HEAD", { files: { a: "1" }, message: "x" }))).toBe("ref_corrupt");
+    expect(await settledCode(() => store.resolveRef(null, RID, "main"))).toBe("ref_corrupt");
+    expect(await settledCode(() => setTimer(store, "r1", "t1"))).toBe("ref_corrupt");
+    expect(await settledCode(() => store.writeTree(null, RID, "HEAD", { files: { a: "1" }, message: "x" }))).toBe("ref_corrupt");
     await store.close();
     expect(existsSync(outside)).toBe(false);
   });

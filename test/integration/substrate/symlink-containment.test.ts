@@ -16,20 +16,13 @@ import { appendRunEvents } from "../../../src/workflow/run-log-append.js";
 import { WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
 import { useTempDirs } from "../../helpers/temp-dir.js";
 import { dirSnapshot } from "../../helpers/dir-snapshot.js";
+import { settledCode } from "../../helpers/expect-code.js";
 
 const tempDir = useTempDirs("wh-symlink-");
 const REPO = "dep-1";
 const RID = { kind: WORKFLOW_RUN_KIND, id: REPO };
 const gitdirOf = (dataDir: string): string => join(dataDir, "deployments", `${REPO}.git`);
 
-async function codeOf(work: () => Promise<unknown>): Promise<string> {
-  try {
-    await work();
-    return "succeeded";
-  } catch (error) {
-    return (error as { code?: string }).code ?? `untyped ${String(error)}`;
-  }
-}
 
 async function setTimer(store: RepoStore, runId: string, timerId: string, ref?: string): Promise<unknown> {
   return appendRunEvents({
@@ -100,7 +93,7 @@ describe("a link inside a deployment that leads outside the data dir", () => {
 
       const store = openWorkflowStore({ dataDir, watch: false });
       try {
-        expect(await codeOf(() => kind.drive(store))).toBe("path_escapes_data_dir");
+        expect(await settledCode(() => kind.drive(store))).toBe("path_escapes_data_dir");
       } finally {
         await store.close();
       }
@@ -128,7 +121,7 @@ describe("a link inside a deployment that leads outside the data dir", () => {
     const before = await snapshot(outside);
     const store = openWorkflowStore({ dataDir, watch: false, packThreshold: Number.POSITIVE_INFINITY });
     try {
-      expect(await codeOf(() => store.writeTree(null, RID, "main", { files: { "notes/b.txt": "b" }, message: "loose" }))).toBe("path_escapes_data_dir");
+      expect(await settledCode(() => store.writeTree(null, RID, "main", { files: { "notes/b.txt": "b" }, message: "loose" }))).toBe("path_escapes_data_dir");
     } finally {
       await store.close();
     }
@@ -142,8 +135,8 @@ describe("a link inside a deployment that leads outside the data dir", () => {
     const before = await snapshot(outside);
     const store = openWorkflowStore({ dataDir, watch: false });
     try {
-      expect(await codeOf(() => store.resolveRef(null, RID, "main"))).toBe("path_escapes_data_dir");
-      expect(await codeOf(() => setTimer(store, "r2", "t2"))).toBe("path_escapes_data_dir");
+      expect(await settledCode(() => store.resolveRef(null, RID, "main"))).toBe("path_escapes_data_dir");
+      expect(await settledCode(() => setTimer(store, "r2", "t2"))).toBe("path_escapes_data_dir");
     } finally {
       await store.close();
     }
@@ -157,8 +150,8 @@ describe("a link inside a deployment that leads outside the data dir", () => {
     const before = await snapshot(join(outside, ".."));
     const store = openWorkflowStore({ dataDir, watch: false });
     try {
-      expect(await codeOf(() => store.resolveRef(null, RID, "main"))).toBe("path_escapes_data_dir");
-      expect(await codeOf(() => setTimer(store, "r2", "t2"))).toBe("path_escapes_data_dir");
+      expect(await settledCode(() => store.resolveRef(null, RID, "main"))).toBe("path_escapes_data_dir");
+      expect(await settledCode(() => setTimer(store, "r2", "t2"))).toBe("path_escapes_data_dir");
     } finally {
       await store.close();
     }
@@ -196,7 +189,7 @@ describe("a link inside a deployment that leads outside the data dir", () => {
     const before = [await snapshot(outsideDir), await readFile(join(outsideDir, "owner"), "utf8")];
     const store = openWorkflowStore({ dataDir, watch: false });
     try {
-      expect(await codeOf(() => setTimer(store, "r2", "t2"))).toBe("succeeded");
+      expect(await settledCode(() => setTimer(store, "r2", "t2"))).toBe("succeeded");
     } finally {
       await store.close();
     }
@@ -215,7 +208,7 @@ describe("a link inside a deployment that leads outside the data dir", () => {
     const before = await snapshot(outside);
     const store = openWorkflowStore({ dataDir, watch: false });
     try {
-      expect(await codeOf(() => store.writeTree(null, RID, "refs/heads/team/b", { files: { "notes/b.txt": "b" }, message: "second" }))).toBe("path_escapes_data_dir");
+      expect(await settledCode(() => store.writeTree(null, RID, "refs/heads/team/b", { files: { "notes/b.txt": "b" }, message: "second" }))).toBe("path_escapes_data_dir");
     } finally {
       await store.close();
     }
@@ -245,7 +238,7 @@ describe("a link inside a deployment that leads into another deployment's folder
     const before = await snapshot(other);
     const store = openWorkflowStore({ dataDir, watch: false });
     try {
-      expect(await codeOf(() => setTimer(store, "r2", "t2"))).toBe("path_escapes_data_dir");
+      expect(await settledCode(() => setTimer(store, "r2", "t2"))).toBe("path_escapes_data_dir");
     } finally {
       await store.close();
     }
@@ -275,7 +268,7 @@ describe("a link inside a deployment that leads into another deployment's folder
         const before = await snapshot(other);
         const store = openWorkflowStore({ dataDir, watch: false });
         try {
-          expect(await codeOf(() => setTimer(store, "r2", "t2"))).toBe("path_escapes_data_dir");
+          expect(await settledCode(() => setTimer(store, "r2", "t2"))).toBe("path_escapes_data_dir");
           // The other deployment itself is served as before.
           expect(await store.resolveRef(null, OTHER, "main")).toMatch(/^[0-9a-f]{40}$/);
         } finally {
@@ -326,7 +319,7 @@ describe("a link at a pack's place", () => {
     for (const name of await readdir(packDir)) if (name.endsWith(".pack")) await replaceByLink(join(packDir, name), join(outsideDir, name));
     const store = openWorkflowStore({ dataDir, watch: false });
     try {
-      expect(await codeOf(() => store.resolveRef(null, RID, "main"))).toBe("path_escapes_data_dir");
+      expect(await settledCode(() => store.resolveRef(null, RID, "main"))).toBe("path_escapes_data_dir");
     } finally {
       await store.close();
     }
@@ -435,7 +428,7 @@ describe("links the store follows", () => {
     const before = await snapshot(join(dataDir, "spare-disk"));
     const store = openWorkflowStore({ dataDir, watch: false });
     try {
-      expect(await codeOf(() => setTimer(store, "r2", "t2"))).toBe("path_escapes_data_dir");
+      expect(await settledCode(() => setTimer(store, "r2", "t2"))).toBe("path_escapes_data_dir");
     } finally {
       await store.close();
     }

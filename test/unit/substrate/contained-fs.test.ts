@@ -7,6 +7,7 @@
 import { describe, expect, it } from "vitest";
 import { createMemStore, GITDIR, REPO } from "../../helpers/memfs-repo-store.js";
 import { createMemFs, type MemFs } from "../../helpers/memfs.js";
+import { settledCode } from "../../helpers/expect-code.js";
 
 /** Every path under `dir` with its content (files) or "dir". */
 function listing(fs: MemFs, dir: string): string[] {
@@ -30,14 +31,6 @@ function replaceByLink(fs: MemFs, path: string, target: string): void {
   fs.symlinkSync(target, path);
 }
 
-async function codeOf(work: () => Promise<unknown>): Promise<string> {
-  try {
-    await work();
-    return "succeeded";
-  } catch (error) {
-    return (error as { code?: string }).code ?? `untyped ${String(error)}`;
-  }
-}
 
 const write = (n: number) => ({ files: { [`runs/r${n}/events/1.json`]: `{"seq":1,"type":"Started","data":{"n":${n}}}` }, message: `write ${n}` });
 
@@ -56,7 +49,7 @@ describe("containment over memfs", () => {
         const before = listing(fs, "/outside");
         const { store } = createMemStore(opts);
         try {
-          expect(await codeOf(() => store.writeTree(null, REPO, "main", write(2)))).toBe("path_escapes_data_dir");
+          expect(await settledCode(() => store.writeTree(null, REPO, "main", write(2)))).toBe("path_escapes_data_dir");
         } finally {
           await store.close();
         }
