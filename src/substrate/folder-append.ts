@@ -19,6 +19,7 @@ import { hashObject, type GitObject } from "./git-object.js";
 import { assertEntryName, parseRepoPath } from "./repo-path.js";
 import { entryAt, findEntry, indexOfEntry, type ParsedTree } from "./tree-object.js";
 import type { EntryPosition } from "./tree-edit.js";
+import { PACKED_BLOB_MAX_BYTES, PACKED_MAX_BYTES, type PackedObjects } from "./packed-objects.js";
 import type { AppendedFolder, FolderAppend, Oid, PathChange } from "./types.js";
 
 /** A file to add: its name in the subfolder and its blob's oid. */
@@ -157,16 +158,30 @@ export function appendToSubfolder(folder: Uint8Array, sub: string, subContent: U
 }
 
 /**
- * {@link appendToSubfolder} for a clean folder whose subfolder's oid is at `oidAt` (known:
- * see {@link onlySubfolder}).
+ * Where {@link writeMerge} puts new file entries into a subfolder's bytes: the new names (plain,
+ * in git order, none twice, none already there) and, per name in that order, the offset in the
+ * old content before which it goes.
  */
-function appendAt(folder: Uint8Array, oidAt: number, subContent: Uint8Array, files: readonly AppendedFile[]): AppendedFolders | null {
+interface MergePlan {
+  readonly names: readonly Buffer[];
+  /** Indexes into the files, in git order of their names. */
+  readonly order: readonly number[];
+  /** Per entry of {@link order}: where in the old content it is inserted. */
+  readonly at: readonly number[];
+  /** Bytes the new entries add. */
+  readonly added: number;
+}
+
+/**
+ * Checks the old subfolder's entries (see EntryCursor) and the new names, and finds where each
+ * new entry goes; null when the direct build declines (see the module comment).
+ */
+function planMerge(subContent: Uint8Array, files: readonly { readonly name: string }[]): MergePlan | null {
   if (files.length === 0) return null;
-  // The new names, each plain, in git order, none twice and none already there.
   const names: Buffer[] = [];
   for (const file of files) {
     const name = Buffer.from(file.name, "latin1");
-    if (name.length !== file.name.length || !plainName(name, 0, name.length) || !isOid(file.oid)) return null;
+    if (name.length !== file.name.length || !plainName(name, 0, name.length)) return null;
     names.push(name);
   }
   const order = files.length === 1 ? [0] : files.map((_, i) => i).sort((x, y) => compareNames(names[x] as Buffer, 0, (names[x] as Buffer).length, false, names[y] as Buffer, 0, (names[y] as Buffer).length, false));
@@ -179,15 +194,10 @@ function appendAt(folder: Uint8Array, oidAt: number, subContent: Uint8Array, fil
     }
     added += BLOB_PREFIX.length + name.length + 1 + OID_BYTES;
   }
-  const subLength = subContent.length + added;
-  const subHead = `tree ${subLength}\0`;
-  const subWhole = Buffer.allocUnsafe(subHead.length + subLength);
-  let out = subWhole.write(subHead, 0, "latin1");
-  const source = Buffer.from(subContent.buffer, subContent.byteOffset, subContent.byteLength);
-  // Merge: old entries in order, each new one before the first old entry that sorts after it;
-  // the old entries are checked on the way (a declined tree leaves the buffer unused).
+  // Each new name goes before the first old entry that sorts after it; the old entries are
+  // checked on the way.
+  const at: number[] = [];
   let k = 0;
-  let copied = 0;
   const cursor = new EntryCursor(subContent);
   for (let step = cursor.step(); step !== 0; step = cursor.step()) {
     if (step < 0) return null;
@@ -196,15 +206,53 @@ function appendAt(folder: Uint8Array, oidAt: number, subContent: Uint8Array, fil
       // A new name equal to an old one (as a file or as a folder): declined, as the edit would replace it.
       if (sameBytes(subContent, cursor.nameFrom, cursor.nameTo, name)) return null;
       if (compareNames(name, 0, name.length, false, subContent, cursor.nameFrom, cursor.nameTo, cursor.tree) > 0) break;
-      out += source.copy(subWhole, out, copied, cursor.at);
-      copied = cursor.at;
-      out = writeFileEntry(subWhole, out, name, (files[order[k] as number] as AppendedFile).oid);
+      at.push(cursor.at);
       k += 1;
     }
   }
-  out += source.copy(subWhole, out, copied, subContent.length);
-  for (; k < order.length; k++) out = writeFileEntry(subWhole, out, names[order[k] as number] as Buffer, (files[order[k] as number] as AppendedFile).oid);
-  const subObject: GitObject = { oid: sha1Hex(subWhole), type: "tree", content: subWhole.subarray(subHead.length) };
+  while (at.length < order.length) at.push(subContent.length);
+  return { names, order, at, added };
+}
+
+/**
+ * Writes the subfolder `subContent` with the entries of `plan` merged in at `out[outAt…]`; file
+ * `i`'s oid is the 20 bytes at `oids[rows[i] * 20]`.
+ * @returns where the written content ends
+ */
+function writeMerge(out: Buffer, outAt: number, subContent: Uint8Array, plan: MergePlan, oids: Buffer, rows: readonly number[]): number {
+  const source = subContent instanceof Buffer ? subContent : Buffer.from(subContent.buffer, subContent.byteOffset, subContent.byteLength);
+  let at = outAt;
+  let copied = 0;
+  for (let k = 0; k < plan.order.length; k++) {
+    const from = plan.at[k] as number;
+    if (from > copied) at += source.copy(out, at, copied, from);
+    copied = from;
+    const file = plan.order[k] as number;
+    at += BLOB_PREFIX.copy(out, at);
+    at += (plan.names[file] as Buffer).copy(out, at);
+    out[at++] = 0;
+    const row = rows[file] as number;
+    at += oids.copy(out, at, row * OID_BYTES, row * OID_BYTES + OID_BYTES);
+  }
+  if (subContent.length > copied) at += source.copy(out, at, copied, subContent.length);
+  return at;
+}
+
+/**
+ * {@link appendToSubfolder} for a clean folder whose subfolder's oid is at `oidAt` (known:
+ * see {@link onlySubfolder}).
+ */
+function appendAt(folder: Uint8Array, oidAt: number, subContent: Uint8Array, files: readonly AppendedFile[]): AppendedFolders | null {
+  for (const file of files) if (!isOid(file.oid)) return null;
+  const plan = planMerge(subContent, files);
+  if (plan === null) return null;
+  const subLength = subContent.length + plan.added;
+  const subHead = `tree ${subLength}\0`;
+  const subWhole = Buffer.allocUnsafe(subHead.length + subLength);
+  const head = subWhole.write(subHead, 0, "latin1");
+  const oids = Buffer.from(files.map((f) => f.oid).join(""), "hex");
+  writeMerge(subWhole, head, subContent, plan, oids, files.map((_, i) => i));
+  const subObject: GitObject = { oid: sha1Hex(subWhole), type: "tree", content: subWhole.subarray(head) };
   // The folder: the same bytes with the subfolder's oid replaced.
   const folderHead = `tree ${folder.length}\0`;
   const folderWhole = Buffer.allocUnsafe(folderHead.length + folder.length);
@@ -228,13 +276,6 @@ function sameBytes(content: Uint8Array, from: number, to: number, name: Buffer):
   if (to - from !== name.length) return false;
   for (let i = 0; i < name.length; i++) if (content[from + i] !== name[i]) return false;
   return true;
-}
-
-function writeFileEntry(out: Buffer, at: number, name: Buffer, oid: Oid): number {
-  at += BLOB_PREFIX.copy(out, at);
-  at += name.copy(out, at);
-  out[at++] = 0;
-  return at + out.write(oid, at, "hex");
 }
 
 /** Where {@link planAppends} reads the folders it edits. */
@@ -269,9 +310,13 @@ export interface AppendPlan {
  * declines (a folder or subfolder missing or not clean, a bad name) comes back as plain puts,
  * so the caller's generic edit applies or refuses those as it would any put.
  * @param pause awaited every few folders (a caller's time slicer); default none
+ * @param packed when given, each built run's objects (its new files, subfolder and folder) are
+ *   written into it as pack entries instead of listed in `objects` (see packed-objects.ts); a
+ *   run with a file over {@link PACKED_BLOB_MAX_BYTES} or a folder over {@link PACKED_MAX_BYTES}
+ *   is built as objects all the same. Same oids either way.
  * @throws `path_violation` for a folder path the store refuses; `object_corrupt` from reads
  */
-export async function planAppends(source: AppendSource, rootOid: Oid | null, appends: readonly FolderAppend[], pause?: () => Promise<void>): Promise<AppendPlan> {
+export async function planAppends(source: AppendSource, rootOid: Oid | null, appends: readonly FolderAppend[], pause?: () => Promise<void>, packed?: PackedObjects): Promise<AppendPlan> {
   const plan: AppendPlan = { folders: [], objects: [], built: new Array<AppendedFolder | undefined>(appends.length).fill(undefined), puts: [] };
   /** Parent folders by path ("" the root), read once per write: every run's is `runs/`. */
   const parents = new Map<string, ParsedTree | null>();
@@ -346,10 +391,23 @@ export async function planAppends(source: AppendSource, rootOid: Oid | null, app
     } else {
       const folder = source.readRaw(entry.oid);
       folderObject = folder instanceof Promise ? await folder : folder;
-      subOid = folderObject.type === "tree" ? subfolderOid(folderObject.content, append.sub) : null;
+      oidAt = folderObject.type === "tree" ? subEntry(folderObject.content, append.sub) : -1;
+      subOid = oidAt < 0 ? null : Buffer.from(folderObject.content.buffer, folderObject.content.byteOffset, folderObject.content.byteLength).toString("hex", oidAt, oidAt + OID_BYTES);
     }
     const sub = subOid === null ? null : source.readRaw(subOid);
     const subObject = sub instanceof Promise ? await sub : sub;
+    if (packed !== undefined && subObject !== null && subObject.type === "tree") {
+      const built = packAppend(packed, append, folderObject.content, oidAt, subObject.content);
+      if (built === null) {
+        declined(append);
+        continue;
+      }
+      if (built !== undefined) {
+        plan.folders.push((parent as ParsedTree).sorted ? { path: segments, oid: built.folder, within: built.within, at: { tree: (parent as ParsedTree).oid, index: position } } : { path: segments, oid: built.folder, within: built.within });
+        plan.built[index] = { folder: built.folder, sub: built.sub };
+        continue;
+      }
+    }
     const blobs: GitObject[] = [];
     const files: AppendedFile[] = [];
     for (const file of append.files) {
@@ -357,12 +415,7 @@ export async function planAppends(source: AppendSource, rootOid: Oid | null, app
       blobs.push(blob);
       files.push({ name: file.name, oid: blob.oid });
     }
-    const built =
-      subObject === null || subObject.type !== "tree"
-        ? null
-        : oidAt >= 0
-          ? appendAt(folderObject.content, oidAt, subObject.content, files)
-          : appendToSubfolder(folderObject.content, append.sub, subObject.content, files);
+    const built = subObject === null || subObject.type !== "tree" || oidAt < 0 ? null : appendAt(folderObject.content, oidAt, subObject.content, files);
     if (built === null) {
       declined(append);
       continue;
@@ -379,6 +432,41 @@ export async function planAppends(source: AppendSource, rootOid: Oid | null, app
     plan.built[index] = { folder: built.folder.oid, sub: built.sub.oid };
   }
   return plan;
+}
+
+/**
+ * One run's append written into `packed` as pack entries: each new file, the subfolder with
+ * their entries merged in, the folder with the subfolder's new oid (`oidAt`: where the folder's
+ * bytes hold it). Null when the direct build declines (see the module comment); undefined when
+ * an object is too big for an entry here (the caller builds the run as objects).
+ */
+function packAppend(packed: PackedObjects, append: FolderAppend, folder: Uint8Array, oidAt: number, subContent: Uint8Array): { folder: Oid; sub: Oid; within: PathChange[] } | null | undefined {
+  if (oidAt < 0) return null;
+  const plan = planMerge(subContent, append.files);
+  if (plan === null) return null;
+  const subLength = subContent.length + plan.added;
+  if (subLength > PACKED_MAX_BYTES || folder.length > PACKED_MAX_BYTES) return undefined;
+  for (const file of append.files) if (file.content.byteLength > PACKED_BLOB_MAX_BYTES) return undefined;
+  const subPath = `${append.folder}/${append.sub}/`;
+  const rows: number[] = [];
+  const within: PathChange[] = [];
+  for (const file of append.files) {
+    const at = packed.begin(file.content.byteLength);
+    packed.buffer.set(file.content, at);
+    rows.push(packed.finish(false));
+    within.push({ path: subPath + file.name, oid: packed.lastOid, status: "added" });
+  }
+  // begin() first: it may move to a new chunk, which `buffer` then names.
+  const subAt = packed.begin(subLength);
+  writeMerge(packed.buffer, subAt, subContent, plan, packed.oids, rows);
+  const subRow = packed.finish(true);
+  const sub = packed.lastOid;
+  const at = packed.begin(folder.length);
+  const out = packed.buffer;
+  out.set(folder, at);
+  packed.oids.copy(out, at + oidAt, subRow * OID_BYTES, subRow * OID_BYTES + OID_BYTES);
+  packed.finish(true);
+  return { folder: packed.lastOid, sub, within };
 }
 
 /** The tree holding nothing but the folder `sub` (oid `subOid`), when its oid is `folderOid`; else null. */

@@ -31,6 +31,7 @@ import type { RepoHandle } from "./repo-handle.js";
 import { parseRepoPath } from "./repo-path.js";
 import { applyTreeEdits } from "./tree-edit.js";
 import { planAppends, type AppendPlan, type AppendSource } from "./folder-append.js";
+import { PackedObjects } from "./packed-objects.js";
 import type { AppendedFolder, CommittedReads, FolderAppend, Oid, PathChange, RefMove, WriteResult } from "./types.js";
 
 /** Blob contents by repo path: strings are stored as UTF-8. */
@@ -154,21 +155,25 @@ type Prepared<R> =
       readonly appended: readonly (AppendedFolder | undefined)[] | undefined;
       /** See TreeEditResult.spliced. */
       readonly novel: ReadonlySet<Oid>;
+      /** The appends' objects, already laid out as pack entries (see planWriteAppends). */
+      readonly packed: PackedObjects | undefined;
     };
 
 /**
  * The write's appends (PlannedWrite.appends): built from the stored folders' bytes when the
  * write is prevalidated (nothing reads the new folders before they are stored), else plain puts
- * like the ones the direct build declines, which are added to `blobs` and `puts` here.
+ * like the ones the direct build declines, which are added to `blobs` and `puts` here. A built
+ * run's new objects are written straight into `packed` as pack entries (packed-objects.ts): no
+ * object per file or folder, no second copy of their bytes when the pack is encoded.
  * @returns the folder puts and objects built, or undefined when there are no appends
  */
-async function planWriteAppends<R>(repo: RepoHandle, planned: PlannedWrite<R>, baseTree: Oid | null, blobs: Map<Oid, GitObject>, puts: { path: string[]; oid: Oid }[]): Promise<AppendPlan | undefined> {
+async function planWriteAppends<R>(repo: RepoHandle, planned: PlannedWrite<R>, baseTree: Oid | null, blobs: Map<Oid, GitObject>, puts: { path: string[]; oid: Oid }[], packed: PackedObjects): Promise<AppendPlan | undefined> {
   const appends = planned.appends;
   if (appends === undefined || appends.length === 0) return undefined;
   assertFoldersOnce(appends);
   const plan: AppendPlan =
     planned.prevalidated === true
-      ? await planAppends(appendSourceOf(repo.objects), baseTree, appends, planned.pause)
+      ? await planAppends(appendSourceOf(repo.objects), baseTree, appends, planned.pause, packed)
       : { folders: [], objects: [], built: [], puts: appends.flatMap((a) => a.files.map((f): [string, Uint8Array] => [`${a.folder}/${a.sub}/${f.name}`, f.content])) };
   for (const [path, content] of plan.puts) {
     const blob = hashObject("blob", content);
@@ -229,6 +234,8 @@ async function prepare<R>(deps: WriteEngineDeps, name: string, tip: Oid | null, 
   }
   const deletes = (planned.deletes ?? []).map((path) => parseRepoPath(path));
   let appended: AppendPlan | undefined;
+  // Sized for a fire commit's three objects per run (it grows).
+  const packed = new PackedObjects(planned.appends === undefined ? 16 : 3 * planned.appends.length + 16);
   const baseTree = tip === null ? null : (await repo.readCommit(tip)).tree;
   // The folders on edited paths belong to runs spread over the deployment: each is read on its
   // own (a point read, not the 1 MiB pack window around it). A prevalidated write (a fire commit)
@@ -240,7 +247,7 @@ async function prepare<R>(deps: WriteEngineDeps, name: string, tip: Oid | null, 
   const edit = await applyTreeEdits(readOld, baseTree, {
     ...(planned.clear === undefined ? {} : { clear: planned.clear }),
     deletes,
-    puts: (appended = await planWriteAppends(repo, planned, baseTree, blobs, puts)) === undefined ? puts : [...puts, ...appended.folders],
+    puts: (appended = await planWriteAppends(repo, planned, baseTree, blobs, puts, packed)) === undefined ? puts : [...puts, ...appended.folders],
   }, pause);
   if (edit.rootOid === (baseTree ?? EMPTY_TREE_OID)) return { kind: "noop", result: planned.result };
 
@@ -336,7 +343,7 @@ async function prepare<R>(deps: WriteEngineDeps, name: string, tip: Oid | null, 
     for (const object of appended.objects) all.add(object.oid);
     novel = all;
   }
-  return { kind: "commit", commit, objects, trees: edit.pending.values(), result: planned.result, pause, changes: edit.exact ? Object.freeze(edit.changes.slice()) : null, folderOid, appended: appended?.built, novel };
+  return { kind: "commit", commit, objects, trees: edit.pending.values(), result: planned.result, pause, changes: edit.exact ? Object.freeze(edit.changes.slice()) : null, folderOid, appended: appended?.built, novel, packed: packed.count > 0 ? packed : undefined };
 }
 
 /** Own commits' changes kept per repository for its subscribers (see {@link ownCommitChanges}). */
@@ -421,7 +428,7 @@ export async function commitWithRetry<R>(
       rememberOwnCommit(repo, prepared.commit.oid, tip, prepared.changes);
       // The pack is written to temp files while the ref lock is taken and compared; it is put
       // in place only once the compare succeeded, and removed unseen when the race was lost.
-      const staged = repo.objects.stageObjects(prepared.objects, prepared.pause, prepared.novel);
+      const staged = repo.objects.stageObjects(prepared.objects, prepared.pause, prepared.novel, prepared.packed);
       let published = false;
       let outcome: Awaited<ReturnType<typeof repo.refs.compareAndSwap>>;
       try {
@@ -458,7 +465,7 @@ export async function commitWithRetry<R>(
         next: ready.commit.oid,
         beforeSwap: async () => {
           fence();
-          await repo.objects.writeObjects(ready.objects);
+          await repo.objects.stageObjects(ready.objects, undefined, ready.novel, ready.packed).publish();
           await beforeRefMove?.({ repoId: repo.repoId, ref: name, from: current, to: ready.commit.oid });
         },
       };
