@@ -383,6 +383,7 @@ export async function planAppends(source: AppendSource, rootOid: Oid | null, app
     // from that oid (checked: they must hash to the folder's oid). Its one entry's oid is then
     // its last 20 bytes.
     let folderObject = append.subOid === undefined || !lastSubPlain ? null : onlySubfolder(append.sub, append.subOid, entry.oid);
+    const fromScratch = folderObject !== null;
     let subOid: Oid | null;
     let oidAt = -1;
     if (folderObject !== null) {
@@ -395,6 +396,8 @@ export async function planAppends(source: AppendSource, rootOid: Oid | null, app
       subOid = oidAt < 0 ? null : Buffer.from(folderObject.content.buffer, folderObject.content.byteOffset, folderObject.content.byteLength).toString("hex", oidAt, oidAt + OID_BYTES);
     }
     const sub = subOid === null ? null : source.readRaw(subOid);
+    // A folder laid out by onlySubfolder is a view of its scratch buffer: kept across an await.
+    if (sub instanceof Promise && fromScratch) folderObject = { ...folderObject, content: Buffer.from(folderObject.content) };
     const subObject = sub instanceof Promise ? await sub : sub;
     if (packed !== undefined && subObject !== null && subObject.type === "tree") {
       const built = packAppend(packed, append, folderObject.content, oidAt, subObject.content);
@@ -442,6 +445,7 @@ export async function planAppends(source: AppendSource, rootOid: Oid | null, app
  */
 function packAppend(packed: PackedObjects, append: FolderAppend, folder: Uint8Array, oidAt: number, subContent: Uint8Array): { folder: Oid; sub: Oid; within: PathChange[] } | null | undefined {
   if (oidAt < 0) return null;
+  if (append.files.length === 1) return packOne(packed, append, folder, oidAt, subContent);
   const plan = planMerge(subContent, append.files);
   if (plan === null) return null;
   const subLength = subContent.length + plan.added;
@@ -469,25 +473,106 @@ function packAppend(packed: PackedObjects, append: FolderAppend, folder: Uint8Ar
   return { folder: packed.lastOid, sub, within };
 }
 
-/** The tree holding nothing but the folder `sub` (oid `subOid`), when its oid is `folderOid`; else null. */
+/**
+ * {@link packAppend} of one file (a fire commit's usual run: one event), with no names, order
+ * or offsets arrays: the name is checked as a string and its place found in the same pass that
+ * checks the old subfolder.
+ */
+function packOne(packed: PackedObjects, append: FolderAppend, folder: Uint8Array, oidAt: number, subContent: Uint8Array): { folder: Oid; sub: Oid; within: PathChange[] } | null | undefined {
+  const file = append.files[0] as { readonly name: string; readonly content: Uint8Array };
+  const name = file.name;
+  if (!plainString(name)) return null;
+  // Where the new entry goes: before the first old entry that sorts after it.
+  let insertAt = -1;
+  const cursor = new EntryCursor(subContent);
+  for (let step = cursor.step(); step !== 0; step = cursor.step()) {
+    if (step < 0) return null;
+    if (insertAt >= 0) continue;
+    const order = compareWithString(name, subContent, cursor.nameFrom, cursor.nameTo, cursor.tree);
+    if (order === 0) return null;
+    if (order < 0) insertAt = cursor.at;
+  }
+  if (insertAt < 0) insertAt = subContent.length;
+  const entryLength = BLOB_PREFIX.length + name.length + 1 + OID_BYTES;
+  const subLength = subContent.length + entryLength;
+  if (subLength > PACKED_MAX_BYTES || folder.length > PACKED_MAX_BYTES || file.content.byteLength > PACKED_BLOB_MAX_BYTES) return undefined;
+  let at = packed.begin(file.content.byteLength);
+  packed.buffer.set(file.content, at);
+  const row = packed.finish(false);
+  const within: PathChange[] = [{ path: `${append.folder}/${append.sub}/${name}`, oid: packed.lastOid, status: "added" }];
+  at = packed.begin(subLength);
+  let out = packed.buffer;
+  const source = subContent instanceof Buffer ? subContent : Buffer.from(subContent.buffer, subContent.byteOffset, subContent.byteLength);
+  if (insertAt > 0) source.copy(out, at, 0, insertAt);
+  at += insertAt;
+  at += BLOB_PREFIX.copy(out, at);
+  at += out.write(name, at, "latin1");
+  out[at++] = 0;
+  at += packed.oids.copy(out, at, row * OID_BYTES, row * OID_BYTES + OID_BYTES);
+  if (subContent.length > insertAt) source.copy(out, at, insertAt, subContent.length);
+  const subRow = packed.finish(true);
+  const sub = packed.lastOid;
+  at = packed.begin(folder.length);
+  out = packed.buffer;
+  out.set(folder, at);
+  packed.oids.copy(out, at + oidAt, subRow * OID_BYTES, subRow * OID_BYTES + OID_BYTES);
+  packed.finish(true);
+  return { folder: packed.lastOid, sub, within };
+}
+
+/** {@link compareNames} of a file name given as a string of plain ASCII against an entry's raw name. */
+function compareWithString(name: string, b: Uint8Array, from: number, to: number, tree: boolean): number {
+  const lb = to - from;
+  const len = Math.min(name.length, lb);
+  for (let i = 0; i < len; i++) {
+    const d = name.charCodeAt(i) - (b[from + i] as number);
+    if (d !== 0) return d;
+  }
+  const x = name.length > len ? name.charCodeAt(len) : 0;
+  const y = lb > len ? (b[from + len] as number) : tree ? SLASH : 0;
+  return x - y;
+}
+
+/**
+ * The last folder shape {@link onlySubfolder} laid out (a fire commit asks for the same `sub`,
+ * `events`, once per run): header, mode and name stay, only the oid is written per call.
+ */
+let onlyScratch: { readonly sub: string; readonly whole: Buffer; readonly content: Buffer; readonly oidAt: number } | null = null;
+
+/**
+ * The tree holding nothing but the folder `sub` (oid `subOid`), when its oid is `folderOid`; else
+ * null. Its content is a view of a buffer the next call reuses: a caller that awaits before it is
+ * done with it copies it first.
+ */
 function onlySubfolder(sub: string, subOid: Oid, folderOid: Oid): GitObject | null {
   if (!isOid(subOid)) return null;
-  const length = TREE_MODE_BYTES.length + 1 + sub.length + 1 + OID_BYTES;
-  const head = `tree ${length}\0`;
-  const whole = Buffer.allocUnsafe(head.length + length);
-  let at = whole.write(head, 0, "latin1");
-  at += TREE_MODE_BYTES.copy(whole, at);
-  whole[at++] = SPACE;
-  at += whole.write(sub, at, "latin1");
-  whole[at++] = 0;
-  whole.write(subOid, at, "hex");
-  return sha1Hex(whole) === folderOid ? { oid: folderOid, type: "tree", content: whole.subarray(head.length) } : null;
+  let scratch = onlyScratch;
+  if (scratch === null || scratch.sub !== sub) {
+    const length = TREE_MODE_BYTES.length + 1 + sub.length + 1 + OID_BYTES;
+    const head = `tree ${length}\0`;
+    const whole = Buffer.alloc(head.length + length);
+    let at = whole.write(head, 0, "latin1");
+    at += TREE_MODE_BYTES.copy(whole, at);
+    whole[at++] = SPACE;
+    at += whole.write(sub, at, "latin1");
+    whole[at++] = 0;
+    scratch = { sub, whole, content: whole.subarray(head.length), oidAt: at };
+    onlyScratch = scratch;
+  }
+  scratch.whole.write(subOid, scratch.oidAt, "hex");
+  return sha1Hex(scratch.whole) === folderOid ? { oid: folderOid, type: "tree", content: scratch.content } : null;
 }
 
 /** A name the direct build takes as it is (see {@link plainName}), given as a string. */
 function plainString(name: string): boolean {
-  const bytes = Buffer.from(name, "latin1");
-  return bytes.length === name.length && bytes.toString("latin1") === name && plainName(bytes, 0, bytes.length);
+  const n = name.length;
+  if (n === 0 || name === "." || name === "..") return false;
+  for (let i = 0; i < n; i++) {
+    const c = name.charCodeAt(i);
+    if (c < 0x20 || c > 0x7e || c === SLASH) return false;
+    if ((c | 0x20) === 0x67 && i + 2 < n && (name.charCodeAt(i + 1) | 0x20) === 0x69 && (name.charCodeAt(i + 2) | 0x20) === 0x74) return false;
+  }
+  return true;
 }
 
 /** node's one-shot `crypto.hash` (node ≥ 20.12), or undefined on an older node. */
