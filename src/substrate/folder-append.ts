@@ -18,7 +18,7 @@ import { createHash } from "node:crypto";
 import { hashObject, type GitObject } from "./git-object.js";
 import { assertEntryName, parseRepoPath } from "./repo-path.js";
 import { entryAt, findEntry, indexOfEntry, type ParsedTree } from "./tree-object.js";
-import type { EntryPosition } from "./tree-edit.js";
+import { DEFERRED_CHANGES, type EntryPosition } from "./tree-edit.js";
 import { PACKED_BLOB_MAX_BYTES, PACKED_MAX_BYTES, type PackedObjects } from "./packed-objects.js";
 import type { AppendedFolder, FolderAppend, Oid, PathChange } from "./types.js";
 
@@ -303,6 +303,11 @@ export interface AppendPlan {
   readonly built: (AppendedFolder | undefined)[];
   /** The appends it declined, as plain puts (path and bytes), for the generic edit. */
   readonly puts: [string, Uint8Array][];
+  /**
+   * The blob changes of the folders built into pack entries (whose `within` is
+   * DEFERRED_CHANGES), made when called (see TreeEdits.deferredChanges); undefined when none was.
+   */
+  deferredChanges?: () => PathChange[];
 }
 
 /**
@@ -343,6 +348,10 @@ export async function planAppends(source: AppendSource, rootOid: Oid | null, app
   let lastParent: string | null = null;
   let lastParentSegments: readonly string[] = [];
   let lastParentTree: ParsedTree | null = null;
+  // The appends built into `packed`, in order, and their files' blob oids one after another:
+  // what their changes are made of, if asked (the appends' names only are kept for it).
+  const packedAppends: FolderAppend[] = [];
+  const blobOids: Oid[] = [];
   // The last subfolder name checked for the direct build (every fire's is `events`).
   let lastSub: string | null = null;
   let lastSubPlain = false;
@@ -400,14 +409,16 @@ export async function planAppends(source: AppendSource, rootOid: Oid | null, app
     if (sub instanceof Promise && fromScratch) folderObject = { ...folderObject, content: Buffer.from(folderObject.content) };
     const subObject = sub instanceof Promise ? await sub : sub;
     if (packed !== undefined && subObject !== null && subObject.type === "tree") {
-      const built = packAppend(packed, append, folderObject.content, oidAt, subObject.content);
+      const built = packAppend(packed, append, folderObject.content, oidAt, subObject.content, blobOids);
       if (built === null) {
         declined(append);
         continue;
       }
       if (built !== undefined) {
-        plan.folders.push((parent as ParsedTree).sorted ? { path: segments, oid: built.folder, within: built.within, at: { tree: (parent as ParsedTree).oid, index: position } } : { path: segments, oid: built.folder, within: built.within });
+        // Its changes are listed only if asked (see AppendPlan.deferredChanges).
+        plan.folders.push((parent as ParsedTree).sorted ? { path: segments, oid: built.folder, within: DEFERRED_CHANGES, at: { tree: (parent as ParsedTree).oid, index: position } } : { path: segments, oid: built.folder, within: DEFERRED_CHANGES });
         plan.built[index] = { folder: built.folder, sub: built.sub };
+        packedAppends.push(append);
         continue;
       }
     }
@@ -434,7 +445,32 @@ export async function planAppends(source: AppendSource, rootOid: Oid | null, app
     plan.folders.push((parent as ParsedTree).sorted ? { path: segments, oid: built.folder.oid, within, at: { tree: (parent as ParsedTree).oid, index: position } } : { path: segments, oid: built.folder.oid, within });
     plan.built[index] = { folder: built.folder.oid, sub: built.sub.oid };
   }
+  if (packedAppends.length > 0) plan.deferredChanges = deferredChangesOf(packedAppends, blobOids);
   return plan;
+}
+
+/** The blob changes of appends built into pack entries (`blobOids`: their files' oids, in order). */
+function deferredChangesOf(appends: readonly FolderAppend[], blobOids: readonly Oid[]): () => PathChange[] {
+  // Names only: the files' bytes are not kept alive by a list nobody may ask for.
+  const folders: string[] = [];
+  const subs: string[] = [];
+  const counts: number[] = [];
+  const names: string[] = [];
+  for (const append of appends) {
+    folders.push(append.folder);
+    subs.push(append.sub);
+    counts.push(append.files.length);
+    for (const file of append.files) names.push(file.name);
+  }
+  return () => {
+    const changes: PathChange[] = [];
+    let j = 0;
+    for (let k = 0; k < folders.length; k++) {
+      const prefix = `${folders[k] as string}/${subs[k] as string}/`;
+      for (let i = 0; i < (counts[k] as number); i++, j++) changes.push({ path: prefix + (names[j] as string), oid: blobOids[j] as Oid, status: "added" });
+    }
+    return changes;
+  };
 }
 
 /**
@@ -443,22 +479,20 @@ export async function planAppends(source: AppendSource, rootOid: Oid | null, app
  * bytes hold it). Null when the direct build declines (see the module comment); undefined when
  * an object is too big for an entry here (the caller builds the run as objects).
  */
-function packAppend(packed: PackedObjects, append: FolderAppend, folder: Uint8Array, oidAt: number, subContent: Uint8Array): { folder: Oid; sub: Oid; within: PathChange[] } | null | undefined {
+function packAppend(packed: PackedObjects, append: FolderAppend, folder: Uint8Array, oidAt: number, subContent: Uint8Array, blobOids: Oid[]): { folder: Oid; sub: Oid } | null | undefined {
   if (oidAt < 0) return null;
-  if (append.files.length === 1) return packOne(packed, append, folder, oidAt, subContent);
+  if (append.files.length === 1) return packOne(packed, append, folder, oidAt, subContent, blobOids);
   const plan = planMerge(subContent, append.files);
   if (plan === null) return null;
   const subLength = subContent.length + plan.added;
   if (subLength > PACKED_MAX_BYTES || folder.length > PACKED_MAX_BYTES) return undefined;
   for (const file of append.files) if (file.content.byteLength > PACKED_BLOB_MAX_BYTES) return undefined;
-  const subPath = `${append.folder}/${append.sub}/`;
   const rows: number[] = [];
-  const within: PathChange[] = [];
   for (const file of append.files) {
     const at = packed.begin(file.content.byteLength);
     packed.buffer.set(file.content, at);
     rows.push(packed.finish(false));
-    within.push({ path: subPath + file.name, oid: packed.lastOid, status: "added" });
+    blobOids.push(packed.lastOid);
   }
   // begin() first: it may move to a new chunk, which `buffer` then names.
   const subAt = packed.begin(subLength);
@@ -470,7 +504,7 @@ function packAppend(packed: PackedObjects, append: FolderAppend, folder: Uint8Ar
   out.set(folder, at);
   packed.oids.copy(out, at + oidAt, subRow * OID_BYTES, subRow * OID_BYTES + OID_BYTES);
   packed.finish(true);
-  return { folder: packed.lastOid, sub, within };
+  return { folder: packed.lastOid, sub };
 }
 
 /**
@@ -478,7 +512,7 @@ function packAppend(packed: PackedObjects, append: FolderAppend, folder: Uint8Ar
  * or offsets arrays: the name is checked as a string and its place found in the same pass that
  * checks the old subfolder.
  */
-function packOne(packed: PackedObjects, append: FolderAppend, folder: Uint8Array, oidAt: number, subContent: Uint8Array): { folder: Oid; sub: Oid; within: PathChange[] } | null | undefined {
+function packOne(packed: PackedObjects, append: FolderAppend, folder: Uint8Array, oidAt: number, subContent: Uint8Array, blobOids: Oid[]): { folder: Oid; sub: Oid } | null | undefined {
   const file = append.files[0] as { readonly name: string; readonly content: Uint8Array };
   const name = file.name;
   if (!plainString(name)) return null;
@@ -499,7 +533,7 @@ function packOne(packed: PackedObjects, append: FolderAppend, folder: Uint8Array
   let at = packed.begin(file.content.byteLength);
   packed.buffer.set(file.content, at);
   const row = packed.finish(false);
-  const within: PathChange[] = [{ path: `${append.folder}/${append.sub}/${name}`, oid: packed.lastOid, status: "added" }];
+  blobOids.push(packed.lastOid);
   at = packed.begin(subLength);
   let out = packed.buffer;
   const source = subContent instanceof Buffer ? subContent : Buffer.from(subContent.buffer, subContent.byteOffset, subContent.byteLength);
@@ -517,7 +551,7 @@ function packOne(packed: PackedObjects, append: FolderAppend, folder: Uint8Array
   out.set(folder, at);
   packed.oids.copy(out, at + oidAt, subRow * OID_BYTES, subRow * OID_BYTES + OID_BYTES);
   packed.finish(true);
-  return { folder: packed.lastOid, sub, within };
+  return { folder: packed.lastOid, sub };
 }
 
 /** {@link compareNames} of a file name given as a string of plain ASCII against an entry's raw name. */

@@ -29,7 +29,7 @@ import { EMPTY_TREE_OID, findEntry, type ParsedTree } from "./tree-object.js";
 import type { Sleep } from "./ref-store.js";
 import type { RepoHandle } from "./repo-handle.js";
 import { parseRepoPath } from "./repo-path.js";
-import { applyTreeEdits } from "./tree-edit.js";
+import { applyTreeEdits, type TreeEditResult } from "./tree-edit.js";
 import { planAppends, type AppendPlan, type AppendSource } from "./folder-append.js";
 import { PackedObjects } from "./packed-objects.js";
 import type { AppendedFolder, CommittedReads, FolderAppend, Oid, PathChange, RefMove, WriteResult } from "./types.js";
@@ -147,8 +147,11 @@ type Prepared<R> =
       readonly result: R | undefined;
       /** The plan's time slicer, also awaited while the pack is encoded. */
       readonly pause?: (() => Promise<void>) | undefined;
-      /** The new root's blob changes against the tip's, when they are exactly its diff (TreeEditResult.exact). */
-      readonly changes: readonly PathChange[] | null;
+      /**
+       * The new root's blob changes against the tip's, when they are exactly its diff
+       * (TreeEditResult.exact), listed when called (a fire commit's are mostly never asked for).
+       */
+      readonly changes: (() => readonly PathChange[]) | null;
       /** See WriteResult.folderOid. */
       readonly folderOid: (path: string) => Oid | null | undefined;
       /** See WriteResult.appended. */
@@ -244,10 +247,13 @@ async function prepare<R>(deps: WriteEngineDeps, name: string, tip: Oid | null, 
   const store = repo.objects;
   const cacheOld = planned.prevalidated !== true;
   const readOld = (oid: Oid): Promise<ParsedTree> => store.readTreeForEdit(oid, cacheOld);
+  appended = await planWriteAppends(repo, planned, baseTree, blobs, puts, packed);
+  const deferredChanges = appended?.deferredChanges;
   const edit = await applyTreeEdits(readOld, baseTree, {
     ...(planned.clear === undefined ? {} : { clear: planned.clear }),
     deletes,
-    puts: (appended = await planWriteAppends(repo, planned, baseTree, blobs, puts, packed)) === undefined ? puts : [...puts, ...appended.folders],
+    puts: appended === undefined ? puts : [...puts, ...appended.folders],
+    ...(deferredChanges === undefined ? {} : { deferredChanges }),
   }, pause);
   if (edit.rootOid === (baseTree ?? EMPTY_TREE_OID)) return { kind: "noop", result: planned.result };
 
@@ -287,7 +293,8 @@ async function prepare<R>(deps: WriteEngineDeps, name: string, tip: Oid | null, 
   });
   const objects: GitObject[] = [];
   const added = new Set<Oid>();
-  for (const change of edit.changes) {
+  // The put blobs that changed something (none in a fire commit: its files are built into `packed`).
+  if (blobs.size > 0) for (const change of edit.changes) {
     const blob = blobs.get(change.oid);
     if (change.status !== "deleted" && blob !== undefined && !added.has(blob.oid)) {
       added.add(blob.oid);
@@ -343,15 +350,29 @@ async function prepare<R>(deps: WriteEngineDeps, name: string, tip: Oid | null, 
     for (const object of appended.objects) all.add(object.oid);
     novel = all;
   }
-  return { kind: "commit", commit, objects, trees: edit.pending.values(), result: planned.result, pause, changes: edit.exact ? Object.freeze(edit.changes.slice()) : null, folderOid, appended: appended?.built, novel, packed: packed.count > 0 ? packed : undefined };
+  return { kind: "commit", commit, objects, trees: edit.pending.values(), result: planned.result, pause, changes: edit.exact ? frozenChanges(edit) : null, folderOid, appended: appended?.built, novel, packed: packed.count > 0 ? packed : undefined };
+}
+
+/**
+ * The edit's changes as a frozen copy, made when called; holds only the list (or what lists it),
+ * not the edit's trees.
+ */
+function frozenChanges(edit: TreeEditResult): () => readonly PathChange[] {
+  const later = edit.changesLater;
+  if (later !== undefined) return () => Object.freeze(later().slice());
+  const changes = edit.changes;
+  return () => Object.freeze(changes.slice());
 }
 
 /** Own commits' changes kept per repository for its subscribers (see {@link ownCommitChanges}). */
 const OWN_COMMITS_KEPT = 4;
-const ownCommits = new WeakMap<RepoHandle, Map<Oid, { readonly parentSha: Oid | null; readonly changes: readonly PathChange[] }>>();
+const ownCommits = new WeakMap<RepoHandle, Map<Oid, { readonly parentSha: Oid | null; readonly changes: () => readonly PathChange[] }>>();
 
-function rememberOwnCommit(repo: RepoHandle, sha: Oid, parentSha: Oid | null, changes: readonly PathChange[] | null): void {
-  if (changes === null) return;
+function rememberOwnCommit(repo: RepoHandle, sha: Oid, parentSha: Oid | null, list: (() => readonly PathChange[]) | null): void {
+  if (list === null) return;
+  let listed: readonly PathChange[] | undefined;
+  // Listed once, on the first subscriber's ask.
+  const changes = (): readonly PathChange[] => (listed ??= list());
   let kept = ownCommits.get(repo);
   if (kept === undefined) {
     kept = new Map();
@@ -367,6 +388,15 @@ function rememberOwnCommit(repo: RepoHandle, sha: Oid, parentSha: Oid | null, ch
  * commits, frozen and shared), or undefined when not known: a subscriber then diffs.
  */
 export function ownCommitChanges(repo: RepoHandle, sha: Oid, parentSha: Oid | null): readonly PathChange[] | undefined {
+  return ownCommitChangesLater(repo, sha, parentSha)?.();
+}
+
+/**
+ * {@link ownCommitChanges}, listed when the returned function is first called: a subscriber
+ * that may never look at them (the scheduler's tail skips a fire commit it adopted whole) does
+ * not pay for listing a big commit's paths.
+ */
+export function ownCommitChangesLater(repo: RepoHandle, sha: Oid, parentSha: Oid | null): (() => readonly PathChange[]) | undefined {
   const kept = ownCommits.get(repo)?.get(sha);
   return kept !== undefined && kept.parentSha === parentSha ? kept.changes : undefined;
 }
