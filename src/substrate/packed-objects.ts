@@ -112,11 +112,18 @@ export class PackedObjects {
   #count = 0;
   /** Open addressing on each row's leading 32 oid bits: row + 1, 0 for empty. */
   #slots: Int32Array;
+  /** Bytes of the next chunk to allocate. */
+  #chunkBytes: number;
   /** The oid of the object {@link finish} closed last, as 40 hex digits. */
   lastOid: Oid = "";
 
-  /** @param rows how many objects to make room for at first (it grows) */
-  constructor(rows = 1_024) {
+  /**
+   * @param rows how many objects to make room for at first (it grows)
+   * @param bytes how many bytes of entries to expect: the first chunk's size (at least 4 KiB, at
+   *   most 256 KiB; later chunks are 256 KiB), so a commit of a few fires does not take 256 KiB
+   */
+  constructor(rows = 1_024, bytes = CHUNK_BYTES) {
+    this.#chunkBytes = Math.min(CHUNK_BYTES, Math.max(4_096, bytes));
     const capacity = Math.max(16, rows);
     // No chunk until the first entry: most writes build none.
     this.#chunk = EMPTY;
@@ -169,7 +176,8 @@ export class PackedObjects {
         this.#parts.push(this.#chunk.subarray(SLACK, this.#at));
         this.#base += this.#at - SLACK;
       }
-      this.#chunk = Buffer.allocUnsafe(Math.max(CHUNK_BYTES, SLACK + need));
+      this.#chunk = Buffer.allocUnsafe(Math.max(this.#chunkBytes, SLACK + need));
+      this.#chunkBytes = CHUNK_BYTES;
       this.#at = SLACK;
     }
     this.#entryAt = this.#at;

@@ -237,8 +237,9 @@ async function prepare<R>(deps: WriteEngineDeps, name: string, tip: Oid | null, 
   }
   const deletes = (planned.deletes ?? []).map((path) => parseRepoPath(path));
   let appended: AppendPlan | undefined;
-  // Sized for a fire commit's three objects per run (it grows).
-  const packed = new PackedObjects(planned.appends === undefined ? 16 : 3 * planned.appends.length + 16);
+  // Sized for a fire commit's three objects per run, about 500 bytes in all (it grows).
+  const runs = planned.appends?.length ?? 0;
+  const packed = new PackedObjects(3 * runs + 16, 512 * runs);
   const baseTree = tip === null ? null : (await repo.readCommit(tip)).tree;
   // The folders on edited paths belong to runs spread over the deployment: each is read on its
   // own (a point read, not the 1 MiB pack window around it). A prevalidated write (a fire commit)

@@ -17,8 +17,8 @@ import type { FolderAppend, Oid } from "../../../src/substrate/types.js";
 import { seededRandom } from "../../helpers/seeded-random.js";
 
 /** Builds `objects` into a PackedObjects as a caller does (begin, write the content, finish). */
-function build(objects: readonly GitObject[], rows?: number): { packed: PackedObjects; oids: Oid[]; rowOf: number[] } {
-  const packed = new PackedObjects(rows);
+function build(objects: readonly GitObject[], rows?: number, bytes?: number): { packed: PackedObjects; oids: Oid[]; rowOf: number[] } {
+  const packed = new PackedObjects(rows, bytes);
   const oids: Oid[] = [];
   const rowOf: number[] = [];
   for (const o of objects) {
@@ -45,7 +45,8 @@ describe("objects built as pack entries (packed-objects.ts)", () => {
         const objects: GitObject[] = raw.map((o) => hashObject(o.type, o.content));
         // Some built twice (a second run whose event has the same bytes).
         for (const i of repeats) if (i < objects.length) objects.push(objects[i] as GitObject);
-        const { packed, oids, rowOf } = build(objects, rows);
+        // A small first chunk (4 KiB) now and then: entries then spill into further chunks.
+        const { packed, oids, rowOf } = build(objects, rows, rows % 2 === 0 ? 0 : undefined);
         expect(oids).toEqual(objects.map((o) => o.oid));
         const distinct = [...new Map(objects.map((o) => [o.oid, o])).values()];
         expect(packed.count).toBe(distinct.length);
@@ -145,7 +146,7 @@ describe("a fire commit's runs built as pack entries (planAppends with packed ob
       };
       const appends = runs.map((x) => x.append);
       const slow = await planAppends(source, root.oid, appends);
-      const packed = new PackedObjects(4);
+      const packed = new PackedObjects(4, 0);
       const fast = await planAppends(source, root.oid, appends, undefined, packed);
       expect(fast.built, `seed ${seed}`).toEqual(slow.built);
       // Same folder puts; their blob changes listed only when asked (deferred), the same ones.
