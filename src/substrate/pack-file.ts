@@ -386,7 +386,15 @@ interface Layout {
   /** Entries in the pack: items and the ones built beforehand. */
   readonly count: number;
   readonly packed: PackedObjects | undefined;
+  /** The entries built beforehand are copied into the flat buffer (a small pack: one piece), not referenced. */
+  readonly inline: boolean;
 }
+
+/**
+ * A pack up to this size holding entries built beforehand is laid out in one buffer (their
+ * bytes copied): a small commit's pack is then written in one call, as before.
+ */
+const INLINE_PACKED_BYTES = 64 * 1_024;
 
 /**
  * Where each distinct object goes in a pack (after the 12-byte header and the entries of
@@ -404,7 +412,7 @@ function planEntries(objects: readonly GitObject[], packed?: PackedObjects): Lay
   const before = packed === undefined || packed.count === 0 ? undefined : packed;
   let at = 12 + (before?.length ?? 0);
   let flatSize = 12;
-  let external = before === undefined ? 0 : 1;
+  let external = 0;
   for (const object of objects) {
     if (seen.has(object.oid) || before?.has(object.oid) === true) continue;
     seen.add(object.oid);
@@ -419,7 +427,10 @@ function planEntries(objects: readonly GitObject[], packed?: PackedObjects): Lay
     flatSize += entryHeaderLength(size) + (payload === null ? length : 0);
     if (payload !== null) external++;
   }
-  return { items, size: at, flatSize, external, count: items.length + (before?.count ?? 0), packed: before };
+  const inline = before !== undefined && external === 0 && at <= INLINE_PACKED_BYTES;
+  if (inline) flatSize += before.length;
+  else if (before !== undefined) external++;
+  return { items, size: at, flatSize, external, count: items.length + (before?.count ?? 0), packed: before, inline };
 }
 
 /**
@@ -435,10 +446,18 @@ function writeEntries(out: Pieces, layout: Layout, entries: EntryTable, from: nu
     out.at = 12;
     const packed = layout.packed;
     if (packed !== undefined) {
-      // The entries built beforehand come first, as they lie; their rows as they are.
-      out.parts.push(pack.subarray(0, 12));
-      for (const part of packed.parts()) out.parts.push(part);
-      out.runStart = 12;
+      // The entries built beforehand come first, as they lie (copied in when the pack is small);
+      // their rows as they are.
+      if (layout.inline) {
+        for (const part of packed.parts()) {
+          pack.set(part, out.at);
+          out.at += part.length;
+        }
+      } else {
+        out.parts.push(pack.subarray(0, 12));
+        for (const part of packed.parts()) out.parts.push(part);
+        out.runStart = 12;
+      }
       entries.addPacked(packed, 12);
     }
   }
