@@ -12,6 +12,10 @@
  * caller then uses the generic edit) whatever that edit would treat specially: a tree not in
  * git's order, a name outside plain printable ASCII or one `git fsck` could refuse, a mode the
  * edit would rewrite (`040000`), a new name already present.
+ *
+ * Given a {@link PackedObjects}, `planAppends` writes each run's new files and two folders
+ * straight into it as pack entries (packed-objects.ts) instead of returning them as objects, and
+ * leaves the list of their changes to be made when asked (`AppendPlan.deferredChanges`).
  */
 import * as nodeCrypto from "node:crypto";
 import { createHash } from "node:crypto";
@@ -291,8 +295,8 @@ export interface AppendPlan {
   /** Folder puts for the tree edit (TreeEdits.puts with `within`). */
   readonly folders: { readonly path: readonly string[]; readonly oid: Oid; readonly within: readonly PathChange[]; readonly at?: EntryPosition }[];
   /**
-   * The new blobs and trees to store (two runs can get the same bytes: the pack writer stores
-   * an object once).
+   * The new blobs and trees to store that were not built into pack entries (all of them when no
+   * PackedObjects was given; two runs can get the same bytes: the pack writer stores an object once).
    */
   readonly objects: GitObject[];
   /**

@@ -286,7 +286,9 @@ const sha1Now = (body: Buffer): Buffer => createHash("sha1").update(body).digest
  * Builds one pack holding `objects` whole (no deltas); see {@link entryPayload} for how each is
  * compressed. Duplicate oids are stored once. Nothing is written here. Small objects are laid
  * out in one buffer; a big one's payload (see {@link EncodedPack.parts}) is referenced, not
- * copied, and checksummed where it lies.
+ * copied, and checksummed where it lies. `packed`: entries built beforehand (packed-objects.ts),
+ * placed first as they are (referenced as pieces, or copied in when the pack is small) with their
+ * index rows; an object of `objects` they hold is not laid out again.
  */
 export function encodePack(objects: readonly GitObject[], packed?: PackedObjects): EncodedPack {
   const layout = planEntries(objects, packed);
