@@ -136,9 +136,10 @@ export class FireCommitter {
       this.lastCommitStartMs = this.monoMs();
       const size = nextBatchSize(this.lastBatch, this.buffer.size, this.ctx.maxBatch);
       const batch: DueGeneration[] = [];
-      for (const [key, item] of this.buffer) {
+      // By value (each is filed under its own key): an entries iterator makes a pair per timer.
+      for (const item of this.buffer.values()) {
         batch.push(item);
-        this.buffer.delete(key);
+        this.buffer.delete(item.key);
         if (batch.length >= size) break;
       }
       this.lastBatch = batch.length;

@@ -21,8 +21,8 @@
 import { createTimeSlicer } from "../time/time-slicer.js";
 import { diffTrees } from "./tree-diff.js";
 import type { RepoHandle } from "./repo-handle.js";
-import type { CommitChange, Oid, SubscribeOptions } from "./types.js";
-import { ownCommitChanges } from "./write-engine.js";
+import type { CommitChange, Oid, PathChange, SubscribeOptions } from "./types.js";
+import { ownCommitChangesLater } from "./write-engine.js";
 
 export interface SubscriptionContext {
   readonly repo: RepoHandle;
@@ -108,7 +108,15 @@ export function subscribeCommits(ctx: SubscriptionContext, opts: SubscribeOption
             // A commit adding or removing thousands of run folders (a retention commit) is
             // diffed in slices: the subscriber's process keeps its timers and heartbeats.
             // A commit this process just made: its write's own edit is the diff.
-            const changes = ownCommitChanges(repo, sha, parentSha) ?? (await diffTrees(readTree, await treeOf(repo, parentSha), commit.tree, "", createTimeSlicer().pause));
+            const later = ownCommitChangesLater(repo, sha, parentSha);
+            if (later !== undefined) {
+              // Listed only if the subscriber reads them (the scheduler's tail skips a fire commit it adopted whole).
+              if (stopped()) return;
+              yield lazyCommitChange(sha, parentSha, later);
+              cursor = sha;
+              continue;
+            }
+            const changes = await diffTrees(readTree, await treeOf(repo, parentSha), commit.tree, "", createTimeSlicer().pause);
             if (stopped()) return;
             yield { commitSha: sha, parentSha, changes };
             cursor = sha;
@@ -123,4 +131,15 @@ export function subscribeCommits(ctx: SubscriptionContext, opts: SubscribeOption
   }
 
   return { [Symbol.asyncIterator]: () => iterate() };
+}
+
+/** A {@link CommitChange} whose `changes` are listed on first read. */
+function lazyCommitChange(commitSha: Oid, parentSha: Oid | null, list: () => readonly PathChange[]): CommitChange {
+  return {
+    commitSha,
+    parentSha,
+    get changes() {
+      return list();
+    },
+  };
 }

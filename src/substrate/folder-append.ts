@@ -12,13 +12,18 @@
  * caller then uses the generic edit) whatever that edit would treat specially: a tree not in
  * git's order, a name outside plain printable ASCII or one `git fsck` could refuse, a mode the
  * edit would rewrite (`040000`), a new name already present.
+ *
+ * Given a {@link PackedObjects}, `planAppends` writes each run's new files and two folders
+ * straight into it as pack entries (packed-objects.ts) instead of returning them as objects, and
+ * leaves the list of their changes to be made when asked (`AppendPlan.deferredChanges`).
  */
 import * as nodeCrypto from "node:crypto";
 import { createHash } from "node:crypto";
 import { hashObject, type GitObject } from "./git-object.js";
 import { assertEntryName, parseRepoPath } from "./repo-path.js";
 import { entryAt, findEntry, indexOfEntry, type ParsedTree } from "./tree-object.js";
-import type { EntryPosition } from "./tree-edit.js";
+import { DEFERRED_CHANGES, type EntryPosition } from "./tree-edit.js";
+import { PACKED_BLOB_MAX_BYTES, PACKED_MAX_BYTES, type PackedObjects } from "./packed-objects.js";
 import type { AppendedFolder, FolderAppend, Oid, PathChange } from "./types.js";
 
 /** A file to add: its name in the subfolder and its blob's oid. */
@@ -157,16 +162,30 @@ export function appendToSubfolder(folder: Uint8Array, sub: string, subContent: U
 }
 
 /**
- * {@link appendToSubfolder} for a clean folder whose subfolder's oid is at `oidAt` (known:
- * see {@link onlySubfolder}).
+ * Where {@link writeMerge} puts new file entries into a subfolder's bytes: the new names (plain,
+ * in git order, none twice, none already there) and, per name in that order, the offset in the
+ * old content before which it goes.
  */
-function appendAt(folder: Uint8Array, oidAt: number, subContent: Uint8Array, files: readonly AppendedFile[]): AppendedFolders | null {
+interface MergePlan {
+  readonly names: readonly Buffer[];
+  /** Indexes into the files, in git order of their names. */
+  readonly order: readonly number[];
+  /** Per entry of {@link order}: where in the old content it is inserted. */
+  readonly at: readonly number[];
+  /** Bytes the new entries add. */
+  readonly added: number;
+}
+
+/**
+ * Checks the old subfolder's entries (see EntryCursor) and the new names, and finds where each
+ * new entry goes; null when the direct build declines (see the module comment).
+ */
+function planMerge(subContent: Uint8Array, files: readonly { readonly name: string }[]): MergePlan | null {
   if (files.length === 0) return null;
-  // The new names, each plain, in git order, none twice and none already there.
   const names: Buffer[] = [];
   for (const file of files) {
     const name = Buffer.from(file.name, "latin1");
-    if (name.length !== file.name.length || !plainName(name, 0, name.length) || !isOid(file.oid)) return null;
+    if (name.length !== file.name.length || !plainName(name, 0, name.length)) return null;
     names.push(name);
   }
   const order = files.length === 1 ? [0] : files.map((_, i) => i).sort((x, y) => compareNames(names[x] as Buffer, 0, (names[x] as Buffer).length, false, names[y] as Buffer, 0, (names[y] as Buffer).length, false));
@@ -179,15 +198,10 @@ function appendAt(folder: Uint8Array, oidAt: number, subContent: Uint8Array, fil
     }
     added += BLOB_PREFIX.length + name.length + 1 + OID_BYTES;
   }
-  const subLength = subContent.length + added;
-  const subHead = `tree ${subLength}\0`;
-  const subWhole = Buffer.allocUnsafe(subHead.length + subLength);
-  let out = subWhole.write(subHead, 0, "latin1");
-  const source = Buffer.from(subContent.buffer, subContent.byteOffset, subContent.byteLength);
-  // Merge: old entries in order, each new one before the first old entry that sorts after it;
-  // the old entries are checked on the way (a declined tree leaves the buffer unused).
+  // Each new name goes before the first old entry that sorts after it; the old entries are
+  // checked on the way.
+  const at: number[] = [];
   let k = 0;
-  let copied = 0;
   const cursor = new EntryCursor(subContent);
   for (let step = cursor.step(); step !== 0; step = cursor.step()) {
     if (step < 0) return null;
@@ -196,15 +210,53 @@ function appendAt(folder: Uint8Array, oidAt: number, subContent: Uint8Array, fil
       // A new name equal to an old one (as a file or as a folder): declined, as the edit would replace it.
       if (sameBytes(subContent, cursor.nameFrom, cursor.nameTo, name)) return null;
       if (compareNames(name, 0, name.length, false, subContent, cursor.nameFrom, cursor.nameTo, cursor.tree) > 0) break;
-      out += source.copy(subWhole, out, copied, cursor.at);
-      copied = cursor.at;
-      out = writeFileEntry(subWhole, out, name, (files[order[k] as number] as AppendedFile).oid);
+      at.push(cursor.at);
       k += 1;
     }
   }
-  out += source.copy(subWhole, out, copied, subContent.length);
-  for (; k < order.length; k++) out = writeFileEntry(subWhole, out, names[order[k] as number] as Buffer, (files[order[k] as number] as AppendedFile).oid);
-  const subObject: GitObject = { oid: sha1Hex(subWhole), type: "tree", content: subWhole.subarray(subHead.length) };
+  while (at.length < order.length) at.push(subContent.length);
+  return { names, order, at, added };
+}
+
+/**
+ * Writes the subfolder `subContent` with the entries of `plan` merged in at `out[outAt…]`; file
+ * `i`'s oid is the 20 bytes at `oids[rows[i] * 20]`.
+ * @returns where the written content ends
+ */
+function writeMerge(out: Buffer, outAt: number, subContent: Uint8Array, plan: MergePlan, oids: Buffer, rows: readonly number[]): number {
+  const source = subContent instanceof Buffer ? subContent : Buffer.from(subContent.buffer, subContent.byteOffset, subContent.byteLength);
+  let at = outAt;
+  let copied = 0;
+  for (let k = 0; k < plan.order.length; k++) {
+    const from = plan.at[k] as number;
+    if (from > copied) at += source.copy(out, at, copied, from);
+    copied = from;
+    const file = plan.order[k] as number;
+    at += BLOB_PREFIX.copy(out, at);
+    at += (plan.names[file] as Buffer).copy(out, at);
+    out[at++] = 0;
+    const row = rows[file] as number;
+    at += oids.copy(out, at, row * OID_BYTES, row * OID_BYTES + OID_BYTES);
+  }
+  if (subContent.length > copied) at += source.copy(out, at, copied, subContent.length);
+  return at;
+}
+
+/**
+ * {@link appendToSubfolder} for a clean folder whose subfolder's oid is at `oidAt` (known:
+ * see {@link onlySubfolder}).
+ */
+function appendAt(folder: Uint8Array, oidAt: number, subContent: Uint8Array, files: readonly AppendedFile[]): AppendedFolders | null {
+  for (const file of files) if (!isOid(file.oid)) return null;
+  const plan = planMerge(subContent, files);
+  if (plan === null) return null;
+  const subLength = subContent.length + plan.added;
+  const subHead = `tree ${subLength}\0`;
+  const subWhole = Buffer.allocUnsafe(subHead.length + subLength);
+  const head = subWhole.write(subHead, 0, "latin1");
+  const oids = Buffer.from(files.map((f) => f.oid).join(""), "hex");
+  writeMerge(subWhole, head, subContent, plan, oids, files.map((_, i) => i));
+  const subObject: GitObject = { oid: sha1Hex(subWhole), type: "tree", content: subWhole.subarray(head) };
   // The folder: the same bytes with the subfolder's oid replaced.
   const folderHead = `tree ${folder.length}\0`;
   const folderWhole = Buffer.allocUnsafe(folderHead.length + folder.length);
@@ -230,13 +282,6 @@ function sameBytes(content: Uint8Array, from: number, to: number, name: Buffer):
   return true;
 }
 
-function writeFileEntry(out: Buffer, at: number, name: Buffer, oid: Oid): number {
-  at += BLOB_PREFIX.copy(out, at);
-  at += name.copy(out, at);
-  out[at++] = 0;
-  return at + out.write(oid, at, "hex");
-}
-
 /** Where {@link planAppends} reads the folders it edits. */
 export interface AppendSource {
   /** A parsed tree (the folders above the appended ones: `runs/`, the root). */
@@ -250,8 +295,8 @@ export interface AppendPlan {
   /** Folder puts for the tree edit (TreeEdits.puts with `within`). */
   readonly folders: { readonly path: readonly string[]; readonly oid: Oid; readonly within: readonly PathChange[]; readonly at?: EntryPosition }[];
   /**
-   * The new blobs and trees to store (two runs can get the same bytes: the pack writer stores
-   * an object once).
+   * The new blobs and trees to store that were not built into pack entries (all of them when no
+   * PackedObjects was given; two runs can get the same bytes: the pack writer stores an object once).
    */
   readonly objects: GitObject[];
   /**
@@ -262,6 +307,11 @@ export interface AppendPlan {
   readonly built: (AppendedFolder | undefined)[];
   /** The appends it declined, as plain puts (path and bytes), for the generic edit. */
   readonly puts: [string, Uint8Array][];
+  /**
+   * The blob changes of the folders built into pack entries (whose `within` is
+   * DEFERRED_CHANGES), made when called (see TreeEdits.deferredChanges); undefined when none was.
+   */
+  deferredChanges?: () => PathChange[];
 }
 
 /**
@@ -269,9 +319,13 @@ export interface AppendPlan {
  * declines (a folder or subfolder missing or not clean, a bad name) comes back as plain puts,
  * so the caller's generic edit applies or refuses those as it would any put.
  * @param pause awaited every few folders (a caller's time slicer); default none
+ * @param packed when given, each built run's objects (its new files, subfolder and folder) are
+ *   written into it as pack entries instead of listed in `objects` (see packed-objects.ts); a
+ *   run with a file over {@link PACKED_BLOB_MAX_BYTES} or a folder over {@link PACKED_MAX_BYTES}
+ *   is built as objects all the same. Same oids either way.
  * @throws `path_violation` for a folder path the store refuses; `object_corrupt` from reads
  */
-export async function planAppends(source: AppendSource, rootOid: Oid | null, appends: readonly FolderAppend[], pause?: () => Promise<void>): Promise<AppendPlan> {
+export async function planAppends(source: AppendSource, rootOid: Oid | null, appends: readonly FolderAppend[], pause?: () => Promise<void>, packed?: PackedObjects): Promise<AppendPlan> {
   const plan: AppendPlan = { folders: [], objects: [], built: new Array<AppendedFolder | undefined>(appends.length).fill(undefined), puts: [] };
   /** Parent folders by path ("" the root), read once per write: every run's is `runs/`. */
   const parents = new Map<string, ParsedTree | null>();
@@ -298,6 +352,10 @@ export async function planAppends(source: AppendSource, rootOid: Oid | null, app
   let lastParent: string | null = null;
   let lastParentSegments: readonly string[] = [];
   let lastParentTree: ParsedTree | null = null;
+  // The appends built into `packed`, in order, and their files' blob oids one after another:
+  // what their changes are made of, if asked (the appends' names only are kept for it).
+  const packedAppends: FolderAppend[] = [];
+  const blobOids: Oid[] = [];
   // The last subfolder name checked for the direct build (every fire's is `events`).
   let lastSub: string | null = null;
   let lastSubPlain = false;
@@ -338,6 +396,7 @@ export async function planAppends(source: AppendSource, rootOid: Oid | null, app
     // from that oid (checked: they must hash to the folder's oid). Its one entry's oid is then
     // its last 20 bytes.
     let folderObject = append.subOid === undefined || !lastSubPlain ? null : onlySubfolder(append.sub, append.subOid, entry.oid);
+    const fromScratch = folderObject !== null;
     let subOid: Oid | null;
     let oidAt = -1;
     if (folderObject !== null) {
@@ -346,10 +405,27 @@ export async function planAppends(source: AppendSource, rootOid: Oid | null, app
     } else {
       const folder = source.readRaw(entry.oid);
       folderObject = folder instanceof Promise ? await folder : folder;
-      subOid = folderObject.type === "tree" ? subfolderOid(folderObject.content, append.sub) : null;
+      oidAt = folderObject.type === "tree" ? subEntry(folderObject.content, append.sub) : -1;
+      subOid = oidAt < 0 ? null : Buffer.from(folderObject.content.buffer, folderObject.content.byteOffset, folderObject.content.byteLength).toString("hex", oidAt, oidAt + OID_BYTES);
     }
     const sub = subOid === null ? null : source.readRaw(subOid);
+    // A folder laid out by onlySubfolder is a view of its scratch buffer: kept across an await.
+    if (sub instanceof Promise && fromScratch) folderObject = { ...folderObject, content: Buffer.from(folderObject.content) };
     const subObject = sub instanceof Promise ? await sub : sub;
+    if (packed !== undefined && subObject !== null && subObject.type === "tree") {
+      const built = packAppend(packed, append, folderObject.content, oidAt, subObject.content, blobOids);
+      if (built === null) {
+        declined(append);
+        continue;
+      }
+      if (built !== undefined) {
+        // Its changes are listed only if asked (see AppendPlan.deferredChanges).
+        plan.folders.push((parent as ParsedTree).sorted ? { path: segments, oid: built.folder, within: DEFERRED_CHANGES, at: { tree: (parent as ParsedTree).oid, index: position } } : { path: segments, oid: built.folder, within: DEFERRED_CHANGES });
+        plan.built[index] = { folder: built.folder, sub: built.sub };
+        packedAppends.push(append);
+        continue;
+      }
+    }
     const blobs: GitObject[] = [];
     const files: AppendedFile[] = [];
     for (const file of append.files) {
@@ -357,12 +433,7 @@ export async function planAppends(source: AppendSource, rootOid: Oid | null, app
       blobs.push(blob);
       files.push({ name: file.name, oid: blob.oid });
     }
-    const built =
-      subObject === null || subObject.type !== "tree"
-        ? null
-        : oidAt >= 0
-          ? appendAt(folderObject.content, oidAt, subObject.content, files)
-          : appendToSubfolder(folderObject.content, append.sub, subObject.content, files);
+    const built = subObject === null || subObject.type !== "tree" || oidAt < 0 ? null : appendAt(folderObject.content, oidAt, subObject.content, files);
     if (built === null) {
       declined(append);
       continue;
@@ -378,28 +449,168 @@ export async function planAppends(source: AppendSource, rootOid: Oid | null, app
     plan.folders.push((parent as ParsedTree).sorted ? { path: segments, oid: built.folder.oid, within, at: { tree: (parent as ParsedTree).oid, index: position } } : { path: segments, oid: built.folder.oid, within });
     plan.built[index] = { folder: built.folder.oid, sub: built.sub.oid };
   }
+  if (packedAppends.length > 0) plan.deferredChanges = deferredChangesOf(packedAppends, blobOids);
   return plan;
 }
 
-/** The tree holding nothing but the folder `sub` (oid `subOid`), when its oid is `folderOid`; else null. */
+/** The blob changes of appends built into pack entries (`blobOids`: their files' oids, in order). */
+function deferredChangesOf(appends: readonly FolderAppend[], blobOids: readonly Oid[]): () => PathChange[] {
+  // Names only: the files' bytes are not kept alive by a list nobody may ask for.
+  const folders: string[] = [];
+  const subs: string[] = [];
+  const counts: number[] = [];
+  const names: string[] = [];
+  for (const append of appends) {
+    folders.push(append.folder);
+    subs.push(append.sub);
+    counts.push(append.files.length);
+    for (const file of append.files) names.push(file.name);
+  }
+  return () => {
+    const changes: PathChange[] = [];
+    let j = 0;
+    for (let k = 0; k < folders.length; k++) {
+      const prefix = `${folders[k] as string}/${subs[k] as string}/`;
+      for (let i = 0; i < (counts[k] as number); i++, j++) changes.push({ path: prefix + (names[j] as string), oid: blobOids[j] as Oid, status: "added" });
+    }
+    return changes;
+  };
+}
+
+/**
+ * One run's append written into `packed` as pack entries: each new file, the subfolder with
+ * their entries merged in, the folder with the subfolder's new oid (`oidAt`: where the folder's
+ * bytes hold it). Null when the direct build declines (see the module comment); undefined when
+ * an object is too big for an entry here (the caller builds the run as objects).
+ */
+function packAppend(packed: PackedObjects, append: FolderAppend, folder: Uint8Array, oidAt: number, subContent: Uint8Array, blobOids: Oid[]): { folder: Oid; sub: Oid } | null | undefined {
+  if (oidAt < 0) return null;
+  if (append.files.length === 1) return packOne(packed, append, folder, oidAt, subContent, blobOids);
+  const plan = planMerge(subContent, append.files);
+  if (plan === null) return null;
+  const subLength = subContent.length + plan.added;
+  if (subLength > PACKED_MAX_BYTES || folder.length > PACKED_MAX_BYTES) return undefined;
+  for (const file of append.files) if (file.content.byteLength > PACKED_BLOB_MAX_BYTES) return undefined;
+  const rows: number[] = [];
+  for (const file of append.files) {
+    const at = packed.begin(file.content.byteLength);
+    packed.buffer.set(file.content, at);
+    rows.push(packed.finish(false));
+    blobOids.push(packed.lastOid);
+  }
+  // begin() first: it may move to a new chunk, which `buffer` then names.
+  const subAt = packed.begin(subLength);
+  writeMerge(packed.buffer, subAt, subContent, plan, packed.oids, rows);
+  const subRow = packed.finish(true);
+  const sub = packed.lastOid;
+  const at = packed.begin(folder.length);
+  const out = packed.buffer;
+  out.set(folder, at);
+  packed.oids.copy(out, at + oidAt, subRow * OID_BYTES, subRow * OID_BYTES + OID_BYTES);
+  packed.finish(true);
+  return { folder: packed.lastOid, sub };
+}
+
+/**
+ * {@link packAppend} of one file (a fire commit's usual run: one event), with no names, order
+ * or offsets arrays: the name is checked as a string and its place found in the same pass that
+ * checks the old subfolder.
+ */
+function packOne(packed: PackedObjects, append: FolderAppend, folder: Uint8Array, oidAt: number, subContent: Uint8Array, blobOids: Oid[]): { folder: Oid; sub: Oid } | null | undefined {
+  const file = append.files[0] as { readonly name: string; readonly content: Uint8Array };
+  const name = file.name;
+  if (!plainString(name)) return null;
+  // Where the new entry goes: before the first old entry that sorts after it.
+  let insertAt = -1;
+  const cursor = new EntryCursor(subContent);
+  for (let step = cursor.step(); step !== 0; step = cursor.step()) {
+    if (step < 0) return null;
+    if (insertAt >= 0) continue;
+    const order = compareWithString(name, subContent, cursor.nameFrom, cursor.nameTo, cursor.tree);
+    if (order === 0) return null;
+    if (order < 0) insertAt = cursor.at;
+  }
+  if (insertAt < 0) insertAt = subContent.length;
+  const entryLength = BLOB_PREFIX.length + name.length + 1 + OID_BYTES;
+  const subLength = subContent.length + entryLength;
+  if (subLength > PACKED_MAX_BYTES || folder.length > PACKED_MAX_BYTES || file.content.byteLength > PACKED_BLOB_MAX_BYTES) return undefined;
+  let at = packed.begin(file.content.byteLength);
+  packed.buffer.set(file.content, at);
+  const row = packed.finish(false);
+  blobOids.push(packed.lastOid);
+  at = packed.begin(subLength);
+  let out = packed.buffer;
+  const source = subContent instanceof Buffer ? subContent : Buffer.from(subContent.buffer, subContent.byteOffset, subContent.byteLength);
+  if (insertAt > 0) source.copy(out, at, 0, insertAt);
+  at += insertAt;
+  at += BLOB_PREFIX.copy(out, at);
+  at += out.write(name, at, "latin1");
+  out[at++] = 0;
+  at += packed.oids.copy(out, at, row * OID_BYTES, row * OID_BYTES + OID_BYTES);
+  if (subContent.length > insertAt) source.copy(out, at, insertAt, subContent.length);
+  const subRow = packed.finish(true);
+  const sub = packed.lastOid;
+  at = packed.begin(folder.length);
+  out = packed.buffer;
+  out.set(folder, at);
+  packed.oids.copy(out, at + oidAt, subRow * OID_BYTES, subRow * OID_BYTES + OID_BYTES);
+  packed.finish(true);
+  return { folder: packed.lastOid, sub };
+}
+
+/** {@link compareNames} of a file name given as a string of plain ASCII against an entry's raw name. */
+function compareWithString(name: string, b: Uint8Array, from: number, to: number, tree: boolean): number {
+  const lb = to - from;
+  const len = Math.min(name.length, lb);
+  for (let i = 0; i < len; i++) {
+    const d = name.charCodeAt(i) - (b[from + i] as number);
+    if (d !== 0) return d;
+  }
+  const x = name.length > len ? name.charCodeAt(len) : 0;
+  const y = lb > len ? (b[from + len] as number) : tree ? SLASH : 0;
+  return x - y;
+}
+
+/**
+ * The last folder shape {@link onlySubfolder} laid out (a fire commit asks for the same `sub`,
+ * `events`, once per run): header, mode and name stay, only the oid is written per call.
+ */
+let onlyScratch: { readonly sub: string; readonly whole: Buffer; readonly content: Buffer; readonly oidAt: number } | null = null;
+
+/**
+ * The tree holding nothing but the folder `sub` (oid `subOid`), when its oid is `folderOid`; else
+ * null. Its content is a view of a buffer the next call reuses: a caller that awaits before it is
+ * done with it copies it first.
+ */
 function onlySubfolder(sub: string, subOid: Oid, folderOid: Oid): GitObject | null {
   if (!isOid(subOid)) return null;
-  const length = TREE_MODE_BYTES.length + 1 + sub.length + 1 + OID_BYTES;
-  const head = `tree ${length}\0`;
-  const whole = Buffer.allocUnsafe(head.length + length);
-  let at = whole.write(head, 0, "latin1");
-  at += TREE_MODE_BYTES.copy(whole, at);
-  whole[at++] = SPACE;
-  at += whole.write(sub, at, "latin1");
-  whole[at++] = 0;
-  whole.write(subOid, at, "hex");
-  return sha1Hex(whole) === folderOid ? { oid: folderOid, type: "tree", content: whole.subarray(head.length) } : null;
+  let scratch = onlyScratch;
+  if (scratch === null || scratch.sub !== sub) {
+    const length = TREE_MODE_BYTES.length + 1 + sub.length + 1 + OID_BYTES;
+    const head = `tree ${length}\0`;
+    const whole = Buffer.alloc(head.length + length);
+    let at = whole.write(head, 0, "latin1");
+    at += TREE_MODE_BYTES.copy(whole, at);
+    whole[at++] = SPACE;
+    at += whole.write(sub, at, "latin1");
+    whole[at++] = 0;
+    scratch = { sub, whole, content: whole.subarray(head.length), oidAt: at };
+    onlyScratch = scratch;
+  }
+  scratch.whole.write(subOid, scratch.oidAt, "hex");
+  return sha1Hex(scratch.whole) === folderOid ? { oid: folderOid, type: "tree", content: scratch.content } : null;
 }
 
 /** A name the direct build takes as it is (see {@link plainName}), given as a string. */
 function plainString(name: string): boolean {
-  const bytes = Buffer.from(name, "latin1");
-  return bytes.length === name.length && bytes.toString("latin1") === name && plainName(bytes, 0, bytes.length);
+  const n = name.length;
+  if (n === 0 || name === "." || name === "..") return false;
+  for (let i = 0; i < n; i++) {
+    const c = name.charCodeAt(i);
+    if (c < 0x20 || c > 0x7e || c === SLASH) return false;
+    if ((c | 0x20) === 0x67 && i + 2 < n && (name.charCodeAt(i + 1) | 0x20) === 0x69 && (name.charCodeAt(i + 2) | 0x20) === 0x74) return false;
+  }
+  return true;
 }
 
 /** node's one-shot `crypto.hash` (node ≥ 20.12), or undefined on an older node. */

@@ -7,6 +7,7 @@ import type { GitObject, ParsedCommit } from "./git-object.js";
 import type { ParsedTree } from "./tree-object.js";
 import type { ScopedLruCache } from "./lru-cache.js";
 import type { StagedObjects } from "./pack-store.js";
+import type { PackedObjects } from "./packed-objects.js";
 import type { ObjectSource } from "./committed-reads.js";
 import type { Oid } from "./types.js";
 
@@ -65,9 +66,13 @@ export interface ObjectStore extends ObjectSource {
    * immediately) and put in place by `publish`; `discard` removes it unseen. Loose objects are
    * all written by `publish`. Exactly one of the two must be called. `pause`, when given, is
    * awaited between slices of encoding the pack (a big commit's time slicer). `novel`: oids the
-   * caller knows to be new (see TreeEditResult.spliced), not looked for in the packs.
+   * caller knows to be new (see TreeEditResult.spliced), not looked for in the packs. `packed`:
+   * more objects, new by construction, already laid out as pack entries (packed-objects.ts: a fire
+   * commit's events and run folders); they go into the pack as they are (or loose, as objects,
+   * when the commit is below `packThreshold`), are not looked for in the packs and are not
+   * cached (nothing this process does reads them back soon: their writer adopted them).
    */
-  stageObjects(objects: readonly GitObject[], pause?: () => Promise<void>, novel?: ReadonlySet<string>): StagedObjects;
+  stageObjects(objects: readonly GitObject[], pause?: () => Promise<void>, novel?: ReadonlySet<string>, packed?: PackedObjects): StagedObjects;
   /**
    * Reads of the same objects that use the caches but do not fill them (big trees excepted):
    * for a walk that reads most objects once (see `CommittedReads.scan`).

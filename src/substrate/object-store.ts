@@ -25,6 +25,7 @@ import { MAX_LOOSE_OBJECT_BYTES, readBoundedFileOrNull } from "./bounded-file.js
 import { decodeCommit, type GitObject, type ObjectType, unwrapObject, wrapObject } from "./git-object.js";
 import { decodeTree, type DeltaBase, EMPTY_TREE_OID, type ParsedTree } from "./tree-object.js";
 import { createPackStore, type StagedObjects } from "./pack-store.js";
+import type { PackedObjects } from "./packed-objects.js";
 import type { Oid } from "./types.js";
 import type { ObjectStore, ObjectStoreOptions } from "./object-store-types.js";
 
@@ -306,11 +307,17 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
   }
 
   /** See {@link ObjectStore.stageObjects}. */
-  function stageObjects(all: readonly GitObject[], pause?: () => Promise<void>, novel?: ReadonlySet<Oid>): StagedObjects {
+  function stageObjects(all: readonly GitObject[], pause?: () => Promise<void>, novel?: ReadonlySet<Oid>, packed?: PackedObjects): StagedObjects {
     // Objects a known pack holds already are not written again (the commit always is). Each
     // look is a search of every pack's index: most of a commit's trees are known to be new.
     const stored = (o: GitObject): boolean => o.type !== "commit" && novel?.has(o.oid) !== true && packs.contains(o.oid);
-    const objects = all.some(stored) ? all.filter((o) => !stored(o)) : all;
+    let objects = all.some(stored) ? all.filter((o) => !stored(o)) : all;
+    const inPack = packed !== undefined && packed.count > 0 ? packed : undefined;
+    if (inPack !== undefined && objects.length + inPack.count < opts.packThreshold) {
+      // Loose after all: the built entries as objects, each stored under its own name.
+      objects = [...inPack.objects(), ...objects.filter((o) => !inPack.has(o.oid))];
+      return stageObjects(objects, pause);
+    }
     const remember = (): void => {
       for (const object of objects) {
         if (object.type === "blob" && object.content.byteLength <= BLOB_CACHE_MAX_BYTES) {
@@ -320,8 +327,8 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
         }
       }
     };
-    if (objects.length >= opts.packThreshold) {
-      const staged = packs.stage(objects, pause);
+    if (inPack !== undefined || objects.length >= opts.packThreshold) {
+      const staged = packs.stage(objects, pause, inPack);
       return {
         async publish() {
           await staged.publish();

@@ -21,6 +21,7 @@ import type { GitObject, ObjectType } from "./git-object.js";
 import { corrupt, OFS_DELTA, REF_DELTA } from "./pack-entry.js";
 import { IDX_MAGIC, LARGE_OFFSET_FLAG } from "./pack-index.js";
 import { knownTreeEntryCrc, rememberTreeEntryCrc } from "./entry-crc.js";
+import type { PackedObjects } from "./packed-objects.js";
 import type { Oid } from "./types.js";
 
 // Reading single entries lives in pack-entry.ts; its functions are part of this module's API.
@@ -178,6 +179,17 @@ export class EntryTable {
     this.crcs[i] = crc;
   }
 
+  /** Adds every row of `packed`, its offsets moved by `shift` (where its first entry lies in the pack). */
+  addPacked(packed: PackedObjects, shift: number): void {
+    const n = packed.count;
+    packed.oids.copy(this.oids, this.count * 20, 0, n * 20);
+    for (let row = 0; row < n; row++) {
+      this.offsets[this.count + row] = packed.offsetAt(row) + shift;
+      this.crcs[this.count + row] = packed.crcAt(row);
+    }
+    this.count += n;
+  }
+
   /** The table of `entries` (see {@link sealPack}). */
   static of(entries: readonly EntryRecord[]): EntryTable {
     const table = new EntryTable(entries.length);
@@ -274,12 +286,14 @@ const sha1Now = (body: Buffer): Buffer => createHash("sha1").update(body).digest
  * Builds one pack holding `objects` whole (no deltas); see {@link entryPayload} for how each is
  * compressed. Duplicate oids are stored once. Nothing is written here. Small objects are laid
  * out in one buffer; a big one's payload (see {@link EncodedPack.parts}) is referenced, not
- * copied, and checksummed where it lies.
+ * copied, and checksummed where it lies. `packed`: entries built beforehand (packed-objects.ts),
+ * placed first as they are (referenced as pieces, or copied in when the pack is small) with their
+ * index rows; an object of `objects` they hold is not laid out again.
  */
-export function encodePack(objects: readonly GitObject[]): EncodedPack {
-  const layout = planEntries(objects);
+export function encodePack(objects: readonly GitObject[], packed?: PackedObjects): EncodedPack {
+  const layout = planEntries(objects, packed);
   const out = startPieces(layout);
-  const entries = new EntryTable(layout.items.length);
+  const entries = new EntryTable(layout.count);
   writeEntries(out, layout, entries, 0, layout.items.length);
   return sealPieces(out, layout, entries, sha1Of(out, layout));
 }
@@ -293,11 +307,11 @@ interface Pieces {
   /** Start of the run of {@link flat} not yet pushed to {@link parts}. */
   runStart: number;
   readonly parts: Uint8Array[];
-  /** Entries whose payload is referenced (see planEntries). */
+  /** Entries whose payload is referenced (see planEntries), plus one for entries built beforehand. */
   readonly external: number;
 }
 
-function startPieces(layout: { items: readonly PlannedEntry[]; size: number; flatSize: number; external: number }): Pieces {
+function startPieces(layout: Layout): Pieces {
   // Without big objects the pack is the one buffer, trailer included, as it always was.
   const flat = Buffer.allocUnsafe(layout.external === 0 ? layout.size + 20 : layout.flatSize);
   return { flat, at: 0, runStart: 0, parts: [], external: layout.external };
@@ -330,11 +344,11 @@ const ENCODE_STEP = 256;
  * every {@link ENCODE_STEP} objects and between steps of building the index, so the caller's
  * time slicer gives the event loop its turns. Same bytes as encodePack.
  */
-export async function encodePackGently(objects: readonly GitObject[], pause: () => Promise<void>): Promise<EncodedPack> {
-  const layout = planEntries(objects);
+export async function encodePackGently(objects: readonly GitObject[], pause: () => Promise<void>, packed?: PackedObjects): Promise<EncodedPack> {
+  const layout = planEntries(objects, packed);
   await pause();
   const out = startPieces(layout);
-  const entries = new EntryTable(layout.items.length);
+  const entries = new EntryTable(layout.count);
   // Once at least: the first step writes the pack's header, also for a pack of no objects.
   for (let from = 0; from === 0 || from < layout.items.length; from += ENCODE_STEP) {
     writeEntries(out, layout, entries, from, Math.min(layout.items.length, from + ENCODE_STEP));
@@ -364,21 +378,45 @@ interface PlannedEntry {
   readonly payload: readonly Uint8Array[] | null;
 }
 
+/** Where a pack's entries go (see planEntries). */
+interface Layout {
+  readonly items: PlannedEntry[];
+  /** Bytes before the trailer. */
+  readonly size: number;
+  readonly flatSize: number;
+  readonly external: number;
+  /** Entries in the pack: items and the ones built beforehand. */
+  readonly count: number;
+  readonly packed: PackedObjects | undefined;
+  /** The entries built beforehand are copied into the flat buffer (a small pack: one piece), not referenced. */
+  readonly inline: boolean;
+}
+
 /**
- * Where each distinct object goes in a pack (after the 12-byte header), and the size before the
+ * A pack up to this size holding entries built beforehand is laid out in one buffer (their
+ * bytes copied): a small commit's pack is then written in one call, as before.
+ */
+const INLINE_PACKED_BYTES = 64 * 1_024;
+
+/**
+ * Where each distinct object goes in a pack (after the 12-byte header and the entries of
+ * `packed`, built beforehand), and the size before the
  * trailer. Small objects (most of a commit: events, run folders) are written in place as one
  * stored block: no buffer of their own, no copy. The others' payloads (stored blocks of a big
  * object's own bytes, or a deflated blob) are referenced as pieces ("external"); `flatSize` is
- * what the rest takes: the header, the small entries and every entry's header.
+ * what the rest takes: the header, the small entries and every entry's header. `packed`'s
+ * entries are pieces of their own (they count as one external); an object it holds already is
+ * not laid out again.
  */
-function planEntries(objects: readonly GitObject[]): { items: PlannedEntry[]; size: number; flatSize: number; external: number } {
+function planEntries(objects: readonly GitObject[], packed?: PackedObjects): Layout {
   const items: PlannedEntry[] = [];
   const seen = new Set<Oid>();
-  let at = 12;
+  const before = packed === undefined || packed.count === 0 ? undefined : packed;
+  let at = 12 + (before?.length ?? 0);
   let flatSize = 12;
   let external = 0;
   for (const object of objects) {
-    if (seen.has(object.oid)) continue;
+    if (seen.has(object.oid) || before?.has(object.oid) === true) continue;
     seen.add(object.oid);
     const size = object.content.byteLength;
     const single = size <= 65_535 && (object.type === "tree" || size <= STORE_SMALL_BYTES);
@@ -391,20 +429,39 @@ function planEntries(objects: readonly GitObject[]): { items: PlannedEntry[]; si
     flatSize += entryHeaderLength(size) + (payload === null ? length : 0);
     if (payload !== null) external++;
   }
-  return { items, size: at, flatSize, external };
+  const inline = before !== undefined && external === 0 && at <= INLINE_PACKED_BYTES;
+  if (inline) flatSize += before.length;
+  else if (before !== undefined) external++;
+  return { items, size: at, flatSize, external, count: items.length + (before?.count ?? 0), packed: before, inline };
 }
 
 /**
  * Writes the pack header (when `from` is 0) and entries `from` … `to` - 1 of `layout`: small
  * ones into `out.flat`, a big one's header there and its payload as pieces of its own.
  */
-function writeEntries(out: Pieces, layout: { items: readonly PlannedEntry[] }, entries: EntryTable, from: number, to: number): void {
+function writeEntries(out: Pieces, layout: Layout, entries: EntryTable, from: number, to: number): void {
   const pack = out.flat;
   if (from === 0) {
     pack.write("PACK", 0, "latin1");
     pack.writeUInt32BE(2, 4);
-    pack.writeUInt32BE(layout.items.length, 8);
+    pack.writeUInt32BE(layout.count, 8);
     out.at = 12;
+    const packed = layout.packed;
+    if (packed !== undefined) {
+      // The entries built beforehand come first, as they lie (copied in when the pack is small);
+      // their rows as they are.
+      if (layout.inline) {
+        for (const part of packed.parts()) {
+          pack.set(part, out.at);
+          out.at += part.length;
+        }
+      } else {
+        out.parts.push(pack.subarray(0, 12));
+        for (const part of packed.parts()) out.parts.push(part);
+        out.runStart = 12;
+      }
+      entries.addPacked(packed, 12);
+    }
   }
   for (let i = from; i < to; i++) {
     const { object, offset, payload } = layout.items[i] as PlannedEntry;

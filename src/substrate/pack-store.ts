@@ -17,6 +17,7 @@ import type { FsAdapter } from "./fs-adapter.js";
 import type { GitObject } from "./git-object.js";
 import type { ScopedLruCache } from "./lru-cache.js";
 import { encodePack, encodePackGently } from "./pack-file.js";
+import type { PackedObjects } from "./packed-objects.js";
 import { createPackMaintenance, MAX_PACKS } from "./pack-maintenance.js";
 import { createPackReader } from "./pack-reader.js";
 import { createPackWriter } from "./pack-writer.js";
@@ -86,9 +87,10 @@ export interface PackStore {
    * Starts writing `objects` as one new pack to temp files, returning at once: `publish` puts
    * it in place (as {@link write}), `discard` removes the temp files. One of the two must be
    * called. Lets a commit write its pack while it waits for the ref lock. With `pause`, the
-   * pack is encoded in slices (see encodePackGently) and written once encoded.
+   * pack is encoded in slices (see encodePackGently) and written once encoded. `packed`: objects
+   * already laid out as pack entries (packed-objects.ts), placed first in the pack as they are.
    */
-  stage(objects: readonly GitObject[], pause?: () => Promise<void>): StagedObjects;
+  stage(objects: readonly GitObject[], pause?: () => Promise<void>, packed?: PackedObjects): StagedObjects;
   /**
    * Whether a pack this store knows holds `oid` (an in-memory index lookup, no rescan). A writer
    * skips such objects: writing them again (a subtree or file put back unchanged, as retention's
@@ -147,9 +149,9 @@ export function createPackStore(opts: PackStoreOptions): PackStore {
     ...(opts.mergeOnThread === undefined ? {} : { mergeOnThread: opts.mergeOnThread }),
   });
 
-  function stage(objects: readonly GitObject[], pause?: () => Promise<void>): StagedObjects {
+  function stage(objects: readonly GitObject[], pause?: () => Promise<void>, packed?: PackedObjects): StagedObjects {
     if (pause !== undefined) {
-      const encoding = encodePackGently(objects, pause).then((encoded) => writer.stage(encoded, false));
+      const encoding = encodePackGently(objects, pause, packed).then((encoded) => writer.stage(encoded, false));
       encoding.catch(() => undefined);
       return {
         async publish() {
@@ -163,7 +165,7 @@ export function createPackStore(opts: PackStoreOptions): PackStore {
         },
       };
     }
-    const staged = writer.stage(encodePack(objects), false);
+    const staged = writer.stage(encodePack(objects, packed), false);
     return {
       async publish() {
         await reader.ensureScanned();

@@ -34,7 +34,16 @@ export interface TreeEdits {
    * not read; its trees are not in {@link TreeEditResult.pending}.
    */
   readonly puts?: readonly { readonly path: readonly string[]; readonly oid: Oid; readonly within?: readonly PathChange[]; readonly at?: EntryPosition }[];
+  /**
+   * The blob changes of the built folders put with `within: DEFERRED_CHANGES`, listed only when
+   * someone reads {@link TreeEditResult.changes} (a fire commit's twenty thousand event paths are
+   * mostly never asked for). Such a folder must differ from the one it replaces (an append does).
+   */
+  readonly deferredChanges?: () => readonly PathChange[];
 }
+
+/** `within` of a built folder whose changes come from {@link TreeEdits.deferredChanges}. */
+export const DEFERRED_CHANGES: readonly PathChange[] = Object.freeze([]);
 
 /**
  * Where a put's name is in the folder above it, as the caller found it: that folder's oid and
@@ -53,8 +62,13 @@ export interface TreeEditResult {
   readonly newTrees: readonly GitObject[];
   /** The same trees parsed, keyed by oid (for reads before they are written). */
   readonly pending: ReadonlyMap<Oid, ParsedTree>;
-  /** Every changed blob path, sorted. */
+  /** Every changed blob path, sorted (listed on first read when some were deferred, see TreeEdits.deferredChanges). */
   readonly changes: readonly PathChange[];
+  /**
+   * With deferred changes: {@link changes} as a function that holds only what lists them (not
+   * this result's trees), for a caller that keeps it for later.
+   */
+  readonly changesLater?: () => readonly PathChange[];
   /**
    * True when {@link changes} is exactly what diffing the base tree against the new root
    * reports (`diffTrees`), so a reader may take it instead of diffing. False when the edit also
@@ -164,6 +178,19 @@ function buildTrie(edits: TreeEdits): EditNode {
   return root;
 }
 
+/** `changes` with the `deferred` ones added, sorted, on the first call (its closure holds only these two). */
+function listLater(changes: PathChange[], deferred: () => readonly PathChange[]): () => readonly PathChange[] {
+  let listed: readonly PathChange[] | null = null;
+  return () => {
+    if (listed === null) {
+      for (const change of deferred()) changes.push(change);
+      changes.sort((x, y) => compareCodePoints(x.path, y.path));
+      listed = changes;
+    }
+    return listed;
+  };
+}
+
 /**
  * Applies `edits` to the tree `baseOid` (null: empty).
  * @returns the new root (the empty tree when everything was removed), the new tree objects and
@@ -180,6 +207,8 @@ export async function applyTreeEdits(read: ReadTree, baseOid: Oid | null, edits:
   let exact = true;
   const folders = new Map<string, Oid | null>();
   const spliced = new Set<Oid>();
+  let deferredUsed = false;
+  const deferredChanges = edits.deferredChanges;
   const readAny: ReadTree = (oid) => {
     const hit = pending.get(oid);
     return hit !== undefined ? Promise.resolve(hit) : read(oid);
@@ -215,7 +244,11 @@ export async function applyTreeEdits(read: ReadTree, baseOid: Oid | null, edits:
         if (existing?.type !== "tree") throw builtFolderMissing(path);
         folders.set(path, child.put);
         if (existing.oid === child.put) continue;
-        for (const change of child.within) changes.push(change);
+        if (child.within === DEFERRED_CHANGES) {
+          if (deferredChanges === undefined) throw new TypeError("a folder put with deferred changes needs TreeEdits.deferredChanges");
+          deferredUsed = true;
+        }
+        else for (const change of child.within) changes.push(change);
         edits.set(name, { name, mode: TREE_MODE, oid: child.put, type: "tree" });
         continue;
       }
@@ -272,6 +305,22 @@ export async function applyTreeEdits(read: ReadTree, baseOid: Oid | null, edits:
   }
 
   const rootOid = (await rewrite(baseOid, root, "", true)) ?? EMPTY_TREE_OID;
-  changes.sort((x, y) => compareCodePoints(x.path, y.path));
-  return { rootOid, newTrees, pending, changes, exact, folders, spliced };
+  const deferred = deferredUsed ? deferredChanges : undefined;
+  if (deferred === undefined) {
+    changes.sort((x, y) => compareCodePoints(x.path, y.path));
+    return { rootOid, newTrees, pending, changes, exact, folders, spliced };
+  }
+  const changesLater = listLater(changes, deferred);
+  return {
+    rootOid,
+    newTrees,
+    pending,
+    get changes() {
+      return changesLater();
+    },
+    changesLater,
+    exact,
+    folders,
+    spliced,
+  };
 }

@@ -29,8 +29,9 @@ import { EMPTY_TREE_OID, findEntry, type ParsedTree } from "./tree-object.js";
 import type { Sleep } from "./ref-store.js";
 import type { RepoHandle } from "./repo-handle.js";
 import { parseRepoPath } from "./repo-path.js";
-import { applyTreeEdits } from "./tree-edit.js";
+import { applyTreeEdits, type TreeEditResult } from "./tree-edit.js";
 import { planAppends, type AppendPlan, type AppendSource } from "./folder-append.js";
+import { PackedObjects } from "./packed-objects.js";
 import type { AppendedFolder, CommittedReads, FolderAppend, Oid, PathChange, RefMove, WriteResult } from "./types.js";
 
 /** Blob contents by repo path: strings are stored as UTF-8. */
@@ -146,29 +147,36 @@ type Prepared<R> =
       readonly result: R | undefined;
       /** The plan's time slicer, also awaited while the pack is encoded. */
       readonly pause?: (() => Promise<void>) | undefined;
-      /** The new root's blob changes against the tip's, when they are exactly its diff (TreeEditResult.exact). */
-      readonly changes: readonly PathChange[] | null;
+      /**
+       * The new root's blob changes against the tip's, when they are exactly its diff
+       * (TreeEditResult.exact), listed when called (a fire commit's are mostly never asked for).
+       */
+      readonly changes: (() => readonly PathChange[]) | null;
       /** See WriteResult.folderOid. */
       readonly folderOid: (path: string) => Oid | null | undefined;
       /** See WriteResult.appended. */
       readonly appended: readonly (AppendedFolder | undefined)[] | undefined;
       /** See TreeEditResult.spliced. */
       readonly novel: ReadonlySet<Oid>;
+      /** The appends' objects, already laid out as pack entries (see planWriteAppends). */
+      readonly packed: PackedObjects | undefined;
     };
 
 /**
  * The write's appends (PlannedWrite.appends): built from the stored folders' bytes when the
  * write is prevalidated (nothing reads the new folders before they are stored), else plain puts
- * like the ones the direct build declines, which are added to `blobs` and `puts` here.
+ * like the ones the direct build declines, which are added to `blobs` and `puts` here. A built
+ * run's new objects are written straight into `packed` as pack entries (packed-objects.ts): no
+ * object per file or folder, no second copy of their bytes when the pack is encoded.
  * @returns the folder puts and objects built, or undefined when there are no appends
  */
-async function planWriteAppends<R>(repo: RepoHandle, planned: PlannedWrite<R>, baseTree: Oid | null, blobs: Map<Oid, GitObject>, puts: { path: string[]; oid: Oid }[]): Promise<AppendPlan | undefined> {
+async function planWriteAppends<R>(repo: RepoHandle, planned: PlannedWrite<R>, baseTree: Oid | null, blobs: Map<Oid, GitObject>, puts: { path: string[]; oid: Oid }[], packed: PackedObjects): Promise<AppendPlan | undefined> {
   const appends = planned.appends;
   if (appends === undefined || appends.length === 0) return undefined;
   assertFoldersOnce(appends);
   const plan: AppendPlan =
     planned.prevalidated === true
-      ? await planAppends(appendSourceOf(repo.objects), baseTree, appends, planned.pause)
+      ? await planAppends(appendSourceOf(repo.objects), baseTree, appends, planned.pause, packed)
       : { folders: [], objects: [], built: [], puts: appends.flatMap((a) => a.files.map((f): [string, Uint8Array] => [`${a.folder}/${a.sub}/${f.name}`, f.content])) };
   for (const [path, content] of plan.puts) {
     const blob = hashObject("blob", content);
@@ -229,6 +237,9 @@ async function prepare<R>(deps: WriteEngineDeps, name: string, tip: Oid | null, 
   }
   const deletes = (planned.deletes ?? []).map((path) => parseRepoPath(path));
   let appended: AppendPlan | undefined;
+  // Sized for a fire commit's three objects per run, about 500 bytes in all (it grows).
+  const runs = planned.appends?.length ?? 0;
+  const packed = new PackedObjects(3 * runs + 16, 512 * runs);
   const baseTree = tip === null ? null : (await repo.readCommit(tip)).tree;
   // The folders on edited paths belong to runs spread over the deployment: each is read on its
   // own (a point read, not the 1 MiB pack window around it). A prevalidated write (a fire commit)
@@ -237,10 +248,13 @@ async function prepare<R>(deps: WriteEngineDeps, name: string, tip: Oid | null, 
   const store = repo.objects;
   const cacheOld = planned.prevalidated !== true;
   const readOld = (oid: Oid): Promise<ParsedTree> => store.readTreeForEdit(oid, cacheOld);
+  appended = await planWriteAppends(repo, planned, baseTree, blobs, puts, packed);
+  const deferredChanges = appended?.deferredChanges;
   const edit = await applyTreeEdits(readOld, baseTree, {
     ...(planned.clear === undefined ? {} : { clear: planned.clear }),
     deletes,
-    puts: (appended = await planWriteAppends(repo, planned, baseTree, blobs, puts)) === undefined ? puts : [...puts, ...appended.folders],
+    puts: appended === undefined ? puts : [...puts, ...appended.folders],
+    ...(deferredChanges === undefined ? {} : { deferredChanges }),
   }, pause);
   if (edit.rootOid === (baseTree ?? EMPTY_TREE_OID)) return { kind: "noop", result: planned.result };
 
@@ -280,7 +294,8 @@ async function prepare<R>(deps: WriteEngineDeps, name: string, tip: Oid | null, 
   });
   const objects: GitObject[] = [];
   const added = new Set<Oid>();
-  for (const change of edit.changes) {
+  // The put blobs that changed something (none in a fire commit: its files are built into `packed`).
+  if (blobs.size > 0) for (const change of edit.changes) {
     const blob = blobs.get(change.oid);
     if (change.status !== "deleted" && blob !== undefined && !added.has(blob.oid)) {
       added.add(blob.oid);
@@ -336,15 +351,29 @@ async function prepare<R>(deps: WriteEngineDeps, name: string, tip: Oid | null, 
     for (const object of appended.objects) all.add(object.oid);
     novel = all;
   }
-  return { kind: "commit", commit, objects, trees: edit.pending.values(), result: planned.result, pause, changes: edit.exact ? Object.freeze(edit.changes.slice()) : null, folderOid, appended: appended?.built, novel };
+  return { kind: "commit", commit, objects, trees: edit.pending.values(), result: planned.result, pause, changes: edit.exact ? frozenChanges(edit) : null, folderOid, appended: appended?.built, novel, packed: packed.count > 0 ? packed : undefined };
+}
+
+/**
+ * The edit's changes as a frozen copy, made when called; holds only the list (or what lists it),
+ * not the edit's trees.
+ */
+function frozenChanges(edit: TreeEditResult): () => readonly PathChange[] {
+  const later = edit.changesLater;
+  if (later !== undefined) return () => Object.freeze(later().slice());
+  const changes = edit.changes;
+  return () => Object.freeze(changes.slice());
 }
 
 /** Own commits' changes kept per repository for its subscribers (see {@link ownCommitChanges}). */
 const OWN_COMMITS_KEPT = 4;
-const ownCommits = new WeakMap<RepoHandle, Map<Oid, { readonly parentSha: Oid | null; readonly changes: readonly PathChange[] }>>();
+const ownCommits = new WeakMap<RepoHandle, Map<Oid, { readonly parentSha: Oid | null; readonly changes: () => readonly PathChange[] }>>();
 
-function rememberOwnCommit(repo: RepoHandle, sha: Oid, parentSha: Oid | null, changes: readonly PathChange[] | null): void {
-  if (changes === null) return;
+function rememberOwnCommit(repo: RepoHandle, sha: Oid, parentSha: Oid | null, list: (() => readonly PathChange[]) | null): void {
+  if (list === null) return;
+  let listed: readonly PathChange[] | undefined;
+  // Listed once, on the first subscriber's ask.
+  const changes = (): readonly PathChange[] => (listed ??= list());
   let kept = ownCommits.get(repo);
   if (kept === undefined) {
     kept = new Map();
@@ -360,6 +389,15 @@ function rememberOwnCommit(repo: RepoHandle, sha: Oid, parentSha: Oid | null, ch
  * commits, frozen and shared), or undefined when not known: a subscriber then diffs.
  */
 export function ownCommitChanges(repo: RepoHandle, sha: Oid, parentSha: Oid | null): readonly PathChange[] | undefined {
+  return ownCommitChangesLater(repo, sha, parentSha)?.();
+}
+
+/**
+ * {@link ownCommitChanges}, listed when the returned function is first called: a subscriber
+ * that may never look at them (the scheduler's tail skips a fire commit it adopted whole) does
+ * not pay for listing a big commit's paths.
+ */
+export function ownCommitChangesLater(repo: RepoHandle, sha: Oid, parentSha: Oid | null): (() => readonly PathChange[]) | undefined {
   const kept = ownCommits.get(repo)?.get(sha);
   return kept !== undefined && kept.parentSha === parentSha ? kept.changes : undefined;
 }
@@ -421,7 +459,7 @@ export async function commitWithRetry<R>(
       rememberOwnCommit(repo, prepared.commit.oid, tip, prepared.changes);
       // The pack is written to temp files while the ref lock is taken and compared; it is put
       // in place only once the compare succeeded, and removed unseen when the race was lost.
-      const staged = repo.objects.stageObjects(prepared.objects, prepared.pause, prepared.novel);
+      const staged = repo.objects.stageObjects(prepared.objects, prepared.pause, prepared.novel, prepared.packed);
       let published = false;
       let outcome: Awaited<ReturnType<typeof repo.refs.compareAndSwap>>;
       try {
@@ -458,7 +496,7 @@ export async function commitWithRetry<R>(
         next: ready.commit.oid,
         beforeSwap: async () => {
           fence();
-          await repo.objects.writeObjects(ready.objects);
+          await repo.objects.stageObjects(ready.objects, undefined, ready.novel, ready.packed).publish();
           await beforeRefMove?.({ repoId: repo.repoId, ref: name, from: current, to: ready.commit.oid });
         },
       };
