@@ -61,7 +61,7 @@ Example:
     const read = failed === 0 ? plural(report.repos, "deployment") : `${report.repos - failed} of ${plural(report.repos, "deployment")}`;
     const unread = failed === 0 ? "" : `; ${plural(failed, "deployment")} could not be read: ${report.failedRepos.map((f) => f.repoId).join(", ")}`;
     if (report.timers.length === 0) {
-      if (failed === report.repos) printLine(io, `timers unknown: ${plural(failed, "deployment")} could not be read: ${report.failedRepos.map((f) => f.repoId).join(", ")}`);
+      if (failed > 0 && failed === report.repos) printLine(io, `timers unknown: ${plural(failed, "deployment")} could not be read: ${report.failedRepos.map((f) => f.repoId).join(", ")}`);
       else printLine(io, `no pending timers ${failed === 0 ? `(${read}, ${plural(report.runs, "run")})` : `in ${read} (${plural(report.runs, "run")})${unread}`}`);
     } else {
       const rows = report.timers.map((t) => [

@@ -68,4 +68,11 @@ describe("timers when one deployment's packed-refs holds a garbage line", () => 
     const run = await runCli(["timers", "-d", dataDir], { clock });
     expect(run.stdout).toMatch(/^1 pending timer in 1 of 2 deployments, 1 run; 1 deployment could not be read: broken/m);
   });
+
+  it("says \"no pending timers\" on a data dir without deployments, exit 0", async () => {
+    const dataDir = await tempDir();
+    const run = await runCli(["timers", "-d", dataDir], { clock });
+    expect(run.code).toBe(0);
+    expect(run.stdout).toBe("no pending timers (0 deployments, 0 runs)\n");
+  });
 });
