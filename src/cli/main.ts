@@ -185,8 +185,8 @@ function isEntryPoint(): boolean {
 }
 
 /**
- * Runs `main` for the real process: sets its exit code, and ends quietly when stdout is closed
- * early (`| head -1`).
+ * Runs `main` for the real process: sets its exit code. A stdout closed early (`| head -1`)
+ * drops the rest of the output quietly; the exit code stays the command's own.
  */
 export async function runCli(argv: readonly string[]): Promise<void> {
   endQuietlyOnClosedPipe();
