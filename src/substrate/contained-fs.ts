@@ -165,7 +165,7 @@ export function createContainment(dataDir: string, rawFs: unknown, options: Cont
       if (code === "ENOENT" || code === "ENOTDIR") {
         // A link that leads nowhere (yet) is no missing folder: read, it would pass for empty;
         // made, the folder would fail (EEXIST) or, on some file systems, appear where it points.
-        const target = await linkTargetOf(rawFs, folder);
+        const target = linkTargetOf(rawFs, folder);
         if (target !== null) throw danglingLink(dataDir, folder, target);
         return false;
       }
@@ -262,12 +262,15 @@ function leavesRepository(dataDir: string, folder: string, repo: string, found: 
   );
 }
 
-/** Where the link at `path` points, or null when `path` is no link (or is gone). */
-async function linkTargetOf(rawFs: unknown, path: string): Promise<string | null> {
-  const m = rawFs as { readlinkSync?: (path: string) => string | Buffer; promises?: { readlink?(path: string): Promise<string | Buffer> } } | undefined;
+/**
+ * Where the link at `path` points, or null when `path` is no link (or is gone). Synchronous, so
+ * a check that finds a folder missing takes no more turns than before it asked.
+ */
+function linkTargetOf(rawFs: unknown, path: string): string | null {
+  const m = rawFs as { readlinkSync?: (path: string) => string | Buffer } | undefined;
+  if (typeof m?.readlinkSync !== "function") return null;
   try {
-    const target = typeof m?.readlinkSync === "function" ? m.readlinkSync(path) : await m?.promises?.readlink?.call(m.promises, path);
-    return target === undefined ? null : String(target);
+    return String(m.readlinkSync(path));
   } catch {
     return null;
   }
