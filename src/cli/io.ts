@@ -54,11 +54,13 @@ export function processIo(): CliIo {
 }
 
 /**
- * Makes a closed stdout or stderr (`workflow-host runs show … | head -1`) no failure and no
- * stack trace: the reader has what it wanted. A command listening for "SIGPIPE" on
- * {@link processIo}'s signals (`serve`, `demo`: a host must release its lock) is told once and
- * ends by itself; otherwise the process exits 0 at once. Later writes to the closed stream are
- * dropped. Any other stream error is rethrown. For the real process only.
+ * Makes a closed stdout or stderr (`workflow-host check … | head -1`) no stack trace and no
+ * change of exit code: the reader has what it wanted, the rest of the output is dropped, and the
+ * command finishes and exits with its own code (1 when `check` found problems, so
+ * `set -o pipefail` still sees the failure). A command listening for "SIGPIPE" on
+ * {@link processIo}'s signals (`serve`, `demo`: a host that would otherwise run on) is told
+ * once and ends by itself. Any other stream error (a full disk) is one typed line and exit 1.
+ * For the real process only.
  */
 export function endQuietlyOnClosedPipe(): void {
   let closed = false;
@@ -81,7 +83,8 @@ export function endQuietlyOnClosedPipe(): void {
       }
       if (closed) return;
       closed = true;
-      if (closedPipeListeners.size === 0) process.exit(outputFailure === null ? 0 : 1);
+      // A command that listens (a host) stops itself; any other one runs to its end, its later
+      // writes dropped, so its exit code is still its own.
       for (const listener of [...closedPipeListeners]) listener("SIGPIPE");
     });
   }

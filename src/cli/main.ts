@@ -75,6 +75,18 @@ function groupHelp(group: string): string | null {
 }
 
 /**
+ * The help `workflow-host help <topic…>` prints: a command's, or a group's (`help timer`).
+ * @throws usage when the words name neither (`help timer snooze`, `help timers extra`)
+ */
+function helpOn(topic: readonly string[]): string {
+  const found = findCommand(topic);
+  if (found !== null && found.rest.length === 0) return found.command.help;
+  const group = topic.length === 1 ? groupHelp(topic[0] ?? "") : null;
+  if (group !== null) return group;
+  throw usageError("", `unknown command "${topic.join(" ")}"`);
+}
+
+/**
  * Runs one `workflow-host` command.
  * @param argv the arguments after the program name
  * @param io where output goes and what the command may read (default: this process)
@@ -89,8 +101,7 @@ export async function main(argv: readonly string[], io: CliIo = processIo()): Pr
     }
     if (first === "--help" || first === "-h" || first === "help") {
       const topic = first === "help" ? argv.slice(1) : [];
-      const found = topic.length === 0 ? null : findCommand(topic);
-      io.stdout.write(found !== null ? found.command.help : topic.length > 0 ? groupHelp(topic[0] ?? "") ?? TOP_HELP : TOP_HELP);
+      io.stdout.write(topic.length === 0 ? TOP_HELP : helpOn(topic));
       return 0;
     }
     if (first === "--version") {
@@ -174,8 +185,8 @@ function isEntryPoint(): boolean {
 }
 
 /**
- * Runs `main` for the real process: sets its exit code, and ends quietly when stdout is closed
- * early (`| head -1`).
+ * Runs `main` for the real process: sets its exit code. A stdout closed early (`| head -1`)
+ * drops the rest of the output quietly; the exit code stays the command's own.
  */
 export async function runCli(argv: readonly string[]): Promise<void> {
   endQuietlyOnClosedPipe();

@@ -3,7 +3,7 @@
  * `demo` take no host lock: their writes go through the store's ref lock, so they are safe next
  * to a running host, which sees them through its watcher.
  */
-import { stat } from "node:fs/promises";
+import { mkdir, stat } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import { isWorkflowHostError, WorkflowHostError } from "../errors.js";
 import type { RepoStore } from "../substrate/types.js";
@@ -42,15 +42,29 @@ export async function refuseFileAncestor(dataDir: string): Promise<void> {
 }
 
 /**
- * Throws `data_dir_not_found` when something other than a folder (a file, a device) is at
- * `dataDir`; a missing path passes, for the commands that create the data dir (`repo create`,
- * `serve --init`), so the user reads "is a file" rather than a file-system error; so is a
- * missing `dataDir` below a file (see {@link refuseFileAncestor}).
+ * Makes the data dir for the commands that create it (`repo create`, `serve --init`): throws
+ * `data_dir_not_found` when something other than a folder (a file, a device) is at `dataDir`
+ * or above it (see {@link refuseFileAncestor}), so the user reads "is a file" rather than a
+ * file-system error; else makes each missing level, one `mkdir` at a time. (node's recursive
+ * mkdir never returns where a folder refuses new entries with ENOENT, as /proc does; one
+ * level at a time, that is an error: io_failed.)
+ * @throws data_dir_not_found; the file system's error (EACCES, ENOENT, EROFS, …) otherwise
  */
-export async function refuseNonFolderDataDir(dataDir: string): Promise<void> {
+export async function makeDataDir(dataDir: string): Promise<void> {
   const found = await stat(dataDir).catch(() => null);
-  if (found !== null) refuseNonFolder(dataDir, found.isDirectory());
-  else await refuseFileAncestor(dataDir);
+  if (found !== null) {
+    refuseNonFolder(dataDir, found.isDirectory());
+    return;
+  }
+  await refuseFileAncestor(dataDir);
+  const missing: string[] = [];
+  for (let path = resolve(dataDir); (await stat(path).catch(() => null)) === null && dirname(path) !== path; path = dirname(path)) missing.unshift(path);
+  for (const path of missing) {
+    await mkdir(path).catch((error: NodeJS.ErrnoException) => {
+      // Made meanwhile by someone else: as good.
+      if (error.code !== "EEXIST") throw error;
+    });
+  }
 }
 
 function refuseNonFolder(dataDir: string, isFolder: boolean): void {
@@ -69,7 +83,7 @@ function refuseNonFolder(dataDir: string, isFolder: boolean): void {
  */
 export async function withStore<T>(dataDir: string, io: CliIo, work: (store: RepoStore) => Promise<T>, opts: { create?: boolean } = {}): Promise<T> {
   if (opts.create !== true) await requireDataDir(dataDir, `workflow-host repo create --data-dir ${shellQuote(dataDir)} --repo <id>`);
-  else await refuseNonFolderDataDir(dataDir);
+  else await makeDataDir(dataDir);
   // Loaded here, not at start-up: the store pulls in git and the event schemas.
   const { openWorkflowStore } = await import("../host/open-workflow-store.js");
   const store = openWorkflowStore({ dataDir, watch: false, clock: io.clock });

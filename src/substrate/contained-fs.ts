@@ -17,6 +17,9 @@
  * - Folders made by the store (`mkdirp`) are made one level at a time, each level checked
  *   before the next is made below it, so a missing `refs/heads/team/` under a linked
  *   `refs/heads` is never created outside.
+ * - A link whose target does not exist (`deployments/<id>.git` → nowhere) is no missing folder:
+ *   its use fails with `path_escapes_data_dir` (`data.found`: the link's text), so it is
+ *   neither read as empty nor made (nothing is made through it).
  * - A folder found gone (making a name in it fails with ENOENT or ENOTDIR) loses its verdict
  *   and is checked again at its next use, so a folder removed and made again (by the store or
  *   anyone) is checked afresh.
@@ -159,7 +162,13 @@ export function createContainment(dataDir: string, rawFs: unknown, options: Cont
       real = await realpath(folder);
     } catch (error) {
       const code = errnoCode(error);
-      if (code === "ENOENT" || code === "ENOTDIR") return false;
+      if (code === "ENOENT" || code === "ENOTDIR") {
+        // A link that leads nowhere (yet) is no missing folder: read, it would pass for empty;
+        // made, the folder would fail (EEXIST) or, on some file systems, appear where it points.
+        const target = linkTargetOf(rawFs, folder);
+        if (target !== null) throw danglingLink(dataDir, folder, target);
+        return false;
+      }
       // A loop of links leads nowhere inside.
       if (code === "ELOOP") throw escapesDataDir(dataDir, folder, "a loop of links", error);
       throw error;
@@ -250,6 +259,33 @@ function leavesRepository(dataDir: string, folder: string, repo: string, found: 
     "path_escapes_data_dir",
     `${rel} (in data dir ${dataDir}) leads to ${found}, outside its own repository ${own}; a repository's folders never lead into another's or elsewhere; nothing was read or written there; replace the link with the folder itself`,
     { path: rel, dataDir, found, repository: own },
+  );
+}
+
+/**
+ * Where the link at `path` points, or null when `path` is no link (or is gone). Synchronous, so
+ * a check that finds a folder missing takes no more turns than before it asked.
+ */
+function linkTargetOf(rawFs: unknown, path: string): string | null {
+  const m = rawFs as { readlinkSync?: (path: string) => string | Buffer } | undefined;
+  if (typeof m?.readlinkSync !== "function") return null;
+  try {
+    return String(m.readlinkSync(path));
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * `path_escapes_data_dir` for a link standing where the store makes a folder, whose target does
+ * not exist (`found`: the link's text): nothing is made through it.
+ */
+function danglingLink(dataDir: string, path: string, target: string): WorkflowHostError {
+  const rel = relative(dataDir, path) || ".";
+  return new WorkflowHostError(
+    "path_escapes_data_dir",
+    `${rel} (in data dir ${dataDir}) is a symbolic link to ${target}, which does not exist; the store makes its folders itself and never through a link; nothing was written; remove the link`,
+    { path: rel, dataDir, found: target },
   );
 }
 

@@ -17,7 +17,7 @@ import type { CliCommand } from "../command.js";
 import { duration, plural, shortSha } from "../format.js";
 import type { CliIo } from "../io.js";
 import { printLine } from "../io.js";
-import { refuseNonFolderDataDir, requireDataDir } from "../with-store.js";
+import { makeDataDir, requireDataDir } from "../with-store.js";
 import { shellQuote } from "./paths.js";
 
 const NAME = "serve";
@@ -127,7 +127,7 @@ Examples:
     const dispatchFile = values["dispatch"];
     const consumers = typeof dispatchFile === "string" ? await dispatchConsumers(dispatchFile, io) : [];
     if (values["init"] !== true) await requireDataDir(dataDir, `workflow-host serve --data-dir ${shellQuote(dataDir)} --init`);
-    else await refuseNonFolderDataDir(dataDir);
+    else await makeDataDir(dataDir);
     const logger = createCliLogger(io, { json });
     const { createWorkflowHost } = await import("../../host/host.js");
     const bad = badEventFilter(() => host);

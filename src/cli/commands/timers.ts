@@ -56,8 +56,13 @@ Example:
       return report.failedRepos.length === 0 ? 0 : 1;
     }
 
+    // A deployment that could not be read is never counted as one without timers.
+    const failed = report.failedRepos.length;
+    const read = failed === 0 ? plural(report.repos, "deployment") : `${report.repos - failed} of ${plural(report.repos, "deployment")}`;
+    const unread = failed === 0 ? "" : `; ${plural(failed, "deployment")} could not be read: ${report.failedRepos.map((f) => f.repoId).join(", ")}`;
     if (report.timers.length === 0) {
-      printLine(io, `no pending timers (${plural(report.repos, "deployment")}, ${plural(report.runs, "run")})`);
+      if (failed > 0 && failed === report.repos) printLine(io, `timers unknown: ${plural(failed, "deployment")} could not be read: ${report.failedRepos.map((f) => f.repoId).join(", ")}`);
+      else printLine(io, `no pending timers ${failed === 0 ? `(${read}, ${plural(report.runs, "run")})` : `in ${read} (${plural(report.runs, "run")})${unread}`}`);
     } else {
       const rows = report.timers.map((t) => [
         t.repoId,
@@ -68,7 +73,7 @@ Example:
         t.cron === undefined ? "one-shot" : `cron "${t.cron}" ${t.timezone ?? "UTC"}${t.misfire === undefined ? "" : ` misfire=${t.misfire}`}`,
       ]);
       for (const line of table(["REPO", "RUN", "TIMER", "NEXT FIRE (UTC)", "WHEN", "KIND"], rows)) printLine(io, line);
-      printLine(io, `${plural(report.timers.length, "pending timer")} in ${plural(report.repos, "deployment")}, ${plural(report.runs, "run")}`);
+      printLine(io, `${plural(report.timers.length, "pending timer")} in ${read}, ${plural(report.runs, "run")}${unread}`);
     }
     if (report.badEvents.length > 0) {
       printLine(io, `${plural(report.badEvents.length, "unreadable event")} skipped; run workflow-host check --data-dir ${shellQuote(dataDir)}`);

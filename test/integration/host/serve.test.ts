@@ -8,6 +8,7 @@ import { afterEach, beforeAll, describe, expect, it } from "vitest";
 import { git, gitAt, hasGitCli, pushFiles } from "../../helpers/git-cli.js";
 import { useTempDirs } from "../../helpers/temp-dir.js";
 import { CLI_MAIN, cliInProcess, killAllChildren, lockLeft, pollUntil, REPO_ROOT, spawnCli } from "./cli-child.js";
+import { createWorkflowHost } from "../../../src/host/host.js";
 import { firesOf, gitRunLog } from "./git-log.js";
 
 const tempDir = useTempDirs("wfh-serve-");
@@ -21,19 +22,20 @@ afterEach(() => {
 });
 
 describe("workflow-host serve", () => {
-  it("fires a TimerSet pushed with git, stops on SIGTERM with exit 0 and no lock left, and fires nothing twice after a restart", async () => {
+  // Each test starts one host child: a start-up (tsx loading the host's modules) costs seconds
+  // under load, and the test's budget should not hold two of them plus fixed sleeps.
+  it("fires a TimerSet pushed with git while serving, and stops on SIGTERM with exit 0 and no lock left", async () => {
     const root = await tempDir();
     const dataDir = join(root, "data");
     const gitdir = join(dataDir, "deployments", "dep.git");
     expect((await cliInProcess(["repo", "create", "--data-dir", dataDir, "--repo", "dep"])).code).toBe(0);
 
     const serve = spawnCli(["serve", "--data-dir", dataDir, "--poll-ms", "200"]);
-    await serve.waitFor(/^serving /);
-
-    // A workflow runtime elsewhere: clone, append a TimerSet file, commit, push.
+    // A workflow runtime elsewhere: clone and commit while the host starts; push once it serves.
     const work = join(root, "work");
     await git(["clone", "--quiet", gitdir, work]);
     await mkdir(join(work, "runs", "r1", "events"), { recursive: true });
+    await serve.waitFor(/^serving /);
     const dueNow = new Date().toISOString();
     const inASecond = new Date(Date.now() + 1_000).toISOString();
     await writeFile(join(work, "runs/r1/events/1.json"), JSON.stringify({ seq: 1, type: "TimerSet", data: { timerId: "t-now", fireAt: dueNow } }));
@@ -47,7 +49,12 @@ describe("workflow-host serve", () => {
     }, 15_000, serve);
     expect(firedNow[0]?.data).toMatchObject({ scheduledFor: new Date(dueNow).toISOString() });
 
-    await pollUntil(async () => (firesOf(await gitRunLog(gitdir, "r1"), "t-soon").length > 0 ? true : undefined), 20_000, serve);
+    const firedSoon = await pollUntil(async () => {
+      const fired = firesOf(await gitRunLog(gitdir, "r1"), "t-soon");
+      return fired.length > 0 ? fired : undefined;
+    }, 20_000, serve);
+    // Never before its fireAt.
+    expect(Date.parse(String(firedSoon[0]?.data?.["firedAt"]))).toBeGreaterThanOrEqual(Date.parse(inASecond));
     expect(serve.stdout()).toMatch(/fired +dep\/r1\/t-now scheduledFor/);
 
     serve.kill("SIGTERM");
@@ -55,10 +62,46 @@ describe("workflow-host serve", () => {
     expect(serve.stdout()).toMatch(/stopped on SIGTERM: 2 fired/);
     expect(lockLeft(dataDir)).toBe(false);
 
-    // Restart: recovery must find both timers fired and fire nothing.
+    const log = await gitRunLog(gitdir, "r1");
+    expect(firesOf(log, "t-now")).toHaveLength(1);
+    expect(firesOf(log, "t-soon")).toHaveLength(1);
+    expect(log.map((e) => e.seq)).toEqual([1, 2, 3, 4]);
+    await gitAt(gitdir, ["fsck", "--strict", "--no-progress"]);
+    // The clone follows with a plain fast-forward pull.
+    await git(["pull", "--quiet", "--ff-only", "origin", "main"], { cwd: work });
+  });
+
+  it("fires nothing twice after a restart: recovery finds every timer fired and arms none", async () => {
+    const root = await tempDir();
+    const dataDir = join(root, "data");
+    const gitdir = join(dataDir, "deployments", "dep.git");
+    expect((await cliInProcess(["repo", "create", "--data-dir", dataDir, "--repo", "dep"])).code).toBe(0);
+    for (const timer of ["t-now", "t-soon"]) {
+      expect((await cliInProcess(["timer", "set", "-d", dataDir, "-r", "dep", "--run", "r1", "-t", timer, "--fire-at", new Date().toISOString()])).code).toBe(0);
+    }
+    // The first host, stopped as SIGTERM stops serve, once both timers fired.
+    const fired = new Set<string>();
+    let bothFired: () => void = () => undefined;
+    const both = new Promise<void>((resolve) => (bothFired = resolve));
+    const first = createWorkflowHost({
+      dataDir,
+      watch: false,
+      onEvent: (event) => {
+        if (event.type === "fired") fired.add(event.timerId);
+        if (fired.size === 2) bothFired();
+      },
+    });
+    await first.start();
+    try {
+      await both;
+    } finally {
+      await first.stop();
+    }
+    expect(lockLeft(dataDir)).toBe(false);
+
     const again = spawnCli(["serve", "--data-dir", dataDir, "--poll-ms", "200"]);
+    // Recovery arms nothing, so nothing can fire: no wait for a fire that should not come.
     await again.waitFor(/^serving .*0 timers armed/);
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
     again.kill("SIGTERM");
     expect((await again.exited).code).toBe(0);
     expect(again.stdout()).not.toMatch(/ fired /);
@@ -69,8 +112,6 @@ describe("workflow-host serve", () => {
     expect(firesOf(log, "t-soon")).toHaveLength(1);
     expect(log.map((e) => e.seq)).toEqual([1, 2, 3, 4]);
     await gitAt(gitdir, ["fsck", "--strict", "--no-progress"]);
-    // The clone follows with a plain fast-forward pull.
-    await git(["pull", "--quiet", "--ff-only", "origin", "main"], { cwd: work });
   });
 
   it("reports a bad event pushed with git on one line and keeps firing the healthy run", async () => {

@@ -3,7 +3,9 @@
  * it), the way any reader of the repository would: `git`, another host, a backup. Each read
  * must be a whole value — 40 lowercase hex digits and a newline — never empty, short, missing
  * or mixed; every distinct value is kept with the first time it was seen, so the caller can
- * check afterwards that each one names a commit on the final history.
+ * check afterwards that each one names a commit on the final history. A ref read as git reads
+ * it: when its loose file is absent, its line in packed-refs (where `git gc --auto`, run by a
+ * `git push`, moves it: git writes packed-refs before it removes the loose file).
  */
 import { readFileSync } from "node:fs";
 
@@ -39,12 +41,27 @@ export function startRefSampler(refPath: string, everyMs = 2): RefSampler {
   const values: RefSample[] = [];
   const torn: { atMs: number; bytes: string }[] = [];
   let last = "";
+  const at = refPath.lastIndexOf("/refs/");
+  const gitdir = refPath.slice(0, at);
+  const refName = refPath.slice(at + 1);
+  /** The ref's value in packed-refs as a loose file would hold it, or null when it is not there. */
+  const packedValue = (): string | null => {
+    let text: string;
+    try {
+      text = readFileSync(`${gitdir}/packed-refs`, "latin1");
+    } catch {
+      return null;
+    }
+    const line = text.split("\n").find((l) => l.endsWith(` ${refName}`));
+    return line === undefined ? null : `${line.slice(0, -refName.length - 1)}\n`;
+  };
   const sample = (): void => {
     let bytes: string;
     try {
       bytes = readFileSync(refPath, "latin1");
     } catch (error) {
-      bytes = `<${(error as NodeJS.ErrnoException).code ?? "error"}>`;
+      const code = (error as NodeJS.ErrnoException).code ?? "error";
+      bytes = (code === "ENOENT" ? packedValue() : null) ?? `<${code}>`;
     }
     reads += 1;
     if (!WHOLE_REF.test(bytes)) {

@@ -33,6 +33,20 @@ describe("workflow-host CLI: help, usage errors and exit codes", () => {
     expect(viaHelp.stdout).toContain(`Usage: workflow-host ${name}`);
   });
 
+  it.each([[["help", "frobnicate"]], [["help", "timer", "snooze"]], [["help", "timers", "extra"]]])("refuses help on a command that does not exist (usage, exit 2): %j", async (argv) => {
+    const run = await runCli(argv);
+    expect(run.code).toBe(2);
+    expect(run.stdout).toBe("");
+    expect(run.stderr).toMatch(/^workflow-host: usage: unknown command /);
+    expect(oneLine(run.stderr)).toBe(true);
+  });
+
+  it("shows a group's help for `help timer`", async () => {
+    const run = await runCli(["help", "timer"]);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain("timer cancel");
+  });
+
   it("shows --help even next to bad flags", async () => {
     const run = await runCli(["timer", "set", "--bogus", "--help"]);
     expect(run.code).toBe(0);

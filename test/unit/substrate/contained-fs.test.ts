@@ -35,6 +35,21 @@ function replaceByLink(fs: MemFs, path: string, target: string): void {
 const write = (n: number) => ({ files: { [`runs/r${n}/events/1.json`]: `{"seq":1,"type":"Started","data":{"n":${n}}}` }, message: `write ${n}` });
 
 describe("containment over memfs", () => {
+  it("refuses to make a repository where a dangling link stands (path_escapes_data_dir), making nothing through it", async () => {
+    const fs = createMemFs();
+    fs.mkdirSync(GITDIR.slice(0, GITDIR.lastIndexOf("/")), { recursive: true });
+    fs.mkdirSync("/outside", { recursive: true });
+    fs.symlinkSync("/outside/missing.git", GITDIR);
+    const { store } = createMemStore({ fs });
+    try {
+      expect(await settledCode(() => store.initRepo(null, REPO))).toBe("path_escapes_data_dir");
+    } finally {
+      await store.close();
+    }
+    expect(listing(fs, "/outside")).toEqual([]);
+    expect(fs.readlinkSync(GITDIR)).toBe("/outside/missing.git");
+  });
+
   for (const folder of ["", "refs", "refs/heads", "objects", "objects/pack"]) {
     for (const packed of [false, true]) {
       it(`refuses a write through a link at ${folder === "" ? "the repository folder" : folder} (${packed ? "packs" : "loose objects"}) and writes nothing outside`, async () => {

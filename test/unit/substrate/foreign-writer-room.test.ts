@@ -8,17 +8,27 @@ import type { TimerApi } from "../../../src/substrate/types.js";
 import { appendNext } from "../../helpers/append-merge.js";
 import { createMemStore, REPO } from "../../helpers/memfs-repo-store.js";
 
-/** Timers that fire on the next microtask and remember every delay asked for. */
+/**
+ * Timers that fire on the next microtask and remember every delay asked for, on a monotonic
+ * time of their own that moves only by the delays that ran: how long the machine took between
+ * two commits is no part of the test (on real time, a commit slower than the room, as under
+ * load, left no room to wait for).
+ */
 function recordingTimers(): TimerApi & { delays: number[] } {
   const delays: number[] = [];
+  let nowMs = 0;
   return {
     delays,
     setTimeout(callback, ms) {
       delays.push(ms);
-      queueMicrotask(callback);
+      queueMicrotask(() => {
+        nowMs += Math.max(0, ms);
+        callback();
+      });
       return delays.length;
     },
     clearTimeout() {},
+    now: () => nowMs,
   };
 }
 
