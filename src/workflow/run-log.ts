@@ -18,6 +18,10 @@ import { blobFolderProblems, runFolderLayout, type RunFolderLayout } from "./run
 import { applyEvent, reduceRunState, reduceRunStateWithProblems } from "./run-state.js";
 import type { RunEvent, RunState } from "./types.js";
 import { WORKFLOW_RUN_KIND } from "./workflow-run-kind.js";
+import { type EventsFolder, firstAbove, openEventsFolder } from "./events-folder.js";
+// A page asks the run's summary whether the log ended before it (run-log-summary.ts reads through
+// this module too: a cycle of functions only, nothing used while the modules load).
+import { type RunLogSummary, summarizeRunLog } from "./run-log-summary.js";
 
 /**
  * Something wrong in a run's log, reported and skipped, never fatal: an event file that could
@@ -182,6 +186,12 @@ export interface RunLogPageOptions extends ReadRunLogOptions, Pick<ReadRunLogFro
    * always holds at least one entry, and it reads at most `maxBytes` plus one event's bytes.
    */
   readonly maxBytes?: number;
+  /**
+   * The run's summary at the same commit, when the caller has it (see run-log-summary.ts): a page
+   * past the first entry asks it whether the log ended before the page; without it, the summary
+   * is looked up (kept by run tree oid) or folded once.
+   */
+  readonly summary?: RunLogSummary;
 }
 
 /** One page of a run's log: the entries with the lowest seqs above the cursor. */
@@ -219,9 +229,15 @@ export interface RunLogPage {
  * reported in `bad` and skipped, and the page goes on past it.
  *
  * Event file names sort as text in a git tree (`10.json` before `2.json`), so the page is
- * picked from the listing's seqs in numeric order (see {@link seqIndexOf}): built once per
- * listing, so while the store keeps the folder parsed, each further page costs a binary search
- * and its own entries, not a pass over the folder.
+ * picked from the folder's seqs in numeric order (see events-folder.ts): indexed once per
+ * version of the folder from its stored bytes, in slices that give the event loop a turn (no
+ * object per entry), so each further page costs a binary search and its own entries.
+ *
+ * A page past the first entry agrees with the full read about the run's end: when a terminal
+ * event lies at or below `after`, the entries above it are not events of the log (only a push
+ * can put them there) and the page holds none, each reported as a problem. That is the run's
+ * summary's to know (see {@link RunLogPageOptions.summary}): the first such page of a version of
+ * the run not summarised before folds it once.
  *
  * A run whose log is only its sealed `events.jsonl` (see compacted-log.ts) is paged from that
  * file: it is one blob, read whole; it is checked whole once (its line index is then kept by
@@ -240,15 +256,26 @@ export async function readRunLogPage(reads: CommittedReads, runId: string, optio
   checkPageOption("after", after, -1, Number.MAX_SAFE_INTEGER);
   checkPageOption("limit", limit, 1, MAX_PAGE_EVENTS);
   checkPageOption("maxBytes", maxBytes, 1, Number.MAX_SAFE_INTEGER);
-  const { layout, entries } = await listRunFolder(reads, runId);
-  const index = seqIndexOf(entries);
-  if (index.seqs.length === 0 && layout.compacted !== null) return sealedPage(reads, runId, layout.compacted.oid, after, limit, options.maxEventBytes);
-  const from = firstAbove(index.seqs, after);
+  const { layout, folder } = await openRunFolder(reads, runId);
+  if (folder.seqs.length === 0 && layout.compacted !== null) return sealedPage(reads, runId, layout.compacted.oid, after, limit, options.maxEventBytes);
+  const from = firstAbove(folder.seqs, after);
   const window: { seq: number; entry: DirEntry }[] = [];
-  for (let k = from; k < index.seqs.length && window.length < limit; k += 1) {
-    window.push({ seq: index.seqs[k] as number, entry: entries[index.at[k] as number] as DirEntry });
+  for (let k = from; k < folder.seqs.length && window.length < limit; k += 1) {
+    window.push({ seq: folder.seqs[k] as number, entry: folder.entry(folder.at[k] as number) });
   }
-  const above = index.seqs.length - from - window.length;
+  const above = folder.seqs.length - from - window.length;
+  // A terminal event at or below the cursor ends the log before the page: what the window holds
+  // is after it, reported as the full read reports it, and not read. Only the run's summary
+  // knows (kept by run tree oid, shared with the run's view): asked only for a page that starts
+  // past the first entry and has something to show.
+  if (window.length > 0 && after >= (folder.seqs[0] as number)) {
+    const summary = options.summary ?? (await summarizeRunLog(reads, runId, { ...withLimit({}, options.maxEventBytes), ...(options.parsedEvents === undefined ? {} : { parsedEvents: options.parsedEvents }) }));
+    const ended = summary.terminalSeq;
+    if (ended !== null && ended <= after && summary.state.terminal !== null) {
+      const type = summary.state.terminal;
+      return { runId, after, events: [], bad: [], problems: window.map((w) => afterTerminalProblem(runId, w.seq, type, ended)), nextAfter: null };
+    }
+  }
   const reader = new LogReader(runId, options);
   const problems: BadEvent[] = [];
   let bytes = 0;
@@ -291,76 +318,6 @@ export async function readRunLogPage(reads: CommittedReads, runId: string, optio
   const last = coveredSeqs.at(-1);
   const more = terminal === null && last !== undefined && (covered < window.length || above > 0);
   return { runId, after, events, bad, problems, nextAfter: more ? last : null };
-}
-
-/** The `<seq>.json` entries of an `events/` listing in numeric seq order. */
-export interface SeqIndex {
-  /** The seqs, ascending (each once: names are unique and carry no leading zeros). */
-  readonly seqs: Float64Array;
-  /** `at[k]`: the position in the listing of the entry of `seqs[k]`. */
-  readonly at: Int32Array;
-}
-
-/** Seq indexes by the listing they index: a listing the store keeps (parsed trees are cached) is indexed once. */
-const seqIndexes = new WeakMap<readonly DirEntry[], SeqIndex>();
-
-/**
- * The seq order of a listing of `events/`. Seqs the host writes are dense, so they are placed by
- * value in one pass; a listing whose seqs spread over more than twice their number (a pushed
- * log with big gaps) is sorted instead. Kept for as long as the listing itself is.
- * @internal shared with run-log-summary.ts
- */
-export function seqIndexOf(entries: readonly DirEntry[]): SeqIndex {
-  const known = seqIndexes.get(entries);
-  if (known !== undefined) return known;
-  const seqOf = new Float64Array(entries.length);
-  let count = 0;
-  let min = Number.POSITIVE_INFINITY;
-  let max = -1;
-  for (let i = 0; i < entries.length; i += 1) {
-    const seq = parseEventPathName((entries[i] as DirEntry).name);
-    seqOf[i] = seq ?? -1;
-    if (seq === null) continue;
-    count += 1;
-    if (seq < min) min = seq;
-    if (seq > max) max = seq;
-  }
-  const seqs = new Float64Array(count);
-  const at = new Int32Array(count);
-  if (count > 0 && max - min < 2 * count + 16) {
-    const slots = new Int32Array(max - min + 1).fill(-1);
-    for (let i = 0; i < entries.length; i += 1) if ((seqOf[i] as number) >= 0) slots[(seqOf[i] as number) - min] = i;
-    let k = 0;
-    for (let s = 0; s < slots.length; s += 1) {
-      if ((slots[s] as number) < 0) continue;
-      seqs[k] = min + s;
-      at[k] = slots[s] as number;
-      k += 1;
-    }
-  } else if (count > 0) {
-    const order: number[] = [];
-    for (let i = 0; i < entries.length; i += 1) if ((seqOf[i] as number) >= 0) order.push(i);
-    order.sort((x, y) => (seqOf[x] as number) - (seqOf[y] as number));
-    order.forEach((i, k) => {
-      seqs[k] = seqOf[i] as number;
-      at[k] = i;
-    });
-  }
-  const index = { seqs, at };
-  seqIndexes.set(entries, index);
-  return index;
-}
-
-/** The position of the first seq above `after` in ascending `seqs` (its length when none). */
-export function firstAbove(seqs: Float64Array, after: number): number {
-  let lo = 0;
-  let hi = seqs.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if ((seqs[mid] as number) <= after) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
 }
 
 /** A page of a run whose log is its sealed `events.jsonl` alone (one blob: read whole). */
@@ -449,6 +406,26 @@ export async function listRunFolder(reads: CommittedReads, runId: string): Promi
   if (layout.blobs !== null) strays.push(...blobFolderProblems(runId, await reads.listDir(`${runsPrefix}${runId}/blobs`)));
   const entries = layout.events === null ? [] : await reads.listDir(runEventsPrefix(runId).slice(0, -1));
   return { layout, strays, entries };
+}
+
+/** A run folder as a reader of part of its log starts: as {@link RunFolderListing}, with `events/` indexed by seq. */
+export interface RunFolderIndex {
+  readonly layout: RunFolderLayout<DirEntry>;
+  readonly strays: BadEvent[];
+  readonly folder: EventsFolder;
+}
+
+/**
+ * Lists `runs/<runId>` and indexes its `events/` folder by seq (see events-folder.ts): from the
+ * folder's stored bytes, in slices, where the reads give them; never an event's blob.
+ * @internal shared by the readers of run-log.ts and run-log-summary.ts
+ */
+export async function openRunFolder(reads: CommittedReads, runId: string): Promise<RunFolderIndex> {
+  const layout = runFolderLayout(runId, await reads.listDir(`${runsPrefix}${runId}`));
+  const strays: BadEvent[] = [...layout.problems];
+  if (layout.blobs !== null) strays.push(...blobFolderProblems(runId, await reads.listDir(`${runsPrefix}${runId}/blobs`)));
+  const folder = await openEventsFolder(reads, runEventsPrefix(runId).slice(0, -1), layout.events === null ? null : layout.events.oid);
+  return { layout, strays, folder };
 }
 
 /** True for an entry of `events/` that holds plain bytes (not a folder, symlink or gitlink). */

@@ -1,0 +1,151 @@
+/**
+ * A run's `events/` read from the folder's stored bytes: a page and a summary that only grew
+ * index the folder without listing it (no object per entry), in slices that give the event loop
+ * turns; a page agrees with the full read about the run's end.
+ */
+import { afterEach, describe, expect, it } from "vitest";
+import { DEFAULT_REF } from "../../../src/substrate/ref-name.js";
+import { decodeTree, dirEntriesOf } from "../../../src/substrate/tree-object.js";
+import { walkTreeBytes } from "../../../src/substrate/tree-bytes.js";
+import type { CommittedReads, Oid } from "../../../src/substrate/types.js";
+import { buildFixtureRepo, type FixtureFiles } from "../../../src/testing/fixture-repo.js";
+import { createMemoryRepoStore, type MemoryRepoStore } from "../../../src/testing/memory-store.js";
+import { readRunLog, readRunLogPage } from "../../../src/workflow/run-log.js";
+import { RunSummaryCache, summarizeRunLog } from "../../../src/workflow/run-log-summary.js";
+import { WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
+
+let opened: MemoryRepoStore | null = null;
+let repos = 0;
+afterEach(async () => {
+  await opened?.store.close();
+  opened = null;
+});
+
+async function commitOf(files: FixtureFiles): Promise<CommittedReads> {
+  opened ??= createMemoryRepoStore();
+  repos += 1;
+  const id = `dep${repos}`;
+  await buildFixtureRepo(opened.store, id, files);
+  return opened.store.openCommittedReads(null, { kind: WORKFLOW_RUN_KIND, id }, DEFAULT_REF);
+}
+
+/** What a reader asked of the reads: folders listed, trees read as bytes, blobs read. */
+interface Asked {
+  listed: string[];
+  treeBytes: Oid[];
+  blobs: Oid[];
+}
+
+function counting(reads: CommittedReads, asked: Asked): CommittedReads {
+  const { readTreeBytes } = reads;
+  if (readTreeBytes === undefined) throw new Error("the store's reads give no tree bytes");
+  return {
+    commitSha: reads.commitSha,
+    listDir: async (path) => {
+      asked.listed.push(path);
+      return reads.listDir(path);
+    },
+    readBlob: (path) => reads.readBlob(path),
+    readBlobByOid: async (oid) => {
+      asked.blobs.push(oid);
+      return reads.readBlobByOid(oid);
+    },
+    readBlobsByOid: async (oids) => {
+      asked.blobs.push(...oids);
+      return Promise.all(oids.map((oid) => reads.readBlobByOid(oid)));
+    },
+    treeOid: (path) => reads.treeOid(path),
+    readTreeBytes: async (oid) => {
+      asked.treeBytes.push(oid);
+      return readTreeBytes(oid);
+    },
+  };
+}
+
+const asked = (): Asked => ({ listed: [], treeBytes: [], blobs: [] });
+const step = (seq: number): object => ({ seq, type: "StepStarted", n: seq });
+
+describe("a run's events/ from its stored bytes", () => {
+  it("folds appended events without listing events/, reading only the new blobs", async () => {
+    const files: Record<string, string | object> = {};
+    for (let seq = 1; seq <= 120; seq += 1) files[`runs/r/events/${seq}.json`] = step(seq);
+    files["runs/r/events/3.json"] = { seq: 3, type: "SignalReceived", signalName: "go", signalId: "s-1", payload: null, at: "2026-05-01T00:00:00.000Z" };
+    const summaries = new RunSummaryCache();
+    await summarizeRunLog(await commitOf(files), "r", { parsedEvents: null, summaries });
+
+    files["runs/r/events/121.json"] = { seq: 121, type: "SignalConsumed", data: { signalId: "s-1" } };
+    files["runs/r/events/122.json"] = step(122);
+    const grown = await commitOf(files);
+    const seen = asked();
+    const summary = await summarizeRunLog(counting(grown, seen), "r", { parsedEvents: null, summaries });
+    expect(seen.listed).not.toContain("runs/r/events");
+    expect(seen.treeBytes).toEqual([await grown.treeOid("runs/r/events")]);
+    expect(seen.blobs).toHaveLength(2);
+    expect(summary).toEqual(await summarizeRunLog(grown, "r", { parsedEvents: null, summaries: null }));
+    expect([summary.eventCount, summary.state.unconsumedSignals]).toEqual([122, []]);
+  });
+
+  it("pages a log without listing events/, the same events as the full read, bad names and folders reported", async () => {
+    const files: Record<string, string | object> = {};
+    for (let seq = 1; seq <= 30; seq += 1) files[`runs/p/events/${seq}.json`] = step(seq);
+    files["runs/p/events/12.json"] = '{"type":"StepStarted",}';
+    files["runs/p/events/note.txt"] = "x";
+    files["runs/p/events/31.json/x"] = "a folder where an event should be";
+    const reads = await commitOf(files);
+    const seen = asked();
+    const counted = counting(reads, seen);
+    const pages = [];
+    for (let after: number | null = -1; after !== null; ) {
+      const page = await readRunLogPage(counted, "p", { after, limit: 7, parsedEvents: null });
+      pages.push(page);
+      after = page.nextAfter;
+    }
+    expect(seen.listed).not.toContain("runs/p/events");
+    const full = await readRunLog(reads, "p", { parsedEvents: null });
+    expect(pages.flatMap((p) => p.events)).toEqual(full.events);
+    expect(pages.flatMap((p) => p.bad.map((b) => b.path))).toEqual(["runs/p/events/12.json", "runs/p/events/31.json"]);
+    const summary = await summarizeRunLog(counted, "p", { parsedEvents: null, summaries: null });
+    expect([summary.eventCount, summary.badCount, summary.bad.map((b) => b.path).sort()]).toEqual([full.events.length, full.bad.length, full.bad.map((b) => b.path).sort()]);
+  });
+
+  it("walks a folder's entries in stored order, pausing every slice", async () => {
+    const files: Record<string, string> = {};
+    for (let seq = 1; seq <= 95; seq += 1) files[`runs/w/events/${seq}.json`] = `{"seq":${seq}}`;
+    const reads = await commitOf(files);
+    const oid = (await reads.treeOid("runs/w/events")) as Oid;
+    const content = (await reads.readTreeBytes?.(oid)) as Uint8Array;
+    const names: string[] = [];
+    let pauses = 0;
+    const whole = await walkTreeBytes(content, (_start, name, nul) => names.push(Buffer.from(content.subarray(name, nul)).toString("utf8")), {
+      sliceEntries: 10,
+      pause: async () => {
+        pauses += 1;
+      },
+    });
+    expect(whole).toBe(true);
+    expect(names).toEqual(dirEntriesOf(decodeTree(oid, content)).map((e) => e.name).sort());
+    expect(names).toHaveLength(95);
+    expect(pauses).toBe(9);
+    expect(await walkTreeBytes(content.subarray(0, content.byteLength - 3), () => undefined)).toBe(false);
+  });
+});
+
+describe("a page past the run's end", () => {
+  it("holds no entry after the terminal event, as the full read leaves them out, whatever the cursor", async () => {
+    const reads = await commitOf({
+      "runs/g/events/1.json": step(1),
+      "runs/g/events/2.json": { seq: 2, type: "RunCompleted" },
+      "runs/g/events/3.json": step(3),
+      "runs/g/events/4.json": step(4),
+      "runs/g/events/5.json": step(5),
+    });
+    expect((await readRunLog(reads, "g")).events.map((e) => e.seq)).toEqual([1, 2]);
+    for (const after of [2, 3, 4]) {
+      const page = await readRunLogPage(reads, "g", { after, limit: 2 });
+      expect([page.events, page.bad, page.nextAfter]).toEqual([[], [], null]);
+      expect(page.problems.map((p) => [p.seq, p.error.code])).toEqual([3, 4, 5].filter((s) => s > after).slice(0, 2).map((s) => [s, "event_invalid"]));
+    }
+    const first = await readRunLogPage(reads, "g", { limit: 10 });
+    expect([first.events.map((e) => e.seq), first.problems.map((p) => p.seq), first.nextAfter]).toEqual([[1, 2], [3, 4, 5], null]);
+  });
+});
