@@ -29,7 +29,7 @@ import { runsPrefix } from "./paths.js";
 import { type BadEvent, LogReader, nextSeqAfter, openRunFolder, type ReadRunLogOptions, withLimit } from "./run-log.js";
 import { type EventsFolder, firstAbove } from "./events-folder.js";
 import { createRunStateFold, type RunStateFoldPoint } from "./run-state.js";
-import type { RunState } from "./types.js";
+import type { RunEvent, RunState } from "./types.js";
 
 /** Bad entries and problems a summary lists when no `maxReports` is given (the rest are counted). */
 export const DEFAULT_MAX_REPORTS = 1_000;
@@ -267,12 +267,32 @@ class Tally {
   }
 }
 
+/**
+ * Hands each event of run `runId`'s log at the commit `reads` is pinned to to `visit`, in seq
+ * order: exactly `readRunLog`'s `events` (valid, up to and including a terminal event, without
+ * the schedule events the controls never write), read a chunk of blobs at a time and none of
+ * them held (as {@link summarizeRunLog} folds them, giving the event loop a turn between
+ * chunks). For a reader that needs more than the summary (one timer's history) without the log
+ * in memory. Nothing is kept or looked up in the summary cache.
+ * @returns the run's summary, as {@link summarizeRunLog} gives it
+ * @throws as {@link summarizeRunLog}; what `visit` throws, as it comes (the walk stops)
+ */
+export async function forEachRunEvent(
+  reads: CommittedReads,
+  runId: string,
+  visit: (event: RunEvent) => void,
+  options: Pick<SummarizeRunLogOptions, "maxEventBytes" | "parsedEvents"> = {},
+): Promise<RunLogSummary> {
+  return (await fold(reads, runId, options, DEFAULT_MAX_REPORTS, null, visit)).summary;
+}
+
 async function fold(
   reads: CommittedReads,
   runId: string,
   options: SummarizeRunLogOptions,
   maxReports: number,
   known: FoldProgress | null,
+  visit?: (event: RunEvent) => void,
 ): Promise<{ summary: RunLogSummary; progress: FoldProgress | null }> {
   const { layout, strays, folder } = await openRunFolder(reads, runId);
   const sealed = layout.compacted;
@@ -336,6 +356,7 @@ async function fold(
         continue;
       }
       eventCount += 1;
+      visit?.(event);
       firstSeq ??= event.seq;
       if (isTerminalEventType(event.type)) terminal = { seq: event.seq, type: event.type };
     }
@@ -366,6 +387,7 @@ async function fold(
       else {
         const sealedState = createRunStateFold(runId);
         for (const event of check.events) sealedState.apply(event);
+        if (visit !== undefined) for (const event of check.events) visit(event);
         finalState = sealedState.finish();
         eventCount = check.events.length;
         firstSeq = check.events[0]?.seq ?? null;
