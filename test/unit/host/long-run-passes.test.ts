@@ -5,6 +5,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { archiveEndedRuns } from "../../../src/host/archive-ended-runs.js";
 import { checkDeployments } from "../../../src/host/check-deployments.js";
+import { compactRun } from "../../../src/host/compact-run.js";
 import type { CommittedReads, RepoStore } from "../../../src/substrate/types.js";
 import { buildFixtureRepo } from "../../../src/testing/fixture-repo.js";
 import { createMemoryRepoStore, type MemoryRepoStore } from "../../../src/testing/memory-store.js";
@@ -52,6 +53,7 @@ async function storeWithLongRun(marker: string): Promise<RepoStore> {
   const base = opened.store;
   const store = Object.create(base) as RepoStore;
   store.openCommittedReads = async (...args: Parameters<RepoStore["openCommittedReads"]>) => counting(await base.openCommittedReads(...args));
+  store.writeTreeDelta = (p, repo, ref, opts) => base.writeTreeDelta(p, repo, ref, { ...opts, computeDelta: (parent, reads) => opts.computeDelta(parent, counting(reads)) });
   largestBatch = 0;
   return store;
 }
@@ -75,5 +77,14 @@ describe("passes over a long run", () => {
     const again = await storeWithLongRun("retention-2");
     const early = await archiveEndedRuns({ store: again, principal: null, repoId: "dep", nowMs: Date.parse("2026-01-03T00:00:00.000Z"), endedRunsAfterMs: 2 * 86_400_000 });
     expect(early.archived).toEqual([]);
+  });
+
+  it("compaction checks a long run's log a chunk of blobs at a time before sealing it", async () => {
+    const store = await storeWithLongRun("compact");
+    const sealed = await compactRun({ store, principal: null, repoId: "dep", runId: "long" });
+    expect([sealed.committed, sealed.events]).toEqual([true, EVENTS]);
+    expect(largestBatch).toBeLessThanOrEqual(256);
+    const again = await compactRun({ store, principal: null, repoId: "dep", runId: "long" });
+    expect([again.committed, again.events, again.bytes]).toEqual([false, EVENTS, sealed.bytes]);
   });
 });
