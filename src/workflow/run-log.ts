@@ -223,9 +223,9 @@ export interface RunLogPage {
  * Reads one page of a run's log at the commit `reads` is pinned to: the entries of
  * `runs/<runId>/events/` with the lowest seqs above `after`, at most `limit` of them and about
  * `maxBytes` of event bytes. Only the page's blobs are read (and only those the parsed-event
- * cache does not hold): the folder's listing (names and oids) is all that is read of the rest,
- * so paging through a log of a million events costs one listing and a page of blobs per call,
- * never the whole log in memory. Decoding is {@link readRunLog}'s: an unreadable entry is
+ * cache does not hold): the folder's stored bytes, indexed by seq, are all that is read of the
+ * rest, so paging through a log of a million events costs one index per version of the log and
+ * a page of blobs per call, never the whole log in memory. Decoding is {@link readRunLog}'s: an unreadable entry is
  * reported in `bad` and skipped, and the page goes on past it.
  *
  * Event file names sort as text in a git tree (`10.json` before `2.json`), so the page is
