@@ -14,6 +14,7 @@
  * indexes), so paging through one version of a log indexes it once.
  */
 import { createHash } from "node:crypto";
+import { compareCodePoints } from "../substrate/git-object.js";
 import { LruCache } from "../substrate/lru-cache.js";
 import { treeEntryAt, treeEntryEnd, walkTreeBytes } from "../substrate/tree-bytes.js";
 import { BLOB_MODE, compareTreeEntries, TREE_MODE, unusualMode } from "../substrate/tree-object.js";
@@ -28,7 +29,7 @@ export interface EventsFolder {
   readonly seqs: Float64Array;
   /** `at[k]`: the handle of the entry of `seqs[k]` (for {@link entry}). */
   readonly at: ArrayLike<number>;
-  /** Handles of the entries whose names are not `<seq>.json`, in the order stored. */
+  /** Handles of the entries whose names are not `<seq>.json`, in name order (as `listDir` gives them). */
   readonly others: readonly number[];
   /** The entry of a handle, as `listDir` gives it. */
   entry(handle: number): DirEntry;
@@ -99,6 +100,12 @@ async function fromBytes(content: Uint8Array): Promise<EventsFolder | null> {
     count += 1;
   });
   if (!walked) return null;
+  // As a listing gives them (by name), whatever order the tree stores them in.
+  if (others.length > 1) {
+    const named = others.map((start) => ({ start, name: treeEntryAt(content, start).name }));
+    named.sort((a, b) => compareCodePoints(a.name, b.name));
+    for (let i = 0; i < named.length; i += 1) others[i] = (named[i] as { start: number }).start;
+  }
   const order = seqOrder(seqOf.subarray(0, count));
   const at = new Uint32Array(order.at.length);
   for (let k = 0; k < at.length; k += 1) at[k] = starts[order.at[k] as number] as number;
@@ -153,10 +160,10 @@ export function seqOrder(seqOf: Float64Array): { seqs: Float64Array; at: Int32Ar
   }
   const seqs = new Float64Array(count);
   const at = new Int32Array(count);
+  let k = 0;
   if (count > 0 && max - min < 2 * count + 16) {
     const slots = new Int32Array(max - min + 1).fill(-1);
     for (let i = 0; i < seqOf.length; i += 1) if ((seqOf[i] as number) >= 0) slots[(seqOf[i] as number) - min] = i;
-    let k = 0;
     for (let s = 0; s < slots.length; s += 1) {
       if ((slots[s] as number) < 0) continue;
       seqs[k] = min + s;
@@ -167,12 +174,14 @@ export function seqOrder(seqOf: Float64Array): { seqs: Float64Array; at: Int32Ar
     const order: number[] = [];
     for (let i = 0; i < seqOf.length; i += 1) if ((seqOf[i] as number) >= 0) order.push(i);
     order.sort((x, y) => (seqOf[x] as number) - (seqOf[y] as number));
-    order.forEach((i, k) => {
+    for (const i of order) {
       seqs[k] = seqOf[i] as number;
       at[k] = i;
-    });
+      k += 1;
+    }
   }
-  return { seqs, at };
+  // A name stored twice (only a foreign writer makes such a tree) takes one place.
+  return k === count ? { seqs, at } : { seqs: seqs.subarray(0, k), at: at.subarray(0, k) };
 }
 
 /** The position of the first seq above `after` in ascending `seqs` (its length when none). */

@@ -3,6 +3,7 @@
  * index the folder without listing it (no object per entry), in slices that give the event loop
  * turns; a page agrees with the full read about the run's end.
  */
+import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
 import { DEFAULT_REF } from "../../../src/substrate/ref-name.js";
 import { decodeTree, dirEntriesOf } from "../../../src/substrate/tree-object.js";
@@ -10,6 +11,8 @@ import { walkTreeBytes } from "../../../src/substrate/tree-bytes.js";
 import type { CommittedReads, Oid } from "../../../src/substrate/types.js";
 import { buildFixtureRepo, type FixtureFiles } from "../../../src/testing/fixture-repo.js";
 import { createMemoryRepoStore, type MemoryRepoStore } from "../../../src/testing/memory-store.js";
+import { fromEntries, openEventsFolder } from "../../../src/workflow/events-folder.js";
+import { parseEventPathName } from "../../../src/workflow/paths.js";
 import { readRunLog, readRunLogPage } from "../../../src/workflow/run-log.js";
 import { RunSummaryCache, summarizeRunLog } from "../../../src/workflow/run-log-summary.js";
 import { WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
@@ -147,5 +150,43 @@ describe("a page past the run's end", () => {
     }
     const first = await readRunLogPage(reads, "g", { limit: 10 });
     expect([first.events.map((e) => e.seq), first.problems.map((p) => p.seq), first.nextAfter]).toEqual([[1, 2], [3, 4, 5], null]);
+  });
+});
+
+describe("an events/ folder indexed from its bytes", () => {
+  const name = fc.oneof(
+    { weight: 6, arbitrary: fc.integer({ min: 0, max: 400 }).map((n) => `${n}.json`) },
+    { weight: 1, arbitrary: fc.constantFrom("007.json", "1.JSON", ".json", "a", "a-b", "x.json", "12345678901234567.json", "\u00e9.json", "9007199254740993.json") },
+  );
+  it("gives what the listing gives: seqs in order, the same entries, names that are not seqs by name, and the same only-grew answers", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.uniqueArray(fc.record({ name, folder: fc.boolean() }), { minLength: 1, maxLength: 40, selector: (e) => e.name }), fc.integer({ min: -1, max: 400 }), async (entries, maxSeq) => {
+        const files: Record<string, string> = {};
+        for (const e of entries) files[e.folder ? `runs/f/events/${e.name}/x` : `runs/f/events/${e.name}`] = `{"n":"${e.name}"}`;
+        const reads = await commitOf(files);
+        const oid = await reads.treeOid("runs/f/events");
+        const bytes = await openEventsFolder(reads, "runs/f/events", oid);
+        const listed = fromEntries(await reads.listDir("runs/f/events"));
+        expect(Array.from(bytes.seqs)).toEqual(Array.from(listed.seqs));
+        expect(Array.from(bytes.at, (h) => bytes.entry(h))).toEqual(Array.from(listed.at, (h) => listed.entry(h)));
+        expect(bytes.others.map((h) => bytes.entry(h))).toEqual(listed.others.map((h) => listed.entry(h)));
+        // The folder less its names above maxSeq, committed on its own: both say it only grew from it.
+        const kept: Record<string, string> = {};
+        for (const [path, body] of Object.entries(files)) {
+          const seq = parseEventPathName(path.slice("runs/f/events/".length).replace(/\/x$/, ""));
+          if (seq === null || seq <= maxSeq) kept[path] = body;
+        }
+        kept["runs/f/other"] = "so the run folder never goes away";
+        const before = await (await commitOf(kept)).treeOid("runs/f/events");
+        if (before !== null) {
+          expect(await bytes.onlyAddedAbove(maxSeq, before)).toBe(true);
+          expect(await listed.onlyAddedAbove(maxSeq, before)).toBe(true);
+        }
+        if (oid !== null && bytes.seqs.length > 0 && (bytes.seqs[0] as number) > maxSeq) {
+          expect(await bytes.onlyAddedAbove(maxSeq, oid)).toBe(false);
+        }
+      }),
+      { numRuns: 60 },
+    );
   });
 });
