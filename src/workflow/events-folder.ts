@@ -64,7 +64,7 @@ export async function openEventsFolder(reads: CommittedReads, path: string, oid:
   return fromEntries(await reads.listDir(path));
 }
 
-/** Seq index of a listing (see run-log.ts `seqIndexOf`): the listing's own positions are the handles. */
+/** The seq index of a listing (`listDir` of `events/`): the listing's own positions are the handles. */
 export function fromEntries(entries: readonly DirEntry[]): EventsFolder {
   const seqOf = new Float64Array(entries.length);
   const others: number[] = [];

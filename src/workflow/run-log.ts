@@ -15,10 +15,10 @@ import { afterTerminalProblem, scheduleProblem, sequenceProblems } from "./log-p
 import { type ParsedEventCache, sharedParsedEvents } from "./parsed-event-cache.js";
 import { compactedLogPath, parseEventPathName, runEventsPrefix, runsPrefix } from "./paths.js";
 import { blobFolderProblems, runFolderLayout, type RunFolderLayout } from "./run-folder.js";
-import { applyEvent, reduceRunState, reduceRunStateWithProblems } from "./run-state.js";
+import { applyEvent, createRunStateFold, reduceRunState, reduceRunStateWithProblems, type ScheduleProblem } from "./run-state.js";
 import type { RunEvent, RunState } from "./types.js";
 import { WORKFLOW_RUN_KIND } from "./workflow-run-kind.js";
-import { type EventsFolder, firstAbove, openEventsFolder } from "./events-folder.js";
+import { type EventsFolder, firstAbove, fromEntries, openEventsFolder } from "./events-folder.js";
 // A page asks the run's summary whether the log ended before it (run-log-summary.ts reads through
 // this module too: a cycle of functions only, nothing used while the modules load).
 import { type RunLogSummary, summarizeRunLog } from "./run-log-summary.js";
@@ -123,30 +123,48 @@ export async function readRunLog(
   const { layout, strays, entries } = await listRunFolder(reads, runId);
   const reader = new LogReader(runId, options);
   const eventFiles: { seq: number; oid: string }[] = [];
-  // The blobs to read, all in one call when the reads can (see CommittedReads.readBlobsByOid).
-  const wanted: string[] = [];
-  const toRead: boolean[] = [];
-  for (const entry of entries) {
-    const regular = entry.type === "blob" && isRegularFileMode(entry.mode);
-    const read = regular && !reader.cached(entry.name, entry.oid);
-    toRead.push(read);
-    if (read) wanted.push(entry.oid);
+  // A long log is read in seq order (names that are not seqs first), so what is collected is
+  // sorted already and the final sorts cost a pass, not a sort of 200,000 events in one piece.
+  let order: Int32Array | null = null;
+  if (entries.length > READ_SLICE_ENTRIES) {
+    const folder = fromEntries(entries);
+    order = new Int32Array(entries.length);
+    order.set(folder.others);
+    order.set(Array.from(folder.at), folder.others.length);
+    // A name stored twice (a foreign tree) takes one place in the index: read as listed instead.
+    if (folder.others.length + folder.at.length !== entries.length) order = null;
   }
-  let contents: readonly Uint8Array[] | null = null;
-  if (reads.readBlobsByOid !== undefined && wanted.length > 0) contents = await reads.readBlobsByOid(wanted);
-  let next = 0;
-  for (let i = 0; i < entries.length; i++) {
-    const entry = entries[i] as (typeof entries)[number];
-    const seq = parseEventPathName(entry.name);
-    const regular = entry.type === "blob" && isRegularFileMode(entry.mode);
-    // Kept only to check a sealed log against (most runs have none).
-    if (seq !== null && layout.compacted !== null) eventFiles.push({ seq, oid: regular ? entry.oid : "" });
-    if (entry.type === "tree") reader.notFile(entry.name, "folder");
-    else if (entry.type === "commit") reader.notFile(entry.name, "gitlink (a submodule commit)");
-    else if (!regular) reader.notFile(entry.name, "symlink");
-    else if (toRead[i] === true) reader.file(entry.name, contents === null ? await reads.readBlobByOid(entry.oid) : (contents[next++] as Uint8Array), entry.oid);
+  // A slice's blobs are read in one call when the reads can (see CommittedReads.readBlobsByOid);
+  // a long log a slice at a time, the event loop given a turn between two (a run's whole log of
+  // 200,000 events was one stretch of seconds).
+  for (let from = 0; from < entries.length; from += READ_SLICE_ENTRIES) {
+    if (from > 0) await new Promise((resolve) => setImmediate(resolve));
+    const to = Math.min(entries.length, from + READ_SLICE_ENTRIES);
+    const wanted: string[] = [];
+    const toRead: boolean[] = [];
+    for (let i = from; i < to; i++) {
+      const entry = entries[order === null ? i : (order[i] as number)] as DirEntry;
+      const regular = entry.type === "blob" && isRegularFileMode(entry.mode);
+      const read = regular && !reader.cached(entry.name, entry.oid);
+      toRead.push(read);
+      if (read) wanted.push(entry.oid);
+    }
+    let contents: readonly Uint8Array[] | null = null;
+    if (reads.readBlobsByOid !== undefined && wanted.length > 0) contents = await reads.readBlobsByOid(wanted);
+    let next = 0;
+    for (let i = from; i < to; i++) {
+      const entry = entries[order === null ? i : (order[i] as number)] as DirEntry;
+      const seq = parseEventPathName(entry.name);
+      const regular = entry.type === "blob" && isRegularFileMode(entry.mode);
+      // Kept only to check a sealed log against (most runs have none).
+      if (seq !== null && layout.compacted !== null) eventFiles.push({ seq, oid: regular ? entry.oid : "" });
+      if (entry.type === "tree") reader.notFile(entry.name, "folder");
+      else if (entry.type === "commit") reader.notFile(entry.name, "gitlink (a submodule commit)");
+      else if (!regular) reader.notFile(entry.name, "symlink");
+      else if (toRead[i - from] === true) reader.file(entry.name, contents === null ? await reads.readBlobByOid(entry.oid) : (contents[next++] as Uint8Array), entry.oid);
+    }
   }
-  let log = reader.finish();
+  let log = entries.length > READ_SLICE_ENTRIES ? await reader.finishInSlices() : reader.finish();
   if (layout.compacted !== null) {
     const bytes = await reads.readBlobByOid(layout.compacted.oid);
     if (eventFiles.length === 0) {
@@ -166,6 +184,9 @@ export async function readRunLog(
   }
   return strays.length === 0 ? log : { ...log, problems: [...strays, ...log.problems] };
 }
+
+/** Entries of `events/` {@link readRunLog} reads and parses between two turns of the event loop. */
+const READ_SLICE_ENTRIES = 2_048;
 
 /** Events in a page when no `limit` is given. */
 export const DEFAULT_PAGE_EVENTS = 100;
@@ -503,6 +524,28 @@ export class LogReader {
   }
 
   finish(): RunLog {
+    const sorted = this.#sorted();
+    return this.#complete(sorted, reduceRunStateWithProblems(this.#runId, sorted.ended));
+  }
+
+  /**
+   * As {@link finish}, folding the state {@link READ_SLICE_ENTRIES} events at a time with a turn
+   * of the event loop between two: for a long log, whose fold is otherwise one long stretch.
+   */
+  async finishInSlices(): Promise<RunLog> {
+    const sorted = this.#sorted();
+    const fold = createRunStateFold(this.#runId);
+    const problems: ScheduleProblem[] = [];
+    for (let i = 0; i < sorted.ended.length; i += 1) {
+      if (i > 0 && i % READ_SLICE_ENTRIES === 0) await new Promise((resolve) => setImmediate(resolve));
+      const skipped = fold.apply(sorted.ended[i] as RunEvent);
+      if (skipped !== null) problems.push(skipped);
+    }
+    return this.#complete(sorted, { state: fold.finish(), problems });
+  }
+
+  /** The collected events, bad entries and seqs sorted; the events up to a terminal one, and the problems of the seqs and of events after it. */
+  #sorted(): SortedLog {
     const runId = this.#runId;
     const parsed = this.#parsed.sort((a, b) => a.seq - b.seq);
     const bad = this.#bad.sort((a, b) => (a.seq ?? -1) - (b.seq ?? -1));
@@ -511,8 +554,13 @@ export class LogReader {
     const terminal = parsed.find((e) => isTerminalEventType(e.type));
     const ended = terminal === undefined ? parsed : parsed.filter((e) => e.seq <= terminal.seq);
     for (const late of parsed.slice(ended.length)) problems.push(afterTerminalProblem(runId, late.seq, terminal?.type ?? "", terminal?.seq ?? null));
+    return { ended, bad, seqs, problems };
+  }
+
+  #complete(sorted: SortedLog, folded: { state: RunState; problems: readonly ScheduleProblem[] }): RunLog {
+    const runId = this.#runId;
+    const { ended, bad, seqs, problems } = sorted;
     // Schedule events the controls never write are reported and skipped like a late event.
-    const folded = reduceRunStateWithProblems(runId, ended);
     for (const p of folded.problems) problems.push(scheduleProblem(runId, p.seq, p.detail));
     const skipped = new Set(folded.problems.map((p) => p.seq));
     const events = skipped.size === 0 ? ended : ended.filter((e) => !skipped.has(e.seq));
@@ -527,6 +575,16 @@ export class LogReader {
     this.#parsed.push(event);
     return true;
   }
+}
+
+/** What {@link LogReader} collected, sorted, before the state is folded. */
+interface SortedLog {
+  /** The events in seq order up to and including a terminal one. */
+  readonly ended: RunEvent[];
+  readonly bad: BadEvent[];
+  readonly seqs: number[];
+  /** Missing seqs and events after the terminal one; the fold's schedule problems are added. */
+  readonly problems: BadEvent[];
 }
 
 /** Adds `maxEventBytes` to parse/serialise options when given. */

@@ -13,7 +13,7 @@ import { buildFixtureRepo, type FixtureFiles } from "../../../src/testing/fixtur
 import { createMemoryRepoStore, type MemoryRepoStore } from "../../../src/testing/memory-store.js";
 import { fromEntries, openEventsFolder } from "../../../src/workflow/events-folder.js";
 import { parseEventPathName } from "../../../src/workflow/paths.js";
-import { readRunLog, readRunLogPage } from "../../../src/workflow/run-log.js";
+import { readRunLog, readRunLogFromFiles, readRunLogPage } from "../../../src/workflow/run-log.js";
 import { RunSummaryCache, summarizeRunLog } from "../../../src/workflow/run-log-summary.js";
 import { WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
 
@@ -188,5 +188,40 @@ describe("an events/ folder indexed from its bytes", () => {
       }),
       { numRuns: 60 },
     );
+  });
+});
+
+describe("readRunLog of a long log", () => {
+  /** A log of `n` events with a bad file, a gap, a schedule event the controls never write and events after its end. */
+  function longLog(n: number): Record<string, string | object> {
+    const files: Record<string, string | object> = {};
+    for (let seq = 1; seq <= n; seq += 1) files[`runs/l/events/${seq}.json`] = step(seq);
+    files["runs/l/events/2.json"] = { seq: 2, type: "TimerSet", data: { timerId: "c", fireAt: "2026-05-01T10:00:00.000Z", cron: "*/5 * * * *" } };
+    files["runs/l/events/40.json"] = { seq: 40, type: "ScheduleResumed", data: { timerId: "c" } };
+    files["runs/l/events/77.json"] = '{"type":"StepStarted",}';
+    delete files["runs/l/events/1234.json"];
+    files[`runs/l/events/${n - 2}.json`] = { seq: n - 2, type: "RunCompleted" };
+    return files;
+  }
+
+  it("gives the event loop turns while it reads and folds, and what a read of the files in one piece gives", async () => {
+    const files = longLog(6_000);
+    const reads = await commitOf(files);
+    let turns = 0;
+    let ticking = true;
+    const tick = (): void => {
+      turns += 1;
+      if (ticking) setImmediate(tick);
+    };
+    setImmediate(tick);
+    const log = await readRunLog(reads, "l", { parsedEvents: null });
+    ticking = false;
+    // One turn at least between two slices of 2,048 entries, reading and folding.
+    expect(turns).toBeGreaterThanOrEqual(4);
+    const bytes = new Map<string, Uint8Array>();
+    for (const [path, body] of Object.entries(files)) bytes.set(path.slice("runs/l/events/".length), Buffer.from(typeof body === "string" ? body : JSON.stringify(body)));
+    const whole = readRunLogFromFiles("l", bytes, { parsedEvents: null });
+    expect(log).toEqual(whole);
+    expect([log.events.length, log.bad.length, log.problems.map((p) => p.seq)]).toEqual([6_000 - 1 - 1 - 1 - 2, 1, [40, 1234, 5_999, 6_000]]);
   });
 });
