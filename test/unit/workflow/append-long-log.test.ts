@@ -5,12 +5,12 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import { DEFAULT_REF } from "../../../src/substrate/ref-name.js";
-import type { CommittedReads, RepoStore } from "../../../src/substrate/types.js";
+import type { CommittedReads, KindHandler, PushContext, RepoStore } from "../../../src/substrate/types.js";
 import { buildFixtureRepo } from "../../../src/testing/fixture-repo.js";
 import { createMemoryRepoStore, type MemoryRepoStore } from "../../../src/testing/memory-store.js";
 import { readRunLog, type RunLog } from "../../../src/workflow/run-log.js";
 import { openRunLog } from "../../../src/workflow/run-log-writer.js";
-import { WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
+import { WORKFLOW_RUN_KIND, workflowRunKind } from "../../../src/workflow/workflow-run-kind.js";
 
 let opened: MemoryRepoStore | null = null;
 afterEach(async () => {
@@ -92,5 +92,22 @@ describe("appends to a long run", () => {
     expect((await writer.append("r", "fourth", step(4))).result).toBe(406);
     expect((seen as RunLog | null)?.events.find((e) => e.seq === 7)).toMatchObject({ n: "rewritten" });
     expect(asked.listed).toBeGreaterThan(0);
+  });
+
+  it("are validated without listing the run's events/ as objects", async () => {
+    const kind = workflowRunKind();
+    const validate = kind.validatePush as (ctx: PushContext) => Promise<void>;
+    const counted: KindHandler = { ...kind, validatePush: (ctx) => validate({ ...ctx, prior: ctx.prior === null ? null : counting(ctx.prior) }) };
+    opened = createMemoryRepoStore({ kindHandlers: [counted] });
+    const files: Record<string, object> = {};
+    for (let seq = 1; seq <= 300; seq += 1) files[`runs/r/events/${seq}.json`] = { seq, type: "StepStarted", n: seq };
+    await buildFixtureRepo(opened.store, "dep", files);
+    Object.assign(asked, { listed: 0, blobs: 0 });
+    const event = (seq: number): string => JSON.stringify({ seq, type: "StepStarted", n: seq });
+    await opened.store.writeTree(null, REPO, DEFAULT_REF, { files: { "runs/r/events/301.json": event(301) }, message: "append" });
+    await opened.store.writeTree(null, REPO, DEFAULT_REF, { files: { "runs/r/events/302.json": event(302) }, message: "append" });
+    expect(asked.listed).toBe(0);
+    // The dense sequence is still checked.
+    await expect(opened.store.writeTree(null, REPO, DEFAULT_REF, { files: { "runs/r/events/304.json": event(304) }, message: "gap" })).rejects.toMatchObject({ code: "event_invalid" });
   });
 });
