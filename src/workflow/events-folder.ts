@@ -55,13 +55,22 @@ export async function openEventsFolder(reads: CommittedReads, path: string, oid:
     const kept = folders.get(oid);
     if (kept !== undefined) return kept;
     const content = await reads.readTreeBytes(oid);
-    const folder = content === null ? null : await fromBytes(content);
-    if (folder !== null) {
-      folders.set(oid, folder, (content as Uint8Array).byteLength + 12 * folder.size);
-      return folder;
-    }
+    const folder = content === null ? null : await indexEventsFolder(oid, content);
+    if (folder !== null) return folder;
   }
   return fromEntries(await reads.listDir(path));
+}
+
+/**
+ * The folder whose stored bytes (tree `oid`) are `content`, indexed by seq in slices (see the
+ * module comment) and kept by oid; null when the bytes are not a well-formed tree.
+ */
+export async function indexEventsFolder(oid: Oid, content: Uint8Array): Promise<EventsFolder | null> {
+  const kept = folders.get(oid);
+  if (kept !== undefined) return kept;
+  const folder = await fromBytes(content);
+  if (folder !== null) folders.set(oid, folder, content.byteLength + 12 * folder.size);
+  return folder;
 }
 
 /** The seq index of a listing (`listDir` of `events/`): the listing's own positions are the handles. */

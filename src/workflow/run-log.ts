@@ -18,7 +18,7 @@ import { blobFolderProblems, runFolderLayout, type RunFolderLayout } from "./run
 import { applyEvent, createRunStateFold, reduceRunState, reduceRunStateWithProblems, type ScheduleProblem } from "./run-state.js";
 import type { RunEvent, RunState } from "./types.js";
 import { WORKFLOW_RUN_KIND } from "./workflow-run-kind.js";
-import { type EventsFolder, firstAbove, fromEntries, openEventsFolder } from "./events-folder.js";
+import { type EventsFolder, firstAbove, fromEntries, indexEventsFolder, openEventsFolder } from "./events-folder.js";
 // A page asks the run's summary whether the log ended before it (run-log-summary.ts reads through
 // this module too: a cycle of functions only, nothing used while the modules load).
 import { type RunLogSummary, summarizeRunLog } from "./run-log-summary.js";
@@ -120,30 +120,20 @@ export async function readRunLog(
   runId: string,
   options: ReadRunLogOptions & Pick<ReadRunLogFromFilesOptions, "parsedEvents"> = {},
 ): Promise<RunLog> {
-  const { layout, strays, entries } = await listRunFolder(reads, runId);
+  const { layout, strays, count, entryAt } = await listLogForRead(reads, runId);
   const reader = new LogReader(runId, options);
   const eventFiles: { seq: number; oid: string }[] = [];
-  // A long log is read in seq order (names that are not seqs first), so what is collected is
-  // sorted already and the final sorts cost a pass, not a sort of 200,000 events in one piece.
-  let order: Int32Array | null = null;
-  if (entries.length > READ_SLICE_ENTRIES) {
-    const folder = fromEntries(entries);
-    order = new Int32Array(entries.length);
-    order.set(folder.others);
-    order.set(Array.from(folder.at), folder.others.length);
-    // A name stored twice (a foreign tree) takes one place in the index: read as listed instead.
-    if (folder.others.length + folder.at.length !== entries.length) order = null;
-  }
   // A slice's blobs are read in one call when the reads can (see CommittedReads.readBlobsByOid);
   // a long log a slice at a time, the event loop given a turn between two (a run's whole log of
   // 200,000 events was one stretch of seconds).
-  for (let from = 0; from < entries.length; from += READ_SLICE_ENTRIES) {
+  for (let from = 0; from < count; from += READ_SLICE_ENTRIES) {
     if (from > 0) await new Promise((resolve) => setImmediate(resolve));
-    const to = Math.min(entries.length, from + READ_SLICE_ENTRIES);
+    const to = Math.min(count, from + READ_SLICE_ENTRIES);
+    const slice: DirEntry[] = [];
+    for (let i = from; i < to; i++) slice.push(entryAt(i));
     const wanted: string[] = [];
     const toRead: boolean[] = [];
-    for (let i = from; i < to; i++) {
-      const entry = entries[order === null ? i : (order[i] as number)] as DirEntry;
+    for (const entry of slice) {
       const regular = entry.type === "blob" && isRegularFileMode(entry.mode);
       const read = regular && !reader.cached(entry.name, entry.oid);
       toRead.push(read);
@@ -153,7 +143,7 @@ export async function readRunLog(
     if (reads.readBlobsByOid !== undefined && wanted.length > 0) contents = await reads.readBlobsByOid(wanted);
     let next = 0;
     for (let i = from; i < to; i++) {
-      const entry = entries[order === null ? i : (order[i] as number)] as DirEntry;
+      const entry = slice[i - from] as DirEntry;
       const seq = parseEventPathName(entry.name);
       const regular = entry.type === "blob" && isRegularFileMode(entry.mode);
       // Kept only to check a sealed log against (most runs have none).
@@ -164,7 +154,7 @@ export async function readRunLog(
       else if (toRead[i - from] === true) reader.file(entry.name, contents === null ? await reads.readBlobByOid(entry.oid) : (contents[next++] as Uint8Array), entry.oid);
     }
   }
-  let log = entries.length > READ_SLICE_ENTRIES ? await reader.finishInSlices() : reader.finish();
+  let log = count > READ_SLICE_ENTRIES ? await reader.finishInSlices() : reader.finish();
   if (layout.compacted !== null) {
     const bytes = await reads.readBlobByOid(layout.compacted.oid);
     if (eventFiles.length === 0) {
@@ -406,32 +396,10 @@ function checkPageOption(name: string, value: number, min: number, max: number):
   }
 }
 
-/** A run folder as every reader of its log starts: its layout, what lies beside the log, and `events/`. */
-export interface RunFolderListing {
-  readonly layout: RunFolderLayout<DirEntry>;
-  /** Entries of the run folder outside its layout (see run-folder.ts), one problem each. */
-  readonly strays: BadEvent[];
-  /** The entries of `events/` (names, oids, modes: no blob is read), in git's name order. */
-  readonly entries: readonly DirEntry[];
-}
-
-/**
- * Lists `runs/<runId>` and its `events/` folder: the trees only, never an event's blob.
- * @internal shared by the readers of run-log.ts and run-log-summary.ts
- */
-export async function listRunFolder(reads: CommittedReads, runId: string): Promise<RunFolderListing> {
-  // The run folder itself: anything beside its log is reported (the tree is read anyway to
-  // reach events/, so this costs no extra read).
-  const layout = runFolderLayout(runId, await reads.listDir(`${runsPrefix}${runId}`));
-  const strays: BadEvent[] = [...layout.problems];
-  if (layout.blobs !== null) strays.push(...blobFolderProblems(runId, await reads.listDir(`${runsPrefix}${runId}/blobs`)));
-  const entries = layout.events === null ? [] : await reads.listDir(runEventsPrefix(runId).slice(0, -1));
-  return { layout, strays, entries };
-}
-
-/** A run folder as a reader of part of its log starts: as {@link RunFolderListing}, with `events/` indexed by seq. */
+/** A run folder as a reader of part of its log starts: its layout, what lies beside the log, and `events/` indexed by seq. */
 export interface RunFolderIndex {
   readonly layout: RunFolderLayout<DirEntry>;
+  /** Entries of the run folder outside its layout (see run-folder.ts), one problem each. */
   readonly strays: BadEvent[];
   readonly folder: EventsFolder;
 }
@@ -447,6 +415,44 @@ export async function openRunFolder(reads: CommittedReads, runId: string): Promi
   if (layout.blobs !== null) strays.push(...blobFolderProblems(runId, await reads.listDir(`${runsPrefix}${runId}/blobs`)));
   const folder = await openEventsFolder(reads, runEventsPrefix(runId).slice(0, -1), layout.events === null ? null : layout.events.oid);
   return { layout, strays, folder };
+}
+
+/** An `events/` folder's stored size above which {@link readRunLog} indexes its bytes instead of listing it (~1,600 entries). */
+const BIG_EVENTS_FOLDER_BYTES = 64 * 1024;
+
+/**
+ * A run folder as {@link readRunLog} reads it: `count` entries of `events/`, taken one by one.
+ * A big folder is indexed from its stored bytes (see events-folder.ts; no object per entry until
+ * taken) and a long one is taken in seq order, names that are not seqs first, so what the reader
+ * collects is sorted already; a small one is its listing, as listed.
+ */
+async function listLogForRead(
+  reads: CommittedReads,
+  runId: string,
+): Promise<{ layout: RunFolderLayout<DirEntry>; strays: BadEvent[]; count: number; entryAt: (i: number) => DirEntry }> {
+  const folderPath = runEventsPrefix(runId).slice(0, -1);
+  const layout = runFolderLayout(runId, await reads.listDir(`${runsPrefix}${runId}`));
+  const strays: BadEvent[] = [...layout.problems];
+  if (layout.blobs !== null) strays.push(...blobFolderProblems(runId, await reads.listDir(`${runsPrefix}${runId}/blobs`)));
+  const oid = layout.events?.oid ?? null;
+  const content = oid === null || reads.readTreeBytes === undefined ? null : await reads.readTreeBytes(oid);
+  if (oid !== null && content !== null && content.byteLength > BIG_EVENTS_FOLDER_BYTES) {
+    const folder = await indexEventsFolder(oid, content);
+    // A name stored twice (a foreign tree) takes one place in the index: listed instead.
+    if (folder !== null && folder.others.length + folder.at.length === folder.size) {
+      const order = [...folder.others, ...Array.from(folder.at)];
+      return { layout, strays, count: order.length, entryAt: (i) => folder.entry(order[i] as number) };
+    }
+  }
+  const entries = layout.events === null ? [] : await reads.listDir(folderPath);
+  if (entries.length > READ_SLICE_ENTRIES) {
+    const folder = fromEntries(entries);
+    if (folder.others.length + folder.at.length === entries.length) {
+      const order = [...folder.others, ...Array.from(folder.at)];
+      return { layout, strays, count: order.length, entryAt: (i) => entries[order[i] as number] as DirEntry };
+    }
+  }
+  return { layout, strays, count: entries.length, entryAt: (i) => entries[i] as DirEntry };
 }
 
 /** True for an entry of `events/` that holds plain bytes (not a folder, symlink or gitlink). */

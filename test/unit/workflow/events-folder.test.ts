@@ -222,6 +222,10 @@ describe("readRunLog of a long log", () => {
     for (const [path, body] of Object.entries(files)) bytes.set(path.slice("runs/l/events/".length), Buffer.from(typeof body === "string" ? body : JSON.stringify(body)));
     const whole = readRunLogFromFiles("l", bytes, { parsedEvents: null });
     expect(log).toEqual(whole);
+    // Through reads that give no tree bytes: the listing, in slices too.
+    const listingOnly: CommittedReads = { ...reads, readTreeBytes: undefined } as unknown as CommittedReads;
+    delete (listingOnly as { readTreeBytes?: unknown }).readTreeBytes;
+    expect(await readRunLog(listingOnly, "l", { parsedEvents: null })).toEqual(whole);
     expect([log.events.length, log.bad.length, log.problems.map((p) => p.seq)]).toEqual([6_000 - 1 - 1 - 1 - 2, 1, [40, 1234, 5_999, 6_000]]);
   });
 });
