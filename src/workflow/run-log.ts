@@ -108,6 +108,11 @@ export function readRunLogFromFiles(
  * folder or a symlink where an event should be) are reported as bad events, never read. Events
  * parsed before (by blob oid) are not read or parsed again.
  *
+ * A long log (over 2,048 entries) is read a slice at a time with a turn of the event loop between
+ * two, its folder indexed from its stored bytes when big (see events-folder.ts), its blobs read
+ * as a walk (`CommittedReads.scan`) and, unless `parsedEvents` is given, not put in the
+ * process-wide parsed-event cache: the same log, without a stretch of seconds in one piece.
+ *
  * The run folder is checked against the original layout (see run-folder.ts): `blobs/`,
  * `grants.json` and `parts/` are accepted silently, anything else is a problem. A sealed
  * `events.jsonl` (see compacted-log.ts) that is valid is the run's log, read identically from
@@ -121,7 +126,12 @@ export async function readRunLog(
   options: ReadRunLogOptions & Pick<ReadRunLogFromFilesOptions, "parsedEvents"> = {},
 ): Promise<RunLog> {
   const { layout, strays, count, entryAt } = await listLogForRead(reads, runId);
-  const reader = new LogReader(runId, options);
+  // A long log is read as a walk (each blob once, the store's caches left alone) and, unless the
+  // caller names a cache, without the process-wide parsed-event cache: its events would push out
+  // what the running host reads again, and whoever reads such a log keeps what it needs.
+  const long = count > READ_SLICE_ENTRIES;
+  const blobs = long ? (reads.scan?.() ?? reads) : reads;
+  const reader = new LogReader(runId, long && options.parsedEvents === undefined ? { ...options, parsedEvents: null } : options);
   const eventFiles: { seq: number; oid: string }[] = [];
   // A slice's blobs are read in one call when the reads can (see CommittedReads.readBlobsByOid);
   // a long log a slice at a time, the event loop given a turn between two (a run's whole log of
@@ -140,7 +150,7 @@ export async function readRunLog(
       if (read) wanted.push(entry.oid);
     }
     let contents: readonly Uint8Array[] | null = null;
-    if (reads.readBlobsByOid !== undefined && wanted.length > 0) contents = await reads.readBlobsByOid(wanted);
+    if (blobs.readBlobsByOid !== undefined && wanted.length > 0) contents = await blobs.readBlobsByOid(wanted);
     let next = 0;
     for (let i = from; i < to; i++) {
       const entry = slice[i - from] as DirEntry;
@@ -151,10 +161,10 @@ export async function readRunLog(
       if (entry.type === "tree") reader.notFile(entry.name, "folder");
       else if (entry.type === "commit") reader.notFile(entry.name, "gitlink (a submodule commit)");
       else if (!regular) reader.notFile(entry.name, "symlink");
-      else if (toRead[i - from] === true) reader.file(entry.name, contents === null ? await reads.readBlobByOid(entry.oid) : (contents[next++] as Uint8Array), entry.oid);
+      else if (toRead[i - from] === true) reader.file(entry.name, contents === null ? await blobs.readBlobByOid(entry.oid) : (contents[next++] as Uint8Array), entry.oid);
     }
   }
-  let log = count > READ_SLICE_ENTRIES ? await reader.finishInSlices() : reader.finish();
+  let log = long ? await reader.finishInSlices() : reader.finish();
   if (layout.compacted !== null) {
     const bytes = await reads.readBlobByOid(layout.compacted.oid);
     if (eventFiles.length === 0) {
