@@ -8,12 +8,16 @@
  *   node --import tsx bench/run-view-child.ts --build 200000 --data /tmp/rv   (once)
  *   node --expose-gc --import tsx bench/run-view-append-child.ts --root /path/to/checkout --data /tmp/rv --rounds 3
  *
+ * Each request also reports the longest stretch it held the event loop (`loopDelayMaxMs`,
+ * `longestGapMs`), and each round asks for a page past the middle of the log after the run.
+ *
  * With RUN_VIEW_APPEND_CPU_PROFILE=<file>, the requests after an append (not the cold one) are
  * profiled into <file> (a .cpuprofile).
  */
 import { execFileSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { Session } from "node:inspector/promises";
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import { resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
@@ -47,16 +51,38 @@ const host = createWorkflowHost({ dataDir, watch: false });
 const app = createHttpHandler(host, { authenticate: () => "bench", authorize: () => true, monitor: createHostMonitor() });
 await app.ready();
 
-async function measure(label: string): Promise<void> {
+async function measure(label: string, url = "/v1/deployments/bench/runs/long"): Promise<void> {
   (globalThis as { gc?: () => void }).gc?.();
+  // How long the event loop was held at a stretch while the request was served (as in
+  // run-view-child.ts): the histogram's max and the longest gap between 1 ms ticks.
+  const delay = monitorEventLoopDelay({ resolution: 1 });
+  delay.enable();
+  let lastTick = performance.now();
+  let longestGapMs = 0;
+  const ticker = setInterval(() => {
+    const at = performance.now();
+    longestGapMs = Math.max(longestGapMs, at - lastTick);
+    lastTick = at;
+  }, 1);
   const cpu = process.cpuUsage();
   const wall = performance.now();
-  const answer = await app.inject({ method: "GET", url: "/v1/deployments/bench/runs/long", headers: { authorization: "Bearer x" } });
+  const answer = await app.inject({ method: "GET", url, headers: { authorization: "Bearer x" } });
   const wallMs = performance.now() - wall;
   const used = process.cpuUsage(cpu);
-  const body = JSON.parse(answer.body) as { eventCount?: number; summary?: { eventCount?: number } };
+  clearInterval(ticker);
+  longestGapMs = Math.max(longestGapMs, performance.now() - lastTick);
+  delay.disable();
+  const body = JSON.parse(answer.body) as { eventCount?: number; summary?: { eventCount?: number }; events?: unknown[] };
   console.log(
-    JSON.stringify({ label, status: answer.statusCode, cpuMs: Math.round((used.user + used.system) / 1000), wallMs: Math.round(wallMs), eventCount: body.summary?.eventCount ?? body.eventCount }),
+    JSON.stringify({
+      label,
+      status: answer.statusCode,
+      cpuMs: Math.round((used.user + used.system) / 1000),
+      wallMs: Math.round(wallMs),
+      loopDelayMaxMs: Math.round(delay.max / 1e6),
+      longestGapMs: Math.round(longestGapMs),
+      eventCount: body.summary?.eventCount ?? body.eventCount ?? body.events?.length,
+    }),
   );
 }
 
@@ -69,6 +95,7 @@ for (let round = 1; round <= Number(values.rounds ?? "3"); round += 1) {
   execFileSync(process.execPath, ["--import", "tsx", fileURLToPath(import.meta.url), "--append", "--data", dataDir], { stdio: "inherit" });
   await session?.post("Profiler.start");
   await measure(`GET run after one appended event (${round})`);
+  await measure(`GET events?after=150000 after it (${round})`, "/v1/deployments/bench/runs/long/events?after=150000&limit=100");
   await session?.post("Profiler.stop").then(({ profile }) => writeFileSync(`${profileTo}.${round}`, JSON.stringify(profile)));
 }
 await app.close();

@@ -27,7 +27,7 @@ import type { CommittedReads } from "../substrate/types.js";
 import { parseRepoId } from "../workflow/ids.js";
 import { runsPrefix } from "../workflow/paths.js";
 import { ARCHIVE_REF, openArchive, reusedArchivedRunProblem } from "../workflow/run-archive.js";
-import { readRunLog } from "../workflow/run-log.js";
+import { forEachRunEvent } from "../workflow/run-log-summary.js";
 import type { RunEvent } from "../workflow/types.js";
 import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
 import { createTimeSlicer } from "../time/time-slicer.js";
@@ -184,16 +184,28 @@ export async function archiveEndedRuns(opts: ArchiveEndedRunsOptions): Promise<A
   };
 }
 
-/** When the run ended (epoch ms), or null while it has not. */
+/**
+ * When the run ended (epoch ms): the instant its last event names, else the latest any event
+ * names; null while it has not ended. The log is streamed (a chunk of blobs at a time, no event
+ * held), so a pass over runs of any length holds one chunk, not a whole log.
+ */
 async function endedAtMs(reads: CommittedReads, runId: string, maxEventBytes: number | undefined): Promise<number | null> {
-  const log = await readRunLog(reads, runId, maxEventBytes === undefined ? {} : { maxEventBytes });
-  if (log.state.terminal === null) return null;
-  const last = log.events.at(-1);
+  let last: RunEvent | undefined;
+  let latest = Number.NEGATIVE_INFINITY;
+  const summary = await forEachRunEvent(
+    reads,
+    runId,
+    (event) => {
+      last = event;
+      const instant = instantOf(event);
+      if (Number.isFinite(instant)) latest = Math.max(latest, instant);
+    },
+    maxEventBytes === undefined ? {} : { maxEventBytes },
+  );
+  if (summary.state.terminal === null) return null;
   const stamped = last === undefined ? Number.NaN : instantOf(last);
   if (Number.isFinite(stamped)) return stamped;
-  let latest = Number.NEGATIVE_INFINITY;
-  for (const event of log.events) latest = Math.max(latest, instantOf(event));
-  return Number.isFinite(latest) ? latest : Number.NEGATIVE_INFINITY;
+  return latest;
 }
 
 /** The latest instant an event names about itself (`at`, or a fire's `firedAt`), or NaN. */

@@ -21,7 +21,7 @@ import { REPO_OR_RUN_ID_PATTERN, parseRepoId } from "../workflow/ids.js";
 import { runsEntryProblem } from "../workflow/log-problems.js";
 import { runsPrefix } from "../workflow/paths.js";
 import { ARCHIVE_REF, openArchive, reusedArchivedRunProblem } from "../workflow/run-archive.js";
-import { readRunLog } from "../workflow/run-log.js";
+import { summarizeRunLog } from "../workflow/run-log-summary.js";
 import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
 
 /** One thing wrong in one repo. */
@@ -179,12 +179,13 @@ async function checkRuns(reads: CommittedReads, archive: CommittedReads | null, 
  * valid (see compacted-log.ts).
  */
 async function checkRun(reads: CommittedReads, runId: string, report: Report, maxEventBytes: number | undefined, archived: boolean): Promise<number> {
-  const log = await readRunLog(reads, runId, maxEventBytes === undefined ? {} : { maxEventBytes });
+  // Folded a chunk of blobs at a time (no event held; every report listed, in readRunLog's order).
+  const log = await summarizeRunLog(reads, runId, { ...(maxEventBytes === undefined ? {} : { maxEventBytes }), maxReports: Number.MAX_SAFE_INTEGER, summaries: null });
   for (const bad of log.bad) report(bad.path, bad.seq, bad.error);
   for (const problem of log.problems) report(problem.path, problem.seq, problem.error);
-  if (archived && log.state.terminal === null && log.bad.length === 0) {
+  if (archived && log.state.terminal === null && log.badCount === 0) {
     const path = `${runsPrefix}${runId}`;
     report(path, null, new WorkflowHostError("event_invalid", `${ARCHIVE_REF}:${path}: archived run ${runId} has not ended (last seq ${log.state.lastSeq}); retention archives ended runs only`, { path, reason: "archived_not_ended" }));
   }
-  return log.events.length;
+  return log.eventCount;
 }

@@ -15,7 +15,7 @@ import { foldEventFiles, sameBytes } from "../workflow/compacted-log.js";
 import { parseRepoId, parseRunId } from "../workflow/ids.js";
 import { compactedLogPath, parseEventPathName, runEventsPrefix } from "../workflow/paths.js";
 import { archivedRunError } from "../workflow/run-archive.js";
-import { readRunLog } from "../workflow/run-log.js";
+import { summarizeRunLog } from "../workflow/run-log-summary.js";
 import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
 
 export interface CompactRunOptions {
@@ -68,13 +68,15 @@ export async function compactRun(opts: CompactRunOptions): Promise<CompactRunRes
     {
       message: `Seal run ${runId} into events.jsonl`,
       computeDelta: async (_parentSha, reads) => {
-        const log = await readRunLog(reads, runId, opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes });
+        // The log's state and every report, folded a chunk of blobs at a time (no event held):
+        // the seal itself then holds the files' bytes, which it is made of.
+        const log = await summarizeRunLog(reads, runId, { ...(opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes }), maxReports: Number.MAX_SAFE_INTEGER, summaries: null });
         const existing = await reads.readBlob(path);
         const others = [...log.bad, ...log.problems].filter((p) => p.path !== path);
         if (existing !== null && others.length === log.bad.length + log.problems.length && log.state.terminal !== null) {
-          return { result: { events: log.events.length, bytes: existing.length } };
+          return { result: { events: log.eventCount, bytes: existing.length } };
         }
-        if (log.events.length === 0 && others.length === 0) throw refuse("no_log", "it has no events");
+        if (log.eventCount === 0 && others.length === 0) throw refuse("no_log", "it has no events");
         const first = others[0];
         if (first !== undefined) throw refuse("log_problems", `its log has ${others.length} problem(s), first ${first.error.message}`);
         if (log.state.terminal === null) throw refuse("not_ended", "it has not ended; only a run whose last event is RunCompleted, RunFailed or RunCancelled may be sealed");

@@ -24,7 +24,8 @@ import type { ReceivedSignal, WorkflowHostSignalChannel } from "../../seams/sign
 import { WorkflowHostError, isWorkflowHostError } from "../errors.js";
 import type { Logger } from "../logger.js";
 import type { Principal, RepoStore } from "../substrate/types.js";
-import { readRunLog, type RunLog } from "../workflow/run-log.js";
+import type { RunLog } from "../workflow/run-log.js";
+import { summarizeRunLog } from "../workflow/run-log-summary.js";
 import { isoFromMs } from "../workflow/time.js";
 import type { UnconsumedSignal } from "../workflow/types.js";
 import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
@@ -303,8 +304,9 @@ async function claimEarlierSignal(
   firedSeq: number,
 ): Promise<ReceivedSignal | undefined> {
   const reads = await ctx.store.openCommittedReads(ctx.principal, { kind: WORKFLOW_RUN_KIND, id: ctx.repoId }, ctx.ref);
-  const log = await readRunLog(reads, request.runId, { maxEventBytes: ctx.maxEventBytes });
-  for (const candidate of log.state.unconsumedSignals) {
+  // The state alone: the run's summary (kept by run tree oid; folded on when the log only grew).
+  const summary = await summarizeRunLog(reads, request.runId, { maxEventBytes: ctx.maxEventBytes });
+  for (const candidate of summary.state.unconsumedSignals) {
     if (candidate.signalName !== request.signalName || candidate.seq >= firedSeq) continue;
     if (channel.claim(candidate.signalId)) return received(candidate);
   }

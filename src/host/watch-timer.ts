@@ -13,7 +13,7 @@ import type { RunEventFeed, RunEventListener } from "../../seams/signals/run-eve
 import { WorkflowHostError } from "../errors.js";
 import type { Principal, RepoStore } from "../substrate/types.js";
 import { parseRunId, parseTimerId } from "../workflow/ids.js";
-import { readRunLog } from "../workflow/run-log.js";
+import { forEachRunEvent, summarizeRunLog } from "../workflow/run-log-summary.js";
 import { TimerFold, type TimerFiring } from "../workflow/timer-lifecycle.js";
 import type { RunEvent } from "../workflow/types.js";
 import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
@@ -82,9 +82,15 @@ export async function watchTimer(ctx: WatchTimerContext, runId: string, timerId:
       // Read at the tip, not at `from`: the feed may lag behind a commit the caller already
       // waited for (its own setTimer). The tip is at or after `from`, and the fold skips the
       // events it has already applied, so the feed's later commits add exactly the rest.
+      // The run's summary (kept by run tree oid, folded on from the last one when the log only
+      // grew) says whether the timer is armed at the tip: then the fold starts there, and
+      // nothing of the log is read again per wait. Otherwise (it fired, was cancelled, the run
+      // ended) its history is folded from the log streamed once, none of it held.
       const reads = await ctx.store.openCommittedReads(ctx.principal, { kind: WORKFLOW_RUN_KIND, id: ctx.repoId }, ctx.ref);
-      const log = await readRunLog(reads, runId, { maxEventBytes: ctx.maxEventBytes });
-      for (const event of log.events) fold.apply(event);
+      const summary = await summarizeRunLog(reads, runId, { maxEventBytes: ctx.maxEventBytes });
+      const pending = summary.state.pendingTimers.get(timerId);
+      if (pending !== undefined) fold.resumeArmed(pending, summary.maxFileSeq);
+      else await forEachRunEvent(reads, runId, (event) => fold.apply(event), { maxEventBytes: ctx.maxEventBytes });
       const initial = outcome(fold, ctx.repoId, runId, timerId);
       if (initial !== null) return initial;
       const buffered = early;

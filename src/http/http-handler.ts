@@ -378,7 +378,7 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     if (summary.eventCount === 0 && summary.badCount === 0 && summary.problemCount === 0) {
       throw new WorkflowHostError("run_not_found", `run ${runId} has no log in deployment ${repoId}`, { repoId, runId });
     }
-    const page = await readRunLogPage(reads, runId, limit === undefined ? {} : { limit });
+    const page = await readRunLogPage(reads, runId, limit === undefined ? { summary } : { limit, summary });
     return {
       repoId,
       runId,

@@ -140,6 +140,17 @@ export function createCommittedReads(source: ObjectSource, commitSha: Oid | null
       return out;
     },
     treeOid,
+    ...(source.read === undefined
+      ? {}
+      : {
+          async readTreeBytes(oid: Oid): Promise<Uint8Array | null> {
+            checkOid(oid);
+            const parsed = source.cachedTree?.(oid);
+            if (parsed !== undefined) return parsed.content;
+            const object = await (source.read as (o: Oid) => Promise<GitObject>)(oid);
+            return object.type === "tree" ? object.content : null;
+          },
+        }),
     scan() {
       return createCommittedReads(keepingRecentTrees(source.scanning ?? source), commitSha, rootTreeOid);
     },

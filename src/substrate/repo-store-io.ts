@@ -57,6 +57,9 @@ export function typedReads(reads: CommittedReads, where: string): CommittedReads
       : { readBlobsByOid: (oids: readonly string[]) => guard(() => (reads.readBlobsByOid as (o: readonly string[]) => Promise<Uint8Array[]>)(oids), () => `reading ${oids.length} blobs`) }),
     treeOid: (path) => guard(() => reads.treeOid(path), () => `reading ${path}`),
     ...(reads.pointOid === undefined ? {} : { pointOid: (path: string) => guard(() => (reads.pointOid as (p: string) => Promise<string | null>)(path), () => `reading ${path}`) }),
+    ...(reads.readTreeBytes === undefined
+      ? {}
+      : { readTreeBytes: (oid: string) => guard(() => (reads.readTreeBytes as (o: string) => Promise<Uint8Array | null>)(oid), () => `reading tree ${oid}`) }),
     ...(reads.scan === undefined ? {} : { scan: () => typedReads((reads.scan as () => CommittedReads)(), where) }),
   };
 }

@@ -150,3 +150,62 @@ export function findInTreeBytes(tree: TreeBytes, name: string): TreeEntry | null
   }
   return null;
 }
+
+/** Entries a {@link walkTreeBytes} visits between two turns given back to the event loop. */
+export const WALK_SLICE_ENTRIES = 8_192;
+
+/**
+ * Visits each entry of tree content in stored order, without making an object or a string per
+ * entry: `visit(start, nameStart, nul)` gets the byte offsets of the entry's mode, its name and
+ * the NUL ending the name (the 20-byte oid follows; the next entry starts at `nul + 21`). Every
+ * `sliceEntries` entries (default {@link WALK_SLICE_ENTRIES}) it awaits `pause()` (default: one
+ * macrotask), so a folder of a million entries never holds the event loop in one piece.
+ * @returns false for content that is not a well-formed tree (a truncated entry): the caller then
+ *   reads the tree the ordinary way, which reports the damage
+ */
+export async function walkTreeBytes(
+  content: Uint8Array,
+  visit: (start: number, nameStart: number, nul: number) => void,
+  options: { readonly sliceEntries?: number; readonly pause?: () => Promise<void> } = {},
+): Promise<boolean> {
+  const buf = Buffer.from(content.buffer, content.byteOffset, content.byteLength);
+  const slice = options.sliceEntries ?? WALK_SLICE_ENTRIES;
+  const pause = options.pause ?? nextMacrotask;
+  let inSlice = 0;
+  let at = 0;
+  while (at < buf.length) {
+    // A mode is at most 6 digits and a name has no NUL: bytes compared in place, no native call.
+    let space = at;
+    while (space < buf.length && buf[space] !== SPACE && space - at < 8) space += 1;
+    if (buf[space] !== SPACE) return false;
+    const nul = buf.indexOf(0, space + 1);
+    if (nul < 0 || nul + 21 > buf.length) return false;
+    visit(at, space + 1, nul);
+    at = nul + 21;
+    inSlice += 1;
+    if (inSlice === slice && at < buf.length) {
+      inSlice = 0;
+      await pause();
+    }
+  }
+  return true;
+}
+
+function nextMacrotask(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
+/** The entry of tree content that starts at byte `start` (as {@link walkTreeBytes} reports it), parsed. */
+export function treeEntryAt(content: Uint8Array, start: number): TreeEntry {
+  const buf = Buffer.from(content.buffer, content.byteOffset, content.byteLength);
+  const space = buf.indexOf(SPACE, start);
+  const nul = buf.indexOf(0, space + 1);
+  const mode = buf.toString("latin1", start, space);
+  return { name: buf.toString("utf8", space + 1, nul), mode, oid: buf.toString("hex", nul + 1, nul + 21) as Oid, type: typeOf(mode) };
+}
+
+/** Where the entry of tree content starting at byte `start` ends (the next one's start). */
+export function treeEntryEnd(content: Uint8Array, start: number): number {
+  const buf = Buffer.from(content.buffer, content.byteOffset, content.byteLength);
+  return buf.indexOf(0, buf.indexOf(SPACE, start) + 1) + 21;
+}

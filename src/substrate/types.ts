@@ -80,6 +80,17 @@ export interface CommittedReads {
    */
   pointOid?(path: string): Promise<Oid | null>;
   /**
+   * The stored content of the tree `oid` (git's tree format: `<mode> <name>\0<20-byte oid>` per
+   * entry, in the order stored), without parsing it into entries or adding it to the caches: for
+   * a reader that walks a big folder once in its own way (a run's `events/` of 200,000 names,
+   * see tree-bytes.ts `walkTreeBytes`). When the caches hold the tree parsed, its content is
+   * taken from there. Callers must not change the bytes.
+   * @returns the content, or null when `oid` is not a tree
+   * @throws object_corrupt for an oid that is not 40 hex digits or an object that is missing
+   * Optional: without it, callers use {@link listDir}.
+   */
+  readTreeBytes?(oid: Oid): Promise<Uint8Array | null>;
+  /**
    * Reads pinned to the same commit, for a walk that reads most objects once (a recovery reading
    * every run's log): what it reads is taken from the store's caches when there, but not added
    * to them (except big folders), so a walk of a million events neither pushes out what the

@@ -1,10 +1,14 @@
 /**
  * What appends remember of the logs they decided on, per store: each run's log with the oid of
  * the `events` tree it was read at, so the next append to a log reads only what others added.
+ * Whether others only added is checked on the new folder's stored bytes (see events-folder.ts:
+ * its bytes less the names above the known log's last seq hash to the known folder), so an
+ * append to a run of 200,000 events neither lists the folder as objects nor keeps a map of its
+ * names.
  */
-import type { CommittedReads, RepoStore } from "../substrate/types.js";
+import type { CommittedReads, DirEntry, RepoStore } from "../substrate/types.js";
 import { isRegularFileMode } from "../substrate/tree-object.js";
-import { parseEventPathName } from "./paths.js";
+import { firstAbove, openEventsFolder } from "./events-folder.js";
 import { sharedParsedEvents } from "./parsed-event-cache.js";
 import { nextSeqAfter, readRunLog, withLimit, type RunLog } from "./run-log.js";
 import { applyEvent } from "./run-state.js";
@@ -14,8 +18,6 @@ import type { RunEvent } from "./types.js";
 export interface KnownLog {
   /** Oid of `runs/<runId>/events` the log was read at; null until known. */
   readonly eventsOid: string | null;
-  /** Entry name → blob oid of every entry in that tree. */
-  readonly names: ReadonlyMap<string, string>;
   /** No bad files, no rule breaks, not ended: only such a log is extended in place. */
   readonly clean: boolean;
   readonly log: RunLog;
@@ -48,9 +50,7 @@ class AppendLogCache {
       }
     }
     const log = await readRunLog(reads, runId, withLimit({}, maxEventBytes));
-    const names = new Map<string, string>();
-    if (oid !== null) for (const entry of await reads.listDir(folder)) names.set(entry.name, entry.oid);
-    const known: KnownLog = { eventsOid: oid, names, clean: log.bad.length === 0 && log.problems.length === 0 && log.state.terminal === null, log };
+    const known: KnownLog = { eventsOid: oid, clean: log.bad.length === 0 && log.problems.length === 0 && log.state.terminal === null, log };
     if (oid !== null) this.remember(key, known);
     return known;
   }
@@ -76,20 +76,16 @@ class AppendLogCache {
  * files are the next seqs, valid events, in order; null otherwise (the caller reads it whole).
  */
 async function extendLog(known: KnownLog, reads: CommittedReads, runId: string, folder: string, oid: string, maxEventBytes: number | undefined): Promise<KnownLog | null> {
-  const entries = await reads.listDir(folder);
-  const added: { seq: number; entry: (typeof entries)[number] }[] = [];
-  let kept = 0;
-  for (const entry of entries) {
-    const before = known.names.get(entry.name);
-    if (before === undefined) {
-      const seq = parseEventPathName(entry.name);
-      if (seq === null || entry.type !== "blob" || !isRegularFileMode(entry.mode)) return null;
-      added.push({ seq, entry });
-    } else if (before !== entry.oid) return null;
-    else kept += 1;
+  if (known.eventsOid === null) return null;
+  const listed = await openEventsFolder(reads, folder, oid);
+  if (!(await listed.onlyAddedAbove(known.log.maxFileSeq, known.eventsOid))) return null;
+  // In seq order: the folder's index is.
+  const added: { seq: number; entry: DirEntry }[] = [];
+  for (let k = firstAbove(listed.seqs, known.log.maxFileSeq); k < listed.seqs.length; k += 1) {
+    const entry = listed.entry(listed.at[k] as number);
+    if (entry.type !== "blob" || !isRegularFileMode(entry.mode)) return null;
+    added.push({ seq: listed.seqs[k] as number, entry });
   }
-  if (kept !== known.names.size) return null;
-  added.sort((a, b) => a.seq - b.seq);
   let { state, maxFileSeq } = known.log;
   const events: RunEvent[] = [];
   for (const { seq, entry } of added) {
@@ -104,9 +100,7 @@ async function extendLog(known: KnownLog, reads: CommittedReads, runId: string, 
     events.push(event);
     maxFileSeq = seq;
   }
-  const names = new Map(known.names);
-  for (const { entry } of added) names.set(entry.name, entry.oid);
-  return { eventsOid: oid, names, clean: state.terminal === null, log: { ...known.log, events: [...known.log.events, ...events], maxFileSeq, nextSeq: nextSeqAfter(maxFileSeq), state } };
+  return { eventsOid: oid, clean: state.terminal === null, log: { ...known.log, events: [...known.log.events, ...events], maxFileSeq, nextSeq: nextSeqAfter(maxFileSeq), state } };
 }
 
 const appendLogCaches = new WeakMap<RepoStore, AppendLogCache>();

@@ -114,7 +114,6 @@ type AppendOutcome =
 interface WorkingLog {
   readonly known: KnownLog;
   log: RunLog;
-  names: Map<string, string>;
   changed: boolean;
 }
 
@@ -217,7 +216,7 @@ class AppendBatcher {
             let run = working.get(key);
             if (run === undefined) {
               const known = await cache.read(key, reads, options.runId, runEventsPrefix(options.runId).slice(0, -1), options.maxEventBytes);
-              run = { known, log: known.log, names: new Map(known.names), changed: false };
+              run = { known, log: known.log, changed: false };
               working.set(key, run);
             }
             const decision = options.decide(run.log);
@@ -231,7 +230,6 @@ class AppendBatcher {
               puts.set(path, data);
               bytes += data.length;
             }
-            for (const event of added.events) run.names.set(`${event.seq}.json`, "");
             run.log = { ...run.log, events: [...run.log.events, ...added.events], maxFileSeq: added.maxFileSeq, nextSeq: nextSeqAfter(added.maxFileSeq), state: added.state };
             run.changed = true;
             outcomes.push({ kind: "decided", result: decision.result, appended: true });
@@ -254,9 +252,8 @@ class AppendBatcher {
       const folder = runEventsPrefix(run.log.runId).slice(0, -1);
       const eventsOid = await reads.treeOid(folder);
       if (eventsOid === null) continue;
-      const names = new Map(run.names);
-      for (const entry of await reads.listDir(folder)) if (names.get(entry.name) === "") names.set(entry.name, entry.oid);
-      cache.remember(key, { eventsOid, names, clean: true, log: run.log });
+      // The log as the commit left it: the next append checks the folder against this oid.
+      cache.remember(key, { eventsOid, clean: true, log: run.log });
     }
   }
 }

@@ -4,9 +4,10 @@
  * shows a run and pages through its events (see `readRunLogPage`).
  *
  * The state needs every event (a signal consumed at seq 900,000 ends one received at seq 3), so
- * the summary is a full fold, but a streaming one: the `events/` listing (names and oids) is
- * sorted by seq, then the blobs are read a chunk at a time in seq order, each event applied to
- * the state and dropped. What stays in memory is the listing, the state (pending timers, the
+ * the summary is a full fold, but a streaming one: the `events/` folder is indexed by seq (from
+ * its stored bytes, in slices, 12 bytes an entry: see events-folder.ts), then the blobs are read
+ * a chunk at a time in seq order, each event applied to the state and dropped. What stays in
+ * memory is the folder's bytes and index, the state (pending timers, the
  * signal ids seen — the dedupe set — and the unconsumed signals) and at most `maxReports` bad
  * entries and problems (the rest are counted). A run's summary is a pure function of its tree,
  * so each run's latest summary is kept with the oid of `runs/<runId>` (see
@@ -18,18 +19,18 @@
  * and is read whole.
  */
 import { describeValue, WorkflowHostError } from "../errors.js";
-import { hashObject } from "../substrate/git-object.js";
 import type { CommittedReads, DirEntry, Oid } from "../substrate/types.js";
-import { BLOB_MODE, compareTreeEntries, isRegularFileMode, TREE_MODE } from "../substrate/tree-object.js";
+import { isRegularFileMode } from "../substrate/tree-object.js";
 import { checkCompactedLog, notEndedProblem, notFoldProblem } from "./compacted-log.js";
 import { isTerminalEventType } from "./event-shapes.js";
 import { afterTerminalProblem, scheduleProblem, sequenceProblems } from "./log-problems.js";
 import { DEFAULT_MAX_EVENT_BYTES } from "./events.js";
 import type { ParsedEventCache } from "./parsed-event-cache.js";
-import { parseEventPathName, runsPrefix } from "./paths.js";
-import { type BadEvent, firstAbove, listRunFolder, LogReader, nextSeqAfter, type ReadRunLogOptions, type SeqIndex, seqIndexOf, withLimit } from "./run-log.js";
+import { runsPrefix } from "./paths.js";
+import { type BadEvent, LogReader, nextSeqAfter, openRunFolder, type ReadRunLogOptions, withLimit } from "./run-log.js";
+import { type EventsFolder, firstAbove } from "./events-folder.js";
 import { createRunStateFold, type RunStateFoldPoint } from "./run-state.js";
-import type { RunState } from "./types.js";
+import type { RunEvent, RunState } from "./types.js";
 
 /** Bad entries and problems a summary lists when no `maxReports` is given (the rest are counted). */
 export const DEFAULT_MAX_REPORTS = 1_000;
@@ -58,6 +59,8 @@ export interface RunLogSummary {
   readonly problemCount: number;
   /** As `RunLog.maxFileSeq`. */
   readonly maxFileSeq: number;
+  /** Seq of the run's terminal event (the last event of `eventCount`), or null while it has not ended. */
+  readonly terminalSeq: number | null;
   /** As `RunLog.nextSeq`. */
   readonly nextSeq: number;
   /** The state the log folds to (as `RunLog.state`). Shared between callers: do not change it. */
@@ -215,8 +218,10 @@ export const sharedRunSummaries = new RunSummaryCache();
  * When the cache holds this run's summary at another tree whose `events/` is the new one less
  * the names above its highest seq — the log only grew — only those newer events are read and
  * folded onto (a copy of) where that summary stood; the result is the full fold's. Checking
- * costs one pass over the new `events/` listing and hashing the folder it would have been
- * (about a tenth of a second at 200,000 events), not a read of any event blob. Anything else
+ * costs one pass over the new `events/` folder's stored bytes (no object per entry) and hashing
+ * the folder it would have been without the new names, both in slices that give the event loop
+ * a turn (~50 ms of CPU at 200,000 events, none of it held for more than a few ms), not a read
+ * of any event blob. Anything else
  * (an event changed or removed, a gap filled, a new name that is not above the last seq, a sealed
  * `events.jsonl`, the run made anew) folds the whole log.
  * @returns the summary; a run with no folder is an empty one (eventCount 0, lastSeq -1)
@@ -265,19 +270,38 @@ class Tally {
   }
 }
 
+/**
+ * Hands each event of run `runId`'s log at the commit `reads` is pinned to to `visit`, in seq
+ * order: exactly `readRunLog`'s `events` (valid, up to and including a terminal event, without
+ * the schedule events the controls never write), read a chunk of blobs at a time and none of
+ * them held (as {@link summarizeRunLog} folds them, giving the event loop a turn between
+ * chunks). For a reader that needs more than the summary (one timer's history) without the log
+ * in memory. Nothing is kept or looked up in the summary cache.
+ * @returns the run's summary, as {@link summarizeRunLog} gives it
+ * @throws as {@link summarizeRunLog}; what `visit` throws, as it comes (the walk stops)
+ */
+export async function forEachRunEvent(
+  reads: CommittedReads,
+  runId: string,
+  visit: (event: RunEvent) => void,
+  options: Pick<SummarizeRunLogOptions, "maxEventBytes" | "parsedEvents"> = {},
+): Promise<RunLogSummary> {
+  return (await fold(reads, runId, options, DEFAULT_MAX_REPORTS, null, visit)).summary;
+}
+
 async function fold(
   reads: CommittedReads,
   runId: string,
   options: SummarizeRunLogOptions,
   maxReports: number,
   known: FoldProgress | null,
+  visit?: (event: RunEvent) => void,
 ): Promise<{ summary: RunLogSummary; progress: FoldProgress | null }> {
-  const { layout, strays, entries } = await listRunFolder(reads, runId);
+  const { layout, strays, folder } = await openRunFolder(reads, runId);
   const sealed = layout.compacted;
-  const index = seqIndexOf(entries);
   // Folded onto the kept progress when the log only grew since (see summarizeRunLog).
-  const from = known !== null && sealed === null && layout.events !== null && onlyGrew(entries, index, known) ? known : null;
-  const parsedEvents = options.parsedEvents !== undefined ? options.parsedEvents : entries.length <= CACHED_LOG_EVENTS ? undefined : null;
+  const from = known !== null && sealed === null && layout.events !== null && (await onlyGrew(folder, known)) ? known : null;
+  const parsedEvents = options.parsedEvents !== undefined ? options.parsedEvents : folder.size <= CACHED_LOG_EVENTS ? undefined : null;
   const reader = new LogReader(runId, { ...withLimit({}, options.maxEventBytes), ...(parsedEvents === undefined ? {} : { parsedEvents }) });
   // A walk that reads each blob once: through reads that leave the store's caches alone.
   const blobs = reads.scan?.() ?? reads;
@@ -287,25 +311,26 @@ async function fold(
   const late = new Tally(maxReports, from?.late);
   if (from === null) {
     // Names that are not <seq>.json first (they sort first, seq null), then the log in seq order.
-    for (const entry of entries) {
-      if (parseEventPathName(entry.name) !== null) continue;
+    for (const handle of folder.others) {
+      const entry = folder.entry(handle);
       if (isRegular(entry)) reader.file(entry.name, () => new Uint8Array(), entry.oid);
       else reader.notFile(entry.name, notAFile(entry));
     }
     for (const b of reader.take().bad) bad.add(b);
   }
-  const first = from === null ? 0 : firstAbove(index.seqs, from.maxFileSeq);
-  const order: { seq: number; entry: DirEntry }[] = [];
-  for (let k = first; k < index.seqs.length; k += 1) order.push({ seq: index.seqs[k] as number, entry: entries[index.at[k] as number] as DirEntry });
-  for (const p of sequenceProblems(runId, Array.from(index.seqs.subarray(first)), from?.maxFileSeq ?? -1)) sequence.add(p);
+  const first = from === null ? 0 : firstAbove(folder.seqs, from.maxFileSeq);
+  for (const p of sequenceProblems(runId, Array.from(folder.seqs.subarray(first)), from?.maxFileSeq ?? -1)) sequence.add(p);
+  const total = folder.seqs.length - first;
   // A sealed log beside the files must be their exact fold: compared file by file as they are read.
-  const foldCheck = sealed !== null && order.length > 0 ? new FoldCheck(await blobs.readBlobByOid(sealed.oid)) : null;
+  const foldCheck = sealed !== null && total > 0 ? new FoldCheck(await blobs.readBlobByOid(sealed.oid)) : null;
   const state = createRunStateFold(runId, from?.point);
   let terminal = from?.terminal ?? null;
   let eventCount = from?.eventCount ?? 0;
   let firstSeq = from?.firstSeq ?? null;
-  for (let start = 0; start < order.length; start += CHUNK_EVENTS) {
-    const chunk = order.slice(start, start + CHUNK_EVENTS);
+  for (let start = first; start < folder.seqs.length; start += CHUNK_EVENTS) {
+    // Entries are made a chunk at a time: an indexed folder holds none of them.
+    const chunk: { seq: number; entry: DirEntry }[] = [];
+    for (let k = start; k < Math.min(folder.seqs.length, start + CHUNK_EVENTS); k += 1) chunk.push({ seq: folder.seqs[k] as number, entry: folder.entry(folder.at[k] as number) });
     const wanted = chunk.filter(({ entry }) => isRegular(entry) && (foldCheck !== null || !reader.cached(entry.name, entry.oid)));
     const contents = blobs.readBlobsByOid !== undefined && wanted.length > 0 ? await blobs.readBlobsByOid(wanted.map((w) => w.entry.oid)) : null;
     let next = 0;
@@ -334,11 +359,13 @@ async function fold(
         continue;
       }
       eventCount += 1;
+      visit?.(event);
       firstSeq ??= event.seq;
       if (isTerminalEventType(event.type)) terminal = { seq: event.seq, type: event.type };
     }
   }
-  let maxFileSeq = index.seqs.length === 0 ? -1 : (index.seqs[index.seqs.length - 1] as number);
+  let maxFileSeq = folder.seqs.length === 0 ? -1 : (folder.seqs[folder.seqs.length - 1] as number);
+  let terminalSeq = terminal?.seq ?? null;
   const progress: FoldProgress | null =
     sealed === null && layout.events !== null
       ? {
@@ -363,12 +390,14 @@ async function fold(
       else {
         const sealedState = createRunStateFold(runId);
         for (const event of check.events) sealedState.apply(event);
+        if (visit !== undefined) for (const event of check.events) visit(event);
         finalState = sealedState.finish();
         eventCount = check.events.length;
         firstSeq = check.events[0]?.seq ?? null;
         maxFileSeq = Math.max(maxFileSeq, check.events.at(-1)?.seq ?? -1);
+        terminalSeq = finalState.terminal === null ? null : (check.events.at(-1)?.seq ?? null);
       }
-    } else if (!foldCheck.matches()) strays.push(notFoldProblem(runId, index.seqs.length));
+    } else if (!foldCheck.matches()) strays.push(notFoldProblem(runId, folder.seqs.length));
     else if (finalState.terminal === null) strays.push(notEndedProblem(runId));
   }
   // As one list of the first maxReports in the order found (schedule, then gaps, then late), sorted by seq.
@@ -382,6 +411,7 @@ async function fold(
     problems: [...strays, ...problems].slice(0, maxReports),
     problemCount: strays.length + schedule.count + sequence.count + late.count,
     maxFileSeq,
+    terminalSeq,
     nextSeq: nextSeqAfter(maxFileSeq),
     state: finalState,
   };
@@ -389,59 +419,12 @@ async function fold(
 }
 
 /**
- * Whether `entries` (the new `events/` listing, `index` its seq index) are the folded folder
- * plus names above its highest seq: the folder they would be without those names hashes to the
- * folded one's oid. One pass over the listing, written in place (no native call per entry), and
- * one hash of its bytes; no blob is read.
+ * Whether `folder` (the new `events/`) is the folded folder plus names above its highest seq: the
+ * folder it would be without those names hashes to the folded one's oid (see
+ * {@link EventsFolder.onlyAddedAbove}: over the folder's stored bytes, in slices); no blob is read.
  */
-function onlyGrew(entries: readonly DirEntry[], index: SeqIndex, known: FoldProgress): boolean {
-  const above = new Set<number>();
-  for (let k = firstAbove(index.seqs, known.maxFileSeq); k < index.seqs.length; k += 1) above.add(index.at[k] as number);
-  const kept: DirEntry[] = [];
-  let folders = false;
-  let room = 0;
-  for (let i = 0; i < entries.length; i += 1) {
-    if (above.has(i)) continue;
-    const entry = entries[i] as DirEntry;
-    if (entry.type === "tree") folders = true;
-    kept.push(entry);
-    // At most 3 bytes of UTF-8 per UTF-16 unit; mode, space, NUL and the 20-byte oid.
-    room += 3 * entry.name.length + 28;
-  }
-  // Listings sort by name; git sorts a folder as if its name ended in "/".
-  if (folders) kept.sort((a, b) => compareTreeEntries(a, b));
-  const content = Buffer.allocUnsafe(room);
-  let at = 0;
-  for (const entry of kept) {
-    at = writeAscii(content, at, entry.mode ?? (entry.type === "tree" ? TREE_MODE : BLOB_MODE));
-    content[at++] = 0x20;
-    const name = entry.name;
-    let ascii = true;
-    for (let c = 0; c < name.length; c += 1) if (name.charCodeAt(c) > 0x7f) ascii = false;
-    at = ascii ? writeAscii(content, at, name) : at + content.write(name, at, "utf8");
-    content[at++] = 0;
-    const oid = entry.oid;
-    if (oid.length !== 40) return false;
-    for (let c = 0; c < 40; c += 2) {
-      const hi = hexValue(oid.charCodeAt(c));
-      const lo = hexValue(oid.charCodeAt(c + 1));
-      if (hi < 0 || lo < 0) return false;
-      content[at++] = (hi << 4) | lo;
-    }
-  }
-  return hashObject("tree", content.subarray(0, at)).oid === known.eventsOid;
-}
-
-function writeAscii(out: Buffer, at: number, text: string): number {
-  for (let c = 0; c < text.length; c += 1) out[at + c] = text.charCodeAt(c);
-  return at + text.length;
-}
-
-/** The value of a lowercase hex digit's char code, or -1. */
-function hexValue(code: number): number {
-  if (code >= 0x30 && code <= 0x39) return code - 0x30;
-  if (code >= 0x61 && code <= 0x66) return code - 0x57;
-  return -1;
+function onlyGrew(folder: EventsFolder, known: FoldProgress): Promise<boolean> {
+  return folder.onlyAddedAbove(known.maxFileSeq, known.eventsOid);
 }
 
 /** Whether a sealed log is the exact fold of the event files given in seq order (each file's bytes, then `\n`). */

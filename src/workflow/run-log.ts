@@ -15,9 +15,13 @@ import { afterTerminalProblem, scheduleProblem, sequenceProblems } from "./log-p
 import { type ParsedEventCache, sharedParsedEvents } from "./parsed-event-cache.js";
 import { compactedLogPath, parseEventPathName, runEventsPrefix, runsPrefix } from "./paths.js";
 import { blobFolderProblems, runFolderLayout, type RunFolderLayout } from "./run-folder.js";
-import { applyEvent, reduceRunState, reduceRunStateWithProblems } from "./run-state.js";
+import { applyEvent, createRunStateFold, reduceRunState, reduceRunStateWithProblems, type ScheduleProblem } from "./run-state.js";
 import type { RunEvent, RunState } from "./types.js";
 import { WORKFLOW_RUN_KIND } from "./workflow-run-kind.js";
+import { type EventsFolder, firstAbove, fromEntries, indexEventsFolder, openEventsFolder } from "./events-folder.js";
+// A page asks the run's summary whether the log ended before it (run-log-summary.ts reads through
+// this module too: a cycle of functions only, nothing used while the modules load).
+import { type RunLogSummary, summarizeRunLog } from "./run-log-summary.js";
 
 /**
  * Something wrong in a run's log, reported and skipped, never fatal: an event file that could
@@ -104,6 +108,11 @@ export function readRunLogFromFiles(
  * folder or a symlink where an event should be) are reported as bad events, never read. Events
  * parsed before (by blob oid) are not read or parsed again.
  *
+ * A long log (over 2,048 entries) is read a slice at a time with a turn of the event loop between
+ * two, its folder indexed from its stored bytes when big (see events-folder.ts), its blobs read
+ * as a walk (`CommittedReads.scan`) and, unless `parsedEvents` is given, not put in the
+ * process-wide parsed-event cache: the same log, without a stretch of seconds in one piece.
+ *
  * The run folder is checked against the original layout (see run-folder.ts): `blobs/`,
  * `grants.json` and `parts/` are accepted silently, anything else is a problem. A sealed
  * `events.jsonl` (see compacted-log.ts) that is valid is the run's log, read identically from
@@ -116,33 +125,46 @@ export async function readRunLog(
   runId: string,
   options: ReadRunLogOptions & Pick<ReadRunLogFromFilesOptions, "parsedEvents"> = {},
 ): Promise<RunLog> {
-  const { layout, strays, entries } = await listRunFolder(reads, runId);
-  const reader = new LogReader(runId, options);
+  const { layout, strays, count, entryAt } = await listLogForRead(reads, runId);
+  // A long log is read as a walk (each blob once, the store's caches left alone) and, unless the
+  // caller names a cache, without the process-wide parsed-event cache: its events would push out
+  // what the running host reads again, and whoever reads such a log keeps what it needs.
+  const long = count > READ_SLICE_ENTRIES;
+  const blobs = long ? (reads.scan?.() ?? reads) : reads;
+  const reader = new LogReader(runId, long && options.parsedEvents === undefined ? { ...options, parsedEvents: null } : options);
   const eventFiles: { seq: number; oid: string }[] = [];
-  // The blobs to read, all in one call when the reads can (see CommittedReads.readBlobsByOid).
-  const wanted: string[] = [];
-  const toRead: boolean[] = [];
-  for (const entry of entries) {
-    const regular = entry.type === "blob" && isRegularFileMode(entry.mode);
-    const read = regular && !reader.cached(entry.name, entry.oid);
-    toRead.push(read);
-    if (read) wanted.push(entry.oid);
+  // A slice's blobs are read in one call when the reads can (see CommittedReads.readBlobsByOid);
+  // a long log a slice at a time, the event loop given a turn between two (a run's whole log of
+  // 200,000 events was one stretch of seconds).
+  for (let from = 0; from < count; from += READ_SLICE_ENTRIES) {
+    if (from > 0) await new Promise((resolve) => setImmediate(resolve));
+    const to = Math.min(count, from + READ_SLICE_ENTRIES);
+    const slice: DirEntry[] = [];
+    for (let i = from; i < to; i++) slice.push(entryAt(i));
+    const wanted: string[] = [];
+    const toRead: boolean[] = [];
+    for (const entry of slice) {
+      const regular = entry.type === "blob" && isRegularFileMode(entry.mode);
+      const read = regular && !reader.cached(entry.name, entry.oid);
+      toRead.push(read);
+      if (read) wanted.push(entry.oid);
+    }
+    let contents: readonly Uint8Array[] | null = null;
+    if (blobs.readBlobsByOid !== undefined && wanted.length > 0) contents = await blobs.readBlobsByOid(wanted);
+    let next = 0;
+    for (let i = from; i < to; i++) {
+      const entry = slice[i - from] as DirEntry;
+      const seq = parseEventPathName(entry.name);
+      const regular = entry.type === "blob" && isRegularFileMode(entry.mode);
+      // Kept only to check a sealed log against (most runs have none).
+      if (seq !== null && layout.compacted !== null) eventFiles.push({ seq, oid: regular ? entry.oid : "" });
+      if (entry.type === "tree") reader.notFile(entry.name, "folder");
+      else if (entry.type === "commit") reader.notFile(entry.name, "gitlink (a submodule commit)");
+      else if (!regular) reader.notFile(entry.name, "symlink");
+      else if (toRead[i - from] === true) reader.file(entry.name, contents === null ? await blobs.readBlobByOid(entry.oid) : (contents[next++] as Uint8Array), entry.oid);
+    }
   }
-  let contents: readonly Uint8Array[] | null = null;
-  if (reads.readBlobsByOid !== undefined && wanted.length > 0) contents = await reads.readBlobsByOid(wanted);
-  let next = 0;
-  for (let i = 0; i < entries.length; i++) {
-    const entry = entries[i] as (typeof entries)[number];
-    const seq = parseEventPathName(entry.name);
-    const regular = entry.type === "blob" && isRegularFileMode(entry.mode);
-    // Kept only to check a sealed log against (most runs have none).
-    if (seq !== null && layout.compacted !== null) eventFiles.push({ seq, oid: regular ? entry.oid : "" });
-    if (entry.type === "tree") reader.notFile(entry.name, "folder");
-    else if (entry.type === "commit") reader.notFile(entry.name, "gitlink (a submodule commit)");
-    else if (!regular) reader.notFile(entry.name, "symlink");
-    else if (toRead[i] === true) reader.file(entry.name, contents === null ? await reads.readBlobByOid(entry.oid) : (contents[next++] as Uint8Array), entry.oid);
-  }
-  let log = reader.finish();
+  let log = long ? await reader.finishInSlices() : reader.finish();
   if (layout.compacted !== null) {
     const bytes = await reads.readBlobByOid(layout.compacted.oid);
     if (eventFiles.length === 0) {
@@ -163,6 +185,9 @@ export async function readRunLog(
   return strays.length === 0 ? log : { ...log, problems: [...strays, ...log.problems] };
 }
 
+/** Entries of `events/` {@link readRunLog} reads and parses between two turns of the event loop. */
+const READ_SLICE_ENTRIES = 2_048;
+
 /** Events in a page when no `limit` is given. */
 export const DEFAULT_PAGE_EVENTS = 100;
 /** Largest `limit` of a page. */
@@ -182,6 +207,12 @@ export interface RunLogPageOptions extends ReadRunLogOptions, Pick<ReadRunLogFro
    * always holds at least one entry, and it reads at most `maxBytes` plus one event's bytes.
    */
   readonly maxBytes?: number;
+  /**
+   * The run's summary at the same commit, when the caller has it (see run-log-summary.ts): a page
+   * past the first entry asks it whether the log ended before the page; without it, the summary
+   * is looked up (kept by run tree oid) or folded once.
+   */
+  readonly summary?: RunLogSummary;
 }
 
 /** One page of a run's log: the entries with the lowest seqs above the cursor. */
@@ -213,15 +244,21 @@ export interface RunLogPage {
  * Reads one page of a run's log at the commit `reads` is pinned to: the entries of
  * `runs/<runId>/events/` with the lowest seqs above `after`, at most `limit` of them and about
  * `maxBytes` of event bytes. Only the page's blobs are read (and only those the parsed-event
- * cache does not hold): the folder's listing (names and oids) is all that is read of the rest,
- * so paging through a log of a million events costs one listing and a page of blobs per call,
- * never the whole log in memory. Decoding is {@link readRunLog}'s: an unreadable entry is
+ * cache does not hold): the folder's stored bytes, indexed by seq, are all that is read of the
+ * rest, so paging through a log of a million events costs one index per version of the log and
+ * a page of blobs per call, never the whole log in memory. Decoding is {@link readRunLog}'s: an unreadable entry is
  * reported in `bad` and skipped, and the page goes on past it.
  *
  * Event file names sort as text in a git tree (`10.json` before `2.json`), so the page is
- * picked from the listing's seqs in numeric order (see {@link seqIndexOf}): built once per
- * listing, so while the store keeps the folder parsed, each further page costs a binary search
- * and its own entries, not a pass over the folder.
+ * picked from the folder's seqs in numeric order (see events-folder.ts): indexed once per
+ * version of the folder from its stored bytes, in slices that give the event loop a turn (no
+ * object per entry), so each further page costs a binary search and its own entries.
+ *
+ * A page past the first entry agrees with the full read about the run's end: when a terminal
+ * event lies at or below `after`, the entries above it are not events of the log (only a push
+ * can put them there) and the page holds none, each reported as a problem. That is the run's
+ * summary's to know (see {@link RunLogPageOptions.summary}): the first such page of a version of
+ * the run not summarised before folds it once.
  *
  * A run whose log is only its sealed `events.jsonl` (see compacted-log.ts) is paged from that
  * file: it is one blob, read whole; it is checked whole once (its line index is then kept by
@@ -240,15 +277,26 @@ export async function readRunLogPage(reads: CommittedReads, runId: string, optio
   checkPageOption("after", after, -1, Number.MAX_SAFE_INTEGER);
   checkPageOption("limit", limit, 1, MAX_PAGE_EVENTS);
   checkPageOption("maxBytes", maxBytes, 1, Number.MAX_SAFE_INTEGER);
-  const { layout, entries } = await listRunFolder(reads, runId);
-  const index = seqIndexOf(entries);
-  if (index.seqs.length === 0 && layout.compacted !== null) return sealedPage(reads, runId, layout.compacted.oid, after, limit, options.maxEventBytes);
-  const from = firstAbove(index.seqs, after);
+  const { layout, folder } = await openRunFolder(reads, runId);
+  if (folder.seqs.length === 0 && layout.compacted !== null) return sealedPage(reads, runId, layout.compacted.oid, after, limit, options.maxEventBytes);
+  const from = firstAbove(folder.seqs, after);
   const window: { seq: number; entry: DirEntry }[] = [];
-  for (let k = from; k < index.seqs.length && window.length < limit; k += 1) {
-    window.push({ seq: index.seqs[k] as number, entry: entries[index.at[k] as number] as DirEntry });
+  for (let k = from; k < folder.seqs.length && window.length < limit; k += 1) {
+    window.push({ seq: folder.seqs[k] as number, entry: folder.entry(folder.at[k] as number) });
   }
-  const above = index.seqs.length - from - window.length;
+  const above = folder.seqs.length - from - window.length;
+  // A terminal event at or below the cursor ends the log before the page: what the window holds
+  // is after it, reported as the full read reports it, and not read. Only the run's summary
+  // knows (kept by run tree oid, shared with the run's view): asked only for a page that starts
+  // past the first entry and has something to show.
+  if (window.length > 0 && after >= (folder.seqs[0] as number)) {
+    const summary = options.summary ?? (await summarizeRunLog(reads, runId, { ...withLimit({}, options.maxEventBytes), ...(options.parsedEvents === undefined ? {} : { parsedEvents: options.parsedEvents }) }));
+    const ended = summary.terminalSeq;
+    if (ended !== null && ended <= after && summary.state.terminal !== null) {
+      const type = summary.state.terminal;
+      return { runId, after, events: [], bad: [], problems: window.map((w) => afterTerminalProblem(runId, w.seq, type, ended)), nextAfter: null };
+    }
+  }
   const reader = new LogReader(runId, options);
   const problems: BadEvent[] = [];
   let bytes = 0;
@@ -291,76 +339,6 @@ export async function readRunLogPage(reads: CommittedReads, runId: string, optio
   const last = coveredSeqs.at(-1);
   const more = terminal === null && last !== undefined && (covered < window.length || above > 0);
   return { runId, after, events, bad, problems, nextAfter: more ? last : null };
-}
-
-/** The `<seq>.json` entries of an `events/` listing in numeric seq order. */
-export interface SeqIndex {
-  /** The seqs, ascending (each once: names are unique and carry no leading zeros). */
-  readonly seqs: Float64Array;
-  /** `at[k]`: the position in the listing of the entry of `seqs[k]`. */
-  readonly at: Int32Array;
-}
-
-/** Seq indexes by the listing they index: a listing the store keeps (parsed trees are cached) is indexed once. */
-const seqIndexes = new WeakMap<readonly DirEntry[], SeqIndex>();
-
-/**
- * The seq order of a listing of `events/`. Seqs the host writes are dense, so they are placed by
- * value in one pass; a listing whose seqs spread over more than twice their number (a pushed
- * log with big gaps) is sorted instead. Kept for as long as the listing itself is.
- * @internal shared with run-log-summary.ts
- */
-export function seqIndexOf(entries: readonly DirEntry[]): SeqIndex {
-  const known = seqIndexes.get(entries);
-  if (known !== undefined) return known;
-  const seqOf = new Float64Array(entries.length);
-  let count = 0;
-  let min = Number.POSITIVE_INFINITY;
-  let max = -1;
-  for (let i = 0; i < entries.length; i += 1) {
-    const seq = parseEventPathName((entries[i] as DirEntry).name);
-    seqOf[i] = seq ?? -1;
-    if (seq === null) continue;
-    count += 1;
-    if (seq < min) min = seq;
-    if (seq > max) max = seq;
-  }
-  const seqs = new Float64Array(count);
-  const at = new Int32Array(count);
-  if (count > 0 && max - min < 2 * count + 16) {
-    const slots = new Int32Array(max - min + 1).fill(-1);
-    for (let i = 0; i < entries.length; i += 1) if ((seqOf[i] as number) >= 0) slots[(seqOf[i] as number) - min] = i;
-    let k = 0;
-    for (let s = 0; s < slots.length; s += 1) {
-      if ((slots[s] as number) < 0) continue;
-      seqs[k] = min + s;
-      at[k] = slots[s] as number;
-      k += 1;
-    }
-  } else if (count > 0) {
-    const order: number[] = [];
-    for (let i = 0; i < entries.length; i += 1) if ((seqOf[i] as number) >= 0) order.push(i);
-    order.sort((x, y) => (seqOf[x] as number) - (seqOf[y] as number));
-    order.forEach((i, k) => {
-      seqs[k] = seqOf[i] as number;
-      at[k] = i;
-    });
-  }
-  const index = { seqs, at };
-  seqIndexes.set(entries, index);
-  return index;
-}
-
-/** The position of the first seq above `after` in ascending `seqs` (its length when none). */
-export function firstAbove(seqs: Float64Array, after: number): number {
-  let lo = 0;
-  let hi = seqs.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if ((seqs[mid] as number) <= after) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
 }
 
 /** A page of a run whose log is its sealed `events.jsonl` alone (one blob: read whole). */
@@ -428,27 +406,63 @@ function checkPageOption(name: string, value: number, min: number, max: number):
   }
 }
 
-/** A run folder as every reader of its log starts: its layout, what lies beside the log, and `events/`. */
-export interface RunFolderListing {
+/** A run folder as a reader of part of its log starts: its layout, what lies beside the log, and `events/` indexed by seq. */
+export interface RunFolderIndex {
   readonly layout: RunFolderLayout<DirEntry>;
   /** Entries of the run folder outside its layout (see run-folder.ts), one problem each. */
   readonly strays: BadEvent[];
-  /** The entries of `events/` (names, oids, modes: no blob is read), in git's name order. */
-  readonly entries: readonly DirEntry[];
+  readonly folder: EventsFolder;
 }
 
 /**
- * Lists `runs/<runId>` and its `events/` folder: the trees only, never an event's blob.
+ * Lists `runs/<runId>` and indexes its `events/` folder by seq (see events-folder.ts): from the
+ * folder's stored bytes, in slices, where the reads give them; never an event's blob.
  * @internal shared by the readers of run-log.ts and run-log-summary.ts
  */
-export async function listRunFolder(reads: CommittedReads, runId: string): Promise<RunFolderListing> {
-  // The run folder itself: anything beside its log is reported (the tree is read anyway to
-  // reach events/, so this costs no extra read).
+export async function openRunFolder(reads: CommittedReads, runId: string): Promise<RunFolderIndex> {
   const layout = runFolderLayout(runId, await reads.listDir(`${runsPrefix}${runId}`));
   const strays: BadEvent[] = [...layout.problems];
   if (layout.blobs !== null) strays.push(...blobFolderProblems(runId, await reads.listDir(`${runsPrefix}${runId}/blobs`)));
-  const entries = layout.events === null ? [] : await reads.listDir(runEventsPrefix(runId).slice(0, -1));
-  return { layout, strays, entries };
+  const folder = await openEventsFolder(reads, runEventsPrefix(runId).slice(0, -1), layout.events === null ? null : layout.events.oid);
+  return { layout, strays, folder };
+}
+
+/** An `events/` folder's stored size above which {@link readRunLog} indexes its bytes instead of listing it (~1,600 entries). */
+const BIG_EVENTS_FOLDER_BYTES = 64 * 1024;
+
+/**
+ * A run folder as {@link readRunLog} reads it: `count` entries of `events/`, taken one by one.
+ * A big folder is indexed from its stored bytes (see events-folder.ts; no object per entry until
+ * taken) and a long one is taken in seq order, names that are not seqs first, so what the reader
+ * collects is sorted already; a small one is its listing, as listed.
+ */
+async function listLogForRead(
+  reads: CommittedReads,
+  runId: string,
+): Promise<{ layout: RunFolderLayout<DirEntry>; strays: BadEvent[]; count: number; entryAt: (i: number) => DirEntry }> {
+  const folderPath = runEventsPrefix(runId).slice(0, -1);
+  const layout = runFolderLayout(runId, await reads.listDir(`${runsPrefix}${runId}`));
+  const strays: BadEvent[] = [...layout.problems];
+  if (layout.blobs !== null) strays.push(...blobFolderProblems(runId, await reads.listDir(`${runsPrefix}${runId}/blobs`)));
+  const oid = layout.events?.oid ?? null;
+  const content = oid === null || reads.readTreeBytes === undefined ? null : await reads.readTreeBytes(oid);
+  if (oid !== null && content !== null && content.byteLength > BIG_EVENTS_FOLDER_BYTES) {
+    const folder = await indexEventsFolder(oid, content);
+    // A name stored twice (a foreign tree) takes one place in the index: listed instead.
+    if (folder !== null && folder.others.length + folder.at.length === folder.size) {
+      const order = [...folder.others, ...Array.from(folder.at)];
+      return { layout, strays, count: order.length, entryAt: (i) => folder.entry(order[i] as number) };
+    }
+  }
+  const entries = layout.events === null ? [] : await reads.listDir(folderPath);
+  if (entries.length > READ_SLICE_ENTRIES) {
+    const folder = fromEntries(entries);
+    if (folder.others.length + folder.at.length === entries.length) {
+      const order = [...folder.others, ...Array.from(folder.at)];
+      return { layout, strays, count: order.length, entryAt: (i) => entries[order[i] as number] as DirEntry };
+    }
+  }
+  return { layout, strays, count: entries.length, entryAt: (i) => entries[i] as DirEntry };
 }
 
 /** True for an entry of `events/` that holds plain bytes (not a folder, symlink or gitlink). */
@@ -526,6 +540,28 @@ export class LogReader {
   }
 
   finish(): RunLog {
+    const sorted = this.#sorted();
+    return this.#complete(sorted, reduceRunStateWithProblems(this.#runId, sorted.ended));
+  }
+
+  /**
+   * As {@link finish}, folding the state {@link READ_SLICE_ENTRIES} events at a time with a turn
+   * of the event loop between two: for a long log, whose fold is otherwise one long stretch.
+   */
+  async finishInSlices(): Promise<RunLog> {
+    const sorted = this.#sorted();
+    const fold = createRunStateFold(this.#runId);
+    const problems: ScheduleProblem[] = [];
+    for (let i = 0; i < sorted.ended.length; i += 1) {
+      if (i > 0 && i % READ_SLICE_ENTRIES === 0) await new Promise((resolve) => setImmediate(resolve));
+      const skipped = fold.apply(sorted.ended[i] as RunEvent);
+      if (skipped !== null) problems.push(skipped);
+    }
+    return this.#complete(sorted, { state: fold.finish(), problems });
+  }
+
+  /** The collected events, bad entries and seqs sorted; the events up to a terminal one, and the problems of the seqs and of events after it. */
+  #sorted(): SortedLog {
     const runId = this.#runId;
     const parsed = this.#parsed.sort((a, b) => a.seq - b.seq);
     const bad = this.#bad.sort((a, b) => (a.seq ?? -1) - (b.seq ?? -1));
@@ -534,8 +570,13 @@ export class LogReader {
     const terminal = parsed.find((e) => isTerminalEventType(e.type));
     const ended = terminal === undefined ? parsed : parsed.filter((e) => e.seq <= terminal.seq);
     for (const late of parsed.slice(ended.length)) problems.push(afterTerminalProblem(runId, late.seq, terminal?.type ?? "", terminal?.seq ?? null));
+    return { ended, bad, seqs, problems };
+  }
+
+  #complete(sorted: SortedLog, folded: { state: RunState; problems: readonly ScheduleProblem[] }): RunLog {
+    const runId = this.#runId;
+    const { ended, bad, seqs, problems } = sorted;
     // Schedule events the controls never write are reported and skipped like a late event.
-    const folded = reduceRunStateWithProblems(runId, ended);
     for (const p of folded.problems) problems.push(scheduleProblem(runId, p.seq, p.detail));
     const skipped = new Set(folded.problems.map((p) => p.seq));
     const events = skipped.size === 0 ? ended : ended.filter((e) => !skipped.has(e.seq));
@@ -550,6 +591,16 @@ export class LogReader {
     this.#parsed.push(event);
     return true;
   }
+}
+
+/** What {@link LogReader} collected, sorted, before the state is folded. */
+interface SortedLog {
+  /** The events in seq order up to and including a terminal one. */
+  readonly ended: RunEvent[];
+  readonly bad: BadEvent[];
+  readonly seqs: number[];
+  /** Missing seqs and events after the terminal one; the fold's schedule problems are added. */
+  readonly problems: BadEvent[];
 }
 
 /** Adds `maxEventBytes` to parse/serialise options when given. */

@@ -251,6 +251,22 @@ export class TimerFold {
     }
   }
 
+  /**
+   * Starts the fold where a log's state left this timer armed, instead of applying the log:
+   * `pending` is the timer as the log's `RunState.pendingTimers` holds it (folded by the same
+   * rules), and events at or below `throughSeq` (the log's highest file seq) count as applied.
+   * Only for a fold that has applied nothing yet.
+   */
+  resumeArmed(pending: PendingTimer, throughSeq: number): void {
+    this.status = "armed";
+    this.fired = null;
+    this.armed = pending;
+    this.setSeq = pending.setSeq;
+    this.setFireAt = pending.fireAt;
+    this.series = pending.cron !== undefined;
+    this.lastSeq = Math.max(this.lastSeq, throughSeq);
+  }
+
   history(): TimerHistory {
     return { status: this.status, setSeq: this.setSeq, fireAt: this.setFireAt, cron: this.series, fired: this.fired };
   }

@@ -10,6 +10,7 @@ import { DEFAULT_MAX_EVENT_BYTES, parseEvent } from "./events.js";
 import { checkCompactedLog, foldEventFiles, foldProblem, sameBytes } from "./compacted-log.js";
 import { REPO_OR_RUN_ID_PATTERN } from "./ids.js";
 import { compactedLogPath, parseEventPath, parseEventPathName, runEventsPrefix, runsPrefix } from "./paths.js";
+import { openEventsFolder } from "./events-folder.js";
 import { runFolderPart } from "./run-folder.js";
 import { ARCHIVE_REF, isArchiveRef } from "./run-archive.js";
 
@@ -226,15 +227,13 @@ function groupByRun(changes: readonly PathChange[]): Map<string, RunChanges> {
 // by git in place of an event file is unreadable, but the next event must still come after it,
 // or the reader (which counts it, see `readRunLog`) and this check disagree on the next seq and
 // every later append to the run is refused.
-async function priorEventSeqs(prior: CommittedReads | null, runId: string): Promise<number[]> {
-  if (prior === null) return [];
-  const entries = await prior.listDir(runEventsPrefix(runId).slice(0, -1));
-  const seqs: number[] = [];
-  for (const entry of entries) {
-    const seq = parseEventPathName(entry.name);
-    if (seq !== null) seqs.push(seq);
-  }
-  return seqs.sort((a, b) => a - b);
+// The folder is indexed by seq from its stored bytes and kept by oid (see events-folder.ts): an
+// append to a run of 200,000 events neither lists them as objects nor sorts their seqs, and the
+// writer's own check that others only added (append-log-cache.ts) indexed this folder already.
+async function priorEventSeqs(prior: CommittedReads | null, runId: string): Promise<Float64Array> {
+  if (prior === null) return new Float64Array(0);
+  const folder = runEventsPrefix(runId).slice(0, -1);
+  return (await openEventsFolder(prior, folder, await prior.treeOid(folder))).seqs;
 }
 
 // The prior log was validated on the way in, except for commits that arrived by `git push`; an
@@ -327,7 +326,7 @@ async function checkCompaction(ctx: PushContext, runId: string, run: RunChanges,
   if (added !== undefined) throw rejected(added.change.path, added.seq, "events may not be added in the commit that seals the run and removes its event files");
   const priorSeqs = await priorEventSeqs(ctx.prior, runId);
   const deletedSeqs = deleted.map((d) => d.seq);
-  if (priorSeqs.length === 0 || priorSeqs.join(",") !== deletedSeqs.join(",")) {
+  if (priorSeqs.length === 0 || Array.from(priorSeqs).join(",") !== deletedSeqs.join(",")) {
     throw rejected(path, null, "compaction must delete exactly every event file of the run");
   }
   if ((await ctx.prospective.listDir(runEventsPrefix(runId).slice(0, -1))).length > 0) {

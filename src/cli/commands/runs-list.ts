@@ -103,8 +103,9 @@ Examples:
       for (const entry of page) {
         if (reads === null) break;
         // The state needs the whole log, folded event by event (none held): a run of a million
-        // events costs time here, never memory. No report is kept: the count is all a row shows.
-        const summary = await summarizeRunLog(reads, entry.name, { maxReports: 0, summaries: null });
+        // events costs time here, never memory. Kept in the process-wide summary cache (by run
+        // tree oid) with the limits a run's view asks for, so the two share one fold per version.
+        const summary = await summarizeRunLog(reads, entry.name);
         out.push({
           runId: entry.name,
           lastSeq: summary.state.lastSeq,

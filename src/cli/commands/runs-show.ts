@@ -31,7 +31,8 @@ export const runsShowCommand: CliCommand = {
     last: { type: "boolean" },
     json: { type: "boolean" },
   },
-  help: `Usage: workflow-host runs show --data-dir DIR --repo R --run X [--limit N] [--after SEQ | --last | --all] [--json]
+  help: `Usage: workflow-host runs show --data-dir DIR --repo R --run X [--limit N] [--after SEQ] [--all] [--json]
+       workflow-host runs show --data-dir DIR --repo R --run X [--limit N] --last [--json]
 
 Prints how many events run X holds, a page of them in seq order (the first ${DEFAULT_LIMIT}, or
 --limit N after seq --after SEQ, or with --last the last ones: the seqs above the highest - N), the
@@ -55,7 +56,8 @@ Options:
       --after SEQ      the page after seq SEQ (the previous page's nextAfter); default: from
                        the first event
       --last           the last page: the events with the N highest seqs
-      --all            every event from --after on (or from the first), a page at a time
+      --all            every event from --after on (or from the first), a page at a time:
+                       with --after, a dump cut short resumes where it stopped
       --json           print {repoId, runId, commitSha, archived (the archive ref, or null),
                        eventCount, events (this page, or with --all every event), nextAfter
                        (the --after of the next page, null after the last), bad, badCount,
@@ -99,8 +101,9 @@ Examples:
         archived = ARCHIVE_REF;
       }
       const commitSha = reads.commitSha;
-      // The state needs the whole log: folded event by event, none of them held.
-      const summary = await summarizeRunLog(reads, runId, { summaries: null });
+      // The state needs the whole log: folded event by event, none of them held; kept in the
+      // process-wide summary cache (by run tree oid), which the pages below ask again.
+      const summary = await summarizeRunLog(reads, runId);
       const state = stateJson(summary.state);
       const problem = (b: BadEvent) => ({ path: b.path, seq: b.seq, code: b.error.code, message: b.error.message });
       // Pages are printed as they are read (--all holds one page at a time).
@@ -108,7 +111,7 @@ Examples:
         // The last page: seqs are dense, so the N highest are those above maxFileSeq - N.
         let cursor: number | null = last ? Math.max(-1, summary.maxFileSeq - limit) : after;
         do {
-          const page = await readRunLogPage(reads, runId, { after: cursor, limit, parsedEvents: null });
+          const page = await readRunLogPage(reads, runId, { after: cursor, limit, parsedEvents: null, summary });
           yield page;
           cursor = page.nextAfter;
         } while (all && cursor !== null);

@@ -9,6 +9,7 @@ import { openWorkflowStore } from "../../../src/host/open-workflow-store.js";
 import { buildFixtureRepo } from "../../../src/testing/fixture-repo.js";
 import { makeTempDir, removeTempDir } from "../../helpers/temp-dir.js";
 import { runCli } from "../../unit/cli/cli-io.js";
+import { sharedRunSummaries } from "../../../src/workflow/run-log-summary.js";
 
 const EVENTS = 1_500;
 const BAD_SEQ = 700;
@@ -84,5 +85,27 @@ describe("runs show on a long run", () => {
       expect([flags.join(" "), out.code, out.stdout]).toEqual([flags.join(" "), 2, ""]);
       expect(out.stderr).toMatch(/usage/);
     }
+  });
+
+  it("resumes --all after a seq: --after and --all together print every event above it, as the synopsis says", async () => {
+    const help = await runCli(["runs", "show", "--help"]);
+    expect(help.stdout).toMatch(/--run X \[--limit N\] \[--after SEQ\] \[--all\]/);
+    const rest = await shown("--all", "--after", "1200", "--limit", "75");
+    expect([rest.events.map((e) => e.seq), rest.nextAfter]).toEqual([expected.filter((s) => s > 1200), null]);
+  });
+});
+
+describe("runs show and runs list share the process's summary cache", () => {
+  it("keeps the run's summary for the run's view to find, from either command", async () => {
+    sharedRunSummaries.clear();
+    await shown("--all", "--limit", "500");
+    expect(sharedRunSummaries.size).toBe(1);
+    sharedRunSummaries.clear();
+    const listed = await runCli(["runs", "list", "-d", dataDir, "-r", "dep", "--json"]);
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(sharedRunSummaries.size).toBe(1);
+    // The view's own summary is that one: nothing new is kept.
+    await shown();
+    expect(sharedRunSummaries.size).toBe(1);
   });
 });

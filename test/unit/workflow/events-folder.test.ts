@@ -1,0 +1,231 @@
+/**
+ * A run's `events/` read from the folder's stored bytes: a page and a summary that only grew
+ * index the folder without listing it (no object per entry), in slices that give the event loop
+ * turns; a page agrees with the full read about the run's end.
+ */
+import fc from "fast-check";
+import { afterEach, describe, expect, it } from "vitest";
+import { DEFAULT_REF } from "../../../src/substrate/ref-name.js";
+import { decodeTree, dirEntriesOf } from "../../../src/substrate/tree-object.js";
+import { walkTreeBytes } from "../../../src/substrate/tree-bytes.js";
+import type { CommittedReads, Oid } from "../../../src/substrate/types.js";
+import { buildFixtureRepo, type FixtureFiles } from "../../../src/testing/fixture-repo.js";
+import { createMemoryRepoStore, type MemoryRepoStore } from "../../../src/testing/memory-store.js";
+import { fromEntries, openEventsFolder } from "../../../src/workflow/events-folder.js";
+import { parseEventPathName } from "../../../src/workflow/paths.js";
+import { readRunLog, readRunLogFromFiles, readRunLogPage } from "../../../src/workflow/run-log.js";
+import { RunSummaryCache, summarizeRunLog } from "../../../src/workflow/run-log-summary.js";
+import { WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
+
+let opened: MemoryRepoStore | null = null;
+let repos = 0;
+afterEach(async () => {
+  await opened?.store.close();
+  opened = null;
+});
+
+async function commitOf(files: FixtureFiles): Promise<CommittedReads> {
+  opened ??= createMemoryRepoStore();
+  repos += 1;
+  const id = `dep${repos}`;
+  await buildFixtureRepo(opened.store, id, files);
+  return opened.store.openCommittedReads(null, { kind: WORKFLOW_RUN_KIND, id }, DEFAULT_REF);
+}
+
+/** What a reader asked of the reads: folders listed, trees read as bytes, blobs read. */
+interface Asked {
+  listed: string[];
+  treeBytes: Oid[];
+  blobs: Oid[];
+}
+
+function counting(reads: CommittedReads, asked: Asked): CommittedReads {
+  const { readTreeBytes } = reads;
+  if (readTreeBytes === undefined) throw new Error("the store's reads give no tree bytes");
+  return {
+    commitSha: reads.commitSha,
+    listDir: async (path) => {
+      asked.listed.push(path);
+      return reads.listDir(path);
+    },
+    readBlob: (path) => reads.readBlob(path),
+    readBlobByOid: async (oid) => {
+      asked.blobs.push(oid);
+      return reads.readBlobByOid(oid);
+    },
+    readBlobsByOid: async (oids) => {
+      asked.blobs.push(...oids);
+      return Promise.all(oids.map((oid) => reads.readBlobByOid(oid)));
+    },
+    treeOid: (path) => reads.treeOid(path),
+    readTreeBytes: async (oid) => {
+      asked.treeBytes.push(oid);
+      return readTreeBytes(oid);
+    },
+  };
+}
+
+const asked = (): Asked => ({ listed: [], treeBytes: [], blobs: [] });
+const step = (seq: number): object => ({ seq, type: "StepStarted", n: seq });
+
+describe("a run's events/ from its stored bytes", () => {
+  it("folds appended events without listing events/, reading only the new blobs", async () => {
+    const files: Record<string, string | object> = {};
+    for (let seq = 1; seq <= 120; seq += 1) files[`runs/r/events/${seq}.json`] = step(seq);
+    files["runs/r/events/3.json"] = { seq: 3, type: "SignalReceived", signalName: "go", signalId: "s-1", payload: null, at: "2026-05-01T00:00:00.000Z" };
+    const summaries = new RunSummaryCache();
+    await summarizeRunLog(await commitOf(files), "r", { parsedEvents: null, summaries });
+
+    files["runs/r/events/121.json"] = { seq: 121, type: "SignalConsumed", data: { signalId: "s-1" } };
+    files["runs/r/events/122.json"] = step(122);
+    const grown = await commitOf(files);
+    const seen = asked();
+    const summary = await summarizeRunLog(counting(grown, seen), "r", { parsedEvents: null, summaries });
+    expect(seen.listed).not.toContain("runs/r/events");
+    expect(seen.treeBytes).toEqual([await grown.treeOid("runs/r/events")]);
+    expect(seen.blobs).toHaveLength(2);
+    expect(summary).toEqual(await summarizeRunLog(grown, "r", { parsedEvents: null, summaries: null }));
+    expect([summary.eventCount, summary.state.unconsumedSignals]).toEqual([122, []]);
+  });
+
+  it("pages a log without listing events/, the same events as the full read, bad names and folders reported", async () => {
+    const files: Record<string, string | object> = {};
+    for (let seq = 1; seq <= 30; seq += 1) files[`runs/p/events/${seq}.json`] = step(seq);
+    files["runs/p/events/12.json"] = '{"type":"StepStarted",}';
+    files["runs/p/events/note.txt"] = "x";
+    files["runs/p/events/31.json/x"] = "a folder where an event should be";
+    const reads = await commitOf(files);
+    const seen = asked();
+    const counted = counting(reads, seen);
+    const pages = [];
+    for (let after: number | null = -1; after !== null; ) {
+      const page = await readRunLogPage(counted, "p", { after, limit: 7, parsedEvents: null });
+      pages.push(page);
+      after = page.nextAfter;
+    }
+    expect(seen.listed).not.toContain("runs/p/events");
+    const full = await readRunLog(reads, "p", { parsedEvents: null });
+    expect(pages.flatMap((p) => p.events)).toEqual(full.events);
+    expect(pages.flatMap((p) => p.bad.map((b) => b.path))).toEqual(["runs/p/events/12.json", "runs/p/events/31.json"]);
+    const summary = await summarizeRunLog(counted, "p", { parsedEvents: null, summaries: null });
+    expect([summary.eventCount, summary.badCount, summary.bad.map((b) => b.path).sort()]).toEqual([full.events.length, full.bad.length, full.bad.map((b) => b.path).sort()]);
+  });
+
+  it("walks a folder's entries in stored order, pausing every slice", async () => {
+    const files: Record<string, string> = {};
+    for (let seq = 1; seq <= 95; seq += 1) files[`runs/w/events/${seq}.json`] = `{"seq":${seq}}`;
+    const reads = await commitOf(files);
+    const oid = (await reads.treeOid("runs/w/events")) as Oid;
+    const content = (await reads.readTreeBytes?.(oid)) as Uint8Array;
+    const names: string[] = [];
+    let pauses = 0;
+    const whole = await walkTreeBytes(content, (_start, name, nul) => names.push(Buffer.from(content.subarray(name, nul)).toString("utf8")), {
+      sliceEntries: 10,
+      pause: async () => {
+        pauses += 1;
+      },
+    });
+    expect(whole).toBe(true);
+    expect(names).toEqual(dirEntriesOf(decodeTree(oid, content)).map((e) => e.name).sort());
+    expect(names).toHaveLength(95);
+    expect(pauses).toBe(9);
+    expect(await walkTreeBytes(content.subarray(0, content.byteLength - 3), () => undefined)).toBe(false);
+  });
+});
+
+describe("a page past the run's end", () => {
+  it("holds no entry after the terminal event, as the full read leaves them out, whatever the cursor", async () => {
+    const reads = await commitOf({
+      "runs/g/events/1.json": step(1),
+      "runs/g/events/2.json": { seq: 2, type: "RunCompleted" },
+      "runs/g/events/3.json": step(3),
+      "runs/g/events/4.json": step(4),
+      "runs/g/events/5.json": step(5),
+    });
+    expect((await readRunLog(reads, "g")).events.map((e) => e.seq)).toEqual([1, 2]);
+    for (const after of [2, 3, 4]) {
+      const page = await readRunLogPage(reads, "g", { after, limit: 2 });
+      expect([page.events, page.bad, page.nextAfter]).toEqual([[], [], null]);
+      expect(page.problems.map((p) => [p.seq, p.error.code])).toEqual([3, 4, 5].filter((s) => s > after).slice(0, 2).map((s) => [s, "event_invalid"]));
+    }
+    const first = await readRunLogPage(reads, "g", { limit: 10 });
+    expect([first.events.map((e) => e.seq), first.problems.map((p) => p.seq), first.nextAfter]).toEqual([[1, 2], [3, 4, 5], null]);
+  });
+});
+
+describe("an events/ folder indexed from its bytes", () => {
+  const name = fc.oneof(
+    { weight: 6, arbitrary: fc.integer({ min: 0, max: 400 }).map((n) => `${n}.json`) },
+    { weight: 1, arbitrary: fc.constantFrom("007.json", "1.JSON", ".json", "a", "a-b", "x.json", "12345678901234567.json", "\u00e9.json", "9007199254740993.json") },
+  );
+  it("gives what the listing gives: seqs in order, the same entries, names that are not seqs by name, and the same only-grew answers", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.uniqueArray(fc.record({ name, folder: fc.boolean() }), { minLength: 1, maxLength: 40, selector: (e) => e.name }), fc.integer({ min: -1, max: 400 }), async (entries, maxSeq) => {
+        const files: Record<string, string> = {};
+        for (const e of entries) files[e.folder ? `runs/f/events/${e.name}/x` : `runs/f/events/${e.name}`] = `{"n":"${e.name}"}`;
+        const reads = await commitOf(files);
+        const oid = await reads.treeOid("runs/f/events");
+        const bytes = await openEventsFolder(reads, "runs/f/events", oid);
+        const listed = fromEntries(await reads.listDir("runs/f/events"));
+        expect(Array.from(bytes.seqs)).toEqual(Array.from(listed.seqs));
+        expect(Array.from(bytes.at, (h) => bytes.entry(h))).toEqual(Array.from(listed.at, (h) => listed.entry(h)));
+        expect(bytes.others.map((h) => bytes.entry(h))).toEqual(listed.others.map((h) => listed.entry(h)));
+        // The folder less its names above maxSeq, committed on its own: both say it only grew from it.
+        const kept: Record<string, string> = {};
+        for (const [path, body] of Object.entries(files)) {
+          const seq = parseEventPathName(path.slice("runs/f/events/".length).replace(/\/x$/, ""));
+          if (seq === null || seq <= maxSeq) kept[path] = body;
+        }
+        kept["runs/f/other"] = "so the run folder never goes away";
+        const before = await (await commitOf(kept)).treeOid("runs/f/events");
+        if (before !== null) {
+          expect(await bytes.onlyAddedAbove(maxSeq, before)).toBe(true);
+          expect(await listed.onlyAddedAbove(maxSeq, before)).toBe(true);
+        }
+        if (oid !== null && bytes.seqs.length > 0 && (bytes.seqs[0] as number) > maxSeq) {
+          expect(await bytes.onlyAddedAbove(maxSeq, oid)).toBe(false);
+        }
+      }),
+      { numRuns: 60 },
+    );
+  });
+});
+
+describe("readRunLog of a long log", () => {
+  /** A log of `n` events with a bad file, a gap, a schedule event the controls never write and events after its end. */
+  function longLog(n: number): Record<string, string | object> {
+    const files: Record<string, string | object> = {};
+    for (let seq = 1; seq <= n; seq += 1) files[`runs/l/events/${seq}.json`] = step(seq);
+    files["runs/l/events/2.json"] = { seq: 2, type: "TimerSet", data: { timerId: "c", fireAt: "2026-05-01T10:00:00.000Z", cron: "*/5 * * * *" } };
+    files["runs/l/events/40.json"] = { seq: 40, type: "ScheduleResumed", data: { timerId: "c" } };
+    files["runs/l/events/77.json"] = '{"type":"StepStarted",}';
+    delete files["runs/l/events/1234.json"];
+    files[`runs/l/events/${n - 2}.json`] = { seq: n - 2, type: "RunCompleted" };
+    return files;
+  }
+
+  it("gives the event loop turns while it reads and folds, and what a read of the files in one piece gives", async () => {
+    const files = longLog(6_000);
+    const reads = await commitOf(files);
+    let turns = 0;
+    let ticking = true;
+    const tick = (): void => {
+      turns += 1;
+      if (ticking) setImmediate(tick);
+    };
+    setImmediate(tick);
+    const log = await readRunLog(reads, "l", { parsedEvents: null });
+    ticking = false;
+    // One turn at least between two slices of 2,048 entries, reading and folding.
+    expect(turns).toBeGreaterThanOrEqual(4);
+    const bytes = new Map<string, Uint8Array>();
+    for (const [path, body] of Object.entries(files)) bytes.set(path.slice("runs/l/events/".length), Buffer.from(typeof body === "string" ? body : JSON.stringify(body)));
+    const whole = readRunLogFromFiles("l", bytes, { parsedEvents: null });
+    expect(log).toEqual(whole);
+    // Through reads that give no tree bytes: the listing, in slices too.
+    const listingOnly: CommittedReads = { ...reads, readTreeBytes: undefined } as unknown as CommittedReads;
+    delete (listingOnly as { readTreeBytes?: unknown }).readTreeBytes;
+    expect(await readRunLog(listingOnly, "l", { parsedEvents: null })).toEqual(whole);
+    expect([log.events.length, log.bad.length, log.problems.map((p) => p.seq)]).toEqual([6_000 - 1 - 1 - 1 - 2, 1, [40, 1234, 5_999, 6_000]]);
+  });
+});
