@@ -107,3 +107,27 @@ describe("fire commits built into pack entries, at the edges", () => {
     for (const id of ODD) expect((await gitAt(gitdir, ["show", `main:runs/${id}/events/${ROUNDS + 1}.json`])).trim()).toBe(`{"seq":${ROUNDS + 1},"run":"${id}","type":"TimerFired"}`);
   }, 60_000);
 });
+
+describe("a fired event whose name is already a folder in the run's events", () => {
+  it("is declined by the packed build (as by the object build): no tree with the name twice", async () => {
+    const dataDir = await tempDir();
+    const gitdir = join(dataDir, "deployments", "dep-1.git");
+    const store = createRepoStore({ dataDir, kindHandlers: [plainKind], authorize: allowAll, watch: false, packThreshold: 1, clock: () => new Date("2026-01-01T00:00:00Z") });
+    await store.initRepo(null, REPO);
+    await store.writeTree(null, REPO, "main", { files: { "runs/r/events/1.json": "{}", "runs/r/events/2.json/x": "{}", "runs/s/events/1.json": "{}", "runs/s/events/2.json/x": "{}" }, message: "seed" });
+    const content = Buffer.from(`{"seq":2}`);
+    // One event (the one-file build) and two (the merge build).
+    const appends: FolderAppend[] = [
+      { folder: "runs/r", sub: "events", files: [{ name: "2.json", content }] },
+      { folder: "runs/s", sub: "events", files: [{ name: "3.json", content }, { name: "2.json", content }] },
+    ];
+    await store.writeTreeDelta(null, REPO, "main", { message: "fire", prevalidated: true, computeDelta: () => Promise.resolve({ appends }) });
+    await store.close();
+    const fsck = await runGit([`--git-dir=${gitdir}`, "fsck", "--strict", "--full", "--no-dangling"]);
+    expect({ code: fsck.code, stdout: fsck.stdout, stderr: fsck.stderr }).toEqual({ code: 0, stdout: "", stderr: "" });
+    for (const run of ["r", "s"]) {
+      const names = (await gitAt(gitdir, ["ls-tree", "main", `runs/${run}/events/`])).split("\n").filter(Boolean).map((l) => l.split("\t")[1]);
+      expect(names.filter((n) => n === `runs/${run}/events/2.json`), run).toHaveLength(1);
+    }
+  });
+});
