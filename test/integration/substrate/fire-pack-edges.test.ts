@@ -36,6 +36,7 @@ function seedFiles(): Record<string, string> {
   files["runs/bigevent/events/1.json"] = `{"seq":1}`;
   for (let i = 1; i <= 2_100; i++) files[`runs/bigfolder/events/${i}.json`] = `{"seq":${i}}`;
   files["runs/two/events/1.json"] = `{"seq":1,"two":true}`;
+  files["runs/same/events/1.json"] = `{"seq":1,"same":true}`;
   return files;
 }
 
@@ -50,6 +51,8 @@ function fireAppends(round: number): FolderAppend[] {
     { folder: "runs/bigfolder", sub: "events", files: [{ name: `${2_100 + round}.json`, content: Buffer.from(`{"seq":${2_100 + round}}`) }] },
     // Two timers of one run in one commit, given out of git order.
     { folder: "runs/two", sub: "events", files: [{ name: `${10 * seq + 1}.json`, content: Buffer.from(`{"t":2,"r":${round}}`) }, { name: `${seq}.json`, content: Buffer.from(`{"t":1,"r":${round}}`) }] },
+    // Two events of one run with the same bytes: one blob, two entries.
+    { folder: "runs/same", sub: "events", files: [{ name: `${seq}.json`, content: Buffer.from(`{"same":${round}}`) }, { name: `${10 * seq + 1}.json`, content: Buffer.from(`{"same":${round}}`) }] },
   ];
 }
 
@@ -87,7 +90,7 @@ describe("fire commits built into pack entries, at the edges", () => {
       const skipped = (await skipper.next()).value as CommitChange;
       expect(skipped.commitSha).toBe(seen.commitSha);
       const expected = await gitChanges(gitdir, seen.commitSha);
-      expect(expected.length).toBe(ODD.length + 6);
+      expect(expected.length).toBe(ODD.length + 8);
       expect(seen.changes.map((c) => ({ path: c.path, oid: c.oid, status: c.status }))).toEqual(expected);
     }
     await reader.return?.();
