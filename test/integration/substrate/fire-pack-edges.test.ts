@@ -117,12 +117,14 @@ describe("a fired event whose name is already a folder in the run's events", () 
     const gitdir = join(dataDir, "deployments", "dep-1.git");
     const store = createRepoStore({ dataDir, kindHandlers: [plainKind], authorize: allowAll, watch: false, packThreshold: 1, clock: () => new Date("2026-01-01T00:00:00Z") });
     await store.initRepo(null, REPO);
-    await store.writeTree(null, REPO, "main", { files: { "runs/r/events/1.json": "{}", "runs/r/events/2.json/x": "{}", "runs/s/events/1.json": "{}", "runs/s/events/2.json/x": "{}" }, message: "seed" });
+    await store.writeTree(null, REPO, "main", { files: { "runs/r/events/1.json": "{}", "runs/r/events/2.json/x": "{}", "runs/s/events/1.json": "{}", "runs/s/events/2.json/x": "{}", "runs/t/events/2.json.bak": "{}", "runs/t/events/2.json-x/y": "{}", "runs/t/events/2.jso/y": "{}", "runs/t/events/2/y": "{}" }, message: "seed" });
     const content = Buffer.from(`{"seq":2}`);
     // One event (the one-file build) and two (the merge build).
     const appends: FolderAppend[] = [
       { folder: "runs/r", sub: "events", files: [{ name: "2.json", content }] },
       { folder: "runs/s", sub: "events", files: [{ name: "3.json", content }, { name: "2.json", content }] },
+      // Names that sort around folders holding their prefix: built, in git's order.
+      { folder: "runs/t", sub: "events", files: [{ name: "2.json", content }] },
     ];
     await store.writeTreeDelta(null, REPO, "main", { message: "fire", prevalidated: true, computeDelta: () => Promise.resolve({ appends }) });
     await store.close();
@@ -132,5 +134,6 @@ describe("a fired event whose name is already a folder in the run's events", () 
       const names = (await gitAt(gitdir, ["ls-tree", "main", `runs/${run}/events/`])).split("\n").filter(Boolean).map((l) => l.split("\t")[1]);
       expect(names.filter((n) => n === `runs/${run}/events/2.json`), run).toHaveLength(1);
     }
+    expect((await gitAt(gitdir, ["show", "main:runs/t/events/2.json"])).trim()).toBe(content.toString());
   });
 });
