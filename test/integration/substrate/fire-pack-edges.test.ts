@@ -137,3 +137,59 @@ describe("a fired event whose name is already a folder in the run's events", () 
     expect((await gitAt(gitdir, ["show", "main:runs/t/events/2.json"])).trim()).toBe(content.toString());
   });
 });
+
+describe("fire commits of two deployments at once in one process", () => {
+  it("build each run from its own folder (the caller names the events folder's oid), read cold, with turns between runs", async () => {
+    const dataDir = await tempDir();
+    const ids = ["dep-a", "dep-b"];
+    const RUNS = 200;
+    const open = () => createRepoStore({ dataDir, kindHandlers: [plainKind], authorize: allowAll, watch: false, packThreshold: 1, clock: () => new Date("2026-01-01T00:00:00Z") });
+    const seeding = open();
+    for (const [d, id] of ids.entries()) {
+      await seeding.initRepo(null, { kind: plainKind.kind, id });
+      const files: Record<string, string> = {};
+      for (let i = 0; i < RUNS; i++) files[`runs/r${i}/events/1.json`] = `{"seq":1,"d":${d},"i":${i}}`;
+      await seeding.writeTree(null, { kind: plainKind.kind, id }, "main", { files, message: "seed" });
+    }
+    await seeding.close();
+    const eventsOids = new Map<string, string>();
+    for (const id of ids) {
+      const gitdir = join(dataDir, "deployments", `${id}.git`);
+      const out = await gitAt(gitdir, ["ls-tree", "-r", "-d", "main", "runs/"]);
+      for (const line of out.split("\n").filter(Boolean)) {
+        const [meta, path] = line.split("\t") as [string, string];
+        if (path.endsWith("/events")) eventsOids.set(`${id}:${path}`, meta.split(" ")[2] as string);
+      }
+    }
+    // A fresh store: nothing cached, every folder read is a promise.
+    const store = open();
+    await Promise.all(
+      ids.map((id) =>
+        store.writeTreeDelta(null, { kind: plainKind.kind, id }, "main", {
+          message: "fire",
+          prevalidated: true,
+          pause: () => new Promise((resolve) => setImmediate(resolve)),
+          computeDelta: () =>
+            Promise.resolve({
+              appends: Array.from({ length: RUNS }, (_, i): FolderAppend => ({
+                folder: `runs/r${i}`,
+                sub: "events",
+                subOid: eventsOids.get(`${id}:runs/r${i}/events`) as string,
+                files: [{ name: "2.json", content: Buffer.from(`{"seq":2,"dep":"${id}","i":${i}}`) }],
+              })),
+            }),
+        }),
+      ),
+    );
+    await store.close();
+    for (const [d, id] of ids.entries()) {
+      const gitdir = join(dataDir, "deployments", `${id}.git`);
+      const fsck = await runGit([`--git-dir=${gitdir}`, "fsck", "--strict", "--full", "--no-dangling"]);
+      expect({ code: fsck.code, stdout: fsck.stdout, stderr: fsck.stderr }, id).toEqual({ code: 0, stdout: "", stderr: "" });
+      for (const i of [0, 63, 64, 199]) {
+        expect((await gitAt(gitdir, ["show", `main:runs/r${i}/events/1.json`])).trim()).toBe(`{"seq":1,"d":${d},"i":${i}}`);
+        expect((await gitAt(gitdir, ["show", `main:runs/r${i}/events/2.json`])).trim()).toBe(`{"seq":2,"dep":"${id}","i":${i}}`);
+      }
+    }
+  }, 60_000);
+});
