@@ -527,7 +527,8 @@ function packOne(packed: PackedObjects, append: FolderAppend, folder: Uint8Array
     if (step < 0) return null;
     if (insertAt >= 0) continue;
     const order = compareWithString(name, subContent, cursor.nameFrom, cursor.nameTo, cursor.tree);
-    if (order === 0) return null;
+    // A name already present, as a file or as a folder (a folder compares as its name and "/").
+    if (order === 0 || (cursor.tree && compareWithString(name, subContent, cursor.nameFrom, cursor.nameTo, false) === 0)) return null;
     if (order < 0) insertAt = cursor.at;
   }
   if (insertAt < 0) insertAt = subContent.length;
