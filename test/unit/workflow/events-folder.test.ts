@@ -3,6 +3,7 @@
  * index the folder without listing it (no object per entry), in slices that give the event loop
  * turns; a page agrees with the full read about the run's end.
  */
+import { createHash } from "node:crypto";
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
 import { DEFAULT_REF } from "../../../src/substrate/ref-name.js";
@@ -228,4 +229,59 @@ describe("readRunLog of a long log", () => {
     expect(await readRunLog(listingOnly, "l", { parsedEvents: null })).toEqual(whole);
     expect([log.events.length, log.bad.length, log.problems.map((p) => p.seq)]).toEqual([6_000 - 1 - 1 - 1 - 2, 1, [40, 1234, 5_999, 6_000]]);
   });
+});
+
+describe("an events/ folder with a name stored twice (a foreign tree)", () => {
+  const sha = (type: string, b: Buffer): Oid => createHash("sha1").update(`${type} ${b.length}\0`).update(b).digest("hex") as Oid;
+  const treeOf = (entries: [string, string, Oid][]): { content: Buffer; oid: Oid } => {
+    const content = Buffer.concat(entries.map(([mode, name, oid]) => Buffer.concat([Buffer.from(`${mode} ${name}\0`), Buffer.from(oid, "hex")])));
+    return { content, oid: sha("tree", content) };
+  };
+  /** Reads of a commit whose run `r` holds `names` in `events/`, in this stored order (names may repeat). */
+  function readsOf(names: [string, object][]): CommittedReads {
+    const blobs = new Map<string, Buffer>();
+    const entries: [string, string, Oid][] = names.map(([name, body]) => {
+      const bytes = Buffer.from(JSON.stringify(body));
+      const oid = sha("blob", bytes);
+      blobs.set(oid, bytes);
+      return ["100644", name, oid];
+    });
+    const events = treeOf(entries);
+    const run = treeOf([["40000", "events", events.oid]]);
+    const trees = new Map([
+      [events.oid, events.content],
+      [run.oid, run.content],
+    ]);
+    const listing = (oid: Oid) => dirEntriesOf(decodeTree(oid, trees.get(oid) as Buffer));
+    const oids: Record<string, Oid> = { "runs/r/events": events.oid, "runs/r": run.oid };
+    return {
+      commitSha: "c".repeat(40),
+      listDir: async (path) => (oids[path] === undefined ? (path === "runs" ? [{ name: "r", type: "tree", oid: run.oid }] : []) : listing(oids[path] as Oid)),
+      readBlob: async () => null,
+      readBlobByOid: async (oid) => blobs.get(oid) as Buffer,
+      treeOid: async (path) => oids[path] ?? null,
+      readTreeBytes: async (oid) => trees.get(oid) ?? null,
+    };
+  }
+
+  // Seqs close together are placed by value, seqs far apart sorted: both must keep every entry.
+  for (const [label, far] of [
+    ["dense", 2],
+    ["spread", 1000],
+  ] as const) {
+    it(`keeps both entries in pages and the summary, as readRunLog does (${label} seqs)`, async () => {
+      const reads = readsOf([
+        ["0.json", step(0)],
+        ["1.json", step(1)],
+        [`${far}.json`, { ...step(far), copy: 1 }],
+        [`${far}.json`, { ...step(far), copy: 2 }],
+      ]);
+      const full = await readRunLog(reads, "r", { parsedEvents: null });
+      expect(full.events.map((e) => e.seq)).toEqual([0, 1, far, far]);
+      const page = await readRunLogPage(reads, "r", { limit: 10, parsedEvents: null });
+      expect(page.events).toEqual(full.events);
+      const summary = await summarizeRunLog(reads, "r", { summaries: null, parsedEvents: null });
+      expect([summary.eventCount, summary.state.lastSeq]).toEqual([full.events.length, full.state.lastSeq]);
+    });
+  }
 });
