@@ -15,7 +15,7 @@ import { createMemoryRepoStore, type MemoryRepoStore } from "../../../src/testin
 import { fromEntries, openEventsFolder } from "../../../src/workflow/events-folder.js";
 import { parseEventPathName } from "../../../src/workflow/paths.js";
 import { readRunLog, readRunLogFromFiles, readRunLogPage } from "../../../src/workflow/run-log.js";
-import { RunSummaryCache, summarizeRunLog } from "../../../src/workflow/run-log-summary.js";
+import { RunSummaryCache, sharedRunSummaries, summarizeRunLog } from "../../../src/workflow/run-log-summary.js";
 import { WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
 
 let opened: MemoryRepoStore | null = null;
@@ -284,4 +284,42 @@ describe("an events/ folder with a name stored twice (a foreign tree)", () => {
       expect([summary.eventCount, summary.state.lastSeq]).toEqual([full.events.length, full.state.lastSeq]);
     });
   }
+});
+
+describe("a kept summary across versions of a log", () => {
+  type Op = { op: "append" | "end" | "odd" | "far"; n: number } | { op: "rewrite" | "remove"; at: number };
+  const op: fc.Arbitrary<Op> = fc.oneof(
+    fc.record({ op: fc.constant("append" as const), n: fc.integer({ min: 1, max: 3 }) }),
+    fc.record({ op: fc.constant("rewrite" as const), at: fc.integer({ min: 1, max: 12 }) }),
+    fc.record({ op: fc.constant("remove" as const), at: fc.integer({ min: 1, max: 12 }) }),
+    fc.record({ op: fc.constant("end" as const), n: fc.constant(1) }),
+    fc.record({ op: fc.constant("odd" as const), n: fc.constant(1) }),
+    fc.record({ op: fc.constant("far" as const), n: fc.integer({ min: 50, max: 60 }) }),
+  );
+  it("never answers for a log that was rewritten, cut or ended since: summaries and pages are the fresh fold's", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 8 }), async (ops) => {
+        sharedRunSummaries.clear();
+        const files: Record<string, string | object> = { "runs/r/events/1.json": step(1) };
+        let max = 1;
+        for (const [v, o] of ops.entries()) {
+          if (o.op === "append") for (let i = 0; i < o.n; i += 1) files[`runs/r/events/${++max}.json`] = { ...step(max), v };
+          else if (o.op === "end") files[`runs/r/events/${++max}.json`] = { seq: max, type: "RunCompleted" };
+          else if (o.op === "odd") files[`runs/r/events/x${v}.json`] = "{}";
+          else if (o.op === "far") files[`runs/r/events/${(max = Math.max(max, o.n), o.n)}.json`] = step(o.n);
+          else if (o.op === "remove") delete files[`runs/r/events/${o.at}.json`];
+          else if (o.op === "rewrite" && files[`runs/r/events/${o.at}.json`] !== undefined) files[`runs/r/events/${o.at}.json`] = o.at % 2 === 0 ? { seq: o.at, type: "RunCompleted", v } : { ...step(o.at), v };
+          files["runs/r/events/0.json"] = step(0);
+          const reads = await commitOf({ ...files });
+          const fresh = await summarizeRunLog(reads, "r", { summaries: null });
+          expect(JSON.stringify(await summarizeRunLog(reads, "r"))).toEqual(JSON.stringify(fresh));
+          for (let after = -1; after <= max + 1; after += 1) {
+            const kept = await readRunLogPage(reads, "r", { after, limit: 3 });
+            expect(JSON.stringify(kept)).toEqual(JSON.stringify(await readRunLogPage(reads, "r", { after, limit: 3, summary: fresh })));
+          }
+        }
+      }),
+      { numRuns: 60 },
+    );
+  });
 });
