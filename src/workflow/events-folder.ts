@@ -95,8 +95,9 @@ export function fromEntries(entries: readonly DirEntry[]): EventsFolder {
 
 /** The folder indexed from its stored bytes; null when they are not a well-formed tree. */
 async function fromBytes(content: Uint8Array): Promise<EventsFolder | null> {
-  // An entry takes at least 23 bytes (a 1-byte mode, a space, a 1-byte name, a NUL, the oid).
-  const most = Math.ceil(content.byteLength / 23);
+  // An entry takes at least 22 bytes (a space, a NUL, the oid: a foreign tree may hold an empty
+  // mode and an empty name, and the walk takes them; counting on more would drop later entries).
+  const most = Math.ceil(content.byteLength / 22);
   const starts = new Uint32Array(most);
   const seqOf = new Float64Array(most);
   const others: number[] = [];

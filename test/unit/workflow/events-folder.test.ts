@@ -8,11 +8,11 @@ import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
 import { DEFAULT_REF } from "../../../src/substrate/ref-name.js";
 import { decodeTree, dirEntriesOf } from "../../../src/substrate/tree-object.js";
-import { walkTreeBytes } from "../../../src/substrate/tree-bytes.js";
+import { indexTreeBytes, walkTreeBytes } from "../../../src/substrate/tree-bytes.js";
 import type { CommittedReads, Oid } from "../../../src/substrate/types.js";
 import { buildFixtureRepo, type FixtureFiles } from "../../../src/testing/fixture-repo.js";
 import { createMemoryRepoStore, type MemoryRepoStore } from "../../../src/testing/memory-store.js";
-import { fromEntries, openEventsFolder } from "../../../src/workflow/events-folder.js";
+import { fromEntries, indexEventsFolder, openEventsFolder } from "../../../src/workflow/events-folder.js";
 import { parseEventPathName } from "../../../src/workflow/paths.js";
 import { readRunLog, readRunLogFromFiles, readRunLogPage } from "../../../src/workflow/run-log.js";
 import { RunSummaryCache, sharedRunSummaries, summarizeRunLog } from "../../../src/workflow/run-log-summary.js";
@@ -321,5 +321,21 @@ describe("a kept summary across versions of a log", () => {
       }),
       { numRuns: 60 },
     );
+  });
+});
+
+describe("a foreign events/ folder of entries with empty modes and names", () => {
+  it("keeps every entry in the index, so a seq stored after many of them is not lost", async () => {
+    const oid = Buffer.alloc(20, 7);
+    const parts: Buffer[] = [];
+    for (let i = 0; i < 40; i += 1) parts.push(Buffer.concat([Buffer.from(" \0"), oid]));
+    parts.push(Buffer.concat([Buffer.from("100644 1.json\0"), oid]));
+    const content = Buffer.concat(parts);
+    const treeOid = "ab".repeat(20) as Oid;
+    const listed = fromEntries(dirEntriesOf(decodeTree(treeOid, content)));
+    const bytes = await indexEventsFolder(treeOid, content);
+    expect([bytes?.size, Array.from(bytes?.seqs ?? [])]).toEqual([listed.size, Array.from(listed.seqs)]);
+    expect(Array.from(listed.seqs)).toEqual([1]);
+    expect(indexTreeBytes(content)?.nuls.length).toBe(41);
   });
 });
