@@ -186,7 +186,7 @@ export async function archiveEndedRuns(opts: ArchiveEndedRunsOptions): Promise<A
 
 /**
  * When the run ended (epoch ms): the instant its last event names, else the latest any event
- * names; null while it has not ended. The log is streamed (a chunk of blobs at a time, no event
+ * names; null while it has not ended, or when entries follow its terminal event. The log is streamed (a chunk of blobs at a time, no event
  * held), so a pass over runs of any length holds one chunk, not a whole log.
  */
 async function endedAtMs(reads: CommittedReads, runId: string, maxEventBytes: number | undefined): Promise<number | null> {
@@ -203,6 +203,10 @@ async function endedAtMs(reads: CommittedReads, runId: string, maxEventBytes: nu
     maxEventBytes === undefined ? {} : { maxEventBytes },
   );
   if (summary.state.terminal === null) return null;
+  // Entries after the terminal event (a pushed log; reported by check): the store takes a run
+  // as ended only when its last entry is the terminal one, and would refuse the whole retention
+  // commit over this run, so it stays live like a run that has not ended.
+  if (summary.terminalSeq !== summary.maxFileSeq) return null;
   const stamped = last === undefined ? Number.NaN : instantOf(last);
   if (Number.isFinite(stamped)) return stamped;
   return latest;

@@ -66,8 +66,9 @@ function compareNames(content: Buffer, a: number, aEnd: number, aTree: boolean, 
  */
 export function indexTreeBytes(content: Uint8Array): TreeBytes | null {
   const buf = Buffer.from(content.buffer, content.byteOffset, content.byteLength);
-  // An entry takes at least 23 bytes (a 1-byte mode, a space, a 1-byte name, a NUL, the oid).
-  const most = Math.ceil(buf.length / 23);
+  // An entry takes at least 22 bytes (a space, a NUL, the oid: a foreign tree may hold an empty
+  // mode and an empty name, and this pass takes them; counting on more would drop later entries).
+  const most = Math.ceil(buf.length / 22);
   const starts = new Uint32Array(most);
   const names = new Uint32Array(most);
   const nuls = new Uint32Array(most);

@@ -95,8 +95,9 @@ export function fromEntries(entries: readonly DirEntry[]): EventsFolder {
 
 /** The folder indexed from its stored bytes; null when they are not a well-formed tree. */
 async function fromBytes(content: Uint8Array): Promise<EventsFolder | null> {
-  // An entry takes at least 23 bytes (a 1-byte mode, a space, a 1-byte name, a NUL, the oid).
-  const most = Math.ceil(content.byteLength / 23);
+  // An entry takes at least 22 bytes (a space, a NUL, the oid: a foreign tree may hold an empty
+  // mode and an empty name, and the walk takes them; counting on more would drop later entries).
+  const most = Math.ceil(content.byteLength / 22);
   const starts = new Uint32Array(most);
   const seqOf = new Float64Array(most);
   const others: number[] = [];
@@ -170,16 +171,26 @@ export function seqOrder(seqOf: Float64Array): { seqs: Float64Array; at: Int32Ar
   const seqs = new Float64Array(count);
   const at = new Int32Array(count);
   let k = 0;
+  let placed = false;
   if (count > 0 && max - min < 2 * count + 16) {
     const slots = new Int32Array(max - min + 1).fill(-1);
-    for (let i = 0; i < seqOf.length; i += 1) if ((seqOf[i] as number) >= 0) slots[(seqOf[i] as number) - min] = i;
-    for (let s = 0; s < slots.length; s += 1) {
+    placed = true;
+    for (let i = 0; i < seqOf.length && placed; i += 1) {
+      const seq = seqOf[i] as number;
+      if (seq < 0) continue;
+      // A name stored twice (only a foreign writer makes such a tree): sorted below, so it takes
+      // its two places as in the listing and as readRunLog reads it, whatever the seqs' spread.
+      if ((slots[seq - min] as number) >= 0) placed = false;
+      else slots[seq - min] = i;
+    }
+    for (let s = 0; placed && s < slots.length; s += 1) {
       if ((slots[s] as number) < 0) continue;
       seqs[k] = min + s;
       at[k] = slots[s] as number;
       k += 1;
     }
-  } else if (count > 0) {
+  }
+  if (!placed && count > 0) {
     const order: number[] = [];
     for (let i = 0; i < seqOf.length; i += 1) if ((seqOf[i] as number) >= 0) order.push(i);
     order.sort((x, y) => (seqOf[x] as number) - (seqOf[y] as number));
@@ -189,8 +200,7 @@ export function seqOrder(seqOf: Float64Array): { seqs: Float64Array; at: Int32Ar
       k += 1;
     }
   }
-  // A name stored twice (only a foreign writer makes such a tree) takes one place.
-  return k === count ? { seqs, at } : { seqs: seqs.subarray(0, k), at: at.subarray(0, k) };
+  return { seqs, at };
 }
 
 /** The position of the first seq above `after` in ascending `seqs` (its length when none). */

@@ -448,7 +448,7 @@ async function listLogForRead(
   const content = oid === null || reads.readTreeBytes === undefined ? null : await reads.readTreeBytes(oid);
   if (oid !== null && content !== null && content.byteLength > BIG_EVENTS_FOLDER_BYTES) {
     const folder = await indexEventsFolder(oid, content);
-    // A name stored twice (a foreign tree) takes one place in the index: listed instead.
+    // Every entry has its place in the index (a name stored twice, in a foreign tree, takes two).
     if (folder !== null && folder.others.length + folder.at.length === folder.size) {
       const order = [...folder.others, ...Array.from(folder.at)];
       return { layout, strays, count: order.length, entryAt: (i) => folder.entry(order[i] as number) };

@@ -9,6 +9,8 @@ import { compactRun } from "../../../src/host/compact-run.js";
 import type { CommittedReads, RepoStore } from "../../../src/substrate/types.js";
 import { buildFixtureRepo } from "../../../src/testing/fixture-repo.js";
 import { createMemoryRepoStore, type MemoryRepoStore } from "../../../src/testing/memory-store.js";
+import { DEFAULT_REF } from "../../../src/substrate/ref-name.js";
+import { WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
 
 let opened: MemoryRepoStore | null = null;
 afterEach(async () => {
@@ -86,5 +88,35 @@ describe("passes over a long run", () => {
     expect(largestBatch).toBeLessThanOrEqual(256);
     const again = await compactRun({ store, principal: null, repoId: "dep", runId: "long" });
     expect([again.committed, again.events, again.bytes]).toEqual([false, EVENTS, sealed.bytes]);
+  });
+});
+
+describe("retention's end time from the events that name one", () => {
+  it("counts from the latest instant when the terminal event names none, and leaves live a run with an entry after its terminal event", async () => {
+    opened = createMemoryRepoStore();
+    await buildFixtureRepo(opened.store, "dep", {
+      // Terminal without `at`, one event without an instant, one with: ended 2026-01-04.
+      "runs/a/events/1.json": { seq: 1, type: "StepStarted", at: "2026-01-04T00:00:00.000Z" },
+      "runs/a/events/2.json": { seq: 2, type: "StepStarted" },
+      "runs/a/events/3.json": { seq: 3, type: "RunCompleted" },
+      // No instant at all: due at once.
+      "runs/b/events/1.json": { seq: 1, type: "StepStarted" },
+      "runs/b/events/2.json": { seq: 2, type: "RunCompleted" },
+      // Only a fire's firedAt.
+      "runs/c/events/1.json": { seq: 1, type: "TimerSet", data: { timerId: "t", fireAt: "2026-01-04T00:00:00.000Z" } },
+      "runs/c/events/2.json": { seq: 2, type: "TimerFired", data: { timerId: "t", firedAt: "2026-01-04T00:00:00.000Z" } },
+      "runs/c/events/3.json": { seq: 3, type: "RunCompleted" },
+      // Ended long ago, but a pushed entry follows the terminal event: the store would refuse its removal.
+      "runs/d/events/1.json": { seq: 1, type: "StepStarted" },
+      "runs/d/events/2.json": { seq: 2, type: "RunCompleted", at: "2025-01-01T00:00:00.000Z" },
+      "runs/d/events/3.json": { seq: 3, type: "StepStarted" },
+      // Sealed alone, its terminal without `at`.
+      "runs/e/events.jsonl": '{"seq":1,"type":"StepStarted","at":"2026-01-04T00:00:00.000Z"}\n{"seq":2,"type":"RunCompleted"}\n',
+    });
+    const pass = await archiveEndedRuns({ store: opened.store, principal: null, repoId: "dep", nowMs: Date.parse("2026-01-05T00:00:00.000Z"), endedRunsAfterMs: 2 * 86_400_000 });
+    expect(pass.archived).toEqual(["b"]);
+    const later = await archiveEndedRuns({ store: opened.store, principal: null, repoId: "dep", nowMs: Date.parse("2026-01-07T00:00:00.000Z"), endedRunsAfterMs: 2 * 86_400_000 });
+    expect(later.archived).toEqual(["a", "c", "e"]);
+    expect((await (await opened.store.openCommittedReads(null, { kind: WORKFLOW_RUN_KIND, id: "dep" }, DEFAULT_REF)).listDir("runs")).map((e) => e.name)).toEqual(["d"]);
   });
 });

@@ -3,18 +3,19 @@
  * index the folder without listing it (no object per entry), in slices that give the event loop
  * turns; a page agrees with the full read about the run's end.
  */
+import { createHash } from "node:crypto";
 import fc from "fast-check";
 import { afterEach, describe, expect, it } from "vitest";
 import { DEFAULT_REF } from "../../../src/substrate/ref-name.js";
 import { decodeTree, dirEntriesOf } from "../../../src/substrate/tree-object.js";
-import { walkTreeBytes } from "../../../src/substrate/tree-bytes.js";
+import { indexTreeBytes, walkTreeBytes } from "../../../src/substrate/tree-bytes.js";
 import type { CommittedReads, Oid } from "../../../src/substrate/types.js";
 import { buildFixtureRepo, type FixtureFiles } from "../../../src/testing/fixture-repo.js";
 import { createMemoryRepoStore, type MemoryRepoStore } from "../../../src/testing/memory-store.js";
-import { fromEntries, openEventsFolder } from "../../../src/workflow/events-folder.js";
+import { fromEntries, indexEventsFolder, openEventsFolder } from "../../../src/workflow/events-folder.js";
 import { parseEventPathName } from "../../../src/workflow/paths.js";
 import { readRunLog, readRunLogFromFiles, readRunLogPage } from "../../../src/workflow/run-log.js";
-import { RunSummaryCache, summarizeRunLog } from "../../../src/workflow/run-log-summary.js";
+import { RunSummaryCache, sharedRunSummaries, summarizeRunLog } from "../../../src/workflow/run-log-summary.js";
 import { WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
 
 let opened: MemoryRepoStore | null = null;
@@ -227,5 +228,114 @@ describe("readRunLog of a long log", () => {
     delete (listingOnly as { readTreeBytes?: unknown }).readTreeBytes;
     expect(await readRunLog(listingOnly, "l", { parsedEvents: null })).toEqual(whole);
     expect([log.events.length, log.bad.length, log.problems.map((p) => p.seq)]).toEqual([6_000 - 1 - 1 - 1 - 2, 1, [40, 1234, 5_999, 6_000]]);
+  });
+});
+
+describe("an events/ folder with a name stored twice (a foreign tree)", () => {
+  const sha = (type: string, b: Buffer): Oid => createHash("sha1").update(`${type} ${b.length}\0`).update(b).digest("hex") as Oid;
+  const treeOf = (entries: [string, string, Oid][]): { content: Buffer; oid: Oid } => {
+    const content = Buffer.concat(entries.map(([mode, name, oid]) => Buffer.concat([Buffer.from(`${mode} ${name}\0`), Buffer.from(oid, "hex")])));
+    return { content, oid: sha("tree", content) };
+  };
+  /** Reads of a commit whose run `r` holds `names` in `events/`, in this stored order (names may repeat). */
+  function readsOf(names: [string, object][]): CommittedReads {
+    const blobs = new Map<string, Buffer>();
+    const entries: [string, string, Oid][] = names.map(([name, body]) => {
+      const bytes = Buffer.from(JSON.stringify(body));
+      const oid = sha("blob", bytes);
+      blobs.set(oid, bytes);
+      return ["100644", name, oid];
+    });
+    const events = treeOf(entries);
+    const run = treeOf([["40000", "events", events.oid]]);
+    const trees = new Map([
+      [events.oid, events.content],
+      [run.oid, run.content],
+    ]);
+    const listing = (oid: Oid) => dirEntriesOf(decodeTree(oid, trees.get(oid) as Buffer));
+    const oids: Record<string, Oid> = { "runs/r/events": events.oid, "runs/r": run.oid };
+    return {
+      commitSha: "c".repeat(40),
+      listDir: async (path) => (oids[path] === undefined ? (path === "runs" ? [{ name: "r", type: "tree", oid: run.oid }] : []) : listing(oids[path] as Oid)),
+      readBlob: async () => null,
+      readBlobByOid: async (oid) => blobs.get(oid) as Buffer,
+      treeOid: async (path) => oids[path] ?? null,
+      readTreeBytes: async (oid) => trees.get(oid) ?? null,
+    };
+  }
+
+  // Seqs close together are placed by value, seqs far apart sorted: both must keep every entry.
+  for (const [label, far] of [
+    ["dense", 2],
+    ["spread", 1000],
+  ] as const) {
+    it(`keeps both entries in pages and the summary, as readRunLog does (${label} seqs)`, async () => {
+      const reads = readsOf([
+        ["0.json", step(0)],
+        ["1.json", step(1)],
+        [`${far}.json`, { ...step(far), copy: 1 }],
+        [`${far}.json`, { ...step(far), copy: 2 }],
+      ]);
+      const full = await readRunLog(reads, "r", { parsedEvents: null });
+      expect(full.events.map((e) => e.seq)).toEqual([0, 1, far, far]);
+      const page = await readRunLogPage(reads, "r", { limit: 10, parsedEvents: null });
+      expect(page.events).toEqual(full.events);
+      const summary = await summarizeRunLog(reads, "r", { summaries: null, parsedEvents: null });
+      expect([summary.eventCount, summary.state.lastSeq]).toEqual([full.events.length, full.state.lastSeq]);
+    });
+  }
+});
+
+describe("a kept summary across versions of a log", () => {
+  type Op = { op: "append" | "end" | "odd" | "far"; n: number } | { op: "rewrite" | "remove"; at: number };
+  const op: fc.Arbitrary<Op> = fc.oneof(
+    fc.record({ op: fc.constant("append" as const), n: fc.integer({ min: 1, max: 3 }) }),
+    fc.record({ op: fc.constant("rewrite" as const), at: fc.integer({ min: 1, max: 12 }) }),
+    fc.record({ op: fc.constant("remove" as const), at: fc.integer({ min: 1, max: 12 }) }),
+    fc.record({ op: fc.constant("end" as const), n: fc.constant(1) }),
+    fc.record({ op: fc.constant("odd" as const), n: fc.constant(1) }),
+    fc.record({ op: fc.constant("far" as const), n: fc.integer({ min: 50, max: 60 }) }),
+  );
+  it("never answers for a log that was rewritten, cut or ended since: summaries and pages are the fresh fold's", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 8 }), async (ops) => {
+        sharedRunSummaries.clear();
+        const files: Record<string, string | object> = { "runs/r/events/1.json": step(1) };
+        let max = 1;
+        for (const [v, o] of ops.entries()) {
+          if (o.op === "append") for (let i = 0; i < o.n; i += 1) files[`runs/r/events/${++max}.json`] = { ...step(max), v };
+          else if (o.op === "end") files[`runs/r/events/${++max}.json`] = { seq: max, type: "RunCompleted" };
+          else if (o.op === "odd") files[`runs/r/events/x${v}.json`] = "{}";
+          else if (o.op === "far") files[`runs/r/events/${(max = Math.max(max, o.n), o.n)}.json`] = step(o.n);
+          else if (o.op === "remove") delete files[`runs/r/events/${o.at}.json`];
+          else if (o.op === "rewrite" && files[`runs/r/events/${o.at}.json`] !== undefined) files[`runs/r/events/${o.at}.json`] = o.at % 2 === 0 ? { seq: o.at, type: "RunCompleted", v } : { ...step(o.at), v };
+          files["runs/r/events/0.json"] = step(0);
+          const reads = await commitOf({ ...files });
+          const fresh = await summarizeRunLog(reads, "r", { summaries: null });
+          expect(JSON.stringify(await summarizeRunLog(reads, "r"))).toEqual(JSON.stringify(fresh));
+          for (let after = -1; after <= max + 1; after += 1) {
+            const kept = await readRunLogPage(reads, "r", { after, limit: 3 });
+            expect(JSON.stringify(kept)).toEqual(JSON.stringify(await readRunLogPage(reads, "r", { after, limit: 3, summary: fresh })));
+          }
+        }
+      }),
+      { numRuns: 60 },
+    );
+  });
+});
+
+describe("a foreign events/ folder of entries with empty modes and names", () => {
+  it("keeps every entry in the index, so a seq stored after many of them is not lost", async () => {
+    const oid = Buffer.alloc(20, 7);
+    const parts: Buffer[] = [];
+    for (let i = 0; i < 40; i += 1) parts.push(Buffer.concat([Buffer.from(" \0"), oid]));
+    parts.push(Buffer.concat([Buffer.from("100644 1.json\0"), oid]));
+    const content = Buffer.concat(parts);
+    const treeOid = "ab".repeat(20) as Oid;
+    const listed = fromEntries(dirEntriesOf(decodeTree(treeOid, content)));
+    const bytes = await indexEventsFolder(treeOid, content);
+    expect([bytes?.size, Array.from(bytes?.seqs ?? [])]).toEqual([listed.size, Array.from(listed.seqs)]);
+    expect(Array.from(listed.seqs)).toEqual([1]);
+    expect(indexTreeBytes(content)?.nuls.length).toBe(41);
   });
 });
