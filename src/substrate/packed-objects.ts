@@ -17,7 +17,7 @@
  */
 import * as nodeCrypto from "node:crypto";
 import { createHash } from "node:crypto";
-import * as zlib from "node:zlib";
+import { crc32 } from "./pack-file.js";
 import type { GitObject } from "./git-object.js";
 import type { Oid } from "./types.js";
 
@@ -38,26 +38,6 @@ const TREE_WORD = [0x74, 0x72, 0x65, 0x65, 0x20];
 
 /** node's one-shot `crypto.hash` (node ≥ 20.12), or undefined on an older node. */
 const oneShotHash = (nodeCrypto as { hash?: (algorithm: string, data: Uint8Array, encoding: "hex") => string }).hash;
-/** node's own CRC-32 (node ≥ 20.15). */
-const nativeCrc32 = (zlib as { crc32?: (data: Uint8Array, value?: number) => number }).crc32;
-
-const CRC_TABLE = (() => {
-  const table = new Uint32Array(256);
-  for (let n = 0; n < 256; n++) {
-    let c = n;
-    for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
-    table[n] = c >>> 0;
-  }
-  return table;
-})();
-
-function crcOf(bytes: Uint8Array): number {
-  if (nativeCrc32 !== undefined) return nativeCrc32(bytes, 0);
-  let c = 0xffffffff;
-  for (let i = 0; i < bytes.length; i++) c = (CRC_TABLE[(c ^ (bytes[i] as number)) & 0xff] as number) ^ (c >>> 8);
-  return ~c >>> 0;
-}
-
 /** Adler-32 of `b[from, to)` (at most one stored block: no overflow of the sums between reductions). */
 function adlerOf(b: Uint8Array, from: number, to: number): number {
   let s1 = 1;
@@ -243,7 +223,7 @@ export class PackedObjects {
     c[end + 2] = (adler >>> 8) & 0xff;
     c[end + 3] = adler & 0xff;
     this.#offsets[row] = this.#base + entryAt - SLACK;
-    this.#crcs[row] = crcOf(c.subarray(entryAt, end + 4));
+    this.#crcs[row] = crc32(c.subarray(entryAt, end + 4));
     this.#count = row + 1;
     this.#at = end + 4;
     return row;

@@ -5,33 +5,18 @@
  */
 import { createHash } from "node:crypto";
 import fc from "fast-check";
-import { afterEach, describe, expect, it } from "vitest";
-import { DEFAULT_REF } from "../../../src/substrate/ref-name.js";
+import { describe, expect, it } from "vitest";
 import { decodeTree, dirEntriesOf } from "../../../src/substrate/tree-object.js";
 import { indexTreeBytes, walkTreeBytes } from "../../../src/substrate/tree-bytes.js";
 import type { CommittedReads, Oid } from "../../../src/substrate/types.js";
-import { buildFixtureRepo, type FixtureFiles } from "../../../src/testing/fixture-repo.js";
-import { createMemoryRepoStore, type MemoryRepoStore } from "../../../src/testing/memory-store.js";
+import { memoryCommits } from "../../helpers/memory-commits.js";
 import { fromEntries, indexEventsFolder, openEventsFolder } from "../../../src/workflow/events-folder.js";
 import { parseEventPathName } from "../../../src/workflow/paths.js";
 import { readRunLog, readRunLogFromFiles, readRunLogPage } from "../../../src/workflow/run-log.js";
 import { RunSummaryCache, sharedRunSummaries, summarizeRunLog } from "../../../src/workflow/run-log-summary.js";
-import { WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
 
-let opened: MemoryRepoStore | null = null;
-let repos = 0;
-afterEach(async () => {
-  await opened?.store.close();
-  opened = null;
-});
-
-async function commitOf(files: FixtureFiles): Promise<CommittedReads> {
-  opened ??= createMemoryRepoStore();
-  repos += 1;
-  const id = `dep${repos}`;
-  await buildFixtureRepo(opened.store, id, files);
-  return opened.store.openCommittedReads(null, { kind: WORKFLOW_RUN_KIND, id }, DEFAULT_REF);
-}
+/** Reads of a new commit holding `files` (each in a repo of its own, in one memory store). */
+const commitOf = memoryCommits();
 
 /** What a reader asked of the reads: folders listed, trees read as bytes, blobs read. */
 interface Asked {

@@ -4,29 +4,13 @@
  * full fold; anything else folds it whole. The summary cache stays within its bounds.
  */
 import fc from "fast-check";
-import { afterEach, describe, expect, it } from "vitest";
-import { DEFAULT_REF } from "../../../src/substrate/ref-name.js";
+import { describe, expect, it } from "vitest";
 import type { CommittedReads, Oid } from "../../../src/substrate/types.js";
-import { buildFixtureRepo, type FixtureFiles } from "../../../src/testing/fixture-repo.js";
-import { createMemoryRepoStore, type MemoryRepoStore } from "../../../src/testing/memory-store.js";
+import { memoryCommits } from "../../helpers/memory-commits.js";
 import { type RunLogSummary, RunSummaryCache, summarizeRunLog } from "../../../src/workflow/run-log-summary.js";
-import { WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
-
-let opened: MemoryRepoStore | null = null;
-let repos = 0;
-afterEach(async () => {
-  await opened?.store.close();
-  opened = null;
-});
 
 /** Reads of a new commit holding `files` (each in a repo of its own, in one memory store). */
-async function commitOf(files: FixtureFiles): Promise<CommittedReads> {
-  opened ??= createMemoryRepoStore();
-  repos += 1;
-  const id = `dep${repos}`;
-  await buildFixtureRepo(opened.store, id, files);
-  return opened.store.openCommittedReads(null, { kind: WORKFLOW_RUN_KIND, id }, DEFAULT_REF);
-}
+const commitOf = memoryCommits();
 
 /** Reads that record the oids of the blobs read. */
 function counting(reads: CommittedReads, read: Oid[]): CommittedReads {
