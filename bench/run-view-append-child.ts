@@ -17,10 +17,10 @@
 import { execFileSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { Session } from "node:inspector/promises";
-import { monitorEventLoopDelay } from "node:perf_hooks";
 import { resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";
+import { watchLoopHolds } from "./stats.js";
 
 const { values } = parseArgs({ options: { root: { type: "string" }, data: { type: "string" }, rounds: { type: "string" }, append: { type: "boolean" } } });
 const dataDir = resolve(values.data ?? "/tmp/run-view");
@@ -55,23 +55,13 @@ async function measure(label: string, url = "/v1/deployments/bench/runs/long"): 
   (globalThis as { gc?: () => void }).gc?.();
   // How long the event loop was held at a stretch while the request was served (as in
   // run-view-child.ts): the histogram's max and the longest gap between 1 ms ticks.
-  const delay = monitorEventLoopDelay({ resolution: 1 });
-  delay.enable();
-  let lastTick = performance.now();
-  let longestGapMs = 0;
-  const ticker = setInterval(() => {
-    const at = performance.now();
-    longestGapMs = Math.max(longestGapMs, at - lastTick);
-    lastTick = at;
-  }, 1);
+  const stopWatching = watchLoopHolds();
   const cpu = process.cpuUsage();
   const wall = performance.now();
   const answer = await app.inject({ method: "GET", url, headers: { authorization: "Bearer x" } });
   const wallMs = performance.now() - wall;
   const used = process.cpuUsage(cpu);
-  clearInterval(ticker);
-  longestGapMs = Math.max(longestGapMs, performance.now() - lastTick);
-  delay.disable();
+  const holds = stopWatching();
   const body = JSON.parse(answer.body) as { eventCount?: number; summary?: { eventCount?: number }; events?: unknown[] };
   console.log(
     JSON.stringify({
@@ -79,8 +69,8 @@ async function measure(label: string, url = "/v1/deployments/bench/runs/long"): 
       status: answer.statusCode,
       cpuMs: Math.round((used.user + used.system) / 1000),
       wallMs: Math.round(wallMs),
-      loopDelayMaxMs: Math.round(delay.max / 1e6),
-      longestGapMs: Math.round(longestGapMs),
+      loopDelayMaxMs: Math.round(holds.loopDelayMaxMs),
+      longestGapMs: Math.round(holds.longestGapMs),
       eventCount: body.summary?.eventCount ?? body.eventCount ?? body.events?.length,
     }),
   );

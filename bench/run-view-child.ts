@@ -15,9 +15,9 @@
  * again, the page again.
  */
 import { resolve } from "node:path";
-import { monitorEventLoopDelay } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import { pathToFileURL } from "node:url";
+import { watchLoopHolds } from "./stats.js";
 
 const { values } = parseArgs({ options: { root: { type: "string" }, data: { type: "string" }, build: { type: "string" } } });
 const dataDir = resolve(values.data ?? "/tmp/run-view");
@@ -67,24 +67,14 @@ async function measure(label: string, url: string): Promise<void> {
   }, 5);
   // How long the event loop was held at a stretch while the request was served: what a host's
   // fire loop would wait behind it. Both a histogram and the longest gap between 1 ms ticks.
-  const delay = monitorEventLoopDelay({ resolution: 1 });
-  delay.enable();
-  let lastTick = performance.now();
-  let longestGapMs = 0;
-  const ticker = setInterval(() => {
-    const at = performance.now();
-    longestGapMs = Math.max(longestGapMs, at - lastTick);
-    lastTick = at;
-  }, 1);
+  const stopWatching = watchLoopHolds();
   const cpu = process.cpuUsage();
   const wall = performance.now();
   const answer = await app.inject({ method: "GET", url, headers: { authorization: "Bearer x" } });
   const wallMs = performance.now() - wall;
   const used = process.cpuUsage(cpu);
   clearInterval(sampler);
-  clearInterval(ticker);
-  longestGapMs = Math.max(longestGapMs, performance.now() - lastTick);
-  delay.disable();
+  const holds = stopWatching();
   const m = process.memoryUsage();
   peakRss = Math.max(peakRss, m.rss);
   peakHeap = Math.max(peakHeap, m.heapUsed);
@@ -98,9 +88,9 @@ async function measure(label: string, url: string): Promise<void> {
     rssGrowthMb: mb(peakRss - base.rss),
     peakHeapGrowthMb: mb(peakHeap - base.heapUsed),
     bodyKb: Math.round(answer.body.length / 1024),
-    loopDelayMaxMs: Math.round(delay.max / 1e6),
-    loopDelayP99Ms: Math.round(delay.percentile(99) / 1e6),
-    longestGapMs: Math.round(longestGapMs),
+    loopDelayMaxMs: Math.round(holds.loopDelayMaxMs),
+    loopDelayP99Ms: Math.round(holds.loopDelayP99Ms),
+    longestGapMs: Math.round(holds.longestGapMs),
   }));
 }
 

@@ -3,7 +3,7 @@
  * and nearest-rank percentiles, which a few outliers on a shared, noisy machine cannot drag.
  */
 import { readFileSync } from "node:fs";
-import { performance } from "node:perf_hooks";
+import { monitorEventLoopDelay, performance } from "node:perf_hooks";
 
 /** Milliseconds since an arbitrary origin, with sub-millisecond resolution (monotonic). */
 export function nowMs(): number {
@@ -99,4 +99,36 @@ export class CommitTimings {
     }
     this.batches[this.batches.length - 1] = (this.batches[this.batches.length - 1] as number) + 1;
   }
+}
+
+/** How long the event loop was held at a stretch while some work ran, in ms. */
+export interface LoopHolds {
+  /** The event-loop delay histogram's max (1 ms resolution). */
+  readonly loopDelayMaxMs: number;
+  /** The histogram's 99th percentile. */
+  readonly loopDelayP99Ms: number;
+  /** The longest gap between two ticks of a 1 ms interval, the last one up to the stop. */
+  readonly longestGapMs: number;
+}
+
+/**
+ * Starts watching the event loop for the work that follows: what a host's fire loop would wait
+ * behind it. Call the returned function once the work is done.
+ */
+export function watchLoopHolds(): () => LoopHolds {
+  const delay = monitorEventLoopDelay({ resolution: 1 });
+  delay.enable();
+  let lastTick = performance.now();
+  let longestGapMs = 0;
+  const ticker = setInterval(() => {
+    const at = performance.now();
+    longestGapMs = Math.max(longestGapMs, at - lastTick);
+    lastTick = at;
+  }, 1);
+  return () => {
+    clearInterval(ticker);
+    longestGapMs = Math.max(longestGapMs, performance.now() - lastTick);
+    delay.disable();
+    return { loopDelayMaxMs: delay.max / 1e6, loopDelayP99Ms: delay.percentile(99) / 1e6, longestGapMs };
+  };
 }
