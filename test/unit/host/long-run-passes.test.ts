@@ -11,6 +11,7 @@ import { buildFixtureRepo } from "../../../src/testing/fixture-repo.js";
 import { createMemoryRepoStore, type MemoryRepoStore } from "../../../src/testing/memory-store.js";
 import { DEFAULT_REF } from "../../../src/substrate/ref-name.js";
 import { WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
+import { countingReads } from "../../helpers/counting-reads.js";
 
 let opened: MemoryRepoStore | null = null;
 afterEach(async () => {
@@ -22,25 +23,12 @@ afterEach(async () => {
 let largestBatch = 0;
 
 function counting(reads: CommittedReads): CommittedReads {
-  const { readBlobsByOid } = reads;
-  return {
-    commitSha: reads.commitSha,
-    listDir: (path) => reads.listDir(path),
-    readBlob: (path) => reads.readBlob(path),
-    readBlobByOid: async (oid) => {
-      largestBatch = Math.max(largestBatch, 1);
-      return reads.readBlobByOid(oid);
+  return countingReads(reads, {
+    blobs: (count) => {
+      largestBatch = Math.max(largestBatch, count);
     },
-    ...(readBlobsByOid === undefined
-      ? {}
-      : {
-          readBlobsByOid: async (oids: readonly string[]) => {
-            largestBatch = Math.max(largestBatch, oids.length);
-            return readBlobsByOid(oids);
-          },
-        }),
-    treeOid: (path) => reads.treeOid(path),
-  };
+    treeBytes: false,
+  });
 }
 
 const EVENTS = 900;

@@ -11,6 +11,7 @@ import type { CommittedReads, RepoStore } from "../../../src/substrate/types.js"
 import { buildFixtureRepo } from "../../../src/testing/fixture-repo.js";
 import { createMemoryRepoStore, type MemoryRepoStore } from "../../../src/testing/memory-store.js";
 import { DEFAULT_MAX_EVENT_BYTES } from "../../../src/workflow/events.js";
+import { countingReads } from "../../helpers/counting-reads.js";
 
 let opened: MemoryRepoStore | null = null;
 afterEach(async () => {
@@ -22,36 +23,17 @@ afterEach(async () => {
 const read = { listed: 0, treeBytes: 0, blobs: 0 };
 
 function counting(reads: CommittedReads): CommittedReads {
-  const { readTreeBytes, readBlobsByOid } = reads;
-  return {
-    commitSha: reads.commitSha,
-    listDir: async (path) => {
+  return countingReads(reads, {
+    listed: (path) => {
       if (path.endsWith("/events")) read.listed += 1;
-      return reads.listDir(path);
     },
-    readBlob: (path) => reads.readBlob(path),
-    readBlobByOid: async (oid) => {
-      read.blobs += 1;
-      return reads.readBlobByOid(oid);
+    blobs: (count) => {
+      read.blobs += count;
     },
-    ...(readBlobsByOid === undefined
-      ? {}
-      : {
-          readBlobsByOid: async (oids: readonly string[]) => {
-            read.blobs += oids.length;
-            return readBlobsByOid(oids);
-          },
-        }),
-    treeOid: (path) => reads.treeOid(path),
-    ...(readTreeBytes === undefined
-      ? {}
-      : {
-          readTreeBytes: async (oid: string) => {
-            read.treeBytes += 1;
-            return readTreeBytes(oid);
-          },
-        }),
-  };
+    treeBytes: () => {
+      read.treeBytes += 1;
+    },
+  });
 }
 
 /** A feed that hands over nothing (the log at the tip is all there is). */

@@ -11,6 +11,7 @@ import { createMemoryRepoStore, type MemoryRepoStore } from "../../../src/testin
 import { readRunLog, type RunLog } from "../../../src/workflow/run-log.js";
 import { openRunLog } from "../../../src/workflow/run-log-writer.js";
 import { WORKFLOW_RUN_KIND, workflowRunKind } from "../../../src/workflow/workflow-run-kind.js";
+import { countingReads } from "../../helpers/counting-reads.js";
 
 let opened: MemoryRepoStore | null = null;
 afterEach(async () => {
@@ -22,29 +23,14 @@ const REPO = { kind: WORKFLOW_RUN_KIND, id: "dep" };
 const asked = { listed: 0, blobs: 0 };
 
 function counting(reads: CommittedReads): CommittedReads {
-  const { readBlobsByOid, readTreeBytes } = reads;
-  return {
-    commitSha: reads.commitSha,
-    listDir: async (path) => {
+  return countingReads(reads, {
+    listed: (path) => {
       if (path === "runs/r/events") asked.listed += 1;
-      return reads.listDir(path);
     },
-    readBlob: (path) => reads.readBlob(path),
-    readBlobByOid: async (oid) => {
-      asked.blobs += 1;
-      return reads.readBlobByOid(oid);
+    blobs: (count) => {
+      asked.blobs += count;
     },
-    ...(readBlobsByOid === undefined
-      ? {}
-      : {
-          readBlobsByOid: async (oids: readonly string[]) => {
-            asked.blobs += oids.length;
-            return readBlobsByOid(oids);
-          },
-        }),
-    treeOid: (path) => reads.treeOid(path),
-    ...(readTreeBytes === undefined ? {} : { readTreeBytes: (oid: string) => readTreeBytes(oid) }),
-  };
+  });
 }
 
 async function storeWithRun(events: number): Promise<{ base: RepoStore; store: RepoStore }> {
