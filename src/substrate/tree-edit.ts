@@ -178,6 +178,60 @@ function buildTrie(edits: TreeEdits): EditNode {
   return root;
 }
 
+/** One folder being rewritten by applyTreeEdits: what the edit of its children fills in. */
+interface FolderEdit {
+  readonly old: ParsedTree | null;
+  /** The folder's path with a trailing slash ("" for the root). */
+  readonly base: string;
+  readonly edits: Map<string, TreeEntry | null>;
+  readonly positions: Map<string, number>;
+  readonly folders: Map<string, Oid | null>;
+  readonly changes: PathChange[];
+  readonly deferredChanges: (() => readonly PathChange[]) | undefined;
+  /** Set once a folder put with DEFERRED_CHANGES was taken. */
+  deferredUsed: boolean;
+}
+
+/** The entry `name` of `old` (a hint checked first) and its index, noted in `positions` for a sorted folder. */
+function locate(old: ParsedTree | null, name: string, child: EditNode, positions: Map<string, number>): TreeEntry | undefined {
+  const hint = child.at;
+  const index = old === null || !old.sorted ? -1 : hint !== undefined && hint.tree === old.oid && entryAt(old, hint.index)?.name === name ? hint.index : indexOfEntry(old, name);
+  const existing = old === null ? undefined : old.sorted ? entryAt(old, index) : findEntry(old, name);
+  if (old !== null && old.sorted) positions.set(name, index);
+  return existing;
+}
+
+/**
+ * Takes the children from `children` while they are folders the caller built (TreeEdits.puts
+ * with `within`), each checked against the old folder and noted as an edit; synchronous, and a
+ * function of its own so the hot loop of a fire commit (thousands of runs' folders) is compiled
+ * small, without the async rewrite around it (see design notes).
+ * @returns the first child that is anything else (left for the caller), or undefined at the end
+ * @throws as the general loop in applyTreeEdits, in the same order
+ */
+function putBuiltFolders(children: Iterator<[string, EditNode]>, folder: FolderEdit): [string, EditNode] | undefined {
+  const { old, base, edits, positions, folders, changes } = folder;
+  for (;;) {
+    const step = children.next();
+    if (step.done === true) return undefined;
+    const [name, child] = step.value;
+    const put = child.put;
+    const within = child.within;
+    if (put === undefined || within === undefined) return step.value;
+    const existing = locate(old, name, child, positions);
+    if (existing?.type === "commit") throw gitlinkInTheWay(`${base}${name}`);
+    // A folder built by the caller from the one here: its changes are the caller's.
+    if (existing?.type !== "tree") throw builtFolderMissing(`${base}${name}`);
+    folders.set(`${base}${name}`, put);
+    if (existing.oid === put) continue;
+    if (within === DEFERRED_CHANGES) {
+      if (folder.deferredChanges === undefined) throw new TypeError("a folder put with deferred changes needs TreeEdits.deferredChanges");
+      folder.deferredUsed = true;
+    } else for (const change of within) changes.push(change);
+    edits.set(name, { name, mode: TREE_MODE, oid: put, type: "tree" });
+  }
+}
+
 /** `changes` with the `deferred` ones added, sorted, on the first call (its closure holds only these two). */
 function listLater(changes: PathChange[], deferred: () => readonly PathChange[]): () => readonly PathChange[] {
   let listed: readonly PathChange[] | null = null;
@@ -231,27 +285,18 @@ export async function applyTreeEdits(read: ReadTree, baseOid: Oid | null, edits:
     const edits = new Map<string, TreeEntry | null>();
     // Where each edited name is in the old tree, so the splice does not search for it again.
     const positions = new Map<string, number>();
-    for (const [name, child] of node.children ?? NO_CHILDREN) {
+    const folder: FolderEdit = { old, base, edits, positions, folders, changes, deferredChanges, deferredUsed: false };
+    const children = (node.children ?? NO_CHILDREN)[Symbol.iterator]();
+    for (;;) {
+      // Runs of folders the caller built (a fire commit's every run) are taken synchronously.
+      const next = putBuiltFolders(children, folder);
+      if (folder.deferredUsed) deferredUsed = true;
+      if (next === undefined) break;
+      const [name, child] = next;
       const path = `${base}${name}`;
-      const hint = child.at;
-      const index = old === null || !old.sorted ? -1 : hint !== undefined && hint.tree === old.oid && entryAt(old, hint.index)?.name === name ? hint.index : indexOfEntry(old, name);
-      const existing = old === null ? undefined : old.sorted ? entryAt(old, index) : findEntry(old, name);
-      if (old !== null && old.sorted) positions.set(name, index);
+      const existing = locate(old, name, child, positions);
       // What a push put there is kept: an edit that would silently drop it is refused instead.
       if (existing?.type === "commit") throw gitlinkInTheWay(path);
-      if (child.put !== undefined && child.within !== undefined) {
-        // A folder built by the caller from the one here: its changes are the caller's.
-        if (existing?.type !== "tree") throw builtFolderMissing(path);
-        folders.set(path, child.put);
-        if (existing.oid === child.put) continue;
-        if (child.within === DEFERRED_CHANGES) {
-          if (deferredChanges === undefined) throw new TypeError("a folder put with deferred changes needs TreeEdits.deferredChanges");
-          deferredUsed = true;
-        }
-        else for (const change of child.within) changes.push(change);
-        edits.set(name, { name, mode: TREE_MODE, oid: child.put, type: "tree" });
-        continue;
-      }
       if (child.put !== undefined) {
         if (existing?.type === "blob" && existing.oid === child.put) continue;
         // Keep an executable bit set by someone else; everything the store creates is 100644.

@@ -163,9 +163,15 @@ interface Advance {
   readonly after: string;
 }
 
+/** Shared by drafts with no deferred tick (most of them: a one-shot's fire never defers one); never changed. */
+const NO_ADVANCES: ReadonlyMap<string, Advance> = new Map();
+/** Shared by drafts that have seen no manual fire; never changed. */
+const NO_REQUEST_IDS: ReadonlyMap<string, Set<string>> = new Map();
+
 class Draft {
   private pending: Map<string, PendingTimer>;
-  private advances: Map<string, Advance>;
+  /** Deferred cron ticks; {@link NO_ADVANCES} until the first one (copied on first change, see advancesToChange). */
+  private advances: ReadonlyMap<string, Advance>;
   private observed: Set<string>;
   private unconsumed: Map<string, UnconsumedSignal> | null;
   /** The unconsumed signals of the fold point this draft went on from, until copied into `unconsumed`. */
@@ -174,9 +180,9 @@ class Draft {
   private ownsSignals: boolean;
   /** Where schedule problems go; null when nobody asked (they are then only skipped). */
   problems: ScheduleProblem[] | null = null;
-  /** requestIds of the manual fires seen so far, per timerId. */
-  private requestIds = new Map<string, Set<string>>();
-  private ownsRequestIds = true;
+  /** requestIds of the manual fires seen so far, per timerId ({@link NO_REQUEST_IDS} until the first). */
+  private requestIds: ReadonlyMap<string, Set<string>> = NO_REQUEST_IDS;
+  private ownsRequestIds = false;
 
   private constructor(
     private readonly base: RunState,
@@ -185,7 +191,9 @@ class Draft {
     owns: boolean,
   ) {
     this.pending = base.pendingTimers as Map<string, PendingTimer>;
-    this.advances = new Map();
+    // Applying one event (applyEvent, a fire commit's every fire) allocates no collection it
+    // does not change: the empty ones are shared until first written.
+    this.advances = NO_ADVANCES;
     this.observed = base.observedSignalIds as Set<string>;
     this.unconsumed = owns ? new Map() : null;
     this.ownsTimers = owns;
@@ -204,7 +212,7 @@ class Draft {
   static at(point: RunStateFoldPoint): Draft {
     const draft = new Draft(emptyRunState(point.runId), point.lastSeq, point.terminal, false);
     draft.pending = point.pending as Map<string, PendingTimer>;
-    draft.advances = new Map(point.advances);
+    draft.advances = point.advances.size === 0 ? NO_ADVANCES : new Map(point.advances);
     draft.observed = point.observed as Set<string>;
     draft.unconsumedFrom = point.unconsumed;
     draft.requestIds = point.requestIds as Map<string, Set<string>>;
@@ -226,7 +234,7 @@ class Draft {
       lastSeq: this.lastSeq,
       terminal: this.terminal,
       pending: this.pending,
-      advances: new Map(this.advances),
+      advances: this.advances.size === 0 ? NO_ADVANCES : new Map(this.advances),
       observed: this.observed,
       unconsumed: this.unconsumedFrom ?? new Map(this.base.unconsumedSignals.map((s) => [s.signalId, s])),
       requestIds: this.requestIds,
@@ -239,7 +247,7 @@ class Draft {
     if (this.terminal !== null) return;
     if (isTimerSet(event)) {
       const previous = this.pending.get(event.data.timerId);
-      this.advances.delete(event.data.timerId);
+      this.dropAdvance(event.data.timerId);
       this.timers().set(event.data.timerId, armTimer(event, previous));
     } else if (isTimerFired(event) || isTimerSkipped(event)) {
       this.onFiredOrSkipped(event);
@@ -258,13 +266,13 @@ class Draft {
     } else if (isTerminalEvent(event)) {
       this.terminal = event.type;
       this.pending = new Map();
-      this.advances = new Map();
+      this.advances = NO_ADVANCES;
       this.ownsTimers = true;
     }
   }
 
   finish(): RunState {
-    for (const timerId of [...this.advances.keys()]) this.armed(timerId);
+    if (this.advances.size > 0) for (const timerId of [...this.advances.keys()]) this.armed(timerId);
     return {
       runId: this.base.runId,
       lastSeq: this.lastSeq,
@@ -299,7 +307,7 @@ class Draft {
     const timer = this.pending.get(timerId);
     const advance = this.advances.get(timerId);
     if (timer === undefined || advance === undefined) return timer;
-    this.advances.delete(timerId);
+    this.dropAdvance(timerId);
     const next = advanceSeries(timer, advance.after);
     if (next === null) {
       this.timers().delete(timerId);
@@ -310,13 +318,30 @@ class Draft {
   }
 
   private disarm(timerId: string): void {
-    this.advances.delete(timerId);
-    if (this.pending.has(timerId)) this.timers().delete(timerId);
+    this.dropAdvance(timerId);
+    if (!this.pending.has(timerId)) return;
+    // A run's only timer going (a one-shot's fire): an empty map, not a copy emptied again.
+    if (!this.ownsTimers && this.pending.size === 1) {
+      this.pending = new Map();
+      this.ownsTimers = true;
+      return;
+    }
+    this.timers().delete(timerId);
   }
 
   private advance(timerId: string, after: string): void {
     this.timers();
-    this.advances.set(timerId, { after });
+    this.advancesToChange().set(timerId, { after });
+  }
+
+  /** The deferred ticks, as a map of this draft's own (the shared empty one is never written). */
+  private advancesToChange(): Map<string, Advance> {
+    if (this.advances === NO_ADVANCES) this.advances = new Map();
+    return this.advances as Map<string, Advance>;
+  }
+
+  private dropAdvance(timerId: string): void {
+    if (this.advances.has(timerId)) (this.advances as Map<string, Advance>).delete(timerId);
   }
 
   private onFiredOrSkipped(event: TimerFiredEvent | TimerSkippedEvent): void {
@@ -348,7 +373,7 @@ class Draft {
     const problem = offSeriesFireProblem(timer, event, repeated);
     if (problem !== null) this.problem(event.seq, problem);
     if (event.data.manual === true && requestId !== undefined) {
-      if (seen === undefined) this.requestIds.set(timerId, (seen = new Set()));
+      if (seen === undefined) (this.requestIds as Map<string, Set<string>>).set(timerId, (seen = new Set()));
       seen.add(requestId);
     }
   }

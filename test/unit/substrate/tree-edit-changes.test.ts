@@ -7,7 +7,7 @@
 import { describe, expect, it } from "vitest";
 import { createFsFromVolume, Volume } from "memfs";
 import { diffTrees } from "../../../src/substrate/tree-diff.js";
-import { applyTreeEdits } from "../../../src/substrate/tree-edit.js";
+import { applyTreeEdits, DEFERRED_CHANGES } from "../../../src/substrate/tree-edit.js";
 import { decodeTree, makeTree, type ParsedTree, type TreeEntry } from "../../../src/substrate/tree-object.js";
 import { hashObject } from "../../../src/substrate/git-object.js";
 import { allowAll, createRepoStore } from "../../../src/substrate/index.js";
@@ -145,5 +145,63 @@ describe("trees an edit knows to be new", () => {
     // The new pack: c2's blob, runs/c/events, runs/c, runs, archive, root, commit. Not archive/b and archive/b/events (runs/b's), nor b1 and b2.
     expect(pack.readUInt32BE(8)).toBe(7);
     await s.close();
+  });
+});
+
+describe("folders the caller built, among other edits", () => {
+  it("are put as built, in any mix with plain puts and deletes, and refused over a file or a gitlink", async () => {
+    const s = store();
+    const base: Spec = {};
+    for (let i = 0; i < 8; i++) base[`run-${i}`] = { events: { "1.json": `e${i}` } };
+    base["run-3"] = { events: { "1.json": "e3" }, "note.txt": "n" };
+    const baseOid = s.build({ runs: base });
+    // The caller's rebuilt folders of runs 1, 2, 5 and 6 (one unchanged), around plain edits of runs 3 and 4.
+    const built = (i: number, text: string): Oid => s.build({ events: { "1.json": `e${i}`, "2.json": text } });
+    const b1 = built(1, "f1");
+    const b2 = built(2, "f2");
+    const b6 = built(6, "f6");
+    const unchanged = s.build({ events: { "1.json": "e5" } });
+    const deferred = [{ path: "runs/run-6/events/2.json", oid: blobOid("f6"), status: "added" as const }];
+    const result = await applyTreeEdits(s.read, baseOid, {
+      puts: [
+        { path: ["runs", "run-1"], oid: b1, within: [{ path: "runs/run-1/events/2.json", oid: blobOid("f1"), status: "added" }] },
+        { path: ["runs", "run-2"], oid: b2, within: [{ path: "runs/run-2/events/2.json", oid: blobOid("f2"), status: "added" }] },
+        { path: ["runs", "run-3", "note.txt"], oid: blobOid("m") },
+        { path: ["runs", "run-5"], oid: unchanged, within: [] },
+        { path: ["runs", "run-6"], oid: b6, within: DEFERRED_CHANGES },
+      ],
+      deletes: [["runs", "run-4"]],
+      deferredChanges: () => deferred,
+    });
+    const after: Spec = {
+      ...base,
+      "run-1": { events: { "1.json": "e1", "2.json": "f1" } },
+      "run-2": { events: { "1.json": "e2", "2.json": "f2" } },
+      "run-3": { events: { "1.json": "e3" }, "note.txt": "m" },
+      "run-6": { events: { "1.json": "e6", "2.json": "f6" } },
+    };
+    delete after["run-4"];
+    const expected = s.build({ runs: after });
+    expect(result.rootOid).toBe(expected);
+    expect(result.folders.get("runs/run-1")).toBe(b1);
+    expect(result.folders.get("runs/run-5")).toBe(unchanged);
+    expect(result.changes.map((c) => `${c.status} ${c.path}`)).toEqual([
+      "added runs/run-1/events/2.json",
+      "added runs/run-2/events/2.json",
+      "modified runs/run-3/note.txt",
+      "deleted runs/run-4/events/1.json",
+      "added runs/run-6/events/2.json",
+    ]);
+    // A built folder where the base has a file, or nothing, is refused; so is one over a gitlink.
+    const withFile = s.build({ runs: { "run-0": { events: { "1.json": "e0" } }, "run-1": "a file" } });
+    const over = (name: string) => ({ puts: [{ path: ["runs", "run-0"], oid: b1, within: [] }, { path: ["runs", name], oid: b1, within: [] }] });
+    await expect(applyTreeEdits(s.read, withFile, over("run-1"))).rejects.toMatchObject({ code: "object_corrupt" });
+    await expect(applyTreeEdits(s.read, withFile, over("run-9"))).rejects.toMatchObject({ code: "object_corrupt" });
+    const link: TreeEntry = { name: "run-1", mode: "160000", oid: blobOid("sub"), type: "commit" };
+    const { tree: runsWithLink } = makeTree([{ name: "run-0", mode: "40000", oid: s.build({ events: { "1.json": "e0" } }), type: "tree" }, link]);
+    s.trees.set(runsWithLink.oid, decodeTree(runsWithLink.oid, runsWithLink.content));
+    const { tree: root } = makeTree([{ name: "runs", mode: "40000", oid: runsWithLink.oid, type: "tree" }]);
+    s.trees.set(root.oid, decodeTree(root.oid, root.content));
+    await expect(applyTreeEdits(s.read, root.oid, over("run-1"))).rejects.toMatchObject({ code: "path_violation" });
   });
 });

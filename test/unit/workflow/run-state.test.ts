@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { applyEvent, emptyRunState, reduceRunState } from "../../../src/workflow/run-state.js";
+import { applyEvent, createRunStateFold, emptyRunState, reduceRunState, reduceRunStateWithProblems } from "../../../src/workflow/run-state.js";
 import type { RunEvent } from "../../../src/workflow/types.js";
 
 const set = (seq: number, timerId: string, fireAt: string, extra: Record<string, unknown> = {}): RunEvent =>
@@ -191,6 +191,27 @@ describe("ordering and tailing", () => {
     applyEvent(before, received(3, "s-2"));
     applyEvent(before, { seq: 3, type: "RunFailed" });
     expect(before).toEqual(snapshot);
+  });
+
+  it("keeps one fold's deferred cron tick and manual requestIds out of every other run's state", () => {
+    const other = reduceRunState("r2", [set(1, "c", T10), set(2, "m", T12)]);
+    // A fold left holding a deferred tick of series "c" and a manual fire's requestId of "m".
+    const fold = createRunStateFold("r1");
+    fold.apply(set(1, "c", T10, { cron: "*/5 * * * *" }));
+    fold.apply(fired(2, "c", T10));
+    fold.apply(set(3, "m", T10, { cron: "0 * * * *" }));
+    fold.apply({ seq: 4, type: "TimerFired", data: { timerId: "m", manual: true, requestId: "q1", firedAt: T10 } } as RunEvent);
+    // Another run's one-shots of the same ids are left as they are by an unrelated event.
+    const after = applyEvent(other, { seq: 3, type: "StepStarted", stepId: "x" });
+    expect(after.pendingTimers).toBe(other.pendingTimers);
+    expect([...after.pendingTimers.values()]).toEqual([
+      { timerId: "c", fireAt: T10, setSeq: 1 },
+      { timerId: "m", fireAt: T12, setSeq: 2 },
+    ]);
+    // And a fresh fold sees no earlier requestId: its manual fire is no repeat.
+    const problems = reduceRunStateWithProblems("r3", [set(1, "m", T10, { cron: "0 * * * *" }), { seq: 2, type: "TimerFired", data: { timerId: "m", manual: true, requestId: "q1", firedAt: T10 } } as RunEvent]).problems;
+    expect(problems).toEqual([]);
+    expect(fold.finish().pendingTimers.get("c")).toMatchObject({ fireAt: "2026-05-01T10:05:00.000Z" });
   });
 
   it("ignores an event it has already applied (a repeated notification)", () => {
