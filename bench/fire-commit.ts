@@ -59,6 +59,9 @@ export function fireCommitSpec(runs: number, due: number, batch: number): RepoSp
     label: `fire-commit-${due}`,
     runs,
     eventsPerRun: 3 + perRun,
+    // One pack: with two (a 100,000-run deployment is 400,000 files), the merge that follows the
+    // 16th commit rewrites both whole (~90 MB) inside the measured commits (design notes §41).
+    commitFiles: runs * (3 + perRun),
     pending: (run) => {
       if (run % stride !== 0 || run / stride >= used) return [BASE_MS + 365 * DAY_MS + run];
       const fireAts: number[] = [];
