@@ -30,6 +30,8 @@ interface ChildOutput {
   readonly wallMs: readonly number[];
   readonly cpuMs: readonly number[];
   readonly mainCpuMs: readonly number[];
+  /** Bytes the process handed to write calls per commit (NaN where /proc is missing). */
+  readonly writeBytes: readonly number[];
   readonly recoverMs: number;
 }
 
@@ -59,6 +61,9 @@ export function fireCommitSpec(runs: number, due: number, batch: number): RepoSp
     label: `fire-commit-${due}`,
     runs,
     eventsPerRun: 3 + perRun,
+    // One pack: with two (a 100,000-run deployment is 400,000 files), the merge that follows the
+    // 16th commit rewrites both whole (~90 MB) inside the measured commits (design notes §42).
+    commitFiles: runs * (3 + perRun),
     pending: (run) => {
       if (run % stride !== 0 || run / stride >= used) return [BASE_MS + 365 * DAY_MS + run];
       const fireAts: number[] = [];
@@ -96,7 +101,7 @@ export const fireCommit: Benchmark = {
       await ctx.cache.pristine(spec);
     }
     for (const durability of durabilities) {
-      const out = new Map<number, { wall: Summary; cpu: Summary; mainMean: number; commits: number; off: number; recoverMs: number }>();
+      const out = new Map<number, { wall: Summary; cpu: Summary; mainMean: number; writtenMean: number; commits: number; off: number; recoverMs: number }>();
       for (const [runs, spec] of specs) {
         ctx.log(`fire-commit: ${num(runs)} runs, ${num(due)} fires in commits of ${num(batch)}, ${durability}`);
         const r = await measure(ctx, spec, due, batch, durability);
@@ -108,6 +113,7 @@ export const fireCommit: Benchmark = {
           wall: summarise(pick(r.wallMs)),
           cpu: summarise(pick(r.cpuMs)),
           mainMean: summarise(main).mean,
+          writtenMean: summarise(pick(r.writeBytes)).mean,
           commits: keep.length,
           off: r.batches.length - warmUp - keep.length,
           recoverMs: r.recoverMs,
@@ -125,7 +131,7 @@ export const fireCommit: Benchmark = {
         notes.push(
           `${num(runs)} runs, ${durability}: ${num(o.commits)} commits of ${num(batch)} after ${num(warmUp)} left out${o.off > 0 ? ` (${num(o.off)} smaller ones also left out)` : ""}; ` +
             `wall mean / p50 / p99 ${ms(o.wall.mean)} / ${ms(o.wall.p50)} / ${ms(o.wall.p99)}, process CPU ${ms(o.cpu.mean)} / ${ms(o.cpu.p50)} / ${ms(o.cpu.p99)}, ` +
-            `main thread CPU mean ${ms(o.mainMean)}; recovery before firing ${ms(o.recoverMs)}.`,
+            `main thread CPU mean ${ms(o.mainMean)}; written per commit (pack, index, ref, merges meanwhile) ${(o.writtenMean / 1e6).toFixed(2)} MB; recovery before firing ${ms(o.recoverMs)}.`,
         );
       }
       notes.push(`${durability}: big / small ratio, wall ${times(b.wall.mean / s.wall.mean)}, process CPU ${times(b.cpu.mean / s.cpu.mean)}, main thread CPU ${times(b.mainMean / s.mainMean)} (the table's ratio column is the inverse).`);

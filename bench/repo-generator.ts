@@ -16,7 +16,10 @@ import { serializeEvent } from "../src/workflow/events.js";
 import type { RunEvent } from "../src/workflow/types.js";
 import { WORKFLOW_RUN_DIRECTORY_PREFIX, WORKFLOW_RUN_KIND } from "../src/workflow/workflow-run-kind.js";
 
-/** Files per generated commit: every size the benchmarks use fits in one commit (one pack). */
+/**
+ * Files per generated commit unless the spec says otherwise ({@link RepoSpec.commitFiles}): one
+ * pack per 200,000 event files, so a 100,000-run × 10 deployment is five packs.
+ */
 const CHUNK_FILES = 200_000;
 
 /** Instants the generated logs use; all well before any pending timer's fireAt. */
@@ -35,6 +38,13 @@ export interface RepoSpec {
   readonly pending: (run: number) => readonly number[];
   /** A name for the cache key and the logs; must be unique per distinct `pending`. */
   readonly label: string;
+  /**
+   * Event files per generated commit (each commit is one pack); default 200,000. A bench that
+   * times commits on the deployment sets it to hold everything in one pack, as a deployment's
+   * packs are once merged: two packs of equal size are merged (one rewritten whole) as soon as
+   * sixteen commit packs sit beside them, which a long-lived deployment does once per doubling.
+   */
+  readonly commitFiles?: number;
 }
 
 /** A generated data dir: `<dataDir>/deployments/<repoId>.git`. */
@@ -128,7 +138,7 @@ export async function generateRepo(dataDir: string, repoId: string, spec: RepoSp
       files.set(`runs/${runId}/events/${event.seq}.json`, serializeEvent(event));
       events += 1;
     }
-    if (files.size >= CHUNK_FILES) await flush();
+    if (files.size >= (spec.commitFiles ?? CHUNK_FILES)) await flush();
   }
   await flush();
   await store.close();
