@@ -14,7 +14,7 @@
  * write engine from the plan to the ref's move), a job posted with `yieldToCommits` waits at its
  * next entry, so on a 2-core machine the merge does not take the core a fire commit (its plan,
  * its pack's file calls through the pool) is waiting for. The wait is bounded: at most
- * {@link YIELD_WAIT_MS} per entry and {@link YIELD_BUDGET_MS} per job, after which the job runs
+ * {@link YIELD_WAIT_MS} per entry and {@link YIELD_MAX_WAITS} waits per job, after which the job runs
  * through; the caller posts without `yieldToCommits` once packs pile up (pack-maintenance.ts).
  */
 import { Worker } from "node:worker_threads";
@@ -42,8 +42,8 @@ interface Pending {
 
 /** Longest wait (ms) of the thread at one entry for the commits in flight to end. */
 export const YIELD_WAIT_MS = 20;
-/** Most time (ms) one job spends waiting for commits; then it runs through. */
-export const YIELD_BUDGET_MS = 1_000;
+/** Most waits of one job for commits (so at most 1 s of waiting); then it runs through. */
+export const YIELD_MAX_WAITS = 50;
 
 /**
  * Shared with the thread: [0] commits in flight in this process, [1] times the thread waited for

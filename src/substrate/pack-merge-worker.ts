@@ -10,7 +10,7 @@ import { encodeReverseIndex, packOrder } from "./pack-rev-index.js";
 import { packLength } from "./pack-file.js";
 import { PackGone, REVERSE_INDEX_MIN_OBJECTS } from "./pack-reader.js";
 import { runMergeJob, type MergeJob, type MergeJobIo } from "./pack-merge-job.js";
-import { type MergeReply, YIELD_BUDGET_MS, YIELD_WAIT_MS } from "./pack-merge-thread.js";
+import { type MergeReply, YIELD_MAX_WAITS, YIELD_WAIT_MS } from "./pack-merge-thread.js";
 
 function isMissing(error: unknown): boolean {
   return (error as { code?: unknown } | null)?.code === "ENOENT";
@@ -67,18 +67,17 @@ const commits = commitState === undefined ? null : new Int32Array(commitState);
 
 /**
  * The job's pause: while a commit is in flight, waits for the last one to end (woken by its
- * release), at most YIELD_WAIT_MS at a time and YIELD_BUDGET_MS over the job.
+ * release), at most YIELD_WAIT_MS at a time and YIELD_MAX_WAITS times over the job.
  */
 function yieldingPause(): () => void {
-  let waitedMs = 0;
+  let waits = 0;
   return () => {
-    if (commits === null || waitedMs >= YIELD_BUDGET_MS) return;
+    if (commits === null || waits >= YIELD_MAX_WAITS) return;
     const inFlight = Atomics.load(commits, 0);
     if (inFlight === 0) return;
+    waits += 1;
     Atomics.add(commits, 1, 1);
-    const start = performance.now();
-    Atomics.wait(commits, 0, inFlight, Math.min(YIELD_WAIT_MS, YIELD_BUDGET_MS - waitedMs));
-    waitedMs += performance.now() - start;
+    Atomics.wait(commits, 0, inFlight, YIELD_WAIT_MS);
   };
 }
 
