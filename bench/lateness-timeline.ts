@@ -19,6 +19,7 @@
 import * as fs from "node:fs";
 import { syncBuiltinESMExports } from "node:module";
 import { PerformanceObserver, performance } from "node:perf_hooks";
+import { Worker } from "node:worker_threads";
 import type { Timers } from "../src/time/clock.js";
 import type { RepoStore } from "../src/substrate/types.js";
 
@@ -53,6 +54,10 @@ export interface Timeline {
   threads: [string, string, number, number][];
   /** Per fire: [dueMono, reportedMono, commit index] */
   fires: [number, number, number][];
+  /** Jobs handed to a worker thread (the pack merges): [posted, replied] (replied −1: none by the end) */
+  merges: [number, number][];
+  /** When the first worker thread of the process was created (−1: none in the phase) */
+  threadStart: number;
 }
 
 export interface TimelineRecorder {
@@ -66,7 +71,30 @@ export interface TimelineRecorder {
 }
 
 export function startTimeline(): TimelineRecorder {
-  const t: Timeline = { monoMinusEpoch: 0, commits: [], wakes: [], gc: [], fires: [], allFlushes: [], threads: [] };
+  const t: Timeline = { monoMinusEpoch: 0, commits: [], wakes: [], gc: [], fires: [], allFlushes: [], threads: [], merges: [], threadStart: -1 };
+  // The merge thread's jobs ({id, job} posted, {id, kind} back), seen from this side; other
+  // threads' messages (a module loader's hooks thread) are not counted.
+  const workerProto = Worker.prototype as unknown as { postMessage(value: unknown, ...rest: unknown[]): void; emit(event: string | symbol, ...args: unknown[]): boolean };
+  const postMessage = workerProto.postMessage;
+  const jobsOpen = new Map<number, number>();
+  workerProto.postMessage = function (this: unknown, value: unknown, ...rest: unknown[]) {
+    const message = value as { id?: unknown; job?: unknown } | null;
+    if (typeof message?.id === "number" && message.job !== undefined) {
+      if (t.threadStart < 0) t.threadStart = performance.now();
+      jobsOpen.set(message.id, t.merges.push([performance.now(), -1]) - 1);
+    }
+    return postMessage.call(this, value, ...rest);
+  };
+  const emit = workerProto.emit;
+  workerProto.emit = function (this: unknown, event: string | symbol, ...args: unknown[]) {
+    const reply = args[0] as { id?: unknown; kind?: unknown } | null | undefined;
+    if (event === "message" && typeof reply?.id === "number" && typeof reply.kind === "string") {
+      const index = jobsOpen.get(reply.id);
+      jobsOpen.delete(reply.id);
+      if (index !== undefined) (t.merges[index] as [number, number])[1] = performance.now();
+    }
+    return emit.call(this, event, ...args);
+  };
   let threadsAtStart = threadCpu();
   const what = (path: string): string => (path.includes("tmp_pack") || path.endsWith(".pack") ? "pack" : path.includes("tmp_idx") || path.endsWith(".idx") ? "idx" : path.endsWith(".lock") ? "lock" : path.endsWith(".rev") ? "rev" : "dir");
   const fdPath = new Map<number, string>();
@@ -226,6 +254,8 @@ interface FireParts {
   report: number;
   fires: number;
   gc: number;
+  /** ms of the fire's wait (due → reported) during which a merge ran on the merge thread */
+  merge: number;
   lateWake: number;
   /** Commits cut after the fire was due that did not take it (0 when it went out in the first one). */
   missed: number;
@@ -249,6 +279,8 @@ function partsOf(t: Timeline): FireParts[] {
     const placed = c.lockRename ?? c.packRename ?? c.returned;
     let gc = 0;
     for (const [start, duration] of t.gc) gc += Math.max(0, Math.min(start + duration, reported) - Math.max(start, due));
+    let merge = 0;
+    for (const [start, end] of t.merges ?? []) merge += Math.max(0, Math.min(end < 0 ? reported : end, reported) - Math.max(start, due));
     let lateWake = 0;
     for (const w of queueWakes) if (w[1] >= due - 1 && w[1] <= reported) lateWake = Math.max(lateWake, w[2] - w[1]);
     let missed = 0;
@@ -265,6 +297,7 @@ function partsOf(t: Timeline): FireParts[] {
       report: reported - placed,
       fires: c.fires,
       gc,
+      merge,
       lateWake,
     });
   }
@@ -274,7 +307,7 @@ function partsOf(t: Timeline): FireParts[] {
 function printReport(path: string): void {
   const t = JSON.parse(fs.readFileSync(path, "utf8")) as Timeline;
   const parts = partsOf(t).sort((a, b) => a.late - b.late);
-  const keys = ["late", "behind", "throttle", "delivery", "plan", "stage", "ref", "report", "fires", "gc", "lateWake", "missed"] as const;
+  const keys = ["late", "behind", "throttle", "delivery", "plan", "stage", "ref", "report", "fires", "gc", "merge", "lateWake", "missed"] as const;
   const band = (lo: number, hi: number): FireParts => {
     const slice = parts.slice(Math.floor(lo * parts.length), Math.max(Math.floor(lo * parts.length) + 1, Math.floor(hi * parts.length)));
     const mean = {} as FireParts;
@@ -324,6 +357,18 @@ function printReport(path: string): void {
     byName.set(key, (byName.get(key) ?? 0) + ms);
   }
   console.log(`thread CPU ms over the phase: ${[...byName].map(([k, v]) => `${k} ${v}`).join(", ")}`);
+  const first = t.fires.reduce((m, f) => Math.min(m, f[0]), Number.POSITIVE_INFINITY);
+  const last = t.fires.reduce((m, f) => Math.max(m, f[1]), Number.NEGATIVE_INFINITY);
+  let mergeMs = 0;
+  for (const [start, end] of t.merges ?? []) mergeMs += Math.max(0, Math.min(end < 0 ? last : end, last) - Math.max(start, first));
+  const overlapping = (lo: number, hi: number): number => {
+    const slice = parts.slice(Math.floor(lo * parts.length), Math.max(Math.floor(lo * parts.length) + 1, Math.floor(hi * parts.length)));
+    return (100 * slice.filter((p) => p.merge > 0).length) / slice.length;
+  };
+  const merges = t.merges ?? [];
+  console.log(
+    `merges on the thread: ${merges.length}, running ${((100 * mergeMs) / (last - first)).toFixed(0)}% of the phase; first posted ${t.threadStart === undefined || t.threadStart < 0 ? "-" : `${(t.threadStart - first).toFixed(0)} ms after the first due`}, took ${merges[0] === undefined ? "-" : (merges[0][1] - merges[0][0]).toFixed(0)} ms, later p50 ${quantile(merges.slice(1).map((m) => m[1] - m[0]).sort((a, b) => a - b), 0.5).toFixed(0)} ms; fires overlapping a merge: p45-p55 ${overlapping(0.45, 0.55).toFixed(0)}%, p99+ ${overlapping(0.99, 1).toFixed(0)}%`,
+  );
   const gcMs = t.gc.map((g) => g[1]).sort((a, b) => a - b);
   console.log(`gc: ${t.gc.length} pauses, total ${gcMs.reduce((s, x) => s + x, 0).toFixed(0)} ms, ${q(gcMs)}`);
 }

@@ -29,6 +29,13 @@ import type { Oid } from "./types.js";
 
 /** More packs than this and the smallest are merged. */
 export const MAX_PACKS = 16;
+/**
+ * Up to this many packs a merge on the merge thread gives way to the process's commits in
+ * flight (pack-merge-thread.ts); with more (a merge slowed that way while commits keep adding
+ * packs), it runs through. Below git's `gc.autoPackLimit` (50), past which a `git push` into the
+ * repository starts `git gc --auto`.
+ */
+export const YIELD_MAX_PACKS = 2 * MAX_PACKS;
 
 export interface PackMaintenanceOptions {
   readonly fs: FsAdapter;
@@ -178,7 +185,9 @@ export function createPackMaintenance(opts: PackMaintenanceOptions): PackMainten
     // The thread reads the pack folder with node:fs itself: it is checked here first.
     await fs.checkFolder?.(packDir);
     try {
-      return await mergeOnThread({ packDir, sources: chosen.map((p) => ({ name: p.name, size: p.size })), known: knownDeltas(chosen) });
+      // Gives way to commits in flight while packs are few; once they pile up, merges first.
+      const yieldToCommits = reader.packs.length <= YIELD_MAX_PACKS;
+      return await mergeOnThread({ packDir, sources: chosen.map((p) => ({ name: p.name, size: p.size })), known: knownDeltas(chosen), yieldToCommits });
     } catch (error) {
       if (!(error instanceof MergeThreadUnavailable)) throw error;
       return mergeHere(chosen);

@@ -39,6 +39,11 @@ export interface MergeJob {
   readonly sources: readonly MergeJobSource[];
   /** Deltas big trees of the sources were written with (see ParsedTree.deltaBase). */
   readonly known: readonly (readonly [Oid, DeltaBase])[];
+  /**
+   * Whether the job gives way to the process's commits in flight (see pack-merge-thread.ts);
+   * default false.
+   */
+  readonly yieldToCommits?: boolean;
 }
 
 /** How a merge reads the source packs: a byte range, and a whole file. */
@@ -54,6 +59,8 @@ export interface MergeJobHelp {
   readonly cachedTree?: (oid: Oid) => ParsedTree | undefined;
   /** The merged pack's SHA-1 (default: node's SHA-1 on this thread). */
   readonly hash?: (body: Buffer) => Promise<Buffer>;
+  /** Called before each source entry is handed to the merge (a point where the job may wait). */
+  readonly pause?: () => void;
 }
 
 function asBuffer(bytes: Uint8Array): Buffer {
@@ -68,7 +75,7 @@ function asBuffer(bytes: Uint8Array): Buffer {
  * its own.
  * @param earlier oids of the sources before this one (this pack's are added)
  */
-async function mergeSource(path: string, name: string, index: PackIndex, known: ReadonlyMap<Oid, DeltaBase>, earlier: Set<Oid>, io: MergeJobIo): Promise<PackSource> {
+async function mergeSource(path: string, name: string, index: PackIndex, known: ReadonlyMap<Oid, DeltaBase>, earlier: Set<Oid>, io: MergeJobIo, pause?: () => void): Promise<PackSource> {
   const order = packOrder(index);
   const ranges: { start: number; end: number }[] = [];
   for (const i of order) {
@@ -94,6 +101,7 @@ async function mergeSource(path: string, name: string, index: PackIndex, known: 
     name,
     index,
     async entry(start, end) {
+      pause?.();
       // Entries are asked for in pack order: the range of the last hit is tried first.
       for (let k = 0; k < loaded.length; k++) {
         const at = (hint + k) % loaded.length;
@@ -159,7 +167,7 @@ export async function runMergeJob(job: MergeJob, io: MergeJobIo, help: MergeJobH
   const sources: PackSource[] = [];
   for (const source of job.sources) {
     const index = await io.index(source);
-    sources.push(await mergeSource(`${job.packDir}/${source.name}.pack`, source.name, index, known, earlier, io));
+    sources.push(await mergeSource(`${job.packDir}/${source.name}.pack`, source.name, index, known, earlier, io, help.pause));
   }
   const hash = help.hash ?? (async (body: Buffer) => createHash("sha1").update(body).digest());
   return mergePacks(sources, hash, help.cachedTree, (oid) => known.get(oid), objectResolver(sources));

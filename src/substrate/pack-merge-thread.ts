@@ -9,6 +9,13 @@
  * rejects the jobs it holds with {@link MergeThreadUnavailable} and is not started again (the
  * caller then merges on its own thread, as a store on memfs always does). The thread is unref'd:
  * it never keeps a process alive.
+ *
+ * Commits first: while a commit of this process is in flight ({@link holdMerges}, taken by the
+ * write engine from the plan to the ref's move), a job posted with `yieldToCommits` waits at its
+ * next entry, so on a 2-core machine the merge does not take the core a fire commit (its plan,
+ * its pack's file calls through the pool) is waiting for. The wait is bounded: at most
+ * {@link YIELD_WAIT_MS} per entry and {@link YIELD_MAX_WAITS} waits per job, after which the job runs
+ * through; the caller posts without `yieldToCommits` once packs pile up (pack-maintenance.ts).
  */
 import { Worker } from "node:worker_threads";
 import type { EncodedPack } from "./pack-file.js";
@@ -33,6 +40,42 @@ interface Pending {
   reject(error: unknown): void;
 }
 
+/** Longest wait (ms) of the thread at one entry for the commits in flight to end. */
+export const YIELD_WAIT_MS = 20;
+/** Most waits of one job for commits (so at most 1 s of waiting); then it runs through. */
+export const YIELD_MAX_WAITS = 50;
+
+/**
+ * Shared with the thread: [0] commits in flight in this process, [1] times the thread waited for
+ * them (for tests and benchmarks).
+ */
+const commitState = new Int32Array(new SharedArrayBuffer(2 * Int32Array.BYTES_PER_ELEMENT));
+
+/**
+ * Marks a commit in flight until the returned release is called (once; later calls do nothing):
+ * merge jobs that yield to commits wait meanwhile (see the module comment). Costs two atomic
+ * operations; fine with no thread running.
+ */
+export function holdMerges(): () => void {
+  Atomics.add(commitState, 0, 1);
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    if (Atomics.sub(commitState, 0, 1) === 1) Atomics.notify(commitState, 0);
+  };
+}
+
+/** Commits of this process in flight now (holds taken by {@link holdMerges} and not released). */
+export function commitsInFlight(): number {
+  return Atomics.load(commitState, 0);
+}
+
+/** How many times the merge thread has waited for commits in flight, since the process started. */
+export function mergeYields(): number {
+  return Atomics.load(commitState, 1);
+}
+
 let worker: Worker | null = null;
 let broken = false;
 let nextId = 1;
@@ -51,7 +94,7 @@ function start(): Worker {
   const source = fromSources
     ? `import("tsx/esm/api").then((tsx) => { tsx.register(); return import(${JSON.stringify(entry)}); });`
     : `import(${JSON.stringify(entry)});`;
-  const thread = new Worker(source, { eval: true });
+  const thread = new Worker(source, { eval: true, workerData: { commitState: commitState.buffer } });
   thread.unref();
   thread.on("message", (reply: MergeReply) => {
     const job = pending.get(reply.id);

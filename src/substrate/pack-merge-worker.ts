@@ -4,13 +4,13 @@
  * merged pack's bytes (transferred, not copied). It writes no file.
  */
 import { closeSync, constants, openSync, readFileSync, readSync } from "node:fs";
-import { parentPort } from "node:worker_threads";
+import { parentPort, workerData } from "node:worker_threads";
 import { parsePackIndex } from "./pack-index.js";
 import { encodeReverseIndex, packOrder } from "./pack-rev-index.js";
 import { packLength } from "./pack-file.js";
 import { PackGone, REVERSE_INDEX_MIN_OBJECTS } from "./pack-reader.js";
 import { runMergeJob, type MergeJob, type MergeJobIo } from "./pack-merge-job.js";
-import type { MergeReply } from "./pack-merge-thread.js";
+import { type MergeReply, YIELD_MAX_WAITS, YIELD_WAIT_MS } from "./pack-merge-thread.js";
 
 function isMissing(error: unknown): boolean {
   return (error as { code?: unknown } | null)?.code === "ENOENT";
@@ -61,9 +61,29 @@ function own(bytes: Buffer): ArrayBuffer {
   return copy;
 }
 
+/** [0] commits in flight in the process, [1] this thread's waits for them (pack-merge-thread.ts). */
+const commitState = (workerData as { commitState?: SharedArrayBuffer } | null)?.commitState;
+const commits = commitState === undefined ? null : new Int32Array(commitState);
+
+/**
+ * The job's pause: while a commit is in flight, waits for the last one to end (woken by its
+ * release), at most YIELD_WAIT_MS at a time and YIELD_MAX_WAITS times over the job.
+ */
+function yieldingPause(): () => void {
+  let waits = 0;
+  return () => {
+    if (commits === null || waits >= YIELD_MAX_WAITS) return;
+    const inFlight = Atomics.load(commits, 0);
+    if (inFlight === 0) return;
+    waits += 1;
+    Atomics.add(commits, 1, 1);
+    Atomics.wait(commits, 0, inFlight, YIELD_WAIT_MS);
+  };
+}
+
 async function answer(id: number, job: MergeJob): Promise<MergeReply> {
   try {
-    const merged = await runMergeJob(job, ioFor(job.packDir));
+    const merged = await runMergeJob(job, ioFor(job.packDir), job.yieldToCommits === true ? { pause: yieldingPause() } : {});
     if (merged === null) return { id, kind: "ref-deltas" };
     // The merged pack's reverse index, sorted here rather than on the event loop (checked there
     // before it is written). Same bound as the reader's REVERSE_INDEX_MIN_OBJECTS.

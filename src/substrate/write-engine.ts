@@ -24,6 +24,7 @@
 import type { Clock, MonotonicNow } from "../time/clock.js";
 import { WorkflowHostError, describeValue } from "../errors.js";
 import { createCommittedReads, type ObjectSource } from "./committed-reads.js";
+import { holdMerges } from "./pack-merge-thread.js";
 import { encodeCommit, type GitObject, hashObject, type Identity } from "./git-object.js";
 import { EMPTY_TREE_OID, findEntry, type ParsedTree } from "./tree-object.js";
 import type { Sleep } from "./ref-store.js";
@@ -411,6 +412,21 @@ export function ownCommitChangesLater(repo: RepoHandle, sha: Oid, parentSha: Oid
  *   does not move).
  */
 export async function commitWithRetry<R>(
+  deps: WriteEngineDeps,
+  refName: string,
+  message: string,
+  plan: Planner<R>,
+): Promise<WriteResult<R>> {
+  // While it is in flight, the merge thread gives way (see pack-merge-thread.ts).
+  const release = holdMerges();
+  try {
+    return await commitHeld(deps, refName, message, plan);
+  } finally {
+    release();
+  }
+}
+
+async function commitHeld<R>(
   deps: WriteEngineDeps,
   refName: string,
   message: string,

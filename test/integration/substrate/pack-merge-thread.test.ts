@@ -11,7 +11,7 @@ import { createBlockingFsAdapter, createFsAdapter, type FsAdapter } from "../../
 import { ScopedLruCache } from "../../../src/substrate/lru-cache.js";
 import { hashObject, type GitObject } from "../../../src/substrate/git-object.js";
 import { shapeOfContent, treeDelta } from "../../../src/substrate/pack-merge.js";
-import { mergeOnThread } from "../../../src/substrate/pack-merge-thread.js";
+import { holdMerges, mergeOnThread, mergeYields } from "../../../src/substrate/pack-merge-thread.js";
 import { createPackStore, type PackStore } from "../../../src/substrate/pack-store.js";
 import { createRepoStore } from "../../../src/substrate/repo-store.js";
 import type { DeltaBase } from "../../../src/substrate/tree-object.js";
@@ -147,6 +147,33 @@ describe("merging packs on the merge thread", () => {
     await expectEveryCommitReadable(there);
     const verified = await gitAt(gitdirOf(there), ["verify-pack", "-v", join(packDirOf(there), mergedHere.find((n) => !before.includes(n)) as string)]);
     expect(verified).toMatch(/chain length = [1-9]/);
+  });
+
+  it("a job that yields to commits waits while one is in flight and merges the same bytes; other jobs and free moments do not wait", async () => {
+    const dataDir = await unmergedRepo();
+    const packDir = packDirOf(dataDir);
+    const { statSync } = await import("node:fs");
+    const sources = (await packNames(dataDir)).map((idx) => idx.slice(0, -4)).map((name) => ({ name, size: statSync(join(packDir, `${name}.pack`)).size }));
+    const job = { packDir, sources, known: [] };
+
+    // No commit in flight: no wait, whichever the job.
+    const before = mergeYields();
+    const free = await mergeOnThread({ ...job, yieldToCommits: true });
+    expect(mergeYields()).toBe(before);
+
+    const release = holdMerges();
+    try {
+      // A commit in flight: a job posted without yieldToCommits runs through...
+      const through = await mergeOnThread(job);
+      expect(mergeYields()).toBe(before);
+      // ...one posted with it waits at its entries (each wait bounded), then merges the same pack.
+      const yielded = await mergeOnThread({ ...job, yieldToCommits: true });
+      expect(mergeYields()).toBeGreaterThan(before);
+      expect(yielded?.checksum).toBe(free?.checksum);
+      expect(through?.checksum).toBe(free?.checksum);
+    } finally {
+      release();
+    }
   });
 
   it("stores a folder the store knows as a delta as that delta, whatever the size of the pack holding it, as a merge on the store's own thread does", async () => {
