@@ -80,7 +80,8 @@ Options:
       --http ADDR         also serve the HTTP API, wake-ups, /metrics and the dashboard on
                           PORT, HOST:PORT or [IPV6]:PORT (a bare port is 127.0.0.1); needs --tokens
       --tokens FILE       JSON token file: {"tokens": {"<token>": {"principal": "ops",
-                          "deployments": {"*": ["read", "write"]}}}} (see the README's HTTP section)
+                          "deployments": {"*": ["read", "write"]}}}} (see the README's HTTP
+                          section)
       --retention-ms N    a run that ended more than N ms ago leaves main for the archive ref
                           refs/archive/runs, in batched commits at quiet moments (default
                           604800000: 7 days); off keeps every run live
@@ -95,6 +96,9 @@ Options:
                           after its last renewal (default 10000)
       --fetch-every-ms N  fetch served deployments this often to see pushes by others
                           (default 5000, 0 = only at takeover and after a refused push)
+
+FILE (--dispatch, --tokens) is a regular file of at most 64 MiB (tokens: 16 MiB); a FIFO,
+device or folder is a usage error, before it is read.
 
 Cluster mode adds lines lease-acquired, lease-released, lease-lost, lease-unconfirmed,
 lease-confirmed, push-rejected and cluster-error.
