@@ -46,10 +46,11 @@ export const serveCommand: CliCommand = {
     "fetch-every-ms": { type: "string" },
   },
   help: `Usage: workflow-host serve --data-dir DIR [--init] [--poll-ms N] [--misfire P] [--durability D]
-                           [--lock-stale-ms N] [--dispatch FILE] [--json] [--http ADDR --tokens FILE]
+                           [--lock-stale-ms N] [--dispatch FILE] [--json]
+                           [--http ADDR --tokens FILE]
                            [--retention-ms N|off] [--retention-check-ms N]
-                           [--cluster POSTGRES_URL --remote-base URL [--host-id ID] [--lease-ttl-ms N]
-                            [--fetch-every-ms N]]
+                           [--cluster POSTGRES_URL --remote-base URL [--host-id ID]
+                            [--lease-ttl-ms N] [--fetch-every-ms N]]
 
 Runs the host: takes the data dir's host lock, recovers every deployment's timers, fires them
 (TimerFired, cron follow-ups, TimerSkipped) and follows new commits, including ones pushed with
