@@ -20,6 +20,8 @@ export interface CliIo {
    */
   readonly signals: SignalSource;
   readonly clock: Clock;
+  /** The script the process was started with (`process.argv[1]`), when known: the demo's hint names how to run the CLI again. */
+  readonly entryPath?: string;
 }
 
 /** Who is told of a closed pipe instead of the process ending at once (see below). */
@@ -50,6 +52,7 @@ export function processIo(): CliIo {
     cwd: process.cwd(),
     signals: processSignals,
     clock: systemClock,
+    ...(process.argv[1] === undefined ? {} : { entryPath: process.argv[1] }),
   };
 }
 

@@ -15,6 +15,7 @@ import { isWorkflowHostError } from "../errors.js";
 import { asIoFailure } from "../substrate/fs-adapter.js";
 import { isFlagError, parseFlags, usageError, wantsHelp } from "./args.js";
 import { oneLine } from "./format.js";
+import { wrapHelp } from "./help-wrap.js";
 import { commandName, type CliCommand } from "./command.js";
 import { commands } from "./commands/index.js";
 import { endQuietlyOnClosedPipe, outputFailed, processIo, type CliIo } from "./io.js";
@@ -96,12 +97,12 @@ export async function main(argv: readonly string[], io: CliIo = processIo()): Pr
   try {
     const first = argv[0];
     if (first === undefined) {
-      io.stderr.write(TOP_HELP);
+      io.stderr.write(wrapHelp(TOP_HELP));
       return 2;
     }
     if (first === "--help" || first === "-h" || first === "help") {
       const topic = first === "help" ? argv.slice(1) : [];
-      io.stdout.write(topic.length === 0 ? TOP_HELP : helpOn(topic));
+      io.stdout.write(wrapHelp(topic.length === 0 ? TOP_HELP : helpOn(topic)));
       return 0;
     }
     if (first === "--version") {
@@ -113,7 +114,7 @@ export async function main(argv: readonly string[], io: CliIo = processIo()): Pr
       const group = groupHelp(first);
       if (group !== null) {
         if (wantsHelp(argv.slice(1))) {
-          io.stdout.write(group);
+          io.stdout.write(wrapHelp(group));
           return 0;
         }
         const sub = argv[1];
@@ -123,7 +124,7 @@ export async function main(argv: readonly string[], io: CliIo = processIo()): Pr
     }
     const { command, rest } = found;
     if (wantsHelp(rest)) {
-      io.stdout.write(command.help);
+      io.stdout.write(wrapHelp(command.help));
       return 0;
     }
     const values = parseFlags(commandName(command), rest, command.options);

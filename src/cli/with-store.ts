@@ -4,7 +4,7 @@
  * to a running host, which sees them through its watcher.
  */
 import { mkdir, stat } from "node:fs/promises";
-import { dirname, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { isWorkflowHostError, WorkflowHostError } from "../errors.js";
 import type { RepoStore } from "../substrate/types.js";
 import { shellQuote } from "./commands/paths.js";
@@ -12,7 +12,8 @@ import type { CliIo } from "./io.js";
 
 /**
  * Throws `data_dir_not_found` unless `dataDir` is an existing folder, so a mistyped path is
- * not read as "no deployments" (or, for `serve`, turned into a new empty data dir).
+ * not read as "no deployments" (or, for `serve`, turned into a new empty data dir); throws
+ * `io_failed` when its `deployments` is a file (see {@link refuseDeploymentsFile}).
  * @param hint what to run instead, e.g. "workflow-host serve --data-dir DIR --init"
  */
 export async function requireDataDir(dataDir: string, hint: string): Promise<void> {
@@ -22,6 +23,24 @@ export async function requireDataDir(dataDir: string, hint: string): Promise<voi
     throw new WorkflowHostError("data_dir_not_found", `data dir ${dataDir} does not exist; check the path, or create it with ${hint}`, { dataDir });
   }
   refuseNonFolder(dataDir, found.isDirectory());
+  await refuseDeploymentsFile(dataDir);
+}
+
+/**
+ * Throws `io_failed` (`data.errno` "ENOTDIR", `data.cause` "not_a_folder") when
+ * `<dataDir>/deployments` exists and is no folder (a file, a device): every deployment would
+ * otherwise read as missing, and a host would serve none without a word. A link is followed,
+ * as the store follows it (the store refuses one that leads out of the data dir).
+ */
+export async function refuseDeploymentsFile(dataDir: string): Promise<void> {
+  const path = join(dataDir, "deployments");
+  const found = await stat(path).catch(() => null);
+  if (found === null || found.isDirectory()) return;
+  throw new WorkflowHostError(
+    "io_failed",
+    `data dir ${dataDir} cannot be read: ENOTDIR on ${path}: it is a file, not a folder; move it away (deployments live in ${path}/<id>.git)`,
+    { errno: "ENOTDIR", cause: "not_a_folder", path, dataDir },
+  );
 }
 
 /**
@@ -48,12 +67,14 @@ export async function refuseFileAncestor(dataDir: string): Promise<void> {
  * file-system error; else makes each missing level, one `mkdir` at a time. (node's recursive
  * mkdir never returns where a folder refuses new entries with ENOENT, as /proc does; one
  * level at a time, that is an error: io_failed.)
- * @throws data_dir_not_found; the file system's error (EACCES, ENOENT, EROFS, …) otherwise
+ * @throws data_dir_not_found; io_failed for a `deployments` that is a file; the file system's error
+ *   (EACCES, ENOENT, EROFS, …) otherwise
  */
 export async function makeDataDir(dataDir: string): Promise<void> {
   const found = await stat(dataDir).catch(() => null);
   if (found !== null) {
     refuseNonFolder(dataDir, found.isDirectory());
+    await refuseDeploymentsFile(dataDir);
     return;
   }
   await refuseFileAncestor(dataDir);

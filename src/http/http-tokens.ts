@@ -87,9 +87,10 @@ export function parseTokenFile(json: unknown, source = "the token file"): TokenA
 export const MAX_TOKEN_FILE_BYTES = 16 * 1024 * 1024;
 
 /**
- * Reads and checks a token file, read as a stream of at most {@link MAX_TOKEN_FILE_BYTES} (a
- * FIFO works; `/dev/zero` or a huge file is refused once past the bound, not read whole).
- * @throws usage (missing, unreadable, over the bound, not JSON, wrong shape; see {@link parseTokenFile})
+ * Reads and checks a token file: a regular file of at most {@link MAX_TOKEN_FILE_BYTES} (a FIFO,
+ * device or folder is refused before it is read, so none can block or flood the caller; a larger
+ * file is refused by its size).
+ * @throws usage (missing, unreadable, no regular file, over the bound, not JSON, wrong shape; see {@link parseTokenFile})
  */
 export async function loadTokenFile(path: string): Promise<TokenAuth> {
   let text: string;

@@ -202,7 +202,20 @@ export function createRepoStore(opts: RepoStoreOptions): RepoStore {
       ensureOpen();
       const handler = handlerForKind(handlers, kind);
       await authorize(principal, { kind, id: "*" }, null, "list");
-      const names = await fs.readdirOrEmpty(`${dataDir}/${handler.directoryPrefix}`);
+      const folder = `${dataDir}/${handler.directoryPrefix}`;
+      const names = await fs.readdirOrEmpty(folder);
+      // A file where the kind's folder belongs holds no repositories, but reading it as "none"
+      // would hide every one a person meant to be there: said as the file system says it.
+      if (names.length === 0) {
+        const found = await fs.statOrNull(folder);
+        if (found !== null && !found.isDirectory()) {
+          throw new WorkflowHostError(
+            "io_failed",
+            `listing repositories of ${kind} failed: ENOTDIR on ${folder}: it is a file, not a folder; move it away (the repositories live in ${folder}/<id>.git)`,
+            { errno: "ENOTDIR", cause: "not_a_folder", path: folder },
+          );
+        }
+      }
       const ids: string[] = [];
       for (const name of names) {
         if (!name.endsWith(".git")) continue;

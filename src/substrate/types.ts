@@ -307,7 +307,12 @@ export interface RepoStore {
    * @throws `ref_corrupt` when main exists but is torn or dangling (it is never overwritten).
    */
   initRepo(principal: Principal, repoId: RepoId): Promise<{ created: boolean; commitSha: Oid }>;
-  /** Ids of the existing repos of a kind, sorted (authorized as `{kind, id: "*"}`, ref null). */
+  /**
+   * Ids of the existing repos of a kind, sorted (authorized as `{kind, id: "*"}`, ref null);
+   * none when the kind's folder does not exist yet.
+   * @throws `io_failed` (`data.errno` "ENOTDIR", `data.cause` "not_a_folder") when something
+   *   other than a folder stands where the kind's folder belongs (`<dataDir>/deployments`)
+   */
   listRepos(principal: Principal, kind: string): Promise<string[]>;
   /**
    * The commit a ref points at, or null when the ref does not exist yet (unborn).

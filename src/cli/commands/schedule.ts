@@ -347,7 +347,8 @@ sync leaves some runs synced and others not; running the same sync again converg
 Options:
   -d, --data-dir DIR   data dir (default: $WORKFLOW_HOST_DATA_DIR)
   -r, --repo R         deployment id
-  -f, --file PATH      the declared set (JSON array)
+  -f, --file PATH      the declared set (JSON array): a regular file of at most 64 MiB (a FIFO,
+                       device or folder is config_invalid, before it is read)
       --dry-run        print the plan, write nothing
       --json           print {plan: {create, update, cancel, unchanged, conflicts}, commits}
 

@@ -46,10 +46,11 @@ export const serveCommand: CliCommand = {
     "fetch-every-ms": { type: "string" },
   },
   help: `Usage: workflow-host serve --data-dir DIR [--init] [--poll-ms N] [--misfire P] [--durability D]
-                           [--lock-stale-ms N] [--dispatch FILE] [--json] [--http ADDR --tokens FILE]
+                           [--lock-stale-ms N] [--dispatch FILE] [--json]
+                           [--http ADDR --tokens FILE]
                            [--retention-ms N|off] [--retention-check-ms N]
-                           [--cluster POSTGRES_URL --remote-base URL [--host-id ID] [--lease-ttl-ms N]
-                            [--fetch-every-ms N]]
+                           [--cluster POSTGRES_URL --remote-base URL [--host-id ID]
+                            [--lease-ttl-ms N] [--fetch-every-ms N]]
 
 Runs the host: takes the data dir's host lock, recovers every deployment's timers, fires them
 (TimerFired, cron follow-ups, TimerSkipped) and follows new commits, including ones pushed with
@@ -80,7 +81,8 @@ Options:
       --http ADDR         also serve the HTTP API, wake-ups, /metrics and the dashboard on
                           PORT, HOST:PORT or [IPV6]:PORT (a bare port is 127.0.0.1); needs --tokens
       --tokens FILE       JSON token file: {"tokens": {"<token>": {"principal": "ops",
-                          "deployments": {"*": ["read", "write"]}}}} (see the README's HTTP section)
+                          "deployments": {"*": ["read", "write"]}}}} (see the README's HTTP
+                          section)
       --retention-ms N    a run that ended more than N ms ago leaves main for the archive ref
                           refs/archive/runs, in batched commits at quiet moments (default
                           604800000: 7 days); off keeps every run live
@@ -95,6 +97,9 @@ Options:
                           after its last renewal (default 10000)
       --fetch-every-ms N  fetch served deployments this often to see pushes by others
                           (default 5000, 0 = only at takeover and after a refused push)
+
+FILE (--dispatch, --tokens) is a regular file of at most 64 MiB (tokens: 16 MiB); a FIFO,
+device or folder is a usage error, before it is read.
 
 Cluster mode adds lines lease-acquired, lease-released, lease-lost, lease-unconfirmed,
 lease-confirmed, push-rejected and cluster-error.

@@ -15,6 +15,7 @@ import { duration } from "../format.js";
 import type { CliIo } from "../io.js";
 import { printLine } from "../io.js";
 import { gitdirOf, shellQuote } from "../commands/paths.js";
+import { cliInvocation } from "./cli-invocation.js";
 import { resetDemoDataDir } from "./demo-data-dir.js";
 import { DEMO_REPO, DEMO_STORIES, runDemoScenario } from "./demo-scenario.js";
 import { printSummary, type RunSummary } from "./demo-view.js";
@@ -45,9 +46,11 @@ export async function runDemo(values: FlagValues, io: CliIo, defaultDir: string)
   printLine(io, "every event is a file and every change a commit; read the log with plain git:");
   printLine(io, `  git --git-dir=${shellQuote(shown)} log --stat`);
   printLine(io, `  git --git-dir=${shellQuote(shown)} show main:runs/approval-9/events/`);
-  printLine(io, "or with this CLI (in this repo: npm run cli -- <command>):");
-  printLine(io, `  workflow-host timers --data-dir ${shellQuote(relativeOrAbsolute(io.cwd, dataDir))}`);
-  printLine(io, `  workflow-host runs show --data-dir ${shellQuote(relativeOrAbsolute(io.cwd, dataDir))} --repo ${DEMO_REPO} --run approval-9`);
+  // As this person runs the CLI: npm run cli -- (this repository), npx workflow-host (installed).
+  const cli = cliInvocation({ moduleUrl: import.meta.url, entryPath: io.entryPath, env: io.env });
+  printLine(io, "or with this CLI:");
+  printLine(io, `  ${cli} timers --data-dir ${shellQuote(relativeOrAbsolute(io.cwd, dataDir))}`);
+  printLine(io, `  ${cli} runs show --data-dir ${shellQuote(relativeOrAbsolute(io.cwd, dataDir))} --repo ${DEMO_REPO} --run approval-9`);
   printLine(io);
   if (missing.length > 0) {
     printLine(io, `demo incomplete after ${duration(io.clock().getTime() - beganMs)}: ${missing.join("; ")}`);

@@ -94,6 +94,7 @@ describe("workflow-host commands on a data dir", () => {
         { repoId: "reports", gitdir: join(dataDir, "deployments", "reports.git") },
       ],
       ignored: [],
+      failedRepos: [],
     });
     for (const repo of ["payments", "reports"]) await gitAt(join(dataDir, "deployments", `${repo}.git`), ["fsck", "--strict", "--no-progress"]);
   });

@@ -39,6 +39,9 @@ describe("workflow-host demo", () => {
     expect(run.stdout).toMatch(/ timed out +approval-10 /);
     expect(run.stdout).toMatch(/^ +RUN +WHAT IT SHOWS +EVENTS +FIRED +SKIPPED +SIGNALS +STATE$/m);
     expect(run.stdout).toContain(`git --git-dir=${join(dataDir, "deployments", "demo.git")} log --stat`);
+    // The hint runs as printed here: the repository's script, not a command that is not on the PATH.
+    expect(run.stdout).toContain(`  npm run cli -- timers --data-dir ${dataDir}\n`);
+    expect(run.stdout).not.toMatch(/^ +workflow-host /m);
     expect(run.stdout).toMatch(/demo finished in [\d.]+ s: timers fired, missed cron ticks skipped, signal delivered/);
     const gitdir = join(dataDir, "deployments", "demo.git");
     await gitAt(gitdir, ["fsck", "--strict", "--no-progress"]);

@@ -4,7 +4,7 @@
  * the emptied folder), without any poll.
  */
 import { execFile } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
+import fs, { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import fsPromises from "node:fs/promises";
 import { syncBuiltinESMExports } from "node:module";
 import { join } from "node:path";
@@ -28,13 +28,13 @@ const foreignMove = (gitdir: string, ref: string, oid: string) =>
     oid,
   ]);
 
-/** Resolves true once `ref` holds `oid` as seen from a wake of `watcher`, false after 1.5 s. */
-function seenOnWake(watcher: RefWatcher, gitdir: string, ref: string, oid: string): Promise<boolean> {
-  return new Promise<boolean>((resolve) => {
-    const timer = setTimeout(() => {
-      unlisten();
-      resolve(false);
-    }, 1_500);
+/**
+ * Resolves once `ref` holds `oid` as seen from a wake of `watcher`. No deadline of its own: a
+ * wake that never comes fails the test by its timeout, and a late one (a loaded machine delays
+ * the follow-up wakes) is still a wake.
+ */
+function seenOnWake(watcher: RefWatcher, gitdir: string, ref: string, oid: string): Promise<true> {
+  return new Promise<true>((resolve) => {
     const unlisten = watcher.listen(() => {
       let text = "";
       try {
@@ -43,9 +43,21 @@ function seenOnWake(watcher: RefWatcher, gitdir: string, ref: string, oid: strin
         return;
       }
       if (text !== `${oid}\n`) return;
-      clearTimeout(timer);
       unlisten();
       resolve(true);
+    });
+  });
+}
+
+/**
+ * Resolves at the watcher's first wake: the one it makes once its OS watches are set up
+ * ("whatever moved while chokidar loaded is looked at now"), in place of a fixed wait.
+ */
+function watching(watcher: RefWatcher): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const unlisten = watcher.listen(() => {
+      unlisten();
+      resolve();
     });
   });
 }
@@ -60,31 +72,27 @@ describe("ref watcher", () => {
     const gitdir = join(await tempDir(), "repo.git");
     mkdirSync(join(gitdir, "refs", "heads"), { recursive: true });
     const watcher = createRefWatcher({ gitdir, pollMs: null, useChokidar: true, timers });
+    const ready = watching(watcher);
     const waiting = new Map<string, () => void>();
     // A listener does what a subscriber does: looks at the refs again.
     watcher.listen(() => {
       for (const [folder, seen] of waiting) if (existsSync(join(gitdir, "refs", "heads", folder, "x"))) seen();
     });
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    const late: string[] = [];
+    await ready;
+    const seenFolders: string[] = [];
     try {
       for (let round = 0; round < 16; round++) {
         const folder = `n${round}`;
-        const seen = new Promise<boolean>((resolve) => {
-          const timer = setTimeout(() => resolve(false), 1_500);
-          waiting.set(folder, () => {
-            clearTimeout(timer);
-            resolve(true);
-          });
-        });
+        const seen = new Promise<void>((resolve) => waiting.set(folder, resolve));
         await run(process.execPath, [script, gitdir, folder, String(round % 4)]);
-        if (!(await seen)) late.push(`${folder} (${round % 4} ms after its folder)`);
+        await seen;
+        seenFolders.push(folder);
         waiting.delete(folder);
       }
     } finally {
       await watcher.close();
     }
-    expect(late).toEqual([]);
+    expect(seenFolders).toHaveLength(16);
   }, 60_000);
 
   it("moving refs/heads/main costs chokidar no re-read of refs/heads (the folder every fire commit moves a ref in)", async () => {
@@ -99,19 +107,25 @@ describe("ref watcher", () => {
       if (String(path).replace(/\/+$/, "") === heads) listings.push("readdir");
       return (readdir as (...a: unknown[]) => unknown)(path, ...rest);
     }) as typeof fsPromises.readdir;
+    // Settles once the watcher's look at the new name `main` has settled (its result handled).
+    let mainLooked: () => void = () => undefined;
+    const mainLookedAt = new Promise<void>((resolve) => (mainLooked = resolve));
     fsPromises.lstat = ((path: string, ...rest: unknown[]) => {
       if (String(path).startsWith(`${heads}/`)) listings.push(`lstat ${String(path).slice(heads.length + 1)}`);
-      return (lstat as (...a: unknown[]) => unknown)(path, ...rest);
+      const result = (lstat as (...a: unknown[]) => Promise<unknown>)(path, ...rest);
+      if (String(path) === `${heads}/main`) result.then(mainLooked, mainLooked);
+      return result;
     }) as typeof fsPromises.lstat;
     syncBuiltinESMExports();
     const watcher = createRefWatcher({ gitdir, pollMs: null, useChokidar: true, timers });
+    const ready = watching(watcher);
     try {
       const refs = createRefStore({ fs: createBlockingFsAdapter(), gitdir, durable: false, staleLockMs: 10_000, lockTimeoutMs: 10_000, sleep: settle, clock: () => new Date() });
-      await settle(300);
+      await ready;
       // The first move makes refs/heads/main: a new name in the folder is looked at once.
       let previous: string | null = oidOf(1);
       expect(await refs.compareAndSwap("refs/heads/main", null, previous, async () => undefined)).toEqual({ ok: true });
-      await settle(200);
+      await mainLookedAt;
       listings.length = 0;
       for (let move = 2; move <= 21; move++) {
         const next = oidOf(move);
@@ -119,12 +133,13 @@ describe("ref watcher", () => {
         previous = next;
         await settle(5);
       }
-      await settle(200);
-      expect(listings).toEqual([]);
-      // …and a move by another process is still seen at once, without any poll.
+      // …and a move by another process is still seen, without any poll. Its OS event comes after
+      // those of the 20 moves, so once it is seen they have all been handled.
       const seen = seenOnWake(watcher, gitdir, "refs/heads/main", oidOf(99));
       await foreignMove(gitdir, "refs/heads/main", oidOf(99));
       expect(await seen).toBe(true);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(listings).toEqual([]);
     } finally {
       fsPromises.readdir = readdir;
       fsPromises.lstat = lstat;
@@ -137,8 +152,9 @@ describe("ref watcher", () => {
     const gitdir = join(await tempDir(), "repo.git");
     mkdirSync(join(gitdir, "refs", "heads", "team", "deep"), { recursive: true });
     const watcher = createRefWatcher({ gitdir, pollMs: null, useChokidar: true, timers });
+    const ready = watching(watcher);
     try {
-      await settle(300);
+      await ready;
       for (const [round, ref] of ["refs/heads/team/x", "refs/heads/team/deep/y", "refs/heads/team/x"].entries()) {
         const seen = seenOnWake(watcher, gitdir, ref, oidOf(round + 1));
         await foreignMove(gitdir, ref, oidOf(round + 1));
@@ -154,12 +170,14 @@ describe("ref watcher", () => {
   it("wakes for refs moved after refs/heads itself was removed and made again", async () => {
     const gitdir = join(await tempDir(), "repo.git");
     mkdirSync(join(gitdir, "refs", "heads"), { recursive: true });
+    const watches = countOsWatches();
     const watcher = createRefWatcher({ gitdir, pollMs: null, useChokidar: true, timers });
     try {
-      await settle(300);
+      // chokidar watches refs/ (where the removal shows), and then the new folder is watched again.
+      await watches.reached(join(gitdir, "refs"), 1);
       rmSync(join(gitdir, "refs", "heads"), { recursive: true });
       mkdirSync(join(gitdir, "refs", "heads"));
-      await settle(300);
+      await watches.reached(join(gitdir, "refs", "heads"), 2);
       for (const [round, ref] of ["refs/heads/main", "refs/heads/main", "refs/heads/n/z"].entries()) {
         const seen = seenOnWake(watcher, gitdir, ref, oidOf(round + 1));
         await foreignMove(gitdir, ref, oidOf(round + 1));
@@ -167,7 +185,43 @@ describe("ref watcher", () => {
         await settle(250);
       }
     } finally {
+      watches.restore();
       await watcher.close();
     }
   }, 30_000);
 });
+
+/**
+ * Counts the OS watches made on each path (node:fs `watch`, which chokidar and the busy folder's
+ * watch both use), so a test waits for a watch to exist instead of for a fixed time.
+ */
+function countOsWatches(): { reached(path: string, count: number): Promise<void>; restore(): void } {
+  const counts = new Map<string, number>();
+  const waiters = new Set<() => void>();
+  const original = fs.watch;
+  fs.watch = ((path: string, ...rest: unknown[]) => {
+    const made = (original as (...a: unknown[]) => unknown)(path, ...rest);
+    const key = String(path).replace(/\/+$/, "");
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+    for (const wake of [...waiters]) wake();
+    return made;
+  }) as typeof fs.watch;
+  syncBuiltinESMExports();
+  return {
+    reached(path, count) {
+      return new Promise<void>((resolve) => {
+        const check = (): void => {
+          if ((counts.get(path) ?? 0) < count) return;
+          waiters.delete(check);
+          resolve();
+        };
+        waiters.add(check);
+        check();
+      });
+    },
+    restore() {
+      fs.watch = original;
+      syncBuiltinESMExports();
+    },
+  };
+}

@@ -1,0 +1,51 @@
+/**
+ * The command as a project that installed the package runs it: the built code under
+ * `node_modules/workflow-host`, started with `npx workflow-host`. The demo's closing hint must
+ * then say `npx workflow-host …` (it said `npm run cli -- …`, which only this repository has).
+ */
+import { spawn } from "node:child_process";
+import { cp, mkdir, symlink, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { useTempDirs } from "../../helpers/temp-dir.js";
+import { REPO_ROOT } from "../host/cli-child.js";
+
+const tempDir = useTempDirs("wfh-installed-");
+
+function run(command: string, args: readonly string[], cwd: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { cwd, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, WORKFLOW_HOST_DATA_DIR: "" } });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (c: Buffer) => (stdout += c.toString("utf8")));
+    child.stderr.on("data", (c: Buffer) => (stderr += c.toString("utf8")));
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** A project folder with the package installed as npm lays it out (dependencies linked from this repository). */
+async function projectWithPackage(): Promise<string> {
+  const project = await tempDir();
+  const pkgDir = join(project, "node_modules", "workflow-host");
+  await mkdir(pkgDir, { recursive: true });
+  const built = await run(process.execPath, [join(REPO_ROOT, "node_modules", "typescript", "bin", "tsc"), "-p", "tsconfig.build.json", "--outDir", join(pkgDir, "dist")], REPO_ROOT);
+  expect(built.stdout + built.stderr).toBe("");
+  await cp(join(REPO_ROOT, "bin"), join(pkgDir, "bin"), { recursive: true });
+  await cp(join(REPO_ROOT, "package.json"), join(pkgDir, "package.json"));
+  await symlink(join(REPO_ROOT, "node_modules"), join(pkgDir, "node_modules"));
+  await mkdir(join(project, "node_modules", ".bin"));
+  await symlink("../workflow-host/bin/workflow-host.js", join(project, "node_modules", ".bin", "workflow-host"));
+  await writeFile(join(project, "package.json"), JSON.stringify({ name: "shop", version: "1.0.0", private: true, dependencies: { "workflow-host": "0.1.0" } }));
+  return project;
+}
+
+describe("workflow-host installed in a project", () => {
+  it("npx workflow-host demo ends with hints that start with npx workflow-host", async () => {
+    const project = await projectWithPackage();
+    const demo = await run("npx", ["--no", "workflow-host", "demo", "--data-dir", "./demo"], project);
+    expect(demo.code).toBe(0);
+    expect(demo.stdout).toContain("\n  npx workflow-host timers --data-dir ./demo\n");
+    expect(demo.stdout).not.toContain("npm run cli");
+  }, 180_000);
+});
