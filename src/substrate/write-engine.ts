@@ -14,8 +14,11 @@
  * two busy processes cannot starve each other. Room for other writers (`roomMs`): a lost race
  * waits a jittered backoff before the locked retry, and once a commit by someone else is seen
  * on a ref, this process spaces its commits to that ref for a while, so an external `git push`
- * (read tip, send objects, compare-and-swap) is not beaten to the ref every time. Right before
- * every ref move, under the ref lock, `fence` may veto the write (a host that lost its lock).
+ * (read tip, send objects, compare-and-swap) is not beaten to the ref every time. Under the ref
+ * lock `fence` may veto the write (a host that lost its lock) twice: before the objects are
+ * written (no work for a writer already known to be fenced off), and again right before the
+ * rename, after every awaited step (a writer that stalled in between and lost its lock meanwhile
+ * does not move the ref when it runs again).
  * Either way the plan always sees the state it
  * extends, no commit is lost and history stays linear (each commit's only parent is the tip it
  * was computed on). Callers run this inside the repository's in-process queue: one writer per
@@ -69,7 +72,10 @@ export interface WriteEngineDeps {
   readonly sleep: Sleep;
   /** Called after the ref moved, to wake this process's subscribers at once. */
   readonly onCommitted: (repo: RepoHandle) => void;
-  /** Called under the ref lock right before the ref moves; throwing aborts the write. */
+  /**
+   * Called under the ref lock before the commit's objects are written and again, synchronously,
+   * right before the ref's rename; throwing aborts the write (the ref does not move).
+   */
   readonly fence?: () => void;
   /**
    * Called under the ref lock once the commit's objects are in place and right before the ref
@@ -484,7 +490,7 @@ async function commitHeld<R>(
           await staged.publish();
           published = true;
           await beforeRefMove?.({ repoId: repo.repoId, ref: name, from: tip, to: prepared.commit.oid });
-        });
+        }, fence);
       } finally {
         if (!published) await staged.discard();
       }
@@ -515,6 +521,7 @@ async function commitHeld<R>(
           await repo.objects.stageObjects(ready.objects, undefined, ready.novel, ready.packed).publish();
           await beforeRefMove?.({ repoId: repo.repoId, ref: name, from: current, to: ready.commit.oid });
         },
+        fence,
       };
     });
     const done = prepared as Prepared<R> | undefined;
