@@ -18,7 +18,8 @@
  * lock `fence` may veto the write (a host that lost its lock) twice: before the objects are
  * written (no work for a writer already known to be fenced off), and again right before the
  * rename, after every awaited step (a writer that stalled in between and lost its lock meanwhile
- * does not move the ref when it runs again).
+ * does not move the ref when it runs again); not again once `beforeRefMove` accepted the move
+ * (the remote's compare-and-swap fences cluster mode, and the local ref follows the remote).
  * Either way the plan always sees the state it
  * extends, no commit is lost and history stays linear (each commit's only parent is the tip it
  * was computed on). Callers run this inside the repository's in-process queue: one writer per
@@ -461,6 +462,9 @@ async function commitHeld<R>(
   const roomMs = deps.roomMs ?? 0;
   const fence = deps.fence ?? (() => undefined);
   const beforeRefMove = deps.beforeRefMove;
+  // The check right before the rename. With `beforeRefMove` (cluster mode) the move was already
+  // accepted by the remote's compare-and-swap, the fence of that mode: the local ref follows it.
+  const lastFence = beforeRefMove === undefined ? fence : undefined;
   for (let attempt = 1; attempt <= deps.maxAttempts; attempt++) {
     if (attempt === 1) {
       let { name, value: tip } = await repo.resolveRefNamed(refName);
@@ -490,7 +494,7 @@ async function commitHeld<R>(
           await staged.publish();
           published = true;
           await beforeRefMove?.({ repoId: repo.repoId, ref: name, from: tip, to: prepared.commit.oid });
-        }, fence);
+        }, lastFence);
       } finally {
         if (!published) await staged.discard();
       }
@@ -521,7 +525,7 @@ async function commitHeld<R>(
           await repo.objects.stageObjects(ready.objects, undefined, ready.novel, ready.packed).publish();
           await beforeRefMove?.({ repoId: repo.repoId, ref: name, from: current, to: ready.commit.oid });
         },
-        fence,
+        ...(lastFence === undefined ? {} : { fence: lastFence }),
       };
     });
     const done = prepared as Prepared<R> | undefined;
