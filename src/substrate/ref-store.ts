@@ -65,8 +65,13 @@ export interface RefStoreOptions {
 /** Size of a lock-holder record (see {@link lockOwnerPath}); hostnames longer than fit are cut. */
 const RECORD_BYTES = 320;
 
-/** What to do with a ref found under its lock: move it to `next` (after `beforeSwap`), or null: leave it. */
-export type LockedDecision = { readonly next: Oid; readonly beforeSwap: () => Promise<void> } | null;
+/**
+ * What to do with a ref found under its lock: move it to `next` (after `beforeSwap`), or null:
+ * leave it. `fence`, when given, is called synchronously right before the rename, after every
+ * awaited step of the update (objects, lock bytes, flushes); throwing aborts the move with the
+ * thrown error and releases the lock (see {@link RefStore.lockedUpdate}).
+ */
+export type LockedDecision = { readonly next: Oid; readonly beforeSwap: () => Promise<void>; readonly fence?: () => void } | null;
 
 /**
  * `swapped`: the ref now holds the decided value; `skipped`: the decision was null, nothing
@@ -97,10 +102,16 @@ export interface RefStore {
    * commit's objects, so a ref never points at a missing object and a lost race writes nothing.
    * @returns `{ok: true}` once the ref holds `next`; `{ok: false, current}` when the ref held
    *   another value (nothing written).
+   * `fence` (optional) is called synchronously right before the rename, once nothing but the
+   * rename is left to await; throwing aborts the move (the lock is released, the ref keeps its
+   * value) and the error is rethrown: a writer that may have lost its right to write (a host
+   * lock taken over while this update was in flight) checks it there, not only before the
+   * objects are written.
    * @throws `ref_locked` when another writer holds the lock longer than `lockTimeoutMs`;
-   *   `ref_corrupt` when the current value is torn (the lock is released, nothing written).
+   *   `ref_corrupt` when the current value is torn (the lock is released, nothing written);
+   *   whatever `beforeSwap` or `fence` throws.
    */
-  compareAndSwap(refName: string, expected: Oid | null, next: Oid, beforeSwap: () => Promise<void>): Promise<CasOutcome>;
+  compareAndSwap(refName: string, expected: Oid | null, next: Oid, beforeSwap: () => Promise<void>, fence?: () => void): Promise<CasOutcome>;
   /**
    * Takes `<ref>.lock`, reads the ref's current value under it and lets `decide` choose the new
    * value. While `decide` runs no other git-protocol writer can move the ref, so what it
@@ -368,6 +379,9 @@ export function createRefStore(opts: RefStoreOptions): RefStore {
       // The record goes while the lock is still ours: once the lock is renamed, the next
       // holder's record may take its place.
       await forgetHolder(refName);
+      // Last word before the ref moves, with no await between it and the rename: what is left
+      // unfenced is the rename syscall itself.
+      decision.fence?.();
       await fs.rename(lockPath, refPath);
       renamed = true;
       if (durable) await fs.fsyncDir(refDir);
@@ -388,11 +402,11 @@ export function createRefStore(opts: RefStoreOptions): RefStore {
     resolve,
     readValue,
     lockedUpdate,
-    async compareAndSwap(refName, expected, next, beforeSwap) {
+    async compareAndSwap(refName, expected, next, beforeSwap, fence) {
       let current: Oid | null = null;
       const outcome = await lockedUpdate(refName, async (found) => {
         current = found;
-        return found === expected ? { next, beforeSwap } : null;
+        return found === expected ? { next, beforeSwap, ...(fence === undefined ? {} : { fence }) } : null;
       });
       if (outcome === "swapped") return { ok: true };
       return { ok: false, current: outcome === "stolen" ? await readValue(refName) : current };

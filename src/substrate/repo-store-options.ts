@@ -52,9 +52,13 @@ export interface RepoStoreOptions {
   /** Compare-and-swap attempts per write before `ref_conflict` (default 32). */
   readonly maxWriteAttempts?: number;
   /**
-   * The commit fence: called under the ref lock right before every ref move this store makes;
-   * throwing aborts that write (the ref does not move) with the thrown error. A host passes its
-   * lock's `assertHeld`, so a host that lost its lock stops committing at once. Default none.
+   * The commit fence: called under the ref lock before each commit's objects are written and
+   * again, synchronously, right before the ref's rename (no await between the two: a writer
+   * that stalled mid-commit is checked after the stall); throwing aborts that write (the ref
+   * does not move) with the thrown error. Must not have side effects: it runs twice per commit
+   * (once only when `beforeRefMove` is given: a move it accepted is decided).
+   * A host passes its lock's `assertHeld`, so a host that lost its lock stops committing at
+   * once. Default none.
    */
   readonly fence?: () => void;
   /**

@@ -14,8 +14,12 @@
  * two busy processes cannot starve each other. Room for other writers (`roomMs`): a lost race
  * waits a jittered backoff before the locked retry, and once a commit by someone else is seen
  * on a ref, this process spaces its commits to that ref for a while, so an external `git push`
- * (read tip, send objects, compare-and-swap) is not beaten to the ref every time. Right before
- * every ref move, under the ref lock, `fence` may veto the write (a host that lost its lock).
+ * (read tip, send objects, compare-and-swap) is not beaten to the ref every time. Under the ref
+ * lock `fence` may veto the write (a host that lost its lock) twice: before the objects are
+ * written (no work for a writer already known to be fenced off), and again right before the
+ * rename, after every awaited step (a writer that stalled in between and lost its lock meanwhile
+ * does not move the ref when it runs again); not again once `beforeRefMove` accepted the move
+ * (the remote's compare-and-swap fences cluster mode, and the local ref follows the remote).
  * Either way the plan always sees the state it
  * extends, no commit is lost and history stays linear (each commit's only parent is the tip it
  * was computed on). Callers run this inside the repository's in-process queue: one writer per
@@ -69,7 +73,10 @@ export interface WriteEngineDeps {
   readonly sleep: Sleep;
   /** Called after the ref moved, to wake this process's subscribers at once. */
   readonly onCommitted: (repo: RepoHandle) => void;
-  /** Called under the ref lock right before the ref moves; throwing aborts the write. */
+  /**
+   * Called under the ref lock before the commit's objects are written and again, synchronously,
+   * right before the ref's rename; throwing aborts the write (the ref does not move).
+   */
   readonly fence?: () => void;
   /**
    * Called under the ref lock once the commit's objects are in place and right before the ref
@@ -455,6 +462,9 @@ async function commitHeld<R>(
   const roomMs = deps.roomMs ?? 0;
   const fence = deps.fence ?? (() => undefined);
   const beforeRefMove = deps.beforeRefMove;
+  // The check right before the rename. With `beforeRefMove` (cluster mode) the move was already
+  // accepted by the remote's compare-and-swap, the fence of that mode: the local ref follows it.
+  const lastFence = beforeRefMove === undefined ? fence : undefined;
   for (let attempt = 1; attempt <= deps.maxAttempts; attempt++) {
     if (attempt === 1) {
       let { name, value: tip } = await repo.resolveRefNamed(refName);
@@ -484,7 +494,7 @@ async function commitHeld<R>(
           await staged.publish();
           published = true;
           await beforeRefMove?.({ repoId: repo.repoId, ref: name, from: tip, to: prepared.commit.oid });
-        });
+        }, lastFence);
       } finally {
         if (!published) await staged.discard();
       }
@@ -515,6 +525,7 @@ async function commitHeld<R>(
           await repo.objects.stageObjects(ready.objects, undefined, ready.novel, ready.packed).publish();
           await beforeRefMove?.({ repoId: repo.repoId, ref: name, from: current, to: ready.commit.oid });
         },
+        ...(lastFence === undefined ? {} : { fence: lastFence }),
       };
     });
     const done = prepared as Prepared<R> | undefined;

@@ -2,6 +2,15 @@
  * A host that loses its lock while it is busy commits nothing more (issue 19, fault 3): the
  * host's event loop stalls (as a long synchronous planning once did), another process takes the
  * stale lock over, and when the stalled host runs again its due timers must not reach the ref.
+ *
+ * What the fence promises: a ref rename is issued only right after the lock was seen held with
+ * a heartbeat younger than ¾ of `staleMs` (the check is synchronous and the rename follows it
+ * with no await between), and that check runs after every other step of the commit; so a commit
+ * the stall caught anywhere in flight (pack or loose objects going in, the lock file's bytes,
+ * a flush) re-checks after the stall and is refused. Only a rename already handed to the OS
+ * when the stall began is unfenced; the stall here is of this thread alone, the OS finishes that
+ * rename within the quarter of `staleMs` left before anyone may take over, so the tip the taker
+ * reads once it holds the lock is final. (A deterministic form: test/unit/host/lock-fence.test.ts.)
  */
 import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
