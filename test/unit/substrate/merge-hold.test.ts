@@ -28,6 +28,18 @@ describe("merge hold during commits", () => {
     await expect(store.writeTree(null, REPO, "main", { files: { "notes/c.txt": "c" }, message: "c" })).rejects.toMatchObject({ code: "remote_rejected" });
     expect(commitsInFlight()).toBe(0);
     expect(seen).toEqual([1, 1, 1]);
+    // A plan that throws, and one that is refused before anything is written.
+    await expect(
+      store.writeTreeDelta(null, REPO, "main", {
+        message: "d",
+        computeDelta: () => {
+          throw new WorkflowHostError("event_invalid", "no delta", {});
+        },
+      }),
+    ).rejects.toMatchObject({ code: "event_invalid" });
+    expect(commitsInFlight()).toBe(0);
+    await expect(store.writeTree(null, REPO, "main", { files: { "../escape.txt": "x" }, message: "e" })).rejects.toMatchObject({ code: "path_violation" });
+    expect(commitsInFlight()).toBe(0);
   });
 
   it("a release counts once however often it is called", () => {

@@ -205,3 +205,59 @@ describe("folders the caller built, among other edits", () => {
     await expect(applyTreeEdits(s.read, root.oid, over("run-1"))).rejects.toMatchObject({ code: "path_violation" });
   });
 });
+
+describe("folders the caller built, at random among plain edits", () => {
+  it("give the tree built from the same edits made by hand, and changes that are exactly the diff", async () => {
+    // Names that sort around each other ("run-1" < "run-1-" < "run-1.x" < "run-10"), so runs of
+    // built folders are broken by plain edits at every place in the folder.
+    const names = ["run-1", "run-1-", "run-1.x", "run-10", "run-2", "run-20", "run-3"];
+    for (let seed = 1; seed <= 80; seed++) {
+      const r = seededRandom(seed);
+      const s = store();
+      const base: Spec = {};
+      for (const name of names) {
+        if (r() < 0.2) continue;
+        const events: Spec = {};
+        for (let k = 1; k <= 1 + Math.floor(r() * 3); k++) events[`${k}.json`] = `e${seed}-${name}-${k}`;
+        base[name] = { events };
+      }
+      const baseOid = s.build({ runs: base });
+      const after: Spec = structuredClone(base);
+      const puts: { path: string[]; oid: Oid; within?: readonly { path: string; oid: Oid; status: "added" }[] }[] = [];
+      const deletes: string[][] = [];
+      for (const name of names) {
+        const run = base[name] as Spec | undefined;
+        const roll = r();
+        if (run !== undefined && roll < 0.5) {
+          // Built by the caller: one event added, or the folder as it was.
+          const events = { ...(run["events"] as Spec) };
+          const within: { path: string; oid: Oid; status: "added" }[] = [];
+          if (r() < 0.8) {
+            const file = `${Object.keys(events).length + 1}.json`;
+            events[file] = `new${seed}-${name}`;
+            within.push({ path: `runs/${name}/events/${file}`, oid: blobOid(`new${seed}-${name}`), status: "added" });
+          }
+          puts.push({ path: ["runs", name], oid: s.build({ events }), within });
+          after[name] = { events };
+        } else if (roll < 0.7) {
+          puts.push({ path: ["runs", name, "events", "9.json"], oid: blobOid(`put${seed}-${name}`) });
+          after[name] = { events: { ...((after[name] as Spec | undefined)?.["events"] as Spec | undefined), "9.json": `put${seed}-${name}` } };
+        } else if (run !== undefined && roll < 0.8) {
+          deletes.push(["runs", name]);
+          delete after[name];
+        } else if (roll < 0.85) {
+          // A file where the run's folder was.
+          puts.push({ path: ["runs", name], oid: blobOid(`file${seed}`) });
+          after[name] = `file${seed}`;
+        }
+      }
+      // The puts in any order: the edit sorts them.
+      puts.sort(() => r() - 0.5);
+      const edit = await applyTreeEdits(s.read, baseOid, { puts, deletes });
+      for (const tree of edit.pending.values()) s.trees.set(tree.oid, tree);
+      expect(edit.rootOid, `seed ${seed}`).toBe(s.build({ runs: after }));
+      expect(edit.changes, `seed ${seed}`).toEqual(await diffTrees(s.read, baseOid, edit.rootOid));
+      for (const put of puts) if (put.within !== undefined) expect(edit.folders.get(put.path.join("/")), `seed ${seed}`).toBe(put.oid);
+    }
+  });
+});

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { applyEvent, createRunStateFold, emptyRunState, reduceRunState, reduceRunStateWithProblems } from "../../../src/workflow/run-state.js";
 import type { RunEvent } from "../../../src/workflow/types.js";
+import { seededRandom } from "../../helpers/seeded-random.js";
 
 const set = (seq: number, timerId: string, fireAt: string, extra: Record<string, unknown> = {}): RunEvent =>
   ({ seq, type: "TimerSet", data: { timerId, fireAt, ...extra } }) as RunEvent;
@@ -225,5 +226,73 @@ describe("ordering and tailing", () => {
     const folded = events.reduce(applyEvent, emptyRunState("r1"));
     expect(folded).toEqual(reduceRunState("r1", events));
     expect(folded.pendingTimers.get("c")?.fireAt).toBe("2026-05-01T10:10:00.000Z");
+  });
+});
+
+describe("many runs folded side by side in one process", () => {
+  it("each run's state depends on its own events only: tailing, folds continued from points and whole folds agree, and no input is changed", () => {
+    const r = seededRandom(41);
+    const pick = <T>(values: readonly T[]): T => values[Math.floor(r() * values.length)] as T;
+    const times = [T10, "2026-05-01T10:05:00.000Z", "2026-05-01T10:10:00.000Z", T12];
+    const event = (seq: number): RunEvent => {
+      const timerId = pick(["c", "m", "t"]);
+      const roll = r();
+      const at = pick(times);
+      if (roll < 0.25) return set(seq, timerId, at, r() < 0.5 ? { cron: pick(["*/5 * * * *", "0 * * * *"]) } : {});
+      if (roll < 0.35) return { seq, type: "TimerFired", data: { timerId, manual: true, requestId: pick(["q1", "q2"]), firedAt: at } } as RunEvent;
+      if (roll < 0.5) return fired(seq, timerId, at);
+      if (roll < 0.56) return skipped(seq, timerId, T10, "2026-05-01T10:05:00.000Z", 2);
+      if (roll < 0.66) return cancelled(seq, timerId);
+      if (roll < 0.7) return { seq, type: "ScheduleEnded", data: { timerId } } as RunEvent;
+      if (roll < 0.74) return { seq, type: pick(["SchedulePaused", "ScheduleResumed"]), data: { timerId } } as RunEvent;
+      if (roll < 0.84) return received(seq, pick(["s1", "s2"]));
+      if (roll < 0.9) return consumed(seq, pick(["s1", "s2"]));
+      if (roll < 0.97) return { seq, type: "StepStarted", stepId: "x" } as RunEvent;
+      return { seq, type: pick(["RunCompleted", "RunFailed", "RunCancelled"]) } as RunEvent;
+    };
+    const shape = (state: ReturnType<typeof emptyRunState>) => JSON.stringify({ ...state, pendingTimers: [...state.pendingTimers], observedSignalIds: [...state.observedSignalIds] });
+    const runs = Array.from({ length: 30 }, (_, i) => {
+      const runId = `r${i}`;
+      return { runId, events: [] as RunEvent[], state: emptyRunState(runId), fold: createRunStateFold(runId), problems: [] as unknown[], seen: [] as [ReturnType<typeof emptyRunState>, string][] };
+    });
+    for (let step = 0; step < 6000; step++) {
+      const run = pick(runs);
+      const next = event(run.events.length + 1);
+      run.events.push(next);
+      run.seen.push([run.state, shape(run.state)]);
+      run.state = applyEvent(run.state, next);
+      const problem = run.fold.apply(next);
+      if (problem !== null) run.problems.push(problem);
+      if (r() < 0.1) {
+        const point = run.fold.point();
+        run.fold = createRunStateFold(run.runId, point);
+        // Another fold from the same point, fed events of its own, changes nothing of this run.
+        const other = createRunStateFold(run.runId, point);
+        for (let k = 1; k <= 3; k++) other.apply(event(run.events.length + k));
+        other.finish();
+      }
+      if (r() < 0.03) {
+        const whole = reduceRunStateWithProblems(run.runId, run.events);
+        expect(shape(run.state), `${run.runId} after ${run.events.length}`).toBe(shape(whole.state));
+        expect(run.problems).toEqual(whole.problems);
+      }
+    }
+    for (const run of runs) {
+      const whole = reduceRunStateWithProblems(run.runId, run.events);
+      expect(shape(run.state), run.runId).toBe(shape(whole.state));
+      expect(shape(run.fold.finish()), run.runId).toBe(shape(whole.state));
+      expect(run.problems, run.runId).toEqual(whole.problems);
+      for (const [state, before] of run.seen) expect(shape(state), run.runId).toBe(before);
+    }
+    // After them all, a new run's first manual fires are no repeats, and it has no deferred tick.
+    const fresh = createRunStateFold("new");
+    fresh.apply(set(1, "m", T10, { cron: "0 * * * *" }));
+    fresh.apply(set(2, "t", T12));
+    for (const [seq, requestId] of [[3, "q1"], [4, "q2"]] as const) {
+      expect(fresh.apply({ seq, type: "TimerFired", data: { timerId: "m", manual: true, requestId, firedAt: T10 } } as RunEvent)).toBeNull();
+    }
+    const pending = fresh.finish().pendingTimers;
+    expect([...pending.keys()]).toEqual(["m", "t"]);
+    expect(pending.get("m")).toMatchObject({ fireAt: T10, setSeq: 1 });
   });
 });
