@@ -62,8 +62,8 @@ function isProseOf(line: string, lead: string): boolean {
 /**
  * `line` broken at spaces into pieces of at most `columns`, each after the first indented by
  * `indent`. Usage and option lines break before a flag or bracket where one is near enough, so a
- * flag stays with its value; `prose` breaks at the last space that is not before a dash other
- * than a flag's (`head -1` stays whole).
+ * flag stays with its value; `prose` breaks at the last space that is not before a dash, so a
+ * flag or argument stays with what it belongs to (`serve --retention-ms`, `head -1`).
  */
 function wrapAt(line: string, indent: number, columns: number, prose = false): string[] {
   const pieces: string[] = [];
@@ -92,10 +92,10 @@ function wrapExample(line: string, indent: number, columns: number): string[] {
   return pieces;
 }
 
-/** Index of the last space at or before `limit` not followed by a dash that starts no flag, or -1. */
+/** Index of the last space at or before `limit` not followed by a dash (a flag stays with the word before it), or -1. */
 function lastProseSpace(text: string, limit: number): number {
   for (let i = Math.min(limit, text.length - 1); i >= 0; i -= 1) {
-    if (text[i] === " " && !/^-(?!-?[a-z])/.test(text.slice(i + 1, i + 4))) return i;
+    if (text[i] === " " && text[i + 1] !== "-") return i;
   }
   return -1;
 }
