@@ -30,6 +30,12 @@ export function wrapHelp(text: string, columns = HELP_COLUMNS): string {
       out.push(...wrapExample(line, (example[1] as string).length + 4, columns));
       continue;
     }
+    // A hand-wrapped example's continuation line (the line before ends in ` \`) stays pasteable.
+    const continuation = /^\s+/.exec(line);
+    if (continuation !== null && (out[out.length - 1] ?? "").endsWith(" \\")) {
+      out.push(...wrapExample(line, continuation[0].length, columns));
+      continue;
+    }
     const hanging = USAGE.exec(line) ?? OPTION.exec(line) ?? TABLE_ROW.exec(line);
     if (hanging !== null) {
       out.push(...wrapAt(line, (hanging[1] as string).length, columns));
@@ -42,7 +48,7 @@ export function wrapHelp(text: string, columns = HELP_COLUMNS): string {
       i += 1;
       words.push((lines[i] as string).trim());
     }
-    out.push(...wrapAt(lead + words.join(" "), lead.length, columns));
+    out.push(...wrapAt(lead + words.join(" "), lead.length, columns, true));
   }
   return out.join("\n");
 }
@@ -53,13 +59,17 @@ function isProseOf(line: string, lead: string): boolean {
   return !(EXAMPLE.test(line) || USAGE.test(line) || OPTION.test(line) || /^[A-Z][\w ]*:$/.test(line.trim()) || /^\s*[-*] /.test(line));
 }
 
-/** `line` broken at spaces into pieces of at most `columns`, each after the first indented by `indent`. */
-function wrapAt(line: string, indent: number, columns: number): string[] {
+/**
+ * `line` broken at spaces into pieces of at most `columns`, each after the first indented by
+ * `indent`. Usage and option lines break before a flag or bracket where one is near enough, so a
+ * flag stays with its value; `prose` breaks at the last space that is not before a dash, so a
+ * flag or argument stays with what it belongs to (`serve --retention-ms`, `head -1`).
+ */
+function wrapAt(line: string, indent: number, columns: number, prose = false): string[] {
   const pieces: string[] = [];
   let rest = line;
   while ([...rest].length > columns) {
-    // Before a flag or a bracket where one is near enough, so a flag stays with its value.
-    const cut = lastSpace(rest, columns, indent, /[-[(]/) ?? rest.lastIndexOf(" ", columns);
+    const cut = prose ? lastProseSpace(rest, columns) : (lastSpace(rest, columns, indent, /[-[(]/) ?? rest.lastIndexOf(" ", columns));
     if (cut <= indent) break;
     pieces.push(rest.slice(0, cut).trimEnd());
     rest = " ".repeat(indent) + rest.slice(cut + 1).trimStart();
@@ -80,6 +90,14 @@ function wrapExample(line: string, indent: number, columns: number): string[] {
   }
   pieces.push(rest);
   return pieces;
+}
+
+/** Index of the last space at or before `limit` not followed by a dash (a flag stays with the word before it), or -1. */
+function lastProseSpace(text: string, limit: number): number {
+  for (let i = Math.min(limit, text.length - 1); i >= 0; i -= 1) {
+    if (text[i] === " " && text[i + 1] !== "-") return i;
+  }
+  return -1;
 }
 
 /**

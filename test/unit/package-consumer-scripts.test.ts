@@ -1,8 +1,9 @@
 /**
  * A project that installs the packed tarball runs none of our scripts, so npm's install-script
  * review (npm 11: "install scripts not yet covered by allowScripts") has nothing of ours to list:
- * `dist/` is built by `prepack` (npm pack, npm publish, and an install from a git URL, which npm
- * packs first), never by `prepare`, which npm lists for the tarball's consumers.
+ * `dist/` is built by `prepack` (npm pack, npm publish), never by `prepare`, which npm lists for the
+ * tarball's consumers. An install from a git URL runs only `prepare` and so gets no `dist/`; the
+ * README says so and gives the tarball route, and bin/ says so when dist/ is missing.
  */
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";

@@ -25,8 +25,8 @@ function runsEndCommand(outcome: RunOutcome): CliCommand {
 Ends the run: appends ${type} (stamped with the time now, which retention counts from) after
 its last event. Nothing may follow it; every armed timer of the run is disarmed. A run that
 already ended as ${outcome} commits nothing (exit 0); one that ended otherwise is refused.
-Safe next to a running host. Once older than the deployment's retention (serve
---retention-ms, default 7 days), the run moves to refs/archive/runs.
+Safe next to a running host. Once older than the deployment's retention
+(serve --retention-ms, default 7 days), the run moves to refs/archive/runs.
 
 Exit codes: 0 ended (or already ended so), 1 the run ended otherwise or its id belongs to an
 archived run (event_invalid), 2 usage.

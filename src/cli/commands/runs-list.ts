@@ -40,8 +40,8 @@ export const runsListCommand: CliCommand = {
   help: `Usage: workflow-host runs list --data-dir DIR --repo R [--archived] [--limit N] [--after RUN] [--json]
 
 Lists the runs of deployment R at the tip of main with its last seq, whether it ended, and how
-many timers and unconsumed signals it holds, then how many runs retention archived. With
---archived, lists the runs held by the archive ref ${ARCHIVE} instead (state "archived",
+many timers and unconsumed signals it holds, then how many runs retention archived.
+With --archived, lists the runs held by the archive ref ${ARCHIVE} instead (state "archived",
 with the terminal event they ended with); read one with workflow-host runs show.
 
 Runs are listed by run id (plain byte order). Each listed run's log is read (event by

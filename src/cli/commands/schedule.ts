@@ -303,8 +303,8 @@ ${SERIES_FLAGS}
       --max-ticks K    most slots (1-1000, default 1000)
       --json           print {repoId, runId, timerId, fired, alreadyFired, emptyBecause, commitSha}
 
-Exit codes: 0 ok (also when nothing was fired), 1 the backfill failed, 2 usage (also a malformed
---from or --to).
+Exit codes: 0 ok (also when nothing was fired), 1 the backfill failed, 2 usage (also a
+malformed --from or --to).
 
 Example:
   workflow-host schedule backfill -d ./data -r reports --run nightly -t hourly --from 2026-04-30T00:00:00Z --to 2026-04-30T23:59:59Z

@@ -48,4 +48,18 @@ describe("workflow-host installed in a project", () => {
     expect(demo.stdout).toContain("\n  npx workflow-host timers --data-dir ./demo\n");
     expect(demo.stdout).not.toContain("npm run cli");
   }, 180_000);
+
+  it("a copy without dist/ (a clone's folder installed unbuilt) says to build it, with no stack trace", async () => {
+    const project = await tempDir();
+    const pkgDir = join(project, "node_modules", "workflow-host");
+    await mkdir(pkgDir, { recursive: true });
+    await cp(join(REPO_ROOT, "bin"), join(pkgDir, "bin"), { recursive: true });
+    await cp(join(REPO_ROOT, "package.json"), join(pkgDir, "package.json"));
+    const help = await run(process.execPath, [join(pkgDir, "bin", "workflow-host.js"), "--help"], project);
+    expect(help.code).toBe(1);
+    expect(help.stdout).toBe("");
+    expect(help.stderr).toMatch(/^workflow-host: /);
+    expect(help.stderr).toContain("npm run build");
+    expect(help.stderr).not.toMatch(/\n\s+at /);
+  }, 60_000);
 });

@@ -37,14 +37,15 @@ describe("git remote (cluster transport)", () => {
   it("kills a git call that outlives timeoutMs on the injected timers (remote_unavailable), and not before they reach it", async () => {
     const dir = await tempDir();
     const fake = createFakeClock("2030-01-02T03:04:05.000Z");
-    // A remote that never answers: the ssh command git runs only sleeps.
+    // A remote that never answers: the ssh command git runs only sleeps (`#` keeps the host and
+    // command git appends away from sleep, which refused them as intervals and exited at once).
     const remote = createGitRemote({
       remoteBase: "ssh://127.0.0.1/never",
       identity,
       clock: fake.clock,
       timers: fake.timers,
       timeoutMs: 5_000,
-      env: { ...baseEnv, GIT_SSH_COMMAND: "sleep 20" },
+      env: { ...baseEnv, GIT_SSH_COMMAND: "sleep 20 #" },
     });
     const gitdir = join(dir, "clone.git");
     await remote.ensureClone(gitdir);

@@ -26,4 +26,24 @@ describe(`help texts fit ${MAX_COLUMNS} columns`, () => {
     expect(run.stdout.length).toBeGreaterThan(0);
     expect(overlong(run.stdout)).toEqual([]);
   });
+
+  // An example's continuation line without the previous line's trailing ` \` ran as a command of
+  // its own when pasted (repo create's --remote-base).
+  it.each(helpCalls.map((argv) => [argv.join(" "), argv] as const))("workflow-host %s: examples paste", async (_, argv) => {
+    const lines = (await runCli(argv)).stdout.split("\n");
+    const broken: string[] = [];
+    let inExamples = false;
+    lines.forEach((line, i) => {
+      if (/^Examples?:$/.test(line)) inExamples = true;
+      else if (line.trim() === "") inExamples = false;
+      else if (inExamples && /^\s+-/.test(line) && !(lines[i - 1] ?? "").endsWith(" \\")) broken.push(line);
+    });
+    expect(broken).toEqual([]);
+  });
+
+  // Prose wrapped before a dash that is no flag split an argument from its command ("head" / "-1").
+  it.each(helpCalls.map((argv) => [argv.join(" "), argv] as const))("workflow-host %s: no line starts with a bare argument", async (_, argv) => {
+    const lines = (await runCli(argv)).stdout.split("\n");
+    expect(lines.filter((line) => /^\s*-(?!-?[a-z])/.test(line))).toEqual([]);
+  });
 });
