@@ -35,3 +35,16 @@ export function runTsScript(script: string, args: readonly string[], opts: { tim
     });
   });
 }
+
+/** Runs `command args` in `cwd` and resolves with its exit code and output when it exits (whatever the exit). */
+export function runCommand(command: string, args: readonly string[], opts: { cwd: string; env?: NodeJS.ProcessEnv }): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { cwd: opts.cwd, stdio: ["ignore", "pipe", "pipe"], env: opts.env ?? process.env });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (c: Buffer) => (stdout += c.toString("utf8")));
+    child.stderr.on("data", (c: Buffer) => (stderr += c.toString("utf8")));
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+  });
+}

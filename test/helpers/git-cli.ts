@@ -94,3 +94,18 @@ export async function pushFiles(gitdir: string, work: string, files: Readonly<Re
   await git(["commit", "--quiet", "-m", message], { cwd: work });
   await git(["push", "--quiet", "origin", "HEAD:main"], { cwd: work });
 }
+
+/** `git diff-tree -r` of a commit against its parent, as CommitChange-shaped rows (path, oid, status). */
+export async function gitDiffTree(gitdir: string, sha: string): Promise<{ path: string; oid: string; status: string }[]> {
+  const out = await gitAt(gitdir, ["diff-tree", "-r", "--no-commit-id", "--no-renames", sha]);
+  const status: Record<string, string> = { A: "added", M: "modified", D: "deleted" };
+  return out
+    .split("\n")
+    .filter(Boolean)
+    .map((line) => {
+      const [meta, path] = line.split("\t") as [string, string];
+      const parts = meta.split(" ");
+      const s = parts[4] as string;
+      return { path, oid: s === "D" ? (parts[2] as string) : (parts[3] as string), status: status[s] as string };
+    });
+}

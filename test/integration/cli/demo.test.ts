@@ -1,10 +1,10 @@
 /**
  * `npm start` (the demo) end to end, as a fresh clone runs it.
  */
-import { spawn } from "node:child_process";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { runCommand } from "../../helpers/child-process.js";
 import { gitAt } from "../../helpers/git-cli.js";
 import { useTempDirs } from "../../helpers/temp-dir.js";
 import { runCli } from "../../unit/cli/cli-io.js";
@@ -13,15 +13,7 @@ import { REPO_ROOT, runCliProcess, lockLeft } from "../host/cli-child.js";
 const tempDir = useTempDirs("wfh-demo-");
 
 function npmStart(args: readonly string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn("npm", ["start", "--silent", "--", ...args], { cwd: REPO_ROOT, stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (c: Buffer) => (stdout += c.toString("utf8")));
-    child.stderr.on("data", (c: Buffer) => (stderr += c.toString("utf8")));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
+  return runCommand("npm", ["start", "--silent", "--", ...args], { cwd: REPO_ROOT });
 }
 
 describe("workflow-host demo", () => {

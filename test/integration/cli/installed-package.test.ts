@@ -3,25 +3,17 @@
  * `node_modules/workflow-host`, started with `npx workflow-host`. The demo's closing hint must
  * then say `npx workflow-host …` (it said `npm run cli -- …`, which only this repository has).
  */
-import { spawn } from "node:child_process";
 import { cp, mkdir, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { runCommand } from "../../helpers/child-process.js";
 import { useTempDirs } from "../../helpers/temp-dir.js";
 import { REPO_ROOT } from "../host/cli-child.js";
 
 const tempDir = useTempDirs("wfh-installed-");
 
 function run(command: string, args: readonly string[], cwd: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, WORKFLOW_HOST_DATA_DIR: "" } });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (c: Buffer) => (stdout += c.toString("utf8")));
-    child.stderr.on("data", (c: Buffer) => (stderr += c.toString("utf8")));
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
+  return runCommand(command, args, { cwd, env: { ...process.env, WORKFLOW_HOST_DATA_DIR: "" } });
 }
 
 /** A project folder with the package installed as npm lays it out (dependencies linked from this repository). */

@@ -11,7 +11,7 @@ import { allowAll } from "../../../src/substrate/allow-all.js";
 import { createRepoStore } from "../../../src/substrate/repo-store.js";
 import type { CommitChange, FolderAppend, RepoId } from "../../../src/substrate/types.js";
 import { plainKind } from "../../helpers/append-merge.js";
-import { gitAt, runGit } from "../../helpers/git-cli.js";
+import { gitDiffTree, runGit } from "../../helpers/git-cli.js";
 import { seededRandom } from "../../helpers/seeded-random.js";
 import { useTempDirs } from "../../helpers/temp-dir.js";
 
@@ -19,20 +19,6 @@ const tempDir = useTempDirs("wh-fire-mixed-");
 const REPO: RepoId = { kind: plainKind.kind, id: "dep-1" };
 /** Run ids in git's order around each other ("a" < "a-" < "a.b" < "a/" < "a0" < "a_b"). */
 const IDS = ["a", "a-", "a.b", "a0", "a_b", "b", "b-1", "b.1", "b1"];
-
-async function gitChanges(gitdir: string, sha: string): Promise<{ path: string; oid: string; status: string }[]> {
-  const out = await gitAt(gitdir, ["diff-tree", "-r", "--no-commit-id", "--no-renames", sha]);
-  const status: Record<string, string> = { A: "added", M: "modified", D: "deleted" };
-  return out
-    .split("\n")
-    .filter(Boolean)
-    .map((line) => {
-      const [meta, path] = line.split("\t") as [string, string];
-      const parts = meta.split(" ");
-      const s = parts[4] as string;
-      return { path, oid: s === "D" ? (parts[2] as string) : (parts[3] as string), status: status[s] as string };
-    });
-}
 
 describe("fire commits mixed with plain puts and deletes", () => {
   it("pass git fsck --strict, and each commit's change list is git's diff-tree", async () => {
@@ -87,7 +73,7 @@ describe("fire commits mixed with plain puts and deletes", () => {
       commits += 1;
       const seen = (await reader.next()).value as CommitChange;
       expect(seen.commitSha, `round ${round}`).toBe(result.commitSha);
-      expect(seen.changes.map((c) => ({ path: c.path, oid: c.oid, status: c.status })), `round ${round}`).toEqual(await gitChanges(gitdir, seen.commitSha));
+      expect(seen.changes.map((c) => ({ path: c.path, oid: c.oid, status: c.status })), `round ${round}`).toEqual(await gitDiffTree(gitdir, seen.commitSha));
     }
     expect(commits).toBe(ROUNDS);
     await reader.return?.();

@@ -12,7 +12,7 @@ import { allowAll } from "../../../src/substrate/allow-all.js";
 import { createRepoStore } from "../../../src/substrate/repo-store.js";
 import type { CommitChange, FolderAppend, RepoId } from "../../../src/substrate/types.js";
 import { plainKind } from "../../helpers/append-merge.js";
-import { gitAt, runGit } from "../../helpers/git-cli.js";
+import { gitAt, gitDiffTree, runGit } from "../../helpers/git-cli.js";
 import { useTempDirs } from "../../helpers/temp-dir.js";
 
 const tempDir = useTempDirs("wh-fire-edges-");
@@ -56,21 +56,6 @@ function fireAppends(round: number): FolderAppend[] {
   ];
 }
 
-/** `git diff-tree -r` of a commit against its parent, as CommitChange paths. */
-async function gitChanges(gitdir: string, sha: string): Promise<{ path: string; oid: string; status: string }[]> {
-  const out = await gitAt(gitdir, ["diff-tree", "-r", "--no-commit-id", "--no-renames", sha]);
-  const status: Record<string, string> = { A: "added", M: "modified", D: "deleted" };
-  return out
-    .split("\n")
-    .filter(Boolean)
-    .map((line) => {
-      const [meta, path] = line.split("\t") as [string, string];
-      const parts = meta.split(" ");
-      const s = parts[4] as string;
-      return { path, oid: s === "D" ? (parts[2] as string) : (parts[3] as string), status: status[s] as string };
-    });
-}
-
 describe("fire commits built into pack entries, at the edges", () => {
   it.each([1, 1_000_000])("pass git fsck --strict --full and verify-pack, and their change lists are git's diff (pack threshold %i)", async (packThreshold) => {
     const dataDir = await tempDir();
@@ -89,7 +74,7 @@ describe("fire commits built into pack entries, at the edges", () => {
       // A subscriber that never reads the list, then one that does: the same list, git's.
       const skipped = (await skipper.next()).value as CommitChange;
       expect(skipped.commitSha).toBe(seen.commitSha);
-      const expected = await gitChanges(gitdir, seen.commitSha);
+      const expected = await gitDiffTree(gitdir, seen.commitSha);
       expect(expected.length).toBe(ODD.length + 8);
       expect(seen.changes.map((c) => ({ path: c.path, oid: c.oid, status: c.status }))).toEqual(expected);
     }
