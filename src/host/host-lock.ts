@@ -60,6 +60,15 @@ export { HOST_LOCK_HOLDER_NAME, HOST_LOCK_NAME, inspectHostLock, type HostLockHo
 /** Default age after which a held lock without a fresh heartbeat is taken over (ms). */
 export const DEFAULT_LOCK_STALE_MS = 10_000;
 
+/** The guard (`host.lock.guard/`) is taken from a holder that has not refreshed it for this long (ms). */
+const GUARD_STALE_MS = 2_000;
+/**
+ * Work under the guard replaces the holder file or the lock folder only within this long of taking
+ * it (ms, monotonic): half of {@link GUARD_STALE_MS}, so that no other host can have judged the
+ * guard stale yet whatever the refreshes did.
+ */
+const GUARD_HOLD_LIMIT_MS = GUARD_STALE_MS / 2;
+
 
 export interface HostLockOptions {
   /** The data dir; created when missing. */
@@ -150,6 +159,9 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
   const fenceMs = Math.max(heartbeatMs, staleMs - staleMs / 4);
   const pollMs = Math.max(50, Math.min(1_000, Math.floor(staleMs / 8)));
   const guardTimeoutMs = opts.guardTimeoutMs ?? 5_000;
+  // A heartbeat waits for another host's acquire or release at most this long, then fails and is
+  // retried (the fence stops commits meanwhile).
+  const heartbeatGuardTimeoutMs = Math.min(guardTimeoutMs, heartbeatMs);
   const pid = opts.pid ?? process.pid;
   const hostname = opts.hostname ?? osHostname();
   const isProcessAlive = opts.isProcessAlive ?? defaultIsProcessAlive;
@@ -188,37 +200,67 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
     }
   };
 
-  const withGuard = async <T>(work: () => Promise<T>): Promise<T> => {
+  /**
+   * Runs `work` holding the guard. `work` gets `fresh()`: whether the guard is still surely ours
+   * (taken less than {@link GUARD_HOLD_LIMIT_MS} ago by the monotonic clock, and not reported lost).
+   * A process stalled while holding it (SIGSTOP, a VM pause, a long collection) no longer
+   * refreshes it, and after {@link GUARD_STALE_MS} another host may remove it and go in.
+   */
+  const withGuard = async <T>(work: (fresh: () => boolean) => Promise<T>, timeoutMs = guardTimeoutMs): Promise<T> => {
     let unlockGuard: () => Promise<void>;
+    let guardLost = false;
     try {
       unlockGuard = await lockfile.lock(join(dataDir, "host-guard"), {
         ...fsOption,
         lockfilePath: join(dataDir, GUARD_NAME),
         realpath: false,
-        stale: 2_000,
-        retries: { retries: Math.max(1, Math.ceil(guardTimeoutMs / 100)), factor: 1, minTimeout: 100, maxTimeout: 100 },
-        onCompromised: () => undefined,
+        stale: GUARD_STALE_MS,
+        retries: { retries: Math.max(1, Math.ceil(timeoutMs / 100)), factor: 1, minTimeout: 100, maxTimeout: 100 },
+        onCompromised: () => {
+          guardLost = true;
+        },
       });
     } catch (error) {
       if (errnoOf(error) !== "ELOCKED") throw error;
       throw new WorkflowHostError(
         "host_locked",
-        `data dir ${dataDir} is being locked or unlocked by another host for more than ${guardTimeoutMs} ms; try again`,
+        `data dir ${dataDir} is being locked or unlocked by another host for more than ${timeoutMs} ms; try again`,
         { dataDir, lockPath: join(dataDir, GUARD_NAME) },
         { cause: error },
       );
     }
+    const takenMs = monotonicNow();
     try {
-      return await work();
+      return await work(() => !guardLost && monotonicNow() - takenMs < GUARD_HOLD_LIMIT_MS);
     } finally {
       await unlockGuard().catch(() => undefined);
     }
   };
 
-  const writeHolder = async (record: HostLockHolder): Promise<void> => {
+  const guardExpired = (): WorkflowHostError =>
+    new WorkflowHostError(
+      "host_locked",
+      `the guard of ${dataDir} was held longer than ${GUARD_HOLD_LIMIT_MS} ms (the process stalled?); another host may have taken it meanwhile, so the lock's files are left as they are`,
+      { dataDir, lockPath: join(dataDir, GUARD_NAME), state: "guard_expired", limitMs: GUARD_HOLD_LIMIT_MS },
+    );
+
+  /**
+   * Writes `record` to a file of its own and renames it over the holder file. `mayReplace` is
+   * asked synchronously right before the rename (nothing awaited between): false leaves the
+   * holder file as it is and throws `host_locked` (`data.state` "guard_expired").
+   * @returns the monotonic time taken right before the rename was issued: the record cannot have
+   *   become visible to a watcher earlier
+   */
+  const writeHolder = async (record: HostLockHolder, mayReplace: () => boolean): Promise<number> => {
     const tmp = `${holderPath}.${token}.tmp`;
     await fs.writeFile(tmp, `${JSON.stringify(record, null, 2)}\n`);
+    if (!mayReplace()) {
+      await fs.unlink(tmp).catch(() => undefined);
+      throw guardExpired();
+    }
+    const stampMs = monotonicNow();
     await fs.rename(tmp, holderPath);
+    return stampMs;
   };
 
   const readHolder = async (): Promise<HostLockHolder | null> => {
@@ -272,7 +314,7 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
   const verdict = observed.locked ? await judge(observed) : { reason: null, watch: false };
   if (observed.locked && verdict.reason === null) throw lockedError(dataDir, lockPath, observed.holder);
 
-  const tookOver = await withGuard(async () => {
+  const tookOver = await withGuard(async (fresh) => {
     const state = await inspectHostLock({ dataDir, fs: rawFs });
     let taken: HostLock["tookOver"] = null;
     if (state.locked) {
@@ -285,6 +327,7 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
           (state.holder === null ? "" : ` (held by pid ${state.holder.pid} on ${state.holder.hostname} since ${state.holder.startedAt})`),
         { dataDir, previous: state.holder, reason },
       );
+      if (!fresh()) throw guardExpired();
       try {
         await fs.rmdir(lockPath);
       } catch (error) {
@@ -299,25 +342,33 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
       // Someone outside the guard protocol made it.
       throw lockedError(dataDir, lockPath, await readHolder());
     }
-    await writeHolder(holder);
-    lastBeatMs = monotonicNow();
+    lastBeatMs = await writeHolder(holder, fresh);
     return taken;
   });
 
+  /**
+   * One heartbeat: under the guard every acquire and takeover takes, so no takeover runs between
+   * the check that the holder file is still ours and the rename that replaces it. A heartbeat that
+   * held the guard too long (it stalled) writes nothing and fails; the retry then finds out whether
+   * the lock was taken over meanwhile.
+   */
   const beat = async (): Promise<void> => {
-    const current = await readHolder();
-    if (current === null) {
-      compromise("the holder file was removed");
-      return;
-    }
-    if (current.token !== token) {
-      compromise(`pid ${current.pid} on ${current.hostname} took it over`);
-      return;
-    }
-    const next: HostLockHolder = { ...holder, heartbeatAt: nowIso(), beat: holder.beat + 1 };
-    await writeHolder(next);
-    holder = next;
-    lastBeatMs = monotonicNow();
+    await withGuard(async (fresh) => {
+      if (compromised || released) return;
+      const current = await readHolder();
+      if (current === null) {
+        compromise("the holder file was removed");
+        return;
+      }
+      if (current.token !== token) {
+        compromise(`pid ${current.pid} on ${current.hostname} took it over`);
+        return;
+      }
+      const next: HostLockHolder = { ...holder, heartbeatAt: nowIso(), beat: holder.beat + 1 };
+      const stampMs = await writeHolder(next, () => fresh() && !compromised && !released);
+      holder = next;
+      lastBeatMs = stampMs;
+    }, heartbeatGuardTimeoutMs);
   };
 
   const armHeartbeat = (delayMs: number): void => {
