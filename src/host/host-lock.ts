@@ -7,8 +7,11 @@
  *   rewritten at every heartbeat (`beat` counts up) so a person (or `host_locked`) can name the
  *   holder and other hosts can see it is alive;
  * - `host.lock.guard/`: a short-lived proper-lockfile lock held while a host acquires, takes
- *   over or releases `host.lock`, so the holder file always belongs to the current lock folder
- *   and two hosts racing for a dead holder's lock cannot both win.
+ *   over or releases `host.lock`, and while it writes a heartbeat, so the holder file always
+ *   belongs to the current lock folder, two hosts racing for a dead holder's lock cannot both
+ *   win, and a heartbeat never puts its record back over a host that took the lock over. A
+ *   heartbeat replaces the holder file only within 1 s of taking the guard (a holder that
+ *   stalled past the guard's 2 s staleness may have lost it).
  *
  * Staleness survives clock steps: a heartbeat is a value, not a time to trust. A held lock is
  * taken over at once only when its holder is a process on this machine that no longer exists.
@@ -63,9 +66,9 @@ export const DEFAULT_LOCK_STALE_MS = 10_000;
 /** The guard (`host.lock.guard/`) is taken from a holder that has not refreshed it for this long (ms). */
 const GUARD_STALE_MS = 2_000;
 /**
- * Work under the guard replaces the holder file or the lock folder only within this long of taking
- * it (ms, monotonic): half of {@link GUARD_STALE_MS}, so that no other host can have judged the
- * guard stale yet whatever the refreshes did.
+ * A heartbeat replaces the holder file only within this long of taking the guard (ms, monotonic):
+ * half of {@link GUARD_STALE_MS}, so that no other host can have judged the guard stale yet
+ * whatever the refreshes did.
  */
 const GUARD_HOLD_LIMIT_MS = GUARD_STALE_MS / 2;
 
@@ -314,7 +317,7 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
   const verdict = observed.locked ? await judge(observed) : { reason: null, watch: false };
   if (observed.locked && verdict.reason === null) throw lockedError(dataDir, lockPath, observed.holder);
 
-  const tookOver = await withGuard(async (fresh) => {
+  const tookOver = await withGuard(async () => {
     const state = await inspectHostLock({ dataDir, fs: rawFs });
     let taken: HostLock["tookOver"] = null;
     if (state.locked) {
@@ -327,7 +330,6 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
           (state.holder === null ? "" : ` (held by pid ${state.holder.pid} on ${state.holder.hostname} since ${state.holder.startedAt})`),
         { dataDir, previous: state.holder, reason },
       );
-      if (!fresh()) throw guardExpired();
       try {
         await fs.rmdir(lockPath);
       } catch (error) {
@@ -342,7 +344,9 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
       // Someone outside the guard protocol made it.
       throw lockedError(dataDir, lockPath, await readHolder());
     }
-    lastBeatMs = await writeHolder(holder, fresh);
+    // Not refused on a long hold: the folder is made, and failing here would leave it without
+    // its holder record (what a stall mid-acquire leaves to the next acquirer is as before).
+    lastBeatMs = await writeHolder(holder, () => true);
     return taken;
   });
 
