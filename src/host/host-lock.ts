@@ -248,19 +248,13 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
     );
 
   /**
-   * Writes `record` to a file of its own and renames it over the holder file. `mayReplace` is
-   * asked synchronously right before the rename (nothing awaited between): false leaves the
-   * holder file as it is and throws `host_locked` (`data.state` "guard_expired").
+   * Writes `record` to a file of its own and renames it over the holder file.
    * @returns the monotonic time taken right before the rename was issued: the record cannot have
    *   become visible to a watcher earlier
    */
-  const writeHolder = async (record: HostLockHolder, mayReplace: () => boolean): Promise<number> => {
+  const writeHolder = async (record: HostLockHolder): Promise<number> => {
     const tmp = `${holderPath}.${token}.tmp`;
     await fs.writeFile(tmp, `${JSON.stringify(record, null, 2)}\n`);
-    if (!mayReplace()) {
-      await fs.unlink(tmp).catch(() => undefined);
-      throw guardExpired();
-    }
     const stampMs = monotonicNow();
     await fs.rename(tmp, holderPath);
     return stampMs;
@@ -344,9 +338,9 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
       // Someone outside the guard protocol made it.
       throw lockedError(dataDir, lockPath, await readHolder());
     }
-    // Not refused on a long hold: the folder is made, and failing here would leave it without
+    // Not held to the guard's limit: the folder is made, and failing here would leave it without
     // its holder record (what a stall mid-acquire leaves to the next acquirer is as before).
-    lastBeatMs = await writeHolder(holder, () => true);
+    lastBeatMs = await writeHolder(holder);
     return taken;
   });
 
@@ -357,23 +351,37 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
    * the lock was taken over meanwhile.
    */
   const beat = async (): Promise<void> => {
-    await withGuard(async (fresh) => {
-      if (compromised || released) return;
-      const current = await readHolder();
-      if (current === null) {
-        compromise("the holder file was removed");
-        return;
-      }
-      if (current.token !== token) {
-        compromise(`pid ${current.pid} on ${current.hostname} took it over`);
-        return;
-      }
-      const next: HostLockHolder = { ...holder, heartbeatAt: nowIso(), beat: holder.beat + 1 };
-      const stampMs = await writeHolder(next, () => fresh() && !compromised && !released);
-      holder = next;
-      lastBeatMs = stampMs;
-    }, heartbeatGuardTimeoutMs);
+    // The new record is written beside the holder file before the guard is taken: under it are
+    // only the read, the check and the rename, so a loaded disk does not eat the guard's limit.
+    const next: HostLockHolder = { ...holder, heartbeatAt: nowIso(), beat: holder.beat + 1 };
+    const tmp = `${holderPath}.${token}.tmp`;
+    await fs.writeFile(tmp, `${JSON.stringify(next, null, 2)}\n`);
+    let placed = false;
+    try {
+      await withGuard(async (fresh) => {
+        if (compromised || released) return;
+        const current = await readHolder();
+        if (current === null) {
+          compromise("the holder file was removed");
+          return;
+        }
+        if (current.token !== token) {
+          compromise(`pid ${current.pid} on ${current.hostname} took it over`);
+          return;
+        }
+        // Checked with nothing awaited before the rename is issued.
+        if (!fresh() || compromised || released) throw guardExpired();
+        const stampMs = monotonicNow();
+        await fs.rename(tmp, holderPath);
+        placed = true;
+        holder = next;
+        lastBeatMs = stampMs;
+      }, heartbeatGuardTimeoutMs);
+    } finally {
+      if (!placed) await fs.unlink(tmp).catch(() => undefined);
+    }
   };
+
 
   const armHeartbeat = (delayMs: number): void => {
     if (compromised || released) return;

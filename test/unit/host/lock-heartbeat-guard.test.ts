@@ -21,6 +21,8 @@ const GUARD = `${DATA}/host.lock.guard`;
 interface Gate {
   /** File writes whose path this matches wait until {@link openGate} lets them go. */
   holds: (path: string) => boolean;
+  /** Reads whose path this matches are made, then wait with what they read (once each). */
+  holdsAfterRead: (path: string) => boolean;
   readonly waiting: { path: string; resume: () => void }[];
   /** Times an mkdir of the guard folder found it already there (another host inside the guard). */
   guardBusy: number;
@@ -41,6 +43,16 @@ function gatedFs(gate: Gate): MemFs {
   };
   const promises = new Proxy(inner.promises, {
     get(target, prop) {
+      if (prop === "readFile") {
+        return async (path: string, encoding: "utf8") => {
+          const text = await target.readFile(path, encoding);
+          if (gate.holdsAfterRead(path)) {
+            gate.holdsAfterRead = () => false;
+            await new Promise<void>((resume) => gate.waiting.push({ path, resume }));
+          }
+          return text;
+        };
+      }
       if (prop === "writeFile") {
         return async (path: string, data: string) => {
           await hold(path);
@@ -94,7 +106,7 @@ function options(fs: MemFs, pid: number, extra: Partial<HostLockOptions>): HostL
 
 describe("host lock heartbeat against a takeover", () => {
   it("a heartbeat that read its own record and stalled while another host took over does not write it back, fails the fence and reports the loss", async () => {
-    const gate: Gate = { holds: () => false, waiting: [], guardBusy: 0 };
+    const gate: Gate = { holds: () => false, holdsAfterRead: () => false, waiting: [], guardBusy: 0 };
     const fs = gatedFs(gate);
     let monoMs = 0;
     const alive = new Set([101, 202]);
@@ -105,8 +117,8 @@ describe("host lock heartbeat against a takeover", () => {
     );
     const tokenA = a.holder.token;
 
-    // A's heartbeat is due: it reads its own record, then its write is held (the stall begins).
-    gate.holds = (path) => path.includes(tokenA);
+    // A's heartbeat is due: it reads its own record, and right after that read it stalls.
+    gate.holdsAfterRead = (path) => path === `${DATA}/host.lock.json`;
     monoMs += 5_000;
     timersA.fireAll();
     await until(() => gate.waiting.length > 0);
@@ -123,7 +135,6 @@ describe("host lock heartbeat against a takeover", () => {
 
     // A runs again and finishes its heartbeat.
     openGate(gate, () => true);
-    gate.holds = () => false;
     await until(() => timersA.pending > 0 || lost.length > 0);
 
     // The new holder's record stands, and A may not commit.
@@ -149,7 +160,7 @@ describe("host lock heartbeat against a takeover", () => {
   });
 
   it("a heartbeat due while another host is inside its takeover waits for it, then finds the lock lost instead of overwriting the new record", async () => {
-    const gate: Gate = { holds: () => false, waiting: [], guardBusy: 0 };
+    const gate: Gate = { holds: () => false, holdsAfterRead: () => false, waiting: [], guardBusy: 0 };
     const fs = gatedFs(gate);
     let monoMs = 0;
     const alive = new Set([101, 202]);
