@@ -7,8 +7,11 @@
  *   rewritten at every heartbeat (`beat` counts up) so a person (or `host_locked`) can name the
  *   holder and other hosts can see it is alive;
  * - `host.lock.guard/`: a short-lived proper-lockfile lock held while a host acquires, takes
- *   over or releases `host.lock`, so the holder file always belongs to the current lock folder
- *   and two hosts racing for a dead holder's lock cannot both win.
+ *   over or releases `host.lock`, and while it writes a heartbeat, so the holder file always
+ *   belongs to the current lock folder, two hosts racing for a dead holder's lock cannot both
+ *   win, and a heartbeat never puts its record back over a host that took the lock over. A
+ *   heartbeat replaces the holder file only within 1 s of taking the guard (a holder that
+ *   stalled past the guard's 2 s staleness may have lost it).
  *
  * Staleness survives clock steps: a heartbeat is a value, not a time to trust. A held lock is
  * taken over at once only when its holder is a process on this machine that no longer exists.
@@ -59,6 +62,15 @@ export { HOST_LOCK_HOLDER_NAME, HOST_LOCK_NAME, inspectHostLock, type HostLockHo
 
 /** Default age after which a held lock without a fresh heartbeat is taken over (ms). */
 export const DEFAULT_LOCK_STALE_MS = 10_000;
+
+/** The guard (`host.lock.guard/`) is taken from a holder that has not refreshed it for this long (ms). */
+const GUARD_STALE_MS = 2_000;
+/**
+ * A heartbeat replaces the holder file only within this long of taking the guard (ms, monotonic):
+ * half of {@link GUARD_STALE_MS}, so that no other host can have judged the guard stale yet
+ * whatever the refreshes did.
+ */
+const GUARD_HOLD_LIMIT_MS = GUARD_STALE_MS / 2;
 
 
 export interface HostLockOptions {
@@ -150,6 +162,9 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
   const fenceMs = Math.max(heartbeatMs, staleMs - staleMs / 4);
   const pollMs = Math.max(50, Math.min(1_000, Math.floor(staleMs / 8)));
   const guardTimeoutMs = opts.guardTimeoutMs ?? 5_000;
+  // A heartbeat waits for another host's acquire or release at most this long, then fails and is
+  // retried (the fence stops commits meanwhile).
+  const heartbeatGuardTimeoutMs = Math.min(guardTimeoutMs, heartbeatMs);
   const pid = opts.pid ?? process.pid;
   const hostname = opts.hostname ?? osHostname();
   const isProcessAlive = opts.isProcessAlive ?? defaultIsProcessAlive;
@@ -188,37 +203,61 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
     }
   };
 
-  const withGuard = async <T>(work: () => Promise<T>): Promise<T> => {
+  /**
+   * Runs `work` holding the guard. `work` gets `fresh()`: whether the guard is still surely ours
+   * (taken less than {@link GUARD_HOLD_LIMIT_MS} ago by the monotonic clock, and not reported lost).
+   * A process stalled while holding it (SIGSTOP, a VM pause, a long collection) no longer
+   * refreshes it, and after {@link GUARD_STALE_MS} another host may remove it and go in.
+   */
+  const withGuard = async <T>(work: (fresh: () => boolean) => Promise<T>, timeoutMs = guardTimeoutMs): Promise<T> => {
     let unlockGuard: () => Promise<void>;
+    let guardLost = false;
     try {
       unlockGuard = await lockfile.lock(join(dataDir, "host-guard"), {
         ...fsOption,
         lockfilePath: join(dataDir, GUARD_NAME),
         realpath: false,
-        stale: 2_000,
-        retries: { retries: Math.max(1, Math.ceil(guardTimeoutMs / 100)), factor: 1, minTimeout: 100, maxTimeout: 100 },
-        onCompromised: () => undefined,
+        stale: GUARD_STALE_MS,
+        retries: { retries: Math.max(1, Math.ceil(timeoutMs / 100)), factor: 1, minTimeout: 100, maxTimeout: 100 },
+        onCompromised: () => {
+          guardLost = true;
+        },
       });
     } catch (error) {
       if (errnoOf(error) !== "ELOCKED") throw error;
       throw new WorkflowHostError(
         "host_locked",
-        `data dir ${dataDir} is being locked or unlocked by another host for more than ${guardTimeoutMs} ms; try again`,
+        `data dir ${dataDir} is being locked or unlocked by another host for more than ${timeoutMs} ms; try again`,
         { dataDir, lockPath: join(dataDir, GUARD_NAME) },
         { cause: error },
       );
     }
+    const takenMs = monotonicNow();
     try {
-      return await work();
+      return await work(() => !guardLost && monotonicNow() - takenMs < GUARD_HOLD_LIMIT_MS);
     } finally {
       await unlockGuard().catch(() => undefined);
     }
   };
 
-  const writeHolder = async (record: HostLockHolder): Promise<void> => {
+  const guardExpired = (): WorkflowHostError =>
+    new WorkflowHostError(
+      "host_locked",
+      `the guard of ${dataDir} was held longer than ${GUARD_HOLD_LIMIT_MS} ms (the process stalled?); another host may have taken it meanwhile, so the lock's files are left as they are`,
+      { dataDir, lockPath: join(dataDir, GUARD_NAME), state: "guard_expired", limitMs: GUARD_HOLD_LIMIT_MS },
+    );
+
+  /**
+   * Writes `record` to a file of its own and renames it over the holder file.
+   * @returns the monotonic time taken right before the rename was issued: the record cannot have
+   *   become visible to a watcher earlier
+   */
+  const writeHolder = async (record: HostLockHolder): Promise<number> => {
     const tmp = `${holderPath}.${token}.tmp`;
     await fs.writeFile(tmp, `${JSON.stringify(record, null, 2)}\n`);
+    const stampMs = monotonicNow();
     await fs.rename(tmp, holderPath);
+    return stampMs;
   };
 
   const readHolder = async (): Promise<HostLockHolder | null> => {
@@ -299,26 +338,50 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
       // Someone outside the guard protocol made it.
       throw lockedError(dataDir, lockPath, await readHolder());
     }
-    await writeHolder(holder);
-    lastBeatMs = monotonicNow();
+    // Not held to the guard's limit: the folder is made, and failing here would leave it without
+    // its holder record (what a stall mid-acquire leaves to the next acquirer is as before).
+    lastBeatMs = await writeHolder(holder);
     return taken;
   });
 
+  /**
+   * One heartbeat: under the guard every acquire and takeover takes, so no takeover runs between
+   * the check that the holder file is still ours and the rename that replaces it. A heartbeat that
+   * held the guard too long (it stalled) writes nothing and fails; the retry then finds out whether
+   * the lock was taken over meanwhile.
+   */
   const beat = async (): Promise<void> => {
-    const current = await readHolder();
-    if (current === null) {
-      compromise("the holder file was removed");
-      return;
-    }
-    if (current.token !== token) {
-      compromise(`pid ${current.pid} on ${current.hostname} took it over`);
-      return;
-    }
+    // The new record is written beside the holder file before the guard is taken: under it are
+    // only the read, the check and the rename, so a loaded disk does not eat the guard's limit.
     const next: HostLockHolder = { ...holder, heartbeatAt: nowIso(), beat: holder.beat + 1 };
-    await writeHolder(next);
-    holder = next;
-    lastBeatMs = monotonicNow();
+    const tmp = `${holderPath}.${token}.tmp`;
+    await fs.writeFile(tmp, `${JSON.stringify(next, null, 2)}\n`);
+    let placed = false;
+    try {
+      await withGuard(async (fresh) => {
+        if (compromised || released) return;
+        const current = await readHolder();
+        if (current === null) {
+          compromise("the holder file was removed");
+          return;
+        }
+        if (current.token !== token) {
+          compromise(`pid ${current.pid} on ${current.hostname} took it over`);
+          return;
+        }
+        // Checked with nothing awaited before the rename is issued.
+        if (!fresh() || compromised || released) throw guardExpired();
+        const stampMs = monotonicNow();
+        await fs.rename(tmp, holderPath);
+        placed = true;
+        holder = next;
+        lastBeatMs = stampMs;
+      }, heartbeatGuardTimeoutMs);
+    } finally {
+      if (!placed) await fs.unlink(tmp).catch(() => undefined);
+    }
   };
+
 
   const armHeartbeat = (delayMs: number): void => {
     if (compromised || released) return;

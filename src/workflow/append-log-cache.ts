@@ -100,7 +100,7 @@ async function extendLog(known: KnownLog, reads: CommittedReads, runId: string, 
     events.push(event);
     maxFileSeq = seq;
   }
-  return { eventsOid: oid, clean: state.terminal === null, log: { ...known.log, events: [...known.log.events, ...events], maxFileSeq, nextSeq: nextSeqAfter(maxFileSeq), state } };
+  return { eventsOid: oid, clean: state.terminal === null, log: { ...known.log, events: known.log.events.concat(events), maxFileSeq, nextSeq: nextSeqAfter(maxFileSeq), state } };
 }
 
 const appendLogCaches = new WeakMap<RepoStore, AppendLogCache>();

@@ -116,9 +116,14 @@ async function fromBytes(content: Uint8Array): Promise<EventsFolder | null> {
     named.sort((a, b) => compareCodePoints(a.name, b.name));
     for (let i = 0; i < named.length; i += 1) others[i] = (named[i] as { start: number }).start;
   }
-  const order = seqOrder(seqOf.subarray(0, count));
+  // Ordered and mapped to entry starts a slice at a time: for 200,000 entries that is some tens
+  // of ms of work, which the walk above already gives the event loop turns around.
+  const order = await runInSlices(seqOrderSteps(seqOf.subarray(0, count)));
   const at = new Uint32Array(order.at.length);
-  for (let k = 0; k < at.length; k += 1) at[k] = starts[order.at[k] as number] as number;
+  for (let k = 0; k < at.length; k += 1) {
+    if (k > 0 && k % ORDER_SLICE_ENTRIES === 0) await nextTurn();
+    at[k] = starts[order.at[k] as number] as number;
+  }
   return {
     size: count,
     seqs: order.seqs,
@@ -158,10 +163,39 @@ function seqOfName(content: Uint8Array, from: number, to: number): number {
  * @internal shared with run-log.ts
  */
 export function seqOrder(seqOf: Float64Array): { seqs: Float64Array; at: Int32Array } {
+  const steps = seqOrderSteps(seqOf);
+  for (;;) {
+    const step = steps.next();
+    if (step.done === true) return step.value;
+  }
+}
+
+/** Entries ordered (or mapped) between two turns of the event loop in {@link fromBytes}. */
+const ORDER_SLICE_ENTRIES = 32_768;
+
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
+/** Runs `steps` to its end, giving the event loop a turn at each step it yields. */
+async function runInSlices<T>(steps: Generator<void, T>): Promise<T> {
+  for (;;) {
+    const step = steps.next();
+    if (step.done === true) return step.value;
+    await nextTurn();
+  }
+}
+
+/**
+ * {@link seqOrder} as steps: yields after each {@link ORDER_SLICE_ENTRIES} positions of each pass,
+ * returns the order.
+ */
+function* seqOrderSteps(seqOf: Float64Array): Generator<void, { seqs: Float64Array; at: Int32Array }> {
   let count = 0;
   let min = Number.POSITIVE_INFINITY;
   let max = -1;
   for (let i = 0; i < seqOf.length; i += 1) {
+    if (i > 0 && i % ORDER_SLICE_ENTRIES === 0) yield;
     const seq = seqOf[i] as number;
     if (seq < 0) continue;
     count += 1;
@@ -176,6 +210,7 @@ export function seqOrder(seqOf: Float64Array): { seqs: Float64Array; at: Int32Ar
     const slots = new Int32Array(max - min + 1).fill(-1);
     placed = true;
     for (let i = 0; i < seqOf.length && placed; i += 1) {
+      if (i > 0 && i % ORDER_SLICE_ENTRIES === 0) yield;
       const seq = seqOf[i] as number;
       if (seq < 0) continue;
       // A name stored twice (only a foreign writer makes such a tree): sorted below, so it takes
@@ -184,6 +219,7 @@ export function seqOrder(seqOf: Float64Array): { seqs: Float64Array; at: Int32Ar
       else slots[seq - min] = i;
     }
     for (let s = 0; placed && s < slots.length; s += 1) {
+      if (s > 0 && s % ORDER_SLICE_ENTRIES === 0) yield;
       if ((slots[s] as number) < 0) continue;
       seqs[k] = min + s;
       at[k] = slots[s] as number;

@@ -230,7 +230,8 @@ class AppendBatcher {
               puts.set(path, data);
               bytes += data.length;
             }
-            run.log = { ...run.log, events: [...run.log.events, ...added.events], maxFileSeq: added.maxFileSeq, nextSeq: nextSeqAfter(added.maxFileSeq), state: added.state };
+            // concat: a spread of a 200,000-event log is several times slower, in one piece.
+            run.log = { ...run.log, events: run.log.events.concat(added.events), maxFileSeq: added.maxFileSeq, nextSeq: nextSeqAfter(added.maxFileSeq), state: added.state };
             run.changed = true;
             outcomes.push({ kind: "decided", result: decision.result, appended: true });
           } catch (error) {

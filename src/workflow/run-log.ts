@@ -450,7 +450,7 @@ async function listLogForRead(
     const folder = await indexEventsFolder(oid, content);
     // Every entry has its place in the index (a name stored twice, in a foreign tree, takes two).
     if (folder !== null && folder.others.length + folder.at.length === folder.size) {
-      const order = [...folder.others, ...Array.from(folder.at)];
+      const order = entryOrder(folder);
       return { layout, strays, count: order.length, entryAt: (i) => folder.entry(order[i] as number) };
     }
   }
@@ -458,11 +458,22 @@ async function listLogForRead(
   if (entries.length > READ_SLICE_ENTRIES) {
     const folder = fromEntries(entries);
     if (folder.others.length + folder.at.length === entries.length) {
-      const order = [...folder.others, ...Array.from(folder.at)];
+      const order = entryOrder(folder);
       return { layout, strays, count: order.length, entryAt: (i) => entries[order[i] as number] as DirEntry };
     }
   }
   return { layout, strays, count: entries.length, entryAt: (i) => entries[i] as DirEntry };
+}
+
+/**
+ * A folder's handles, names that are not seqs first, then the seqs in order: copied into a typed
+ * array (spreading 200,000 handles into an array held the event loop 120–280 ms).
+ */
+function entryOrder(folder: EventsFolder): Float64Array {
+  const order = new Float64Array(folder.others.length + folder.at.length);
+  order.set(folder.others);
+  order.set(folder.at, folder.others.length);
+  return order;
 }
 
 /** True for an entry of `events/` that holds plain bytes (not a folder, symlink or gitlink). */

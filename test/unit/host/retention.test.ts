@@ -349,6 +349,15 @@ describe("an archived run id pushed again", () => {
     await h.scheduler.idle();
   }
 
+  /**
+   * Moves the wall clock `ms` on without firing the running scheduler's timers: what the pass
+   * judges is the wall clock. (`advance` would fire its discovery poll, every 2 s, 86,400 times
+   * for two days, each let settle: 12 s of work on an idle machine, past the test's timeout under load.)
+   */
+  function laterByWallClock(h: Harness, ms: number): void {
+    h.clock.jump(new Date(h.clock.now() + ms).toISOString());
+  }
+
   const pushedTimer = { "runs/old/events/1.json": JSON.stringify({ seq: 1, type: "TimerSet", at: "2026-05-03T10:00:00.000Z", data: { timerId: "t", fireAt: "2026-05-03T10:05:00.000Z" } }) };
 
   const reusedReports = (h: Harness) =>
@@ -377,7 +386,7 @@ describe("an archived run id pushed again", () => {
     const h = await setup();
     await archivedOld(h);
     await h.rawDelta({ ...pushedTimer, "runs/old/events/2.json": JSON.stringify({ seq: 2, type: "RunCompleted", at: "2026-05-03T10:00:00.000Z" }) });
-    await h.clock.advance(2 * DAY);
+    laterByWallClock(h, 2 * DAY);
     const pass = await archiveEndedRuns({ store: h.store, principal: null, repoId: REPO, nowMs: h.clock.now(), endedRunsAfterMs: DAY });
     expect(pass).toMatchObject({ archived: [], remaining: 0, commitSha: null });
     expect(pass.skipped.map((s) => s.runId)).toEqual(["old"]);
@@ -388,7 +397,7 @@ describe("an archived run id pushed again", () => {
     const h = await setup();
     await archivedOld(h);
     await h.rawDelta({ ...pushedTimer, "runs/old/events/2.json": JSON.stringify({ seq: 2, type: "RunCompleted", at: "2026-05-03T10:00:00.000Z" }) });
-    await h.clock.advance(2 * DAY);
+    laterByWallClock(h, 2 * DAY);
     const warnings: string[] = [];
     const loop = createRetentionLoop({
       store: h.store,
