@@ -4,6 +4,7 @@
  */
 import { WorkflowHostError } from "../errors.js";
 import type { GitObject } from "./git-object.js";
+import { isHexOid } from "./hex-oid.js";
 import { findInTreeBytes, indexTreeBytes, type TreeBytes } from "./tree-bytes.js";
 import { dirEntriesOf, findEntry, type ParsedTree, type TreeEntry } from "./tree-object.js";
 import { parseFolderPath, parseRepoPath } from "./repo-path.js";
@@ -27,12 +28,10 @@ export interface ObjectSource {
 const POINT_FOLDERS_KEPT = 2;
 
 function checkOid(oid: Oid): void {
-  if (typeof oid !== "string" || !OID.test(oid)) {
+  if (!isHexOid(oid)) {
     throw new WorkflowHostError("object_corrupt", `${String(oid)} is not a 40-hex object id`, { oid });
   }
 }
-
-const OID = /^[0-9a-f]{40}$/;
 
 /**
  * Trees a scan's reads keep themselves (see {@link CommittedReads.scan}): the folders of the few

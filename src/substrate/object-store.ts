@@ -22,6 +22,7 @@ import { WorkflowHostError } from "../errors.js";
 import { systemClock } from "../time/clock.js";
 import { errnoCode } from "./fs-adapter.js";
 import { MAX_LOOSE_OBJECT_BYTES, readBoundedFileOrNull } from "./bounded-file.js";
+import { isHexOid } from "./hex-oid.js";
 import { decodeCommit, type GitObject, type ObjectType, unwrapObject, wrapObject } from "./git-object.js";
 import { decodeTree, type DeltaBase, EMPTY_TREE_OID, type ParsedTree } from "./tree-object.js";
 import { createPackStore, type StagedObjects } from "./pack-store.js";
@@ -141,7 +142,7 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
 
   /** @param point see PackStore.read */
   async function read(oid: Oid, point = false): Promise<GitObject> {
-    if (!/^[0-9a-f]{40}$/.test(oid)) throw corrupt(String(oid), "not a 40-hex object id");
+    if (!isHexOid(oid)) throw corrupt(String(oid), "not a 40-hex object id");
     const packed = await packs.read(oid, false, point);
     if (packed !== null) return packed;
     // Usually a miss (objects are packed); a loose object is a few hundred bytes.
