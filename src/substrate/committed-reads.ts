@@ -122,6 +122,10 @@ export function createCommittedReads(source: ObjectSource, commitSha: Oid | null
       if (entry?.type !== "tree") return [];
       return dirEntriesOf(await source.readTree(entry.oid));
     },
+    async listTree(oid: Oid): Promise<readonly DirEntry[]> {
+      checkOid(oid);
+      return dirEntriesOf(await source.readTree(oid));
+    },
     async readBlob(path: string): Promise<Uint8Array | null> {
       const entry = await entryAt(parseRepoPath(path));
       if (entry?.type !== "blob") return null;
