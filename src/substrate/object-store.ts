@@ -274,8 +274,9 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
       async readBlobs(oids) {
         const out: Uint8Array[] = [];
         for (const oid of oids) {
-          // Most of a walk's blobs are in a pack window already: decoded at once, no promise.
-          const object = caches.blobs.has(repoKey, oid) ? undefined : packs.readInMemory(oid);
+          // Most of a walk's blobs are in a pack window already: decoded at once, no promise,
+          // and (stored uncompressed, as the store writes events) not copied out of it.
+          const object = caches.blobs.has(repoKey, oid) ? undefined : packs.readInMemory(oid, true);
           if (object === undefined) out.push(await readBlobForScan(oid));
           else if (object.type !== "blob") throw corrupt(oid, `is a ${object.type}, expected a blob`, undefined, { ...ABSENT, found: object.type });
           else out.push(object.content);

@@ -104,7 +104,9 @@ export interface CommittedReads {
    * to them (except big folders), so a walk of a million events neither pushes out what the
    * running host reads again nor holds its objects in memory. The few trees read last are kept
    * by these reads themselves, so walking down into one run's folder several times reads each
-   * of its trees once. Optional: a store without it is walked through the reads themselves.
+   * of its trees once. The blobs its `readBlobsByOid` returns may be views of the store's pack
+   * memory (not copies): callers must not change them. Optional: a store without it is walked
+   * through the reads themselves.
    */
   scan?(): CommittedReads;
 }
