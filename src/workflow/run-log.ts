@@ -63,9 +63,9 @@ export interface RunLog {
   readonly nextSeq: number;
   readonly state: RunState;
   /**
-   * Set by {@link readRunLog}: the oid of the run folder's `events` entry at the commit read
-   * (what `treeOid("runs/<runId>/events")` answers there), null when there is none, so a
-   * caller that keeps it need not find it again from the root.
+   * Set by {@link readRunLog} given the run folder's oid (`runTreeOid`): the oid of its `events`
+   * entry at the commit read (what `treeOid("runs/<runId>/events")` answers there), null when
+   * there is none, so a caller that keeps it need not find it again from the root.
    */
   readonly eventsOid?: string | null;
 }
@@ -196,7 +196,8 @@ export async function readRunLog(reads: CommittedReads, runId: string, options: 
       else if (log.state.terminal === null) strays.push(notEndedProblem(runId));
     }
   }
-  return strays.length === 0 ? { ...log, eventsOid } : { ...log, eventsOid, problems: [...strays, ...log.problems] };
+  if (options.runTreeOid !== undefined) log = { ...log, eventsOid };
+  return strays.length === 0 ? log : { ...log, problems: [...strays, ...log.problems] };
 }
 
 /** Entries of `events/` {@link readRunLog} reads and parses between two turns of the event loop. */
