@@ -22,6 +22,11 @@ export interface ObjectSource {
   read?(oid: Oid): Promise<GitObject>;
   /** The parsed tree when the caches hold it, without reading (see {@link CommittedReads.pointOid}); optional. */
   cachedTree?(oid: Oid): ParsedTree | undefined;
+  /**
+   * The tree's entries as `dirEntriesOf(readTree(oid))` lists them, for a walk that lists each
+   * folder once (see {@link CommittedReads.listTree}); optional (without it, the tree is read).
+   */
+  listTree?(oid: Oid): Promise<readonly DirEntry[]>;
 }
 
 /** Folders whose stored bytes one {@link CommittedReads} keeps for point lookups (newest last). */
@@ -47,6 +52,8 @@ function keepingRecentTrees(source: ObjectSource): ObjectSource {
   return {
     readBlob: (oid) => source.readBlob(oid),
     ...(source.readBlobs === undefined ? {} : { readBlobs: (oids: readonly Oid[]) => (source.readBlobs as (o: readonly Oid[]) => Promise<Uint8Array[]>)(oids) }),
+    // A tree listed by oid is listed once by a walk (a run's folder, its events/): not kept.
+    ...(source.listTree === undefined ? {} : { listTree: (oid: Oid) => (source.listTree as (o: Oid) => Promise<readonly DirEntry[]>)(oid) }),
     readTree(oid) {
       let tree = recent.get(oid);
       if (tree === undefined) {
@@ -124,6 +131,7 @@ export function createCommittedReads(source: ObjectSource, commitSha: Oid | null
     },
     async listTree(oid: Oid): Promise<readonly DirEntry[]> {
       checkOid(oid);
+      if (source.listTree !== undefined) return source.listTree(oid);
       return dirEntriesOf(await source.readTree(oid));
     },
     async readBlob(path: string): Promise<Uint8Array | null> {

@@ -61,6 +61,11 @@ describe("storedView", () => {
       expect(a[i]?.buffer).toBe(b[i]?.buffer);
       expect(a[i]?.byteOffset).toBe(b[i]?.byteOffset);
     }
+    // A scan lists a folder by oid from its stored bytes, as the reads list it by path.
+    const eventsOid = (await reads.treeOid("runs/r1/events")) as string;
+    expect(await scan?.listTree?.(eventsOid)).toEqual(await reads.listDir("runs/r1/events"));
+    expect(await scan?.listTree?.((await reads.treeOid("runs/r1")) as string)).toEqual(await reads.listDir("runs/r1"));
+    await expect(scan?.listTree?.(oids[0] as string)).rejects.toMatchObject({ code: "object_corrupt" });
     await fresh.close();
   });
 });
