@@ -523,6 +523,8 @@ export class LogReader {
 
   /** Takes the entry from the cache when its blob was parsed before; false when it must be read. */
   cached(name: string, oid: string): boolean {
+    // Without a cache nothing is taken from one (a recovery reads a million names).
+    if (this.#cache === null) return false;
     const seq = parseEventPathName(name);
     if (seq === null || !this.#takeCached(oid, seq)) return false;
     this.#seqs.push(seq);
@@ -608,8 +610,8 @@ export class LogReader {
     const { ended, bad, seqs, problems } = sorted;
     // Schedule events the controls never write are reported and skipped like a late event.
     for (const p of folded.problems) problems.push(scheduleProblem(runId, p.seq, p.detail));
-    const skipped = new Set(folded.problems.map((p) => p.seq));
-    const events = skipped.size === 0 ? ended : ended.filter((e) => !skipped.has(e.seq));
+    const skipped = folded.problems.length === 0 ? null : new Set(folded.problems.map((p) => p.seq));
+    const events = skipped === null || skipped.size === 0 ? ended : ended.filter((e) => !skipped.has(e.seq));
     problems.sort((a, b) => (a.seq ?? -1) - (b.seq ?? -1));
     const maxFileSeq = seqs.at(-1) ?? -1;
     return { runId, events, bad, problems, maxFileSeq, nextSeq: nextSeqAfter(maxFileSeq), state: folded.state };
