@@ -8,29 +8,6 @@ import { packOrder } from "./pack-rev-index.js";
 import type { Oid } from "./types.js";
 
 export const IDX_MAGIC = 0xff744f63;
-
-/** Hex digit values by char code (lowercase and uppercase, as Buffer's hex reads), -1 elsewhere. */
-const HEX_VALUES = (() => {
-  const values = new Int8Array(128).fill(-1);
-  for (let i = 0; i < 10; i++) values[0x30 + i] = i;
-  for (let i = 0; i < 6; i++) {
-    values[0x61 + i] = 10 + i;
-    values[0x41 + i] = 10 + i;
-  }
-  return values;
-})();
-
-/** The 32-bit word of the 8 hex digits of `hex` at `at`, or -1 when one is not a hex digit. */
-function hexWord(hex: string, at: number): number {
-  let word = 0;
-  for (let i = at; i < at + 8; i++) {
-    const c = hex.charCodeAt(i);
-    const v = c < 128 ? (HEX_VALUES[c] as number) : -1;
-    if (v < 0) return -1;
-    word = word * 16 + v;
-  }
-  return word;
-}
 export const LARGE_OFFSET_FLAG = 0x80000000;
 
 /** `PackIndex.find` calls answered from the index bytes before the oids' first words are copied out. */
@@ -102,70 +79,27 @@ export function parsePackIndex(name: string, bytes: Uint8Array, packSize: number
   const probeView = new DataView(probe.buffer, probe.byteOffset, 20);
   /** The first 32 bits of every oid, in index order; built once lookups are many (see find). */
   let heads: Uint32Array | null = null;
-  /**
-   * With {@link heads}: where the oids whose first 16 bits are k start (k = 0..65536), a fan-out
-   * 256 times finer than the index's own: a probe then searches ~n/65,536 heads, not ~n/256.
-   */
-  let fan16: Uint32Array | null = null;
   let finds = 0;
   return {
     count: n,
     packChecksum: buf.toString("hex", checksumAt, checksumAt + 20),
     find(oid) {
-      let w0: number;
-      let w1: number;
-      let w2: number;
-      let w3: number;
-      let w4: number;
-      if (typeof oid === "string") {
-        // Read as hex words directly: writing the oid into a buffer first was a native call per lookup.
-        if (oid.length !== 40) {
-          if (probe.write(oid, 0, "hex") !== 20) return -1;
-          w0 = probeView.getUint32(0);
-          w1 = probeView.getUint32(4);
-          w2 = probeView.getUint32(8);
-          w3 = probeView.getUint32(12);
-          w4 = probeView.getUint32(16);
-        } else {
-          w0 = hexWord(oid, 0);
-          w1 = hexWord(oid, 8);
-          w2 = hexWord(oid, 16);
-          w3 = hexWord(oid, 24);
-          w4 = hexWord(oid, 32);
-          if (w0 < 0 || w1 < 0 || w2 < 0 || w3 < 0 || w4 < 0) {
-            // Not 40 hex digits: as Buffer.write reads it (hex up to the first pair that is not).
-            if (probe.write(oid, 0, "hex") !== 20) return -1;
-            w0 = probeView.getUint32(0);
-            w1 = probeView.getUint32(4);
-            w2 = probeView.getUint32(8);
-            w3 = probeView.getUint32(12);
-            w4 = probeView.getUint32(16);
-          }
-        }
-      } else {
-        probe.set(oid.length === 20 ? oid : oid.subarray(0, 20));
-        // Word compares: Buffer.compare's per-call overhead was most of a lookup.
-        w0 = probeView.getUint32(0);
-        w1 = probeView.getUint32(4);
-        w2 = probeView.getUint32(8);
-        w3 = probeView.getUint32(12);
-        w4 = probeView.getUint32(16);
-      }
+      if (typeof oid !== "string") probe.set(oid.length === 20 ? oid : oid.subarray(0, 20));
+      else if (probe.write(oid, 0, "hex") !== 20) return -1;
+      const first = probe[0] as number;
+      let lo = fanoutAt(first - 1);
+      let hi = fanoutAt(first);
+      // Word compares: Buffer.compare's per-call overhead was most of a lookup.
+      const w0 = probeView.getUint32(0);
+      const w1 = probeView.getUint32(4);
+      const w2 = probeView.getUint32(8);
+      const w3 = probeView.getUint32(12);
+      const w4 = probeView.getUint32(16);
       if (heads === null && ++finds > HEADS_AFTER_FINDS) {
         heads = new Uint32Array(n);
         for (let i = 0; i < n; i++) heads[i] = view.getUint32(oidsAt + i * 20);
-        fan16 = new Uint32Array(65_537);
-        let k = 0;
-        for (let i = 0; i < n; i++) {
-          const top = (heads[i] as number) >>> 16;
-          while (k <= top) fan16[k++] = i;
-        }
-        while (k <= 65_536) fan16[k++] = n;
       }
-      if (heads !== null && fan16 !== null) {
-        const top = w0 >>> 16;
-        let lo = fan16[top] as number;
-        let hi = fan16[top + 1] as number;
+      if (heads !== null) {
         // The first word of an oid, from a plain typed array, settles almost every probe;
         // the other four are compared only for entries that share it.
         while (lo < hi) {
@@ -179,9 +113,6 @@ export function parsePackIndex(name: string, bytes: Uint8Array, packSize: number
         }
         return -1;
       }
-      const first = w0 >>> 24;
-      let lo = fanoutAt(first - 1);
-      let hi = fanoutAt(first);
       while (lo < hi) {
         const mid = (lo + hi) >>> 1;
         const at = oidsAt + mid * 20;

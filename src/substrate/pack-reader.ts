@@ -191,6 +191,7 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
   let scanned: Promise<void> | null = null;
   /** Reverse indexes being written (see writeReverseIndex); awaited by close. */
   const revWrites = new Set<Promise<void>>();
+  const oidBytes = Buffer.alloc(20);
   /**
    * Packs whose index cannot be parsed (truncated, wrong checksum), with why: their objects
    * cannot be found, so a miss is then reported as this damage (`object_corrupt` naming the
@@ -389,11 +390,10 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
   }
 
   function locate(oid: Oid): { pack: LoadedPack; entry: number } | null {
-    if (packs.length === 0) return null;
-    // The oid as text: each index reads its hex digits as words (an oid that is not hex is found nowhere).
+    if (packs.length === 0 || oidBytes.write(oid, 0, "hex") !== 20) return null;
     for (let i = 0; i < packs.length; i++) {
       const pack = packs[i] as LoadedPack;
-      const entry = pack.index.find(oid);
+      const entry = pack.index.find(oidBytes);
       if (entry < 0) continue;
       // Most-recently-hit first: reads come in runs from one pack (a recovery, a commit's trees).
       if (i > 0) packs = [pack, ...packs.slice(0, i), ...packs.slice(i + 1)];
