@@ -150,7 +150,7 @@ export class DeploymentView {
       if (entry === undefined || ahead.has(i) || (index !== null && restorableRow(index, entry) >= 0)) return;
       // Not through the parsed-event cache: a recovery reads every log once, and would only
       // push out the logs that appends re-read.
-      const log = readRunLog(scan, entry.name, { maxEventBytes: this.ctx.maxEventBytes, parsedEvents: null });
+      const log = readRunLog(scan, entry.name, { maxEventBytes: this.ctx.maxEventBytes, parsedEvents: null, runTreeOid: entry.oid });
       log.catch(() => undefined);
       ahead.set(i, log);
     };
@@ -168,7 +168,7 @@ export class DeploymentView {
         sincePause = RESTORED_PER_PAUSE;
         for (let k = i; k <= i + READ_AHEAD; k++) readAhead(k);
         // Not read ahead when its index summary matched: it reuses an archived run's id.
-        const log = await (ahead.get(i) ?? readRunLog(scan, entry.name, { maxEventBytes: this.ctx.maxEventBytes, parsedEvents: null }));
+        const log = await (ahead.get(i) ?? readRunLog(scan, entry.name, { maxEventBytes: this.ctx.maxEventBytes, parsedEvents: null, runTreeOid: entry.oid }));
         ahead.delete(i);
         const record = await this.applyLog(scan, log, entry.oid);
         badEvents += record.bad;
@@ -394,7 +394,7 @@ export class DeploymentView {
     const record = this.recordOf(runId, state);
     record.state = state;
     record.maxFileSeq = log.maxFileSeq;
-    record.eventsOid = await reads.treeOid(runEventsPrefix(runId).slice(0, -1));
+    record.eventsOid = log.eventsOid !== undefined ? log.eventsOid : await reads.treeOid(runEventsPrefix(runId).slice(0, -1));
     record.runTreeOid = runTreeOid ?? (await reads.treeOid(`${runsPrefix}${runId}`));
     // Counted with the bad files, so the recovery index keeps no summary of this run and every
     // start reports its problems again.

@@ -4,6 +4,7 @@
  */
 import { WorkflowHostError } from "../errors.js";
 import type { GitObject } from "./git-object.js";
+import { isHexOid } from "./hex-oid.js";
 import { findInTreeBytes, indexTreeBytes, type TreeBytes } from "./tree-bytes.js";
 import { dirEntriesOf, findEntry, type ParsedTree, type TreeEntry } from "./tree-object.js";
 import { parseFolderPath, parseRepoPath } from "./repo-path.js";
@@ -21,18 +22,21 @@ export interface ObjectSource {
   read?(oid: Oid): Promise<GitObject>;
   /** The parsed tree when the caches hold it, without reading (see {@link CommittedReads.pointOid}); optional. */
   cachedTree?(oid: Oid): ParsedTree | undefined;
+  /**
+   * The tree's entries as `dirEntriesOf(readTree(oid))` lists them, for a walk that lists each
+   * folder once (see {@link CommittedReads.listTree}); optional (without it, the tree is read).
+   */
+  listTree?(oid: Oid): Promise<readonly DirEntry[]>;
 }
 
 /** Folders whose stored bytes one {@link CommittedReads} keeps for point lookups (newest last). */
 const POINT_FOLDERS_KEPT = 2;
 
 function checkOid(oid: Oid): void {
-  if (typeof oid !== "string" || !OID.test(oid)) {
+  if (!isHexOid(oid)) {
     throw new WorkflowHostError("object_corrupt", `${String(oid)} is not a 40-hex object id`, { oid });
   }
 }
-
-const OID = /^[0-9a-f]{40}$/;
 
 /**
  * Trees a scan's reads keep themselves (see {@link CommittedReads.scan}): the folders of the few
@@ -48,6 +52,8 @@ function keepingRecentTrees(source: ObjectSource): ObjectSource {
   return {
     readBlob: (oid) => source.readBlob(oid),
     ...(source.readBlobs === undefined ? {} : { readBlobs: (oids: readonly Oid[]) => (source.readBlobs as (o: readonly Oid[]) => Promise<Uint8Array[]>)(oids) }),
+    // A tree listed by oid is listed once by a walk (a run's folder, its events/): not kept.
+    ...(source.listTree === undefined ? {} : { listTree: (oid: Oid) => (source.listTree as (o: Oid) => Promise<readonly DirEntry[]>)(oid) }),
     readTree(oid) {
       let tree = recent.get(oid);
       if (tree === undefined) {
@@ -122,6 +128,11 @@ export function createCommittedReads(source: ObjectSource, commitSha: Oid | null
       const entry = await entryAt(segments);
       if (entry?.type !== "tree") return [];
       return dirEntriesOf(await source.readTree(entry.oid));
+    },
+    async listTree(oid: Oid): Promise<readonly DirEntry[]> {
+      checkOid(oid);
+      if (source.listTree !== undefined) return source.listTree(oid);
+      return dirEntriesOf(await source.readTree(oid));
     },
     async readBlob(path: string): Promise<Uint8Array | null> {
       const entry = await entryAt(parseRepoPath(path));

@@ -22,8 +22,10 @@ import { WorkflowHostError } from "../errors.js";
 import { systemClock } from "../time/clock.js";
 import { errnoCode } from "./fs-adapter.js";
 import { MAX_LOOSE_OBJECT_BYTES, readBoundedFileOrNull } from "./bounded-file.js";
+import { isHexOid } from "./hex-oid.js";
 import { decodeCommit, type GitObject, type ObjectType, unwrapObject, wrapObject } from "./git-object.js";
-import { decodeTree, type DeltaBase, EMPTY_TREE_OID, type ParsedTree } from "./tree-object.js";
+import { decodeTree, type DeltaBase, dirEntriesOf, EMPTY_TREE_OID, type ParsedTree } from "./tree-object.js";
+import { dirEntriesOfTreeBytes } from "./tree-bytes.js";
 import { createPackStore, type StagedObjects } from "./pack-store.js";
 import type { PackedObjects } from "./packed-objects.js";
 import type { Oid } from "./types.js";
@@ -34,6 +36,8 @@ export type { ObjectCaches, ObjectStore, ObjectStoreOptions } from "./object-sto
 
 /** Trees with at least this many entries are cached per repository as recent versions (see createObjectStore). */
 export const BIG_TREE_ENTRIES = 2_048;
+/** The fewest bytes a tree entry takes (a one-byte mode and name, a space, a NUL, the oid). */
+const MIN_TREE_ENTRY_BYTES = 24;
 /** Recent versions of big trees kept per repository. */
 const RECENT_BIG_TREES = 4;
 /** Deltas of big trees kept per repository for pack merging (a few hundred bytes each). */
@@ -141,7 +145,7 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
 
   /** @param point see PackStore.read */
   async function read(oid: Oid, point = false): Promise<GitObject> {
-    if (!/^[0-9a-f]{40}$/.test(oid)) throw corrupt(String(oid), "not a 40-hex object id");
+    if (!isHexOid(oid)) throw corrupt(String(oid), "not a 40-hex object id");
     const packed = await packs.read(oid, false, point);
     if (packed !== null) return packed;
     // Usually a miss (objects are packed); a loose object is a few hundred bytes.
@@ -269,12 +273,28 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
         if (tree.count >= BIG_TREE_ENTRIES) cacheTree(tree);
         return tree;
       },
+      async listTree(oid) {
+        const hit = cachedTree(oid);
+        if (hit !== undefined) return dirEntriesOf(hit);
+        // Listed from the stored bytes (a view of the window, not kept): no parsed tree.
+        const object = packs.readInMemory(oid, true) ?? (await readTyped(oid, "tree"));
+        if (object.type !== "tree") throw corrupt(oid, `is a ${object.type}, expected a tree`, undefined, { ...ABSENT, found: object.type });
+        // A folder that may be big (runs/) is parsed and kept as readTree keeps it (its bytes
+        // copied: a kept tree must not hold a window).
+        if (object.content.byteLength >= BIG_TREE_ENTRIES * MIN_TREE_ENTRY_BYTES) {
+          const tree = decodeTree(oid, new Uint8Array(object.content));
+          if (tree.count >= BIG_TREE_ENTRIES) cacheTree(tree);
+          return dirEntriesOf(tree);
+        }
+        return dirEntriesOfTreeBytes(oid, object.content);
+      },
       readBlob: readBlobForScan,
       async readBlobs(oids) {
         const out: Uint8Array[] = [];
         for (const oid of oids) {
-          // Most of a walk's blobs are in a pack window already: decoded at once, no promise.
-          const object = caches.blobs.has(repoKey, oid) ? undefined : packs.readInMemory(oid);
+          // Most of a walk's blobs are in a pack window already: decoded at once, no promise,
+          // and (stored uncompressed, as the store writes events) not copied out of it.
+          const object = caches.blobs.has(repoKey, oid) ? undefined : packs.readInMemory(oid, true);
           if (object === undefined) out.push(await readBlobForScan(oid));
           else if (object.type !== "blob") throw corrupt(oid, `is a ${object.type}, expected a blob`, undefined, { ...ABSENT, found: object.type });
           else out.push(object.content);

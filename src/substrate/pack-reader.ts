@@ -98,7 +98,7 @@ export interface PackReader {
   /** See PackStore.read. */
   read(oid: Oid, rescan: boolean, point?: boolean): Promise<GitObject | null>;
   /** See PackStore.readInMemory. */
-  readInMemory(oid: Oid): GitObject | undefined;
+  readInMemory(oid: Oid, view?: boolean): GitObject | undefined;
   /** Whether a known pack holds `oid` (an in-memory index lookup, no rescan). */
   contains(oid: Oid): boolean;
   /** Resolves once the pack folder was listed and its indexes loaded (once per store). */
@@ -146,6 +146,26 @@ export async function writeReverseIndex(fs: FsAdapter, packDir: string, name: st
   } catch {
     await fs.unlinkQuiet(temp).catch(() => undefined);
   }
+}
+
+/**
+ * The content of an entry whose zlib stream (at `dataAt` of `bytes`) is one final stored block
+ * of `size` bytes, as a view of `bytes` (not copied); null for any other stream (compressed,
+ * several blocks, not what it claims), which is then inflated as usual. The stream's Adler-32
+ * is not checked here, as {@link inflateEntry} does not check a stored stream's either: the
+ * entry's bytes were checked whole against the CRC-32 its index records.
+ */
+export function storedView(bytes: Buffer, dataAt: number, size: number): Buffer | null {
+  const at = dataAt + 2;
+  if (at + 5 + size > bytes.length) return null;
+  const cmf = bytes[dataAt] as number;
+  const flg = bytes[dataAt + 1] as number;
+  // zlib header: deflate (0x78), check bits, no preset dictionary; then BFINAL=1, BTYPE=00.
+  if (cmf !== 0x78 || ((cmf << 8) | flg) % 31 !== 0 || (flg & 0x20) !== 0 || bytes[at] !== 1) return null;
+  const len = (bytes[at + 1] as number) | ((bytes[at + 2] as number) << 8);
+  const nlen = (bytes[at + 3] as number) | ((bytes[at + 4] as number) << 8);
+  if (len !== size || (nlen ^ 0xffff) !== len) return null;
+  return bytes.subarray(at + 5, at + 5 + size);
 }
 
 /** Largest pack index read (bytes): some 38 million objects. */
@@ -449,7 +469,7 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
     return { bytes, verified: true };
   }
 
-  function readInMemory(oid: Oid): GitObject | undefined {
+  function readInMemory(oid: Oid, view = false): GitObject | undefined {
     if (!scanFinished) return undefined;
     const at = locate(oid);
     if (at === null) return undefined;
@@ -459,7 +479,7 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
     const head = parseEntryHead(at.pack.name, entry.bytes);
     if (isDelta(head.typeCode)) return undefined;
     const type = typeOfCode(head.typeCode);
-    const content = inflateEntry(at.pack.name, entry.bytes, head);
+    const content = (view ? storedView(entry.bytes, head.dataAt, head.size) : null) ?? inflateEntry(at.pack.name, entry.bytes, head);
     if (entry.verified) return { oid, type, content };
     const object = hashObject(type, content);
     if (object.oid !== oid) throw corrupt(oid, `packed content hashes to ${object.oid} (${at.pack.name})`);

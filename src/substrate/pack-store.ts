@@ -75,9 +75,12 @@ export interface PackStore {
    * (a cached pack or window): checked as {@link read} checks it, without any I/O and without
    * a promise, for walks reading a million small objects. Undefined whenever {@link read} is
    * needed instead (not scanned yet, not found, not in memory, a delta).
+   * @param view when the entry is stored uncompressed (as this store writes small objects), its
+   *   content as a view of the pack's bytes in memory instead of a copy: for a reader that
+   *   neither changes nor keeps it (a walk parsing each event once); default false
    * @throws `object_corrupt` as {@link read}
    */
-  readInMemory(oid: Oid): GitObject | undefined;
+  readInMemory(oid: Oid, view?: boolean): GitObject | undefined;
   /**
    * Writes `objects` as one new pack; resolves once it is in place (its bytes flushed when
    * durable; its name is made durable by the ref's folder flush, see module comment).

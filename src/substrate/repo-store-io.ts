@@ -6,7 +6,7 @@ import { hostname as osHostname } from "node:os";
 import { WorkflowHostError } from "../errors.js";
 import { asIoFailure, errnoCode } from "./fs-adapter.js";
 import type { LockHolder } from "./ref-store.js";
-import type { CommittedReads, Principal, RepoId, RepoStore } from "./types.js";
+import type { CommittedReads, DirEntry, Principal, RepoId, RepoStore } from "./types.js";
 
 /** This process as a ref-lock holder; `isAlive` asks the OS (ESRCH: no such process). */
 export function thisProcessAsHolder(): LockHolder {
@@ -56,6 +56,7 @@ export function typedReads(reads: CommittedReads, where: string): CommittedReads
       ? {}
       : { readBlobsByOid: (oids: readonly string[]) => guard(() => (reads.readBlobsByOid as (o: readonly string[]) => Promise<Uint8Array[]>)(oids), () => `reading ${oids.length} blobs`) }),
     treeOid: (path) => guard(() => reads.treeOid(path), () => `reading ${path}`),
+    ...(reads.listTree === undefined ? {} : { listTree: (oid: string) => guard(() => (reads.listTree as (o: string) => Promise<readonly DirEntry[]>)(oid), () => `listing tree ${oid}`) }),
     ...(reads.pointOid === undefined ? {} : { pointOid: (path: string) => guard(() => (reads.pointOid as (p: string) => Promise<string | null>)(path), () => `reading ${path}`) }),
     ...(reads.readTreeBytes === undefined
       ? {}

@@ -8,8 +8,10 @@
  * of 4 bytes an entry) and each lookup is a binary search comparing name bytes in git's order.
  */
 import { isUtf8 } from "node:buffer";
-import type { TreeEntry } from "./tree-object.js";
-import type { Oid } from "./types.js";
+import { WorkflowHostError } from "../errors.js";
+import { compareCodePoints } from "./git-object.js";
+import { GITLINK_MODE, type TreeEntry } from "./tree-object.js";
+import type { DirEntry, Oid } from "./types.js";
 
 /** A tree's content with where each entry starts, see {@link indexTreeBytes}. */
 export interface TreeBytes {
@@ -209,4 +211,58 @@ export function treeEntryAt(content: Uint8Array, start: number): TreeEntry {
 export function treeEntryEnd(content: Uint8Array, start: number): number {
   const buf = Buffer.from(content.buffer, content.byteOffset, content.byteLength);
   return buf.indexOf(0, buf.indexOf(SPACE, start) + 1) + 21;
+}
+
+/** The plain file mode "100644" as bytes. */
+const PLAIN_MODE = [0x31, 0x30, 0x30, 0x36, 0x34, 0x34] as const;
+
+/**
+ * A tree's entries as `dirEntriesOf(decodeTree(oid, content))` lists them (sorted by name, a mode
+ * only on an entry that is not a plain file or a folder), straight from its stored bytes: one
+ * object and two strings per entry, where parsing made an entry, its copy for the listing, a
+ * chunk array, offsets and a mode string. For a walk that lists each small folder once (a
+ * recovery: every run's folder and its `events/`). The list is the caller's (not frozen, not shared).
+ * @throws `object_corrupt` naming `oid` for a truncated entry, as the parser does
+ */
+export function dirEntriesOfTreeBytes(oid: Oid, content: Uint8Array): DirEntry[] {
+  const buf = Buffer.from(content.buffer, content.byteOffset, content.byteLength);
+  const out: DirEntry[] = [];
+  let inOrder = true;
+  let previous: string | null = null;
+  let at = 0;
+  const end = buf.length;
+  while (at < end) {
+    let space = at;
+    while (space < end && buf[space] !== SPACE) space++;
+    let nul = space + 1;
+    while (nul < end && buf[nul] !== 0) nul++;
+    if (space >= end || nul >= end || nul + 21 > end) {
+      throw new WorkflowHostError("object_corrupt", `git tree ${oid} is corrupt: truncated tree entry`, { oid, reason: "truncated tree entry" });
+    }
+    const name = buf.toString("utf8", space + 1, nul);
+    const entryOid = buf.toString("hex", nul + 1, nul + 21);
+    let entry: DirEntry;
+    if (isPlainMode(buf, at, space)) entry = { name, type: "blob", oid: entryOid };
+    else if (isFolderMode(buf, at, space)) entry = { name, type: "tree", oid: entryOid };
+    else {
+      const mode = buf.toString("latin1", at, space);
+      const type = typeOf(mode);
+      entry = type === "commit" ? { name, type, oid: entryOid, mode: GITLINK_MODE } : { name, type, oid: entryOid, mode };
+    }
+    if (previous !== null && inOrder && compareCodePoints(previous, name) > 0) inOrder = false;
+    previous = name;
+    out.push(entry);
+    at = nul + 21;
+  }
+  // Stored in git's order, which differs from the listing's only where a folder's name is a
+  // prefix of another name ("a" before "a-" as names, after it as "a/" in git's order).
+  if (!inOrder) out.sort((a, b) => compareCodePoints(a.name, b.name));
+  return out;
+}
+
+/** Whether the mode bytes [at, space) are "100644". */
+function isPlainMode(content: Buffer, at: number, space: number): boolean {
+  if (space - at !== 6) return false;
+  for (let i = 0; i < 6; i++) if (content[at + i] !== PLAIN_MODE[i]) return false;
+  return true;
 }

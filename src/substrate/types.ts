@@ -72,6 +72,14 @@ export interface CommittedReads {
   /** Oid of the tree or blob at `path` ("" is the root tree), or null when absent. */
   treeOid(path: string): Promise<Oid | null>;
   /**
+   * Entries of the tree `oid`, as {@link listDir} lists the folder that is that tree (sorted by
+   * name): for a reader that has the folder's oid from a listing already (a recovery has each
+   * run's from `runs/`), so it is not found again from the root by name.
+   * @throws object_corrupt for an oid that is not 40 hex digits, or an object that is missing or not a tree
+   * Optional: without it, callers use {@link listDir}.
+   */
+  listTree?(oid: Oid): Promise<readonly DirEntry[]>;
+  /**
    * As {@link treeOid}, for a lookup in a big folder that nothing else reads: the folder holding
    * the last segment, unless the caches hold it parsed, is searched in its stored bytes (kept by
    * these reads, at most two folders) instead of parsed and cached. One lookup in the archive's
@@ -96,7 +104,9 @@ export interface CommittedReads {
    * to them (except big folders), so a walk of a million events neither pushes out what the
    * running host reads again nor holds its objects in memory. The few trees read last are kept
    * by these reads themselves, so walking down into one run's folder several times reads each
-   * of its trees once. Optional: a store without it is walked through the reads themselves.
+   * of its trees once. The blobs its `readBlobsByOid` returns may be views of the store's pack
+   * memory (not copies): callers must not change them. Optional: a store without it is walked
+   * through the reads themselves.
    */
   scan?(): CommittedReads;
 }

@@ -62,11 +62,29 @@ export interface RunLog {
   /** The seq the next appended event gets: `maxFileSeq + 1`, and 1 for an empty log. */
   readonly nextSeq: number;
   readonly state: RunState;
+  /**
+   * Set by {@link readRunLog} given the run folder's oid (`runTreeOid`): the oid of its `events`
+   * entry at the commit read (what `treeOid("runs/<runId>/events")` answers there), null when
+   * there is none, so a caller that keeps it need not find it again from the root.
+   */
+  readonly eventsOid?: string | null;
 }
 
 export interface ReadRunLogOptions {
   /** Largest event accepted on read (bytes, default 1 MiB). */
   readonly maxEventBytes?: number;
+}
+
+/** What {@link readRunLog} reads besides {@link ReadRunLogOptions}. */
+export interface ReadRunLogAtOptions extends ReadRunLogOptions, Pick<ReadRunLogFromFilesOptions, "parsedEvents"> {
+  /**
+   * The oid of `runs/<runId>` at the commit `reads` is pinned to, when the caller has it (a
+   * recovery takes each run's from the listing of `runs/`): the run folder and its `events/`
+   * are then listed by oid (`CommittedReads.listTree`), not found from the root by name, three
+   * walks down `runs/` per run. It must be that folder's oid at those reads; without it, or
+   * with reads that cannot list by oid, the folders are found by path.
+   */
+  readonly runTreeOid?: string;
 }
 
 /** What an entry under `events/` is when it is not a regular file. */
@@ -120,12 +138,8 @@ export function readRunLogFromFiles(
  * alone, its lines are the events. One that is not valid is one problem and is otherwise
  * ignored: it neither ends the run nor moves the next seq.
  */
-export async function readRunLog(
-  reads: CommittedReads,
-  runId: string,
-  options: ReadRunLogOptions & Pick<ReadRunLogFromFilesOptions, "parsedEvents"> = {},
-): Promise<RunLog> {
-  const { layout, strays, count, entryAt } = await listLogForRead(reads, runId);
+export async function readRunLog(reads: CommittedReads, runId: string, options: ReadRunLogAtOptions = {}): Promise<RunLog> {
+  const { layout, strays, count, entryAt, eventsOid } = await listLogForRead(reads, runId, options.runTreeOid);
   // A long log is read as a walk (each blob once, the store's caches left alone) and, unless the
   // caller names a cache, without the process-wide parsed-event cache: its events would push out
   // what the running host reads again, and whoever reads such a log keeps what it needs.
@@ -182,6 +196,7 @@ export async function readRunLog(
       else if (log.state.terminal === null) strays.push(notEndedProblem(runId));
     }
   }
+  if (options.runTreeOid !== undefined) log = { ...log, eventsOid };
   return strays.length === 0 ? log : { ...log, problems: [...strays, ...log.problems] };
 }
 
@@ -439,11 +454,17 @@ const BIG_EVENTS_FOLDER_BYTES = 64 * 1024;
 async function listLogForRead(
   reads: CommittedReads,
   runId: string,
-): Promise<{ layout: RunFolderLayout<DirEntry>; strays: BadEvent[]; count: number; entryAt: (i: number) => DirEntry }> {
+  runTreeOid: string | undefined,
+): Promise<{ layout: RunFolderLayout<DirEntry>; strays: BadEvent[]; count: number; entryAt: (i: number) => DirEntry; eventsOid: string | null }> {
   const folderPath = runEventsPrefix(runId).slice(0, -1);
-  const layout = runFolderLayout(runId, await reads.listDir(`${runsPrefix}${runId}`));
+  // By oid when the caller has the run folder's (see ReadRunLogAtOptions.runTreeOid): the folders
+  // below it are then listed by theirs too (a folder of the layout is a tree entry).
+  const byOid = runTreeOid !== undefined && reads.listTree !== undefined ? (reads.listTree.bind(reads) as (oid: string) => Promise<readonly DirEntry[]>) : null;
+  const runEntries = byOid === null ? await reads.listDir(`${runsPrefix}${runId}`) : await byOid(runTreeOid as string);
+  const layout = runFolderLayout(runId, runEntries);
   const strays: BadEvent[] = [...layout.problems];
-  if (layout.blobs !== null) strays.push(...blobFolderProblems(runId, await reads.listDir(`${runsPrefix}${runId}/blobs`)));
+  if (layout.blobs !== null) strays.push(...blobFolderProblems(runId, byOid === null ? await reads.listDir(`${runsPrefix}${runId}/blobs`) : await byOid(layout.blobs.oid)));
+  const eventsOid = eventsEntryOid(runEntries);
   const oid = layout.events?.oid ?? null;
   const content = oid === null || reads.readTreeBytes === undefined ? null : await reads.readTreeBytes(oid);
   if (oid !== null && content !== null && content.byteLength > BIG_EVENTS_FOLDER_BYTES) {
@@ -451,18 +472,27 @@ async function listLogForRead(
     // Every entry has its place in the index (a name stored twice, in a foreign tree, takes two).
     if (folder !== null && folder.others.length + folder.at.length === folder.size) {
       const order = entryOrder(folder);
-      return { layout, strays, count: order.length, entryAt: (i) => folder.entry(order[i] as number) };
+      return { layout, strays, count: order.length, entryAt: (i) => folder.entry(order[i] as number), eventsOid };
     }
   }
-  const entries = layout.events === null ? [] : await reads.listDir(folderPath);
+  const entries = layout.events === null ? [] : byOid === null ? await reads.listDir(folderPath) : await byOid(layout.events.oid);
   if (entries.length > READ_SLICE_ENTRIES) {
     const folder = fromEntries(entries);
     if (folder.others.length + folder.at.length === entries.length) {
       const order = entryOrder(folder);
-      return { layout, strays, count: order.length, entryAt: (i) => entries[order[i] as number] as DirEntry };
+      return { layout, strays, count: order.length, entryAt: (i) => entries[order[i] as number] as DirEntry, eventsOid };
     }
   }
-  return { layout, strays, count: entries.length, entryAt: (i) => entries[i] as DirEntry };
+  return { layout, strays, count: entries.length, entryAt: (i) => entries[i] as DirEntry, eventsOid };
+}
+
+/**
+ * The oid `treeOid("runs/<runId>/events")` answers, from the run folder's listing: its entry
+ * named `events` (a folder, or a file where a push put one), null for none or a gitlink.
+ */
+function eventsEntryOid(runEntries: readonly DirEntry[]): string | null {
+  for (const entry of runEntries) if (entry.name === "events") return entry.type === "commit" ? null : entry.oid;
+  return null;
 }
 
 /**
@@ -504,6 +534,8 @@ export class LogReader {
 
   /** Takes the entry from the cache when its blob was parsed before; false when it must be read. */
   cached(name: string, oid: string): boolean {
+    // Without a cache nothing is taken from one (a recovery reads a million names).
+    if (this.#cache === null) return false;
     const seq = parseEventPathName(name);
     if (seq === null || !this.#takeCached(oid, seq)) return false;
     this.#seqs.push(seq);
@@ -589,8 +621,8 @@ export class LogReader {
     const { ended, bad, seqs, problems } = sorted;
     // Schedule events the controls never write are reported and skipped like a late event.
     for (const p of folded.problems) problems.push(scheduleProblem(runId, p.seq, p.detail));
-    const skipped = new Set(folded.problems.map((p) => p.seq));
-    const events = skipped.size === 0 ? ended : ended.filter((e) => !skipped.has(e.seq));
+    const skipped = folded.problems.length === 0 ? null : new Set(folded.problems.map((p) => p.seq));
+    const events = skipped === null || skipped.size === 0 ? ended : ended.filter((e) => !skipped.has(e.seq));
     problems.sort((a, b) => (a.seq ?? -1) - (b.seq ?? -1));
     const maxFileSeq = seqs.at(-1) ?? -1;
     return { runId, events, bad, problems, maxFileSeq, nextSeq: nextSeqAfter(maxFileSeq), state: folded.state };

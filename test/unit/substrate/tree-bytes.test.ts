@@ -5,8 +5,8 @@
 import { describe, expect, it } from "vitest";
 import { createCommittedReads, type ObjectSource } from "../../../src/substrate/committed-reads.js";
 import { type GitObject, hashObject } from "../../../src/substrate/git-object.js";
-import { findInTreeBytes, indexTreeBytes } from "../../../src/substrate/tree-bytes.js";
-import { decodeTree, findEntry, makeTree, type ParsedTree, type TreeEntry } from "../../../src/substrate/tree-object.js";
+import { dirEntriesOfTreeBytes, findInTreeBytes, indexTreeBytes } from "../../../src/substrate/tree-bytes.js";
+import { decodeTree, dirEntriesOf, findEntry, makeTree, type ParsedTree, type TreeEntry } from "../../../src/substrate/tree-object.js";
 import type { Oid } from "../../../src/substrate/types.js";
 import { seededRandom } from "../../helpers/seeded-random.js";
 
@@ -57,6 +57,33 @@ describe("findInTreeBytes", () => {
     const empty = indexTreeBytes(new Uint8Array(0));
     expect(findInTreeBytes(empty as NonNullable<typeof empty>, "a")).toBeNull();
     expect(indexTreeBytes(a.subarray(0, a.length - 3))).toBeNull();
+  });
+});
+
+describe("dirEntriesOfTreeBytes", () => {
+  it("lists a folder as dirEntriesOf the parsed tree does (200 random folders, odd modes and gitlinks among them)", () => {
+    const modes = ["100644", "100755", "120000", "160000", "40000", "040000", "100664"];
+    for (let seed = 1; seed <= 200; seed++) {
+      const random = seededRandom(seed + 1_000);
+      const entries = randomFolder(seed).map((e) => {
+        if (random() >= 0.2) return e;
+        const mode = modes[Math.floor(random() * modes.length)] as string;
+        return { ...e, mode, type: mode === "160000" ? "commit" : mode.endsWith("40000") ? "tree" : "blob" } as TreeEntry;
+      });
+      const { object } = makeTree(entries);
+      // makeTree writes the modes as given: parsed back they are what a foreign writer stored.
+      expect(dirEntriesOfTreeBytes(object.oid, object.content), `seed ${seed}`).toEqual([...dirEntriesOf(decodeTree(object.oid, object.content))]);
+    }
+  });
+
+  it("refuses a truncated entry as the parser does", () => {
+    const { object } = makeTree([{ name: "a", mode: "100644", oid: oidOf(1), type: "blob" }]);
+    for (const cut of [1, 5, 21, object.content.length - 1]) {
+      const bytes = object.content.subarray(0, cut);
+      expect(() => decodeTree(object.oid, bytes)).toThrow(expect.objectContaining({ code: "object_corrupt" }));
+      expect(() => dirEntriesOfTreeBytes(object.oid, bytes)).toThrow(expect.objectContaining({ code: "object_corrupt", message: expect.stringContaining("truncated tree entry") }));
+    }
+    expect(dirEntriesOfTreeBytes(object.oid, new Uint8Array(0))).toEqual([]);
   });
 });
 
