@@ -44,6 +44,14 @@ export type { RunRecord } from "./run-table.js";
 /** Runs restored from the recovery index between two looks at the time slicer (each costs no I/O). */
 const RESTORED_PER_PAUSE = 64;
 
+/**
+ * How long (ms, on the injected timers) the recovery index a recovery made waits before it is
+ * written, and then for the fire loop to be idle (see DeploymentView.recover): the timers that
+ * came due while the process was down go out first, on a fire path not yet compiled, without a
+ * write of megabytes (3 MB at 20,000 runs) and its flush beside their commits. stop() writes it at once.
+ */
+export const INDEX_WRITE_DELAY_MS = 2_000;
+
 export class DeploymentView {
   readonly repoId: string;
   readonly rid: RepoId;
@@ -78,6 +86,13 @@ export class DeploymentView {
   private readonly abort = new AbortController();
   private tail: Promise<void> | null = null;
   private persisting: Promise<void> | null = null;
+  /** Ends the wait of the index write recovery queued (see INDEX_WRITE_DELAY_MS); null when none waits. */
+  private releaseIndexWait: (() => void) | null = null;
+  /**
+   * Resolves when the fire loop of this deployment has nothing buffered and no commit in flight
+   * (set by the FireCommitter); resolved at once until one is set.
+   */
+  firesIdle: () => Promise<void> = () => Promise.resolve();
   private stopped = false;
 
   /**
@@ -182,7 +197,8 @@ export class DeploymentView {
     this.indexDirty = index === null || reread > 0;
     // Every run a row (none with bad events) and no stray entry: the index is every run of this
     // `runs/` folder, and says so, so that a start at this very folder need not list it.
-    if (this.indexDirty) this.persistIndex(badEvents === 0 && this.runs.rows === this.runs.size ? runsTree : null);
+    // Made now (the runs as recovery read them), written once the first fires are out.
+    if (this.indexDirty) this.persistIndex(badEvents === 0 && this.runs.rows === this.runs.size ? runsTree : null, () => this.afterFirstFires());
     this.recovered(tip, pending, badEvents, startedMs);
   }
 
@@ -206,6 +222,7 @@ export class DeploymentView {
       for (const timerId of queued) this.ctx.queue.disarm(this.repoId, runId, timerId);
     }
     this.runs.clearQueued();
+    this.releaseIndexWait?.();
     await Promise.allSettled([this.tail, firing, this.persisting]);
     if (this.indexDirty) {
       this.persistIndex(await this.wholeFolder());
@@ -321,19 +338,38 @@ export class DeploymentView {
   }
 
   /**
+   * Resolves {@link INDEX_WRITE_DELAY_MS} after now, then once the fire loop is idle; at once
+   * (then after the commit in flight) when stop() releases it.
+   */
+  private afterFirstFires(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const release = (): void => {
+        this.ctx.timers.clearTimeout(handle);
+        if (this.releaseIndexWait === release) this.releaseIndexWait = null;
+        resolve();
+      };
+      const handle = this.ctx.timers.setTimeout(release, INDEX_WRITE_DELAY_MS);
+      this.releaseIndexWait = release;
+    }).then(() => this.firesIdle());
+  }
+
+  /**
    * Writes every run whose state is known to match its tree oid, in the background (one write
    * at a time; stop() waits for it). Failures are ignored: the index is only a cache.
    * @param runsTree the `runs/` folder the runs are all the runs of, exactly, or null
+   * @param waitFor started now: what the write also waits for (the bytes are made now)
    */
-  private persistIndex(runsTree: string | null = null): void {
+  private persistIndex(runsTree: string | null = null, waitFor?: () => Promise<void>): void {
     const { store, principal } = this.ctx;
     if (!this.ctx.recoveryIndex || store.writeDerived === undefined) return;
     this.indexDirty = false;
+    const after = waitFor?.();
     const writer = new RecoveryIndexWriter(this.ctx.maxEventBytes);
     this.runs.writeSummaries(writer);
     const bytes = writer.bytes(runsTree, this.checkedArchiveSha === undefined ? {} : { archiveSha: this.checkedArchiveSha });
     const previous = this.persisting ?? Promise.resolve();
     this.persisting = previous
+      .then(() => after)
       .then(() => store.writeDerived?.(principal, this.rid, RECOVERY_INDEX_FILE, bytes))
       .then((written) => {
         // A directory sat where the index goes (every start walked all runs): moved aside, said once.

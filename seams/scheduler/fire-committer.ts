@@ -57,6 +57,8 @@ export class FireCommitter {
   ) {
     this.retryMs = ctx.retryInitialMs;
     this.monoMs = monotonicMs(ctx);
+    // The recovery index's write waits for the fires due at recovery (DeploymentView.recover).
+    view.firesIdle = () => this.idle();
   }
 
   /**
