@@ -412,7 +412,7 @@ function isPieces(data: Uint8Array | readonly Uint8Array[]): data is readonly Ui
 }
 
 /** Writes `pieces` at the handle's position one after another: one `writev` where there is one. */
-export async function writePieces(handle: FileHandleLike, pieces: readonly Uint8Array[]): Promise<void> {
+async function writePieces(handle: FileHandleLike, pieces: readonly Uint8Array[]): Promise<void> {
   let from = 0;
   if (handle.writev !== undefined) {
     let total = 0;

@@ -20,7 +20,7 @@
  */
 import { randomBytes } from "node:crypto";
 import type { Clock } from "../time/clock.js";
-import { errnoCode, type FileHandleLike, type FsAdapter, writePieces } from "./fs-adapter.js";
+import { errnoCode, type FileHandleLike, type FsAdapter } from "./fs-adapter.js";
 import { type EncodedPack, packLength, parsePackIndex } from "./pack-file.js";
 import { adapterFor, type LoadedPack, QUICK_PACK_BYTES } from "./pack-reader.js";
 
@@ -35,16 +35,6 @@ const SPARE_MAX_AGE_MS = 60_000;
  */
 export const STALE_SPARE_MS = 5 * SPARE_MAX_AGE_MS;
 const EMPTY = new Uint8Array(0);
-/**
- * A commit's pack (staged with `flushFolder` false) up to this size (bytes) is written into the
- * spare temp file pair made ahead of it, like a small one; past QUICK_PACK_BYTES through the
- * thread pool (the loop is not held for the write). A fire commit on a 10,000-run deployment
- * rewrites its ~400 KB `runs/` folder, so its pack is ~375 KB: it created two files in
- * `objects/` on the commit's path (`O_CREAT|O_EXCL`, the slowest call of a commit here, 5–50 ms
- * in a quarter of the commits while a merge wrote beside it; bench/design-notes.md §46).
- * Merges' packs (`flushFolder` true) make files of their own.
- */
-const SPARE_PACK_BYTES = 1024 * 1024;
 
 export interface PackWriterOptions {
   readonly fs: FsAdapter;
@@ -176,21 +166,18 @@ export function createPackWriter(opts: PackWriterOptions): PackWriter {
     for (const path of paths) await quickFs.unlinkQuiet(path).catch(() => undefined);
   }
 
-  /**
-   * Writes `data` into the spare temp file `path` through `via` (the quick adapter for a small
-   * pack, the pool's for a bigger one), or creates it when it is gone.
-   */
-  async function writeSpare(path: string, data: Uint8Array | readonly Uint8Array[], via: FsAdapter): Promise<void> {
+  /** Writes `data` into the spare temp file `path`, or creates it when it is gone. */
+  async function writeSpare(path: string, data: Uint8Array | readonly Uint8Array[]): Promise<void> {
     let handle: FileHandleLike;
     try {
-      handle = await via.open(path, "r+");
+      handle = await quickFs.open(path, "r+");
     } catch (error) {
       if (errnoCode(error) !== "ENOENT") throw error;
-      return via.writeNewFile(path, data, durable);
+      return quickFs.writeNewFile(path, data, durable);
     }
     try {
       if (data instanceof Uint8Array) await handle.write(data);
-      else await writePieces(handle, data);
+      else for (const piece of data) await handle.write(piece);
       if (durable) await handle.sync();
     } finally {
       await handle.close();
@@ -202,25 +189,24 @@ export function createPackWriter(opts: PackWriterOptions): PackWriter {
    * `objects/pack/` and then its index, `discard` removes the temp files. Until published, no
    * reader (git or this store) sees the objects. A commit's pack (≤ QUICK_PACK_BYTES) is written
    * with the quick adapter into the spare pair: through the thread pool, the three calls per file
-   * cost more than the write itself (measured: −1 ms of a 4 ms signal delivery). A bigger
-   * commit's pack (≤ SPARE_PACK_BYTES) goes into the spare pair too, through the pool; merges'
-   * and imports' packs into new files through the pool. Through the pool both files are written
-   * at once, and a slow disk does not stall the event loop.
+   * cost more than the write itself (measured: −1 ms of a 4 ms signal delivery). Bigger packs
+   * (merges, imports) go through the pool, both files at once, so a slow disk does not stall
+   * the event loop.
    */
   function stageEncoded(encoded: EncodedPack, flushFolder: boolean): StagedPack {
     const name = `pack-${encoded.checksum}`;
     const size = packLength(encoded);
-    const spareSized = size <= (flushFolder ? QUICK_PACK_BYTES : SPARE_PACK_BYTES);
-    const pair = spareSized ? takeSpare() : null;
+    const quick = size <= QUICK_PACK_BYTES;
+    const pair = quick ? takeSpare() : null;
     const tempPack = pair?.pack ?? tempName("pack");
     const tempIdx = pair?.idx ?? tempName("idx");
     const writer = adapterFor(size, fs, quickFs);
-    const write = (path: string, data: Uint8Array | readonly Uint8Array[]): Promise<void> => (pair !== null ? writeSpare(path, data, writer) : writer.writeNewFile(path, data, durable));
+    const write = (path: string, data: Uint8Array | readonly Uint8Array[]): Promise<void> => (pair !== null ? writeSpare(path, data) : writer.writeNewFile(path, data, durable));
     // A pack holding big objects is written from its pieces (see EncodedPack.parts), never joined.
     const written = Promise.all([write(tempPack, encoded.parts ?? encoded.pack), write(tempIdx, encoded.idx)]);
     // Observed here so a failure is never unhandled; `publish` and `discard` await it again.
     written.catch(() => undefined);
-    if (spareSized) makeSpare();
+    if (quick) makeSpare();
     const removeTemps = async (): Promise<void> => {
       await written.catch(() => undefined);
       await removeFiles(tempPack, tempIdx);
