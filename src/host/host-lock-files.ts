@@ -85,6 +85,38 @@ export function lockFsOf(fs: unknown): LockFs {
   return promises;
 }
 
+type Callback = (error: NodeJS.ErrnoException | null, ...rest: unknown[]) => void;
+
+/**
+ * The callback-API fs the guard (proper-lockfile) is given: `base`'s `stat`, `utimes`, `rmdir`,
+ * `rmdirSync` and `realpath`, and a `mkdir` that calls `onMade` with the monotonic time right
+ * before it was issued each time it makes `guardPath` (the folder is no older than that).
+ */
+export function guardFsOf(base: unknown, guardPath: string, monotonicNow: () => number, onMade: (issuedMs: number) => void): object {
+  const fs = base as Record<string, (...args: unknown[]) => unknown>;
+  const pass =
+    (name: string) =>
+    (...args: unknown[]): unknown =>
+      fs[name]!.apply(fs, args);
+  return {
+    stat: pass("stat"),
+    utimes: pass("utimes"),
+    rmdir: pass("rmdir"),
+    rmdirSync: pass("rmdirSync"),
+    realpath: pass("realpath"),
+    mkdir(path: string, ...rest: unknown[]): void {
+      const callback = rest.pop() as Callback;
+      const issuedMs = monotonicNow();
+      fs["mkdir"]!.call(fs, path, ...rest, (error: NodeJS.ErrnoException | null, ...more: unknown[]) => {
+        if (error === null || error === undefined) {
+          if (resolve(path) === guardPath) onMade(issuedMs);
+        }
+        callback(error, ...more);
+      });
+    },
+  };
+}
+
 export function defaultIsProcessAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);

@@ -46,6 +46,7 @@ import {
   defaultIsProcessAlive,
   errnoOf,
   GUARD_NAME,
+  guardFsOf,
   HOST_LOCK_HOLDER_NAME,
   HOST_LOCK_NAME,
   inspectHostLock,
@@ -170,7 +171,6 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
   const isProcessAlive = opts.isProcessAlive ?? defaultIsProcessAlive;
   const lockPath = join(dataDir, HOST_LOCK_NAME);
   const holderPath = join(dataDir, HOST_LOCK_HOLDER_NAME);
-  const fsOption = opts.fs === undefined ? {} : { fs: rawFs };
 
   try {
     await fs.mkdir(dataDir, { recursive: true });
@@ -209,13 +209,43 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
    * A process stalled while holding it (SIGSTOP, a VM pause, a long collection) no longer
    * refreshes it, and after {@link GUARD_STALE_MS} another host may remove it and go in.
    */
-  const withGuard = async <T>(work: (fresh: () => boolean) => Promise<T>, timeoutMs = guardTimeoutMs): Promise<T> => {
+  // The guard (proper-lockfile) is given an fs that stamps each successful mkdir of the guard
+  // folder with the monotonic time it was issued: the folder's age is what another host judges
+  // stale, so the hold limit counts from its making, not from when the lock call came back (a
+  // stall in between, on the callbacks or the mtime probe, would not count otherwise).
+  const guardPath = join(dataDir, GUARD_NAME);
+  let guardMadeMs: number | null = null;
+  const guardFs = guardFsOf(rawFs, guardPath, monotonicNow, (issuedMs) => {
+    guardMadeMs = issuedMs;
+  });
+  // One guard operation of this lock at a time (a release while a heartbeat waits for it), so
+  // the stamp read after a lock call is that call's own mkdir.
+  let guardTurn: Promise<unknown> = Promise.resolve();
+
+  /**
+   * Runs `work` holding the guard. `work` gets `fresh()`: whether the guard is still surely ours
+   * (its folder made less than {@link GUARD_HOLD_LIMIT_MS} ago by the monotonic clock, counted
+   * from right before the mkdir was issued, and not reported lost). A process stalled while
+   * holding it (SIGSTOP, a VM pause, a long collection) no longer refreshes it, and after
+   * {@link GUARD_STALE_MS} another host may remove it and go in.
+   */
+  const withGuard = <T>(work: (fresh: () => boolean) => Promise<T>, timeoutMs = guardTimeoutMs): Promise<T> => {
+    const turn = guardTurn.then(
+      () => underGuard(work, timeoutMs),
+      () => underGuard(work, timeoutMs),
+    );
+    guardTurn = turn.catch(() => undefined);
+    return turn;
+  };
+
+  const underGuard = async <T>(work: (fresh: () => boolean) => Promise<T>, timeoutMs: number): Promise<T> => {
     let unlockGuard: () => Promise<void>;
     let guardLost = false;
+    guardMadeMs = null;
     try {
       unlockGuard = await lockfile.lock(join(dataDir, "host-guard"), {
-        ...fsOption,
-        lockfilePath: join(dataDir, GUARD_NAME),
+        fs: guardFs,
+        lockfilePath: guardPath,
         realpath: false,
         stale: GUARD_STALE_MS,
         retries: { retries: Math.max(1, Math.ceil(timeoutMs / 100)), factor: 1, minTimeout: 100, maxTimeout: 100 },
@@ -228,11 +258,11 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
       throw new WorkflowHostError(
         "host_locked",
         `data dir ${dataDir} is being locked or unlocked by another host for more than ${timeoutMs} ms; try again`,
-        { dataDir, lockPath: join(dataDir, GUARD_NAME) },
+        { dataDir, lockPath: guardPath },
         { cause: error },
       );
     }
-    const takenMs = monotonicNow();
+    const takenMs: number = guardMadeMs ?? monotonicNow();
     try {
       return await work(() => !guardLost && monotonicNow() - takenMs < GUARD_HOLD_LIMIT_MS);
     } finally {
