@@ -53,6 +53,8 @@ import {
   lockedError,
   lockFsOf,
   readHolderFile,
+  refuseHolderFolder,
+  removePendingRecords,
   refuseLinks,
   parseHolder,
   type HostLockHolder,
@@ -284,10 +286,15 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
    */
   const writeHolder = async (record: HostLockHolder): Promise<number> => {
     const tmp = `${holderPath}.${token}.tmp`;
-    await fs.writeFile(tmp, `${JSON.stringify(record, null, 2)}\n`);
-    const stampMs = monotonicNow();
-    await fs.rename(tmp, holderPath);
-    return stampMs;
+    try {
+      await fs.writeFile(tmp, `${JSON.stringify(record, null, 2)}\n`);
+      const stampMs = monotonicNow();
+      await fs.rename(tmp, holderPath);
+      return stampMs;
+    } catch (error) {
+      await fs.unlink(tmp).catch(() => undefined);
+      throw error;
+    }
   };
 
   const readHolder = async (): Promise<HostLockHolder | null> => {
@@ -337,11 +344,12 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
   };
 
   await refuseLinks(fs, dataDir, [HOST_LOCK_NAME, HOST_LOCK_HOLDER_NAME, GUARD_NAME]);
+  await refuseHolderFolder(fs, holderPath);
   const observed = await inspectHostLock({ dataDir, fs: rawFs });
   const verdict = observed.locked ? await judge(observed) : { reason: null, watch: false };
   if (observed.locked && verdict.reason === null) throw lockedError(dataDir, lockPath, observed.holder);
 
-  const tookOver = await withGuard(async () => {
+  const tookOver = await withGuard(async (fresh) => {
     const state = await inspectHostLock({ dataDir, fs: rawFs });
     let taken: HostLock["tookOver"] = null;
     if (state.locked) {
@@ -370,7 +378,16 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
     }
     // Not held to the guard's limit: the folder is made, and failing here would leave it without
     // its holder record (what a stall mid-acquire leaves to the next acquirer is as before).
-    lastBeatMs = await writeHolder(holder);
+    try {
+      lastBeatMs = await writeHolder(holder);
+    } catch (error) {
+      // A record that could not be put in place (a full or failing disk): the folder made above
+      // goes too, or the next host would refuse it as a live lock of an unknown holder and then
+      // watch it for staleMs. Left alone if the guard may no longer be ours.
+      if (fresh()) await fs.rmdir(lockPath).catch(() => undefined);
+      throw error;
+    }
+    await removePendingRecords(fs, dataDir, token);
     return taken;
   });
 
