@@ -10,8 +10,8 @@
  *   over or releases `host.lock`, and while it writes a heartbeat, so the holder file always
  *   belongs to the current lock folder, two hosts racing for a dead holder's lock cannot both
  *   win, and a heartbeat never puts its record back over a host that took the lock over. A
- *   heartbeat replaces the holder file only within 1 s of taking the guard (a holder that
- *   stalled past the guard's 2 s staleness may have lost it).
+ *   heartbeat replaces the holder file only within 1 s of making the guard folder (a holder
+ *   that stalled past the guard's 2 s staleness may have lost it).
  *
  * Staleness survives clock steps: a heartbeat is a value, not a time to trust. A held lock is
  * taken over at once only when its holder is a process on this machine that no longer exists.
