@@ -34,6 +34,8 @@ export interface LockFs {
   rename(from: string, to: string): Promise<void>;
   unlink(path: string): Promise<void>;
   rmdir(path: string): Promise<void>;
+  /** node:fs and memfs have it; without it records left by killed hosts stay. */
+  readdir?(path: string): Promise<unknown[]>;
   mkdir(path: string, opts?: { recursive: true }): Promise<unknown>;
   stat(path: string): Promise<{ mtimeMs: number; size?: number | bigint; isFile?: () => boolean; isDirectory?: () => boolean }>;
   /** node:fs and memfs have it; without it a link at the lock's files goes unseen. */
@@ -52,6 +54,40 @@ export async function refuseLinks(fs: LockFs, dataDir: string, names: readonly s
     const path = join(dataDir, name);
     const found = await fs.lstat(path).catch(() => null);
     if (found?.isSymbolicLink() === true) throw escapesDataDir(dataDir, path, "link");
+  }
+}
+
+/**
+ * Refuses a folder where the holder file belongs, before anything is written: the record is put
+ * in place by rename, which cannot replace a folder.
+ * @throws io_failed (`data {path, errno: "EISDIR"}`) naming the folder
+ */
+export async function refuseHolderFolder(fs: LockFs, holderPath: string): Promise<void> {
+  const found = await (fs.lstat !== undefined ? fs.lstat(holderPath) : fs.stat(holderPath)).catch(() => null);
+  const isDirectory = (found as { isDirectory?: () => boolean } | null)?.isDirectory;
+  if (isDirectory === undefined || !isDirectory.call(found)) return;
+  throw new WorkflowHostError(
+    "io_failed",
+    `the host lock's holder file ${holderPath} is a folder; expected a regular file (or none): remove it, then start again`,
+    { path: holderPath, errno: "EISDIR", cause: "not_a_file" },
+  );
+}
+
+/** A holder record written beside the holder file, before its rename: `host.lock.json.<token>.tmp`. */
+const PENDING_RECORD = /^host\.lock\.json\.[0-9a-f-]{36}\.tmp$/;
+
+/**
+ * Removes the records other hosts wrote beside the holder file and never renamed (killed
+ * mid-heartbeat or mid-acquire); called by the host that just took the lock. A stalled host's
+ * record removed here makes its rename fail, and its retry finds the lock taken over.
+ */
+export async function removePendingRecords(fs: LockFs, dataDir: string, ownToken: string): Promise<void> {
+  if (fs.readdir === undefined) return;
+  const names = await fs.readdir(dataDir).catch(() => []);
+  for (const name of names) {
+    const text = String(name);
+    if (!PENDING_RECORD.test(text) || text.includes(ownToken)) continue;
+    await fs.unlink(join(dataDir, text)).catch(() => undefined);
   }
 }
 
@@ -83,6 +119,38 @@ export function lockFsOf(fs: unknown): LockFs {
   const promises = (fs as { promises?: LockFs } | undefined)?.promises;
   if (promises === undefined) throw new WorkflowHostError("config_invalid", "host lock: fs must provide the node:fs promises API (fs.promises)", { field: "fs" });
   return promises;
+}
+
+type Callback = (error: NodeJS.ErrnoException | null, ...rest: unknown[]) => void;
+
+/**
+ * The callback-API fs the guard (proper-lockfile) is given: `base`'s `stat`, `utimes`, `rmdir`,
+ * `rmdirSync` and `realpath`, and a `mkdir` that calls `onMade` with the monotonic time right
+ * before it was issued each time it makes `guardPath` (the folder is no older than that).
+ */
+export function guardFsOf(base: unknown, guardPath: string, monotonicNow: () => number, onMade: (issuedMs: number) => void): object {
+  const fs = base as Record<string, (...args: unknown[]) => unknown>;
+  const pass =
+    (name: string) =>
+    (...args: unknown[]): unknown =>
+      fs[name]!.apply(fs, args);
+  return {
+    stat: pass("stat"),
+    utimes: pass("utimes"),
+    rmdir: pass("rmdir"),
+    rmdirSync: pass("rmdirSync"),
+    realpath: pass("realpath"),
+    mkdir(path: string, ...rest: unknown[]): void {
+      const callback = rest.pop() as Callback;
+      const issuedMs = monotonicNow();
+      fs["mkdir"]!.call(fs, path, ...rest, (error: NodeJS.ErrnoException | null, ...more: unknown[]) => {
+        if (error === null || error === undefined) {
+          if (resolve(path) === guardPath) onMade(issuedMs);
+        }
+        callback(error, ...more);
+      });
+    },
+  };
 }
 
 export function defaultIsProcessAlive(pid: number): boolean {

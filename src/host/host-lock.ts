@@ -10,8 +10,8 @@
  *   over or releases `host.lock`, and while it writes a heartbeat, so the holder file always
  *   belongs to the current lock folder, two hosts racing for a dead holder's lock cannot both
  *   win, and a heartbeat never puts its record back over a host that took the lock over. A
- *   heartbeat replaces the holder file only within 1 s of taking the guard (a holder that
- *   stalled past the guard's 2 s staleness may have lost it).
+ *   heartbeat replaces the holder file only within 1 s of making the guard folder (a holder
+ *   that stalled past the guard's 2 s staleness may have lost it).
  *
  * Staleness survives clock steps: a heartbeat is a value, not a time to trust. A held lock is
  * taken over at once only when its holder is a process on this machine that no longer exists.
@@ -46,12 +46,15 @@ import {
   defaultIsProcessAlive,
   errnoOf,
   GUARD_NAME,
+  guardFsOf,
   HOST_LOCK_HOLDER_NAME,
   HOST_LOCK_NAME,
   inspectHostLock,
   lockedError,
   lockFsOf,
   readHolderFile,
+  refuseHolderFolder,
+  removePendingRecords,
   refuseLinks,
   parseHolder,
   type HostLockHolder,
@@ -170,7 +173,6 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
   const isProcessAlive = opts.isProcessAlive ?? defaultIsProcessAlive;
   const lockPath = join(dataDir, HOST_LOCK_NAME);
   const holderPath = join(dataDir, HOST_LOCK_HOLDER_NAME);
-  const fsOption = opts.fs === undefined ? {} : { fs: rawFs };
 
   try {
     await fs.mkdir(dataDir, { recursive: true });
@@ -209,13 +211,43 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
    * A process stalled while holding it (SIGSTOP, a VM pause, a long collection) no longer
    * refreshes it, and after {@link GUARD_STALE_MS} another host may remove it and go in.
    */
-  const withGuard = async <T>(work: (fresh: () => boolean) => Promise<T>, timeoutMs = guardTimeoutMs): Promise<T> => {
+  // The guard (proper-lockfile) is given an fs that stamps each successful mkdir of the guard
+  // folder with the monotonic time it was issued: the folder's age is what another host judges
+  // stale, so the hold limit counts from its making, not from when the lock call came back (a
+  // stall in between, on the callbacks or the mtime probe, would not count otherwise).
+  const guardPath = join(dataDir, GUARD_NAME);
+  let guardMadeMs: number | null = null;
+  const guardFs = guardFsOf(rawFs, guardPath, monotonicNow, (issuedMs) => {
+    guardMadeMs = issuedMs;
+  });
+  // One guard operation of this lock at a time (a release while a heartbeat waits for it), so
+  // the stamp read after a lock call is that call's own mkdir.
+  let guardTurn: Promise<unknown> = Promise.resolve();
+
+  /**
+   * Runs `work` holding the guard. `work` gets `fresh()`: whether the guard is still surely ours
+   * (its folder made less than {@link GUARD_HOLD_LIMIT_MS} ago by the monotonic clock, counted
+   * from right before the mkdir was issued, and not reported lost). A process stalled while
+   * holding it (SIGSTOP, a VM pause, a long collection) no longer refreshes it, and after
+   * {@link GUARD_STALE_MS} another host may remove it and go in.
+   */
+  const withGuard = <T>(work: (fresh: () => boolean) => Promise<T>, timeoutMs = guardTimeoutMs): Promise<T> => {
+    const turn = guardTurn.then(
+      () => underGuard(work, timeoutMs),
+      () => underGuard(work, timeoutMs),
+    );
+    guardTurn = turn.catch(() => undefined);
+    return turn;
+  };
+
+  const underGuard = async <T>(work: (fresh: () => boolean) => Promise<T>, timeoutMs: number): Promise<T> => {
     let unlockGuard: () => Promise<void>;
     let guardLost = false;
+    guardMadeMs = null;
     try {
       unlockGuard = await lockfile.lock(join(dataDir, "host-guard"), {
-        ...fsOption,
-        lockfilePath: join(dataDir, GUARD_NAME),
+        fs: guardFs,
+        lockfilePath: guardPath,
         realpath: false,
         stale: GUARD_STALE_MS,
         retries: { retries: Math.max(1, Math.ceil(timeoutMs / 100)), factor: 1, minTimeout: 100, maxTimeout: 100 },
@@ -228,11 +260,11 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
       throw new WorkflowHostError(
         "host_locked",
         `data dir ${dataDir} is being locked or unlocked by another host for more than ${timeoutMs} ms; try again`,
-        { dataDir, lockPath: join(dataDir, GUARD_NAME) },
+        { dataDir, lockPath: guardPath },
         { cause: error },
       );
     }
-    const takenMs = monotonicNow();
+    const takenMs: number = guardMadeMs ?? monotonicNow();
     try {
       return await work(() => !guardLost && monotonicNow() - takenMs < GUARD_HOLD_LIMIT_MS);
     } finally {
@@ -254,10 +286,15 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
    */
   const writeHolder = async (record: HostLockHolder): Promise<number> => {
     const tmp = `${holderPath}.${token}.tmp`;
-    await fs.writeFile(tmp, `${JSON.stringify(record, null, 2)}\n`);
-    const stampMs = monotonicNow();
-    await fs.rename(tmp, holderPath);
-    return stampMs;
+    try {
+      await fs.writeFile(tmp, `${JSON.stringify(record, null, 2)}\n`);
+      const stampMs = monotonicNow();
+      await fs.rename(tmp, holderPath);
+      return stampMs;
+    } catch (error) {
+      await fs.unlink(tmp).catch(() => undefined);
+      throw error;
+    }
   };
 
   const readHolder = async (): Promise<HostLockHolder | null> => {
@@ -307,11 +344,12 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
   };
 
   await refuseLinks(fs, dataDir, [HOST_LOCK_NAME, HOST_LOCK_HOLDER_NAME, GUARD_NAME]);
+  await refuseHolderFolder(fs, holderPath);
   const observed = await inspectHostLock({ dataDir, fs: rawFs });
   const verdict = observed.locked ? await judge(observed) : { reason: null, watch: false };
   if (observed.locked && verdict.reason === null) throw lockedError(dataDir, lockPath, observed.holder);
 
-  const tookOver = await withGuard(async () => {
+  const tookOver = await withGuard(async (fresh) => {
     const state = await inspectHostLock({ dataDir, fs: rawFs });
     let taken: HostLock["tookOver"] = null;
     if (state.locked) {
@@ -340,7 +378,16 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
     }
     // Not held to the guard's limit: the folder is made, and failing here would leave it without
     // its holder record (what a stall mid-acquire leaves to the next acquirer is as before).
-    lastBeatMs = await writeHolder(holder);
+    try {
+      lastBeatMs = await writeHolder(holder);
+    } catch (error) {
+      // A record that could not be put in place (a full or failing disk): the folder made above
+      // goes too, or the next host would refuse it as a live lock of an unknown holder and then
+      // watch it for staleMs. Left alone if the guard may no longer be ours.
+      if (fresh()) await fs.rmdir(lockPath).catch(() => undefined);
+      throw error;
+    }
+    await removePendingRecords(fs, dataDir, token);
     return taken;
   });
 
