@@ -158,6 +158,13 @@ export class DeploymentView {
         this.reportBad(problem);
       }
     }
+    // A run is read by its folder's oid from this listing, unless a foreign writer stored its
+    // name twice in runs/: then, as before, by path (both entries read the folder a lookup by
+    // name answers), so one entry's timers are not armed under a record the other replaces.
+    const byOid = (i: number): { runTreeOid?: string } => {
+      const entry = entries[i] as DirEntry;
+      return entries[i - 1]?.name === entry.name || entries[i + 1]?.name === entry.name ? {} : { runTreeOid: entry.oid };
+    };
     // Logs are read a few runs ahead but applied (and their timers armed) in listing order.
     const ahead = new Map<number, Promise<RunLog>>();
     const readAhead = (i: number): void => {
@@ -165,7 +172,7 @@ export class DeploymentView {
       if (entry === undefined || ahead.has(i) || (index !== null && restorableRow(index, entry) >= 0)) return;
       // Not through the parsed-event cache: a recovery reads every log once, and would only
       // push out the logs that appends re-read.
-      const log = readRunLog(scan, entry.name, { maxEventBytes: this.ctx.maxEventBytes, parsedEvents: null, runTreeOid: entry.oid });
+      const log = readRunLog(scan, entry.name, { maxEventBytes: this.ctx.maxEventBytes, parsedEvents: null, ...byOid(i) });
       log.catch(() => undefined);
       ahead.set(i, log);
     };
@@ -183,7 +190,7 @@ export class DeploymentView {
         sincePause = RESTORED_PER_PAUSE;
         for (let k = i; k <= i + READ_AHEAD; k++) readAhead(k);
         // Not read ahead when its index summary matched: it reuses an archived run's id.
-        const log = await (ahead.get(i) ?? readRunLog(scan, entry.name, { maxEventBytes: this.ctx.maxEventBytes, parsedEvents: null, runTreeOid: entry.oid }));
+        const log = await (ahead.get(i) ?? readRunLog(scan, entry.name, { maxEventBytes: this.ctx.maxEventBytes, parsedEvents: null, ...byOid(i) }));
         ahead.delete(i);
         const record = await this.applyLog(scan, log, entry.oid);
         badEvents += record.bad;
