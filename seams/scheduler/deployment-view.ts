@@ -52,6 +52,15 @@ const RESTORED_PER_PAUSE = 64;
  */
 export const INDEX_WRITE_DELAY_MS = 2_000;
 
+/**
+ * How long (ms, on the injected timers) the recovery index's write waits for the fire loop to
+ * be idle after {@link INDEX_WRITE_DELAY_MS}: a deployment whose timers come due faster than its
+ * commits land (a steady 1,000 fires/s) never leaves the loop idle, and without a bound its
+ * index was written only by stop(), so a crash after hours of such load left the next start as
+ * cold as the last.
+ */
+export const INDEX_IDLE_WAIT_MAX_MS = 30_000;
+
 export class DeploymentView {
   readonly repoId: string;
   readonly rid: RepoId;
@@ -345,19 +354,30 @@ export class DeploymentView {
   }
 
   /**
-   * Resolves {@link INDEX_WRITE_DELAY_MS} after now, then once the fire loop is idle; at once
-   * (then after the commit in flight) when stop() releases it.
+   * Resolves {@link INDEX_WRITE_DELAY_MS} after now, then once the fire loop is idle or, under
+   * a load that never leaves it idle, {@link INDEX_IDLE_WAIT_MAX_MS} later; at once (then after
+   * the commit in flight) when stop() releases it.
    */
   private afterFirstFires(): Promise<void> {
+    return this.indexWait(INDEX_WRITE_DELAY_MS).then(() => {
+      if (this.stopped) return this.firesIdle();
+      const capped = this.indexWait(INDEX_IDLE_WAIT_MAX_MS);
+      // Idle first: the capped wait's timer is cleared (its release is the one waiting).
+      return Promise.race([this.firesIdle().then(() => this.releaseIndexWait?.()), capped]);
+    });
+  }
+
+  /** Resolves `ms` after now on the injected timers, or when stop() calls {@link releaseIndexWait}. */
+  private indexWait(ms: number): Promise<void> {
     return new Promise<void>((resolve) => {
       const release = (): void => {
         this.ctx.timers.clearTimeout(handle);
         if (this.releaseIndexWait === release) this.releaseIndexWait = null;
         resolve();
       };
-      const handle = this.ctx.timers.setTimeout(release, INDEX_WRITE_DELAY_MS);
+      const handle = this.ctx.timers.setTimeout(release, ms);
       this.releaseIndexWait = release;
-    }).then(() => this.firesIdle());
+    });
   }
 
   /**
