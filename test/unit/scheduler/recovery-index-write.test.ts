@@ -134,4 +134,29 @@ describe("the recovery index written after a recovery", () => {
     expect(index.writes).toEqual([0, 1]);
     // Each advance lets the fake clock's settle budget run out on the fire that does not land.
   }, 90_000);
+
+  it("left stale by a crash after its delayed write (the fires moved the runs on), makes the next start re-read the fired runs and fire nothing twice", async () => {
+    h = await createHarness("2026-05-01T00:00:00.000Z");
+    for (const run of ["r1", "r2"]) await h.append(run, timerSet("t", "2026-05-01T00:00:00.100Z"));
+    await h.append("r3", timerSet("t", "2026-05-01T05:00:00.000Z"));
+    const index = watchIndexWrites(h);
+    await h.scheduler.start();
+    await h.clock.advance(100);
+    await h.scheduler.idle();
+    const written = index.next();
+    await h.clock.advance(INDEX_WRITE_DELAY_MS);
+    await written;
+    // The index on disk holds r1 and r2 with their timers pending. A crash now: nothing more is
+    // written (stop() stands in for the kill, its index write dropped).
+    const store = h.store as { writeDerived: NonNullable<RepoStore["writeDerived"]> };
+    store.writeDerived = async () => undefined;
+    const firedBefore = h.events.filter((e) => e.type === "fired").length;
+    expect(firedBefore).toBe(2);
+    await h.restart();
+    await h.clock.advance(0);
+    await h.scheduler.idle();
+    expect(h.events.filter((e) => e.type === "fired")).toHaveLength(firedBefore);
+    expect(h.scheduler.queuedTimers().map((t) => `${t.runId}/${t.timerId}`)).toEqual(["r3/t"]);
+    expect((await h.log("r1")).filter((e) => e.type === "TimerFired")).toHaveLength(1);
+  });
 });
