@@ -52,6 +52,15 @@ const RESTORED_PER_PAUSE = 64;
  */
 export const INDEX_WRITE_DELAY_MS = 2_000;
 
+/**
+ * How long (ms, on the injected timers) the recovery index's write waits for the fire loop to
+ * be idle after {@link INDEX_WRITE_DELAY_MS}: a deployment whose timers come due faster than its
+ * commits land (a steady 1,000 fires/s) never leaves the loop idle, and without a bound its
+ * index was written only by stop(), so a crash after hours of such load left the next start as
+ * cold as the last.
+ */
+export const INDEX_IDLE_WAIT_MAX_MS = 30_000;
+
 export class DeploymentView {
   readonly repoId: string;
   readonly rid: RepoId;
@@ -158,6 +167,13 @@ export class DeploymentView {
         this.reportBad(problem);
       }
     }
+    // A run is read by its folder's oid from this listing, unless a foreign writer stored its
+    // name twice in runs/: then, as before, by path (both entries read the folder a lookup by
+    // name answers), so one entry's timers are not armed under a record the other replaces.
+    const byOid = (i: number): { runTreeOid?: string } => {
+      const entry = entries[i] as DirEntry;
+      return entries[i - 1]?.name === entry.name || entries[i + 1]?.name === entry.name ? {} : { runTreeOid: entry.oid };
+    };
     // Logs are read a few runs ahead but applied (and their timers armed) in listing order.
     const ahead = new Map<number, Promise<RunLog>>();
     const readAhead = (i: number): void => {
@@ -165,7 +181,7 @@ export class DeploymentView {
       if (entry === undefined || ahead.has(i) || (index !== null && restorableRow(index, entry) >= 0)) return;
       // Not through the parsed-event cache: a recovery reads every log once, and would only
       // push out the logs that appends re-read.
-      const log = readRunLog(scan, entry.name, { maxEventBytes: this.ctx.maxEventBytes, parsedEvents: null, runTreeOid: entry.oid });
+      const log = readRunLog(scan, entry.name, { maxEventBytes: this.ctx.maxEventBytes, parsedEvents: null, ...byOid(i) });
       log.catch(() => undefined);
       ahead.set(i, log);
     };
@@ -183,7 +199,7 @@ export class DeploymentView {
         sincePause = RESTORED_PER_PAUSE;
         for (let k = i; k <= i + READ_AHEAD; k++) readAhead(k);
         // Not read ahead when its index summary matched: it reuses an archived run's id.
-        const log = await (ahead.get(i) ?? readRunLog(scan, entry.name, { maxEventBytes: this.ctx.maxEventBytes, parsedEvents: null, runTreeOid: entry.oid }));
+        const log = await (ahead.get(i) ?? readRunLog(scan, entry.name, { maxEventBytes: this.ctx.maxEventBytes, parsedEvents: null, ...byOid(i) }));
         ahead.delete(i);
         const record = await this.applyLog(scan, log, entry.oid);
         badEvents += record.bad;
@@ -338,19 +354,30 @@ export class DeploymentView {
   }
 
   /**
-   * Resolves {@link INDEX_WRITE_DELAY_MS} after now, then once the fire loop is idle; at once
-   * (then after the commit in flight) when stop() releases it.
+   * Resolves {@link INDEX_WRITE_DELAY_MS} after now, then once the fire loop is idle or, under
+   * a load that never leaves it idle, {@link INDEX_IDLE_WAIT_MAX_MS} later; at once (then after
+   * the commit in flight) when stop() releases it.
    */
   private afterFirstFires(): Promise<void> {
+    return this.indexWait(INDEX_WRITE_DELAY_MS).then(() => {
+      if (this.stopped) return this.firesIdle();
+      const capped = this.indexWait(INDEX_IDLE_WAIT_MAX_MS);
+      // Idle first: the capped wait's timer is cleared (its release is the one waiting).
+      return Promise.race([this.firesIdle().then(() => this.releaseIndexWait?.()), capped]);
+    });
+  }
+
+  /** Resolves `ms` after now on the injected timers, or when stop() calls {@link releaseIndexWait}. */
+  private indexWait(ms: number): Promise<void> {
     return new Promise<void>((resolve) => {
       const release = (): void => {
         this.ctx.timers.clearTimeout(handle);
         if (this.releaseIndexWait === release) this.releaseIndexWait = null;
         resolve();
       };
-      const handle = this.ctx.timers.setTimeout(release, INDEX_WRITE_DELAY_MS);
+      const handle = this.ctx.timers.setTimeout(release, ms);
       this.releaseIndexWait = release;
-    }).then(() => this.firesIdle());
+    });
   }
 
   /**

@@ -459,12 +459,22 @@ async function listLogForRead(
   const folderPath = runEventsPrefix(runId).slice(0, -1);
   // By oid when the caller has the run folder's (see ReadRunLogAtOptions.runTreeOid): the folders
   // below it are then listed by theirs too (a folder of the layout is a tree entry).
-  const byOid = runTreeOid !== undefined && reads.listTree !== undefined ? (reads.listTree.bind(reads) as (oid: string) => Promise<readonly DirEntry[]>) : null;
-  const runEntries = byOid === null ? await reads.listDir(`${runsPrefix}${runId}`) : await byOid(runTreeOid as string);
+  let byOid = runTreeOid !== undefined && reads.listTree !== undefined ? (reads.listTree.bind(reads) as (oid: string) => Promise<readonly DirEntry[]>) : null;
+  let runEntries = byOid === null ? await reads.listDir(`${runsPrefix}${runId}`) : await byOid(runTreeOid as string);
+  // A name a foreign writer stored twice in the run folder (`events` as a file and as a folder)
+  // is found by path as the tree lookup answers it, not as the layout picks it from the listing:
+  // such a run is read by path, exactly as without its oid, and its `events` oid found by path.
+  let eventsOid: string | null | undefined;
+  if (byOid !== null && hasNameTwice(runEntries)) {
+    byOid = null;
+    runEntries = await reads.listDir(`${runsPrefix}${runId}`);
+    eventsOid = await reads.treeOid(folderPath);
+  } else {
+    eventsOid = eventsEntryOid(runEntries);
+  }
   const layout = runFolderLayout(runId, runEntries);
   const strays: BadEvent[] = [...layout.problems];
   if (layout.blobs !== null) strays.push(...blobFolderProblems(runId, byOid === null ? await reads.listDir(`${runsPrefix}${runId}/blobs`) : await byOid(layout.blobs.oid)));
-  const eventsOid = eventsEntryOid(runEntries);
   const oid = layout.events?.oid ?? null;
   const content = oid === null || reads.readTreeBytes === undefined ? null : await reads.readTreeBytes(oid);
   if (oid !== null && content !== null && content.byteLength > BIG_EVENTS_FOLDER_BYTES) {
@@ -484,6 +494,12 @@ async function listLogForRead(
     }
   }
   return { layout, strays, count: entries.length, entryAt: (i) => entries[i] as DirEntry, eventsOid };
+}
+
+/** Whether two entries of a listing (sorted by name) share a name. */
+function hasNameTwice(entries: readonly DirEntry[]): boolean {
+  for (let i = 1; i < entries.length; i++) if ((entries[i] as DirEntry).name === (entries[i - 1] as DirEntry).name) return true;
+  return false;
 }
 
 /**
