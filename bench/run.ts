@@ -97,18 +97,34 @@ export async function runBenchmarks(opts: RunOptions): Promise<{ tables: BenchTa
   return { tables, loads };
 }
 
-function parseArgs(argv: readonly string[]): { quick: boolean; huge: boolean; only: string[] } {
+/** A bad `npm run bench` argument: printed as one line (no stack trace), exit 1, nothing run. */
+export class BenchUsageError extends Error {}
+
+/**
+ * Reads `npm run bench` arguments: `--quick`, `--huge`, `--only NAMES` / `--only=NAMES` (comma-separated,
+ * may repeat). `--only` must name at least one benchmark: without one the run would silently be
+ * the full one (27 minutes, rewriting bench/RESULTS.md).
+ * @throws BenchUsageError for an unknown flag, an `--only` naming nothing, or an unknown benchmark
+ */
+export function parseBenchArgs(argv: readonly string[]): { quick: boolean; huge: boolean; only: string[] } {
   let quick = false;
   let huge = false;
   let only: string[] = [];
+  const names = (value: string | undefined): string[] => {
+    const given = (value ?? "").split(",").filter((s) => s !== "");
+    if (given.length === 0) throw new BenchUsageError(`--only needs one or more benchmark names (comma-separated), e.g. --only lateness; known: ${BENCHMARKS.map((b) => b.name).join(", ")}`);
+    return given;
+  };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] as string;
     if (arg === "--quick") quick = true;
     else if (arg === "--huge") huge = true;
-    else if (arg === "--only") only = only.concat((argv[++i] ?? "").split(",").filter((s) => s !== ""));
-    else if (arg.startsWith("--only=")) only = only.concat(arg.slice(7).split(",").filter((s) => s !== ""));
-    else throw new Error(`unknown argument ${arg}; usage: npm run bench [-- --quick] [-- --huge] [-- --only ${BENCHMARKS.map((b) => b.name).join(",")}] (npm run bench -- --help)`);
+    else if (arg === "--only") only = only.concat(names(argv[++i]));
+    else if (arg.startsWith("--only=")) only = only.concat(names(arg.slice(7)));
+    else throw new BenchUsageError(`unknown argument ${arg}; usage: npm run bench [-- --quick] [-- --huge] [-- --only ${BENCHMARKS.map((b) => b.name).join(",")}] (npm run bench -- --help)`);
   }
+  const unknown = only.filter((name) => !BENCHMARKS.some((b) => b.name === name));
+  if (unknown.length > 0) throw new BenchUsageError(`unknown benchmark ${unknown.join(", ")}; known: ${BENCHMARKS.map((b) => b.name).join(", ")}`);
   return { quick, huge, only };
 }
 
@@ -139,7 +155,7 @@ async function main(): Promise<void> {
     process.stdout.write(benchHelp());
     return;
   }
-  const args = parseArgs(process.argv.slice(2));
+  const args = parseBenchArgs(process.argv.slice(2));
   const machine = describeMachine();
   process.stdout.write(`${machine.join("\n")}\n\n`);
   const full = !args.quick && args.only.length === 0;
@@ -159,7 +175,8 @@ async function main(): Promise<void> {
 
 if (process.argv[1] !== undefined && fileURLToPath(import.meta.url) === process.argv[1]) {
   main().catch((error: unknown) => {
-    process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    if (error instanceof BenchUsageError) process.stderr.write(`bench: ${error.message}\n`);
+    else process.stderr.write(`${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
     process.exitCode = 1;
   });
 }

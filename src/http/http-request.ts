@@ -18,14 +18,14 @@ export function presentedToken(request: FastifyRequest): string | null {
 }
 
 /**
- * The body as a JSON object ({} when absent) holding only the route's `fields`: a field the
- * route does not know is refused, not dropped (a misspelt `timezone` or `signalId` would
- * otherwise change what is written without a word).
- * @throws body_invalid for a body that is not an object, or that has another field
+ * The body as a JSON object ({} when absent: no bytes, or only whitespace) holding only the
+ * route's `fields`: a field the route does not know is refused, not dropped (a misspelt
+ * `timezone` or `signalId` would otherwise change what is written without a word).
+ * @throws body_invalid for a body that is not an object (JSON `null` included), or that has another field
  */
 export function objectBody(body: unknown, fields: readonly string[]): Record<string, unknown> {
-  if (body === undefined || body === null) return {};
-  if (typeof body !== "object" || Array.isArray(body)) throw new HttpError("body_invalid", "the body must be a JSON object");
+  if (body === undefined) return {};
+  if (typeof body !== "object" || body === null || Array.isArray(body)) throw new HttpError("body_invalid", "the body must be a JSON object");
   const unknown = Object.keys(body).filter((key) => !fields.includes(key));
   if (unknown.length > 0) {
     const shown = unknown.slice(0, 5).map((key) => JSON.stringify(key.length > 64 ? `${key.slice(0, 64)}…` : key));

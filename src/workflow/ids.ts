@@ -16,7 +16,8 @@ export const NAME_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,255}$/;
 
 function parseId(value: unknown, pattern: RegExp, code: ErrorCode, field: string, allowed: string): string {
   if (typeof value === "string" && pattern.test(value)) return value;
-  const shown = typeof value === "string" ? describeValue(value) : `a ${value === null ? "null" : typeof value}`;
+  if (value === undefined) throw new WorkflowHostError(code, `${field} is missing; allowed: ${allowed}`, { field, value });
+  const shown = typeof value === "string" ? describeValue(value) : value === null ? "null" : `a ${typeof value}`;
   throw new WorkflowHostError(code, `${field} ${shown} is not valid; allowed: ${allowed}`, { field, value });
 }
 

@@ -26,3 +26,13 @@ describe("npm run bench -- --help", () => {
     expect(run.stderr).toContain("--help");
   });
 });
+
+describe("npm run bench with a bad --only", () => {
+  it("says what is wrong on one line (no stack trace), prints and runs nothing, exits 1", { timeout: 60_000 }, async () => {
+    const run = await runTsScript(join(root, "bench", "run.ts"), ["--quick", "--only", "nope"], { timeoutMs: 50_000 });
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe("");
+    expect(run.stderr.trim().split("\n")).toHaveLength(1);
+    expect(run.stderr).toContain("unknown benchmark nope; known: fire, lateness");
+  });
+});

@@ -225,6 +225,23 @@ describe("HTTP /v1 routes", () => {
     expect(await tip(h, "payments")).toBe(before);
   });
 
+  it("refuses a JSON null body as a body that is not an object (400 body_invalid), as it refuses [] and \"x\"", async () => {
+    const h = await start();
+    const before = await tip(h, "payments");
+    const cases: Array<[string, string]> = [
+      ["/v1/wake", "POST"],
+      ["/v1/deployments/payments/runs/order-17/signals", "POST"],
+      ["/v1/deployments/payments/runs/order-17/timers/nightly", "PUT"],
+    ];
+    for (const [path, method] of cases) {
+      for (const body of ["null", " null ", "[]", '"x"']) {
+        const answer = await jsonOf(await h.request(path, { method, body, headers: { "content-type": "application/json" } }));
+        expect({ path, body, status: answer.status, code: answer.body["code"] }).toEqual({ path, body, status: 400, code: "body_invalid" });
+      }
+    }
+    expect(await tip(h, "payments")).toBe(before);
+  });
+
   it("routes ids of every allowed length (a 128-character run, a 256-character timer)", async () => {
     const h = await start();
     const runId = "r".repeat(128);

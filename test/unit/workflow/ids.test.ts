@@ -44,6 +44,20 @@ describe("parseRunId and parseRepoId", () => {
     expect(codeOf(() => parseRunId("run.1"))).toBe("id_invalid");
   });
 
+  it("says a missing id is missing, not 'a undefined' (a wake-up body without repoId)", () => {
+    const message = (fn: () => unknown): string => {
+      try {
+        fn();
+      } catch (error) {
+        return (error as WorkflowHostError).message;
+      }
+      return "";
+    };
+    expect(message(() => parseRepoId(undefined))).toBe("repo_id_invalid: repoId is missing; allowed: 1-128 characters of A-Z a-z 0-9 _ -");
+    expect(message(() => parseSignalName(undefined, "signalName"))).toMatch(/^id_invalid: signalName is missing; allowed: /);
+    expect(message(() => parseRunId(null))).toMatch(/^id_invalid: runId null is not valid; /);
+  });
+
   it("names the field and the value in the error data", () => {
     try {
       parseRunId("a/b");
