@@ -9,7 +9,8 @@ import { acquireHostLock, type HostLockOptions } from "../../../src/host/host-lo
 import type { RepoStoreOptions } from "../../../src/substrate/types.js";
 import { appendNext } from "../../helpers/append-merge.js";
 import { createManualTimers } from "../../helpers/manual-timers.js";
-import { createMemFs, type MemFs } from "../../helpers/memfs.js";
+import { hookedMemFs } from "../../helpers/host-lock-sim.js";
+import type { MemFs } from "../../helpers/memfs.js";
 import { createMemStore, DATA_DIR, REPO } from "../../helpers/memfs-repo-store.js";
 
 const NOW = Date.parse("2026-05-01T10:00:00.000Z");
@@ -22,25 +23,9 @@ interface ObjectGate {
 
 /** A memfs whose renames into `<gitdir>/objects/` wait while `gate` is closed. */
 function gatedFs(gate: ObjectGate): MemFs {
-  const inner = createMemFs();
-  const promises = new Proxy(inner.promises, {
-    get(target, prop) {
-      if (prop === "rename") {
-        return async (from: string, to: string) => {
-          if (gate.closed && to.includes("/objects/")) await new Promise<void>((resolve) => gate.waiting.push(resolve));
-          await target.rename(from, to);
-        };
-      }
-      const value = Reflect.get(target, prop) as unknown;
-      return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
-    },
-  });
-  return new Proxy(inner, {
-    get(target, prop) {
-      if (prop === "promises") return promises;
-      const value = Reflect.get(target, prop) as unknown;
-      return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
-    },
+  return hookedMemFs({
+    beforeRename: (_from, to) =>
+      gate.closed && to.includes("/objects/") ? new Promise<void>((resolve) => gate.waiting.push(resolve)) : undefined,
   });
 }
 

@@ -11,9 +11,10 @@
  */
 import { describe, expect, it } from "vitest";
 import type { WorkflowHostError } from "../../../src/errors.js";
-import { acquireHostLock, type HostLock, type HostLockOptions } from "../../../src/host/host-lock.js";
+import { acquireHostLock, type HostLockOptions } from "../../../src/host/host-lock.js";
+import { fenceState, holderToken, hookedMemFs, simulatedHost, until } from "../../helpers/host-lock-sim.js";
 import { createManualTimers } from "../../helpers/manual-timers.js";
-import { createMemFs, type MemFs } from "../../helpers/memfs.js";
+import type { MemFs } from "../../helpers/memfs.js";
 
 const DATA = "/data";
 const NOW = Date.parse("2026-05-01T10:00:00.000Z");
@@ -34,63 +35,21 @@ function release(gate: Gate, which: (what: string) => boolean): void {
   }
 }
 
+/** A memfs whose writes matched by `gate.holdsWrite` wait, and whose next guard mkdir may be held. */
 function gatedFs(gate: Gate): MemFs {
-  const inner = createMemFs();
-  const promises = new Proxy(inner.promises, {
-    get(target, prop) {
-      if (prop === "writeFile") {
-        return async (path: string, data: string) => {
-          if (gate.holdsWrite(path)) await new Promise<void>((resume) => gate.waiting.push({ what: `write ${path}`, resume }));
-          await target.writeFile(path, data);
-        };
-      }
-      const value = Reflect.get(target, prop) as unknown;
-      return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+  const wait = (what: string): Promise<void> => new Promise<void>((resume) => gate.waiting.push({ what, resume }));
+  return hookedMemFs({
+    beforeWrite: (path) => (gate.holdsWrite(path) ? wait(`write ${path}`) : undefined),
+    afterMkdir: (path, error) => {
+      if (error !== null || path !== GUARD || !gate.holdGuardMkdir) return undefined;
+      gate.holdGuardMkdir = false;
+      return wait("guard mkdir");
     },
   });
-  return new Proxy(inner, {
-    get(target, prop) {
-      if (prop === "promises") return promises;
-      if (prop === "mkdir") {
-        // The guard (proper-lockfile) uses the callback API.
-        return (path: string, ...rest: unknown[]) => {
-          const callback = rest.pop() as (error: NodeJS.ErrnoException | null) => void;
-          (target.mkdir as (...a: unknown[]) => void)(path, ...rest, (error: NodeJS.ErrnoException | null) => {
-            if (error === null && path === GUARD && gate.holdGuardMkdir) {
-              gate.holdGuardMkdir = false;
-              gate.waiting.push({ what: "guard mkdir", resume: () => callback(error) });
-              return;
-            }
-            callback(error);
-          });
-        };
-      }
-      const value = Reflect.get(target, prop) as unknown;
-      return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
-    },
-  });
-}
-
-/** Waits (on real time: the guard retries on node's timers) until `done()` holds. */
-async function until(done: () => boolean): Promise<void> {
-  await expect.poll(done, { timeout: 10_000, interval: 5 }).toBe(true);
-}
-
-function holderToken(fs: MemFs): unknown {
-  return (JSON.parse(String(fs.readFileSync(`${DATA}/host.lock.json`, "utf8"))) as { token?: unknown }).token;
-}
-
-function fenceState(lock: HostLock): string {
-  try {
-    lock.assertHeld();
-    return "held";
-  } catch (error) {
-    return String((error as WorkflowHostError).data?.["state"]);
-  }
 }
 
 function options(fs: MemFs, pid: number, extra: Partial<HostLockOptions>): HostLockOptions {
-  return { dataDir: DATA, fs, pid, hostname: "box-1", clock: () => new Date(NOW), staleMs: 10_000, ...extra };
+  return simulatedHost(fs, DATA, pid, NOW, extra);
 }
 
 describe("host lock heartbeat stalled inside the guard's taking", () => {
@@ -122,7 +81,7 @@ describe("host lock heartbeat stalled inside the guard's taking", () => {
     const timersB = createManualTimers();
     const taking = acquireHostLock(options(fs, 202, { timers: timersB, monotonicNow: () => monoMs, isProcessAlive: (pid) => alive.has(pid) }));
     await until(() => gate.waiting.some((w) => w.what.startsWith("write ")));
-    expect(holderToken(fs)).toBe(tokenA);
+    expect(holderToken(fs, DATA)).toBe(tokenA);
 
     // A runs again: its guard call returns, and its heartbeat goes on.
     release(gate, (what) => what === "guard mkdir");
@@ -133,7 +92,7 @@ describe("host lock heartbeat stalled inside the guard's taking", () => {
     release(gate, () => true);
     const b = await taking;
     expect(b.tookOver).not.toBeNull();
-    expect(holderToken(fs)).toBe(b.holder.token);
+    expect(holderToken(fs, DATA)).toBe(b.holder.token);
 
     // A may not commit: its last heartbeat is the one of its acquire, 15 s ago.
     expect(fenceState(b)).toBe("held");
@@ -143,7 +102,7 @@ describe("host lock heartbeat stalled inside the guard's taking", () => {
     timersA.fireAll();
     await until(() => lost.length > 0);
     expect(fenceState(a)).toBe("compromised");
-    expect(holderToken(fs)).toBe(b.holder.token);
+    expect(holderToken(fs, DATA)).toBe(b.holder.token);
     await b.release();
     await a.release();
   });

@@ -9,9 +9,10 @@
  */
 import { describe, expect, it } from "vitest";
 import type { WorkflowHostError } from "../../../src/errors.js";
-import { acquireHostLock, type HostLock, type HostLockOptions } from "../../../src/host/host-lock.js";
+import { acquireHostLock, type HostLockOptions } from "../../../src/host/host-lock.js";
+import { fenceState, holderToken, hookedMemFs, simulatedHost, until } from "../../helpers/host-lock-sim.js";
 import { createManualTimers } from "../../helpers/manual-timers.js";
-import { createMemFs, type MemFs } from "../../helpers/memfs.js";
+import type { MemFs } from "../../helpers/memfs.js";
 
 const DATA = "/data";
 const NOW = Date.parse("2026-05-01T10:00:00.000Z");
@@ -35,73 +36,24 @@ function openGate(gate: Gate, which: (path: string) => boolean): void {
   }
 }
 
-/** A memfs whose promise writes matched by `gate.holds` wait, and which counts busy guards. */
+/** A memfs whose writes matched by `gate.holds` wait, one read may wait, and busy guards are counted. */
 function gatedFs(gate: Gate): MemFs {
-  const inner = createMemFs();
-  const hold = async (path: string): Promise<void> => {
-    if (gate.holds(path)) await new Promise<void>((resume) => gate.waiting.push({ path, resume }));
-  };
-  const promises = new Proxy(inner.promises, {
-    get(target, prop) {
-      if (prop === "readFile") {
-        return async (path: string, encoding: "utf8") => {
-          const text = await target.readFile(path, encoding);
-          if (gate.holdsAfterRead(path)) {
-            gate.holdsAfterRead = () => false;
-            await new Promise<void>((resume) => gate.waiting.push({ path, resume }));
-          }
-          return text;
-        };
-      }
-      if (prop === "writeFile") {
-        return async (path: string, data: string) => {
-          await hold(path);
-          await target.writeFile(path, data);
-        };
-      }
-      const value = Reflect.get(target, prop) as unknown;
-      return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+  const wait = (path: string): Promise<void> => new Promise<void>((resume) => gate.waiting.push({ path, resume }));
+  return hookedMemFs({
+    beforeWrite: (path) => (gate.holds(path) ? wait(path) : undefined),
+    afterRead: (path) => {
+      if (!gate.holdsAfterRead(path)) return undefined;
+      gate.holdsAfterRead = () => false;
+      return wait(path);
+    },
+    afterMkdir: (path, error) => {
+      if (error?.code === "EEXIST" && path === GUARD) gate.guardBusy += 1;
     },
   });
-  return new Proxy(inner, {
-    get(target, prop) {
-      if (prop === "promises") return promises;
-      if (prop === "mkdir") {
-        // The guard (proper-lockfile) uses the callback API.
-        return (path: string, ...rest: unknown[]) => {
-          const callback = rest.pop() as (error: NodeJS.ErrnoException | null) => void;
-          (target.mkdir as (...a: unknown[]) => void)(path, ...rest, (error: NodeJS.ErrnoException | null) => {
-            if (error?.code === "EEXIST" && path === GUARD) gate.guardBusy += 1;
-            callback(error);
-          });
-        };
-      }
-      const value = Reflect.get(target, prop) as unknown;
-      return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
-    },
-  });
-}
-
-/** Waits (on real time: the guard retries on node's timers) until `done()` holds. */
-async function until(done: () => boolean): Promise<void> {
-  await expect.poll(done, { timeout: 10_000, interval: 5 }).toBe(true);
-}
-
-function holderToken(fs: MemFs): unknown {
-  return (JSON.parse(String(fs.readFileSync(`${DATA}/host.lock.json`, "utf8"))) as { token?: unknown }).token;
-}
-
-function fenceState(lock: HostLock): string {
-  try {
-    lock.assertHeld();
-    return "held";
-  } catch (error) {
-    return String((error as WorkflowHostError).data?.["state"]);
-  }
 }
 
 function options(fs: MemFs, pid: number, extra: Partial<HostLockOptions>): HostLockOptions {
-  return { dataDir: DATA, fs, pid, hostname: "box-1", clock: () => new Date(NOW), staleMs: 10_000, ...extra };
+  return simulatedHost(fs, DATA, pid, NOW, extra);
 }
 
 describe("host lock heartbeat against a takeover", () => {
@@ -131,14 +83,14 @@ describe("host lock heartbeat against a takeover", () => {
     const timersB = createManualTimers();
     const b = await acquireHostLock(options(fs, 202, { timers: timersB, monotonicNow: () => monoMs, isProcessAlive: (pid) => alive.has(pid) }));
     expect(b.tookOver).not.toBeNull();
-    expect(holderToken(fs)).toBe(b.holder.token);
+    expect(holderToken(fs, DATA)).toBe(b.holder.token);
 
     // A runs again and finishes its heartbeat.
     openGate(gate, () => true);
     await until(() => timersA.pending > 0 || lost.length > 0);
 
     // The new holder's record stands, and A may not commit.
-    expect(holderToken(fs)).toBe(b.holder.token);
+    expect(holderToken(fs, DATA)).toBe(b.holder.token);
     expect(fenceState(a)).not.toBe("held");
     expect(fenceState(b)).toBe("held");
 
@@ -149,12 +101,12 @@ describe("host lock heartbeat against a takeover", () => {
     expect(lost[0]).toMatchObject({ code: "host_locked" });
     expect(fenceState(a)).toBe("compromised");
     expect(timersA.pending).toBe(0);
-    expect(holderToken(fs)).toBe(b.holder.token);
+    expect(holderToken(fs, DATA)).toBe(b.holder.token);
     // B's own heartbeat still finds its record.
     timersB.fireAll();
     await until(() => timersB.pending > 0);
     expect(fenceState(b)).toBe("held");
-    expect(holderToken(fs)).toBe(b.holder.token);
+    expect(holderToken(fs, DATA)).toBe(b.holder.token);
     await b.release();
     await a.release();
   });
@@ -179,7 +131,7 @@ describe("host lock heartbeat against a takeover", () => {
     const timersB = createManualTimers();
     const taking = acquireHostLock(options(fs, 202, { timers: timersB, monotonicNow: () => monoMs, isProcessAlive: (pid) => alive.has(pid) }));
     await until(() => gate.waiting.length > 0);
-    expect(holderToken(fs)).toBe(tokenA);
+    expect(holderToken(fs, DATA)).toBe(tokenA);
 
     // A wakes inside B's takeover: its overdue heartbeat fires. Its write, if it gets that far, is
     // held until B's record is in place.
@@ -194,7 +146,7 @@ describe("host lock heartbeat against a takeover", () => {
     gate.holds = () => false;
     await until(() => timersA.pending > 0 || lost.length > 0);
 
-    expect(holderToken(fs)).toBe(b.holder.token);
+    expect(holderToken(fs, DATA)).toBe(b.holder.token);
     expect(fenceState(a)).not.toBe("held");
     expect(fenceState(b)).toBe("held");
     expect(lost).toHaveLength(1);

@@ -1,0 +1,95 @@
+/**
+ * Two or more simulated hosts on one memfs, for the host lock's interleavings: a memfs whose
+ * calls can be held at chosen points (the caller's hooks decide which and for how long), and the
+ * probes the lock tests read (the holder file's token, the commit fence's state).
+ */
+import { expect } from "vitest";
+import type { WorkflowHostError } from "../../src/errors.js";
+import type { HostLock, HostLockOptions } from "../../src/host/host-lock.js";
+import { createMemFs, type MemFs } from "./memfs.js";
+
+/** Where a hooked call waits: each hook's promise holds the call until it settles. */
+export interface FsHooks {
+  /** Before a promise `writeFile(path, …)` is made. */
+  readonly beforeWrite?: (path: string) => Promise<void> | void;
+  /** After a promise `readFile(path, …)` has read, before its result is returned. */
+  readonly afterRead?: (path: string) => Promise<void> | void;
+  /** Before a promise `rename(from, to)` is made. */
+  readonly beforeRename?: (from: string, to: string) => Promise<void> | void;
+  /** After a callback `mkdir(path)` (proper-lockfile's guard) was made, before its callback runs (at once when it returns nothing). */
+  readonly afterMkdir?: (path: string, error: NodeJS.ErrnoException | null) => Promise<void> | void;
+}
+
+/** A fresh memfs whose promise writes, reads and renames and callback mkdirs go through `hooks`. */
+export function hookedMemFs(hooks: FsHooks): MemFs {
+  const inner = createMemFs();
+  const bound = (target: object, prop: string | symbol): unknown => {
+    const value = Reflect.get(target, prop) as unknown;
+    return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+  };
+  const promises = new Proxy(inner.promises, {
+    get(target, prop) {
+      if (prop === "writeFile" && hooks.beforeWrite !== undefined) {
+        return async (path: string, ...rest: unknown[]) => {
+          await hooks.beforeWrite?.(path);
+          return (target.writeFile as (...a: unknown[]) => Promise<void>)(path, ...rest);
+        };
+      }
+      if (prop === "readFile" && hooks.afterRead !== undefined) {
+        return async (path: string, ...rest: unknown[]) => {
+          const read = await (target.readFile as (...a: unknown[]) => Promise<unknown>)(path, ...rest);
+          await hooks.afterRead?.(path);
+          return read;
+        };
+      }
+      if (prop === "rename" && hooks.beforeRename !== undefined) {
+        return async (from: string, to: string) => {
+          await hooks.beforeRename?.(from, to);
+          await target.rename(from, to);
+        };
+      }
+      return bound(target, prop);
+    },
+  });
+  return new Proxy(inner, {
+    get(target, prop) {
+      if (prop === "promises") return promises;
+      if (prop === "mkdir" && hooks.afterMkdir !== undefined) {
+        return (path: string, ...rest: unknown[]) => {
+          const callback = rest.pop() as (error: NodeJS.ErrnoException | null) => void;
+          (target.mkdir as (...a: unknown[]) => void)(path, ...rest, (error: NodeJS.ErrnoException | null) => {
+            const held = hooks.afterMkdir?.(path, error);
+            if (held === undefined) callback(error);
+            else void held.then(() => callback(error));
+          });
+        };
+      }
+      return bound(target, prop);
+    },
+  });
+}
+
+/** Waits (on real time: the guard retries on node's timers) until `done()` holds, at most 10 s. */
+export async function until(done: () => boolean): Promise<void> {
+  await expect.poll(done, { timeout: 10_000, interval: 5 }).toBe(true);
+}
+
+/** The token in `<dataDir>/host.lock.json`. */
+export function holderToken(fs: MemFs, dataDir: string): unknown {
+  return (JSON.parse(String(fs.readFileSync(`${dataDir}/host.lock.json`, "utf8"))) as { token?: unknown }).token;
+}
+
+/** "held" when the lock's commit fence passes, else the `state` of the `host_locked` it throws. */
+export function fenceState(lock: HostLock): string {
+  try {
+    lock.assertHeld();
+    return "held";
+  } catch (error) {
+    return String((error as WorkflowHostError).data?.["state"]);
+  }
+}
+
+/** Options for a simulated host `pid` on `fs` (host "box-1", a fixed wall clock, staleMs 10 s). */
+export function simulatedHost(fs: MemFs, dataDir: string, pid: number, nowMs: number, extra: Partial<HostLockOptions>): HostLockOptions {
+  return { dataDir, fs, pid, hostname: "box-1", clock: () => new Date(nowMs), staleMs: 10_000, ...extra };
+}
