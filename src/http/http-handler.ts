@@ -38,6 +38,8 @@ export type { HttpHandlerOptions } from "./http-handler-options.js";
 
 /** Longest path parameter routed (characters); ids are checked by their own parsers after that. */
 const MAX_PATH_PARAM_CHARS = 1024;
+/** The largest `limit` of `GET /v1/fires` (the fires a host keeps are fewer by default: 500). */
+const MAX_RECENT_FIRES = 10_000;
 
 /** Body fields of each writing route; any other is refused (400 body_invalid). */
 const TIMER_FIELDS = ["fireAt", "delayMs", "cron", "timezone", "stepId", "misfire"] as const;
@@ -423,9 +425,8 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
   });
 
   route("GET", "/v1/fires", async (request) => {
-    const query = request.query as { limit?: string };
-    const limit = query.limit === undefined ? 200 : Number(query.limit);
-    if (!Number.isInteger(limit) || limit < 1 || limit > 10_000) throw new HttpError("body_invalid", "limit must be an integer in 1 … 10000");
+    // The same query rules as the event pages: a bad or unknown field is page_invalid.
+    const limit = pageQuery(request.query, ["limit"], MAX_RECENT_FIRES).limit ?? 200;
     const principal = principalOf(request);
     const decided = new Map<string, boolean>();
     const fires = [];

@@ -48,10 +48,11 @@ export interface PageQuery {
  * run that does not exist.
  * @param fields the query fields the route takes; any other is refused (a misspelt `limit`
  *   would otherwise give a default page without a word)
+ * @param maxLimit the largest `limit` the route takes (default {@link MAX_PAGE_EVENTS})
  * @throws page_invalid for a value that is not a whole number in range, a field given twice, or
  *   a field the route does not take
  */
-export function pageQuery(query: unknown, fields: readonly (keyof PageQuery)[]): PageQuery {
+export function pageQuery(query: unknown, fields: readonly (keyof PageQuery)[], maxLimit = MAX_PAGE_EVENTS): PageQuery {
   const given = (query ?? {}) as Record<string, unknown>;
   const unknown = Object.keys(given).filter((key) => !(fields as readonly string[]).includes(key));
   if (unknown.length > 0) {
@@ -59,7 +60,7 @@ export function pageQuery(query: unknown, fields: readonly (keyof PageQuery)[]):
   }
   const out: { after?: number; limit?: number } = {};
   const after = wholeNumber(given, "after", 0, Number.MAX_SAFE_INTEGER);
-  const limit = wholeNumber(given, "limit", 1, MAX_PAGE_EVENTS);
+  const limit = wholeNumber(given, "limit", 1, maxLimit);
   if (after !== undefined) out.after = after;
   if (limit !== undefined) out.limit = limit;
   return out;

@@ -242,6 +242,18 @@ describe("HTTP /v1 routes", () => {
     expect(await tip(h, "payments")).toBe(before);
   });
 
+  it("answers a bad or unknown query on GET /v1/fires as the event pages do (400 page_invalid), and takes a good limit", async () => {
+    const h = await start();
+    for (const query of ["limit=abc", "limit=0", "limit=10001", "limit=1e3", "limit=5&limit=6", "limt=5"]) {
+      const answer = await jsonOf(await h.request(`/v1/fires?${query}`));
+      expect({ query, status: answer.status, code: answer.body["code"] }).toEqual({ query, status: 400, code: "page_invalid" });
+    }
+    for (const query of ["", "?limit=1", "?limit=10000"]) {
+      const answer = await jsonOf(await h.request(`/v1/fires${query}`));
+      expect({ query, status: answer.status, fires: Array.isArray(answer.body["fires"]) }).toEqual({ query, status: 200, fires: true });
+    }
+  });
+
   it("routes ids of every allowed length (a 128-character run, a 256-character timer)", async () => {
     const h = await start();
     const runId = "r".repeat(128);
