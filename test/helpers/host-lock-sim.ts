@@ -93,3 +93,22 @@ export function fenceState(lock: HostLock): string {
 export function simulatedHost(fs: MemFs, dataDir: string, pid: number, nowMs: number, extra: Partial<HostLockOptions>): HostLockOptions {
   return { dataDir, fs, pid, hostname: "box-1", clock: () => new Date(nowMs), staleMs: 10_000, ...extra };
 }
+
+/** A call held by a hook: what it is (e.g. a path) and how to let it go on. */
+export interface HeldCall {
+  readonly what: string;
+  readonly resume: () => void;
+}
+
+/** A promise for a hook that holds its call in `waiting` until {@link releaseHeld} lets it go. */
+export function holdCall(waiting: HeldCall[], what: string): Promise<void> {
+  return new Promise<void>((resume) => waiting.push({ what, resume }));
+}
+
+/** Lets every held call that `which` picks go on, in the order they were held. */
+export function releaseHeld(waiting: HeldCall[], which: (what: string) => boolean): void {
+  for (const held of waiting.filter((w) => which(w.what))) {
+    waiting.splice(waiting.indexOf(held), 1);
+    held.resume();
+  }
+}

@@ -12,7 +12,7 @@
 import { describe, expect, it } from "vitest";
 import type { WorkflowHostError } from "../../../src/errors.js";
 import { acquireHostLock, type HostLockOptions } from "../../../src/host/host-lock.js";
-import { fenceState, holderToken, hookedMemFs, simulatedHost, until } from "../../helpers/host-lock-sim.js";
+import { fenceState, type HeldCall, holdCall, holderToken, hookedMemFs, releaseHeld, simulatedHost, until } from "../../helpers/host-lock-sim.js";
 import { createManualTimers } from "../../helpers/manual-timers.js";
 import type { MemFs } from "../../helpers/memfs.js";
 
@@ -25,19 +25,12 @@ interface Gate {
   holdGuardMkdir: boolean;
   /** Writes whose path this matches wait. */
   holdsWrite: (path: string) => boolean;
-  readonly waiting: { what: string; resume: () => void }[];
-}
-
-function release(gate: Gate, which: (what: string) => boolean): void {
-  for (const held of gate.waiting.filter((w) => which(w.what))) {
-    gate.waiting.splice(gate.waiting.indexOf(held), 1);
-    held.resume();
-  }
+  readonly waiting: HeldCall[];
 }
 
 /** A memfs whose writes matched by `gate.holdsWrite` wait, and whose next guard mkdir may be held. */
 function gatedFs(gate: Gate): MemFs {
-  const wait = (what: string): Promise<void> => new Promise<void>((resume) => gate.waiting.push({ what, resume }));
+  const wait = (what: string): Promise<void> => holdCall(gate.waiting, what);
   return hookedMemFs({
     beforeWrite: (path) => (gate.holdsWrite(path) ? wait(`write ${path}`) : undefined),
     afterMkdir: (path, error) => {
@@ -84,12 +77,12 @@ describe("host lock heartbeat stalled inside the guard's taking", () => {
     expect(holderToken(fs, DATA)).toBe(tokenA);
 
     // A runs again: its guard call returns, and its heartbeat goes on.
-    release(gate, (what) => what === "guard mkdir");
+    releaseHeld(gate.waiting, (what) => what === "guard mkdir");
     await until(() => timersA.pending > 0 || lost.length > 0);
 
     // B's record goes in; B holds the lock.
     gate.holdsWrite = () => false;
-    release(gate, () => true);
+    releaseHeld(gate.waiting, () => true);
     const b = await taking;
     expect(b.tookOver).not.toBeNull();
     expect(holderToken(fs, DATA)).toBe(b.holder.token);

@@ -10,7 +10,7 @@
 import { describe, expect, it } from "vitest";
 import type { WorkflowHostError } from "../../../src/errors.js";
 import { acquireHostLock, type HostLockOptions } from "../../../src/host/host-lock.js";
-import { fenceState, holderToken, hookedMemFs, simulatedHost, until } from "../../helpers/host-lock-sim.js";
+import { fenceState, type HeldCall, holdCall, holderToken, hookedMemFs, releaseHeld, simulatedHost, until } from "../../helpers/host-lock-sim.js";
 import { createManualTimers } from "../../helpers/manual-timers.js";
 import type { MemFs } from "../../helpers/memfs.js";
 
@@ -24,21 +24,14 @@ interface Gate {
   holds: (path: string) => boolean;
   /** Reads whose path this matches are made, then wait with what they read (once each). */
   holdsAfterRead: (path: string) => boolean;
-  readonly waiting: { path: string; resume: () => void }[];
+  readonly waiting: HeldCall[];
   /** Times an mkdir of the guard folder found it already there (another host inside the guard). */
   guardBusy: number;
 }
 
-function openGate(gate: Gate, which: (path: string) => boolean): void {
-  for (const held of gate.waiting.filter((w) => which(w.path))) {
-    gate.waiting.splice(gate.waiting.indexOf(held), 1);
-    held.resume();
-  }
-}
-
 /** A memfs whose writes matched by `gate.holds` wait, one read may wait, and busy guards are counted. */
 function gatedFs(gate: Gate): MemFs {
-  const wait = (path: string): Promise<void> => new Promise<void>((resume) => gate.waiting.push({ path, resume }));
+  const wait = (path: string): Promise<void> => holdCall(gate.waiting, path);
   return hookedMemFs({
     beforeWrite: (path) => (gate.holds(path) ? wait(path) : undefined),
     afterRead: (path) => {
@@ -86,7 +79,7 @@ describe("host lock heartbeat against a takeover", () => {
     expect(holderToken(fs, DATA)).toBe(b.holder.token);
 
     // A runs again and finishes its heartbeat.
-    openGate(gate, () => true);
+    releaseHeld(gate.waiting, () => true);
     await until(() => timersA.pending > 0 || lost.length > 0);
 
     // The new holder's record stands, and A may not commit.
@@ -137,12 +130,12 @@ describe("host lock heartbeat against a takeover", () => {
     // held until B's record is in place.
     gate.holds = (path) => path.includes("host.lock.json.");
     timersA.fireAll();
-    await until(() => gate.waiting.some((w) => w.path.includes(tokenA)) || gate.guardBusy > 0);
+    await until(() => gate.waiting.some((w) => w.what.includes(tokenA)) || gate.guardBusy > 0);
 
-    openGate(gate, (path) => !path.includes(tokenA));
+    releaseHeld(gate.waiting, (path) => !path.includes(tokenA));
     const b = await taking;
     expect(b.tookOver).not.toBeNull();
-    openGate(gate, () => true);
+    releaseHeld(gate.waiting, () => true);
     gate.holds = () => false;
     await until(() => timersA.pending > 0 || lost.length > 0);
 
