@@ -241,8 +241,8 @@ export function createClusterCoordinator(opts: ClusterCoordinatorOptions): Clust
   }
 
   /** Stops firing leases that may have expired in PostgreSQL; runs apart from the (maybe hung) tick. */
-  function watchDeadlines(): void {
-    const turned = leases.overdue(mono());
+  function watchDeadlines(nowMs: number = mono()): void {
+    const turned = leases.overdue(nowMs);
     for (const l of turned) report({ type: "lease_unconfirmed", repoId: l.deployment, epoch: l.epoch });
     if (turned.length > 0) void applyServing();
   }
@@ -340,7 +340,10 @@ export function createClusterCoordinator(opts: ClusterCoordinatorOptions): Clust
 
     async beforeRefMove(move) {
       const repoId = move.repoId.id;
-      const lease = leases.writable(repoId, instanceId, mono());
+      // A lapse found by this write is reported (and the scheduler told) like one the watch finds.
+      const nowMs = mono();
+      watchDeadlines(nowMs);
+      const lease = leases.writable(repoId, instanceId, nowMs);
       if (lease.recheck) await recheck(repoId, lease);
       const outcome = await remote.pushCas(gitdirOf(repoId), repoId, move.ref, move.from, move.to);
       if (outcome.accepted) {

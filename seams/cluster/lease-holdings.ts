@@ -65,7 +65,8 @@ export interface LeaseHoldings {
   /**
    * The lease a write to `repoId` may be pushed under at `nowMs`.
    * @throws lease_not_held when it is not served here (preparing, unconfirmed, gone) or its
-   *   deadline passed (it turns unconfirmed)
+   *   deadline passed. No state changes here: call `overdue(nowMs)` first to turn (and report)
+   *   a lapsed lease.
    */
   writable(repoId: string, instanceId: string, nowMs: number): HeldLease;
   /** Marks up to `count` serving or unconfirmed leases `releasing` and returns them (a share shrank). */
@@ -135,8 +136,9 @@ export function createLeaseHoldings(): LeaseHoldings {
       // Past the renewal deadline the lease may already be someone else's in PostgreSQL while
       // their takeover commit is not on the remote yet: nothing leaves this host then. The
       // remote's compare-and-swap fences what was already on its way.
-      if (lease !== undefined && lease.state === "serving" && nowMs > lease.deadlineMs) lease.state = "unconfirmed";
-      if (lease === undefined || lease.state === "preparing" || lease.state === "unconfirmed") {
+      // The state is left to `overdue`, whose caller reports the lapse: a write that finds it
+      // first must not turn it unseen (the scheduler would go on firing a lease nobody said lapsed).
+      if (lease === undefined || lease.state === "preparing" || lease.state === "unconfirmed" || nowMs > lease.deadlineMs) {
         throw new WorkflowHostError("lease_not_held", `deployment ${repoId} is not served by ${instanceId}: another host holds its lease (or it is being handed over); nothing was written`, {
           repoId,
           instanceId,

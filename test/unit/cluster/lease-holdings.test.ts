@@ -41,6 +41,18 @@ describe("lease holdings", () => {
     expect(leases.get("d1")?.deadlineMs).toBe(9_000);
   });
 
+  it("a write past the deadline is refused and leaves the lapse to overdue, which returns it once (its caller reports it)", () => {
+    const leases = createLeaseHoldings();
+    leases.add("d1", 1, 1_000).state = "serving";
+    leases.add("d2", 1, 1_000).state = "releasing";
+    expect(codeOf(() => leases.writable("d1", "h.1", 1_001))).toBe("lease_not_held");
+    expect(codeOf(() => leases.writable("d2", "h.1", 1_001))).toBe("lease_not_held");
+    expect(leases.get("d1")?.state).toBe("serving");
+    expect(leases.overdue(1_001)).toEqual([{ deployment: "d1", epoch: 1 }]);
+    expect(leases.overdue(1_002)).toEqual([]);
+    expect(leases.get("d2")?.state).toBe("releasing");
+  });
+
   it("a lease sent for renewal and not renewed is lost; a newer acquisition of the same deployment is kept", () => {
     const leases = createLeaseHoldings();
     leases.add("d1", 1, 1_000).state = "serving";
