@@ -109,7 +109,15 @@ export function createClusterCoordinator(opts: ClusterCoordinatorOptions): Clust
     try {
       const gitdir = gitdirOf(repoId);
       await remote.ensureClone(gitdir);
-      const commitSha = await remote.takeOver(gitdir, repoId, `Lease of ${repoId} taken by ${instanceId} (epoch ${lease.epoch})`);
+      // The "lease taken" commit is the fencing token in the log: it is pushed only while the
+      // lease is still this one and within its renewal deadline. A preparation that outlives its
+      // lease (a slow fetch on a loaded host) would otherwise land after the next holder's.
+      const fence = (): void => {
+        if (leases.get(repoId) !== lease || stopped || mono() > lease.deadlineMs) {
+          throw new WorkflowHostError("lease_not_held", `deployment ${repoId}: the lease of epoch ${lease.epoch} lapsed while it was being taken over; its takeover commit was not pushed`, { repoId, instanceId });
+        }
+      };
+      const commitSha = await remote.takeOver(gitdir, repoId, `Lease of ${repoId} taken by ${instanceId} (epoch ${lease.epoch})`, fence);
       if (leases.get(repoId) !== lease || stopped) return;
       // A preparation that outlasted the renewal deadline (no renewal since: PostgreSQL slow or
       // unreachable) leaves the lease unconfirmed, and says so as a lapse while serving would.
@@ -120,6 +128,8 @@ export function createClusterCoordinator(opts: ClusterCoordinatorOptions): Clust
       if (late) report({ type: "lease_unconfirmed", repoId, epoch: lease.epoch });
       await applyServing();
     } catch (error) {
+      // Lost meanwhile (already reported at the renewal that found it): nothing to retry.
+      if (leases.get(repoId) !== lease || stopped) return;
       lease.prepareFailed = true;
       report({ type: "cluster_error", repoId, error: asClusterError(error, repoId) });
     }

@@ -63,4 +63,30 @@ describe("git remote (cluster transport)", () => {
     // Killed (no exit code), not refused by a real ssh: the injected GIT_SSH_COMMAND ran.
     expect((error as WorkflowHostError).data).toMatchObject({ code: -1 });
   });
+
+  it("asks the caller's fence right before the takeover push: a refusal leaves the remote where it was, a pass puts the commit on its tip", async () => {
+    const dir = await tempDir();
+    const fake = createFakeClock("2030-01-02T03:04:05.000Z");
+    const remote = createGitRemote({ remoteBase: join(dir, "remotes"), identity, clock: fake.clock, timers: fake.timers, env: baseEnv });
+    const gitdir = join(dir, "clone.git");
+    const { commitSha: genesis } = await remote.ensureRemote(gitdir, "d1");
+    const remoteTip = async (): Promise<string> => (await git([`--git-dir=${join(dir, "remotes", "d1.git")}`, "rev-parse", "main"])).trim();
+    let asked = 0;
+    const refusal = await remote
+      .takeOver(gitdir, "d1", "Lease of d1 taken by late.1 (epoch 6)", () => {
+        asked += 1;
+        throw new WorkflowHostError("lease_not_held", "lapsed", {});
+      })
+      .then(() => null, (e: unknown) => e);
+    expect(asked).toBe(1);
+    expect((refusal as WorkflowHostError).code).toBe("lease_not_held");
+    expect(await remoteTip()).toBe(genesis);
+    const taken = await remote.takeOver(gitdir, "d1", "Lease of d1 taken by next.1 (epoch 7)", () => {
+      asked += 1;
+    });
+    expect(asked).toBe(2);
+    expect(await remoteTip()).toBe(taken);
+    const subjects = await git([`--git-dir=${join(dir, "remotes", "d1.git")}`, "log", "--format=%s", "main"]);
+    expect(subjects.split("\n").filter(Boolean)).toEqual(["Lease of d1 taken by next.1 (epoch 7)", "genesis"]);
+  });
 });
