@@ -109,13 +109,19 @@ export function createClusterCoordinator(opts: ClusterCoordinatorOptions): Clust
     try {
       const gitdir = gitdirOf(repoId);
       await remote.ensureClone(gitdir);
-      // The "lease taken" commit is the fencing token in the log: it is pushed only while the
-      // lease is still this one and within its renewal deadline. A preparation that outlives its
-      // lease (a slow fetch on a loaded host) would otherwise land after the next holder's.
-      const fence = (): void => {
-        if (leases.get(repoId) !== lease || stopped || mono() > lease.deadlineMs) {
-          throw new WorkflowHostError("lease_not_held", `deployment ${repoId}: the lease of epoch ${lease.epoch} lapsed while it was being taken over; its takeover commit was not pushed`, { repoId, instanceId });
-        }
+      // The "lease taken" commit is the fencing token in the log. A preparation that outlived its
+      // lease (a slow fetch on a loaded host) would put it after the next holder's, so the lease is
+      // renewed right before the push: renewed, no later epoch existed then, and the remote's
+      // compare-and-swap orders this push against any takeover that starts after it.
+      const fence = async (): Promise<void> => {
+        const lapsed = (): WorkflowHostError =>
+          new WorkflowHostError("lease_not_held", `deployment ${repoId}: the lease of epoch ${lease.epoch} was lost while it was being taken over; its takeover commit was not pushed`, { repoId, instanceId });
+        if (leases.get(repoId) !== lease || stopped) throw lapsed();
+        const sentMs = mono();
+        const sent = [{ deployment: repoId, epoch: lease.epoch }];
+        const { lost } = leases.renewed(sent, await table.renew(sent), deadlineAfter(sentMs));
+        if (lost.length > 0) report({ type: "lease_lost", repoId, epoch: lease.epoch });
+        if (leases.get(repoId) !== lease || stopped) throw lapsed();
       };
       const commitSha = await remote.takeOver(gitdir, repoId, `Lease of ${repoId} taken by ${instanceId} (epoch ${lease.epoch})`, fence);
       if (leases.get(repoId) !== lease || stopped) return;

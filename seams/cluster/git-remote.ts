@@ -87,13 +87,13 @@ export interface GitRemote {
   pushCas(gitdir: string, repoId: string, ref: string, from: string | null, to: string): Promise<PushOutcome>;
   /**
    * Fetches, then appends an empty commit saying `message` on the remote tip of refs/heads/main
-   * (retrying when another push wins), and moves the clone's ref to it. `beforePush` runs after
-   * each fetch, right before its push, and may throw to stop: the caller's fence (a lease lost
-   * while the fetch ran must not put its "lease taken" commit after the next holder's).
+   * (retrying when another push wins), and moves the clone's ref to it. `beforePush` is awaited
+   * after each fetch, right before its push, and may reject to stop: the caller's fence (a lease
+   * lost while the fetch ran must not put its "lease taken" commit after the next holder's).
    * @returns the new tip @throws remote_unavailable (also when the remote has no refs/heads/main),
-   *   or what `beforePush` throws (nothing was pushed)
+   *   or what `beforePush` rejects with (nothing was pushed)
    */
-  takeOver(gitdir: string, repoId: string, message: string, beforePush?: () => void): Promise<string>;
+  takeOver(gitdir: string, repoId: string, message: string, beforePush?: () => Promise<void>): Promise<string>;
   /**
    * Makes sure the remote exists with a refs/heads/main: a local-path remote is created with
    * `git init --bare`; an absent main gets a genesis commit (pushed only if still absent).
@@ -243,7 +243,7 @@ export function createGitRemote(opts: GitRemoteOptions): GitRemote {
         const made = await git(gitdir, ["commit-tree", `${tip}^{tree}`, "-p", tip, "-m", message], commitEnv());
         if (made.code !== 0) throw unavailable(repoId, "git commit-tree", made);
         const commit = made.stdout.trim();
-        beforePush?.();
+        await beforePush?.();
         const pushed = await remote.pushCas(gitdir, repoId, DEFAULT_REF, tip, commit);
         if (pushed.accepted) {
           // Our own ref follows; a failure here (a store write holds the lock) is mended by the

@@ -73,7 +73,7 @@ describe("git remote (cluster transport)", () => {
     const remoteTip = async (): Promise<string> => (await git([`--git-dir=${join(dir, "remotes", "d1.git")}`, "rev-parse", "main"])).trim();
     let asked = 0;
     const refusal = await remote
-      .takeOver(gitdir, "d1", "Lease of d1 taken by late.1 (epoch 6)", () => {
+      .takeOver(gitdir, "d1", "Lease of d1 taken by late.1 (epoch 6)", async () => {
         asked += 1;
         throw new WorkflowHostError("lease_not_held", "lapsed", {});
       })
@@ -81,7 +81,7 @@ describe("git remote (cluster transport)", () => {
     expect(asked).toBe(1);
     expect((refusal as WorkflowHostError).code).toBe("lease_not_held");
     expect(await remoteTip()).toBe(genesis);
-    const taken = await remote.takeOver(gitdir, "d1", "Lease of d1 taken by next.1 (epoch 7)", () => {
+    const taken = await remote.takeOver(gitdir, "d1", "Lease of d1 taken by next.1 (epoch 7)", async () => {
       asked += 1;
     });
     expect(asked).toBe(2);
