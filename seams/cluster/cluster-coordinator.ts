@@ -110,13 +110,15 @@ export function createClusterCoordinator(opts: ClusterCoordinatorOptions): Clust
       const gitdir = gitdirOf(repoId);
       await remote.ensureClone(gitdir);
       // The "lease taken" commit is the fencing token in the log. A preparation that outlived its
-      // lease (a slow fetch on a loaded host) would put it after the next holder's, so the lease is
-      // renewed right before the push: renewed, no later epoch existed then, and the remote's
-      // compare-and-swap orders this push against any takeover that starts after it.
+      // lease (a slow fetch on a loaded host) would put it after the next holder's. Within its
+      // renewal deadline the lease is still this host's in PostgreSQL; past it (renewals run late
+      // on a loaded host) it is renewed right before the push. Either way no later epoch existed
+      // then, and the remote's compare-and-swap orders this push against any takeover after it.
       const fence = async (): Promise<void> => {
         const lapsed = (): WorkflowHostError =>
           new WorkflowHostError("lease_not_held", `deployment ${repoId}: the lease of epoch ${lease.epoch} was lost while it was being taken over; its takeover commit was not pushed`, { repoId, instanceId });
         if (leases.get(repoId) !== lease || stopped) throw lapsed();
+        if (mono() <= lease.deadlineMs) return;
         const sentMs = mono();
         const sent = [{ deployment: repoId, epoch: lease.epoch }];
         const { lost } = leases.renewed(sent, await table.renew(sent), deadlineAfter(sentMs));

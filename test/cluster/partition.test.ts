@@ -165,7 +165,14 @@ describe.skipIf(!hasPostgres)("a host partitioned from PostgreSQL", () => {
     // Still serving in its own eyes, it fires; the remote refuses each batch.
     const linesAfterCut = (host: WatchedChild): { event: string; repoId?: string; to?: string }[] =>
       host.lines().slice(cutAt).filter((l) => l.startsWith("{")).map((l) => JSON.parse(l) as { event: string; repoId?: string; to?: string });
-    for (const repoId of staleDeployments) await stale.waitForLine(new RegExp(`"event":"push-rejected","repoId":"${repoId}"`), 90_000);
+    try {
+      for (const repoId of staleDeployments) await stale.waitForLine(new RegExp(`"event":"push-rejected","repoId":"${repoId}"`), 90_000);
+    } finally {
+      if (process.env["DEBUG_CLUSTER"] === "1") {
+        const { writeFileSync } = await import("node:fs");
+        writeFileSync("/tmp/partition-hosts.log", `== stale ${staleDeployments.join(",")}\n${stale.lines().join("\n")}\n== other\n${other.lines().join("\n")}\n`);
+      }
+    }
     // …and then stops serving it: the lease could not be confirmed again.
     for (const repoId of staleDeployments) await stale.waitForLine(new RegExp(`"event":"lease-unconfirmed","repoId":"${repoId}"`), 60_000);
     expect(stale.done).toBe(false);
