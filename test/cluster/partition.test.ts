@@ -147,9 +147,11 @@ describe.skipIf(!hasPostgres)("a host partitioned from PostgreSQL", () => {
 
   test("a host that lost its lease but still counts it as held: its fire pushes are rejected by the remote, none of its commits reaches the log, and it stops serving", async () => {
     const r = await startRig(DEPLOYMENTS);
-    // A long TTL: on its own count-down this host would go on firing for most of a minute after
-    // it lost the lease, so only the remote can stop it in this test.
-    const { startMs, spanMs, relay, host: stale, instance: staleInstance, other, held: staleDeployments } = await twoHosts(r, "stale", 60_000);
+    // A long TTL: on its own count-down this host would go on firing for most of two minutes
+    // after it lost the lease, so only the remote can stop it in this test. (Its pushes race the
+    // new holder's takeover commit, each a fetch, a commit and a push with compare-and-swap: on
+    // a loaded machine the takeover lost that race for 45 s, past a 60 s TTL's count-down.)
+    const { startMs, spanMs, relay, host: stale, instance: staleInstance, other, held: staleDeployments } = await twoHosts(r, "stale", 120_000);
 
     // The server's view of the stale host ends now (its registration and its leases expire),
     // and it can no longer reach PostgreSQL to learn it.
@@ -166,7 +168,7 @@ describe.skipIf(!hasPostgres)("a host partitioned from PostgreSQL", () => {
     const linesAfterCut = (host: WatchedChild): { event: string; repoId?: string; to?: string }[] =>
       host.lines().slice(cutAt).filter((l) => l.startsWith("{")).map((l) => JSON.parse(l) as { event: string; repoId?: string; to?: string });
     try {
-      for (const repoId of staleDeployments) await stale.waitForLine(new RegExp(`"event":"push-rejected","repoId":"${repoId}"`), 90_000);
+      for (const repoId of staleDeployments) await stale.waitForLine(new RegExp(`"event":"push-rejected","repoId":"${repoId}"`), 150_000);
     } finally {
       if (process.env["DEBUG_CLUSTER"] === "1") {
         const { writeFileSync } = await import("node:fs");
