@@ -119,11 +119,7 @@ export function createClusterCoordinator(opts: ClusterCoordinatorOptions): Clust
           new WorkflowHostError("lease_not_held", `deployment ${repoId}: the lease of epoch ${lease.epoch} was lost while it was being taken over; its takeover commit was not pushed`, { repoId, instanceId });
         if (leases.get(repoId) !== lease || stopped) throw lapsed();
         if (mono() <= lease.deadlineMs) return;
-        const sentMs = mono();
-        const sent = [{ deployment: repoId, epoch: lease.epoch }];
-        const { lost } = leases.renewed(sent, await table.renew(sent), deadlineAfter(sentMs));
-        if (lost.length > 0) report({ type: "lease_lost", repoId, epoch: lease.epoch });
-        if (leases.get(repoId) !== lease || stopped) throw lapsed();
+        if (!(await renewOne(repoId, lease)) || leases.get(repoId) !== lease || stopped) throw lapsed();
       };
       const commitSha = await remote.takeOver(gitdir, repoId, `Lease of ${repoId} taken by ${instanceId} (epoch ${lease.epoch})`, fence);
       if (leases.get(repoId) !== lease || stopped) return;
@@ -270,14 +266,24 @@ export function createClusterCoordinator(opts: ClusterCoordinatorOptions): Clust
    * it, since another host may hold it now (its takeover commit moved the remote).
    * @throws lease_not_held when it was lost (it stops being served) or PostgreSQL cannot say (it is unconfirmed until a renewal succeeds)
    */
-  async function recheck(repoId: string, lease: HeldLease): Promise<void> {
+  /**
+   * Renews one lease in PostgreSQL now. @returns false when it was lost (dropped and reported
+   * `lease_lost`) @throws what the lease table throws (PostgreSQL cannot say)
+   */
+  async function renewOne(repoId: string, lease: HeldLease): Promise<boolean> {
     const sentMs = mono();
     const sent = [{ deployment: repoId, epoch: lease.epoch }];
+    const { lost } = leases.renewed(sent, await table.renew(sent), deadlineAfter(sentMs));
+    if (lost.length > 0) report({ type: "lease_lost", repoId, epoch: lease.epoch });
+    return lost.length === 0;
+  }
+
+  async function recheck(repoId: string, lease: HeldLease): Promise<void> {
     const notHeld = (why: string, cause?: unknown): WorkflowHostError =>
       new WorkflowHostError("lease_not_held", `deployment ${repoId} is not served by ${instanceId}: ${why}; nothing was written`, { repoId, instanceId }, cause === undefined ? {} : { cause });
-    let renewed;
+    let held: boolean;
     try {
-      renewed = await table.renew(sent);
+      held = await renewOne(repoId, lease);
     } catch (error) {
       if (leases.get(repoId) === lease && lease.state === "serving") {
         lease.state = "unconfirmed";
@@ -286,9 +292,7 @@ export function createClusterCoordinator(opts: ClusterCoordinatorOptions): Clust
       }
       throw notHeld("its remote moved and PostgreSQL cannot confirm its lease", error);
     }
-    const { lost } = leases.renewed(sent, renewed, deadlineAfter(sentMs));
-    if (lost.length === 0) return;
-    report({ type: "lease_lost", repoId, epoch: lease.epoch });
+    if (held) return;
     void applyServing();
     throw notHeld("another host took its lease over");
   }
