@@ -110,11 +110,16 @@ export function tableSectionsOf(text: string, measured: readonly string[]): stri
   const end = text.indexOf("\n## Design changes", start);
   const body = text.slice(start, end < 0 ? text.length : end);
   const kept: string[] = [];
+  const keptTitles = new Set<string>();
   for (const section of body.split(/\n(?=### )/).slice(1)) {
     const headingAt = section.indexOf("\n## ");
     const part = headingAt < 0 ? section : section.slice(0, headingAt);
     const title = (part.split("\n")[0] as string).replace(/^### (\d+\. )?/, "");
-    if (!measured.some((m) => title.startsWith(m))) kept.push(part);
+    // One table per benchmark: the first (newest) of a title; a measured one is not kept at all.
+    const name = title.replace(/ — taken under load .*$/, "");
+    if (measured.some((m) => title.startsWith(m)) || keptTitles.has(name)) continue;
+    keptTitles.add(name);
+    kept.push(part);
   }
   return kept;
 }
