@@ -2,8 +2,9 @@
  * One burst in a fresh process, as a host process runs:
  * `burst-child.ts <dataDir> <repoId> <timers> <fsync|none> [maxBatch|-] [--warm <n>]`.
  * Starts a store and scheduler on the deployment while nothing is due (recovery arms every
- * timer), then moves the wall clock past every fireAt and times from that moment until the
- * last TimerFired is reported (committed).
+ * timer), then sets the wall clock so that the instant every measured timer is due at (`BASE_MS`,
+ * peer.ts burstSpec) comes 100 ms later in real time, and times from that instant until the last
+ * TimerFired is reported (committed).
  *
  * With `--warm <n>` the host is warmed first: the deployment also holds `n` timers due before
  * `BASE_MS` − 20 min (peer.ts `warmBurstSpec`: a second timer per run, due 30 min before the
@@ -37,6 +38,8 @@ if (dataDir === undefined || repoId === undefined || !Number.isFinite(timers) ||
   process.stderr.write("usage: burst-child.ts <dataDir> <repoId> <timers> <fsync|none> [maxBatch|-] [--warm <n>]\n");
   process.exit(2);
 }
+/** How far ahead (ms of real time) the measured burst's due instant is set when its phase starts. */
+const DUE_LEAD_MS = 100;
 /** Where the warm-up burst's timers are all due and the measured burst's not yet (see the module comment). */
 const WARM_CLOCK_MS = BASE_MS - 1_200_000;
 
@@ -87,11 +90,16 @@ const stopCpuProfile = await startPhaseProfile("BURST_CPU_PROFILE");
 const stopHeapProfile = await startPhaseProfile("BURST_HEAP_PROFILE", "heap");
 const loopDelay = monitorEventLoopDelay({ resolution: 1 });
 loopDelay.enable();
-const t0 = nowMs();
+// The measured timers are all due at BASE_MS (peer.ts burstSpec). The clock is set so that BASE_MS
+// comes DUE_LEAD_MS from now in real time: the scheduler re-reads the clock within `maxArmMs`,
+// arms its timer for that instant and is woken by it, as a host is by a timer due on its own
+// clock; the phase is timed from that instant, as pg-boss's from its jobs' `startAfter`. (A clock
+// jumped past every fireAt was noticed only at the next re-read: up to `maxArmMs` into the phase.)
 const main0 = mainThreadCpuMs();
 const cpu0 = processCpuMs();
-timings.start();
-clock.offsetMs = BASE_MS + 3_600_000 - Date.now();
+const t0 = nowMs() + DUE_LEAD_MS;
+clock.offsetMs = BASE_MS - (Date.now() + DUE_LEAD_MS);
+timings.start(t0);
 await phaseDone;
 const fireMs = nowMs() - t0;
 const cpuMs = processCpuMs() - cpu0;

@@ -38,8 +38,13 @@ interface Boss {
 }
 type BossClass = new (opts: { connectionString: string; max?: number }) => Boss;
 
+/**
+ * One timer per run, every one due at the same instant `BASE_MS`, as pg-boss's jobs share one
+ * `startAfter`: the child makes that instant come in real time (see burst-child.ts), so both sides
+ * are timed from the moment their work is due.
+ */
 function burstSpec(runs: number): RepoSpec {
-  return { label: `peer-burst-${runs}`, runs, eventsPerRun: 4, pending: (run) => [BASE_MS + run] };
+  return { label: `peer-burst-${runs}`, runs, eventsPerRun: 4, pending: () => [BASE_MS] };
 }
 
 /**
@@ -49,7 +54,7 @@ function burstSpec(runs: number): RepoSpec {
  * the same N at the same instants.
  */
 function warmBurstSpec(runs: number): RepoSpec {
-  return { label: `peer-burst-warm-${runs}`, runs, eventsPerRun: 5, pending: (run) => [BASE_MS - 1_800_000 + run, BASE_MS + run] };
+  return { label: `peer-burst-warm-${runs}`, runs, eventsPerRun: 5, pending: (run) => [BASE_MS - 1_800_000 + run, BASE_MS] };
 }
 
 function spreadSpec(runs: number, timers: number, windowMs: number): RepoSpec {

@@ -75,9 +75,12 @@ export class CommitTimings {
   #cpu = 0;
   #main = 0;
 
-  /** Marks the start of the fire phase (the first commit's span). */
-  start(): void {
-    this.#wall = nowMs();
+  /**
+   * Marks the start of the fire phase (the first commit's span).
+   * @param atMs when it starts on {@link nowMs}'s clock (default now): a due instant still ahead
+   */
+  start(atMs = nowMs()): void {
+    this.#wall = atMs;
     this.#cpu = processCpuMs();
     this.#main = mainThreadCpuMs();
   }
