@@ -37,16 +37,15 @@ import * as nodeFs from "node:fs";
 import { hostname as osHostname } from "node:os";
 import { join, resolve } from "node:path";
 import { randomUUID } from "node:crypto";
-import lockfile from "proper-lockfile";
 import { WorkflowHostError } from "../errors.js";
 import { asIoFailure, errnoCode } from "../substrate/fs-adapter.js";
 import { silentLogger, type Logger } from "../logger.js";
 import { createSystemTimers, systemClock, systemMonotonicNow, type Clock, type MonotonicNow, type TimerHandle, type Timers } from "../time/clock.js";
+import { GUARD_HOLD_LIMIT_MS, runUnderGuard, type GuardFs, type GuardHold, type GuardOptions } from "./host-lock-guard.js";
 import {
   defaultIsProcessAlive,
   errnoOf,
   GUARD_NAME,
-  guardFsOf,
   HOST_LOCK_HOLDER_NAME,
   HOST_LOCK_NAME,
   inspectHostLock,
@@ -66,15 +65,12 @@ export { HOST_LOCK_HOLDER_NAME, HOST_LOCK_NAME, inspectHostLock, type HostLockHo
 /** Default age after which a held lock without a fresh heartbeat is taken over (ms). */
 export const DEFAULT_LOCK_STALE_MS = 10_000;
 
-/** The guard (`host.lock.guard/`) is taken from a holder that has not refreshed it for this long (ms). */
-const GUARD_STALE_MS = 2_000;
 /**
- * A heartbeat replaces the holder file only within this long of taking the guard (ms, monotonic):
- * half of {@link GUARD_STALE_MS}, so that no other host can have judged the guard stale yet
- * whatever the refreshes did.
+ * A guard operation (taking the guard, the work under it, releasing it) is given up when it has
+ * not settled this long after its wait for the guard ran out (ms): an fs call that never returns
+ * must not hold the lock's later heartbeats, releases and acquires behind it.
  */
-const GUARD_HOLD_LIMIT_MS = GUARD_STALE_MS / 2;
-
+const GUARD_WORK_LIMIT_MS = 10_000;
 
 export interface HostLockOptions {
   /** The data dir; created when missing. */
@@ -110,6 +106,12 @@ export interface HostLockOptions {
    * (`data.errno`); the lock is kept and the heartbeat retried with backoff. Must not throw.
    */
   readonly onHeartbeatFailed?: (error: WorkflowHostError) => void;
+  /**
+   * The guard's time sources (`host.lock.guard/` is shared with other processes on real time):
+   * `clock` sets and judges the guard folder's mtime (default the system clock), `timers` run its
+   * retries, refreshes and time limits (default node's, unref'd).
+   */
+  readonly guard?: { readonly clock?: Clock; readonly timers?: Timers };
 }
 
 /** A held host lock. */
@@ -168,6 +170,7 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
   // A heartbeat waits for another host's acquire or release at most this long, then fails and is
   // retried (the fence stops commits meanwhile).
   const heartbeatGuardTimeoutMs = Math.min(guardTimeoutMs, heartbeatMs);
+  const guardTimers = opts.guard?.timers ?? createSystemTimers({ unref: true });
   const pid = opts.pid ?? process.pid;
   const hostname = opts.hostname ?? osHostname();
   const isProcessAlive = opts.isProcessAlive ?? defaultIsProcessAlive;
@@ -189,6 +192,7 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
   let lastBeatMs = monotonicNow();
   let failingSince: number | null = null;
   let failures = 0;
+  let tmpSeq = 0;
   const token = randomUUID();
 
   const compromise = (why: string, cause?: unknown): void => {
@@ -205,71 +209,29 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
     }
   };
 
-  /**
-   * Runs `work` holding the guard. `work` gets `fresh()`: whether the guard is still surely ours
-   * (taken less than {@link GUARD_HOLD_LIMIT_MS} ago by the monotonic clock, and not reported lost).
-   * A process stalled while holding it (SIGSTOP, a VM pause, a long collection) no longer
-   * refreshes it, and after {@link GUARD_STALE_MS} another host may remove it and go in.
-   */
-  // The guard (proper-lockfile) is given an fs that stamps each successful mkdir of the guard
-  // folder with the monotonic time it was issued: the folder's age is what another host judges
-  // stale, so the hold limit counts from its making, not from when the lock call came back (a
-  // stall in between, on the callbacks or the mtime probe, would not count otherwise).
-  const guardPath = join(dataDir, GUARD_NAME);
-  let guardMadeMs: number | null = null;
-  const guardFs = guardFsOf(rawFs, guardPath, monotonicNow, (issuedMs) => {
-    guardMadeMs = issuedMs;
-  });
-  // One guard operation of this lock at a time (a release while a heartbeat waits for it), so
-  // the stamp read after a lock call is that call's own mkdir.
+  // The guard's turn: one guard operation of this lock at a time (a release while a heartbeat
+  // waits for it). Each operation is bounded (GUARD_WORK_LIMIT_MS past its wait), so an fs call
+  // that never returns gives the turn up instead of holding every later one behind it.
+  const guardOpts: GuardOptions = {
+    fs: fs as unknown as GuardFs,
+    path: join(dataDir, GUARD_NAME),
+    dataDir,
+    clock: opts.guard?.clock ?? systemClock,
+    monotonicNow,
+    timers: guardTimers,
+  };
   let guardTurn: Promise<unknown> = Promise.resolve();
 
   /**
-   * Runs `work` holding the guard. `work` gets `fresh()`: whether the guard is still surely ours
-   * (its folder made less than {@link GUARD_HOLD_LIMIT_MS} ago by the monotonic clock, counted
-   * from right before the mkdir was issued, and not reported lost). A process stalled while
-   * holding it (SIGSTOP, a VM pause, a long collection) no longer refreshes it, and after
-   * {@link GUARD_STALE_MS} another host may remove it and go in.
+   * Runs `work` holding the guard, after this lock's earlier guard operations settled. `work` gets
+   * the hold: `fresh()` says whether a write relying on the guard may be issued now, `active()`
+   * whether the operation is still wanted (see host-lock-guard.ts).
    */
-  const withGuard = <T>(work: (fresh: () => boolean) => Promise<T>, timeoutMs = guardTimeoutMs): Promise<T> => {
-    const turn = guardTurn.then(
-      () => underGuard(work, timeoutMs),
-      () => underGuard(work, timeoutMs),
-    );
+  const withGuard = <T>(work: (hold: GuardHold) => Promise<T>, waitMs = guardTimeoutMs): Promise<T> => {
+    const run = (): Promise<T> => runUnderGuard(guardOpts, work, waitMs, waitMs + GUARD_WORK_LIMIT_MS);
+    const turn = guardTurn.then(run, run);
     guardTurn = turn.catch(() => undefined);
     return turn;
-  };
-
-  const underGuard = async <T>(work: (fresh: () => boolean) => Promise<T>, timeoutMs: number): Promise<T> => {
-    let unlockGuard: () => Promise<void>;
-    let guardLost = false;
-    guardMadeMs = null;
-    try {
-      unlockGuard = await lockfile.lock(join(dataDir, "host-guard"), {
-        fs: guardFs,
-        lockfilePath: guardPath,
-        realpath: false,
-        stale: GUARD_STALE_MS,
-        retries: { retries: Math.max(1, Math.ceil(timeoutMs / 100)), factor: 1, minTimeout: 100, maxTimeout: 100 },
-        onCompromised: () => {
-          guardLost = true;
-        },
-      });
-    } catch (error) {
-      if (errnoOf(error) !== "ELOCKED") throw error;
-      throw new WorkflowHostError(
-        "host_locked",
-        `data dir ${dataDir} is being locked or unlocked by another host for more than ${timeoutMs} ms; try again`,
-        { dataDir, lockPath: guardPath },
-        { cause: error },
-      );
-    }
-    const takenMs: number = guardMadeMs ?? monotonicNow();
-    try {
-      return await work(() => !guardLost && monotonicNow() - takenMs < GUARD_HOLD_LIMIT_MS);
-    } finally {
-      await unlockGuard().catch(() => undefined);
-    }
   };
 
   const guardExpired = (): WorkflowHostError =>
@@ -349,7 +311,7 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
   const verdict = observed.locked ? await judge(observed) : { reason: null, watch: false };
   if (observed.locked && verdict.reason === null) throw lockedError(dataDir, lockPath, observed.holder);
 
-  const tookOver = await withGuard(async (fresh) => {
+  const tookOver = await withGuard(async (hold) => {
     const state = await inspectHostLock({ dataDir, fs: rawFs });
     let taken: HostLock["tookOver"] = null;
     if (state.locked) {
@@ -369,6 +331,8 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
       }
       taken = { previous: state.holder, reason };
     }
+    // An acquire given up at its time limit (it threw already) makes no lock.
+    if (!hold.active()) return taken;
     try {
       await fs.mkdir(lockPath);
     } catch (error) {
@@ -384,7 +348,7 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
       // A record that could not be put in place (a full or failing disk): the folder made above
       // goes too, or the next host would refuse it as a live lock of an unknown holder and then
       // watch it for staleMs. Left alone if the guard may no longer be ours.
-      if (fresh()) await fs.rmdir(lockPath).catch(() => undefined);
+      if (hold.fresh()) await fs.rmdir(lockPath).catch(() => undefined);
       throw error;
     }
     await removePendingRecords(fs, dataDir, token);
@@ -394,41 +358,74 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
   /**
    * One heartbeat: under the guard every acquire and takeover takes, so no takeover runs between
    * the check that the holder file is still ours and the rename that replaces it. A heartbeat that
-   * held the guard too long (it stalled) writes nothing and fails; the retry then finds out whether
-   * the lock was taken over meanwhile.
+   * held the guard too long (it stalled, or its guard could not be refreshed in time) writes
+   * nothing and fails; the retry then finds out whether the lock was taken over meanwhile. The
+   * whole heartbeat is given up after `heartbeatGuardTimeoutMs` + {@link GUARD_WORK_LIMIT_MS}
+   * (an fs call that does not return): it fails with `io_failed` (`data.state` "heartbeat_timeout")
+   * and whatever it still had in flight changes nothing.
    */
-  const beat = async (): Promise<void> => {
-    // The new record is written beside the holder file before the guard is taken: under it are
-    // only the read, the check and the rename, so a loaded disk does not eat the guard's limit.
-    const next: HostLockHolder = { ...holder, heartbeatAt: nowIso(), beat: holder.beat + 1 };
-    const tmp = `${holderPath}.${token}.tmp`;
-    await fs.writeFile(tmp, `${JSON.stringify(next, null, 2)}\n`);
-    let placed = false;
-    try {
-      await withGuard(async (fresh) => {
-        if (compromised || released) return;
-        const current = await readHolder();
-        if (current === null) {
-          compromise("the holder file was removed");
-          return;
-        }
-        if (current.token !== token) {
-          compromise(`pid ${current.pid} on ${current.hostname} took it over`);
-          return;
-        }
-        // Checked with nothing awaited before the rename is issued.
-        if (!fresh() || compromised || released) throw guardExpired();
-        const stampMs = monotonicNow();
-        await fs.rename(tmp, holderPath);
-        placed = true;
-        holder = next;
-        lastBeatMs = stampMs;
-      }, heartbeatGuardTimeoutMs);
-    } finally {
-      if (!placed) await fs.unlink(tmp).catch(() => undefined);
-    }
+  const beat = (): Promise<void> => {
+    let active = true;
+    const run = async (): Promise<void> => {
+      // The new record is written beside the holder file before the guard is taken: under it are
+      // only the read, the check and the rename, so a loaded disk does not eat the guard's limit.
+      // Its name is this heartbeat's own, so a heartbeat given up cannot remove a later one's.
+      const next: HostLockHolder = { ...holder, heartbeatAt: nowIso(), beat: holder.beat + 1 };
+      tmpSeq += 1;
+      const tmp = `${holderPath}.${token}.${tmpSeq}.tmp`;
+      await fs.writeFile(tmp, `${JSON.stringify(next, null, 2)}\n`);
+      let placed = false;
+      try {
+        await withGuard(async (hold) => {
+          if (compromised || released || !active) return;
+          const current = await readHolder();
+          if (!active || !hold.active()) return;
+          if (current === null) {
+            compromise("the holder file was removed");
+            return;
+          }
+          if (current.token !== token) {
+            compromise(`pid ${current.pid} on ${current.hostname} took it over`);
+            return;
+          }
+          // Checked with nothing awaited before the rename is issued.
+          if (!hold.fresh() || !active || compromised || released) throw guardExpired();
+          const stampMs = monotonicNow();
+          await fs.rename(tmp, holderPath);
+          placed = true;
+          if (!active) return;
+          holder = next;
+          lastBeatMs = stampMs;
+        }, heartbeatGuardTimeoutMs);
+      } finally {
+        if (!placed) await fs.unlink(tmp).catch(() => undefined);
+      }
+    };
+    const limitMs = heartbeatGuardTimeoutMs + GUARD_WORK_LIMIT_MS;
+    return new Promise<void>((resolve, reject) => {
+      const limit = guardTimers.setTimeout(() => {
+        active = false;
+        reject(
+          new WorkflowHostError("io_failed", `a heartbeat of the host lock of ${dataDir} did not finish within ${limitMs} ms (a file system call that does not return?); it was given up`, {
+            dataDir,
+            errno: "ETIMEDOUT",
+            state: "heartbeat_timeout",
+            limitMs,
+          }),
+        );
+      }, limitMs);
+      run().then(
+        () => {
+          guardTimers.clearTimeout(limit);
+          resolve();
+        },
+        (error: unknown) => {
+          guardTimers.clearTimeout(limit);
+          reject(error);
+        },
+      );
+    });
   };
-
 
   const armHeartbeat = (delayMs: number): void => {
     if (compromised || released) return;
@@ -448,7 +445,7 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
           failures += 1;
           failingSince ??= monotonicNow();
           const retryMs = Math.min(heartbeatMs, 250 * 2 ** Math.min(failures - 1, 6));
-          const errno = errnoOf(error) ?? "unknown";
+          const errno = failureErrno(error);
           logger.warn(`host lock heartbeat of ${dataDir} failed (${errno}): ${String(error)}; commits wait until it is written again; retrying in ${retryMs} ms`, {
             dataDir,
             errno,
@@ -516,4 +513,13 @@ function dataDirFailure(error: unknown, dataDir: string): unknown {
     return new WorkflowHostError("data_dir_not_found", `data dir ${dataDir} is a file, or lies below one; allowed: a folder, or a path where one can be made`, { dataDir, errno }, { cause: error });
   }
   return asIoFailure(error, `making data dir ${dataDir}`);
+}
+
+/** The errno (or state) a failed heartbeat is logged with. */
+function failureErrno(error: unknown): string {
+  if (error instanceof WorkflowHostError) {
+    const named = error.data["errno"] ?? error.data["state"];
+    if (typeof named === "string") return named;
+  }
+  return errnoOf(error) ?? "unknown";
 }
