@@ -106,7 +106,9 @@ export function runUnderGuard<T>(opts: GuardOptions, work: (hold: GuardHold) => 
     if (!fresh()) return;
     const baseMs = stampMs!;
     const issuedMs = monotonicNow();
-    const at = clock();
+    // Rounded up to the second: a file system that keeps whole seconds must not make the mtime
+    // older than the stamp (proper-lockfile does the same there).
+    const at = new Date(Math.ceil(clock().getTime() / 1_000) * 1_000);
     fs.utimes(path, at, at).then(
       () => {
         // Seen done within the limit of the last confirmed stamp: nobody can have judged the

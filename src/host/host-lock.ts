@@ -6,12 +6,19 @@
  * - `host.lock.json`: who holds it, `{pid, hostname, startedAt, heartbeatAt, token, beat}`,
  *   rewritten at every heartbeat (`beat` counts up) so a person (or `host_locked`) can name the
  *   holder and other hosts can see it is alive;
- * - `host.lock.guard/`: a short-lived proper-lockfile lock held while a host acquires, takes
- *   over or releases `host.lock`, and while it writes a heartbeat, so the holder file always
- *   belongs to the current lock folder, two hosts racing for a dead holder's lock cannot both
- *   win, and a heartbeat never puts its record back over a host that took the lock over. A
- *   heartbeat replaces the holder file only within 1 s of making the guard folder (a holder
- *   that stalled past the guard's 2 s staleness may have lost it).
+ * - `host.lock.guard/`: a short-lived folder lock (host-lock-guard.ts; the same protocol as
+ *   proper-lockfile, which older versions used) held while a host acquires, takes over or
+ *   releases `host.lock`, and while it writes a heartbeat, so the holder file always belongs to
+ *   the current lock folder, two hosts racing for a dead holder's lock cannot both win, and a
+ *   heartbeat never puts its record back over a host that took the lock over. Other hosts take
+ *   the guard from a holder whose folder mtime is more than 2 s old; the holder sets it right after making
+ *   the folder and again and again while it holds it. A heartbeat renames its record over the
+ *   holder file only within 1 s of the guard's last confirmed refresh (the mkdir, or an mtime
+ *   setting seen done within 1 s of the previous one), checked right before the rename is
+ *   issued; a holder that stalled or whose refreshes came back late writes nothing
+ *   (`guard_expired`) and retries. A guard operation (taking, work, release) that does not
+ *   settle within its wait plus 10 s is given up (`io_failed`, `data.state` "guard_timeout"):
+ *   the lock's later guard operations go on, and the given-up one changes nothing more.
  *
  * Staleness survives clock steps: a heartbeat is a value, not a time to trust. A held lock is
  * taken over at once only when its holder is a process on this machine that no longer exists.
@@ -23,15 +30,15 @@
  *
  * States: acquiring → held ⇄ unconfirmed → released, or → compromised.
  * - held: the last heartbeat was written less than `fenceMs` ago (monotonic); commits may go.
- * - unconfirmed: heartbeats failed (a read-only or failing disk) or were late for `fenceMs`:
- *   `assertHeld()` refuses commits (another host could by now be taking over), heartbeats are
- *   retried with backoff, each failure logged with its errno; the first heartbeat that lands
- *   makes the lock held again. A transient I/O failure never counts as a takeover.
+ * - unconfirmed: heartbeats failed (a read-only, failing or hanging disk) or were late for
+ *   `fenceMs`: `assertHeld()` refuses commits (another host could by now be taking over),
+ *   heartbeats are retried with backoff, each failure logged with its errno; the first heartbeat
+ *   that lands makes the lock held again. A transient I/O failure never counts as a takeover.
  * - compromised: the holder file names another token, or the lock folder or holder file
  *   vanished: `onCompromised` is called once, the heartbeat stops, release leaves the folder.
  *
- * Process access (pid, hostname, liveness probe) and the monotonic clock are injectable for
- * tests; the defaults read the running process.
+ * Process access (pid, hostname, liveness probe), the monotonic clock and the guard's timers and
+ * wall clock are injectable for tests; the defaults read the running process.
  */
 import * as nodeFs from "node:fs";
 import { hostname as osHostname } from "node:os";
@@ -102,8 +109,10 @@ export interface HostLockOptions {
   /** Monotonic clock (ms) for the commit fence. Default `performance.now()`. */
   readonly monotonicNow?: MonotonicNow;
   /**
-   * Called on each failed heartbeat (a read-only, full or failing disk) with `io_failed`
-   * (`data.errno`); the lock is kept and the heartbeat retried with backoff. Must not throw.
+   * Called on each failed heartbeat (a read-only, full, failing or hanging disk) with `io_failed`
+   * (`data.errno`: the fs errno, or the lock's state such as "guard_expired", "ETIMEDOUT" for a
+   * heartbeat given up at its time limit; the failure is the error's `cause`); the lock is kept
+   * and the heartbeat retried with backoff. Must not throw.
    */
   readonly onHeartbeatFailed?: (error: WorkflowHostError) => void;
   /**
@@ -134,6 +143,9 @@ export interface HostLock {
   /**
    * Stops the heartbeat, removes the holder file (when still ours) and the lock folder.
    * Idempotent; never throws for a lock that was already lost.
+   * @throws host_locked when the guard stayed busy for `guardTimeoutMs`; io_failed (`data.state`
+   *   "guard_timeout") when the release under the guard did not settle within `guardTimeoutMs`
+   *   + 10 s; fs errors
    */
   release(): Promise<void>;
 }
@@ -146,7 +158,9 @@ export interface HostLock {
  *   `host.lock.guard` in the data dir is a symbolic link: the lock's files are the host's own
  * @throws host_locked when a live host holds the lock (`data {dataDir, pid, hostname, startedAt,
  *   heartbeatAt}`; pid null for an unknown holder), or when another host's acquire or release
- *   does not finish within `guardTimeoutMs`; fs errors otherwise
+ *   does not finish within `guardTimeoutMs`
+ * @throws io_failed (`data.state` "guard_timeout") when the acquire under the guard did not
+ *   settle within `guardTimeoutMs` + 10 s (an fs call that does not return); fs errors otherwise
  * A lock that has to be watched (see the module comment) makes this wait up to `staleMs`
  * (plus one poll) before it is taken over or refused.
  * Concurrent calls (in this or other processes) for one data dir: exactly one succeeds while the
@@ -237,7 +251,7 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
   const guardExpired = (): WorkflowHostError =>
     new WorkflowHostError(
       "host_locked",
-      `the guard of ${dataDir} was held longer than ${GUARD_HOLD_LIMIT_MS} ms (the process stalled?); another host may have taken it meanwhile, so the lock's files are left as they are`,
+      `the guard of ${dataDir} went more than ${GUARD_HOLD_LIMIT_MS} ms without a confirmed refresh (a stalled process or a slow disk); another host may have taken it meanwhile, so the lock's files are left as they are`,
       { dataDir, lockPath: join(dataDir, GUARD_NAME), state: "guard_expired", limitMs: GUARD_HOLD_LIMIT_MS },
     );
 
