@@ -109,7 +109,14 @@ export function runUnderGuard<T>(opts: GuardOptions, work: (hold: GuardHold) => 
     // Rounded up to the second: a file system that keeps whole seconds must not make the mtime
     // older than the stamp (proper-lockfile does the same there).
     const at = new Date(Math.ceil(clock().getTime() / 1_000) * 1_000);
-    fs.utimes(path, at, at).then(
+    // An fs without utimes, or one that throws, refreshes nothing: the window counts from the mkdir.
+    let setting: Promise<void>;
+    try {
+      setting = fs.utimes(path, at, at);
+    } catch (error) {
+      setting = Promise.reject(error);
+    }
+    setting.then(
       () => {
         // Seen done within the limit of the last confirmed stamp: nobody can have judged the
         // folder stale before it landed, so the folder it touched was ours.
