@@ -73,8 +73,11 @@ export async function refuseHolderFolder(fs: LockFs, holderPath: string): Promis
   );
 }
 
-/** A holder record written beside the holder file, before its rename: `host.lock.json.<token>.tmp`. */
-const PENDING_RECORD = /^host\.lock\.json\.[0-9a-f-]{36}\.tmp$/;
+/**
+ * A holder record written beside the holder file, before its rename: `host.lock.json.<token>.tmp`
+ * (an acquire) or `host.lock.json.<token>.<n>.tmp` (heartbeat n of this lock).
+ */
+const PENDING_RECORD = /^host\.lock\.json\.[0-9a-f-]{36}(\.[0-9]+)?\.tmp$/;
 
 /**
  * Removes the records other hosts wrote beside the holder file and never renamed (killed
@@ -119,38 +122,6 @@ export function lockFsOf(fs: unknown): LockFs {
   const promises = (fs as { promises?: LockFs } | undefined)?.promises;
   if (promises === undefined) throw new WorkflowHostError("config_invalid", "host lock: fs must provide the node:fs promises API (fs.promises)", { field: "fs" });
   return promises;
-}
-
-type Callback = (error: NodeJS.ErrnoException | null, ...rest: unknown[]) => void;
-
-/**
- * The callback-API fs the guard (proper-lockfile) is given: `base`'s `stat`, `utimes`, `rmdir`,
- * `rmdirSync` and `realpath`, and a `mkdir` that calls `onMade` with the monotonic time right
- * before it was issued each time it makes `guardPath` (the folder is no older than that).
- */
-export function guardFsOf(base: unknown, guardPath: string, monotonicNow: () => number, onMade: (issuedMs: number) => void): object {
-  const fs = base as Record<string, (...args: unknown[]) => unknown>;
-  const pass =
-    (name: string) =>
-    (...args: unknown[]): unknown =>
-      fs[name]!.apply(fs, args);
-  return {
-    stat: pass("stat"),
-    utimes: pass("utimes"),
-    rmdir: pass("rmdir"),
-    rmdirSync: pass("rmdirSync"),
-    realpath: pass("realpath"),
-    mkdir(path: string, ...rest: unknown[]): void {
-      const callback = rest.pop() as Callback;
-      const issuedMs = monotonicNow();
-      fs["mkdir"]!.call(fs, path, ...rest, (error: NodeJS.ErrnoException | null, ...more: unknown[]) => {
-        if (error === null || error === undefined) {
-          if (resolve(path) === guardPath) onMade(issuedMs);
-        }
-        callback(error, ...more);
-      });
-    },
-  };
 }
 
 export function defaultIsProcessAlive(pid: number): boolean {

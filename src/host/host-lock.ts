@@ -6,12 +6,19 @@
  * - `host.lock.json`: who holds it, `{pid, hostname, startedAt, heartbeatAt, token, beat}`,
  *   rewritten at every heartbeat (`beat` counts up) so a person (or `host_locked`) can name the
  *   holder and other hosts can see it is alive;
- * - `host.lock.guard/`: a short-lived proper-lockfile lock held while a host acquires, takes
- *   over or releases `host.lock`, and while it writes a heartbeat, so the holder file always
- *   belongs to the current lock folder, two hosts racing for a dead holder's lock cannot both
- *   win, and a heartbeat never puts its record back over a host that took the lock over. A
- *   heartbeat replaces the holder file only within 1 s of making the guard folder (a holder
- *   that stalled past the guard's 2 s staleness may have lost it).
+ * - `host.lock.guard/`: a short-lived folder lock (host-lock-guard.ts; the same protocol as
+ *   proper-lockfile, which older versions used) held while a host acquires, takes over or
+ *   releases `host.lock`, and while it writes a heartbeat, so the holder file always belongs to
+ *   the current lock folder, two hosts racing for a dead holder's lock cannot both win, and a
+ *   heartbeat never puts its record back over a host that took the lock over. Other hosts take
+ *   the guard from a holder whose folder mtime is more than 2 s old; the holder sets it right after making
+ *   the folder and again and again while it holds it. A heartbeat renames its record over the
+ *   holder file only within 1 s of the guard's last confirmed refresh (the mkdir, or an mtime
+ *   setting seen done within 1 s of the previous one), checked right before the rename is
+ *   issued; a holder that stalled or whose refreshes came back late writes nothing
+ *   (`guard_expired`) and retries. A guard operation (taking, work, release) that does not
+ *   settle within its wait plus 10 s is given up (`io_failed`, `data.state` "guard_timeout"):
+ *   the lock's later guard operations go on, and the given-up one changes nothing more.
  *
  * Staleness survives clock steps: a heartbeat is a value, not a time to trust. A held lock is
  * taken over at once only when its holder is a process on this machine that no longer exists.
@@ -23,30 +30,29 @@
  *
  * States: acquiring → held ⇄ unconfirmed → released, or → compromised.
  * - held: the last heartbeat was written less than `fenceMs` ago (monotonic); commits may go.
- * - unconfirmed: heartbeats failed (a read-only or failing disk) or were late for `fenceMs`:
- *   `assertHeld()` refuses commits (another host could by now be taking over), heartbeats are
- *   retried with backoff, each failure logged with its errno; the first heartbeat that lands
- *   makes the lock held again. A transient I/O failure never counts as a takeover.
+ * - unconfirmed: heartbeats failed (a read-only, failing or hanging disk) or were late for
+ *   `fenceMs`: `assertHeld()` refuses commits (another host could by now be taking over),
+ *   heartbeats are retried with backoff, each failure logged with its errno; the first heartbeat
+ *   that lands makes the lock held again. A transient I/O failure never counts as a takeover.
  * - compromised: the holder file names another token, or the lock folder or holder file
  *   vanished: `onCompromised` is called once, the heartbeat stops, release leaves the folder.
  *
- * Process access (pid, hostname, liveness probe) and the monotonic clock are injectable for
- * tests; the defaults read the running process.
+ * Process access (pid, hostname, liveness probe), the monotonic clock and the guard's timers and
+ * wall clock are injectable for tests; the defaults read the running process.
  */
 import * as nodeFs from "node:fs";
 import { hostname as osHostname } from "node:os";
 import { join, resolve } from "node:path";
 import { randomUUID } from "node:crypto";
-import lockfile from "proper-lockfile";
 import { WorkflowHostError } from "../errors.js";
 import { asIoFailure, errnoCode } from "../substrate/fs-adapter.js";
 import { silentLogger, type Logger } from "../logger.js";
 import { createSystemTimers, systemClock, systemMonotonicNow, type Clock, type MonotonicNow, type TimerHandle, type Timers } from "../time/clock.js";
+import { GUARD_HOLD_LIMIT_MS, runUnderGuard, type GuardFs, type GuardHold, type GuardOptions } from "./host-lock-guard.js";
 import {
   defaultIsProcessAlive,
   errnoOf,
   GUARD_NAME,
-  guardFsOf,
   HOST_LOCK_HOLDER_NAME,
   HOST_LOCK_NAME,
   inspectHostLock,
@@ -66,15 +72,12 @@ export { HOST_LOCK_HOLDER_NAME, HOST_LOCK_NAME, inspectHostLock, type HostLockHo
 /** Default age after which a held lock without a fresh heartbeat is taken over (ms). */
 export const DEFAULT_LOCK_STALE_MS = 10_000;
 
-/** The guard (`host.lock.guard/`) is taken from a holder that has not refreshed it for this long (ms). */
-const GUARD_STALE_MS = 2_000;
 /**
- * A heartbeat replaces the holder file only within this long of taking the guard (ms, monotonic):
- * half of {@link GUARD_STALE_MS}, so that no other host can have judged the guard stale yet
- * whatever the refreshes did.
+ * A guard operation (taking the guard, the work under it, releasing it) is given up when it has
+ * not settled this long after its wait for the guard ran out (ms): an fs call that never returns
+ * must not hold the lock's later heartbeats, releases and acquires behind it.
  */
-const GUARD_HOLD_LIMIT_MS = GUARD_STALE_MS / 2;
-
+const GUARD_WORK_LIMIT_MS = 10_000;
 
 export interface HostLockOptions {
   /** The data dir; created when missing. */
@@ -106,10 +109,18 @@ export interface HostLockOptions {
   /** Monotonic clock (ms) for the commit fence. Default `performance.now()`. */
   readonly monotonicNow?: MonotonicNow;
   /**
-   * Called on each failed heartbeat (a read-only, full or failing disk) with `io_failed`
-   * (`data.errno`); the lock is kept and the heartbeat retried with backoff. Must not throw.
+   * Called on each failed heartbeat (a read-only, full, failing or hanging disk) with `io_failed`
+   * (`data.errno`: the fs errno, or the lock's state such as "guard_expired", "ETIMEDOUT" for a
+   * heartbeat given up at its time limit; the failure is the error's `cause`); the lock is kept
+   * and the heartbeat retried with backoff. Must not throw.
    */
   readonly onHeartbeatFailed?: (error: WorkflowHostError) => void;
+  /**
+   * The guard's time sources (`host.lock.guard/` is shared with other processes on real time):
+   * `clock` sets and judges the guard folder's mtime (default the system clock), `timers` run its
+   * retries, refreshes and time limits (default node's, unref'd).
+   */
+  readonly guard?: { readonly clock?: Clock; readonly timers?: Timers };
 }
 
 /** A held host lock. */
@@ -132,6 +143,9 @@ export interface HostLock {
   /**
    * Stops the heartbeat, removes the holder file (when still ours) and the lock folder.
    * Idempotent; never throws for a lock that was already lost.
+   * @throws host_locked when the guard stayed busy for `guardTimeoutMs`; io_failed (`data.state`
+   *   "guard_timeout") when the release under the guard did not settle within `guardTimeoutMs`
+   *   + 10 s; fs errors
    */
   release(): Promise<void>;
 }
@@ -144,7 +158,9 @@ export interface HostLock {
  *   `host.lock.guard` in the data dir is a symbolic link: the lock's files are the host's own
  * @throws host_locked when a live host holds the lock (`data {dataDir, pid, hostname, startedAt,
  *   heartbeatAt}`; pid null for an unknown holder), or when another host's acquire or release
- *   does not finish within `guardTimeoutMs`; fs errors otherwise
+ *   does not finish within `guardTimeoutMs`
+ * @throws io_failed (`data.state` "guard_timeout") when the acquire under the guard did not
+ *   settle within `guardTimeoutMs` + 10 s (an fs call that does not return); fs errors otherwise
  * A lock that has to be watched (see the module comment) makes this wait up to `staleMs`
  * (plus one poll) before it is taken over or refused.
  * Concurrent calls (in this or other processes) for one data dir: exactly one succeeds while the
@@ -168,6 +184,7 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
   // A heartbeat waits for another host's acquire or release at most this long, then fails and is
   // retried (the fence stops commits meanwhile).
   const heartbeatGuardTimeoutMs = Math.min(guardTimeoutMs, heartbeatMs);
+  const guardTimers = opts.guard?.timers ?? createSystemTimers({ unref: true });
   const pid = opts.pid ?? process.pid;
   const hostname = opts.hostname ?? osHostname();
   const isProcessAlive = opts.isProcessAlive ?? defaultIsProcessAlive;
@@ -189,6 +206,7 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
   let lastBeatMs = monotonicNow();
   let failingSince: number | null = null;
   let failures = 0;
+  let tmpSeq = 0;
   const token = randomUUID();
 
   const compromise = (why: string, cause?: unknown): void => {
@@ -205,77 +223,35 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
     }
   };
 
-  /**
-   * Runs `work` holding the guard. `work` gets `fresh()`: whether the guard is still surely ours
-   * (taken less than {@link GUARD_HOLD_LIMIT_MS} ago by the monotonic clock, and not reported lost).
-   * A process stalled while holding it (SIGSTOP, a VM pause, a long collection) no longer
-   * refreshes it, and after {@link GUARD_STALE_MS} another host may remove it and go in.
-   */
-  // The guard (proper-lockfile) is given an fs that stamps each successful mkdir of the guard
-  // folder with the monotonic time it was issued: the folder's age is what another host judges
-  // stale, so the hold limit counts from its making, not from when the lock call came back (a
-  // stall in between, on the callbacks or the mtime probe, would not count otherwise).
-  const guardPath = join(dataDir, GUARD_NAME);
-  let guardMadeMs: number | null = null;
-  const guardFs = guardFsOf(rawFs, guardPath, monotonicNow, (issuedMs) => {
-    guardMadeMs = issuedMs;
-  });
-  // One guard operation of this lock at a time (a release while a heartbeat waits for it), so
-  // the stamp read after a lock call is that call's own mkdir.
+  // The guard's turn: one guard operation of this lock at a time (a release while a heartbeat
+  // waits for it). Each operation is bounded (GUARD_WORK_LIMIT_MS past its wait), so an fs call
+  // that never returns gives the turn up instead of holding every later one behind it.
+  const guardOpts: GuardOptions = {
+    fs: fs as unknown as GuardFs,
+    path: join(dataDir, GUARD_NAME),
+    dataDir,
+    clock: opts.guard?.clock ?? systemClock,
+    monotonicNow,
+    timers: guardTimers,
+  };
   let guardTurn: Promise<unknown> = Promise.resolve();
 
   /**
-   * Runs `work` holding the guard. `work` gets `fresh()`: whether the guard is still surely ours
-   * (its folder made less than {@link GUARD_HOLD_LIMIT_MS} ago by the monotonic clock, counted
-   * from right before the mkdir was issued, and not reported lost). A process stalled while
-   * holding it (SIGSTOP, a VM pause, a long collection) no longer refreshes it, and after
-   * {@link GUARD_STALE_MS} another host may remove it and go in.
+   * Runs `work` holding the guard, after this lock's earlier guard operations settled. `work` gets
+   * the hold: `fresh()` says whether a write relying on the guard may be issued now, `active()`
+   * whether the operation is still wanted (see host-lock-guard.ts).
    */
-  const withGuard = <T>(work: (fresh: () => boolean) => Promise<T>, timeoutMs = guardTimeoutMs): Promise<T> => {
-    const turn = guardTurn.then(
-      () => underGuard(work, timeoutMs),
-      () => underGuard(work, timeoutMs),
-    );
+  const withGuard = <T>(work: (hold: GuardHold) => Promise<T>, waitMs = guardTimeoutMs): Promise<T> => {
+    const run = (): Promise<T> => runUnderGuard(guardOpts, work, waitMs, waitMs + GUARD_WORK_LIMIT_MS);
+    const turn = guardTurn.then(run, run);
     guardTurn = turn.catch(() => undefined);
     return turn;
-  };
-
-  const underGuard = async <T>(work: (fresh: () => boolean) => Promise<T>, timeoutMs: number): Promise<T> => {
-    let unlockGuard: () => Promise<void>;
-    let guardLost = false;
-    guardMadeMs = null;
-    try {
-      unlockGuard = await lockfile.lock(join(dataDir, "host-guard"), {
-        fs: guardFs,
-        lockfilePath: guardPath,
-        realpath: false,
-        stale: GUARD_STALE_MS,
-        retries: { retries: Math.max(1, Math.ceil(timeoutMs / 100)), factor: 1, minTimeout: 100, maxTimeout: 100 },
-        onCompromised: () => {
-          guardLost = true;
-        },
-      });
-    } catch (error) {
-      if (errnoOf(error) !== "ELOCKED") throw error;
-      throw new WorkflowHostError(
-        "host_locked",
-        `data dir ${dataDir} is being locked or unlocked by another host for more than ${timeoutMs} ms; try again`,
-        { dataDir, lockPath: guardPath },
-        { cause: error },
-      );
-    }
-    const takenMs: number = guardMadeMs ?? monotonicNow();
-    try {
-      return await work(() => !guardLost && monotonicNow() - takenMs < GUARD_HOLD_LIMIT_MS);
-    } finally {
-      await unlockGuard().catch(() => undefined);
-    }
   };
 
   const guardExpired = (): WorkflowHostError =>
     new WorkflowHostError(
       "host_locked",
-      `the guard of ${dataDir} was held longer than ${GUARD_HOLD_LIMIT_MS} ms (the process stalled?); another host may have taken it meanwhile, so the lock's files are left as they are`,
+      `the guard of ${dataDir} went more than ${GUARD_HOLD_LIMIT_MS} ms without a confirmed refresh (a stalled process or a slow disk); another host may have taken it meanwhile, so the lock's files are left as they are`,
       { dataDir, lockPath: join(dataDir, GUARD_NAME), state: "guard_expired", limitMs: GUARD_HOLD_LIMIT_MS },
     );
 
@@ -349,7 +325,7 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
   const verdict = observed.locked ? await judge(observed) : { reason: null, watch: false };
   if (observed.locked && verdict.reason === null) throw lockedError(dataDir, lockPath, observed.holder);
 
-  const tookOver = await withGuard(async (fresh) => {
+  const tookOver = await withGuard(async (hold) => {
     const state = await inspectHostLock({ dataDir, fs: rawFs });
     let taken: HostLock["tookOver"] = null;
     if (state.locked) {
@@ -369,6 +345,8 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
       }
       taken = { previous: state.holder, reason };
     }
+    // An acquire given up at its time limit (it threw already) makes no lock.
+    if (!hold.active()) return taken;
     try {
       await fs.mkdir(lockPath);
     } catch (error) {
@@ -384,7 +362,7 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
       // A record that could not be put in place (a full or failing disk): the folder made above
       // goes too, or the next host would refuse it as a live lock of an unknown holder and then
       // watch it for staleMs. Left alone if the guard may no longer be ours.
-      if (fresh()) await fs.rmdir(lockPath).catch(() => undefined);
+      if (hold.fresh()) await fs.rmdir(lockPath).catch(() => undefined);
       throw error;
     }
     await removePendingRecords(fs, dataDir, token);
@@ -394,41 +372,74 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
   /**
    * One heartbeat: under the guard every acquire and takeover takes, so no takeover runs between
    * the check that the holder file is still ours and the rename that replaces it. A heartbeat that
-   * held the guard too long (it stalled) writes nothing and fails; the retry then finds out whether
-   * the lock was taken over meanwhile.
+   * held the guard too long (it stalled, or its guard could not be refreshed in time) writes
+   * nothing and fails; the retry then finds out whether the lock was taken over meanwhile. The
+   * whole heartbeat is given up after `heartbeatGuardTimeoutMs` + {@link GUARD_WORK_LIMIT_MS}
+   * (an fs call that does not return): it fails with `io_failed` (`data.state` "heartbeat_timeout")
+   * and whatever it still had in flight changes nothing.
    */
-  const beat = async (): Promise<void> => {
-    // The new record is written beside the holder file before the guard is taken: under it are
-    // only the read, the check and the rename, so a loaded disk does not eat the guard's limit.
-    const next: HostLockHolder = { ...holder, heartbeatAt: nowIso(), beat: holder.beat + 1 };
-    const tmp = `${holderPath}.${token}.tmp`;
-    await fs.writeFile(tmp, `${JSON.stringify(next, null, 2)}\n`);
-    let placed = false;
-    try {
-      await withGuard(async (fresh) => {
-        if (compromised || released) return;
-        const current = await readHolder();
-        if (current === null) {
-          compromise("the holder file was removed");
-          return;
-        }
-        if (current.token !== token) {
-          compromise(`pid ${current.pid} on ${current.hostname} took it over`);
-          return;
-        }
-        // Checked with nothing awaited before the rename is issued.
-        if (!fresh() || compromised || released) throw guardExpired();
-        const stampMs = monotonicNow();
-        await fs.rename(tmp, holderPath);
-        placed = true;
-        holder = next;
-        lastBeatMs = stampMs;
-      }, heartbeatGuardTimeoutMs);
-    } finally {
-      if (!placed) await fs.unlink(tmp).catch(() => undefined);
-    }
+  const beat = (): Promise<void> => {
+    let active = true;
+    const run = async (): Promise<void> => {
+      // The new record is written beside the holder file before the guard is taken: under it are
+      // only the read, the check and the rename, so a loaded disk does not eat the guard's limit.
+      // Its name is this heartbeat's own, so a heartbeat given up cannot remove a later one's.
+      const next: HostLockHolder = { ...holder, heartbeatAt: nowIso(), beat: holder.beat + 1 };
+      tmpSeq += 1;
+      const tmp = `${holderPath}.${token}.${tmpSeq}.tmp`;
+      await fs.writeFile(tmp, `${JSON.stringify(next, null, 2)}\n`);
+      let placed = false;
+      try {
+        await withGuard(async (hold) => {
+          if (compromised || released || !active) return;
+          const current = await readHolder();
+          if (!active || !hold.active()) return;
+          if (current === null) {
+            compromise("the holder file was removed");
+            return;
+          }
+          if (current.token !== token) {
+            compromise(`pid ${current.pid} on ${current.hostname} took it over`);
+            return;
+          }
+          // Checked with nothing awaited before the rename is issued.
+          if (!hold.fresh() || !active || compromised || released) throw guardExpired();
+          const stampMs = monotonicNow();
+          await fs.rename(tmp, holderPath);
+          placed = true;
+          if (!active) return;
+          holder = next;
+          lastBeatMs = stampMs;
+        }, heartbeatGuardTimeoutMs);
+      } finally {
+        if (!placed) await fs.unlink(tmp).catch(() => undefined);
+      }
+    };
+    const limitMs = heartbeatGuardTimeoutMs + GUARD_WORK_LIMIT_MS;
+    return new Promise<void>((resolve, reject) => {
+      const limit = guardTimers.setTimeout(() => {
+        active = false;
+        reject(
+          new WorkflowHostError("io_failed", `a heartbeat of the host lock of ${dataDir} did not finish within ${limitMs} ms (a file system call that does not return?); it was given up`, {
+            dataDir,
+            errno: "ETIMEDOUT",
+            state: "heartbeat_timeout",
+            limitMs,
+          }),
+        );
+      }, limitMs);
+      run().then(
+        () => {
+          guardTimers.clearTimeout(limit);
+          resolve();
+        },
+        (error: unknown) => {
+          guardTimers.clearTimeout(limit);
+          reject(error);
+        },
+      );
+    });
   };
-
 
   const armHeartbeat = (delayMs: number): void => {
     if (compromised || released) return;
@@ -448,7 +459,7 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
           failures += 1;
           failingSince ??= monotonicNow();
           const retryMs = Math.min(heartbeatMs, 250 * 2 ** Math.min(failures - 1, 6));
-          const errno = errnoOf(error) ?? "unknown";
+          const errno = failureErrno(error);
           logger.warn(`host lock heartbeat of ${dataDir} failed (${errno}): ${String(error)}; commits wait until it is written again; retrying in ${retryMs} ms`, {
             dataDir,
             errno,
@@ -516,4 +527,13 @@ function dataDirFailure(error: unknown, dataDir: string): unknown {
     return new WorkflowHostError("data_dir_not_found", `data dir ${dataDir} is a file, or lies below one; allowed: a folder, or a path where one can be made`, { dataDir, errno }, { cause: error });
   }
   return asIoFailure(error, `making data dir ${dataDir}`);
+}
+
+/** The errno (or state) a failed heartbeat is logged with. */
+function failureErrno(error: unknown): string {
+  if (error instanceof WorkflowHostError) {
+    const named = error.data["errno"] ?? error.data["state"];
+    if (typeof named === "string") return named;
+  }
+  return errnoOf(error) ?? "unknown";
 }

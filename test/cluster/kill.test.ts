@@ -4,7 +4,10 @@
  * remotes' logs alone: nothing lost, nothing fired twice, nothing early, linear history,
  * `git fsck --strict` clean, fire commits only inside their author's lease period. Takeover
  * times are printed (p50/p99), not asserted: they measure the machine as much as the code.
+ * Every host's lines and the kills go to /tmp/kill-hosts.log when the run fails (whatever step
+ * failed), and also on success with DEBUG_CLUSTER=1.
  */
+import { writeFileSync } from "node:fs";
 import { describe, expect, test } from "vitest";
 import type { WatchedChild } from "../integration/reliability/serve-process.js";
 import { createPrng } from "../integration/reliability/prng.js";
@@ -40,74 +43,78 @@ describe.skipIf(!hasPostgres)("hosts killed while timers fire", () => {
       current.set(hostId, { child, instance });
       every.push(child);
     };
-    for (const id of ["h1", "h2", "h3"]) start(id);
-    await waitUntil("all deployments served", 90_000, async () => [...(await liveOwners(r)).values()].flat().length === DEPLOYMENTS);
-
-    // Each kill hits a host that is up and serving: the instance of a running process that
-    // holds unexpired leases.
     const kills: { atMs: number; instance: string; deployments: string[] }[] = [];
-    while (kills.length < KILLS || Date.now() < startMs + spanMs) {
-      await sleep(rng.int(500, 2_000));
-      // Kill only a settled cluster (every host up, every deployment served), so each takeover
-      // measured is one host's death, not a pile-up of restarts on a slow machine.
-      const ready = await Promise.all([...current.values()].map(({ instance }) => Promise.race([instance.then(() => true), sleep(0).then(() => false)])));
-      if (!ready.every(Boolean)) continue;
-      const owners = await liveOwners(r);
-      // …and no hand-over under way: three owners at their share each.
-      if ([...owners.values()].flat().length < DEPLOYMENTS || owners.size !== 3 || [...owners.values()].some((d) => d.length !== DEPLOYMENTS / 3)) continue;
-      const candidates: { hostId: string; instance: string; deployments: string[] }[] = [];
-      for (const [hostId, { child, instance }] of current) {
-        const name = await Promise.race([instance, sleep(0).then(() => null)]);
-        const deployments = name === null ? undefined : owners.get(name);
-        if (!child.done && name !== null && deployments !== undefined) candidates.push({ hostId, instance: name, deployments });
-      }
-      if (candidates.length === 0) continue;
-      const victim = rng.pick(candidates);
-      const { child } = current.get(victim.hostId) as { child: WatchedChild };
-      const atMs = Date.now();
-      child.kill("SIGKILL");
-      await child.exited;
-      kills.push({ atMs, instance: victim.instance, deployments: victim.deployments });
-      // The same machine comes back at once, as a new instance on the same data dir.
-      start(victim.hostId);
-    }
+    let passed = false;
+    try {
+      for (const id of ["h1", "h2", "h3"]) start(id);
+      await waitUntil("all deployments served", 90_000, async () => [...(await liveOwners(r)).values()].flat().length === DEPLOYMENTS);
 
-    const endMs = startMs + spanMs + 2_000;
-    await waitForRemotesPast(r, endMs, ONE_SHOTS, 300_000);
-    for (const { child } of current.values()) child.kill("SIGTERM");
-    for (const { child } of current.values()) await child.exited;
+      // Each kill hits a host that is up and serving: the instance of a running process that
+      // holds unexpired leases.
+      while (kills.length < KILLS || Date.now() < startMs + spanMs) {
+        await sleep(rng.int(500, 2_000));
+        // Kill only a settled cluster (every host up, every deployment served), so each takeover
+        // measured is one host's death, not a pile-up of restarts on a slow machine.
+        const ready = await Promise.all([...current.values()].map(({ instance }) => Promise.race([instance.then(() => true), sleep(0).then(() => false)])));
+        if (!ready.every(Boolean)) continue;
+        const owners = await liveOwners(r);
+        // …and no hand-over under way: three owners at their share each.
+        if ([...owners.values()].flat().length < DEPLOYMENTS || owners.size !== 3 || [...owners.values()].some((d) => d.length !== DEPLOYMENTS / 3)) continue;
+        const candidates: { hostId: string; instance: string; deployments: string[] }[] = [];
+        for (const [hostId, { child, instance }] of current) {
+          const name = await Promise.race([instance, sleep(0).then(() => null)]);
+          const deployments = name === null ? undefined : owners.get(name);
+          if (!child.done && name !== null && deployments !== undefined) candidates.push({ hostId, instance: name, deployments });
+        }
+        if (candidates.length === 0) continue;
+        const victim = rng.pick(candidates);
+        const { child } = current.get(victim.hostId) as { child: WatchedChild };
+        const atMs = Date.now();
+        child.kill("SIGKILL");
+        await child.exited;
+        kills.push({ atMs, instance: victim.instance, deployments: victim.deployments });
+        // The same machine comes back at once, as a new instance on the same data dir.
+        start(victim.hostId);
+      }
 
-    if (process.env["DEBUG_CLUSTER"] === "1") {
-      const { writeFileSync } = await import("node:fs");
-      writeFileSync("/tmp/kill-hosts.log", every.map((c) => `== ${c.pid}\n${c.lines().join("\n")}`).join("\n") + `\n== kills\n${JSON.stringify(kills)}\n`);
-    }
-    const verdict = await checkRemotes(r, { endMs, dueGraceMs: 0 });
-    expect(verdict.violations).toEqual([]);
-    expect(verdict.fired).toBe(DEPLOYMENTS * ONE_SHOTS);
-    expect(kills.length).toBeGreaterThanOrEqual(KILLS);
+      const endMs = startMs + spanMs + 2_000;
+      await waitForRemotesPast(r, endMs, ONE_SHOTS, 300_000);
+      for (const { child } of current.values()) child.kill("SIGTERM");
+      for (const { child } of current.values()) await child.exited;
+      const verdict = await checkRemotes(r, { endMs, dueGraceMs: 0 });
+      expect(verdict.violations).toEqual([]);
+      expect(verdict.fired).toBe(DEPLOYMENTS * ONE_SHOTS);
+      expect(kills.length).toBeGreaterThanOrEqual(KILLS);
 
-    // Takeover: from the kill to the first recovery of each of the victim's deployments by
-    // another instance (lease expiry + fetch + takeover commit + recovery).
-    const recoveries: { repoId: string; atMs: number; pid: number }[] = [];
-    for (const child of every) {
-      for (const line of child.lines()) {
-        if (!line.includes('"event":"recovered"')) continue;
-        const parsed = JSON.parse(line) as { ts: string; repoId: string };
-        recoveries.push({ repoId: parsed.repoId, atMs: Date.parse(parsed.ts), pid: child.pid });
+      // Takeover: from the kill to the first recovery of each of the victim's deployments by
+      // another instance (lease expiry + fetch + takeover commit + recovery).
+      const recoveries: { repoId: string; atMs: number; pid: number }[] = [];
+      for (const child of every) {
+        for (const line of child.lines()) {
+          if (!line.includes('"event":"recovered"')) continue;
+          const parsed = JSON.parse(line) as { ts: string; repoId: string };
+          recoveries.push({ repoId: parsed.repoId, atMs: Date.parse(parsed.ts), pid: child.pid });
+        }
+      }
+      const takeoverMs: number[] = [];
+      for (const kill of kills) {
+        for (const repoId of kill.deployments) {
+          const next = recoveries.filter((x) => x.repoId === repoId && x.atMs > kill.atMs).sort((a, b) => a.atMs - b.atMs)[0];
+          if (next !== undefined) takeoverMs.push(next.atMs - kill.atMs);
+        }
+      }
+      takeoverMs.sort((a, b) => a - b);
+      expect(takeoverMs.length).toBeGreaterThan(0);
+      console.log(
+        `${kills.length} kills, ${timers} timers set, ${verdict.fired} one-shots and ${verdict.cronFired} cron ticks fired, ${verdict.cronSkippedTicks} ticks skipped, ` +
+          `${verdict.takeovers} lease takeovers; takeover (TTL ${TTL_MS} ms) p50 ${percentile(takeoverMs, 50)} ms, p99 ${percentile(takeoverMs, 99)} ms over ${takeoverMs.length}`,
+      );
+      passed = true;
+    } finally {
+      // A failed run leaves every host's lines for the post-mortem.
+      if (!passed || process.env["DEBUG_CLUSTER"] === "1") {
+        writeFileSync("/tmp/kill-hosts.log", every.map((c) => `== ${c.pid}\n${c.lines().join("\n")}`).join("\n") + `\n== kills\n${JSON.stringify(kills)}\n`);
       }
     }
-    const takeoverMs: number[] = [];
-    for (const kill of kills) {
-      for (const repoId of kill.deployments) {
-        const next = recoveries.filter((x) => x.repoId === repoId && x.atMs > kill.atMs).sort((a, b) => a.atMs - b.atMs)[0];
-        if (next !== undefined) takeoverMs.push(next.atMs - kill.atMs);
-      }
-    }
-    takeoverMs.sort((a, b) => a - b);
-    expect(takeoverMs.length).toBeGreaterThan(0);
-    console.log(
-      `${kills.length} kills, ${timers} timers set, ${verdict.fired} one-shots and ${verdict.cronFired} cron ticks fired, ${verdict.cronSkippedTicks} ticks skipped, ` +
-        `${verdict.takeovers} lease takeovers; takeover (TTL ${TTL_MS} ms) p50 ${percentile(takeoverMs, 50)} ms, p99 ${percentile(takeoverMs, 99)} ms over ${takeoverMs.length}`,
-    );
   });
 });

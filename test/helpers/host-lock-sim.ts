@@ -16,11 +16,11 @@ export interface FsHooks {
   readonly afterRead?: (path: string) => Promise<void> | void;
   /** Before a promise `rename(from, to)` is made. */
   readonly beforeRename?: (from: string, to: string) => Promise<void> | void;
-  /** After a callback `mkdir(path)` (proper-lockfile's guard) was made, before its callback runs (at once when it returns nothing). */
+  /** After a promise `mkdir(path)` (the guard's) was made or failed, before it settles (at once when it returns nothing). */
   readonly afterMkdir?: (path: string, error: NodeJS.ErrnoException | null) => Promise<void> | void;
 }
 
-/** A fresh memfs whose promise writes, reads and renames and callback mkdirs go through `hooks`. */
+/** A fresh memfs whose promise writes, reads, renames and mkdirs go through `hooks`. */
 export function hookedMemFs(hooks: FsHooks): MemFs {
   const inner = createMemFs();
   const bound = (target: object, prop: string | symbol): unknown => {
@@ -42,6 +42,20 @@ export function hookedMemFs(hooks: FsHooks): MemFs {
           return read;
         };
       }
+      if (prop === "mkdir" && hooks.afterMkdir !== undefined) {
+        return async (path: string, ...rest: unknown[]) => {
+          let failure: NodeJS.ErrnoException | null = null;
+          let made: unknown;
+          try {
+            made = await (target.mkdir as (...a: unknown[]) => Promise<unknown>)(path, ...rest);
+          } catch (error) {
+            failure = error as NodeJS.ErrnoException;
+          }
+          await hooks.afterMkdir?.(path, failure);
+          if (failure !== null) throw failure;
+          return made;
+        };
+      }
       if (prop === "rename" && hooks.beforeRename !== undefined) {
         return async (from: string, to: string) => {
           await hooks.beforeRename?.(from, to);
@@ -54,22 +68,12 @@ export function hookedMemFs(hooks: FsHooks): MemFs {
   return new Proxy(inner, {
     get(target, prop) {
       if (prop === "promises") return promises;
-      if (prop === "mkdir" && hooks.afterMkdir !== undefined) {
-        return (path: string, ...rest: unknown[]) => {
-          const callback = rest.pop() as (error: NodeJS.ErrnoException | null) => void;
-          (target.mkdir as (...a: unknown[]) => void)(path, ...rest, (error: NodeJS.ErrnoException | null) => {
-            const held = hooks.afterMkdir?.(path, error);
-            if (held === undefined) callback(error);
-            else void held.then(() => callback(error));
-          });
-        };
-      }
       return bound(target, prop);
     },
   });
 }
 
-/** Waits (on real time: the guard retries on node's timers) until `done()` holds, at most 10 s. */
+/** Waits (on real time: the guard retries on node's timers by default) until `done()` holds, at most 10 s. */
 export async function until(done: () => boolean): Promise<void> {
   await expect.poll(done, { timeout: 10_000, interval: 5 }).toBe(true);
 }
