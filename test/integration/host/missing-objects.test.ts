@@ -116,10 +116,41 @@ describe("a deployment with one object missing", () => {
     }
   });
 
+  it("reads a run again once its missing objects are restored (a copy that completes late): its timers then fire", async () => {
+    const d = await deployment();
+    const lostText = timerSet(2, "late", PAST);
+    const blob = await d.w.run([started(), lostText]);
+    const folderLost = await d.w.run([started(), timerSet(2, "late2", PAST)]);
+    await d.w.commit({ "r-blob": blob.tree, "r-folder": folderLost.tree });
+    await d.w.lose(blob.blobs[1] as string);
+    await d.w.lose(folderLost.events);
+    const { scheduler, events } = makeScheduler(d.store, d.clock, { retryInitialMs: 500, retryMaxMs: 30_000 });
+    await scheduler.start();
+    try {
+      await d.clock.advance(0);
+      await scheduler.idle();
+      expect(fired(events)).toEqual([]);
+      expect(events.filter((e) => e.type === "bad_event").map((e) => (e as { path: string }).path).sort()).toEqual(["runs/r-blob/events/2.json", "runs/r-folder/events"]);
+      // Still missing at the first tries: read again later, not reported again.
+      await d.clock.advance(1_600);
+      await scheduler.idle();
+      expect(events.filter((e) => e.type === "bad_event")).toHaveLength(2);
+      // The objects arrive (written again: the same bytes, the same oids).
+      await d.w.blob(lostText);
+      await d.w.tree([{ mode: "100644", name: "1.json", oid: folderLost.blobs[0] as string }, { mode: "100644", name: "2.json", oid: folderLost.blobs[1] as string }]);
+      await d.clock.advance(5_000);
+      await scheduler.idle();
+      expect(fired(events)).toEqual(["r-blob/late", "r-folder/late2"]);
+    } finally {
+      await scheduler.stop();
+    }
+  });
+
   it("skips and reports a run whose folder or events folder is missing; the others fire", async () => {
     const d = await deployment();
     const ok = await d.w.run([started(), timerSet(2, "t", PAST)]);
-    const noTree = await d.w.run([started(), timerSet(2, "t", PAST)]);
+    // Not the same bytes as r-ok's folder (then it would be the same object).
+    const noTree = await d.w.run([started(), timerSet(2, "t2", PAST)]);
     const noEvents = await d.w.run([started(), timerSet(2, "u", PAST), timerSet(3, "v", PAST)]);
     await d.w.commit({ "r-ok": ok.tree, "r-no-tree": noTree.tree, "r-no-events": noEvents.tree });
     await d.w.lose(noTree.tree);
@@ -166,9 +197,10 @@ describe("a deployment with one object missing", () => {
 
   it("commits the other runs' fires when one run's folder goes missing under a running host", async () => {
     const d = await deployment();
-    const a = await d.w.run([started(), timerSet(2, "t", SOON)]);
-    const b = await d.w.run([started(), timerSet(2, "t", SOON)]);
-    const c = await d.w.run([started(), timerSet(2, "t", SOON)]);
+    // Each folder its own bytes (the same bytes would be the same objects).
+    const a = await d.w.run([started(), timerSet(2, "ta", SOON)]);
+    const b = await d.w.run([started(), timerSet(2, "tb", SOON)]);
+    const c = await d.w.run([started(), timerSet(2, "tc", SOON)]);
     await d.w.commit({ "r-a": a.tree, "r-b": b.tree, "r-c": c.tree });
     const { scheduler, events } = makeScheduler(d.store, d.clock, { retryInitialMs: 500, retryMaxMs: 30_000 });
     await scheduler.start();
@@ -179,7 +211,7 @@ describe("a deployment with one object missing", () => {
       await d.w.lose(b.tree);
       await d.clock.advance(61_000);
       await scheduler.idle();
-      expect(fired(events)).toEqual(["r-a/t", "r-c/t"]);
+      expect(fired(events)).toEqual(["r-a/ta", "r-c/tc"]);
       const failed = events.filter((e) => e.type === "commit_failed");
       expect(failed.length).toBeGreaterThan(0);
       // The run is named and retried at the longest backoff, not in a loop of quick retries.
