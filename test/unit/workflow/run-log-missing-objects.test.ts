@@ -12,6 +12,7 @@ import { type GitObject, hashObject } from "../../../src/substrate/git-object.js
 import { decodeTree, makeTree, type TreeEntry } from "../../../src/substrate/tree-object.js";
 import type { Oid } from "../../../src/substrate/types.js";
 import { isMissingRunObject, readRunLog } from "../../../src/workflow/run-log.js";
+import { summarizeRunLog } from "../../../src/workflow/run-log-summary.js";
 
 const encode = (value: unknown): Uint8Array => new TextEncoder().encode(typeof value === "string" ? value : JSON.stringify(value));
 const started = encode({ seq: 1, type: "WorkflowStarted", at: "2026-01-01T00:00:00.000Z", data: { workflow: "w" } });
@@ -77,6 +78,23 @@ describe("readRunLog with an object missing", () => {
       }
     });
   }
+
+  it("summarizes a run with a missing event blob (a bad event at its seq), and folds it whole once the blob is back", async () => {
+    const objects = new Map<Oid, GitObject>();
+    const lostEvent = timerSet(2, "lost");
+    const events = folder(objects, { "1.json": started, "2.json": lostEvent, "3.json": timerSet(3, "kept") });
+    const root = folder(objects, { runs: folder(objects, { r: folder(objects, { events }) }) });
+    const lost = blobOid(lostEvent);
+    for (const batch of [false, true]) {
+      const damaged = await summarizeRunLog(createCommittedReads(source(objects, new Set([lost]), batch), null, root), "r");
+      expect(damaged.bad.map((b) => [b.seq, b.path, b.error.code, b.error.data.oid])).toEqual([[2, "runs/r/events/2.json", "object_missing", lost]]);
+      expect([...damaged.state.pendingTimers.keys()]).toEqual(["kept"]);
+    }
+    // Same tree, the blob restored: not answered from a kept summary of the damaged read.
+    const whole = await summarizeRunLog(createCommittedReads(source(objects, new Set()), null, root), "r");
+    expect(whole.bad).toEqual([]);
+    expect([...whole.state.pendingTimers.keys()].sort()).toEqual(["kept", "lost"]);
+  });
 
   it("reads a long log (read a slice at a time) with a missing blob the same way", async () => {
     const objects = new Map<Oid, GitObject>();
