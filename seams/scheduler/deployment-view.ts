@@ -123,6 +123,8 @@ export class DeploymentView {
   private repairDelayMs = 0;
   /** The tail's steps and the repairs, one at a time. */
   private steps: Promise<void> = Promise.resolve();
+  /** The repair in progress (stop() waits for it), or null. */
+  private repairing: Promise<void> | null = null;
 
   /**
    * @param onTailFailed the tail ended with an error (not after stop())
@@ -283,7 +285,10 @@ export class DeploymentView {
     this.repairTimer = timer;
     timer.handle = this.ctx.timers.setTimeout(() => {
       if (this.repairTimer === timer) this.repairTimer = null;
-      void this.repair();
+      const repairing = this.repair().finally(() => {
+        if (this.repairing === repairing) this.repairing = null;
+      });
+      this.repairing = repairing;
     }, this.repairDelayMs);
   }
 
@@ -343,7 +348,7 @@ export class DeploymentView {
     if (this.repairTimer !== null) this.ctx.timers.clearTimeout(this.repairTimer.handle);
     this.repairTimer = null;
     this.releaseIndexWait?.();
-    await Promise.allSettled([this.tail, firing, this.persisting]);
+    await Promise.allSettled([this.tail, firing, this.persisting, this.repairing]);
     if (this.indexDirty) {
       this.persistIndex(await this.wholeFolder());
       await this.persisting;
@@ -593,8 +598,9 @@ export class DeploymentView {
     return record;
   }
 
-  /** Makes the queue hold exactly the run's armed, unsuppressed timers. */
+  /** Makes the queue hold exactly the run's armed, unsuppressed timers (none once stopped: stop() disarmed them). */
   sync(runId: string, record: RunRecord): void {
+    if (this.stopped) return;
     // A paused series is armed in the log but not queued: nothing of it is due until it resumes.
     const wanted: ReadonlyMap<string, PendingTimer> = record.state.terminal === null && record.reused !== true ? armedUnpaused(record.state.pendingTimers) : NO_TIMERS;
     if (record.queued.some((timerId) => !wanted.has(timerId))) {
