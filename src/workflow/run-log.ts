@@ -356,9 +356,18 @@ export async function readRunLogPage(reads: CommittedReads, runId: string, optio
     else if (!isRegularEntry(entry)) reader.notFile(entry.name, "symlink");
     else if (reader.cached(entry.name, entry.oid)) read = null;
     else {
-      const content = await reads.readBlobByOid(entry.oid);
-      read = content.byteLength;
-      reader.file(entry.name, content, entry.oid);
+      let content: Uint8Array | null = null;
+      try {
+        content = await reads.readBlobByOid(entry.oid);
+      } catch (error) {
+        // Not in the repository: a bad event of the page (object_missing), as readRunLog reads it.
+        if (!isAbsentObject(error)) throw error;
+        reader.missing(entry.name, entry.oid, error);
+      }
+      if (content !== null) {
+        read = content.byteLength;
+        reader.file(entry.name, content, entry.oid);
+      }
     }
     const taken = reader.take();
     bad.push(...taken.bad);

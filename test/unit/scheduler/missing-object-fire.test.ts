@@ -23,7 +23,7 @@ function losing(store: RepoStore, failing: (folders: readonly string[]) => boole
           ...opts,
           computeDelta: async (parentSha, reads) => {
             const delta = await opts.computeDelta(parentSha, reads);
-            const folders = (delta.appends ?? []).map((a) => a.folder);
+            const folders = (delta?.appends ?? []).map((a) => a.folder);
             if (failing(folders)) throw new WorkflowHostError("object_corrupt", `git object ${LOST} cannot be read: missing (neither loose nor in a pack)`, { oid: LOST, reason: "missing", absent: true });
             return delta;
           },

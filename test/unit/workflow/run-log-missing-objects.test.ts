@@ -11,7 +11,7 @@ import { createCommittedReads, type ObjectSource } from "../../../src/substrate/
 import { type GitObject, hashObject } from "../../../src/substrate/git-object.js";
 import { decodeTree, makeTree, type TreeEntry } from "../../../src/substrate/tree-object.js";
 import type { Oid } from "../../../src/substrate/types.js";
-import { isMissingRunObject, readRunLog } from "../../../src/workflow/run-log.js";
+import { isMissingRunObject, readRunLog, readRunLogPage } from "../../../src/workflow/run-log.js";
 import { summarizeRunLog } from "../../../src/workflow/run-log-summary.js";
 
 const encode = (value: unknown): Uint8Array => new TextEncoder().encode(typeof value === "string" ? value : JSON.stringify(value));
@@ -79,7 +79,7 @@ describe("readRunLog with an object missing", () => {
     });
   }
 
-  it("summarizes a run with a missing event blob (a bad event at its seq), and folds it whole once the blob is back", async () => {
+  it("summarizes and pages a run with a missing event blob (a bad event at its seq), and folds it whole once the blob is back", async () => {
     const objects = new Map<Oid, GitObject>();
     const lostEvent = timerSet(2, "lost");
     const events = folder(objects, { "1.json": started, "2.json": lostEvent, "3.json": timerSet(3, "kept") });
@@ -90,6 +90,9 @@ describe("readRunLog with an object missing", () => {
       expect(damaged.bad.map((b) => [b.seq, b.path, b.error.code, b.error.data.oid])).toEqual([[2, "runs/r/events/2.json", "object_missing", lost]]);
       expect([...damaged.state.pendingTimers.keys()]).toEqual(["kept"]);
     }
+    const page = await readRunLogPage(createCommittedReads(source(objects, new Set([lost])), null, root), "r", { parsedEvents: null });
+    expect(page.bad.map((b) => [b.seq, b.error.code])).toEqual([[2, "object_missing"]]);
+    expect(page.events.map((e) => e.seq)).toEqual([1, 3]);
     // Same tree, the blob restored: not answered from a kept summary of the damaged read.
     const whole = await summarizeRunLog(createCommittedReads(source(objects, new Set()), null, root), "r");
     expect(whole.bad).toEqual([]);
