@@ -112,11 +112,11 @@ export class DeploymentView {
   firesIdle: () => Promise<void> = () => Promise.resolve();
   private stopped = false;
   /**
-   * Runs read with one of their objects missing (see readRunLog): an event's blob (the record
-   * lacks that event) or the run folder or its `events/` folder (no record). Read again by
-   * {@link repair} until they read whole.
+   * Runs read with one of their objects missing (see readRunLog), with those objects: an
+   * event's blob (the record lacks that event) or the run folder or its `events/` folder (no
+   * record). Read again by {@link repair} once those objects can be read.
    */
-  private readonly damaged = new Set<string>();
+  private readonly damaged = new Map<string, readonly MissingObject[]>();
   /** The repair's timer (on the injected timers), while one is set. */
   private repairTimer: { handle: TimerHandle } | null = null;
   /** The repair's next delay (ms): `retryInitialMs`, doubled per try up to `retryMaxMs`; 0 while none is due. */
@@ -274,7 +274,7 @@ export class DeploymentView {
       this.runs.delete(runId);
       this.indexDirty = true;
     }
-    this.damaged.add(runId);
+    this.damaged.set(runId, [{ oid: String(error.data.oid), tree: true }]);
   }
 
   /** Sets the repair's timer when runs wait for it and none is set (see {@link repair}). */
@@ -304,12 +304,14 @@ export class DeploymentView {
       const sha = this.appliedSha;
       if (this.stopped || sha === undefined || sha === null || this.ownWrite !== null || this.ownCommits.size > 0) return;
       const reads = await this.ctx.store.openCommittedReads(this.ctx.principal, this.rid, sha);
-      for (const runId of [...this.damaged]) {
+      for (const [runId, missing] of [...this.damaged]) {
         const runTreeOid = await reads.treeOid(`${runsPrefix}${runId}`);
         if (runTreeOid === null) {
           this.damaged.delete(runId);
           continue;
         }
+        // Its log (up to a million events) is read again only once what was missing is there.
+        if (!(await allThere(reads, missing))) continue;
         let log: RunLog;
         try {
           log = await readRunLog(reads, runId, { maxEventBytes: this.ctx.maxEventBytes, runTreeOid });
@@ -583,7 +585,8 @@ export class DeploymentView {
     // Counted with the bad files, so the recovery index keeps no summary of this run and every
     // start reports its problems again.
     record.bad = log.bad.length + log.problems.length;
-    if (missesObjects(log)) this.damaged.add(runId);
+    const missing = missingObjects(log);
+    if (missing.length > 0) this.damaged.set(runId, missing);
     else this.damaged.delete(runId);
     // A folder that reuses an archived run's id is not that run, nor a new one: reported, never armed.
     this.archive ??= await this.archiveReads.open();
@@ -724,11 +727,40 @@ export class DeploymentView {
   }
 }
 
-/** Whether a run's log was read with one of its objects missing (see readRunLog). */
+/** An object a run's log names that was not in the repository when it was read: a blob, or a folder (`tree`). */
+interface MissingObject {
+  readonly oid: string;
+  readonly tree: boolean;
+}
+
+/** The objects a run's log was read without (see readRunLog's `object_missing`). */
+function missingObjects(log: RunLog): MissingObject[] {
+  const out: MissingObject[] = [];
+  for (const bad of [...log.bad, ...log.problems]) {
+    if (bad.error.code !== "object_missing") continue;
+    // The `blobs/` folder is the one folder among them; events and the sealed log are blobs.
+    out.push({ oid: String(bad.error.data.oid), tree: bad.path.endsWith("/blobs") });
+  }
+  return out;
+}
+
+/** Whether a run's log was read with one of its objects missing. */
 function missesObjects(log: RunLog): boolean {
-  for (const bad of log.bad) if (bad.error.code === "object_missing") return true;
-  for (const problem of log.problems) if (problem.error.code === "object_missing") return true;
-  return false;
+  return missingObjects(log).length > 0;
+}
+
+/** Whether every one of `missing` can be read now (false while one is still not there, or cannot be read). */
+async function allThere(reads: CommittedReads, missing: readonly MissingObject[]): Promise<boolean> {
+  try {
+    for (const { oid, tree } of missing) {
+      if (!tree) await reads.readBlobByOid(oid);
+      else if (reads.listTree !== undefined) await reads.listTree(oid);
+      else if (reads.readTreeBytes !== undefined && (await reads.readTreeBytes(oid)) === null) return false;
+    }
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** Length of a hex object id. */

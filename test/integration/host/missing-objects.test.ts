@@ -84,6 +84,19 @@ async function deployment(): Promise<Deployment> {
   return { dataDir, w: new GitWriter(gitdir), clock, store };
 }
 
+/**
+ * Runs what is due on the fake clock and gives the event loop turns (no time passes) until
+ * `done()` holds: the repair's reads are real I/O, which `idle()` does not wait for.
+ */
+async function settle(clock: FakeClock, scheduler: { idle(): Promise<void> }, done: () => boolean, what: string): Promise<void> {
+  for (let turn = 0; !done(); turn += 1) {
+    if (turn >= 5_000) throw new Error(`never happened: ${what}`);
+    await clock.advance(0);
+    await scheduler.idle();
+    await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+}
+
 const fired = (events: readonly SchedulerEvent[]): string[] => events.flatMap((e) => (e.type === "fired" ? [`${e.runId}/${e.timerId}`] : [])).sort();
 const armedRuns = (events: readonly SchedulerEvent[]): string[] => [...new Set(events.flatMap((e) => (e.type === "armed" ? [e.runId] : [])))].sort();
 const badOf = (events: readonly SchedulerEvent[], runId: string): Extract<SchedulerEvent, { type: "bad_event" }>[] =>
@@ -139,7 +152,7 @@ describe("a deployment with one object missing", () => {
       await d.w.blob(lostText);
       await d.w.tree([{ mode: "100644", name: "1.json", oid: folderLost.blobs[0] as string }, { mode: "100644", name: "2.json", oid: folderLost.blobs[1] as string }]);
       await d.clock.advance(5_000);
-      await scheduler.idle();
+      await settle(d.clock, scheduler, () => fired(events).length >= 2, "the restored runs' timers fired");
       expect(fired(events)).toEqual(["r-blob/late", "r-folder/late2"]);
     } finally {
       await scheduler.stop();
