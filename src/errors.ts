@@ -26,6 +26,12 @@ export type ErrorCode =
   /** The ref was moved back to one of its own ancestors behind a running host: nothing is committed there until it is restored (or the host restarts). */
   | "ref_rewound"
   | "object_corrupt"
+  /**
+   * A git object a run's log needs is not in the repository (lost by a disk fault, a bad copy, a
+   * partial fetch): reported for that run (an event's blob: a bad event at its seq; its folder or
+   * `events/` folder: the run is skipped), never fatal to the deployment. `data.oid`, `data.path`.
+   */
+  | "object_missing"
   | "repo_not_found"
   | "run_not_found"
   /** The run left the live tree: retention moved it to the archive ref (refs/archive/runs); it can be read, not changed. */

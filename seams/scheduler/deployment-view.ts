@@ -12,12 +12,20 @@
  * States: recovering → tailing → stopped. A failed recovery or tail is reported and the
  * scheduler retries the whole tracker after a backoff; a ref rewritten by a force push
  * re-reads the runs the rewrite touched (tail-commit.ts).
+ *
+ * An object of one run that is not in the repository (a disk fault, a bad copy, a partial
+ * fetch) is that run's problem, never the deployment's: a missing event blob is a bad event at
+ * its seq, a missing run folder or `events/` folder skips the run (reported, nothing armed; see
+ * readRunLog). Such runs are read again with backoff until they read whole (an object that
+ * arrives late, as a copy completes, is then applied). Only what every run needs (the tip
+ * commit, the root, `runs/`) fails the recovery.
  */
 import { WorkflowHostError } from "../../src/errors.js";
 import type { CommittedReads, DirEntry, Principal, RepoId } from "../../src/substrate/types.js";
 import { runEventsPrefix, runsPrefix } from "../../src/workflow/paths.js";
 import { runsEntryProblem } from "../../src/workflow/log-problems.js";
-import { readRunLog, type BadEvent, type RunLog } from "../../src/workflow/run-log.js";
+import { isMissingRunObject, readRunLog, type BadEvent, type RunLog } from "../../src/workflow/run-log.js";
+import type { TimerHandle } from "../../src/time/clock.js";
 import { slotDueMs } from "../../src/workflow/schedule/jitter.js";
 import type { PendingTimer, RunState } from "../../src/workflow/types.js";
 import { WORKFLOW_RUN_KIND } from "../../src/workflow/workflow-run-kind.js";
@@ -103,6 +111,20 @@ export class DeploymentView {
    */
   firesIdle: () => Promise<void> = () => Promise.resolve();
   private stopped = false;
+  /**
+   * Runs read with one of their objects missing (see readRunLog), with those objects: an
+   * event's blob (the record lacks that event) or the run folder or its `events/` folder (no
+   * record). Read again by {@link repair} once those objects can be read.
+   */
+  private readonly damaged = new Map<string, readonly MissingObject[]>();
+  /** The repair's timer (on the injected timers), while one is set. */
+  private repairTimer: { handle: TimerHandle } | null = null;
+  /** The repair's next delay (ms): `retryInitialMs`, doubled per try up to `retryMaxMs`; 0 while none is due. */
+  private repairDelayMs = 0;
+  /** The tail's steps and the repairs, one at a time. */
+  private steps: Promise<void> = Promise.resolve();
+  /** The repair in progress (stop() waits for it), or null. */
+  private repairing: Promise<void> | null = null;
 
   /**
    * @param onTailFailed the tail ended with an error (not after stop())
@@ -199,8 +221,18 @@ export class DeploymentView {
         sincePause = RESTORED_PER_PAUSE;
         for (let k = i; k <= i + READ_AHEAD; k++) readAhead(k);
         // Not read ahead when its index summary matched: it reuses an archived run's id.
-        const log = await (ahead.get(i) ?? readRunLog(scan, entry.name, { maxEventBytes: this.ctx.maxEventBytes, parsedEvents: null, ...byOid(i) }));
-        ahead.delete(i);
+        let log: RunLog;
+        try {
+          log = await (ahead.get(i) ?? readRunLog(scan, entry.name, { maxEventBytes: this.ctx.maxEventBytes, parsedEvents: null, ...byOid(i) }));
+        } catch (error) {
+          // Its folder or events/ folder is not in the repository: this run is skipped, not the deployment.
+          if (!isMissingRunObject(error)) throw error;
+          badEvents += 1;
+          this.skipRun(entry.name, error);
+          continue;
+        } finally {
+          ahead.delete(i);
+        }
         const record = await this.applyLog(scan, log, entry.oid);
         badEvents += record.bad;
         reread += 1;
@@ -225,6 +257,83 @@ export class DeploymentView {
     this.tail = this.runTail(tip ?? "genesis").catch((error: unknown) => {
       if (!this.stopped) this.onTailFailed(error);
     });
+    this.scheduleRepair();
+  }
+
+  /**
+   * Reports a run whose folder or `events/` folder is not in the repository (readRunLog's
+   * `object_missing`) and drops what the view held of it: nothing of it is armed until it can
+   * be read (see {@link repair}).
+   */
+  private skipRun(runId: string, error: WorkflowHostError): void {
+    const path = typeof error.data.path === "string" ? error.data.path : `${runsPrefix}${runId}`;
+    this.reportBad({ runId, path, seq: null, error });
+    const record = this.runs.get(runId);
+    if (record !== undefined) {
+      for (const timerId of record.queued) this.ctx.queue.disarm(this.repoId, runId, timerId);
+      this.runs.delete(runId);
+      this.indexDirty = true;
+    }
+    this.damaged.set(runId, [{ oid: String(error.data.oid), tree: true }]);
+  }
+
+  /** Sets the repair's timer when runs wait for it and none is set (see {@link repair}). */
+  private scheduleRepair(): void {
+    if (this.stopped || this.repairTimer !== null || this.damaged.size === 0) return;
+    this.repairDelayMs = this.repairDelayMs === 0 ? this.ctx.retryInitialMs : Math.min(this.repairDelayMs * 2, this.ctx.retryMaxMs);
+    const timer: { handle: TimerHandle } = { handle: null };
+    this.repairTimer = timer;
+    timer.handle = this.ctx.timers.setTimeout(() => {
+      if (this.repairTimer === timer) this.repairTimer = null;
+      const repairing = this.repair().finally(() => {
+        if (this.repairing === repairing) this.repairing = null;
+      });
+      this.repairing = repairing;
+    }, this.repairDelayMs);
+  }
+
+  /**
+   * Reads the {@link damaged} runs again at the commit the view is at, between two steps of the
+   * tail, and installs each that now reads whole (its objects restored: a copy or fetch that
+   * completed). The others wait for the next try, unreported (each was reported when found).
+   * Skipped while a fire commit of this process is in flight or adopted ahead of the tail: the
+   * records are then not all at one commit.
+   */
+  private async repair(): Promise<void> {
+    await this.exclusive(async () => {
+      const sha = this.appliedSha;
+      if (this.stopped || sha === undefined || sha === null || this.ownWrite !== null || this.ownCommits.size > 0) return;
+      const reads = await this.ctx.store.openCommittedReads(this.ctx.principal, this.rid, sha);
+      for (const [runId, missing] of [...this.damaged]) {
+        const runTreeOid = await reads.treeOid(`${runsPrefix}${runId}`);
+        if (runTreeOid === null) {
+          this.damaged.delete(runId);
+          continue;
+        }
+        // Its log (up to a million events) is read again only once what was missing is there.
+        if (!(await allThere(reads, missing))) continue;
+        let log: RunLog;
+        try {
+          log = await readRunLog(reads, runId, { maxEventBytes: this.ctx.maxEventBytes, runTreeOid });
+        } catch (error) {
+          if (isMissingRunObject(error)) continue;
+          throw error;
+        }
+        if (missesObjects(log)) continue;
+        // Installed only at the commit it was read at, with no fire commit in flight.
+        if (this.stopped || this.appliedSha !== sha || this.ownWrite !== null || this.ownCommits.size > 0) return;
+        await this.applyLog(reads, log, runTreeOid);
+      }
+    }).catch(() => undefined);
+    if (this.damaged.size === 0) this.repairDelayMs = 0;
+    else this.scheduleRepair();
+  }
+
+  /** Runs `step` after the tail's step or repair in progress, before any later one. */
+  private exclusive(step: () => Promise<void>): Promise<void> {
+    const run = this.steps.then(step);
+    this.steps = run.catch(() => undefined);
+    return run;
   }
 
   /**
@@ -238,8 +347,10 @@ export class DeploymentView {
       for (const timerId of queued) this.ctx.queue.disarm(this.repoId, runId, timerId);
     }
     this.runs.clearQueued();
+    if (this.repairTimer !== null) this.ctx.timers.clearTimeout(this.repairTimer.handle);
+    this.repairTimer = null;
     this.releaseIndexWait?.();
-    await Promise.allSettled([this.tail, firing, this.persisting]);
+    await Promise.allSettled([this.tail, firing, this.persisting, this.repairing]);
     if (this.indexDirty) {
       this.persistIndex(await this.wholeFolder());
       await this.persisting;
@@ -444,9 +555,21 @@ export class DeploymentView {
     return record;
   }
 
-  /** Reads a run's whole log at `reads` and installs it (a re-read by the tail). */
-  async readRun(reads: CommittedReads, runId: string): Promise<RunRecord> {
-    return this.applyLog(reads, await readRunLog(reads, runId, { maxEventBytes: this.ctx.maxEventBytes }), null);
+  /**
+   * Reads a run's whole log at `reads` and installs it (a re-read by the tail). A run whose
+   * folder or `events/` folder is not in the repository is reported and dropped (see skipRun).
+   * @returns its record, or undefined when it was dropped
+   */
+  async readRun(reads: CommittedReads, runId: string): Promise<RunRecord | undefined> {
+    let log: RunLog;
+    try {
+      log = await readRunLog(reads, runId, { maxEventBytes: this.ctx.maxEventBytes });
+    } catch (error) {
+      if (!isMissingRunObject(error)) throw error;
+      this.skipRun(runId, error);
+      return undefined;
+    }
+    return this.applyLog(reads, log, null);
   }
 
   /** Installs a run's log as read at `reads` and arms its timers. */
@@ -462,6 +585,9 @@ export class DeploymentView {
     // Counted with the bad files, so the recovery index keeps no summary of this run and every
     // start reports its problems again.
     record.bad = log.bad.length + log.problems.length;
+    const missing = missingObjects(log);
+    if (missing.length > 0) this.damaged.set(runId, missing);
+    else this.damaged.delete(runId);
     // A folder that reuses an archived run's id is not that run, nor a new one: reported, never armed.
     this.archive ??= await this.archiveReads.open();
     const reused = await reusedArchivedRunProblem(this.archive, runId, record.runTreeOid);
@@ -475,8 +601,9 @@ export class DeploymentView {
     return record;
   }
 
-  /** Makes the queue hold exactly the run's armed, unsuppressed timers. */
+  /** Makes the queue hold exactly the run's armed, unsuppressed timers (none once stopped: stop() disarmed them). */
   sync(runId: string, record: RunRecord): void {
+    if (this.stopped) return;
     // A paused series is armed in the log but not queued: nothing of it is due until it resumes.
     const wanted: ReadonlyMap<string, PendingTimer> = record.state.terminal === null && record.reused !== true ? armedUnpaused(record.state.pendingTimers) : NO_TIMERS;
     if (record.queued.some((timerId) => !wanted.has(timerId))) {
@@ -519,10 +646,13 @@ export class DeploymentView {
       // waits for at most that one write.
       const own = this.ownWrite;
       if (own !== null && own.parentSha === commit.parentSha) await own.settled;
-      this.appliedSha = undefined;
-      await applyTailCommit(this, commit);
-      this.appliedSha = commit.commitSha;
+      await this.exclusive(async () => {
+        this.appliedSha = undefined;
+        await applyTailCommit(this, commit);
+        this.appliedSha = commit.commitSha;
+      });
       this.onTailApplied();
+      this.scheduleRepair();
     }
   }
 
@@ -594,6 +724,42 @@ export class DeploymentView {
   reportBad(bad: BadEvent): void {
     this.ctx.count("badEvents");
     this.ctx.report({ type: "bad_event", repoId: this.repoId, runId: bad.runId, seq: bad.seq, path: bad.path, error: bad.error });
+  }
+}
+
+/** An object a run's log names that was not in the repository when it was read: a blob, or a folder (`tree`). */
+interface MissingObject {
+  readonly oid: string;
+  readonly tree: boolean;
+}
+
+/** The objects a run's log was read without (see readRunLog's `object_missing`). */
+function missingObjects(log: RunLog): MissingObject[] {
+  const out: MissingObject[] = [];
+  for (const bad of [...log.bad, ...log.problems]) {
+    if (bad.error.code !== "object_missing") continue;
+    // The `blobs/` folder is the one folder among them; events and the sealed log are blobs.
+    out.push({ oid: String(bad.error.data.oid), tree: bad.path.endsWith("/blobs") });
+  }
+  return out;
+}
+
+/** Whether a run's log was read with one of its objects missing. */
+function missesObjects(log: RunLog): boolean {
+  return missingObjects(log).length > 0;
+}
+
+/** Whether every one of `missing` can be read now (false while one is still not there, or cannot be read). */
+async function allThere(reads: CommittedReads, missing: readonly MissingObject[]): Promise<boolean> {
+  try {
+    for (const { oid, tree } of missing) {
+      if (!tree) await reads.readBlobByOid(oid);
+      else if (reads.listTree !== undefined) await reads.listTree(oid);
+      else if (reads.readTreeBytes !== undefined && (await reads.readTreeBytes(oid)) === null) return false;
+    }
+    return true;
+  } catch {
+    return false;
   }
 }
 

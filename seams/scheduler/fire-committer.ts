@@ -6,13 +6,16 @@
  * States: idle (nothing buffered) → throttled (waiting for the group-commit interval) →
  * committing → idle; a failed commit re-arms its timers after a backoff (doubling up to
  * `retryMaxMs`, back to `retryInitialMs` after a commit or a tail step); a batch whose content is
- * refused is bisected so the healthy timers still commit. stop() ends any wait and lets the
- * commit in flight finish.
+ * refused is bisected so the healthy timers still commit. A batch that fails because one run's
+ * folder is not in the repository (a disk fault, a bad copy) commits without that run, found by
+ * its folder oids or by bisecting the batch by run; the run is reported and retried after
+ * `retryMaxMs`. stop() ends any wait and lets the commit in flight finish.
  *
  * Time is injected: "now" is the context's clock, the throttle waits on its timers and measures
  * their monotonic `now`, and the commit's work is sliced on that same monotonic time.
  */
 import { WorkflowHostError } from "../../src/errors.js";
+import { isAbsentObject } from "../../src/substrate/object-store.js";
 import type { AppendedFolder, CommittedReads, FolderAppend } from "../../src/substrate/types.js";
 import { serializeEvent, serializePlainTimerFired } from "../../src/workflow/events.js";
 import { eventsFolder, runEventsPrefix, runsPrefix } from "../../src/workflow/paths.js";
@@ -416,6 +419,7 @@ export class FireCommitter {
   }
 
   private async onCommitFailed(due: readonly DueGeneration[], error: unknown): Promise<void> {
+    if (isAbsentObject(error) && !this.stopped && (await this.withoutMissingRuns(due, error as WorkflowHostError))) return;
     const invalid = error instanceof WorkflowHostError && isContentError(error.code);
     if (invalid && due.length > 1) {
       // One timer's event was refused: bisect so the healthy timers still commit.
@@ -435,6 +439,56 @@ export class FireCommitter {
     this.ctx.report({ type: "commit_failed", repoId: this.view.repoId, timers: due.length, retryInMs, error });
     const atMs = wallMs(this.ctx) + retryInMs;
     for (const d of due) this.view.rearm(d.runId, d.pending, atMs);
+  }
+
+  /**
+   * A batch failed on an object that is not in the repository: when it is one run's (its
+   * folder or `events/` folder, as the view holds their oids, or the one run a bisection by run
+   * is left with), the other runs' timers are committed now and that run's are reported
+   * (`commit_failed` with its `runId`) and re-armed after `retryMaxMs`, never in a loop of quick
+   * retries. @returns false when the object is what every run needs (the deployment's `runs/`
+   * folder cannot be read): the whole batch is then retried with backoff, as any failed commit
+   */
+  private async withoutMissingRuns(due: readonly DueGeneration[], error: WorkflowHostError): Promise<boolean> {
+    const oid = error.data.oid;
+    const runIds = [...new Set(due.map((d) => d.runId))].sort();
+    const missing = new Set<string>();
+    for (const runId of runIds) {
+      const record = this.view.run(runId);
+      if (record !== undefined && (record.runTreeOid === oid || record.eventsOid === oid)) missing.add(runId);
+    }
+    if (missing.size === 0) {
+      if (!(await this.runsReadable())) return false;
+      if (runIds.length > 1) {
+        // Not a folder the view knows of: halves by run until one run is left.
+        const left = new Set(runIds.slice(0, Math.ceil(runIds.length / 2)));
+        await this.commitBatch(due.filter((d) => left.has(d.runId)));
+        await this.commitBatch(due.filter((d) => !left.has(d.runId)));
+        return true;
+      }
+      missing.add(runIds[0] as string);
+    }
+    const atMs = wallMs(this.ctx) + this.ctx.retryMaxMs;
+    for (const runId of missing) {
+      const timers = due.filter((d) => d.runId === runId);
+      this.ctx.count("commitFailures");
+      this.ctx.report({ type: "commit_failed", repoId: this.view.repoId, runId, timers: timers.length, retryInMs: this.ctx.retryMaxMs, error });
+      for (const d of timers) this.view.rearm(d.runId, d.pending, atMs);
+    }
+    const rest = due.filter((d) => !missing.has(d.runId));
+    if (rest.length > 0) await this.commitBatch(rest);
+    return true;
+  }
+
+  /** Whether the deployment's `runs/` folder can be read at the ref's tip (what every run's commit needs). */
+  private async runsReadable(): Promise<boolean> {
+    try {
+      const reads = await this.ctx.store.openCommittedReads(this.ctx.principal, this.view.rid, this.ctx.ref);
+      await reads.listDir(runsPrefix.slice(0, -1));
+      return true;
+    } catch {
+      return false;
+    }
   }
 }
 

@@ -116,7 +116,12 @@ export type SchedulerEvent =
   | { readonly type: "armed"; readonly repoId: string; readonly runId: string; readonly timerId: string; readonly fireAt: string }
   | { readonly type: "cancelled"; readonly repoId: string; readonly runId: string; readonly timerId: string; readonly commitSha: string | null }
   | { readonly type: "bad_event"; readonly repoId: string; readonly runId: string; readonly seq: number | null; readonly path: string; readonly error: WorkflowHostError }
-  | { readonly type: "commit_failed"; readonly repoId: string; readonly timers: number; readonly retryInMs: number; readonly error: unknown }
+  /**
+   * A fire commit failed; its `timers` are re-armed `retryInMs` later. With `runId`: only that
+   * run's timers, whose folder is not in the repository (`error` object_corrupt naming it); the
+   * other runs of the batch were committed without them, and this run waits `retryMaxMs`.
+   */
+  | { readonly type: "commit_failed"; readonly repoId: string; readonly runId?: string; readonly timers: number; readonly retryInMs: number; readonly error: unknown }
   | { readonly type: "timer_rejected"; readonly repoId: string; readonly runId: string; readonly timerId: string; readonly error: unknown }
   | { readonly type: "repo_failed"; readonly repoId: string; readonly retryInMs: number; readonly error: unknown }
   | { readonly type: "ref_rewritten"; readonly repoId: string; readonly from: string | null; readonly to: string }

@@ -92,7 +92,8 @@ export function createWorkflowHostScheduler(opts: SchedulerOptions): WorkflowHos
       if (recentBad.length > MAX_RECENT_BAD) recentBad.shift();
       log.warn(`bad event skipped: ${event.path} (${event.error.message})`, { repoId: event.repoId, seq: event.seq });
     } else if (event.type === "commit_failed" || event.type === "repo_failed") {
-      log.error(`${event.type} in ${event.repoId}, retry in ${event.retryInMs} ms: ${String(event.error)}`);
+      const run = event.type === "commit_failed" && event.runId !== undefined ? ` (run ${event.runId})` : "";
+      log.error(`${event.type} in ${event.repoId}${run}, retry in ${event.retryInMs} ms: ${String(event.error)}`);
     } else if (event.type === "timer_rejected") {
       log.error(`timer ${event.runId}/${event.timerId} in ${event.repoId} refused: ${String(event.error)}`);
     } else if (event.type === "rewind_refused") {

@@ -79,6 +79,7 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<HttpErrorCode, number>> = {
   ref_corrupt: 500,
   ref_rewound: 500,
   object_corrupt: 500,
+  object_missing: 500,
   io_failed: 500,
   path_escapes_data_dir: 500,
   delivery_failed: 500,

@@ -201,7 +201,7 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
       monitor.recordApiCommit((monotonicNow() - started) / 1000, false, repoId);
       return result;
     } catch (error) {
-      const failed = !isWorkflowHostError(error) || ["io_failed", "ref_locked", "ref_conflict", "ref_corrupt", "object_corrupt"].includes(error.code);
+      const failed = !isWorkflowHostError(error) || ["io_failed", "ref_locked", "ref_conflict", "ref_corrupt", "object_corrupt", "object_missing"].includes(error.code);
       monitor.recordApiCommit((monotonicNow() - started) / 1000, failed, repoId);
       throw error;
     }

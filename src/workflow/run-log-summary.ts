@@ -21,6 +21,7 @@
 import { describeValue, WorkflowHostError } from "../errors.js";
 import type { CommittedReads, DirEntry, Oid } from "../substrate/types.js";
 import { isRegularFileMode } from "../substrate/tree-object.js";
+import { isAbsentObject } from "../substrate/object-store.js";
 import { checkCompactedLog, notEndedProblem, notFoldProblem } from "./compacted-log.js";
 import { isTerminalEventType } from "./event-shapes.js";
 import { afterTerminalProblem, scheduleProblem, sequenceProblems } from "./log-problems.js";
@@ -227,7 +228,8 @@ export const sharedRunSummaries = new RunSummaryCache();
  * @returns the summary; a run with no folder is an empty one (eventCount 0, lastSeq -1)
  * @throws page_invalid for a `maxReports` that is not a whole number >= 0; id_invalid or
  *   path_violation for a `runId` that cannot name a run folder; errors of the reads themselves
- *   (object_corrupt, io_failed); a bad event never throws
+ *   (object_corrupt, io_failed); a bad event never throws, nor does an event blob that is not
+ *   in the repository (a bad event `object_missing` at its seq; such a summary is not kept)
  */
 export async function summarizeRunLog(reads: CommittedReads, runId: string, options: SummarizeRunLogOptions = {}): Promise<RunLogSummary> {
   const maxReports = options.maxReports ?? DEFAULT_MAX_REPORTS;
@@ -242,8 +244,9 @@ export async function summarizeRunLog(reads: CommittedReads, runId: string, opti
   const key = `${runId}:${options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES}:${maxReports}`;
   const known = treeOid === null ? undefined : cache?.get(key);
   if (known !== undefined && known.treeOid === treeOid) return known.summary;
-  const { summary, progress } = await fold(reads, runId, options, maxReports, known?.progress ?? null);
-  if (treeOid !== null) cache?.set(key, treeOid, summary, progress);
+  const { summary, progress, missing } = await fold(reads, runId, options, maxReports, known?.progress ?? null);
+  // Kept by tree oid unless read with an event blob missing (its tree is the same once restored).
+  if (treeOid !== null && !missing) cache?.set(key, treeOid, summary, progress);
   else cache?.delete(key);
   return summary;
 }
@@ -296,7 +299,7 @@ async function fold(
   maxReports: number,
   known: FoldProgress | null,
   visit?: (event: RunEvent) => void,
-): Promise<{ summary: RunLogSummary; progress: FoldProgress | null }> {
+): Promise<{ summary: RunLogSummary; progress: FoldProgress | null; missing: boolean }> {
   const { layout, strays, folder } = await openRunFolder(reads, runId);
   const sealed = layout.compacted;
   // Folded onto the kept progress when the log only grew since (see summarizeRunLog).
@@ -324,6 +327,9 @@ async function fold(
   // A sealed log beside the files must be their exact fold: compared file by file as they are read.
   const foldCheck = sealed !== null && total > 0 ? new FoldCheck(await blobs.readBlobByOid(sealed.oid)) : null;
   const state = createRunStateFold(runId, from?.point);
+  // An event blob not in the repository (a bad event): nothing of this fold is kept to grow
+  // from, so the event is read again once it is restored.
+  let missing = false;
   let terminal = from?.terminal ?? null;
   let eventCount = from?.eventCount ?? 0;
   let firstSeq = from?.firstSeq ?? null;
@@ -332,7 +338,13 @@ async function fold(
     const chunk: { seq: number; entry: DirEntry }[] = [];
     for (let k = start; k < Math.min(folder.seqs.length, start + CHUNK_EVENTS); k += 1) chunk.push({ seq: folder.seqs[k] as number, entry: folder.entry(folder.at[k] as number) });
     const wanted = chunk.filter(({ entry }) => isRegular(entry) && (foldCheck !== null || !reader.cached(entry.name, entry.oid)));
-    const contents = blobs.readBlobsByOid !== undefined && wanted.length > 0 ? await blobs.readBlobsByOid(wanted.map((w) => w.entry.oid)) : null;
+    let contents: readonly Uint8Array[] | null = null;
+    try {
+      if (blobs.readBlobsByOid !== undefined && wanted.length > 0) contents = await blobs.readBlobsByOid(wanted.map((w) => w.entry.oid));
+    } catch (error) {
+      // One of them is not in the repository: each read alone below, the missing one a bad event.
+      if (!isAbsentObject(error)) throw error;
+    }
     let next = 0;
     for (const item of chunk) {
       const { entry } = item;
@@ -340,10 +352,17 @@ async function fold(
         reader.notFile(entry.name, notAFile(entry));
         foldCheck?.part(new Uint8Array());
       } else if (wanted[next] === item) {
-        const bytes = contents === null ? await blobs.readBlobByOid(entry.oid) : (contents[next] as Uint8Array);
+        let bytes: Uint8Array | null = null;
+        try {
+          bytes = contents === null ? await blobs.readBlobByOid(entry.oid) : (contents[next] as Uint8Array);
+        } catch (error) {
+          if (!isAbsentObject(error)) throw error;
+          missing = true;
+          reader.missing(entry.name, entry.oid, error);
+        }
         next += 1;
-        reader.file(entry.name, bytes, entry.oid);
-        foldCheck?.part(bytes);
+        if (bytes !== null) reader.file(entry.name, bytes, entry.oid);
+        foldCheck?.part(bytes ?? new Uint8Array());
       }
     }
     const taken = reader.take();
@@ -367,7 +386,7 @@ async function fold(
   let maxFileSeq = folder.seqs.length === 0 ? -1 : (folder.seqs[folder.seqs.length - 1] as number);
   let terminalSeq = terminal?.seq ?? null;
   const progress: FoldProgress | null =
-    sealed === null && layout.events !== null
+    sealed === null && layout.events !== null && !missing
       ? {
           eventsOid: layout.events.oid,
           maxFileSeq,
@@ -415,7 +434,7 @@ async function fold(
     nextSeq: nextSeqAfter(maxFileSeq),
     state: finalState,
   };
-  return { summary, progress };
+  return { summary, progress, missing };
 }
 
 /**

@@ -7,6 +7,7 @@ import { DEFAULT_REF } from "../substrate/ref-name.js";
 import { describeValue, WorkflowHostError } from "../errors.js";
 import type { CommittedReads, DirEntry, Principal, RepoStore, WriteResult } from "../substrate/types.js";
 import { LruCache } from "../substrate/lru-cache.js";
+import { isAbsentObject } from "../substrate/object-store.js";
 import { isRegularFileMode } from "../substrate/tree-object.js";
 import { isTerminalEventType } from "./event-shapes.js";
 import { DEFAULT_MAX_EVENT_BYTES, parseEvent, serializeEvent } from "./events.js";
@@ -137,6 +138,13 @@ export function readRunLogFromFiles(
  * either form: beside the event files it must be their exact fold and the run must have ended;
  * alone, its lines are the events. One that is not valid is one problem and is otherwise
  * ignored: it neither ends the run nor moves the next seq.
+ *
+ * An object of the run that is not in the repository (a disk fault, a bad copy, a partial fetch;
+ * see {@link missingObjectError}): an event file's blob is a bad event at its seq (`object_missing`,
+ * the other events fold as around any bad event), a sealed log's or `blobs/` folder's a problem.
+ * @throws `object_missing` (`data.path` `runs/<runId>` or `runs/<runId>/events`) when the run's
+ *   folder or its `events/` folder is missing: nothing of the log can be read; any other read
+ *   error as the store raises it (a torn object, an I/O error, a missing `runs/` folder)
  */
 export async function readRunLog(reads: CommittedReads, runId: string, options: ReadRunLogAtOptions = {}): Promise<RunLog> {
   const { layout, strays, count, entryAt, eventsOid } = await listLogForRead(reads, runId, options.runTreeOid);
@@ -164,7 +172,12 @@ export async function readRunLog(reads: CommittedReads, runId: string, options: 
       if (read) wanted.push(entry.oid);
     }
     let contents: readonly Uint8Array[] | null = null;
-    if (blobs.readBlobsByOid !== undefined && wanted.length > 0) contents = await blobs.readBlobsByOid(wanted);
+    try {
+      if (blobs.readBlobsByOid !== undefined && wanted.length > 0) contents = await blobs.readBlobsByOid(wanted);
+    } catch (error) {
+      // One of them is not there: each read alone below, the missing one a bad event.
+      if (!isAbsentObject(error)) throw error;
+    }
     let next = 0;
     for (let i = from; i < to; i++) {
       const entry = slice[i - from] as DirEntry;
@@ -175,12 +188,26 @@ export async function readRunLog(reads: CommittedReads, runId: string, options: 
       if (entry.type === "tree") reader.notFile(entry.name, "folder");
       else if (entry.type === "commit") reader.notFile(entry.name, "gitlink (a submodule commit)");
       else if (!regular) reader.notFile(entry.name, "symlink");
-      else if (toRead[i - from] === true) reader.file(entry.name, contents === null ? await blobs.readBlobByOid(entry.oid) : (contents[next++] as Uint8Array), entry.oid);
+      else if (toRead[i - from] === true) {
+        if (contents !== null) reader.file(entry.name, contents[next++] as Uint8Array, entry.oid);
+        else {
+          let bytes: Uint8Array;
+          try {
+            bytes = await blobs.readBlobByOid(entry.oid);
+          } catch (error) {
+            if (!isAbsentObject(error)) throw error;
+            reader.missing(entry.name, entry.oid, error);
+            continue;
+          }
+          reader.file(entry.name, bytes, entry.oid);
+        }
+      }
     }
   }
   let log = long ? await reader.finishInSlices() : reader.finish();
-  if (layout.compacted !== null) {
-    const bytes = await reads.readBlobByOid(layout.compacted.oid);
+  const sealedBytes = layout.compacted === null ? null : await readOrMissing(reads, runId, compactedLogPath(runId), layout.compacted.oid, strays);
+  if (layout.compacted !== null && sealedBytes !== null) {
+    const bytes = sealedBytes;
     if (eventFiles.length === 0) {
       const sealed = checkCompactedLog(runId, bytes, withLimit({}, options.maxEventBytes));
       if (sealed.problem !== null) strays.push(sealed.problem);
@@ -190,7 +217,8 @@ export async function readRunLog(reads: CommittedReads, runId: string, options: 
       }
     } else {
       eventFiles.sort((a, b) => a.seq - b.seq);
-      const files = await Promise.all(eventFiles.map((f) => (f.oid === "" ? new Uint8Array() : reads.readBlobByOid(f.oid))));
+      // A missing event file (a bad event already) reads as empty: the sealed log then does not fold.
+      const files = await Promise.all(eventFiles.map((f) => (f.oid === "" ? new Uint8Array() : reads.readBlobByOid(f.oid).catch((error: unknown) => (isAbsentObject(error) ? new Uint8Array() : Promise.reject(error))))));
       const unfolded = foldProblem(runId, bytes, files);
       if (unfolded !== null) strays.push(unfolded);
       else if (log.state.terminal === null) strays.push(notEndedProblem(runId));
@@ -328,9 +356,18 @@ export async function readRunLogPage(reads: CommittedReads, runId: string, optio
     else if (!isRegularEntry(entry)) reader.notFile(entry.name, "symlink");
     else if (reader.cached(entry.name, entry.oid)) read = null;
     else {
-      const content = await reads.readBlobByOid(entry.oid);
-      read = content.byteLength;
-      reader.file(entry.name, content, entry.oid);
+      let content: Uint8Array | null = null;
+      try {
+        content = await reads.readBlobByOid(entry.oid);
+      } catch (error) {
+        // Not in the repository: a bad event of the page (object_missing), as readRunLog reads it.
+        if (!isAbsentObject(error)) throw error;
+        reader.missing(entry.name, entry.oid, error);
+      }
+      if (content !== null) {
+        read = content.byteLength;
+        reader.file(entry.name, content, entry.oid);
+      }
     }
     const taken = reader.take();
     bad.push(...taken.bad);
@@ -460,7 +497,13 @@ async function listLogForRead(
   // By oid when the caller has the run folder's (see ReadRunLogAtOptions.runTreeOid): the folders
   // below it are then listed by theirs too (a folder of the layout is a tree entry).
   let byOid = runTreeOid !== undefined && reads.listTree !== undefined ? (reads.listTree.bind(reads) as (oid: string) => Promise<readonly DirEntry[]>) : null;
-  let runEntries = byOid === null ? await reads.listDir(`${runsPrefix}${runId}`) : await byOid(runTreeOid as string);
+  const runPath = `${runsPrefix}${runId}`;
+  let runEntries: readonly DirEntry[];
+  try {
+    runEntries = byOid === null ? await reads.listDir(runPath) : await byOid(runTreeOid as string);
+  } catch (error) {
+    throw await runFolderMissing(reads, runId, runTreeOid, error);
+  }
   // A name a foreign writer stored twice in the run folder (`events` as a file and as a folder)
   // is found by path as the tree lookup answers it, not as the layout picks it from the listing:
   // such a run is read by path, exactly as without its oid, and its `events` oid found by path.
@@ -474,7 +517,35 @@ async function listLogForRead(
   }
   const layout = runFolderLayout(runId, runEntries);
   const strays: BadEvent[] = [...layout.problems];
-  if (layout.blobs !== null) strays.push(...blobFolderProblems(runId, byOid === null ? await reads.listDir(`${runsPrefix}${runId}/blobs`) : await byOid(layout.blobs.oid)));
+  if (layout.blobs !== null) {
+    const blobsOid = layout.blobs.oid;
+    try {
+      strays.push(...blobFolderProblems(runId, byOid === null ? await reads.listDir(`${runPath}/blobs`) : await byOid(blobsOid)));
+    } catch (error) {
+      // Not read for the log: its loss is the run's problem, not the end of its log.
+      if (!isAbsentObject(error) || errorOid(error) !== blobsOid) throw error;
+      strays.push({ runId, path: `${runPath}/blobs`, seq: null, error: missingObjectError(runId, `${runPath}/blobs`, blobsOid, error) });
+    }
+  }
+  const oid = layout.events?.oid ?? null;
+  try {
+    return await listEvents(reads, runId, byOid, layout, strays, eventsOid);
+  } catch (error) {
+    if (oid === null || !isAbsentObject(error) || errorOid(error) !== oid) throw error;
+    throw missingObjectError(runId, folderPath, oid, error);
+  }
+}
+
+/** The rest of {@link listLogForRead}: `events/` listed or indexed. */
+async function listEvents(
+  reads: CommittedReads,
+  runId: string,
+  byOid: ((oid: string) => Promise<readonly DirEntry[]>) | null,
+  layout: RunFolderLayout<DirEntry>,
+  strays: BadEvent[],
+  eventsOid: string | null,
+): Promise<{ layout: RunFolderLayout<DirEntry>; strays: BadEvent[]; count: number; entryAt: (i: number) => DirEntry; eventsOid: string | null }> {
+  const folderPath = runEventsPrefix(runId).slice(0, -1);
   const oid = layout.events?.oid ?? null;
   const content = oid === null || reads.readTreeBytes === undefined ? null : await reads.readTreeBytes(oid);
   if (oid !== null && content !== null && content.byteLength > BIG_EVENTS_FOLDER_BYTES) {
@@ -494,6 +565,60 @@ async function listLogForRead(
     }
   }
   return { layout, strays, count: entries.length, entryAt: (i) => entries[i] as DirEntry, eventsOid };
+}
+
+/**
+ * The `object_missing` error of an object a run's log names that is not in the repository
+ * (see isAbsentObject: nowhere, or another type under that oid). `path` is where the run names
+ * it (`runs/<runId>`, `runs/<runId>/events`, an event file); `data`: `runId`, `path`, `oid`.
+ */
+export function missingObjectError(runId: string, path: string, oid: string, cause?: unknown): WorkflowHostError {
+  return new WorkflowHostError(
+    "object_missing",
+    `${path} of run ${runId} is git object ${oid}, which is not in the repository (lost by a disk fault, a bad copy or a partial fetch); it is read without it until the object is restored`,
+    { runId, path, oid },
+    cause === undefined ? {} : { cause },
+  );
+}
+
+/** Whether `error` is {@link readRunLog}'s `object_missing`: a run's folder or `events/` folder is not in the repository. */
+export function isMissingRunObject(error: unknown): error is WorkflowHostError {
+  return error instanceof WorkflowHostError && error.code === "object_missing";
+}
+
+/** The oid an `object_corrupt` error names, or "". */
+function errorOid(error: unknown): string {
+  const oid = error instanceof WorkflowHostError ? error.data.oid : undefined;
+  return typeof oid === "string" ? oid : "";
+}
+
+/**
+ * What a failed listing of the run folder throws: `object_missing` when the missing object is
+ * the run folder itself (its oid as given or as found in `runs/`), else `error` as it is (a
+ * missing `runs/` folder or root: nothing of the deployment can be read).
+ */
+async function runFolderMissing(reads: CommittedReads, runId: string, runTreeOid: string | undefined, error: unknown): Promise<unknown> {
+  if (!isAbsentObject(error)) return error;
+  let oid: string | null | undefined = runTreeOid;
+  if (oid === undefined) {
+    try {
+      oid = await reads.treeOid(`${runsPrefix}${runId}`);
+    } catch {
+      return error;
+    }
+  }
+  return oid !== null && errorOid(error) === oid ? missingObjectError(runId, `${runsPrefix}${runId}`, oid, error) : error;
+}
+
+/** A blob of the run's folder, or null when it is missing (then one problem in `strays`). */
+async function readOrMissing(reads: CommittedReads, runId: string, path: string, oid: string, strays: BadEvent[]): Promise<Uint8Array | null> {
+  try {
+    return await reads.readBlobByOid(oid);
+  } catch (error) {
+    if (!isAbsentObject(error)) throw error;
+    strays.push({ runId, path, seq: null, error: missingObjectError(runId, path, oid, error) });
+    return null;
+  }
 }
 
 /** Whether two entries of a listing (sorted by name) share a name. */
@@ -579,6 +704,14 @@ export class LogReader {
     } catch (error) {
       this.#bad.push({ runId: this.#runId, path, seq, error: asEventError(error, path, seq) });
     }
+  }
+
+  /** An entry whose blob is not in the repository: a bad event (`object_missing`) at its seq, which stays taken. */
+  missing(name: string, oid: string, cause: unknown): void {
+    const path = `${this.#prefix}${name}`;
+    const seq = parseEventPathName(name);
+    if (seq !== null) this.#seqs.push(seq);
+    this.#bad.push({ runId: this.#runId, path, seq, error: missingObjectError(this.#runId, path, oid, cause) });
   }
 
   notFile(name: string, what: NotAFile): void {

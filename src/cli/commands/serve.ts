@@ -415,7 +415,7 @@ export function printEvent(io: CliIo, event: SchedulerEvent, json: boolean): voi
       line("ref-rewritten", `${event.repoId}: ${shortSha(event.from)} -> ${shortSha(event.to)}; runs re-read`);
       break;
     case "commit_failed":
-      line("commit-failed", `${event.repoId}: ${plural(event.timers, "timer")}, retry in ${duration(event.retryInMs)}: ${String(event.error)}`);
+      line("commit-failed", `${event.repoId}${event.runId === undefined ? "" : ` run ${event.runId}`}: ${plural(event.timers, "timer")}, retry in ${duration(event.retryInMs)}: ${String(event.error)}`);
       break;
     case "repo_failed":
       line("repo-failed", `${event.repoId}: retry in ${duration(event.retryInMs)}: ${String(event.error)}`);

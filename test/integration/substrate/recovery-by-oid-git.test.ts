@@ -6,9 +6,9 @@
  * as views of the pack window) and packed as deltas: each run's log read by the run folder's
  * oid (what a recovery does) equals the log read by path (what it did before), problems
  * included, and the `events` oid it tells is what `treeOid` answers; the scheduler's recovery
- * of the whole deployment reports the bad runs and events (a missing object fails the
- * deployment's recovery, retried, as it did when runs were read by path). The scheduler's
- * events here were compared with those of the code before runs were read by oid: the same.
+ * of the whole deployment reports the bad runs and events (a missing event blob is its run's
+ * bad event at its seq, by oid as by path; the deployment recovers). The scheduler's events
+ * here were compared with those of the code before runs were read by oid: the same.
  */
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
@@ -186,15 +186,18 @@ describe("odd deployments written by git, read by oid and by path", () => {
           // read by path as they always were (the lookup by name answers the entry without events).
           expect(armed).not.toContain("r-twice");
           expect(armed).not.toContain("r-events-twice");
-          if (layout.name !== "loose") expect(armed).toContain("r-ok");
+          expect(armed).toContain("r-ok");
+          // A missing event blob is its run's bad event at its seq, never the deployment's failure.
+          expect(events.filter((e) => e.type === "repo_failed")).toEqual([]);
+          const recovered = events.filter((e) => e.type === "recovered");
+          expect(recovered).toEqual([expect.objectContaining({ repoId: "d", commitSha: tip })]);
+          expect((recovered[0] as { badEvents: number }).badEvents).toBeGreaterThan(0);
+          const missing = events.filter((e) => e.type === "bad_event" && e.error.code === "object_missing");
           if (layout.name === "loose") {
-            // A missing object is the deployment's failure (retried), not a bad event: as by path.
-            expect(events.filter((e) => e.type === "recovered")).toEqual([]);
-            expect(events).toContainEqual(expect.objectContaining({ type: "repo_failed", repoId: "d", error: expect.objectContaining({ code: "object_corrupt" }) }));
+            expect(missing).toEqual([expect.objectContaining({ runId: "r-missing-blob", seq: 2, path: "runs/r-missing-blob/events/2.json", error: expect.objectContaining({ data: expect.objectContaining({ oid: "3".repeat(40) }) }) })]);
+            expect(armed).not.toContain("r-missing-blob");
           } else {
-            const recovered = events.filter((e) => e.type === "recovered");
-            expect(recovered).toEqual([expect.objectContaining({ repoId: "d", commitSha: tip })]);
-            expect((recovered[0] as { badEvents: number }).badEvents).toBeGreaterThan(0);
+            expect(missing).toEqual([]);
           }
         } finally {
           await scheduler.stop();
