@@ -19,6 +19,7 @@
  */
 import * as nodeCrypto from "node:crypto";
 import { createHash } from "node:crypto";
+import { adler32, rememberAdler32 } from "./adler32.js";
 import { hashObject, type GitObject } from "./git-object.js";
 import { assertEntryName, parseRepoPath } from "./repo-path.js";
 import { entryAt, findEntry, indexOfEntry, type ParsedTree } from "./tree-object.js";
@@ -181,6 +182,21 @@ interface MergePlan {
  * new entry goes; null when the direct build declines (see the module comment).
  */
 function planMerge(subContent: Uint8Array, files: readonly { readonly name: string }[]): MergePlan | null {
+  const steps = planMergeSteps(subContent, files);
+  for (;;) {
+    const step = steps.next();
+    if (step.done === true) return step.value;
+  }
+}
+
+/** Old entries {@link planMergeSteps} checks between two of its yields. */
+const MERGE_STEP_ENTRIES = 16_384;
+
+/**
+ * {@link planMerge} as steps: yields after every {@link MERGE_STEP_ENTRIES} old entries (a long
+ * run's `events/` has hundreds of thousands), returns the plan.
+ */
+function* planMergeSteps(subContent: Uint8Array, files: readonly { readonly name: string }[]): Generator<void, MergePlan | null> {
   if (files.length === 0) return null;
   const names: Buffer[] = [];
   for (const file of files) {
@@ -203,8 +219,13 @@ function planMerge(subContent: Uint8Array, files: readonly { readonly name: stri
   const at: number[] = [];
   let k = 0;
   const cursor = new EntryCursor(subContent);
+  let walked = 0;
   for (let step = cursor.step(); step !== 0; step = cursor.step()) {
     if (step < 0) return null;
+    if (++walked === MERGE_STEP_ENTRIES) {
+      walked = 0;
+      yield;
+    }
     while (k < order.length) {
       const name = names[order[k] as number] as Buffer;
       // A new name equal to an old one (as a file or as a folder): declined, as the edit would replace it.
@@ -258,6 +279,54 @@ function appendAt(folder: Uint8Array, oidAt: number, subContent: Uint8Array, fil
   writeMerge(subWhole, head, subContent, plan, oids, files.map((_, i) => i));
   const subObject: GitObject = { oid: sha1Hex(subWhole), type: "tree", content: subWhole.subarray(head) };
   // The folder: the same bytes with the subfolder's oid replaced.
+  const folderHead = `tree ${folder.length}\0`;
+  const folderWhole = Buffer.allocUnsafe(folderHead.length + folder.length);
+  const folderAt = folderWhole.write(folderHead, 0, "latin1");
+  folderWhole.set(folder, folderAt);
+  folderWhole.write(subObject.oid, folderAt + oidAt, "hex");
+  return { folder: { oid: sha1Hex(folderWhole), type: "tree", content: folderWhole.subarray(folderAt) }, sub: subObject };
+}
+
+/** A subfolder at least this big (bytes) is appended to in steps when the caller gives a pause. */
+export const GENTLE_SUB_BYTES = 256 * 1_024;
+/** Bytes hashed or summed between two pauses of {@link appendAtGently}. */
+const GENTLE_SLICE_BYTES = 1_024 * 1_024;
+
+/**
+ * {@link appendAt} that awaits `pause` between steps (the entries' check, the hashing), for a
+ * big subfolder. Same objects. The subfolder's Adler-32, which the pack writer stores its bytes
+ * under, is summed here in steps too and remembered (rememberAdler32).
+ */
+async function appendAtGently(folder: Uint8Array, oidAt: number, subContent: Uint8Array, files: readonly AppendedFile[], pause: () => Promise<void>): Promise<AppendedFolders | null> {
+  for (const file of files) if (!isOid(file.oid)) return null;
+  const steps = planMergeSteps(subContent, files);
+  let step = steps.next();
+  while (step.done !== true) {
+    await pause();
+    step = steps.next();
+  }
+  const plan = step.value;
+  if (plan === null) return null;
+  const subLength = subContent.length + plan.added;
+  const subHead = `tree ${subLength}\0`;
+  const subWhole = Buffer.allocUnsafe(subHead.length + subLength);
+  const head = subWhole.write(subHead, 0, "latin1");
+  const oids = Buffer.from(files.map((f) => f.oid).join(""), "hex");
+  writeMerge(subWhole, head, subContent, plan, oids, files.map((_, i) => i));
+  await pause();
+  const hash = createHash("sha1");
+  for (let at = 0; at < subWhole.length; at += GENTLE_SLICE_BYTES) {
+    hash.update(subWhole.subarray(at, Math.min(subWhole.length, at + GENTLE_SLICE_BYTES)));
+    await pause();
+  }
+  const content = subWhole.subarray(head);
+  let sum = 1;
+  for (let at = 0; at < content.length; at += GENTLE_SLICE_BYTES) {
+    sum = adler32(content.subarray(at, Math.min(content.length, at + GENTLE_SLICE_BYTES)), sum);
+    await pause();
+  }
+  rememberAdler32(content, sum);
+  const subObject: GitObject = { oid: hash.digest("hex"), type: "tree", content };
   const folderHead = `tree ${folder.length}\0`;
   const folderWhole = Buffer.allocUnsafe(folderHead.length + folder.length);
   const folderAt = folderWhole.write(folderHead, 0, "latin1");
@@ -433,7 +502,14 @@ export async function planAppends(source: AppendSource, rootOid: Oid | null, app
       blobs.push(blob);
       files.push({ name: file.name, oid: blob.oid });
     }
-    const built = subObject === null || subObject.type !== "tree" || oidAt < 0 ? null : appendAt(folderObject.content, oidAt, subObject.content, files);
+    let built: AppendedFolders | null = null;
+    if (subObject !== null && subObject.type === "tree" && oidAt >= 0) {
+      if (pause !== undefined && subObject.content.length >= GENTLE_SUB_BYTES) {
+        // Awaited in steps: a folder laid out by onlySubfolder is copied out of its scratch buffer first.
+        const folderBytes = fromScratch ? Buffer.from(folderObject.content) : folderObject.content;
+        built = await appendAtGently(folderBytes, oidAt, subObject.content, files, pause);
+      } else built = appendAt(folderObject.content, oidAt, subObject.content, files);
+    }
     if (built === null) {
       declined(append);
       continue;
