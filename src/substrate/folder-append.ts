@@ -13,6 +13,10 @@
  * git's order, a name outside plain printable ASCII or one `git fsck` could refuse, a mode the
  * edit would rewrite (`040000`), a new name already present.
  *
+ * Given a pause (a time slicer), a subfolder of {@link GENTLE_SUB_BYTES} or more is worked on in
+ * steps (its entries checked, its SHA-1 and Adler-32 taken, a slice at a time): a validated
+ * append to a run of 200,000 events holds the event loop for a slice, not for the whole folder.
+ *
  * Given a {@link PackedObjects}, `planAppends` writes each run's new files and two folders
  * straight into it as pack entries (packed-objects.ts) instead of returning them as objects, and
  * leaves the list of their changes to be made when asked (`AppendPlan.deferredChanges`).
@@ -387,7 +391,8 @@ export interface AppendPlan {
  * Builds the folders of `appends` against the tree `rootOid` (see the module comment); what it
  * declines (a folder or subfolder missing or not clean, a bad name) comes back as plain puts,
  * so the caller's generic edit applies or refuses those as it would any put.
- * @param pause awaited every few folders (a caller's time slicer); default none
+ * @param pause awaited every few folders, and between steps inside a big subfolder (see the
+ *   module comment; a caller's time slicer); default none
  * @param packed when given, each built run's objects (its new files, subfolder and folder) are
  *   written into it as pack entries instead of listed in `objects` (see packed-objects.ts); a
  *   run with a file over {@link PACKED_BLOB_MAX_BYTES} or a folder over {@link PACKED_MAX_BYTES}
