@@ -6,6 +6,7 @@
  *
  *   node --import tsx bench/run-view-child.ts --build 200000 --data /tmp/rv   (once: the deployment)
  *   node --expose-gc --import tsx bench/run-view-child.ts --root /path/to/checkout --data /tmp/rv
+ *   node --expose-gc --import tsx bench/run-view-child.ts --root … --data <a copy> --append whole|commit|deliver
  *
  * The run (`bench/long`) is a cron series that fired every minute, a signal every 100 events,
  * committed in one unvalidated commit, as a long-lived run's log is after months. The host is
@@ -14,12 +15,13 @@
  * route with nothing cached (404 where the checkout has no such route), the run cold, the run
  * again, the page again.
  */
+import * as os from "node:os";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { pathToFileURL } from "node:url";
 import { watchLoopHolds } from "./stats.js";
 
-const { values } = parseArgs({ options: { root: { type: "string" }, data: { type: "string" }, build: { type: "string" } } });
+const { values } = parseArgs({ options: { root: { type: "string" }, data: { type: "string" }, build: { type: "string" }, append: { type: "string" } } });
 const dataDir = resolve(values.data ?? "/tmp/run-view");
 const root = resolve(values.root ?? new URL("..", import.meta.url).pathname);
 const load = <T>(path: string): Promise<T> => import(pathToFileURL(`${root}/${path}`).href) as Promise<T>;
@@ -45,6 +47,64 @@ if (values.build !== undefined) {
   await buildFixtureRepo(store, "bench", Object.fromEntries(files));
   await store.close();
   console.log(JSON.stringify({ built: count, dataDir, ms: Date.now() - started }));
+  process.exit(0);
+}
+
+if (values.append !== undefined) {
+  const mode = values.append;
+  if (mode !== "whole" && mode !== "commit" && mode !== "deliver") throw new Error(`--append takes whole, commit or deliver, not ${mode}`);
+  const { openWorkflowStore } = await load<typeof import("../src/host/open-workflow-store.js")>("src/host/open-workflow-store.ts");
+  const { appendRunEvents } = await load<typeof import("../src/workflow/run-log-append.js")>("src/workflow/run-log-append.ts");
+  const store = openWorkflowStore({ dataDir, watch: false });
+  const append = (label: string, events: Record<string, unknown>[]): Promise<void> =>
+    measureAppend(label, async () => (await appendRunEvents({ store, principal: null, repoId: "bench", runId: "long", message: label, decide: () => ({ append: events, result: null }) })).committed);
+  const measureAppend = async (label: string, action: () => Promise<boolean>): Promise<void> => {
+    (globalThis as { gc?: () => void }).gc?.();
+    const stopWatching = watchLoopHolds();
+    let lastCpu = process.cpuUsage();
+    let cpuBetweenTicksMaxMs = 0;
+    const ticker = setInterval(() => {
+      const cpu = process.cpuUsage();
+      cpuBetweenTicksMaxMs = Math.max(cpuBetweenTicksMaxMs, (cpu.user - lastCpu.user + cpu.system - lastCpu.system) / 1000);
+      lastCpu = cpu;
+    }, 1);
+    const cpu = process.cpuUsage();
+    const wall = performance.now();
+    const committed = await action();
+    const wallMs = performance.now() - wall;
+    const used = process.cpuUsage(cpu);
+    clearInterval(ticker);
+    const tail = process.cpuUsage();
+    cpuBetweenTicksMaxMs = Math.max(cpuBetweenTicksMaxMs, (tail.user - lastCpu.user + tail.system - lastCpu.system) / 1000);
+    const holds = stopWatching();
+    console.log(JSON.stringify({
+      label,
+      committed,
+      cpuMs: Math.round((used.user + used.system) / 1000),
+      wallMs: Math.round(wallMs),
+      longestGapMs: Math.round(holds.longestGapMs),
+      cpuBetweenTicksMaxMs: Math.round(cpuBetweenTicksMaxMs),
+      loopDelayMaxMs: Math.round(holds.loopDelayMaxMs),
+      load: os.loadavg()[0]?.toFixed(1),
+    }));
+  };
+  const signal = (n: number): Record<string, unknown> => ({ type: "SignalReceived", signalName: "poke", signalId: `bench-${n}`, payload: { n }, at: "2026-06-01T00:00:00.000Z" });
+  if (mode === "deliver") {
+    // Through a host's run channel (not started: no recovery reads the log first).
+    const { createWorkflowHost: createHost } = await load<typeof import("../src/host/host.js")>("src/host/host.ts");
+    const host = createHost({ dataDir, watch: false });
+    const channel = host.channel("bench", "long");
+    for (const [label, n] of [["first deliver (read and commit)", 1], ["next deliver", 2]] as const) {
+      await measureAppend(label, async () => !(await channel.deliver("poke", { n }, `bench-${n}`)).duplicate);
+    }
+    await host.stop();
+    await store.close();
+    process.exit(0);
+  }
+  if (mode === "commit") await append("append of nothing (the log read and kept)", []);
+  await append(mode === "whole" ? "first append (read and commit)" : "append (commit alone)", [signal(1)]);
+  await append("next append", [signal(2)]);
+  await store.close();
   process.exit(0);
 }
 

@@ -13,12 +13,17 @@
  * git's order, a name outside plain printable ASCII or one `git fsck` could refuse, a mode the
  * edit would rewrite (`040000`), a new name already present.
  *
+ * Given a pause (a time slicer), a subfolder of {@link GENTLE_SUB_BYTES} or more is worked on in
+ * steps (its entries checked, its SHA-1 and Adler-32 taken, a slice at a time): a validated
+ * append to a run of 200,000 events holds the event loop for a slice, not for the whole folder.
+ *
  * Given a {@link PackedObjects}, `planAppends` writes each run's new files and two folders
  * straight into it as pack entries (packed-objects.ts) instead of returning them as objects, and
  * leaves the list of their changes to be made when asked (`AppendPlan.deferredChanges`).
  */
 import * as nodeCrypto from "node:crypto";
 import { createHash } from "node:crypto";
+import { adler32, rememberAdler32 } from "./adler32.js";
 import { hashObject, type GitObject } from "./git-object.js";
 import { assertEntryName, parseRepoPath } from "./repo-path.js";
 import { entryAt, findEntry, indexOfEntry, type ParsedTree } from "./tree-object.js";
@@ -181,6 +186,21 @@ interface MergePlan {
  * new entry goes; null when the direct build declines (see the module comment).
  */
 function planMerge(subContent: Uint8Array, files: readonly { readonly name: string }[]): MergePlan | null {
+  const steps = planMergeSteps(subContent, files);
+  for (;;) {
+    const step = steps.next();
+    if (step.done === true) return step.value;
+  }
+}
+
+/** Old entries {@link planMergeSteps} checks between two of its yields. */
+const MERGE_STEP_ENTRIES = 16_384;
+
+/**
+ * {@link planMerge} as steps: yields after every {@link MERGE_STEP_ENTRIES} old entries (a long
+ * run's `events/` has hundreds of thousands), returns the plan.
+ */
+function* planMergeSteps(subContent: Uint8Array, files: readonly { readonly name: string }[]): Generator<void, MergePlan | null> {
   if (files.length === 0) return null;
   const names: Buffer[] = [];
   for (const file of files) {
@@ -203,8 +223,13 @@ function planMerge(subContent: Uint8Array, files: readonly { readonly name: stri
   const at: number[] = [];
   let k = 0;
   const cursor = new EntryCursor(subContent);
+  let walked = 0;
   for (let step = cursor.step(); step !== 0; step = cursor.step()) {
     if (step < 0) return null;
+    if (++walked === MERGE_STEP_ENTRIES) {
+      walked = 0;
+      yield;
+    }
     while (k < order.length) {
       const name = names[order[k] as number] as Buffer;
       // A new name equal to an old one (as a file or as a folder): declined, as the edit would replace it.
@@ -266,6 +291,54 @@ function appendAt(folder: Uint8Array, oidAt: number, subContent: Uint8Array, fil
   return { folder: { oid: sha1Hex(folderWhole), type: "tree", content: folderWhole.subarray(folderAt) }, sub: subObject };
 }
 
+/** A subfolder at least this big (bytes) is appended to in steps when the caller gives a pause. */
+export const GENTLE_SUB_BYTES = 256 * 1_024;
+/** Bytes hashed or summed between two pauses of {@link appendAtGently}. */
+const GENTLE_SLICE_BYTES = 1_024 * 1_024;
+
+/**
+ * {@link appendAt} that awaits `pause` between steps (the entries' check, the hashing), for a
+ * big subfolder. Same objects. The subfolder's Adler-32, which the pack writer stores its bytes
+ * under, is summed here in steps too and remembered (rememberAdler32).
+ */
+async function appendAtGently(folder: Uint8Array, oidAt: number, subContent: Uint8Array, files: readonly AppendedFile[], pause: () => Promise<void>): Promise<AppendedFolders | null> {
+  for (const file of files) if (!isOid(file.oid)) return null;
+  const steps = planMergeSteps(subContent, files);
+  let step = steps.next();
+  while (step.done !== true) {
+    await pause();
+    step = steps.next();
+  }
+  const plan = step.value;
+  if (plan === null) return null;
+  const subLength = subContent.length + plan.added;
+  const subHead = `tree ${subLength}\0`;
+  const subWhole = Buffer.allocUnsafe(subHead.length + subLength);
+  const head = subWhole.write(subHead, 0, "latin1");
+  const oids = Buffer.from(files.map((f) => f.oid).join(""), "hex");
+  writeMerge(subWhole, head, subContent, plan, oids, files.map((_, i) => i));
+  await pause();
+  const hash = createHash("sha1");
+  for (let at = 0; at < subWhole.length; at += GENTLE_SLICE_BYTES) {
+    hash.update(subWhole.subarray(at, Math.min(subWhole.length, at + GENTLE_SLICE_BYTES)));
+    await pause();
+  }
+  const content = subWhole.subarray(head);
+  let sum = 1;
+  for (let at = 0; at < content.length; at += GENTLE_SLICE_BYTES) {
+    sum = adler32(content.subarray(at, Math.min(content.length, at + GENTLE_SLICE_BYTES)), sum);
+    await pause();
+  }
+  rememberAdler32(content, sum);
+  const subObject: GitObject = { oid: hash.digest("hex"), type: "tree", content };
+  const folderHead = `tree ${folder.length}\0`;
+  const folderWhole = Buffer.allocUnsafe(folderHead.length + folder.length);
+  const folderAt = folderWhole.write(folderHead, 0, "latin1");
+  folderWhole.set(folder, folderAt);
+  folderWhole.write(subObject.oid, folderAt + oidAt, "hex");
+  return { folder: { oid: sha1Hex(folderWhole), type: "tree", content: folderWhole.subarray(folderAt) }, sub: subObject };
+}
+
 /** 40 lowercase hex digits (what every oid here is; checked without a regular expression per file). */
 function isOid(oid: string): boolean {
   if (oid.length !== 40) return false;
@@ -318,7 +391,8 @@ export interface AppendPlan {
  * Builds the folders of `appends` against the tree `rootOid` (see the module comment); what it
  * declines (a folder or subfolder missing or not clean, a bad name) comes back as plain puts,
  * so the caller's generic edit applies or refuses those as it would any put.
- * @param pause awaited every few folders (a caller's time slicer); default none
+ * @param pause awaited every few folders, and between steps inside a big subfolder (see the
+ *   module comment; a caller's time slicer); default none
  * @param packed when given, each built run's objects (its new files, subfolder and folder) are
  *   written into it as pack entries instead of listed in `objects` (see packed-objects.ts); a
  *   run with a file over {@link PACKED_BLOB_MAX_BYTES} or a folder over {@link PACKED_MAX_BYTES}
@@ -433,7 +507,14 @@ export async function planAppends(source: AppendSource, rootOid: Oid | null, app
       blobs.push(blob);
       files.push({ name: file.name, oid: blob.oid });
     }
-    const built = subObject === null || subObject.type !== "tree" || oidAt < 0 ? null : appendAt(folderObject.content, oidAt, subObject.content, files);
+    let built: AppendedFolders | null = null;
+    if (subObject !== null && subObject.type === "tree" && oidAt >= 0) {
+      if (pause !== undefined && subObject.content.length >= GENTLE_SUB_BYTES) {
+        // Awaited in steps: a folder laid out by onlySubfolder is copied out of its scratch buffer first.
+        const folderBytes = fromScratch ? Buffer.from(folderObject.content) : folderObject.content;
+        built = await appendAtGently(folderBytes, oidAt, subObject.content, files, pause);
+      } else built = appendAt(folderObject.content, oidAt, subObject.content, files);
+    }
     if (built === null) {
       declined(append);
       continue;

@@ -26,11 +26,12 @@
  * repo per process.
  */
 import type { Clock, MonotonicNow } from "../time/clock.js";
+import { createTimeSlicer } from "../time/time-slicer.js";
 import { WorkflowHostError, describeValue } from "../errors.js";
 import { createCommittedReads, type ObjectSource } from "./committed-reads.js";
 import { holdMerges } from "./pack-merge-thread.js";
 import { encodeCommit, type GitObject, hashObject, type Identity } from "./git-object.js";
-import { EMPTY_TREE_OID, findEntry, type ParsedTree } from "./tree-object.js";
+import { decodeTree, EMPTY_TREE_OID, findEntry, type ParsedTree } from "./tree-object.js";
 import type { Sleep } from "./ref-store.js";
 import type { RepoHandle } from "./repo-handle.js";
 import { parseRepoPath } from "./repo-path.js";
@@ -171,21 +172,20 @@ type Prepared<R> =
     };
 
 /**
- * The write's appends (PlannedWrite.appends): built from the stored folders' bytes when the
- * write is prevalidated (nothing reads the new folders before they are stored), else plain puts
- * like the ones the direct build declines, which are added to `blobs` and `puts` here. A built
- * run's new objects are written straight into `packed` as pack entries (packed-objects.ts): no
- * object per file or folder, no second copy of their bytes when the pack is encoded.
+ * The write's appends (PlannedWrite.appends), built from the stored folders' bytes (no folder is
+ * parsed: an append to a run of 200,000 events edits its `events/` folder's bytes, where the
+ * generic edit decodes the whole folder in one step); what the direct build declines becomes
+ * plain puts, which are added to `blobs` and `puts` here. A prevalidated write's built runs
+ * have their new objects written straight into `packed` as pack entries (packed-objects.ts): no
+ * object per file or folder, no second copy of their bytes when the pack is encoded. Any other
+ * write gets them as objects (AppendPlan.objects), which its validatePush reads.
  * @returns the folder puts and objects built, or undefined when there are no appends
  */
-async function planWriteAppends<R>(repo: RepoHandle, planned: PlannedWrite<R>, baseTree: Oid | null, blobs: Map<Oid, GitObject>, puts: { path: string[]; oid: Oid }[], packed: PackedObjects): Promise<AppendPlan | undefined> {
+async function planWriteAppends<R>(repo: RepoHandle, planned: PlannedWrite<R>, baseTree: Oid | null, blobs: Map<Oid, GitObject>, puts: { path: string[]; oid: Oid }[], packed: PackedObjects, pause: (() => Promise<void>) | undefined): Promise<AppendPlan | undefined> {
   const appends = planned.appends;
   if (appends === undefined || appends.length === 0) return undefined;
   assertFoldersOnce(appends);
-  const plan: AppendPlan =
-    planned.prevalidated === true
-      ? await planAppends(appendSourceOf(repo.objects), baseTree, appends, planned.pause, packed)
-      : { folders: [], objects: [], built: [], puts: appends.flatMap((a) => a.files.map((f): [string, Uint8Array] => [`${a.folder}/${a.sub}/${f.name}`, f.content])) };
+  const plan = await planAppends(appendSourceOf(repo.objects), baseTree, appends, pause, planned.prevalidated === true ? packed : undefined);
   for (const [path, content] of plan.puts) {
     const blob = hashObject("blob", content);
     blobs.set(blob.oid, blob);
@@ -234,7 +234,10 @@ async function prepare<R>(deps: WriteEngineDeps, name: string, tip: Oid | null, 
   const planned = await plan(tip, reads);
   if (planned === null) return { kind: "noop", result: undefined };
 
-  const pause = planned.pause;
+  // A validated write with appends is sliced even when its caller gave no slicer: the folder it
+  // appends to may be a long run's `events/` of 200,000 entries (megabytes to read, walk, hash
+  // and pack), which no step may do in one piece.
+  const pause = planned.pause ?? (planned.prevalidated !== true && (planned.appends?.length ?? 0) > 0 ? createTimeSlicer().pause : undefined);
   const blobs = new Map<Oid, GitObject>();
   const puts: { path: string[]; oid: Oid }[] = [];
   for (const [path, content] of fileEntries(planned.puts)) {
@@ -256,7 +259,7 @@ async function prepare<R>(deps: WriteEngineDeps, name: string, tip: Oid | null, 
   const store = repo.objects;
   const cacheOld = planned.prevalidated !== true;
   const readOld = (oid: Oid): Promise<ParsedTree> => store.readTreeForEdit(oid, cacheOld);
-  appended = await planWriteAppends(repo, planned, baseTree, blobs, puts, packed);
+  appended = await planWriteAppends(repo, planned, baseTree, blobs, puts, packed, pause);
   const deferredChanges = appended?.deferredChanges;
   const edit = await applyTreeEdits(readOld, baseTree, {
     ...(planned.clear === undefined ? {} : { clear: planned.clear }),
@@ -267,14 +270,19 @@ async function prepare<R>(deps: WriteEngineDeps, name: string, tip: Oid | null, 
   if (edit.rootOid === (baseTree ?? EMPTY_TREE_OID)) return { kind: "noop", result: planned.result };
 
   if (repo.handler.validatePush !== undefined && planned.prevalidated !== true) {
+    // The appends' built objects (new files, folders) are not stored yet either.
+    const built = new Map<Oid, GitObject>();
+    for (const object of appended?.objects ?? []) built.set(object.oid, object);
     const source: ObjectSource = {
       readTree: (oid) => {
         const pending = edit.pending.get(oid);
-        return pending !== undefined ? Promise.resolve(pending) : repo.objects.readTree(oid);
+        if (pending !== undefined) return Promise.resolve(pending);
+        const object = built.get(oid);
+        return object !== undefined && object.type === "tree" ? Promise.resolve(decodeTree(oid, object.content)) : repo.objects.readTree(oid);
       },
       readBlob: (oid) => {
-        const pending = blobs.get(oid);
-        return pending !== undefined ? Promise.resolve(pending.content.slice()) : repo.objects.readBlob(oid);
+        const pending = blobs.get(oid) ?? built.get(oid);
+        return pending !== undefined && pending.type === "blob" ? Promise.resolve(pending.content.slice()) : repo.objects.readBlob(oid);
       },
     };
     await repo.handler.validatePush({

@@ -16,10 +16,10 @@
  */
 import { WorkflowHostError } from "../errors.js";
 import { DEFAULT_REF } from "../substrate/ref-name.js";
-import type { Principal, RepoStore, WriteResult } from "../substrate/types.js";
+import type { FolderAppend, Principal, RepoStore, WriteResult } from "../substrate/types.js";
 import { appendLogCacheOf, type KnownLog } from "./append-log-cache.js";
 import { parseEvent, serializeEvent } from "./events.js";
-import { runEventsPrefix } from "./paths.js";
+import { eventsFolder, runEventsPrefix, runsPrefix } from "./paths.js";
 import { nextSeqAfter, withLimit, type RunLog } from "./run-log.js";
 import { WORKFLOW_RUN_KIND } from "./workflow-run-kind.js";
 import { applyEvent } from "./run-state.js";
@@ -204,7 +204,10 @@ class AppendBatcher {
         // Every append is decided again on each attempt, against this parent only.
         working = new Map();
         const outcomes: AppendOutcome[] = [];
-        const puts = new Map<string, Uint8Array>();
+        // Per run, its new event files: one append to its `events/` folder (TreeDelta.appends),
+        // which the store builds from the folder's stored bytes (a long run's folder is never
+        // parsed whole) and validates as it would the same files put.
+        const files = new Map<string, { name: string; content: Uint8Array }[]>();
         let bytes = 0;
         for (const { options } of batch) {
           if (outcomes.length > 0 && bytes >= MAX_BATCH_BYTES) {
@@ -226,9 +229,14 @@ class AppendBatcher {
             }
             const added = newEvents(options.runId, run.log, decision.append, options.maxEventBytes);
             // Only an append that is wholly valid touches the batch.
-            for (const [path, data] of added.puts) {
-              puts.set(path, data);
-              bytes += data.length;
+            let runFiles = files.get(options.runId);
+            if (runFiles === undefined) {
+              runFiles = [];
+              files.set(options.runId, runFiles);
+            }
+            for (const [name, content] of added.files) {
+              runFiles.push({ name, content });
+              bytes += content.length;
             }
             // concat: a spread of a 200,000-event log is several times slower, in one piece.
             run.log = { ...run.log, events: run.log.events.concat(added.events), maxFileSeq: added.maxFileSeq, nextSeq: nextSeqAfter(added.maxFileSeq), state: added.state };
@@ -238,7 +246,10 @@ class AppendBatcher {
             outcomes.push({ kind: "failed", error });
           }
         }
-        return puts.size === 0 ? { result: outcomes } : { puts, result: outcomes };
+        if (files.size === 0) return { result: outcomes };
+        const appends: FolderAppend[] = [];
+        for (const [runId, runFiles] of files) appends.push({ folder: `${runsPrefix}${runId}`, sub: eventsFolder, files: runFiles });
+        return { appends, result: outcomes };
       },
     });
     return { written, working };
@@ -260,7 +271,7 @@ class AppendBatcher {
 }
 
 /**
- * The files and log of `append` at the next dense seqs after `log`.
+ * The files (names in the run's `events/`) and log of `append` at the next dense seqs after `log`.
  * @throws event_invalid when the run has ended; payload_too_large / event_invalid /
  *   time_invalid / id_invalid for an event that is not valid at its seq
  */
@@ -269,13 +280,13 @@ function newEvents(
   log: RunLog,
   append: readonly Record<string, unknown>[],
   maxEventBytes: number | undefined,
-): { puts: Map<string, Uint8Array>; events: RunEvent[]; maxFileSeq: number; state: RunState } {
+): { files: Map<string, Uint8Array>; events: RunEvent[]; maxFileSeq: number; state: RunState } {
   // Checked on the whole log: the store's validatePush only sees the last event, and a log
   // pushed with git may hold events after its terminal one.
   if (log.state.terminal !== null) {
     throw new WorkflowHostError("event_invalid", `run ${runId} has ended (${log.state.terminal}); nothing may follow a terminal event`, { runId, terminal: log.state.terminal });
   }
-  const puts = new Map<string, Uint8Array>();
+  const files = new Map<string, Uint8Array>();
   let seq = log.nextSeq;
   let state = log.state;
   const events: RunEvent[] = [];
@@ -284,12 +295,12 @@ function newEvents(
       throw new WorkflowHostError("event_invalid", `run ${runId} has ended (${state.terminal}); nothing may follow a terminal event`, { runId, terminal: state.terminal });
     }
     const event = parseEvent(serializeEvent({ ...body, seq } as RunEvent, withLimit({}, maxEventBytes)), withLimit({ expectedSeq: seq }, maxEventBytes));
-    puts.set(`${runEventsPrefix(runId)}${seq}.json`, serializeEvent(event, withLimit({}, maxEventBytes)));
+    files.set(`${seq}.json`, serializeEvent(event, withLimit({}, maxEventBytes)));
     state = applyEvent(state, event);
     events.push(event);
     seq += 1;
   }
-  return { puts, events, maxFileSeq: seq - 1, state };
+  return { files, events, maxFileSeq: seq - 1, state };
 }
 
 const appendBatchers = new WeakMap<RepoStore, Map<string, AppendBatcher>>();

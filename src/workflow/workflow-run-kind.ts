@@ -150,10 +150,9 @@ async function checkRunsRemoved(ctx: PushContext, maxEventBytes: number): Promis
         reason: "not_archived",
       });
     }
-    const seqs = await priorEventSeqs(ctx.prior, runId);
-    const last = seqs.at(-1);
+    const { seqs, last } = await priorEvents(ctx.prior, runId);
     const ended =
-      (last !== undefined && isTerminalBytes(await ctx.prior.readBlob(`${runEventsPrefix(runId)}${last}.json`))) ||
+      (seqs.length > 0 && isTerminalBytes(last)) ||
       (seqs.length === 0 && (await isSealed(ctx.prior, runId, maxEventBytes)));
     if (!ended) {
       throw new WorkflowHostError("event_invalid", `${change.path}: run ${runId} has not ended; only an ended run leaves the live tree`, {
@@ -231,9 +230,22 @@ function groupByRun(changes: readonly PathChange[]): Map<string, RunChanges> {
 // append to a run of 200,000 events neither lists them as objects nor sorts their seqs, and the
 // writer's own check that others only added (append-log-cache.ts) indexed this folder already.
 async function priorEventSeqs(prior: CommittedReads | null, runId: string): Promise<Float64Array> {
-  if (prior === null) return new Float64Array(0);
-  const folder = runEventsPrefix(runId).slice(0, -1);
-  return (await openEventsFolder(prior, folder, await prior.treeOid(folder))).seqs;
+  return (await priorEvents(prior, runId)).seqs;
+}
+
+/**
+ * The run's prior event seqs (ascending) and the bytes of the last one (null when it is not a
+ * file), read through the folder's seq index: a long run's `events/` is not parsed whole to find
+ * one entry (the index is kept by oid, and the log's read made it already).
+ */
+async function priorEvents(prior: CommittedReads | null, runId: string): Promise<{ seqs: Float64Array; last: Uint8Array | null }> {
+  if (prior === null) return { seqs: new Float64Array(0), last: null };
+  const path = runEventsPrefix(runId).slice(0, -1);
+  const folder = await openEventsFolder(prior, path, await prior.treeOid(path));
+  const k = folder.seqs.length - 1;
+  if (k < 0) return { seqs: folder.seqs, last: null };
+  const entry = folder.entry(folder.at[k] as number);
+  return { seqs: folder.seqs, last: entry.type === "blob" ? await prior.readBlobByOid(entry.oid) : null };
 }
 
 // The prior log was validated on the way in, except for commits that arrived by `git push`; an
@@ -276,14 +288,15 @@ async function checkAppend(ctx: PushContext, runId: string, run: RunChanges, max
   const added = [...run.added].sort((a, b) => a.seq - b.seq);
   const first = added[0];
   if (first === undefined) return;
-  const priorSeqs = await priorEventSeqs(ctx.prior, runId);
+  const prior = await priorEvents(ctx.prior, runId);
+  const priorSeqs = prior.seqs;
   // Only a valid seal ends a run; with event files beside it, their terminal event already does.
   if (priorSeqs.length === 0 && ctx.prior !== null && (await ctx.prior.treeOid(compactedLogPath(runId))) !== null && (await isSealed(ctx.prior, runId, maxEventBytes))) {
     throw rejected(first.change.path, first.seq, "the run is sealed (events.jsonl: it ended); nothing may follow");
   }
   const priorMax = priorSeqs.at(-1) ?? -1;
   let terminalSeq: number | null =
-    priorMax >= 0 && isTerminalBytes((await ctx.prior?.readBlob(`${runEventsPrefix(runId)}${priorMax}.json`)) ?? null) ? priorMax : null;
+    priorMax >= 0 && isTerminalBytes(prior.last) ? priorMax : null;
   let expected = priorMax + 1;
   if (priorMax < 0 && first.seq === 1) expected = 1;
   for (const { seq, change } of added) {

@@ -8,7 +8,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { createFsFromVolume, Volume } from "memfs";
-import { appendToSubfolder, subfolderOid } from "../../../src/substrate/folder-append.js";
+import { appendToSubfolder, planAppends, subfolderOid } from "../../../src/substrate/folder-append.js";
 import { applyTreeEdits } from "../../../src/substrate/tree-edit.js";
 import { decodeTree, makeTree, type ParsedTree, type TreeEntry } from "../../../src/substrate/tree-object.js";
 import { hashObject } from "../../../src/substrate/git-object.js";
@@ -252,5 +252,46 @@ describe("a built folder's position hint (TreeEdits.puts at)", () => {
       expect(hinted.rootOid, JSON.stringify(at)).toBe(plain.rootOid);
       expect(hinted.changes).toEqual(plain.changes);
     }
+  });
+});
+
+describe("a big subfolder with a pause given", () => {
+  it("is built in steps, the pause awaited inside the one append, into the folders the direct build makes", async () => {
+    const events: TreeEntry[] = [];
+    for (let seq = 1; seq <= 20_000; seq++) events.push({ name: `${seq}.json`, mode: "100644", oid: blobOid(`big-${seq}`), type: "blob" });
+    events.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    const eventsRaw = rawTree(events);
+    const runRaw = rawTree([{ name: "events", mode: "40000", oid: eventsRaw.oid, type: "tree" }, { name: "grants.json", mode: "100644", oid: blobOid("g"), type: "blob" }]);
+    const runsRaw = rawTree([{ name: "r", mode: "40000", oid: runRaw.oid, type: "tree" }]);
+    const rootRaw = rawTree([{ name: "runs", mode: "40000", oid: runsRaw.oid, type: "tree" }]);
+    const raw = new Map([eventsRaw, runRaw, runsRaw, rootRaw].map((t) => [t.oid, t.content]));
+    const source = {
+      readTree: (oid: Oid) => Promise.resolve(decodeTree(oid, raw.get(oid) as Buffer)),
+      readRaw: (oid: Oid) => ({ oid, type: "tree" as const, content: raw.get(oid) as Buffer }),
+    };
+    const files = [{ name: "20001.json", content: Buffer.from("a") }, { name: "20002.json", content: Buffer.from("b") }];
+    let turns = 0;
+    let spinning = true;
+    const spin = (): void => {
+      if (!spinning) return;
+      turns += 1;
+      setImmediate(spin);
+    };
+    setImmediate(spin);
+    let paused = 0;
+    const plan = await planAppends(source, rootRaw.oid, [{ folder: "runs/r", sub: "events", files }], () => {
+      paused += 1;
+      return new Promise<void>((resolve) => setImmediate(resolve));
+    });
+    spinning = false;
+    expect(paused).toBeGreaterThan(1);
+    expect(turns).toBeGreaterThan(1);
+    expect(plan.puts).toEqual([]);
+    const direct = appendToSubfolder(runRaw.content, "events", eventsRaw.content, files.map((f) => ({ name: f.name, oid: hashObject("blob", f.content).oid })));
+    expect(direct).not.toBeNull();
+    expect(plan.built[0]).toEqual({ folder: direct?.folder.oid, sub: direct?.sub.oid });
+    const sub = plan.objects.find((o) => o.oid === direct?.sub.oid);
+    expect(Buffer.compare(Buffer.from(sub?.content ?? []), Buffer.from(direct?.sub.content ?? []))).toBe(0);
+    expect(hashObject("tree", sub?.content ?? new Uint8Array()).oid).toBe(direct?.sub.oid);
   });
 });
