@@ -225,6 +225,29 @@ describe("HTTP /v1 routes", () => {
     expect(await tip(h, "payments")).toBe(before);
   });
 
+  it("refuses a query field a write route does not take (400 body_invalid) rather than dropping it, writing nothing", async () => {
+    const h = await start();
+    const set = await h.request("/v1/deployments/payments/runs/order-17/timers/reminder", json({ delayMs: 3_600_000 }, "PUT"));
+    expect(set.status).toBe(200);
+    const before = await tip(h, "payments");
+    // A misspelt ?reason= cancelled the timer without its reason; a signalId put in the query
+    // delivered every retry again under a fresh id; a zone in the query set the series in UTC.
+    const cases: Array<[string, RequestInit]> = [
+      ["/v1/deployments/payments/runs/order-17/timers/reminder?reasn=paid", { method: "DELETE" }],
+      ["/v1/deployments/payments/runs/order-17/timers/nightly?timezone=Europe/Berlin", json({ cron: "0 9 * * *" }, "PUT")],
+      ["/v1/deployments/payments/runs/order-17/signals?signalId=a-1", json({ signalName: "approve" })],
+      ["/v1/wake?signalId=delivery-1", json({ repoId: "payments", runId: "order-17" })],
+    ];
+    for (const [path, init] of cases) {
+      const answer = await jsonOf(await h.request(path, init));
+      expect({ path, status: answer.status, code: answer.body["code"] }).toEqual({ path, status: 400, code: "body_invalid" });
+      expect(String(answer.body["message"])).toContain("unknown query field");
+    }
+    expect(await tip(h, "payments")).toBe(before);
+    const cancelled = await jsonOf(await h.request("/v1/deployments/payments/runs/order-17/timers/reminder?reason=paid", { method: "DELETE" }));
+    expect([cancelled.status, cancelled.body["outcome"]]).toEqual([200, "cancelled"]);
+  });
+
   it("refuses a JSON null body as a body that is not an object (400 body_invalid), as it refuses [] and \"x\"", async () => {
     const h = await start();
     const before = await tip(h, "payments");
