@@ -28,7 +28,7 @@ import { summarizeRunLog } from "../workflow/run-log-summary.js";
 import { ARCHIVE_REF, archivedRunError } from "../workflow/run-archive.js";
 import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
 import { loadDashboardAssets } from "./dashboard-assets.js";
-import { errorReply, HTTP_STATUS_BY_CODE, HttpError, serverFailureMessage } from "./http-errors.js";
+import { clientErrorResponse, errorReply, HTTP_STATUS_BY_CODE, HttpError, serverFailureMessage } from "./http-errors.js";
 import { nextTicks, objectBody, pageQuery, presentedToken, writeQuery } from "./http-request.js";
 import { streamLiveEvents } from "./live-event-stream.js";
 
@@ -89,6 +89,13 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     routerOptions: { maxParamLength: MAX_PATH_PARAM_CHARS },
     // A URL that does not decode, or a segment longer than the cap: `{code, message}` like every
     // other error, not fastify's own shape.
+    // What node refuses before any route sees it (a malformed request, headers over its limit, a
+    // request that never arrived whole): `{code, message}` too, not fastify's {error, statusCode}.
+    clientErrorHandler: (error, socket) => {
+      if ((error as NodeJS.ErrnoException).code === "ECONNRESET" || socket.destroyed) return;
+      if (socket.writable) socket.write(clientErrorResponse((error as NodeJS.ErrnoException).code));
+      socket.destroy(error);
+    },
     frameworkErrors: (error, _request, reply) => {
       const tooLong = error.code === "FST_ERR_MAX_PARAM_LENGTH";
       const answer = errorReply(new HttpError("url_invalid", tooLong ? `a path segment is longer than ${MAX_PATH_PARAM_CHARS} characters; ids are at most 256` : "the URL is not valid (a path segment does not percent-decode)"));

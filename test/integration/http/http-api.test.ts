@@ -4,6 +4,7 @@
  * ids that try to leave the data dir.
  */
 import { readdir, truncate } from "node:fs/promises";
+import { connect } from "node:net";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { HTTP_STATUS_BY_CODE } from "../../../src/http/http-errors.js";
@@ -295,9 +296,42 @@ describe("HTTP /v1 routes", () => {
     }
   });
 
+  it("answers what node refuses before any route (malformed HTTP, headers over its limit) with {code, message}, and goes on serving", async () => {
+    const h = await start();
+    const { hostname, port } = new URL(h.baseUrl);
+    const raw = (request: string): Promise<string> =>
+      new Promise((resolve, reject) => {
+        const socket = connect(Number(port), hostname, () => socket.write(request));
+        let answer = "";
+        socket.setEncoding("utf8");
+        socket.on("data", (chunk: string) => (answer += chunk));
+        socket.on("close", () => resolve(answer));
+        socket.on("error", reject);
+      });
+    const cases: Array<[string, number, string]> = [
+      ["GARBAGE\r\n\r\n", 400, "request_invalid"],
+      ["GET /v1/deployments HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n", 400, "request_invalid"],
+      [`GET /v1/deployments/payments/runs/${"r".repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`, 431, "headers_too_large"],
+      [`GET /v1/deployments HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${"t".repeat(20_000)}\r\n\r\n`, 431, "headers_too_large"],
+    ];
+    for (const [request, status, code] of cases) {
+      const answer = await raw(request);
+      const [head = "", body = ""] = answer.split("\r\n\r\n");
+      const parsed = JSON.parse(body) as Record<string, unknown>;
+      expect({ request: request.slice(0, 40), line: head.split("\r\n")[0], keys: Object.keys(parsed).sort(), code: parsed["code"] }).toEqual({
+        request: request.slice(0, 40),
+        line: expect.stringMatching(new RegExp(`^HTTP/1\\.1 ${status} `)) as unknown as string,
+        keys: ["code", "message"],
+        code,
+      });
+      expect(HTTP_STATUS_BY_CODE[code as keyof typeof HTTP_STATUS_BY_CODE]).toBe(status);
+    }
+    expect((await h.request("/v1/deployments")).status).toBe(200);
+  });
+
   it("maps every error code to a status once, and unknown failures to 500", () => {
     for (const [code, status] of Object.entries(HTTP_STATUS_BY_CODE)) {
-      expect([400, 401, 403, 404, 405, 409, 413, 415, 500, 503], code).toContain(status);
+      expect([400, 401, 403, 404, 405, 408, 409, 413, 415, 431, 500, 503], code).toContain(status);
     }
   });
 });
