@@ -81,6 +81,11 @@ export interface CheckedConsumer {
   readonly startFrom: "genesis" | "head";
 }
 
+/** The fields a consumer's `filter` takes. */
+const FILTER_FIELDS: readonly string[] = ["types", "repoIds", "runIds"];
+/** The fields of an exponential backoff. */
+const BACKOFF_FIELDS: readonly string[] = ["type", "baseMs", "maxMs", "factor", "jitter"];
+
 function bad(field: string, value: unknown, allowed: string): WorkflowHostError {
   return new WorkflowHostError("config_invalid", `consumer option ${field} ${describeValue(value)} is not valid; allowed: ${allowed}`, { field, value });
 }
@@ -118,6 +123,18 @@ export function checkConsumer(opts: ConsumerOptions, needsTarget = true): Checke
     if (url.username !== "" || url.password !== "") throw bad("http.url", shown, "a URL without user or password (the receiver checks X-Workflow-Host-Signature)");
     if (typeof opts.http.secret !== "string" || opts.http.secret.length < 16) throw bad("http.secret", "(hidden)", "a string of at least 16 characters");
   }
+  // A misspelt filter field (`type` for `types`) would hand the consumer every event of every
+  // deployment without a word: refused, as the consumers file refuses a misspelt option.
+  const filter: unknown = opts.filter;
+  if (filter !== undefined && filter !== null) {
+    if (typeof filter !== "object" || Array.isArray(filter)) throw bad("filter", filter, "an object {types?, repoIds?, runIds?}");
+    const unknown = Object.keys(filter).find((key) => !FILTER_FIELDS.includes(key));
+    if (unknown !== undefined) throw bad(`filter.${unknown}`, (filter as Record<string, unknown>)[unknown], `no such field; the filter takes ${FILTER_FIELDS.join(", ")}`);
+    for (const field of ["repoIds", "runIds"] as const) {
+      const ids = (filter as Record<string, unknown>)[field];
+      if (ids !== undefined && !Array.isArray(ids)) throw bad(`filter.${field}`, ids, "a list of ids");
+    }
+  }
   const types = opts.filter?.types ?? DISPATCH_EVENT_TYPES;
   if (!Array.isArray(types) || types.length === 0 || types.some((t) => !DISPATCH_EVENT_TYPES.includes(t))) throw bad("filter.types", types, DISPATCH_EVENT_TYPES.join(", "));
   const repoIds = opts.filter?.repoIds === undefined ? null : new Set(opts.filter.repoIds.map((id) => parseRepoId(id, "filter.repoIds")));
@@ -128,7 +145,10 @@ export function checkConsumer(opts: ConsumerOptions, needsTarget = true): Checke
     if (list.length === 0 || list.some((ms) => typeof ms !== "number" || !Number.isInteger(ms) || ms < 0 || ms > 86_400_000)) throw bad("backoff", backoff, "a non-empty list of integer ms 0 … 86 400 000");
   } else {
     const p = backoff as Exclude<BackoffPolicy, readonly number[]>;
+    if (typeof p !== "object" || p === null) throw bad("backoff", p, `{type: "exponential", baseMs?, maxMs?, factor?, jitter?} or a list of ms`);
     if (p.type !== "exponential") throw bad("backoff.type", p.type, `"exponential" or a list of ms`);
+    const unknownKey = Object.keys(p).find((key) => !BACKOFF_FIELDS.includes(key));
+    if (unknownKey !== undefined) throw bad(`backoff.${unknownKey}`, (p as unknown as Record<string, unknown>)[unknownKey], `no such field; an exponential backoff takes ${BACKOFF_FIELDS.join(", ")}`);
     intIn("backoff.baseMs", p.baseMs, 0, 86_400_000, 0);
     intIn("backoff.maxMs", p.maxMs, 0, 86_400_000, 0);
     if (p.factor !== undefined && (typeof p.factor !== "number" || !(p.factor >= 1) || p.factor > 100)) throw bad("backoff.factor", p.factor, "a number 1 … 100");

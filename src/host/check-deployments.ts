@@ -37,6 +37,12 @@ export interface DeploymentProblem {
   readonly code: ErrorCode;
   /** One sentence, starting with the code. */
   readonly message: string;
+  /**
+   * True when this problem kept the whole of main from being read (a torn ref, a torn or
+   * missing object, a pack that fails its checksum, an I/O failure): it is no event's, nothing in
+   * the deployment is served until it is repaired, and it cannot be acknowledged. Absent otherwise.
+   */
+  readonly deploymentUnreadable?: true;
 }
 
 export interface DeploymentSummary {
@@ -80,8 +86,8 @@ export async function checkDeployments(store: RepoStore, opts: CheckDeploymentsO
   const problems: DeploymentProblem[] = [];
   for (const repoId of repoIds) {
     const found: DeploymentProblem[] = [];
-    const report = (path: string, seq: number | null, error: WorkflowHostError): void => {
-      found.push({ repoId, path, seq, code: error.code, message: error.message });
+    const report = (path: string, seq: number | null, error: WorkflowHostError, unreadable = false): void => {
+      found.push({ repoId, path, seq, code: error.code, message: error.message, ...(unreadable ? { deploymentUnreadable: true as const } : {}) });
     };
     let commitSha: string | null = null;
     let runs = 0;
@@ -113,7 +119,7 @@ export async function checkDeployments(store: RepoStore, opts: CheckDeploymentsO
     try {
       commitSha = await store.resolveRef(principal, { kind: WORKFLOW_RUN_KIND, id: repoId }, ref);
       if (commitSha === null) {
-        report(ref, null, new WorkflowHostError("ref_corrupt", `${ref} of ${repoId} has no commit; every deployment has at least its genesis commit`, { repoId, ref }));
+        report(ref, null, new WorkflowHostError("ref_corrupt", `${ref} of ${repoId} has no commit; every deployment has at least its genesis commit`, { repoId, ref }), true);
       } else {
         const reads = await store.openCommittedReads(principal, { kind: WORKFLOW_RUN_KIND, id: repoId }, commitSha);
         const counted = await checkRuns(reads, archive, report, opts.maxEventBytes, false);
@@ -122,7 +128,9 @@ export async function checkDeployments(store: RepoStore, opts: CheckDeploymentsO
       }
     } catch (error) {
       if (!(error instanceof WorkflowHostError) || error.code === "authorize_denied" || error.code === "store_stopped") throw error;
-      if (!alreadySaid(error)) report(typeof error.data["path"] === "string" ? error.data["path"] : ref, null, error);
+      // Main could not be read whole: the host serves none of this deployment (repo-failed) until
+      // it is repaired, so this is never an event problem an operator may acknowledge away.
+      if (!alreadySaid(error)) report(typeof error.data["path"] === "string" ? error.data["path"] : ref, null, error, true);
     }
     // HEAD: git takes a folder for a repository only when its HEAD names a ref or holds an oid,
     // so a damaged one leaves the deployment unreadable to plain git even while main is sound

@@ -22,6 +22,12 @@ export type HttpOnlyErrorCode =
   | "url_invalid"
   /** The route exists but not for this method (405, with an `Allow` header). */
   | "method_not_allowed"
+  /** Bytes that are not an HTTP request node can parse (a bad request line, a bad Content-Length…) (400). */
+  | "request_invalid"
+  /** The request line and headers together are larger than node's limit (16 KiB by default) (431). */
+  | "headers_too_large"
+  /** The request (headers and body) did not arrive within the request timeout (408). */
+  | "request_timeout"
   /** A failure that is not a `WorkflowHostError` (500); the message says nothing more. */
   | "internal";
 
@@ -41,6 +47,9 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<HttpErrorCode, number>> = {
   url_invalid: 400,
   config_invalid: 400,
   page_invalid: 400,
+  request_invalid: 400,
+  headers_too_large: 431,
+  request_timeout: 408,
   payload_too_large: 413,
   media_type_unsupported: 415,
   // Who is asking.
@@ -98,6 +107,24 @@ export class HttpError extends Error {
     this.code = code;
     this.headers = headers;
   }
+}
+
+/**
+ * The raw HTTP/1.1 answer to a request node refused before any route saw it (its `clientError`):
+ * `{code, message}` like every other error, then the connection is closed.
+ * @param nodeCode the error's `code` (`HPE_HEADER_OVERFLOW`, `ERR_HTTP_REQUEST_TIMEOUT`, any other HPE_… code)
+ */
+export function clientErrorResponse(nodeCode: unknown): string {
+  const [code, detail]: [HttpErrorCode, string] =
+    nodeCode === "HPE_HEADER_OVERFLOW"
+      ? ["headers_too_large", "the request line and headers are larger than the server takes; ids are at most 256 characters and tokens at most 512"]
+      : nodeCode === "ERR_HTTP_REQUEST_TIMEOUT"
+        ? ["request_timeout", "the request did not arrive whole in time"]
+        : ["request_invalid", "the request is not valid HTTP/1.1"];
+  const status = HTTP_STATUS_BY_CODE[code];
+  const body = JSON.stringify({ code, message: `${code}: ${detail}` });
+  const reason = status === 431 ? "Request Header Fields Too Large" : status === 408 ? "Request Timeout" : "Bad Request";
+  return `HTTP/1.1 ${status} ${reason}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${body}`;
 }
 
 /** What an error turns into on the wire. */

@@ -28,8 +28,8 @@ import { summarizeRunLog } from "../workflow/run-log-summary.js";
 import { ARCHIVE_REF, archivedRunError } from "../workflow/run-archive.js";
 import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
 import { loadDashboardAssets } from "./dashboard-assets.js";
-import { errorReply, HTTP_STATUS_BY_CODE, HttpError, serverFailureMessage } from "./http-errors.js";
-import { nextTicks, objectBody, pageQuery, presentedToken } from "./http-request.js";
+import { clientErrorResponse, errorReply, HTTP_STATUS_BY_CODE, HttpError, serverFailureMessage } from "./http-errors.js";
+import { nextTicks, objectBody, pageQuery, presentedToken, writeQuery } from "./http-request.js";
 import { streamLiveEvents } from "./live-event-stream.js";
 
 import type { HttpHandlerOptions } from "./http-handler-options.js";
@@ -89,6 +89,13 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     routerOptions: { maxParamLength: MAX_PATH_PARAM_CHARS },
     // A URL that does not decode, or a segment longer than the cap: `{code, message}` like every
     // other error, not fastify's own shape.
+    // What node refuses before any route sees it (a malformed request, headers over its limit, a
+    // request that never arrived whole): `{code, message}` too, not fastify's {error, statusCode}.
+    clientErrorHandler: (error, socket) => {
+      if ((error as NodeJS.ErrnoException).code === "ECONNRESET" || socket.destroyed) return;
+      if (socket.writable) socket.write(clientErrorResponse((error as NodeJS.ErrnoException).code));
+      socket.destroy(error);
+    },
     frameworkErrors: (error, _request, reply) => {
       const tooLong = error.code === "FST_ERR_MAX_PARAM_LENGTH";
       const answer = errorReply(new HttpError("url_invalid", tooLong ? `a path segment is longer than ${MAX_PATH_PARAM_CHARS} characters; ids are at most 256` : "the URL is not valid (a path segment does not percent-decode)"));
@@ -332,6 +339,7 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     const repoId = parseRepoId(params.repoId);
     const runId = parseRunId(params.runId);
     const timerId = parseTimerId(params.timerId);
+    writeQuery(request.query, []);
     const body = objectBody(request.body, TIMER_FIELDS);
     const spec: Record<string, unknown> = { timerId };
     for (const key of TIMER_FIELDS) {
@@ -348,6 +356,7 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     const repoId = parseRepoId(params.repoId);
     const runId = parseRunId(params.runId);
     const timerId = parseTimerId(params.timerId);
+    writeQuery(request.query, ["reason"]);
     const reason = (request.query as { reason?: unknown }).reason;
     if (reason !== undefined && typeof reason !== "string") throw new HttpError("body_invalid", "reason must be one string");
     // The library's limit (event_invalid), as the CLI applies it.
@@ -362,6 +371,7 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
 
   route("POST", "/v1/deployments/:repoId/runs/:runId/signals", async (request) => {
     const params = request.params as { repoId: string; runId: string };
+    writeQuery(request.query, []);
     return deliver(request, objectBody(request.body, SIGNAL_FIELDS), { repoId: params.repoId, runId: params.runId });
   });
 
@@ -447,6 +457,7 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
 
   // The wake-up contract of cloud schedulers: POST only, default signal name "wake".
   route("POST", "/v1/wake", async (request) => {
+    writeQuery(request.query, []);
     const result = await deliver(request, objectBody(request.body, WAKE_FIELDS), { signalName: "wake" });
     return { ok: true, runId: result.runId, seq: result.seq, duplicate: result.duplicate, signalId: result.signalId };
   });

@@ -34,6 +34,21 @@ export function objectBody(body: unknown, fields: readonly string[]): Record<str
   return body as Record<string, unknown>;
 }
 
+/**
+ * Refuses a query field a write route does not take: what a client puts in the query instead
+ * of the body (`?signalId=…` on a signal, a misspelt `?reasn=` on a cancel) would otherwise be
+ * dropped and change what is written without a word.
+ * @param fields the query fields the route takes (none for a route that takes a JSON body)
+ * @throws body_invalid naming the first unknown field
+ */
+export function writeQuery(query: unknown, fields: readonly string[]): void {
+  const unknown = Object.keys((query ?? {}) as Record<string, unknown>).filter((key) => !fields.includes(key));
+  if (unknown.length === 0) return;
+  const first = unknown[0]!;
+  const shown = JSON.stringify(first.length > 64 ? `${first.slice(0, 64)}…` : first);
+  throw new HttpError("body_invalid", `unknown query field ${shown}; ${fields.length === 0 ? "this route takes its input in the JSON body, and no query" : `allowed: ${fields.join(", ")}`}`);
+}
+
 /** The page of a run's log a query asks for (see {@link pageQuery}). */
 export interface PageQuery {
   /** Seqs above this one; absent: from the first event. */

@@ -54,6 +54,10 @@ const ACTIONS: readonly TokenAction[] = ["read", "write"];
 export function parseTokenFile(json: unknown, source = "the token file"): TokenAuth {
   const bad = (detail: string): WorkflowHostError => new WorkflowHostError("usage", `${source}: ${detail}`, { source });
   if (typeof json !== "object" || json === null || Array.isArray(json)) throw bad('must be a JSON object {"tokens": {...}}');
+  // A field the file does not take is refused, not ignored: a token entry's `"readOnly": true` or
+  // `"expires"` would otherwise look like a restriction and restrict nothing.
+  const extraTop = Object.keys(json).find((key) => key !== "tokens");
+  if (extraTop !== undefined) throw bad(`unknown field ${describeValue(extraTop)}; the file takes only "tokens"`);
   const tokens = (json as { tokens?: unknown }).tokens;
   if (typeof tokens !== "object" || tokens === null || Array.isArray(tokens)) throw bad('needs "tokens": an object mapping each token to {principal, deployments}');
   const byHash = new Map<string, TokenPrincipal>();
@@ -61,6 +65,8 @@ export function parseTokenFile(json: unknown, source = "the token file"): TokenA
     if (!TOKEN_PATTERN.test(token)) throw bad(`a token must be 16 to 512 printable ASCII characters without spaces; ${token.length} characters given`);
     if (typeof entry !== "object" || entry === null) throw bad(`the entry of a token must be {principal, deployments}`);
     const { principal, deployments } = entry as { principal?: unknown; deployments?: unknown };
+    const extra = Object.keys(entry).find((key) => key !== "principal" && key !== "deployments");
+    if (extra !== undefined) throw bad(`unknown field ${describeValue(extra)} in the entry of principal ${describeValue(principal)}; an entry takes only principal and deployments`);
     if (typeof principal !== "string" || principal.length < 1 || principal.length > 128) throw bad(`principal ${describeValue(principal)} must be a string of 1 to 128 characters`);
     if (typeof deployments !== "object" || deployments === null || Array.isArray(deployments)) throw bad(`deployments of ${principal} must be an object {"<repoId>" | "*": ["read", "write"]}`);
     const allowed: Record<string, TokenAction[]> = {};

@@ -3,14 +3,37 @@
  * workflow-run kind handler (with `validatePush`) and `allowAll`. For unit tests of code that
  * embeds the host: nothing touches the disk, every store is independent.
  */
-import { createFsFromVolume, Volume } from "memfs";
+import type * as Memfs from "memfs";
+import { WorkflowHostError } from "../errors.js";
 import { allowAll } from "../substrate/allow-all.js";
 import { createRepoStore } from "../substrate/repo-store.js";
 import type { RepoStore, RepoStoreOptions } from "../substrate/types.js";
 import { workflowRunKind } from "../workflow/workflow-run-kind.js";
 
+/**
+ * memfs is an optional peer dependency, installed by the projects that use this test kit: when it
+ * is missing, importing `workflow-host/testing` fails with `config_invalid` saying how to install
+ * it, instead of node's bare ERR_MODULE_NOT_FOUND from a file deep in dist/.
+ */
+async function loadMemfs(): Promise<typeof Memfs> {
+  try {
+    return await import("memfs");
+  } catch (error) {
+    const code = (error as { code?: unknown } | null)?.code;
+    if (code !== "ERR_MODULE_NOT_FOUND" || !String((error as Error).message).includes("'memfs'")) throw error;
+    throw new WorkflowHostError(
+      "config_invalid",
+      "workflow-host/testing needs memfs, an optional peer dependency that is not installed; install it beside workflow-host: npm i -D memfs",
+      { dependency: "memfs" },
+      { cause: error },
+    );
+  }
+}
+
+const { createFsFromVolume, Volume } = await loadMemfs();
+
 /** The memfs file system a memory store lives on (node:fs compatible). */
-export type MemoryFs = ReturnType<typeof createFsFromVolume>;
+export type MemoryFs = ReturnType<typeof Memfs.createFsFromVolume>;
 
 /** Options of {@link createMemoryRepoStore}; every store option but `fs` may be given. */
 export interface MemoryRepoStoreOptions extends Partial<Omit<RepoStoreOptions, "fs">> {

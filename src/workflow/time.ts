@@ -14,7 +14,8 @@ const RFC3339 =
 /** The stored form, `Date.prototype.toISOString()` of a year 0000–9999. */
 const STORED = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
-const MIN_MS = utcMs(0, 1, 1, 0, 0, 0, 0);
+/** The first instant of the range every instant lies in: 0000-01-01T00:00:00.000Z (docs/design.md, "Years"). */
+export const MIN_MS = utcMs(0, 1, 1, 0, 0, 0, 0);
 const MAX_MS = utcMs(9999, 12, 31, 23, 59, 59, 999);
 
 function isLeapYear(year: number): boolean {

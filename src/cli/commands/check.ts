@@ -40,8 +40,9 @@ Acknowledging: a bad event pushed with git stays in the log (nothing is ever rew
 one commit on the ref refs/workflow-host/acknowledged, whose file acknowledged.json lists
 {path, code, oid, seq, at, by}. An acknowledged problem is listed as such and no longer fails
 check; serve does not report it at its next start. A new bad file at the same path is a new
-problem. A deployment that cannot be read (ref_corrupt, path_escapes_data_dir) cannot
-hold a record: its problems stay open until repaired. Read the record with:
+problem. A deployment that cannot be read (ref_corrupt, path_escapes_data_dir, or main's
+tree unreadable: a torn object, object_corrupt, io_failed) is served by no host and takes no
+record: that problem stays open until repaired. Read the record with:
   git --git-dir=DIR/deployments/R.git show refs/workflow-host/acknowledged:acknowledged.json
 
 Exit codes: 0 no problems (or all acknowledged), 1 problems found (or the check could not
@@ -95,7 +96,12 @@ Examples:
         const archive = repo.archive.commitSha === null ? null : await store.openCommittedReads(null, { kind: "workflow-run", id: repo.repoId }, repo.archive.commitSha);
         const oidOf = async (path: string): Promise<string | null> =>
           path.startsWith(archivePrefix) ? (archive === null ? null : await acks.blobOidAt(archive, path.slice(archivePrefix.length))) : await acks.blobOidAt(reads, path);
-        const withOid = await Promise.all(mine.map(async (p) => ({ ...p, oid: await oidOf(p.path) })));
+        // A problem that kept main from being read is not an event's: the host serves nothing of
+        // this deployment until it is repaired, so it is neither recorded nor hidden by a record.
+        const blocking = mine.filter((p) => p.deploymentUnreadable === true).map((p) => ({ ...p, oid: null }));
+        for (const p of blocking) unrecordable.add(p);
+        checked.push(...blocking);
+        const withOid = await Promise.all(mine.filter((p) => p.deploymentUnreadable !== true).map(async (p) => ({ ...p, oid: await oidOf(p.path) })));
         let known: Map<string, Acknowledgement>;
         try {
           if (acknowledge) {

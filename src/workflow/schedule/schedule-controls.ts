@@ -17,7 +17,7 @@
  */
 import { WorkflowHostError } from "../../errors.js";
 import { ticksBetween } from "../cron.js";
-import { isoFromMs } from "../time.js";
+import { isoFromMs, MIN_MS } from "../time.js";
 import { newScheduleResumed, newSchedulePaused, newTimerFired, newTimerSkipped } from "../event-constructors.js";
 import { isTimerFired } from "../event-guards.js";
 import type { PendingTimer, RunEvent, RunState } from "../types.js";
@@ -100,7 +100,10 @@ export function planBackfill(
   const limit = Math.min(range.maxTicks ?? MAX_BACKFILL_TICKS, MAX_BACKFILL_TICKS);
   // Slots before the armed one only: the armed slot and later belong to the running series.
   const untilMs = Math.min(toMs, Date.parse(pending.fireAt) - 1);
-  const span = untilMs < fromMs ? null : ticksBetween(pending.cron as string, pending.timezone ?? "UTC", isoFromMs(fromMs - 1), isoFromMs(untilMs), limit, "first");
+  // The search starts 1 ms before `from` (its start is exclusive), kept inside the instants'
+  // range: a `from` at 0000-01-01T00:00:00.000Z was time_invalid naming -62167219200001. (A slot
+  // at exactly that first instant is then not found.)
+  const span = untilMs < fromMs ? null : ticksBetween(pending.cron as string, pending.timezone ?? "UTC", isoFromMs(Math.max(fromMs - 1, MIN_MS)), isoFromMs(untilMs), limit, "first");
   if (span !== null && span.count > limit) {
     throw new WorkflowHostError("backfill_too_large", `backfill of ${timerId} from ${range.fromIso} to ${range.toIso} covers ${span.count} slots; allowed: at most ${limit}`, { timerId, count: span.count, maxTicks: limit });
   }

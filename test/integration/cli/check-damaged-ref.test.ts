@@ -3,7 +3,7 @@
  * (a garbage line in packed-refs) is one of its findings, beside the other deployments, never
  * the end of the check.
  */
-import { appendFile, mkdir, writeFile } from "node:fs/promises";
+import { appendFile, chmod, mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { git, gitAt } from "../../helpers/git-cli.js";
@@ -133,5 +133,58 @@ describe("check's closing advice when a problem cannot be acknowledged", () => {
     const run = await runCli(["check", "-d", dataDir], { clock });
     expect(run.code).toBe(1);
     expect(run.stdout).toContain("--acknowledge");
+  });
+});
+
+describe("check on a deployment whose main cannot be read: one event's loose object is torn", () => {
+  /** `broken`: run r1's event 2, pushed with git (a loose object), truncated to 10 bytes; `healthy` beside it holds a bad event. */
+  async function dataDirWithATornObject(): Promise<{ dataDir: string; torn: string }> {
+    const root = await tempDir();
+    const dataDir = join(root, "data");
+    for (const repo of ["broken", "healthy"]) expect((await runCli(["repo", "create", "-d", dataDir, "-r", repo], { clock })).code).toBe(0);
+    for (const [repo, body] of [
+      ["broken", '{"seq":1,"type":"TimerSet","data":{"timerId":"t1","fireAt":"2026-05-02T10:00:00Z"}}'],
+      ["healthy", "not json"],
+    ] as const) {
+      const work = join(root, `work-${repo}`);
+      await git(["clone", "--quiet", join(dataDir, "deployments", `${repo}.git`), work]);
+      await mkdir(join(work, "runs/r1/events"), { recursive: true });
+      await writeFile(join(work, "runs/r1/events/1.json"), body);
+      await git(["add", "runs"], { cwd: work });
+      await git(["commit", "--quiet", "-m", "An event"], { cwd: work });
+      await git(["push", "--quiet", "origin", "HEAD:main"], { cwd: work });
+    }
+    const gitdir = join(dataDir, "deployments", "broken.git");
+    const oid = (await gitAt(gitdir, ["rev-parse", "main:runs/r1/events/1.json"])).trim();
+    const torn = join(gitdir, "objects", oid.slice(0, 2), oid.slice(2));
+    const bytes = await readFile(torn);
+    await chmod(torn, 0o644);
+    await writeFile(torn, bytes.subarray(0, 10));
+    return { dataDir, torn };
+  }
+
+  it("reports object_corrupt, exit 1, advises no --acknowledge for it; --acknowledge records only the other deployment's bad event", async () => {
+    const { dataDir } = await dataDirWithATornObject();
+    const before = await runCli(["check", "-d", dataDir, "--json"], { clock });
+    expect(before.code).toBe(1);
+    const problems = (JSON.parse(before.stdout) as CheckJson).problems.map((p) => [p.repoId, p.code]);
+    expect(problems).toEqual([
+      ["broken", "object_corrupt"],
+      ["healthy", "event_invalid"],
+    ]);
+    const text = await runCli(["check", "-d", dataDir], { clock });
+    expect(text.stdout).toContain("1 problem cannot be acknowledged");
+
+    const acked = await runCli(["check", "-d", dataDir, "--acknowledge", "--json"], { clock });
+    expect(acked.code).toBe(1);
+    const report = JSON.parse(acked.stdout) as CheckJson & { acknowledged: { repoId: string }[] };
+    expect(report.problems.map((p) => [p.repoId, p.code])).toEqual([["broken", "object_corrupt"]]);
+    expect(report.acknowledged.map((a) => a.repoId)).toEqual(["healthy"]);
+    // Nothing recorded in the unreadable deployment.
+    await expect(gitAt(join(dataDir, "deployments", "broken.git"), ["rev-parse", "--verify", "--quiet", "refs/workflow-host/acknowledged"])).rejects.toThrow();
+
+    const after = await runCli(["check", "-d", dataDir], { clock });
+    expect(after.code).toBe(1);
+    expect(after.stdout).toMatch(/^PROBLEM {2}broken/m);
   });
 });

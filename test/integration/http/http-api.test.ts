@@ -4,6 +4,7 @@
  * ids that try to leave the data dir.
  */
 import { readdir, truncate } from "node:fs/promises";
+import { connect } from "node:net";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { HTTP_STATUS_BY_CODE } from "../../../src/http/http-errors.js";
@@ -225,6 +226,29 @@ describe("HTTP /v1 routes", () => {
     expect(await tip(h, "payments")).toBe(before);
   });
 
+  it("refuses a query field a write route does not take (400 body_invalid) rather than dropping it, writing nothing", async () => {
+    const h = await start();
+    const set = await h.request("/v1/deployments/payments/runs/order-17/timers/reminder", json({ delayMs: 3_600_000 }, "PUT"));
+    expect(set.status).toBe(200);
+    const before = await tip(h, "payments");
+    // A misspelt ?reason= cancelled the timer without its reason; a signalId put in the query
+    // delivered every retry again under a fresh id; a zone in the query set the series in UTC.
+    const cases: Array<[string, RequestInit]> = [
+      ["/v1/deployments/payments/runs/order-17/timers/reminder?reasn=paid", { method: "DELETE" }],
+      ["/v1/deployments/payments/runs/order-17/timers/nightly?timezone=Europe/Berlin", json({ cron: "0 9 * * *" }, "PUT")],
+      ["/v1/deployments/payments/runs/order-17/signals?signalId=a-1", json({ signalName: "approve" })],
+      ["/v1/wake?signalId=delivery-1", json({ repoId: "payments", runId: "order-17" })],
+    ];
+    for (const [path, init] of cases) {
+      const answer = await jsonOf(await h.request(path, init));
+      expect({ path, status: answer.status, code: answer.body["code"] }).toEqual({ path, status: 400, code: "body_invalid" });
+      expect(String(answer.body["message"])).toContain("unknown query field");
+    }
+    expect(await tip(h, "payments")).toBe(before);
+    const cancelled = await jsonOf(await h.request("/v1/deployments/payments/runs/order-17/timers/reminder?reason=paid", { method: "DELETE" }));
+    expect([cancelled.status, cancelled.body["outcome"]]).toEqual([200, "cancelled"]);
+  });
+
   it("refuses a JSON null body as a body that is not an object (400 body_invalid), as it refuses [] and \"x\"", async () => {
     const h = await start();
     const before = await tip(h, "payments");
@@ -272,9 +296,42 @@ describe("HTTP /v1 routes", () => {
     }
   });
 
+  it("answers what node refuses before any route (malformed HTTP, headers over its limit) with {code, message}, and goes on serving", async () => {
+    const h = await start();
+    const { hostname, port } = new URL(h.baseUrl);
+    const raw = (request: string): Promise<string> =>
+      new Promise((resolve, reject) => {
+        const socket = connect(Number(port), hostname, () => socket.write(request));
+        let answer = "";
+        socket.setEncoding("utf8");
+        socket.on("data", (chunk: string) => (answer += chunk));
+        socket.on("close", () => resolve(answer));
+        socket.on("error", reject);
+      });
+    const cases: Array<[string, number, string]> = [
+      ["GARBAGE\r\n\r\n", 400, "request_invalid"],
+      ["GET /v1/deployments HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n", 400, "request_invalid"],
+      [`GET /v1/deployments/payments/runs/${"r".repeat(20_000)} HTTP/1.1\r\nHost: x\r\n\r\n`, 431, "headers_too_large"],
+      [`GET /v1/deployments HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${"t".repeat(20_000)}\r\n\r\n`, 431, "headers_too_large"],
+    ];
+    for (const [request, status, code] of cases) {
+      const answer = await raw(request);
+      const [head = "", body = ""] = answer.split("\r\n\r\n");
+      const parsed = JSON.parse(body) as Record<string, unknown>;
+      expect({ request: request.slice(0, 40), line: head.split("\r\n")[0], keys: Object.keys(parsed).sort(), code: parsed["code"] }).toEqual({
+        request: request.slice(0, 40),
+        line: expect.stringMatching(new RegExp(`^HTTP/1\\.1 ${status} `)) as unknown as string,
+        keys: ["code", "message"],
+        code,
+      });
+      expect(HTTP_STATUS_BY_CODE[code as keyof typeof HTTP_STATUS_BY_CODE]).toBe(status);
+    }
+    expect((await h.request("/v1/deployments")).status).toBe(200);
+  });
+
   it("maps every error code to a status once, and unknown failures to 500", () => {
     for (const [code, status] of Object.entries(HTTP_STATUS_BY_CODE)) {
-      expect([400, 401, 403, 404, 405, 409, 413, 415, 500, 503], code).toContain(status);
+      expect([400, 401, 403, 404, 405, 408, 409, 413, 415, 431, 500, 503], code).toContain(status);
     }
   });
 });

@@ -31,6 +31,42 @@ describe("serve --dispatch config", () => {
   });
 });
 
+describe("a consumer's filter and backoff with a misspelt or mistyped field", () => {
+  const secret = "0123456789abcdef";
+  const one = (extra: Record<string, unknown>): string => JSON.stringify({ consumers: [{ name: "wake", url: "http://127.0.0.1:9/", secret, ...extra }] });
+
+  it("refuses them with config_invalid, in the consumers file and in the library, never widening what is delivered", () => {
+    // `type` for `types` handed every event of every deployment to the consumer; `repoIds` as a
+    // string threw a TypeError; `maxMS` for `maxMs` kept the default delays.
+    const cases: Record<string, unknown>[] = [
+      { filter: { type: ["TimerFired"] } },
+      { filter: { types: ["TimerFired"], repoId: ["payments"] } },
+      { filter: { repoIds: "payments" } },
+      { filter: { runIds: 7 } },
+      { filter: ["TimerFired"] },
+      { backoff: { type: "exponential", maxMS: 60_000 } },
+    ];
+    for (const extra of cases) {
+      expect({ extra, code: code(() => parseDispatchConfig(one(extra), {})) }).toEqual({ extra, code: "config_invalid" });
+      expect({ extra, code: code(() => checkConsumer({ name: "wake", handler: async () => {}, ...extra } as never)) }).toEqual({ extra, code: "config_invalid" });
+    }
+    const field = (() => {
+      try {
+        parseDispatchConfig(one({ filter: { type: ["TimerFired"] } }), {});
+      } catch (error) {
+        return (error as { data?: Record<string, unknown> }).data?.["field"];
+      }
+      return null;
+    })();
+    expect(field).toBe("filter.type");
+  });
+
+  it("takes a filter and an exponential backoff with only their own fields", () => {
+    const [consumer] = parseDispatchConfig(one({ filter: { types: ["TimerFired"], repoIds: ["payments"], runIds: ["r1"] }, backoff: { type: "exponential", baseMs: 10, maxMs: 100, factor: 2, jitter: "none" } }), {});
+    expect(consumer).toMatchObject({ filter: { types: ["TimerFired"], repoIds: ["payments"], runIds: ["r1"] } });
+  });
+});
+
 describe("an HTTP consumer's URL with credentials in it", () => {
   it.each(["http://user:hunter2secret@127.0.0.1:9/wake", "https://hunter2secret@example.com/wake", "http://:hunter2secret@127.0.0.1:9/"])(
     "is refused with config_invalid, and the error never repeats the credentials: %s",

@@ -49,6 +49,16 @@ describe("parseTokenFile", () => {
       expectCode(() => parseTokenFile(bad), "usage");
     }
   });
+
+  it("refuses a field it does not take (usage), which would look like a restriction and restrict nothing", () => {
+    for (const bad of [
+      { tokens: { "long-enough-token-01": { principal: "a", deployments: { "*": ["read", "write"] }, readOnly: true } } },
+      { tokens: { "long-enough-token-01": { principal: "a", deployments: { "*": ["read"] }, expires: "2026-01-01T00:00:00Z" } } },
+      { tokens: { "long-enough-token-01": { principal: "a", deployments: { "*": ["read"] } } }, revoked: ["long-enough-token-01"] },
+    ]) {
+      expectCode(() => parseTokenFile(bad), "usage");
+    }
+  });
 });
 
 describe("parseListenAddress", () => {

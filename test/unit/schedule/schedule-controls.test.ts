@@ -160,6 +160,15 @@ describe("backfill", () => {
     await expectCode(() => c.backfill(REPO, "r1", "s", { from: "2026-04-30T00:00:00Z", to: "2026-05-01T09:00:00Z" }), "backfill_too_large");
     expect(firedOf(await h.log("r1"))).toEqual([]);
   });
+
+  it("takes a range that starts at the first instant of year 0000, the start of the instants' range", async () => {
+    const { h, c } = await setup({ cron: "0 12 1 1 *" });
+    // The search for slots started 1 ms before `from`, outside the range: time_invalid naming -62167219200001.
+    const result = await c.backfill(REPO, "r1", "s", { from: "0000-01-01T00:00:00Z", to: "0001-12-31T23:59:59Z" });
+    expect(result.fired).toEqual(["0000-01-01T12:00:00.000Z", "0001-01-01T12:00:00.000Z"]);
+    const backfilled = ofType(await h.log("r1"), "TimerFired").filter((e) => dataOf(e)["backfill"] === true);
+    expect(backfilled.map((e) => dataOf(e)["scheduledFor"])).toEqual(["0000-01-01T12:00:00.000Z", "0001-01-01T12:00:00.000Z"]);
+  });
 });
 
 describe("backfill that fires nothing", () => {
