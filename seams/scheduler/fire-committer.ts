@@ -237,6 +237,8 @@ export class FireCommitter {
               await slicer.pause();
             }
             const fresh = current ? this.currentRun(runId) ?? (await this.freshRun(reads, runId)) : await this.freshRun(reads, runId);
+            // Read now: `fresh` may be the view's record, which the tail may move on while this awaits.
+            const parentEventsOid = fresh.eventsOid;
             let state = fresh.state;
             const firstSeq = Math.max(fresh.maxFileSeq + 1, 1);
             let seq = firstSeq;
@@ -255,7 +257,7 @@ export class FireCommitter {
                 // template and comes back normalised and frozen, shared by the state and readers.
                 const plain = serializePlainTimerFired(event, { maxEventBytes: this.ctx.maxEventBytes });
                 if (plain !== null) {
-                  files.push({ name: `${seq}.json`, content: plain.bytes });
+                  files.push({ name: eventFileName(seq), content: plain.bytes });
                   state = applyEvent(state, plain.event);
                   if (handOver) added.push({ runId, seq, event: plain.event });
                   seq += 1;
@@ -264,7 +266,7 @@ export class FireCommitter {
                 // The bytes are the validated event's JSON, so parsing them back gives the
                 // normalised event without validating it again.
                 const bytes = serializeEvent(event, { maxEventBytes: this.ctx.maxEventBytes });
-                files.push({ name: `${seq}.json`, content: bytes });
+                files.push({ name: eventFileName(seq), content: bytes });
                 const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8");
                 state = applyEvent(state, JSON.parse(text) as RunEvent);
                 // A copy of its own for readers outside the scheduler, frozen: they share it.
@@ -273,9 +275,9 @@ export class FireCommitter {
               }
             }
             if (seq > firstSeq) {
-              after.push({ runId, parentEventsOid: fresh.eventsOid, state, maxFileSeq: seq - 1, append: appends.length });
+              after.push({ runId, parentEventsOid, state, maxFileSeq: seq - 1, append: appends.length });
               const folder = `${runsPrefix}${runId}`;
-              appends.push(fresh.eventsOid === null ? { folder, sub: eventsFolder, files } : { folder, sub: eventsFolder, files, subOid: fresh.eventsOid });
+              appends.push(parentEventsOid === null ? { folder, sub: eventsFolder, files } : { folder, sub: eventsFolder, files, subOid: parentEventsOid });
             }
           }
           return { appends, result: { outcomes, after, added } };
@@ -393,9 +395,10 @@ export class FireCommitter {
   }
 
   /** The view's record of a run as {@link freshRun} returns it, when it knows the run's events folder. */
-  private currentRun(runId: string): { state: RunState; maxFileSeq: number; eventsOid: string | null } | undefined {
+  private currentRun(runId: string): { readonly state: RunState; readonly maxFileSeq: number; readonly eventsOid: string | null } | undefined {
     const cached = this.view.run(runId);
-    return cached === undefined || cached.eventsOid === null ? undefined : { state: cached.state, maxFileSeq: cached.maxFileSeq, eventsOid: cached.eventsOid };
+    // The record itself (read before anything awaits; adopted only after the commit): no copy per run.
+    return cached === undefined || cached.eventsOid === null ? undefined : cached;
   }
 
   /**
@@ -441,6 +444,19 @@ export class FireCommitter {
 /** Oldest fireAt first. */
 function byFireAt(a: PendingTimer, b: PendingTimer): number {
   return Date.parse(a.fireAt) - Date.parse(b.fireAt);
+}
+
+/** Event file names by seq, made once each: a burst's runs share the few seqs they are at. */
+const EVENT_FILE_NAMES: string[] = [];
+/** Seqs below this have their file name kept in {@link EVENT_FILE_NAMES}. */
+const KEPT_FILE_NAMES = 4_096;
+
+/** `${seq}.json`, the name of the event file with that seq. */
+function eventFileName(seq: number): string {
+  if (seq >= KEPT_FILE_NAMES) return `${seq}.json`;
+  let name = EVENT_FILE_NAMES[seq];
+  if (name === undefined) EVENT_FILE_NAMES[seq] = name = `${seq}.json`;
+  return name;
 }
 
 /** Runs planned between two `pause()` calls of a fire commit's time slicer. */

@@ -22,6 +22,7 @@ import { corrupt, OFS_DELTA, REF_DELTA } from "./pack-entry.js";
 import { IDX_MAGIC, LARGE_OFFSET_FLAG } from "./pack-index.js";
 import { knownTreeEntryCrc, rememberTreeEntryCrc } from "./entry-crc.js";
 import type { PackedObjects } from "./packed-objects.js";
+import { copyBytes } from "./byte-copy.js";
 import type { Oid } from "./types.js";
 
 // Reading single entries lives in pack-entry.ts; its functions are part of this module's API.
@@ -576,7 +577,7 @@ function* buildIndex(entries: EntryTable, packChecksum: Buffer): Generator<void,
   for (let i = 0; i < n; i++) {
     if (i % INDEX_STEP === INDEX_STEP - 1) yield;
     const row = order[i] as number;
-    oids.copy(out, oidsAt + i * 20, row * 20, row * 20 + 20);
+    copyBytes(oids, row * 20, row * 20 + 20, out, oidsAt + i * 20);
     out.writeUInt32BE(entries.crcs[row] as number, crcAt + i * 4);
     const offset = entries.offsets[row] as number;
     if (offset < LARGE_OFFSET_FLAG) {
