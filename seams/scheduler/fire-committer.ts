@@ -242,7 +242,8 @@ export class FireCommitter {
             let state = fresh.state;
             const firstSeq = Math.max(fresh.maxFileSeq + 1, 1);
             let seq = firstSeq;
-            const files: { name: string; content: Uint8Array }[] = [];
+            // Made as a literal for the first file (a run's usual one): `[]` then push gives it room for 17.
+            let files: { name: string; content: Uint8Array }[] | null = null;
             if (timers.length > 1) timers.sort(byFireAt);
             for (const timer of timers) {
               const counting = prepareCatchUp(state.pendingTimers.get(timer.timerId), at, slicer.pause);
@@ -257,7 +258,9 @@ export class FireCommitter {
                 // template and comes back normalised and frozen, shared by the state and readers.
                 const plain = serializePlainTimerFired(event, { maxEventBytes: this.ctx.maxEventBytes });
                 if (plain !== null) {
-                  files.push({ name: eventFileName(seq), content: plain.bytes });
+                  const file = { name: eventFileName(seq), content: plain.bytes };
+                  if (files === null) files = [file];
+                  else files.push(file);
                   state = applyEvent(state, plain.event);
                   if (handOver) added.push({ runId, seq, event: plain.event });
                   seq += 1;
@@ -266,7 +269,9 @@ export class FireCommitter {
                 // The bytes are the validated event's JSON, so parsing them back gives the
                 // normalised event without validating it again.
                 const bytes = serializeEvent(event, { maxEventBytes: this.ctx.maxEventBytes });
-                files.push({ name: eventFileName(seq), content: bytes });
+                const file = { name: eventFileName(seq), content: bytes };
+                if (files === null) files = [file];
+                else files.push(file);
                 const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8");
                 state = applyEvent(state, JSON.parse(text) as RunEvent);
                 // A copy of its own for readers outside the scheduler, frozen: they share it.
@@ -274,7 +279,7 @@ export class FireCommitter {
                 seq += 1;
               }
             }
-            if (seq > firstSeq) {
+            if (files !== null) {
               after.push({ runId, parentEventsOid, state, maxFileSeq: seq - 1, append: appends.length });
               const folder = `${runsPrefix}${runId}`;
               appends.push(parentEventsOid === null ? { folder, sub: eventsFolder, files } : { folder, sub: eventsFolder, files, subOid: parentEventsOid });
