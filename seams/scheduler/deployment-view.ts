@@ -479,9 +479,10 @@ export class DeploymentView {
   sync(runId: string, record: RunRecord): void {
     // A paused series is armed in the log but not queued: nothing of it is due until it resumes.
     const wanted: ReadonlyMap<string, PendingTimer> = record.state.terminal === null && record.reused !== true ? armedUnpaused(record.state.pendingTimers) : NO_TIMERS;
-    // Loops, not some/filter with closures: a fire commit syncs every run it appended to.
+    // Indexed loops, no some/filter with closures: a fire commit syncs every run it appended to.
     let dropped = 0;
-    for (const timerId of record.queued) {
+    for (let i = 0; i < record.queued.length; i++) {
+      const timerId = record.queued[i] as string;
       if (wanted.has(timerId)) continue;
       this.ctx.queue.disarm(this.repoId, runId, timerId);
       dropped += 1;

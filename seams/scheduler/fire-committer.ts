@@ -69,7 +69,10 @@ export class FireCommitter {
    */
   fire(due: readonly DueGeneration[]): Promise<void> {
     // Keyed by the queue key (repo, run, timer): a string the queue already holds, not a new one per timer.
-    for (const item of due) this.buffer.set(item.key, item);
+    for (let i = 0; i < due.length; i++) {
+      const item = due[i] as DueGeneration;
+      this.buffer.set(item.key, item);
+    }
     if (this.firing === null) {
       this.firing = this.fireLoop().finally(() => {
         this.firing = null;
@@ -182,7 +185,7 @@ export class FireCommitter {
 
   private async commitAndAdopt(due: readonly DueGeneration[], settled: Promise<void>): Promise<void> {
     let floorMs = Number.NEGATIVE_INFINITY;
-    for (const d of due) floorMs = Math.max(floorMs, d.dueMs);
+    for (let i = 0; i < due.length; i++) floorMs = Math.max(floorMs, (due[i] as DueGeneration).dueMs);
     const handOver = this.ctx.onCommittedEvents !== undefined;
     // The whole commit (planning, hashing, folder edits, validation) gives the event loop a turn
     // every few ms (heartbeats, the tail, signals, other deployments), however many runs the
@@ -214,7 +217,10 @@ export class FireCommitter {
           const byRun = new Map<string, PendingTimer[]>();
           // A series tick is judged on time or missed when the host took it up, not now.
           const takenUpMs = new Map<PendingTimer, number>();
-          for (const d of due) {
+          // Loops here and below are indexed, once per timer: a for-of makes an iterator result
+          // per step until V8 has optimised the loop, which a fresh host's first burst runs before.
+          for (let i = 0; i < due.length; i++) {
+            const d = due[i] as DueGeneration;
             if (d.pending.cron !== undefined) takenUpMs.set(d.pending, d.takenUpMs);
             const list = byRun.get(d.runId);
             if (list === undefined) byRun.set(d.runId, [d.pending]);
@@ -228,7 +234,8 @@ export class FireCommitter {
           // them, so every later sort of the commit (its changes by path, the splice's edits by
           // position, the events handed over) finds its input already in order.
           const runIds = [...byRun.keys()].sort();
-          for (const runId of runIds) {
+          for (let r = 0; r < runIds.length; r++) {
+            const runId = runIds[r] as string;
             const timers = byRun.get(runId) as PendingTimer[];
             // A turn for the event loop when the slice is used up, asked every few runs: an
             // await per run is a microtask hop per fire, and a run's plan takes microseconds.
@@ -245,14 +252,16 @@ export class FireCommitter {
             // Made as a literal for the first file (a run's usual one): `[]` then push gives it room for 17.
             let files: { name: string; content: Uint8Array }[] | null = null;
             if (timers.length > 1) timers.sort(byFireAt);
-            for (const timer of timers) {
+            for (let t = 0; t < timers.length; t++) {
+              const timer = timers[t] as PendingTimer;
               const counting = prepareCatchUp(state.pendingTimers.get(timer.timerId), at, slicer.pause);
               if (counting !== undefined) await counting;
               const takenUp = takenUpMs.get(timer);
               const plan = planDueTimer(state, timer, takenUp === undefined ? planOptions : { ...planOptions, takenUpMs: takenUp });
               outcomes.push({ timer, plan, runId });
               if (plan.kind !== "append") continue;
-              for (const planned of plan.events) {
+              for (let e = 0; e < plan.events.length; e++) {
+                const planned = plan.events[e] as (typeof plan.events)[number];
                 const event = { seq, type: planned.type, at, data: planned.data } as RunEvent;
                 // Validated once, here. A plain TimerFired (most of a burst) is laid out from a
                 // template and comes back normalised and frozen, shared by the state and readers.
@@ -311,13 +320,15 @@ export class FireCommitter {
    */
   private reportOutcomes(outcomes: readonly Outcome[], commitSha: string): void {
     const repoId = this.view.repoId;
-    for (const { timer, plan, runId } of outcomes) {
+    for (let i = 0; i < outcomes.length; i++) {
+      const { timer, plan, runId } = outcomes[i] as Outcome;
       if (plan.kind === "not_due") {
         this.view.rearm(runId, timer, plan.dueMs);
         continue;
       }
       if (plan.kind === "stale") continue;
-      for (const scheduledFor of plan.fired) {
+      for (let f = 0; f < plan.fired.length; f++) {
+        const scheduledFor = plan.fired[f] as string;
         this.ctx.count("fired");
         this.ctx.report({ type: "fired", repoId, runId, timerId: timer.timerId, scheduledFor, firedAt: plan.firedAt, commitSha });
       }
@@ -342,7 +353,8 @@ export class FireCommitter {
   ): void {
     if (after.length === 0 || this.stopped) return;
     const adopted = new Set<string>();
-    for (const run of after) {
+    for (let i = 0; i < after.length; i++) {
+      const run = after[i] as After;
       const record = this.view.run(run.runId);
       if (record === undefined || run.parentEventsOid === null || record.eventsOid !== run.parentEventsOid) continue;
       // The folders the store built from this run's append, by position (no path per run); a run

@@ -461,11 +461,13 @@ function deferredChangesOf(appends: readonly FolderAppend[], blobOids: readonly 
   const subs: string[] = [];
   const counts: number[] = [];
   const names: string[] = [];
-  for (const append of appends) {
+  // Indexed loops: a for-of makes an iterator result per step until V8 optimises it.
+  for (let k = 0; k < appends.length; k++) {
+    const append = appends[k] as FolderAppend;
     folders.push(append.folder);
     subs.push(append.sub);
     counts.push(append.files.length);
-    for (const file of append.files) names.push(file.name);
+    for (let i = 0; i < append.files.length; i++) names.push((append.files[i] as { readonly name: string }).name);
   }
   return () => {
     const changes: PathChange[] = [];
