@@ -52,6 +52,16 @@ export function crc32(bytes: Uint8Array, crc = 0): number {
   return crc32Table(bytes, crc);
 }
 
+/**
+ * CRC-32 of `bytes[from, to)`, continuing from `crc`, by the table: for a few bytes around a
+ * range that {@link crc32} reads, without a view of them.
+ */
+export function crc32Range(bytes: Uint8Array, from: number, to: number, crc: number): number {
+  let c = ~crc >>> 0;
+  for (let i = from; i < to; i++) c = (CRC_TABLE[(c ^ (bytes[i] as number)) & 0xff] as number) ^ (c >>> 8);
+  return ~c >>> 0;
+}
+
 function crc32Table(bytes: Uint8Array, crc: number): number {
   let c = ~crc >>> 0;
   for (let i = 0; i < bytes.length; i++) c = (CRC_TABLE[(c ^ (bytes[i] as number)) & 0xff] as number) ^ (c >>> 8);
