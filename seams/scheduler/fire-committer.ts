@@ -14,7 +14,7 @@
  */
 import { WorkflowHostError } from "../../src/errors.js";
 import type { AppendedFolder, CommittedReads, FolderAppend } from "../../src/substrate/types.js";
-import { serializeEvent, serializePlainTimerFired } from "../../src/workflow/events.js";
+import { serializeEvent, serializePlainTimerFiredOf } from "../../src/workflow/events.js";
 import { eventsFolder, runEventsPrefix, runsPrefix } from "../../src/workflow/paths.js";
 import type { TimerHandle } from "../../src/time/clock.js";
 import { deepFreeze } from "../../src/workflow/parsed-event-cache.js";
@@ -214,7 +214,8 @@ export class FireCommitter {
           // The view's records are at this very parent: each run's state is taken as it is,
           // without looking its folder up in the parent's tree.
           const current = this.view.recordsAt(parentSha);
-          const byRun = new Map<string, PendingTimer[]>();
+          // A run's one timer as it is (a burst's usual run), a list from its second on.
+          const byRun = new Map<string, PendingTimer | PendingTimer[]>();
           // A series tick is judged on time or missed when the host took it up, not now.
           const takenUpMs = new Map<PendingTimer, number>();
           // Loops here and below are indexed, once per timer: a for-of makes an iterator result
@@ -222,12 +223,14 @@ export class FireCommitter {
           for (let i = 0; i < due.length; i++) {
             const d = due[i] as DueGeneration;
             if (d.pending.cron !== undefined) takenUpMs.set(d.pending, d.takenUpMs);
-            const list = byRun.get(d.runId);
-            if (list === undefined) byRun.set(d.runId, [d.pending]);
-            else list.push(d.pending);
+            const held = byRun.get(d.runId);
+            if (held === undefined) byRun.set(d.runId, d.pending);
+            else if (Array.isArray(held)) held.push(d.pending);
+            else byRun.set(d.runId, [held, d.pending]);
           }
           // One options object for the commit; a series tick gets its own (with when it was taken up).
           const planOptions = { nowMs, ...this.ctx.planOptions };
+          const serializeOptions = { maxEventBytes: this.ctx.maxEventBytes };
           let runsSincePause = 0;
           // Runs in id order (one native sort of strings, no comparator): the folders are then
           // appended, spliced into `runs/`, and their changes listed in nearly the order git keeps
@@ -236,7 +239,9 @@ export class FireCommitter {
           const runIds = [...byRun.keys()].sort();
           for (let r = 0; r < runIds.length; r++) {
             const runId = runIds[r] as string;
-            const timers = byRun.get(runId) as PendingTimer[];
+            const held = byRun.get(runId) as PendingTimer | PendingTimer[];
+            const timers = Array.isArray(held) ? held : null;
+            const count = timers === null ? 1 : timers.length;
             // A turn for the event loop when the slice is used up, asked every few runs: an
             // await per run is a microtask hop per fire, and a run's plan takes microseconds.
             if (++runsSincePause === PAUSE_EVERY_RUNS) {
@@ -251,9 +256,9 @@ export class FireCommitter {
             let seq = firstSeq;
             // Made as a literal for the first file (a run's usual one): `[]` then push gives it room for 17.
             let files: { name: string; content: Uint8Array }[] | null = null;
-            if (timers.length > 1) timers.sort(byFireAt);
-            for (let t = 0; t < timers.length; t++) {
-              const timer = timers[t] as PendingTimer;
+            if (timers !== null) timers.sort(byFireAt);
+            for (let t = 0; t < count; t++) {
+              const timer = timers === null ? (held as PendingTimer) : (timers[t] as PendingTimer);
               const counting = prepareCatchUp(state.pendingTimers.get(timer.timerId), at, slicer.pause);
               if (counting !== undefined) await counting;
               const takenUp = takenUpMs.get(timer);
@@ -262,10 +267,9 @@ export class FireCommitter {
               if (plan.kind !== "append") continue;
               for (let e = 0; e < plan.events.length; e++) {
                 const planned = plan.events[e] as (typeof plan.events)[number];
-                const event = { seq, type: planned.type, at, data: planned.data } as RunEvent;
                 // Validated once, here. A plain TimerFired (most of a burst) is laid out from a
                 // template and comes back normalised and frozen, shared by the state and readers.
-                const plain = serializePlainTimerFired(event, { maxEventBytes: this.ctx.maxEventBytes });
+                const plain = serializePlainTimerFiredOf(seq, planned.type, at, planned.data, serializeOptions);
                 if (plain !== null) {
                   const file = { name: eventFileName(seq), content: plain.bytes };
                   if (files === null) files = [file];
@@ -277,7 +281,8 @@ export class FireCommitter {
                 }
                 // The bytes are the validated event's JSON, so parsing them back gives the
                 // normalised event without validating it again.
-                const bytes = serializeEvent(event, { maxEventBytes: this.ctx.maxEventBytes });
+                const event = { seq, type: planned.type, at, data: planned.data } as RunEvent;
+                const bytes = serializeEvent(event, serializeOptions);
                 const file = { name: eventFileName(seq), content: bytes };
                 if (files === null) files = [file];
                 else files.push(file);

@@ -318,11 +318,27 @@ export function serializeEvent(event: RunEvent, opts: Omit<EventContext, "expect
  */
 export function serializePlainTimerFired(event: RunEvent, opts: Omit<EventContext, "expectedSeq"> = {}): { bytes: Uint8Array; event: RunEvent } | null {
   if (event.type !== "TimerFired" || event.at === undefined || !hasKeys(event, EVENT_KEYS)) return null;
-  const data = (event as { data?: unknown }).data as Json;
+  return plainTimerFired(event.seq, event.at, (event as { data?: unknown }).data, opts);
+}
+
+/**
+ * {@link serializePlainTimerFired} of the event `{seq, type, at, data}` given as its four fields
+ * (a fire commit's: no event object is made for it first); the same checks, bytes and errors.
+ */
+export function serializePlainTimerFiredOf(seq: number, type: string, at: string, data: unknown, opts: Omit<EventContext, "expectedSeq"> = {}): { bytes: Uint8Array; event: RunEvent } | null {
+  return type === "TimerFired" ? plainTimerFired(seq, at, data, opts) : null;
+}
+
+function plainTimerFired(seq: number, atValue: unknown, dataValue: unknown, opts: Omit<EventContext, "expectedSeq">): { bytes: Uint8Array; event: RunEvent } | null {
+  const data = dataValue as Json;
   if (typeof data !== "object" || data === null || Array.isArray(data) || !hasKeys(data, DATA_KEYS)) return null;
-  const seq = event.seq;
   if (!Number.isSafeInteger(seq) || seq < 0) throw eventInvalid(opts, undefined, `seq ${describeValue(seq)} is not a non-negative integer`);
-  const at = fieldOf(opts, seq, event as unknown as Json, "at", "at", parseInstant);
+  let at: string;
+  try {
+    at = parseInstant(atValue, "at");
+  } catch (error) {
+    throw inEventError(opts, seq, error);
+  }
   const timerId = fieldOf(opts, seq, data, "timerId", "data.timerId", parseTimerId);
   const scheduledFor = fieldOf(opts, seq, data, "scheduledFor", "data.scheduledFor", parseInstant);
   const firedAt = fieldOf(opts, seq, data, "firedAt", "data.firedAt", parseInstant);
