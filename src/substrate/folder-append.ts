@@ -275,12 +275,7 @@ function appendAt(folder: Uint8Array, oidAt: number, subContent: Uint8Array, fil
   for (const file of files) if (!isOid(file.oid)) return null;
   const plan = planMerge(subContent, files);
   if (plan === null) return null;
-  const subLength = subContent.length + plan.added;
-  const subHead = `tree ${subLength}\0`;
-  const subWhole = Buffer.allocUnsafe(subHead.length + subLength);
-  const head = subWhole.write(subHead, 0, "latin1");
-  const oids = Buffer.from(files.map((f) => f.oid).join(""), "hex");
-  writeMerge(subWhole, head, subContent, plan, oids, files.map((_, i) => i));
+  const { whole: subWhole, head } = mergedSubfolder(subContent, files, plan);
   const subObject: GitObject = { oid: sha1Hex(subWhole), type: "tree", content: subWhole.subarray(head) };
   // The folder: the same bytes with the subfolder's oid replaced.
   const folderHead = `tree ${folder.length}\0`;
@@ -289,6 +284,20 @@ function appendAt(folder: Uint8Array, oidAt: number, subContent: Uint8Array, fil
   folderWhole.set(folder, folderAt);
   folderWhole.write(subObject.oid, folderAt + oidAt, "hex");
   return { folder: { oid: sha1Hex(folderWhole), type: "tree", content: folderWhole.subarray(folderAt) }, sub: subObject };
+}
+
+/**
+ * The subfolder's new object bytes, git header first (`tree <length>\0`), with `files` merged
+ * in by `plan`. @returns the bytes and where the content starts (after the header)
+ */
+function mergedSubfolder(subContent: Uint8Array, files: readonly AppendedFile[], plan: MergePlan): { whole: Buffer; head: number } {
+  const subLength = subContent.length + plan.added;
+  const subHead = `tree ${subLength}\0`;
+  const whole = Buffer.allocUnsafe(subHead.length + subLength);
+  const head = whole.write(subHead, 0, "latin1");
+  const oids = Buffer.from(files.map((f) => f.oid).join(""), "hex");
+  writeMerge(whole, head, subContent, plan, oids, files.map((_, i) => i));
+  return { whole, head };
 }
 
 /** A subfolder at least this big (bytes) is appended to in steps when the caller gives a pause. */
@@ -311,12 +320,7 @@ async function appendAtGently(folder: Uint8Array, oidAt: number, subContent: Uin
   }
   const plan = step.value;
   if (plan === null) return null;
-  const subLength = subContent.length + plan.added;
-  const subHead = `tree ${subLength}\0`;
-  const subWhole = Buffer.allocUnsafe(subHead.length + subLength);
-  const head = subWhole.write(subHead, 0, "latin1");
-  const oids = Buffer.from(files.map((f) => f.oid).join(""), "hex");
-  writeMerge(subWhole, head, subContent, plan, oids, files.map((_, i) => i));
+  const { whole: subWhole, head } = mergedSubfolder(subContent, files, plan);
   await pause();
   const hash = createHash("sha1");
   for (let at = 0; at < subWhole.length; at += GENTLE_SLICE_BYTES) {
