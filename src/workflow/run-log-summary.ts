@@ -21,7 +21,7 @@
 import { describeValue, WorkflowHostError } from "../errors.js";
 import type { CommittedReads, DirEntry, Oid } from "../substrate/types.js";
 import { isRegularFileMode } from "../substrate/tree-object.js";
-import { isAbsentObject } from "../substrate/object-store.js";
+import { isUnreadableObject } from "../substrate/object-store.js";
 import { checkCompactedLog, notEndedProblem, notFoldProblem } from "./compacted-log.js";
 import { isTerminalEventType } from "./event-shapes.js";
 import { afterTerminalProblem, scheduleProblem, sequenceProblems } from "./log-problems.js";
@@ -343,7 +343,7 @@ async function fold(
       if (blobs.readBlobsByOid !== undefined && wanted.length > 0) contents = await blobs.readBlobsByOid(wanted.map((w) => w.entry.oid));
     } catch (error) {
       // One of them is not in the repository: each read alone below, the missing one a bad event.
-      if (!isAbsentObject(error)) throw error;
+      if (!isUnreadableObject(error)) throw error;
     }
     let next = 0;
     for (const item of chunk) {
@@ -356,7 +356,7 @@ async function fold(
         try {
           bytes = contents === null ? await blobs.readBlobByOid(entry.oid) : (contents[next] as Uint8Array);
         } catch (error) {
-          if (!isAbsentObject(error)) throw error;
+          if (!isUnreadableObject(error)) throw error;
           missing = true;
           reader.missing(entry.name, entry.oid, error);
         }
