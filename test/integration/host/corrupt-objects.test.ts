@@ -23,6 +23,7 @@ import { useTempDirs } from "../../helpers/temp-dir.js";
 const tempDir = useTempDirs("wh-corrupt-obj-");
 const NOW = "2026-01-01T12:00:00.000Z";
 const PAST = "2026-01-01T11:00:00.000Z";
+const SOON = "2026-01-01T12:01:00.000Z";
 
 type Entry = { readonly mode: string; readonly name: string; readonly oid: string };
 
@@ -255,6 +256,30 @@ describe("a deployment with one damaged object", () => {
     const reads = await d.store.openCommittedReads(null, repoIdOf("d"), "main");
     await expect(reads.readBlobByOid(hurt.blobs[1] as string)).rejects.toMatchObject({ code: "object_corrupt", data: expect.objectContaining({ oid: hurt.blobs[1] }) });
     expect(Buffer.from(await reads.readBlobByOid(hurt.blobs[0] as string)).toString()).toBe(started());
+  });
+
+  it("commits the other runs' fires when one run's folders are found torn under a running host", async () => {
+    const d = await deployment();
+    const a = await d.w.run([started(), timerSet(2, "ta", SOON)]);
+    const b = await d.w.run([started(), timerSet(2, "tb", SOON)]);
+    const c = await d.w.run([started(), timerSet(2, "tc", SOON)]);
+    await d.w.commit({ "r-a": a.tree, "r-b": b.tree, "r-c": c.tree });
+    const { scheduler, events } = makeScheduler(d.store, d.clock, { retryInitialMs: 500, retryMaxMs: 30_000 });
+    await scheduler.start();
+    try {
+      expect(armedRuns(events)).toEqual(["r-a", "r-b", "r-c"]);
+      // Torn after recovery read them: the fire commit meets them when it appends to the folder.
+      await d.w.truncateLoose(b.events);
+      await d.w.truncateLoose(b.tree);
+      await d.clock.advance(61_000);
+      await scheduler.idle();
+      expect(fired(events)).toEqual(["r-a/ta", "r-c/tc"]);
+      const failed = events.filter((e) => e.type === "commit_failed");
+      expect(failed.length).toBeGreaterThan(0);
+      for (const f of failed) expect(f).toMatchObject({ repoId: "d", runId: "r-b", retryInMs: 30_000, error: { code: "object_corrupt", data: { damaged: true } } });
+    } finally {
+      await scheduler.stop();
+    }
   });
 
   it("fails the whole deployment (retried) when its runs/ folder is damaged", async () => {
