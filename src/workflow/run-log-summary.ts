@@ -229,7 +229,8 @@ export const sharedRunSummaries = new RunSummaryCache();
  * @throws page_invalid for a `maxReports` that is not a whole number >= 0; id_invalid or
  *   path_violation for a `runId` that cannot name a run folder; errors of the reads themselves
  *   (object_corrupt, io_failed); a bad event never throws, nor does an event blob that is not
- *   in the repository (a bad event `object_missing` at its seq; such a summary is not kept)
+ *   in the repository or is damaged (a bad event `object_missing` or `object_corrupt` at its
+ *   seq; such a summary is not kept)
  */
 export async function summarizeRunLog(reads: CommittedReads, runId: string, options: SummarizeRunLogOptions = {}): Promise<RunLogSummary> {
   const maxReports = options.maxReports ?? DEFAULT_MAX_REPORTS;

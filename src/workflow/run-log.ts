@@ -139,12 +139,15 @@ export function readRunLogFromFiles(
  * alone, its lines are the events. One that is not valid is one problem and is otherwise
  * ignored: it neither ends the run nor moves the next seq.
  *
- * An object of the run that is not in the repository (a disk fault, a bad copy, a partial fetch;
- * see {@link missingObjectError}): an event file's blob is a bad event at its seq (`object_missing`,
- * the other events fold as around any bad event), a sealed log's or `blobs/` folder's a problem.
- * @throws `object_missing` (`data.path` `runs/<runId>` or `runs/<runId>/events`) when the run's
- *   folder or its `events/` folder is missing: nothing of the log can be read; any other read
- *   error as the store raises it (a torn object, an I/O error, a missing `runs/` folder)
+ * An object of the run that is not in the repository (a disk fault, a bad copy, a partial fetch),
+ * or is there but fails its own check (damaged: a torn loose file, a bad pack entry; see
+ * {@link missingObjectError}): an event file's blob is a bad event at its seq (`object_missing`,
+ * or `object_corrupt` for a damaged one; the other events fold as around any bad event), a sealed
+ * log's or `blobs/` folder's a problem.
+ * @throws `object_missing` or `object_corrupt` naming the run (`data.runId`, `data.path`
+ *   `runs/<runId>` or `runs/<runId>/events`; see {@link isMissingRunObject}) when the run's folder
+ *   or its `events/` folder cannot be read: nothing of the log can be read; any other read error
+ *   as the store raises it (an I/O error, a missing or damaged `runs/` folder)
  */
 export async function readRunLog(reads: CommittedReads, runId: string, options: ReadRunLogAtOptions = {}): Promise<RunLog> {
   const { layout, strays, count, entryAt, eventsOid } = await listLogForRead(reads, runId, options.runTreeOid);
@@ -721,7 +724,7 @@ export class LogReader {
     }
   }
 
-  /** An entry whose blob is not in the repository: a bad event (`object_missing`) at its seq, which stays taken. */
+  /** An entry whose blob is not in the repository, or damaged: a bad event (`object_missing`, `object_corrupt`) at its seq, which stays taken. */
   missing(name: string, oid: string, cause: unknown): void {
     const path = `${this.#prefix}${name}`;
     const seq = parseEventPathName(name);
