@@ -273,7 +273,7 @@ export async function mergePacks(
       // An entry is copied as it is stored: one whose bytes are not what its index recorded (a
       // damaged pack) would be sealed under the merged pack's fresh checksum as if whole.
       if (crc32(raw) !== source.index.crcAt(i)) {
-        throw new WorkflowHostError("object_corrupt", `pack ${source.name} is corrupt: the entry of ${oid} does not match the CRC-32 its index records; not merged`, { pack: source.name, oid, reason: "entry CRC-32 mismatch" });
+        throw new WorkflowHostError("object_corrupt", `pack ${source.name} is corrupt: the entry of ${oid} does not match the CRC-32 its index records; not merged`, { pack: source.name, oid, reason: "entry CRC-32 mismatch", damagedSource: true });
       }
       const head = parseEntryHead(source.name, raw);
       if (head.typeCode === REF_DELTA) return null;

@@ -126,3 +126,53 @@ describe("a pack that fails its checksum (one byte flipped inside one object)", 
     }
   });
 });
+
+describe("a damaged pack among packs being merged", () => {
+  it("is left out of the merge, never sealed under a fresh checksum: its damaged object is never served, the others merge", async () => {
+    const dataDir = await tempDir();
+    const gitdir = gitdirOf(dataDir);
+    const store = openStore(dataDir);
+    await store.initRepo(null, REPO);
+    const texts = [0, 1, 2, 3].map((i) => `{"event":${i},"pad":"${String(i).repeat(200)}"}`);
+    for (const [i, text] of texts.entries()) {
+      await store.writeTree(null, REPO, "main", { files: { [`runs/r${i}/events/1.json`]: text, [`runs/r${i}/note.json`]: `{"n":${i}}` }, message: `run ${i}` });
+    }
+    const reads = await store.openCommittedReads(null, REPO, "main");
+    const oids = await Promise.all(texts.map(async (_, i) => (await reads.treeOid(`runs/r${i}/events/1.json`)) as string));
+    await store.close();
+    const packDir = join(gitdir, "objects", "pack");
+    const packNames = (await readdir(packDir)).filter((n) => n.endsWith(".pack"));
+    expect(packNames.length).toBeGreaterThanOrEqual(3);
+    // Damaged before anything reads it: only a merge meets it.
+    let damagedPack = "";
+    for (const name of packNames) {
+      const bytes = await readFile(join(packDir, name));
+      const at = bytes.indexOf(texts[0] as string);
+      if (at < 0) continue;
+      bytes[at + 30] = "x".charCodeAt(0);
+      await writeFile(join(packDir, name), bytes);
+      damagedPack = name;
+    }
+    expect(damagedPack).not.toBe("");
+
+    const reopened = openStore(dataDir);
+    try {
+      // Its packs listed (the tip read), not the damaged one's bytes.
+      await reopened.resolveRef(null, REPO, "main");
+      await reopened.compactPacks?.(null, REPO);
+      await reopened.compactPacks?.(null, REPO);
+      const after = (await readdir(packDir)).filter((n) => n.endsWith(".pack"));
+      // The damaged pack stays as it is; the others were merged.
+      expect(after).toContain(damagedPack);
+      expect(after.length).toBeLessThan(packNames.length);
+      const fresh = await reopened.openCommittedReads(null, REPO, "main");
+      await expect(fresh.readBlobByOid(oids[0] as string)).rejects.toMatchObject({ code: "object_corrupt", data: expect.objectContaining({ oid: oids[0], damaged: true }) });
+      for (const [i, oid] of oids.entries()) if (i > 0) expect(Buffer.from(await fresh.readBlobByOid(oid)).toString()).toBe(texts[i]);
+      const fsck = await runGit([`--git-dir=${gitdir}`, "fsck", "--full", "--no-dangling"]);
+      expect(`${fsck.stdout}${fsck.stderr}`).toContain(oids[0]);
+      for (const oid of oids.slice(1)) expect(`${fsck.stdout}${fsck.stderr}`).not.toContain(oid);
+    } finally {
+      await reopened.close();
+    }
+  });
+});
