@@ -606,11 +606,19 @@ export class DeploymentView {
     if (this.stopped) return;
     // A paused series is armed in the log but not queued: nothing of it is due until it resumes.
     const wanted: ReadonlyMap<string, PendingTimer> = record.state.terminal === null && record.reused !== true ? armedUnpaused(record.state.pendingTimers) : NO_TIMERS;
-    if (record.queued.some((timerId) => !wanted.has(timerId))) {
-      for (const timerId of record.queued) if (!wanted.has(timerId)) this.ctx.queue.disarm(this.repoId, runId, timerId);
-      record.queued = record.queued.filter((timerId) => wanted.has(timerId));
+    // Indexed loops, no some/filter with closures: a fire commit syncs every run it appended to.
+    let dropped = 0;
+    for (let i = 0; i < record.queued.length; i++) {
+      const timerId = record.queued[i] as string;
+      if (wanted.has(timerId)) continue;
+      this.ctx.queue.disarm(this.repoId, runId, timerId);
+      dropped += 1;
     }
+    if (dropped === record.queued.length) {
+      if (dropped > 0) record.queued = [];
+    } else if (dropped > 0) record.queued = record.queued.filter((timerId) => wanted.has(timerId));
     this.ctx.queue.settle(this.repoId, runId, wanted, record.state.lastSeq);
+    if (wanted.size === 0) return;
     for (const pending of wanted.values()) {
       if (!this.arm(runId, pending, slotDueMs(runId, pending))) continue;
       if (!record.queued.includes(pending.timerId)) record.queued.push(pending.timerId);
@@ -800,6 +808,7 @@ function timerState(state: RunState): RunState {
 
 /** The armed timers that are not paused series (the same map when none is paused). */
 function armedUnpaused(timers: ReadonlyMap<string, PendingTimer>): ReadonlyMap<string, PendingTimer> {
+  if (timers.size === 0) return timers;
   let paused = false;
   for (const t of timers.values()) if (t.pausedAt !== undefined) paused = true;
   if (!paused) return timers;

@@ -17,7 +17,7 @@
 import { WorkflowHostError } from "../../src/errors.js";
 import { isUnreadableObject } from "../../src/substrate/object-store.js";
 import type { AppendedFolder, CommittedReads, FolderAppend } from "../../src/substrate/types.js";
-import { serializeEvent, serializePlainTimerFired } from "../../src/workflow/events.js";
+import { serializeEvent, serializePlainTimerFiredOf } from "../../src/workflow/events.js";
 import { eventsFolder, runEventsPrefix, runsPrefix } from "../../src/workflow/paths.js";
 import type { TimerHandle } from "../../src/time/clock.js";
 import { deepFreeze } from "../../src/workflow/parsed-event-cache.js";
@@ -72,7 +72,10 @@ export class FireCommitter {
    */
   fire(due: readonly DueGeneration[]): Promise<void> {
     // Keyed by the queue key (repo, run, timer): a string the queue already holds, not a new one per timer.
-    for (const item of due) this.buffer.set(item.key, item);
+    for (let i = 0; i < due.length; i++) {
+      const item = due[i] as DueGeneration;
+      this.buffer.set(item.key, item);
+    }
     if (this.firing === null) {
       this.firing = this.fireLoop().finally(() => {
         this.firing = null;
@@ -185,7 +188,7 @@ export class FireCommitter {
 
   private async commitAndAdopt(due: readonly DueGeneration[], settled: Promise<void>): Promise<void> {
     let floorMs = Number.NEGATIVE_INFINITY;
-    for (const d of due) floorMs = Math.max(floorMs, d.dueMs);
+    for (let i = 0; i < due.length; i++) floorMs = Math.max(floorMs, (due[i] as DueGeneration).dueMs);
     const handOver = this.ctx.onCommittedEvents !== undefined;
     // The whole commit (planning, hashing, folder edits, validation) gives the event loop a turn
     // every few ms (heartbeats, the tail, signals, other deployments), however many runs the
@@ -214,25 +217,34 @@ export class FireCommitter {
           // The view's records are at this very parent: each run's state is taken as it is,
           // without looking its folder up in the parent's tree.
           const current = this.view.recordsAt(parentSha);
-          const byRun = new Map<string, PendingTimer[]>();
+          // A run's one timer as it is (a burst's usual run), a list from its second on.
+          const byRun = new Map<string, PendingTimer | PendingTimer[]>();
           // A series tick is judged on time or missed when the host took it up, not now.
           const takenUpMs = new Map<PendingTimer, number>();
-          for (const d of due) {
+          // Loops here and below are indexed, once per timer: a for-of makes an iterator result
+          // per step until V8 has optimised the loop, which a fresh host's first burst runs before.
+          for (let i = 0; i < due.length; i++) {
+            const d = due[i] as DueGeneration;
             if (d.pending.cron !== undefined) takenUpMs.set(d.pending, d.takenUpMs);
-            const list = byRun.get(d.runId);
-            if (list === undefined) byRun.set(d.runId, [d.pending]);
-            else list.push(d.pending);
+            const held = byRun.get(d.runId);
+            if (held === undefined) byRun.set(d.runId, d.pending);
+            else if (Array.isArray(held)) held.push(d.pending);
+            else byRun.set(d.runId, [held, d.pending]);
           }
           // One options object for the commit; a series tick gets its own (with when it was taken up).
           const planOptions = { nowMs, ...this.ctx.planOptions };
+          const serializeOptions = { maxEventBytes: this.ctx.maxEventBytes };
           let runsSincePause = 0;
           // Runs in id order (one native sort of strings, no comparator): the folders are then
           // appended, spliced into `runs/`, and their changes listed in nearly the order git keeps
           // them, so every later sort of the commit (its changes by path, the splice's edits by
           // position, the events handed over) finds its input already in order.
           const runIds = [...byRun.keys()].sort();
-          for (const runId of runIds) {
-            const timers = byRun.get(runId) as PendingTimer[];
+          for (let r = 0; r < runIds.length; r++) {
+            const runId = runIds[r] as string;
+            const held = byRun.get(runId) as PendingTimer | PendingTimer[];
+            const timers = Array.isArray(held) ? held : null;
+            const count = timers === null ? 1 : timers.length;
             // A turn for the event loop when the slice is used up, asked every few runs: an
             // await per run is a microtask hop per fire, and a run's plan takes microseconds.
             if (++runsSincePause === PAUSE_EVERY_RUNS) {
@@ -240,25 +252,31 @@ export class FireCommitter {
               await slicer.pause();
             }
             const fresh = current ? this.currentRun(runId) ?? (await this.freshRun(reads, runId)) : await this.freshRun(reads, runId);
+            // Read now: `fresh` may be the view's record, which the tail may move on while this awaits.
+            const parentEventsOid = fresh.eventsOid;
             let state = fresh.state;
             const firstSeq = Math.max(fresh.maxFileSeq + 1, 1);
             let seq = firstSeq;
-            const files: { name: string; content: Uint8Array }[] = [];
-            if (timers.length > 1) timers.sort(byFireAt);
-            for (const timer of timers) {
+            // Made as a literal for the first file (a run's usual one): `[]` then push gives it room for 17.
+            let files: { name: string; content: Uint8Array }[] | null = null;
+            if (timers !== null) timers.sort(byFireAt);
+            for (let t = 0; t < count; t++) {
+              const timer = timers === null ? (held as PendingTimer) : (timers[t] as PendingTimer);
               const counting = prepareCatchUp(state.pendingTimers.get(timer.timerId), at, slicer.pause);
               if (counting !== undefined) await counting;
               const takenUp = takenUpMs.get(timer);
               const plan = planDueTimer(state, timer, takenUp === undefined ? planOptions : { ...planOptions, takenUpMs: takenUp });
               outcomes.push({ timer, plan, runId });
               if (plan.kind !== "append") continue;
-              for (const planned of plan.events) {
-                const event = { seq, type: planned.type, at, data: planned.data } as RunEvent;
+              for (let e = 0; e < plan.events.length; e++) {
+                const planned = plan.events[e] as (typeof plan.events)[number];
                 // Validated once, here. A plain TimerFired (most of a burst) is laid out from a
                 // template and comes back normalised and frozen, shared by the state and readers.
-                const plain = serializePlainTimerFired(event, { maxEventBytes: this.ctx.maxEventBytes });
+                const plain = serializePlainTimerFiredOf(seq, planned.type, at, planned.data, serializeOptions);
                 if (plain !== null) {
-                  files.push({ name: `${seq}.json`, content: plain.bytes });
+                  const file = { name: eventFileName(seq), content: plain.bytes };
+                  if (files === null) files = [file];
+                  else files.push(file);
                   state = applyEvent(state, plain.event);
                   if (handOver) added.push({ runId, seq, event: plain.event });
                   seq += 1;
@@ -266,8 +284,11 @@ export class FireCommitter {
                 }
                 // The bytes are the validated event's JSON, so parsing them back gives the
                 // normalised event without validating it again.
-                const bytes = serializeEvent(event, { maxEventBytes: this.ctx.maxEventBytes });
-                files.push({ name: `${seq}.json`, content: bytes });
+                const event = { seq, type: planned.type, at, data: planned.data } as RunEvent;
+                const bytes = serializeEvent(event, serializeOptions);
+                const file = { name: eventFileName(seq), content: bytes };
+                if (files === null) files = [file];
+                else files.push(file);
                 const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8");
                 state = applyEvent(state, JSON.parse(text) as RunEvent);
                 // A copy of its own for readers outside the scheduler, frozen: they share it.
@@ -275,10 +296,10 @@ export class FireCommitter {
                 seq += 1;
               }
             }
-            if (seq > firstSeq) {
-              after.push({ runId, parentEventsOid: fresh.eventsOid, state, maxFileSeq: seq - 1, append: appends.length });
+            if (files !== null) {
+              after.push({ runId, parentEventsOid, state, maxFileSeq: seq - 1, append: appends.length });
               const folder = `${runsPrefix}${runId}`;
-              appends.push(fresh.eventsOid === null ? { folder, sub: eventsFolder, files } : { folder, sub: eventsFolder, files, subOid: fresh.eventsOid });
+              appends.push(parentEventsOid === null ? { folder, sub: eventsFolder, files } : { folder, sub: eventsFolder, files, subOid: parentEventsOid });
             }
           }
           return { appends, result: { outcomes, after, added } };
@@ -307,13 +328,15 @@ export class FireCommitter {
    */
   private reportOutcomes(outcomes: readonly Outcome[], commitSha: string): void {
     const repoId = this.view.repoId;
-    for (const { timer, plan, runId } of outcomes) {
+    for (let i = 0; i < outcomes.length; i++) {
+      const { timer, plan, runId } = outcomes[i] as Outcome;
       if (plan.kind === "not_due") {
         this.view.rearm(runId, timer, plan.dueMs);
         continue;
       }
       if (plan.kind === "stale") continue;
-      for (const scheduledFor of plan.fired) {
+      for (let f = 0; f < plan.fired.length; f++) {
+        const scheduledFor = plan.fired[f] as string;
         this.ctx.count("fired");
         this.ctx.report({ type: "fired", repoId, runId, timerId: timer.timerId, scheduledFor, firedAt: plan.firedAt, commitSha });
       }
@@ -338,7 +361,8 @@ export class FireCommitter {
   ): void {
     if (after.length === 0 || this.stopped) return;
     const adopted = new Set<string>();
-    for (const run of after) {
+    for (let i = 0; i < after.length; i++) {
+      const run = after[i] as After;
       const record = this.view.run(run.runId);
       if (record === undefined || run.parentEventsOid === null || record.eventsOid !== run.parentEventsOid) continue;
       // The folders the store built from this run's append, by position (no path per run); a run
@@ -396,9 +420,10 @@ export class FireCommitter {
   }
 
   /** The view's record of a run as {@link freshRun} returns it, when it knows the run's events folder. */
-  private currentRun(runId: string): { state: RunState; maxFileSeq: number; eventsOid: string | null } | undefined {
+  private currentRun(runId: string): { readonly state: RunState; readonly maxFileSeq: number; readonly eventsOid: string | null } | undefined {
     const cached = this.view.run(runId);
-    return cached === undefined || cached.eventsOid === null ? undefined : { state: cached.state, maxFileSeq: cached.maxFileSeq, eventsOid: cached.eventsOid };
+    // The record itself (read before anything awaits; adopted only after the commit): no copy per run.
+    return cached === undefined || cached.eventsOid === null ? undefined : cached;
   }
 
   /**
@@ -495,6 +520,19 @@ export class FireCommitter {
 /** Oldest fireAt first. */
 function byFireAt(a: PendingTimer, b: PendingTimer): number {
   return Date.parse(a.fireAt) - Date.parse(b.fireAt);
+}
+
+/** Event file names by seq, made once each: a burst's runs share the few seqs they are at. */
+const EVENT_FILE_NAMES: string[] = [];
+/** Seqs below this have their file name kept in {@link EVENT_FILE_NAMES}. */
+const KEPT_FILE_NAMES = 4_096;
+
+/** `${seq}.json`, the name of the event file with that seq. */
+function eventFileName(seq: number): string {
+  if (seq >= KEPT_FILE_NAMES) return `${seq}.json`;
+  let name = EVENT_FILE_NAMES[seq];
+  if (name === undefined) EVENT_FILE_NAMES[seq] = name = `${seq}.json`;
+  return name;
 }
 
 /** Runs planned between two `pause()` calls of a fire commit's time slicer. */

@@ -239,9 +239,15 @@ export class RunTable implements ReadonlyMap<string, RunRecord> {
     const first = this.#nums[n + 3] as number;
     const count = this.#nums[n + 4] as number;
     const mask = this.#nums[n + 5] as number;
-    const ids: string[] = [];
-    for (let i = 0; i < count; i++) if ((mask & (1 << i)) !== 0) ids.push((timers[first + i] as PendingTimer).timerId);
-    return ids;
+    // Made as a literal for the first id: `[]` then push gives a run's one id room for 17.
+    let ids: string[] | null = null;
+    for (let i = 0; i < count; i++) {
+      if ((mask & (1 << i)) === 0) continue;
+      const id = (timers[first + i] as PendingTimer).timerId;
+      if (ids === null) ids = [id];
+      else ids.push(id);
+    }
+    return ids ?? [];
   }
 
   #materialize(runId: string, row: number): RunRecord {

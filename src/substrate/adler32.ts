@@ -54,12 +54,15 @@ export function adler32Combine(first: number, second: number, secondLength: numb
  * once in the first sum and `length - p` times in the second, so a replacement moves the sums
  * by its difference times those weights: O(bytes replaced), not O(length). A fire commit gives
  * a few hundred entries of a 4 MB `runs/` folder new oids, 20 bytes each.
+ * @param count bytes replaced (default `before.length`)
+ * @param from where in `before` and `after` the replaced bytes start (default 0): the whole old
+ *   and new contents can be given with `from = at`, with no view of the range
  */
-export function adler32Patch(value: number, length: number, at: number, before: Uint8Array, after: Uint8Array): number {
+export function adler32Patch(value: number, length: number, at: number, before: Uint8Array, after: Uint8Array, count = before.length, from = 0): number {
   let a = value & 0xffff;
   let b = value >>> 16;
-  for (let k = 0; k < before.length; k++) {
-    const d = (after[k] as number) - (before[k] as number);
+  for (let k = 0; k < count; k++) {
+    const d = (after[from + k] as number) - (before[from + k] as number);
     if (d === 0) continue;
     const dm = d < 0 ? d + BASE : d;
     a = (a + dm) % BASE;

@@ -86,17 +86,22 @@ export class StoredEntryCrcPatch {
     this.#blocks = Math.max(1, Math.ceil(length / STORED_BLOCK));
   }
 
-  /** Content bytes `at` … `at + before.length` went from `before` to `after` (same length). */
-  replaced(at: number, before: Uint8Array, after: Uint8Array): void {
+  /**
+   * Content bytes `at` … `at + count` went from `before` to `after` (same length).
+   * @param count bytes replaced (default `before.length`)
+   * @param offset where in `before` and `after` they start (default 0; `at` when the whole old
+   *   and new contents are given, with no view of the range)
+   */
+  replaced(at: number, before: Uint8Array, after: Uint8Array, count = before.length, offset = 0): void {
     let from = 0;
-    while (from < before.length) {
+    while (from < count) {
       const start = at + from;
       const block = Math.floor(start / STORED_BLOCK);
-      const to = Math.min(before.length, (block + 1) * STORED_BLOCK - at);
+      const to = Math.min(count, (block + 1) * STORED_BLOCK - at);
       const end = at + to;
       // After the range: the rest of the content, the headers of the blocks after this one, the Adler-32.
       const trailing = this.#length - end + 5 * (this.#blocks - 1 - block) + 4;
-      this.#delta ^= differenceRemainder(before, after, from, to, trailing);
+      this.#delta ^= differenceRemainder(before, after, offset + from, offset + to, trailing);
       from = to;
     }
   }

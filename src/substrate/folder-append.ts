@@ -28,6 +28,7 @@ import { hashObject, type GitObject } from "./git-object.js";
 import { assertEntryName, parseRepoPath } from "./repo-path.js";
 import { entryAt, findEntry, indexOfEntry, type ParsedTree } from "./tree-object.js";
 import { DEFERRED_CHANGES, type EntryPosition } from "./tree-edit.js";
+import { copyBytes } from "./byte-copy.js";
 import { PACKED_BLOB_MAX_BYTES, PACKED_MAX_BYTES, type PackedObjects } from "./packed-objects.js";
 import type { AppendedFolder, FolderAppend, Oid, PathChange } from "./types.js";
 
@@ -249,21 +250,20 @@ function* planMergeSteps(subContent: Uint8Array, files: readonly { readonly name
  * @returns where the written content ends
  */
 function writeMerge(out: Buffer, outAt: number, subContent: Uint8Array, plan: MergePlan, oids: Buffer, rows: readonly number[]): number {
-  const source = subContent instanceof Buffer ? subContent : Buffer.from(subContent.buffer, subContent.byteOffset, subContent.byteLength);
   let at = outAt;
   let copied = 0;
   for (let k = 0; k < plan.order.length; k++) {
     const from = plan.at[k] as number;
-    if (from > copied) at += source.copy(out, at, copied, from);
+    if (from > copied) at += copyBytes(subContent, copied, from, out, at);
     copied = from;
     const file = plan.order[k] as number;
     at += BLOB_PREFIX.copy(out, at);
     at += (plan.names[file] as Buffer).copy(out, at);
     out[at++] = 0;
     const row = rows[file] as number;
-    at += oids.copy(out, at, row * OID_BYTES, row * OID_BYTES + OID_BYTES);
+    at += copyBytes(oids, row * OID_BYTES, row * OID_BYTES + OID_BYTES, out, at);
   }
-  if (subContent.length > copied) at += source.copy(out, at, copied, subContent.length);
+  if (subContent.length > copied) at += copyBytes(subContent, copied, subContent.length, out, at);
   return at;
 }
 
@@ -495,7 +495,8 @@ export async function planAppends(source: AppendSource, rootOid: Oid | null, app
       if (built !== undefined) {
         // Its changes are listed only if asked (see AppendPlan.deferredChanges).
         plan.folders.push((parent as ParsedTree).sorted ? { path: segments, oid: built.folder, within: DEFERRED_CHANGES, at: { tree: (parent as ParsedTree).oid, index: position } } : { path: segments, oid: built.folder, within: DEFERRED_CHANGES });
-        plan.built[index] = { folder: built.folder, sub: built.sub };
+        // The pair packAppend made, as it is (same shape): no second object per run.
+        plan.built[index] = built;
         packedAppends.push(append);
         continue;
       }
@@ -541,11 +542,13 @@ function deferredChangesOf(appends: readonly FolderAppend[], blobOids: readonly 
   const subs: string[] = [];
   const counts: number[] = [];
   const names: string[] = [];
-  for (const append of appends) {
+  // Indexed loops: a for-of makes an iterator result per step until V8 optimises it.
+  for (let k = 0; k < appends.length; k++) {
+    const append = appends[k] as FolderAppend;
     folders.push(append.folder);
     subs.push(append.sub);
     counts.push(append.files.length);
-    for (const file of append.files) names.push(file.name);
+    for (let i = 0; i < append.files.length; i++) names.push((append.files[i] as { readonly name: string }).name);
   }
   return () => {
     const changes: PathChange[] = [];
@@ -587,7 +590,7 @@ function packAppend(packed: PackedObjects, append: FolderAppend, folder: Uint8Ar
   const at = packed.begin(folder.length);
   const out = packed.buffer;
   out.set(folder, at);
-  packed.oids.copy(out, at + oidAt, subRow * OID_BYTES, subRow * OID_BYTES + OID_BYTES);
+  copyBytes(packed.oids, subRow * OID_BYTES, subRow * OID_BYTES + OID_BYTES, out, at + oidAt);
   packed.finish(true);
   return { folder: packed.lastOid, sub };
 }
@@ -622,20 +625,19 @@ function packOne(packed: PackedObjects, append: FolderAppend, folder: Uint8Array
   blobOids.push(packed.lastOid);
   at = packed.begin(subLength);
   let out = packed.buffer;
-  const source = subContent instanceof Buffer ? subContent : Buffer.from(subContent.buffer, subContent.byteOffset, subContent.byteLength);
-  if (insertAt > 0) source.copy(out, at, 0, insertAt);
+  if (insertAt > 0) copyBytes(subContent, 0, insertAt, out, at);
   at += insertAt;
   at += BLOB_PREFIX.copy(out, at);
   at += out.write(name, at, "latin1");
   out[at++] = 0;
-  at += packed.oids.copy(out, at, row * OID_BYTES, row * OID_BYTES + OID_BYTES);
-  if (subContent.length > insertAt) source.copy(out, at, insertAt, subContent.length);
+  at += copyBytes(packed.oids, row * OID_BYTES, row * OID_BYTES + OID_BYTES, out, at);
+  if (subContent.length > insertAt) copyBytes(subContent, insertAt, subContent.length, out, at);
   const subRow = packed.finish(true);
   const sub = packed.lastOid;
   at = packed.begin(folder.length);
   out = packed.buffer;
   out.set(folder, at);
-  packed.oids.copy(out, at + oidAt, subRow * OID_BYTES, subRow * OID_BYTES + OID_BYTES);
+  copyBytes(packed.oids, subRow * OID_BYTES, subRow * OID_BYTES + OID_BYTES, out, at + oidAt);
   packed.finish(true);
   return { folder: packed.lastOid, sub };
 }

@@ -81,6 +81,14 @@ export interface ObjectStore extends ObjectSource {
   /** Remembers trees that were just written, so the next commit does not re-read them. */
   rememberTrees(trees: Iterable<ParsedTree>): void;
   /**
+   * Remembers the stored bytes of trees a committed write built without parsing them (folder
+   * appends, folder-append.ts), so {@link read}, {@link readInMemory} and the trees read from
+   * them find them without reading the pack just written (which, under 8 MiB, would be read
+   * whole and its SHA-1 checked in one piece). Only objects already in place (the ref moved)
+   * may be given. Kept newest first, at most 32 MiB of them; non-trees are ignored.
+   */
+  rememberBuiltTrees(objects: Iterable<GitObject>): void;
+  /**
    * Whether the repository holds any history: a pack, or a loose commit other than a root
    * commit of the empty tree (what a crashed `initRepo` can leave). A ref that reads as unborn
    * in such a repository was lost (a damaged ref store), and writing a new root commit on it

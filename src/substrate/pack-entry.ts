@@ -4,6 +4,7 @@
  */
 import { inflateSync } from "node:zlib";
 import { WorkflowHostError } from "../errors.js";
+import { copyBytes } from "./byte-copy.js";
 import type { ObjectType } from "./git-object.js";
 import type { PackIndex } from "./pack-file.js";
 import type { Oid } from "./types.js";
@@ -27,7 +28,8 @@ function unstore(stream: Buffer, size: number): Buffer | null {
     if (head === undefined || (head & 0xfe) !== 0 || at + 5 > stream.length) return null;
     const len = stream.readUInt16LE(at + 1);
     if ((stream.readUInt16LE(at + 3) ^ 0xffff) !== len || written + len > size || at + 5 + len > stream.length) return null;
-    stream.copy(out, written, at + 5, at + 5 + len);
+    // No view of the block for a small one (Buffer.copy of a range makes one per call).
+    copyBytes(stream, at + 5, at + 5 + len, out, written);
     written += len;
     at += 5 + len;
     if (head === 1) break;

@@ -22,6 +22,7 @@ import { corrupt, OFS_DELTA, REF_DELTA } from "./pack-entry.js";
 import { IDX_MAGIC, LARGE_OFFSET_FLAG } from "./pack-index.js";
 import { knownTreeEntryCrc, rememberTreeEntryCrc } from "./entry-crc.js";
 import type { PackedObjects } from "./packed-objects.js";
+import { copyBytes } from "./byte-copy.js";
 import type { Oid } from "./types.js";
 
 // Reading single entries lives in pack-entry.ts; its functions are part of this module's API.
@@ -49,6 +50,16 @@ const nativeCrc32 = (zlib as { crc32?: (data: Uint8Array, value?: number) => num
 export function crc32(bytes: Uint8Array, crc = 0): number {
   if (nativeCrc32 !== undefined) return nativeCrc32(bytes, crc);
   return crc32Table(bytes, crc);
+}
+
+/**
+ * CRC-32 of `bytes[from, to)`, continuing from `crc`, by the table: for a few bytes around a
+ * range that {@link crc32} reads, without a view of them.
+ */
+export function crc32Range(bytes: Uint8Array, from: number, to: number, crc: number): number {
+  let c = ~crc >>> 0;
+  for (let i = from; i < to; i++) c = (CRC_TABLE[(c ^ (bytes[i] as number)) & 0xff] as number) ^ (c >>> 8);
+  return ~c >>> 0;
 }
 
 function crc32Table(bytes: Uint8Array, crc: number): number {
@@ -576,7 +587,7 @@ function* buildIndex(entries: EntryTable, packChecksum: Buffer): Generator<void,
   for (let i = 0; i < n; i++) {
     if (i % INDEX_STEP === INDEX_STEP - 1) yield;
     const row = order[i] as number;
-    oids.copy(out, oidsAt + i * 20, row * 20, row * 20 + 20);
+    copyBytes(oids, row * 20, row * 20 + 20, out, oidsAt + i * 20);
     out.writeUInt32BE(entries.crcs[row] as number, crcAt + i * 4);
     const offset = entries.offsets[row] as number;
     if (offset < LARGE_OFFSET_FLAG) {

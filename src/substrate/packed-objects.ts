@@ -17,7 +17,7 @@
  */
 import * as nodeCrypto from "node:crypto";
 import { createHash } from "node:crypto";
-import { crc32 } from "./pack-file.js";
+import { crc32, crc32Range } from "./pack-file.js";
 import type { GitObject } from "./git-object.js";
 import type { Oid } from "./types.js";
 
@@ -223,7 +223,11 @@ export class PackedObjects {
     c[end + 2] = (adler >>> 8) & 0xff;
     c[end + 3] = adler & 0xff;
     this.#offsets[row] = this.#base + entryAt - SLACK;
-    this.#crcs[row] = crc32(c.subarray(entryAt, end + 4));
+    // The view hashed above now holds the entry from `headAt` on (its bytes were rewritten in
+    // place): the entry's CRC-32 is the few bytes before it, the view and the Adler-32 after it,
+    // with no second view per object. A git header one byte longer than the entry's own (the
+    // view then starts inside the entry before) takes a view of its own.
+    this.#crcs[row] = saved >= 0 ? crc32(c.subarray(entryAt, end + 4)) : crc32Range(c, end, end + 4, crc32(view, crc32Range(c, entryAt, headAt, 0)));
     this.#count = row + 1;
     this.#at = end + 4;
     return row;

@@ -185,7 +185,7 @@ interface FolderEdit {
   readonly base: string;
   readonly edits: Map<string, TreeEntry | null>;
   readonly positions: Map<string, number>;
-  readonly folders: Map<string, Oid | null>;
+  readonly folders: FolderOids;
   readonly changes: PathChange[];
   readonly deferredChanges: (() => readonly PathChange[]) | undefined;
   /** Set once a folder put with DEFERRED_CHANGES was taken. */
@@ -222,13 +222,80 @@ function putBuiltFolders(children: Iterator<[string, EditNode]>, folder: FolderE
     if (existing?.type === "commit") throw gitlinkInTheWay(`${base}${name}`);
     // A folder built by the caller from the one here: its changes are the caller's.
     if (existing?.type !== "tree") throw builtFolderMissing(`${base}${name}`);
-    folders.set(`${base}${name}`, put);
+    folders.built(base, name, put);
     if (existing.oid === put) continue;
     if (within === DEFERRED_CHANGES) {
       if (folder.deferredChanges === undefined) throw new TypeError("a folder put with deferred changes needs TreeEdits.deferredChanges");
       folder.deferredUsed = true;
     } else for (const change of within) changes.push(change);
     edits.set(name, { name, mode: TREE_MODE, oid: put, type: "tree" });
+  }
+}
+
+/**
+ * TreeEditResult.folders. The folders the caller built (putBuiltFolders: a fire commit's every
+ * run) are noted as their parent's path and their name and joined into the map on its first
+ * read: most writes never read it for them (the fire committer takes their oids by position,
+ * WriteResult.appended), and a path string and a map entry per run were ~10 MB of a
+ * 20,000-fire burst's garbage. A built folder is never also descended into, so an entry the
+ * edit set itself is kept as it is.
+ */
+class FolderOids extends Map<string, Oid | null> {
+  /** Built folders not joined yet: parent path (with its slash), name, oid, then the next. */
+  #built: string[] = [];
+
+  built(base: string, name: string, oid: Oid): void {
+    this.#built.push(base, name, oid);
+  }
+
+  #join(): void {
+    const built = this.#built;
+    if (built.length === 0) return;
+    this.#built = [];
+    for (let i = 0; i < built.length; i += 3) {
+      const path = `${built[i] as string}${built[i + 1] as string}`;
+      if (!super.has(path)) super.set(path, built[i + 2] as Oid);
+    }
+  }
+
+  override get(path: string): Oid | null | undefined {
+    this.#join();
+    return super.get(path);
+  }
+
+  override has(path: string): boolean {
+    this.#join();
+    return super.has(path);
+  }
+
+  override get size(): number {
+    this.#join();
+    return super.size;
+  }
+
+  override forEach(callback: (value: Oid | null, key: string, map: Map<string, Oid | null>) => void, thisArg?: unknown): void {
+    this.#join();
+    super.forEach(callback, thisArg);
+  }
+
+  override entries(): MapIterator<[string, Oid | null]> {
+    this.#join();
+    return super.entries();
+  }
+
+  override keys(): MapIterator<string> {
+    this.#join();
+    return super.keys();
+  }
+
+  override values(): MapIterator<Oid | null> {
+    this.#join();
+    return super.values();
+  }
+
+  override [Symbol.iterator](): MapIterator<[string, Oid | null]> {
+    this.#join();
+    return super[Symbol.iterator]();
   }
 }
 
@@ -259,7 +326,7 @@ export async function applyTreeEdits(read: ReadTree, baseOid: Oid | null, edits:
   const newTrees: GitObject[] = [];
   const changes: PathChange[] = [];
   let exact = true;
-  const folders = new Map<string, Oid | null>();
+  const folders = new FolderOids();
   const spliced = new Set<Oid>();
   let deferredUsed = false;
   const deferredChanges = edits.deferredChanges;

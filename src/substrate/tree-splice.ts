@@ -139,8 +139,9 @@ function patchTree(base: ParsedTree, changes: ReadonlyMap<string, TreeEntry | nu
     if (at > next) delta?.copy(offsets[next] as number, start);
     // The oid is the entry's last 20 bytes; name and mode are the base's, byte for byte.
     content.write(insert.oid, end - 20, "hex");
-    if (adler !== undefined) adler = adler32Patch(adler, source.length, end - 20, source.subarray(end - 20, end), content.subarray(end - 20, end));
-    crc?.replaced(end - 20, source.subarray(end - 20, end), content.subarray(end - 20, end));
+    // The whole old and new contents, read at the oid's place: no views per entry.
+    if (adler !== undefined) adler = adler32Patch(adler, source.length, end - 20, source, content, 20, end - 20);
+    crc?.replaced(end - 20, source, content, 20, end - 20);
     delta?.insert(start, end);
     next = at + 1;
   }

@@ -169,6 +169,8 @@ type Prepared<R> =
       readonly novel: ReadonlySet<Oid>;
       /** The appends' objects, already laid out as pack entries (see planWriteAppends). */
       readonly packed: PackedObjects | undefined;
+      /** The appends' objects built as objects (AppendPlan.objects): their trees are kept once committed. */
+      readonly built: readonly GitObject[];
     };
 
 /**
@@ -367,7 +369,7 @@ async function prepare<R>(deps: WriteEngineDeps, name: string, tip: Oid | null, 
     for (const object of appended.objects) all.add(object.oid);
     novel = all;
   }
-  return { kind: "commit", commit, objects, trees: edit.pending.values(), result: planned.result, pause, changes: edit.exact ? frozenChanges(edit) : null, folderOid, appended: appended?.built, novel, packed: packed.count > 0 ? packed : undefined };
+  return { kind: "commit", commit, objects, trees: edit.pending.values(), result: planned.result, pause, changes: edit.exact ? frozenChanges(edit) : null, folderOid, appended: appended?.built, novel, packed: packed.count > 0 ? packed : undefined, built: appended?.objects ?? [] };
 }
 
 /**
@@ -454,6 +456,8 @@ async function commitHeld<R>(
     shared.ourTip = prepared.commit.oid;
     shared.lastCommitMs = deps.monotonicNow();
     repo.objects.rememberTrees(prepared.trees);
+    // The folders the appends built, as bytes: the next append to the same run reads them.
+    repo.objects.rememberBuiltTrees(prepared.built);
     deps.onCommitted(repo);
     // Pack merging, if due, runs in the background, outside the ref lock and this write.
     repo.objects.maintain();

@@ -165,6 +165,11 @@ interface Advance {
 
 /** Shared by drafts with no deferred tick (most of them: a one-shot's fire never defers one); never changed. */
 const NO_ADVANCES: ReadonlyMap<string, Advance> = new Map();
+/**
+ * The pending timers of a state whose only timer a draft disarmed (most fires of a burst): shared
+ * by all of them and never changed (a draft copies a map it does not own before changing it).
+ */
+const NO_TIMERS: Map<string, PendingTimer> = new Map();
 /** Shared by drafts that have seen no manual fire; never changed. */
 const NO_REQUEST_IDS: ReadonlyMap<string, Set<string>> = new Map();
 
@@ -320,10 +325,10 @@ class Draft {
   private disarm(timerId: string): void {
     this.dropAdvance(timerId);
     if (!this.pending.has(timerId)) return;
-    // A run's only timer going (a one-shot's fire): an empty map, not a copy emptied again.
+    // A run's only timer going (a one-shot's fire): the shared empty map, not a copy emptied
+    // again nor a new one per fire (not owned: copied before any later change).
     if (!this.ownsTimers && this.pending.size === 1) {
-      this.pending = new Map();
-      this.ownsTimers = true;
+      this.pending = NO_TIMERS;
       return;
     }
     this.timers().delete(timerId);

@@ -6,6 +6,7 @@
  * turns while it works on the big folder (between the plan and the push check, where the old
  * edit decoded the whole folder in one step).
  */
+import * as nodeFs from "node:fs";
 import { cp, readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
@@ -32,8 +33,8 @@ afterEach(async () => {
   await Promise.all(stores.splice(0).map((s) => s.close()));
 });
 
-function open(dataDir: string, handler: KindHandler = workflowRunKind()): RepoStore {
-  const store = createRepoStore({ dataDir, kindHandlers: [handler], authorize: allowAll, watch: false });
+function open(dataDir: string, handler: KindHandler = workflowRunKind(), fs?: unknown): RepoStore {
+  const store = createRepoStore({ dataDir, kindHandlers: [handler], authorize: allowAll, watch: false, ...(fs === undefined ? {} : { fs }) });
   stores.push(store);
   return store;
 }
@@ -51,6 +52,21 @@ const gitdirOf = (dataDir: string): string => join(dataDir, "deployments", "dep.
 
 function signal(n: number): Record<string, unknown> {
   return { type: "SignalReceived", signalName: "poke", signalId: `s-${n}`, payload: { n }, at: "2026-05-01T00:00:00.000Z" };
+}
+
+/** node:fs with each file read and open (promise and blocking calls) noted in `seen` as `<call> <path>`. */
+function readsSeenBy(seen: string[]): unknown {
+  const noting = (target: object, key: string | symbol, names: readonly string[]): unknown => {
+    const value = Reflect.get(target, key) as unknown;
+    if (typeof value !== "function") return value;
+    if (!names.includes(String(key))) return value.bind(target);
+    return (path: unknown, ...rest: unknown[]) => {
+      seen.push(`${String(key)} ${String(path)}`);
+      return (value as (...args: unknown[]) => unknown).call(target, path, ...rest);
+    };
+  };
+  const promises = new Proxy(nodeFs.promises, { get: (target, key) => noting(target, key, ["readFile", "open"]) });
+  return new Proxy(nodeFs, { get: (target, key) => (key === "promises" ? promises : noting(target, key, ["readFileSync", "openSync"])) });
 }
 
 /** The packs (a read may add a pack's `.rev` beside it: not an object written). */
@@ -89,6 +105,35 @@ describe("a validated append to a run of 20,000 events", () => {
     const listing = (dir: string): Promise<string> => gitAt(gitdirOf(dir), ["ls-tree", "-r", "-t", "main", "runs/"]);
     expect(await listing(built)).toBe(await listing(generic));
     expect((await gitAt(gitdir, ["ls-tree", "--name-only", "main", "runs/r/events/"])).split("\n").filter(Boolean)).toHaveLength(EVENTS + 2);
+  }, 60_000);
+
+  it("keeps the folders it built: the next append to the run reads nothing of the pack the last one wrote, and commits the same tree", async () => {
+    const dataDir = await tempDir();
+    await withLongRun(dataDir);
+    const generic = await tempDir();
+    await cp(dataDir, generic, { recursive: true });
+    const seen: string[] = [];
+    const store = open(dataDir, workflowRunKind(), readsSeenBy(seen));
+    const append = (n: number) => appendRunEvents({ store, principal: null, repoId: "dep", runId: "r", message: `signal ${n}`, decide: () => ({ append: [signal(n)], result: null }) });
+    const before = await packsOf(dataDir);
+    expect((await append(1)).committed).toBe(true);
+    const written = (await packsOf(dataDir)).filter((name) => !before.includes(name));
+    // One pack with the new events/ (~700 KB): small enough to be read whole, SHA-1 and all.
+    expect(written).toHaveLength(1);
+    expect((await append(2)).committed).toBe(true);
+    // Every read of that pack, from its writing on: the write path before read it back whole
+    // (and checked its SHA-1) to find the events/ folder it had just built.
+    expect(seen.filter((call) => call.endsWith(`/${written[0] as string}`))).toEqual([]);
+    await expectFsckClean(gitdirOf(dataDir));
+
+    // The same two files put through the generic edit in a copy give the same tree.
+    const gitdir = gitdirOf(dataDir);
+    const files: Record<string, string> = {};
+    for (const path of [`runs/r/events/${EVENTS + 1}.json`, `runs/r/events/${EVENTS + 2}.json`]) files[path] = await gitAt(gitdir, ["show", `main:${path}`]);
+    await open(generic).writeTree(null, REPO, DEFAULT_REF, { files, message: "generic" });
+    const tree = (dir: string): Promise<string> => gitAt(gitdirOf(dir), ["rev-parse", "main^{tree}"]);
+    expect((await tree(dataDir)).trim()).toMatch(/^[0-9a-f]{40}$/);
+    expect(await tree(dataDir)).toBe(await tree(generic));
   }, 60_000);
 
   it("is refused by the push check with nothing written: a seq that breaks the sequence, an invalid event", async () => {

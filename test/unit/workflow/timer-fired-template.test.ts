@@ -4,7 +4,7 @@
  * and any other shape left to serializeEvent.
  */
 import { describe, expect, it } from "vitest";
-import { parseEvent, serializeEvent, serializePlainTimerFired } from "../../../src/workflow/events.js";
+import { parseEvent, serializeEvent, serializePlainTimerFired, serializePlainTimerFiredOf } from "../../../src/workflow/events.js";
 import { newTimerFired } from "../../../src/workflow/event-constructors.js";
 import type { RunEvent } from "../../../src/workflow/types.js";
 import { WorkflowHostError } from "../../../src/errors.js";
@@ -60,5 +60,22 @@ describe("serializePlainTimerFired", () => {
     expect(codeOf(() => serializePlainTimerFired(fired(-1, "2026-05-01T00:00:00.000Z", ok)))).toBe("event_invalid");
     expect(codeOf(() => serializePlainTimerFired(fired(1, "2026-05-01T00:00:00.000Z", ok), { maxEventBytes: 50 }))).toBe("payload_too_large");
     expect(codeOf(() => serializeEvent(fired(1, "2026-05-01T00:00:00.000Z", ok), { maxEventBytes: 50 }))).toBe("payload_too_large");
+  });
+
+  it("gives the same bytes, event and errors when the event comes as its four fields (serializePlainTimerFiredOf)", () => {
+    const ok = { timerId: "t-1", scheduledFor: "2026-05-01T00:00:00Z", firedAt: "2026-05-01T00:00:00.5Z" };
+    for (const seq of [0, 9, 10, 99, 100, 123_456, 2 ** 40]) {
+      const whole = serializePlainTimerFired(fired(seq, "2026-05-01T02:00:00+02:00", ok));
+      const fields = serializePlainTimerFiredOf(seq, "TimerFired", "2026-05-01T02:00:00+02:00", ok);
+      expect(Buffer.from(fields?.bytes ?? []).equals(Buffer.from(whole?.bytes ?? [0])), `seq ${seq}`).toBe(true);
+      expect(fields?.event).toEqual(whole?.event);
+      expect(Object.isFrozen(fields?.event)).toBe(true);
+    }
+    expect(serializePlainTimerFiredOf(1, "TimerSet", "2026-05-01T00:00:00.000Z", ok)).toBeNull();
+    expect(serializePlainTimerFiredOf(1, "TimerFired", "2026-05-01T00:00:00.000Z", { ...ok, jitteredFor: "2026-05-01T00:00:00.000Z" })).toBeNull();
+    expect(codeOf(() => serializePlainTimerFiredOf(1, "TimerFired", "2026-05-01T00:00:00", ok))).toBe("time_invalid");
+    expect(codeOf(() => serializePlainTimerFiredOf(1, "TimerFired", "2026-05-01T00:00:00.000Z", { ...ok, timerId: "bad id" }))).toBe("id_invalid");
+    expect(codeOf(() => serializePlainTimerFiredOf(-1, "TimerFired", "2026-05-01T00:00:00.000Z", ok))).toBe("event_invalid");
+    expect(codeOf(() => serializePlainTimerFiredOf(1, "TimerFired", "2026-05-01T00:00:00.000Z", ok, { maxEventBytes: 50 }))).toBe("payload_too_large");
   });
 });
