@@ -741,11 +741,11 @@ interface MissingObject {
   readonly tree: boolean;
 }
 
-/** The objects a run's log was read without (see readRunLog's `object_missing`). */
+/** The objects a run's log was read without (see readRunLog's `object_missing`, and `object_corrupt` naming a run). */
 function missingObjects(log: RunLog): MissingObject[] {
   const out: MissingObject[] = [];
   for (const bad of [...log.bad, ...log.problems]) {
-    if (bad.error.code !== "object_missing") continue;
+    if (!isMissingRunObject(bad.error)) continue;
     // The `blobs/` folder is the one folder among them; events and the sealed log are blobs.
     out.push({ oid: String(bad.error.data.oid), tree: bad.path.endsWith("/blobs") });
   }

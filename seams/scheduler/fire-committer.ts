@@ -15,7 +15,7 @@
  * their monotonic `now`, and the commit's work is sliced on that same monotonic time.
  */
 import { WorkflowHostError } from "../../src/errors.js";
-import { isAbsentObject } from "../../src/substrate/object-store.js";
+import { isUnreadableObject } from "../../src/substrate/object-store.js";
 import type { AppendedFolder, CommittedReads, FolderAppend } from "../../src/substrate/types.js";
 import { serializeEvent, serializePlainTimerFiredOf } from "../../src/workflow/events.js";
 import { eventsFolder, runEventsPrefix, runsPrefix } from "../../src/workflow/paths.js";
@@ -444,7 +444,7 @@ export class FireCommitter {
   }
 
   private async onCommitFailed(due: readonly DueGeneration[], error: unknown): Promise<void> {
-    if (isAbsentObject(error) && !this.stopped && (await this.withoutMissingRuns(due, error as WorkflowHostError))) return;
+    if (isUnreadableObject(error) && !this.stopped && (await this.withoutMissingRuns(due, error as WorkflowHostError))) return;
     const invalid = error instanceof WorkflowHostError && isContentError(error.code);
     if (invalid && due.length > 1) {
       // One timer's event was refused: bisect so the healthy timers still commit.

@@ -34,6 +34,21 @@ function corrupt(oid: string, reason: string): WorkflowHostError {
   return new WorkflowHostError("object_corrupt", `git object ${oid} is corrupt: ${reason}`, { oid, reason });
 }
 
+/**
+ * The `object_corrupt` error of an object that is there but fails its own check (its zlib stream
+ * does not inflate, its content hashes to another oid, its pack entry does not match the CRC-32
+ * its index records, a truncated loose file): `data.damaged` true, `data.oid` the oid asked for,
+ * plus `extra` (`pack`, `path`). Its bytes are never served. See {@link isDamagedObject}.
+ */
+export function damagedObject(oid: string, reason: string, extra: Record<string, unknown> = {}, cause?: unknown): WorkflowHostError {
+  return new WorkflowHostError("object_corrupt", `git object ${oid} is damaged: ${reason}`, { oid, reason, damaged: true, ...extra }, cause === undefined ? {} : { cause });
+}
+
+/** True for {@link damagedObject}'s error: the object is there but fails its own check. */
+export function isDamagedObject(error: unknown): error is WorkflowHostError {
+  return error instanceof WorkflowHostError && error.code === "object_corrupt" && error.data.damaged === true;
+}
+
 /** Hashes `content` as a git object of `type`. */
 export function hashObject(type: ObjectType, content: Uint8Array): GitObject {
   if (oneShotHash !== undefined && content.byteLength <= ONE_SHOT_MAX_BYTES) {
@@ -63,19 +78,20 @@ export function wrapObject(object: GitObject): Buffer {
 
 /**
  * Parses the inflated loose-object form and checks its length and oid.
- * @throws `object_corrupt` naming `oid` when the header, length or hash is wrong.
+ * @throws `object_corrupt` naming `oid` when the header, length or hash is wrong (a
+ *   {@link damagedObject}).
  */
 export function unwrapObject(oid: Oid, wrapped: Uint8Array): GitObject {
   const buf = Buffer.from(wrapped.buffer, wrapped.byteOffset, wrapped.byteLength);
   const nul = buf.indexOf(0);
-  if (nul < 0 || nul > 32) throw corrupt(oid, "no object header");
+  if (nul < 0 || nul > 32) throw damagedObject(oid, "no object header");
   const header = buf.toString("latin1", 0, nul);
   const match = /^(blob|tree|commit|tag) (\d+)$/.exec(header);
-  if (match === null) throw corrupt(oid, `bad header ${JSON.stringify(header)}`);
+  if (match === null) throw damagedObject(oid, `bad header ${JSON.stringify(header)}`);
   const content = buf.subarray(nul + 1);
-  if (Number(match[2]) !== content.byteLength) throw corrupt(oid, "length does not match header");
+  if (Number(match[2]) !== content.byteLength) throw damagedObject(oid, "length does not match header");
   const object = hashObject(match[1] as ObjectType, content);
-  if (object.oid !== oid) throw corrupt(oid, `content hashes to ${object.oid}`);
+  if (object.oid !== oid) throw damagedObject(oid, `content hashes to ${object.oid}`);
   return object;
 }
 

@@ -23,7 +23,7 @@ import { systemClock } from "../time/clock.js";
 import { errnoCode } from "./fs-adapter.js";
 import { MAX_LOOSE_OBJECT_BYTES, readBoundedFileOrNull } from "./bounded-file.js";
 import { isHexOid } from "./hex-oid.js";
-import { decodeCommit, type GitObject, type ObjectType, unwrapObject, wrapObject } from "./git-object.js";
+import { damagedObject, decodeCommit, type GitObject, isDamagedObject, type ObjectType, unwrapObject, wrapObject } from "./git-object.js";
 import { decodeTree, type DeltaBase, dirEntriesOf, EMPTY_TREE_OID, type ParsedTree } from "./tree-object.js";
 import { dirEntriesOfTreeBytes } from "./tree-bytes.js";
 import { createPackStore, type StagedObjects } from "./pack-store.js";
@@ -69,6 +69,18 @@ function compressionLevel(object: GitObject): number {
  */
 export function isAbsentObject(error: unknown): boolean {
   return error instanceof WorkflowHostError && error.code === "object_corrupt" && error.data.absent === true;
+}
+
+export { isDamagedObject } from "./git-object.js";
+
+/**
+ * True for an object a run can be read without (see run-log.ts): one not in the repository
+ * ({@link isAbsentObject}) or one there that fails its own check ({@link isDamagedObject}: a
+ * torn loose file, a pack entry that does not inflate or hashes to another oid). Not for an I/O
+ * error, or a pack or pack index that cannot be read at all.
+ */
+export function isUnreadableObject(error: unknown): error is WorkflowHostError {
+  return isAbsentObject(error) || isDamagedObject(error);
 }
 
 /** Data of the `object_corrupt` error for an object that is not there (see {@link isAbsentObject}). */
@@ -178,19 +190,40 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
     if (!isHexOid(oid)) throw corrupt(String(oid), "not a 40-hex object id");
     const built = builtTrees.get(oid);
     if (built !== undefined) return built;
-    const packed = await packs.read(oid, false, point);
+    let packed: GitObject | null;
+    try {
+      packed = await packs.read(oid, false, point);
+    } catch (error) {
+      // A damaged packed copy: a whole loose copy (written again to repair it) is read instead.
+      if (!isDamagedObject(error)) throw error;
+      return (await readLoose(oid).catch(() => null)) ?? Promise.reject(error);
+    }
     if (packed !== null) return packed;
     // Usually a miss (objects are packed); a loose object is a few hundred bytes.
+    return (await readLoose(oid)) ?? (await packs.read(oid, true)) ?? readPacked(oid);
+  }
+
+  /**
+   * The loose object `oid`, or null when there is no such file.
+   * @throws `object_corrupt` damaged ({@link damagedObject}, naming the file) when it does not
+   *   inflate or its content is not `oid`'s; `object_corrupt` when it is not a regular file
+   */
+  async function readLoose(oid: Oid): Promise<GitObject | null> {
     const path = loosePath(oid);
     const raw = await readBoundedFileOrNull(quickFs, path, MAX_LOOSE_OBJECT_BYTES, (found) => corrupt(oid, `loose object ${path} is ${found}`, undefined, { path, found }));
-    if (raw === null) return (await packs.read(oid, true)) ?? readPacked(oid);
+    if (raw === null) return null;
     let inflated: Buffer;
     try {
       inflated = inflateSync(raw);
     } catch (error) {
-      throw corrupt(oid, "loose object does not inflate (torn write?)", error);
+      throw damagedObject(oid, `loose object ${path} does not inflate (a torn or truncated file)`, { path }, error);
     }
-    return unwrapObject(oid, inflated);
+    try {
+      return unwrapObject(oid, inflated);
+    } catch (error) {
+      if (!isDamagedObject(error)) throw error;
+      throw damagedObject(oid, `loose object ${path}: ${String(error.data.reason)}`, { path }, error);
+    }
   }
 
   async function readTyped(oid: Oid, type: ObjectType, point = false): Promise<GitObject> {

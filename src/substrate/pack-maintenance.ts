@@ -15,6 +15,7 @@
  * which git allows); readers that loaded a deleted pack rescan (see pack-reader.ts).
  */
 import { webcrypto } from "node:crypto";
+import { WorkflowHostError } from "../errors.js";
 import type { FsAdapter } from "./fs-adapter.js";
 import type { ScopedLruCache } from "./lru-cache.js";
 import { type EncodedPack, packHasRefDeltas } from "./pack-file.js";
@@ -222,7 +223,16 @@ export function createPackMaintenance(opts: PackMaintenanceOptions): PackMainten
         packBytes.delete(repoKey, name);
       }
       return true;
-    } catch {
+    } catch (error) {
+      // A source whose entry does not match its index (a damaged pack, see pack-merge.ts) is
+      // left out of later merges, as git's packs with ref-deltas are; the others merge on.
+      if (error instanceof WorkflowHostError && error.data.damagedSource === true) {
+        const damaged = reader.packs.find((pack) => pack.name === error.data.pack);
+        if (damaged !== undefined && damaged.mergeable) {
+          damaged.mergeable = false;
+          return true;
+        }
+      }
       // Merging is an optimisation: on any failure the packs stay as they were (a merged pack
       // already in place only duplicates objects, which git allows).
       return false;

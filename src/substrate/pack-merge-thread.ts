@@ -18,6 +18,7 @@
  * through; the caller posts without `yieldToCommits` once packs pile up (pack-maintenance.ts).
  */
 import { Worker } from "node:worker_threads";
+import { WorkflowHostError } from "../errors.js";
 import type { EncodedPack } from "./pack-file.js";
 import { PackGone } from "./pack-reader.js";
 import type { MergeJob } from "./pack-merge-job.js";
@@ -27,7 +28,7 @@ export type MergeReply =
   | { readonly id: number; readonly kind: "merged"; readonly pack: ArrayBuffer; readonly idx: ArrayBuffer; readonly checksum: string; readonly count: number; readonly rev?: ArrayBuffer }
   | { readonly id: number; readonly kind: "ref-deltas" }
   | { readonly id: number; readonly kind: "gone" }
-  | { readonly id: number; readonly kind: "failed"; readonly message: string };
+  | { readonly id: number; readonly kind: "failed"; readonly message: string; /** A source found damaged (see pack-merge.ts), by name. */ readonly damagedPack?: string };
 
 /** A merged pack, with its reverse index when the thread made one. */
 export type MergedOnThread = EncodedPack & { readonly rev?: Buffer };
@@ -106,6 +107,8 @@ function start(): Worker {
       job.resolve(null);
     } else if (reply.kind === "gone") {
       job.reject(new PackGone("a merged pack vanished"));
+    } else if (reply.damagedPack !== undefined) {
+      job.reject(new WorkflowHostError("object_corrupt", reply.message, { pack: reply.damagedPack, damagedSource: true }));
     } else {
       job.reject(new Error(reply.message));
     }

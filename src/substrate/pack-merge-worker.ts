@@ -5,6 +5,7 @@
  */
 import { closeSync, constants, openSync, readFileSync, readSync } from "node:fs";
 import { parentPort, workerData } from "node:worker_threads";
+import { WorkflowHostError } from "../errors.js";
 import { parsePackIndex } from "./pack-index.js";
 import { encodeReverseIndex, packOrder } from "./pack-rev-index.js";
 import { packLength } from "./pack-file.js";
@@ -95,7 +96,8 @@ async function answer(id: number, job: MergeJob): Promise<MergeReply> {
     return { id, kind: "merged", pack: own(merged.pack), idx: own(merged.idx), checksum: merged.checksum, count: merged.count, ...(rev === undefined ? {} : { rev }) };
   } catch (error) {
     if (error instanceof PackGone || isMissing(error)) return { id, kind: "gone" };
-    return { id, kind: "failed", message: error instanceof Error ? error.message : String(error) };
+    const damagedPack = error instanceof WorkflowHostError && error.data.damagedSource === true && typeof error.data.pack === "string" ? error.data.pack : undefined;
+    return { id, kind: "failed", message: error instanceof Error ? error.message : String(error), ...(damagedPack === undefined ? {} : { damagedPack }) };
   }
 }
 

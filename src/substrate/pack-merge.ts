@@ -24,6 +24,7 @@
  * no chain ever exceeds it, however many merges an object goes through. A ref-delta (a base named by oid, which can
  * live elsewhere) makes the pack unmergeable here.
  */
+import { WorkflowHostError } from "../errors.js";
 import { systemMonotonicNow } from "../time/clock.js";
 import type { GitObject } from "./git-object.js";
 import { applyDelta, crc32, entryHeader, entryPayload, inflateEntry, TYPE_CODES, type EncodedPack, type EntryRecord, layoutPack, type PackSource, parseEntryHead, sealPackGently, storedZlib } from "./pack-file.js";
@@ -269,6 +270,11 @@ export async function mergePacks(
         }
       }
       const raw = await source.entry(start, source.index.endOf(start));
+      // An entry is copied as it is stored: one whose bytes are not what its index recorded (a
+      // damaged pack) would be sealed under the merged pack's fresh checksum as if whole.
+      if (crc32(raw) !== source.index.crcAt(i)) {
+        throw new WorkflowHostError("object_corrupt", `pack ${source.name} is corrupt: the entry of ${oid} does not match the CRC-32 its index records; not merged`, { pack: source.name, oid, reason: "entry CRC-32 mismatch", damagedSource: true });
+      }
       const head = parseEntryHead(source.name, raw);
       if (head.typeCode === REF_DELTA) return null;
       if (head.typeCode === OFS_DELTA) {

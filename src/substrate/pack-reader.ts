@@ -11,7 +11,7 @@ import { createHash } from "node:crypto";
 import { describeNonRegular, readBoundedFileOrNull } from "./bounded-file.js";
 import { WorkflowHostError } from "../errors.js";
 import { errnoCode, type FileHandleLike, type FsAdapter } from "./fs-adapter.js";
-import { type GitObject, hashObject } from "./git-object.js";
+import { damagedObject, type GitObject, hashObject } from "./git-object.js";
 import type { ScopedLruCache } from "./lru-cache.js";
 import { applyDelta, crc32, inflateEntry, isDelta, type PackIndex, parseEntryHead, parsePackIndex, typeOfCode } from "./pack-file.js";
 import { encodeReverseIndex, packOrder, parseReverseIndex, reverseIndexBytes } from "./pack-rev-index.js";
@@ -68,6 +68,15 @@ export interface LoadedPack {
 export function corrupt(oid: string, reason: string, cause?: unknown): WorkflowHostError {
   return new WorkflowHostError("object_corrupt", `git object ${oid} cannot be read: ${reason}`, { oid, reason }, cause === undefined ? {} : { cause });
 }
+
+/**
+ * Pack files already reported as failing their trailer checksum (by path), so each is told once
+ * per process (a `process` warning, code {@link PACK_CHECKSUM_WARNING}), however many reads meet it.
+ */
+const reportedPacks = new Set<string>();
+
+/** The code of the `process` warning for a pack that fails its trailer checksum. */
+export const PACK_CHECKSUM_WARNING = "WORKFLOW_HOST_PACK_CHECKSUM";
 
 /** Thrown inside the pack modules when a pack vanished under a read; answered by a rescan. */
 export class PackGone extends Error {}
@@ -199,6 +208,16 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
    * dangling). Looked at again at every scan: an index rewritten whole is taken up.
    */
   const broken = new Map<string, WorkflowHostError>();
+  /**
+   * Packs read whole whose trailer checksum did not match (a flipped byte, a bad copy): git
+   * still reads such a pack, checking each object as it inflates it, and so does this reader —
+   * an entry of such a pack is checked against the CRC-32 its index records and its content
+   * hashed against its oid; one that fails is that object's damage (see damagedObject), the
+   * others are served. Never merged (see pack-merge.ts). Cleared when the pack, read again,
+   * matches (it is read again after each damaged object found in it: a pack restored in place
+   * is then taken up).
+   */
+  const unverified = new Set<string>();
 
   const fsFor = (bytes: number): FsAdapter => adapterFor(bytes, fs, quickFs);
   const { loadOnce, cachedWindow, loadWindow } = createWindowReads(fs, packWindows, repoKey, (name) => new PackGone(name));
@@ -421,14 +440,24 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
             const bytes = await fsFor(pack.size).readFile(path);
             const read = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
             // One SHA-1 over the whole pack (git's own trailer) instead of one per object read.
-            const sum = createHash("sha1").update(read.subarray(0, read.length - 20)).digest("hex");
+            const sum = createHash("sha1").update(read.subarray(0, Math.max(0, read.length - 20))).digest("hex");
             if (read.length < 32 || sum !== read.toString("hex", read.length - 20) || sum !== pack.index.packChecksum) {
-              throw new WorkflowHostError("object_corrupt", `pack ${pack.name} is corrupt: checksum mismatch`, { pack: pack.name });
+              unverified.add(pack.name);
+              pack.mergeable = false;
+              if (!reportedPacks.has(path)) {
+                reportedPacks.add(path);
+                process.emitWarning(
+                  `pack ${pack.name} (${path}) fails its checksum: it is damaged; its objects are read one by one, each checked against its own oid, and a damaged one is reported where it is read (run git fsck to list them, restore the pack or the objects)`,
+                  { code: PACK_CHECKSUM_WARNING },
+                );
+              }
+            } else {
+              unverified.delete(pack.name);
             }
             packBytes.set(repoKey, pack.name, read, read.byteLength);
             return read;
           }));
-        return { bytes: whole.subarray(offset, end), verified: true };
+        return wholeEntry(pack, whole.subarray(offset, end), offset, crc);
       }
       let bytes: Buffer;
       const start = offset - (offset % WINDOW_BYTES);
@@ -453,12 +482,34 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
     }
   }
 
+  /**
+   * An entry of a pack read whole: verified by the pack's checksum, or, in a pack that failed it
+   * (see {@link unverified}), checked against its CRC-32 when given and left to be hashed.
+   */
+  function wholeEntry(pack: LoadedPack, bytes: Buffer, offset: number, crc: number | undefined): { bytes: Buffer; verified: boolean } {
+    if (!unverified.has(pack.name)) return { bytes, verified: true };
+    if (crc !== undefined && crc32(bytes) !== crc) throw corrupt(`${pack.name}@${offset}`, "entry bytes do not match the CRC-32 its index records");
+    return { bytes, verified: false };
+  }
+
+  /**
+   * `error`, met reading `oid` out of `pack`, as that object's damage (see damagedObject);
+   * the pack's bytes are dropped from the cache when it failed its checksum, so a later read
+   * reads the file again (restored in place, it is whole again). Other errors as they are.
+   */
+  function asDamage(oid: Oid, pack: LoadedPack, error: unknown): unknown {
+    if (!(error instanceof WorkflowHostError) || error.code !== "object_corrupt" || error.data.damaged === true) return error;
+    if (unverified.has(pack.name)) packBytes.delete(repoKey, pack.name);
+    const reason = typeof error.data.reason === "string" ? error.data.reason : error.message;
+    return damagedObject(oid, `its entry in pack ${pack.name}${unverified.has(pack.name) ? " (which fails its checksum)" : ""}: ${reason}`, { pack: pack.name }, error);
+  }
+
   /** {@link entryBytes} when they are in memory already (a cached pack or window), else undefined. */
   function entryBytesInMemory(pack: LoadedPack, offset: number, crc: number): { bytes: Buffer; verified: boolean } | undefined {
     const end = pack.index.endOf(offset);
     if (pack.size <= WHOLE_PACK_MAX_BYTES) {
       const whole = packBytes.get(repoKey, pack.name);
-      return whole === undefined ? undefined : { bytes: whole.subarray(offset, end), verified: true };
+      return whole === undefined ? undefined : wholeEntry(pack, whole.subarray(offset, end), offset, crc);
     }
     const start = offset - (offset % WINDOW_BYTES);
     if (end > Math.min(start + WINDOW_BYTES + WINDOW_SPILL, pack.size)) return undefined;
@@ -473,17 +524,22 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
     if (!scanFinished) return undefined;
     const at = locate(oid);
     if (at === null) return undefined;
-    const offset = at.pack.index.offsetAt(at.entry);
-    const entry = entryBytesInMemory(at.pack, offset, at.pack.index.crcAt(at.entry));
-    if (entry === undefined) return undefined;
-    const head = parseEntryHead(at.pack.name, entry.bytes);
-    if (isDelta(head.typeCode)) return undefined;
-    const type = typeOfCode(head.typeCode);
-    const content = (view ? storedView(entry.bytes, head.dataAt, head.size) : null) ?? inflateEntry(at.pack.name, entry.bytes, head);
-    if (entry.verified) return { oid, type, content };
-    const object = hashObject(type, content);
-    if (object.oid !== oid) throw corrupt(oid, `packed content hashes to ${object.oid} (${at.pack.name})`);
-    return object;
+    try {
+      const offset = at.pack.index.offsetAt(at.entry);
+      const entry = entryBytesInMemory(at.pack, offset, at.pack.index.crcAt(at.entry));
+      if (entry === undefined) return undefined;
+      const head = parseEntryHead(at.pack.name, entry.bytes);
+      if (isDelta(head.typeCode)) return undefined;
+      const type = typeOfCode(head.typeCode);
+      // An unverified entry is inflated (never viewed): a stored block's content has no check of its own.
+      const content = (view && entry.verified ? storedView(entry.bytes, head.dataAt, head.size) : null) ?? inflateEntry(at.pack.name, entry.bytes, head);
+      if (entry.verified) return { oid, type, content };
+      const object = hashObject(type, content);
+      if (object.oid !== oid) throw corrupt(oid, `packed content hashes to ${object.oid} (${at.pack.name})`);
+      return object;
+    } catch (error) {
+      throw asDamage(oid, at.pack, error);
+    }
   }
 
   /** Decodes the entry at `offset`, resolving deltas through their bases. */
@@ -507,13 +563,18 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
   async function readFrom(oid: Oid, depth: number, point: boolean): Promise<GitObject | null> {
     const at = locate(oid);
     if (at === null) return null;
-    const { type, content, verified } = await decodeAt(at.pack, at.pack.index.offsetAt(at.entry), depth, at.pack.index.crcAt(at.entry), point);
-    // A whole entry of a checksummed pack is what the index says it is; anything else (a
-    // range read, a delta result) is hashed against its oid as loose objects are.
-    if (verified) return { oid, type, content };
-    const object = hashObject(type, content);
-    if (object.oid !== oid) throw corrupt(oid, `packed content hashes to ${object.oid} (${at.pack.name})`);
-    return object;
+    try {
+      const { type, content, verified } = await decodeAt(at.pack, at.pack.index.offsetAt(at.entry), depth, at.pack.index.crcAt(at.entry), point);
+      // A whole entry of a checksummed pack is what the index says it is; anything else (a
+      // range read, a delta result, an entry of a pack that failed its checksum) is hashed
+      // against its oid as loose objects are.
+      if (verified) return { oid, type, content };
+      const object = hashObject(type, content);
+      if (object.oid !== oid) throw corrupt(oid, `packed content hashes to ${object.oid} (${at.pack.name})`);
+      return object;
+    } catch (error) {
+      throw asDamage(oid, at.pack, error);
+    }
   }
 
   async function read(oid: Oid, allowRescan: boolean, point = false): Promise<GitObject | null> {

@@ -21,7 +21,7 @@
 import { describeValue, WorkflowHostError } from "../errors.js";
 import type { CommittedReads, DirEntry, Oid } from "../substrate/types.js";
 import { isRegularFileMode } from "../substrate/tree-object.js";
-import { isAbsentObject } from "../substrate/object-store.js";
+import { isUnreadableObject } from "../substrate/object-store.js";
 import { checkCompactedLog, notEndedProblem, notFoldProblem } from "./compacted-log.js";
 import { isTerminalEventType } from "./event-shapes.js";
 import { afterTerminalProblem, scheduleProblem, sequenceProblems } from "./log-problems.js";
@@ -229,7 +229,8 @@ export const sharedRunSummaries = new RunSummaryCache();
  * @throws page_invalid for a `maxReports` that is not a whole number >= 0; id_invalid or
  *   path_violation for a `runId` that cannot name a run folder; errors of the reads themselves
  *   (object_corrupt, io_failed); a bad event never throws, nor does an event blob that is not
- *   in the repository (a bad event `object_missing` at its seq; such a summary is not kept)
+ *   in the repository or is damaged (a bad event `object_missing` or `object_corrupt` at its
+ *   seq; such a summary is not kept)
  */
 export async function summarizeRunLog(reads: CommittedReads, runId: string, options: SummarizeRunLogOptions = {}): Promise<RunLogSummary> {
   const maxReports = options.maxReports ?? DEFAULT_MAX_REPORTS;
@@ -343,7 +344,7 @@ async function fold(
       if (blobs.readBlobsByOid !== undefined && wanted.length > 0) contents = await blobs.readBlobsByOid(wanted.map((w) => w.entry.oid));
     } catch (error) {
       // One of them is not in the repository: each read alone below, the missing one a bad event.
-      if (!isAbsentObject(error)) throw error;
+      if (!isUnreadableObject(error)) throw error;
     }
     let next = 0;
     for (const item of chunk) {
@@ -356,7 +357,7 @@ async function fold(
         try {
           bytes = contents === null ? await blobs.readBlobByOid(entry.oid) : (contents[next] as Uint8Array);
         } catch (error) {
-          if (!isAbsentObject(error)) throw error;
+          if (!isUnreadableObject(error)) throw error;
           missing = true;
           reader.missing(entry.name, entry.oid, error);
         }

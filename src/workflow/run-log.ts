@@ -7,7 +7,7 @@ import { DEFAULT_REF } from "../substrate/ref-name.js";
 import { describeValue, WorkflowHostError } from "../errors.js";
 import type { CommittedReads, DirEntry, Principal, RepoStore, WriteResult } from "../substrate/types.js";
 import { LruCache } from "../substrate/lru-cache.js";
-import { isAbsentObject } from "../substrate/object-store.js";
+import { isDamagedObject, isUnreadableObject } from "../substrate/object-store.js";
 import { isRegularFileMode } from "../substrate/tree-object.js";
 import { isTerminalEventType } from "./event-shapes.js";
 import { DEFAULT_MAX_EVENT_BYTES, parseEvent, serializeEvent } from "./events.js";
@@ -139,12 +139,15 @@ export function readRunLogFromFiles(
  * alone, its lines are the events. One that is not valid is one problem and is otherwise
  * ignored: it neither ends the run nor moves the next seq.
  *
- * An object of the run that is not in the repository (a disk fault, a bad copy, a partial fetch;
- * see {@link missingObjectError}): an event file's blob is a bad event at its seq (`object_missing`,
- * the other events fold as around any bad event), a sealed log's or `blobs/` folder's a problem.
- * @throws `object_missing` (`data.path` `runs/<runId>` or `runs/<runId>/events`) when the run's
- *   folder or its `events/` folder is missing: nothing of the log can be read; any other read
- *   error as the store raises it (a torn object, an I/O error, a missing `runs/` folder)
+ * An object of the run that is not in the repository (a disk fault, a bad copy, a partial fetch),
+ * or is there but fails its own check (damaged: a torn loose file, a bad pack entry; see
+ * {@link missingObjectError}): an event file's blob is a bad event at its seq (`object_missing`,
+ * or `object_corrupt` for a damaged one; the other events fold as around any bad event), a sealed
+ * log's or `blobs/` folder's a problem.
+ * @throws `object_missing` or `object_corrupt` naming the run (`data.runId`, `data.path`
+ *   `runs/<runId>` or `runs/<runId>/events`; see {@link isMissingRunObject}) when the run's folder
+ *   or its `events/` folder cannot be read: nothing of the log can be read; any other read error
+ *   as the store raises it (an I/O error, a missing or damaged `runs/` folder)
  */
 export async function readRunLog(reads: CommittedReads, runId: string, options: ReadRunLogAtOptions = {}): Promise<RunLog> {
   const { layout, strays, count, entryAt, eventsOid } = await listLogForRead(reads, runId, options.runTreeOid);
@@ -176,7 +179,7 @@ export async function readRunLog(reads: CommittedReads, runId: string, options: 
       if (blobs.readBlobsByOid !== undefined && wanted.length > 0) contents = await blobs.readBlobsByOid(wanted);
     } catch (error) {
       // One of them is not there: each read alone below, the missing one a bad event.
-      if (!isAbsentObject(error)) throw error;
+      if (!isUnreadableObject(error)) throw error;
     }
     let next = 0;
     for (let i = from; i < to; i++) {
@@ -195,7 +198,7 @@ export async function readRunLog(reads: CommittedReads, runId: string, options: 
           try {
             bytes = await blobs.readBlobByOid(entry.oid);
           } catch (error) {
-            if (!isAbsentObject(error)) throw error;
+            if (!isUnreadableObject(error)) throw error;
             reader.missing(entry.name, entry.oid, error);
             continue;
           }
@@ -218,7 +221,7 @@ export async function readRunLog(reads: CommittedReads, runId: string, options: 
     } else {
       eventFiles.sort((a, b) => a.seq - b.seq);
       // A missing event file (a bad event already) reads as empty: the sealed log then does not fold.
-      const files = await Promise.all(eventFiles.map((f) => (f.oid === "" ? new Uint8Array() : reads.readBlobByOid(f.oid).catch((error: unknown) => (isAbsentObject(error) ? new Uint8Array() : Promise.reject(error))))));
+      const files = await Promise.all(eventFiles.map((f) => (f.oid === "" ? new Uint8Array() : reads.readBlobByOid(f.oid).catch((error: unknown) => (isUnreadableObject(error) ? new Uint8Array() : Promise.reject(error))))));
       const unfolded = foldProblem(runId, bytes, files);
       if (unfolded !== null) strays.push(unfolded);
       else if (log.state.terminal === null) strays.push(notEndedProblem(runId));
@@ -361,7 +364,7 @@ export async function readRunLogPage(reads: CommittedReads, runId: string, optio
         content = await reads.readBlobByOid(entry.oid);
       } catch (error) {
         // Not in the repository: a bad event of the page (object_missing), as readRunLog reads it.
-        if (!isAbsentObject(error)) throw error;
+        if (!isUnreadableObject(error)) throw error;
         reader.missing(entry.name, entry.oid, error);
       }
       if (content !== null) {
@@ -523,7 +526,7 @@ async function listLogForRead(
       strays.push(...blobFolderProblems(runId, byOid === null ? await reads.listDir(`${runPath}/blobs`) : await byOid(blobsOid)));
     } catch (error) {
       // Not read for the log: its loss is the run's problem, not the end of its log.
-      if (!isAbsentObject(error) || errorOid(error) !== blobsOid) throw error;
+      if (!isUnreadableObject(error) || errorOid(error) !== blobsOid) throw error;
       strays.push({ runId, path: `${runPath}/blobs`, seq: null, error: missingObjectError(runId, `${runPath}/blobs`, blobsOid, error) });
     }
   }
@@ -531,7 +534,7 @@ async function listLogForRead(
   try {
     return await listEvents(reads, runId, byOid, layout, strays, eventsOid);
   } catch (error) {
-    if (oid === null || !isAbsentObject(error) || errorOid(error) !== oid) throw error;
+    if (oid === null || !isUnreadableObject(error) || errorOid(error) !== oid) throw error;
     throw missingObjectError(runId, folderPath, oid, error);
   }
 }
@@ -568,11 +571,23 @@ async function listEvents(
 }
 
 /**
- * The `object_missing` error of an object a run's log names that is not in the repository
- * (see isAbsentObject: nowhere, or another type under that oid). `path` is where the run names
- * it (`runs/<runId>`, `runs/<runId>/events`, an event file); `data`: `runId`, `path`, `oid`.
+ * The error of an object a run's log names that cannot be read: `object_missing` when it is not
+ * in the repository (see isAbsentObject: nowhere, or another type under that oid), `object_corrupt`
+ * when it is there but fails its own check (`cause` a damaged object, see isDamagedObject: a
+ * truncated loose file, a pack entry that does not inflate or hashes to another oid). `path` is
+ * where the run names it (`runs/<runId>`, `runs/<runId>/events`, an event file); `data`: `runId`,
+ * `path`, `oid` (and `damaged: true`, `reason`, `pack` when known, for a damaged one).
  */
 export function missingObjectError(runId: string, path: string, oid: string, cause?: unknown): WorkflowHostError {
+  if (isDamagedObject(cause)) {
+    const { reason, pack } = cause.data;
+    return new WorkflowHostError(
+      "object_corrupt",
+      `${path} of run ${runId} is git object ${oid}, which is damaged (${String(reason)}); it is read without it until the object is restored`,
+      { runId, path, oid, damaged: true, ...(typeof reason === "string" ? { reason } : {}), ...(typeof pack === "string" ? { pack } : {}) },
+      { cause },
+    );
+  }
   return new WorkflowHostError(
     "object_missing",
     `${path} of run ${runId} is git object ${oid}, which is not in the repository (lost by a disk fault, a bad copy or a partial fetch); it is read without it until the object is restored`,
@@ -581,9 +596,12 @@ export function missingObjectError(runId: string, path: string, oid: string, cau
   );
 }
 
-/** Whether `error` is {@link readRunLog}'s `object_missing`: a run's folder or `events/` folder is not in the repository. */
+/**
+ * Whether `error` is {@link readRunLog}'s error for a run's object that cannot be read (see
+ * {@link missingObjectError}): `object_missing`, or `object_corrupt` naming a run (`data.runId`).
+ */
 export function isMissingRunObject(error: unknown): error is WorkflowHostError {
-  return error instanceof WorkflowHostError && error.code === "object_missing";
+  return error instanceof WorkflowHostError && (error.code === "object_missing" || (error.code === "object_corrupt" && typeof error.data.runId === "string" && typeof error.data.path === "string"));
 }
 
 /** The oid an `object_corrupt` error names, or "". */
@@ -598,7 +616,7 @@ function errorOid(error: unknown): string {
  * missing `runs/` folder or root: nothing of the deployment can be read).
  */
 async function runFolderMissing(reads: CommittedReads, runId: string, runTreeOid: string | undefined, error: unknown): Promise<unknown> {
-  if (!isAbsentObject(error)) return error;
+  if (!isUnreadableObject(error)) return error;
   let oid: string | null | undefined = runTreeOid;
   if (oid === undefined) {
     try {
@@ -615,7 +633,7 @@ async function readOrMissing(reads: CommittedReads, runId: string, path: string,
   try {
     return await reads.readBlobByOid(oid);
   } catch (error) {
-    if (!isAbsentObject(error)) throw error;
+    if (!isUnreadableObject(error)) throw error;
     strays.push({ runId, path, seq: null, error: missingObjectError(runId, path, oid, error) });
     return null;
   }
@@ -706,7 +724,7 @@ export class LogReader {
     }
   }
 
-  /** An entry whose blob is not in the repository: a bad event (`object_missing`) at its seq, which stays taken. */
+  /** An entry whose blob is not in the repository, or damaged: a bad event (`object_missing`, `object_corrupt`) at its seq, which stays taken. */
   missing(name: string, oid: string, cause: unknown): void {
     const path = `${this.#prefix}${name}`;
     const seq = parseEventPathName(name);

@@ -136,8 +136,11 @@ describe("check's closing advice when a problem cannot be acknowledged", () => {
   });
 });
 
-describe("check on a deployment whose main cannot be read: one event's loose object is torn", () => {
-  /** `broken`: run r1's event 2, pushed with git (a loose object), truncated to 10 bytes; `healthy` beside it holds a bad event. */
+describe("check on a deployment whose main cannot be read: its runs/ folder's loose object is torn", () => {
+  /**
+   * `broken`: its `runs/` folder, pushed with git (a loose object), truncated to 10 bytes (a torn
+   * event object is that run's bad event, see corrupt-objects.test.ts); `healthy` beside it holds a bad event.
+   */
   async function dataDirWithATornObject(): Promise<{ dataDir: string; torn: string }> {
     const root = await tempDir();
     const dataDir = join(root, "data");
@@ -155,7 +158,7 @@ describe("check on a deployment whose main cannot be read: one event's loose obj
       await git(["push", "--quiet", "origin", "HEAD:main"], { cwd: work });
     }
     const gitdir = join(dataDir, "deployments", "broken.git");
-    const oid = (await gitAt(gitdir, ["rev-parse", "main:runs/r1/events/1.json"])).trim();
+    const oid = (await gitAt(gitdir, ["rev-parse", "main:runs"])).trim();
     const torn = join(gitdir, "objects", oid.slice(0, 2), oid.slice(2));
     const bytes = await readFile(torn);
     await chmod(torn, 0o644);

@@ -11,6 +11,7 @@ import { allowAll } from "../../../src/substrate/allow-all.js";
 import { createRepoStore } from "../../../src/substrate/repo-store.js";
 import type { RepoId, RepoStore } from "../../../src/substrate/types.js";
 import { plainKind } from "../../helpers/append-merge.js";
+import { runGit } from "../../helpers/git-cli.js";
 import { useTempDirs } from "../../helpers/temp-dir.js";
 
 const tempDir = useTempDirs("wh-objects-");
@@ -78,5 +79,100 @@ describe("a truncated pack index", () => {
     expect(error).toMatchObject({ code: "object_corrupt", data: { pack: (idx[0] as string).replace(/\.idx$/, "") } });
     expect((error as { message: string }).message).toContain(commitSha as string);
     await damaged.close();
+  });
+});
+
+describe("a pack that fails its checksum (one byte flipped inside one object)", () => {
+  it("is read object by object: the damaged object is object_corrupt naming it, never its bytes; every other object reads; git fsck names the same one", async () => {
+    const dataDir = await tempDir();
+    const gitdir = gitdirOf(dataDir);
+    const store = openStore(dataDir);
+    await store.initRepo(null, REPO);
+    const hurtText = `{"hurt":"${"h".repeat(200)}"}`;
+    const okText = `{"ok":"${"k".repeat(200)}"}`;
+    await store.writeTree(null, REPO, "main", { files: { "runs/r1/events/1.json": hurtText, "runs/r2/events/1.json": okText }, message: "packed" });
+    const before = await store.openCommittedReads(null, REPO, "main");
+    const hurtOid = (await before.treeOid("runs/r1/events/1.json")) as string;
+    const okOid = (await before.treeOid("runs/r2/events/1.json")) as string;
+    await store.close();
+    const packDir = join(gitdir, "objects", "pack");
+    const packs = (await readdir(packDir)).filter((n) => n.endsWith(".pack"));
+    const path = join(packDir, packs.at(-1) as string);
+    const bytes = await readFile(path);
+    // The store writes an event stored (not compressed): its text is in the pack as it is.
+    const at = bytes.indexOf(hurtText);
+    expect(at).toBeGreaterThan(0);
+    bytes[at + 20] = "x".charCodeAt(0);
+    await writeFile(path, bytes);
+    const fsck = await runGit([`--git-dir=${gitdir}`, "fsck", "--full", "--no-dangling"]);
+    expect(fsck.code).not.toBe(0);
+    expect(`${fsck.stdout}${fsck.stderr}`).toContain(hurtOid);
+    expect(`${fsck.stdout}${fsck.stderr}`).not.toContain(okOid);
+
+    const reopened = openStore(dataDir);
+    try {
+      const reads = await reopened.openCommittedReads(null, REPO, "main");
+      const damaged = { code: "object_corrupt", data: expect.objectContaining({ oid: hurtOid, damaged: true }) };
+      await expect(reads.readBlobByOid(hurtOid)).rejects.toMatchObject(damaged);
+      expect(Buffer.from(await reads.readBlobByOid(okOid)).toString()).toBe(okText);
+      expect((await reads.listDir("runs")).map((e) => e.name)).toEqual(["r1", "r2"]);
+      // A walk (blobs served as views of the pack in memory) refuses it too, and serves the rest.
+      const scan = reads.scan?.() ?? reads;
+      await expect(scan.readBlobsByOid?.([okOid, hurtOid]) ?? scan.readBlobByOid(hurtOid)).rejects.toMatchObject(damaged);
+      expect(Buffer.from((await (scan.readBlobsByOid?.([okOid]) ?? Promise.all([scan.readBlobByOid(okOid)])))[0] as Uint8Array).toString()).toBe(okText);
+      await expect(reads.readBlobByOid(hurtOid)).rejects.toMatchObject(damaged);
+    } finally {
+      await reopened.close();
+    }
+  });
+});
+
+describe("a damaged pack among packs being merged", () => {
+  it("is left out of the merge, never sealed under a fresh checksum: its damaged object is never served, the others merge", async () => {
+    const dataDir = await tempDir();
+    const gitdir = gitdirOf(dataDir);
+    const store = openStore(dataDir);
+    await store.initRepo(null, REPO);
+    const texts = [0, 1, 2, 3].map((i) => `{"event":${i},"pad":"${String(i).repeat(200)}"}`);
+    for (const [i, text] of texts.entries()) {
+      await store.writeTree(null, REPO, "main", { files: { [`runs/r${i}/events/1.json`]: text, [`runs/r${i}/note.json`]: `{"n":${i}}` }, message: `run ${i}` });
+    }
+    const reads = await store.openCommittedReads(null, REPO, "main");
+    const oids = await Promise.all(texts.map(async (_, i) => (await reads.treeOid(`runs/r${i}/events/1.json`)) as string));
+    await store.close();
+    const packDir = join(gitdir, "objects", "pack");
+    const packNames = (await readdir(packDir)).filter((n) => n.endsWith(".pack"));
+    expect(packNames.length).toBeGreaterThanOrEqual(3);
+    // Damaged before anything reads it: only a merge meets it.
+    let damagedPack = "";
+    for (const name of packNames) {
+      const bytes = await readFile(join(packDir, name));
+      const at = bytes.indexOf(texts[0] as string);
+      if (at < 0) continue;
+      bytes[at + 30] = "x".charCodeAt(0);
+      await writeFile(join(packDir, name), bytes);
+      damagedPack = name;
+    }
+    expect(damagedPack).not.toBe("");
+
+    const reopened = openStore(dataDir);
+    try {
+      // Its packs listed (the tip read), not the damaged one's bytes.
+      await reopened.resolveRef(null, REPO, "main");
+      await reopened.compactPacks?.(null, REPO);
+      await reopened.compactPacks?.(null, REPO);
+      const after = (await readdir(packDir)).filter((n) => n.endsWith(".pack"));
+      // The damaged pack stays as it is; the others were merged.
+      expect(after).toContain(damagedPack);
+      expect(after.length).toBeLessThan(packNames.length);
+      const fresh = await reopened.openCommittedReads(null, REPO, "main");
+      await expect(fresh.readBlobByOid(oids[0] as string)).rejects.toMatchObject({ code: "object_corrupt", data: expect.objectContaining({ oid: oids[0], damaged: true }) });
+      for (const [i, oid] of oids.entries()) if (i > 0) expect(Buffer.from(await fresh.readBlobByOid(oid)).toString()).toBe(texts[i]);
+      const fsck = await runGit([`--git-dir=${gitdir}`, "fsck", "--full", "--no-dangling"]);
+      expect(`${fsck.stdout}${fsck.stderr}`).toContain(oids[0]);
+      for (const oid of oids.slice(1)) expect(`${fsck.stdout}${fsck.stderr}`).not.toContain(oid);
+    } finally {
+      await reopened.close();
+    }
   });
 });
