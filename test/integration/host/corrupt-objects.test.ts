@@ -7,54 +7,16 @@
  * run until it reads again; `git fsck` names the same object. A damaged `runs/` folder still
  * fails the deployment (nothing can be read).
  */
-import { mkdir, open, readdir, truncate } from "node:fs/promises";
+import { open, readdir, truncate } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import type { SchedulerEvent } from "../../../seams/scheduler/scheduler-types.js";
-import { allowAll } from "../../../src/substrate/allow-all.js";
-import { createRepoStore } from "../../../src/substrate/repo-store.js";
-import type { RepoStore } from "../../../src/substrate/types.js";
-import { createFakeClock, type FakeClock } from "../../../src/testing/index.js";
-import { workflowRunKind } from "../../../src/workflow/workflow-run-kind.js";
+import { describe, expect, it } from "vitest";
 import { makeScheduler, repoIdOf } from "../../helpers/fixture-scheduler.js";
 import { git, gitAt, runGit } from "../../helpers/git-cli.js";
+import { armedRuns, badOf, fired, GitWriter, PAST, settle, SOON, started, timerSet, usePlumbingDeployments } from "../../helpers/plumbing-deployment.js";
 import { useTempDirs } from "../../helpers/temp-dir.js";
 
-const tempDir = useTempDirs("wh-corrupt-obj-");
-const NOW = "2026-01-01T12:00:00.000Z";
-const PAST = "2026-01-01T11:00:00.000Z";
-const SOON = "2026-01-01T12:01:00.000Z";
-
-type Entry = { readonly mode: string; readonly name: string; readonly oid: string };
-
-const event = (seq: number, type: string, data: unknown): string => JSON.stringify({ seq, type, at: `2026-01-01T00:00:0${seq}.000Z`, data });
-const started = (): string => event(1, "WorkflowStarted", { workflow: "w" });
-const timerSet = (seq: number, timerId: string, fireAt: string): string => event(seq, "TimerSet", { timerId, fireAt });
-
-/** Writes objects with git's plumbing (loose), packs them with `git repack`, damages one on disk. */
-class GitWriter {
-  constructor(readonly gitdir: string) {}
-  async blob(text: string): Promise<string> {
-    return (await git([`--git-dir=${this.gitdir}`, "hash-object", "-w", "--stdin"], { input: text })).trim();
-  }
-  async tree(entries: readonly Entry[]): Promise<string> {
-    const sorted = [...entries].sort((a, b) => Buffer.compare(Buffer.from(a.mode === "40000" ? `${a.name}/` : a.name), Buffer.from(b.mode === "40000" ? `${b.name}/` : b.name)));
-    const bytes = Buffer.concat(sorted.flatMap((e) => [Buffer.from(`${e.mode} ${e.name}\0`, "utf8"), Buffer.from(e.oid, "hex")]));
-    return (await git([`--git-dir=${this.gitdir}`, "hash-object", "-t", "tree", "-w", "--stdin"], { input: bytes })).trim();
-  }
-  async run(files: readonly string[]): Promise<{ tree: string; events: string; blobs: string[] }> {
-    const blobs: string[] = [];
-    for (const text of files) blobs.push(await this.blob(text));
-    const events = await this.tree(blobs.map((oid, i) => ({ mode: "100644", name: `${i + 1}.json`, oid })));
-    return { tree: await this.tree([{ mode: "40000", name: "events", oid: events }]), events, blobs };
-  }
-  async commit(runs: Readonly<Record<string, string>>): Promise<{ commit: string; root: string; runsTree: string }> {
-    const runsTree = await this.tree(Object.entries(runs).map(([name, oid]) => ({ mode: "40000", name, oid })));
-    const root = await this.tree([{ mode: "40000", name: "runs", oid: runsTree }]);
-    const commit = (await gitAt(this.gitdir, ["commit-tree", root, "-m", "deployment"])).trim();
-    await gitAt(this.gitdir, ["update-ref", "refs/heads/main", commit]);
-    return { commit, root, runsTree };
-  }
+/** Objects written with git's plumbing, packed with `git repack`, one then damaged on disk. */
+class DamagingWriter extends GitWriter {
   /** Packs every object (no deltas: each object is one whole entry) and removes the loose ones. */
   async pack(): Promise<string> {
     await gitAt(this.gitdir, ["repack", "-a", "-d", "-q", "--window=0"]);
@@ -98,41 +60,7 @@ class GitWriter {
   }
 }
 
-interface Deployment {
-  readonly w: GitWriter;
-  readonly clock: FakeClock;
-  readonly store: RepoStore;
-}
-
-const opened: RepoStore[] = [];
-afterEach(async () => {
-  for (const store of opened.splice(0)) await store.close();
-});
-
-async function deployment(): Promise<Deployment> {
-  const dataDir = await tempDir();
-  const gitdir = join(dataDir, "deployments", "d.git");
-  await mkdir(join(dataDir, "deployments"), { recursive: true });
-  await git(["init", "--bare", "-q", "-b", "main", gitdir]);
-  const clock = createFakeClock(NOW);
-  const store = createRepoStore({ dataDir, kindHandlers: [workflowRunKind()], authorize: allowAll, clock: clock.clock, watch: false });
-  opened.push(store);
-  return { w: new GitWriter(gitdir), clock, store };
-}
-
-async function settle(clock: FakeClock, scheduler: { idle(): Promise<void> }, done: () => boolean, what: string): Promise<void> {
-  for (let turn = 0; !done(); turn += 1) {
-    if (turn >= 5_000) throw new Error(`never happened: ${what}`);
-    await clock.advance(0);
-    await scheduler.idle();
-    await new Promise<void>((resolve) => setImmediate(resolve));
-  }
-}
-
-const fired = (events: readonly SchedulerEvent[]): string[] => events.flatMap((e) => (e.type === "fired" ? [`${e.runId}/${e.timerId}`] : [])).sort();
-const armedRuns = (events: readonly SchedulerEvent[]): string[] => [...new Set(events.flatMap((e) => (e.type === "armed" ? [e.runId] : [])))].sort();
-const badOf = (events: readonly SchedulerEvent[], runId: string): Extract<SchedulerEvent, { type: "bad_event" }>[] =>
-  events.flatMap((e) => (e.type === "bad_event" && e.runId === runId ? [e] : []));
+const deployment = usePlumbingDeployments(useTempDirs("wh-corrupt-obj-"), (gitdir) => new DamagingWriter(gitdir));
 
 /** Process warnings emitted while `body` runs. */
 async function collectWarnings<T>(body: (warnings: readonly Error[]) => Promise<T>): Promise<T> {

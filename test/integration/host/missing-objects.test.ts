@@ -6,101 +6,22 @@
  * `runs/` folder or tip commit fails the deployment (nothing can be read). A fire commit that
  * meets a run's missing folder commits the other runs' fires and reports that run.
  */
-import { mkdir, rm } from "node:fs/promises";
+import { rm } from "node:fs/promises";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import type { SchedulerEvent } from "../../../seams/scheduler/scheduler-types.js";
-import { allowAll } from "../../../src/substrate/allow-all.js";
-import { createRepoStore } from "../../../src/substrate/repo-store.js";
-import type { RepoStore } from "../../../src/substrate/types.js";
-import { createFakeClock, type FakeClock } from "../../../src/testing/index.js";
-import { workflowRunKind } from "../../../src/workflow/workflow-run-kind.js";
+import { describe, expect, it } from "vitest";
 import { makeScheduler } from "../../helpers/fixture-scheduler.js";
-import { git, gitAt } from "../../helpers/git-cli.js";
+import { armedRuns, badOf, fired, GitWriter, PAST, settle, SOON, started, timerSet, usePlumbingDeployments } from "../../helpers/plumbing-deployment.js";
 import { useTempDirs } from "../../helpers/temp-dir.js";
 
-const tempDir = useTempDirs("wh-missing-obj-");
-const NOW = "2026-01-01T12:00:00.000Z";
-const PAST = "2026-01-01T11:00:00.000Z";
-const SOON = "2026-01-01T12:01:00.000Z";
-
-type Entry = { readonly mode: string; readonly name: string; readonly oid: string };
-
-const event = (seq: number, type: string, data: unknown): string => JSON.stringify({ seq, type, at: `2026-01-01T00:00:0${seq}.000Z`, data });
-const started = (): string => event(1, "WorkflowStarted", { workflow: "w" });
-const timerSet = (seq: number, timerId: string, fireAt: string): string => event(seq, "TimerSet", { timerId, fireAt });
-
-/** Writes loose objects with git's plumbing; trees byte for byte as given (names in git's order). */
-class GitWriter {
-  constructor(readonly gitdir: string) {}
-  async blob(text: string): Promise<string> {
-    return (await git([`--git-dir=${this.gitdir}`, "hash-object", "-w", "--stdin"], { input: text })).trim();
-  }
-  async tree(entries: readonly Entry[]): Promise<string> {
-    const sorted = [...entries].sort((a, b) => Buffer.compare(Buffer.from(a.mode === "40000" ? `${a.name}/` : a.name), Buffer.from(b.mode === "40000" ? `${b.name}/` : b.name)));
-    const bytes = Buffer.concat(sorted.flatMap((e) => [Buffer.from(`${e.mode} ${e.name}\0`, "utf8"), Buffer.from(e.oid, "hex")]));
-    return (await git([`--git-dir=${this.gitdir}`, "hash-object", "-t", "tree", "-w", "--stdin"], { input: bytes })).trim();
-  }
-  /** A run folder `{ events: { <seq>.json: text } }`; returns its oid, its events oid and each event's blob oid. */
-  async run(files: readonly string[]): Promise<{ tree: string; events: string; blobs: string[] }> {
-    const blobs: string[] = [];
-    for (const text of files) blobs.push(await this.blob(text));
-    const events = await this.tree(blobs.map((oid, i) => ({ mode: "100644", name: `${i + 1}.json`, oid })));
-    return { tree: await this.tree([{ mode: "40000", name: "events", oid: events }]), events, blobs };
-  }
-  async commit(runs: Readonly<Record<string, string>>): Promise<{ commit: string; root: string; runsTree: string }> {
-    const runsTree = await this.tree(Object.entries(runs).map(([name, oid]) => ({ mode: "40000", name, oid })));
-    const root = await this.tree([{ mode: "40000", name: "runs", oid: runsTree }]);
-    const commit = (await gitAt(this.gitdir, ["commit-tree", root, "-m", "deployment"])).trim();
-    await gitAt(this.gitdir, ["update-ref", "refs/heads/main", commit]);
-    return { commit, root, runsTree };
-  }
+/** Loose objects written with git's plumbing, one of which a test then removes. */
+class LosingWriter extends GitWriter {
   /** Removes one loose object's file. */
   async lose(oid: string): Promise<void> {
     await rm(join(this.gitdir, "objects", oid.slice(0, 2), oid.slice(2)));
   }
 }
 
-interface Deployment {
-  readonly dataDir: string;
-  readonly w: GitWriter;
-  readonly clock: FakeClock;
-  readonly store: RepoStore;
-}
-
-const opened: RepoStore[] = [];
-afterEach(async () => {
-  for (const store of opened.splice(0)) await store.close();
-});
-
-async function deployment(): Promise<Deployment> {
-  const dataDir = await tempDir();
-  const gitdir = join(dataDir, "deployments", "d.git");
-  await mkdir(join(dataDir, "deployments"), { recursive: true });
-  await git(["init", "--bare", "-q", "-b", "main", gitdir]);
-  const clock = createFakeClock(NOW);
-  const store = createRepoStore({ dataDir, kindHandlers: [workflowRunKind()], authorize: allowAll, clock: clock.clock, watch: false });
-  opened.push(store);
-  return { dataDir, w: new GitWriter(gitdir), clock, store };
-}
-
-/**
- * Runs what is due on the fake clock and gives the event loop turns (no time passes) until
- * `done()` holds: the repair's reads are real I/O, which `idle()` does not wait for.
- */
-async function settle(clock: FakeClock, scheduler: { idle(): Promise<void> }, done: () => boolean, what: string): Promise<void> {
-  for (let turn = 0; !done(); turn += 1) {
-    if (turn >= 5_000) throw new Error(`never happened: ${what}`);
-    await clock.advance(0);
-    await scheduler.idle();
-    await new Promise<void>((resolve) => setImmediate(resolve));
-  }
-}
-
-const fired = (events: readonly SchedulerEvent[]): string[] => events.flatMap((e) => (e.type === "fired" ? [`${e.runId}/${e.timerId}`] : [])).sort();
-const armedRuns = (events: readonly SchedulerEvent[]): string[] => [...new Set(events.flatMap((e) => (e.type === "armed" ? [e.runId] : [])))].sort();
-const badOf = (events: readonly SchedulerEvent[], runId: string): Extract<SchedulerEvent, { type: "bad_event" }>[] =>
-  events.flatMap((e) => (e.type === "bad_event" && e.runId === runId ? [e] : []));
+const deployment = usePlumbingDeployments(useTempDirs("wh-missing-obj-"), (gitdir) => new LosingWriter(gitdir));
 
 describe("a deployment with one object missing", () => {
   it("recovers and fires the other runs; a missing event blob is that run's bad event at its seq", async () => {

@@ -1,0 +1,104 @@
+/**
+ * A deployment built object by object with git's plumbing (`hash-object`, `commit-tree`,
+ * `update-ref`) beside a store and a scheduler on a fake clock: what the tests of damaged and
+ * missing objects start from before they remove or damage one object on disk.
+ */
+import { mkdir } from "node:fs/promises";
+import { join } from "node:path";
+import { afterEach } from "vitest";
+import type { SchedulerEvent } from "../../seams/scheduler/scheduler-types.js";
+import { allowAll } from "../../src/substrate/allow-all.js";
+import { createRepoStore } from "../../src/substrate/repo-store.js";
+import type { RepoStore } from "../../src/substrate/types.js";
+import { createFakeClock, type FakeClock } from "../../src/testing/index.js";
+import { workflowRunKind } from "../../src/workflow/workflow-run-kind.js";
+import { git, gitAt } from "./git-cli.js";
+
+/** The fake clock's start; PAST is due at once, SOON a minute later. */
+export const NOW = "2026-01-01T12:00:00.000Z";
+export const PAST = "2026-01-01T11:00:00.000Z";
+export const SOON = "2026-01-01T12:01:00.000Z";
+
+export type Entry = { readonly mode: string; readonly name: string; readonly oid: string };
+
+export const event = (seq: number, type: string, data: unknown): string => JSON.stringify({ seq, type, at: `2026-01-01T00:00:0${seq}.000Z`, data });
+export const started = (): string => event(1, "WorkflowStarted", { workflow: "w" });
+export const timerSet = (seq: number, timerId: string, fireAt: string): string => event(seq, "TimerSet", { timerId, fireAt });
+
+/** Writes loose objects with git's plumbing; trees byte for byte as given (names in git's order). */
+export class GitWriter {
+  constructor(readonly gitdir: string) {}
+  async blob(text: string): Promise<string> {
+    return (await git([`--git-dir=${this.gitdir}`, "hash-object", "-w", "--stdin"], { input: text })).trim();
+  }
+  async tree(entries: readonly Entry[]): Promise<string> {
+    const sorted = [...entries].sort((a, b) => Buffer.compare(Buffer.from(a.mode === "40000" ? `${a.name}/` : a.name), Buffer.from(b.mode === "40000" ? `${b.name}/` : b.name)));
+    const bytes = Buffer.concat(sorted.flatMap((e) => [Buffer.from(`${e.mode} ${e.name}\0`, "utf8"), Buffer.from(e.oid, "hex")]));
+    return (await git([`--git-dir=${this.gitdir}`, "hash-object", "-t", "tree", "-w", "--stdin"], { input: bytes })).trim();
+  }
+  /** A run folder `{ events: { <seq>.json: text } }`; returns its oid, its events oid and each event's blob oid. */
+  async run(files: readonly string[]): Promise<{ tree: string; events: string; blobs: string[] }> {
+    const blobs: string[] = [];
+    for (const text of files) blobs.push(await this.blob(text));
+    const events = await this.tree(blobs.map((oid, i) => ({ mode: "100644", name: `${i + 1}.json`, oid })));
+    return { tree: await this.tree([{ mode: "40000", name: "events", oid: events }]), events, blobs };
+  }
+  /** Commits `runs/<name>` for each run and moves `refs/heads/main` to it. */
+  async commit(runs: Readonly<Record<string, string>>): Promise<{ commit: string; root: string; runsTree: string }> {
+    const runsTree = await this.tree(Object.entries(runs).map(([name, oid]) => ({ mode: "40000", name, oid })));
+    const root = await this.tree([{ mode: "40000", name: "runs", oid: runsTree }]);
+    const commit = (await gitAt(this.gitdir, ["commit-tree", root, "-m", "deployment"])).trim();
+    await gitAt(this.gitdir, ["update-ref", "refs/heads/main", commit]);
+    return { commit, root, runsTree };
+  }
+}
+
+export interface PlumbingDeployment<W extends GitWriter> {
+  readonly dataDir: string;
+  readonly w: W;
+  readonly clock: FakeClock;
+  readonly store: RepoStore;
+}
+
+/**
+ * Registers closing every store made in a test after it, and returns the maker of deployments:
+ * an empty bare repo `deployments/d.git` in a fresh data dir, a store on it (no watcher) and a
+ * fake clock at {@link NOW}.
+ */
+export function usePlumbingDeployments<W extends GitWriter>(tempDir: () => Promise<string>, writer: (gitdir: string) => W): () => Promise<PlumbingDeployment<W>> {
+  const opened: RepoStore[] = [];
+  afterEach(async () => {
+    for (const store of opened.splice(0)) await store.close();
+  });
+  return async () => {
+    const dataDir = await tempDir();
+    const gitdir = join(dataDir, "deployments", "d.git");
+    await mkdir(join(dataDir, "deployments"), { recursive: true });
+    await git(["init", "--bare", "-q", "-b", "main", gitdir]);
+    const clock = createFakeClock(NOW);
+    const store = createRepoStore({ dataDir, kindHandlers: [workflowRunKind()], authorize: allowAll, clock: clock.clock, watch: false });
+    opened.push(store);
+    return { dataDir, w: writer(gitdir), clock, store };
+  };
+}
+
+/**
+ * Runs what is due on the fake clock and gives the event loop turns (no time passes) until
+ * `done()` holds: a repair's reads are real I/O, which `idle()` does not wait for.
+ */
+export async function settle(clock: FakeClock, scheduler: { idle(): Promise<void> }, done: () => boolean, what: string): Promise<void> {
+  for (let turn = 0; !done(); turn += 1) {
+    if (turn >= 5_000) throw new Error(`never happened: ${what}`);
+    await clock.advance(0);
+    await scheduler.idle();
+    await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+}
+
+/** `runId/timerId` of every fire, sorted. */
+export const fired = (events: readonly SchedulerEvent[]): string[] => events.flatMap((e) => (e.type === "fired" ? [`${e.runId}/${e.timerId}`] : [])).sort();
+/** The runs any timer was armed for, sorted. */
+export const armedRuns = (events: readonly SchedulerEvent[]): string[] => [...new Set(events.flatMap((e) => (e.type === "armed" ? [e.runId] : [])))].sort();
+/** The bad events reported for `runId`. */
+export const badOf = (events: readonly SchedulerEvent[], runId: string): Extract<SchedulerEvent, { type: "bad_event" }>[] =>
+  events.flatMap((e) => (e.type === "bad_event" && e.runId === runId ? [e] : []));
