@@ -88,9 +88,22 @@ export function compileCron(expr: unknown, timezone: unknown = DEFAULT_TIME_ZONE
   }
 }
 
+/** The usual cron nicknames and the 5 fields each stands for (named in the refusal of one). */
+const CRON_NICKNAMES: ReadonlyMap<string, string> = new Map([
+  ["@yearly", "0 0 1 1 *"],
+  ["@annually", "0 0 1 1 *"],
+  ["@monthly", "0 0 1 * *"],
+  ["@weekly", "0 0 * * 0"],
+  ["@daily", "0 0 * * *"],
+  ["@midnight", "0 0 * * *"],
+  ["@hourly", "0 * * * *"],
+]);
+
 function compile(expr: unknown, timezone: unknown): CompiledCron {
   if (typeof expr !== "string" || expr.length > MAX_EXPR_LENGTH) throw cronInvalid(expr, timezone, "not a string of at most 256 characters");
   const fields = expr.trim().split(/\s+/).filter((f) => f.length > 0).length;
+  const nickname = CRON_NICKNAMES.get(expr.trim().toLowerCase());
+  if (nickname !== undefined) throw cronInvalid(expr, timezone, `nicknames are not taken (their meaning varies between schedulers); write its 5 fields: ${nickname}`);
   if (fields !== 5 && fields !== 6) throw cronInvalid(expr, timezone, `${fields} fields`);
   let zone: string;
   try {

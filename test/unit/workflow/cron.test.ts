@@ -58,6 +58,22 @@ describe("validateCron", () => {
     expect(codeOf(() => validateCron("0 0 * * *", 5))).toBe("cron_invalid");
   });
 
+  it.each([
+    ["@yearly", "0 0 1 1 *"],
+    ["@hourly", "0 * * * *"],
+    [" @daily ", "0 0 * * *"],
+  ])("refuses the nickname %j naming the 5 fields it stands for (%s)", (expr, fields) => {
+    let message = "";
+    try {
+      validateCron(expr);
+    } catch (error) {
+      message = (error as WorkflowHostError).message;
+      expect((error as WorkflowHostError).code).toBe("cron_invalid");
+    }
+    expect(message).toContain(`write its 5 fields: ${fields}`);
+    expect(message).not.toContain("1 fields");
+  });
+
   it("accepts 5 and 6 fields, defaulting the zone to UTC", () => {
     expect(validateCron("*/5 * * * *")).toEqual({ cron: "*/5 * * * *", timezone: "UTC" });
     expect(validateCron("0 30 2 * * *", "America/New_York")).toEqual({ cron: "0 30 2 * * *", timezone: "America/New_York" });
