@@ -52,6 +52,8 @@ export interface HostMonitor {
   recentFires(): readonly FireRecord[];
   /** Deployments whose recovery has completed since the host started. */
   recovered(): ReadonlySet<string>;
+  /** Deployments whose last recovery or tail failed (`repo_failed`) and that have not recovered since: retried with backoff. */
+  failing(): ReadonlySet<string>;
   /** Calls `listener` for every live event until the returned function is called. */
   subscribe(listener: (event: LiveEvent) => void): () => void;
   /** Records a signal delivery made through the HTTP face (counted, and sent to subscribers). */
@@ -100,6 +102,7 @@ export function createHostMonitor(opts: HostMonitorOptions = {}): HostMonitor {
 
   const ring: FireRecord[] = [];
   const recoveredRepos = new Set<string>();
+  const failingRepos = new Set<string>();
   const listeners = new Set<(event: LiveEvent) => void>();
   /** Fire commits already timed: one commit holds many fires. */
   const timedCommits = new Set<string>();
@@ -164,10 +167,12 @@ export function createHostMonitor(opts: HostMonitorOptions = {}): HostMonitor {
         break;
       case "recovered":
         recoveredRepos.add(event.repoId);
+        failingRepos.delete(event.repoId);
         publish({ type: "recovered", repoId: event.repoId });
         break;
       case "repo_failed":
         recoveredRepos.delete(event.repoId);
+        failingRepos.add(event.repoId);
         break;
       default:
         break;
@@ -179,6 +184,7 @@ export function createHostMonitor(opts: HostMonitorOptions = {}): HostMonitor {
     registry,
     recentFires: () => [...ring],
     recovered: () => recoveredRepos,
+    failing: () => failingRepos,
     subscribe(listener) {
       listeners.add(listener);
       return () => {

@@ -243,7 +243,11 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     if (host.state === "running") {
       deployments = await host.store.listRepos(storePrincipal, WORKFLOW_RUN_KIND);
       const recovered = monitor.recovered();
-      const waiting = deployments.filter((id) => !recovered.has(id));
+      const failing = monitor.failing();
+      // Counts only: the probe is open, so it names no deployment (GET /v1/timers names them as failedRepos).
+      const failed = deployments.filter((id) => failing.has(id));
+      const waiting = deployments.filter((id) => !recovered.has(id) && !failing.has(id));
+      if (failed.length > 0) reasons.push(`${failed.length} of ${deployments.length} deployments failing (retried with backoff; the host's log and GET /v1/timers name them)`);
       if (waiting.length > 0) reasons.push(`${waiting.length} of ${deployments.length} deployments not recovered yet`);
     }
     return reply.code(reasons.length === 0 ? 200 : 503).send({ ready: reasons.length === 0, deployments: deployments.length, reasons });

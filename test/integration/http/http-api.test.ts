@@ -396,6 +396,28 @@ describe("probes", () => {
   });
 });
 
+describe("readiness of a failing deployment", () => {
+  it("/readyz says a deployment that cannot be read is failing, not that it is still recovering", async () => {
+    const h = await start();
+    for (const repo of ["payments", "shipping"]) {
+      expect((await h.request(`/v1/deployments/${repo}/runs/order-1/timers/t`, json({ fireAt: "2099-01-01T00:00:00Z" }, "PUT"))).status).toBe(200);
+    }
+    await h.close();
+    await truncate(join(h.dataDir, "deployments", "shipping.git", "refs", "heads", "main"), 0);
+    // A host started on the damaged deployment: its recovery fails (ref_corrupt) and is retried.
+    const again = await startHttpHarness(h.dataDir, []);
+    harness = again;
+    let ready = await jsonOf(await again.request("/readyz", { token: null }));
+    for (let tries = 0; tries < 400 && !JSON.stringify(ready.body["reasons"]).includes("failing"); tries += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      ready = await jsonOf(await again.request("/readyz", { token: null }));
+    }
+    expect(ready.status).toBe(503);
+    expect(ready.body["reasons"]).toEqual([expect.stringContaining("1 of 2 deployments failing")]);
+    expect(JSON.stringify(ready.body)).not.toContain("shipping");
+  });
+});
+
 describe("GET /v1/events", () => {
   it("answers HEAD at once with the stream's headers and no stream (it never answered and kept a subscription)", async () => {
     const h = await start();
