@@ -21,6 +21,8 @@ export function assertJsonValue(value: unknown, field: string, maxDepth: number 
     // JSON.stringify finds cycles and bigints before the walk below could loop on a cycle.
     JSON.stringify(value);
   } catch (error) {
+    // The engine's stack ran out: nested far deeper than any limit (no cycle or bigint gets that far).
+    if (error instanceof RangeError && /call stack/i.test(error.message)) throw tooDeep(field, maxDepth);
     throw new WorkflowHostError("event_invalid", `${field} is not JSON data (${error instanceof Error ? error.message : String(error)})`, { field }, { cause: error });
   }
   const stack: Array<{ readonly at: string; readonly value: unknown; readonly depth: number }> = [{ at: field, value, depth: 1 }];

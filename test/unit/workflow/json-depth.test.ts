@@ -60,3 +60,18 @@ describe("the nesting limit of an event", () => {
     expect((parseEvent(brackets, { expectedSeq: 2 }) as unknown as { note: string }).note).toBe(`${"[{".repeat(2_000)}"]`);
   });
 });
+
+describe("a value nested deeper than the engine's stack", () => {
+  it("is refused as nested too deep, naming the limit, not with the engine's stack overflow", () => {
+    const deep = { payload: nested(100_000) };
+    expectCode(() => assertJsonValue(deep, "payload"), "event_invalid");
+    let message = "";
+    try {
+      assertJsonValue(deep, "payload");
+    } catch (error) {
+      message = (error as Error).message;
+    }
+    expect(message).toContain(`more than ${MAX_EVENT_DEPTH - 1} levels deep`);
+    expect(message).not.toMatch(/call stack/i);
+  });
+});
