@@ -110,7 +110,13 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
   // Every body is JSON whatever its content type (cloud schedulers often send
   // application/octet-stream); an empty body is "no body".
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser("*", { parseAs: "string" }, (_request, body, done) => {
+  app.addContentTypeParser("*", { parseAs: "string" }, (request, body, done) => {
+    // Bodies are taken as sent, unencoded: a gzipped body read as text was "not valid JSON", and
+    // a plain one labelled gzip was taken as if the label were not there.
+    const encoding = request.headers["content-encoding"];
+    if (encoding !== undefined && encoding.trim().toLowerCase() !== "identity") {
+      return done(new HttpError("media_type_unsupported", `bodies are taken unencoded; this one says Content-Encoding: ${encoding.slice(0, 64)}: send the JSON as it is`), undefined);
+    }
     const text = typeof body === "string" ? body : body.toString("utf8");
     if (text.trim() === "") return done(null, undefined);
     try {

@@ -6,6 +6,7 @@
 import { readdir, truncate } from "node:fs/promises";
 import { connect } from "node:net";
 import { join } from "node:path";
+import { gzipSync } from "node:zlib";
 import { afterEach, describe, expect, it } from "vitest";
 import { HTTP_STATUS_BY_CODE } from "../../../src/http/http-errors.js";
 import { WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
@@ -393,6 +394,22 @@ describe("probes", () => {
     await h.host.stop();
     expect((await h.request("/readyz", { token: null })).status).toBe(503);
     expect((await jsonOf(await h.request("/v1/deployments"))).body["code"]).toBe("host_stopped");
+  });
+});
+
+describe("encoded bodies", () => {
+  it("refuses a body sent with a Content-Encoding (415 media_type_unsupported) and writes nothing; it was read as plain text", async () => {
+    const h = await start();
+    const before = await tip(h, "payments");
+    const body = JSON.stringify({ signalName: "approve", signalId: "zipped-1" });
+    for (const [encoding, bytes] of [["gzip", gzipSync(body)], ["gzip", Buffer.from(body)], ["br", Buffer.from(body)]] as const) {
+      const answer = await jsonOf(await h.request("/v1/deployments/payments/runs/order-9/signals", { method: "POST", body: bytes, headers: { "content-type": "application/json", "content-encoding": encoding } }));
+      expect([answer.status, answer.body["code"]]).toEqual([415, "media_type_unsupported"]);
+      expect(String(answer.body["message"])).toContain(encoding);
+    }
+    expect(await tip(h, "payments")).toBe(before);
+    const identity = await h.request("/v1/deployments/payments/runs/order-9/signals", { method: "POST", body, headers: { "content-type": "application/json", "content-encoding": "identity" } });
+    expect(identity.status).toBe(200);
   });
 });
 
