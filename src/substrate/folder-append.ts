@@ -277,13 +277,7 @@ function appendAt(folder: Uint8Array, oidAt: number, subContent: Uint8Array, fil
   if (plan === null) return null;
   const { whole: subWhole, head } = mergedSubfolder(subContent, files, plan);
   const subObject: GitObject = { oid: sha1Hex(subWhole), type: "tree", content: subWhole.subarray(head) };
-  // The folder: the same bytes with the subfolder's oid replaced.
-  const folderHead = `tree ${folder.length}\0`;
-  const folderWhole = Buffer.allocUnsafe(folderHead.length + folder.length);
-  const folderAt = folderWhole.write(folderHead, 0, "latin1");
-  folderWhole.set(folder, folderAt);
-  folderWhole.write(subObject.oid, folderAt + oidAt, "hex");
-  return { folder: { oid: sha1Hex(folderWhole), type: "tree", content: folderWhole.subarray(folderAt) }, sub: subObject };
+  return { folder: withSubfolderOid(folder, oidAt, subObject.oid), sub: subObject };
 }
 
 /**
@@ -335,12 +329,17 @@ async function appendAtGently(folder: Uint8Array, oidAt: number, subContent: Uin
   }
   rememberAdler32(content, sum);
   const subObject: GitObject = { oid: hash.digest("hex"), type: "tree", content };
+  return { folder: withSubfolderOid(folder, oidAt, subObject.oid), sub: subObject };
+}
+
+/** The folder object: the same bytes with the subfolder's oid (at `oidAt`) replaced by `subOid`. */
+function withSubfolderOid(folder: Uint8Array, oidAt: number, subOid: string): GitObject {
   const folderHead = `tree ${folder.length}\0`;
   const folderWhole = Buffer.allocUnsafe(folderHead.length + folder.length);
   const folderAt = folderWhole.write(folderHead, 0, "latin1");
   folderWhole.set(folder, folderAt);
-  folderWhole.write(subObject.oid, folderAt + oidAt, "hex");
-  return { folder: { oid: sha1Hex(folderWhole), type: "tree", content: folderWhole.subarray(folderAt) }, sub: subObject };
+  folderWhole.write(subOid, folderAt + oidAt, "hex");
+  return { oid: sha1Hex(folderWhole), type: "tree", content: folderWhole.subarray(folderAt) };
 }
 
 /** 40 lowercase hex digits (what every oid here is; checked without a regular expression per file). */
