@@ -4,26 +4,14 @@
  * and tells the `events` entry's oid (`RunLog.eventsOid`) as `treeOid` answers it.
  */
 import { describe, expect, it } from "vitest";
+import { encode, folder } from "../../helpers/object-folders.js";
 import { createCommittedReads, type ObjectSource } from "../../../src/substrate/committed-reads.js";
-import { type GitObject, hashObject } from "../../../src/substrate/git-object.js";
-import { decodeTree, makeTree, type TreeEntry } from "../../../src/substrate/tree-object.js";
+import type { GitObject } from "../../../src/substrate/git-object.js";
+import { decodeTree } from "../../../src/substrate/tree-object.js";
 import type { CommittedReads, Oid } from "../../../src/substrate/types.js";
 import { readRunLog, type RunLog } from "../../../src/workflow/run-log.js";
 
-const encode = (value: unknown): Uint8Array => new TextEncoder().encode(typeof value === "string" ? value : JSON.stringify(value));
-
 /** Builds trees bottom-up into `objects`; returns the tree's oid. */
-function folder(objects: Map<Oid, GitObject>, entries: Record<string, Uint8Array | Oid>): Oid {
-  const list: TreeEntry[] = Object.entries(entries).map(([name, value]) => {
-    if (typeof value === "string") return { name, mode: "40000", oid: value, type: "tree" };
-    const blob = hashObject("blob", value);
-    objects.set(blob.oid, blob);
-    return { name, mode: "100644", oid: blob.oid, type: "blob" };
-  });
-  const { object } = makeTree(list);
-  objects.set(object.oid, object);
-  return object.oid;
-}
 
 function source(objects: Map<Oid, GitObject>): ObjectSource {
   const get = (oid: Oid): GitObject => {

@@ -6,29 +6,17 @@
  * by path; a missing `runs/` folder is not the run's to report (thrown as the store raised it).
  */
 import { describe, expect, it } from "vitest";
+import { encode, folder } from "../../helpers/object-folders.js";
 import { WorkflowHostError } from "../../../src/errors.js";
 import { createCommittedReads, type ObjectSource } from "../../../src/substrate/committed-reads.js";
 import { type GitObject, hashObject } from "../../../src/substrate/git-object.js";
-import { decodeTree, makeTree, type TreeEntry } from "../../../src/substrate/tree-object.js";
+import { decodeTree } from "../../../src/substrate/tree-object.js";
 import type { Oid } from "../../../src/substrate/types.js";
 import { isMissingRunObject, readRunLog, readRunLogPage } from "../../../src/workflow/run-log.js";
 import { summarizeRunLog } from "../../../src/workflow/run-log-summary.js";
 
-const encode = (value: unknown): Uint8Array => new TextEncoder().encode(typeof value === "string" ? value : JSON.stringify(value));
 const started = encode({ seq: 1, type: "WorkflowStarted", at: "2026-01-01T00:00:00.000Z", data: { workflow: "w" } });
 const timerSet = (seq: number, timerId: string): Uint8Array => encode({ seq, type: "TimerSet", at: "2026-01-01T00:00:01.000Z", data: { timerId, fireAt: "2026-01-02T00:00:00.000Z" } });
-
-function folder(objects: Map<Oid, GitObject>, entries: Record<string, Uint8Array | Oid>): Oid {
-  const list: TreeEntry[] = Object.entries(entries).map(([name, value]) => {
-    if (typeof value === "string") return { name, mode: "40000", oid: value, type: "tree" };
-    const blob = hashObject("blob", value);
-    objects.set(blob.oid, blob);
-    return { name, mode: "100644", oid: blob.oid, type: "blob" };
-  });
-  const { object } = makeTree(list);
-  objects.set(object.oid, object);
-  return object.oid;
-}
 
 const blobOid = (bytes: Uint8Array): Oid => hashObject("blob", bytes).oid;
 
