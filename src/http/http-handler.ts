@@ -121,6 +121,8 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
   // CONNECT asks for a tunnel, not a resource: node closed the connection without a word when
   // nobody listened; it is answered 400 {code, message} as what node refuses is.
   app.server.on("connect", (_request: unknown, socket: Duplex) => {
+    // Node hands the socket over without its own error listener: a reset must not crash the host.
+    socket.on("error", () => socket.destroy());
     if (socket.writable) socket.end(clientErrorResponse("CONNECT"));
     else socket.destroy();
   });
