@@ -3,7 +3,9 @@
  * stray positionals are usage errors).
  *
  * The exit-code rule: every bad flag or flag value exits 2, every failure of the operation
- * exits 1. A usage error is a `WorkflowHostError` with code `usage`; a flag value refused by its
+ * exits 1. A file a flag names (`schedule sync --file`, `serve --dispatch`, `serve --tokens`) is
+ * read by the operation: one that cannot be read or is not valid is `config_invalid`, exit 1
+ * (flags are checked before it is read). A usage error is a `WorkflowHostError` with code `usage`; a flag value refused by its
  * own parser (a bad id is `id_invalid`, a bad instant `time_invalid`, …) keeps its code and is
  * marked as a flag error by {@link checkFlags}. `main()` prints either as one line and exits 2.
  */

@@ -98,22 +98,44 @@ export async function removePendingRecords(fs: LockFs, dataDir: string, ownToken
 const MAX_HOLDER_BYTES = 64 * 1024;
 
 /**
- * The holder record at `path`, or null when it is missing, unreadable, or not a regular file of
- * at most 64 KiB: what is there is looked at before it is opened, since opening a FIFO would
- * wait for a writer forever (before the CLI could even handle SIGTERM) and a device could be
- * read without end. A null record is what a torn one is; the next holder replaces it by rename.
+ * How an unknown holder is named in the host's log: "an unknown holder (no holder file)", or
+ * "(holder file unreadable: <why>)" for one that is there but torn or garbled.
+ */
+export function unknownHolder(holderProblem: string | null): string {
+  return `an unknown holder (${holderProblem === null ? "no holder file" : `holder file unreadable: ${holderProblem}`})`;
+}
+
+/** What the holder file gave: its record, or why it gave none. */
+export interface HolderRead {
+  /** The record, or null when there is no file or it could not be read as one. */
+  readonly holder: HostLockHolder | null;
+  /**
+   * Why a holder file that is there gave no record ("not JSON (…)", "no pid", "a symbolic link,
+   * not a regular file", "larger than 65536 bytes"), or null: a record was read, or there is no
+   * file.
+   */
+  readonly problem: string | null;
+}
+
+/**
+ * Reads the holder file at `path`: what is there is looked at before it is opened, since opening
+ * a FIFO would wait for a writer forever (before the CLI could even handle SIGTERM) and a device
+ * could be read without end. A torn or garbled file gives no record, as a missing one does (the
+ * next holder replaces it by rename), but says why, so it is reported as what it is.
  * @throws the file system's errors other than ENOENT/ENOTDIR
  */
-export async function readHolderFile(fs: LockFs, path: string): Promise<HostLockHolder | null> {
+export async function readHolderRecord(fs: LockFs, path: string): Promise<HolderRead> {
   try {
     // lstat: a link is not a regular file, and what it leads to is not read.
-    const stat: { isFile?: () => boolean; size?: number | bigint } = fs.lstat === undefined ? await fs.stat(path) : await fs.lstat(path);
-    if (stat.isFile !== undefined && !stat.isFile()) return null;
-    if (stat.size !== undefined && Number(stat.size) > MAX_HOLDER_BYTES) return null;
-    return parseHolder(await fs.readFile(path, "utf8"));
+    const stat: { isFile?: () => boolean; isSymbolicLink?: () => boolean; size?: number | bigint } = fs.lstat === undefined ? await fs.stat(path) : await fs.lstat(path);
+    if (stat.isFile !== undefined && !stat.isFile()) {
+      return { holder: null, problem: `${stat.isSymbolicLink?.() === true ? "a symbolic link" : "something"}, not a regular file` };
+    }
+    if (stat.size !== undefined && Number(stat.size) > MAX_HOLDER_BYTES) return { holder: null, problem: `larger than ${MAX_HOLDER_BYTES} bytes` };
+    return parseHolderText(await fs.readFile(path, "utf8"));
   } catch (error) {
     const errno = errnoOf(error);
-    if (errno === "ENOENT" || errno === "ENOTDIR") return null;
+    if (errno === "ENOENT" || errno === "ENOTDIR") return { holder: null, problem: null };
     throw error;
   }
 }
@@ -138,21 +160,41 @@ export function errnoOf(error: unknown): string | undefined {
   return (error as NodeJS.ErrnoException | null)?.code;
 }
 
+/** The holder record in `text`, or null when it is not one (see {@link parseHolderText}). */
 export function parseHolder(text: string): HostLockHolder | null {
+  return parseHolderText(text).holder;
+}
+
+/**
+ * The holder record in `text`, or why it is not one: not JSON (a write torn by a crash or a full
+ * disk, bytes garbled), not an object, or without a numeric `pid`, a string `hostname` or
+ * `startedAt`. The other fields default (`heartbeatAt` to `startedAt`, `token` "", `beat` 0).
+ */
+export function parseHolderText(text: string): HolderRead {
+  let value: unknown;
   try {
-    const value = JSON.parse(text) as Partial<HostLockHolder>;
-    if (typeof value.pid !== "number" || typeof value.hostname !== "string" || typeof value.startedAt !== "string") return null;
-    return {
-      pid: value.pid,
-      hostname: value.hostname,
-      startedAt: value.startedAt,
-      heartbeatAt: typeof value.heartbeatAt === "string" ? value.heartbeatAt : value.startedAt,
-      token: typeof value.token === "string" ? value.token : "",
-      beat: typeof value.beat === "number" ? value.beat : 0,
-    };
-  } catch {
-    return null;
+    value = JSON.parse(text);
+  } catch (error) {
+    const size = Buffer.byteLength(text);
+    // The parser's message quotes the bytes: kept to one short printable line for the log.
+    const why = (error instanceof Error ? error.message : String(error)).replace(/[\u0000-\u001f\u007f]/g, "?").slice(0, 160);
+    return { holder: null, problem: size === 0 ? "empty (0 bytes)" : `not JSON (${why}; ${size} bytes)` };
   }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) return { holder: null, problem: `not a JSON object (${Array.isArray(value) ? "an array" : value === null ? "null" : typeof value})` };
+  const record = value as Partial<HostLockHolder>;
+  const missing = [typeof record.pid !== "number" ? "a numeric pid" : null, typeof record.hostname !== "string" ? "a hostname" : null, typeof record.startedAt !== "string" ? "a startedAt" : null].filter((m) => m !== null);
+  if (missing.length > 0) return { holder: null, problem: `a JSON object without ${missing.join(", ")}` };
+  return {
+    holder: {
+      pid: record.pid as number,
+      hostname: record.hostname as string,
+      startedAt: record.startedAt as string,
+      heartbeatAt: typeof record.heartbeatAt === "string" ? record.heartbeatAt : (record.startedAt as string),
+      token: typeof record.token === "string" ? record.token : "",
+      beat: typeof record.beat === "number" ? record.beat : 0,
+    },
+    problem: null,
+  };
 }
 
 /** What is in a data dir's lock right now, as {@link inspectHostLock} reports it. */
@@ -161,6 +203,11 @@ export interface HostLockState {
   readonly locked: boolean;
   /** The holder file's record, or null when missing or unreadable. */
   readonly holder: HostLockHolder | null;
+  /**
+   * Why a holder file that is there could not be read as a record (torn, garbled, not a regular
+   * file: see {@link HolderRead}), or null when the record was read or there is no file.
+   */
+  readonly holderProblem: string | null;
   /** Last heartbeat in epoch ms (`heartbeatAt`, or the folder mtime without a holder record), or null when not locked. */
   readonly heartbeatMs: number | null;
   /** The lock folder's mtime (epoch ms), or null when not locked. */
@@ -180,19 +227,25 @@ export async function inspectHostLock(opts: { readonly dataDir: string; readonly
   } catch (error) {
     if (errnoOf(error) !== "ENOENT") throw error;
   }
-  const holder = await readHolderFile(fs, join(dir, HOST_LOCK_HOLDER_NAME));
-  if (mtimeMs === null) return { locked: false, holder, heartbeatMs: null, mtimeMs: null };
+  const { holder, problem: holderProblem } = await readHolderRecord(fs, join(dir, HOST_LOCK_HOLDER_NAME));
+  if (mtimeMs === null) return { locked: false, holder, holderProblem, heartbeatMs: null, mtimeMs: null };
   const beat = holder === null ? Number.NaN : Date.parse(holder.heartbeatAt);
   // The folder is not touched by heartbeats: its mtime counts only without a holder record.
-  return { locked: true, holder, heartbeatMs: Number.isFinite(beat) ? beat : mtimeMs, mtimeMs };
+  return { locked: true, holder, holderProblem, heartbeatMs: Number.isFinite(beat) ? beat : mtimeMs, mtimeMs };
 }
 
-export function lockedError(dataDir: string, lockPath: string, holder: HostLockHolder | null): WorkflowHostError {
+/**
+ * The `host_locked` error naming the holder, or saying it is unknown and why: no holder file,
+ * or one that could not be read (`holderProblem`, also in `data`).
+ */
+export function lockedError(dataDir: string, lockPath: string, holder: HostLockHolder | null, holderProblem: string | null = null): WorkflowHostError {
   if (holder === null) {
-    return new WorkflowHostError("host_locked", `data dir ${dataDir} is locked by another host (holder unknown; lock ${lockPath}); stop that host first`, {
+    const why = holderProblem === null ? "no holder file" : `holder file unreadable: ${holderProblem}`;
+    return new WorkflowHostError("host_locked", `data dir ${dataDir} is locked by another host (holder unknown, ${why}; lock ${lockPath}); stop that host first`, {
       dataDir,
       lockPath,
       pid: null,
+      holderProblem,
     });
   }
   return new WorkflowHostError(

@@ -58,7 +58,9 @@ import {
   inspectHostLock,
   lockedError,
   lockFsOf,
-  readHolderFile,
+  readHolderRecord,
+  unknownHolder,
+  type HolderRead,
   refuseHolderFolder,
   removePendingRecords,
   refuseLinks,
@@ -273,9 +275,8 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
     }
   };
 
-  const readHolder = async (): Promise<HostLockHolder | null> => {
-    return readHolderFile(fs, holderPath);
-  };
+  /** The holder file's record, or null with why (a torn file is not a removed one). */
+  const readHolder = (): Promise<HolderRead> => readHolderRecord(fs, holderPath);
 
   const nowIso = (): string => clock().toISOString();
   const startedAt = nowIso();
@@ -302,9 +303,9 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
     // once, as the wait is long enough to look like a hang.
     const heartbeat = h !== null ? h.heartbeatAt : state.heartbeatMs === null ? "missing" : `lock folder changed ${new Date(state.heartbeatMs).toISOString()}`;
     logger.info(
-      `waiting for the host lock of ${dataDir} held by ${h === null ? "an unknown holder (no holder file)" : `pid ${h.pid} on ${h.hostname}`} (heartbeat ${heartbeat}); ` +
+      `waiting for the host lock of ${dataDir} held by ${h === null ? unknownHolder(state.holderProblem) : `pid ${h.pid} on ${h.hostname}`} (heartbeat ${heartbeat}); ` +
         `taking it over after ${Math.ceil(staleMs / 1_000)} s unless it changes`,
-      { dataDir, holder: h, staleMs },
+      { dataDir, holder: h, holderProblem: state.holderProblem, staleMs },
     );
     let unchangedMs = 0;
     const value = heartbeatValue(state);
@@ -323,7 +324,7 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
   await refuseHolderFolder(fs, holderPath);
   const observed = await inspectHostLock({ dataDir, fs: rawFs });
   const verdict = observed.locked ? await judge(observed) : { reason: null, watch: false };
-  if (observed.locked && verdict.reason === null) throw lockedError(dataDir, lockPath, observed.holder);
+  if (observed.locked && verdict.reason === null) throw lockedError(dataDir, lockPath, observed.holder, observed.holderProblem);
 
   const tookOver = await withGuard(async (hold) => {
     const state = await inspectHostLock({ dataDir, fs: rawFs });
@@ -332,11 +333,11 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
       // Taken over only if it is still what was judged stale (a watched lock unchanged since).
       // Anything else (it changed, or was made since we looked) is another live host's.
       const reason = observed.locked && heartbeatValue(state) === heartbeatValue(observed) ? verdict.reason : null;
-      if (reason === null) throw lockedError(dataDir, lockPath, state.holder);
+      if (reason === null) throw lockedError(dataDir, lockPath, state.holder, state.holderProblem);
       logger.warn(
         `taking over the host lock of ${dataDir}: ${reason}` +
-          (state.holder === null ? "" : ` (held by pid ${state.holder.pid} on ${state.holder.hostname} since ${state.holder.startedAt})`),
-        { dataDir, previous: state.holder, reason },
+          (state.holder === null ? ` (held by ${unknownHolder(state.holderProblem)})` : ` (held by pid ${state.holder.pid} on ${state.holder.hostname} since ${state.holder.startedAt})`),
+        { dataDir, previous: state.holder, holderProblem: state.holderProblem, reason },
       );
       try {
         await fs.rmdir(lockPath);
@@ -352,7 +353,8 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
     } catch (error) {
       if (errnoOf(error) !== "EEXIST") throw error;
       // Someone outside the guard protocol made it.
-      throw lockedError(dataDir, lockPath, await readHolder());
+      const found = await readHolder();
+      throw lockedError(dataDir, lockPath, found.holder, found.problem);
     }
     // Not held to the guard's limit: the folder is made, and failing here would leave it without
     // its holder record (what a stall mid-acquire leaves to the next acquirer is as before).
@@ -392,10 +394,10 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
       try {
         await withGuard(async (hold) => {
           if (compromised || released || !active) return;
-          const current = await readHolder();
+          const { holder: current, problem } = await readHolder();
           if (!active || !hold.active()) return;
           if (current === null) {
-            compromise("the holder file was removed");
+            compromise(problem === null ? "the holder file was removed" : `the holder file is unreadable (${problem})`);
             return;
           }
           if (current.token !== token) {
@@ -507,7 +509,7 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
       // A lost lock's folder may now be another host's: leave it alone.
       if (compromised) return;
       await withGuard(async () => {
-        if ((await readHolder())?.token !== token) return;
+        if ((await readHolder()).holder?.token !== token) return;
         await fs.unlink(holderPath).catch(() => undefined);
         await fs.rmdir(lockPath).catch((error: unknown) => {
           if (errnoOf(error) !== "ENOENT") throw error;

@@ -12,7 +12,10 @@ export type HttpOnlyErrorCode =
   | "token_missing"
   /** A token that the token file (or `authenticate`) does not know (401). */
   | "token_invalid"
-  /** The body is not JSON, or not the object the route takes (400). */
+  /**
+   * The body is not JSON, or not the object the route takes, or the query holds a field the
+   * route does not take (400; a route that takes a page says `page_invalid` instead).
+   */
   | "body_invalid"
   /** The body's content type is not accepted (415). */
   | "media_type_unsupported"
@@ -22,7 +25,7 @@ export type HttpOnlyErrorCode =
   | "url_invalid"
   /** The route exists but not for this method (405, with an `Allow` header). */
   | "method_not_allowed"
-  /** Bytes that are not an HTTP request node can parse (a bad request line, a bad Content-Length…) (400). */
+  /** Bytes that are not an HTTP request node can parse (a bad request line, a bad Content-Length…), or a CONNECT (400). */
   | "request_invalid"
   /** The request line and headers together are larger than node's limit (16 KiB by default) (431). */
   | "headers_too_large"
@@ -112,7 +115,8 @@ export class HttpError extends Error {
 /**
  * The raw HTTP/1.1 answer to a request node refused before any route saw it (its `clientError`):
  * `{code, message}` like every other error, then the connection is closed.
- * @param nodeCode the error's `code` (`HPE_HEADER_OVERFLOW`, `ERR_HTTP_REQUEST_TIMEOUT`, any other HPE_… code)
+ * @param nodeCode the error's `code` (`HPE_HEADER_OVERFLOW`, `ERR_HTTP_REQUEST_TIMEOUT`, any other HPE_… code),
+ *   or "CONNECT" for a CONNECT request (a tunnel, which this server never opens)
  */
 export function clientErrorResponse(nodeCode: unknown): string {
   const [code, detail]: [HttpErrorCode, string] =
@@ -120,7 +124,9 @@ export function clientErrorResponse(nodeCode: unknown): string {
       ? ["headers_too_large", "the request line and headers are larger than the server takes; ids are at most 256 characters and tokens at most 512"]
       : nodeCode === "ERR_HTTP_REQUEST_TIMEOUT"
         ? ["request_timeout", "the request did not arrive whole in time"]
-        : ["request_invalid", "the request is not valid HTTP/1.1"];
+        : nodeCode === "CONNECT"
+          ? ["request_invalid", "CONNECT is not taken: this server is not a proxy"]
+          : ["request_invalid", "the request is not valid HTTP/1.1"];
   const status = HTTP_STATUS_BY_CODE[code];
   const body = JSON.stringify({ code, message: `${code}: ${detail}` });
   const reason = status === 431 ? "Request Header Fields Too Large" : status === 408 ? "Request Timeout" : "Bad Request";

@@ -8,11 +8,15 @@
  * Every route needs a token (`Authorization: Bearer <token>` or `X-Workflow-Host-Token`)
  * except `/healthz`, `/readyz` and the dashboard's static files, which hold no data (the page
  * asks for a token and sends it with each data request). Each request is checked in this order:
- * method (405), token (401), ids and body (400, 413), the principal's right on the deployment
- * through `authorize` (403), then the deployment and run (404). Errors are `{code, message}`
- * with the status of `HTTP_STATUS_BY_CODE`; a 500 never carries a stack trace.
+ * path and method (an unknown path 404 `route_not_found` whatever the method; a method the path
+ * does not take 405 `method_not_allowed` with `Allow`, OPTIONS and TRACE included: no CORS
+ * preflight is answered and nothing is echoed), token (401), query fields, ids and body (400,
+ * 413: a query field the route does not take is refused, never ignored), the principal's right
+ * on the deployment through `authorize` (403), then the deployment and run (404). Errors are
+ * `{code, message}` with the status of `HTTP_STATUS_BY_CODE`; a 500 never carries a stack trace.
  */
 import { DEFAULT_REF } from "../substrate/ref-name.js";
+import { METHODS } from "node:http";
 import { fastify, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { describeValue, isWorkflowHostError, WorkflowHostError } from "../errors.js";
 import { listPendingTimers } from "../host/list-pending-timers.js";
@@ -29,10 +33,11 @@ import { ARCHIVE_REF, archivedRunError } from "../workflow/run-archive.js";
 import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
 import { loadDashboardAssets } from "./dashboard-assets.js";
 import { clientErrorResponse, errorReply, HTTP_STATUS_BY_CODE, HttpError, serverFailureMessage } from "./http-errors.js";
-import { nextTicks, objectBody, pageQuery, presentedToken, writeQuery } from "./http-request.js";
+import { nextTicks, objectBody, onlyQueryFields, pageQuery, presentedToken } from "./http-request.js";
 import { streamLiveEvents } from "./live-event-stream.js";
 
 import type { HttpHandlerOptions } from "./http-handler-options.js";
+import type { Duplex } from "node:stream";
 
 export type { HttpHandlerOptions } from "./http-handler-options.js";
 
@@ -46,8 +51,16 @@ const TIMER_FIELDS = ["fireAt", "delayMs", "cron", "timezone", "stepId", "misfir
 const SIGNAL_FIELDS = ["signalName", "signalId", "payload"] as const;
 const WAKE_FIELDS = ["repoId", "runId", ...SIGNAL_FIELDS] as const;
 
-const ALL_METHODS = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"] as const;
-type Method = (typeof ALL_METHODS)[number];
+/** The methods routes take, in the order an `Allow` header lists them. */
+type Method = "GET" | "HEAD" | "POST" | "PUT" | "DELETE";
+const ROUTE_METHODS: readonly Method[] = ["GET", "HEAD", "POST", "PUT", "DELETE"];
+/**
+ * Every method node parses into a request (`http.METHODS`: OPTIONS, TRACE, PATCH, QUERY,
+ * PROPFIND, …) but CONNECT, which node hands to a `connect` listener instead (see below). Each
+ * is routed, so a known path answers every method it does not take with 405 and `Allow`, and an
+ * unknown path is 404 whatever the method.
+ */
+const ALL_METHODS: readonly string[] = METHODS.filter((m) => m !== "CONNECT");
 type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 
 /**
@@ -102,6 +115,17 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
       void (reply as FastifyReply).code(answer.status).send(answer.body);
     },
   });
+  // fastify routes only the common methods by default; the others are taken without a body.
+  const routable = new Set((app as unknown as { supportedMethods: readonly string[] }).supportedMethods);
+  for (const method of ALL_METHODS) if (!routable.has(method)) app.addHttpMethod(method);
+  // CONNECT asks for a tunnel, not a resource: node closed the connection without a word when
+  // nobody listened; it is answered 400 {code, message} as what node refuses is.
+  app.server.on("connect", (_request: unknown, socket: Duplex) => {
+    // Node hands the socket over without its own error listener: a reset must not crash the host.
+    socket.on("error", () => socket.destroy());
+    if (socket.writable) socket.end(clientErrorResponse("CONNECT"));
+    else socket.destroy();
+  });
   const principals = new WeakMap<FastifyRequest, Principal>();
   const openRoutes = new Set<string>();
   const methodsByUrl = new Map<string, Set<Method>>();
@@ -131,15 +155,21 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     if (answer.unexpected) logger.error(`${request.method} ${request.routeOptions.url ?? request.url} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
     return reply.code(answer.status).headers(answer.headers).send(answer.body);
   });
+  const routeNotFound = (request: FastifyRequest): HttpError => new HttpError("route_not_found", `no route ${request.method} ${request.url.split("?")[0] ?? ""}; the API is under /v1`);
   app.setNotFoundHandler((request, reply) => {
-    const answer = errorReply(new HttpError("route_not_found", `no route ${request.method} ${request.url.split("?")[0] ?? ""}; the API is under /v1`));
+    const answer = errorReply(routeNotFound(request));
     return reply.code(answer.status).send(answer.body);
   });
 
   app.addHook("onRequest", async (request) => {
     const url = request.routeOptions.url;
-    // Unmatched URLs (404) and 405 answers need no token: they reveal nothing.
-    if (url === undefined || openRoutes.has(url) || (request.routeOptions.config as { refused?: boolean }).refused === true) return;
+    // An unknown path (404, whatever the method) and a method its path does not take (405) need
+    // no token: they reveal nothing. Both are answered here, first: a body is never parsed for
+    // them, so a bad one (or a QUERY without Content-Type) cannot turn them into a 400 or 415.
+    if (url === undefined) throw routeNotFound(request);
+    const allow = (request.routeOptions.config as { allow?: string }).allow;
+    if (allow !== undefined) throw new HttpError("method_not_allowed", `${url} takes ${allow}, not ${request.method}`, { allow });
+    if (openRoutes.has(url)) return;
     const token = presentedToken(request);
     if (token === null) throw new HttpError("token_missing", "send a token as Authorization: Bearer <token> or X-Workflow-Host-Token", { "www-authenticate": 'Bearer realm="workflow-host"' });
     const principal = await authenticate(token);
@@ -153,13 +183,27 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     for (const end of streams) end();
   });
 
-  function route(method: Method, url: string, handler: Handler, options: { open?: boolean } = {}): void {
+  /**
+   * Registers a route. `query` is what it takes in the query string: the field names (default
+   * none; any other field is 400 body_invalid before the handler runs), "page" for a route whose
+   * handler reads its whole query with `pageQuery` (page_invalid), or "ignored" for the
+   * dashboard's static files (a cache-busting `?v=` is no mistake there).
+   */
+  function route(method: Method, url: string, handler: Handler, options: { open?: boolean; query?: readonly string[] | "page" | "ignored" } = {}): void {
     if (options.open === true) openRoutes.add(url);
+    const query = options.query ?? [];
+    const checked: Handler =
+      typeof query === "string"
+        ? handler
+        : async (request, reply) => {
+            onlyQueryFields(request.query, query);
+            return handler(request, reply);
+          };
     const methods = methodsByUrl.get(url) ?? new Set<Method>();
     methods.add(method);
     if (method === "GET") methods.add("HEAD");
     methodsByUrl.set(url, methods);
-    app.route({ method: method === "GET" ? ["GET", "HEAD"] : method, url, handler, config: {} });
+    app.route({ method: method === "GET" ? ["GET", "HEAD"] : method, url, handler: checked, config: {} });
   }
 
   const principalOf = (request: FastifyRequest): Principal => principals.get(request) ?? null;
@@ -269,7 +313,7 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
           .header("content-security-policy", "default-src 'self'; style-src 'self'; script-src 'self'; connect-src 'self'; img-src 'self' data:")
           .header("x-content-type-options", "nosniff")
           .send(asset.body),
-      { open: true });
+      { open: true, query: "ignored" });
     }
   }
 
@@ -349,7 +393,6 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     const repoId = parseRepoId(params.repoId);
     const runId = parseRunId(params.runId);
     const timerId = parseTimerId(params.timerId);
-    writeQuery(request.query, []);
     const body = objectBody(request.body, TIMER_FIELDS);
     const spec: Record<string, unknown> = { timerId };
     for (const key of TIMER_FIELDS) {
@@ -366,7 +409,6 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     const repoId = parseRepoId(params.repoId);
     const runId = parseRunId(params.runId);
     const timerId = parseTimerId(params.timerId);
-    writeQuery(request.query, ["reason"]);
     const reason = (request.query as { reason?: unknown }).reason;
     if (reason !== undefined && typeof reason !== "string") throw new HttpError("body_invalid", "reason must be one string");
     // The library's limit (event_invalid), as the CLI applies it.
@@ -377,11 +419,10 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     const result = await timedWrite(repoId, () => host.scheduler.cancelTimer(repoId, runId, timerId, reason));
     if (result.outcome === "not_armed") throw new WorkflowHostError("timer_not_found", `timer ${timerId} was never set in run ${runId}`, { repoId, runId, timerId });
     return { repoId, runId, timerId, ...result };
-  });
+  }, { query: ["reason"] });
 
   route("POST", "/v1/deployments/:repoId/runs/:runId/signals", async (request) => {
     const params = request.params as { repoId: string; runId: string };
-    writeQuery(request.query, []);
     return deliver(request, objectBody(request.body, SIGNAL_FIELDS), { repoId: params.repoId, runId: params.runId });
   });
 
@@ -420,7 +461,7 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
         unconsumedSignals: summary.state.unconsumedSignals,
       },
     };
-  });
+  }, { query: "page" });
 
   // A page of a run's events: the seqs after `after`, at most `limit`; `nextAfter` is the next page's `after`.
   route("GET", "/v1/deployments/:repoId/runs/:runId/events", async (request) => {
@@ -442,7 +483,7 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
       problems: page.problems.map(problemJson),
       nextAfter: page.nextAfter,
     };
-  });
+  }, { query: "page" });
 
   route("GET", "/v1/fires", async (request) => {
     // The same query rules as the event pages: a bad or unknown field is page_invalid.
@@ -456,7 +497,7 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
       if (ok) fires.push(fire);
     }
     return { fires: fires.slice(-limit) };
-  });
+  }, { query: "page" });
 
   route("GET", "/v1/events", async (request, reply) => {
     // HEAD: the stream's headers and nothing more (a hijacked stream never answered a HEAD).
@@ -467,20 +508,19 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
 
   // The wake-up contract of cloud schedulers: POST only, default signal name "wake".
   route("POST", "/v1/wake", async (request) => {
-    writeQuery(request.query, []);
     const result = await deliver(request, objectBody(request.body, WAKE_FIELDS), { signalName: "wake" });
     return { ok: true, runId: result.runId, seq: result.seq, duplicate: result.duplicate, signalId: result.signalId };
   });
 
-  // 405 for every other method of a known route, before any token check.
+  // 405 for every other method of a known route (OPTIONS and TRACE too: no preflight is
+  // answered, nothing is echoed), before any token check; see the onRequest hook.
   for (const [url, methods] of methodsByUrl) {
-    const others = ALL_METHODS.filter((m) => !methods.has(m));
-    if (others.length === 0) continue;
-    const allow = ALL_METHODS.filter((m) => methods.has(m)).join(", ");
+    const others = ALL_METHODS.filter((m) => !methods.has(m as Method));
+    const allow = ROUTE_METHODS.filter((m) => methods.has(m)).join(", ");
     app.route({
       method: others,
       url,
-      config: { refused: true },
+      config: { allow },
       handler: async () => {
         throw new HttpError("method_not_allowed", `${url} takes ${allow}`, { allow });
       },

@@ -35,18 +35,23 @@ export function objectBody(body: unknown, fields: readonly string[]): Record<str
 }
 
 /**
- * Refuses a query field a write route does not take: what a client puts in the query instead
- * of the body (`?signalId=…` on a signal, a misspelt `?reasn=` on a cancel) would otherwise be
- * dropped and change what is written without a word.
- * @param fields the query fields the route takes (none for a route that takes a JSON body)
- * @throws body_invalid naming the first unknown field
+ * Refuses a query field a route does not take: on a write route what a client puts in the query
+ * instead of the body (`?signalId=…` on a signal, a misspelt `?reasn=` on a cancel) would
+ * otherwise be dropped and change what is written without a word; on a read route a typo
+ * (`?repo=payments` on `/v1/timers`, `?stauts=`) would be a filter that silently filters nothing.
+ * (Routes that take a page check their query with {@link pageQuery}.)
+ * @param fields the query fields the route takes (none for most routes)
+ * @throws body_invalid naming the first unknown field and the fields the route takes
  */
-export function writeQuery(query: unknown, fields: readonly string[]): void {
+export function onlyQueryFields(query: unknown, fields: readonly string[]): void {
   const unknown = Object.keys((query ?? {}) as Record<string, unknown>).filter((key) => !fields.includes(key));
   if (unknown.length === 0) return;
-  const first = unknown[0]!;
-  const shown = JSON.stringify(first.length > 64 ? `${first.slice(0, 64)}…` : first);
-  throw new HttpError("body_invalid", `unknown query field ${shown}; ${fields.length === 0 ? "this route takes its input in the JSON body, and no query" : `allowed: ${fields.join(", ")}`}`);
+  throw new HttpError("body_invalid", `${unknownQueryField(unknown[0]!)}; ${fields.length === 0 ? "this route takes no query" : `allowed: ${fields.join(", ")}`}`);
+}
+
+/** "unknown query field "<name>"", the name cut to 64 characters. */
+function unknownQueryField(name: string): string {
+  return `unknown query field ${JSON.stringify(name.length > 64 ? `${name.slice(0, 64)}…` : name)}`;
 }
 
 /** The page of a run's log a query asks for (see {@link pageQuery}). */
@@ -71,7 +76,7 @@ export function pageQuery(query: unknown, fields: readonly (keyof PageQuery)[], 
   const given = (query ?? {}) as Record<string, unknown>;
   const unknown = Object.keys(given).filter((key) => !(fields as readonly string[]).includes(key));
   if (unknown.length > 0) {
-    throw new WorkflowHostError("page_invalid", `unknown query field ${describeValue(unknown[0])}; allowed: ${fields.join(", ")}`, { field: unknown[0] });
+    throw new WorkflowHostError("page_invalid", `${unknownQueryField(unknown[0]!)}; allowed: ${fields.join(", ")}`, { field: unknown[0] });
   }
   const out: { after?: number; limit?: number } = {};
   const after = wholeNumber(given, "after", 0, Number.MAX_SAFE_INTEGER);

@@ -47,12 +47,12 @@ const ACTIONS: readonly TokenAction[] = ["read", "write"];
  * Checks a parsed token file.
  * @param json the parsed file, `{tokens: {<token>: {principal, deployments}}}`
  * @param source where it came from, for messages
- * @throws usage when the shape is wrong: a token shorter than 16 or longer than 512 printable
+ * @throws config_invalid when the shape is wrong: a token shorter than 16 or longer than 512 printable
  *   ASCII characters, a principal that is not a 1–128 character string, a deployment key that
  *   is neither `"*"` nor a valid repo id, an action other than `read`/`write`
  */
 export function parseTokenFile(json: unknown, source = "the token file"): TokenAuth {
-  const bad = (detail: string): WorkflowHostError => new WorkflowHostError("usage", `${source}: ${detail}`, { source });
+  const bad = (detail: string): WorkflowHostError => new WorkflowHostError("config_invalid", `${source}: ${detail}`, { source });
   if (typeof json !== "object" || json === null || Array.isArray(json)) throw bad('must be a JSON object {"tokens": {...}}');
   // A field the file does not take is refused, not ignored: a token entry's `"readOnly": true` or
   // `"expires"` would otherwise look like a restriction and restrict nothing.
@@ -96,20 +96,21 @@ export const MAX_TOKEN_FILE_BYTES = 16 * 1024 * 1024;
  * Reads and checks a token file: a regular file of at most {@link MAX_TOKEN_FILE_BYTES} (a FIFO,
  * device or folder is refused before it is read, so none can block or flood the caller; a larger
  * file is refused by its size).
- * @throws usage (missing, unreadable, no regular file, over the bound, not JSON, wrong shape; see {@link parseTokenFile})
+ * @throws config_invalid (missing, unreadable, no regular file, over the bound, not JSON, wrong
+ *   shape; see {@link parseTokenFile}), as for every configuration file (dispatch, schedules)
  */
 export async function loadTokenFile(path: string): Promise<TokenAuth> {
   let text: string;
   try {
     text = await readCappedText(path, MAX_TOKEN_FILE_BYTES);
   } catch (error) {
-    throw new WorkflowHostError("usage", `token file ${path} cannot be read: ${(error as Error).message}`, { path }, { cause: error });
+    throw new WorkflowHostError("config_invalid", `token file ${path} cannot be read: ${(error as Error).message}`, { path }, { cause: error });
   }
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch (error) {
-    throw new WorkflowHostError("usage", `token file ${path} is not JSON: ${(error as Error).message}`, { path }, { cause: error });
+    throw new WorkflowHostError("config_invalid", `token file ${path} is not JSON: ${(error as Error).message}`, { path }, { cause: error });
   }
   return parseTokenFile(json, `token file ${path}`);
 }

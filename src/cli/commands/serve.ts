@@ -7,7 +7,7 @@ import type { ClusterEvent, ClusterOptions } from "../../../seams/cluster/cluste
 import type { WorkflowHost } from "../../host/host.js";
 import { stopOnSignals } from "../../host/stop-on-signals.js";
 import type { MisfirePolicy } from "../../workflow/types.js";
-import { checkFlags, choiceFlag, dataDirFlag, dataDirOption, intFlag, usageError } from "../args.js";
+import { choiceFlag, dataDirFlag, dataDirOption, intFlag, usageError } from "../args.js";
 import { createCliLogger, replacer } from "../cli-logger.js";
 import { clusterEventLine } from "../cluster-event-line.js";
 import { readConfigFile } from "../read-config-file.js";
@@ -99,7 +99,8 @@ Options:
                           (default 5000, 0 = only at takeover and after a refused push)
 
 FILE (--dispatch, --tokens) is a regular file of at most 64 MiB (tokens: 16 MiB); a FIFO,
-device or folder is a usage error, before it is read.
+device or folder is refused before it is read. A FILE that cannot be read or is not valid is
+config_invalid, exit 1 (as for schedule sync --file); a bad flag is exit 2.
 
 Cluster mode adds lines lease-acquired, lease-released, lease-lost, lease-unconfirmed,
 lease-confirmed, push-rejected and cluster-error.
@@ -125,11 +126,12 @@ Examples:
     const durability = choiceFlag(NAME, values, "durability", ["fsync", "none"], "fsync");
     const json = values["json"] === true;
     const retention = retentionFlags(values);
-    // Every flag (and the token and dispatch files) is checked before the data dir: a bad flag
-    // is exit 2.
-    const http = await httpFlags(values);
+    // Every flag is checked first (a bad flag is exit 2), then the files they name (a file that
+    // cannot be read or is not valid is config_invalid, exit 1), all before the data dir.
+    const httpAddress = await httpFlags(values);
     const cluster = clusterFlags(values);
     const dispatchFile = values["dispatch"];
+    const http = httpAddress === null ? null : { address: httpAddress.address, ...(await readTokens(httpAddress.tokensFile)) };
     const consumers = typeof dispatchFile === "string" ? await dispatchConsumers(dispatchFile, io) : [];
     if (values["init"] !== true) await requireDataDir(dataDir, `workflow-host serve --data-dir ${shellQuote(dataDir)} --init`);
     else await makeDataDir(dataDir);
@@ -301,16 +303,21 @@ function lateMsOf(event: { readonly scheduledFor: string; readonly firedAt: stri
   return Math.max(0, Date.parse(event.firedAt) - Date.parse(event.scheduledFor));
 }
 
-/** The consumers of a `--dispatch` file; an unreadable or invalid file is a bad flag value. */
+/**
+ * The consumers of a `--dispatch` file. The file is read by the command, as `schedule sync
+ * --file` reads its own: one that cannot be read or does not hold a valid configuration fails
+ * the command (config_invalid, exit 1); the flag itself was right.
+ * @throws config_invalid (unreadable, not a regular file, over 64 MiB, or invalid: see parseDispatchConfig)
+ */
 async function dispatchConsumers(file: string, io: CliIo) {
   const { parseDispatchConfig } = await import("../../../seams/dispatch/dispatch-config.js");
   let text: string;
   try {
     text = await readConfigFile(file);
   } catch (error) {
-    throw usageError(NAME, `cannot read --dispatch ${file}: ${error instanceof Error ? error.message : String(error)}`);
+    throw new WorkflowHostError("config_invalid", `dispatch config file ${file} could not be read (${error instanceof Error ? error.message : String(error)})`, { file }, { cause: error });
   }
-  return checkFlags(NAME, () => parseDispatchConfig(text, io.env));
+  return parseDispatchConfig(text, io.env);
 }
 
 /** `--cluster`, `--remote-base` and their tuning flags; null in single-host mode. */
@@ -335,7 +342,10 @@ function clusterFlags(values: Parameters<CliCommand["run"]>[0]): ClusterOptions 
   return { url, remoteBase, leaseTtlMs, fetchEveryMs, ...(typeof hostId === "string" ? { hostId } : {}) };
 }
 
-/** `--http` and `--tokens`, checked (and the token file read) before the host starts. */
+/**
+ * `--http` and `--tokens`, checked as flags (exit 2); the token file is read later, by
+ * {@link readTokens}, once every flag is known to be right.
+ */
 async function httpFlags(values: Parameters<CliCommand["run"]>[0]) {
   const address = values["http"];
   const tokensFile = values["tokens"];
@@ -344,26 +354,18 @@ async function httpFlags(values: Parameters<CliCommand["run"]>[0]) {
     return null;
   }
   if (typeof address !== "string" || typeof tokensFile !== "string") throw usageError(NAME, "--http needs --tokens FILE: every request is authenticated");
-  const [{ parseListenAddress }, { parseTokenFile, MAX_TOKEN_FILE_BYTES }, { createHostMonitor }] = await Promise.all([
-    import("../../http/listen-address.js"),
-    import("../../http/http-tokens.js"),
-    import("../../http/host-monitor.js"),
-  ]);
-  // Read with a bound (a token file is a few KB; /dev/zero must not fill memory), then checked
-  // as loadTokenFile checks it.
-  let text: string;
-  try {
-    text = await readConfigFile(tokensFile, MAX_TOKEN_FILE_BYTES);
-  } catch (error) {
-    throw usageError(NAME, `token file ${tokensFile} cannot be read: ${(error as Error).message}`);
-  }
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch (error) {
-    throw usageError(NAME, `token file ${tokensFile} is not JSON: ${(error as Error).message}`);
-  }
-  return { address: parseListenAddress(address), tokens: parseTokenFile(json, `token file ${tokensFile}`), monitor: createHostMonitor() };
+  const { parseListenAddress } = await import("../../http/listen-address.js");
+  return { address: parseListenAddress(address), tokensFile };
+}
+
+/**
+ * The token file of `--tokens`, read with a bound (a token file is a few KB; /dev/zero must not
+ * fill memory) and checked as `loadTokenFile` checks it, and the monitor the HTTP face reports to.
+ * @throws config_invalid for a file that cannot be read or is not a valid token file (exit 1)
+ */
+async function readTokens(tokensFile: string) {
+  const [{ loadTokenFile }, { createHostMonitor }] = await Promise.all([import("../../http/http-tokens.js"), import("../../http/host-monitor.js")]);
+  return { tokens: await loadTokenFile(tokensFile), monitor: createHostMonitor() };
 }
 
 /**

@@ -2,10 +2,12 @@
  * The files named by `schedule sync --file`, `serve --dispatch` and `serve --tokens` are read
  * only when they are regular files within the documented bound (64 MiB; token files 16 MiB): a
  * FIFO no one writes to (which blocked the command for good), an endless device, a folder, or a
- * file over the bound is refused before it is read, with the code each option uses for a file it
- * cannot take. Each runs the real CLI in a child process.
+ * file over the bound is refused before it is read: config_invalid, exit 1, for every option (a
+ * file the command cannot use fails the command; exit 2 is for the command line itself). Each
+ * runs the real CLI in a child process.
  */
 import { execFileSync } from "node:child_process";
+import { existsSync } from "node:fs";
 import { mkdir, truncate, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -55,22 +57,56 @@ describe("a file option given something other than a regular file within the bou
     expect((JSON.parse(run.stdout) as { error: { code: string } }).error.code).toBe("config_invalid");
   });
 
-  it.each(KINDS)("serve --dispatch <%s>: usage, exit 2, before the data dir is touched", async (kind) => {
+  it.each(KINDS)("serve --dispatch <%s>: config_invalid, exit 1, before the data dir is touched", async (kind) => {
     const file = await pathOf(kind, MAX_CONFIG_FILE_BYTES);
-    const run = await runCliProcess(["serve", "-d", await tempDir(), "--dispatch", file]);
-    expect(run.code).toBe(2);
-    expect(run.stderr).toMatch(/^workflow-host: usage: /);
+    const dataDir = join(await tempDir(), "data");
+    const run = await runCliProcess(["serve", "-d", dataDir, "--init", "--dispatch", file]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/^workflow-host: config_invalid: /);
+    expect(existsSync(dataDir)).toBe(false);
   });
 
-  it.each(KINDS)("serve --tokens <%s>: usage, exit 2, before the data dir is touched", async (kind) => {
+  it.each(KINDS)("serve --tokens <%s>: config_invalid, exit 1, before the data dir is touched", async (kind) => {
     const file = await pathOf(kind, MAX_TOKEN_FILE_BYTES);
-    const run = await runCliProcess(["serve", "-d", await tempDir(), "--http", "127.0.0.1:0", "--tokens", file]);
-    expect(run.code).toBe(2);
-    expect(run.stderr).toMatch(/^workflow-host: usage: /);
+    const dataDir = join(await tempDir(), "data");
+    const run = await runCliProcess(["serve", "-d", dataDir, "--init", "--http", "127.0.0.1:0", "--tokens", file]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/^workflow-host: config_invalid: /);
+    expect(existsSync(dataDir)).toBe(false);
   });
 
-  it.each(KINDS)("the library's loadTokenFile(<%s>): usage", async (kind) => {
+  it.each(KINDS)("the library's loadTokenFile(<%s>): config_invalid", async (kind) => {
     const file = await pathOf(kind, MAX_TOKEN_FILE_BYTES);
-    await expect(loadTokenFile(file)).rejects.toMatchObject({ code: "usage" });
+    await expect(loadTokenFile(file)).rejects.toMatchObject({ code: "config_invalid" });
+  });
+});
+
+describe("a file option naming a file with bad content", () => {
+  // One rule for the three: the command line was right, the file it names is not (exit 1); a bad
+  // flag beside a bad file is still a usage error (exit 2): flags are checked first.
+  it("is config_invalid, exit 1, for schedule sync --file, serve --dispatch and serve --tokens alike", async () => {
+    const root = await tempDir();
+    const garbled = join(root, "garbled.json");
+    await writeFile(garbled, '{"consumers": [');
+    const unknownField = join(root, "unknown-field.json");
+    await writeFile(unknownField, JSON.stringify({ consumers: [], tokens: {}, revoked: [] }));
+    const dataDir = join(root, "data");
+    const syncDir = join(root, "sync-data");
+    expect((await runCliProcess(["repo", "create", "-d", syncDir, "-r", "dep"])).code).toBe(0);
+    const runs: Record<string, string[]> = {
+      "schedule sync --file": ["schedule", "sync", "-d", syncDir, "-r", "dep", "--file"],
+      "serve --dispatch": ["serve", "-d", dataDir, "--init", "--dispatch"],
+      "serve --tokens": ["serve", "-d", dataDir, "--init", "--http", "127.0.0.1:0", "--tokens"],
+    };
+    for (const [what, argv] of Object.entries(runs)) {
+      for (const file of [garbled, unknownField]) {
+        const run = await runCliProcess([...argv, file, "--json"]);
+        expect({ what, file, code: run.code, error: (JSON.parse(run.stdout) as { error: { code: string } }).error.code }).toEqual({ what, file, code: 1, error: "config_invalid" });
+      }
+    }
+    const badFlag = await runCliProcess(["serve", "-d", dataDir, "--init", "--http", "127.0.0.1:0", "--tokens", garbled, "--poll-ms", "soon"]);
+    expect(badFlag.code).toBe(2);
+    expect(badFlag.stderr).toMatch(/^workflow-host: usage: /);
+    expect(existsSync(dataDir)).toBe(false);
   });
 });

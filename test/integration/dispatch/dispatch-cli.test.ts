@@ -130,8 +130,9 @@ describe("workflow-host dispatch", () => {
     const bad = join(root, "bad.json");
     await writeFile(bad, JSON.stringify({ consumers: [{ name: "x", url, secret: "0123456789abcdef", colour: "red" }] }));
     const refused = await runCli(["serve", "-d", dataDir, "--dispatch", bad]);
-    expect(refused.code).toBe(2);
-    expect(refused.stderr).toMatch(/config_invalid/);
+    // A file that is not a valid configuration fails the command (exit 1), as for schedule sync --file.
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/^workflow-host: config_invalid: /);
 
     const setup = createWorkflowHost({ dataDir, watch: false });
     await setup.createDeployment("dep");

@@ -64,7 +64,7 @@ describe("workflow-host serve --http", () => {
     }
   });
 
-  it("refuses --http without --tokens, and a bad token file, as usage errors", async () => {
+  it("refuses --http without --tokens and a bad --http as usage errors (exit 2), a bad token file as config_invalid (exit 1)", async () => {
     const root = await tempDir();
     const dataDir = join(root, "data");
     const noTokens = await cliInProcess(["serve", "--data-dir", dataDir, "--http", "127.0.0.1:0"]);
@@ -72,7 +72,12 @@ describe("workflow-host serve --http", () => {
     expect(noTokens.stderr).toMatch(/^workflow-host: usage: /);
     const bad = join(root, "tokens.json");
     await writeFile(bad, JSON.stringify({ tokens: { short: { principal: "a", deployments: {} } } }));
-    expect((await cliInProcess(["serve", "--data-dir", dataDir, "--http", "8080", "--tokens", bad])).code).toBe(2);
-    expect((await cliInProcess(["serve", "--data-dir", dataDir, "--http", "nowhere", "--tokens", bad])).code).toBe(2);
+    const badFile = await cliInProcess(["serve", "--data-dir", dataDir, "--http", "8080", "--tokens", bad]);
+    expect(badFile.code).toBe(1);
+    expect(badFile.stderr).toMatch(/^workflow-host: config_invalid: token file /);
+    // The flag is checked before the file it names is read.
+    const badFlag = await cliInProcess(["serve", "--data-dir", dataDir, "--http", "nowhere", "--tokens", bad]);
+    expect(badFlag.code).toBe(2);
+    expect(badFlag.stderr).toMatch(/^workflow-host: usage: /);
   });
 });

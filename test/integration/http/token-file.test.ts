@@ -1,7 +1,7 @@
 /**
  * The library's `loadTokenFile` reads with the same bound as `serve --tokens`: a device that
- * never ends or a file far larger than any token file is refused (`usage`) once the bound is
- * passed, instead of being read into memory whole.
+ * never ends or a file far larger than any token file is refused once the bound is
+ * passed, instead of being read into memory whole (`config_invalid`, as every configuration file).
  */
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -25,10 +25,10 @@ describe("loadTokenFile", () => {
     expect((await loadTokenFile(path)).principals).toEqual(["ops"]);
   });
 
-  it("refuses a file over the bound, and an endless device, with usage", async () => {
+  it("refuses a file over the bound, and an endless device, with config_invalid", async () => {
     const path = join(await tempDir(), "tokens.json");
     writeFileSync(path, Buffer.alloc(MAX_TOKEN_FILE_BYTES + 1, 0x20));
-    expect(await codeOf(loadTokenFile(path))).toBe("usage");
-    expect(await codeOf(loadTokenFile("/dev/zero"))).toBe("usage");
+    expect(await codeOf(loadTokenFile(path))).toBe("config_invalid");
+    expect(await codeOf(loadTokenFile("/dev/zero"))).toBe("config_invalid");
   });
 });

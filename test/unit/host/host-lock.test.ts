@@ -172,6 +172,54 @@ describe("host lock", () => {
     await lock.release();
   });
 
+  it("names a torn holder file as unreadable, with why, not as missing; the takeover is unchanged", async () => {
+    const fs = createMemFs();
+    await acquireHostLock(processOptions(fs, 101));
+    // A record cut short by a crash mid-write, as a torn rename-less copy would leave it.
+    fs.writeFileSync(`${DATA}/host.lock.json`, '{\n  "pid": 101,\n  "hostn');
+    const state = await inspectHostLock({ dataDir: DATA, fs });
+    expect(state).toMatchObject({ locked: true, holder: null });
+    expect(state.holderProblem).toMatch(/^not JSON \(.*; 24 bytes\)$/);
+    const fresh = new Date(NOW - 1_000);
+    fs.utimesSync(`${DATA}/host.lock`, fresh, fresh);
+    const refused = await rejection(acquireHostLock(processOptions(fs, 202)));
+    expect(refused.code).toBe("host_locked");
+    expect(refused.data).toMatchObject({ pid: null, holderProblem: state.holderProblem });
+    expect(refused.message).toContain("holder file unreadable: not JSON");
+    const old = new Date(NOW - 20_000);
+    fs.utimesSync(`${DATA}/host.lock`, old, old);
+    const logger = recordingLogger();
+    const timers = createManualTimers();
+    const acquiring = settled(acquireHostLock(processOptions(fs, 202, { timers, logger })));
+    await driveTimers(timers, 10);
+    const lock = await acquiring.promise;
+    expect(lock.tookOver).toMatchObject({ previous: null });
+    const said = logger.lines.filter((l) => l.message.startsWith("waiting for the host lock") || l.message.startsWith("taking over"));
+    expect(said).toHaveLength(2);
+    for (const line of said) {
+      expect(line.message).toContain("an unknown holder (holder file unreadable: not JSON (");
+      expect(line.message).not.toContain("no holder file");
+    }
+    await lock.release();
+  });
+
+  it("names a holder file without the record's fields, and a lost lock whose holder file was garbled", async () => {
+    const fs = createMemFs();
+    fs.mkdirSync(`${DATA}/host.lock`, { recursive: true });
+    fs.writeFileSync(`${DATA}/host.lock.json`, JSON.stringify({ pid: "101", startedAt: "x" }));
+    expect((await inspectHostLock({ dataDir: DATA, fs })).holderProblem).toBe("a JSON object without a numeric pid, a hostname");
+    fs.rmdirSync(`${DATA}/host.lock`);
+    fs.unlinkSync(`${DATA}/host.lock.json`);
+    const timers = createManualTimers();
+    const lost: string[] = [];
+    const lock = await acquireHostLock(processOptions(fs, 101, { timers, onCompromised: (error) => lost.push(error.message) }));
+    fs.writeFileSync(`${DATA}/host.lock.json`, "\u0000\u0000\u0000");
+    await driveTimers(timers, 2);
+    expect(lost).toHaveLength(1);
+    expect(lost[0]).toMatch(/the holder file is unreadable \(not JSON \(/);
+    await lock.release();
+  });
+
   it("refreshes heartbeatAt on every heartbeat", async () => {
     const fs = createMemFs();
     const timers = createManualTimers();

@@ -34,7 +34,7 @@ describe("parseTokenFile", () => {
     expect(auth.principals).toEqual(["ops", "billing"]);
   });
 
-  it("refuses files of the wrong shape with usage", () => {
+  it("refuses files of the wrong shape with config_invalid", () => {
     for (const bad of [
       null,
       [],
@@ -46,17 +46,17 @@ describe("parseTokenFile", () => {
       { tokens: { "long-enough-token-01": { principal: "a", deployments: { payments: ["admin"] } } } },
       { tokens: { "long-enough-token-01": { principal: "a", deployments: { payments: "read" } } } },
     ]) {
-      expectCode(() => parseTokenFile(bad), "usage");
+      expectCode(() => parseTokenFile(bad), "config_invalid");
     }
   });
 
-  it("refuses a field it does not take (usage), which would look like a restriction and restrict nothing", () => {
+  it("refuses a field it does not take (config_invalid), which would look like a restriction and restrict nothing", () => {
     for (const bad of [
       { tokens: { "long-enough-token-01": { principal: "a", deployments: { "*": ["read", "write"] }, readOnly: true } } },
       { tokens: { "long-enough-token-01": { principal: "a", deployments: { "*": ["read"] }, expires: "2026-01-01T00:00:00Z" } } },
       { tokens: { "long-enough-token-01": { principal: "a", deployments: { "*": ["read"] } } }, revoked: ["long-enough-token-01"] },
     ]) {
-      expectCode(() => parseTokenFile(bad), "usage");
+      expectCode(() => parseTokenFile(bad), "config_invalid");
     }
   });
 });

@@ -1,0 +1,159 @@
+/**
+ * The rules every route follows, over a real loopback port: a known path answers each method it
+ * does not take with 405 and `Allow` (OPTIONS and TRACE included, nothing echoed), an unknown
+ * path is 404 whatever the method, and a query field a route does not take is refused (400,
+ * naming the field and the ones the route takes), never ignored.
+ */
+import { readFile } from "node:fs/promises";
+import { request as httpRequest } from "node:http";
+import { connect } from "node:net";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { useTempDirs } from "../../helpers/temp-dir.js";
+import { ADMIN_TOKEN, jsonOf, startHttpHarness, type HttpHarness } from "./http-harness.js";
+
+const tempDir = useTempDirs("wh-http-rules-");
+let harness: HttpHarness | null = null;
+afterEach(async () => {
+  await harness?.close();
+  harness = null;
+});
+
+async function start(): Promise<HttpHarness> {
+  harness = await startHttpHarness(join(await tempDir(), "data"));
+  return harness;
+}
+
+interface Answer {
+  readonly status: number;
+  readonly allow: string | undefined;
+  readonly text: string;
+}
+
+/** One request with any method node sends (fetch refuses TRACE), on a connection of its own. */
+function send(h: HttpHarness, method: string, path: string, headers: Record<string, string> = {}, body?: string): Promise<Answer> {
+  const { hostname, port } = new URL(h.baseUrl);
+  return new Promise((resolve, reject) => {
+    const sized = body === undefined ? headers : { ...headers, "content-length": String(Buffer.byteLength(body)) };
+    const req = httpRequest({ host: hostname, port: Number(port), method, path, headers: sized, agent: false }, (res) => {
+      let text = "";
+      res.setEncoding("utf8");
+      res.on("data", (chunk: string) => (text += chunk));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, allow: res.headers.allow, text }));
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+/** A path of every route, and the methods it takes. */
+const ROUTES: ReadonlyArray<readonly [string, string]> = [
+  ["/healthz", "GET, HEAD"],
+  ["/readyz", "GET, HEAD"],
+  ["/", "GET, HEAD"],
+  ["/dashboard.js", "GET, HEAD"],
+  ["/metrics", "GET, HEAD"],
+  ["/v1/deployments", "GET, HEAD"],
+  ["/v1/timers", "GET, HEAD"],
+  ["/v1/deployments/payments/timers", "GET, HEAD"],
+  ["/v1/deployments/payments/runs/r1", "GET, HEAD"],
+  ["/v1/deployments/payments/runs/r1/events", "GET, HEAD"],
+  ["/v1/deployments/payments/runs/r1/timers/t1", "PUT, DELETE"],
+  ["/v1/deployments/payments/runs/r1/signals", "POST"],
+  ["/v1/fires", "GET, HEAD"],
+  ["/v1/events", "GET, HEAD"],
+  ["/v1/wake", "POST"],
+];
+
+/** Methods no route takes, beside the ones of GET/HEAD/POST/PUT/DELETE a route does not take. */
+const OTHER_METHODS = ["OPTIONS", "TRACE", "PATCH", "QUERY", "PROPFIND", "PURGE", "LOCK", "M-SEARCH"];
+
+describe("methods", () => {
+  it("answers every method a known path does not take with 405 and Allow, OPTIONS and TRACE included, before the token and the body", async () => {
+    const h = await start();
+    for (const [path, allow] of ROUTES) {
+      const taken = allow.split(", ");
+      const refused = [...["GET", "HEAD", "POST", "PUT", "DELETE"].filter((m) => !taken.includes(m)), ...OTHER_METHODS];
+      for (const method of refused) {
+        // No token, and a body that is not JSON: the method is what is wrong, so it is said first.
+        const answer = await send(h, method, path, { "content-type": "application/json" }, "{not json");
+        expect({ path, method, status: answer.status, allow: answer.allow }).toEqual({ path, method, status: 405, allow });
+        if (method !== "HEAD") expect({ path, method, code: (JSON.parse(answer.text) as { code: string }).code }).toEqual({ path, method, code: "method_not_allowed" });
+      }
+    }
+  });
+
+  it("answers any method on an unknown path with 404, and never echoes a TRACE", async () => {
+    const h = await start();
+    for (const path of ["/v1/nothing-here", "/v2/deployments", "/v1/deployments/payments/runs/r1/timers", "/v1/wake/now"]) {
+      for (const method of ["GET", "HEAD", "POST", "PUT", "DELETE", ...OTHER_METHODS]) {
+        // A body that is not JSON: the path is what is wrong, so it is said first.
+        const answer = await send(h, method, path, { "content-type": "application/json" }, "{not json");
+        expect({ path, method, status: answer.status }).toEqual({ path, method, status: 404 });
+        if (method !== "HEAD") expect((JSON.parse(answer.text) as { code: string }).code).toBe("route_not_found");
+      }
+    }
+    for (const path of ["/v1/deployments", "/v1/nothing-here"]) {
+      const traced = await send(h, "TRACE", path, { authorization: `Bearer ${ADMIN_TOKEN}`, "x-probe": "echo-me-7f3a" });
+      expect(traced.status).not.toBe(200);
+      expect(traced.text).not.toContain("echo-me-7f3a");
+      expect(traced.text).not.toContain(ADMIN_TOKEN);
+    }
+  });
+
+  it("answers CONNECT with 400 {code, message} instead of dropping the connection, and goes on serving", async () => {
+    const h = await start();
+    const { hostname, port } = new URL(h.baseUrl);
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(port), hostname, () => socket.write("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n"));
+      let text = "";
+      socket.setEncoding("utf8");
+      socket.on("data", (chunk: string) => (text += chunk));
+      socket.on("close", () => resolve(text));
+      socket.on("error", reject);
+    });
+    expect(answer.split("\r\n")[0]).toBe("HTTP/1.1 400 Bad Request");
+    expect(JSON.parse(answer.split("\r\n\r\n")[1] ?? "")).toMatchObject({ code: "request_invalid" });
+    expect((await h.request("/v1/deployments")).status).toBe(200);
+  });
+});
+
+describe("query fields", () => {
+  it("refuses a query field a read route does not take (a typo is not a filter that filters nothing), naming it and the route's own", async () => {
+    const h = await start();
+    await h.request("/v1/deployments/payments/runs/r1/timers/t1", { method: "PUT", body: JSON.stringify({ delayMs: 3_600_000 }) });
+    const noQuery = ["/healthz", "/readyz", "/metrics", "/v1/deployments", "/v1/timers", "/v1/deployments/payments/timers", "/v1/events"];
+    for (const path of noQuery) {
+      const answer = await jsonOf(await h.request(`${path}?limt=10`));
+      expect({ path, status: answer.status, code: answer.body["code"], keys: Object.keys(answer.body).sort() }).toEqual({ path, status: 400, code: "body_invalid", keys: ["code", "message"] });
+      expect(answer.body["message"]).toBe('body_invalid: unknown query field "limt"; this route takes no query');
+    }
+    // The paged routes name their own fields, as before (page_invalid).
+    const paged: Array<[string, string]> = [
+      ["/v1/deployments/payments/runs/r1?stauts=ended", "allowed: limit"],
+      ["/v1/deployments/payments/runs/r1/events?limt=10", "allowed: after, limit"],
+      ["/v1/fires?repo=payments", "allowed: limit"],
+    ];
+    for (const [path, allowed] of paged) {
+      const answer = await jsonOf(await h.request(path));
+      expect({ path, status: answer.status, code: answer.body["code"] }).toEqual({ path, status: 400, code: "page_invalid" });
+      expect(answer.body["message"]).toMatch(/unknown query field "(stauts|limt|repo)"; /);
+      expect(answer.body["message"]).toContain(allowed);
+    }
+    // A write route names the one field it takes.
+    const cancel = await jsonOf(await h.request("/v1/deployments/payments/runs/r1/timers/t1?reasn=paid", { method: "DELETE" }));
+    expect([cancel.status, cancel.body["code"], cancel.body["message"]]).toEqual([400, "body_invalid", 'body_invalid: unknown query field "reasn"; allowed: reason']);
+    // What the routes take still works, and a static file of the dashboard ignores its query.
+    expect((await h.request("/v1/deployments")).status).toBe(200);
+    expect((await h.request("/v1/deployments/payments/runs/r1/events?after=0&limit=10")).status).toBe(200);
+    expect((await h.request("/v1/fires?limit=5")).status).toBe(200);
+    expect((await h.request("/dashboard.js?v=2", { token: null })).status).toBe(200);
+  });
+
+  it("keeps the dashboard's requests within what the routes take", async () => {
+    const script = await readFile(new URL("../../../dashboard/dashboard.js", import.meta.url), "utf8");
+    // Every query the page builds: only the event pages' `after`.
+    const queries = [...script.matchAll(/`(\/v1\/[^`]*)`|"(\/v1\/[^"]*)"/g)].map((m) => m[1] ?? m[2] ?? "").filter((path) => path.includes("?"));
+    expect(queries.map((q) => q.replace(/\$\{[^}]*\}/g, "X"))).toEqual(["/v1/deployments/X/runs/X/events?after=X"]);
+  });
+});
