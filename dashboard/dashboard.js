@@ -7,6 +7,8 @@ const state = {
   token: null,
   deployments: [],
   timers: [],
+  /** Runs whose folders could not be read (GET /v1/timers unreadableRuns): their timers are not listed. */
+  unreadableRuns: [],
   /** `repo/run/timer` → the fire, for timers that fired since they were listed. */
   firedSince: new Map(),
   fires: [],
@@ -118,6 +120,10 @@ function renderTimers() {
   }
   $("timers").replaceChildren(...rows);
   $("timers-empty").hidden = rows.length > 0;
+  const unreadable = state.unreadableRuns;
+  $("timers-unreadable").hidden = unreadable.length === 0;
+  $("timers-unreadable").textContent =
+    unreadable.length === 0 ? "" : `Not listed: ${unreadable.map((u) => `${u.repoId}/${u.runId} (${u.code} at ${u.path})`).join(", ")}; workflow-host check names what to restore.`;
 
   const series = state.timers.filter((t) => t.cron);
   $("cron").replaceChildren(
@@ -228,6 +234,7 @@ async function loadAll() {
   const [deployments, timers, fires] = await Promise.all([api("/v1/deployments"), api("/v1/timers"), api("/v1/fires")]);
   state.deployments = deployments.deployments;
   state.timers = timers.timers;
+  state.unreadableRuns = timers.unreadableRuns ?? [];
   state.fires = fires.fires;
   renderDeployments();
   renderTimers();
@@ -242,6 +249,7 @@ function scheduleReload() {
       const [deployments, timers] = await Promise.all([api("/v1/deployments"), api("/v1/timers")]);
       state.deployments = deployments.deployments;
       state.timers = timers.timers;
+      state.unreadableRuns = timers.unreadableRuns ?? [];
       renderDeployments();
       renderTimers();
     } catch {

@@ -75,6 +75,7 @@ export { previewCron, type PreviewSpec, type PreviewTick } from "./workflow/sche
 export { parseEvent, serializeEvent, type EventContext } from "./workflow/events.js";
 export { reduceRunState } from "./workflow/run-state.js";
 export { readRunLog, type BadEvent, type ReadRunLogOptions, type RunLog } from "./workflow/run-log.js";
+export type { UnreadableRun } from "./workflow/unreadable-runs.js";
 export { DEFAULT_PAGE_EVENTS, MAX_PAGE_EVENTS, readRunLogPage, type RunLogPage, type RunLogPageOptions } from "./workflow/run-log.js";
 export { summarizeRunLog, type RunLogSummary, type SummarizeRunLogOptions } from "./workflow/run-log-summary.js";
 export { DEFAULT_MAX_REPORTS } from "./workflow/run-log-summary.js";

@@ -15,7 +15,7 @@ import { parseInstant } from "../../src/workflow/time.js";
 import { checkReason } from "../../src/workflow/event-constructors.js";
 import { readRunLog, type RunLog } from "../../src/workflow/run-log.js";
 import { openRunLog } from "../../src/workflow/run-log-writer.js";
-import { runsEntryProblem } from "../../src/workflow/log-problems.js";
+import { readEachRun, unreadablePartOf, type UnreadableRun } from "../../src/workflow/unreadable-runs.js";
 import { WORKFLOW_RUN_KIND } from "../../src/workflow/workflow-run-kind.js";
 import { armedSeries, planBackfill, planPause, planResume, planTrigger } from "../../src/workflow/schedule/schedule-controls.js";
 import { previewSeries, type PreviewTick } from "../../src/workflow/schedule/preview.js";
@@ -98,7 +98,18 @@ export interface ScheduleControls {
    * @throws as {@link pause}; `time_invalid` (range); `backfill_too_large`
    */
   backfill(repoId: string, runId: string, timerId: string, range: { from: string; to: string; maxTicks?: number }): Promise<{ fired: readonly string[]; alreadyFired: readonly string[]; emptyBecause: string | null; commitSha: string | null }>;
-  /** Every armed cron series of a deployment, by run then timer. */
+  /**
+   * Every armed cron series of a deployment, by run then timer, and the runs whose folder or
+   * `events/` folder could not be read (`object_missing`, `object_corrupt`; their series are
+   * not listed, the other runs' are).
+   * @throws `object_corrupt` for a missing or damaged `runs/` folder (nothing can be read); read errors
+   */
+  listSeries(repoId: string): Promise<{ series: ScheduleSummary[]; unreadableRuns: UnreadableRun[] }>;
+  /**
+   * Every armed cron series of a deployment, by run then timer ({@link listSeries}' `series`).
+   * @throws the first unreadable run's error (`object_missing`, `object_corrupt`) when a run
+   *   could not be read: a list without it would hide it; use {@link listSeries} to list the others
+   */
   list(repoId: string): Promise<ScheduleSummary[]>;
   /**
    * One series: its summary, the next `next` slots (default 5) and its history (fires with
@@ -113,10 +124,21 @@ export interface ScheduleControls {
    * interrupted sync leaves some runs synced; syncing the same set again converges.
    * `onRunWritten(done, total)` is called after each run's commit. Conflicts (and declared series
    * with no slot in their bounds) are left out and listed in `plan.conflicts`.
+   *
+   * A run that could not be read whole (its folder, `events/` folder or an event missing or
+   * damaged: `object_missing`, `object_corrupt`) is listed in `unreadableRuns` (with the first
+   * object that could not be read) and nothing is written to it: its series are neither
+   * compared, updated nor cancelled, and a series declared in it is a conflict ("could not be
+   * read"). The same holds when the run's log read under the lock is not whole.
    * @throws `config_invalid` (also more than 10 000 series), `id_invalid`, `cron_invalid`,
-   *   `time_invalid` for the declared set (before any write); write errors
+   *   `time_invalid` for the declared set (before any write); `object_corrupt` for a missing or
+   *   damaged `runs/` folder; write errors
    */
-  syncSchedules(repoId: string, desired: unknown, opts?: { dryRun?: boolean; onRunWritten?: (done: number, total: number) => void }): Promise<{ plan: SyncPlan; commits: readonly string[] }>;
+  syncSchedules(
+    repoId: string,
+    desired: unknown,
+    opts?: { dryRun?: boolean; onRunWritten?: (done: number, total: number) => void },
+  ): Promise<{ plan: SyncPlan; commits: readonly string[]; unreadableRuns: readonly UnreadableRun[] }>;
 }
 
 /** The schedule verbs over one store (see the module comment). */
@@ -140,14 +162,23 @@ export function createScheduleControls(opts: ScheduleControlsOptions): ScheduleC
     parseTimerId(timerId);
   }
 
-  async function readLogs(repoId: string): Promise<RunLog[]> {
+  /** Every run's log at the tip, and the runs whose folders could not be read (see readEachRun). */
+  async function readLogs(repoId: string): Promise<{ logs: RunLog[]; unreadable: UnreadableRun[] }> {
     const reads = await opts.store.openCommittedReads(opts.principal, { kind: WORKFLOW_RUN_KIND, id: repoId }, ref);
-    const logs: RunLog[] = [];
-    for (const entry of await reads.listDir("runs")) {
-      if (runsEntryProblem(entry.name, entry.type) !== null) continue;
-      logs.push(await readRunLog(reads, entry.name, opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes }));
+    const read = await readEachRun(reads, (runId) => readRunLog(reads, runId, opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes }));
+    return { logs: read.runs.map((r) => r.value), unreadable: [...read.unreadable] };
+  }
+
+  async function listSeries(repoId: string): Promise<{ series: ScheduleSummary[]; unreadableRuns: UnreadableRun[] }> {
+    parseRepoId(repoId);
+    const out: ScheduleSummary[] = [];
+    const { logs, unreadable } = await readLogs(repoId);
+    for (const log of logs) {
+      if (log.state.terminal !== null) continue;
+      for (const pending of log.state.pendingTimers.values()) if (pending.cron !== undefined) out.push(summaryOf(log.runId, pending));
     }
-    return logs;
+    const series = out.sort((a, b) => (a.runId < b.runId ? -1 : a.runId > b.runId ? 1 : a.timerId < b.timerId ? -1 : a.timerId > b.timerId ? 1 : 0));
+    return { series, unreadableRuns: unreadable };
   }
 
   async function readOne(repoId: string, runId: string): Promise<RunLog> {
@@ -199,14 +230,13 @@ export function createScheduleControls(opts: ScheduleControlsOptions): ScheduleC
       return { ...r, commitSha: written.committed ? written.commitSha : null };
     },
 
+    listSeries,
+
     async list(repoId) {
-      parseRepoId(repoId);
-      const out: ScheduleSummary[] = [];
-      for (const log of await readLogs(repoId)) {
-        if (log.state.terminal !== null) continue;
-        for (const pending of log.state.pendingTimers.values()) if (pending.cron !== undefined) out.push(summaryOf(log.runId, pending));
-      }
-      return out.sort((a, b) => (a.runId < b.runId ? -1 : a.runId > b.runId ? 1 : a.timerId < b.timerId ? -1 : a.timerId > b.timerId ? 1 : 0));
+      const { series, unreadableRuns } = await listSeries(repoId);
+      const first = unreadableRuns[0];
+      if (first !== undefined) throw first.error;
+      return series;
     },
 
     async describe(repoId, runId, timerId, o = {}) {
@@ -219,15 +249,33 @@ export function createScheduleControls(opts: ScheduleControlsOptions): ScheduleC
     async syncSchedules(repoId, desired, o = {}) {
       parseRepoId(repoId);
       const declared = parseDeclaredSchedules(desired);
-      const logs = await readLogs(repoId);
+      const read = await readLogs(repoId);
+      // A run read in part (an event lost or damaged) is as unreadable here as one not read at
+      // all: what is missing could be the series' last TimerSet or its cancellation.
+      const unreadableRuns: UnreadableRun[] = [...read.unreadable];
+      const logs: RunLog[] = [];
+      for (const log of read.logs) {
+        const part = unreadablePartOf(log.runId, log.bad, log.problems);
+        if (part === null) logs.push(log);
+        else unreadableRuns.push(part);
+      }
+      unreadableRuns.sort((a, b) => (a.runId < b.runId ? -1 : a.runId > b.runId ? 1 : 0));
+      const blocked = new Map(unreadableRuns.map((u) => [u.runId, u]));
       const { current, ended } = seriesOf(logs);
-      const plan = withoutSlotless(planSync(current, ended, declared), nowMs());
-      if (o.dryRun === true || isEmptyPlan(plan)) return { plan, commits: [] };
+      const planned = planSync(current, ended, declared.filter((d) => !blocked.has(d.runId)));
+      const refused = declared.flatMap((d) => {
+        const u = blocked.get(d.runId);
+        return u === undefined ? [] : [{ runId: d.runId, timerId: d.timerId, reason: unreadableReason(u) }];
+      });
+      const plan = withoutSlotless(refused.length === 0 ? planned : { ...planned, conflicts: [...planned.conflicts, ...refused] }, nowMs());
+      if (o.dryRun === true || isEmptyPlan(plan)) return { plan, commits: [], unreadableRuns };
       const runs = new Set<string>([...plan.create.map((d) => d.runId), ...plan.update.map((u) => u.declared.runId), ...plan.cancel.map((c) => c.runId)]);
       let done = 0;
       const results = await Promise.all(
         [...runs].map(async (runId) => {
           const written = await append(repoId, runId, `Sync schedules of ${runId}`, (log, at) => {
+            // Nothing is written to a run whose log under the lock is not whole.
+            if (unreadablePartOf(runId, log.bad, log.problems) !== null) return { events: [], result: null };
             // Re-planned from the run's log under the lock: what changed since the read above wins.
             const fresh = seriesOf([log]);
             const mine = declared.filter((d: DeclaredSchedule) => d.runId === runId);
@@ -241,9 +289,14 @@ export function createScheduleControls(opts: ScheduleControlsOptions): ScheduleC
         }),
       );
       const commits = [...new Set(results.filter((r) => r.committed).map((r) => r.commitSha as string))];
-      return { plan, commits };
+      return { plan, commits, unreadableRuns };
     },
   };
+}
+
+/** Why a series declared in a run that could not be read is left alone. */
+function unreadableReason(run: UnreadableRun): string {
+  return `its run could not be read (${run.error.code}) at ${run.path}; nothing written until it is restored`;
 }
 
 /** Moves declared series that have no slot within their bounds after now to the conflicts: nothing is written for them. */

@@ -28,6 +28,10 @@ import { parseRepoId } from "../workflow/ids.js";
 import { runsPrefix } from "../workflow/paths.js";
 import { ARCHIVE_REF, openArchive, reusedArchivedRunProblem } from "../workflow/run-archive.js";
 import { forEachRunEvent } from "../workflow/run-log-summary.js";
+import { missingObjectError } from "../workflow/run-log.js";
+import { readRunOrReport, type UnreadableRun } from "../workflow/unreadable-runs.js";
+import { isUnreadableObject } from "../substrate/object-store.js";
+import { WorkflowHostError } from "../errors.js";
 import type { RunEvent } from "../workflow/types.js";
 import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
 import { createTimeSlicer } from "../time/time-slicer.js";
@@ -77,8 +81,14 @@ export interface ArchiveEndedRunsResult {
   readonly archived: readonly string[];
   /** Due runs left for a later pass (beyond `maxRuns`, or changed while archiving). */
   readonly remaining: number;
-  /** Due runs that cannot be archived, with why (they stay live; reported, never fatal). */
-  readonly skipped: readonly { readonly runId: string; readonly reason: string }[];
+  /**
+   * Due runs that cannot be archived, with why (they stay live; reported, never fatal); and every
+   * run that could not be read whole — a folder, an event or another file of it missing or
+   * damaged — with `code` `object_missing` or `object_corrupt` (its `reason` names the object):
+   * whether it ended is not known from part of it, so it is never archived or removed on what
+   * was read, and it is read again at the next pass.
+   */
+  readonly skipped: readonly { readonly runId: string; readonly reason: string; readonly code?: "object_missing" | "object_corrupt" }[];
   /** The archive ref's commit afterwards (null when it does not exist). */
   readonly archiveSha: string | null;
   /** The retention commit on the live ref, or null when nothing was removed. */
@@ -88,8 +98,8 @@ export interface ArchiveEndedRunsResult {
 /**
  * Runs one retention pass (see the module comment).
  * @returns what was archived; see {@link ArchiveEndedRunsResult}
- * @throws repo_id_invalid, config_invalid (no clock); the store's errors (ref_locked, ref_conflict, …): nothing is lost,
- *   the next pass retries
+ * @throws repo_id_invalid, config_invalid (no clock); the store's errors (ref_locked, ref_conflict, …; object_corrupt
+ *   for a missing or damaged `runs/` folder or root): nothing is lost, the next pass retries
  */
 export async function archiveEndedRuns(opts: ArchiveEndedRunsOptions): Promise<ArchiveEndedRunsResult> {
   const repo = { kind: WORKFLOW_RUN_KIND, id: parseRepoId(opts.repoId) };
@@ -102,7 +112,8 @@ export async function archiveEndedRuns(opts: ArchiveEndedRunsOptions): Promise<A
   const live = await opts.store.openCommittedReads(opts.principal, repo, ref);
   const due: { runId: string; oid: string }[] = [];
   const present = new Set<string>();
-  const reused: { runId: string; reason: string }[] = [];
+  // Runs skipped before the copy (an archived id pushed again, a run not read whole): never due.
+  const notDue: Skipped[] = [];
   let archiveAtStart: Awaited<ReturnType<typeof openArchive>> | undefined;
   for (const entry of await live.listDir(runsPrefix.slice(0, -1))) {
     if (entry.type !== "tree") continue;
@@ -110,29 +121,40 @@ export async function archiveEndedRuns(opts: ArchiveEndedRunsOptions): Promise<A
     present.add(entry.name);
     let known = cache.get(entry.name);
     if (known === undefined || known.oid !== entry.oid) {
-      known = { oid: entry.oid, endedAtMs: await endedAtMs(live, entry.name, opts.maxEventBytes) };
+      // A run not read whole is skipped and reported, and not remembered: read again next pass.
+      const read = await readRunOrReport(entry.name, () => endedAtMs(live, entry.name, opts.maxEventBytes));
+      const value = read.value ?? { endedAtMs: null, unreadable: read.unreadable };
+      if (value.unreadable !== null) {
+        cache.delete(entry.name);
+        notDue.push(unreadableSkip(value.unreadable));
+        continue;
+      }
+      known = { oid: entry.oid, endedAtMs: value.endedAtMs };
       cache.set(entry.name, known);
     }
     if (known.endedAtMs === null || known.endedAtMs > cutoffMs) continue;
     // An archived run's id pushed again: never archived (the archive holds the id), never due.
     archiveAtStart ??= await openArchive(opts.store, opts.principal, repo);
     const problem = await reusedArchivedRunProblem(archiveAtStart, entry.name, entry.oid);
-    if (problem !== null) reused.push({ runId: entry.name, reason: problem.error.message });
+    if (problem !== null) notDue.push({ runId: entry.name, reason: problem.error.message });
     else due.push({ runId: entry.name, oid: entry.oid });
   }
   for (const runId of cache.keys()) if (!present.has(runId)) cache.delete(runId);
   due.sort((a, b) => (a.runId < b.runId ? -1 : a.runId > b.runId ? 1 : 0));
-  const skipped: { runId: string; reason: string }[] = [...reused];
+  const skipped: Skipped[] = [...notDue];
   const batch: { runId: string; oid: string; files: Map<string, Uint8Array> }[] = [];
   for (const run of due) {
     if (batch.length >= maxRuns) break;
     await pause();
     const files = new Map<string, Uint8Array>();
-    const reason = await collectFiles(live, `${runsPrefix}${run.runId}`, files);
-    if (reason !== null) skipped.push({ runId: run.runId, reason });
-    else batch.push({ ...run, files });
+    const problem = await collectFiles(live, run.runId, `${runsPrefix}${run.runId}`, files);
+    if (problem !== null) {
+      // An object found unreadable while copying: nothing of the run is archived, nor remembered.
+      if (typeof problem !== "string") cache.delete(run.runId);
+      skipped.push(typeof problem === "string" ? { runId: run.runId, reason: problem } : unreadableSkip(problem));
+    } else batch.push({ ...run, files });
   }
-  const copySkipped = skipped.length - reused.length;
+  const copySkipped = skipped.length - notDue.length;
   if (batch.length === 0) {
     return { archived: [], remaining: 0, skipped, archiveSha: await opts.store.resolveRef(opts.principal, repo, ARCHIVE_REF), commitSha: null };
   }
@@ -184,12 +206,23 @@ export async function archiveEndedRuns(opts: ArchiveEndedRunsOptions): Promise<A
   };
 }
 
+/** A run left live by a pass, with why; `code` for one that could not be read whole. */
+type Skipped = ArchiveEndedRunsResult["skipped"][number];
+
+/** How a pass reports a run it could not read whole. */
+function unreadableSkip(run: UnreadableRun): Skipped {
+  const code = run.error.code === "object_corrupt" ? "object_corrupt" : "object_missing";
+  return { runId: run.runId, code, reason: `${run.path} cannot be read (${run.error.message}); the run stays live until it is restored` };
+}
+
 /**
  * When the run ended (epoch ms): the instant its last event names, else the latest any event
  * names; null while it has not ended, or when entries follow its terminal event. The log is streamed (a chunk of blobs at a time, no event
- * held), so a pass over runs of any length holds one chunk, not a whole log.
+ * held), so a pass over runs of any length holds one chunk, not a whole log. `unreadable`: the
+ * first object of the run that could not be read (then `endedAtMs` means nothing).
+ * @throws as forEachRunEvent (object_missing, object_corrupt for the run's own folders)
  */
-async function endedAtMs(reads: CommittedReads, runId: string, maxEventBytes: number | undefined): Promise<number | null> {
+async function endedAtMs(reads: CommittedReads, runId: string, maxEventBytes: number | undefined): Promise<{ endedAtMs: number | null; unreadable: UnreadableRun | null }> {
   let last: RunEvent | undefined;
   let latest = Number.NEGATIVE_INFINITY;
   const summary = await forEachRunEvent(
@@ -202,14 +235,14 @@ async function endedAtMs(reads: CommittedReads, runId: string, maxEventBytes: nu
     },
     maxEventBytes === undefined ? {} : { maxEventBytes },
   );
-  if (summary.state.terminal === null) return null;
+  const unreadable = summary.unreadable === null ? null : { runId, path: summary.unreadable.path, error: summary.unreadable.error };
+  if (unreadable !== null || summary.state.terminal === null) return { endedAtMs: null, unreadable };
   // Entries after the terminal event (a pushed log; reported by check): the store takes a run
   // as ended only when its last entry is the terminal one, and would refuse the whole retention
   // commit over this run, so it stays live like a run that has not ended.
-  if (summary.terminalSeq !== summary.maxFileSeq) return null;
+  if (summary.terminalSeq !== summary.maxFileSeq) return { endedAtMs: null, unreadable };
   const stamped = last === undefined ? Number.NaN : instantOf(last);
-  if (Number.isFinite(stamped)) return stamped;
-  return latest;
+  return { endedAtMs: Number.isFinite(stamped) ? stamped : latest, unreadable };
 }
 
 /** The latest instant an event names about itself (`at`, or a fire's `firedAt`), or NaN. */
@@ -222,21 +255,40 @@ function instantOf(event: RunEvent): number {
 }
 
 /**
- * Every file under `folder` into `files` (path → bytes).
- * @returns null, or why the folder cannot be copied byte for byte as plain files (a symlink, an
- *   executable or a gitlink: their modes would not survive the copy)
+ * Every file under `folder` (of run `runId`) into `files` (path → bytes).
+ * @returns null; or why the folder cannot be copied byte for byte as plain files (a symlink, an
+ *   executable or a gitlink: their modes would not survive the copy); or the run's object that
+ *   could not be read (missing or damaged: nothing of the run may be copied then)
  */
-async function collectFiles(reads: CommittedReads, folder: string, files: Map<string, Uint8Array>): Promise<string | null> {
-  for (const entry of await reads.listDir(folder)) {
+async function collectFiles(reads: CommittedReads, runId: string, folder: string, files: Map<string, Uint8Array>, folderOid?: string): Promise<string | UnreadableRun | null> {
+  let entries: Awaited<ReturnType<CommittedReads["listDir"]>>;
+  try {
+    entries = await reads.listDir(folder);
+  } catch (error) {
+    if (!isUnreadableObject(error)) throw error;
+    return { runId, path: folder, error: missingObjectError(runId, folder, folderOid ?? objectOf(error), error) };
+  }
+  for (const entry of entries) {
     const path = `${folder}/${entry.name}`;
     if (entry.type === "tree") {
-      const reason = await collectFiles(reads, path, files);
-      if (reason !== null) return reason;
+      const problem = await collectFiles(reads, runId, path, files, entry.oid);
+      if (problem !== null) return problem;
     } else if (entry.type === "blob" && entry.mode === undefined) {
-      files.set(path, await reads.readBlobByOid(entry.oid));
+      try {
+        files.set(path, await reads.readBlobByOid(entry.oid));
+      } catch (error) {
+        if (!isUnreadableObject(error)) throw error;
+        return { runId, path, error: missingObjectError(runId, path, entry.oid, error) };
+      }
     } else {
       return `${path} is not a plain file (mode ${entry.mode ?? entry.type}); it would not be archived unchanged`;
     }
   }
   return null;
+}
+
+/** The oid a store's `object_corrupt` names, or "". */
+function objectOf(error: unknown): string {
+  const oid = error instanceof WorkflowHostError ? error.data["oid"] : undefined;
+  return typeof oid === "string" ? oid : "";
 }

@@ -22,6 +22,7 @@ import { runsEntryProblem } from "../workflow/log-problems.js";
 import { runsPrefix } from "../workflow/paths.js";
 import { ARCHIVE_REF, openArchive, reusedArchivedRunProblem } from "../workflow/run-archive.js";
 import { summarizeRunLog } from "../workflow/run-log-summary.js";
+import { readRunOrReport } from "../workflow/unreadable-runs.js";
 import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
 
 /** One thing wrong in one repo. */
@@ -43,6 +44,14 @@ export interface DeploymentProblem {
    * the deployment is served until it is repaired, and it cannot be acknowledged. Absent otherwise.
    */
   readonly deploymentUnreadable?: true;
+  /**
+   * True when this problem is a run that could not be read at all: its folder or its `events/`
+   * folder is missing (`object_missing`) or damaged (`object_corrupt`), `path` naming which
+   * (`runs/<runId>`, `runs/<runId>/events`). The deployment's other runs are checked; the host
+   * skips and reports this run until the object is restored, so it cannot be acknowledged
+   * either. Absent otherwise.
+   */
+  readonly runUnreadable?: true;
 }
 
 export interface DeploymentSummary {
@@ -86,8 +95,8 @@ export async function checkDeployments(store: RepoStore, opts: CheckDeploymentsO
   const problems: DeploymentProblem[] = [];
   for (const repoId of repoIds) {
     const found: DeploymentProblem[] = [];
-    const report = (path: string, seq: number | null, error: WorkflowHostError, unreadable = false): void => {
-      found.push({ repoId, path, seq, code: error.code, message: error.message, ...(unreadable ? { deploymentUnreadable: true as const } : {}) });
+    const report = (path: string, seq: number | null, error: WorkflowHostError, unreadable: boolean | "run" = false): void => {
+      found.push({ repoId, path, seq, code: error.code, message: error.message, ...(unreadable === true ? { deploymentUnreadable: true as const } : unreadable === "run" ? { runUnreadable: true as const } : {}) });
     };
     let commitSha: string | null = null;
     let runs = 0;
@@ -106,7 +115,8 @@ export async function checkDeployments(store: RepoStore, opts: CheckDeploymentsO
     try {
       archive = await openArchive(store, principal, { kind: WORKFLOW_RUN_KIND, id: repoId });
       if (archive !== null) {
-        const prefixed: Report = (path, seq, error) => archiveProblems.push({ repoId, path: `${ARCHIVE_REF}:${path}`, seq, code: error.code, message: error.message });
+        const prefixed: Report = (path, seq, error, run) =>
+          archiveProblems.push({ repoId, path: `${ARCHIVE_REF}:${path}`, seq, code: error.code, message: error.message, ...(run === "run" ? { runUnreadable: true as const } : {}) });
         const counted = await checkRuns(archive, null, prefixed, opts.maxEventBytes, true);
         archiveSummary = { commitSha: archive.commitSha, runs: counted.runs, events: counted.events };
       }
@@ -151,7 +161,8 @@ export async function checkDeployments(store: RepoStore, opts: CheckDeploymentsO
   return { repos, problems };
 }
 
-type Report = (path: string, seq: number | null, error: WorkflowHostError) => void;
+/** Reports one problem; `"run"` for a run that could not be read at all (see DeploymentProblem.runUnreadable). */
+type Report = (path: string, seq: number | null, error: WorkflowHostError, run?: "run") => void;
 
 /**
  * Every run folder under runs/ of one tree (main's, or the archive's with `archived` true: each
@@ -188,7 +199,13 @@ async function checkRuns(reads: CommittedReads, archive: CommittedReads | null, 
  */
 async function checkRun(reads: CommittedReads, runId: string, report: Report, maxEventBytes: number | undefined, archived: boolean): Promise<number> {
   // Folded a chunk of blobs at a time (no event held; every report listed, in readRunLog's order).
-  const log = await summarizeRunLog(reads, runId, { ...(maxEventBytes === undefined ? {} : { maxEventBytes }), maxReports: Number.MAX_SAFE_INTEGER, summaries: null });
+  // A run whose folder or events/ folder cannot be read is its own problem: the others are checked.
+  const read = await readRunOrReport(runId, () => summarizeRunLog(reads, runId, { ...(maxEventBytes === undefined ? {} : { maxEventBytes }), maxReports: Number.MAX_SAFE_INTEGER, summaries: null }));
+  if (read.unreadable !== null) {
+    report(read.unreadable.path, null, read.unreadable.error, "run");
+    return 0;
+  }
+  const log = read.value;
   for (const bad of log.bad) report(bad.path, bad.seq, bad.error);
   for (const problem of log.problems) report(problem.path, problem.seq, problem.error);
   if (archived && log.state.terminal === null && log.badCount === 0) {

@@ -7,10 +7,9 @@ import { isWorkflowHostError, type WorkflowHostError } from "../errors.js";
 import { clockOf, type ClockOption } from "../time/clock-option.js";
 import type { Principal, RepoStore } from "../substrate/types.js";
 import { parseRepoId } from "../workflow/ids.js";
-import { runsPrefix } from "../workflow/paths.js";
 import type { BadEvent } from "../workflow/run-log.js";
 import { summarizeRunLog } from "../workflow/run-log-summary.js";
-import { REPO_OR_RUN_ID_PATTERN } from "../workflow/ids.js";
+import { readEachRun, type UnreadableRun } from "../workflow/unreadable-runs.js";
 import type { MisfirePolicy } from "../workflow/types.js";
 import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
 
@@ -55,16 +54,23 @@ export interface PendingTimersReport {
    * throws instead.
    */
   readonly failedRepos: readonly { readonly repoId: string; readonly error: WorkflowHostError }[];
+  /**
+   * Runs whose folder or `events/` folder could not be read (`object_missing`, `object_corrupt`;
+   * see src/workflow/unreadable-runs.ts), by repo then run: their timers are missing from
+   * `timers`; the deployment's other runs are listed (a host skips and reports them the same way).
+   */
+  readonly unreadableRuns: readonly (UnreadableRun & { readonly repoId: string })[];
   readonly repos: number;
+  /** Run folders listed, read or not. */
   readonly runs: number;
 }
 
 /**
  * Lists every armed timer of every non-terminal run.
- * @returns the timers, any unreadable events met on the way and, when every deployment is
- *   listed, the deployments that could not be read (`failedRepos`)
+ * @returns the timers, any unreadable events and runs met on the way and, when every deployment
+ *   is listed, the deployments that could not be read (`failedRepos`)
  * @throws repo_id_invalid for a bad `repoId`, config_invalid without a clock; with `repoId`: repo_not_found, ref_corrupt,
- *   object_corrupt, io_failed; authorize_denied
+ *   object_corrupt (the tip's root or `runs/` folder), io_failed; authorize_denied
  */
 export async function listPendingTimers(store: RepoStore, opts: ListPendingTimersOptions): Promise<PendingTimersReport> {
   const nowMs = clockOf(opts, "listPendingTimers")().getTime();
@@ -74,12 +80,14 @@ export async function listPendingTimers(store: RepoStore, opts: ListPendingTimer
   const timers: PendingTimerInfo[] = [];
   const badEvents: (BadEvent & { repoId: string })[] = [];
   const failedRepos: { repoId: string; error: WorkflowHostError }[] = [];
+  const unreadableRuns: (UnreadableRun & { repoId: string })[] = [];
   let runs = 0;
   for (const repoId of repoIds) {
     try {
       const found = await pendingTimersOf(store, principal, repoId, ref, nowMs);
       timers.push(...found.timers);
       badEvents.push(...found.badEvents);
+      for (const run of found.unreadable) unreadableRuns.push({ ...run, repoId });
       runs += found.runs;
     } catch (error) {
       // One deployment that cannot be read does not hide the others' timers.
@@ -89,7 +97,7 @@ export async function listPendingTimers(store: RepoStore, opts: ListPendingTimer
   }
   const key = (t: PendingTimerInfo): string => `${t.repoId}\u0000${t.runId}\u0000${t.timerId}`;
   timers.sort((a, b) => Date.parse(a.fireAt) - Date.parse(b.fireAt) || (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
-  return { timers, badEvents, failedRepos, repos: repoIds.length, runs };
+  return { timers, badEvents, failedRepos, unreadableRuns, repos: repoIds.length, runs };
 }
 
 /** The pending timers of one deployment (see {@link listPendingTimers}). */
@@ -99,22 +107,20 @@ async function pendingTimersOf(
   repoId: string,
   ref: string,
   nowMs: number,
-): Promise<{ timers: PendingTimerInfo[]; badEvents: (BadEvent & { repoId: string })[]; runs: number }> {
+): Promise<{ timers: PendingTimerInfo[]; badEvents: (BadEvent & { repoId: string })[]; unreadable: readonly UnreadableRun[]; runs: number }> {
   const timers: PendingTimerInfo[] = [];
   const badEvents: (BadEvent & { repoId: string })[] = [];
-  let runs = 0;
   const reads = await store.openCommittedReads(principal, { kind: WORKFLOW_RUN_KIND, id: repoId }, ref);
-  for (const entry of await reads.listDir(runsPrefix.slice(0, -1))) {
-    if (entry.type !== "tree" || !REPO_OR_RUN_ID_PATTERN.test(entry.name)) continue;
-    runs += 1;
-    // Folded event by event (a run's log has no size bound), and kept by the run's tree oid.
-    const log = await summarizeRunLog(reads, entry.name);
+  // Folded event by event (a run's log has no size bound), and kept by the run's tree oid; a run
+  // whose folders cannot be read is named, the others listed.
+  const { runs, unreadable } = await readEachRun(reads, async (runId) => {
+    const log = await summarizeRunLog(reads, runId);
     for (const bad of log.bad) badEvents.push({ ...bad, repoId });
-    if (log.state.terminal !== null) continue;
+    if (log.state.terminal !== null) return;
     for (const pending of log.state.pendingTimers.values()) {
       timers.push({
         repoId,
-        runId: entry.name,
+        runId,
         timerId: pending.timerId,
         fireAt: pending.fireAt,
         dueInMs: Math.max(0, Date.parse(pending.fireAt) - nowMs),
@@ -126,6 +132,6 @@ async function pendingTimersOf(
         ...(pending.pausedAt === undefined ? {} : { paused: true }),
       });
     }
-  }
-  return { timers, badEvents, runs };
+  });
+  return { timers, badEvents, unreadable, runs: runs.length + unreadable.length };
 }

@@ -344,13 +344,16 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
   /**
    * Pending timers of `repoIds`. With `keepGoing` (every deployment listed), a deployment that
    * cannot be read (a damaged ref, I/O) is named in `failedRepos` and the others are still
-   * listed, as `workflow-host timers` does; otherwise its error is the answer.
+   * listed, as `workflow-host timers` does; otherwise its error is the answer. A run whose
+   * folder cannot be read (a missing or damaged object) is named in `unreadableRuns` either way
+   * and the deployment's other runs are listed.
    */
   const timersOf = async (repoIds: readonly string[], keepGoing: boolean) => {
     // One instant for every deployment listed.
     const now = clock();
     const timers = [];
     const failedRepos: { repoId: string; code: string; message: string }[] = [];
+    const unreadableRuns: { repoId: string; runId: string; path: string; code: string; message: string }[] = [];
     for (const repoId of repoIds) {
       let report;
       try {
@@ -362,13 +365,18 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
         failedRepos.push({ repoId, code: error.code, message: HTTP_STATUS_BY_CODE[error.code] === 500 ? serverFailureMessage(error.code) : error.message });
         continue;
       }
+      for (const u of report.unreadableRuns) {
+        // The client is told the run, where in it and the code: the store's message may name a
+        // server path (the host reported the run with it when it recovered the deployment).
+        unreadableRuns.push({ repoId, runId: u.runId, path: u.path, code: u.error.code, message: `${u.path} of run ${u.runId} cannot be read (${u.error.code}); its timers are not listed; workflow-host check names the object` });
+      }
       for (const t of report.timers) {
         // dueInMs and lateMs as the CLI's `timers --json` gives them: both ≥ 0, one of them 0.
         timers.push({ ...t, ...(t.cron === undefined ? {} : { nextTicks: nextTicks(t.cron, t.timezone, t.fireAt) }) });
       }
     }
     // `now` is the instant every dueInMs counts from.
-    return { now: now.toISOString(), timers: timers.sort((a, b) => Date.parse(a.fireAt) - Date.parse(b.fireAt)), failedRepos };
+    return { now: now.toISOString(), timers: timers.sort((a, b) => Date.parse(a.fireAt) - Date.parse(b.fireAt)), failedRepos, unreadableRuns };
   };
 
   route("GET", "/v1/timers", async (request) => {

@@ -27,8 +27,8 @@ import { isTerminalEventType } from "./event-shapes.js";
 import { afterTerminalProblem, scheduleProblem, sequenceProblems } from "./log-problems.js";
 import { DEFAULT_MAX_EVENT_BYTES } from "./events.js";
 import type { ParsedEventCache } from "./parsed-event-cache.js";
-import { runsPrefix } from "./paths.js";
-import { type BadEvent, LogReader, nextSeqAfter, openRunFolder, type ReadRunLogOptions, withLimit } from "./run-log.js";
+import { type BadEvent, isMissingRunObject, LogReader, missingObjectError, nextSeqAfter, openRunFolder, type ReadRunLogOptions, withLimit } from "./run-log.js";
+import { compactedLogPath, runsPrefix } from "./paths.js";
 import { type EventsFolder, firstAbove } from "./events-folder.js";
 import { createRunStateFold, type RunStateFoldPoint } from "./run-state.js";
 import type { RunEvent, RunState } from "./types.js";
@@ -66,6 +66,14 @@ export interface RunLogSummary {
   readonly nextSeq: number;
   /** The state the log folds to (as `RunLog.state`). Shared between callers: do not change it. */
   readonly state: RunState;
+  /**
+   * The first entry or problem of the log (in `bad`, then `problems` order of finding: the run
+   * folder's entries first) naming a git object that cannot be read — `object_missing` or
+   * `object_corrupt` (an event blob, the `blobs/` folder, a sealed `events.jsonl`) — counted
+   * even past `maxReports`; null when every object read. A reader that must not act on part of
+   * a run (retention, schedule sync) skips a run with one. Such a summary is not kept.
+   */
+  readonly unreadable: BadEvent | null;
 }
 
 /** Options of {@link summarizeRunLog}. */
@@ -326,11 +334,23 @@ async function fold(
   for (const p of sequenceProblems(runId, Array.from(folder.seqs.subarray(first)), from?.maxFileSeq ?? -1)) sequence.add(p);
   const total = folder.seqs.length - first;
   // A sealed log beside the files must be their exact fold: compared file by file as they are read.
-  const foldCheck = sealed !== null && total > 0 ? new FoldCheck(await blobs.readBlobByOid(sealed.oid)) : null;
+  // A sealed log that cannot be read is one problem of the run (as readRunLog reports it).
+  let sealedBytes: Uint8Array | null = null;
+  if (sealed !== null) {
+    try {
+      sealedBytes = await blobs.readBlobByOid(sealed.oid);
+    } catch (error) {
+      if (!isUnreadableObject(error)) throw error;
+      const path = compactedLogPath(runId);
+      strays.push({ runId, path, seq: null, error: missingObjectError(runId, path, sealed.oid, error) });
+    }
+  }
+  const foldCheck = sealedBytes !== null && total > 0 ? new FoldCheck(sealedBytes) : null;
   const state = createRunStateFold(runId, from?.point);
   // An event blob not in the repository (a bad event): nothing of this fold is kept to grow
   // from, so the event is read again once it is restored.
   let missing = false;
+  let unreadable: BadEvent | null = strays.find((p) => isMissingRunObject(p.error)) ?? null;
   let terminal = from?.terminal ?? null;
   let eventCount = from?.eventCount ?? 0;
   let firstSeq = from?.firstSeq ?? null;
@@ -367,7 +387,10 @@ async function fold(
       }
     }
     const taken = reader.take();
-    for (const b of taken.bad.sort((a, b) => (a.seq ?? -1) - (b.seq ?? -1))) bad.add(b);
+    for (const b of taken.bad.sort((a, b) => (a.seq ?? -1) - (b.seq ?? -1))) {
+      bad.add(b);
+      if (unreadable === null && isMissingRunObject(b.error)) unreadable = b;
+    }
     for (const event of taken.events.sort((a, b) => a.seq - b.seq)) {
       if (terminal !== null) {
         late.add(afterTerminalProblem(runId, event.seq, terminal.type, terminal.seq));
@@ -386,6 +409,8 @@ async function fold(
   }
   let maxFileSeq = folder.seqs.length === 0 ? -1 : (folder.seqs[folder.seqs.length - 1] as number);
   let terminalSeq = terminal?.seq ?? null;
+  // A run folder's object that cannot be read: nothing of this fold is kept either.
+  if (unreadable !== null) missing = true;
   const progress: FoldProgress | null =
     sealed === null && layout.events !== null && !missing
       ? {
@@ -402,10 +427,10 @@ async function fold(
         }
       : null;
   let finalState = state.finish();
-  if (sealed !== null) {
+  if (sealedBytes !== null) {
     if (foldCheck === null) {
       // The sealed log alone is the run's log (read whole: it is one blob).
-      const check = checkCompactedLog(runId, await blobs.readBlobByOid(sealed.oid), withLimit({}, options.maxEventBytes));
+      const check = checkCompactedLog(runId, sealedBytes, withLimit({}, options.maxEventBytes));
       if (check.problem !== null) strays.push(check.problem);
       else {
         const sealedState = createRunStateFold(runId);
@@ -434,6 +459,7 @@ async function fold(
     terminalSeq,
     nextSeq: nextSeqAfter(maxFileSeq),
     state: finalState,
+    unreadable,
   };
   return { summary, progress, missing };
 }

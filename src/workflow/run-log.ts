@@ -471,15 +471,40 @@ export interface RunFolderIndex {
 
 /**
  * Lists `runs/<runId>` and indexes its `events/` folder by seq (see events-folder.ts): from the
- * folder's stored bytes, in slices, where the reads give them; never an event's blob.
+ * folder's stored bytes, in slices, where the reads give them; never an event's blob. A `blobs/`
+ * folder that cannot be read is one problem in `strays` (as {@link readRunLog} reports it).
+ * @throws `object_missing` or `object_corrupt` naming the run when its folder or its `events/`
+ *   folder cannot be read, as {@link readRunLog} throws it (see {@link isMissingRunObject});
+ *   other read errors as the store raises them (a missing or damaged `runs/` folder)
  * @internal shared by the readers of run-log.ts and run-log-summary.ts
  */
 export async function openRunFolder(reads: CommittedReads, runId: string): Promise<RunFolderIndex> {
-  const layout = runFolderLayout(runId, await reads.listDir(`${runsPrefix}${runId}`));
+  const runPath = `${runsPrefix}${runId}`;
+  let runEntries: readonly DirEntry[];
+  try {
+    runEntries = await reads.listDir(runPath);
+  } catch (error) {
+    throw await runFolderMissing(reads, runId, undefined, error);
+  }
+  const layout = runFolderLayout(runId, runEntries);
   const strays: BadEvent[] = [...layout.problems];
-  if (layout.blobs !== null) strays.push(...blobFolderProblems(runId, await reads.listDir(`${runsPrefix}${runId}/blobs`)));
-  const folder = await openEventsFolder(reads, runEventsPrefix(runId).slice(0, -1), layout.events === null ? null : layout.events.oid);
-  return { layout, strays, folder };
+  if (layout.blobs !== null) {
+    const blobsOid = layout.blobs.oid;
+    try {
+      strays.push(...blobFolderProblems(runId, await reads.listDir(`${runPath}/blobs`)));
+    } catch (error) {
+      if (!isUnreadableObject(error) || errorOid(error) !== blobsOid) throw error;
+      strays.push({ runId, path: `${runPath}/blobs`, seq: null, error: missingObjectError(runId, `${runPath}/blobs`, blobsOid, error) });
+    }
+  }
+  const eventsPath = runEventsPrefix(runId).slice(0, -1);
+  const oid = layout.events === null ? null : layout.events.oid;
+  try {
+    return { layout, strays, folder: await openEventsFolder(reads, eventsPath, oid) };
+  } catch (error) {
+    if (oid === null || !isUnreadableObject(error) || errorOid(error) !== oid) throw error;
+    throw missingObjectError(runId, eventsPath, oid, error);
+  }
 }
 
 /** An `events/` folder's stored size above which {@link readRunLog} indexes its bytes instead of listing it (~1,600 entries). */

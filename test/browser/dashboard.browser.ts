@@ -3,19 +3,22 @@
  * puppeteer-core): it shows a pending timer, shows the timer as fired with its lateness without
  * a reload once the host fires it, opens the run's log, pages through a long run's log a page at a
  * time, and logs no console error. A screenshot
- * is written to test-results/dashboard.png.
+ * is written to test-results/dashboard.png. A run whose folder is lost is named under the
+ * pending timers.
  */
 import { existsSync } from "node:fs";
-import { mkdir } from "node:fs/promises";
+import { mkdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import puppeteer, { type Browser } from "puppeteer-core";
 import { afterEach, describe, expect, it } from "vitest";
 import { buildFixtureRepo } from "../../src/testing/fixture-repo.js";
+import { GitWriter, SOON, started, timerSet, usePlumbingDeployments } from "../helpers/plumbing-deployment.js";
 import { useTempDirs } from "../helpers/temp-dir.js";
 import { ADMIN_TOKEN, startHttpHarness, type HttpHarness } from "../integration/http/http-harness.js";
 
 const CHROMIUM = process.env["CHROMIUM_PATH"] ?? "/usr/bin/chromium";
 const tempDir = useTempDirs("wh-browser-");
+const plumbing = usePlumbingDeployments(tempDir, (gitdir) => new GitWriter(gitdir));
 let harness: HttpHarness | null = null;
 let browser: Browser | null = null;
 afterEach(async () => {
@@ -108,6 +111,26 @@ describe("dashboard", () => {
     expect(await page.$$eval("#run-events tr td:first-child", (cells) => cells.map((c) => Number(c.textContent)))).toEqual(Array.from({ length: 250 }, (_, i) => i + 1));
     expect(await rows()).toBe(250);
 
+    expect(consoleErrors).toEqual([]);
+  });
+
+  it("names a run whose folder cannot be read under the pending timers, and lists the other runs' timers", async () => {
+    expect(existsSync(CHROMIUM), `${CHROMIUM} (apt-get install chromium)`).toBe(true);
+    const d = await plumbing();
+    const ok = await d.w.run([started(), timerSet(2, "t", SOON), timerSet(3, "later", "2099-01-01T00:00:00.000Z")]);
+    const lost = await d.w.run([started(), timerSet(2, "u", "2099-01-01T00:00:00.000Z")]);
+    await d.w.commit({ "r-ok": ok.tree, "r-lost": lost.tree });
+    await rm(join(d.w.gitdir, "objects", lost.tree.slice(0, 2), lost.tree.slice(2)));
+    await d.store.close();
+    harness = await startHttpHarness(d.dataDir, []);
+    browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"] });
+    const page = await browser.newPage();
+    const consoleErrors: string[] = [];
+    page.on("pageerror", (error) => consoleErrors.push(String(error)));
+    await page.goto(`${harness.baseUrl}/#token=${ADMIN_TOKEN}`, { waitUntil: "load" });
+    await page.waitForSelector('#timers tr[data-timer="d/r-ok/later"]', { timeout: 10_000 });
+    await page.waitForSelector("#timers-unreadable:not([hidden])", { timeout: 10_000 });
+    expect(await page.$eval("#timers-unreadable", (n) => n.textContent ?? "")).toContain("d/r-lost (object_missing at runs/r-lost)");
     expect(consoleErrors).toEqual([]);
   });
 });

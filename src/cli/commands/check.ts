@@ -42,7 +42,9 @@ one commit on the ref refs/workflow-host/acknowledged, whose file acknowledged.j
 check; serve does not report it at its next start. A new bad file at the same path is a new
 problem. A deployment that cannot be read (ref_corrupt, path_escapes_data_dir, or main's
 tree unreadable: a torn object, object_corrupt, io_failed) is served by no host and takes no
-record: that problem stays open until repaired. Read the record with:
+record: that problem stays open until repaired. So does a run whose folder or events/ folder
+is missing (object_missing) or damaged (object_corrupt): the other runs are checked, the host
+skips that run until the object is restored (json: runUnreadable true). Read the record with:
   git --git-dir=DIR/deployments/R.git show refs/workflow-host/acknowledged:acknowledged.json
 
 Exit codes: 0 no problems (or all acknowledged), 1 problems found (or the check could not
@@ -55,7 +57,8 @@ Options:
       --by NAME        who acknowledges, recorded with it (default: $USER)
       --json           print {ok, repos: [{repoId, commitSha, runs, events, problems,
                        archive: {commitSha, runs, events}}],
-                       problems: [{repoId, path, seq, code, message, oid}],
+                       problems: [{repoId, path, seq, code, message, oid,
+                       deploymentUnreadable?, runUnreadable?}],
                        acknowledged: [{repoId, path, seq, code, message, oid, at, by}],
                        newlyAcknowledged, ignored: [folder]}; ignored names the folders
                        under deployments/ not named <id>.git (passed over; they do not fail)
@@ -98,10 +101,13 @@ Examples:
           path.startsWith(archivePrefix) ? (archive === null ? null : await acks.blobOidAt(archive, path.slice(archivePrefix.length))) : await acks.blobOidAt(reads, path);
         // A problem that kept main from being read is not an event's: the host serves nothing of
         // this deployment until it is repaired, so it is neither recorded nor hidden by a record.
-        const blocking = mine.filter((p) => p.deploymentUnreadable === true).map((p) => ({ ...p, oid: null }));
+        // Nor is a run that cannot be read at all (its folder or events/ folder lost or damaged):
+        // the host skips that run until the object is restored.
+        const isBlocking = (p: DeploymentProblem): boolean => p.deploymentUnreadable === true || p.runUnreadable === true;
+        const blocking = mine.filter(isBlocking).map((p) => ({ ...p, oid: null }));
         for (const p of blocking) unrecordable.add(p);
         checked.push(...blocking);
-        const withOid = await Promise.all(mine.filter((p) => p.deploymentUnreadable !== true).map(async (p) => ({ ...p, oid: await oidOf(p.path) })));
+        const withOid = await Promise.all(mine.filter((p) => !isBlocking(p)).map(async (p) => ({ ...p, oid: await oidOf(p.path) })));
         let known: Map<string, Acknowledgement>;
         try {
           if (acknowledge) {
@@ -158,7 +164,7 @@ Examples:
     const recordable = open.filter((p) => !unrecordable.has(p)).length;
     if (recordable > 0) printLine(io, `to record that you have seen them: workflow-host check --data-dir ${shellQuote(dataDir)}${repoId === undefined ? "" : ` --repo ${repoId}`} --acknowledge`);
     if (recordable < open.length) {
-      printLine(io, `${plural(open.length - recordable, "problem")} cannot be acknowledged (the deployment cannot be read, so nothing can be recorded in it): repair what each line names, then check again`);
+      printLine(io, `${plural(open.length - recordable, "problem")} cannot be acknowledged (a deployment or a run that cannot be read: nothing can be recorded in it, or the host skips the run until it is repaired): repair what each line names, then check again`);
     }
     return ok ? 0 : 1;
   },

@@ -2,7 +2,7 @@ import { DEFAULT_REF } from "../../substrate/ref-name.js";
 import { parseRepoId, parseRunId } from "../../workflow/ids.js";
 import { checkFlags, dataDirFlag, dataDirOption, intFlag, requiredFlag, stringFlag } from "../args.js";
 import type { CliCommand } from "../command.js";
-import { plural, shortSha, table } from "../format.js";
+import { oneLine, plural, shortSha, table } from "../format.js";
 import { printJson, printLine } from "../io.js";
 import { withStore } from "../with-store.js";
 import { shellQuote } from "./paths.js";
@@ -20,6 +20,14 @@ const MAX_LIMIT = 10_000_000;
 const PROGRESS_EVERY_MS = 2_000;
 /** A count with thousands separators. */
 const num = (n: number): string => n.toLocaleString("en-US");
+
+/** A listed run whose folder or events/ folder could not be read. */
+interface UnreadableRow {
+  readonly runId: string;
+  readonly path: string;
+  readonly code: string;
+  readonly message: string;
+}
 
 interface RunRow {
   readonly runId: string;
@@ -59,9 +67,15 @@ Options:
       --after RUN      list the runs after run id RUN (the previous page's last)
       --json           print {repoId, ref, commitSha, archivedRuns, runs: [{runId, lastSeq,
                        terminal, pendingTimers, unconsumedSignals, badEvents, archived}],
-                       nextAfter} (ref and commitSha: what was listed; commitSha null when the
-                       archive ref does not exist; archivedRuns: how many runs the archive
-                       holds; nextAfter: the --after of the next page, null after the last)
+                       unreadableRuns: [{runId, path, code, message}], nextAfter} (ref and
+                       commitSha: what was listed; commitSha null when the archive ref does
+                       not exist; archivedRuns: how many runs the archive holds;
+                       unreadableRuns: the runs of the page that could not be read;
+                       nextAfter: the --after of the next page, null after the last)
+
+A run whose folder or events/ folder cannot be read (object_missing: not in the repository;
+object_corrupt: damaged) is listed with state "unreadable (<code>)" and named on stderr, the
+other runs are listed as usual, and the exit code is 1; workflow-host check names the object.
 
 Examples:
   workflow-host runs list -d ./data -r payments
@@ -78,13 +92,14 @@ Examples:
       return raw === undefined ? null : parseRunId(raw, "after");
     });
     const ref = archived ? ARCHIVE : DEFAULT_REF;
-    const { commitSha, runs, archivedRuns, nextAfter } = await withStore(dataDir, io, async (store) => {
-      const [{ REPO_OR_RUN_ID_PATTERN }, { runsPrefix }, { summarizeRunLog }, { WORKFLOW_RUN_KIND }, { openArchive }] = await Promise.all([
+    const { commitSha, runs, unreadableRuns, archivedRuns, nextAfter } = await withStore(dataDir, io, async (store) => {
+      const [{ REPO_OR_RUN_ID_PATTERN }, { runsPrefix }, { summarizeRunLog }, { WORKFLOW_RUN_KIND }, { openArchive }, { readRunOrReport }] = await Promise.all([
         import("../../workflow/ids.js"),
         import("../../workflow/paths.js"),
         import("../../workflow/run-log-summary.js"),
         import("../../workflow/workflow-run-kind.js"),
         import("../../workflow/run-archive.js"),
+        import("../../workflow/unreadable-runs.js"),
       ]);
       const repo = { kind: WORKFLOW_RUN_KIND, id: repoId };
       // Main first: a deployment that does not exist is repo_not_found.
@@ -98,6 +113,7 @@ Examples:
       );
       const page = listed.slice(0, limit);
       const out: RunRow[] = [];
+      const unreadable: UnreadableRow[] = [];
       const startedMs = io.clock().getTime();
       let toldMs = startedMs;
       for (const entry of page) {
@@ -105,7 +121,14 @@ Examples:
         // The state needs the whole log, folded event by event (none held): a run of a million
         // events costs time here, never memory. Kept in the process-wide summary cache (by run
         // tree oid) with the limits a run's view asks for, so the two share one fold per version.
-        const summary = await summarizeRunLog(reads, entry.name);
+        // A run whose folders cannot be read is named; the others are listed.
+        const read = await readRunOrReport(entry.name, () => summarizeRunLog(reads, entry.name));
+        if (read.unreadable !== null) {
+          const { error, path } = read.unreadable;
+          unreadable.push({ runId: entry.name, path, code: error.code, message: error.message });
+          continue;
+        }
+        const summary = read.value;
         out.push({
           runId: entry.name,
           lastSeq: summary.state.lastSeq,
@@ -118,22 +141,29 @@ Examples:
         const nowMs = io.clock().getTime();
         if (nowMs - toldMs >= PROGRESS_EVERY_MS) {
           toldMs = nowMs;
-          io.stderr.write(`runs list: read ${num(out.length)} of ${num(page.length)} logs (${archived ? ARCHIVE : "main"})\n`);
+          io.stderr.write(`runs list: read ${num(out.length + unreadable.length)} of ${num(page.length)} logs (${archived ? ARCHIVE : "main"})\n`);
         }
       }
       const more = listed.length > page.length;
-      return { commitSha: reads?.commitSha ?? null, runs: out, archivedRuns: archiveRuns.length, nextAfter: more ? (page.at(-1)?.name ?? null) : null };
+      return { commitSha: reads?.commitSha ?? null, runs: out, unreadableRuns: unreadable, archivedRuns: archiveRuns.length, nextAfter: more ? (page.at(-1)?.name ?? null) : null };
     });
+    // A run that could not be read hides nothing else: it is named, and the exit code is 1.
+    for (const u of unreadableRuns) io.stderr.write(`workflow-host: run ${u.runId} cannot be read: ${oneLine(u.message)}\n`);
+    const code = unreadableRuns.length === 0 ? 0 : 1;
     if (values["json"] === true) {
-      printJson(io, { repoId, ref, commitSha, archivedRuns, runs, nextAfter });
-      return 0;
+      printJson(io, { repoId, ref, commitSha, archivedRuns, runs, unreadableRuns, nextAfter });
+      return code;
     }
     const where = archived ? `${ARCHIVE} ${commitSha === null ? "(none yet)" : shortSha(commitSha)}` : `main ${shortSha(commitSha)}`;
-    if (runs.length === 0) {
+    if (runs.length === 0 && unreadableRuns.length === 0) {
       printLine(io, `no ${archived ? "archived " : ""}runs ${after === null ? "" : `after ${after} `}in ${repoId} (${where})`);
     } else {
       const state = (r: RunRow): string => (r.archived ? `archived (${r.terminal ?? "not ended"})` : (r.terminal ?? "running"));
-      const rows = runs.map((r) => [r.runId, String(r.lastSeq), state(r), String(r.pendingTimers), String(r.unconsumedSignals), String(r.badEvents)]);
+      // The rows in run id order, an unreadable run in its place.
+      const rows = [
+        ...runs.map((r) => [r.runId, String(r.lastSeq), state(r), String(r.pendingTimers), String(r.unconsumedSignals), String(r.badEvents)]),
+        ...unreadableRuns.map((u) => [u.runId, "-", `unreadable (${u.code})`, "-", "-", "-"]),
+      ].sort((a, b) => ((a[0] as string) < (b[0] as string) ? -1 : (a[0] as string) > (b[0] as string) ? 1 : 0));
       for (const line of table(["RUN", "LAST SEQ", "STATE", "TIMERS", "SIGNALS", "BAD"], rows)) printLine(io, line);
     }
     // Commands that run as printed: the data dir as resolved, the page size as given.
@@ -141,7 +171,8 @@ Examples:
     const pageSize = values["limit"] === undefined ? "" : ` --limit ${limit}`;
     if (nextAfter !== null) printLine(io, `more runs follow: ${base}${archived ? " --archived" : ""}${pageSize} --after ${nextAfter}`);
     if (!archived && archivedRuns > 0) printLine(io, `${plural(archivedRuns, "archived run")} in ${ARCHIVE} (list them with ${base} --archived)`);
-    return 0;
+    if (unreadableRuns.length > 0) printLine(io, `${plural(unreadableRuns.length, "run")} could not be read; workflow-host check -d ${shellQuote(dataDir)} -r ${repoId} names the objects`);
+    return code;
   },
 };
 

@@ -14,7 +14,7 @@ import { checkReason } from "../../workflow/event-constructors.js";
 import type { PreviewTick } from "../../workflow/schedule/preview.js";
 import { checkFlags, dataDirFlag, dataDirOption, intFlag, requiredFlag, usageError, stringFlag, type FlagValues } from "../args.js";
 import type { CliCommand } from "../command.js";
-import { duration, shortSha, table } from "../format.js";
+import { duration, oneLine, shortSha, table } from "../format.js";
 import { printJson, printLine, type CliIo } from "../io.js";
 import { withStore } from "../with-store.js";
 
@@ -64,7 +64,11 @@ Options:
   -d, --data-dir DIR   data dir (default: $WORKFLOW_HOST_DATA_DIR)
   -r, --repo R         deployment id
       --json           print {repoId, series: [{runId, timerId, cron, timezone, nextAt, paused,
-                       pausedAt, owner, misfire, startAt, endAt, maxTicks, slot, jitterMs}]}
+                       pausedAt, owner, misfire, startAt, endAt, maxTicks, slot, jitterMs}],
+                       unreadableRuns: [{runId, path, code, message}]}
+
+A run whose folder or events/ folder cannot be read (object_missing, object_corrupt) is named
+on stderr (and in unreadableRuns); the other runs' series are listed and the exit code is 1.
 
 Example:
   workflow-host schedule list -d ./data -r reports
@@ -72,20 +76,27 @@ Example:
   async run(values, io) {
     const name = "schedule list";
     const repoId = checkFlags(name, () => parseRepoId(requiredFlag(name, values, "repo")));
-    const list = await withControls(name, values, io, (c) => c.list(repoId));
+    const { series: list, unreadableRuns } = await withControls(name, values, io, (c) => c.listSeries(repoId));
+    const code = unreadableRuns.length === 0 ? 0 : 1;
+    for (const u of unreadableRuns) io.stderr.write(`workflow-host: run ${u.runId} cannot be read (its series are not listed): ${u.error.code}: ${oneLine(u.error.message)}\n`);
     if (values["json"] === true) {
-      printJson(io, { repoId, series: list });
-      return 0;
+      printJson(io, { repoId, series: list, unreadableRuns: unreadableRuns.map(unreadableJson) });
+      return code;
     }
     if (list.length === 0) {
-      printLine(io, `no cron series armed in ${repoId}`);
-      return 0;
+      printLine(io, `no cron series armed in ${repoId}${unreadableRuns.length === 0 ? "" : ` (${unreadableRuns.length} unreadable run${unreadableRuns.length === 1 ? "" : "s"} not listed)`}`);
+      return code;
     }
     const rows = list.map((s) => [s.runId, s.timerId, `${s.cron} ${s.timezone}`, s.nextAt, s.paused ? "paused" : "running", s.owner ?? "-", bounds(s)]);
     for (const line of table(["run", "timer", "cron", "next", "state", "owner", "bounds"], rows)) printLine(io, line);
-    return 0;
+    return code;
   },
 };
+
+/** A run that could not be read, as the JSON outputs name it. */
+function unreadableJson(u: { runId: string; path: string; error: { code: string; message: string } }): { runId: string; path: string; code: string; message: string } {
+  return { runId: u.runId, path: u.path, code: u.error.code, message: u.error.message };
+}
 
 function bounds(s: { startAt: string | null; endAt: string | null; maxTicks: number | null; slot: number; jitterMs: number | null }): string {
   const parts: string[] = [];
@@ -350,7 +361,13 @@ Options:
   -f, --file PATH      the declared set (JSON array): a regular file of at most 64 MiB (a FIFO,
                        device or folder is config_invalid, before it is read)
       --dry-run        print the plan, write nothing
-      --json           print {plan: {create, update, cancel, unchanged, conflicts}, commits}
+      --json           print {plan: {create, update, cancel, unchanged, conflicts}, commits,
+                       unreadableRuns: [{runId, path, code, message}]}
+
+A run that cannot be read whole (its folder, events/ folder or an event missing or damaged:
+object_missing, object_corrupt) is named on stderr (and in unreadableRuns) and nothing is
+written to it: its series are neither updated nor cancelled, and a series declared in it is a
+conflict.
 
 Exit codes: 0 synced (or nothing to do), 1 conflicts were left alone (the rest was applied) or
 the sync failed, 2 usage.
@@ -381,9 +398,10 @@ Example:
       else io.stderr.write(`schedule sync: ${done} of ${total} runs written\n`);
     };
     const r = await withControls(name, values, io, (c) => c.syncSchedules(repoId, desired, { dryRun: values["dry-run"] === true, onRunWritten }));
-    const code = r.plan.conflicts.length === 0 ? 0 : 1;
+    const code = r.plan.conflicts.length === 0 && r.unreadableRuns.length === 0 ? 0 : 1;
+    for (const u of r.unreadableRuns) io.stderr.write(`workflow-host: run ${u.runId} cannot be read whole (nothing written to it): ${u.error.code}: ${oneLine(u.error.message)}\n`);
     if (values["json"] === true) {
-      printJson(io, r);
+      printJson(io, { plan: r.plan, commits: r.commits, unreadableRuns: r.unreadableRuns.map(unreadableJson) });
       return code;
     }
     const p = r.plan;

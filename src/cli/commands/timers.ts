@@ -26,9 +26,12 @@ Options:
       --json           print {now, timers: [{repoId, runId, timerId, fireAt, dueInMs, lateMs,
                        setSeq, cron?, timezone?, misfire?, stepId?}], badEvents: [{repoId,
                        runId, path, seq, code, message}], failedRepos: [{repoId, code,
-                       message}], repos, runs}; dueInMs is the time until fireAt and lateMs
-                       the time past it, in ms (one of them is 0); a deployment that cannot
-                       be read (failedRepos, also on stderr) makes the exit code 1
+                       message}], unreadableRuns: [{repoId, runId, path, code, message}],
+                       repos, runs}; dueInMs is the time until fireAt and lateMs the time
+                       past it, in ms (one of them is 0); a deployment that cannot be read
+                       (failedRepos) or a run whose folder cannot be read (unreadableRuns:
+                       object_missing, object_corrupt; its timers are not listed, the other
+                       runs' are), both also on stderr, make the exit code 1
 
 Example:
   workflow-host timers --data-dir ./data
@@ -44,16 +47,20 @@ Example:
     });
     // A deployment that could not be read hides nothing else: it is named, and the exit code is 1.
     for (const failed of report.failedRepos) io.stderr.write(`workflow-host: ${oneLine(failed.error.message)}\n`);
+    // So is a run whose folder could not be read: its timers are unknown, the others listed.
+    for (const run of report.unreadableRuns) io.stderr.write(`workflow-host: run ${run.runId} of ${run.repoId} cannot be read (its timers are not listed): ${run.error.code}: ${oneLine(run.error.message)}\n`);
+    const code = report.failedRepos.length === 0 && report.unreadableRuns.length === 0 ? 0 : 1;
     if (values["json"] === true) {
       printJson(io, {
         now: now.toISOString(),
         timers: report.timers,
         badEvents: report.badEvents.map((b) => ({ repoId: b.repoId, runId: b.runId, path: b.path, seq: b.seq, code: b.error.code, message: b.error.message })),
         failedRepos: report.failedRepos.map((f) => ({ repoId: f.repoId, code: f.error.code, message: f.error.message })),
+        unreadableRuns: report.unreadableRuns.map((u) => ({ repoId: u.repoId, runId: u.runId, path: u.path, code: u.error.code, message: u.error.message })),
         repos: report.repos,
         runs: report.runs,
       });
-      return report.failedRepos.length === 0 ? 0 : 1;
+      return code;
     }
 
     // A deployment that could not be read is never counted as one without timers.
@@ -78,6 +85,9 @@ Example:
     if (report.badEvents.length > 0) {
       printLine(io, `${plural(report.badEvents.length, "unreadable event")} skipped; run workflow-host check --data-dir ${shellQuote(dataDir)}`);
     }
-    return report.failedRepos.length === 0 ? 0 : 1;
+    if (report.unreadableRuns.length > 0) {
+      printLine(io, `${plural(report.unreadableRuns.length, "run")} could not be read (timers not listed): ${report.unreadableRuns.map((u) => `${u.repoId}/${u.runId}`).join(", ")}; run workflow-host check --data-dir ${shellQuote(dataDir)}`);
+    }
+    return code;
   },
 };

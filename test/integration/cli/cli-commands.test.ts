@@ -85,6 +85,7 @@ describe("workflow-host commands on a data dir", () => {
       commitSha: expect.stringMatching(/^[0-9a-f]{40}$/),
       archivedRuns: 0,
       runs: [{ runId: "order-17", lastSeq: 3, terminal: null, pendingTimers: 1, unconsumedSignals: 0, badEvents: 0, archived: false }],
+      unreadableRuns: [],
       nextAfter: null,
     });
     expect(await json(["repo", "list", "-d", dataDir])).toEqual({

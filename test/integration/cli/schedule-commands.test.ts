@@ -39,7 +39,7 @@ describe("workflow-host schedule", () => {
     expect((await json<{ commits: string[] }>(["schedule", "sync", "-d", dataDir, "-r", "reports", "--file", "schedules.json"])).commits).toEqual([]);
 
     const list = await json<{ repoId: string; series: { timerId: string; nextAt: string; owner: string; paused: boolean }[] }>(["schedule", "list", "-d", dataDir, "-r", "reports"]);
-    expect(list).toEqual({ repoId: "reports", series: [expect.objectContaining({ timerId: "hourly", nextAt: "2026-05-01T11:00:00.000Z", owner: "sync", paused: false })] });
+    expect(list).toEqual({ repoId: "reports", series: [expect.objectContaining({ timerId: "hourly", nextAt: "2026-05-01T11:00:00.000Z", owner: "sync", paused: false })], unreadableRuns: [] });
 
     expect((await json<{ outcome: string }>(["schedule", "pause", ...s, "--reason", "maintenance"])).outcome).toBe("paused");
     expect((await json<{ outcome: string }>(["schedule", "trigger", ...s, "--request-id", "req-1"])).outcome).toBe("triggered");

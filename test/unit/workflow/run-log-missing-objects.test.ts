@@ -3,7 +3,8 @@
  * `object_corrupt` error marked absent, see object-store.ts): a missing event blob is a bad event
  * at its seq, the other events fold; a missing `blobs/` folder or sealed log is a problem; a
  * missing run folder or `events/` folder throws `object_missing` naming that folder, by oid and
- * by path; a missing `runs/` folder is not the run's to report (thrown as the store raised it).
+ * by path (the summary and a page the same); a missing `runs/` folder is not the run's to report
+ * (thrown as the store raised it).
  */
 import { describe, expect, it } from "vitest";
 import { encode, folder } from "../../helpers/object-folders.js";
@@ -13,7 +14,7 @@ import { type GitObject, hashObject } from "../../../src/substrate/git-object.js
 import { decodeTree } from "../../../src/substrate/tree-object.js";
 import type { Oid } from "../../../src/substrate/types.js";
 import { isMissingRunObject, readRunLog, readRunLogPage } from "../../../src/workflow/run-log.js";
-import { summarizeRunLog } from "../../../src/workflow/run-log-summary.js";
+import { RunSummaryCache, summarizeRunLog } from "../../../src/workflow/run-log-summary.js";
 
 const started = encode({ seq: 1, type: "WorkflowStarted", at: "2026-01-01T00:00:00.000Z", data: { workflow: "w" } });
 const timerSet = (seq: number, timerId: string): Uint8Array => encode({ seq, type: "TimerSet", at: "2026-01-01T00:00:01.000Z", data: { timerId, fireAt: "2026-01-02T00:00:00.000Z" } });
@@ -129,6 +130,48 @@ describe("readRunLog with an object missing", () => {
       const reads = createCommittedReads(source(objects, new Set([lost])), null, root);
       for (const options of [{}, { runTreeOid: run }]) {
         const error = await readRunLog(reads, "r", { parsedEvents: null, ...options }).then(
+          () => null,
+          (e: unknown) => e,
+        );
+        expect(isMissingRunObject(error)).toBe(true);
+        expect(error).toMatchObject({ code: "object_missing", data: { runId: "r", oid: lost, path } });
+      }
+    }
+  });
+
+  it("summarizes a run with a missing blobs/ folder or sealed log: a problem, named as the summary's unreadable part, not kept", async () => {
+    const objects = new Map<Oid, GitObject>();
+    const events = folder(objects, { "1.json": started, "2.json": timerSet(2, "t") });
+    const blobs = folder(objects, { ["a".repeat(64)]: encode("b") });
+    const sealed = encode("sealed\n");
+    const root = folder(objects, { runs: folder(objects, { r: folder(objects, { events, blobs, "events.jsonl": sealed }) }) });
+    const summaries = new RunSummaryCache();
+    const summary = await summarizeRunLog(createCommittedReads(source(objects, new Set([blobs, blobOid(sealed)])), null, root), "r", { summaries });
+    expect(summary.problems.map((p) => [p.path, p.error.code])).toEqual([
+      ["runs/r/blobs", "object_missing"],
+      ["runs/r/events.jsonl", "object_missing"],
+    ]);
+    expect(summary.unreadable).toMatchObject({ path: "runs/r/blobs", error: { code: "object_missing" } });
+    expect([...summary.state.pendingTimers.keys()]).toEqual(["t"]);
+    expect(summaries.size).toBe(0);
+    // Whole again: nothing of the damaged read was kept.
+    const whole = await summarizeRunLog(createCommittedReads(source(objects, new Set()), null, root), "r", { summaries });
+    expect(whole.unreadable).toBeNull();
+    expect(whole.problems.map((p) => p.path)).toEqual(["runs/r/events.jsonl"]);
+  });
+
+  it("summarizes and pages a run whose folder or events/ folder is missing: object_missing naming that folder, as readRunLog throws it", async () => {
+    const objects = new Map<Oid, GitObject>();
+    const events = folder(objects, { "1.json": started });
+    const run = folder(objects, { events });
+    const root = folder(objects, { runs: folder(objects, { r: run }) });
+    for (const [lost, path] of [
+      [run, "runs/r"],
+      [events, "runs/r/events"],
+    ] as const) {
+      const reads = createCommittedReads(source(objects, new Set([lost])), null, root);
+      for (const read of [() => summarizeRunLog(reads, "r", { summaries: null }), () => readRunLogPage(reads, "r")]) {
+        const error = await read().then(
           () => null,
           (e: unknown) => e,
         );

@@ -1,0 +1,265 @@
+/**
+ * The readers outside the scheduler on a deployment with damaged runs, built with the real git
+ * CLI as loose objects and damaged on disk: one run folder lost, one `events/` folder torn
+ * (truncated), one event blob lost in a run with a cron series, one in an ended run. As the
+ * scheduler does (missing-objects.test.ts, corrupt-objects.test.ts), every reader lists or
+ * handles the other runs and names each run it cannot read with its error code
+ * (`object_missing`, `object_corrupt`): pending timers (library, CLI, HTTP), `runs list`,
+ * `check` (a problem that stays open), retention (skipped and reported, never archived), the
+ * schedule controls (`list`; `sync` writes nothing into a run it cannot read). A damaged `runs/`
+ * folder still fails the whole deployment.
+ */
+import { truncate, rm, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { createScheduleControls } from "../../../seams/scheduler/schedule-controls.js";
+import { archiveEndedRuns } from "../../../src/host/archive-ended-runs.js";
+import { checkDeployments } from "../../../src/host/check-deployments.js";
+import { listPendingTimers } from "../../../src/host/list-pending-timers.js";
+import { gitAt } from "../../helpers/git-cli.js";
+import { event, GitWriter, NOW, SOON, started, timerSet, usePlumbingDeployments, type PlumbingDeployment } from "../../helpers/plumbing-deployment.js";
+import { useTempDirs } from "../../helpers/temp-dir.js";
+import { startHttpHarness } from "../http/http-harness.js";
+import { runCli } from "../../unit/cli/cli-io.js";
+
+/** Loose objects written with git's plumbing, one of which a test then removes or truncates. */
+class DamagingWriter extends GitWriter {
+  /** Removes one loose object's file. */
+  async lose(oid: string): Promise<void> {
+    await rm(join(this.gitdir, "objects", oid.slice(0, 2), oid.slice(2)));
+  }
+  /** Truncates a loose object's file to 10 bytes (`head -c 10`). */
+  async tear(oid: string): Promise<void> {
+    await truncate(join(this.gitdir, "objects", oid.slice(0, 2), oid.slice(2)), 10);
+  }
+  /** `git ls-tree --name-only main runs/`: the runs main holds. */
+  async liveRuns(): Promise<string[]> {
+    return (await gitAt(this.gitdir, ["ls-tree", "--name-only", "main", "runs/"])).trim().split("\n").map((p) => p.replace(/^runs\//, ""));
+  }
+  async tip(): Promise<string> {
+    return (await gitAt(this.gitdir, ["rev-parse", "main"])).trim();
+  }
+}
+
+const deployment = usePlumbingDeployments(useTempDirs("wh-unreadable-runs-"), (gitdir) => new DamagingWriter(gitdir));
+
+const cronSet = (seq: number, timerId: string, cron: string): string => event(seq, "TimerSet", { timerId, fireAt: SOON, cron, owner: "sync" });
+const ended = (seq: number): string => event(seq, "RunCompleted", {});
+const clock = (): Date => new Date(NOW);
+
+/**
+ * `d` with `r-ok` (a one-shot timer and a sync-owned cron series), `r-lost` (its run folder
+ * lost; a sync-owned series in it), `r-torn` (its `events/` folder truncated), `r-gap` (a cron
+ * series; its seq-3 blob lost), `r-done` (ended) and `r-done-gap` (ended; its seq-2 blob lost).
+ */
+async function damaged(): Promise<PlumbingDeployment<DamagingWriter> & { oids: Record<string, string> }> {
+  const d = await deployment();
+  const ok = await d.w.run([started(), timerSet(2, "t", SOON), cronSet(3, "c", "* * * * *")]);
+  const lost = await d.w.run([started(), cronSet(2, "c2", "* * * * *")]);
+  const torn = await d.w.run([started(), timerSet(2, "u", SOON)]);
+  const gap = await d.w.run([started(), cronSet(2, "c3", "0 * * * *"), timerSet(3, "y", SOON)]);
+  const done = await d.w.run([started(), ended(2)]);
+  const doneGap = await d.w.run([started(), timerSet(2, "x", SOON), ended(3)]);
+  await d.w.commit({ "r-ok": ok.tree, "r-lost": lost.tree, "r-torn": torn.tree, "r-gap": gap.tree, "r-done": done.tree, "r-done-gap": doneGap.tree });
+  await d.w.lose(lost.tree);
+  await d.w.tear(torn.events);
+  await d.w.lose(gap.blobs[2] as string);
+  await d.w.lose(doneGap.blobs[1] as string);
+  return { ...d, oids: { lost: lost.tree, torn: torn.events, gap: gap.blobs[2] as string, doneGap: doneGap.blobs[1] as string } };
+}
+
+/** The two runs that cannot be read at all, as every list names them. */
+const UNREADABLE = [
+  { runId: "r-lost", path: "runs/r-lost", code: "object_missing" },
+  { runId: "r-torn", path: "runs/r-torn/events", code: "object_corrupt" },
+];
+
+const named = (list: readonly { runId: string; path: string; error?: { code: string }; code?: string }[]): { runId: string; path: string; code: string | undefined }[] =>
+  list.map((u) => ({ runId: u.runId, path: u.path, code: u.code ?? u.error?.code })).sort((a, b) => (a.runId < b.runId ? -1 : 1));
+
+describe("readers outside the scheduler on a deployment with damaged runs", () => {
+  it("listPendingTimers lists the other runs' timers and names each run it cannot read", async () => {
+    const d = await damaged();
+    for (const opts of [{}, { repoId: "d" }]) {
+      const report = await listPendingTimers(d.store, { clock, ...opts });
+      expect(report.failedRepos).toEqual([]);
+      expect(report.timers.map((t) => `${t.runId}/${t.timerId}`).sort()).toEqual(["r-gap/c3", "r-ok/c", "r-ok/t"]);
+      expect(named(report.unreadableRuns)).toEqual(UNREADABLE);
+      for (const u of report.unreadableRuns) {
+        expect(u.repoId).toBe("d");
+        expect(u.error.message).toContain(u.path);
+      }
+      expect(report.unreadableRuns.find((u) => u.runId === "r-lost")?.error.data).toMatchObject({ oid: d.oids.lost });
+      // A lost event blob stays that run's bad event, as before.
+      expect(report.badEvents.map((b) => [b.runId, b.seq, b.error.code]).sort()).toEqual([
+        ["r-done-gap", 2, "object_missing"],
+        ["r-gap", 3, "object_missing"],
+      ]);
+      expect(report.runs).toBe(6);
+    }
+  });
+
+  it("check reports each unreadable run as a problem of that run (not the deployment's) and checks the others", async () => {
+    const d = await damaged();
+    const report = await checkDeployments(d.store);
+    expect(report.repos).toEqual([expect.objectContaining({ repoId: "d", commitSha: await d.w.tip(), runs: 6 })]);
+    const problems = report.problems.filter((p) => p.seq === null);
+    expect(named(problems.map((p) => ({ ...p, runId: p.path.split("/")[1] as string })))).toEqual(UNREADABLE);
+    for (const p of problems) {
+      expect(p.deploymentUnreadable).toBeUndefined();
+      expect(p.runUnreadable).toBe(true);
+      expect(p.message).toContain(p.path);
+    }
+    expect(report.problems.filter((p) => p.seq !== null).map((p) => p.path).sort()).toEqual(["runs/r-done-gap/events/2.json", "runs/r-gap/events/3.json"]);
+    // r-ok (3) + r-gap (2 readable) + r-done (2) + r-done-gap (2 readable)
+    expect(report.repos[0]?.events).toBe(9);
+  });
+
+  it("check (CLI) prints the unreadable runs, never records them as acknowledged, exit 1", async () => {
+    const d = await damaged();
+    const run = await runCli(["check", "-d", d.dataDir, "--acknowledge", "--by", "ana", "--json"], { clock });
+    expect(run.code).toBe(1);
+    const body = JSON.parse(run.stdout) as { problems: { path: string; code: string; runUnreadable?: boolean }[]; acknowledged: { path: string }[] };
+    // The runs that cannot be read stay open (the scheduler skips them until repaired); their events' problems are recorded.
+    expect(body.problems.map((p) => [p.path, p.code, p.runUnreadable])).toEqual([
+      ["runs/r-lost", "object_missing", true],
+      ["runs/r-torn/events", "object_corrupt", true],
+    ]);
+    expect(body.acknowledged.map((p) => p.path).sort()).toEqual(["runs/r-done-gap/events/2.json", "runs/r-gap/events/3.json"]);
+    const text = await runCli(["check", "-d", d.dataDir], { clock });
+    expect(text.code).toBe(1);
+    expect(text.stdout).toMatch(/runs\/r-lost.*object_missing/);
+    expect(text.stdout).toMatch(/runs\/r-torn\/events.*object_corrupt/);
+  });
+
+  it("retention archives the readable ended run and skips every run it cannot read whole, reporting why; nothing of them is archived or removed", async () => {
+    const d = await damaged();
+    const result = await archiveEndedRuns({ store: d.store, principal: null, repoId: "d", clock: d.clock.clock, endedRunsAfterMs: 1_000 });
+    expect(result.archived).toEqual(["r-done"]);
+    const skipped = result.skipped.map((s) => ({ runId: s.runId, code: s.code })).sort((a, b) => (a.runId < b.runId ? -1 : 1));
+    expect(skipped).toEqual([
+      { runId: "r-done-gap", code: "object_missing" },
+      { runId: "r-gap", code: "object_missing" },
+      { runId: "r-lost", code: "object_missing" },
+      { runId: "r-torn", code: "object_corrupt" },
+    ]);
+    for (const s of result.skipped) expect(s.reason).toContain(`runs/${s.runId}`);
+    expect(result.remaining).toBe(0);
+    expect(await d.w.liveRuns()).toEqual(["r-done-gap", "r-gap", "r-lost", "r-ok", "r-torn"]);
+    const archive = (await gitAt(d.w.gitdir, ["ls-tree", "--name-only", "refs/archive/runs", "runs/"])).trim().split("\n");
+    expect(archive).toEqual(["runs/r-done"]);
+    // A second pass (its cache kept) skips them again: a damaged run is read again, never remembered as ended.
+    const cache = new Map();
+    await archiveEndedRuns({ store: d.store, principal: null, repoId: "d", clock: d.clock.clock, endedRunsAfterMs: 1_000, cache });
+    const again = await archiveEndedRuns({ store: d.store, principal: null, repoId: "d", clock: d.clock.clock, endedRunsAfterMs: 1_000, cache });
+    expect(again.archived).toEqual([]);
+    expect(again.skipped.map((s) => s.runId).sort()).toEqual(["r-done-gap", "r-gap", "r-lost", "r-torn"]);
+  });
+
+  it("schedule controls: listSeries lists the readable series and names the unreadable runs; sync writes nothing into a run it cannot read whole", async () => {
+    const d = await damaged();
+    const controls = createScheduleControls({ store: d.store, principal: null, clock: d.clock.clock });
+    const listed = await controls.listSeries("d");
+    expect(listed.series.map((s) => `${s.runId}/${s.timerId}`)).toEqual(["r-gap/c3", "r-ok/c"]);
+    expect(named(listed.unreadableRuns)).toEqual(UNREADABLE);
+    // list() cannot name them: it refuses with the first one's error rather than hide it.
+    await expect(controls.list("d")).rejects.toMatchObject({ code: "object_missing", data: expect.objectContaining({ runId: "r-lost" }) });
+
+    const tip = await d.w.tip();
+    const declared = [
+      { runId: "r-ok", timerId: "c", cron: "* * * * *" },
+      // In runs that cannot be read (whole): each would be a create or an update.
+      { runId: "r-lost", timerId: "c2", cron: "*/5 * * * *" },
+      { runId: "r-torn", timerId: "n", cron: "* * * * *" },
+      { runId: "r-gap", timerId: "c3", cron: "*/5 * * * *" },
+    ];
+    const synced = await controls.syncSchedules("d", declared);
+    expect(synced.commits).toEqual([]);
+    expect(synced.plan.create).toEqual([]);
+    expect(synced.plan.update).toEqual([]);
+    expect(synced.plan.cancel).toEqual([]);
+    expect(synced.plan.unchanged).toEqual([{ runId: "r-ok", timerId: "c" }]);
+    expect(synced.plan.conflicts.map((c) => `${c.runId}/${c.timerId}`).sort()).toEqual(["r-gap/c3", "r-lost/c2", "r-torn/n"]);
+    for (const c of synced.plan.conflicts) expect(c.reason).toMatch(/could not be read \(object_(missing|corrupt)\)/);
+    expect(named(synced.unreadableRuns)).toEqual([
+      { runId: "r-done-gap", path: "runs/r-done-gap/events/2.json", code: "object_missing" },
+      { runId: "r-gap", path: "runs/r-gap/events/3.json", code: "object_missing" },
+      ...UNREADABLE,
+    ].sort((a, b) => (a.runId < b.runId ? -1 : 1)));
+    expect(await d.w.tip()).toBe(tip);
+    // Declaring nothing cancels the readable runs' sync-owned series only.
+    const emptied = await controls.syncSchedules("d", [], { dryRun: true });
+    expect(emptied.plan.cancel).toEqual([{ runId: "r-ok", timerId: "c" }]);
+  });
+
+  it("the CLI's runs list, timers, schedule list and schedule sync list the other runs and name the unreadable ones, exit 1", async () => {
+    const d = await damaged();
+    const runs = await runCli(["runs", "list", "-d", d.dataDir, "-r", "d", "--json"], { clock });
+    expect(runs.code).toBe(1);
+    const runsBody = JSON.parse(runs.stdout) as { runs: { runId: string }[]; unreadableRuns: { runId: string; path: string; code: string; message: string }[] };
+    expect(runsBody.runs.map((r) => r.runId)).toEqual(["r-done", "r-done-gap", "r-gap", "r-ok"]);
+    expect(named(runsBody.unreadableRuns)).toEqual(UNREADABLE);
+    const runsText = await runCli(["runs", "list", "-d", d.dataDir, "-r", "d"], { clock });
+    expect(runsText.code).toBe(1);
+    expect(runsText.stdout).toMatch(/^r-lost\s+-\s+unreadable \(object_missing\)/m);
+    expect(runsText.stdout).toMatch(/^r-ok\s+3\s+running/m);
+    expect(runsText.stderr).toMatch(/runs\/r-torn\/events/);
+
+    const timers = await runCli(["timers", "-d", d.dataDir, "--json"], { clock });
+    expect(timers.code).toBe(1);
+    const timersBody = JSON.parse(timers.stdout) as { timers: { runId: string }[]; unreadableRuns: { runId: string; path: string; code: string }[] };
+    expect(timersBody.timers.map((t) => t.runId).sort()).toEqual(["r-gap", "r-ok", "r-ok"]);
+    expect(named(timersBody.unreadableRuns)).toEqual(UNREADABLE);
+    const timersText = await runCli(["timers", "-d", d.dataDir], { clock });
+    expect(timersText.code).toBe(1);
+    expect(timersText.stderr).toMatch(/r-lost/);
+
+    const list = await runCli(["schedule", "list", "-d", d.dataDir, "-r", "d", "--json"], { clock });
+    expect(list.code).toBe(1);
+    const listBody = JSON.parse(list.stdout) as { series: { runId: string }[]; unreadableRuns: { runId: string; path: string; code: string }[] };
+    expect(listBody.series.map((s) => s.runId)).toEqual(["r-gap", "r-ok"]);
+    expect(named(listBody.unreadableRuns)).toEqual(UNREADABLE);
+
+    const file = join(d.dataDir, "schedules.json");
+    await writeFile(file, JSON.stringify([{ runId: "r-lost", timerId: "c2", cron: "*/5 * * * *" }]));
+    const sync = await runCli(["schedule", "sync", "-d", d.dataDir, "-r", "d", "--file", file], { clock });
+    expect(sync.code).toBe(1);
+    expect(sync.stdout).toMatch(/conflict\s+r-lost\/c2\s+.*could not be read \(object_missing\)/);
+    // r-ok's sync-owned series is cancelled (readable, not declared); nothing is written to the damaged runs.
+    expect(sync.stdout).toMatch(/^cancel\s+r-ok\/c/m);
+  });
+
+  it("HTTP GET /v1/timers lists the other runs' timers and names the unreadable runs", async () => {
+    const d = await damaged();
+    await d.store.close();
+    const h = await startHttpHarness(d.dataDir, []);
+    try {
+      for (const path of ["/v1/timers", "/v1/deployments/d/timers"]) {
+        const response = await h.request(path);
+        expect(response.status).toBe(200);
+        const body = (await response.json()) as { timers: { runId: string }[]; unreadableRuns: { repoId: string; runId: string; path: string; code: string; message: string }[] };
+        // The host (on the real clock) may have fired r-ok's overdue one-shot by now: runs, not timers.
+        expect([...new Set(body.timers.map((t) => t.runId))].sort()).toEqual(["r-gap", "r-ok"]);
+        expect(named(body.unreadableRuns)).toEqual(UNREADABLE);
+        for (const u of body.unreadableRuns) expect(u.repoId).toBe("d");
+      }
+    } finally {
+      await h.close();
+    }
+  });
+
+  it("a damaged runs/ folder still fails the whole deployment for every reader", async () => {
+    const d = await deployment();
+    const ok = await d.w.run([started(), timerSet(2, "t", SOON)]);
+    const { runsTree } = await d.w.commit({ "r-ok": ok.tree });
+    await d.w.lose(runsTree);
+    await expect(listPendingTimers(d.store, { clock, repoId: "d" })).rejects.toMatchObject({ code: "object_corrupt" });
+    expect((await listPendingTimers(d.store, { clock })).failedRepos).toEqual([expect.objectContaining({ repoId: "d", error: expect.objectContaining({ code: "object_corrupt" }) })]);
+    const check = await checkDeployments(d.store);
+    expect(check.problems).toEqual([expect.objectContaining({ code: "object_corrupt", deploymentUnreadable: true })]);
+    await expect(archiveEndedRuns({ store: d.store, principal: null, repoId: "d", clock: d.clock.clock, endedRunsAfterMs: 1_000 })).rejects.toMatchObject({ code: "object_corrupt" });
+    const controls = createScheduleControls({ store: d.store, principal: null, clock: d.clock.clock });
+    await expect(controls.listSeries("d")).rejects.toMatchObject({ code: "object_corrupt" });
+    await expect(controls.syncSchedules("d", [])).rejects.toMatchObject({ code: "object_corrupt" });
+  });
+});
