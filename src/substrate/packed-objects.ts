@@ -74,8 +74,12 @@ function digits(n: number): number {
 
 /** A commit's objects as pack entries (see the module comment). */
 export class PackedObjects {
-  /** Finished chunks' used bytes, in pack order. */
-  readonly #parts: Buffer[] = [];
+  /**
+   * Finished chunks' used bytes, in pack order; null before the first. Made as a literal of the
+   * first piece, not `[]` then a push (V8 makes `[]` an array of small integers, and the
+   * optimised `begin` that first pushes an object into it is undone; design notes §58).
+   */
+  #parts: Buffer[] | null = null;
   #chunk: Buffer;
   /** Where the next entry starts in {@link #chunk}. */
   #at = SLACK;
@@ -153,7 +157,9 @@ export class PackedObjects {
     const need = prefix + size + 4;
     if (this.#at + need > this.#chunk.length) {
       if (this.#at > SLACK) {
-        this.#parts.push(this.#chunk.subarray(SLACK, this.#at));
+        const part = this.#chunk.subarray(SLACK, this.#at);
+        if (this.#parts === null) this.#parts = [part];
+        else this.#parts.push(part);
         this.#base += this.#at - SLACK;
       }
       this.#chunk = Buffer.allocUnsafe(Math.max(this.#chunkBytes, SLACK + need));
@@ -244,7 +250,8 @@ export class PackedObjects {
 
   /** The entries' bytes as pieces, in pack order (the last chunk's used part included). */
   parts(): Buffer[] {
-    return this.#at > SLACK ? [...this.#parts, this.#chunk.subarray(SLACK, this.#at)] : [...this.#parts];
+    const parts = this.#parts ?? [];
+    return this.#at > SLACK ? [...parts, this.#chunk.subarray(SLACK, this.#at)] : [...parts];
   }
 
   /**
