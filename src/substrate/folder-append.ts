@@ -406,24 +406,10 @@ export async function planAppends(source: AppendSource, rootOid: Oid | null, app
   const plan: AppendPlan = { folders: [], objects: [], built: new Array<AppendedFolder | undefined>(appends.length).fill(undefined), puts: [] };
   /** Parent folders by path ("" the root), read once per write: every run's is `runs/`. */
   const parents = new Map<string, ParsedTree | null>();
-  const parentTree = async (segments: readonly string[], upto: number): Promise<ParsedTree | null> => {
-    const key = segments.slice(0, upto).join("/");
-    let tree = parents.get(key);
-    if (tree !== undefined) return tree;
-    if (upto === 0) tree = rootOid === null ? null : await source.readTree(rootOid);
-    else {
-      const above = await parentTree(segments, upto - 1);
-      const entry = above === null ? undefined : findEntry(above, segments[upto - 1] as string);
-      tree = entry?.type === "tree" ? await source.readTree(entry.oid) : null;
-    }
-    parents.set(key, tree);
-    return tree;
-  };
   // Below, everything is synchronous when the objects are in memory (a fire commit's usual
-  // case): no promise per folder.
-  const declined = (append: FolderAppend): void => {
-    for (const file of append.files) plan.puts.push([`${append.folder}/${append.sub}/${file.name}`, file.content]);
-  };
+  // case): no promise per folder. No closures are made per call either: the loop's optimised
+  // code calls the same function each commit (a new closure each time was a "wrong call
+  // target" that undid it, design notes §58).
   // The last parent folder seen (every fire's is `runs`): a folder below it is checked as one
   // more name, without splitting and checking its whole path again.
   let lastParent: string | null = null;
@@ -450,7 +436,7 @@ export async function planAppends(source: AppendSource, rootOid: Oid | null, app
       parent = lastParentTree;
     } else {
       segments = parseRepoPath(folderPath);
-      parent = parents.get(folderPath.slice(0, Math.max(0, folderPath.lastIndexOf("/")))) ?? (await parentTree(segments, segments.length - 1));
+      parent = parents.get(folderPath.slice(0, Math.max(0, folderPath.lastIndexOf("/")))) ?? (await parentTree(source, rootOid, parents, segments, segments.length - 1));
       if (segments.length > 1) {
         lastParentSegments = segments.slice(0, -1);
         lastParent = lastParentSegments.join("/");
@@ -462,7 +448,7 @@ export async function planAppends(source: AppendSource, rootOid: Oid | null, app
     const position = parent === null ? -1 : indexOfEntry(parent, segments[last] as string);
     const entry = position < 0 ? undefined : entryAt(parent as ParsedTree, position);
     if (entry?.type !== "tree" || append.files.length === 0) {
-      declined(append);
+      declined(plan, append);
       continue;
     }
     if (append.sub !== lastSub) {
@@ -492,7 +478,7 @@ export async function planAppends(source: AppendSource, rootOid: Oid | null, app
     if (packed !== undefined && subObject !== null && subObject.type === "tree") {
       const built = packAppend(packed, append, folderObject.content, oidAt, subObject.content, blobOids);
       if (built === null) {
-        declined(append);
+        declined(plan, append);
         continue;
       }
       if (built !== undefined) {
@@ -520,7 +506,7 @@ export async function planAppends(source: AppendSource, rootOid: Oid | null, app
       } else built = appendAt(folderObject.content, oidAt, subObject.content, files);
     }
     if (built === null) {
-      declined(append);
+      declined(plan, append);
       continue;
     }
     const subPath = `${append.folder}/${append.sub}`;
@@ -536,6 +522,26 @@ export async function planAppends(source: AppendSource, rootOid: Oid | null, app
   }
   if (packedAppends.length > 0) plan.deferredChanges = deferredChangesOf(packedAppends, blobOids);
   return plan;
+}
+
+/** The tree at the path of `segments`' first `upto` names, or null when there is none; read once per write and kept in `parents` (by path, "" the root). */
+async function parentTree(source: AppendSource, rootOid: Oid | null, parents: Map<string, ParsedTree | null>, segments: readonly string[], upto: number): Promise<ParsedTree | null> {
+  const key = segments.slice(0, upto).join("/");
+  let tree = parents.get(key);
+  if (tree !== undefined) return tree;
+  if (upto === 0) tree = rootOid === null ? null : await source.readTree(rootOid);
+  else {
+    const above = await parentTree(source, rootOid, parents, segments, upto - 1);
+    const entry = above === null ? undefined : findEntry(above, segments[upto - 1] as string);
+    tree = entry?.type === "tree" ? await source.readTree(entry.oid) : null;
+  }
+  parents.set(key, tree);
+  return tree;
+}
+
+/** An append planAppends declines, as plain puts in `plan` (path and bytes). */
+function declined(plan: AppendPlan, append: FolderAppend): void {
+  for (const file of append.files) plan.puts.push([`${append.folder}/${append.sub}/${file.name}`, file.content]);
 }
 
 /** The blob changes of appends built into pack entries (`blobOids`: their files' oids, in order). */
