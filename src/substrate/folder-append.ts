@@ -418,7 +418,9 @@ export async function planAppends(source: AppendSource, rootOid: Oid | null, app
   // The appends built into `packed`, in order, and their files' blob oids one after another:
   // what their changes are made of, if asked (the appends' names only are kept for it).
   const packedAppends: FolderAppend[] = [];
-  const blobOids: Oid[] = [];
+  // Rows, not oids: small integers, which an empty `[]` is made for (pushing strings into a new
+  // one each commit undid the optimised packOne, "wrong map", design notes §58).
+  const blobRows: number[] = [];
   // The last subfolder name checked for the direct build (every fire's is `events`).
   let lastSub: string | null = null;
   let lastSubPlain = false;
@@ -476,7 +478,7 @@ export async function planAppends(source: AppendSource, rootOid: Oid | null, app
     if (sub instanceof Promise && fromScratch) folderObject = { ...folderObject, content: Buffer.from(folderObject.content) };
     const subObject = sub instanceof Promise ? await sub : sub;
     if (packed !== undefined && subObject !== null && subObject.type === "tree") {
-      const built = packAppend(packed, append, folderObject.content, oidAt, subObject.content, blobOids);
+      const built = packAppend(packed, append, folderObject.content, oidAt, subObject.content, blobRows);
       if (built === null) {
         declined(plan, append);
         continue;
@@ -520,7 +522,7 @@ export async function planAppends(source: AppendSource, rootOid: Oid | null, app
     plan.folders.push((parent as ParsedTree).sorted ? { path: segments, oid: built.folder.oid, within, at: { tree: (parent as ParsedTree).oid, index: position } } : { path: segments, oid: built.folder.oid, within });
     plan.built[index] = { folder: built.folder.oid, sub: built.sub.oid };
   }
-  if (packedAppends.length > 0) plan.deferredChanges = deferredChangesOf(packedAppends, blobOids);
+  if (packedAppends.length > 0) plan.deferredChanges = deferredChangesOf(packedAppends, blobRows, packed as PackedObjects);
   return plan;
 }
 
@@ -544,9 +546,14 @@ function declined(plan: AppendPlan, append: FolderAppend): void {
   for (const file of append.files) plan.puts.push([`${append.folder}/${append.sub}/${file.name}`, file.content]);
 }
 
-/** The blob changes of appends built into pack entries (`blobOids`: their files' oids, in order). */
-function deferredChangesOf(appends: readonly FolderAppend[], blobOids: readonly Oid[]): () => PathChange[] {
-  // Names only: the files' bytes are not kept alive by a list nobody may ask for.
+/**
+ * The blob changes of appends built into pack entries (`blobRows`: their files' rows in
+ * `packed`, in order).
+ */
+function deferredChangesOf(appends: readonly FolderAppend[], blobRows: readonly number[], packed: PackedObjects): () => PathChange[] {
+  // Names and binary oids only: the files' bytes (and the pack's chunks) are not kept alive by a
+  // list nobody may ask for. The rows are final: later objects only add rows (a growth copies).
+  const oids = packed.oids;
   const folders: string[] = [];
   const subs: string[] = [];
   const counts: number[] = [];
@@ -564,7 +571,10 @@ function deferredChangesOf(appends: readonly FolderAppend[], blobOids: readonly 
     let j = 0;
     for (let k = 0; k < folders.length; k++) {
       const prefix = `${folders[k] as string}/${subs[k] as string}/`;
-      for (let i = 0; i < (counts[k] as number); i++, j++) changes.push({ path: prefix + (names[j] as string), oid: blobOids[j] as Oid, status: "added" });
+      for (let i = 0; i < (counts[k] as number); i++, j++) {
+        const row = blobRows[j] as number;
+        changes.push({ path: prefix + (names[j] as string), oid: oids.toString("hex", row * OID_BYTES, row * OID_BYTES + OID_BYTES), status: "added" });
+      }
     }
     return changes;
   };
@@ -576,9 +586,9 @@ function deferredChangesOf(appends: readonly FolderAppend[], blobOids: readonly 
  * bytes hold it). Null when the direct build declines (see the module comment); undefined when
  * an object is too big for an entry here (the caller builds the run as objects).
  */
-function packAppend(packed: PackedObjects, append: FolderAppend, folder: Uint8Array, oidAt: number, subContent: Uint8Array, blobOids: Oid[]): { folder: Oid; sub: Oid } | null | undefined {
+function packAppend(packed: PackedObjects, append: FolderAppend, folder: Uint8Array, oidAt: number, subContent: Uint8Array, blobRows: number[]): { folder: Oid; sub: Oid } | null | undefined {
   if (oidAt < 0) return null;
-  if (append.files.length === 1) return packOne(packed, append, folder, oidAt, subContent, blobOids);
+  if (append.files.length === 1) return packOne(packed, append, folder, oidAt, subContent, blobRows);
   const plan = planMerge(subContent, append.files);
   if (plan === null) return null;
   const subLength = subContent.length + plan.added;
@@ -588,8 +598,9 @@ function packAppend(packed: PackedObjects, append: FolderAppend, folder: Uint8Ar
   for (const file of append.files) {
     const at = packed.begin(file.content.byteLength);
     packed.buffer.set(file.content, at);
-    rows.push(packed.finish(false));
-    blobOids.push(packed.lastOid);
+    const row = packed.finish(false);
+    rows.push(row);
+    blobRows.push(row);
   }
   // begin() first: it may move to a new chunk, which `buffer` then names.
   const subAt = packed.begin(subLength);
@@ -609,7 +620,7 @@ function packAppend(packed: PackedObjects, append: FolderAppend, folder: Uint8Ar
  * or offsets arrays: the name is checked as a string and its place found in the same pass that
  * checks the old subfolder.
  */
-function packOne(packed: PackedObjects, append: FolderAppend, folder: Uint8Array, oidAt: number, subContent: Uint8Array, blobOids: Oid[]): { folder: Oid; sub: Oid } | null | undefined {
+function packOne(packed: PackedObjects, append: FolderAppend, folder: Uint8Array, oidAt: number, subContent: Uint8Array, blobRows: number[]): { folder: Oid; sub: Oid } | null | undefined {
   const file = append.files[0] as { readonly name: string; readonly content: Uint8Array };
   const name = file.name;
   if (!plainString(name)) return null;
@@ -631,7 +642,7 @@ function packOne(packed: PackedObjects, append: FolderAppend, folder: Uint8Array
   let at = packed.begin(file.content.byteLength);
   packed.buffer.set(file.content, at);
   const row = packed.finish(false);
-  blobOids.push(packed.lastOid);
+  blobRows.push(row);
   at = packed.begin(subLength);
   let out = packed.buffer;
   if (insertAt > 0) copyBytes(subContent, 0, insertAt, out, at);
