@@ -591,7 +591,10 @@ export class DeploymentView {
     // A folder that reuses an archived run's id is not that run, nor a new one: reported, never armed.
     this.archive ??= await this.archiveReads.open();
     const reused = await reusedArchivedRunProblem(this.archive, runId, record.runTreeOid);
-    record.reused = reused !== null;
+    // Set only on a run that is (or was) a reused id: a record has the shape the run table's
+    // records have (recordOf, RunTable), so the fire path's sync sees one shape of record, not
+    // recovery's and the table's ("wrong map", design notes §58).
+    if (reused !== null || record.reused !== undefined) record.reused = reused !== null;
     if (reused !== null) {
       this.reportBad(reused);
       record.bad += 1;
@@ -803,7 +806,10 @@ const NO_SIGNALS: RunState["unconsumedSignals"] = Object.freeze([]);
  */
 function timerState(state: RunState): RunState {
   if (state.observedSignalIds === NO_SIGNAL_IDS && state.unconsumedSignals === NO_SIGNALS) return state;
-  return { ...state, observedSignalIds: NO_SIGNAL_IDS, unconsumedSignals: NO_SIGNALS };
+  // A literal in the order every state is made in (run-state.ts, run-table.ts), not a spread: a
+  // copied state had a shape of its own, and the fire path's states, made by the reducer, did not
+  // match the code recovery had optimised for its own ("wrong map", design notes §58).
+  return { runId: state.runId, lastSeq: state.lastSeq, terminal: state.terminal, pendingTimers: state.pendingTimers, observedSignalIds: NO_SIGNAL_IDS, unconsumedSignals: NO_SIGNALS };
 }
 
 /** The armed timers that are not paused series (the same map when none is paused). */

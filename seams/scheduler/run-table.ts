@@ -258,8 +258,12 @@ export class RunTable implements ReadonlyMap<string, RunRecord> {
     const pendingTimers = new Map<string, PendingTimer>();
     for (let i = first; i < end; i++) pendingTimers.set((timers[i] as PendingTimer).timerId, timers[i] as PendingTimer);
     const record: RunRecord = {
-      state: { runId, lastSeq: this.#nums[n + 2] as number, terminal: this.#terminalOf(row), pendingTimers, observedSignalIds: NO_SIGNAL_IDS, unconsumedSignals: NO_SIGNALS },
-      maxFileSeq: this.#nums[n + 1] as number,
+      // Through Math.floor (the numbers are integers): a Float64Array element read by code not
+      // yet optimised is a boxed double even when integral, and a record or state holding one
+      // changed its fields' representation, so every record recovery made (small integers) no
+      // longer matched the code that syncs them ("wrong map", design notes §58).
+      state: { runId, lastSeq: Math.floor(this.#nums[n + 2] as number), terminal: this.#terminalOf(row), pendingTimers, observedSignalIds: NO_SIGNAL_IDS, unconsumedSignals: NO_SIGNALS },
+      maxFileSeq: Math.floor(this.#nums[n + 1] as number),
       eventsOid: this.#eventsOidOf(row),
       runTreeOid: this.#runTreeOidOf(row),
       bad: 0,

@@ -406,24 +406,10 @@ export async function planAppends(source: AppendSource, rootOid: Oid | null, app
   const plan: AppendPlan = { folders: [], objects: [], built: new Array<AppendedFolder | undefined>(appends.length).fill(undefined), puts: [] };
   /** Parent folders by path ("" the root), read once per write: every run's is `runs/`. */
   const parents = new Map<string, ParsedTree | null>();
-  const parentTree = async (segments: readonly string[], upto: number): Promise<ParsedTree | null> => {
-    const key = segments.slice(0, upto).join("/");
-    let tree = parents.get(key);
-    if (tree !== undefined) return tree;
-    if (upto === 0) tree = rootOid === null ? null : await source.readTree(rootOid);
-    else {
-      const above = await parentTree(segments, upto - 1);
-      const entry = above === null ? undefined : findEntry(above, segments[upto - 1] as string);
-      tree = entry?.type === "tree" ? await source.readTree(entry.oid) : null;
-    }
-    parents.set(key, tree);
-    return tree;
-  };
   // Below, everything is synchronous when the objects are in memory (a fire commit's usual
-  // case): no promise per folder.
-  const declined = (append: FolderAppend): void => {
-    for (const file of append.files) plan.puts.push([`${append.folder}/${append.sub}/${file.name}`, file.content]);
-  };
+  // case): no promise per folder. No closures are made per call either: the loop's optimised
+  // code calls the same function each commit (a new closure each time was a "wrong call
+  // target" that undid it, design notes §58).
   // The last parent folder seen (every fire's is `runs`): a folder below it is checked as one
   // more name, without splitting and checking its whole path again.
   let lastParent: string | null = null;
@@ -432,7 +418,9 @@ export async function planAppends(source: AppendSource, rootOid: Oid | null, app
   // The appends built into `packed`, in order, and their files' blob oids one after another:
   // what their changes are made of, if asked (the appends' names only are kept for it).
   const packedAppends: FolderAppend[] = [];
-  const blobOids: Oid[] = [];
+  // Rows, not oids: small integers, which an empty `[]` is made for (pushing strings into a new
+  // one each commit undid the optimised packOne, "wrong map", design notes §58).
+  const blobRows: number[] = [];
   // The last subfolder name checked for the direct build (every fire's is `events`).
   let lastSub: string | null = null;
   let lastSubPlain = false;
@@ -450,7 +438,7 @@ export async function planAppends(source: AppendSource, rootOid: Oid | null, app
       parent = lastParentTree;
     } else {
       segments = parseRepoPath(folderPath);
-      parent = parents.get(folderPath.slice(0, Math.max(0, folderPath.lastIndexOf("/")))) ?? (await parentTree(segments, segments.length - 1));
+      parent = parents.get(folderPath.slice(0, Math.max(0, folderPath.lastIndexOf("/")))) ?? (await parentTree(source, rootOid, parents, segments, segments.length - 1));
       if (segments.length > 1) {
         lastParentSegments = segments.slice(0, -1);
         lastParent = lastParentSegments.join("/");
@@ -462,7 +450,7 @@ export async function planAppends(source: AppendSource, rootOid: Oid | null, app
     const position = parent === null ? -1 : indexOfEntry(parent, segments[last] as string);
     const entry = position < 0 ? undefined : entryAt(parent as ParsedTree, position);
     if (entry?.type !== "tree" || append.files.length === 0) {
-      declined(append);
+      declined(plan, append);
       continue;
     }
     if (append.sub !== lastSub) {
@@ -490,9 +478,9 @@ export async function planAppends(source: AppendSource, rootOid: Oid | null, app
     if (sub instanceof Promise && fromScratch) folderObject = { ...folderObject, content: Buffer.from(folderObject.content) };
     const subObject = sub instanceof Promise ? await sub : sub;
     if (packed !== undefined && subObject !== null && subObject.type === "tree") {
-      const built = packAppend(packed, append, folderObject.content, oidAt, subObject.content, blobOids);
+      const built = packAppend(packed, append, folderObject.content, oidAt, subObject.content, blobRows);
       if (built === null) {
-        declined(append);
+        declined(plan, append);
         continue;
       }
       if (built !== undefined) {
@@ -520,7 +508,7 @@ export async function planAppends(source: AppendSource, rootOid: Oid | null, app
       } else built = appendAt(folderObject.content, oidAt, subObject.content, files);
     }
     if (built === null) {
-      declined(append);
+      declined(plan, append);
       continue;
     }
     const subPath = `${append.folder}/${append.sub}`;
@@ -534,13 +522,38 @@ export async function planAppends(source: AppendSource, rootOid: Oid | null, app
     plan.folders.push((parent as ParsedTree).sorted ? { path: segments, oid: built.folder.oid, within, at: { tree: (parent as ParsedTree).oid, index: position } } : { path: segments, oid: built.folder.oid, within });
     plan.built[index] = { folder: built.folder.oid, sub: built.sub.oid };
   }
-  if (packedAppends.length > 0) plan.deferredChanges = deferredChangesOf(packedAppends, blobOids);
+  if (packedAppends.length > 0) plan.deferredChanges = deferredChangesOf(packedAppends, blobRows, packed as PackedObjects);
   return plan;
 }
 
-/** The blob changes of appends built into pack entries (`blobOids`: their files' oids, in order). */
-function deferredChangesOf(appends: readonly FolderAppend[], blobOids: readonly Oid[]): () => PathChange[] {
-  // Names only: the files' bytes are not kept alive by a list nobody may ask for.
+/** The tree at the path of `segments`' first `upto` names, or null when there is none; read once per write and kept in `parents` (by path, "" the root). */
+async function parentTree(source: AppendSource, rootOid: Oid | null, parents: Map<string, ParsedTree | null>, segments: readonly string[], upto: number): Promise<ParsedTree | null> {
+  const key = segments.slice(0, upto).join("/");
+  let tree = parents.get(key);
+  if (tree !== undefined) return tree;
+  if (upto === 0) tree = rootOid === null ? null : await source.readTree(rootOid);
+  else {
+    const above = await parentTree(source, rootOid, parents, segments, upto - 1);
+    const entry = above === null ? undefined : findEntry(above, segments[upto - 1] as string);
+    tree = entry?.type === "tree" ? await source.readTree(entry.oid) : null;
+  }
+  parents.set(key, tree);
+  return tree;
+}
+
+/** An append planAppends declines, as plain puts in `plan` (path and bytes). */
+function declined(plan: AppendPlan, append: FolderAppend): void {
+  for (const file of append.files) plan.puts.push([`${append.folder}/${append.sub}/${file.name}`, file.content]);
+}
+
+/**
+ * The blob changes of appends built into pack entries (`blobRows`: their files' rows in
+ * `packed`, in order).
+ */
+function deferredChangesOf(appends: readonly FolderAppend[], blobRows: readonly number[], packed: PackedObjects): () => PathChange[] {
+  // Names and binary oids only: the files' bytes (and the pack's chunks) are not kept alive by a
+  // list nobody may ask for. The rows are final: later objects only add rows (a growth copies).
+  const oids = packed.oids;
   const folders: string[] = [];
   const subs: string[] = [];
   const counts: number[] = [];
@@ -558,7 +571,10 @@ function deferredChangesOf(appends: readonly FolderAppend[], blobOids: readonly 
     let j = 0;
     for (let k = 0; k < folders.length; k++) {
       const prefix = `${folders[k] as string}/${subs[k] as string}/`;
-      for (let i = 0; i < (counts[k] as number); i++, j++) changes.push({ path: prefix + (names[j] as string), oid: blobOids[j] as Oid, status: "added" });
+      for (let i = 0; i < (counts[k] as number); i++, j++) {
+        const row = blobRows[j] as number;
+        changes.push({ path: prefix + (names[j] as string), oid: oids.toString("hex", row * OID_BYTES, row * OID_BYTES + OID_BYTES), status: "added" });
+      }
     }
     return changes;
   };
@@ -570,9 +586,9 @@ function deferredChangesOf(appends: readonly FolderAppend[], blobOids: readonly 
  * bytes hold it). Null when the direct build declines (see the module comment); undefined when
  * an object is too big for an entry here (the caller builds the run as objects).
  */
-function packAppend(packed: PackedObjects, append: FolderAppend, folder: Uint8Array, oidAt: number, subContent: Uint8Array, blobOids: Oid[]): { folder: Oid; sub: Oid } | null | undefined {
+function packAppend(packed: PackedObjects, append: FolderAppend, folder: Uint8Array, oidAt: number, subContent: Uint8Array, blobRows: number[]): { folder: Oid; sub: Oid } | null | undefined {
   if (oidAt < 0) return null;
-  if (append.files.length === 1) return packOne(packed, append, folder, oidAt, subContent, blobOids);
+  if (append.files.length === 1) return packOne(packed, append, folder, oidAt, subContent, blobRows);
   const plan = planMerge(subContent, append.files);
   if (plan === null) return null;
   const subLength = subContent.length + plan.added;
@@ -582,8 +598,9 @@ function packAppend(packed: PackedObjects, append: FolderAppend, folder: Uint8Ar
   for (const file of append.files) {
     const at = packed.begin(file.content.byteLength);
     packed.buffer.set(file.content, at);
-    rows.push(packed.finish(false));
-    blobOids.push(packed.lastOid);
+    const row = packed.finish(false);
+    rows.push(row);
+    blobRows.push(row);
   }
   // begin() first: it may move to a new chunk, which `buffer` then names.
   const subAt = packed.begin(subLength);
@@ -603,7 +620,7 @@ function packAppend(packed: PackedObjects, append: FolderAppend, folder: Uint8Ar
  * or offsets arrays: the name is checked as a string and its place found in the same pass that
  * checks the old subfolder.
  */
-function packOne(packed: PackedObjects, append: FolderAppend, folder: Uint8Array, oidAt: number, subContent: Uint8Array, blobOids: Oid[]): { folder: Oid; sub: Oid } | null | undefined {
+function packOne(packed: PackedObjects, append: FolderAppend, folder: Uint8Array, oidAt: number, subContent: Uint8Array, blobRows: number[]): { folder: Oid; sub: Oid } | null | undefined {
   const file = append.files[0] as { readonly name: string; readonly content: Uint8Array };
   const name = file.name;
   if (!plainString(name)) return null;
@@ -625,7 +642,7 @@ function packOne(packed: PackedObjects, append: FolderAppend, folder: Uint8Array
   let at = packed.begin(file.content.byteLength);
   packed.buffer.set(file.content, at);
   const row = packed.finish(false);
-  blobOids.push(packed.lastOid);
+  blobRows.push(row);
   at = packed.begin(subLength);
   let out = packed.buffer;
   if (insertAt > 0) copyBytes(subContent, 0, insertAt, out, at);

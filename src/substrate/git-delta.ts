@@ -36,7 +36,12 @@ const MAX_INSERT = 127;
 export class DeltaWriter {
   readonly #target: Uint8Array;
   readonly #ops: number[];
-  readonly #chunks: Uint8Array[] = [];
+  /**
+   * The delta's pieces so far; null before the first. Made as a literal of the first piece, not
+   * `[]` then a push (V8 makes `[]` an array of small integers, and the optimised code that
+   * first pushes an object into it is undone; design notes §58).
+   */
+  #chunks: Uint8Array[] | null = null;
   #copyFrom = -1;
   #copyEnd = -1;
   #insertFrom = -1;
@@ -82,11 +87,16 @@ export class DeltaWriter {
     if (this.#copyFrom >= 0) this.#flushCopy();
     if (this.#insertFrom >= 0) this.#flushInsert();
     this.#flushOps();
-    return Buffer.concat(this.#chunks);
+    return Buffer.concat(this.#chunks ?? []);
   }
 
   #flushOps(): void {
-    if (this.#ops.length > 0) this.#chunks.push(Buffer.from(this.#ops.splice(0)));
+    if (this.#ops.length > 0) this.#piece(Buffer.from(this.#ops.splice(0)));
+  }
+
+  #piece(bytes: Uint8Array): void {
+    if (this.#chunks === null) this.#chunks = [bytes];
+    else this.#chunks.push(bytes);
   }
 
   #flushCopy(): void {
@@ -120,7 +130,7 @@ export class DeltaWriter {
       const n = Math.min(MAX_INSERT, this.#insertEnd - at);
       this.#ops.push(n);
       this.#flushOps();
-      this.#chunks.push(this.#target.subarray(at, at + n));
+      this.#piece(this.#target.subarray(at, at + n));
     }
     this.#insertFrom = -1;
   }

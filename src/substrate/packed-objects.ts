@@ -74,13 +74,22 @@ function digits(n: number): number {
 
 /** A commit's objects as pack entries (see the module comment). */
 export class PackedObjects {
-  /** Finished chunks' used bytes, in pack order. */
-  readonly #parts: Buffer[] = [];
+  /**
+   * Finished chunks' used bytes, in pack order; null before the first. Made as a literal of the
+   * first piece, not `[]` then a push (V8 makes `[]` an array of small integers, and the
+   * optimised `begin` that first pushes an object into it is undone; design notes §58).
+   */
+  #parts: Buffer[] | null = null;
   #chunk: Buffer;
   /** Where the next entry starts in {@link #chunk}. */
   #at = SLACK;
-  /** Bytes of entries before {@link #chunk}'s first. */
-  #base = 0;
+  /**
+   * Bytes of entries before {@link #chunk}'s first. Held in a one-element array, not a number
+   * field: it changes only when a chunk fills (once per 256 KiB), and the field's first change,
+   * after V8 had optimised {@link finish} (which reads it), undid that code: a field never
+   * changed is taken for a constant until then (design notes §58).
+   */
+  readonly #base = new Float64Array(1);
   /** The entry being built: its start, its content's start and size. */
   #entryAt = 0;
   #contentAt = 0;
@@ -120,7 +129,7 @@ export class PackedObjects {
 
   /** Bytes of all entries. */
   get length(): number {
-    return this.#base + this.#at - SLACK;
+    return (this.#base[0] as number) + this.#at - SLACK;
   }
 
   /** The chunk the entry begun last is written into (valid until the next {@link begin}). */
@@ -153,8 +162,10 @@ export class PackedObjects {
     const need = prefix + size + 4;
     if (this.#at + need > this.#chunk.length) {
       if (this.#at > SLACK) {
-        this.#parts.push(this.#chunk.subarray(SLACK, this.#at));
-        this.#base += this.#at - SLACK;
+        const part = this.#chunk.subarray(SLACK, this.#at);
+        if (this.#parts === null) this.#parts = [part];
+        else this.#parts.push(part);
+        this.#base[0] = (this.#base[0] as number) + this.#at - SLACK;
       }
       this.#chunk = Buffer.allocUnsafe(Math.max(this.#chunkBytes, SLACK + need));
       this.#chunkBytes = CHUNK_BYTES;
@@ -222,7 +233,7 @@ export class PackedObjects {
     c[end + 1] = (adler >>> 16) & 0xff;
     c[end + 2] = (adler >>> 8) & 0xff;
     c[end + 3] = adler & 0xff;
-    this.#offsets[row] = this.#base + entryAt - SLACK;
+    this.#offsets[row] = (this.#base[0] as number) + entryAt - SLACK;
     // The view hashed above now holds the entry from `headAt` on (its bytes were rewritten in
     // place): the entry's CRC-32 is the few bytes before it, the view and the Adler-32 after it,
     // with no second view per object. A git header one byte longer than the entry's own (the
@@ -244,7 +255,8 @@ export class PackedObjects {
 
   /** The entries' bytes as pieces, in pack order (the last chunk's used part included). */
   parts(): Buffer[] {
-    return this.#at > SLACK ? [...this.#parts, this.#chunk.subarray(SLACK, this.#at)] : [...this.#parts];
+    const parts = this.#parts ?? [];
+    return this.#at > SLACK ? [...parts, this.#chunk.subarray(SLACK, this.#at)] : [...parts];
   }
 
   /**

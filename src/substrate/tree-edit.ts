@@ -241,17 +241,23 @@ function putBuiltFolders(children: Iterator<[string, EditNode]>, folder: FolderE
  * edit set itself is kept as it is.
  */
 class FolderOids extends Map<string, Oid | null> {
-  /** Built folders not joined yet: parent path (with its slash), name, oid, then the next. */
-  #built: string[] = [];
+  /**
+   * Built folders not joined yet: parent path (with its slash), name, oid, then the next; null
+   * when none. Made as a literal of the first three: an empty `[]` is an array of small integers
+   * to V8 until its first push, and the optimised fire loop that pushes into a new one each
+   * commit was undone by it ("not a Smi", design notes §58).
+   */
+  #built: string[] | null = null;
 
   built(base: string, name: string, oid: Oid): void {
-    this.#built.push(base, name, oid);
+    if (this.#built === null) this.#built = [base, name, oid];
+    else this.#built.push(base, name, oid);
   }
 
   #join(): void {
     const built = this.#built;
-    if (built.length === 0) return;
-    this.#built = [];
+    if (built === null) return;
+    this.#built = null;
     for (let i = 0; i < built.length; i += 3) {
       const path = `${built[i] as string}${built[i + 1] as string}`;
       if (!super.has(path)) super.set(path, built[i + 2] as Oid);

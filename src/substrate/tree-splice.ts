@@ -106,14 +106,8 @@ export function editTree(base: ParsedTree, changes: ReadonlyMap<string, TreeEntr
  * general splice. Undefined when some change is anything else.
  */
 function patchTree(base: ParsedTree, changes: ReadonlyMap<string, TreeEntry | null>, position: (name: string) => number): { tree: ParsedTree; object: GitObject } | undefined {
-  const events: { at: number; insert?: TreeEntry }[] = [];
-  for (const [name, entry] of changes) {
-    if (entry === null) return undefined;
-    const at = position(name);
-    const old = at < 0 ? undefined : entryAt(base, at);
-    if (old === undefined || old.type !== entry.type || old.mode !== entry.mode || old.name !== entry.name) return undefined;
-    events.push({ at, insert: entry }, { at });
-  }
+  const events = reOidEvents(base, changes, position);
+  if (events === undefined) return undefined;
   if (events.length > 2) events.sort(compareEdits);
   const n = base.count;
   const offsets = base.offsets;
@@ -131,6 +125,45 @@ function patchTree(base: ParsedTree, changes: ReadonlyMap<string, TreeEntry | nu
   const few = (events.length / 2) * CRC_PATCH_BYTES_PER_CHANGE < source.length;
   const baseCrc = big && few && source.length > 65_535 ? knownTreeEntryCrc(base.content) : undefined;
   const crc = baseCrc === undefined ? undefined : new StoredEntryCrcPatch(baseCrc, source.length);
+  adler = reOid(events, offsets, source, content, delta, adler, crc);
+  const next = events.length === 0 ? 0 : (events[events.length - 1] as { at: number }).at + 1;
+  if (next < n) delta?.copy(offsets[next] as number, offsets[n] as number);
+  if (crc !== undefined && adler !== undefined) rememberTreeEntryCrc(content, crc.finish(contentAdler32(base), adler));
+  return finishTree(editChunks(base, events), content, offsets, true, delta === undefined ? undefined : { oid: base.oid, writer: delta }, adler);
+}
+
+/**
+ * patchTree's edits, an insert and a removal at each changed entry's position (unsorted);
+ * undefined when some change is not a new oid for an existing entry with its name, type and mode.
+ * The loops of patchTree are functions of their own: patchTree runs once per commit, its loops
+ * once per changed run, and only they are compiled by the optimiser (see design notes §58).
+ */
+function reOidEvents(base: ParsedTree, changes: ReadonlyMap<string, TreeEntry | null>, position: (name: string) => number): { at: number; insert?: TreeEntry }[] | undefined {
+  const events: { at: number; insert?: TreeEntry }[] = [];
+  for (const [name, entry] of changes) {
+    if (entry === null) return undefined;
+    const at = position(name);
+    const old = at < 0 ? undefined : entryAt(base, at);
+    if (old === undefined || old.type !== entry.type || old.mode !== entry.mode || old.name !== entry.name) return undefined;
+    events.push({ at, insert: entry }, { at });
+  }
+  return events;
+}
+
+/**
+ * Writes each sorted edit's new oid over its entry's in `content` (a copy of `source`), noting
+ * the unchanged spans before each and the entry in `delta`, patching `adler` and `crc`.
+ * @returns the patched Adler-32 (undefined when not given one)
+ */
+function reOid(
+  events: readonly { at: number; insert?: TreeEntry }[],
+  offsets: Uint32Array,
+  source: Buffer,
+  content: Buffer,
+  delta: DeltaWriter | undefined,
+  adler: number | undefined,
+  crc: StoredEntryCrcPatch | undefined,
+): number | undefined {
   let next = 0;
   for (let e = 0; e < events.length; e += 2) {
     const { at, insert } = events[e] as { at: number; insert: TreeEntry };
@@ -145,9 +178,7 @@ function patchTree(base: ParsedTree, changes: ReadonlyMap<string, TreeEntry | nu
     delta?.insert(start, end);
     next = at + 1;
   }
-  if (next < n) delta?.copy(offsets[next] as number, offsets[n] as number);
-  if (crc !== undefined && adler !== undefined) rememberTreeEntryCrc(content, crc.finish(contentAdler32(base), adler));
-  return finishTree(editChunks(base, events), content, offsets, true, delta === undefined ? undefined : { oid: base.oid, writer: delta }, adler);
+  return adler;
 }
 
 /**
