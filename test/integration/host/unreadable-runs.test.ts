@@ -13,11 +13,12 @@ import { truncate, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { createScheduleControls } from "../../../seams/scheduler/schedule-controls.js";
+import { createWorkflowHostSignalChannel } from "../../../seams/signals/signal-channel.js";
 import { archiveEndedRuns } from "../../../src/host/archive-ended-runs.js";
 import { checkDeployments } from "../../../src/host/check-deployments.js";
 import { listPendingTimers } from "../../../src/host/list-pending-timers.js";
 import { gitAt } from "../../helpers/git-cli.js";
-import { event, GitWriter, NOW, SOON, started, timerSet, usePlumbingDeployments, type PlumbingDeployment } from "../../helpers/plumbing-deployment.js";
+import { event, GitWriter, NOW, PAST, SOON, started, timerSet, usePlumbingDeployments, type PlumbingDeployment } from "../../helpers/plumbing-deployment.js";
 import { useTempDirs } from "../../helpers/temp-dir.js";
 import { startHttpHarness } from "../http/http-harness.js";
 import { runCli } from "../../unit/cli/cli-io.js";
@@ -247,6 +248,60 @@ describe("readers outside the scheduler on a deployment with damaged runs", () =
     expect(await d.w.tip()).toBe(tip);
     // Describe only reads: it shows what could be read, with the lost event among the run's bad events elsewhere.
     expect((await controls.describe("d", "r-mid", "c")).timerId).toBe("c");
+  });
+
+  it("a signal is neither delivered nor consumed on a run whose log lost an event (the lost one could be its delivery or its consumption)", async () => {
+    const d = await deployment();
+    const received = (seq: number, signalId: string): string => JSON.stringify({ seq, type: "SignalReceived", at: `2026-01-01T00:00:0${seq}.000Z`, signalName: "approve", signalId, payload: null });
+    const consumed = (seq: number, signalId: string): string => event(seq, "SignalConsumed", { signalId });
+    // r-recv lost its SignalReceived of a-1 (seq 2); r-cons lost its SignalConsumed of b-1 (seq 3).
+    // No timer in r-recv: the host below (on the real clock) has nothing to fire there.
+    const recv = await d.w.run([started(), received(2, "a-1"), received(3, "a-2")]);
+    const cons = await d.w.run([started(), received(2, "b-1"), consumed(3, "b-1"), timerSet(4, "z", SOON)]);
+    await d.w.commit({ "r-recv": recv.tree, "r-cons": cons.tree });
+    await d.w.lose(recv.blobs[1] as string);
+    await d.w.lose(cons.blobs[2] as string);
+    const tip = await d.w.tip();
+    const recvChannel = createWorkflowHostSignalChannel({ repoStore: d.store, principal: null, repoId: "d", runId: "r-recv", clock });
+    const consChannel = createWorkflowHostSignalChannel({ repoStore: d.store, principal: null, repoId: "d", runId: "r-cons", clock });
+    try {
+      // On the partial log a-1 was never received: a second delivery would be a second wake-up.
+      await expect(recvChannel.deliver("approve", null, "a-1")).rejects.toMatchObject({ code: "object_missing", data: expect.objectContaining({ runId: "r-recv", path: "runs/r-recv/events/2.json" }) });
+      // On the partial log b-1 is unconsumed: consuming it again would run its step twice.
+      await expect(consChannel.consume("b-1")).rejects.toMatchObject({ code: "object_missing", data: expect.objectContaining({ runId: "r-cons", path: "runs/r-cons/events/3.json" }) });
+    } finally {
+      await recvChannel.stop();
+      await consChannel.stop();
+    }
+    expect(await d.w.tip()).toBe(tip);
+    const sent = await runCli(["signal", "send", "-d", d.dataDir, "-r", "d", "--run", "r-recv", "--name", "approve", "--id", "a-1"], { clock });
+    expect(sent.code).toBe(1);
+    expect(sent.stderr).toContain("workflow-host: object_missing: run r-recv of deployment d cannot be read whole: event 2 (runs/r-recv/events/2.json");
+    expect(await d.w.tip()).toBe(tip);
+    await d.store.close();
+    const h = await startHttpHarness(d.dataDir, []);
+    try {
+      const response = await h.request("/v1/deployments/d/runs/r-recv/signals", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ signalName: "approve", signalId: "a-1" }) });
+      expect(response.status).toBe(409);
+      expect(await response.json()).toEqual({ code: "object_missing", message: expect.stringContaining("run r-recv of deployment d cannot be read whole: event 2") });
+    } finally {
+      await h.close();
+    }
+    expect(await gitAt(d.w.gitdir, ["rev-parse", "main:runs/r-recv"])).toBe(await gitAt(d.w.gitdir, ["rev-parse", `${tip}:runs/r-recv`]));
+  });
+
+  it("a one-shot timer whose TimerFired is lost is not set again by a replayed timer set (it would fire twice)", async () => {
+    const d = await deployment();
+    const fired = event(3, "TimerFired", { timerId: "t", scheduledFor: PAST, firedAt: PAST });
+    const run = await d.w.run([started(), timerSet(2, "t", PAST), fired, timerSet(4, "z", SOON)]);
+    await d.w.commit({ "r-fired": run.tree });
+    await d.w.lose(run.blobs[2] as string);
+    const tip = await d.w.tip();
+    // The same request as seq 2: on the whole log a no-op (it fired at that instant); on the rest, a new TimerSet.
+    const set = await runCli(["timer", "set", "-d", d.dataDir, "-r", "d", "--run", "r-fired", "-t", "t", "--fire-at", PAST], { clock });
+    expect(set.code).toBe(1);
+    expect(set.stderr).toContain("workflow-host: object_missing: run r-fired of deployment d cannot be read whole: event 3 (runs/r-fired/events/3.json");
+    expect(await d.w.tip()).toBe(tip);
   });
 
   it("the CLI's schedule pause and runs show on a run not read whole exit 1 naming the run and what is lost", async () => {
