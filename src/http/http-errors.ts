@@ -1,7 +1,8 @@
 /**
  * The one mapping from error codes to HTTP statuses. Every `ErrorCode` of `src/errors.ts` has
  * exactly one status here (the `Record` type makes a new code fail to compile until it is
- * mapped), plus the few codes only the HTTP face raises. Error bodies are `{code, message}`:
+ * mapped), plus the few codes only the HTTP face raises; one exception: `object_missing` and
+ * `object_corrupt` naming one run are {@link UNREADABLE_RUN_STATUS}. Error bodies are `{code, message}`:
  * the stable code and the error's one-sentence message, never a stack trace.
  */
 import { isWorkflowHostError, type ErrorCode } from "../errors.js";
