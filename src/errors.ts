@@ -25,11 +25,23 @@ export type ErrorCode =
   | "ref_corrupt"
   /** The ref was moved back to one of its own ancestors behind a running host: nothing is committed there until it is restored (or the host restarts). */
   | "ref_rewound"
+  /**
+   * A git object that is there but fails its own check (a torn file, a pack entry failing its
+   * CRC-32, content hashing to another oid): `data.oid`, and `data.damaged`. Naming one run
+   * (`data.runId`, `data.path`), it is that run's problem as `object_missing`
+   * is (same rules, same HTTP 409); a `runs/` folder, root or tip commit fails the deployment
+   * (HTTP 500).
+   */
   | "object_corrupt"
   /**
    * A git object a run's log needs is not in the repository (lost by a disk fault, a bad copy, a
    * partial fetch): reported for that run (an event's blob: a bad event at its seq; its folder or
    * `events/` folder: the run is skipped), never fatal to the deployment. `data.oid`, `data.path`.
+   * A write that decides from the run's whole log (schedule pause, resume, trigger, backfill;
+   * setting a timer; delivering, consuming or waiting for a signal) refuses such a run before
+   * writing, and a single run's view cannot show a run whose folder is lost: `data.runId`,
+   * `data.repoId`, `data.unreadableRun: true`, the message naming what is lost
+   * (`unreadableRunError`). HTTP 409 (see `UNREADABLE_RUN_STATUS`).
    */
   | "object_missing"
   | "repo_not_found"

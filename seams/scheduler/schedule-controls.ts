@@ -146,9 +146,15 @@ export function createScheduleControls(opts: ScheduleControlsOptions): ScheduleC
   const ref = opts.ref ?? DEFAULT_REF;
   const nowMs = (): number => opts.clock().getTime();
 
-  /** Appends what `decide` planned, each event stamped with the clock's reading under the lock. */
-  function append<R>(repoId: string, runId: string, message: string, decide: (log: RunLog, at: string) => { events: readonly SeriesEvent[]; result: R }) {
-    const runLog = openRunLog({ store: opts.store, principal: opts.principal, repoId, ref, ...(opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes }) });
+  /**
+   * Appends what `decide` planned, each event stamped with the clock's reading under the lock.
+   * `decide` sees only a log read whole: a run with an event, `blobs/` or sealed log lost or
+   * damaged is refused before it (`requireWhole`), as is one whose folders cannot be read.
+   * Sync passes `refuse: false`: its `decide` writes nothing to such a run instead, so one run
+   * lost between its read and the lock does not fail the others.
+   */
+  function append<R>(repoId: string, runId: string, message: string, decide: (log: RunLog, at: string) => { events: readonly SeriesEvent[]; result: R }, refuse = true) {
+    const runLog = openRunLog({ store: opts.store, principal: opts.principal, repoId, ref, requireWhole: refuse, ...(opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes }) });
     return runLog.append(runId, message, (log) => {
       const at = opts.clock().toISOString();
       const { events, result } = decide(log, at);
@@ -282,7 +288,7 @@ export function createScheduleControls(opts: ScheduleControlsOptions): ScheduleC
             const runPlan = planSync(fresh.current, fresh.ended, mine);
             const events = syncEventsForRun({ ...runPlan, cancel: runPlan.cancel }, runId, Date.parse(at)).events;
             return { events, result: null };
-          });
+          }, false);
           done += 1;
           o.onRunWritten?.(done, runs.size);
           return written;

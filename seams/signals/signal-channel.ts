@@ -64,7 +64,10 @@ export function createWorkflowHostSignalChannel(opts: SignalChannelOptions): Wor
   const maxEventBytes = opts.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES;
   const newId = opts.newId ?? randomUUID;
   const logger = opts.logger ?? silentLogger;
-  const runLog = openRunLog({ store, principal, repoId, ref, maxEventBytes });
+  // Deliver dedups by signalId and consume by "received, not consumed", both on the run's whole
+  // log: a run with an event lost or damaged is refused (it could be that signal's delivery or
+  // consumption), never decided on the rest.
+  const runLog = openRunLog({ store, principal, repoId, ref, maxEventBytes, requireWhole: true });
   const pool = createSignalPool();
   const nowIso = (): string => isoFromMs(opts.clock().getTime());
 

@@ -43,7 +43,9 @@ export function createRuntimeAdapter(opts: RuntimeAdapterOptions): WorkflowRunti
   const logger = opts.logger ?? silentLogger;
   const maxEventBytes = opts.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES;
   const nowMs = (): number => opts.clock().getTime();
-  const runLog = openRunLog({ store: opts.store, principal: opts.principal, repoId, ref, maxEventBytes });
+  // setTimer's replay check (fired already at this instant?) and the signal waits' choice of a
+  // signal decide on the run's whole log: a run with an event lost or damaged is refused.
+  const runLog = openRunLog({ store: opts.store, principal: opts.principal, repoId, ref, maxEventBytes, requireWhole: true });
   const stopping = new AbortController();
   const active = new Set<Promise<unknown>>();
   const ownFeed = opts.feed === undefined;

@@ -1,10 +1,13 @@
 /**
  * The one mapping from error codes to HTTP statuses. Every `ErrorCode` of `src/errors.ts` has
  * exactly one status here (the `Record` type makes a new code fail to compile until it is
- * mapped), plus the few codes only the HTTP face raises. Error bodies are `{code, message}`:
+ * mapped), plus the few codes only the HTTP face raises; one exception: `object_missing` and
+ * `object_corrupt` naming one run are {@link UNREADABLE_RUN_STATUS}. Error bodies are `{code, message}`:
  * the stable code and the error's one-sentence message, never a stack trace.
  */
 import { isWorkflowHostError, type ErrorCode } from "../errors.js";
+import { isMissingRunObject } from "../workflow/run-log.js";
+import { asUnreadableRunError } from "../workflow/unreadable-runs.js";
 
 /** Codes raised by the HTTP face itself, beside the library's {@link ErrorCode}s. */
 export type HttpOnlyErrorCode =
@@ -35,6 +38,21 @@ export type HttpOnlyErrorCode =
   | "internal";
 
 export type HttpErrorCode = ErrorCode | HttpOnlyErrorCode;
+
+/**
+ * The status of a run that cannot be read whole (`object_missing` or `object_corrupt` naming one
+ * run: its folder, `events/` folder, or, for a write that decides from its whole history, an
+ * event; `isMissingRunObject`): 409 Conflict, "the request conflicts with the current state of
+ * the target resource", which an operator can resolve (restore the object) before the request is
+ * sent again. Not 500: the server is not broken, every other run is served. Not 503: the host is
+ * available (a proxy or balancer would take the whole host out). Not 410: the run is not gone
+ * (restoring its object brings it back, a damaged object is still there) and 410 may be cached.
+ * Not 422: the request itself is well-formed and valid. The same code as the store's or the
+ * run's error in a `{code, message}` body; the message names the run and what is lost, never a
+ * server path. The same codes for a `runs/` folder, root or tip commit (the whole deployment)
+ * stay 500.
+ */
+export const UNREADABLE_RUN_STATUS = 409;
 
 /** HTTP status of every error code. */
 export const HTTP_STATUS_BY_CODE: Readonly<Record<HttpErrorCode, number>> = {
@@ -143,7 +161,9 @@ export interface ErrorReply {
 }
 
 /**
- * Maps any thrown value to its status and `{code, message}` body. `WorkflowHostError`s and
+ * Maps any thrown value to its status and `{code, message}` body. A run that cannot be read whole
+ * is {@link UNREADABLE_RUN_STATUS} (409) with its code and a message naming the run and what is
+ * lost. `WorkflowHostError`s and
  * `HttpError`s keep their code and message, but a failure inside the host (a 500: ref_corrupt,
  * io_failed, …) keeps only its code, with a fixed message (see {@link serverFailureMessage}),
  * and is `unexpected` (logged in full); fastify's own errors (body too large, bad JSON,
@@ -151,6 +171,10 @@ export interface ErrorReply {
  */
 export function errorReply(error: unknown): ErrorReply {
   if (isWorkflowHostError(error)) {
+    if (isMissingRunObject(error) && typeof error.data["runId"] === "string") {
+      const named = asUnreadableRunError(null, null, error, "the run cannot be served until the object is restored") as typeof error;
+      return { status: UNREADABLE_RUN_STATUS, body: { code: named.code, message: named.message }, headers: {}, unexpected: false };
+    }
     if (HTTP_STATUS_BY_CODE[error.code] === 500) return { ...reply(error.code, serverFailureMessage(error.code)), unexpected: true };
     return reply(error.code, error.code === "repo_not_found" ? unknownDeploymentMessage(error.data) ?? error.message : error.message);
   }

@@ -27,8 +27,10 @@ import type { CommittedReads, Principal, RepoAction } from "../substrate/types.j
 import { createSystemTimers, monotonicNowOf, systemClock } from "../time/clock.js";
 import { checkReason } from "../workflow/event-constructors.js";
 import { parseRepoId, parseRunId, parseSignalId, parseSignalName, parseTimerId } from "../workflow/ids.js";
-import { type BadEvent, readRunLogPage } from "../workflow/run-log.js";
+import { type BadEvent, openRunFolder, readRunLogPage } from "../workflow/run-log.js";
+import { isUnreadableObject } from "../substrate/object-store.js";
 import { summarizeRunLog } from "../workflow/run-log-summary.js";
+import { asUnreadableRunError } from "../workflow/unreadable-runs.js";
 import { ARCHIVE_REF, archivedRunError } from "../workflow/run-archive.js";
 import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
 import { loadDashboardAssets } from "./dashboard-assets.js";
@@ -242,7 +244,13 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
 
   async function requireRun(repoId: string, runId: string): Promise<void> {
     const reads = await host.store.openCommittedReads(storePrincipal, { kind: WORKFLOW_RUN_KIND, id: repoId }, ref);
-    const entries = await reads.listDir(`runs/${runId}`);
+    const entries = await reads.listDir(`runs/${runId}`).catch(async (error: unknown) => {
+      // A run folder that cannot be read is the run's (409, naming it), not the host's.
+      if (isUnreadableObject(error)) await openRunFolder(reads, runId).catch((named: unknown) => {
+        throw asUnreadableRunError(repoId, runId, named, "nothing was written");
+      });
+      throw error;
+    });
     if (entries.length === 0) {
       // A run retention archived is closed (409), not unknown (404).
       const archived = await archivedRunError(host.store, storePrincipal, { kind: WORKFLOW_RUN_KIND, id: repoId }, runId, ref);
@@ -445,7 +453,10 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     const { limit } = pageQuery(request.query, ["limit"]);
     await requireAllowed(request, repoId, "read");
     const { reads, archived } = await openRun(repoId, runId);
-    const summary = await summarizeRunLog(reads, runId);
+    // A run whose folders cannot be read: 409 with the run named (see UNREADABLE_RUN_STATUS).
+    const summary = await summarizeRunLog(reads, runId).catch((error: unknown) => {
+      throw asUnreadableRunError(repoId, runId, error, "nothing of it can be shown");
+    });
     if (summary.eventCount === 0 && summary.badCount === 0 && summary.problemCount === 0) {
       throw new WorkflowHostError("run_not_found", `run ${runId} has no log in deployment ${repoId}`, { repoId, runId });
     }
@@ -479,7 +490,9 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     const query = pageQuery(request.query, ["after", "limit"]);
     await requireAllowed(request, repoId, "read");
     const { reads, archived } = await openRun(repoId, runId);
-    const page = await readRunLogPage(reads, runId, query);
+    const page = await readRunLogPage(reads, runId, query).catch((error: unknown) => {
+      throw asUnreadableRunError(repoId, runId, error, "nothing of it can be shown");
+    });
     return {
       repoId,
       runId,

@@ -7,6 +7,7 @@
  * names.
  */
 import type { CommittedReads, DirEntry, RepoStore } from "../substrate/types.js";
+import { isUnreadableObject } from "../substrate/object-store.js";
 import { isRegularFileMode } from "../substrate/tree-object.js";
 import { firstAbove, openEventsFolder } from "./events-folder.js";
 import { sharedParsedEvents } from "./parsed-event-cache.js";
@@ -36,7 +37,15 @@ class AppendLogCache {
   #events = 0;
 
   async read(key: string, reads: CommittedReads, runId: string, folder: string, maxEventBytes: number | undefined): Promise<KnownLog> {
-    const oid = await reads.treeOid(folder);
+    let oid: string | null;
+    try {
+      oid = await reads.treeOid(folder);
+    } catch (error) {
+      // The run folder cannot be read: readRunLog below names it as the run's (or re-throws a
+      // lost `runs/` folder as the store raised it).
+      if (!isUnreadableObject(error)) throw error;
+      oid = null;
+    }
     const hit = this.#logs.get(key);
     if (hit !== undefined && oid !== null && hit.eventsOid === oid) {
       this.remember(key, hit);

@@ -24,6 +24,7 @@ import { nextSeqAfter, withLimit, type RunLog } from "./run-log.js";
 import { WORKFLOW_RUN_KIND } from "./workflow-run-kind.js";
 import { applyEvent } from "./run-state.js";
 import type { RunEvent, RunState } from "./types.js";
+import { asUnreadableRunError, requireWholeRun } from "./unreadable-runs.js";
 
 /** What an append decides, given the log under the repo lock. */
 export interface AppendDecision<R> {
@@ -47,6 +48,14 @@ export interface AppendRunEventsOptions<R> {
    * compare-and-swap). Returning `append: []` commits nothing.
    */
   readonly decide: (log: RunLog) => AppendDecision<R>;
+  /**
+   * Default false. When true, `decide` is never given a log read in part: an event blob, the
+   * `blobs/` folder or a sealed `events.jsonl` of the run that is missing or damaged refuses the
+   * append before `decide` runs (`object_missing`, `object_corrupt`; see `requireWholeRun`). For
+   * a write whose decision turns on the run's whole history (the schedule controls); a write
+   * that only adds what the scheduler judges later leaves it off.
+   */
+  readonly requireWhole?: boolean;
 }
 
 /**
@@ -66,7 +75,9 @@ export interface AppendRunEventsOptions<R> {
  *   this append's events were written; `result` is what `decide` returned on the winning attempt
  * @throws event_invalid / payload_too_large / time_invalid when a new event is invalid or the
  *   run has ended (nothing is written for this append), whatever `decide` throws, plus every
- *   error of `writeTreeDelta`
+ *   error of `writeTreeDelta`; `object_missing` / `object_corrupt` naming the run, what of it is
+ *   lost, and "nothing was written" (`unreadableRunError`, `data.unreadableRun`) when its run
+ *   folder or `events/` folder cannot be read, or, with `requireWhole`, any object of its log
  */
 export function appendRunEvents<R>(options: AppendRunEventsOptions<R>): Promise<WriteResult<R>> {
   return new Promise<WriteResult<R>>((resolve, reject) => {
@@ -222,6 +233,7 @@ class AppendBatcher {
               run = { known, log: known.log, changed: false };
               working.set(key, run);
             }
+            if (options.requireWhole === true) requireWholeRun(this.#repoId, run.log);
             const decision = options.decide(run.log);
             if (decision.append.length === 0) {
               outcomes.push({ kind: "decided", result: decision.result, appended: false });
@@ -243,7 +255,7 @@ class AppendBatcher {
             run.changed = true;
             outcomes.push({ kind: "decided", result: decision.result, appended: true });
           } catch (error) {
-            outcomes.push({ kind: "failed", error });
+            outcomes.push({ kind: "failed", error: asUnreadableRunError(this.#repoId, options.runId, error, "nothing was written") });
           }
         }
         if (files.size === 0) return { result: outcomes };

@@ -24,6 +24,12 @@ export interface OpenRunLogOptions {
   readonly ref?: string;
   /** Largest event in bytes of UTF-8; default {@link DEFAULT_MAX_EVENT_BYTES} (1 MiB). */
   readonly maxEventBytes?: number;
+  /**
+   * Default false. When true, every append refuses a run whose log cannot be read whole (an
+   * event, `blobs/` or the sealed log missing or damaged) before its `decide` runs: see
+   * `AppendRunEventsOptions.requireWhole`.
+   */
+  readonly requireWhole?: boolean;
 }
 
 export interface RunLogWriter {
@@ -51,7 +57,7 @@ export function openRunLog(opts: OpenRunLogOptions): RunLogWriter {
     ref,
     maxEventBytes,
     append(runId, message, decide) {
-      return appendRunEvents({ store: opts.store, principal: opts.principal, repoId: opts.repoId, runId, ref, maxEventBytes, message, decide });
+      return appendRunEvents({ store: opts.store, principal: opts.principal, repoId: opts.repoId, runId, ref, maxEventBytes, message, decide, ...(opts.requireWhole === true ? { requireWhole: true } : {}) });
     },
   };
 }

@@ -8,11 +8,11 @@
  * commit is not one run's: it is thrown as the store raised it (nothing of the deployment can be
  * read).
  */
-import type { WorkflowHostError } from "../errors.js";
+import { WorkflowHostError } from "../errors.js";
 import type { CommittedReads, DirEntry } from "../substrate/types.js";
 import { REPO_OR_RUN_ID_PATTERN } from "./ids.js";
 import { runsPrefix } from "./paths.js";
-import { type BadEvent, isMissingRunObject } from "./run-log.js";
+import { type BadEvent, isMissingRunObject, type RunLog } from "./run-log.js";
 
 /** A run that a reader could not read (whole), with why. */
 export interface UnreadableRun {
@@ -84,4 +84,69 @@ export function unreadablePartOf(runId: string, ...reports: readonly (readonly B
     for (const report of list) if (isMissingRunObject(report.error)) return { runId, path: report.path, error: report.error };
   }
   return null;
+}
+
+/**
+ * What is lost of a run, in words: `its run folder`, `its events/ folder`, `event <seq>`, `its
+ * blobs/ folder`, `its sealed log`, or the path itself.
+ */
+function lostPartOf(runId: string, path: string): string {
+  const run = `runs/${runId}`;
+  if (path === run) return "its run folder";
+  if (path === `${run}/events`) return "its events/ folder";
+  const seq = /^runs\/[^/]+\/events\/(\d+)\.json$/.exec(path)?.[1];
+  if (seq !== undefined) return `event ${seq}`;
+  if (path === `${run}/blobs`) return "its blobs/ folder";
+  if (path === `${run}/events.jsonl`) return "its sealed log";
+  return path;
+}
+
+/**
+ * The error a caller gets for a run that cannot be read whole when it asked for that run alone
+ * (`runs show`, `GET …/runs/:run`, a write that decides from the run's history): the same code
+ * as the run's own error (`object_missing`: not in the repository; `object_corrupt`: damaged),
+ * and a message naming the deployment, the run, what is lost, its path and oid, then
+ * `consequence` (a null `repoId`: the deployment is not named). The message never holds the store's own wording (which may name files on the
+ * server); `workflow-host check` gives the details.
+ * @param consequence - what the caller should know next, e.g. "nothing was written"
+ * @returns `data`: the run error's data (`runId`, `path`, `oid`; `damaged`, `reason`, `pack` for
+ *   a damaged object) with `repoId` (unless null) and `unreadableRun: true`; `cause`: the run's
+ *   error
+ */
+export function unreadableRunError(repoId: string | null, run: UnreadableRun, consequence: string): WorkflowHostError {
+  const { error } = run;
+  const oid = typeof error.data["oid"] === "string" && error.data["oid"] !== "" ? `, git object ${error.data["oid"]}` : "";
+  const state = error.code === "object_missing" ? "is not in the repository" : "is damaged";
+  return new WorkflowHostError(
+    error.code,
+    `run ${run.runId}${repoId === null ? "" : ` of deployment ${repoId}`} cannot be read whole: ${lostPartOf(run.runId, run.path)} (${run.path}${oid}) ${state}; ${consequence}; restore it (workflow-host check lists what is lost)`,
+    { ...error.data, ...(repoId === null ? {} : { repoId }), runId: run.runId, path: run.path, unreadableRun: true },
+    { cause: error },
+  );
+}
+
+/**
+ * `error` as {@link unreadableRunError} when it is `runId`'s own error (any run's with a null
+ * `runId`) for an object of it that cannot be read (see `isMissingRunObject`), else `error` as
+ * it is (an error already composed so is returned as it is).
+ */
+export function asUnreadableRunError(repoId: string | null, runId: string | null, error: unknown, consequence: string): unknown {
+  if (!isMissingRunObject(error) || error.data["unreadableRun"] === true) return error;
+  const errorRunId = error.data["runId"];
+  if (typeof errorRunId !== "string" || (runId !== null && errorRunId !== runId)) return error;
+  return unreadableRunError(repoId, { runId: errorRunId, path: String(error.data["path"]), error }, consequence);
+}
+
+/**
+ * The guard of every write that decides from a run's whole history (the schedule controls:
+ * pause, resume, trigger, backfill): throws when any object of the log it was given could not
+ * be read (an event blob, `blobs/`, the sealed log; see {@link unreadablePartOf}). What is lost
+ * could be the very event the decision turns on (a series' `TimerFired`, its pause, its end),
+ * so a decision on the rest could fire a slot twice or undo what was done.
+ * @throws `object_missing` or `object_corrupt` ({@link unreadableRunError}: the run, what is
+ *   lost, "nothing was written")
+ */
+export function requireWholeRun(repoId: string, log: RunLog): void {
+  const part = unreadablePartOf(log.runId, log.bad, log.problems);
+  if (part !== null) throw unreadableRunError(repoId, part, "nothing was written");
 }

@@ -81,11 +81,12 @@ Examples:
     if (last && (all || values["after"] !== undefined)) throw usageError(NAME, "--last takes neither --after nor --all");
     const json = values["json"] === true;
     await withStore(dataDir, io, async (store) => {
-      const [{ readRunLogPage }, { summarizeRunLog }, { WORKFLOW_RUN_KIND }, { ARCHIVE_REF }] = await Promise.all([
+      const [{ readRunLogPage }, { summarizeRunLog }, { WORKFLOW_RUN_KIND }, { ARCHIVE_REF }, { asUnreadableRunError }] = await Promise.all([
         import("../../workflow/run-log.js"),
         import("../../workflow/run-log-summary.js"),
         import("../../workflow/workflow-run-kind.js"),
         import("../../workflow/run-archive.js"),
+        import("../../workflow/unreadable-runs.js"),
       ]);
       const repo = { kind: WORKFLOW_RUN_KIND, id: repoId };
       let reads = await store.openCommittedReads(null, repo, DEFAULT_REF);
@@ -103,7 +104,10 @@ Examples:
       const commitSha = reads.commitSha;
       // The state needs the whole log: folded event by event, none of them held; kept in the
       // process-wide summary cache (by run tree oid), which the pages below ask again.
-      const summary = await summarizeRunLog(reads, runId);
+      // A run whose folder or events/ folder cannot be read: its error, naming it and what is lost.
+      const summary = await summarizeRunLog(reads, runId).catch((error: unknown) => {
+        throw asUnreadableRunError(repoId, runId, error, "nothing of it can be shown");
+      });
       const state = stateJson(summary.state);
       const problem = (b: BadEvent) => ({ path: b.path, seq: b.seq, code: b.error.code, message: b.error.message });
       // Pages are printed as they are read (--all holds one page at a time).

@@ -93,7 +93,7 @@ Examples:
     const series = data.cron === undefined ? undefined : { cron: data.cron, timezone: data.timezone ?? "UTC" };
 
     // The runtime's setTimer verb: the same request already armed commits nothing.
-    const outcome = await withStore(dataDir, io, (store) => setTimerDurably(openRunLog({ store, principal: null, repoId }), runId, data, nowIso, `Set timer ${timerId} of ${runId}`));
+    const outcome = await withStore(dataDir, io, (store) => setTimerDurably(openRunLog({ store, principal: null, repoId, requireWhole: true }), runId, data, nowIso, `Set timer ${timerId} of ${runId}`));
     const seq = outcome.setSeq;
     const path = eventPath(runId, seq);
     if (values["json"] === true) {

@@ -13,11 +13,12 @@ import { truncate, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { createScheduleControls } from "../../../seams/scheduler/schedule-controls.js";
+import { createWorkflowHostSignalChannel } from "../../../seams/signals/signal-channel.js";
 import { archiveEndedRuns } from "../../../src/host/archive-ended-runs.js";
 import { checkDeployments } from "../../../src/host/check-deployments.js";
 import { listPendingTimers } from "../../../src/host/list-pending-timers.js";
 import { gitAt } from "../../helpers/git-cli.js";
-import { event, GitWriter, NOW, SOON, started, timerSet, usePlumbingDeployments, type PlumbingDeployment } from "../../helpers/plumbing-deployment.js";
+import { event, GitWriter, NOW, PAST, SOON, started, timerSet, usePlumbingDeployments, type PlumbingDeployment } from "../../helpers/plumbing-deployment.js";
 import { useTempDirs } from "../../helpers/temp-dir.js";
 import { startHttpHarness } from "../http/http-harness.js";
 import { runCli } from "../../unit/cli/cli-io.js";
@@ -190,6 +191,173 @@ describe("readers outside the scheduler on a deployment with damaged runs", () =
     // Declaring nothing cancels the readable runs' sync-owned series only.
     const emptied = await controls.syncSchedules("d", [], { dryRun: true });
     expect(emptied.plan.cancel).toEqual([{ runId: "r-ok", timerId: "c" }]);
+  });
+
+  it("schedule pause, resume, trigger and backfill refuse a run not read whole, naming the run and the lost object; nothing is appended", async () => {
+    const d = await damaged();
+    const controls = createScheduleControls({ store: d.store, principal: null, clock: d.clock.clock });
+    const tip = await d.w.tip();
+    const verbs: [string, (runId: string, timerId: string) => Promise<unknown>][] = [
+      ["pause", (runId, timerId) => controls.pause("d", runId, timerId)],
+      ["resume", (runId, timerId) => controls.resume("d", runId, timerId)],
+      ["trigger", (runId, timerId) => controls.trigger("d", runId, timerId, "req-1")],
+      ["backfill", (runId, timerId) => controls.backfill("d", runId, timerId, { from: "2026-01-01T09:00:00Z", to: "2026-01-01T11:00:00Z" })],
+    ];
+    // r-gap's lost event (seq 3) is not its series' own, but it could have been: every lost event refuses.
+    const runs = [
+      { runId: "r-gap", timerId: "c3", code: "object_missing", path: "runs/r-gap/events/3.json", oid: d.oids.gap, what: /event 3/ },
+      { runId: "r-lost", timerId: "c2", code: "object_missing", path: "runs/r-lost", oid: d.oids.lost, what: /run folder/ },
+      { runId: "r-torn", timerId: "u", code: "object_corrupt", path: "runs/r-torn/events", oid: d.oids.torn, what: /events\/ folder/ },
+    ];
+    for (const r of runs) {
+      for (const [verb, call] of verbs) {
+        const error = await call(r.runId, r.timerId).then(
+          () => null,
+          (e: unknown) => e as { code: string; message: string; data: Record<string, unknown> },
+        );
+        expect(error, `${verb} ${r.runId}`).toMatchObject({ code: r.code, data: expect.objectContaining({ repoId: "d", runId: r.runId, path: r.path, oid: r.oid }) });
+        expect(error?.message).toContain(`run ${r.runId} of deployment d`);
+        expect(error?.message).toContain(r.path);
+        expect(error?.message).toMatch(r.what);
+        expect(error?.message).toContain("nothing was written");
+      }
+    }
+    expect(await d.w.tip()).toBe(tip);
+    // The readable run's series is paused as before.
+    expect((await controls.pause("d", "r-ok", "c")).outcome).toBe("paused");
+    expect(await d.w.tip()).not.toBe(tip);
+  });
+
+  it("a series whose run lost an event in the middle of its log is neither paused, resumed, triggered nor backfilled (the rest of the log would have allowed it)", async () => {
+    const d = await deployment();
+    // seq 2 lost: it could have been the series' pause, a fire or its end; seqs 3 and 4 read.
+    const mid = await d.w.run([started(), timerSet(2, "y", SOON), cronSet(3, "c", "0 * * * *"), timerSet(4, "z", SOON)]);
+    await d.w.commit({ "r-mid": mid.tree });
+    await d.w.lose(mid.blobs[1] as string);
+    const tip = await d.w.tip();
+    const controls = createScheduleControls({ store: d.store, principal: null, clock: d.clock.clock });
+    const calls = [
+      () => controls.pause("d", "r-mid", "c"),
+      () => controls.resume("d", "r-mid", "c"),
+      () => controls.trigger("d", "r-mid", "c", "req-1"),
+      () => controls.backfill("d", "r-mid", "c", { from: "2026-01-01T09:00:00Z", to: "2026-01-01T11:00:00Z" }),
+    ];
+    for (const call of calls) {
+      await expect(call()).rejects.toMatchObject({ code: "object_missing", data: expect.objectContaining({ runId: "r-mid", path: "runs/r-mid/events/2.json", oid: mid.blobs[1] }) });
+    }
+    expect(await d.w.tip()).toBe(tip);
+    // Describe only reads: it shows what could be read, with the lost event among the run's bad events elsewhere.
+    expect((await controls.describe("d", "r-mid", "c")).timerId).toBe("c");
+  });
+
+  it("a signal is neither delivered nor consumed on a run whose log lost an event (the lost one could be its delivery or its consumption)", async () => {
+    const d = await deployment();
+    const received = (seq: number, signalId: string): string => JSON.stringify({ seq, type: "SignalReceived", at: `2026-01-01T00:00:0${seq}.000Z`, signalName: "approve", signalId, payload: null });
+    const consumed = (seq: number, signalId: string): string => event(seq, "SignalConsumed", { signalId });
+    // r-recv lost its SignalReceived of a-1 (seq 2); r-cons lost its SignalConsumed of b-1 (seq 3).
+    // No timer in r-recv: the host below (on the real clock) has nothing to fire there.
+    const recv = await d.w.run([started(), received(2, "a-1"), received(3, "a-2")]);
+    const cons = await d.w.run([started(), received(2, "b-1"), consumed(3, "b-1"), timerSet(4, "z", SOON)]);
+    await d.w.commit({ "r-recv": recv.tree, "r-cons": cons.tree });
+    await d.w.lose(recv.blobs[1] as string);
+    await d.w.lose(cons.blobs[2] as string);
+    const tip = await d.w.tip();
+    const recvChannel = createWorkflowHostSignalChannel({ repoStore: d.store, principal: null, repoId: "d", runId: "r-recv", clock });
+    const consChannel = createWorkflowHostSignalChannel({ repoStore: d.store, principal: null, repoId: "d", runId: "r-cons", clock });
+    try {
+      // On the partial log a-1 was never received: a second delivery would be a second wake-up.
+      await expect(recvChannel.deliver("approve", null, "a-1")).rejects.toMatchObject({ code: "object_missing", data: expect.objectContaining({ runId: "r-recv", path: "runs/r-recv/events/2.json" }) });
+      // On the partial log b-1 is unconsumed: consuming it again would run its step twice.
+      await expect(consChannel.consume("b-1")).rejects.toMatchObject({ code: "object_missing", data: expect.objectContaining({ runId: "r-cons", path: "runs/r-cons/events/3.json" }) });
+    } finally {
+      await recvChannel.stop();
+      await consChannel.stop();
+    }
+    expect(await d.w.tip()).toBe(tip);
+    const sent = await runCli(["signal", "send", "-d", d.dataDir, "-r", "d", "--run", "r-recv", "--name", "approve", "--id", "a-1"], { clock });
+    expect(sent.code).toBe(1);
+    expect(sent.stderr).toContain("workflow-host: object_missing: run r-recv of deployment d cannot be read whole: event 2 (runs/r-recv/events/2.json");
+    expect(await d.w.tip()).toBe(tip);
+    await d.store.close();
+    const h = await startHttpHarness(d.dataDir, []);
+    try {
+      const response = await h.request("/v1/deployments/d/runs/r-recv/signals", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ signalName: "approve", signalId: "a-1" }) });
+      expect(response.status).toBe(409);
+      expect(await response.json()).toEqual({ code: "object_missing", message: expect.stringContaining("run r-recv of deployment d cannot be read whole: event 2") });
+    } finally {
+      await h.close();
+    }
+    expect(await gitAt(d.w.gitdir, ["rev-parse", "main:runs/r-recv"])).toBe(await gitAt(d.w.gitdir, ["rev-parse", `${tip}:runs/r-recv`]));
+  });
+
+  it("a one-shot timer whose TimerFired is lost is not set again by a replayed timer set (it would fire twice)", async () => {
+    const d = await deployment();
+    const fired = event(3, "TimerFired", { timerId: "t", scheduledFor: PAST, firedAt: PAST });
+    const run = await d.w.run([started(), timerSet(2, "t", PAST), fired, timerSet(4, "z", SOON)]);
+    await d.w.commit({ "r-fired": run.tree });
+    await d.w.lose(run.blobs[2] as string);
+    const tip = await d.w.tip();
+    // The same request as seq 2: on the whole log a no-op (it fired at that instant); on the rest, a new TimerSet.
+    const set = await runCli(["timer", "set", "-d", d.dataDir, "-r", "d", "--run", "r-fired", "-t", "t", "--fire-at", PAST], { clock });
+    expect(set.code).toBe(1);
+    expect(set.stderr).toContain("workflow-host: object_missing: run r-fired of deployment d cannot be read whole: event 3 (runs/r-fired/events/3.json");
+    expect(await d.w.tip()).toBe(tip);
+  });
+
+  it("the CLI's schedule pause and runs show on a run not read whole exit 1 naming the run and what is lost", async () => {
+    const d = await damaged();
+    const tip = await d.w.tip();
+    const pause = await runCli(["schedule", "pause", "-d", d.dataDir, "-r", "d", "--run", "r-gap", "-t", "c3"], { clock });
+    expect(pause.code).toBe(1);
+    expect(pause.stderr).toMatch(/^workflow-host: object_missing: run r-gap of deployment d cannot be read whole: event 3 \(runs\/r-gap\/events\/3\.json/);
+    expect(pause.stderr).toContain("nothing was written");
+    const backfill = await runCli(["schedule", "backfill", "-d", d.dataDir, "-r", "d", "--run", "r-lost", "-t", "c2", "--from", "2026-01-01T09:00:00Z", "--to", "2026-01-01T11:00:00Z", "--json"], { clock });
+    expect(backfill.code).toBe(1);
+    expect(JSON.parse(backfill.stdout)).toMatchObject({ error: { code: "object_missing", message: expect.stringContaining("run r-lost of deployment d cannot be read whole: its run folder (runs/r-lost") } });
+    expect(await d.w.tip()).toBe(tip);
+
+    for (const [runId, code, what] of [
+      ["r-lost", "object_missing", "its run folder (runs/r-lost"],
+      ["r-torn", "object_corrupt", "its events/ folder (runs/r-torn/events"],
+    ] as const) {
+      const show = await runCli(["runs", "show", "-d", d.dataDir, "-r", "d", "--run", runId], { clock });
+      expect(show.code).toBe(1);
+      expect(show.stderr).toContain(`workflow-host: ${code}: run ${runId} of deployment d cannot be read whole: ${what}`);
+    }
+  });
+
+  it("HTTP answers a run that cannot be read with 409 and its code, for its views and its writes; other runs as before", async () => {
+    const d = await damaged();
+    // The host (on the real clock) may fire r-ok's timer: the damaged runs' folders are compared, not the tip.
+    const folders = async (): Promise<string> => (await gitAt(d.w.gitdir, ["rev-parse", "main:runs/r-lost", "main:runs/r-torn"])).trim();
+    const before = await folders();
+    await d.store.close();
+    const h = await startHttpHarness(d.dataDir, []);
+    try {
+      for (const [runId, code, what] of [
+        ["r-lost", "object_missing", "its run folder (runs/r-lost"],
+        ["r-torn", "object_corrupt", "its events/ folder (runs/r-torn/events"],
+      ] as const) {
+        for (const path of [`/v1/deployments/d/runs/${runId}`, `/v1/deployments/d/runs/${runId}/events`, `/v1/deployments/d/runs/${runId}/events?after=1&limit=5`]) {
+          const response = await h.request(path);
+          expect(response.status, path).toBe(409);
+          const body = (await response.json()) as { code: string; message: string };
+          expect(Object.keys(body).sort()).toEqual(["code", "message"]);
+          expect(body.code).toBe(code);
+          expect(body.message).toContain(`${code}: run ${runId} of deployment d cannot be read whole: ${what}`);
+        }
+        const cancel = await h.request(`/v1/deployments/d/runs/${runId}/timers/u`, { method: "DELETE" });
+        expect(cancel.status).toBe(409);
+        expect(((await cancel.json()) as { code: string }).code).toBe(code);
+      }
+      // A run with a lost event is read as before: the event is a bad event of its summary.
+      const gap = await h.request("/v1/deployments/d/runs/r-gap");
+      expect(gap.status).toBe(200);
+      expect(((await gap.json()) as { bad: { path: string; code: string }[] }).bad).toEqual([expect.objectContaining({ path: "runs/r-gap/events/3.json", code: "object_missing" })]);
+    } finally {
+      await h.close();
+    }
+    expect(await folders()).toBe(before);
   });
 
   it("the CLI's runs list, timers, schedule list and schedule sync list the other runs and name the unreadable ones, exit 1", async () => {
