@@ -11,7 +11,8 @@
  * path and method (an unknown path 404 `route_not_found` whatever the method; a method the path
  * does not take 405 `method_not_allowed` with `Allow`, OPTIONS and TRACE included: no CORS
  * preflight is answered and nothing is echoed), token (401), query fields, ids and body (400,
- * 413: a query field the route does not take is refused, never ignored), the principal's right
+ * 413: a query field the route does not take is refused, never ignored, and so is a body on a
+ * GET, HEAD or DELETE), the principal's right
  * on the deployment through `authorize` (403), then the deployment and run (404). Errors are
  * `{code, message}` with the status of `HTTP_STATUS_BY_CODE`; a 500 never carries a stack trace.
  */
@@ -33,7 +34,7 @@ import { ARCHIVE_REF, archivedRunError } from "../workflow/run-archive.js";
 import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
 import { loadDashboardAssets } from "./dashboard-assets.js";
 import { clientErrorResponse, errorReply, HTTP_STATUS_BY_CODE, HttpError, serverFailureMessage } from "./http-errors.js";
-import { nextTicks, objectBody, onlyQueryFields, pageQuery, presentedToken } from "./http-request.js";
+import { nextTicks, noBody, objectBody, onlyQueryFields, pageQuery, presentedToken } from "./http-request.js";
 import { streamLiveEvents } from "./live-event-stream.js";
 
 import type { HttpHandlerOptions } from "./http-handler-options.js";
@@ -187,18 +188,21 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
    * Registers a route. `query` is what it takes in the query string: the field names (default
    * none; any other field is 400 body_invalid before the handler runs), "page" for a route whose
    * handler reads its whole query with `pageQuery` (page_invalid), or "ignored" for the
-   * dashboard's static files (a cache-busting `?v=` is no mistake there).
+   * dashboard's static files (a cache-busting `?v=` is no mistake there). A route of another
+   * method than PUT and POST refuses a body (400 body_invalid, see `noBody`).
    */
   function route(method: Method, url: string, handler: Handler, options: { open?: boolean; query?: readonly string[] | "page" | "ignored" } = {}): void {
     if (options.open === true) openRoutes.add(url);
     const query = options.query ?? [];
-    const checked: Handler =
-      typeof query === "string"
-        ? handler
-        : async (request, reply) => {
-            onlyQueryFields(request.query, query);
-            return handler(request, reply);
-          };
+    // Only PUT and POST routes take a body (their handlers read it with objectBody). A GET or
+    // DELETE with one is refused, not dropped: `DELETE …/timers/t` with `{"reason":"paid"}`
+    // cancelled without the reason, and a body on a GET would be a filter that filters nothing.
+    const takesBody = method === "PUT" || method === "POST";
+    const checked: Handler = async (request, reply) => {
+      if (typeof query !== "string") onlyQueryFields(request.query, query);
+      if (!takesBody) noBody(request, Array.isArray(query) && query.length > 0 ? `; it takes ${query.join(", ")} in the query (?${query[0]}=…)` : "");
+      return handler(request, reply);
+    };
     const methods = methodsByUrl.get(url) ?? new Set<Method>();
     methods.add(method);
     if (method === "GET") methods.add("HEAD");

@@ -157,3 +157,32 @@ describe("query fields", () => {
     expect(queries.map((q) => q.replace(/\$\{[^}]*\}/g, "X"))).toEqual(["/v1/deployments/X/runs/X/events?after=X"]);
   });
 });
+
+describe("bodies", () => {
+  it("refuses a body on a route that takes none (GET, HEAD, DELETE) instead of dropping it, and writes nothing", async () => {
+    const h = await start();
+    await h.request("/v1/deployments/payments/runs/r1/timers/t1", { method: "PUT", body: JSON.stringify({ delayMs: 3_600_000 }) });
+    const cancel = "/v1/deployments/payments/runs/r1/timers/t1";
+    const auth = { authorization: `Bearer ${ADMIN_TOKEN}` };
+    // The reason in the body, as JSON and without a content type: not a cancel without a reason.
+    for (const headers of [{ ...auth, "content-type": "application/json" }, auth]) {
+      const answer = await send(h, "DELETE", cancel, headers, JSON.stringify({ reason: "paid" }));
+      expect({ status: answer.status, body: JSON.parse(answer.text) as unknown }).toEqual({
+        status: 400,
+        body: { code: "body_invalid", message: "body_invalid: DELETE takes no body; it takes reason in the query (?reason=…)" },
+      });
+    }
+    // A body on a read route is not a filter.
+    for (const path of ["/v1/timers", "/v1/deployments/payments/timers", "/v1/deployments/payments/runs/r1/events", "/v1/fires", "/healthz"]) {
+      const answer = await send(h, "GET", path, auth, JSON.stringify({ repoId: "shipping" }));
+      expect({ path, status: answer.status, code: (JSON.parse(answer.text) as { code: string }).code }).toEqual({ path, status: 400, code: "body_invalid" });
+    }
+    const chunked = await send(h, "GET", "/v1/timers", { ...auth, "transfer-encoding": "chunked" });
+    expect(chunked.status).toBe(400);
+    // Nothing was cancelled; an empty body (Content-Length: 0) is no body.
+    expect((await h.request("/v1/deployments/payments/timers").then(jsonOf)).body["timers"]).toHaveLength(1);
+    expect((await send(h, "GET", "/v1/timers", auth, "")).status).toBe(200);
+    const done = await send(h, "DELETE", `${cancel}?reason=paid`, auth, "");
+    expect([done.status, (JSON.parse(done.text) as { outcome: string }).outcome]).toEqual([200, "cancelled"]);
+  });
+});
