@@ -19,6 +19,7 @@
 import { DEFAULT_REF } from "../substrate/ref-name.js";
 import { METHODS } from "node:http";
 import { fastify, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
+import { DuplicateJsonKeyError, parseJsonText } from "../config-json.js";
 import { describeValue, isWorkflowHostError, WorkflowHostError } from "../errors.js";
 import { listPendingTimers } from "../host/list-pending-timers.js";
 import type { WorkflowHost } from "../host/host.js";
@@ -145,9 +146,10 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     const text = typeof body === "string" ? body : body.toString("utf8");
     if (text.trim() === "") return done(null, undefined);
     try {
-      done(null, JSON.parse(text));
-    } catch {
-      done(new HttpError("body_invalid", "the body is not valid JSON"), undefined);
+      done(null, parseJsonText(text));
+    } catch (error) {
+      // A key given twice would count once, as whichever came last (a signalId, a payload's field).
+      done(new HttpError("body_invalid", error instanceof DuplicateJsonKeyError ? `the body is not valid: ${error.message}` : "the body is not valid JSON"), undefined);
     }
   });
 

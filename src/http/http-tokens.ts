@@ -13,6 +13,7 @@
  * Tokens are compared by their SHA-256, so a lookup takes the same time whatever the token.
  */
 import { createHash } from "node:crypto";
+import { DuplicateJsonKeyError, describePath, parseJsonText } from "../config-json.js";
 import { readCappedText } from "../substrate/capped-read.js";
 import { WorkflowHostError, describeValue } from "../errors.js";
 import type { Authorize, Principal } from "../substrate/types.js";
@@ -108,11 +109,24 @@ export async function loadTokenFile(path: string): Promise<TokenAuth> {
   }
   let json: unknown;
   try {
-    json = JSON.parse(text);
+    json = parseJsonText(text);
   } catch (error) {
+    if (error instanceof DuplicateJsonKeyError) throw new WorkflowHostError("config_invalid", `token file ${path}: ${duplicateKeyMessage(error)}`, { path }, { cause: error });
     throw new WorkflowHostError("config_invalid", `token file ${path} is not JSON: ${(error as Error).message}`, { path }, { cause: error });
   }
   return parseTokenFile(json, `token file ${path}`);
+}
+
+/**
+ * A key given twice in a token file, told without the token: a token listed twice (whichever
+ * entry came last would be its only one, the rights of the other dropped) or a field given twice
+ * in a token's entry.
+ */
+function duplicateKeyMessage(error: DuplicateJsonKeyError): string {
+  const [top, token, ...rest] = error.path;
+  if (top !== "tokens") return error.message;
+  if (token === undefined) return "a token is listed twice in tokens; only its last entry would count: give each token one entry";
+  return `the key ${JSON.stringify(error.key)} is given twice in ${describePath(["tokens", "<a token>", ...rest])}; only the last would count`;
 }
 
 function hashToken(token: string): string {

@@ -185,4 +185,17 @@ describe("bodies", () => {
     const done = await send(h, "DELETE", `${cancel}?reason=paid`, auth, "");
     expect([done.status, (JSON.parse(done.text) as { outcome: string }).outcome]).toEqual([200, "cancelled"]);
   });
+
+  it("refuses a body that gives a key twice (only the last would count), and writes nothing", async () => {
+    const h = await start();
+    const put = await jsonOf(await h.request("/v1/deployments/payments/runs/r1/timers/t1", { method: "PUT", body: '{"delayMs":3600000,"delayMs":1000}' }));
+    expect([put.status, put.body["code"], put.body["message"]]).toEqual([400, "body_invalid", 'body_invalid: the body is not valid: the key "delayMs" is given twice in the top-level object; only the last would count']);
+    const signal = await jsonOf(await h.request("/v1/deployments/payments/runs/r1/signals", { method: "POST", body: '{"signalName":"approve","payload":{"by":"ana","by":"bob"}}' }));
+    expect([signal.status, signal.body["message"]]).toEqual([400, 'body_invalid: the body is not valid: the key "by" is given twice in payload; only the last would count']);
+    expect((await jsonOf(await h.request("/v1/deployments/payments/runs/r1"))).status).toBe(404);
+    // The same key in two objects is no repetition; a leading byte order mark is skipped.
+    const ok = await h.request("/v1/deployments/payments/runs/r1/signals", { method: "POST", body: '\ufeff{"signalName":"approve","payload":{"signalName":"x"}}' });
+    expect(ok.status).toBe(200);
+  });
 });
+
