@@ -76,15 +76,17 @@ function findDuplicateKey(text: string): void {
     } else if (c === 0x22 /* " */) {
       const start = i;
       let escaped = false;
+      let escapes = false;
       for (i++; i < text.length; i++) {
         const d = text.charCodeAt(i);
         if (escaped) escaped = false;
-        else if (d === 0x5c /* \ */) escaped = true;
+        else if (d === 0x5c /* \ */) escaped = escapes = true;
         else if (d === 0x22) break;
       }
       const top = stack[stack.length - 1];
       if (top?.keys === null || top === undefined || !top.expectKey) continue;
-      const key = JSON.parse(text.slice(start, i + 1)) as string;
+      // "a\u0062" and "ab" are one key: only a key with escapes needs decoding.
+      const key = escapes ? (JSON.parse(text.slice(start, i + 1)) as string) : text.slice(start + 1, i);
       if (top.keys.has(key)) throw new DuplicateJsonKeyError(pathOf(), key);
       top.keys.add(key);
       top.current = key;
