@@ -129,7 +129,7 @@ export async function readHolderRecord(fs: LockFs, path: string): Promise<Holder
     // lstat: a link is not a regular file, and what it leads to is not read.
     const stat: { isFile?: () => boolean; isSymbolicLink?: () => boolean; size?: number | bigint } = fs.lstat === undefined ? await fs.stat(path) : await fs.lstat(path);
     if (stat.isFile !== undefined && !stat.isFile()) {
-      return { holder: null, problem: `${stat.isSymbolicLink?.() === true ? "a symbolic link" : "something"}, not a regular file` };
+      return { holder: null, problem: `${holderKind(stat)}, not a regular file` };
     }
     if (stat.size !== undefined && Number(stat.size) > MAX_HOLDER_BYTES) return { holder: null, problem: `larger than ${MAX_HOLDER_BYTES} bytes` };
     return parseHolderText(await fs.readFile(path, "utf8"));
@@ -138,6 +138,17 @@ export async function readHolderRecord(fs: LockFs, path: string): Promise<Holder
     if (errno === "ENOENT" || errno === "ENOTDIR") return { holder: null, problem: null };
     throw error;
   }
+}
+
+/** What stands at the holder file's path when it is no regular file: "a FIFO (named pipe)", "a folder", … */
+function holderKind(stat: object): string {
+  const is = stat as Partial<Record<"isSymbolicLink" | "isDirectory" | "isFIFO" | "isSocket" | "isCharacterDevice" | "isBlockDevice", () => boolean>>;
+  if (is.isSymbolicLink?.() === true) return "a symbolic link";
+  if (is.isDirectory?.() === true) return "a folder";
+  if (is.isFIFO?.() === true) return "a FIFO (named pipe)";
+  if (is.isSocket?.() === true) return "a socket";
+  if (is.isCharacterDevice?.() === true || is.isBlockDevice?.() === true) return "a device";
+  return "something other than a file";
 }
 
 export function lockFsOf(fs: unknown): LockFs {
