@@ -169,7 +169,9 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     // An unknown path (404, whatever the method) and a method its path does not take (405) need
     // no token: they reveal nothing. Both are answered here, first: a body is never parsed for
     // them, so a bad one (or a QUERY without Content-Type) cannot turn them into a 400 or 415.
-    if (url === undefined) throw routeNotFound(request);
+    // The asterisk form (`OPTIONS * HTTP/1.1`, or `GET *`) names no path: the router took it for
+    // `/` and `GET *` served the dashboard, `OPTIONS *` was 405.
+    if (url === undefined || request.raw.url === "*") throw routeNotFound(request);
     const allow = (request.routeOptions.config as { allow?: string }).allow;
     if (allow !== undefined) throw new HttpError("method_not_allowed", `${url} takes ${allow}, not ${request.method}`, { allow });
     if (openRoutes.has(url)) return;

@@ -46,6 +46,19 @@ function send(h: HttpHarness, method: string, path: string, headers: Record<stri
   });
 }
 
+/** Raw bytes on a connection of their own; resolves with everything answered until it closes. */
+function rawRequest(h: HttpHarness, bytes: string): Promise<string> {
+  const { hostname, port } = new URL(h.baseUrl);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => socket.write(bytes));
+    let text = "";
+    socket.setEncoding("utf8");
+    socket.on("data", (chunk: string) => (text += chunk));
+    socket.on("close", () => resolve(text));
+    socket.on("error", reject);
+  });
+}
+
 /** A path of every route, and the methods it takes. */
 const ROUTES: ReadonlyArray<readonly [string, string]> = [
   ["/healthz", "GET, HEAD"],
@@ -92,6 +105,11 @@ describe("methods", () => {
         expect({ path, method, status: answer.status }).toEqual({ path, method, status: 404 });
         if (method !== "HEAD") expect((JSON.parse(answer.text) as { code: string }).code).toBe("route_not_found");
       }
+    }
+    // The asterisk form names no path either (it was routed as "/": GET * served the dashboard).
+    for (const method of ["GET", "HEAD", "OPTIONS", "POST"]) {
+      const answer = await rawRequest(h, `${method} * HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+      expect({ method, status: answer.split("\r\n")[0] }).toEqual({ method, status: "HTTP/1.1 404 Not Found" });
     }
     for (const path of ["/v1/deployments", "/v1/nothing-here"]) {
       const traced = await send(h, "TRACE", path, { authorization: `Bearer ${ADMIN_TOKEN}`, "x-probe": "echo-me-7f3a" });
