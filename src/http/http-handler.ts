@@ -39,6 +39,7 @@ import { nextTicks, noBody, objectBody, onlyQueryFields, pageQuery, presentedTok
 import { streamLiveEvents } from "./live-event-stream.js";
 
 import type { HttpHandlerOptions } from "./http-handler-options.js";
+import type { ReplaceableTokens } from "./http-tokens.js";
 import type { Duplex } from "node:stream";
 
 export type { HttpHandlerOptions } from "./http-handler-options.js";
@@ -187,6 +188,17 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
   app.addHook("preClose", async () => {
     for (const end of streams) end();
   });
+  // Replaced tokens (serve --tokens follows its file): a live stream keeps the principal it was
+  // opened with, so each is ended and its client reconnects with its token, checked anew.
+  const onReplace = (opts.tokens as Partial<ReplaceableTokens> | undefined)?.onReplace;
+  if (typeof onReplace === "function") {
+    const stop = onReplace.call(opts.tokens, () => {
+      for (const end of [...streams]) end();
+    });
+    app.addHook("onClose", async () => {
+      stop();
+    });
+  }
 
   /**
    * Registers a route. `query` is what it takes in the query string: the field names (default

@@ -90,6 +90,40 @@ export function parseTokenFile(json: unknown, source = "the token file"): TokenA
   return { authenticate, authorize, principals: [...new Set([...byHash.values()].map((p) => p.name))] };
 }
 
+/** Token rights that can be replaced while served (what `serve --tokens` uses to follow its file). */
+export interface ReplaceableTokens extends TokenAuth {
+  /** Puts `next` in place: every request authenticated from now on is checked against it. */
+  replace(next: TokenAuth): void;
+  /**
+   * Calls `listener` after each {@link ReplaceableTokens.replace}. `createHttpHandler` ends its
+   * live streams then: a stream keeps the principal it was opened with, so one of a token taken
+   * out of the file would go on; its client reconnects with its token, checked anew.
+   * @returns a function that removes the listener
+   */
+  onReplace(listener: () => void): () => void;
+}
+
+/** {@link TokenAuth} that starts as `initial` and can be replaced (see {@link ReplaceableTokens}). */
+export function replaceableTokens(initial: TokenAuth): ReplaceableTokens {
+  let current = initial;
+  const listeners = new Set<() => void>();
+  return {
+    authenticate: (token) => current.authenticate(token),
+    authorize: (principal, repoId, ref, action) => current.authorize(principal, repoId, ref, action),
+    get principals() {
+      return current.principals;
+    },
+    replace(next) {
+      current = next;
+      for (const listener of [...listeners]) listener();
+    },
+    onReplace(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+  };
+}
+
 /** Largest token file read (bytes): 16 MiB, far above any real token file (a few KB). */
 export const MAX_TOKEN_FILE_BYTES = 16 * 1024 * 1024;
 
