@@ -100,6 +100,9 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     // off, so a client trickling a body held its connection for ever. Responses (the live
     // feed) are not limited by it.
     requestTimeout: 60_000,
+    // Node answered an HTTP/1.1 request without Host itself, 400 with an empty body; it is
+    // refused in the first hook instead, with `{code, message}` like everything node refuses.
+    http: { requireHostHeader: false },
     // Ids reach 128 (repo, run) and 256 (timer, signal) characters: fastify's default cap of 100
     // refused valid ones. Anything longer than an id is refused below with the API's own body.
     routerOptions: { maxParamLength: MAX_PATH_PARAM_CHARS },
@@ -166,6 +169,16 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
   });
 
   app.addHook("onRequest", async (request) => {
+    // What is not a valid request whatever its path (RFC 9112 §3.2: an HTTP/1.1 request names its
+    // Host; RFC 9110 §5.3: Authorization is no list, so two of them are two different claims).
+    if (request.raw.httpVersion === "1.1" && request.headers.host === undefined) throw new HttpError("request_invalid", "an HTTP/1.1 request needs a Host header");
+    // Node kept the first Authorization and joined two tokens with ", ": a proxy reading the last
+    // one would have checked another token than the host. (One of each is taken: a proxy's own
+    // `Authorization: Basic` beside the host's X-Workflow-Host-Token.)
+    const names = request.raw.rawHeaders.filter((_, i) => i % 2 === 0).map((name) => name.toLowerCase());
+    for (const header of ["authorization", "x-workflow-host-token"]) {
+      if (names.indexOf(header) !== names.lastIndexOf(header)) throw new HttpError("request_invalid", `${header === "authorization" ? "Authorization" : "X-Workflow-Host-Token"} is given more than once; send one token in one header`);
+    }
     const url = request.routeOptions.url;
     // An unknown path (404, whatever the method) and a method its path does not take (405) need
     // no token: they reveal nothing. Both are answered here, first: a body is never parsed for

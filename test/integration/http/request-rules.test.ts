@@ -217,3 +217,26 @@ describe("bodies", () => {
   });
 });
 
+describe("requests", () => {
+  it("answers an HTTP/1.1 request without Host and one with a token header twice with 400 {code, message}", async () => {
+    const h = await start();
+    const auth = `Authorization: Bearer ${ADMIN_TOKEN}\r\n`;
+    const answerOf = (raw: string): { status: string; body: Record<string, unknown> } => ({
+      status: raw.split("\r\n")[0] ?? "",
+      body: JSON.parse(raw.slice(raw.indexOf("\r\n\r\n") + 4)) as Record<string, unknown>,
+    });
+    // Node answered this itself: 400 and an empty chunked body.
+    const hostless = answerOf(await rawRequest(h, `GET /v1/deployments HTTP/1.1\r\n${auth}Connection: close\r\n\r\n`));
+    expect([hostless.status, hostless.body["code"]]).toEqual(["HTTP/1.1 400 Bad Request", "request_invalid"]);
+    // Node kept the first of two Authorization headers (the valid one here) and served it.
+    const twice = answerOf(await rawRequest(h, `GET /v1/deployments HTTP/1.1\r\nHost: x\r\n${auth}Authorization: Bearer someone-elses-token-000\r\nConnection: close\r\n\r\n`));
+    expect([twice.status, twice.body["code"]]).toEqual(["HTTP/1.1 400 Bad Request", "request_invalid"]);
+    const tokensTwice = answerOf(await rawRequest(h, `GET /v1/deployments HTTP/1.1\r\nHost: x\r\nX-Workflow-Host-Token: ${ADMIN_TOKEN}\r\nX-Workflow-Host-Token: ${ADMIN_TOKEN}\r\nConnection: close\r\n\r\n`));
+    expect(tokensTwice.body["code"]).toBe("request_invalid");
+    // HTTP/1.0 needs no Host; a proxy's own Authorization beside the host's token header is one of each.
+    expect((await rawRequest(h, `GET /v1/deployments HTTP/1.0\r\n${auth}\r\n`)).split("\r\n")[0]).toBe("HTTP/1.1 200 OK");
+    const beside = await rawRequest(h, `GET /v1/deployments HTTP/1.1\r\nHost: x\r\nAuthorization: Basic cHJveHk6cGFzcw==\r\nX-Workflow-Host-Token: ${ADMIN_TOKEN}\r\nConnection: close\r\n\r\n`);
+    expect(beside.split("\r\n")[0]).toBe("HTTP/1.1 200 OK");
+  });
+});
+
