@@ -64,6 +64,7 @@ import {
   refuseHolderFolder,
   removePendingRecords,
   refuseLinks,
+  refuseLockNotFolder,
   parseHolder,
   type HostLockHolder,
   type HostLockState,
@@ -326,6 +327,7 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
 
   await refuseLinks(fs, dataDir, [HOST_LOCK_NAME, HOST_LOCK_HOLDER_NAME, GUARD_NAME]);
   await refuseHolderFolder(fs, holderPath);
+  await refuseLockNotFolder(fs, lockPath);
   const observed = await inspectHostLock({ dataDir, fs: rawFs });
   const verdict = observed.locked ? await judge(observed) : { reason: null, watch: false };
   if (observed.locked && verdict.reason === null) throw lockedError(dataDir, lockPath, observed.holder, observed.holderProblem);

@@ -51,5 +51,20 @@ describe("host lock files that are links leading outside the data dir", () => {
     execFileSync("mkfifo", [join(dataDir, HOST_LOCK_HOLDER_NAME)]);
     expect((await inspectHostLock({ dataDir })).holderProblem).toBe("a FIFO (named pipe), not a regular file");
   });
+
+  it("refuses a file at the lock folder's path at once, naming it, instead of watching it as a live lock and failing on its removal", async () => {
+    const dataDir = await tempDir();
+    await writeFile(join(dataDir, HOST_LOCK_NAME), "not a lock\n");
+    await utimes(join(dataDir, HOST_LOCK_NAME), new Date(0), new Date(0));
+    const logged: string[] = [];
+    const logger = { info: (m: string) => logged.push(m), warn: (m: string) => logged.push(m), error: (m: string) => logged.push(m) };
+    const error = await acquireHostLock({ dataDir, staleMs: 1_000, logger }).then(
+      (lock) => lock.release().then(() => null),
+      (e: unknown) => e as { code?: string; message?: string },
+    );
+    expect(error).toMatchObject({ code: "io_failed", message: expect.stringContaining(`${join(dataDir, HOST_LOCK_NAME)} is a file, not the folder a host makes there`) });
+    expect(logged.filter((m) => m.includes("taking over"))).toEqual([]);
+    expect(await snapshot(dataDir)).toEqual([`${HOST_LOCK_NAME} 11 0 not a lock\n`]);
+  });
 });
 
