@@ -104,6 +104,11 @@ Examples:
       // The state needs the whole log: folded event by event, none of them held; kept in the
       // process-wide summary cache (by run tree oid), which the pages below ask again.
       const summary = await summarizeRunLog(reads, runId);
+      // An entry that holds no log (a file or a link pushed where a run folder belongs, a folder
+      // with only grants.json): no run, as over HTTP; it was "0 events", exit 0.
+      if (summary.eventCount === 0 && summary.badCount === 0 && summary.problemCount === 0) {
+        throw new WorkflowHostError("run_not_found", `run ${runId} has no log in deployment ${repoId} (runs/${runId} holds none; workflow-host check names what is there); see workflow-host runs list`, { repoId, runId });
+      }
       const state = stateJson(summary.state);
       const problem = (b: BadEvent) => ({ path: b.path, seq: b.seq, code: b.error.code, message: b.error.message });
       // Pages are printed as they are read (--all holds one page at a time).
