@@ -9,6 +9,7 @@
  * The secret is given as `secretEnv` (the name of an environment variable: keeps it out of the
  * file) or `secret`.
  */
+import { DuplicateJsonKeyError, parseJsonText } from "../../src/config-json.js";
 import { WorkflowHostError } from "../../src/errors.js";
 import { checkConsumer } from "./dispatch-keys.js";
 import type { ConsumerOptions } from "./dispatch-types.js";
@@ -29,8 +30,9 @@ function invalid(detail: string, data: Record<string, unknown> = {}): WorkflowHo
 export function parseDispatchConfig(text: string, env: Readonly<Record<string, string | undefined>>): ConsumerOptions[] {
   let raw: unknown;
   try {
-    raw = JSON.parse(text);
+    raw = parseJsonText(text);
   } catch (error) {
+    if (error instanceof DuplicateJsonKeyError) throw invalid(error.message, { path: error.path });
     throw invalid(`not JSON (${error instanceof Error ? error.message : String(error)})`);
   }
   const list = (raw as { consumers?: unknown } | null)?.consumers;

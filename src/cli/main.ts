@@ -38,8 +38,8 @@ Every command but demo takes --data-dir DIR (or $WORKFLOW_HOST_DATA_DIR); a data
 not exist is data_dir_not_found (serve creates one with --init, repo create makes its own).
 
 Exit codes: 0 ok; 1 the operation failed (an error, check found problems, or a file a flag
-names cannot be read or is not valid: config_invalid); 2 a bad flag or
-flag value (unknown option, missing value, a malformed id, instant, cron or number).
+names cannot be read or is not valid: config_invalid); 2 a bad flag or flag value (unknown
+option, missing value, a malformed id, instant, cron or number).
 Errors are one line on stderr: "workflow-host: <code>: <message>".
 
 --json: every command prints one JSON object on stdout (its top-level keys are listed in the

@@ -74,6 +74,23 @@ export async function refuseHolderFolder(fs: LockFs, holderPath: string): Promis
 }
 
 /**
+ * Refuses something other than a folder at the lock folder's path (a file, a FIFO): no host makes
+ * one, and it was watched as a live lock of an unknown holder for `staleMs`, then failed with
+ * ENOTDIR when the takeover tried to remove it as a folder.
+ * @throws io_failed (`data.errno` "ENOTDIR", `data.cause` "not_a_folder") naming it
+ */
+export async function refuseLockNotFolder(fs: LockFs, lockPath: string): Promise<void> {
+  const found = await (fs.lstat !== undefined ? fs.lstat(lockPath) : fs.stat(lockPath)).catch(() => null);
+  const isDirectory = (found as { isDirectory?: () => boolean } | null)?.isDirectory;
+  if (found === null || isDirectory === undefined || isDirectory.call(found)) return;
+  throw new WorkflowHostError(
+    "io_failed",
+    `the host lock ${lockPath} is ${holderKind(found)}, not the folder a host makes there: remove it, then start again`,
+    { path: lockPath, errno: "ENOTDIR", cause: "not_a_folder" },
+  );
+}
+
+/**
  * A holder record written beside the holder file, before its rename: `host.lock.json.<token>.tmp`
  * (an acquire) or `host.lock.json.<token>.<n>.tmp` (heartbeat n of this lock).
  */
@@ -129,7 +146,7 @@ export async function readHolderRecord(fs: LockFs, path: string): Promise<Holder
     // lstat: a link is not a regular file, and what it leads to is not read.
     const stat: { isFile?: () => boolean; isSymbolicLink?: () => boolean; size?: number | bigint } = fs.lstat === undefined ? await fs.stat(path) : await fs.lstat(path);
     if (stat.isFile !== undefined && !stat.isFile()) {
-      return { holder: null, problem: `${stat.isSymbolicLink?.() === true ? "a symbolic link" : "something"}, not a regular file` };
+      return { holder: null, problem: `${holderKind(stat)}, not a regular file` };
     }
     if (stat.size !== undefined && Number(stat.size) > MAX_HOLDER_BYTES) return { holder: null, problem: `larger than ${MAX_HOLDER_BYTES} bytes` };
     return parseHolderText(await fs.readFile(path, "utf8"));
@@ -138,6 +155,18 @@ export async function readHolderRecord(fs: LockFs, path: string): Promise<Holder
     if (errno === "ENOENT" || errno === "ENOTDIR") return { holder: null, problem: null };
     throw error;
   }
+}
+
+/** What stands at the holder file's path when it is no regular file: "a FIFO (named pipe)", "a folder", … */
+function holderKind(stat: object): string {
+  const is = stat as Partial<Record<"isSymbolicLink" | "isDirectory" | "isFIFO" | "isSocket" | "isCharacterDevice" | "isBlockDevice" | "isFile", () => boolean>>;
+  if (is.isSymbolicLink?.() === true) return "a symbolic link";
+  if (is.isDirectory?.() === true) return "a folder";
+  if (is.isFIFO?.() === true) return "a FIFO (named pipe)";
+  if (is.isSocket?.() === true) return "a socket";
+  if (is.isCharacterDevice?.() === true || is.isBlockDevice?.() === true) return "a device";
+  if (is.isFile?.() === true) return "a file";
+  return "something other than a file";
 }
 
 export function lockFsOf(fs: unknown): LockFs {

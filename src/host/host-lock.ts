@@ -64,6 +64,7 @@ import {
   refuseHolderFolder,
   removePendingRecords,
   refuseLinks,
+  refuseLockNotFolder,
   parseHolder,
   type HostLockHolder,
   type HostLockState,
@@ -120,7 +121,8 @@ export interface HostLockOptions {
   /**
    * The guard's time sources (`host.lock.guard/` is shared with other processes on real time):
    * `clock` sets and judges the guard folder's mtime (default the system clock), `timers` run its
-   * retries, refreshes and time limits (default node's, unref'd).
+   * retries, refreshes and time limits (default node's, ref'd: an operation under the guard is
+   * awaited, so its waits keep the process alive until it settles, within its time limit).
    */
   readonly guard?: { readonly clock?: Clock; readonly timers?: Timers };
 }
@@ -186,7 +188,10 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
   // A heartbeat waits for another host's acquire or release at most this long, then fails and is
   // retried (the fence stops commits meanwhile).
   const heartbeatGuardTimeoutMs = Math.min(guardTimeoutMs, heartbeatMs);
-  const guardTimers = opts.guard?.timers ?? createSystemTimers({ unref: true });
+  // Ref'd: a guard operation is awaited (start, stop, a heartbeat) and clears its timers when it
+  // settles, within its limit. Unref'd, a start waiting for a guard another host held was the
+  // only thing left on the event loop, and `serve` exited 13 without a word, holding nothing.
+  const guardTimers = opts.guard?.timers ?? createSystemTimers();
   const pid = opts.pid ?? process.pid;
   const hostname = opts.hostname ?? osHostname();
   const isProcessAlive = opts.isProcessAlive ?? defaultIsProcessAlive;
@@ -322,6 +327,7 @@ export async function acquireHostLock(opts: HostLockOptions): Promise<HostLock> 
 
   await refuseLinks(fs, dataDir, [HOST_LOCK_NAME, HOST_LOCK_HOLDER_NAME, GUARD_NAME]);
   await refuseHolderFolder(fs, holderPath);
+  await refuseLockNotFolder(fs, lockPath);
   const observed = await inspectHostLock({ dataDir, fs: rawFs });
   const verdict = observed.locked ? await judge(observed) : { reason: null, watch: false };
   if (observed.locked && verdict.reason === null) throw lockedError(dataDir, lockPath, observed.holder, observed.holderProblem);

@@ -11,13 +11,15 @@
  * path and method (an unknown path 404 `route_not_found` whatever the method; a method the path
  * does not take 405 `method_not_allowed` with `Allow`, OPTIONS and TRACE included: no CORS
  * preflight is answered and nothing is echoed), token (401), query fields, ids and body (400,
- * 413: a query field the route does not take is refused, never ignored), the principal's right
+ * 413: a query field the route does not take is refused, never ignored, and so is a body on a
+ * GET, HEAD or DELETE), the principal's right
  * on the deployment through `authorize` (403), then the deployment and run (404). Errors are
  * `{code, message}` with the status of `HTTP_STATUS_BY_CODE`; a 500 never carries a stack trace.
  */
 import { DEFAULT_REF } from "../substrate/ref-name.js";
 import { METHODS } from "node:http";
 import { fastify, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
+import { DuplicateJsonKeyError, parseJsonText } from "../config-json.js";
 import { describeValue, isWorkflowHostError, WorkflowHostError } from "../errors.js";
 import { listPendingTimers } from "../host/list-pending-timers.js";
 import type { WorkflowHost } from "../host/host.js";
@@ -35,10 +37,11 @@ import { ARCHIVE_REF, archivedRunError } from "../workflow/run-archive.js";
 import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
 import { loadDashboardAssets } from "./dashboard-assets.js";
 import { clientErrorResponse, errorReply, HTTP_STATUS_BY_CODE, HttpError, serverFailureMessage } from "./http-errors.js";
-import { nextTicks, objectBody, onlyQueryFields, pageQuery, presentedToken } from "./http-request.js";
+import { nextTicks, noBody, objectBody, onlyQueryFields, pageQuery, presentedToken } from "./http-request.js";
 import { streamLiveEvents } from "./live-event-stream.js";
 
 import type { HttpHandlerOptions } from "./http-handler-options.js";
+import type { ReplaceableTokens } from "./http-tokens.js";
 import type { Duplex } from "node:stream";
 
 export type { HttpHandlerOptions } from "./http-handler-options.js";
@@ -99,6 +102,9 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     // off, so a client trickling a body held its connection for ever. Responses (the live
     // feed) are not limited by it.
     requestTimeout: 60_000,
+    // Node answered an HTTP/1.1 request without Host itself, 400 with an empty body; it is
+    // refused in the first hook instead, with `{code, message}` like everything node refuses.
+    http: { requireHostHeader: false },
     // Ids reach 128 (repo, run) and 256 (timer, signal) characters: fastify's default cap of 100
     // refused valid ones. Anything longer than an id is refused below with the API's own body.
     routerOptions: { maxParamLength: MAX_PATH_PARAM_CHARS },
@@ -146,9 +152,10 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     const text = typeof body === "string" ? body : body.toString("utf8");
     if (text.trim() === "") return done(null, undefined);
     try {
-      done(null, JSON.parse(text));
-    } catch {
-      done(new HttpError("body_invalid", "the body is not valid JSON"), undefined);
+      done(null, parseJsonText(text));
+    } catch (error) {
+      // A key given twice would count once, as whichever came last (a signalId, a payload's field).
+      done(new HttpError("body_invalid", error instanceof DuplicateJsonKeyError ? `the body is not valid: ${error.message}` : "the body is not valid JSON"), undefined);
     }
   });
 
@@ -164,11 +171,23 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
   });
 
   app.addHook("onRequest", async (request) => {
+    // What is not a valid request whatever its path (RFC 9112 §3.2: an HTTP/1.1 request names its
+    // Host; RFC 9110 §5.3: Authorization is no list, so two of them are two different claims).
+    if (request.raw.httpVersion === "1.1" && request.headers.host === undefined) throw new HttpError("request_invalid", "an HTTP/1.1 request needs a Host header");
+    // Node kept the first Authorization and joined two tokens with ", ": a proxy reading the last
+    // one would have checked another token than the host. (One of each is taken: a proxy's own
+    // `Authorization: Basic` beside the host's X-Workflow-Host-Token.)
+    const names = request.raw.rawHeaders.filter((_, i) => i % 2 === 0).map((name) => name.toLowerCase());
+    for (const header of ["authorization", "x-workflow-host-token"]) {
+      if (names.indexOf(header) !== names.lastIndexOf(header)) throw new HttpError("request_invalid", `${header === "authorization" ? "Authorization" : "X-Workflow-Host-Token"} is given more than once; send one token in one header`);
+    }
     const url = request.routeOptions.url;
     // An unknown path (404, whatever the method) and a method its path does not take (405) need
     // no token: they reveal nothing. Both are answered here, first: a body is never parsed for
     // them, so a bad one (or a QUERY without Content-Type) cannot turn them into a 400 or 415.
-    if (url === undefined) throw routeNotFound(request);
+    // The asterisk form (`OPTIONS * HTTP/1.1`, or `GET *`) names no path: the router took it for
+    // `/` and `GET *` served the dashboard, `OPTIONS *` was 405.
+    if (url === undefined || request.raw.url === "*") throw routeNotFound(request);
     const allow = (request.routeOptions.config as { allow?: string }).allow;
     if (allow !== undefined) throw new HttpError("method_not_allowed", `${url} takes ${allow}, not ${request.method}`, { allow });
     if (openRoutes.has(url)) return;
@@ -184,23 +203,37 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
   app.addHook("preClose", async () => {
     for (const end of streams) end();
   });
+  // Replaced tokens (serve --tokens follows its file): a live stream keeps the principal it was
+  // opened with, so each is ended and its client reconnects with its token, checked anew.
+  const onReplace = (opts.tokens as Partial<ReplaceableTokens> | undefined)?.onReplace;
+  if (typeof onReplace === "function") {
+    const stop = onReplace.call(opts.tokens, () => {
+      for (const end of [...streams]) end();
+    });
+    app.addHook("onClose", async () => {
+      stop();
+    });
+  }
 
   /**
    * Registers a route. `query` is what it takes in the query string: the field names (default
    * none; any other field is 400 body_invalid before the handler runs), "page" for a route whose
    * handler reads its whole query with `pageQuery` (page_invalid), or "ignored" for the
-   * dashboard's static files (a cache-busting `?v=` is no mistake there).
+   * dashboard's static files (a cache-busting `?v=` is no mistake there). A route of another
+   * method than PUT and POST refuses a body (400 body_invalid, see `noBody`).
    */
   function route(method: Method, url: string, handler: Handler, options: { open?: boolean; query?: readonly string[] | "page" | "ignored" } = {}): void {
     if (options.open === true) openRoutes.add(url);
     const query = options.query ?? [];
-    const checked: Handler =
-      typeof query === "string"
-        ? handler
-        : async (request, reply) => {
-            onlyQueryFields(request.query, query);
-            return handler(request, reply);
-          };
+    // Only PUT and POST routes take a body (their handlers read it with objectBody). A GET or
+    // DELETE with one is refused, not dropped: `DELETE …/timers/t` with `{"reason":"paid"}`
+    // cancelled without the reason, and a body on a GET would be a filter that filters nothing.
+    const takesBody = method === "PUT" || method === "POST";
+    const checked: Handler = async (request, reply) => {
+      if (typeof query !== "string") onlyQueryFields(request.query, query);
+      if (!takesBody) noBody(request, Array.isArray(query) && query.length > 0 ? `; it takes ${query.join(", ")} in the query (?${query[0]}=…)` : "");
+      return handler(request, reply);
+    };
     const methods = methodsByUrl.get(url) ?? new Set<Method>();
     methods.add(method);
     if (method === "GET") methods.add("HEAD");

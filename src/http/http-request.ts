@@ -49,6 +49,22 @@ export function onlyQueryFields(query: unknown, fields: readonly string[]): void
   throw new HttpError("body_invalid", `${unknownQueryField(unknown[0]!)}; ${fields.length === 0 ? "this route takes no query" : `allowed: ${fields.join(", ")}`}`);
 }
 
+/**
+ * Refuses a body on a route that takes none (GET, HEAD, DELETE): what a client sends there
+ * (`{"reason":"paid"}` on a cancel, `{"repoId":…}` on a list) would otherwise be dropped without
+ * a word. A request has a body when it says `Transfer-Encoding`, or a `Content-Length` other
+ * than 0 (fastify parses no GET body, and a DELETE body only with a `Content-Type`, so the
+ * headers are what tells).
+ * @param hint appended to the message (e.g. where the route takes its fields)
+ * @throws body_invalid for a request with a body
+ */
+export function noBody(request: FastifyRequest, hint = ""): void {
+  const length = request.headers["content-length"];
+  const chunked = request.headers["transfer-encoding"] !== undefined;
+  if (!chunked && (length === undefined || /^0+$/.test(length))) return;
+  throw new HttpError("body_invalid", `${request.method} takes no body${hint}`);
+}
+
 /** "unknown query field "<name>"", the name cut to 64 characters. */
 function unknownQueryField(name: string): string {
   return `unknown query field ${JSON.stringify(name.length > 64 ? `${name.slice(0, 64)}…` : name)}`;

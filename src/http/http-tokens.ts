@@ -13,6 +13,7 @@
  * Tokens are compared by their SHA-256, so a lookup takes the same time whatever the token.
  */
 import { createHash } from "node:crypto";
+import { DuplicateJsonKeyError, describePath, parseJsonText } from "../config-json.js";
 import { readCappedText } from "../substrate/capped-read.js";
 import { WorkflowHostError, describeValue } from "../errors.js";
 import type { Authorize, Principal } from "../substrate/types.js";
@@ -89,6 +90,40 @@ export function parseTokenFile(json: unknown, source = "the token file"): TokenA
   return { authenticate, authorize, principals: [...new Set([...byHash.values()].map((p) => p.name))] };
 }
 
+/** Token rights that can be replaced while served (what `serve --tokens` uses to follow its file). */
+export interface ReplaceableTokens extends TokenAuth {
+  /** Puts `next` in place: every request authenticated from now on is checked against it. */
+  replace(next: TokenAuth): void;
+  /**
+   * Calls `listener` after each {@link ReplaceableTokens.replace}. `createHttpHandler` ends its
+   * live streams then: a stream keeps the principal it was opened with, so one of a token taken
+   * out of the file would go on; its client reconnects with its token, checked anew.
+   * @returns a function that removes the listener
+   */
+  onReplace(listener: () => void): () => void;
+}
+
+/** {@link TokenAuth} that starts as `initial` and can be replaced (see {@link ReplaceableTokens}). */
+export function replaceableTokens(initial: TokenAuth): ReplaceableTokens {
+  let current = initial;
+  const listeners = new Set<() => void>();
+  return {
+    authenticate: (token) => current.authenticate(token),
+    authorize: (principal, repoId, ref, action) => current.authorize(principal, repoId, ref, action),
+    get principals() {
+      return current.principals;
+    },
+    replace(next) {
+      current = next;
+      for (const listener of [...listeners]) listener();
+    },
+    onReplace(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+  };
+}
+
 /** Largest token file read (bytes): 16 MiB, far above any real token file (a few KB). */
 export const MAX_TOKEN_FILE_BYTES = 16 * 1024 * 1024;
 
@@ -108,11 +143,24 @@ export async function loadTokenFile(path: string): Promise<TokenAuth> {
   }
   let json: unknown;
   try {
-    json = JSON.parse(text);
+    json = parseJsonText(text);
   } catch (error) {
+    if (error instanceof DuplicateJsonKeyError) throw new WorkflowHostError("config_invalid", `token file ${path}: ${duplicateKeyMessage(error)}`, { path }, { cause: error });
     throw new WorkflowHostError("config_invalid", `token file ${path} is not JSON: ${(error as Error).message}`, { path }, { cause: error });
   }
   return parseTokenFile(json, `token file ${path}`);
+}
+
+/**
+ * A key given twice in a token file, told without the token: a token listed twice (whichever
+ * entry came last would be its only one, the rights of the other dropped) or a field given twice
+ * in a token's entry.
+ */
+function duplicateKeyMessage(error: DuplicateJsonKeyError): string {
+  const [top, token, ...rest] = error.path;
+  if (top !== "tokens") return error.message;
+  if (token === undefined) return "a token is listed twice in tokens; only its last entry would count: give each token one entry";
+  return `the key ${JSON.stringify(error.key)} is given twice in ${describePath(["tokens", "<a token>", ...rest])}; only the last would count`;
 }
 
 function hashToken(token: string): string {

@@ -1,3 +1,4 @@
+import { DuplicateJsonKeyError, parseJsonText } from "../../config-json.js";
 import type { RunOutcome } from "../../host/end-run.js";
 import { parseRepoId, parseRunId } from "../../workflow/ids.js";
 import { checkFlags, dataDirFlag, dataDirOption, requiredFlag, stringFlag, usageError } from "../args.js";
@@ -62,8 +63,9 @@ Example:
 function parseDataFlag(command: string, raw: string): Record<string, unknown> {
   let value: unknown;
   try {
-    value = JSON.parse(raw);
-  } catch {
+    value = parseJsonText(raw);
+  } catch (error) {
+    if (error instanceof DuplicateJsonKeyError) throw usageError(command, `--data is not valid: ${error.message}`);
     value = undefined;
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) {

@@ -108,6 +108,11 @@ Examples:
       const summary = await summarizeRunLog(reads, runId).catch((error: unknown) => {
         throw asUnreadableRunError(repoId, runId, error, "nothing of it can be shown");
       });
+      // An entry that holds no log (a file or a link pushed where a run folder belongs, a folder
+      // with only grants.json): no run, as over HTTP; it was "0 events", exit 0.
+      if (summary.eventCount === 0 && summary.badCount === 0 && summary.problemCount === 0) {
+        throw new WorkflowHostError("run_not_found", `run ${runId} has no log in deployment ${repoId} (runs/${runId} holds none; workflow-host check names what is there); see workflow-host runs list`, { repoId, runId });
+      }
       const state = stateJson(summary.state);
       const problem = (b: BadEvent) => ({ path: b.path, seq: b.seq, code: b.error.code, message: b.error.message });
       // Pages are printed as they are read (--all holds one page at a time).

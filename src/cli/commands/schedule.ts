@@ -3,6 +3,7 @@
  * (seams/scheduler/schedule-controls.ts). Every write is an event in the run's log, decided under the
  * repo lock, so these are safe next to a running host, which picks them up through its tail.
  */
+import { DuplicateJsonKeyError, parseJsonText } from "../../config-json.js";
 import { readConfigFile } from "../read-config-file.js";
 import { resolve } from "node:path";
 import type { ScheduleControls } from "../../../seams/scheduler/schedule-controls.js";
@@ -388,9 +389,10 @@ Example:
     }
     let desired: unknown;
     try {
-      desired = JSON.parse(text);
+      desired = parseJsonText(text);
     } catch (error) {
-      throw new WorkflowHostError("config_invalid", `schedules file ${file} is not JSON (${reason(error)})`, { file }, { cause: error });
+      const what = error instanceof DuplicateJsonKeyError ? `is not valid: ${reason(error)}` : `is not JSON (${reason(error)})`;
+      throw new WorkflowHostError("config_invalid", `schedules file ${file} ${what}`, { file }, { cause: error });
     }
     const onRunWritten = (done: number, total: number): void => {
       if (done !== total && done % 100 !== 0) return;

@@ -98,6 +98,10 @@ Options:
       --fetch-every-ms N  fetch served deployments this often to see pushes by others
                           (default 5000, 0 = only at takeover and after a refused push)
 
+The token file is followed while serving: a change is read and checked within a second, and a
+token taken out is refused from then on (live streams reconnect); a changed file that is not
+valid changes nothing and is logged.
+
 FILE (--dispatch, --tokens) is a regular file of at most 64 MiB (tokens: 16 MiB); a FIFO,
 device or folder is refused before it is read. A FILE that cannot be read or is not valid is
 config_invalid, exit 1 (as for schedule sync --file); a bad flag is exit 2.
@@ -178,6 +182,7 @@ Examples:
       onRepeat: () => logger.warn("already stopping; waiting for the commit in flight"),
     });
     let app: { close(): Promise<unknown>; server: { closeAllConnections(): void } } | null = null;
+    let stopFollowingTokens = (): void => undefined;
     try {
       await host.start();
       // Named once per start: later discoveries pass over them quietly.
@@ -196,6 +201,7 @@ Examples:
         // What the socket is bound to: fastify's own answer names 127.0.0.1 for a 0.0.0.0 bind.
         const { describeBoundAddress } = await import("../../http/listen-address.js");
         const { url, loopbackOnly } = describeBoundAddress(server.server.address() as AddressInfo);
+        stopFollowingTokens = followTokenFile(http, logger);
         if (json) printLine(io, JSON.stringify({ ts: io.clock().toISOString(), event: "http", url, loopbackOnly }));
         else printLine(io, `http on ${url} (dashboard at ${url}/, API under ${url}/v1)${loopbackOnly ? "" : "; reachable from other machines"}`);
       }
@@ -221,6 +227,7 @@ Examples:
       else printLine(io, `stopped on ${signal}: ${end.fired} fired, ${end.skippedTicks} ticks skipped, lock released`);
       return 0;
     } finally {
+      stopFollowingTokens();
       signals.dispose();
       // The host has stopped (or never started): a request still open, such as a client
       // trickling its body, would be answered 503 at best, so it is not waited for (it held the
@@ -364,8 +371,58 @@ async function httpFlags(values: Parameters<CliCommand["run"]>[0]) {
  * @throws config_invalid for a file that cannot be read or is not a valid token file (exit 1)
  */
 async function readTokens(tokensFile: string) {
-  const [{ loadTokenFile }, { createHostMonitor }] = await Promise.all([import("../../http/http-tokens.js"), import("../../http/host-monitor.js")]);
-  return { tokens: await loadTokenFile(tokensFile), monitor: createHostMonitor() };
+  const [{ loadTokenFile, replaceableTokens }, { createHostMonitor }] = await Promise.all([import("../../http/http-tokens.js"), import("../../http/host-monitor.js")]);
+  // Looked at before it is read: a change made while it is read is seen by the first look after.
+  const seen = await fileIdentity(tokensFile);
+  return { tokens: replaceableTokens(await loadTokenFile(tokensFile)), monitor: createHostMonitor(), tokensFile, seen, loadTokenFile };
+}
+
+/** How often `serve` looks at its token file for a change (ms). */
+const TOKEN_FILE_CHECK_MS = 1_000;
+
+/** What tells a changed file: its inode (a rename put another file there), size, mtime and ctime; null when it is gone. */
+async function fileIdentity(path: string): Promise<string | null> {
+  const { stat } = await import("node:fs/promises");
+  try {
+    const s = await stat(path, { bigint: true });
+    return `${s.ino}:${s.size}:${s.mtimeNs}:${s.ctimeNs}`;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Follows the token file while serving: it is looked at every second, and a changed one is read
+ * and checked as at start and put in place, so a token taken out of the file is refused (401)
+ * from then on, without a restart; open live streams end (their clients reconnect and are
+ * checked anew). A file that cannot be read or is not valid (a save half done, a typo) changes
+ * nothing: the tokens in place stay, and it is logged once per change.
+ * @returns a function that stops following
+ */
+function followTokenFile(http: Awaited<ReturnType<typeof readTokens>>, logger: ReturnType<typeof createCliLogger>): () => void {
+  let seen = http.seen;
+  let looking = false;
+  const look = async (): Promise<void> => {
+    const now = await fileIdentity(http.tokensFile);
+    if (now === seen) return;
+    seen = now;
+    try {
+      const next = await http.loadTokenFile(http.tokensFile);
+      http.tokens.replace(next);
+      logger.info(`token file ${http.tokensFile} read again: ${plural(next.principals.length, "principal")} (${next.principals.join(", ")}); live streams reconnect`, { file: http.tokensFile, principals: next.principals });
+    } catch (error) {
+      logger.error(`token file ${http.tokensFile} changed but was not taken (the tokens read before stay in place until it is valid): ${error instanceof Error ? error.message : String(error)}`, { file: http.tokensFile });
+    }
+  };
+  const timer = setInterval(() => {
+    if (looking) return;
+    looking = true;
+    void look().finally(() => {
+      looking = false;
+    });
+  }, TOKEN_FILE_CHECK_MS);
+  timer.unref();
+  return () => clearInterval(timer);
 }
 
 /**

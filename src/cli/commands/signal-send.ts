@@ -1,3 +1,4 @@
+import { DuplicateJsonKeyError, parseJsonText } from "../../config-json.js";
 import { parseRepoId, parseRunId, parseSignalId, parseSignalName } from "../../workflow/ids.js";
 import { assertJsonValue } from "../../workflow/json-value.js";
 import { checkFlags, dataDirFlag, dataDirOption, requiredFlag, stringFlag, usageError } from "../args.js";
@@ -54,8 +55,9 @@ Examples:
     let payload: unknown = null;
     if (rawPayload !== undefined) {
       try {
-        payload = JSON.parse(rawPayload);
-      } catch {
+        payload = parseJsonText(rawPayload);
+      } catch (error) {
+        if (error instanceof DuplicateJsonKeyError) throw usageError(NAME, `--payload is not valid: ${error.message}`);
         throw usageError(NAME, `--payload is not JSON: ${rawPayload.length > 60 ? `${rawPayload.slice(0, 57)}...` : rawPayload}`);
       }
     }

@@ -109,4 +109,53 @@ describe("a file option naming a file with bad content", () => {
     expect(badFlag.stderr).toMatch(/^workflow-host: usage: /);
     expect(existsSync(dataDir)).toBe(false);
   });
+
+  // JSON.parse keeps the last of a key given twice and drops the first without a word: a token
+  // listed twice kept only the rights of its last entry, a series declared with two runIds went
+  // to the second. A leading UTF-8 byte order mark (some Windows editors write one) was "not JSON".
+  it("refuses a key given twice (config_invalid, exit 1, naming the key but never a token) and reads a file that starts with a byte order mark", async () => {
+    const root = await tempDir();
+    const token = "c0ffee-secret-token-0123";
+    const files: Record<string, [string, string[], RegExp]> = {
+      "schedule sync --file": [
+        '[{"runId":"r1","timerId":"h","cron":"0 * * * *","runId":"r2"}]',
+        ["schedule", "sync", "-d", join(root, "sync-data"), "-r", "dep", "--dry-run", "--file"],
+        /the key "runId" is given twice in \[0\]; only the last would count/,
+      ],
+      "serve --dispatch": [
+        '{"consumers":[{"name":"wake","url":"https://example.com/w","secretEnv":"WAKE_SECRET","filter":{"types":["TimerFired"],"types":["SignalReceived"]}}]}',
+        ["serve", "-d", join(root, "data"), "--init", "--dispatch"],
+        /the key "types" is given twice in consumers\[0\]\.filter; only the last would count/,
+      ],
+      "serve --tokens (a token twice)": [
+        `{"tokens":{"${token}":{"principal":"ops","deployments":{"*":["read","write"]}},"${token}":{"principal":"viewer","deployments":{"payments":["read"]}}}}`,
+        ["serve", "-d", join(root, "data"), "--init", "--http", "127.0.0.1:0", "--tokens"],
+        /a token is listed twice in tokens; only its last entry would count/,
+      ],
+      "serve --tokens (a deployment twice)": [
+        `{"tokens":{"${token}":{"principal":"ops","deployments":{"payments":["read"],"payments":["read","write"]}}}}`,
+        ["serve", "-d", join(root, "data"), "--init", "--http", "127.0.0.1:0", "--tokens"],
+        /the key "payments" is given twice in tokens\["<a token>"\]\.deployments; only the last would count/,
+      ],
+    };
+    expect((await runCliProcess(["repo", "create", "-d", join(root, "sync-data"), "-r", "dep"])).code).toBe(0);
+    for (const [what, [text, argv, message]] of Object.entries(files)) {
+      const file = join(root, `${what.replace(/[^a-z]+/g, "-")}.json`);
+      await writeFile(file, text);
+      const run = await runCliProcess([...argv, file]);
+      expect({ what, code: run.code, stderr: run.stderr }).toMatchObject({ what, code: 1, stderr: expect.stringMatching(/^workflow-host: config_invalid: /) });
+      expect(run.stderr).toMatch(message);
+      expect(run.stderr).not.toContain(token);
+    }
+    expect(existsSync(join(root, "data"))).toBe(false);
+    // A byte order mark before the JSON is skipped.
+    const bom = join(root, "bom.json");
+    await writeFile(bom, '\ufeff[{"runId":"r1","timerId":"h","cron":"0 * * * *"}]');
+    const sync = await runCliProcess(["schedule", "sync", "-d", join(root, "sync-data"), "-r", "dep", "--dry-run", "--file", bom]);
+    expect([sync.code, sync.stdout]).toEqual([0, expect.stringContaining("1 to create")]);
+    const tokens = join(root, "bom-tokens.json");
+    await writeFile(tokens, `\ufeff{"tokens":{"${token}":{"principal":"ops","deployments":{"*":["read"]}}}}`);
+    expect((await loadTokenFile(tokens)).principals).toEqual(["ops"]);
+  });
 });
+

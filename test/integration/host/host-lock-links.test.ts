@@ -3,10 +3,11 @@
  * data dir: taking the lock is refused with path_escapes_data_dir at once, having read nothing
  * through the link and written nothing outside.
  */
+import { execFileSync } from "node:child_process";
 import { mkdir, symlink, utimes, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { acquireHostLock, HOST_LOCK_HOLDER_NAME, HOST_LOCK_NAME } from "../../../src/host/host-lock.js";
+import { acquireHostLock, HOST_LOCK_HOLDER_NAME, HOST_LOCK_NAME, inspectHostLock } from "../../../src/host/host-lock.js";
 import { useTempDirs } from "../../helpers/temp-dir.js";
 import { dirSnapshot } from "../../helpers/dir-snapshot.js";
 import { settledCode } from "../../helpers/expect-code.js";
@@ -43,4 +44,27 @@ describe("host lock files that are links leading outside the data dir", () => {
     expect(await outcome(() => acquireHostLock({ dataDir, staleMs: 2_000 }))).toBe("path_escapes_data_dir");
     expect(await snapshot(outside)).toEqual(before);
   });
+
+  it("names what stands at the holder file's path when it is no file (a FIFO is never opened)", async () => {
+    const dataDir = await tempDir();
+    await mkdir(join(dataDir, HOST_LOCK_NAME));
+    execFileSync("mkfifo", [join(dataDir, HOST_LOCK_HOLDER_NAME)]);
+    expect((await inspectHostLock({ dataDir })).holderProblem).toBe("a FIFO (named pipe), not a regular file");
+  });
+
+  it("refuses a file at the lock folder's path at once, naming it, instead of watching it as a live lock and failing on its removal", async () => {
+    const dataDir = await tempDir();
+    await writeFile(join(dataDir, HOST_LOCK_NAME), "not a lock\n");
+    await utimes(join(dataDir, HOST_LOCK_NAME), new Date(0), new Date(0));
+    const logged: string[] = [];
+    const logger = { info: (m: string) => logged.push(m), warn: (m: string) => logged.push(m), error: (m: string) => logged.push(m) };
+    const error = await acquireHostLock({ dataDir, staleMs: 1_000, logger }).then(
+      (lock) => lock.release().then(() => null),
+      (e: unknown) => e as { code?: string; message?: string },
+    );
+    expect(error).toMatchObject({ code: "io_failed", message: expect.stringContaining(`${join(dataDir, HOST_LOCK_NAME)} is a file, not the folder a host makes there`) });
+    expect(logged.filter((m) => m.includes("taking over"))).toEqual([]);
+    expect(await snapshot(dataDir)).toEqual([`${HOST_LOCK_NAME} 11 0 not a lock\n`]);
+  });
 });
+

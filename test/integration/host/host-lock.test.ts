@@ -1,7 +1,7 @@
 /**
  * The host lock between real processes (cases D1, D3).
  */
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { gitAt } from "../../helpers/git-cli.js";
@@ -59,6 +59,17 @@ describe("host lock across processes", () => {
     const fired = firesOf(await gitRunLog(join(dataDir, "deployments", "dep.git"), "r1"), "tick");
     const ticks = fired.map((e) => String(e.data?.["scheduledFor"]));
     expect(new Set(ticks).size).toBe(ticks.length);
+  });
+
+  it("waits for the guard another host holds (host.lock.guard/, made while it takes or releases the lock) instead of exiting without a word", async () => {
+    const dataDir = await newDataDir();
+    // As another host leaves it in the middle of an acquire: fresh, so it is waited for, and it
+    // goes stale after 2 s (nobody refreshes it), so it is then removed and the lock taken.
+    mkdirSync(join(dataDir, "host.lock.guard"));
+    const serve = spawnCli(["serve", "--data-dir", dataDir]);
+    const outcome = await Promise.race([serve.waitFor(/^serving /, 30_000).then(() => "serving"), serve.exited.then((exit) => `exited ${exit.code} ${serve.stderr()}`)]);
+    expect(outcome).toBe("serving");
+    expect(await terminate(serve)).toBe(0);
   });
 
   it("takes over the lock of a SIGKILLed host, logs the takeover, and fires its timers once (D3)", async () => {

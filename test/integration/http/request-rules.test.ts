@@ -46,6 +46,19 @@ function send(h: HttpHarness, method: string, path: string, headers: Record<stri
   });
 }
 
+/** Raw bytes on a connection of their own; resolves with everything answered until it closes. */
+function rawRequest(h: HttpHarness, bytes: string): Promise<string> {
+  const { hostname, port } = new URL(h.baseUrl);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname, () => socket.write(bytes));
+    let text = "";
+    socket.setEncoding("utf8");
+    socket.on("data", (chunk: string) => (text += chunk));
+    socket.on("close", () => resolve(text));
+    socket.on("error", reject);
+  });
+}
+
 /** A path of every route, and the methods it takes. */
 const ROUTES: ReadonlyArray<readonly [string, string]> = [
   ["/healthz", "GET, HEAD"],
@@ -92,6 +105,11 @@ describe("methods", () => {
         expect({ path, method, status: answer.status }).toEqual({ path, method, status: 404 });
         if (method !== "HEAD") expect((JSON.parse(answer.text) as { code: string }).code).toBe("route_not_found");
       }
+    }
+    // The asterisk form names no path either (it was routed as "/": GET * served the dashboard).
+    for (const method of ["GET", "HEAD", "OPTIONS", "POST"]) {
+      const answer = await rawRequest(h, `${method} * HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+      expect({ method, status: answer.split("\r\n")[0] }).toEqual({ method, status: "HTTP/1.1 404 Not Found" });
     }
     for (const path of ["/v1/deployments", "/v1/nothing-here"]) {
       const traced = await send(h, "TRACE", path, { authorization: `Bearer ${ADMIN_TOKEN}`, "x-probe": "echo-me-7f3a" });
@@ -157,3 +175,68 @@ describe("query fields", () => {
     expect(queries.map((q) => q.replace(/\$\{[^}]*\}/g, "X"))).toEqual(["/v1/deployments/X/runs/X/events?after=X"]);
   });
 });
+
+describe("bodies", () => {
+  it("refuses a body on a route that takes none (GET, HEAD, DELETE) instead of dropping it, and writes nothing", async () => {
+    const h = await start();
+    await h.request("/v1/deployments/payments/runs/r1/timers/t1", { method: "PUT", body: JSON.stringify({ delayMs: 3_600_000 }) });
+    const cancel = "/v1/deployments/payments/runs/r1/timers/t1";
+    const auth = { authorization: `Bearer ${ADMIN_TOKEN}` };
+    // The reason in the body, as JSON and without a content type: not a cancel without a reason.
+    for (const headers of [{ ...auth, "content-type": "application/json" }, auth]) {
+      const answer = await send(h, "DELETE", cancel, headers, JSON.stringify({ reason: "paid" }));
+      expect({ status: answer.status, body: JSON.parse(answer.text) as unknown }).toEqual({
+        status: 400,
+        body: { code: "body_invalid", message: "body_invalid: DELETE takes no body; it takes reason in the query (?reason=…)" },
+      });
+    }
+    // A body on a read route is not a filter.
+    for (const path of ["/v1/timers", "/v1/deployments/payments/timers", "/v1/deployments/payments/runs/r1/events", "/v1/fires", "/healthz"]) {
+      const answer = await send(h, "GET", path, auth, JSON.stringify({ repoId: "shipping" }));
+      expect({ path, status: answer.status, code: (JSON.parse(answer.text) as { code: string }).code }).toEqual({ path, status: 400, code: "body_invalid" });
+    }
+    const chunked = await send(h, "GET", "/v1/timers", { ...auth, "transfer-encoding": "chunked" });
+    expect(chunked.status).toBe(400);
+    // Nothing was cancelled; an empty body (Content-Length: 0) is no body.
+    expect((await h.request("/v1/deployments/payments/timers").then(jsonOf)).body["timers"]).toHaveLength(1);
+    expect((await send(h, "GET", "/v1/timers", auth, "")).status).toBe(200);
+    const done = await send(h, "DELETE", `${cancel}?reason=paid`, auth, "");
+    expect([done.status, (JSON.parse(done.text) as { outcome: string }).outcome]).toEqual([200, "cancelled"]);
+  });
+
+  it("refuses a body that gives a key twice (only the last would count), and writes nothing", async () => {
+    const h = await start();
+    const put = await jsonOf(await h.request("/v1/deployments/payments/runs/r1/timers/t1", { method: "PUT", body: '{"delayMs":3600000,"delayMs":1000}' }));
+    expect([put.status, put.body["code"], put.body["message"]]).toEqual([400, "body_invalid", 'body_invalid: the body is not valid: the key "delayMs" is given twice in the top-level object; only the last would count']);
+    const signal = await jsonOf(await h.request("/v1/deployments/payments/runs/r1/signals", { method: "POST", body: '{"signalName":"approve","payload":{"by":"ana","by":"bob"}}' }));
+    expect([signal.status, signal.body["message"]]).toEqual([400, 'body_invalid: the body is not valid: the key "by" is given twice in payload; only the last would count']);
+    expect((await jsonOf(await h.request("/v1/deployments/payments/runs/r1"))).status).toBe(404);
+    // The same key in two objects is no repetition; a leading byte order mark is skipped.
+    const ok = await h.request("/v1/deployments/payments/runs/r1/signals", { method: "POST", body: '\ufeff{"signalName":"approve","payload":{"signalName":"x"}}' });
+    expect(ok.status).toBe(200);
+  });
+});
+
+describe("requests", () => {
+  it("answers an HTTP/1.1 request without Host and one with a token header twice with 400 {code, message}", async () => {
+    const h = await start();
+    const auth = `Authorization: Bearer ${ADMIN_TOKEN}\r\n`;
+    const answerOf = (raw: string): { status: string; body: Record<string, unknown> } => ({
+      status: raw.split("\r\n")[0] ?? "",
+      body: JSON.parse(raw.slice(raw.indexOf("\r\n\r\n") + 4)) as Record<string, unknown>,
+    });
+    // Node answered this itself: 400 and an empty chunked body.
+    const hostless = answerOf(await rawRequest(h, `GET /v1/deployments HTTP/1.1\r\n${auth}Connection: close\r\n\r\n`));
+    expect([hostless.status, hostless.body["code"]]).toEqual(["HTTP/1.1 400 Bad Request", "request_invalid"]);
+    // Node kept the first of two Authorization headers (the valid one here) and served it.
+    const twice = answerOf(await rawRequest(h, `GET /v1/deployments HTTP/1.1\r\nHost: x\r\n${auth}Authorization: Bearer someone-elses-token-000\r\nConnection: close\r\n\r\n`));
+    expect([twice.status, twice.body["code"]]).toEqual(["HTTP/1.1 400 Bad Request", "request_invalid"]);
+    const tokensTwice = answerOf(await rawRequest(h, `GET /v1/deployments HTTP/1.1\r\nHost: x\r\nX-Workflow-Host-Token: ${ADMIN_TOKEN}\r\nX-Workflow-Host-Token: ${ADMIN_TOKEN}\r\nConnection: close\r\n\r\n`));
+    expect(tokensTwice.body["code"]).toBe("request_invalid");
+    // HTTP/1.0 needs no Host; a proxy's own Authorization beside the host's token header is one of each.
+    expect((await rawRequest(h, `GET /v1/deployments HTTP/1.0\r\n${auth}\r\n`)).split("\r\n")[0]).toBe("HTTP/1.1 200 OK");
+    const beside = await rawRequest(h, `GET /v1/deployments HTTP/1.1\r\nHost: x\r\nAuthorization: Basic cHJveHk6cGFzcw==\r\nX-Workflow-Host-Token: ${ADMIN_TOKEN}\r\nConnection: close\r\n\r\n`);
+    expect(beside.split("\r\n")[0]).toBe("HTTP/1.1 200 OK");
+  });
+});
+

@@ -3,13 +3,13 @@
  * with the token file's rights, and stops on SIGTERM with exit 0; `--http` without `--tokens`
  * is a usage error (exit 2).
  */
-import { writeFile } from "node:fs/promises";
+import { rename, writeFile } from "node:fs/promises";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { useTempDirs } from "../../helpers/temp-dir.js";
-import { cliInProcess, killAllChildren, lockLeft, spawnCli } from "../host/cli-child.js";
-import { TOKEN_FILE, ADMIN_TOKEN } from "./http-harness.js";
+import { cliInProcess, killAllChildren, lockLeft, pollUntil, spawnCli } from "../host/cli-child.js";
+import { TOKEN_FILE, ADMIN_TOKEN, PAYMENTS_TOKEN } from "./http-harness.js";
 
 const tempDir = useTempDirs("wh-serve-http-");
 afterEach(() => {
@@ -34,6 +34,38 @@ describe("workflow-host serve --http", () => {
     serve.kill("SIGTERM");
     expect(await serve.exited).toEqual({ code: 0, signal: null });
     expect(lockLeft(dataDir)).toBe(false);
+  });
+
+  // The file was read once, at start: a token taken out of it went on working (and its live
+  // stream on streaming) until the host was restarted.
+  it("follows its token file: a token taken out is refused from then on, its live stream ends, and an invalid file changes nothing", async () => {
+    const root = await tempDir();
+    const dataDir = join(root, "data");
+    const tokens = join(root, "tokens.json");
+    await writeFile(tokens, JSON.stringify(TOKEN_FILE));
+    const serve = spawnCli(["serve", "--data-dir", dataDir, "--init", "--durability", "none", "--http", "127.0.0.1:0", "--tokens", tokens]);
+    const line = await serve.waitFor(/^http on http:\/\/127\.0\.0\.1:\d+ /);
+    const base = /http:\/\/127\.0\.0\.1:\d+/.exec(line)?.[0] as string;
+    await serve.waitFor(/^serving /);
+    const statusWith = async (token: string): Promise<number> => (await fetch(`${base}/v1/deployments`, { headers: { authorization: `Bearer ${token}` } })).status;
+    expect(await statusWith(PAYMENTS_TOKEN)).toBe(200);
+    const stream = await fetch(`${base}/v1/events`, { headers: { authorization: `Bearer ${PAYMENTS_TOKEN}` } });
+    const ended = stream.text().then(() => "ended", () => "ended");
+    // Revoked: the billing token taken out, written as editors do (a new file renamed over it).
+    const { [PAYMENTS_TOKEN]: _revoked, ...kept } = TOKEN_FILE.tokens;
+    await writeFile(`${tokens}.new`, JSON.stringify({ tokens: kept }));
+    await rename(`${tokens}.new`, tokens);
+    await pollUntil(async () => ((await statusWith(PAYMENTS_TOKEN)) === 401 ? true : undefined), 20_000, serve, 100);
+    expect(await ended).toBe("ended");
+    expect(await statusWith(ADMIN_TOKEN)).toBe(200);
+    await serve.waitFor(/token file .* read again: 2 principals/);
+    // A file that is not valid keeps the tokens in place, and says so.
+    await writeFile(tokens, '{"tokens": {');
+    await serve.waitFor(/token file .* changed but was not taken/, 20_000);
+    expect(await statusWith(ADMIN_TOKEN)).toBe(200);
+    expect(await statusWith(PAYMENTS_TOKEN)).toBe(401);
+    serve.kill("SIGTERM");
+    expect(await serve.exited).toEqual({ code: 0, signal: null });
   });
 
   it("exits on SIGTERM while a client is still sending a request body, instead of waiting for it", async () => {
