@@ -11,8 +11,11 @@
  * taken). An append whose decide throws or whose events are invalid fails alone, with nothing
  * written for it; a lost compare-and-swap decides every append of the batch again; a commit
  * that `validatePush` refuses is retried one append per commit, so only the offending append
- * fails. Errors of the repository itself (ref_locked, ref_conflict, store_stopped, …) fail
- * every append of the batch.
+ * fails. A commit refused because an object of one run cannot be read (the push check reads
+ * each changed run's last event: a lost one fails there, `object_missing`/`object_corrupt`
+ * naming the run) fails that run's appends, named as `unreadableRunError` names them, and
+ * commits the others without them. Errors of the repository itself (ref_locked, ref_conflict,
+ * store_stopped, …) fail every append of the batch.
  */
 import { WorkflowHostError } from "../errors.js";
 import { DEFAULT_REF } from "../substrate/ref-name.js";
@@ -20,7 +23,7 @@ import type { FolderAppend, Principal, RepoStore, WriteResult } from "../substra
 import { appendLogCacheOf, type KnownLog } from "./append-log-cache.js";
 import { parseEvent, serializeEvent } from "./events.js";
 import { eventsFolder, runEventsPrefix, runsPrefix } from "./paths.js";
-import { nextSeqAfter, withLimit, type RunLog } from "./run-log.js";
+import { isMissingRunObject, nextSeqAfter, withLimit, type RunLog } from "./run-log.js";
 import { WORKFLOW_RUN_KIND } from "./workflow-run-kind.js";
 import { applyEvent } from "./run-state.js";
 import type { RunEvent, RunState } from "./types.js";
@@ -77,7 +80,9 @@ export interface AppendRunEventsOptions<R> {
  *   run has ended (nothing is written for this append), whatever `decide` throws, plus every
  *   error of `writeTreeDelta`; `object_missing` / `object_corrupt` naming the run, what of it is
  *   lost, and "nothing was written" (`unreadableRunError`, `data.unreadableRun`) when its run
- *   folder or `events/` folder cannot be read, or, with `requireWhole`, any object of its log
+ *   folder or `events/` folder cannot be read, or its last event (which the store's push check
+ *   reads), or, with `requireWhole`, any object of its log; the other runs' appends of the same
+ *   commit are committed without it
  */
 export function appendRunEvents<R>(options: AppendRunEventsOptions<R>): Promise<WriteResult<R>> {
   return new Promise<WriteResult<R>>((resolve, reject) => {
@@ -178,6 +183,18 @@ class AppendBatcher {
     try {
       ({ written, working } = await this.#write(batch));
     } catch (error) {
+      const lost = lostRunOf(batch, error);
+      if (lost !== null) {
+        // One run's object is lost or damaged (the push check could not read its last event): its
+        // appends fail, named; the others are committed without it, as the fire committer does.
+        const named = asUnreadableRunError(this.#repoId, lost, error, "nothing was written");
+        const rest: PendingAppend[] = [];
+        for (const pending of batch) {
+          if (pending.options.runId === lost) pending.reject(named);
+          else rest.push(pending);
+        }
+        return rest.length === 0 ? [] : await this.#commit(rest);
+      }
       if (batch.length > 1 && !(error instanceof WorkflowHostError && SHARED_FAILURES.has(error.code))) {
         const deferred: PendingAppend[] = [];
         for (const pending of batch) deferred.push(...(await this.#commit([pending])));
@@ -280,6 +297,17 @@ class AppendBatcher {
       cache.remember(key, { eventsOid, clean: true, log: run.log });
     }
   }
+}
+
+/**
+ * The run of `batch` a failed commit's `error` names as one whose object cannot be read
+ * (`object_missing`, or `object_corrupt` with `data.runId`: see `isMissingRunObject`), or null
+ * (an error of the repository or of no run of the batch: `runs/`, the root, the tip).
+ */
+function lostRunOf(batch: readonly PendingAppend[], error: unknown): string | null {
+  if (!isMissingRunObject(error)) return null;
+  const runId = error.data["runId"];
+  return typeof runId === "string" && batch.some((p) => p.options.runId === runId) ? runId : null;
 }
 
 /**

@@ -13,6 +13,8 @@ import { compactedLogPath, parseEventPath, parseEventPathName, runEventsPrefix, 
 import { openEventsFolder } from "./events-folder.js";
 import { runFolderPart } from "./run-folder.js";
 import { ARCHIVE_REF, isArchiveRef } from "./run-archive.js";
+import { missingObjectError } from "./run-log.js";
+import { isUnreadableObject } from "../substrate/object-store.js";
 
 /** Kind name of deployment repos. */
 export const WORKFLOW_RUN_KIND = "workflow-run";
@@ -74,6 +76,9 @@ function rejected(path: string, seq: number | null, detail: string): WorkflowHos
  * @throws the first violation, in run-id then seq order: `event_invalid` (path rules, seq rules,
  *   after-terminal, bad JSON or shape), or the field's own code (`id_invalid`, `time_invalid`,
  *   `cron_invalid`), or `payload_too_large`; `data` holds `path` and `seq` (null for a path rule).
+ *   A changed run's prior last event that cannot be read (the check needs it: does it end the
+ *   run?) is `object_missing` / `object_corrupt` naming the run (`data` `runId`, `path`, `oid`;
+ *   see `missingObjectError`); the commit is refused.
  */
 export function workflowRunKind(opts: WorkflowRunKindOptions = {}): KindHandler {
   const maxEventBytes = opts.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES;
@@ -245,7 +250,15 @@ async function priorEvents(prior: CommittedReads | null, runId: string): Promise
   const k = folder.seqs.length - 1;
   if (k < 0) return { seqs: folder.seqs, last: null };
   const entry = folder.entry(folder.at[k] as number);
-  return { seqs: folder.seqs, last: entry.type === "blob" ? await prior.readBlobByOid(entry.oid) : null };
+  if (entry.type !== "blob") return { seqs: folder.seqs, last: null };
+  try {
+    return { seqs: folder.seqs, last: await prior.readBlobByOid(entry.oid) };
+  } catch (error) {
+    // The run's own object: named as the readers name it (its run, path, oid), so a writer can
+    // tell the run's loss from the deployment's and commit the other runs' appends without it.
+    if (isUnreadableObject(error)) throw missingObjectError(runId, `${path}/${entry.name}`, entry.oid, error);
+    throw error;
+  }
 }
 
 // The prior log was validated on the way in, except for commits that arrived by `git push`; an

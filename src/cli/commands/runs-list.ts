@@ -5,6 +5,8 @@ import type { CliCommand } from "../command.js";
 import { oneLine, plural, shortSha, table } from "../format.js";
 import { printJson, printLine } from "../io.js";
 import { withStore } from "../with-store.js";
+import type { BadEvent } from "../../workflow/run-log.js";
+import type { RunLogSummary } from "../../workflow/run-log-summary.js";
 import { shellQuote } from "./paths.js";
 
 const NAME = "runs list";
@@ -21,12 +23,21 @@ const PROGRESS_EVERY_MS = 2_000;
 /** A count with thousands separators. */
 const num = (n: number): string => n.toLocaleString("en-US");
 
-/** A listed run whose folder or events/ folder could not be read. */
+/** A listed run whose folder or events/ folder could not be read, or that holds no log (its events entry is no folder). */
 interface UnreadableRow {
   readonly runId: string;
   readonly path: string;
   readonly code: string;
   readonly message: string;
+}
+
+/**
+ * The problem of a run that holds no log because its `events` entry (at `eventsPath`) is not a
+ * folder: reported by the run's read at that path, no event read, no sealed log standing in.
+ */
+function noLogProblem(summary: RunLogSummary, eventsPath: string): BadEvent | null {
+  if (summary.eventCount !== 0 || summary.badCount !== 0) return null;
+  return summary.problems.find((p) => p.path === eventsPath) ?? null;
 }
 
 interface RunRow {
@@ -74,8 +85,9 @@ Options:
                        nextAfter: the --after of the next page, null after the last)
 
 A run whose folder or events/ folder cannot be read (object_missing: not in the repository;
-object_corrupt: damaged) is listed with state "unreadable (<code>)" and named on stderr, the
-other runs are listed as usual, and the exit code is 1; workflow-host check names the object.
+object_corrupt: damaged), or whose events entry is a file or a link, not a folder (event_invalid,
+as check names it), is listed with state "unreadable (<code>)" and named on stderr, the other
+runs are listed as usual, and the exit code is 1; workflow-host check names the object.
 
 Examples:
   workflow-host runs list -d ./data -r payments
@@ -129,6 +141,16 @@ Examples:
           continue;
         }
         const summary = read.value;
+        // Its `events` entry is no folder (a file or a link pushed with git) and nothing else
+        // holds a log: no state to show, as check names it (event_invalid at runs/<id>/events);
+        // it was listed as running, 0 bad.
+        const noLog = noLogProblem(summary, `${runsPrefix}${entry.name}/events`);
+        if (noLog !== null) {
+          const why = noLog.error.message.startsWith(`${noLog.error.code}: `) ? noLog.error.message.slice(noLog.error.code.length + 2) : noLog.error.message;
+          const message = `run ${entry.name} of deployment ${repoId} has no log to read: ${why}; workflow-host check names what is there`;
+          unreadable.push({ runId: entry.name, path: noLog.path, code: noLog.error.code, message });
+          continue;
+        }
         out.push({
           runId: entry.name,
           lastSeq: summary.state.lastSeq,

@@ -17,6 +17,7 @@ import { createWorkflowHostSignalChannel } from "../../../seams/signals/signal-c
 import { archiveEndedRuns } from "../../../src/host/archive-ended-runs.js";
 import { checkDeployments } from "../../../src/host/check-deployments.js";
 import { listPendingTimers } from "../../../src/host/list-pending-timers.js";
+import { appendRunEvents } from "../../../src/workflow/run-log-append.js";
 import { gitAt } from "../../helpers/git-cli.js";
 import { event, GitWriter, NOW, PAST, SOON, started, timerSet, usePlumbingDeployments, type PlumbingDeployment } from "../../helpers/plumbing-deployment.js";
 import { useTempDirs } from "../../helpers/temp-dir.js";
@@ -302,6 +303,40 @@ describe("readers outside the scheduler on a deployment with damaged runs", () =
     expect(set.code).toBe(1);
     expect(set.stderr).toContain("workflow-host: object_missing: run r-fired of deployment d cannot be read whole: event 3 (runs/r-fired/events/3.json");
     expect(await d.w.tip()).toBe(tip);
+  });
+
+  it("appends of two runs committed in one batch: the run whose last event is lost fails alone, named; the other run's append commits", async () => {
+    const d = await deployment();
+    const ok = await d.w.run([started(), timerSet(2, "t", SOON)]);
+    const dam = await d.w.run([started(), timerSet(2, "t", SOON), timerSet(3, "u", SOON)]);
+    await d.w.commit({ "r-ok": ok.tree, "r-dam": dam.tree });
+    // The damaged run's last event: only the store's push check reads it (a cancel or an end, which no guard refuses first).
+    await d.w.lose(dam.blobs[2] as string);
+    const tip = await d.w.tip();
+    const cancel = (runId: string, timerId: string): Promise<unknown> =>
+      appendRunEvents({
+        store: d.store,
+        principal: null,
+        repoId: "d",
+        runId,
+        message: `cancel ${runId}/${timerId}`,
+        decide: () => ({ append: [{ type: "TimerCancelled", at: NOW, data: { timerId } }], result: null }),
+      });
+    // Made in the same turn: one batch, one commit (run-log-append.ts, group commit).
+    const [healthy, damagedRun, healthyAgain] = await Promise.allSettled([cancel("r-ok", "t"), cancel("r-dam", "t"), cancel("r-ok", "t2")]);
+    expect(healthy).toMatchObject({ status: "fulfilled", value: { committed: true } });
+    expect(healthyAgain).toMatchObject({ status: "fulfilled", value: { committed: true } });
+    expect(damagedRun).toMatchObject({
+      status: "rejected",
+      reason: { code: "object_missing", data: { repoId: "d", runId: "r-dam", path: "runs/r-dam/events/3.json", oid: dam.blobs[2], unreadableRun: true } },
+    });
+    const message = (damagedRun as PromiseRejectedResult).reason.message as string;
+    expect(message).toContain("run r-dam of deployment d cannot be read whole: event 3 (runs/r-dam/events/3.json");
+    expect(message).toContain("nothing was written");
+    // One commit after the tip holds both of r-ok's events and nothing of r-dam's.
+    expect((await gitAt(d.w.gitdir, ["rev-list", `${tip}..main`])).trim().split("\n")).toHaveLength(1);
+    expect((await gitAt(d.w.gitdir, ["ls-tree", "--name-only", "main", "runs/r-ok/events/"])).trim().split("\n")).toEqual(["runs/r-ok/events/1.json", "runs/r-ok/events/2.json", "runs/r-ok/events/3.json", "runs/r-ok/events/4.json"]);
+    expect((await gitAt(d.w.gitdir, ["rev-parse", "main:runs/r-dam"])).trim()).toBe(dam.tree);
   });
 
   it("the CLI's schedule pause and runs show on a run not read whole exit 1 naming the run and what is lost", async () => {
