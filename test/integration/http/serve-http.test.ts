@@ -16,17 +16,32 @@ afterEach(() => {
   killAllChildren();
 });
 
+/**
+ * `serve --http 127.0.0.1:0 --tokens <file>` (durability none) on a data dir under a new temp
+ * folder, the token file written from TOKEN_FILE; `init` adds `--init`, `before` runs once the
+ * files exist and before the host starts. Resolves once it serves, with its base URL and port.
+ */
+async function startServe(opts: { init: boolean; before?: (dataDir: string) => Promise<void> }) {
+  const root = await tempDir();
+  const dataDir = join(root, "data");
+  const tokens = join(root, "tokens.json");
+  await writeFile(tokens, JSON.stringify(TOKEN_FILE));
+  await opts.before?.(dataDir);
+  const serve = spawnCli(["serve", "--data-dir", dataDir, ...(opts.init ? ["--init"] : []), "--durability", "none", "--http", "127.0.0.1:0", "--tokens", tokens]);
+  const line = await serve.waitFor(/^http on http:\/\/127\.0\.0\.1:\d+ /);
+  const base = /http:\/\/127\.0\.0\.1:\d+/.exec(line)?.[0] as string;
+  await serve.waitFor(/^serving /);
+  return { serve, dataDir, tokens, base, port: Number(/:(\d+)$/.exec(base)?.[1]) };
+}
+
 describe("workflow-host serve --http", () => {
   it("serves the API on loopback with the token file and stops on SIGTERM", async () => {
-    const root = await tempDir();
-    const dataDir = join(root, "data");
-    const tokens = join(root, "tokens.json");
-    await writeFile(tokens, JSON.stringify(TOKEN_FILE));
-    expect((await cliInProcess(["repo", "create", "--data-dir", dataDir, "--repo", "payments"])).code).toBe(0);
-    const serve = spawnCli(["serve", "--data-dir", dataDir, "--durability", "none", "--http", "127.0.0.1:0", "--tokens", tokens]);
-    const line = await serve.waitFor(/^http on http:\/\/127\.0\.0\.1:\d+ /);
-    const base = /http:\/\/127\.0\.0\.1:\d+/.exec(line)?.[0] as string;
-    await serve.waitFor(/^serving /);
+    const { serve, dataDir, base } = await startServe({
+      init: false,
+      before: async (dir) => {
+        expect((await cliInProcess(["repo", "create", "--data-dir", dir, "--repo", "payments"])).code).toBe(0);
+      },
+    });
     expect((await fetch(`${base}/v1/deployments`)).status).toBe(401);
     const listed = await fetch(`${base}/v1/deployments`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
     expect(await listed.json()).toEqual({ deployments: [{ repoId: "payments", pendingTimers: 0, recovered: true }] });
@@ -39,14 +54,7 @@ describe("workflow-host serve --http", () => {
   // The file was read once, at start: a token taken out of it went on working (and its live
   // stream on streaming) until the host was restarted.
   it("follows its token file: a token taken out is refused from then on, its live stream ends, and an invalid file changes nothing", async () => {
-    const root = await tempDir();
-    const dataDir = join(root, "data");
-    const tokens = join(root, "tokens.json");
-    await writeFile(tokens, JSON.stringify(TOKEN_FILE));
-    const serve = spawnCli(["serve", "--data-dir", dataDir, "--init", "--durability", "none", "--http", "127.0.0.1:0", "--tokens", tokens]);
-    const line = await serve.waitFor(/^http on http:\/\/127\.0\.0\.1:\d+ /);
-    const base = /http:\/\/127\.0\.0\.1:\d+/.exec(line)?.[0] as string;
-    await serve.waitFor(/^serving /);
+    const { serve, tokens, base } = await startServe({ init: true });
     const statusWith = async (token: string): Promise<number> => (await fetch(`${base}/v1/deployments`, { headers: { authorization: `Bearer ${token}` } })).status;
     expect(await statusWith(PAYMENTS_TOKEN)).toBe(200);
     const stream = await fetch(`${base}/v1/events`, { headers: { authorization: `Bearer ${PAYMENTS_TOKEN}` } });
@@ -69,14 +77,7 @@ describe("workflow-host serve --http", () => {
   });
 
   it("exits on SIGTERM while a client is still sending a request body, instead of waiting for it", async () => {
-    const root = await tempDir();
-    const dataDir = join(root, "data");
-    const tokens = join(root, "tokens.json");
-    await writeFile(tokens, JSON.stringify(TOKEN_FILE));
-    const serve = spawnCli(["serve", "--data-dir", dataDir, "--init", "--durability", "none", "--http", "127.0.0.1:0", "--tokens", tokens]);
-    const line = await serve.waitFor(/^http on http:\/\/127\.0\.0\.1:\d+ /);
-    const port = Number(/:(\d+) /.exec(line)?.[1]);
-    await serve.waitFor(/^serving /);
+    const { serve, port, dataDir } = await startServe({ init: true });
     // A request whose body never completes (a slow or stuck client).
     const socket = connect(port, "127.0.0.1");
     await new Promise<void>((resolve) => socket.once("connect", () => resolve()));
