@@ -31,6 +31,7 @@ import { checkReason } from "../workflow/event-constructors.js";
 import { parseRepoId, parseRunId, parseSignalId, parseSignalName, parseTimerId } from "../workflow/ids.js";
 import { MAX_PREVIEW_TICKS } from "../workflow/schedule/preview.js";
 import { MAX_BACKFILL_TICKS } from "../workflow/schedule/schedule-controls.js";
+import { parseDeclaredSchedules } from "../workflow/schedule/sync-plan.js";
 import { parseInstant } from "../workflow/time.js";
 import { type BadEvent, openRunFolder, readRunLogPage } from "../workflow/run-log.js";
 import { isUnreadableObject } from "../substrate/object-store.js";
@@ -63,6 +64,7 @@ const PAUSE_FIELDS = ["reason"] as const;
 const RESUME_FIELDS = ["catchUp"] as const;
 const TRIGGER_FIELDS = ["requestId"] as const;
 const BACKFILL_FIELDS = ["from", "to", "maxTicks"] as const;
+const SYNC_FIELDS = ["schedules", "dryRun"] as const;
 /** Query fields of `GET …/schedules/:timerId` (`schedule describe --next N --last M`). */
 const DESCRIBE_QUERY = ["next", "last"] as const;
 /** `last` of a describe: most fires listed (`schedule describe --last`). */
@@ -503,6 +505,30 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
       series,
       // As GET …/timers names them: the run, where in it and the code, never a server path.
       unreadableRuns: unreadableRuns.map((u) => ({ runId: u.runId, path: u.path, code: u.error.code, message: `${u.path} of run ${u.runId} cannot be read (${u.error.code}); its series are not listed; workflow-host check names the object` })),
+    };
+  });
+
+  // Reconciles the deployment's sync-owned series with a declared set (`schedule sync --file`):
+  // the set is checked whole before anything is read; a dry run writes nothing and needs only
+  // the right to read. Conflicts are left alone and listed (the rest is applied): 200 either way.
+  route("POST", "/v1/deployments/:repoId/schedules/sync", async (request) => {
+    const { repoId: rawRepo } = request.params as { repoId: string };
+    const repoId = parseRepoId(rawRepo);
+    const body = objectBody(request.body, SYNC_FIELDS);
+    const { schedules, dryRun = false } = body;
+    if (schedules === undefined) throw new HttpError("body_invalid", "the body needs schedules: the declared set, an array of {runId, timerId, cron, timezone?, misfire?, startAt?, endAt?, maxTicks?, jitterMs?, stepId?} ([] cancels every series sync owns)");
+    if (typeof dryRun !== "boolean") throw new HttpError("body_invalid", `dryRun ${describeValue(dryRun)} is not valid; allowed: true or false`);
+    parseDeclaredSchedules(schedules);
+    await requireAllowed(request, repoId, dryRun ? "read" : "write");
+    ensureRunning();
+    const sync = () => host.schedules.syncSchedules(repoId, schedules, { dryRun });
+    const r = dryRun ? await sync() : await timedWrite(repoId, sync);
+    return {
+      repoId,
+      dryRun,
+      plan: r.plan,
+      commits: r.commits,
+      unreadableRuns: r.unreadableRuns.map((u) => ({ runId: u.runId, path: u.path, code: u.error.code, message: `${u.path} of run ${u.runId} cannot be read (${u.error.code}); nothing was written to it; workflow-host check names the object` })),
     };
   });
 

@@ -1,7 +1,7 @@
 /**
  * The schedule verbs over HTTP against a real host on real disk, over a loopback port: list,
- * describe (next slots), pause, resume, trigger now and backfill, each through the host's
- * schedule controls (what `workflow-host schedule …` calls). Read-only tokens read and may not
+ * describe (next slots), pause, resume, trigger now, backfill and sync of a declared set, each
+ * through the host's schedule controls (what `workflow-host schedule …` calls). Read-only tokens read and may not
  * write, a token of another deployment gets nothing, unknown runs and series are 404, and a bad
  * body or query is 400 with nothing written.
  */
@@ -205,5 +205,52 @@ describe("schedule routes", () => {
     expect((await jsonOf(await h.request(`${SERIES}?count=3`))).body["message"]).toBe('body_invalid: unknown query field "count"; allowed: next, last');
     expect(await tip(h)).toBe(before);
     expect(await events(h)).toEqual(logBefore);
+  });
+
+  it("syncs a declared set: a dry run reads only, a second sync writes nothing, a series it does not own is a conflict, a bad set is 400", async () => {
+    const h = await start();
+    const sync = "/v1/deployments/payments/schedules/sync";
+    const declared = [{ runId: "reports", timerId: "daily", cron: "30 2 * * *", timezone: "Europe/Rome" }];
+    const before = await tip(h);
+    const bad: [unknown, string][] = [
+      [undefined, "body_invalid"],
+      [{}, "body_invalid"],
+      [{ schedules: declared, dryRun: "yes" }, "body_invalid"],
+      [{ schedules: declared, dryrun: true }, "body_invalid"],
+      [{ schedules: "daily" }, "config_invalid"],
+      [{ schedules: [...declared, ...declared] }, "config_invalid"],
+      [{ schedules: [{ ...declared[0], cron: "61 * * * *" }] }, "cron_invalid"],
+      [{ schedules: [{ ...declared[0], runId: "../x" }] }, "id_invalid"],
+    ];
+    for (const [body, code] of bad) {
+      const answer = await jsonOf(await h.request(sync, post(body)));
+      expect({ body, status: answer.status, code: answer.body["code"] }).toEqual({ body, status: 400, code });
+    }
+    expect(await tip(h)).toBe(before);
+
+    // A dry run needs the right to read only; the sync itself the right to write.
+    const dry = await jsonOf(await h.request(sync, { ...post({ schedules: declared, dryRun: true }), token: READER_TOKEN }));
+    expect(dry.status).toBe(200);
+    expect(dry.body).toMatchObject({ repoId: "payments", dryRun: true, commits: [], unreadableRuns: [] });
+    expect((dry.body["plan"] as { create: { timerId: string }[] }).create.map((d) => d.timerId)).toEqual(["daily"]);
+    expect((await jsonOf(await h.request(sync, { ...post({ schedules: declared }), token: READER_TOKEN }))).status).toBe(403);
+    expect((await jsonOf(await h.request("/v1/deployments/shipping/schedules/sync", { ...post({ schedules: [], dryRun: true }), token: PAYMENTS_TOKEN }))).status).toBe(403);
+    expect(await tip(h)).toBe(before);
+
+    const synced = await jsonOf(await h.request(sync, post({ schedules: declared })));
+    expect(synced.status).toBe(200);
+    expect(synced.body["commits"]).toHaveLength(1);
+    const series = (await jsonOf(await h.request("/v1/deployments/payments/schedules"))).body["series"] as (Series & { owner: string | null })[];
+    expect(series.map((x) => [x.timerId, x.owner])).toEqual([["daily", "sync"], ["yearly", null]]);
+    const again = await jsonOf(await h.request(sync, post({ schedules: declared })));
+    expect(again.body).toMatchObject({ commits: [], plan: { create: [], update: [], cancel: [], unchanged: [{ runId: "reports", timerId: "daily" }], conflicts: [] } });
+
+    // A series armed without the sync mark is left alone and named; the rest is applied.
+    const mixed = await jsonOf(await h.request(sync, post({ schedules: [{ runId: "reports", timerId: "yearly", cron: "0 0 * * *" }] })));
+    expect(mixed.status).toBe(200);
+    const plan = mixed.body["plan"] as { cancel: { timerId: string }[]; conflicts: { timerId: string }[] };
+    expect([plan.cancel.map((c) => c.timerId), plan.conflicts.map((c) => c.timerId)]).toEqual([["daily"], ["yearly"]]);
+    const left = (await jsonOf(await h.request("/v1/deployments/payments/schedules"))).body["series"] as Series[];
+    expect(left.map((x) => [x.timerId, x.cron])).toEqual([["yearly", "0 0 1 1 *"]]);
   });
 });
