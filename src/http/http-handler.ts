@@ -29,6 +29,10 @@ import type { CommittedReads, Principal, RepoAction } from "../substrate/types.j
 import { createSystemTimers, monotonicNowOf, systemClock } from "../time/clock.js";
 import { checkReason } from "../workflow/event-constructors.js";
 import { parseRepoId, parseRunId, parseSignalId, parseSignalName, parseTimerId } from "../workflow/ids.js";
+import { MAX_PREVIEW_TICKS } from "../workflow/schedule/preview.js";
+import { MAX_BACKFILL_TICKS } from "../workflow/schedule/schedule-controls.js";
+import { parseDeclaredSchedules } from "../workflow/schedule/sync-plan.js";
+import { parseInstant } from "../workflow/time.js";
 import { type BadEvent, openRunFolder, readRunLogPage } from "../workflow/run-log.js";
 import { isUnreadableObject } from "../substrate/object-store.js";
 import { summarizeRunLog } from "../workflow/run-log-summary.js";
@@ -37,7 +41,7 @@ import { ARCHIVE_REF, archivedRunError } from "../workflow/run-archive.js";
 import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
 import { loadDashboardAssets } from "./dashboard-assets.js";
 import { clientErrorResponse, errorReply, HTTP_STATUS_BY_CODE, HttpError, serverFailureMessage } from "./http-errors.js";
-import { nextTicks, noBody, objectBody, onlyQueryFields, pageQuery, presentedToken } from "./http-request.js";
+import { countQuery, nextTicks, noBody, objectBody, onlyQueryFields, pageQuery, presentedToken } from "./http-request.js";
 import { streamLiveEvents } from "./live-event-stream.js";
 
 import type { HttpHandlerOptions } from "./http-handler-options.js";
@@ -55,6 +59,16 @@ const MAX_RECENT_FIRES = 10_000;
 const TIMER_FIELDS = ["fireAt", "delayMs", "cron", "timezone", "stepId", "misfire"] as const;
 const SIGNAL_FIELDS = ["signalName", "signalId", "payload"] as const;
 const WAKE_FIELDS = ["repoId", "runId", ...SIGNAL_FIELDS] as const;
+/** Body fields of the schedule verbs (`workflow-host schedule pause|resume|trigger|backfill`'s flags). */
+const PAUSE_FIELDS = ["reason"] as const;
+const RESUME_FIELDS = ["catchUp"] as const;
+const TRIGGER_FIELDS = ["requestId"] as const;
+const BACKFILL_FIELDS = ["from", "to", "maxTicks"] as const;
+const SYNC_FIELDS = ["schedules", "dryRun"] as const;
+/** Query fields of `GET …/schedules/:timerId` (`schedule describe --next N --last M`). */
+const DESCRIBE_QUERY = ["next", "last"] as const;
+/** `last` of a describe: most fires listed (`schedule describe --last`). */
+const MAX_DESCRIBE_FIRES = 100_000;
 
 /** The methods routes take, in the order an `Allow` header lists them. */
 type Method = "GET" | "HEAD" | "POST" | "PUT" | "DELETE";
@@ -473,6 +487,115 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
   route("POST", "/v1/deployments/:repoId/runs/:runId/signals", async (request) => {
     const params = request.params as { repoId: string; runId: string };
     return deliver(request, objectBody(request.body, SIGNAL_FIELDS), { repoId: params.repoId, runId: params.runId });
+  });
+
+  // --- schedules: the verbs of `workflow-host schedule`, through the host's schedule controls ---
+  // (seams/scheduler/schedule-controls.ts, the calls the CLI makes). Each write is appended under
+  // the repo lock, decided from the run's log at the tip, and the running scheduler picks it up
+  // through its tail; ids, body and query are checked before anything is read or written.
+
+  route("GET", "/v1/deployments/:repoId/schedules", async (request) => {
+    const { repoId: rawRepo } = request.params as { repoId: string };
+    const repoId = parseRepoId(rawRepo);
+    await requireAllowed(request, repoId, "read");
+    ensureRunning();
+    const { series, unreadableRuns } = await host.schedules.listSeries(repoId);
+    return {
+      repoId,
+      series,
+      // As GET …/timers names them: the run, where in it and the code, never a server path.
+      unreadableRuns: unreadableRuns.map((u) => ({ runId: u.runId, path: u.path, code: u.error.code, message: `${u.path} of run ${u.runId} cannot be read (${u.error.code}); its series are not listed; workflow-host check names the object` })),
+    };
+  });
+
+  // Reconciles the deployment's sync-owned series with a declared set (`schedule sync --file`):
+  // the set is checked whole before anything is read; a dry run writes nothing and needs only
+  // the right to read. Conflicts are left alone and listed (the rest is applied): 200 either way.
+  route("POST", "/v1/deployments/:repoId/schedules/sync", async (request) => {
+    const { repoId: rawRepo } = request.params as { repoId: string };
+    const repoId = parseRepoId(rawRepo);
+    const body = objectBody(request.body, SYNC_FIELDS);
+    const { schedules, dryRun = false } = body;
+    if (schedules === undefined) throw new HttpError("body_invalid", "the body needs schedules: the declared set, an array of {runId, timerId, cron, timezone?, misfire?, startAt?, endAt?, maxTicks?, jitterMs?, stepId?} ([] cancels every series sync owns)");
+    if (typeof dryRun !== "boolean") throw new HttpError("body_invalid", `dryRun ${describeValue(dryRun)} is not valid; allowed: true or false`);
+    parseDeclaredSchedules(schedules);
+    await requireAllowed(request, repoId, dryRun ? "read" : "write");
+    ensureRunning();
+    const sync = () => host.schedules.syncSchedules(repoId, schedules, { dryRun });
+    const r = dryRun ? await sync() : await timedWrite(repoId, sync);
+    return {
+      repoId,
+      dryRun,
+      plan: r.plan,
+      commits: r.commits,
+      unreadableRuns: r.unreadableRuns.map((u) => ({ runId: u.runId, path: u.path, code: u.error.code, message: `${u.path} of run ${u.runId} cannot be read (${u.error.code}); nothing was written to it; workflow-host check names the object` })),
+    };
+  });
+
+  /** The series a route names (`:repoId`, `:runId`, `:timerId`), its ids checked. */
+  const seriesOf = (request: FastifyRequest): { repoId: string; runId: string; timerId: string } => {
+    const params = request.params as { repoId: string; runId: string; timerId: string };
+    return { repoId: parseRepoId(params.repoId), runId: parseRunId(params.runId), timerId: parseTimerId(params.timerId) };
+  };
+
+  /** The principal's right, the host running and the run there (404 run_not_found, 409 archived or unreadable), then `work`. */
+  async function onSeries<T>(request: FastifyRequest, s: { repoId: string; runId: string }, action: RepoAction, work: () => Promise<T>): Promise<T> {
+    await requireAllowed(request, s.repoId, action);
+    ensureRunning();
+    await requireRun(s.repoId, s.runId);
+    return action === "write" ? timedWrite(s.repoId, work) : work();
+  }
+
+  // One series: summary, the next `next` slots (UTC, local, jittered) and its history, the last
+  // `last` fires of it listed (`schedule describe --json`).
+  route("GET", "/v1/deployments/:repoId/runs/:runId/schedules/:timerId", async (request) => {
+    const s = seriesOf(request);
+    const next = countQuery(request.query, "next", { min: 1, max: MAX_PREVIEW_TICKS }, 5);
+    const last = countQuery(request.query, "last", { min: 0, max: MAX_DESCRIBE_FIRES }, 10);
+    const d = await onSeries(request, s, "read", () => host.schedules.describe(s.repoId, s.runId, s.timerId, { next }));
+    return { repoId: s.repoId, ...d, history: { ...d.history, fires: last === 0 ? [] : d.history.fires.slice(-last) } };
+  }, { query: DESCRIBE_QUERY });
+
+  route("POST", "/v1/deployments/:repoId/runs/:runId/schedules/:timerId/pause", async (request) => {
+    const s = seriesOf(request);
+    const reason = objectBody(request.body, PAUSE_FIELDS)["reason"];
+    if (reason !== undefined && typeof reason !== "string") throw new HttpError("body_invalid", `reason ${describeValue(reason)} is not valid; allowed: one string of at most 1000 characters`);
+    checkReason(reason);
+    const r = await onSeries(request, s, "write", () => host.schedules.pause(s.repoId, s.runId, s.timerId, reason === undefined ? {} : { reason }));
+    return { ...s, ...r };
+  });
+
+  route("POST", "/v1/deployments/:repoId/runs/:runId/schedules/:timerId/resume", async (request) => {
+    const s = seriesOf(request);
+    const catchUp = objectBody(request.body, RESUME_FIELDS)["catchUp"];
+    if (catchUp !== undefined && typeof catchUp !== "boolean") throw new HttpError("body_invalid", `catchUp ${describeValue(catchUp)} is not valid; allowed: true or false`);
+    const r = await onSeries(request, s, "write", () => host.schedules.resume(s.repoId, s.runId, s.timerId, { catchUp: catchUp === true }));
+    return { ...s, ...r };
+  });
+
+  route("POST", "/v1/deployments/:repoId/runs/:runId/schedules/:timerId/trigger", async (request) => {
+    const s = seriesOf(request);
+    const given = objectBody(request.body, TRIGGER_FIELDS)["requestId"];
+    if (given === undefined) throw new HttpError("body_invalid", "the body needs requestId: the trigger's idempotency key (1-256 of A-Z a-z 0-9 _ . : -); the same one again fires nothing");
+    const requestId = parseSignalId(given, "requestId");
+    const r = await onSeries(request, s, "write", () => host.schedules.trigger(s.repoId, s.runId, s.timerId, requestId));
+    return { ...s, requestId, ...r };
+  });
+
+  route("POST", "/v1/deployments/:repoId/runs/:runId/schedules/:timerId/backfill", async (request) => {
+    const s = seriesOf(request);
+    const body = objectBody(request.body, BACKFILL_FIELDS);
+    for (const field of ["from", "to"] as const) {
+      if (body[field] === undefined) throw new HttpError("body_invalid", `the body needs ${field}: an RFC 3339 instant with its offset; the range is from..to, both included, in the past`);
+    }
+    const from = parseInstant(body["from"], "from");
+    const to = parseInstant(body["to"], "to");
+    const maxTicks = body["maxTicks"];
+    if (maxTicks !== undefined && (typeof maxTicks !== "number" || !Number.isSafeInteger(maxTicks) || maxTicks < 1 || maxTicks > MAX_BACKFILL_TICKS)) {
+      throw new HttpError("body_invalid", `maxTicks ${describeValue(maxTicks)} is not valid; allowed: a whole number in 1..${MAX_BACKFILL_TICKS}`);
+    }
+    const r = await onSeries(request, s, "write", () => host.schedules.backfill(s.repoId, s.runId, s.timerId, { from, to, ...(maxTicks === undefined ? {} : { maxTicks }) }));
+    return { ...s, ...r };
   });
 
   const problemJson = (b: BadEvent) => ({ path: b.path, seq: b.seq, code: b.error.code, message: b.error.message });

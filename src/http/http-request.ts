@@ -1,4 +1,4 @@
-/** Small readers of a request: the bearer token, a JSON object body, a page of a run's log, a series' next ticks. */
+/** Small readers of a request: the bearer token, a JSON object body, a page of a run's log, a count, a series' next ticks. */
 import type { FastifyRequest } from "fastify";
 import { describeValue, WorkflowHostError } from "../errors.js";
 import { nextTick } from "../workflow/cron.js";
@@ -102,13 +102,29 @@ export function pageQuery(query: unknown, fields: readonly (keyof PageQuery)[], 
   return out;
 }
 
-function wholeNumber(query: Record<string, unknown>, field: string, min: number, max: number): number | undefined {
+/**
+ * A whole-number query field that is not a page's (`?next=5` of a schedule): decimal digits,
+ * given once, in `min`..`max`. (The route's `query` list has refused other fields already.)
+ * @returns the number, or `fallback` when the field is absent
+ * @throws body_invalid for a value that is not a whole number in range, or a field given twice
+ */
+export function countQuery(query: unknown, field: string, range: { min: number; max: number }, fallback: number): number {
+  return wholeNumber((query ?? {}) as Record<string, unknown>, field, range.min, range.max, (message) => new HttpError("body_invalid", message)) ?? fallback;
+}
+
+function wholeNumber(
+  query: Record<string, unknown>,
+  field: string,
+  min: number,
+  max: number,
+  refuse: (message: string, data: Record<string, unknown>) => Error = (message, data) => new WorkflowHostError("page_invalid", message, data),
+): number | undefined {
   const raw = query[field];
   if (raw === undefined) return undefined;
   const value = typeof raw === "string" && /^[0-9]{1,16}$/.test(raw) ? Number(raw) : Number.NaN;
   if (!Number.isSafeInteger(value) || value < min || value > max) {
     const allowed = max === Number.MAX_SAFE_INTEGER ? `a whole number >= ${min}, given once` : `a whole number in ${min}..${max}, given once`;
-    throw new WorkflowHostError("page_invalid", `${field} ${describeValue(raw)} is not valid; allowed: ${allowed}`, { field, value: raw });
+    throw refuse(`${field} ${describeValue(raw)} is not valid; allowed: ${allowed}`, { field, value: raw });
   }
   return value;
 }

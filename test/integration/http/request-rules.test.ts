@@ -73,6 +73,13 @@ const ROUTES: ReadonlyArray<readonly [string, string]> = [
   ["/v1/deployments/payments/runs/r1/events", "GET, HEAD"],
   ["/v1/deployments/payments/runs/r1/timers/t1", "PUT, DELETE"],
   ["/v1/deployments/payments/runs/r1/signals", "POST"],
+  ["/v1/deployments/payments/schedules", "GET, HEAD"],
+  ["/v1/deployments/payments/schedules/sync", "POST"],
+  ["/v1/deployments/payments/runs/r1/schedules/s1", "GET, HEAD"],
+  ["/v1/deployments/payments/runs/r1/schedules/s1/pause", "POST"],
+  ["/v1/deployments/payments/runs/r1/schedules/s1/resume", "POST"],
+  ["/v1/deployments/payments/runs/r1/schedules/s1/trigger", "POST"],
+  ["/v1/deployments/payments/runs/r1/schedules/s1/backfill", "POST"],
   ["/v1/fires", "GET, HEAD"],
   ["/v1/events", "GET, HEAD"],
   ["/v1/wake", "POST"],
@@ -140,7 +147,7 @@ describe("query fields", () => {
   it("refuses a query field a read route does not take (a typo is not a filter that filters nothing), naming it and the route's own", async () => {
     const h = await start();
     await h.request("/v1/deployments/payments/runs/r1/timers/t1", { method: "PUT", body: JSON.stringify({ delayMs: 3_600_000 }) });
-    const noQuery = ["/healthz", "/readyz", "/metrics", "/v1/deployments", "/v1/timers", "/v1/deployments/payments/timers", "/v1/events"];
+    const noQuery = ["/healthz", "/readyz", "/metrics", "/v1/deployments", "/v1/timers", "/v1/deployments/payments/timers", "/v1/deployments/payments/schedules", "/v1/events"];
     for (const path of noQuery) {
       const answer = await jsonOf(await h.request(`${path}?limt=10`));
       expect({ path, status: answer.status, code: answer.body["code"], keys: Object.keys(answer.body).sort() }).toEqual({ path, status: 400, code: "body_invalid", keys: ["code", "message"] });
