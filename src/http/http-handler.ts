@@ -32,7 +32,7 @@ import { parseRepoId, parseRunId, parseSignalId, parseSignalName, parseTimerId }
 import { type BadEvent, openRunFolder, readRunLogPage } from "../workflow/run-log.js";
 import { isUnreadableObject } from "../substrate/object-store.js";
 import { summarizeRunLog } from "../workflow/run-log-summary.js";
-import { asUnreadableRunError } from "../workflow/unreadable-runs.js";
+import { asUnreadableRunError, requireRunLog } from "../workflow/unreadable-runs.js";
 import { ARCHIVE_REF, archivedRunError } from "../workflow/run-archive.js";
 import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
 import { loadDashboardAssets } from "./dashboard-assets.js";
@@ -486,10 +486,14 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     const { limit } = pageQuery(request.query, ["limit"]);
     await requireAllowed(request, repoId, "read");
     const { reads, archived } = await openRun(repoId, runId);
-    // A run whose folders cannot be read: 409 with the run named (see UNREADABLE_RUN_STATUS).
-    const summary = await summarizeRunLog(reads, runId).catch((error: unknown) => {
-      throw asUnreadableRunError(repoId, runId, error, "nothing of it can be shown");
-    });
+    // A run whose folders cannot be read, or whose events entry is a file or a link (no log):
+    // 409 with the run named (see UNREADABLE_RUN_STATUS).
+    const summary = requireRunLog(
+      repoId,
+      await summarizeRunLog(reads, runId).catch((error: unknown) => {
+        throw asUnreadableRunError(repoId, runId, error, "nothing of it can be shown");
+      }),
+    );
     if (summary.eventCount === 0 && summary.badCount === 0 && summary.problemCount === 0) {
       throw new WorkflowHostError("run_not_found", `run ${runId} has no log in deployment ${repoId}`, { repoId, runId });
     }

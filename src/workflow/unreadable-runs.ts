@@ -13,6 +13,7 @@ import type { CommittedReads, DirEntry } from "../substrate/types.js";
 import { REPO_OR_RUN_ID_PATTERN } from "./ids.js";
 import { runsPrefix } from "./paths.js";
 import { type BadEvent, isMissingRunObject, type RunLog } from "./run-log.js";
+import type { RunLogSummary } from "./run-log-summary.js";
 
 /** A run that a reader could not read (whole), with why. */
 export interface UnreadableRun {
@@ -26,6 +27,8 @@ export interface UnreadableRun {
   /**
    * `object_missing` (not in the repository) or `object_corrupt` (there, but failing its own
    * check); `data`: `runId`, `path`, `oid` (and `damaged`, `reason`, `pack` for a damaged one).
+   * Or `event_invalid` for a run that holds no log because its `events` entry is a file or a
+   * link (see {@link noRunLogError}); `data`: `repoId`, `runId`, `path`, `noRunLog: true`.
    */
   readonly error: WorkflowHostError;
 }
@@ -44,9 +47,51 @@ export async function readRunOrReport<T>(runId: string, read: () => Promise<T>):
   try {
     return { value: await read(), unreadable: null };
   } catch (error) {
-    if (!isMissingRunObject(error) || error.data["runId"] !== runId) throw error;
+    if (!(error instanceof WorkflowHostError) || !(isMissingRunObject(error) || isNoRunLogError(error)) || error.data["runId"] !== runId) throw error;
     return { value: null, unreadable: { runId, path: String(error.data["path"]), error } };
   }
+}
+
+/**
+ * The `event_invalid` error of a run that holds no log: its `events` entry (`problem.path`,
+ * `runs/<runId>/events`) is a file or a link, not a folder, and no sealed `events.jsonl` stands in
+ * for it. `workflow-host check` names the same entry with the same code; the readers that need a
+ * run's log (`runs list`, `runs show`, pending timers) report it as a run that cannot be read
+ * (design notes §64, §66).
+ * @returns `data`: `repoId`, `runId`, `path`, `noRunLog: true`; the message: "run <runId> of
+ *   deployment <repoId> has no log to read: <the problem>; workflow-host check names what is there"
+ */
+export function noRunLogError(repoId: string, runId: string, problem: BadEvent): WorkflowHostError {
+  const { error } = problem;
+  const why = error.message.startsWith(`${error.code}: `) ? error.message.slice(error.code.length + 2) : error.message;
+  return new WorkflowHostError("event_invalid", `run ${runId} of deployment ${repoId} has no log to read: ${why}; workflow-host check names what is there`, {
+    repoId,
+    runId,
+    path: problem.path,
+    noRunLog: true,
+  });
+}
+
+/** Whether `error` is a {@link noRunLogError}. */
+export function isNoRunLogError(error: unknown): boolean {
+  return error instanceof WorkflowHostError && error.code === "event_invalid" && error.data["noRunLog"] === true && typeof error.data["runId"] === "string";
+}
+
+/**
+ * A run's summary as a reader that needs its log takes it: throws when the run holds no log
+ * because its `events` entry is not a folder (no event, no bad entry, and a problem at
+ * `runs/<runId>/events`: a file or a link pushed there; no sealed log read in its place). Read
+ * it inside {@link readRunOrReport} or {@link readEachRun} to name such a run among the
+ * unreadable ones, or let the error through for a single run (`runs show`: exit 1).
+ * @returns `summary` as it is
+ * @throws event_invalid ({@link noRunLogError})
+ */
+export function requireRunLog(repoId: string, summary: RunLogSummary): RunLogSummary {
+  if (summary.eventCount !== 0 || summary.badCount !== 0) return summary;
+  const eventsPath = `${runsPrefix}${summary.runId}/events`;
+  const problem = summary.problems.find((p) => p.path === eventsPath);
+  if (problem !== undefined) throw noRunLogError(repoId, summary.runId, problem);
+  return summary;
 }
 
 /**
