@@ -16,6 +16,7 @@ import { createScheduleControls } from "../../../seams/scheduler/schedule-contro
 import { createWorkflowHostSignalChannel } from "../../../seams/signals/signal-channel.js";
 import { archiveEndedRuns } from "../../../src/host/archive-ended-runs.js";
 import { checkDeployments } from "../../../src/host/check-deployments.js";
+import { compactRun } from "../../../src/host/compact-run.js";
 import { listPendingTimers } from "../../../src/host/list-pending-timers.js";
 import { appendRunEvents } from "../../../src/workflow/run-log-append.js";
 import { gitAt } from "../../helpers/git-cli.js";
@@ -337,6 +338,44 @@ describe("readers outside the scheduler on a deployment with damaged runs", () =
     expect((await gitAt(d.w.gitdir, ["rev-list", `${tip}..main`])).trim().split("\n")).toHaveLength(1);
     expect((await gitAt(d.w.gitdir, ["ls-tree", "--name-only", "main", "runs/r-ok/events/"])).trim().split("\n")).toEqual(["runs/r-ok/events/1.json", "runs/r-ok/events/2.json", "runs/r-ok/events/3.json", "runs/r-ok/events/4.json"]);
     expect((await gitAt(d.w.gitdir, ["rev-parse", "main:runs/r-dam"])).trim()).toBe(dam.tree);
+  });
+
+  it("compaction (compactRun, runs compact) of a run with an object lost or torn refuses naming the deployment, the run, what is lost, its path and oid; nothing is written", async () => {
+    const d = await deployment();
+    // Each run's objects its own (different timer ids, seqs): losing one object damages one run.
+    const last = await d.w.run([started(), timerSet(2, "l", SOON), timerSet(3, "l2", SOON), ended(4)]);
+    const mid = await d.w.run([started(), timerSet(2, "m", SOON), ended(3)]);
+    const folder = await d.w.run([started(), timerSet(2, "f", SOON), ended(3)]);
+    const torn = await d.w.run([started(), timerSet(2, "g", SOON), ended(3)]);
+    const fine = await d.w.run([started(), ended(2)]);
+    await d.w.commit({ "r-last": last.tree, "r-mid": mid.tree, "r-folder": folder.tree, "r-torn": torn.tree, "r-fine": fine.tree });
+    await d.w.lose(last.blobs[3] as string);
+    await d.w.lose(mid.blobs[1] as string);
+    await d.w.lose(folder.tree);
+    await d.w.tear(torn.events);
+    const tip = await d.w.tip();
+    const cases = [
+      { runId: "r-last", code: "object_missing", path: "runs/r-last/events/4.json", oid: last.blobs[3], what: "event 4 (runs/r-last/events/4.json" },
+      { runId: "r-mid", code: "object_missing", path: "runs/r-mid/events/2.json", oid: mid.blobs[1], what: "event 2 (runs/r-mid/events/2.json" },
+      { runId: "r-folder", code: "object_missing", path: "runs/r-folder", oid: folder.tree, what: "its run folder (runs/r-folder" },
+      { runId: "r-torn", code: "object_corrupt", path: "runs/r-torn/events", oid: torn.events, what: "its events/ folder (runs/r-torn/events" },
+    ];
+    for (const c of cases) {
+      const error = await compactRun({ store: d.store, principal: null, repoId: "d", runId: c.runId }).then(
+        () => null,
+        (e: unknown) => e as { code: string; message: string; data: Record<string, unknown> },
+      );
+      expect(error, c.runId).toMatchObject({ code: c.code, data: expect.objectContaining({ repoId: "d", runId: c.runId, path: c.path, oid: c.oid, unreadableRun: true }) });
+      expect(error?.message).toContain(`${c.code}: run ${c.runId} of deployment d cannot be read whole: ${c.what}`);
+      expect(error?.message).toContain("nothing was written");
+      const cli = await runCli(["runs", "compact", "-d", d.dataDir, "-r", "d", "--run", c.runId, "--json"], { clock });
+      expect(cli.code, c.runId).toBe(1);
+      expect(JSON.parse(cli.stdout)).toEqual({ error: { code: c.code, message: expect.stringContaining(`run ${c.runId} of deployment d cannot be read whole: ${c.what}`) } });
+    }
+    expect(await d.w.tip()).toBe(tip);
+    // The readable ended run is sealed as before.
+    expect(await compactRun({ store: d.store, principal: null, repoId: "d", runId: "r-fine" })).toMatchObject({ committed: true, events: 2 });
+    expect((await gitAt(d.w.gitdir, ["ls-tree", "--name-only", "main", "runs/r-fine/"])).trim().split("\n")).toContain("runs/r-fine/events.jsonl");
   });
 
   it("the CLI's schedule pause and runs show on a run not read whole exit 1 naming the run and what is lost", async () => {
