@@ -183,6 +183,28 @@ export function asUnreadableRunError(repoId: string | null, runId: string | null
 }
 
 /**
+ * Each run `error` names as one whose object cannot be read, with that run's own error: the
+ * entries of `data.unreadableRuns` when it has them (the workflow-run kind's push check names
+ * every changed run whose last event it could not read in one refusal), else the one run of
+ * `data.runId` (see `isMissingRunObject`); empty for any other error (a `runs/` folder, root
+ * or tip: the deployment's).
+ * @returns run id → that run's error (as `error` gave it: composed or not)
+ */
+export function unreadableRunsIn(error: unknown): Map<string, WorkflowHostError> {
+  const runs = new Map<string, WorkflowHostError>();
+  if (!isMissingRunObject(error)) return runs;
+  const listed = error.data["unreadableRuns"];
+  if (Array.isArray(listed)) {
+    for (const each of listed) {
+      if (isMissingRunObject(each) && typeof each.data["runId"] === "string" && !runs.has(each.data["runId"])) runs.set(each.data["runId"], each);
+    }
+  }
+  const runId = error.data["runId"];
+  if (typeof runId === "string" && !runs.has(runId)) runs.set(runId, error);
+  return runs;
+}
+
+/**
  * The guard of every write that decides from a run's whole history (the schedule controls:
  * pause, resume, trigger, backfill): throws when any object of the log it was given could not
  * be read (an event blob, `blobs/`, the sealed log; see {@link unreadablePartOf}). What is lost
