@@ -32,7 +32,7 @@ import { parseRepoId, parseRunId, parseSignalId, parseSignalName, parseTimerId }
 import { type BadEvent, openRunFolder, readRunLogPage } from "../workflow/run-log.js";
 import { isUnreadableObject } from "../substrate/object-store.js";
 import { summarizeRunLog } from "../workflow/run-log-summary.js";
-import { asUnreadableRunError, requireRunLog } from "../workflow/unreadable-runs.js";
+import { asUnreadableRunError, requireRunFolderLog, requireRunLog } from "../workflow/unreadable-runs.js";
 import { ARCHIVE_REF, archivedRunError } from "../workflow/run-archive.js";
 import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
 import { loadDashboardAssets } from "./dashboard-assets.js";
@@ -527,9 +527,16 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     const query = pageQuery(request.query, ["after", "limit"]);
     await requireAllowed(request, repoId, "read");
     const { reads, archived } = await openRun(repoId, runId);
-    const page = await readRunLogPage(reads, runId, query).catch((error: unknown) => {
-      throw asUnreadableRunError(repoId, runId, error, "nothing of it can be shown");
-    });
+    // A run whose events entry is a file or a link holds no log: 409, as on the run's own route
+    // (its folder listing and events index are kept, so the page reads them again for free).
+    const page = await openRunFolder(reads, runId)
+      .then((index) => {
+        requireRunFolderLog(repoId, runId, index);
+        return readRunLogPage(reads, runId, query);
+      })
+      .catch((error: unknown) => {
+        throw asUnreadableRunError(repoId, runId, error, "nothing of it can be shown");
+      });
     return {
       repoId,
       runId,

@@ -12,7 +12,7 @@ import { WorkflowHostError } from "../errors.js";
 import type { CommittedReads, DirEntry } from "../substrate/types.js";
 import { REPO_OR_RUN_ID_PATTERN } from "./ids.js";
 import { runsPrefix } from "./paths.js";
-import { type BadEvent, isMissingRunObject, type RunLog } from "./run-log.js";
+import { type BadEvent, isMissingRunObject, type RunFolderIndex, type RunLog } from "./run-log.js";
 import type { RunLogSummary } from "./run-log-summary.js";
 
 /** A run that a reader could not read (whole), with why. */
@@ -180,6 +180,20 @@ export function asUnreadableRunError(repoId: string | null, runId: string | null
   const errorRunId = error.data["runId"];
   if (typeof errorRunId !== "string" || (runId !== null && errorRunId !== runId)) return error;
   return unreadableRunError(repoId, { runId: errorRunId, path: String(error.data["path"]), error }, consequence);
+}
+
+/**
+ * {@link requireRunLog} from a run folder's listing (`openRunFolder`), for a reader of a page
+ * that does not fold the whole log: the run holds no log when its folder has neither an
+ * `events/` folder nor a sealed `events.jsonl`, and its `events` entry is there as something
+ * else (a problem at `runs/<runId>/events`).
+ * @throws event_invalid ({@link noRunLogError})
+ */
+export function requireRunFolderLog(repoId: string, runId: string, index: RunFolderIndex): void {
+  if (index.layout.events !== null || index.layout.compacted !== null) return;
+  const eventsPath = `${runsPrefix}${runId}/events`;
+  const problem = index.strays.find((p) => p.path === eventsPath);
+  if (problem !== undefined) throw noRunLogError(repoId, runId, problem);
 }
 
 /**

@@ -1,5 +1,5 @@
 /**
- * `runs show`, `GET …/runs/:run` and the pending timers (`timers`, `GET /v1/timers`, `GET
+ * `runs show`, `GET …/runs/:run` (and its events pages) and the pending timers (`timers`, `GET /v1/timers`, `GET
  * /v1/deployments/:repoId/timers`) of a run whose `events` entry is a file or a link (pushed with
  * git where the events folder belongs): the run holds no log and is reported as a run that cannot
  * be read, `event_invalid` at `runs/<id>/events`, as `runs list` and `check` name it
@@ -83,16 +83,19 @@ describe("a run whose events entry is no folder", () => {
     expect(text.stdout).toContain("2 runs could not be read (timers not listed): dep/filev, dep/linkev");
   });
 
-  it("GET /v1/timers and /v1/deployments/:repoId/timers name it in unreadableRuns; GET …/runs/:run answers 409 event_invalid naming it", async () => {
+  it("GET /v1/timers and /v1/deployments/:repoId/timers name it in unreadableRuns; GET …/runs/:run and its events answer 409 event_invalid naming it", async () => {
     const dataDir = await deployment();
     const h = await startHttpHarness(dataDir, []);
     try {
       for (const runId of ["filev", "linkev"]) {
-        const response = await h.request(`/v1/deployments/dep/runs/${runId}`);
-        expect(response.status).toBe(409);
-        expect(await response.json()).toEqual({ code: "event_invalid", message: expect.stringContaining(`run ${runId} of deployment dep has no log to read: runs/${runId}/events is not part of the run's folder`) });
+        for (const path of [`/v1/deployments/dep/runs/${runId}`, `/v1/deployments/dep/runs/${runId}/events`, `/v1/deployments/dep/runs/${runId}/events?after=1&limit=5`]) {
+          const response = await h.request(path);
+          expect(response.status, path).toBe(409);
+          expect(await response.json()).toEqual({ code: "event_invalid", message: expect.stringContaining(`run ${runId} of deployment dep has no log to read: runs/${runId}/events is not part of the run's folder`) });
+        }
       }
       expect((await h.request("/v1/deployments/dep/runs/ok")).status).toBe(200);
+      expect((await h.request("/v1/deployments/dep/runs/ok/events")).status).toBe(200);
       for (const path of ["/v1/timers", "/v1/deployments/dep/timers"]) {
         const response = await h.request(path);
         expect(response.status).toBe(200);
