@@ -78,20 +78,22 @@ export function isNoRunLogError(error: unknown): boolean {
 }
 
 /**
- * A run's summary as a reader that needs its log takes it: throws when the run holds no log
- * because its `events` entry is not a folder (no event, no bad entry, and a problem at
- * `runs/<runId>/events`: a file or a link pushed there; no sealed log read in its place). Read
- * it inside {@link readRunOrReport} or {@link readEachRun} to name such a run among the
- * unreadable ones, or let the error through for a single run (`runs show`: exit 1).
- * @returns `summary` as it is
+ * A run's summary (or its log, `readRunLog`) as a reader that needs its log takes it: throws
+ * when the run holds no log because its `events` entry is not a folder (no event, no bad entry,
+ * and a problem at `runs/<runId>/events`: a file or a link pushed there; no sealed log read in
+ * its place). Read it inside {@link readRunOrReport} or {@link readEachRun} to name such a run
+ * among the unreadable ones, or let the error through for a single run (`runs show`: exit 1).
+ * @returns `log` as it is
  * @throws event_invalid ({@link noRunLogError})
  */
-export function requireRunLog(repoId: string, summary: RunLogSummary): RunLogSummary {
-  if (summary.eventCount !== 0 || summary.badCount !== 0) return summary;
-  const eventsPath = `${runsPrefix}${summary.runId}/events`;
-  const problem = summary.problems.find((p) => p.path === eventsPath);
-  if (problem !== undefined) throw noRunLogError(repoId, summary.runId, problem);
-  return summary;
+export function requireRunLog<L extends RunLogSummary | RunLog>(repoId: string, log: L): L {
+  const events = "eventCount" in log ? log.eventCount : log.events.length;
+  const bad = "badCount" in log ? log.badCount : log.bad.length;
+  if (events !== 0 || bad !== 0) return log;
+  const eventsPath = `${runsPrefix}${log.runId}/events`;
+  const problem = log.problems.find((p) => p.path === eventsPath);
+  if (problem !== undefined) throw noRunLogError(repoId, log.runId, problem);
+  return log;
 }
 
 /**

@@ -1,5 +1,6 @@
 /**
- * `runs show`, `GET …/runs/:run` (and its events pages) and the pending timers (`timers`, `GET /v1/timers`, `GET
+ * `runs show`, `GET …/runs/:run` (and its events pages), the schedule controls' list and sync,
+ * and the pending timers (`timers`, `GET /v1/timers`, `GET
  * /v1/deployments/:repoId/timers`) of a run whose `events` entry is a file or a link (pushed with
  * git where the events folder belongs): the run holds no log and is reported as a run that cannot
  * be read, `event_invalid` at `runs/<id>/events`, as `runs list` and `check` name it
@@ -7,10 +8,10 @@
  * problem and exited 0 (`GET …/runs/:run` answered 200); the timers counted the run without
  * naming it, exit 0.
  */
-import { symlink } from "node:fs/promises";
+import { symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { pushFiles } from "../../helpers/git-cli.js";
+import { gitAt, pushFiles } from "../../helpers/git-cli.js";
 import { useTempDirs } from "../../helpers/temp-dir.js";
 import { cliInProcess } from "../host/cli-child.js";
 import { startHttpHarness } from "../http/http-harness.js";
@@ -81,6 +82,25 @@ describe("a run whose events entry is no folder", () => {
     const text = await cliInProcess(["timers", "-d", dataDir]);
     expect(text.code).toBe(1);
     expect(text.stdout).toContain("2 runs could not be read (timers not listed): dep/filev, dep/linkev");
+  });
+
+  it("schedule list and schedule sync name it in unreadableRuns (exit 1); a series declared in it is a conflict, nothing written", async () => {
+    const dataDir = await deployment();
+    const list = await cliInProcess(["schedule", "list", "-d", dataDir, "-r", "dep", "--json"]);
+    expect(list.code).toBe(1);
+    expect(named((JSON.parse(list.stdout) as { unreadableRuns: { runId: string; path: string; code: string }[] }).unreadableRuns)).toEqual(NAMED);
+    expect(list.stderr).toContain("workflow-host: run filev cannot be read (its series are not listed): event_invalid: ");
+    const file = join(dataDir, "schedules.json");
+    await writeFile(file, JSON.stringify([{ runId: "filev", timerId: "c", cron: "0 * * * *" }]));
+    const tip = await gitAt(join(dataDir, "deployments", "dep.git"), ["rev-parse", "main"]);
+    const sync = await cliInProcess(["schedule", "sync", "-d", dataDir, "-r", "dep", "--file", file, "--json"]);
+    expect(sync.code).toBe(1);
+    const body = JSON.parse(sync.stdout) as { plan: { create: unknown[]; conflicts: { runId: string; timerId: string; reason: string }[] }; commits: string[]; unreadableRuns: { runId: string; path: string; code: string }[] };
+    expect(body.plan.create).toEqual([]);
+    expect(body.plan.conflicts).toEqual([{ runId: "filev", timerId: "c", reason: expect.stringContaining("its run could not be read (event_invalid) at runs/filev/events") }]);
+    expect(body.commits).toEqual([]);
+    expect(named(body.unreadableRuns)).toEqual(NAMED);
+    expect(await gitAt(join(dataDir, "deployments", "dep.git"), ["rev-parse", "main"])).toBe(tip);
   });
 
   it("GET /v1/timers and /v1/deployments/:repoId/timers name it in unreadableRuns; GET …/runs/:run and its events answer 409 event_invalid naming it", async () => {
