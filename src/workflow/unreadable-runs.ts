@@ -4,9 +4,11 @@
  * scheduler's recovery skips and reports such a run (design notes §52, §57); the readers outside
  * it (pending timers, `runs list`, `check`, retention, the schedule controls) read each run
  * through {@link readRunOrReport} or {@link readEachRun}, so the other runs are read as usual and
- * the damaged one is named with its error. A missing or damaged `runs/` folder, root or tip
- * commit is not one run's: it is thrown as the store raised it (nothing of the deployment can be
- * read).
+ * the damaged one is named with its error. A run whose `events` entry is a file or a link holds
+ * no log: the readers that need its log read it through {@link requireRunLog} and name it the
+ * same way (`event_invalid`, as `check` names the entry). A missing or damaged `runs/` folder,
+ * root or tip commit is not one run's: it is thrown as the store raised it (nothing of the
+ * deployment can be read).
  */
 import { WorkflowHostError } from "../errors.js";
 import type { CommittedReads, DirEntry } from "../substrate/types.js";
