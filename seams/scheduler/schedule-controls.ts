@@ -15,7 +15,7 @@ import { parseInstant } from "../../src/workflow/time.js";
 import { checkReason } from "../../src/workflow/event-constructors.js";
 import { readRunLog, type RunLog } from "../../src/workflow/run-log.js";
 import { openRunLog } from "../../src/workflow/run-log-writer.js";
-import { readEachRun, unreadablePartOf, type UnreadableRun } from "../../src/workflow/unreadable-runs.js";
+import { readEachRun, requireRunLog, unreadablePartOf, type UnreadableRun } from "../../src/workflow/unreadable-runs.js";
 import { WORKFLOW_RUN_KIND } from "../../src/workflow/workflow-run-kind.js";
 import { armedSeries, planBackfill, planPause, planResume, planTrigger } from "../../src/workflow/schedule/schedule-controls.js";
 import { previewSeries, type PreviewTick } from "../../src/workflow/schedule/preview.js";
@@ -100,14 +100,15 @@ export interface ScheduleControls {
   backfill(repoId: string, runId: string, timerId: string, range: { from: string; to: string; maxTicks?: number }): Promise<{ fired: readonly string[]; alreadyFired: readonly string[]; emptyBecause: string | null; commitSha: string | null }>;
   /**
    * Every armed cron series of a deployment, by run then timer, and the runs whose folder or
-   * `events/` folder could not be read (`object_missing`, `object_corrupt`; their series are
-   * not listed, the other runs' are).
+   * `events/` folder could not be read (`object_missing`, `object_corrupt`) or whose `events`
+   * entry is a file or a link (`event_invalid`: no log); their series are not listed, the other
+   * runs' are.
    * @throws `object_corrupt` for a missing or damaged `runs/` folder (nothing can be read); read errors
    */
   listSeries(repoId: string): Promise<{ series: ScheduleSummary[]; unreadableRuns: UnreadableRun[] }>;
   /**
    * Every armed cron series of a deployment, by run then timer ({@link listSeries}' `series`).
-   * @throws the first unreadable run's error (`object_missing`, `object_corrupt`) when a run
+   * @throws the first unreadable run's error (`object_missing`, `object_corrupt`, `event_invalid`) when a run
    *   could not be read: a list without it would hide it; use {@link listSeries} to list the others
    */
   list(repoId: string): Promise<ScheduleSummary[]>;
@@ -126,7 +127,8 @@ export interface ScheduleControls {
    * with no slot in their bounds) are left out and listed in `plan.conflicts`.
    *
    * A run that could not be read whole (its folder, `events/` folder or an event missing or
-   * damaged: `object_missing`, `object_corrupt`) is listed in `unreadableRuns` (with the first
+   * damaged: `object_missing`, `object_corrupt`; or no log, its `events` entry a file or a link:
+   * `event_invalid`) is listed in `unreadableRuns` (with the first
    * object that could not be read) and nothing is written to it: its series are neither
    * compared, updated nor cancelled, and a series declared in it is a conflict ("could not be
    * read"). The same holds when the run's log read under the lock is not whole.
@@ -168,10 +170,13 @@ export function createScheduleControls(opts: ScheduleControlsOptions): ScheduleC
     parseTimerId(timerId);
   }
 
-  /** Every run's log at the tip, and the runs whose folders could not be read (see readEachRun). */
+  /**
+   * Every run's log at the tip, and the runs whose folders could not be read or that hold no
+   * log (their `events` entry a file or a link: `event_invalid`; see readEachRun, requireRunLog).
+   */
   async function readLogs(repoId: string): Promise<{ logs: RunLog[]; unreadable: UnreadableRun[] }> {
     const reads = await opts.store.openCommittedReads(opts.principal, { kind: WORKFLOW_RUN_KIND, id: repoId }, ref);
-    const read = await readEachRun(reads, (runId) => readRunLog(reads, runId, opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes }));
+    const read = await readEachRun(reads, async (runId) => requireRunLog(repoId, await readRunLog(reads, runId, opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes })));
     return { logs: read.runs.map((r) => r.value), unreadable: [...read.unreadable] };
   }
 

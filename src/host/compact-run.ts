@@ -16,6 +16,7 @@ import { parseRepoId, parseRunId } from "../workflow/ids.js";
 import { compactedLogPath, parseEventPathName, runEventsPrefix } from "../workflow/paths.js";
 import { archivedRunError } from "../workflow/run-archive.js";
 import { summarizeRunLog } from "../workflow/run-log-summary.js";
+import { asUnreadableRunError, unreadableRunError } from "../workflow/unreadable-runs.js";
 import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
 
 export interface CompactRunOptions {
@@ -49,7 +50,10 @@ export interface CompactRunResult {
  * seal (the decision is re-made under the repo lock).
  * @returns what was written, see {@link CompactRunResult}
  * @throws repo_id_invalid, id_invalid before any store call; run_archived when retention moved
- *   the run to the archive ref (an archived log is never changed); event_invalid when the run has no
+ *   the run to the archive ref (an archived log is never changed); object_missing /
+ *   object_corrupt when an object of the run cannot be read (its folder, `events/` folder, an
+ *   event, `blobs/`: `unreadableRunError`, naming the deployment, the run, what is lost, its
+ *   path and oid, "nothing was written"); event_invalid when the run has no
  *   log (`data.reason` "no_log"), has not ended ("not_ended"), or its log has problems
  *   ("log_problems": bad event files, missing seqs, events after the terminal one: a seal of it
  *   would not be a valid log); the store's errors (authorize_denied, ref_locked, …)
@@ -76,6 +80,9 @@ export async function compactRun(opts: CompactRunOptions): Promise<CompactRunRes
         if (existing !== null && others.length === log.bad.length + log.problems.length && log.state.terminal !== null) {
           return { result: { events: log.eventCount, bytes: existing.length } };
         }
+        // An event (or blobs/) that cannot be read: the seal would not hold it, and it is not the
+        // log's fault but the repository's. Named as every write names it ("nothing was written").
+        if (log.unreadable !== null) throw unreadableRunError(repoId, { runId, path: log.unreadable.path, error: log.unreadable.error }, "nothing was written");
         if (log.eventCount === 0 && others.length === 0) throw refuse("no_log", "it has no events");
         const first = others[0];
         if (first !== undefined) throw refuse("log_problems", `its log has ${others.length} problem(s), first ${first.error.message}`);
@@ -92,8 +99,9 @@ export async function compactRun(opts: CompactRunOptions): Promise<CompactRunRes
       },
     },
   ).catch(async (error: unknown) => {
-    // A run with no log may have been archived by retention: say so, not "no events".
-    if (!(error instanceof WorkflowHostError) || error.data["reason"] !== "no_log") throw error;
+    // The run's folder or events/ folder cannot be read: named (deployment, run, what is lost,
+    // path, oid), as the push check names a lost last event; the store's own message is not given.
+    if (!(error instanceof WorkflowHostError) || error.data["reason"] !== "no_log") throw asUnreadableRunError(repoId, runId, error, "nothing was written");
     throw (await archivedRunError(opts.store, opts.principal, repo, runId, opts.ref).catch(() => null)) ?? error;
   });
   const result = written.result ?? { events: 0, bytes: 0 };

@@ -9,7 +9,7 @@ import type { Principal, RepoStore } from "../substrate/types.js";
 import { parseRepoId } from "../workflow/ids.js";
 import type { BadEvent } from "../workflow/run-log.js";
 import { summarizeRunLog } from "../workflow/run-log-summary.js";
-import { readEachRun, type UnreadableRun } from "../workflow/unreadable-runs.js";
+import { readEachRun, requireRunLog, type UnreadableRun } from "../workflow/unreadable-runs.js";
 import type { MisfirePolicy } from "../workflow/types.js";
 import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
 
@@ -55,9 +55,12 @@ export interface PendingTimersReport {
    */
   readonly failedRepos: readonly { readonly repoId: string; readonly error: WorkflowHostError }[];
   /**
-   * Runs whose folder or `events/` folder could not be read (`object_missing`, `object_corrupt`;
-   * see src/workflow/unreadable-runs.ts), by repo then run: their timers are missing from
-   * `timers`; the deployment's other runs are listed (a host skips and reports them the same way).
+   * Runs whose folder or `events/` folder could not be read (`object_missing`, `object_corrupt`),
+   * or that hold no log because their `events` entry is a file or a link (`event_invalid`, at
+   * `runs/<runId>/events`, as `workflow-host check` names it); see
+   * src/workflow/unreadable-runs.ts. By repo then run: their timers are missing from `timers`;
+   * the deployment's other runs are listed (a host skips and reports a run whose folders cannot
+   * be read the same way).
    */
   readonly unreadableRuns: readonly (UnreadableRun & { readonly repoId: string })[];
   readonly repos: number;
@@ -112,9 +115,10 @@ async function pendingTimersOf(
   const badEvents: (BadEvent & { repoId: string })[] = [];
   const reads = await store.openCommittedReads(principal, { kind: WORKFLOW_RUN_KIND, id: repoId }, ref);
   // Folded event by event (a run's log has no size bound), and kept by the run's tree oid; a run
-  // whose folders cannot be read is named, the others listed.
+  // whose folders cannot be read, or whose events entry is no folder (no log), is named, the
+  // others listed.
   const { runs, unreadable } = await readEachRun(reads, async (runId) => {
-    const log = await summarizeRunLog(reads, runId);
+    const log = requireRunLog(repoId, await summarizeRunLog(reads, runId));
     for (const bad of log.bad) badEvents.push({ ...bad, repoId });
     if (log.state.terminal !== null) return;
     for (const pending of log.state.pendingTimers.values()) {

@@ -7,7 +7,7 @@
  */
 import { isWorkflowHostError, type ErrorCode } from "../errors.js";
 import { isMissingRunObject } from "../workflow/run-log.js";
-import { asUnreadableRunError } from "../workflow/unreadable-runs.js";
+import { asUnreadableRunError, isNoRunLogError } from "../workflow/unreadable-runs.js";
 
 /** Codes raised by the HTTP face itself, beside the library's {@link ErrorCode}s. */
 export type HttpOnlyErrorCode =
@@ -50,7 +50,9 @@ export type HttpErrorCode = ErrorCode | HttpOnlyErrorCode;
  * Not 422: the request itself is well-formed and valid. The same code as the store's or the
  * run's error in a `{code, message}` body; the message names the run and what is lost, never a
  * server path. The same codes for a `runs/` folder, root or tip commit (the whole deployment)
- * stay 500.
+ * stay 500. A run that holds no log because its `events` entry is a file or a link
+ * (`event_invalid` with `data.noRunLog`, src/workflow/unreadable-runs.ts `noRunLogError`) is 409
+ * too: the stored run is at fault, not the request (`event_invalid` is otherwise 400).
  */
 export const UNREADABLE_RUN_STATUS = 409;
 
@@ -175,6 +177,9 @@ export function errorReply(error: unknown): ErrorReply {
       const named = asUnreadableRunError(null, null, error, "the run cannot be served until the object is restored") as typeof error;
       return { status: UNREADABLE_RUN_STATUS, body: { code: named.code, message: named.message }, headers: {}, unexpected: false };
     }
+    // A run that holds no log (its events entry is a file or a link): the stored run is at
+    // fault, not the request, so 409 as for a lost object, with event_invalid as check names it.
+    if (isNoRunLogError(error)) return { status: UNREADABLE_RUN_STATUS, body: { code: error.code, message: error.message }, headers: {}, unexpected: false };
     if (HTTP_STATUS_BY_CODE[error.code] === 500) return { ...reply(error.code, serverFailureMessage(error.code)), unexpected: true };
     return reply(error.code, error.code === "repo_not_found" ? unknownDeploymentMessage(error.data) ?? error.message : error.message);
   }

@@ -36,7 +36,7 @@ import { parseInstant } from "../workflow/time.js";
 import { type BadEvent, openRunFolder, readRunLogPage } from "../workflow/run-log.js";
 import { isUnreadableObject } from "../substrate/object-store.js";
 import { summarizeRunLog } from "../workflow/run-log-summary.js";
-import { asUnreadableRunError } from "../workflow/unreadable-runs.js";
+import { asUnreadableRunError, requireRunFolderLog, requireRunLog } from "../workflow/unreadable-runs.js";
 import { ARCHIVE_REF, archivedRunError } from "../workflow/run-archive.js";
 import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
 import { loadDashboardAssets } from "./dashboard-assets.js";
@@ -609,10 +609,14 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     const { limit } = pageQuery(request.query, ["limit"]);
     await requireAllowed(request, repoId, "read");
     const { reads, archived } = await openRun(repoId, runId);
-    // A run whose folders cannot be read: 409 with the run named (see UNREADABLE_RUN_STATUS).
-    const summary = await summarizeRunLog(reads, runId).catch((error: unknown) => {
-      throw asUnreadableRunError(repoId, runId, error, "nothing of it can be shown");
-    });
+    // A run whose folders cannot be read, or whose events entry is a file or a link (no log):
+    // 409 with the run named (see UNREADABLE_RUN_STATUS).
+    const summary = requireRunLog(
+      repoId,
+      await summarizeRunLog(reads, runId).catch((error: unknown) => {
+        throw asUnreadableRunError(repoId, runId, error, "nothing of it can be shown");
+      }),
+    );
     if (summary.eventCount === 0 && summary.badCount === 0 && summary.problemCount === 0) {
       throw new WorkflowHostError("run_not_found", `run ${runId} has no log in deployment ${repoId}`, { repoId, runId });
     }
@@ -646,9 +650,16 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     const query = pageQuery(request.query, ["after", "limit"]);
     await requireAllowed(request, repoId, "read");
     const { reads, archived } = await openRun(repoId, runId);
-    const page = await readRunLogPage(reads, runId, query).catch((error: unknown) => {
-      throw asUnreadableRunError(repoId, runId, error, "nothing of it can be shown");
-    });
+    // A run whose events entry is a file or a link holds no log: 409, as on the run's own route
+    // (its folder listing and events index are kept, so the page reads them again for free).
+    const page = await openRunFolder(reads, runId)
+      .then((index) => {
+        requireRunFolderLog(repoId, runId, index);
+        return readRunLogPage(reads, runId, query);
+      })
+      .catch((error: unknown) => {
+        throw asUnreadableRunError(repoId, runId, error, "nothing of it can be shown");
+      });
     return {
       repoId,
       runId,

@@ -11,10 +11,10 @@
  * taken). An append whose decide throws or whose events are invalid fails alone, with nothing
  * written for it; a lost compare-and-swap decides every append of the batch again; a commit
  * that `validatePush` refuses is retried one append per commit, so only the offending append
- * fails. A commit refused because an object of one run cannot be read (the push check reads
- * each changed run's last event: a lost one fails there, `object_missing`/`object_corrupt`
- * naming the run) fails that run's appends, named as `unreadableRunError` names them, and
- * commits the others without them. Errors of the repository itself (ref_locked, ref_conflict,
+ * fails. A commit refused because objects of runs cannot be read (the push check reads each
+ * changed run's last event: a lost one fails there, `object_missing`/`object_corrupt`, and the
+ * refusal names every such run of the commit) fails those runs' appends, each named as
+ * `unreadableRunError` names it, and commits the others without them in one more commit. Errors of the repository itself (ref_locked, ref_conflict,
  * store_stopped, …) fail every append of the batch.
  */
 import { WorkflowHostError } from "../errors.js";
@@ -23,11 +23,11 @@ import type { FolderAppend, Principal, RepoStore, WriteResult } from "../substra
 import { appendLogCacheOf, type KnownLog } from "./append-log-cache.js";
 import { parseEvent, serializeEvent } from "./events.js";
 import { eventsFolder, runEventsPrefix, runsPrefix } from "./paths.js";
-import { isMissingRunObject, nextSeqAfter, withLimit, type RunLog } from "./run-log.js";
+import { nextSeqAfter, withLimit, type RunLog } from "./run-log.js";
 import { WORKFLOW_RUN_KIND } from "./workflow-run-kind.js";
 import { applyEvent } from "./run-state.js";
 import type { RunEvent, RunState } from "./types.js";
-import { asUnreadableRunError, requireWholeRun } from "./unreadable-runs.js";
+import { asUnreadableRunError, requireWholeRun, unreadableRunsIn } from "./unreadable-runs.js";
 
 /** What an append decides, given the log under the repo lock. */
 export interface AppendDecision<R> {
@@ -183,14 +183,15 @@ class AppendBatcher {
     try {
       ({ written, working } = await this.#write(batch));
     } catch (error) {
-      const lost = lostRunOf(batch, error);
-      if (lost !== null) {
-        // One run's object is lost or damaged (the push check could not read its last event): its
-        // appends fail, named; the others are committed without it, as the fire committer does.
-        const named = asUnreadableRunError(this.#repoId, lost, error, "nothing was written");
+      const lost = lostRunsOf(batch, error);
+      if (lost.size > 0) {
+        // Runs whose object is lost or damaged (the push check could not read their last event;
+        // it names every such run of the commit at once): their appends fail, each named; the
+        // others are committed without them in one more commit, as the fire committer does.
         const rest: PendingAppend[] = [];
         for (const pending of batch) {
-          if (pending.options.runId === lost) pending.reject(named);
+          const own = lost.get(pending.options.runId);
+          if (own !== undefined) pending.reject(asUnreadableRunError(this.#repoId, pending.options.runId, own, "nothing was written"));
           else rest.push(pending);
         }
         return rest.length === 0 ? [] : await this.#commit(rest);
@@ -300,14 +301,19 @@ class AppendBatcher {
 }
 
 /**
- * The run of `batch` a failed commit's `error` names as one whose object cannot be read
- * (`object_missing`, or `object_corrupt` with `data.runId`: see `isMissingRunObject`), or null
- * (an error of the repository or of no run of the batch: `runs/`, the root, the tip).
+ * The runs of `batch` a failed commit's `error` names as ones whose object cannot be read, each
+ * with its own error (`unreadableRunsIn`: every run the push check could not read, or the one
+ * of `data.runId`); empty for an error of the repository or of no run of the batch (`runs/`,
+ * the root, the tip).
  */
-function lostRunOf(batch: readonly PendingAppend[], error: unknown): string | null {
-  if (!isMissingRunObject(error)) return null;
-  const runId = error.data["runId"];
-  return typeof runId === "string" && batch.some((p) => p.options.runId === runId) ? runId : null;
+function lostRunsOf(batch: readonly PendingAppend[], error: unknown): Map<string, WorkflowHostError> {
+  const named = unreadableRunsIn(error);
+  const lost = new Map<string, WorkflowHostError>();
+  for (const pending of batch) {
+    const own = named.get(pending.options.runId);
+    if (own !== undefined) lost.set(pending.options.runId, own);
+  }
+  return lost;
 }
 
 /**

@@ -4,15 +4,18 @@
  * scheduler's recovery skips and reports such a run (design notes §52, §57); the readers outside
  * it (pending timers, `runs list`, `check`, retention, the schedule controls) read each run
  * through {@link readRunOrReport} or {@link readEachRun}, so the other runs are read as usual and
- * the damaged one is named with its error. A missing or damaged `runs/` folder, root or tip
- * commit is not one run's: it is thrown as the store raised it (nothing of the deployment can be
- * read).
+ * the damaged one is named with its error. A run whose `events` entry is a file or a link holds
+ * no log: the readers that need its log read it through {@link requireRunLog} and name it the
+ * same way (`event_invalid`, as `check` names the entry). A missing or damaged `runs/` folder,
+ * root or tip commit is not one run's: it is thrown as the store raised it (nothing of the
+ * deployment can be read).
  */
 import { WorkflowHostError } from "../errors.js";
 import type { CommittedReads, DirEntry } from "../substrate/types.js";
 import { REPO_OR_RUN_ID_PATTERN } from "./ids.js";
 import { runsPrefix } from "./paths.js";
-import { type BadEvent, isMissingRunObject, type RunLog } from "./run-log.js";
+import { type BadEvent, isMissingRunObject, type RunFolderIndex, type RunLog } from "./run-log.js";
+import type { RunLogSummary } from "./run-log-summary.js";
 
 /** A run that a reader could not read (whole), with why. */
 export interface UnreadableRun {
@@ -26,6 +29,8 @@ export interface UnreadableRun {
   /**
    * `object_missing` (not in the repository) or `object_corrupt` (there, but failing its own
    * check); `data`: `runId`, `path`, `oid` (and `damaged`, `reason`, `pack` for a damaged one).
+   * Or `event_invalid` for a run that holds no log because its `events` entry is a file or a
+   * link (see {@link noRunLogError}); `data`: `repoId`, `runId`, `path`, `noRunLog: true`.
    */
   readonly error: WorkflowHostError;
 }
@@ -44,9 +49,53 @@ export async function readRunOrReport<T>(runId: string, read: () => Promise<T>):
   try {
     return { value: await read(), unreadable: null };
   } catch (error) {
-    if (!isMissingRunObject(error) || error.data["runId"] !== runId) throw error;
+    if (!(error instanceof WorkflowHostError) || !(isMissingRunObject(error) || isNoRunLogError(error)) || error.data["runId"] !== runId) throw error;
     return { value: null, unreadable: { runId, path: String(error.data["path"]), error } };
   }
+}
+
+/**
+ * The `event_invalid` error of a run that holds no log: its `events` entry (`problem.path`,
+ * `runs/<runId>/events`) is a file or a link, not a folder, and no sealed `events.jsonl` stands in
+ * for it. `workflow-host check` names the same entry with the same code; the readers that need a
+ * run's log (`runs list`, `runs show`, pending timers) report it as a run that cannot be read
+ * (design notes §64, §66).
+ * @returns `data`: `repoId`, `runId`, `path`, `noRunLog: true`; the message: "run <runId> of
+ *   deployment <repoId> has no log to read: <the problem>; workflow-host check names what is there"
+ */
+export function noRunLogError(repoId: string, runId: string, problem: BadEvent): WorkflowHostError {
+  const { error } = problem;
+  const why = error.message.startsWith(`${error.code}: `) ? error.message.slice(error.code.length + 2) : error.message;
+  return new WorkflowHostError("event_invalid", `run ${runId} of deployment ${repoId} has no log to read: ${why}; workflow-host check names what is there`, {
+    repoId,
+    runId,
+    path: problem.path,
+    noRunLog: true,
+  });
+}
+
+/** Whether `error` is a {@link noRunLogError}. */
+export function isNoRunLogError(error: unknown): boolean {
+  return error instanceof WorkflowHostError && error.code === "event_invalid" && error.data["noRunLog"] === true && typeof error.data["runId"] === "string";
+}
+
+/**
+ * A run's summary (or its log, `readRunLog`) as a reader that needs its log takes it: throws
+ * when the run holds no log because its `events` entry is not a folder (no event, no bad entry,
+ * and a problem at `runs/<runId>/events`: a file or a link pushed there; no sealed log read in
+ * its place). Read it inside {@link readRunOrReport} or {@link readEachRun} to name such a run
+ * among the unreadable ones, or let the error through for a single run (`runs show`: exit 1).
+ * @returns `log` as it is
+ * @throws event_invalid ({@link noRunLogError})
+ */
+export function requireRunLog<L extends RunLogSummary | RunLog>(repoId: string, log: L): L {
+  const events = "eventCount" in log ? log.eventCount : log.events.length;
+  const bad = "badCount" in log ? log.badCount : log.bad.length;
+  if (events !== 0 || bad !== 0) return log;
+  const eventsPath = `${runsPrefix}${log.runId}/events`;
+  const problem = log.problems.find((p) => p.path === eventsPath);
+  if (problem !== undefined) throw noRunLogError(repoId, log.runId, problem);
+  return log;
 }
 
 /**
@@ -135,6 +184,42 @@ export function asUnreadableRunError(repoId: string | null, runId: string | null
   const errorRunId = error.data["runId"];
   if (typeof errorRunId !== "string" || (runId !== null && errorRunId !== runId)) return error;
   return unreadableRunError(repoId, { runId: errorRunId, path: String(error.data["path"]), error }, consequence);
+}
+
+/**
+ * {@link requireRunLog} from a run folder's listing (`openRunFolder`), for a reader of a page
+ * that does not fold the whole log: the run holds no log when its folder has neither an
+ * `events/` folder nor a sealed `events.jsonl`, and its `events` entry is there as something
+ * else (a problem at `runs/<runId>/events`).
+ * @throws event_invalid ({@link noRunLogError})
+ */
+export function requireRunFolderLog(repoId: string, runId: string, index: RunFolderIndex): void {
+  if (index.layout.events !== null || index.layout.compacted !== null) return;
+  const eventsPath = `${runsPrefix}${runId}/events`;
+  const problem = index.strays.find((p) => p.path === eventsPath);
+  if (problem !== undefined) throw noRunLogError(repoId, runId, problem);
+}
+
+/**
+ * Each run `error` names as one whose object cannot be read, with that run's own error: the
+ * entries of `data.unreadableRuns` when it has them (the workflow-run kind's push check names
+ * every changed run whose last event it could not read in one refusal), else the one run of
+ * `data.runId` (see `isMissingRunObject`); empty for any other error (a `runs/` folder, root
+ * or tip: the deployment's).
+ * @returns run id → that run's error (as `error` gave it: composed or not)
+ */
+export function unreadableRunsIn(error: unknown): Map<string, WorkflowHostError> {
+  const runs = new Map<string, WorkflowHostError>();
+  if (!isMissingRunObject(error)) return runs;
+  const listed = error.data["unreadableRuns"];
+  if (Array.isArray(listed)) {
+    for (const each of listed) {
+      if (isMissingRunObject(each) && typeof each.data["runId"] === "string" && !runs.has(each.data["runId"])) runs.set(each.data["runId"], each);
+    }
+  }
+  const runId = error.data["runId"];
+  if (typeof runId === "string" && !runs.has(runId)) runs.set(runId, error);
+  return runs;
 }
 
 /**

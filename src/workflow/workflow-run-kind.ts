@@ -13,7 +13,8 @@ import { compactedLogPath, parseEventPath, parseEventPathName, runEventsPrefix, 
 import { openEventsFolder } from "./events-folder.js";
 import { runFolderPart } from "./run-folder.js";
 import { ARCHIVE_REF, isArchiveRef } from "./run-archive.js";
-import { missingObjectError } from "./run-log.js";
+import { isMissingRunObject, missingObjectError } from "./run-log.js";
+import { unreadableRunError } from "./unreadable-runs.js";
 import { isUnreadableObject } from "../substrate/object-store.js";
 
 /** Kind name of deployment repos. */
@@ -77,8 +78,11 @@ function rejected(path: string, seq: number | null, detail: string): WorkflowHos
  *   after-terminal, bad JSON or shape), or the field's own code (`id_invalid`, `time_invalid`,
  *   `cron_invalid`), or `payload_too_large`; `data` holds `path` and `seq` (null for a path rule).
  *   A changed run's prior last event that cannot be read (the check needs it: does it end the
- *   run?) is `object_missing` / `object_corrupt` naming the run (`data` `runId`, `path`, `oid`;
- *   see `missingObjectError`); the commit is refused.
+ *   run?) is `object_missing` / `object_corrupt` naming the deployment and the run
+ *   (`unreadableRunError`: `data` `repoId`, `runId`, `path`, `oid`, `unreadableRun`; "nothing
+ *   was written"); the other changed runs are still checked, and `data.unreadableRuns` holds
+ *   every such run's own error (the first one's included), so a batch of appends can drop them
+ *   all at once; the commit is refused.
  */
 export function workflowRunKind(opts: WorkflowRunKindOptions = {}): KindHandler {
   const maxEventBytes = opts.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES;
@@ -93,6 +97,7 @@ export function workflowRunKind(opts: WorkflowRunKindOptions = {}): KindHandler 
       const removed = await checkRunsRemoved(ctx, maxEventBytes);
       const runs = groupByRun(removed.size === 0 ? ctx.changes : ctx.changes.filter((c) => !removed.has(runIdOf(c.path))));
       let archive: CommittedReads | null | undefined;
+      const lost: WorkflowHostError[] = [];
       for (const runId of [...runs.keys()].sort()) {
         const run = runs.get(runId);
         if (run === undefined) continue;
@@ -109,14 +114,42 @@ export function workflowRunKind(opts: WorkflowRunKindOptions = {}): KindHandler 
             });
           }
         }
-        if (run.compacted !== null || run.deleted.length > 0) await checkCompaction(ctx, runId, run, maxEventBytes);
-        else await checkAppend(ctx, runId, run, maxEventBytes);
+        try {
+          if (run.compacted !== null || run.deleted.length > 0) await checkCompaction(ctx, runId, run, maxEventBytes);
+          else await checkAppend(ctx, runId, run, maxEventBytes);
+        } catch (error) {
+          // This run's own object cannot be read (its prior last event): named, and the other
+          // changed runs are checked on, so one refusal names every such run of the commit (a
+          // batch of appends drops them all in one retry). Their last events are read for a
+          // commit that passes anyway: nothing more is read than for one that passes.
+          if (isMissingRunObject(error) && error.data["runId"] === runId) {
+            lost.push(unreadableRunError(ctx.repoId.id, { runId, path: String(error.data["path"]), error }, "nothing was written"));
+            continue;
+          }
+          // The first violation in run-id order is thrown: a lost run before it, if any.
+          throw lost.length > 0 ? unreadableRunsError(lost) : error;
+        }
         if (run.blobAdded !== null && (await ctx.prospective.treeOid(runEventsPrefix(runId).slice(0, -1))) === null && (await ctx.prospective.treeOid(compactedLogPath(runId))) === null) {
-          throw rejected(run.blobAdded.path, null, "a run folder without a log (events/ or events.jsonl) holds only grants.json and parts/");
+          const error = rejected(run.blobAdded.path, null, "a run folder without a log (events/ or events.jsonl) holds only grants.json and parts/");
+          throw lost.length > 0 ? unreadableRunsError(lost) : error;
         }
       }
+      if (lost.length > 0) throw unreadableRunsError(lost);
     },
   };
+}
+
+/**
+ * The refusal of a commit whose changed runs' prior last events could not be read: the first
+ * run's error (`unreadableRunError`: its code, `repoId`, `runId`, `path`, `oid`, "nothing was
+ * written"), with `data.unreadableRuns` holding every such run's own error, the first one's
+ * included, in run-id order (see `unreadableRunsIn`).
+ */
+function unreadableRunsError(lost: readonly WorkflowHostError[]): WorkflowHostError {
+  const first = lost[0] as WorkflowHostError;
+  const more = lost.length === 1 ? "" : ` (and ${lost.length - 1} more run${lost.length === 2 ? "" : "s"} of this commit: ${lost.slice(1).map((e) => String(e.data["runId"])).join(", ")})`;
+  const detail = first.message.startsWith(`${first.code}: `) ? first.message.slice(first.code.length + 2) : first.message;
+  return new WorkflowHostError(first.code, `${detail}${more}`, { ...first.data, unreadableRuns: lost }, { cause: first.cause });
 }
 
 /** The run id of a path under `runs/`, or "" for any other path. */

@@ -5,8 +5,6 @@ import type { CliCommand } from "../command.js";
 import { oneLine, plural, shortSha, table } from "../format.js";
 import { printJson, printLine } from "../io.js";
 import { withStore } from "../with-store.js";
-import type { BadEvent } from "../../workflow/run-log.js";
-import type { RunLogSummary } from "../../workflow/run-log-summary.js";
 import { shellQuote } from "./paths.js";
 
 const NAME = "runs list";
@@ -29,15 +27,6 @@ interface UnreadableRow {
   readonly path: string;
   readonly code: string;
   readonly message: string;
-}
-
-/**
- * The problem of a run that holds no log because its `events` entry (at `eventsPath`) is not a
- * folder: reported by the run's read at that path, no event read, no sealed log standing in.
- */
-function noLogProblem(summary: RunLogSummary, eventsPath: string): BadEvent | null {
-  if (summary.eventCount !== 0 || summary.badCount !== 0) return null;
-  return summary.problems.find((p) => p.path === eventsPath) ?? null;
 }
 
 interface RunRow {
@@ -105,7 +94,7 @@ Examples:
     });
     const ref = archived ? ARCHIVE : DEFAULT_REF;
     const { commitSha, runs, unreadableRuns, archivedRuns, nextAfter } = await withStore(dataDir, io, async (store) => {
-      const [{ REPO_OR_RUN_ID_PATTERN }, { runsPrefix }, { summarizeRunLog }, { WORKFLOW_RUN_KIND }, { openArchive }, { readRunOrReport }] = await Promise.all([
+      const [{ REPO_OR_RUN_ID_PATTERN }, { runsPrefix }, { summarizeRunLog }, { WORKFLOW_RUN_KIND }, { openArchive }, { readRunOrReport, requireRunLog }] = await Promise.all([
         import("../../workflow/ids.js"),
         import("../../workflow/paths.js"),
         import("../../workflow/run-log-summary.js"),
@@ -133,24 +122,15 @@ Examples:
         // The state needs the whole log, folded event by event (none held): a run of a million
         // events costs time here, never memory. Kept in the process-wide summary cache (by run
         // tree oid) with the limits a run's view asks for, so the two share one fold per version.
-        // A run whose folders cannot be read is named; the others are listed.
-        const read = await readRunOrReport(entry.name, () => summarizeRunLog(reads, entry.name));
+        // A run whose folders cannot be read, or whose events entry is no folder (a file or a
+        // link pushed with git: no log, as check names it), is named; the others are listed.
+        const read = await readRunOrReport(entry.name, async () => requireRunLog(repoId, await summarizeRunLog(reads, entry.name)));
         if (read.unreadable !== null) {
           const { error, path } = read.unreadable;
           unreadable.push({ runId: entry.name, path, code: error.code, message: error.message });
           continue;
         }
         const summary = read.value;
-        // Its `events` entry is no folder (a file or a link pushed with git) and nothing else
-        // holds a log: no state to show, as check names it (event_invalid at runs/<id>/events);
-        // it was listed as running, 0 bad.
-        const noLog = noLogProblem(summary, `${runsPrefix}${entry.name}/events`);
-        if (noLog !== null) {
-          const why = noLog.error.message.startsWith(`${noLog.error.code}: `) ? noLog.error.message.slice(noLog.error.code.length + 2) : noLog.error.message;
-          const message = `run ${entry.name} of deployment ${repoId} has no log to read: ${why}; workflow-host check names what is there`;
-          unreadable.push({ runId: entry.name, path: noLog.path, code: noLog.error.code, message });
-          continue;
-        }
         out.push({
           runId: entry.name,
           lastSeq: summary.state.lastSeq,

@@ -45,7 +45,10 @@ timers, signals not yet consumed. The last line says how the next page starts.
 held in memory whole (nor with --json, which is still one object). The events come from
 runs/<X>/events/ at the tip of main, or from its sealed runs/<X>/events.jsonl (the same events
 either way); a run that retention moved out of main is read from refs/archive/runs,
-unchanged. A run with no folder on main nor in the archive is run_not_found (exit 1).
+unchanged. A run with no folder on main nor in the archive is run_not_found (exit 1). A run
+whose folder or events/ folder cannot be read (object_missing, object_corrupt) or whose events
+entry is a file or a link, not a folder (event_invalid, as runs list and check name it), is that
+error, naming the run and the entry (exit 1; --json: {error: {code, message}}).
 Unreadable entries and problems are listed up to 1,000 of each; the counts are always whole.
 
 Options:
@@ -81,7 +84,7 @@ Examples:
     if (last && (all || values["after"] !== undefined)) throw usageError(NAME, "--last takes neither --after nor --all");
     const json = values["json"] === true;
     await withStore(dataDir, io, async (store) => {
-      const [{ readRunLogPage }, { summarizeRunLog }, { WORKFLOW_RUN_KIND }, { ARCHIVE_REF }, { asUnreadableRunError }] = await Promise.all([
+      const [{ readRunLogPage }, { summarizeRunLog }, { WORKFLOW_RUN_KIND }, { ARCHIVE_REF }, { asUnreadableRunError, requireRunLog }] = await Promise.all([
         import("../../workflow/run-log.js"),
         import("../../workflow/run-log-summary.js"),
         import("../../workflow/workflow-run-kind.js"),
@@ -105,9 +108,14 @@ Examples:
       // The state needs the whole log: folded event by event, none of them held; kept in the
       // process-wide summary cache (by run tree oid), which the pages below ask again.
       // A run whose folder or events/ folder cannot be read: its error, naming it and what is lost.
-      const summary = await summarizeRunLog(reads, runId).catch((error: unknown) => {
-        throw asUnreadableRunError(repoId, runId, error, "nothing of it can be shown");
-      });
+      // A run whose events entry is a file or a link holds no log: event_invalid, as runs list
+      // and check name it (it was "0 events" with the problem, exit 0).
+      const summary = requireRunLog(
+        repoId,
+        await summarizeRunLog(reads, runId).catch((error: unknown) => {
+          throw asUnreadableRunError(repoId, runId, error, "nothing of it can be shown");
+        }),
+      );
       // An entry that holds no log (a file or a link pushed where a run folder belongs, a folder
       // with only grants.json): no run, as over HTTP; it was "0 events", exit 0.
       if (summary.eventCount === 0 && summary.badCount === 0 && summary.problemCount === 0) {

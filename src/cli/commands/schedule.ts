@@ -68,8 +68,9 @@ Options:
                        pausedAt, owner, misfire, startAt, endAt, maxTicks, slot, jitterMs}],
                        unreadableRuns: [{runId, path, code, message}]}
 
-A run whose folder or events/ folder cannot be read (object_missing, object_corrupt) is named
-on stderr (and in unreadableRuns); the other runs' series are listed and the exit code is 1.
+A run whose folder or events/ folder cannot be read (object_missing, object_corrupt), or whose
+events entry is a file or a link (event_invalid: it holds no log), is named on stderr (and in
+unreadableRuns); the other runs' series are listed and the exit code is 1.
 
 Example:
   workflow-host schedule list -d ./data -r reports
@@ -366,8 +367,8 @@ Options:
                        unreadableRuns: [{runId, path, code, message}]}
 
 A run that cannot be read whole (its folder, events/ folder or an event missing or damaged:
-object_missing, object_corrupt) is named on stderr (and in unreadableRuns) and nothing is
-written to it: its series are neither updated nor cancelled, and a series declared in it is a
+object_missing, object_corrupt; its events entry a file or a link: event_invalid) is named on
+stderr (and in unreadableRuns) and nothing is written to it: its series are neither updated nor cancelled, and a series declared in it is a
 conflict.
 
 Exit codes: 0 synced (or nothing to do), 1 conflicts were left alone (the rest was applied) or

@@ -30,8 +30,9 @@ Options:
                        repos, runs}; dueInMs is the time until fireAt and lateMs the time
                        past it, in ms (one of them is 0); a deployment that cannot be read
                        (failedRepos) or a run whose folder cannot be read (unreadableRuns:
-                       object_missing, object_corrupt; its timers are not listed, the other
-                       runs' are), both also on stderr, make the exit code 1
+                       object_missing, object_corrupt) or whose events entry is a file or a
+                       link (event_invalid, as check names it; its timers are not listed, the
+                       other runs' are), both also on stderr, make the exit code 1
 
 Example:
   workflow-host timers --data-dir ./data

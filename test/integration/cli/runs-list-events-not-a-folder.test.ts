@@ -34,7 +34,7 @@ describe("runs list of a run whose events entry is no folder", () => {
       ["linkev", "runs/linkev/events", "event_invalid"],
     ]);
     for (const u of body.unreadableRuns) expect(u.message).toContain(`run ${u.runId} of deployment dep has no log to read: runs/${u.runId}/events is not part of the run's folder`);
-    expect(json.stderr).toContain("workflow-host: run filev cannot be read: run filev of deployment dep has no log to read");
+    expect(json.stderr).toContain("workflow-host: run filev cannot be read: event_invalid: run filev of deployment dep has no log to read");
 
     const text = await cliInProcess(["runs", "list", "-d", dataDir, "-r", "dep"]);
     expect(text.code).toBe(1);

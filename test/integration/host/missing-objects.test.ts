@@ -154,4 +154,30 @@ describe("a deployment with one object missing", () => {
       await scheduler.stop();
     }
   });
+
+  it("commits every other run's fire once when several runs of one fire batch lost their folders; each damaged run is reported, none fired", async () => {
+    const d = await deployment();
+    const runs: Record<string, { tree: string; events: string }> = {};
+    for (const name of ["a", "b", "c", "d", "e"]) runs[`r-${name}`] = await d.w.run([started(), timerSet(2, `t${name}`, SOON)]);
+    await d.w.commit(Object.fromEntries(Object.entries(runs).map(([runId, run]) => [runId, run.tree])));
+    const { scheduler, events } = makeScheduler(d.store, d.clock, { retryInitialMs: 500, retryMaxMs: 30_000 });
+    await scheduler.start();
+    try {
+      expect(armedRuns(events)).toEqual(["r-a", "r-b", "r-c", "r-d", "r-e"]);
+      // Lost after recovery read them: the one fire commit of the five due timers meets both.
+      for (const runId of ["r-b", "r-d"]) {
+        await d.w.lose((runs[runId] as { events: string }).events);
+        await d.w.lose((runs[runId] as { tree: string }).tree);
+      }
+      await d.clock.advance(61_000);
+      await scheduler.idle();
+      // Exactly once each (a duplicate fire would be listed twice).
+      expect(fired(events)).toEqual(["r-a/ta", "r-c/tc", "r-e/te"]);
+      const failed = events.filter((e) => e.type === "commit_failed");
+      expect([...new Set(failed.map((f) => (f as { runId?: string }).runId))].sort()).toEqual(["r-b", "r-d"]);
+      for (const f of failed) expect(f).toMatchObject({ repoId: "d", retryInMs: 30_000, error: { code: "object_corrupt" } });
+    } finally {
+      await scheduler.stop();
+    }
+  });
 });

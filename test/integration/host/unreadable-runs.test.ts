@@ -16,8 +16,10 @@ import { createScheduleControls } from "../../../seams/scheduler/schedule-contro
 import { createWorkflowHostSignalChannel } from "../../../seams/signals/signal-channel.js";
 import { archiveEndedRuns } from "../../../src/host/archive-ended-runs.js";
 import { checkDeployments } from "../../../src/host/check-deployments.js";
+import { compactRun } from "../../../src/host/compact-run.js";
 import { listPendingTimers } from "../../../src/host/list-pending-timers.js";
 import { appendRunEvents } from "../../../src/workflow/run-log-append.js";
+import { WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
 import { gitAt } from "../../helpers/git-cli.js";
 import { event, GitWriter, NOW, PAST, SOON, started, timerSet, usePlumbingDeployments, type PlumbingDeployment } from "../../helpers/plumbing-deployment.js";
 import { useTempDirs } from "../../helpers/temp-dir.js";
@@ -337,6 +339,121 @@ describe("readers outside the scheduler on a deployment with damaged runs", () =
     expect((await gitAt(d.w.gitdir, ["rev-list", `${tip}..main`])).trim().split("\n")).toHaveLength(1);
     expect((await gitAt(d.w.gitdir, ["ls-tree", "--name-only", "main", "runs/r-ok/events/"])).trim().split("\n")).toEqual(["runs/r-ok/events/1.json", "runs/r-ok/events/2.json", "runs/r-ok/events/3.json", "runs/r-ok/events/4.json"]);
     expect((await gitAt(d.w.gitdir, ["rev-parse", "main:runs/r-dam"])).trim()).toBe(dam.tree);
+  });
+
+  it("compaction (compactRun, runs compact) of a run with an object lost or torn refuses naming the deployment, the run, what is lost, its path and oid; nothing is written", async () => {
+    const d = await deployment();
+    // Each run's objects its own (different timer ids, seqs): losing one object damages one run.
+    const last = await d.w.run([started(), timerSet(2, "l", SOON), timerSet(3, "l2", SOON), ended(4)]);
+    const mid = await d.w.run([started(), timerSet(2, "m", SOON), ended(3)]);
+    const folder = await d.w.run([started(), timerSet(2, "f", SOON), ended(3)]);
+    const torn = await d.w.run([started(), timerSet(2, "g", SOON), ended(3)]);
+    const fine = await d.w.run([started(), ended(2)]);
+    await d.w.commit({ "r-last": last.tree, "r-mid": mid.tree, "r-folder": folder.tree, "r-torn": torn.tree, "r-fine": fine.tree });
+    await d.w.lose(last.blobs[3] as string);
+    await d.w.lose(mid.blobs[1] as string);
+    await d.w.lose(folder.tree);
+    await d.w.tear(torn.events);
+    const tip = await d.w.tip();
+    const cases = [
+      { runId: "r-last", code: "object_missing", path: "runs/r-last/events/4.json", oid: last.blobs[3], what: "event 4 (runs/r-last/events/4.json" },
+      { runId: "r-mid", code: "object_missing", path: "runs/r-mid/events/2.json", oid: mid.blobs[1], what: "event 2 (runs/r-mid/events/2.json" },
+      { runId: "r-folder", code: "object_missing", path: "runs/r-folder", oid: folder.tree, what: "its run folder (runs/r-folder" },
+      { runId: "r-torn", code: "object_corrupt", path: "runs/r-torn/events", oid: torn.events, what: "its events/ folder (runs/r-torn/events" },
+    ];
+    for (const c of cases) {
+      const error = await compactRun({ store: d.store, principal: null, repoId: "d", runId: c.runId }).then(
+        () => null,
+        (e: unknown) => e as { code: string; message: string; data: Record<string, unknown> },
+      );
+      expect(error, c.runId).toMatchObject({ code: c.code, data: expect.objectContaining({ repoId: "d", runId: c.runId, path: c.path, oid: c.oid, unreadableRun: true }) });
+      expect(error?.message).toContain(`${c.code}: run ${c.runId} of deployment d cannot be read whole: ${c.what}`);
+      expect(error?.message).toContain("nothing was written");
+      const cli = await runCli(["runs", "compact", "-d", d.dataDir, "-r", "d", "--run", c.runId, "--json"], { clock });
+      expect(cli.code, c.runId).toBe(1);
+      expect(JSON.parse(cli.stdout)).toEqual({ error: { code: c.code, message: expect.stringContaining(`run ${c.runId} of deployment d cannot be read whole: ${c.what}`) } });
+    }
+    expect(await d.w.tip()).toBe(tip);
+    // The readable ended run is sealed as before.
+    expect(await compactRun({ store: d.store, principal: null, repoId: "d", runId: "r-fine" })).toMatchObject({ committed: true, events: 2 });
+    expect((await gitAt(d.w.gitdir, ["ls-tree", "--name-only", "main", "runs/r-fine/"])).trim().split("\n")).toContain("runs/r-fine/events.jsonl");
+  });
+
+  it("a library caller's writeTreeDelta appending to runs whose last event is lost is refused naming the deployment and every such run (path, oid); nothing is written", async () => {
+    const d = await deployment();
+    const a = await d.w.run([started(), timerSet(2, "a", SOON), timerSet(3, "a2", SOON)]);
+    const b = await d.w.run([started(), timerSet(2, "b", SOON), timerSet(3, "b2", SOON)]);
+    const ok = await d.w.run([started(), timerSet(2, "o", SOON)]);
+    await d.w.commit({ "r-a": a.tree, "r-b": b.tree, "r-ok": ok.tree });
+    await d.w.lose(a.blobs[2] as string);
+    await d.w.lose(b.blobs[2] as string);
+    const tip = await d.w.tip();
+    const cancelled = (seq: number, timerId: string): Uint8Array => new TextEncoder().encode(event(seq, "TimerCancelled", { timerId }));
+    const error = await d.store
+      .writeTreeDelta(null, { kind: WORKFLOW_RUN_KIND, id: "d" }, "refs/heads/main", {
+        message: "cancel three timers",
+        computeDelta: () => Promise.resolve({ puts: new Map([["runs/r-a/events/4.json", cancelled(4, "a")], ["runs/r-b/events/4.json", cancelled(4, "b")], ["runs/r-ok/events/3.json", cancelled(3, "o")]]) }),
+      })
+      .then(
+        () => null,
+        (e: unknown) => e as { code: string; message: string; data: Record<string, unknown> },
+      );
+    expect(error).toMatchObject({ code: "object_missing", data: expect.objectContaining({ repoId: "d", runId: "r-a", path: "runs/r-a/events/3.json", oid: a.blobs[2], unreadableRun: true }) });
+    expect(error?.message).toContain("object_missing: run r-a of deployment d cannot be read whole: event 3 (runs/r-a/events/3.json");
+    expect(error?.message).toContain("nothing was written");
+    expect(error?.message).toContain("and 1 more run of this commit: r-b");
+    // Every run the check could not read, each with its own error.
+    const each = error?.data["unreadableRuns"] as { code: string; message: string; data: Record<string, unknown> }[];
+    expect(each.map((e) => [e.code, e.data["repoId"], e.data["runId"], e.data["path"], e.data["oid"]])).toEqual([
+      ["object_missing", "d", "r-a", "runs/r-a/events/3.json", a.blobs[2]],
+      ["object_missing", "d", "r-b", "runs/r-b/events/3.json", b.blobs[2]],
+    ]);
+    expect(each[1]?.message).toContain("run r-b of deployment d cannot be read whole: event 3 (runs/r-b/events/3.json");
+    expect(await d.w.tip()).toBe(tip);
+  });
+
+  it("appends of several damaged runs in one batch: one refusal names them all, each fails named, and the healthy run's appends commit on the first retry, once", async () => {
+    const d = await deployment();
+    const ok = await d.w.run([started(), timerSet(2, "t", SOON)]);
+    const dam1 = await d.w.run([started(), timerSet(2, "p", SOON), timerSet(3, "p2", SOON)]);
+    const dam2 = await d.w.run([started(), timerSet(2, "q", SOON), timerSet(3, "q2", SOON)]);
+    const dam3 = await d.w.run([started(), timerSet(2, "s", SOON), timerSet(3, "s2", SOON)]);
+    await d.w.commit({ "r-ok": ok.tree, "r-dam1": dam1.tree, "r-dam2": dam2.tree, "r-dam3": dam3.tree });
+    const lost = { "r-dam1": dam1.blobs[2] as string, "r-dam2": dam2.blobs[2] as string, "r-dam3": dam3.blobs[2] as string };
+    for (const oid of Object.values(lost)) await d.w.lose(oid);
+    const tip = await d.w.tip();
+    // Each commit attempt decides every append of its batch once: r-ok's decides count the attempts.
+    const decided = new Map<string, number>();
+    const cancel = (runId: string, timerId: string): Promise<unknown> =>
+      appendRunEvents({
+        store: d.store,
+        principal: null,
+        repoId: "d",
+        runId,
+        message: `cancel ${runId}/${timerId}`,
+        decide: () => {
+          decided.set(`${runId}/${timerId}`, (decided.get(`${runId}/${timerId}`) ?? 0) + 1);
+          return { append: [{ type: "TimerCancelled", at: NOW, data: { timerId } }], result: null };
+        },
+      });
+    // Made in the same turn: one batch (run-log-append.ts, group commit).
+    const settled = await Promise.allSettled([cancel("r-dam1", "p"), cancel("r-ok", "t"), cancel("r-dam2", "q"), cancel("r-ok", "t2"), cancel("r-dam3", "s")]);
+    expect(settled[1]).toMatchObject({ status: "fulfilled", value: { committed: true } });
+    expect(settled[3]).toMatchObject({ status: "fulfilled", value: { committed: true } });
+    for (const [i, runId] of [[0, "r-dam1"], [2, "r-dam2"], [4, "r-dam3"]] as const) {
+      const path = `runs/${runId}/events/3.json`;
+      expect(settled[i], runId).toMatchObject({ status: "rejected", reason: { code: "object_missing", data: { repoId: "d", runId, path, oid: lost[runId], unreadableRun: true } } });
+      // Its own error, not the refusal naming the first run.
+      const message = (settled[i] as PromiseRejectedResult).reason.message as string;
+      expect(message).toContain(`run ${runId} of deployment d cannot be read whole: event 3 (${path}`);
+      expect(message).not.toContain("more run");
+    }
+    // The failed attempt and one retry without the three damaged runs (one attempt per damaged run before).
+    expect(Object.fromEntries(decided)).toEqual({ "r-dam1/p": 1, "r-ok/t": 2, "r-dam2/q": 1, "r-ok/t2": 2, "r-dam3/s": 1 });
+    // r-ok's two events committed once, in one commit; nothing of the damaged runs.
+    expect((await gitAt(d.w.gitdir, ["rev-list", `${tip}..main`])).trim().split("\n")).toHaveLength(1);
+    expect((await gitAt(d.w.gitdir, ["ls-tree", "--name-only", "main", "runs/r-ok/events/"])).trim().split("\n")).toEqual(["runs/r-ok/events/1.json", "runs/r-ok/events/2.json", "runs/r-ok/events/3.json", "runs/r-ok/events/4.json"]);
+    for (const [runId, run] of [["r-dam1", dam1], ["r-dam2", dam2], ["r-dam3", dam3]] as const) expect((await gitAt(d.w.gitdir, ["rev-parse", `main:runs/${runId}`])).trim()).toBe(run.tree);
   });
 
   it("the CLI's schedule pause and runs show on a run not read whole exit 1 naming the run and what is lost", async () => {
