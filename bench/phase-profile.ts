@@ -2,8 +2,9 @@
  * Profiles one phase of a bench child through the inspector, when an environment variable names
  * the file to write: `const stop = await startPhaseProfile("BURST_CPU_PROFILE")`, the phase,
  * then `await stop()`. A CPU profile (`.cpuprofile`, for Chrome DevTools or `--cpu-prof` tools)
- * or, with `kind: "heap"`, a sampling heap profile (`.heapprofile`). Unset or empty: nothing
- * is started and `stop` does nothing.
+ * or, with `kind: "heap"`, a sampling heap profile (`.heapprofile`): every allocation of the
+ * phase, also those collected since, or with `HEAP_LIVE=1` only those still alive when it ends
+ * (what survived into the old generation). Unset or empty: nothing is started and `stop` does nothing.
  */
 import { writeFileSync } from "node:fs";
 import { Session } from "node:inspector/promises";
@@ -24,8 +25,8 @@ export async function startPhaseProfile(envVar: string, kind: "cpu" | "heap" = "
     await session.post("Profiler.start");
   } else {
     await session.post("HeapProfiler.enable");
-    // Objects collected by GC are kept in the samples: the churn is what the profile is for.
-    await session.post("HeapProfiler.startSampling", { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true } as never);
+    // Objects collected by GC are kept in the samples (the churn), unless HEAP_LIVE=1 asks for the survivors.
+    await session.post("HeapProfiler.startSampling", { samplingInterval: 4096, includeObjectsCollectedByMajorGC: process.env.HEAP_LIVE !== "1", includeObjectsCollectedByMinorGC: process.env.HEAP_LIVE !== "1" } as never);
   }
   return async () => {
     const { profile } = kind === "cpu" ? await session.post("Profiler.stop") : await session.post("HeapProfiler.stopSampling");

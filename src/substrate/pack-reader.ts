@@ -13,7 +13,7 @@ import { WorkflowHostError } from "../errors.js";
 import { errnoCode, type FileHandleLike, type FsAdapter } from "./fs-adapter.js";
 import { damagedObject, type GitObject, hashObject } from "./git-object.js";
 import type { ScopedLruCache } from "./lru-cache.js";
-import { applyDelta, crc32, inflateEntry, isDelta, type PackIndex, parseEntryHead, parsePackIndex, typeOfCode } from "./pack-file.js";
+import { applyDelta, crc32, type EntryHead, inflateEntry, isDelta, type PackIndex, parseEntryHead, parsePackIndex, typeOfCode } from "./pack-file.js";
 import { encodeReverseIndex, packOrder, parseReverseIndex, reverseIndexBytes } from "./pack-rev-index.js";
 import { createWindowReads } from "./pack-windows.js";
 import type { Oid } from "./types.js";
@@ -155,6 +155,11 @@ export async function writeReverseIndex(fs: FsAdapter, packDir: string, name: st
   } catch {
     await fs.unlinkQuiet(temp).catch(() => undefined);
   }
+}
+
+/** An entry's content inflated, for {@link createPackReader}'s readInMemory (see there why it is a function of its own). */
+function inflatedEntry(at: { readonly pack: { readonly name: string } }, entry: { readonly bytes: Buffer }, head: EntryHead): Buffer {
+  return inflateEntry(at.pack.name, entry.bytes, head);
 }
 
 /**
@@ -532,7 +537,10 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
       if (isDelta(head.typeCode)) return undefined;
       const type = typeOfCode(head.typeCode);
       // An unverified entry is inflated (never viewed): a stored block's content has no check of its own.
-      const content = (view && entry.verified ? storedView(entry.bytes, head.dataAt, head.size) : null) ?? inflateEntry(at.pack.name, entry.bytes, head);
+      // The inflate is a call of its own, given locals only: a fire commit views every entry it
+      // reads, and V8 optimised this function before a read that inflates had run here; that
+      // read's property loads, without feedback, then undid the code (design notes §67).
+      const content = (view && entry.verified ? storedView(entry.bytes, head.dataAt, head.size) : null) ?? inflatedEntry(at, entry, head);
       if (entry.verified) return { oid, type, content };
       const object = hashObject(type, content);
       if (object.oid !== oid) throw corrupt(oid, `packed content hashes to ${object.oid} (${at.pack.name})`);

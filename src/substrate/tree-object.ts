@@ -371,6 +371,116 @@ export function indexOfEntry(tree: ParsedTree, name: string): number {
   return -1;
 }
 
+/**
+ * Finds names in one tree, each search starting where the last one ended: names asked in git's
+ * order (a fire commit's runs are sorted, and so are its appends) cost a few comparisons each,
+ * however big the tree, instead of a binary search over it (two, with the chunk's). A name before
+ * the last one found, the first search, and a tree not in git order are searched as
+ * {@link indexOfEntry} does; the answers are always its answers.
+ */
+export class TreeCursor {
+  /** The chunk and the index in it where the next search starts; -1 before the first. */
+  #chunk = -1;
+  #at = 0;
+  /** The entry the last {@link indexOf} found, undefined when it found none. */
+  entry: TreeEntry | undefined = undefined;
+  /** The probe compared against entries (one object for every search). */
+  readonly #probe: { name: string; type: TreeEntry["type"] };
+
+  constructor(readonly tree: ParsedTree) {
+    this.#probe = { name: "", type: entryAt(tree, 0)?.type === "tree" ? "tree" : "blob" };
+  }
+
+  /** Index of the entry called `name` (whatever its type), or -1; the entry is then {@link entry}. */
+  indexOf(name: string): number {
+    const tree = this.tree;
+    if (!tree.sorted || this.#chunk < 0) return this.#searched(name);
+    const probe = this.#probe;
+    probe.name = name;
+    const chunks = tree.chunks;
+    let c = this.#chunk;
+    let chunk = chunks[c] as readonly TreeEntry[];
+    if (compareTreeEntries(chunk[chunk.length - 1] as TreeEntry, probe) < 0) {
+      // Later chunks, galloping: the first whose last entry is not before the probe.
+      let lo = c;
+      let step = 1;
+      let hi = chunks.length;
+      while (lo + step < chunks.length) {
+        const next = chunks[lo + step] as readonly TreeEntry[];
+        if (compareTreeEntries(next[next.length - 1] as TreeEntry, probe) >= 0) {
+          hi = lo + step;
+          break;
+        }
+        lo += step;
+        step *= 2;
+      }
+      // The answer is in (lo, hi]; hi = chunks.length means past every entry.
+      let a = lo + 1;
+      let b = Math.min(hi, chunks.length);
+      while (a < b) {
+        const mid = (a + b) >>> 1;
+        const m = chunks[mid] as readonly TreeEntry[];
+        if (compareTreeEntries(m[m.length - 1] as TreeEntry, probe) < 0) a = mid + 1;
+        else b = mid;
+      }
+      if (a >= chunks.length) return this.#searched(name);
+      c = a;
+      chunk = chunks[c] as readonly TreeEntry[];
+      this.#chunk = c;
+      this.#at = 0;
+    }
+    // In this chunk, galloping from where the last search ended: the first entry not before the probe.
+    let lo = this.#at;
+    let step = 1;
+    let hi = chunk.length;
+    if (compareTreeEntries(chunk[lo] as TreeEntry, probe) < 0) {
+      while (lo + step < chunk.length) {
+        if (compareTreeEntries(chunk[lo + step] as TreeEntry, probe) >= 0) {
+          hi = lo + step;
+          break;
+        }
+        lo += step;
+        step *= 2;
+      }
+      let a = lo + 1;
+      let b = hi;
+      while (a < b) {
+        const mid = (a + b) >>> 1;
+        if (compareTreeEntries(chunk[mid] as TreeEntry, probe) < 0) a = mid + 1;
+        else b = mid;
+      }
+      lo = a;
+    }
+    const found = chunk[lo] as TreeEntry;
+    // Not there: a name before the last one found (the search found the entry it started at), or
+    // another kind of entry by that name, which sorts elsewhere (a file "a" before "a-b", a folder "a" after it).
+    if (found.name !== name) return this.#searched(name);
+    this.#at = lo;
+    this.entry = found;
+    return (tree.chunkStarts[c] as number) + lo;
+  }
+
+  /** {@link indexOfEntry}'s search; a sorted tree's cursor then starts from what it found. */
+  #searched(name: string): number {
+    const tree = this.tree;
+    const i = indexOfEntry(tree, name);
+    this.entry = i < 0 ? undefined : entryAt(tree, i);
+    if (i >= 0 && tree.sorted) {
+      const starts = tree.chunkStarts;
+      let lo = 0;
+      let hi = tree.chunks.length - 1;
+      while (lo < hi) {
+        const mid = (lo + hi + 1) >>> 1;
+        if ((starts[mid] as number) <= i) lo = mid;
+        else hi = mid - 1;
+      }
+      this.#chunk = lo;
+      this.#at = i - (starts[lo] as number);
+    }
+    return i;
+  }
+}
+
 /** The entry called `name`, or undefined. */
 export function findEntry(tree: ParsedTree, name: string): TreeEntry | undefined {
   const i = indexOfEntry(tree, name);
