@@ -245,6 +245,12 @@ export function finishTree(chunks: (readonly TreeEntry[])[], content: Buffer, of
 /** Entry `i` of the tree (stored order), or undefined past the end. */
 export function entryAt(tree: ParsedTree, i: number): TreeEntry | undefined {
   if (i < 0 || i >= tree.count) return undefined;
+  const c = chunkOf(tree, i);
+  return (tree.chunks[c] as readonly TreeEntry[])[i - (tree.chunkStarts[c] as number)];
+}
+
+/** The chunk holding entry `i` (0 ≤ i < count). */
+function chunkOf(tree: ParsedTree, i: number): number {
   const starts = tree.chunkStarts;
   let lo = 0;
   let hi = tree.chunks.length - 1;
@@ -253,7 +259,7 @@ export function entryAt(tree: ParsedTree, i: number): TreeEntry | undefined {
     if ((starts[mid] as number) <= i) lo = mid;
     else hi = mid - 1;
   }
-  return (tree.chunks[lo] as readonly TreeEntry[])[i - (starts[lo] as number)];
+  return lo;
 }
 
 /** Calls `visit` with each entry in stored order. */
@@ -466,16 +472,8 @@ export class TreeCursor {
     const i = indexOfEntry(tree, name);
     this.entry = i < 0 ? undefined : entryAt(tree, i);
     if (i >= 0 && tree.sorted) {
-      const starts = tree.chunkStarts;
-      let lo = 0;
-      let hi = tree.chunks.length - 1;
-      while (lo < hi) {
-        const mid = (lo + hi + 1) >>> 1;
-        if ((starts[mid] as number) <= i) lo = mid;
-        else hi = mid - 1;
-      }
-      this.#chunk = lo;
-      this.#at = i - (starts[lo] as number);
+      this.#chunk = chunkOf(tree, i);
+      this.#at = i - (tree.chunkStarts[this.#chunk] as number);
     }
     return i;
   }

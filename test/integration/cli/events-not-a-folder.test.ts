@@ -1,5 +1,5 @@
 /**
- * `runs show`, `GET …/runs/:run` (and its events pages), the schedule controls' list and sync,
+ * `runs list`, `runs show`, `GET …/runs/:run` (and its events pages), the schedule controls' list and sync,
  * and the pending timers (`timers`, `GET /v1/timers`, `GET
  * /v1/deployments/:repoId/timers`) of a run whose `events` entry is a file or a link (pushed with
  * git where the events folder belongs): the run holds no log and is reported as a run that cannot
@@ -40,6 +40,32 @@ const NAMED = [
 const named = (list: readonly { runId: string; path: string; code: string }[]) => list.map((u) => ({ runId: u.runId, path: u.path, code: u.code }));
 
 describe("a run whose events entry is no folder", () => {
+  it("names a run whose events is a file or a link as unreadable (event_invalid), as check does; the other runs as before; exit 1", async () => {
+    const dataDir = await deployment();
+
+    const json = await cliInProcess(["runs", "list", "-d", dataDir, "-r", "dep", "--json"]);
+    expect(json.code).toBe(1);
+    const body = JSON.parse(json.stdout) as { runs: { runId: string; lastSeq: number }[]; unreadableRuns: { runId: string; path: string; code: string; message: string }[] };
+    expect(body.runs.map((r) => [r.runId, r.lastSeq])).toEqual([["ok", 1]]);
+    expect(body.unreadableRuns.map((u) => [u.runId, u.path, u.code])).toEqual([
+      ["filev", "runs/filev/events", "event_invalid"],
+      ["linkev", "runs/linkev/events", "event_invalid"],
+    ]);
+    for (const u of body.unreadableRuns) expect(u.message).toContain(`run ${u.runId} of deployment dep has no log to read: runs/${u.runId}/events is not part of the run's folder`);
+    expect(json.stderr).toContain("workflow-host: run filev cannot be read: event_invalid: run filev of deployment dep has no log to read");
+
+    const text = await cliInProcess(["runs", "list", "-d", dataDir, "-r", "dep"]);
+    expect(text.code).toBe(1);
+    expect(text.stdout).toMatch(/^filev\s+-\s+unreadable \(event_invalid\)/m);
+    expect(text.stdout).toMatch(/^linkev\s+-\s+unreadable \(event_invalid\)/m);
+    expect(text.stdout).toMatch(/^ok\s+1\s+running/m);
+    expect(text.stdout).toContain("2 runs could not be read");
+
+    // check names the same entries with the same code.
+    const checked = JSON.parse((await cliInProcess(["check", "-d", dataDir, "--json"])).stdout) as { problems: { path: string; code: string }[] };
+    expect(checked.problems.map((p) => [p.path, p.code])).toEqual(body.unreadableRuns.map((u) => [u.path, u.code]));
+  });
+
   it("runs show reports it as unreadable (event_invalid, exit 1; --json {error}), as runs list does; a readable run shows as before", async () => {
     const dataDir = await deployment();
     for (const runId of ["filev", "linkev"]) {

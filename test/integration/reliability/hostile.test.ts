@@ -476,22 +476,32 @@ describe("hostile inputs pushed with git to a running host", () => {
           checkMisses.push(`${c.id}: runs show gave exit ${shown.code} ${shown.stdout.slice(0, 200)}`);
         }
       }
+      // A run whose events entry is no folder (a gitlink there) holds no log: runs show and
+      // timers name it as unreadable (event_invalid at runs/<id>/events) and exit 1, as runs list does.
+      const noLog = logCases.filter((c) => c.commit.some((e) => e.mode !== undefined && resolvePath(c, e.path) === `runs/${runOf(c)}/events`)).map(runOf);
+      expect(noLog.length).toBeGreaterThan(0);
       for (const c of logCases) {
         if (c.then !== undefined) continue;
         const shown = await runCliInProcess(["runs", "show", "--data-dir", dataDir, "--repo", REPO, "--run", runOf(c), "--json"]);
         const inRun = expectedHostReports(c).filter((r) => r.path.startsWith(`runs/${runOf(c)}/`));
         // A case that leaves no run folder (a file where the folder would be) is no run at all.
         if (shown.code !== 0) {
-          if (errorCodeOf(shown.stderr) !== "run_not_found" || inRun.length > 0) checkMisses.push(`${c.id}: runs show gave exit ${shown.code} ${shown.stderr.slice(0, 200)}`);
+          const code = errorCodeOf(shown.stderr);
+          const expected = noLog.includes(runOf(c)) ? code === "event_invalid" : code === "run_not_found" && inRun.length === 0;
+          if (!expected) checkMisses.push(`${c.id}: runs show gave exit ${shown.code} ${shown.stderr.slice(0, 200)}`);
           continue;
         }
+        if (noLog.includes(runOf(c))) checkMisses.push(`${c.id}: runs show gave exit 0 for a run with no log`);
         const body = JSON.parse(shown.stdout) as { bad: { path: string }[]; problems: { path: string }[] };
         const listed = new Set([...body.bad, ...body.problems].map((b) => b.path));
         for (const r of inRun) if (!listed.has(r.path)) checkMisses.push(`${c.id}: runs show does not list ${r.path}`);
       }
       const timers = await runCliInProcess(["timers", "--data-dir", dataDir, "--repo", REPO, "--json"]);
-      expect(timers.code).toBe(0);
-      const armed = (JSON.parse(timers.stdout) as { timers: { runId: string; timerId: string }[] }).timers;
+      // The run with no log is named beside the others' timers; exit 1.
+      expect(timers.code).toBe(1);
+      const listedTimers = JSON.parse(timers.stdout) as { timers: { runId: string; timerId: string }[]; unreadableRuns: { runId: string; path: string; code: string }[] };
+      expect(listedTimers.unreadableRuns.map((u) => [u.runId, u.path, u.code]).sort()).toEqual(noLog.map((runId) => [runId, `runs/${runId}/events`, "event_invalid"]).sort());
+      const armed = listedTimers.timers;
       for (const c of logCases) for (const t of c.armed ?? []) if (!armed.some((a) => a.runId === runOf(c) && a.timerId === t)) checkMisses.push(`${c.id}: timers does not list ${t}`);
       expect(checkMisses).toEqual([]);
     } finally {
