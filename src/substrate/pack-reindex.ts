@@ -12,7 +12,7 @@ import { inflateSync } from "node:zlib";
 import type { FsAdapter } from "./fs-adapter.js";
 import { hashObject, type ObjectType } from "./git-object.js";
 import { corrupt, OFS_DELTA, REF_DELTA } from "./pack-entry.js";
-import { applyDelta, crc32, encodeIndexGently, EntryTable, parseEntryHead, typeOfCode } from "./pack-file.js";
+import { applyDelta, crc32, encodeIndexGently, EntryTable, parseEntryHead, TYPE_CODES, typeOfCode } from "./pack-file.js";
 
 /** Bytes read per call, hashed or walked between two pauses. */
 export const CHUNK_BYTES = 1024 * 1024;
@@ -134,9 +134,31 @@ export async function rebuildPackIndex(fs: FsAdapter, path: string, size: number
   const oids = Buffer.alloc(n * 20);
   /** Object type code (1–4) of each entry once resolved, 0 before. */
   const types = new Uint8Array(n);
-  /** Entry number by offset (for ofs-delta bases) and, once resolved, by oid (for ref-delta bases). */
-  const byOffset = new Map<number, number>();
-  const byOid = new Map<string, number>();
+  /**
+   * Resolved entries by oid, for ref-delta bases: made at the first ref-delta met (git's packs
+   * and the store's hold ofs-deltas only, and this map is most of the walk's memory).
+   */
+  let byOid: Map<string, number> | null = null;
+  const oidMap = (): Map<string, number> => {
+    if (byOid === null) {
+      byOid = new Map();
+      for (let k = 0; k < n; k++) if (types[k] !== 0) byOid.set(oids.toString("hex", k * 20, k * 20 + 20), k);
+    }
+    return byOid;
+  };
+  /** Entry number of the entry starting at `offset`, among the first `walked` (offsets ascend), or -1. */
+  const entryAt = (offset: number, walked: number): number => {
+    let lo = 0;
+    let hi = walked;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if ((offsets[mid] as number) < offset) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo < walked && offsets[lo] === offset ? lo : -1;
+  };
+  /** Entries walked so far (all of them after the walk). */
+  let walked = 0;
   /** Deltas whose base is not resolved yet (a ref-delta to a later entry, or to one such). */
   const waiting: number[] = [];
   /** Decoded contents by entry number, oldest first, up to BASE_CACHE_BYTES. */
@@ -156,18 +178,18 @@ export async function rebuildPackIndex(fs: FsAdapter, path: string, size: number
   /** The base entry number of delta entry `i` (whose header is `head`), or -1 when not (yet) known. */
   const baseOf = (i: number, head: { typeCode: number; baseDistance?: number; baseOid?: string }): number => {
     if (head.typeCode === OFS_DELTA) {
-      const base = byOffset.get((offsets[i] as number) - (head.baseDistance as number));
-      if (base === undefined) throw corrupt(name, `a delta at ${offsets[i] as number} points before any entry`);
+      const base = entryAt((offsets[i] as number) - (head.baseDistance as number), walked);
+      if (base < 0) throw corrupt(name, `a delta at ${offsets[i] as number} points at no entry`);
       return types[base] === 0 ? -1 : base;
     }
-    return byOid.get(head.baseOid as string) ?? -1;
+    return oidMap().get(head.baseOid as string) ?? -1;
   };
 
   const resolved = (i: number, type: ObjectType, content: Buffer): void => {
     const object = hashObject(type, content);
     oids.write(object.oid, i * 20, 20, "hex");
-    types[i] = { commit: 1, tree: 2, blob: 3, tag: 4 }[type];
-    byOid.set(object.oid, i);
+    types[i] = TYPE_CODES[type];
+    byOid?.set(object.oid, i);
     keep(i, content);
   };
 
@@ -190,7 +212,7 @@ export async function rebuildPackIndex(fs: FsAdapter, path: string, size: number
   for (let i = 0; i < n; i++) {
     if (i % ENTRIES_PER_STEP === ENTRIES_PER_STEP - 1) await pause();
     offsets[i] = at;
-    byOffset.set(at, i);
+    walked = i + 1;
     let want = 64 * 1024;
     let entry: { head: ReturnType<typeof parseEntryHead>; content: Buffer; used: number };
     for (;;) {
