@@ -355,9 +355,10 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
         idx = await rebuiltIndex(name, packPath, stat, "is missing");
         rebuilt = true;
       } catch (error) {
-        if (!(error instanceof WorkflowHostError)) throw error;
-        // Not a pack this store can index: left as it is, as git leaves it (told once).
-        warnOnce(`${packPath}#orphan`, `pack ${name} (${packPath}) has no index and cannot be indexed (${error.message}); it is left as it is: restore its index or the pack`, PACK_INDEX_WARNING);
+        if (error instanceof PackGone) throw error;
+        // Not a pack this store can index (or not now: an I/O error, tried again at the next
+        // scan): left as it is, as git leaves it (told once).
+        warnOnce(`${packPath}#orphan`, `pack ${name} (${packPath}) has no index and cannot be indexed (${error instanceof Error ? error.message : String(error)}); it is left as it is: restore its index or the pack`, PACK_INDEX_WARNING);
         return null;
       }
     }
@@ -380,8 +381,10 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
       try {
         idx = await rebuiltIndex(name, packPath, stat, `is damaged (${error.message})`);
       } catch (why) {
-        if (why instanceof WorkflowHostError) throw error;
-        throw why;
+        // Not rebuilt (the pack fails its checksum, or an I/O error, tried again at the next
+        // scan): the index's own damage is what is reported.
+        if (why instanceof PackGone) throw why;
+        throw error;
       }
       rebuilt = true;
       index = parseIndex(name, idx, size, rewrite);
