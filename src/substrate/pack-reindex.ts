@@ -3,9 +3,10 @@
  * it), and its index rebuilt from its entries, as `git index-pack` does, for a pack whose `.idx`
  * is damaged or lost (see pack-reader.ts).
  *
- * Both read the pack through {@link CHUNK_BYTES} ranges (an entry longer than that is read
- * whole, once), never the whole file at once, and await `pause` between chunks and every few
- * entries, so a pack of hundreds of MB never holds the event loop for long.
+ * Both read the pack through {@link CHUNK_BYTES} ranges (the window is grown, doubling, for an
+ * entry longer than that), never the whole file at once, and await `pause` between chunks and
+ * every few entries, so a pack of hundreds of MB never holds the event loop for long (one big
+ * object is still inflated in one call, as reads do).
  */
 import { createHash } from "node:crypto";
 import { inflateSync } from "node:zlib";
