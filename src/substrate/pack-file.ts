@@ -653,6 +653,20 @@ function writeRows(out: Buffer, at: IndexPlaces, entries: EntryTable, order: Uin
 /** Entries written between two pauses of {@link buildIndex}. */
 const INDEX_STEP = 4_096;
 
+/**
+ * The version-2 index of a pack whose entries are `entries` (any order) and whose trailer is
+ * `packChecksum` (20 bytes), built as for a pack written here, awaiting `pause` every
+ * {@link INDEX_STEP} entries: for an index rebuilt from a pack on disk (pack-reindex.ts).
+ */
+export async function encodeIndexGently(entries: EntryTable, packChecksum: Buffer, pause: () => Promise<void>): Promise<Buffer> {
+  const steps = buildIndex(entries, packChecksum);
+  for (;;) {
+    const step = steps.next();
+    if (step.done === true) return step.value;
+    await pause();
+  }
+}
+
 function encodeIndex(entries: EntryTable, packChecksum: Buffer): Buffer {
   const steps = buildIndex(entries, packChecksum);
   for (;;) {

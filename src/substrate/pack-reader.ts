@@ -16,6 +16,8 @@ import type { ScopedLruCache } from "./lru-cache.js";
 import { applyDelta, crc32, type EntryHead, inflateEntry, isDelta, type PackIndex, parseEntryHead, parsePackIndex, typeOfCode } from "./pack-file.js";
 import { encodeReverseIndex, packOrder, parseReverseIndex, reverseIndexBytes } from "./pack-rev-index.js";
 import { createWindowReads } from "./pack-windows.js";
+import { packTrailer, rebuildPackIndex } from "./pack-reindex.js";
+import type { Clock } from "../time/clock.js";
 import type { Oid } from "./types.js";
 
 /**
@@ -77,6 +79,28 @@ const reportedPacks = new Set<string>();
 
 /** The code of the `process` warning for a pack that fails its trailer checksum. */
 export const PACK_CHECKSUM_WARNING = "WORKFLOW_HOST_PACK_CHECKSUM";
+/**
+ * The code of the `process` warning for a pack whose index was damaged or missing and was
+ * rebuilt from the pack (see {@link PackReaderOptions.clock} and pack-reindex.ts), or a pack
+ * without an index that could not be indexed.
+ */
+export const PACK_INDEX_WARNING = "WORKFLOW_HOST_PACK_INDEX";
+/**
+ * A pack file without its index is indexed once it is older than this (ms): a writer places
+ * the index microseconds after the pack (see pack-writer.ts); one still without it a minute
+ * later lost it (removed by hand, a bad copy, a crash of the file system).
+ */
+export const ORPHAN_PACK_MS = 60_000;
+
+/** Gives the event loop back (between chunks of a long check, see pack-reindex.ts). */
+const yieldToLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/** Emits the process warning `message` with `code`, once per `key` per process. */
+function warnOnce(key: string, message: string, code: string): void {
+  if (reportedPacks.has(key)) return;
+  reportedPacks.add(key);
+  process.emitWarning(message, { code });
+}
 
 /** Thrown inside the pack modules when a pack vanished under a read; answered by a rescan. */
 export class PackGone extends Error {}
@@ -100,6 +124,11 @@ export interface PackReaderOptions {
   readonly packWindows: ScopedLruCache<Buffer>;
   /** Called before every wait for the first scan (the store starts its temp-file sweep there). */
   readonly beforeScan?: () => void;
+  /**
+   * The time pack files' ages are measured at (see {@link ORPHAN_PACK_MS}): compared with the
+   * mtimes the file system stamps, so the system clock in production (the default).
+   */
+  readonly clock?: Clock;
 }
 
 /** The known packs of one repository and the reads out of them. */
@@ -206,6 +235,19 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
   /** Reverse indexes being written (see writeReverseIndex); awaited by close. */
   const revWrites = new Set<Promise<void>>();
   const oidBytes = Buffer.alloc(20);
+  const now = (): number => (opts.clock === undefined ? Date.now() : opts.clock().getTime());
+  /** Indexes being rebuilt, by pack name: two scans meeting the same damage share one. */
+  const rebuilding = new Map<string, Promise<Uint8Array>>();
+  /**
+   * Packs whose index could not be rebuilt (the pack fails its checksum, an entry does not
+   * decode), by name, with the pack file's size and mtime then: tried again only once the pack
+   * changed (a scan follows every miss, and each try reads the whole pack).
+   */
+  const refused = new Map<string, string>();
+  /** Big packs whose trailer is being or was checked in the background (see checkTrailer). */
+  const trailerChecked = new Set<string>();
+  const trailerChecks = new Set<Promise<void>>();
+  let closing = false;
   /**
    * Packs whose index cannot be parsed (truncated, wrong checksum), with why: their objects
    * cannot be found, so a miss is then reported as this damage (`object_corrupt` naming the
@@ -296,18 +338,36 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
     return bytes.subarray(offset - start, end - start);
   }
 
-  async function loadPack(name: string): Promise<LoadedPack | null> {
+  /**
+   * Loads the pack `name`. `orphan`: it was listed without an index; it is indexed (see
+   * {@link rebuiltIndex}) once older than {@link ORPHAN_PACK_MS}, else left for its writer.
+   */
+  async function loadPack(name: string, orphan = false): Promise<LoadedPack | null> {
     const packPath = `${packDir}/${name}.pack`;
     const stat = await quickFs.statOrNull(packPath);
     if (stat === null) return null;
     // A FIFO or device in the pack folder would hang (or exhaust) the reads below: damage.
     const notPack = describeNonRegular(stat, Number.MAX_SAFE_INTEGER);
     if (notPack !== null) throw packNotAFile(name, packPath, notPack);
-    const idxPath = `${packDir}/${name}.idx`;
-    const idx = await readBoundedFileOrNull(fsFor(Number(stat.size)), idxPath, MAX_PACK_INDEX_BYTES, (found) => packNotAFile(name, idxPath, found));
-    if (idx === null) return null;
-    if (!ages.has(name)) setAge(name, Number(stat.mtimeMs));
     const size = Number(stat.size);
+    const idxPath = `${packDir}/${name}.idx`;
+    let idx = await readBoundedFileOrNull(fsFor(size), idxPath, MAX_PACK_INDEX_BYTES, (found) => packNotAFile(name, idxPath, found));
+    /** Set when the index was rebuilt here: the pack's trailer was checked then. */
+    let rebuilt = false;
+    if (idx === null) {
+      if (!orphan || now() - Number(stat.mtimeMs) <= ORPHAN_PACK_MS) return null;
+      try {
+        idx = await rebuiltIndex(name, packPath, stat, "is missing");
+        rebuilt = true;
+      } catch (error) {
+        if (error instanceof PackGone) throw error;
+        // Not a pack this store can index (or not now: an I/O error, tried again at the next
+        // scan): left as it is, as git leaves it (told once).
+        warnOnce(`${packPath}#orphan`, `pack ${name} (${packPath}) has no index and cannot be indexed (${error instanceof Error ? error.message : String(error)}); it is left as it is: restore its index or the pack`, PACK_INDEX_WARNING);
+        return null;
+      }
+    }
+    if (!ages.has(name)) setAge(name, Number(stat.mtimeMs));
     const rewrite = (order: Uint32Array): Buffer | null => {
       const bytes = encodeReverseIndex(index, order);
       if (parseReverseIndex(bytes, index) === null) return null;
@@ -315,11 +375,122 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
       revWrites.add(writing);
       return bytes;
     };
+    let index: PackIndex;
+    try {
+      index = parseIndex(name, idx, size, rewrite);
+    } catch (error) {
+      if (!(error instanceof WorkflowHostError) || rebuilt) throw error;
+      // A damaged index (torn, truncated, another version, a bad checksum): the pack holds all
+      // it says, so it is rebuilt from the pack when the pack's own checksum matches; else the
+      // damage stays reported as it was (see `broken`), nothing rewritten.
+      try {
+        idx = await rebuiltIndex(name, packPath, stat, `is damaged (${error.message})`);
+      } catch (why) {
+        // Not rebuilt (the pack fails its checksum, or an I/O error, tried again at the next
+        // scan): the index's own damage is what is reported.
+        if (why instanceof PackGone) throw why;
+        throw error;
+      }
+      rebuilt = true;
+      index = parseIndex(name, idx, size, rewrite);
+    }
+    if (index.count >= REVERSE_INDEX_MIN_OBJECTS) await takeReverseIndex(name, index, size, rewrite);
+    const pack: LoadedPack = { name, index, size, mergeable: true };
+    if (size > WHOLE_PACK_MAX_BYTES && !rebuilt) checkTrailer(pack);
+    return pack;
+  }
+
+  function parseIndex(name: string, idx: Uint8Array, size: number, rewrite: (order: Uint32Array) => Buffer | null): PackIndex {
     const count = idx.byteLength >= 8 + 1024 ? Buffer.from(idx.buffer, idx.byteOffset, idx.byteLength).readUInt32BE(8 + 255 * 4) : 0;
-    const wantsRev = count >= REVERSE_INDEX_MIN_OBJECTS;
-    const index = parsePackIndex(name, idx, size, wantsRev ? rewrite : undefined);
-    if (wantsRev) await takeReverseIndex(name, index, size, rewrite);
-    return { name, index, size, mergeable: true };
+    return parsePackIndex(name, idx, size, count >= REVERSE_INDEX_MIN_OBJECTS ? rewrite : undefined);
+  }
+
+  /**
+   * The index of the pack `name`, rebuilt from the pack (pack-reindex.ts: only when its trailer
+   * checksum matches) and put in place of the old one, if any: a temp file in `objects/`
+   * (git's `tmp_` prefix, swept as a pack's), flushed, renamed over `<name>.idx` while the pack
+   * is still there. Told once by a process warning ({@link PACK_INDEX_WARNING}) naming the pack
+   * and `why` the old index was not used. A rebuild that failed is not tried again until the
+   * pack file changes (see {@link refused}).
+   * @throws `object_corrupt` naming the pack when it cannot be indexed
+   */
+  function rebuiltIndex(name: string, packPath: string, stat: { size: number | bigint; mtimeMs: number }, why: string): Promise<Uint8Array> {
+    const key = `${Number(stat.size)}:${stat.mtimeMs}`;
+    const failed = refused.get(name);
+    if (failed === key) return Promise.reject(new WorkflowHostError("object_corrupt", `pack ${name} cannot be indexed (tried before)`, { pack: name, reason: "not_reindexed" }));
+    let pending = rebuilding.get(name);
+    if (pending === undefined) {
+      pending = (async () => {
+        const size = Number(stat.size);
+        let rebuilt: { idx: Buffer; checksum: string };
+        try {
+          rebuilt = await rebuildPackIndex(fs, packPath, size, yieldToLoop);
+        } catch (error) {
+          if (errnoCode(error) === "ENOENT") throw new PackGone(name);
+          if (error instanceof WorkflowHostError) refused.set(name, key);
+          throw error;
+        }
+        const temp = `${packDir.replace(/\/pack$/, "")}/tmp_idx_rebuilt_${process.pid.toString(36)}_${Math.random().toString(36).slice(2, 10)}`;
+        try {
+          await fs.writeNewFile(temp, rebuilt.idx, true);
+          if ((await fs.statOrNull(packPath)) === null) throw new PackGone(name);
+          await fs.rename(temp, `${packDir}/${name}.idx`);
+        } catch (error) {
+          await fs.unlinkQuiet(temp).catch(() => undefined);
+          throw error;
+        }
+        warnOnce(
+          `${packPath}#index@${key}`,
+          `pack ${name} (${packPath}): its index ${why}; it was rebuilt from the pack, whose checksum matches (as git index-pack does), and its objects are read as before`,
+          PACK_INDEX_WARNING,
+        );
+        return rebuilt.idx;
+      })();
+      rebuilding.set(name, pending);
+      const done = (): void => {
+        rebuilding.delete(name);
+      };
+      pending.then(done, done);
+    }
+    return pending;
+  }
+
+  /**
+   * Checks the trailer of a big pack (one read through windows, whose trailer no read checks) in
+   * the background, once per reader: its bytes hashed in chunks with the event loop given back
+   * between them (pack-reindex.ts). A mismatch is told as a small pack's is (the
+   * {@link PACK_CHECKSUM_WARNING}); the pack's entries are then hashed against their oids as
+   * well as checked against their CRC-32s, and the pack is not merged. Stopped by close; a pack
+   * that vanished meanwhile is let go.
+   */
+  function checkTrailer(pack: LoadedPack): void {
+    if (trailerChecked.has(pack.name)) return;
+    trailerChecked.add(pack.name);
+    const path = `${packDir}/${pack.name}.pack`;
+    const check = (async () => {
+      await yieldToLoop();
+      const sums = await packTrailer(fs, path, pack.size, yieldToLoop, () => closing);
+      if (sums === null) {
+        // Stopped by close: not counted as checked.
+        trailerChecked.delete(pack.name);
+        return;
+      }
+      if (sums.computed.equals(sums.trailer) && sums.trailer.toString("hex") === pack.index.packChecksum) return;
+      failedChecksum(pack, path);
+    })().catch(() => undefined);
+    const settled = check.finally(() => trailerChecks.delete(settled));
+    trailerChecks.add(settled);
+  }
+
+  /** Marks `pack` as failing its trailer checksum (see {@link unverified}) and tells it once. */
+  function failedChecksum(pack: LoadedPack, path: string): void {
+    unverified.add(pack.name);
+    pack.mergeable = false;
+    warnOnce(
+      path,
+      `pack ${pack.name} (${path}) fails its checksum: it is damaged; its objects are read one by one, each checked against its own oid, and a damaged one is reported where it is read (run git fsck to list them, restore the pack or the objects)`,
+      PACK_CHECKSUM_WARNING,
+    );
   }
 
   /**
@@ -356,7 +527,15 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
       const known = new Map(packs.map((p) => [p.name, p]));
       const kept = packs.filter((p) => names.has(`${p.name}.idx`) && names.has(`${p.name}.pack`));
       const fresh: string[] = [];
+      /** Packs listed without an index (see loadPack). */
+      const orphans = new Set<string>();
       for (const file of names) {
+        if (file.endsWith(".pack") && /^pack-[0-9a-f]{40,64}\.pack$/.test(file) && !names.has(`${file.slice(0, -5)}.idx`)) {
+          const name = file.slice(0, -5);
+          fresh.push(name);
+          orphans.add(name);
+          continue;
+        }
         if (!file.endsWith(".idx")) continue;
         const name = file.slice(0, -4);
         if (!known.has(name) && names.has(`${name}.pack`)) fresh.push(name);
@@ -365,7 +544,7 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
       let unreadable = 0;
       const loaded = await Promise.all(
         fresh.map((name) =>
-          loadPack(name).then(
+          loadPack(name, orphans.has(name)).then(
             (pack) => {
               broken.delete(name);
               return pack;
@@ -383,7 +562,8 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
       );
       for (const name of broken.keys()) if (!names.has(`${name}.idx`)) broken.delete(name);
       const added = loaded.filter((pack): pack is LoadedPack => pack !== null);
-      const vanished = added.length + unreadable < fresh.length;
+      // An orphan left unindexed (too young, or not a pack) is not a pack that vanished.
+      const vanished = added.length + unreadable < fresh.length - loaded.filter((pack, i) => pack === null && orphans.has(fresh[i] as string)).length;
       packs = [...added, ...kept];
       for (const name of ages.keys()) if (!names.has(`${name}.idx`)) ages.delete(name);
       dropHandles(new Set(packs.map((p) => p.name)));
@@ -447,15 +627,7 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
             // One SHA-1 over the whole pack (git's own trailer) instead of one per object read.
             const sum = createHash("sha1").update(read.subarray(0, Math.max(0, read.length - 20))).digest("hex");
             if (read.length < 32 || sum !== read.toString("hex", read.length - 20) || sum !== pack.index.packChecksum) {
-              unverified.add(pack.name);
-              pack.mergeable = false;
-              if (!reportedPacks.has(path)) {
-                reportedPacks.add(path);
-                process.emitWarning(
-                  `pack ${pack.name} (${path}) fails its checksum: it is damaged; its objects are read one by one, each checked against its own oid, and a damaged one is reported where it is read (run git fsck to list them, restore the pack or the objects)`,
-                  { code: PACK_CHECKSUM_WARNING },
-                );
-              }
+              failedChecksum(pack, path);
             } else {
               unverified.delete(pack.name);
             }
@@ -480,7 +652,7 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
       }
       if (crc === undefined) return { bytes, verified: false };
       if (crc32(bytes) !== crc) throw corrupt(`${pack.name}@${offset}`, "entry bytes do not match the CRC-32 its index records");
-      return { bytes, verified: true };
+      return { bytes, verified: !unverified.has(pack.name) };
     } catch (error) {
       if (errnoCode(error) === "ENOENT") throw new PackGone(pack.name);
       throw error;
@@ -522,7 +694,7 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
     if (window === undefined) return undefined;
     const bytes = window.subarray(offset - start, end - start);
     if (crc32(bytes) !== crc) throw corrupt(`${pack.name}@${offset}`, "entry bytes do not match the CRC-32 its index records");
-    return { bytes, verified: true };
+    return { bytes, verified: !unverified.has(pack.name) };
   }
 
   function readInMemory(oid: Oid, view = false): GitObject | undefined {
@@ -635,6 +807,9 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
       if (replaced !== undefined && replaced.size > 0) dropHandles(new Set(packs.map((p) => p.name)));
     },
     async close() {
+      closing = true;
+      while (trailerChecks.size > 0) await Promise.all(trailerChecks);
+      closing = false;
       while (revWrites.size > 0) await Promise.all(revWrites);
       const kept = pointHandles.splice(0);
       await Promise.all(kept.map(async (k) => (await k.handle.catch(() => null))?.close().catch(() => undefined)));

@@ -139,7 +139,7 @@ export function createPackStore(opts: PackStoreOptions): PackStore {
   const quickFs = opts.quickFs ?? fs;
   const packDir = `${gitdir}/objects/pack`;
   const writer = createPackWriter({ fs, quickFs, gitdir, durable, clock });
-  const reader = createPackReader({ fs, quickFs, packDir, repoKey, packBytes, packWindows: opts.packWindows ?? packBytes, beforeScan: () => writer.sweep() });
+  const reader = createPackReader({ fs, quickFs, packDir, repoKey, packBytes, packWindows: opts.packWindows ?? packBytes, beforeScan: () => writer.sweep(), clock });
   const maintenance = createPackMaintenance({
     fs,
     packDir,

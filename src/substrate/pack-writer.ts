@@ -89,13 +89,13 @@ export function createPackWriter(opts: PackWriterOptions): PackWriter {
    *   than {@link STALE_TEMP_MS}, or empty and older than {@link STALE_SPARE_MS} (a spare pair).
    *   Nothing refers to them (a pack counts once renamed into `objects/pack/`), and a live
    *   writer's temp files are milliseconds old;
-   * - a `pack-*.pack` in `objects/pack/` without its `.idx`, older than {@link STALE_TEMP_MS}: a
-   *   merge (or commit) killed between placing the pack and its index. No reader uses a pack
-   *   without an index, and a live writer places the index microseconds after the pack;
    * - a `pack-*.rev` without its `.idx`, older than {@link STALE_TEMP_MS}: a reader's reverse
    *   index (pack-rev-index.ts) renamed into place just after a merge removed its pack, or a
    *   pack removed by hand. Git never removes one and warns about it at every `git gc`.
-   * Git itself removes such files only at `git gc`, after two weeks.
+   * Git itself removes such files only at `git gc`, after two weeks. A `pack-*.pack` without its
+   * `.idx` is not removed: it may be the only copy of its objects (an index lost), and the
+   * reader indexes it once it is old enough (pack-reader.ts, ORPHAN_PACK_MS); one a killed
+   * merge or commit placed is whole, and indexed it only duplicates objects until a merge.
    */
   async function sweepTemps(): Promise<void> {
     try {
@@ -109,11 +109,11 @@ export function createPackWriter(opts: PackWriterOptions): PackWriter {
       }
       const names = new Set(await fs.readdirOrEmpty(packDir));
       for (const name of names) {
-        if (!/^pack-[0-9a-f]{40,64}\.(pack|rev)$/.test(name) || names.has(name.replace(/\.(pack|rev)$/, ".idx"))) continue;
+        if (!/^pack-[0-9a-f]{40,64}\.rev$/.test(name) || names.has(name.replace(/\.rev$/, ".idx"))) continue;
         const stat = await fs.statOrNull(`${packDir}/${name}`);
         if (stat === null || !stat.isFile() || now() - stat.mtimeMs <= STALE_TEMP_MS) continue;
         // Looked at once more just before: an index that arrived meanwhile makes it a pack.
-        if ((await fs.statOrNull(`${packDir}/${name.replace(/\.(pack|rev)$/, ".idx")}`)) === null) await fs.unlinkQuiet(`${packDir}/${name}`);
+        if ((await fs.statOrNull(`${packDir}/${name.replace(/\.rev$/, ".idx")}`)) === null) await fs.unlinkQuiet(`${packDir}/${name}`);
       }
     } catch {
       // A file left is only wasted space.

@@ -1,12 +1,14 @@
 /**
  * What killed writers and damaged files leave in `objects/`: leftovers are removed when the
- * store opens (only ones old enough that no live writer can own them), and a damaged pack index
- * is reported as what it is, never as a dangling ref.
+ * store opens (only ones old enough that no live writer can own them); a damaged pack index is
+ * rebuilt from its pack when the pack's checksum matches, else reported as what it is, never as
+ * a dangling ref; a big pack's trailer is checked in the background.
  */
+import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import { readdir, readFile, truncate, utimes, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { allowAll } from "../../../src/substrate/allow-all.js";
 import { createRepoStore } from "../../../src/substrate/repo-store.js";
 import type { RepoId, RepoStore } from "../../../src/substrate/types.js";
@@ -27,7 +29,7 @@ async function aged(path: string, content: string, ageMs: number): Promise<strin
 }
 
 describe("leftovers of killed writers", () => {
-  it("are removed when the store opens: old packs without an index, old temp files, stale empty spares; young ones stay", async () => {
+  it("are removed when the store opens: old temp files, stale empty spares; young ones stay, and so does a pack without an index", async () => {
     const dataDir = await tempDir();
     const gitdir = gitdirOf(dataDir);
     const store = openStore(dataDir);
@@ -38,12 +40,14 @@ describe("leftovers of killed writers", () => {
     const objects = join(gitdir, "objects");
     const minute = 60_000;
     const removed = [
-      await aged(join(packDir, `pack-${"a".repeat(40)}.pack`), "PACK half of a merge", 60 * minute),
       await aged(join(objects, "tmp_pack_dead0"), "", 10 * minute),
       await aged(join(objects, "tmp_idx_dead0"), "", 10 * minute),
       await aged(join(objects, "tmp_obj_dead1"), "x", 20 * minute),
     ];
     const kept = [
+      // A pack without its index may be the only copy of its objects: indexed when it is a pack
+      // whose checksum matches (pack-index-rebuild.test.ts), else left as it is, as git leaves it.
+      await aged(join(packDir, `pack-${"a".repeat(40)}.pack`), "PACK half of a merge", 60 * minute),
       await aged(join(packDir, `pack-${"b".repeat(40)}.pack`), "PACK being placed right now", 1_000),
       await aged(join(objects, "tmp_pack_live0"), "", 10_000),
       await aged(join(objects, "tmp_obj_live1"), "x", 10 * minute),
@@ -61,7 +65,7 @@ describe("leftovers of killed writers", () => {
 });
 
 describe("a truncated pack index", () => {
-  it("is object_corrupt naming the pack, not a dangling ref", async () => {
+  it("is rebuilt from its pack (whose checksum matches), the same bytes, and told once", async () => {
     const dataDir = await tempDir();
     const gitdir = gitdirOf(dataDir);
     const store = openStore(dataDir);
@@ -72,13 +76,101 @@ describe("a truncated pack index", () => {
     const idx = (await readdir(packDir)).filter((n) => n.endsWith(".idx"));
     expect(idx).toHaveLength(1);
     const path = join(packDir, idx[0] as string);
+    const original = await readFile(path);
+    await truncate(path, Math.floor(original.length / 2));
+
+    const warnings: (Error & { code?: string })[] = [];
+    const listen = (w: Error): void => {
+      warnings.push(w);
+    };
+    process.on("warning", listen);
+    const rebuilt = openStore(dataDir);
+    try {
+      expect(await rebuilt.resolveRef(null, REPO, "main")).toBe(commitSha);
+      const reads = await rebuilt.openCommittedReads(null, REPO, "main");
+      expect(Buffer.from((await reads.readBlob("runs/r1/events/1.json")) as Uint8Array).toString()).toBe("{}");
+    } finally {
+      await rebuilt.close();
+      // A warning is emitted on the next tick: give it one turn of the loop.
+      await new Promise((resolve) => setImmediate(resolve));
+      process.off("warning", listen);
+    }
+    expect((await readFile(path)).equals(original)).toBe(true);
+    expect(warnings.filter((w) => w.code === "WORKFLOW_HOST_PACK_INDEX" && w.message.includes(idx[0]?.replace(/\.idx$/, "") as string))).toHaveLength(1);
+  });
+
+  it("with its pack failing its checksum too, is object_corrupt naming the pack, not a dangling ref; nothing rewritten", async () => {
+    const dataDir = await tempDir();
+    const gitdir = gitdirOf(dataDir);
+    const store = openStore(dataDir);
+    await store.initRepo(null, REPO);
+    const { commitSha } = await store.writeTree(null, REPO, "main", { files: { "runs/r1/events/1.json": '{"a":"event"}' }, message: "packed" });
+    await store.close();
+    const packDir = join(gitdir, "objects", "pack");
+    const idx = (await readdir(packDir)).filter((n) => n.endsWith(".idx"));
+    expect(idx).toHaveLength(1);
+    const path = join(packDir, idx[0] as string);
     await truncate(path, Math.floor((await readFile(path)).length / 2));
+    const packPath = path.replace(/\.idx$/, ".pack");
+    const pack = await readFile(packPath);
+    const at = pack.indexOf('{"a":"event"}');
+    expect(at).toBeGreaterThan(0);
+    pack[at + 2] = "b".charCodeAt(0);
+    await writeFile(packPath, pack);
+    const damagedIdx = await readFile(path);
 
     const damaged = openStore(dataDir);
     const error = await damaged.resolveRef(null, REPO, "main").catch((e: unknown) => e);
     expect(error).toMatchObject({ code: "object_corrupt", data: { pack: (idx[0] as string).replace(/\.idx$/, "") } });
     expect((error as { message: string }).message).toContain(commitSha as string);
+    // Asked again (a rescan after the miss): the same answer, the pack not hashed again.
+    await expect(damaged.resolveRef(null, REPO, "main")).rejects.toMatchObject({ code: "object_corrupt" });
     await damaged.close();
+    expect((await readFile(path)).equals(damagedIdx)).toBe(true);
+    expect((await readFile(packPath)).equals(pack)).toBe(true);
+  });
+});
+
+describe("a pack over 8 MiB (read through windows) that fails its checksum", () => {
+  it("is found by a check of its trailer in the background and told as a small pack's is; its other objects read", async () => {
+    const dataDir = await tempDir();
+    const gitdir = gitdirOf(dataDir);
+    const store = openStore(dataDir);
+    await store.initRepo(null, REPO);
+    // Random text does not shrink: the pack is over 8 MiB.
+    const big = randomBytes(7 * 1024 * 1024).toString("base64");
+    const okText = '{"ok":"small"}';
+    await store.writeTree(null, REPO, "main", { files: { "runs/r1/events/1.json": okText, "runs/r2/blob.txt": big }, message: "big" });
+    await store.close();
+    const packDir = join(gitdir, "objects", "pack");
+    const packs = (await readdir(packDir)).filter((n) => n.endsWith(".pack"));
+    expect(packs).toHaveLength(1);
+    const packPath = join(packDir, packs[0] as string);
+    const bytes = await readFile(packPath);
+    expect(bytes.length).toBeGreaterThan(8 * 1024 * 1024);
+    // One byte of the big blob flipped: only a read of that blob, or the trailer, would see it.
+    const at = bytes.indexOf(big.slice(0, 64));
+    expect(at).toBeGreaterThan(0);
+    bytes[at + 1_000_000] = bytes[at + 1_000_000] === 0x41 ? 0x42 : 0x41;
+    await writeFile(packPath, bytes);
+
+    const warnings: (Error & { code?: string })[] = [];
+    const listen = (w: Error): void => {
+      warnings.push(w);
+    };
+    process.on("warning", listen);
+    const reopened = openStore(dataDir);
+    try {
+      const reads = await reopened.openCommittedReads(null, REPO, "main");
+      expect(Buffer.from((await reads.readBlob("runs/r1/events/1.json")) as Uint8Array).toString()).toBe(okText);
+      const packName = (packs[0] as string).replace(/\.pack$/, "");
+      await vi.waitFor(() => expect(warnings.filter((w) => w.code === "WORKFLOW_HOST_PACK_CHECKSUM" && w.message.includes(packName))).toHaveLength(1), { timeout: 20_000, interval: 20 });
+      expect(Buffer.from((await reads.readBlob("runs/r1/events/1.json")) as Uint8Array).toString()).toBe(okText);
+      await expect(reads.readBlob("runs/r2/blob.txt")).rejects.toMatchObject({ code: "object_corrupt" });
+    } finally {
+      await reopened.close();
+      process.off("warning", listen);
+    }
   });
 });
 

@@ -1,0 +1,224 @@
+/**
+ * A deployment whose pack index is damaged or lost (a flipped byte, truncated, another version,
+ * removed) while its pack is whole: the store rebuilds the index from the pack as
+ * `git index-pack` does — the same bytes — and the host recovers and fires as if nothing had
+ * happened, telling it once by a process warning naming the pack. A pack that fails its own
+ * checksum is not indexed from: the damaged index stays reported as before, nothing rewritten.
+ */
+import { copyFile, readdir, readFile, truncate, unlink, utimes, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { makeScheduler, repoIdOf } from "../../helpers/fixture-scheduler.js";
+import { git, gitAt, runGit } from "../../helpers/git-cli.js";
+import { event, fired, GitWriter, PAST, started, timerSet, usePlumbingDeployments } from "../../helpers/plumbing-deployment.js";
+import { useTempDirs } from "../../helpers/temp-dir.js";
+
+const tempDir = useTempDirs("wh-idx-rebuild-");
+
+/** Objects written with git's plumbing, then packed by `git repack` with deltas. */
+class PackingWriter extends GitWriter {
+  get packDir(): string {
+    return join(this.gitdir, "objects", "pack");
+  }
+  /** Packs every object with deltas (ofs-deltas, or ref-deltas when `refDeltas`); returns the pack's path without extension. */
+  async pack(refDeltas = false): Promise<string> {
+    await gitAt(this.gitdir, [...(refDeltas ? ["-c", "repack.useDeltaBaseOffset=false"] : []), "repack", "-a", "-d", "-f", "-q", "--window=50", "--depth=50"]);
+    const names = (await readdir(this.packDir)).filter((n) => n.endsWith(".pack"));
+    expect(names).toHaveLength(1);
+    return join(this.packDir, (names[0] as string).replace(/\.pack$/, ""));
+  }
+  /** `git fsck --full --strict`: exit code and everything it printed. */
+  async fsck(): Promise<{ code: number; out: string }> {
+    const r = await runGit([`--git-dir=${this.gitdir}`, "fsck", "--full", "--strict", "--no-dangling"]);
+    return { code: r.code, out: `${r.stdout}\n${r.stderr}` };
+  }
+}
+
+const deployment = usePlumbingDeployments(tempDir, (gitdir) => new PackingWriter(gitdir));
+
+/** Process warnings emitted while `body` runs. */
+async function collectWarnings<T>(body: (warnings: readonly (Error & { code?: string })[]) => Promise<T>): Promise<T> {
+  const warnings: (Error & { code?: string })[] = [];
+  const listen = (w: Error): void => {
+    warnings.push(w);
+  };
+  process.on("warning", listen);
+  try {
+    return await body(warnings);
+  } finally {
+    process.off("warning", listen);
+  }
+}
+
+/** A long event (so git finds deltas between the events of different runs). */
+const note = (seq: number, run: string): string => event(seq, "Noted", { run, text: `${"the same long text of every run, ".repeat(12)}${run}` });
+
+/**
+ * A deployment with history (two commits, six runs with similar events: packed with deltas),
+ * each run with one timer due; returns the pack's path (no extension) and the timers due.
+ */
+async function historyPacked(d: Awaited<ReturnType<typeof deployment>>, refDeltas = false): Promise<{ base: string; due: string[] }> {
+  const runs: Record<string, string> = {};
+  const due: string[] = [];
+  for (let i = 0; i < 3; i++) {
+    const r = await d.w.run([started(), note(2, `r${i}`), timerSet(3, `t${i}`, PAST)]);
+    runs[`r${i}`] = r.tree;
+    due.push(`r${i}/t${i}`);
+  }
+  await d.w.commit(runs);
+  for (let i = 3; i < 6; i++) {
+    const r = await d.w.run([started(), note(2, `r${i}`), note(3, `r${i}-again`), timerSet(4, `t${i}`, PAST)]);
+    runs[`r${i}`] = r.tree;
+    due.push(`r${i}/t${i}`);
+  }
+  const parent = (await gitAt(d.w.gitdir, ["rev-parse", "main"])).trim();
+  const { root } = await d.w.commit(runs);
+  const commit = (await gitAt(d.w.gitdir, ["commit-tree", root, "-p", parent, "-m", "second"])).trim();
+  await gitAt(d.w.gitdir, ["update-ref", "refs/heads/main", commit]);
+  const base = await d.w.pack(refDeltas);
+  // The pack holds deltas (the rebuild resolves them).
+  const listing = await git(["verify-pack", "-v", `${base}.idx`]);
+  expect(listing).toMatch(/chain length = 1:/);
+  // Each delta entry's type (bits 4–6 of its first byte): 6 by offset, 7 by oid.
+  const pack = await readFile(`${base}.pack`);
+  const deltaTypes = new Set(listing.split("\n").flatMap((l) => (/^[0-9a-f]{40} \w+ +\d+ \d+ \d+ \d+ [0-9a-f]{40}$/.test(l.trim()) ? [((pack[Number(l.trim().split(/\s+/)[4])] as number) >> 4) & 7] : [])));
+  expect([...deltaTypes]).toEqual([refDeltas ? 7 : 6]);
+  return { base, due: due.sort() };
+}
+
+/** The index `git index-pack` builds for a copy of the pack at `base` (no extension). */
+async function indexByGit(base: string): Promise<Buffer> {
+  const dir = await tempDir();
+  await copyFile(`${base}.pack`, join(dir, "copy.pack"));
+  await git(["index-pack", "-o", join(dir, "copy.idx"), join(dir, "copy.pack")], { cwd: dir });
+  return readFile(join(dir, "copy.idx"));
+}
+
+/** Starts a scheduler on `d`, runs what is due, and hands its events to `check`. */
+async function recoverAndFire(d: Awaited<ReturnType<typeof deployment>>, check: (events: ReturnType<typeof makeScheduler>["events"]) => void): Promise<void> {
+  const { scheduler, events } = makeScheduler(d.store, d.clock);
+  await scheduler.start();
+  try {
+    await d.clock.advance(0);
+    await scheduler.idle();
+    check(events);
+  } finally {
+    await scheduler.stop();
+  }
+}
+
+const damages: readonly { what: string; damage: (base: string) => Promise<void>; refDeltas?: boolean }[] = [
+  {
+    what: "one byte flipped",
+    damage: async (base) => {
+      const bytes = await readFile(`${base}.idx`);
+      bytes[8 + 1024 + 5] = (bytes[8 + 1024 + 5] as number) ^ 0x5a;
+      await writeFile(`${base}.idx`, bytes);
+    },
+  },
+  { what: "truncated to half", damage: async (base) => truncate(`${base}.idx`, Math.floor((await readFile(`${base}.idx`)).length / 2)) },
+  {
+    what: "of another version",
+    damage: async (base) => {
+      const bytes = await readFile(`${base}.idx`);
+      bytes.writeUInt32BE(3, 4);
+      await writeFile(`${base}.idx`, bytes);
+    },
+  },
+  {
+    what: "removed (the pack a few minutes old)",
+    damage: async (base) => {
+      await unlink(`${base}.idx`);
+      const old = new Date(Date.now() - 5 * 60_000);
+      await utimes(`${base}.pack`, old, old);
+    },
+  },
+  {
+    what: "one byte flipped, in a pack of ref-deltas",
+    refDeltas: true,
+    damage: async (base) => {
+      const bytes = await readFile(`${base}.idx`);
+      bytes[bytes.length - 1] = (bytes[bytes.length - 1] as number) ^ 0xff;
+      await writeFile(`${base}.idx`, bytes);
+    },
+  },
+];
+
+describe("a pack index damaged or lost, its pack whole", () => {
+  for (const { what, damage, refDeltas } of damages) {
+    it(`(${what}) is rebuilt from the pack as git index-pack builds it; every run recovers and fires; fsck passes; told once`, async () => {
+      const d = await deployment();
+      const { base, due } = await historyPacked(d, refDeltas);
+      const original = await readFile(`${base}.idx`);
+      await damage(base);
+      expect((await d.w.fsck()).code).not.toBe(0);
+
+      await collectWarnings(async (warnings) => {
+        await recoverAndFire(d, (events) => {
+          expect(events.filter((e) => e.type === "repo_failed" || e.type === "bad_event")).toEqual([]);
+          expect(fired(events)).toEqual(due);
+        });
+        await new Promise((resolve) => setImmediate(resolve));
+        const packName = base.split("/").at(-1) as string;
+        const told = warnings.filter((w) => w.message.includes(packName));
+        expect(told).toHaveLength(1);
+        expect(told[0]).toMatchObject({ code: "WORKFLOW_HOST_PACK_INDEX" });
+      });
+      const rebuilt = await readFile(`${base}.idx`);
+      expect(rebuilt.equals(await indexByGit(base))).toBe(true);
+      expect(rebuilt.equals(original)).toBe(true);
+      const fsck = await d.w.fsck();
+      expect(fsck.out).toBe("\n");
+      expect(fsck.code).toBe(0);
+      // Every object of the pack reads back through the store (by oid, as git lists them).
+      const listing = await git(["verify-pack", "-v", `${base}.idx`]);
+      const oids = listing.split("\n").flatMap((l) => (/^[0-9a-f]{40} /.test(l) ? [l.slice(0, 40)] : []));
+      const reads = await d.store.openCommittedReads(null, repoIdOf("d"), "main");
+      let blobs = 0;
+      for (const oid of oids) {
+        const type = (await gitAt(d.w.gitdir, ["cat-file", "-t", oid])).trim();
+        if (type !== "blob") continue;
+        expect(Buffer.from(await reads.readBlobByOid(oid)).toString()).toBe(await gitAt(d.w.gitdir, ["cat-file", "blob", oid]));
+        blobs++;
+      }
+      expect(blobs).toBeGreaterThan(10);
+      // Nothing left in objects/ by the rebuild.
+      expect((await readdir(join(d.w.gitdir, "objects"))).filter((n) => n.startsWith("tmp_idx_rebuilt"))).toEqual([]);
+    });
+  }
+
+  it("is not rebuilt when the pack fails its own checksum: the deployment fails naming the pack, as before, and nothing is rewritten", async () => {
+    const d = await deployment();
+    const { base } = await historyPacked(d);
+    await truncate(`${base}.idx`, 2000);
+    const pack = await readFile(`${base}.pack`);
+    pack[Math.floor(pack.length / 2)] = (pack[Math.floor(pack.length / 2)] as number) ^ 0x5a;
+    await writeFile(`${base}.pack`, pack);
+    const damagedIdx = await readFile(`${base}.idx`);
+    const packName = base.split("/").at(-1) as string;
+
+    await collectWarnings(async (warnings) => {
+      await recoverAndFire(d, (events) => {
+        const failed = events.filter((e) => e.type === "repo_failed");
+        expect(failed.length).toBeGreaterThan(0);
+        expect(failed[0]).toMatchObject({ error: { code: "object_corrupt", data: expect.objectContaining({ pack: packName }) } });
+        expect(fired(events)).toEqual([]);
+      });
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(warnings.filter((w) => (w as { code?: string }).code === "WORKFLOW_HOST_PACK_INDEX")).toEqual([]);
+    });
+    expect((await readFile(`${base}.idx`)).equals(damagedIdx)).toBe(true);
+    expect((await readFile(`${base}.pack`)).equals(pack)).toBe(true);
+    expect((await readdir(join(d.w.gitdir, "objects"))).filter((n) => n.startsWith("tmp_idx_rebuilt"))).toEqual([]);
+  });
+
+  it("a pack without its index that is only seconds old is left for its writer (not indexed)", async () => {
+    const d = await deployment();
+    const { base } = await historyPacked(d);
+    await unlink(`${base}.idx`);
+    await recoverAndFire(d, (events) => {
+      expect(events.filter((e) => e.type === "repo_failed").length).toBeGreaterThan(0);
+    });
+    expect((await readdir(d.w.packDir)).filter((n) => n.endsWith(".idx"))).toEqual([]);
+  });
+});
