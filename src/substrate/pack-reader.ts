@@ -17,7 +17,7 @@ import { applyDelta, crc32, type EntryHead, inflateEntry, isDelta, type PackInde
 import { encodeReverseIndex, packOrder, parseReverseIndex, reverseIndexBytes } from "./pack-rev-index.js";
 import { createWindowReads } from "./pack-windows.js";
 import { packTrailer, rebuildPackIndex } from "./pack-reindex.js";
-import type { Clock } from "../time/clock.js";
+import { type Clock, systemClock } from "../time/clock.js";
 import type { Oid } from "./types.js";
 
 /**
@@ -235,7 +235,8 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
   /** Reverse indexes being written (see writeReverseIndex); awaited by close. */
   const revWrites = new Set<Promise<void>>();
   const oidBytes = Buffer.alloc(20);
-  const now = (): number => (opts.clock === undefined ? Date.now() : opts.clock().getTime());
+  const clock = opts.clock ?? systemClock;
+  const now = (): number => clock().getTime();
   /** Indexes being rebuilt, by pack name: two scans meeting the same damage share one. */
   const rebuilding = new Map<string, Promise<Uint8Array>>();
   /**
