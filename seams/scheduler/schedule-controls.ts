@@ -15,7 +15,7 @@ import { parseInstant } from "../../src/workflow/time.js";
 import { checkReason } from "../../src/workflow/event-constructors.js";
 import { readRunLog, type RunLog } from "../../src/workflow/run-log.js";
 import { openRunLog } from "../../src/workflow/run-log-writer.js";
-import { readEachRun, requireRunLog, unreadablePartOf, type UnreadableRun } from "../../src/workflow/unreadable-runs.js";
+import { readEachRun, requireWholeRunLog, unreadablePartOf, type UnreadableRun } from "../../src/workflow/unreadable-runs.js";
 import { WORKFLOW_RUN_KIND } from "../../src/workflow/workflow-run-kind.js";
 import { armedSeries, planBackfill, planPause, planResume, planTrigger } from "../../src/workflow/schedule/schedule-controls.js";
 import { previewSeries, type PreviewTick } from "../../src/workflow/schedule/preview.js";
@@ -99,8 +99,9 @@ export interface ScheduleControls {
    */
   backfill(repoId: string, runId: string, timerId: string, range: { from: string; to: string; maxTicks?: number }): Promise<{ fired: readonly string[]; alreadyFired: readonly string[]; emptyBecause: string | null; commitSha: string | null }>;
   /**
-   * Every armed cron series of a deployment, by run then timer, and the runs whose folder or
-   * `events/` folder could not be read (`object_missing`, `object_corrupt`) or whose `events`
+   * Every armed cron series of a deployment, by run then timer, and the runs whose folder,
+   * `events/` folder or an event of whose log could not be read (`object_missing`,
+   * `object_corrupt`; `path` the first such object) or whose `events`
    * entry is a file or a link (`event_invalid`: no log); their series are not listed, the other
    * runs' are.
    * @throws `object_corrupt` for a missing or damaged `runs/` folder (nothing can be read); read errors
@@ -171,12 +172,14 @@ export function createScheduleControls(opts: ScheduleControlsOptions): ScheduleC
   }
 
   /**
-   * Every run's log at the tip, and the runs whose folders could not be read or that hold no
-   * log (their `events` entry a file or a link: `event_invalid`; see readEachRun, requireRunLog).
+   * Every run's log at the tip read whole, and the runs whose folders could not be read, whose
+   * log was not read whole (an event lost or damaged: it could be a series' fire, pause or end)
+   * or that hold no log (their `events` entry a file or a link: `event_invalid`; see readEachRun,
+   * requireWholeRunLog).
    */
   async function readLogs(repoId: string): Promise<{ logs: RunLog[]; unreadable: UnreadableRun[] }> {
     const reads = await opts.store.openCommittedReads(opts.principal, { kind: WORKFLOW_RUN_KIND, id: repoId }, ref);
-    const read = await readEachRun(reads, async (runId) => requireRunLog(repoId, await readRunLog(reads, runId, opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes })));
+    const read = await readEachRun(reads, async (runId) => requireWholeRunLog(repoId, await readRunLog(reads, runId, opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes })));
     return { logs: read.runs.map((r) => r.value), unreadable: [...read.unreadable] };
   }
 
@@ -260,23 +263,17 @@ export function createScheduleControls(opts: ScheduleControlsOptions): ScheduleC
     async syncSchedules(repoId, desired, o = {}) {
       parseRepoId(repoId);
       const declared = parseDeclaredSchedules(desired);
-      const read = await readLogs(repoId);
       // A run read in part (an event lost or damaged) is as unreadable here as one not read at
-      // all: what is missing could be the series' last TimerSet or its cancellation.
-      const unreadableRuns: UnreadableRun[] = [...read.unreadable];
-      const logs: RunLog[] = [];
-      for (const log of read.logs) {
-        const part = unreadablePartOf(log.runId, log.bad, log.problems);
-        if (part === null) logs.push(log);
-        else unreadableRuns.push(part);
-      }
-      unreadableRuns.sort((a, b) => (a.runId < b.runId ? -1 : a.runId > b.runId ? 1 : 0));
-      const blocked = new Map(unreadableRuns.map((u) => [u.runId, u]));
+      // all (readLogs names it): what is missing could be the series' last TimerSet or its
+      // cancellation.
+      const { logs, unreadable } = await readLogs(repoId);
+      const unreadableRuns: UnreadableRun[] = [...unreadable].sort((a, b) => (a.runId < b.runId ? -1 : a.runId > b.runId ? 1 : 0));
+      const blocked = new Map(unreadableRuns.map((u) => [u.runId, unreadableReason(u)]));
       const { current, ended } = seriesOf(logs);
       const planned = planSync(current, ended, declared.filter((d) => !blocked.has(d.runId)));
       const refused = declared.flatMap((d) => {
-        const u = blocked.get(d.runId);
-        return u === undefined ? [] : [{ runId: d.runId, timerId: d.timerId, reason: unreadableReason(u) }];
+        const reason = blocked.get(d.runId);
+        return reason === undefined ? [] : [{ runId: d.runId, timerId: d.timerId, reason }];
       });
       const plan = withoutSlotless(refused.length === 0 ? planned : { ...planned, conflicts: [...planned.conflicts, ...refused] }, nowMs());
       if (o.dryRun === true || isEmptyPlan(plan)) return { plan, commits: [], unreadableRuns };

@@ -99,6 +99,43 @@ export function requireRunLog<L extends RunLogSummary | RunLog>(repoId: string, 
 }
 
 /**
+ * What a reader that presents a run's state says of one whose log was not read whole (an event
+ * blob, `blobs/` or a sealed log lost or damaged): the lost event may be the one its state turns
+ * on (a timer's `TimerFired`, a cancellation, the run's end).
+ */
+export const STATE_NOT_KNOWN = "its state and pending timers are not known (the lost event may be the one they turn on)";
+
+/**
+ * The first object of a run's log (a summary or `readRunLog`'s log) that could not be read — an
+ * event blob, `blobs/`, a sealed `events.jsonl` (`object_missing`, `object_corrupt`) — as an
+ * {@link UnreadableRun}; null when every object read. A summary's `unreadable` counts past its
+ * `maxReports`; a log's reports are all there.
+ */
+export function unreadableRunOf(log: RunLogSummary | RunLog): UnreadableRun | null {
+  if ("unreadable" in log) return log.unreadable === null ? null : { runId: log.runId, path: log.unreadable.path, error: log.unreadable.error };
+  return unreadablePartOf(log.runId, log.bad, log.problems);
+}
+
+/**
+ * The rule of every reader that presents runs' states or pending timers (pending timers, `runs
+ * list`, the schedule list and sync): a run is presented only when its log was read whole. As
+ * {@link requireRunLog}, and throws for a run with an object of its log that could not be read
+ * (see {@link unreadableRunOf}), so that, read inside {@link readRunOrReport} or
+ * {@link readEachRun}, the run is named among the unreadable ones (its `path` the lost object's)
+ * rather than shown as if whole. A reader of one run (`runs show`) uses {@link unreadableRunOf}
+ * to show what it can read and say that the state is not known.
+ * @returns `log` as it is
+ * @throws event_invalid ({@link noRunLogError}); `object_missing` or `object_corrupt`
+ *   ({@link unreadableRunError}, "its state and pending timers are not known")
+ */
+export function requireWholeRunLog<L extends RunLogSummary | RunLog>(repoId: string, log: L): L {
+  requireRunLog(repoId, log);
+  const part = unreadableRunOf(log);
+  if (part !== null) throw unreadableRunError(repoId, part, STATE_NOT_KNOWN);
+  return log;
+}
+
+/**
  * Lists `runs/` at the commit `reads` is pinned to and reads each run folder whose name is a
  * run id (other entries are passed over, as the scheduler passes them over) with `read`, in
  * name order, one at a time.
