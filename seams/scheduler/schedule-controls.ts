@@ -13,9 +13,9 @@
 import { parseRepoId, parseRunId, parseSignalId, parseTimerId } from "../../src/workflow/ids.js";
 import { parseInstant } from "../../src/workflow/time.js";
 import { checkReason } from "../../src/workflow/event-constructors.js";
-import { readRunLog, type RunLog } from "../../src/workflow/run-log.js";
+import { openRunFolder, readRunLog, type RunLog } from "../../src/workflow/run-log.js";
 import { openRunLog } from "../../src/workflow/run-log-writer.js";
-import { readEachRun, requireWholeRunLog, unreadablePartOf, type UnreadableRun } from "../../src/workflow/unreadable-runs.js";
+import { asUnreadableRunError, readEachRun, requireRunFolderLog, requireRunLog, requireWholeRunLog, unreadablePartOf, type UnreadableRun } from "../../src/workflow/unreadable-runs.js";
 import { WORKFLOW_RUN_KIND } from "../../src/workflow/workflow-run-kind.js";
 import { armedSeries, planBackfill, planPause, planResume, planTrigger } from "../../src/workflow/schedule/schedule-controls.js";
 import { previewSeries, type PreviewTick } from "../../src/workflow/schedule/preview.js";
@@ -75,7 +75,8 @@ export interface ScheduleDescription extends ScheduleSummary {
 export interface ScheduleControls {
   /**
    * Pauses a series: appends `SchedulePaused` unless it is paused already.
-   * @throws `schedule_not_found` (not an armed series, or the run ended); id errors; write errors
+   * @throws `schedule_not_found` (not an armed series, or the run ended); `event_invalid` for a
+   *   run that holds no log (its `events` entry a file or a link); id errors; write errors
    */
   pause(repoId: string, runId: string, timerId: string, opts?: { reason?: string }): Promise<{ outcome: "paused" | "already_paused"; commitSha: string | null }>;
   /**
@@ -116,7 +117,8 @@ export interface ScheduleControls {
   /**
    * One series: its summary, the next `next` slots (default 5) and its history (fires with
    * lateness, skips with reasons, pauses, end).
-   * @throws `schedule_not_found`
+   * @throws `schedule_not_found`; `event_invalid` for a run that holds no log (its `events` entry
+   *   a file or a link), as `runs show` names it
    */
   describe(repoId: string, runId: string, timerId: string, opts?: { next?: number }): Promise<ScheduleDescription>;
   /**
@@ -165,6 +167,23 @@ export function createScheduleControls(opts: ScheduleControlsOptions): ScheduleC
     });
   }
 
+  /**
+   * Refuses a run that holds no log (its `events` entry a file or a link: `event_invalid`, as
+   * `runs show` and `GET …/runs/:run` name it) before a verb decides "not found" from its empty
+   * log; a run not there passes (the verb says `schedule_not_found`).
+   * @throws event_invalid (noRunLogError); `object_missing`, `object_corrupt` for a run folder
+   *   that cannot be read (unreadableRunError, "nothing was written")
+   */
+  async function requireLogOf(repoId: string, runId: string): Promise<void> {
+    const reads = await opts.store.openCommittedReads(opts.principal, { kind: WORKFLOW_RUN_KIND, id: repoId }, ref);
+    try {
+      if ((await reads.treeOid(`runs/${runId}`)) === null) return;
+      requireRunFolderLog(repoId, runId, await openRunFolder(reads, runId));
+    } catch (error) {
+      throw asUnreadableRunError(repoId, runId, error, "nothing was written");
+    }
+  }
+
   function ids(repoId: string, runId: string, timerId: string): void {
     parseRepoId(repoId);
     parseRunId(runId);
@@ -204,6 +223,7 @@ export function createScheduleControls(opts: ScheduleControlsOptions): ScheduleC
     async pause(repoId, runId, timerId, o = {}) {
       ids(repoId, runId, timerId);
       checkReason(o.reason);
+      await requireLogOf(repoId, runId);
       const written = await append(repoId, runId, `Pause schedule ${timerId} of ${runId}`, (log) => {
         const plan = planPause(log.state, timerId, o.reason);
         return { events: plan.events, result: plan.outcome };
@@ -213,6 +233,7 @@ export function createScheduleControls(opts: ScheduleControlsOptions): ScheduleC
 
     async resume(repoId, runId, timerId, o = {}) {
       ids(repoId, runId, timerId);
+      await requireLogOf(repoId, runId);
       const written = await append(repoId, runId, `Resume schedule ${timerId} of ${runId}`, (log) => {
         const plan = planResume(log.state, timerId, nowMs(), o.catchUp === true);
         return { events: plan.events, result: { outcome: plan.outcome, skipped: plan.skipped } };
@@ -224,6 +245,7 @@ export function createScheduleControls(opts: ScheduleControlsOptions): ScheduleC
     async trigger(repoId, runId, timerId, requestId) {
       ids(repoId, runId, timerId);
       parseSignalId(requestId, "requestId");
+      await requireLogOf(repoId, runId);
       const written = await append(repoId, runId, `Trigger schedule ${timerId} of ${runId} (request ${requestId})`, (log, at) => {
         const plan = planTrigger(log.state, log.events, timerId, requestId, Date.parse(at));
         return { events: plan.events, result: { outcome: plan.outcome, firedAt: plan.outcome === "triggered" ? at : null } };
@@ -236,6 +258,7 @@ export function createScheduleControls(opts: ScheduleControlsOptions): ScheduleC
       ids(repoId, runId, timerId);
       const fromIso = parseInstant(range.from, "from");
       const toIso = parseInstant(range.to, "to");
+      await requireLogOf(repoId, runId);
       const written = await append(repoId, runId, `Backfill schedule ${timerId} of ${runId} from ${fromIso} to ${toIso}`, (log, at) => {
         const plan = planBackfill(log.state, log.events, timerId, { fromIso, toIso, ...(range.maxTicks === undefined ? {} : { maxTicks: range.maxTicks }) }, Date.parse(at));
         return { events: plan.events, result: { fired: plan.slots, alreadyFired: plan.alreadyFired, emptyBecause: plan.emptyBecause } };
@@ -255,7 +278,8 @@ export function createScheduleControls(opts: ScheduleControlsOptions): ScheduleC
 
     async describe(repoId, runId, timerId, o = {}) {
       ids(repoId, runId, timerId);
-      const log = await readOne(repoId, runId);
+      // A run whose events entry is a file or a link holds no log: event_invalid, not "not found".
+      const log = requireRunLog(repoId, await readOne(repoId, runId));
       const pending = armedSeries(log.state, timerId);
       return { ...summaryOf(runId, pending), next: previewSeries(runId, pending, o.next ?? 5), history: seriesHistory(log.events, timerId) };
     },
