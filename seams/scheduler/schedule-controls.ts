@@ -134,7 +134,9 @@ export interface ScheduleControls {
    * `event_invalid`) is listed in `unreadableRuns` (with the first
    * object that could not be read) and nothing is written to it: its series are neither
    * compared, updated nor cancelled, and a series declared in it is a conflict ("could not be
-   * read"). The same holds when the run's log read under the lock is not whole.
+   * read"). The same holds when the run's log read under the lock is not whole. A series
+   * declared in a run that has ended is a conflict too ("its run has ended (<terminal>)"),
+   * planned before any write, so the dry run shows it and the other runs are applied.
    * @throws `config_invalid` (also more than 10 000 series), `id_invalid`, `cron_invalid`,
    *   `time_invalid` for the declared set (before any write); `object_corrupt` for a missing or
    *   damaged `runs/` folder; write errors
@@ -293,6 +295,9 @@ export function createScheduleControls(opts: ScheduleControlsOptions): ScheduleC
       const { logs, unreadable } = await readLogs(repoId);
       const unreadableRuns: UnreadableRun[] = [...unreadable].sort((a, b) => (a.runId < b.runId ? -1 : a.runId > b.runId ? 1 : 0));
       const blocked = new Map(unreadableRuns.map((u) => [u.runId, unreadableReason(u)]));
+      // A run that has ended takes nothing more: a series declared in it is a conflict of the
+      // plan (the dry run shows it), never an append that fails after other runs were written.
+      for (const log of logs) if (log.state.terminal !== null) blocked.set(log.runId, endedReason(log.state.terminal));
       const { current, ended } = seriesOf(logs);
       const planned = planSync(current, ended, declared.filter((d) => !blocked.has(d.runId)));
       const refused = declared.flatMap((d) => {
@@ -306,8 +311,9 @@ export function createScheduleControls(opts: ScheduleControlsOptions): ScheduleC
       const results = await Promise.all(
         [...runs].map(async (runId) => {
           const written = await append(repoId, runId, `Sync schedules of ${runId}`, (log, at) => {
-            // Nothing is written to a run whose log under the lock is not whole.
-            if (unreadablePartOf(runId, log.bad, log.problems) !== null) return { events: [], result: null };
+            // Nothing is written to a run whose log under the lock is not whole, or that has ended
+            // since the read above (an append to it would fail this run after others were written).
+            if (unreadablePartOf(runId, log.bad, log.problems) !== null || log.state.terminal !== null) return { events: [], result: null };
             // Re-planned from the run's log under the lock: what changed since the read above wins.
             const fresh = seriesOf([log]);
             const mine = declared.filter((d: DeclaredSchedule) => d.runId === runId);
@@ -329,6 +335,11 @@ export function createScheduleControls(opts: ScheduleControlsOptions): ScheduleC
 /** Why a series declared in a run that could not be read is left alone. */
 function unreadableReason(run: UnreadableRun): string {
   return `its run could not be read (${run.error.code}) at ${run.path}; nothing written until it is restored`;
+}
+
+/** Why a series declared in a run that has ended is left alone. */
+function endedReason(terminal: string): string {
+  return `its run has ended (${terminal}); nothing written`;
 }
 
 /** Moves declared series that have no slot within their bounds after now to the conflicts: nothing is written for them. */
