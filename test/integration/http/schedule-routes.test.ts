@@ -278,4 +278,12 @@ describe("schedule routes", () => {
     const ended = await jsonOf(await h.request("/v1/deployments/payments/runs/ended/events?limit=1000"));
     expect((ended.body["events"] as { type: string }[]).map((e) => e.type)).toEqual(["TimerSet", "RunCompleted"]);
   });
+
+  it("says a series of a run that has ended is not armed without naming the run twice", async () => {
+    const h = await start();
+    await h.host.runtime("payments").completeRun("reports");
+    const answer = await jsonOf(await h.request(`${SERIES}/pause`, post()));
+    expect(answer.status).toBe(404);
+    expect(answer.body).toEqual({ code: "schedule_not_found", message: expect.stringContaining("schedule yearly of run reports is not armed: the run has ended (RunCompleted)") });
+  });
 });
