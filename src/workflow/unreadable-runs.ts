@@ -6,7 +6,9 @@
  * through {@link readRunOrReport} or {@link readEachRun}, so the other runs are read as usual and
  * the damaged one is named with its error. A run whose `events` entry is a file or a link holds
  * no log: the readers that need its log read it through {@link requireRunLog} and name it the
- * same way (`event_invalid`, as `check` names the entry). A missing or damaged `runs/` folder,
+ * same way (`event_invalid`, as `check` names the entry). A reader that presents runs' states or
+ * pending timers names a run whose log it did not read whole (an event lost or damaged) too,
+ * reading each run through {@link requireWholeRunLog}. A missing or damaged `runs/` folder,
  * root or tip commit is not one run's: it is thrown as the store raised it (nothing of the
  * deployment can be read).
  */
