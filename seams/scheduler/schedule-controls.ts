@@ -13,9 +13,9 @@
 import { parseRepoId, parseRunId, parseSignalId, parseTimerId } from "../../src/workflow/ids.js";
 import { parseInstant } from "../../src/workflow/time.js";
 import { checkReason } from "../../src/workflow/event-constructors.js";
-import { readRunLog, type RunLog } from "../../src/workflow/run-log.js";
+import { openRunFolder, readRunLog, type RunLog } from "../../src/workflow/run-log.js";
 import { openRunLog } from "../../src/workflow/run-log-writer.js";
-import { readEachRun, requireRunLog, unreadablePartOf, type UnreadableRun } from "../../src/workflow/unreadable-runs.js";
+import { asUnreadableRunError, readEachRun, requireRunFolderLog, requireRunLog, requireWholeRunLog, unreadablePartOf, type UnreadableRun } from "../../src/workflow/unreadable-runs.js";
 import { WORKFLOW_RUN_KIND } from "../../src/workflow/workflow-run-kind.js";
 import { armedSeries, planBackfill, planPause, planResume, planTrigger } from "../../src/workflow/schedule/schedule-controls.js";
 import { previewSeries, type PreviewTick } from "../../src/workflow/schedule/preview.js";
@@ -75,7 +75,8 @@ export interface ScheduleDescription extends ScheduleSummary {
 export interface ScheduleControls {
   /**
    * Pauses a series: appends `SchedulePaused` unless it is paused already.
-   * @throws `schedule_not_found` (not an armed series, or the run ended); id errors; write errors
+   * @throws `schedule_not_found` (not an armed series, or the run ended); `event_invalid` for a
+   *   run that holds no log (its `events` entry a file or a link); id errors; write errors
    */
   pause(repoId: string, runId: string, timerId: string, opts?: { reason?: string }): Promise<{ outcome: "paused" | "already_paused"; commitSha: string | null }>;
   /**
@@ -99,8 +100,9 @@ export interface ScheduleControls {
    */
   backfill(repoId: string, runId: string, timerId: string, range: { from: string; to: string; maxTicks?: number }): Promise<{ fired: readonly string[]; alreadyFired: readonly string[]; emptyBecause: string | null; commitSha: string | null }>;
   /**
-   * Every armed cron series of a deployment, by run then timer, and the runs whose folder or
-   * `events/` folder could not be read (`object_missing`, `object_corrupt`) or whose `events`
+   * Every armed cron series of a deployment, by run then timer, and the runs whose folder,
+   * `events/` folder or an event of whose log could not be read (`object_missing`,
+   * `object_corrupt`; `path` the first such object) or whose `events`
    * entry is a file or a link (`event_invalid`: no log); their series are not listed, the other
    * runs' are.
    * @throws `object_corrupt` for a missing or damaged `runs/` folder (nothing can be read); read errors
@@ -115,7 +117,8 @@ export interface ScheduleControls {
   /**
    * One series: its summary, the next `next` slots (default 5) and its history (fires with
    * lateness, skips with reasons, pauses, end).
-   * @throws `schedule_not_found`
+   * @throws `schedule_not_found`; `event_invalid` for a run that holds no log (its `events` entry
+   *   a file or a link), as `runs show` names it
    */
   describe(repoId: string, runId: string, timerId: string, opts?: { next?: number }): Promise<ScheduleDescription>;
   /**
@@ -131,7 +134,9 @@ export interface ScheduleControls {
    * `event_invalid`) is listed in `unreadableRuns` (with the first
    * object that could not be read) and nothing is written to it: its series are neither
    * compared, updated nor cancelled, and a series declared in it is a conflict ("could not be
-   * read"). The same holds when the run's log read under the lock is not whole.
+   * read"). The same holds when the run's log read under the lock is not whole. A series
+   * declared in a run that has ended is a conflict too ("its run has ended (<terminal>)"),
+   * planned before any write, so the dry run shows it and the other runs are applied.
    * @throws `config_invalid` (also more than 10 000 series), `id_invalid`, `cron_invalid`,
    *   `time_invalid` for the declared set (before any write); `object_corrupt` for a missing or
    *   damaged `runs/` folder; write errors
@@ -164,6 +169,23 @@ export function createScheduleControls(opts: ScheduleControlsOptions): ScheduleC
     });
   }
 
+  /**
+   * Refuses a run that holds no log (its `events` entry a file or a link: `event_invalid`, as
+   * `runs show` and `GET …/runs/:run` name it) before a verb decides "not found" from its empty
+   * log; a run not there passes (the verb says `schedule_not_found`).
+   * @throws event_invalid (noRunLogError); `object_missing`, `object_corrupt` for a run folder
+   *   that cannot be read (unreadableRunError, "nothing was written")
+   */
+  async function requireLogOf(repoId: string, runId: string): Promise<void> {
+    const reads = await opts.store.openCommittedReads(opts.principal, { kind: WORKFLOW_RUN_KIND, id: repoId }, ref);
+    try {
+      if ((await reads.treeOid(`runs/${runId}`)) === null) return;
+      requireRunFolderLog(repoId, runId, await openRunFolder(reads, runId));
+    } catch (error) {
+      throw asUnreadableRunError(repoId, runId, error, "nothing was written");
+    }
+  }
+
   function ids(repoId: string, runId: string, timerId: string): void {
     parseRepoId(repoId);
     parseRunId(runId);
@@ -171,12 +193,14 @@ export function createScheduleControls(opts: ScheduleControlsOptions): ScheduleC
   }
 
   /**
-   * Every run's log at the tip, and the runs whose folders could not be read or that hold no
-   * log (their `events` entry a file or a link: `event_invalid`; see readEachRun, requireRunLog).
+   * Every run's log at the tip read whole, and the runs whose folders could not be read, whose
+   * log was not read whole (an event lost or damaged: it could be a series' fire, pause or end)
+   * or that hold no log (their `events` entry a file or a link: `event_invalid`; see readEachRun,
+   * requireWholeRunLog).
    */
   async function readLogs(repoId: string): Promise<{ logs: RunLog[]; unreadable: UnreadableRun[] }> {
     const reads = await opts.store.openCommittedReads(opts.principal, { kind: WORKFLOW_RUN_KIND, id: repoId }, ref);
-    const read = await readEachRun(reads, async (runId) => requireRunLog(repoId, await readRunLog(reads, runId, opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes })));
+    const read = await readEachRun(reads, async (runId) => requireWholeRunLog(repoId, await readRunLog(reads, runId, opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes })));
     return { logs: read.runs.map((r) => r.value), unreadable: [...read.unreadable] };
   }
 
@@ -201,6 +225,7 @@ export function createScheduleControls(opts: ScheduleControlsOptions): ScheduleC
     async pause(repoId, runId, timerId, o = {}) {
       ids(repoId, runId, timerId);
       checkReason(o.reason);
+      await requireLogOf(repoId, runId);
       const written = await append(repoId, runId, `Pause schedule ${timerId} of ${runId}`, (log) => {
         const plan = planPause(log.state, timerId, o.reason);
         return { events: plan.events, result: plan.outcome };
@@ -210,6 +235,7 @@ export function createScheduleControls(opts: ScheduleControlsOptions): ScheduleC
 
     async resume(repoId, runId, timerId, o = {}) {
       ids(repoId, runId, timerId);
+      await requireLogOf(repoId, runId);
       const written = await append(repoId, runId, `Resume schedule ${timerId} of ${runId}`, (log) => {
         const plan = planResume(log.state, timerId, nowMs(), o.catchUp === true);
         return { events: plan.events, result: { outcome: plan.outcome, skipped: plan.skipped } };
@@ -221,6 +247,7 @@ export function createScheduleControls(opts: ScheduleControlsOptions): ScheduleC
     async trigger(repoId, runId, timerId, requestId) {
       ids(repoId, runId, timerId);
       parseSignalId(requestId, "requestId");
+      await requireLogOf(repoId, runId);
       const written = await append(repoId, runId, `Trigger schedule ${timerId} of ${runId} (request ${requestId})`, (log, at) => {
         const plan = planTrigger(log.state, log.events, timerId, requestId, Date.parse(at));
         return { events: plan.events, result: { outcome: plan.outcome, firedAt: plan.outcome === "triggered" ? at : null } };
@@ -233,6 +260,7 @@ export function createScheduleControls(opts: ScheduleControlsOptions): ScheduleC
       ids(repoId, runId, timerId);
       const fromIso = parseInstant(range.from, "from");
       const toIso = parseInstant(range.to, "to");
+      await requireLogOf(repoId, runId);
       const written = await append(repoId, runId, `Backfill schedule ${timerId} of ${runId} from ${fromIso} to ${toIso}`, (log, at) => {
         const plan = planBackfill(log.state, log.events, timerId, { fromIso, toIso, ...(range.maxTicks === undefined ? {} : { maxTicks: range.maxTicks }) }, Date.parse(at));
         return { events: plan.events, result: { fired: plan.slots, alreadyFired: plan.alreadyFired, emptyBecause: plan.emptyBecause } };
@@ -252,7 +280,8 @@ export function createScheduleControls(opts: ScheduleControlsOptions): ScheduleC
 
     async describe(repoId, runId, timerId, o = {}) {
       ids(repoId, runId, timerId);
-      const log = await readOne(repoId, runId);
+      // A run whose events entry is a file or a link holds no log: event_invalid, not "not found".
+      const log = requireRunLog(repoId, await readOne(repoId, runId));
       const pending = armedSeries(log.state, timerId);
       return { ...summaryOf(runId, pending), next: previewSeries(runId, pending, o.next ?? 5), history: seriesHistory(log.events, timerId) };
     },
@@ -260,23 +289,20 @@ export function createScheduleControls(opts: ScheduleControlsOptions): ScheduleC
     async syncSchedules(repoId, desired, o = {}) {
       parseRepoId(repoId);
       const declared = parseDeclaredSchedules(desired);
-      const read = await readLogs(repoId);
       // A run read in part (an event lost or damaged) is as unreadable here as one not read at
-      // all: what is missing could be the series' last TimerSet or its cancellation.
-      const unreadableRuns: UnreadableRun[] = [...read.unreadable];
-      const logs: RunLog[] = [];
-      for (const log of read.logs) {
-        const part = unreadablePartOf(log.runId, log.bad, log.problems);
-        if (part === null) logs.push(log);
-        else unreadableRuns.push(part);
-      }
-      unreadableRuns.sort((a, b) => (a.runId < b.runId ? -1 : a.runId > b.runId ? 1 : 0));
-      const blocked = new Map(unreadableRuns.map((u) => [u.runId, u]));
+      // all (readLogs names it): what is missing could be the series' last TimerSet or its
+      // cancellation.
+      const { logs, unreadable } = await readLogs(repoId);
+      const unreadableRuns: UnreadableRun[] = [...unreadable].sort((a, b) => (a.runId < b.runId ? -1 : a.runId > b.runId ? 1 : 0));
+      const blocked = new Map(unreadableRuns.map((u) => [u.runId, unreadableReason(u)]));
+      // A run that has ended takes nothing more: a series declared in it is a conflict of the
+      // plan (the dry run shows it), never an append that fails after other runs were written.
+      for (const log of logs) if (log.state.terminal !== null) blocked.set(log.runId, endedReason(log.state.terminal));
       const { current, ended } = seriesOf(logs);
       const planned = planSync(current, ended, declared.filter((d) => !blocked.has(d.runId)));
       const refused = declared.flatMap((d) => {
-        const u = blocked.get(d.runId);
-        return u === undefined ? [] : [{ runId: d.runId, timerId: d.timerId, reason: unreadableReason(u) }];
+        const reason = blocked.get(d.runId);
+        return reason === undefined ? [] : [{ runId: d.runId, timerId: d.timerId, reason }];
       });
       const plan = withoutSlotless(refused.length === 0 ? planned : { ...planned, conflicts: [...planned.conflicts, ...refused] }, nowMs());
       if (o.dryRun === true || isEmptyPlan(plan)) return { plan, commits: [], unreadableRuns };
@@ -285,8 +311,9 @@ export function createScheduleControls(opts: ScheduleControlsOptions): ScheduleC
       const results = await Promise.all(
         [...runs].map(async (runId) => {
           const written = await append(repoId, runId, `Sync schedules of ${runId}`, (log, at) => {
-            // Nothing is written to a run whose log under the lock is not whole.
-            if (unreadablePartOf(runId, log.bad, log.problems) !== null) return { events: [], result: null };
+            // Nothing is written to a run whose log under the lock is not whole, or that has ended
+            // since the read above (an append to it would fail this run after others were written).
+            if (unreadablePartOf(runId, log.bad, log.problems) !== null || log.state.terminal !== null) return { events: [], result: null };
             // Re-planned from the run's log under the lock: what changed since the read above wins.
             const fresh = seriesOf([log]);
             const mine = declared.filter((d: DeclaredSchedule) => d.runId === runId);
@@ -308,6 +335,11 @@ export function createScheduleControls(opts: ScheduleControlsOptions): ScheduleC
 /** Why a series declared in a run that could not be read is left alone. */
 function unreadableReason(run: UnreadableRun): string {
   return `its run could not be read (${run.error.code}) at ${run.path}; nothing written until it is restored`;
+}
+
+/** Why a series declared in a run that has ended is left alone. */
+function endedReason(terminal: string): string {
+  return `its run has ended (${terminal}); nothing written`;
 }
 
 /** Moves declared series that have no slot within their bounds after now to the conflicts: nothing is written for them. */

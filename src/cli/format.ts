@@ -49,6 +49,14 @@ export function plural(n: number, word: string, many = `${word}s`): string {
   return `${n} ${n === 1 ? word : many}`;
 }
 
+/**
+ * An error on one line ({@link oneLine}) starting with its code: a `WorkflowHostError`'s message
+ * already does (`<code>: …`), so it is not prefixed again; another message is given its code.
+ */
+export function errorLine(error: { readonly code: string; readonly message: string }): string {
+  return oneLine(error.message.startsWith(`${error.code}: `) ? error.message : `${error.code}: ${error.message}`);
+}
+
 /** Line breaks and other control characters: C0 but tab, DEL, C1, U+2028, U+2029. */
 const CONTROL_CHARACTERS = /[\u0000-\u0008\u000a-\u001f\u007f-\u009f\u2028\u2029]/g;
 

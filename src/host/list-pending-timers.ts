@@ -9,7 +9,7 @@ import type { Principal, RepoStore } from "../substrate/types.js";
 import { parseRepoId } from "../workflow/ids.js";
 import type { BadEvent } from "../workflow/run-log.js";
 import { summarizeRunLog } from "../workflow/run-log-summary.js";
-import { readEachRun, requireRunLog, type UnreadableRun } from "../workflow/unreadable-runs.js";
+import { readEachRun, requireRunLog, requireWholeRunLog, type UnreadableRun } from "../workflow/unreadable-runs.js";
 import type { MisfirePolicy } from "../workflow/types.js";
 import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
 
@@ -56,7 +56,9 @@ export interface PendingTimersReport {
   readonly failedRepos: readonly { readonly repoId: string; readonly error: WorkflowHostError }[];
   /**
    * Runs whose folder or `events/` folder could not be read (`object_missing`, `object_corrupt`),
-   * or that hold no log because their `events` entry is a file or a link (`event_invalid`, at
+   * or whose log could not be read whole (an event, `blobs/` or the sealed log lost or damaged:
+   * the same codes, `path` the first such object; a lost event may be a timer's fire, so none of
+   * the run's timers is listed as pending), or that hold no log because their `events` entry is a file or a link (`event_invalid`, at
    * `runs/<runId>/events`, as `workflow-host check` names it); see
    * src/workflow/unreadable-runs.ts. By repo then run: their timers are missing from `timers`;
    * the deployment's other runs are listed (a host skips and reports a run whose folders cannot
@@ -115,11 +117,12 @@ async function pendingTimersOf(
   const badEvents: (BadEvent & { repoId: string })[] = [];
   const reads = await store.openCommittedReads(principal, { kind: WORKFLOW_RUN_KIND, id: repoId }, ref);
   // Folded event by event (a run's log has no size bound), and kept by the run's tree oid; a run
-  // whose folders cannot be read, or whose events entry is no folder (no log), is named, the
-  // others listed.
+  // whose folders cannot be read, whose events entry is no folder (no log), or whose log was not
+  // read whole (a lost event may be a timer's fire) is named, the others listed.
   const { runs, unreadable } = await readEachRun(reads, async (runId) => {
     const log = requireRunLog(repoId, await summarizeRunLog(reads, runId));
     for (const bad of log.bad) badEvents.push({ ...bad, repoId });
+    requireWholeRunLog(repoId, log);
     if (log.state.terminal !== null) return;
     for (const pending of log.state.pendingTimers.values()) {
       timers.push({

@@ -5,16 +5,21 @@ import { nextTick } from "../workflow/cron.js";
 import { MAX_PAGE_EVENTS } from "../workflow/run-log.js";
 import { HttpError } from "./http-errors.js";
 
-/** The token of `Authorization: Bearer <t>` or `X-Workflow-Host-Token`, or null. */
+/**
+ * The token of `Authorization: Bearer <t>` or `X-Workflow-Host-Token`, or null. Both may be sent
+ * naming the same token; two different tokens are two claims, and taking either would check
+ * another token than a proxy reading the other (as for a header given twice: design notes §62).
+ * @throws request_invalid (400) when the two headers name different tokens
+ */
 export function presentedToken(request: FastifyRequest): string | null {
   const header = request.headers.authorization;
-  if (typeof header === "string") {
-    const match = /^Bearer[ ]+(\S+)\s*$/i.exec(header);
-    if (match?.[1] !== undefined) return match[1];
+  const bearer = typeof header === "string" ? (/^Bearer[ ]+(\S+)\s*$/i.exec(header)?.[1] ?? null) : null;
+  const raw = request.headers["x-workflow-host-token"];
+  const own = typeof raw === "string" && raw.trim() !== "" ? raw.trim() : null;
+  if (bearer !== null && own !== null && bearer !== own) {
+    throw new HttpError("request_invalid", "Authorization: Bearer and X-Workflow-Host-Token name different tokens; send one token");
   }
-  const own = request.headers["x-workflow-host-token"];
-  if (typeof own === "string" && own.trim() !== "") return own.trim();
-  return null;
+  return bearer ?? own;
 }
 
 /**

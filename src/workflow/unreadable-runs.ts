@@ -6,7 +6,9 @@
  * through {@link readRunOrReport} or {@link readEachRun}, so the other runs are read as usual and
  * the damaged one is named with its error. A run whose `events` entry is a file or a link holds
  * no log: the readers that need its log read it through {@link requireRunLog} and name it the
- * same way (`event_invalid`, as `check` names the entry). A missing or damaged `runs/` folder,
+ * same way (`event_invalid`, as `check` names the entry). A reader that presents runs' states or
+ * pending timers names a run whose log it did not read whole (an event lost or damaged) too,
+ * reading each run through {@link requireWholeRunLog}. A missing or damaged `runs/` folder,
  * root or tip commit is not one run's: it is thrown as the store raised it (nothing of the
  * deployment can be read).
  */
@@ -95,6 +97,43 @@ export function requireRunLog<L extends RunLogSummary | RunLog>(repoId: string, 
   const eventsPath = `${runsPrefix}${log.runId}/events`;
   const problem = log.problems.find((p) => p.path === eventsPath);
   if (problem !== undefined) throw noRunLogError(repoId, log.runId, problem);
+  return log;
+}
+
+/**
+ * What a reader that presents a run's state says of one whose log was not read whole (an event
+ * blob, `blobs/` or a sealed log lost or damaged): the lost event may be the one its state turns
+ * on (a timer's `TimerFired`, a cancellation, the run's end).
+ */
+export const STATE_NOT_KNOWN = "its state and pending timers are not known (the lost event may be the one they turn on)";
+
+/**
+ * The first object of a run's log (a summary or `readRunLog`'s log) that could not be read — an
+ * event blob, `blobs/`, a sealed `events.jsonl` (`object_missing`, `object_corrupt`) — as an
+ * {@link UnreadableRun}; null when every object read. A summary's `unreadable` counts past its
+ * `maxReports`; a log's reports are all there.
+ */
+export function unreadableRunOf(log: RunLogSummary | RunLog): UnreadableRun | null {
+  if ("unreadable" in log) return log.unreadable === null ? null : { runId: log.runId, path: log.unreadable.path, error: log.unreadable.error };
+  return unreadablePartOf(log.runId, log.bad, log.problems);
+}
+
+/**
+ * The rule of every reader that presents runs' states or pending timers (pending timers, `runs
+ * list`, the schedule list and sync): a run is presented only when its log was read whole. As
+ * {@link requireRunLog}, and throws for a run with an object of its log that could not be read
+ * (see {@link unreadableRunOf}), so that, read inside {@link readRunOrReport} or
+ * {@link readEachRun}, the run is named among the unreadable ones (its `path` the lost object's)
+ * rather than shown as if whole. A reader of one run (`runs show`) uses {@link unreadableRunOf}
+ * to show what it can read and say that the state is not known.
+ * @returns `log` as it is
+ * @throws event_invalid ({@link noRunLogError}); `object_missing` or `object_corrupt`
+ *   ({@link unreadableRunError}, "its state and pending timers are not known")
+ */
+export function requireWholeRunLog<L extends RunLogSummary | RunLog>(repoId: string, log: L): L {
+  requireRunLog(repoId, log);
+  const part = unreadableRunOf(log);
+  if (part !== null) throw unreadableRunError(repoId, part, STATE_NOT_KNOWN);
   return log;
 }
 

@@ -94,7 +94,7 @@ Examples:
     });
     const ref = archived ? ARCHIVE : DEFAULT_REF;
     const { commitSha, runs, unreadableRuns, archivedRuns, nextAfter } = await withStore(dataDir, io, async (store) => {
-      const [{ REPO_OR_RUN_ID_PATTERN }, { runsPrefix }, { summarizeRunLog }, { WORKFLOW_RUN_KIND }, { openArchive }, { readRunOrReport, requireRunLog }] = await Promise.all([
+      const [{ REPO_OR_RUN_ID_PATTERN }, { runsPrefix }, { summarizeRunLog }, { WORKFLOW_RUN_KIND }, { openArchive }, { readRunOrReport, requireWholeRunLog }] = await Promise.all([
         import("../../workflow/ids.js"),
         import("../../workflow/paths.js"),
         import("../../workflow/run-log-summary.js"),
@@ -122,9 +122,10 @@ Examples:
         // The state needs the whole log, folded event by event (none held): a run of a million
         // events costs time here, never memory. Kept in the process-wide summary cache (by run
         // tree oid) with the limits a run's view asks for, so the two share one fold per version.
-        // A run whose folders cannot be read, or whose events entry is no folder (a file or a
-        // link pushed with git: no log, as check names it), is named; the others are listed.
-        const read = await readRunOrReport(entry.name, async () => requireRunLog(repoId, await summarizeRunLog(reads, entry.name)));
+        // A run whose folders cannot be read, whose events entry is no folder (a file or a link
+        // pushed with git: no log, as check names it), or whose log was not read whole (an event
+        // lost or damaged: its state is not known) is named; the others are listed.
+        const read = await readRunOrReport(entry.name, async () => requireWholeRunLog(repoId, await summarizeRunLog(reads, entry.name)));
         if (read.unreadable !== null) {
           const { error, path } = read.unreadable;
           unreadable.push({ runId: entry.name, path, code: error.code, message: error.message });

@@ -5,7 +5,7 @@ import { parseRepoId, parseRunId } from "../../workflow/ids.js";
 import type { RunEvent, RunState } from "../../workflow/types.js";
 import { checkFlags, dataDirFlag, dataDirOption, intFlag, requiredFlag, usageError } from "../args.js";
 import type { CliCommand } from "../command.js";
-import { shortSha } from "../format.js";
+import { errorLine, shortSha } from "../format.js";
 import { printLine } from "../io.js";
 import { withStore } from "../with-store.js";
 import type { BadEvent } from "../../workflow/run-log.js";
@@ -83,8 +83,8 @@ Examples:
     const last = values["last"] === true;
     if (last && (all || values["after"] !== undefined)) throw usageError(NAME, "--last takes neither --after nor --all");
     const json = values["json"] === true;
-    await withStore(dataDir, io, async (store) => {
-      const [{ readRunLogPage }, { summarizeRunLog }, { WORKFLOW_RUN_KIND }, { ARCHIVE_REF }, { asUnreadableRunError, requireRunLog }] = await Promise.all([
+    const lostError = await withStore(dataDir, io, async (store) => {
+      const [{ readRunLogPage }, { summarizeRunLog }, { WORKFLOW_RUN_KIND }, { ARCHIVE_REF }, { asUnreadableRunError, requireRunLog, STATE_NOT_KNOWN, unreadableRunError, unreadableRunOf }] = await Promise.all([
         import("../../workflow/run-log.js"),
         import("../../workflow/run-log-summary.js"),
         import("../../workflow/workflow-run-kind.js"),
@@ -121,6 +121,11 @@ Examples:
       if (summary.eventCount === 0 && summary.badCount === 0 && summary.problemCount === 0) {
         throw new WorkflowHostError("run_not_found", `run ${runId} has no log in deployment ${repoId} (runs/${runId} holds none; workflow-host check names what is there); see workflow-host runs list`, { repoId, runId });
       }
+      // A log not read whole (an event, blobs/ or the sealed log lost or damaged) is shown as far
+      // as it reads, but its state is not: the lost event may be the one it turns on (a timer's
+      // fire shown as "armed"). Named as runs list names it, and exit 1.
+      const lostPart = unreadableRunOf(summary);
+      const lost = lostPart === null ? null : unreadableRunError(repoId, lostPart, STATE_NOT_KNOWN);
       const state = stateJson(summary.state);
       const problem = (b: BadEvent) => ({ path: b.path, seq: b.seq, code: b.error.code, message: b.error.message });
       // Pages are printed as they are read (--all holds one page at a time).
@@ -146,9 +151,17 @@ Examples:
           }
           nextAfter = page.nextAfter;
         }
-        const tail = { nextAfter, bad: summary.bad.map(problem), badCount: summary.badCount, problems: summary.problems.map(problem), problemCount: summary.problemCount, state };
+        const tail = {
+          nextAfter,
+          bad: summary.bad.map(problem),
+          badCount: summary.badCount,
+          problems: summary.problems.map(problem),
+          problemCount: summary.problemCount,
+          state: lost === null ? state : null,
+          ...(lost === null || lostPart === null ? {} : { unreadable: { path: lostPart.path, code: lost.code, message: lost.message } }),
+        };
         io.stdout.write(`${first ? "" : "\n  "}],\n${JSON.stringify(tail, null, 2).slice(2)}\n`);
-        return;
+        return lost;
       }
       const where = `run ${runId} in ${repoId} at ${shortSha(commitSha)}${archived === null ? "" : ` (archived: ${archived})`}`;
       printLine(io, `${where}: ${summary.eventCount} events${summary.eventCount === 0 ? "" : ` (seq ${summary.firstSeq ?? "?"}..${summary.state.lastSeq})`}`);
@@ -161,18 +174,22 @@ Examples:
       if (summary.badCount > summary.bad.length) printLine(io, `  … and ${summary.badCount - summary.bad.length} more unreadable entries`);
       for (const p of summary.problems) printLine(io, `  ${String(p.seq ?? "?").padStart(4)}  PROBLEM         ${p.path}: ${p.error.message}`);
       if (summary.problemCount > summary.problems.length) printLine(io, `  … and ${summary.problemCount - summary.problems.length} more problems`);
-      printLine(io, `state: lastSeq ${state.lastSeq}, ${state.terminal === null ? "running" : `ended (${state.terminal})`}`);
-      for (const t of state.pendingTimers) {
+      if (lost !== null) printLine(io, `state: not known: the log was not read whole (${lostPart?.path ?? ""} ${lost.code})`);
+      else printLine(io, `state: lastSeq ${state.lastSeq}, ${state.terminal === null ? "running" : `ended (${state.terminal})`}`);
+      for (const t of lost === null ? state.pendingTimers : []) {
         printLine(io, `  timer ${t.timerId} ${t.pausedAt === undefined ? "armed" : "paused at slot"} for ${t.fireAt}${t.cron === undefined ? "" : ` (cron "${t.cron}" ${t.timezone ?? "UTC"})`}`);
       }
-      for (const s of state.unconsumedSignals) printLine(io, `  signal ${s.signalName} (${s.signalId}, seq ${s.seq}) not consumed yet`);
+      for (const s of lost === null ? state.unconsumedSignals : []) printLine(io, `  signal ${s.signalName} (${s.signalId}, seq ${s.seq}) not consumed yet`);
       if (nextAfter !== null) {
         // A command that runs as printed: the data dir as resolved, the page size as given.
         const pageSize = values["limit"] === undefined ? "" : ` --limit ${limit}`;
         printLine(io, `more events follow: workflow-host runs show -d ${shellQuote(dataDir)} -r ${repoId} --run ${runId}${pageSize} --after ${nextAfter} (or --all)`);
       }
+      return lost;
     });
-    return 0;
+    if (lostError === null) return 0;
+    io.stderr.write(`workflow-host: ${errorLine(lostError)}\n`);
+    return 1;
   },
 };
 

@@ -15,7 +15,7 @@ import { checkReason } from "../../workflow/event-constructors.js";
 import type { PreviewTick } from "../../workflow/schedule/preview.js";
 import { checkFlags, dataDirFlag, dataDirOption, intFlag, requiredFlag, usageError, stringFlag, type FlagValues } from "../args.js";
 import type { CliCommand } from "../command.js";
-import { duration, oneLine, shortSha, table } from "../format.js";
+import { duration, errorLine, shortSha, table } from "../format.js";
 import { printJson, printLine, type CliIo } from "../io.js";
 import { withStore } from "../with-store.js";
 
@@ -80,7 +80,7 @@ Example:
     const repoId = checkFlags(name, () => parseRepoId(requiredFlag(name, values, "repo")));
     const { series: list, unreadableRuns } = await withControls(name, values, io, (c) => c.listSeries(repoId));
     const code = unreadableRuns.length === 0 ? 0 : 1;
-    for (const u of unreadableRuns) io.stderr.write(`workflow-host: run ${u.runId} cannot be read (its series are not listed): ${u.error.code}: ${oneLine(u.error.message)}\n`);
+    for (const u of unreadableRuns) io.stderr.write(`workflow-host: run ${u.runId} cannot be read (its series are not listed): ${errorLine(u.error)}\n`);
     if (values["json"] === true) {
       printJson(io, { repoId, series: list, unreadableRuns: unreadableRuns.map(unreadableJson) });
       return code;
@@ -402,7 +402,7 @@ Example:
     };
     const r = await withControls(name, values, io, (c) => c.syncSchedules(repoId, desired, { dryRun: values["dry-run"] === true, onRunWritten }));
     const code = r.plan.conflicts.length === 0 && r.unreadableRuns.length === 0 ? 0 : 1;
-    for (const u of r.unreadableRuns) io.stderr.write(`workflow-host: run ${u.runId} cannot be read whole (nothing written to it): ${u.error.code}: ${oneLine(u.error.message)}\n`);
+    for (const u of r.unreadableRuns) io.stderr.write(`workflow-host: run ${u.runId} cannot be read whole (nothing written to it): ${errorLine(u.error)}\n`);
     if (values["json"] === true) {
       printJson(io, { plan: r.plan, commits: r.commits, unreadableRuns: r.unreadableRuns.map(unreadableJson) });
       return code;

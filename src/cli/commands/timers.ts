@@ -1,7 +1,7 @@
 import { parseRepoId } from "../../workflow/ids.js";
 import { checkFlags, dataDirFlag, dataDirOption, stringFlag } from "../args.js";
 import type { CliCommand } from "../command.js";
-import { dueIn, oneLine, plural, table } from "../format.js";
+import { dueIn, errorLine, oneLine, plural, table } from "../format.js";
 import { printJson, printLine } from "../io.js";
 import { withStore } from "../with-store.js";
 import { shellQuote } from "./paths.js";
@@ -49,7 +49,7 @@ Example:
     // A deployment that could not be read hides nothing else: it is named, and the exit code is 1.
     for (const failed of report.failedRepos) io.stderr.write(`workflow-host: ${oneLine(failed.error.message)}\n`);
     // So is a run whose folder could not be read: its timers are unknown, the others listed.
-    for (const run of report.unreadableRuns) io.stderr.write(`workflow-host: run ${run.runId} of ${run.repoId} cannot be read (its timers are not listed): ${run.error.code}: ${oneLine(run.error.message)}\n`);
+    for (const run of report.unreadableRuns) io.stderr.write(`workflow-host: run ${run.runId} of ${run.repoId} cannot be read (its timers are not listed): ${errorLine(run.error)}\n`);
     const code = report.failedRepos.length === 0 && report.unreadableRuns.length === 0 ? 0 : 1;
     if (values["json"] === true) {
       printJson(io, {

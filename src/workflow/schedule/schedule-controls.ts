@@ -35,7 +35,7 @@ export type ControlOutcome<K extends string> = { readonly outcome: K; readonly e
 export function armedSeries(state: RunState, timerId: string): PendingTimer {
   const pending = state.terminal === null ? state.pendingTimers.get(timerId) : undefined;
   if (pending?.cron === undefined) {
-    const why = state.terminal !== null ? `run ${state.runId} has ended (${state.terminal})` : pending === undefined ? "is not armed (never set, cancelled or ended)" : "is a one-shot timer, not a cron series";
+    const why = state.terminal !== null ? `is not armed: the run has ended (${state.terminal})` : pending === undefined ? "is not armed (never set, cancelled or ended)" : "is a one-shot timer, not a cron series";
     throw new WorkflowHostError("schedule_not_found", `schedule ${timerId} of run ${state.runId} ${why}; allowed: an armed cron series`, { runId: state.runId, timerId, terminal: state.terminal });
   }
   return pending;

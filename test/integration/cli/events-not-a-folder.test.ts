@@ -129,6 +129,57 @@ describe("a run whose events entry is no folder", () => {
     expect(await gitAt(join(dataDir, "deployments", "dep.git"), ["rev-parse", "main"])).toBe(tip);
   });
 
+  it("schedule describe, pause, resume, trigger and backfill name it (event_invalid, exit 1), not schedule_not_found; nothing written", async () => {
+    const dataDir = await deployment();
+    const gitdir = join(dataDir, "deployments", "dep.git");
+    const tip = await gitAt(gitdir, ["rev-parse", "main"]);
+    for (const runId of ["filev", "linkev"]) {
+      for (const verb of [
+        ["describe"],
+        ["pause"],
+        ["resume"],
+        ["trigger", "--request-id", "req-1"],
+        ["backfill", "--from", "2026-01-01T00:00:00Z", "--to", "2026-01-02T00:00:00Z"],
+      ]) {
+        const out = await cliInProcess(["schedule", verb[0] as string, "-d", dataDir, "-r", "dep", "--run", runId, "-t", "c", ...verb.slice(1)]);
+        expect({ runId, verb: verb[0], code: out.code }).toEqual({ runId, verb: verb[0], code: 1 });
+        expect(out.stderr).toContain(`workflow-host: event_invalid: run ${runId} of deployment dep has no log to read: runs/${runId}/events is not part of the run's folder`);
+        expect(out.stderr).not.toContain("event_invalid: event_invalid:");
+      }
+    }
+    // A run that is not there is still not found.
+    const missing = await cliInProcess(["schedule", "describe", "-d", dataDir, "-r", "dep", "--run", "nope", "-t", "c"]);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain("schedule_not_found");
+    expect(await gitAt(gitdir, ["rev-parse", "main"])).toBe(tip);
+  });
+
+  it("the HTTP schedule routes of it answer 409 event_invalid naming it, as GET …/runs/:run does, not 404; nothing written", async () => {
+    const dataDir = await deployment();
+    const gitdir = join(dataDir, "deployments", "dep.git");
+    const tip = await gitAt(gitdir, ["rev-parse", "main"]);
+    const h = await startHttpHarness(dataDir, []);
+    try {
+      for (const runId of ["filev", "linkev"]) {
+        const base = `/v1/deployments/dep/runs/${runId}/schedules/c`;
+        for (const [path, init] of [
+          [base, {}],
+          [`${base}/pause`, { method: "POST" }],
+          [`${base}/resume`, { method: "POST" }],
+          [`${base}/trigger`, { method: "POST", body: JSON.stringify({ requestId: "req-1" }), headers: { "content-type": "application/json" } }],
+          [`${base}/backfill`, { method: "POST", body: JSON.stringify({ from: "2026-01-01T00:00:00Z", to: "2026-01-02T00:00:00Z" }), headers: { "content-type": "application/json" } }],
+        ] as const) {
+          const response = await h.request(path, init);
+          expect({ path, status: response.status }).toEqual({ path, status: 409 });
+          expect(await response.json()).toEqual({ code: "event_invalid", message: expect.stringContaining(`run ${runId} of deployment dep has no log to read: runs/${runId}/events is not part of the run's folder`) });
+        }
+      }
+    } finally {
+      await h.close();
+    }
+    expect(await gitAt(gitdir, ["rev-parse", "main"])).toBe(tip);
+  });
+
   it("GET /v1/timers and /v1/deployments/:repoId/timers name it in unreadableRuns; GET …/runs/:run and its events answer 409 event_invalid naming it", async () => {
     const dataDir = await deployment();
     const h = await startHttpHarness(dataDir, []);

@@ -78,6 +78,34 @@ describe("workflow-host schedule", () => {
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain("schedule_not_found");
   });
+  it("a sync declaring a series in a run that has ended shows it as a conflict in the dry run and applies the rest; it failed (event_invalid) after cancelling the others", async () => {
+    const dir = await tempDir();
+    const dataDir = join(dir, "data");
+    const cli = (argv: readonly string[]) => runCli(argv, { clock: () => new Date("2026-05-01T10:00:00.000Z"), cwd: dir });
+    const r = ["-d", dataDir, "-r", "reports"];
+    expect((await cli(["repo", "create", ...r])).code).toBe(0);
+    await writeFile(join(dir, "live.json"), JSON.stringify([{ runId: "live", timerId: "a", cron: "0 * * * *" }]));
+    expect((await cli(["schedule", "sync", ...r, "--file", "live.json"])).code).toBe(0);
+    expect((await cli(["timer", "set", ...r, "--run", "ended", "-t", "t", "--delay-ms", "3600000"])).code).toBe(0);
+    expect((await cli(["runs", "complete", ...r, "--run", "ended"])).code).toBe(0);
+    await writeFile(join(dir, "ended.json"), JSON.stringify([{ runId: "ended", timerId: "b", cron: "0 * * * *" }]));
+
+    const dry = await cli(["schedule", "sync", ...r, "--file", "ended.json", "--dry-run"]);
+    expect(dry.stdout).toMatch(/^conflict\s+ended\/b\s+.*its run has ended \(RunCompleted\)/m);
+    expect(dry.stdout).toMatch(/^cancel\s+live\/a/m);
+    expect(dry.stdout).not.toMatch(/^create/m);
+
+    const real = await cli(["schedule", "sync", ...r, "--file", "ended.json", "--json"]);
+    expect(real.code).toBe(1);
+    const body = JSON.parse(real.stdout) as { plan: { cancel: { runId: string }[]; conflicts: { runId: string; reason: string }[] }; commits: string[] };
+    expect(body.plan.cancel.map((c) => c.runId)).toEqual(["live"]);
+    expect(body.plan.conflicts).toEqual([{ runId: "ended", timerId: "b", reason: "its run has ended (RunCompleted); nothing written" }]);
+    expect(body.commits).toHaveLength(1);
+    expect(real.stderr).not.toContain("event_invalid");
+    const list = JSON.parse((await cli(["schedule", "list", ...r, "--json"])).stdout) as { series: unknown[] };
+    expect(list.series).toEqual([]);
+  });
+
   it("exits 2 on a malformed --from, says why a backfill fired nothing, and exits 1 when sync leaves conflicts", async () => {
     const dir = await tempDir();
     const dataDir = join(dir, "data");

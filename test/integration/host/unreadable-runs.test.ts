@@ -78,17 +78,29 @@ const UNREADABLE = [
   { runId: "r-torn", path: "runs/r-torn/events", code: "object_corrupt" },
 ];
 
+/**
+ * Every run a reader that presents runs' states names: the two above, and the two whose log lost
+ * an event (their state is not known: the lost event may be a timer's fire or end).
+ */
+const NOT_WHOLE = [
+  { runId: "r-done-gap", path: "runs/r-done-gap/events/2.json", code: "object_missing" },
+  { runId: "r-gap", path: "runs/r-gap/events/3.json", code: "object_missing" },
+  ...UNREADABLE,
+];
+
 const named = (list: readonly { runId: string; path: string; error?: { code: string }; code?: string }[]): { runId: string; path: string; code: string | undefined }[] =>
   list.map((u) => ({ runId: u.runId, path: u.path, code: u.code ?? u.error?.code })).sort((a, b) => (a.runId < b.runId ? -1 : 1));
 
 describe("readers outside the scheduler on a deployment with damaged runs", () => {
-  it("listPendingTimers lists the other runs' timers and names each run it cannot read", async () => {
+  it("listPendingTimers lists the other runs' timers and names each run it cannot read whole", async () => {
     const d = await damaged();
     for (const opts of [{}, { repoId: "d" }]) {
       const report = await listPendingTimers(d.store, { clock, ...opts });
       expect(report.failedRepos).toEqual([]);
-      expect(report.timers.map((t) => `${t.runId}/${t.timerId}`).sort()).toEqual(["r-gap/c3", "r-ok/c", "r-ok/t"]);
-      expect(named(report.unreadableRuns)).toEqual(UNREADABLE);
+      // r-gap's timers are not listed: its lost event could be one of their fires.
+      expect(report.timers.map((t) => `${t.runId}/${t.timerId}`).sort()).toEqual(["r-ok/c", "r-ok/t"]);
+      expect(named(report.unreadableRuns)).toEqual(NOT_WHOLE);
+      expect(report.unreadableRuns.find((u) => u.runId === "r-gap")?.error.message).toContain("run r-gap of deployment d cannot be read whole: event 3 (runs/r-gap/events/3.json");
       for (const u of report.unreadableRuns) {
         expect(u.repoId).toBe("d");
         expect(u.error.message).toContain(u.path);
@@ -164,10 +176,10 @@ describe("readers outside the scheduler on a deployment with damaged runs", () =
     const d = await damaged();
     const controls = createScheduleControls({ store: d.store, principal: null, clock: d.clock.clock });
     const listed = await controls.listSeries("d");
-    expect(listed.series.map((s) => `${s.runId}/${s.timerId}`)).toEqual(["r-gap/c3", "r-ok/c"]);
-    expect(named(listed.unreadableRuns)).toEqual(UNREADABLE);
+    expect(listed.series.map((s) => `${s.runId}/${s.timerId}`)).toEqual(["r-ok/c"]);
+    expect(named(listed.unreadableRuns)).toEqual(NOT_WHOLE);
     // list() cannot name them: it refuses with the first one's error rather than hide it.
-    await expect(controls.list("d")).rejects.toMatchObject({ code: "object_missing", data: expect.objectContaining({ runId: "r-lost" }) });
+    await expect(controls.list("d")).rejects.toMatchObject({ code: "object_missing", data: expect.objectContaining({ runId: "r-done-gap" }) });
 
     const tip = await d.w.tip();
     const declared = [
@@ -305,6 +317,49 @@ describe("readers outside the scheduler on a deployment with damaged runs", () =
     expect(set.code).toBe(1);
     expect(set.stderr).toContain("workflow-host: object_missing: run r-fired of deployment d cannot be read whole: event 3 (runs/r-fired/events/3.json");
     expect(await d.w.tip()).toBe(tip);
+  });
+
+  it("a run whose one-shot TimerFired is lost: runs show shows the rest but no state (no timer armed), exit 1; timers, runs list and schedule list name it, exit 1", async () => {
+    const d = await deployment();
+    const fired = event(3, "TimerFired", { timerId: "one", scheduledFor: PAST, firedAt: PAST });
+    const rb = await d.w.run([started(), timerSet(2, "one", PAST), fired, timerSet(4, "two", SOON)]);
+    const ok = await d.w.run([started(), timerSet(2, "t", SOON)]);
+    await d.w.commit({ rb: rb.tree, ok: ok.tree });
+    await d.w.lose(rb.blobs[2] as string);
+    const named1 = [{ runId: "rb", path: "runs/rb/events/3.json", code: "object_missing" }];
+
+    const show = await runCli(["runs", "show", "-d", d.dataDir, "-r", "d", "--run", "rb"], { clock });
+    expect(show.code).toBe(1);
+    // What can be read is shown: the events and the lost one.
+    expect(show.stdout).toMatch(/^\s+2\s+TimerSet\s+one/m);
+    expect(show.stdout).toMatch(/^\s+3\s+UNREADABLE\s+runs\/rb\/events\/3\.json/m);
+    expect(show.stdout).toMatch(/^state: not known/m);
+    expect(show.stdout).not.toMatch(/armed|running/);
+    expect(show.stderr).toBe("workflow-host: object_missing: run rb of deployment d cannot be read whole: event 3 (runs/rb/events/3.json, git object " + String(rb.blobs[2]) + ") is not in the repository; its state and pending timers are not known (the lost event may be the one they turn on); restore it (workflow-host check lists what is lost)\n");
+    const showJson = await runCli(["runs", "show", "-d", d.dataDir, "-r", "d", "--run", "rb", "--json"], { clock });
+    expect(showJson.code).toBe(1);
+    const shown = JSON.parse(showJson.stdout) as { events: { seq: number }[]; state: unknown; unreadable: { path: string; code: string; message: string } };
+    expect(shown.events.map((e) => e.seq)).toEqual([1, 2, 4]);
+    expect(shown.state).toBeNull();
+    expect(shown.unreadable).toEqual({ path: "runs/rb/events/3.json", code: "object_missing", message: expect.stringContaining("run rb of deployment d cannot be read whole: event 3") });
+    // A whole run shows as before.
+    const okShow = await runCli(["runs", "show", "-d", d.dataDir, "-r", "d", "--run", "ok"], { clock });
+    expect([okShow.code, okShow.stdout]).toEqual([0, expect.stringContaining("timer t armed")]);
+
+    const timers = await runCli(["timers", "-d", d.dataDir, "-r", "d", "--json"], { clock });
+    expect(timers.code).toBe(1);
+    const timersBody = JSON.parse(timers.stdout) as { timers: { runId: string; timerId: string }[]; unreadableRuns: { runId: string; path: string; code: string }[] };
+    expect(timersBody.timers.map((t) => `${t.runId}/${t.timerId}`)).toEqual(["ok/t"]);
+    expect(named(timersBody.unreadableRuns)).toEqual(named1);
+
+    const runs = await runCli(["runs", "list", "-d", d.dataDir, "-r", "d"], { clock });
+    expect(runs.code).toBe(1);
+    expect(runs.stdout).toMatch(/^rb\s+-\s+unreadable \(object_missing\)/m);
+    expect(runs.stdout).toMatch(/^ok\s+2\s+running/m);
+
+    const list = await runCli(["schedule", "list", "-d", d.dataDir, "-r", "d", "--json"], { clock });
+    expect(list.code).toBe(1);
+    expect(named((JSON.parse(list.stdout) as { unreadableRuns: { runId: string; path: string; code: string }[] }).unreadableRuns)).toEqual(named1);
   });
 
   it("appends of two runs committed in one batch: the run whose last event is lost fails alone, named; the other run's append commits", async () => {
@@ -517,28 +572,34 @@ describe("readers outside the scheduler on a deployment with damaged runs", () =
     const runs = await runCli(["runs", "list", "-d", d.dataDir, "-r", "d", "--json"], { clock });
     expect(runs.code).toBe(1);
     const runsBody = JSON.parse(runs.stdout) as { runs: { runId: string }[]; unreadableRuns: { runId: string; path: string; code: string; message: string }[] };
-    expect(runsBody.runs.map((r) => r.runId)).toEqual(["r-done", "r-done-gap", "r-gap", "r-ok"]);
-    expect(named(runsBody.unreadableRuns)).toEqual(UNREADABLE);
+    expect(runsBody.runs.map((r) => r.runId)).toEqual(["r-done", "r-ok"]);
+    expect(named(runsBody.unreadableRuns)).toEqual(NOT_WHOLE);
     const runsText = await runCli(["runs", "list", "-d", d.dataDir, "-r", "d"], { clock });
     expect(runsText.code).toBe(1);
     expect(runsText.stdout).toMatch(/^r-lost\s+-\s+unreadable \(object_missing\)/m);
     expect(runsText.stdout).toMatch(/^r-ok\s+3\s+running/m);
+    expect(runsText.stdout).toMatch(/^r-gap\s+-\s+unreadable \(object_missing\)/m);
+    expect(runsText.stderr).toContain("workflow-host: run r-gap cannot be read: object_missing: run r-gap of deployment d cannot be read whole: event 3 (runs/r-gap/events/3.json");
     expect(runsText.stderr).toMatch(/runs\/r-torn\/events/);
 
     const timers = await runCli(["timers", "-d", d.dataDir, "--json"], { clock });
     expect(timers.code).toBe(1);
     const timersBody = JSON.parse(timers.stdout) as { timers: { runId: string }[]; unreadableRuns: { runId: string; path: string; code: string }[] };
-    expect(timersBody.timers.map((t) => t.runId).sort()).toEqual(["r-gap", "r-ok", "r-ok"]);
-    expect(named(timersBody.unreadableRuns)).toEqual(UNREADABLE);
+    expect(timersBody.timers.map((t) => t.runId).sort()).toEqual(["r-ok", "r-ok"]);
+    expect(named(timersBody.unreadableRuns)).toEqual(NOT_WHOLE);
     const timersText = await runCli(["timers", "-d", d.dataDir], { clock });
     expect(timersText.code).toBe(1);
     expect(timersText.stderr).toMatch(/r-lost/);
+    // The code once: the message starts with it.
+    expect(timersText.stderr).toContain("(its timers are not listed): object_missing: run r-gap of deployment d cannot be read whole");
+    expect(timersText.stderr).not.toMatch(/(object_missing|object_corrupt): \1:/);
 
     const list = await runCli(["schedule", "list", "-d", d.dataDir, "-r", "d", "--json"], { clock });
     expect(list.code).toBe(1);
     const listBody = JSON.parse(list.stdout) as { series: { runId: string }[]; unreadableRuns: { runId: string; path: string; code: string }[] };
-    expect(listBody.series.map((s) => s.runId)).toEqual(["r-gap", "r-ok"]);
-    expect(named(listBody.unreadableRuns)).toEqual(UNREADABLE);
+    expect(listBody.series.map((s) => s.runId)).toEqual(["r-ok"]);
+    expect(named(listBody.unreadableRuns)).toEqual(NOT_WHOLE);
+    expect(list.stderr).not.toMatch(/(object_missing|object_corrupt): \1:/);
 
     const file = join(d.dataDir, "schedules.json");
     await writeFile(file, JSON.stringify([{ runId: "r-lost", timerId: "c2", cron: "*/5 * * * *" }]));
@@ -559,8 +620,8 @@ describe("readers outside the scheduler on a deployment with damaged runs", () =
       const listed = await h.request("/v1/deployments/d/schedules");
       expect(listed.status).toBe(200);
       const body = (await listed.json()) as { series: { runId: string }[]; unreadableRuns: { runId: string; path: string; code: string; message: string }[] };
-      expect(body.series.map((s) => s.runId)).toEqual(["r-gap", "r-ok"]);
-      expect(named(body.unreadableRuns)).toEqual(UNREADABLE);
+      expect(body.series.map((s) => s.runId)).toEqual(["r-ok"]);
+      expect(named(body.unreadableRuns)).toEqual(NOT_WHOLE);
       for (const u of body.unreadableRuns) expect(u.message).not.toContain(d.dataDir);
       // r-gap's series is armed but one of its events is lost: what decides a pause or a trigger
       // (an earlier fire of the same requestId) could be in it.
@@ -597,8 +658,8 @@ describe("readers outside the scheduler on a deployment with damaged runs", () =
         expect(response.status).toBe(200);
         const body = (await response.json()) as { timers: { runId: string }[]; unreadableRuns: { repoId: string; runId: string; path: string; code: string; message: string }[] };
         // The host (on the real clock) may have fired r-ok's overdue one-shot by now: runs, not timers.
-        expect([...new Set(body.timers.map((t) => t.runId))].sort()).toEqual(["r-gap", "r-ok"]);
-        expect(named(body.unreadableRuns)).toEqual(UNREADABLE);
+        expect([...new Set(body.timers.map((t) => t.runId))].sort()).toEqual(["r-ok"]);
+        expect(named(body.unreadableRuns)).toEqual(NOT_WHOLE);
         for (const u of body.unreadableRuns) expect(u.repoId).toBe("d");
       }
     } finally {

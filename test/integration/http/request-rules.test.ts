@@ -10,7 +10,7 @@ import { connect } from "node:net";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { useTempDirs } from "../../helpers/temp-dir.js";
-import { ADMIN_TOKEN, jsonOf, startHttpHarness, type HttpHarness } from "./http-harness.js";
+import { ADMIN_TOKEN, jsonOf, PAYMENTS_TOKEN, startHttpHarness, type HttpHarness } from "./http-harness.js";
 
 const tempDir = useTempDirs("wh-http-rules-");
 let harness: HttpHarness | null = null;
@@ -244,6 +244,17 @@ describe("requests", () => {
     expect((await rawRequest(h, `GET /v1/deployments HTTP/1.0\r\n${auth}\r\n`)).split("\r\n")[0]).toBe("HTTP/1.1 200 OK");
     const beside = await rawRequest(h, `GET /v1/deployments HTTP/1.1\r\nHost: x\r\nAuthorization: Basic cHJveHk6cGFzcw==\r\nX-Workflow-Host-Token: ${ADMIN_TOKEN}\r\nConnection: close\r\n\r\n`);
     expect(beside.split("\r\n")[0]).toBe("HTTP/1.1 200 OK");
+  });
+
+  it("answers Authorization: Bearer and X-Workflow-Host-Token naming different tokens with 400 (one was taken silently); the same token in both is served", async () => {
+    const h = await start();
+    for (const other of ["someone-elses-token-000", PAYMENTS_TOKEN]) {
+      const answer = await h.request("/v1/deployments", { token: null, headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "x-workflow-host-token": other } });
+      expect(answer.status).toBe(400);
+      expect(await answer.json()).toEqual({ code: "request_invalid", message: expect.stringContaining("Authorization: Bearer and X-Workflow-Host-Token name different tokens") });
+    }
+    const same = await h.request("/v1/deployments", { token: null, headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "x-workflow-host-token": ADMIN_TOKEN } });
+    expect(same.status).toBe(200);
   });
 });
 

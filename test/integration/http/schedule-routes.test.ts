@@ -253,4 +253,37 @@ describe("schedule routes", () => {
     const left = (await jsonOf(await h.request("/v1/deployments/payments/schedules"))).body["series"] as Series[];
     expect(left.map((x) => [x.timerId, x.cron])).toEqual([["yearly", "0 0 1 1 *"]]);
   });
+
+  it("a sync declaring a series in a run that has ended plans it as a conflict (dry run included) and applies the rest, 200; it was a 400 after the other runs were written", async () => {
+    const h = await start();
+    const sync = "/v1/deployments/payments/schedules/sync";
+    expect((await jsonOf(await h.request(sync, post({ schedules: [{ runId: "live", timerId: "a", cron: "0 * * * *" }] })))).status).toBe(200);
+    expect((await h.request("/v1/deployments/payments/runs/ended/timers/t", put({ delayMs: 3_600_000 }))).status).toBe(200);
+    await h.host.runtime("payments").completeRun("ended");
+    const declared = [{ runId: "ended", timerId: "b", cron: "0 * * * *" }];
+    const conflict = { runId: "ended", timerId: "b", reason: "its run has ended (RunCompleted); nothing written" };
+
+    const before = await tip(h);
+    const dry = await jsonOf(await h.request(sync, post({ schedules: declared, dryRun: true })));
+    expect(dry.status).toBe(200);
+    expect(dry.body["plan"]).toMatchObject({ create: [], cancel: [{ runId: "live", timerId: "a" }], conflicts: [conflict] });
+    expect(await tip(h)).toBe(before);
+
+    const synced = await jsonOf(await h.request(sync, post({ schedules: declared })));
+    expect(synced.status).toBe(200);
+    expect(synced.body["plan"]).toMatchObject({ create: [], cancel: [{ runId: "live", timerId: "a" }], conflicts: [conflict] });
+    expect(synced.body["commits"]).toHaveLength(1);
+    const left = (await jsonOf(await h.request("/v1/deployments/payments/schedules"))).body["series"] as Series[];
+    expect(left.map((x) => `${x.runId}/${x.timerId}`)).toEqual(["reports/yearly"]);
+    const ended = await jsonOf(await h.request("/v1/deployments/payments/runs/ended/events?limit=1000"));
+    expect((ended.body["events"] as { type: string }[]).map((e) => e.type)).toEqual(["TimerSet", "RunCompleted"]);
+  });
+
+  it("says a series of a run that has ended is not armed without naming the run twice", async () => {
+    const h = await start();
+    await h.host.runtime("payments").completeRun("reports");
+    const answer = await jsonOf(await h.request(`${SERIES}/pause`, post()));
+    expect(answer.status).toBe(404);
+    expect(answer.body).toEqual({ code: "schedule_not_found", message: expect.stringContaining("schedule yearly of run reports is not armed: the run has ended (RunCompleted)") });
+  });
 });
