@@ -104,3 +104,41 @@ describe("schedule sync planning", () => {
     expect(p.turnAt()).toBeLessThan(p.count());
   });
 });
+
+describe("heavy reads at once", () => {
+  it("one more heavy read than the server runs and queues is 503 busy with Retry-After; the one running ends 200", async () => {
+    let entered!: () => void;
+    const inside = new Promise<void>((resolve) => (entered = resolve));
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let first = true;
+    const h = await manyRuns({
+      heavyReads: { concurrency: 1, queue: 0 },
+      // The first listing waits at its first pause until released.
+      timeSlicer: (): TimeSlicer => {
+        const mine = first;
+        first = false;
+        let paused = false;
+        return {
+          pause() {
+            if (!mine || paused) return Promise.resolve();
+            paused = true;
+            entered();
+            return held;
+          },
+        };
+      },
+    });
+    const running = h.request("/v1/timers", { token: READER_TOKEN });
+    await inside;
+    const refused = await h.request("/v1/deployments/payments/timers", { token: READER_TOKEN });
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get("retry-after")).toBe("1");
+    expect(((await refused.json()) as { code: string }).code).toBe("busy");
+    // Requests that are not heavy reads are served meanwhile.
+    expect((await h.request("/healthz", { token: null })).status).toBe(200);
+    release();
+    expect((await running).status).toBe(200);
+    expect((await h.request("/v1/deployments/payments/timers", { token: READER_TOKEN })).status).toBe(200);
+  });
+});
