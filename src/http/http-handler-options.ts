@@ -42,4 +42,10 @@ export interface HttpHandlerOptions {
    * src/time/time-slicer.ts).
    */
   readonly timeSlicer?: () => TimeSlicer;
+  /**
+   * Heavy reads (GET timers across runs, GET schedules, POST schedules/sync) served at once
+   * (`concurrency`, default 2) and waiting their turn (`queue`, default 64); one more is 503
+   * `busy` with `Retry-After: 1` (src/http/heavy-read-gate.ts).
+   */
+  readonly heavyReads?: { readonly concurrency?: number; readonly queue?: number };
 }

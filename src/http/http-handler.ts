@@ -28,6 +28,7 @@ import { silentLogger } from "../logger.js";
 import type { CommittedReads, Principal, RepoAction } from "../substrate/types.js";
 import { createSystemTimers, monotonicNowOf, systemClock } from "../time/clock.js";
 import { createTimeSlicer } from "../time/time-slicer.js";
+import { createHeavyReadGate } from "./heavy-read-gate.js";
 import { checkReason } from "../workflow/event-constructors.js";
 import { parseRepoId, parseRunId, parseSignalId, parseSignalName, parseTimerId } from "../workflow/ids.js";
 import { MAX_PREVIEW_TICKS } from "../workflow/schedule/preview.js";
@@ -100,6 +101,7 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
   const logger = opts.logger ?? silentLogger;
   const ref = opts.ref ?? DEFAULT_REF;
   const slicer = opts.timeSlicer ?? (() => createTimeSlicer());
+  const heavyReads = createHeavyReadGate(opts.heavyReads?.concurrency, opts.heavyReads?.queue);
   const storePrincipal = opts.principal ?? null;
   const bodyLimit = opts.bodyLimitBytes ?? 1_048_576;
   if (!Number.isSafeInteger(bodyLimit) || bodyLimit < 1) {
@@ -445,7 +447,7 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     const all = await host.store.listRepos(storePrincipal, WORKFLOW_RUN_KIND);
     const readable: string[] = [];
     for (const repoId of all) if (await allowed(principal, repoId, "read")) readable.push(repoId);
-    return timersOf(readable, true);
+    return heavyReads.run(() => timersOf(readable, true));
   });
 
   route("GET", "/v1/deployments/:repoId/timers", async (request) => {
@@ -453,7 +455,7 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     const repoId = parseRepoId(rawRepo);
     await requireAllowed(request, repoId, "read");
     ensureRunning();
-    return timersOf([repoId], false);
+    return heavyReads.run(() => timersOf([repoId], false));
   });
 
   route("PUT", "/v1/deployments/:repoId/runs/:runId/timers/:timerId", async (request) => {
@@ -504,7 +506,7 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     const repoId = parseRepoId(rawRepo);
     await requireAllowed(request, repoId, "read");
     ensureRunning();
-    const { series, unreadableRuns } = await host.schedules.listSeries(repoId);
+    const { series, unreadableRuns } = await heavyReads.run(() => host.schedules.listSeries(repoId));
     return {
       repoId,
       series,
@@ -527,7 +529,7 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     await requireAllowed(request, repoId, dryRun ? "read" : "write");
     ensureRunning();
     const sync = () => host.schedules.syncSchedules(repoId, schedules, { dryRun });
-    const r = dryRun ? await sync() : await timedWrite(repoId, sync);
+    const r = await heavyReads.run(() => (dryRun ? sync() : timedWrite(repoId, sync)));
     return {
       repoId,
       dryRun,
