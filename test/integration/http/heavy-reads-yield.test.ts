@@ -105,6 +105,22 @@ describe("schedule sync planning", () => {
   });
 });
 
+describe("one run's log", () => {
+  it("describe folds a run's log with a pause before each event", async () => {
+    const h = await manyRuns();
+    const controls = createScheduleControls({ store: h.host.store, principal: null, clock: () => new Date() });
+    const TRIGGERS = 20;
+    for (let i = 0; i < TRIGGERS; i += 1) expect((await controls.trigger("payments", "r0", "hourly", `q${i}`)).outcome).toBe("triggered");
+    const p = countingPauses();
+    const counted = createScheduleControls({ store: h.host.store, principal: null, clock: () => new Date(), pause: p.pause });
+    const described = await counted.describe("payments", "r0", "hourly");
+    expect(described.history.fires).toHaveLength(TRIGGERS);
+    // RunStarted (if any), TimerSet and the fires: one pause each at least.
+    expect(p.count()).toBeGreaterThanOrEqual(TRIGGERS + 1);
+    expect(p.turnAt()).toBeLessThan(p.count());
+  });
+});
+
 describe("heavy reads at once", () => {
   it("one more heavy read than the server runs and queues is 503 busy with Retry-After; the one running ends 200", async () => {
     let entered!: () => void;
