@@ -156,7 +156,7 @@ export function createScheduleControls(opts: ScheduleControlsOptions): ScheduleC
   const ref = opts.ref ?? DEFAULT_REF;
   const nowMs = (): number => opts.clock().getTime();
   const pause = opts.pause ?? createTimeSlicer().pause;
-  const logOptions = opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes };
+  const logOptions = { ...(opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes }), pause };
 
   /**
    * Appends what `decide` planned, each event stamped with the clock's reading under the lock.

@@ -23,6 +23,7 @@ import { type EventsFolder, firstAbove, fromEntries, indexEventsFolder, openEven
 // A page asks the run's summary whether the log ended before it (run-log-summary.ts reads through
 // this module too: a cycle of functions only, nothing used while the modules load).
 import { type RunLogSummary, summarizeRunLog } from "./run-log-summary.js";
+import { createTimeSlicer } from "../time/time-slicer.js";
 
 /**
  * Something wrong in a run's log, reported and skipped, never fatal: an event file that could
@@ -78,6 +79,12 @@ export interface ReadRunLogOptions {
 
 /** What {@link readRunLog} reads besides {@link ReadRunLogOptions}. */
 export interface ReadRunLogAtOptions extends ReadRunLogOptions, Pick<ReadRunLogFromFilesOptions, "parsedEvents"> {
+  /**
+   * Awaited before each event folded into the state, so a long fold gives the event loop a turn
+   * (a time slicer's `pause`, src/time/time-slicer.ts). Default: a slicer of its own
+   * (`DEFAULT_SLICE_MS`).
+   */
+  readonly pause?: () => Promise<void>;
   /**
    * The oid of `runs/<runId>` at the commit `reads` is pinned to, when the caller has it (a
    * recovery takes each run's from the listing of `runs/`): the run folder and its `events/`
@@ -207,7 +214,10 @@ export async function readRunLog(reads: CommittedReads, runId: string, options: 
       }
     }
   }
-  let log = long ? await reader.finishInSlices() : reader.finish();
+  // Folded with the event loop given a turn every few ms, long log or not: one event can cost a
+  // cron step (a backfill fire checked against its series' slots), and 2,048 of them did hold
+  // the loop for half a second.
+  let log = await reader.finishInSlices(options.pause ?? createTimeSlicer().pause);
   const sealedBytes = layout.compacted === null ? null : await readOrMissing(reads, runId, compactedLogPath(runId), layout.compacted.oid, strays);
   if (layout.compacted !== null && sealedBytes !== null) {
     const bytes = sealedBytes;
@@ -780,15 +790,15 @@ export class LogReader {
   }
 
   /**
-   * As {@link finish}, folding the state {@link READ_SLICE_ENTRIES} events at a time with a turn
-   * of the event loop between two: for a long log, whose fold is otherwise one long stretch.
+   * As {@link finish}, awaiting `pause` (a time slicer's) before each event folded: the event
+   * loop gets a turn every few ms of the fold, which is otherwise one long stretch.
    */
-  async finishInSlices(): Promise<RunLog> {
+  async finishInSlices(pause: () => Promise<void>): Promise<RunLog> {
     const sorted = this.#sorted();
     const fold = createRunStateFold(this.#runId);
     const problems: ScheduleProblem[] = [];
     for (let i = 0; i < sorted.ended.length; i += 1) {
-      if (i > 0 && i % READ_SLICE_ENTRIES === 0) await new Promise((resolve) => setImmediate(resolve));
+      await pause();
       const skipped = fold.apply(sorted.ended[i] as RunEvent);
       if (skipped !== null) problems.push(skipped);
     }
