@@ -23,7 +23,6 @@ import { type EventsFolder, firstAbove, fromEntries, indexEventsFolder, openEven
 // A page asks the run's summary whether the log ended before it (run-log-summary.ts reads through
 // this module too: a cycle of functions only, nothing used while the modules load).
 import { type RunLogSummary, summarizeRunLog } from "./run-log-summary.js";
-import { createTimeSlicer } from "../time/time-slicer.js";
 
 /**
  * Something wrong in a run's log, reported and skipped, never fatal: an event file that could
@@ -81,8 +80,8 @@ export interface ReadRunLogOptions {
 export interface ReadRunLogAtOptions extends ReadRunLogOptions, Pick<ReadRunLogFromFilesOptions, "parsedEvents"> {
   /**
    * Awaited before each event folded into the state, so a long fold gives the event loop a turn
-   * (a time slicer's `pause`, src/time/time-slicer.ts). Default: a slicer of its own
-   * (`DEFAULT_SLICE_MS`).
+   * (a time slicer's `pause`, src/time/time-slicer.ts). Default: none; a long log (over
+   * READ_SLICE_ENTRIES events) still gives a turn every READ_SLICE_ENTRIES events.
    */
   readonly pause?: () => Promise<void>;
   /**
@@ -214,10 +213,13 @@ export async function readRunLog(reads: CommittedReads, runId: string, options: 
       }
     }
   }
-  // Folded with the event loop given a turn every few ms, long log or not: one event can cost a
-  // cron step (a backfill fire checked against its series' slots), and 2,048 of them did hold
-  // the loop for half a second.
-  let log = await reader.finishInSlices(options.pause ?? createTimeSlicer().pause);
+  // Given a pause (the schedule controls, the readers behind HTTP), folded with the event loop
+  // given a turn every few ms, long log or not: one event can cost a cron step (a backfill fire
+  // checked against its series' slots), and 2,048 of them did hold the loop for half a second.
+  // Without one (the scheduler's recovery and fire path, which read every run), a short log is
+  // folded in one go and a long one with a turn every READ_SLICE_ENTRIES events, as before: an
+  // await per event there would cost every recovery a microtask per event of the deployment.
+  let log = options.pause !== undefined ? await reader.finishInSlices(options.pause) : long ? await reader.finishInSlices() : reader.finish();
   const sealedBytes = layout.compacted === null ? null : await readOrMissing(reads, runId, compactedLogPath(runId), layout.compacted.oid, strays);
   if (layout.compacted !== null && sealedBytes !== null) {
     const bytes = sealedBytes;
@@ -790,11 +792,11 @@ export class LogReader {
   }
 
   /**
-   * As {@link finish}, awaiting `pause` (a time slicer's) before each event folded, and giving
+   * As {@link finish}, awaiting `pause` (a time slicer's, when given) before each event folded, and giving
    * the event loop a turn every {@link READ_SLICE_ENTRIES} events in any case: the fold is
    * otherwise one long stretch.
    */
-  async finishInSlices(pause: () => Promise<void>): Promise<RunLog> {
+  async finishInSlices(pause?: () => Promise<void>): Promise<RunLog> {
     const sorted = this.#sorted();
     const fold = createRunStateFold(this.#runId);
     const problems: ScheduleProblem[] = [];
@@ -802,7 +804,7 @@ export class LogReader {
       // A turn every READ_SLICE_ENTRIES events whatever the clock says, and one whenever the
       // slicer's slice is used up (a few costly events).
       if (i > 0 && i % READ_SLICE_ENTRIES === 0) await new Promise((resolve) => setImmediate(resolve));
-      else await pause();
+      else if (pause !== undefined) await pause();
       const skipped = fold.apply(sorted.ended[i] as RunEvent);
       if (skipped !== null) problems.push(skipped);
     }
