@@ -36,6 +36,7 @@ import { DEFAULT_REF } from "../../src/substrate/ref-name.js";
 import type { Principal, RepoStore } from "../../src/substrate/types.js";
 import type { Clock } from "../../src/time/clock.js";
 import type { PendingTimer } from "../../src/workflow/types.js";
+import { createTimeSlicer } from "../../src/time/time-slicer.js";
 
 export interface ScheduleControlsOptions {
   readonly store: RepoStore;
@@ -45,6 +46,13 @@ export interface ScheduleControlsOptions {
   /** Wall clock: "now" for resume, trigger, backfill ranges, sync's first slots, and `at`. */
   readonly clock: Clock;
   readonly maxEventBytes?: number;
+  /**
+   * Awaited between units of a read or plan over a deployment (a run read, an event folded, a
+   * declared series planned), so listing, describing or planning a sync of thousands of series
+   * gives the event loop a turn every few ms. Default: a time slicer of `DEFAULT_SLICE_MS`
+   * (src/time/time-slicer.ts) shared by these controls.
+   */
+  readonly pause?: () => Promise<void>;
 }
 
 /** One armed series as `list` shows it. */
@@ -152,6 +160,8 @@ export interface ScheduleControls {
 export function createScheduleControls(opts: ScheduleControlsOptions): ScheduleControls {
   const ref = opts.ref ?? DEFAULT_REF;
   const nowMs = (): number => opts.clock().getTime();
+  const pause = opts.pause ?? createTimeSlicer().pause;
+  const logOptions = { ...(opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes }), pause };
 
   /**
    * Appends what `decide` planned, each event stamped with the clock's reading under the lock.
@@ -200,7 +210,7 @@ export function createScheduleControls(opts: ScheduleControlsOptions): ScheduleC
    */
   async function readLogs(repoId: string): Promise<{ logs: RunLog[]; unreadable: UnreadableRun[] }> {
     const reads = await opts.store.openCommittedReads(opts.principal, { kind: WORKFLOW_RUN_KIND, id: repoId }, ref);
-    const read = await readEachRun(reads, async (runId) => requireWholeRunLog(repoId, await readRunLog(reads, runId, opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes })));
+    const read = await readEachRun(reads, async (runId) => requireWholeRunLog(repoId, await readRunLog(reads, runId, logOptions)), pause);
     return { logs: read.runs.map((r) => r.value), unreadable: [...read.unreadable] };
   }
 
@@ -218,7 +228,7 @@ export function createScheduleControls(opts: ScheduleControlsOptions): ScheduleC
 
   async function readOne(repoId: string, runId: string): Promise<RunLog> {
     const reads = await opts.store.openCommittedReads(opts.principal, { kind: WORKFLOW_RUN_KIND, id: repoId }, ref);
-    return readRunLog(reads, runId, opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes });
+    return readRunLog(reads, runId, logOptions);
   }
 
   return {
@@ -298,13 +308,13 @@ export function createScheduleControls(opts: ScheduleControlsOptions): ScheduleC
       // A run that has ended takes nothing more: a series declared in it is a conflict of the
       // plan (the dry run shows it), never an append that fails after other runs were written.
       for (const log of logs) if (log.state.terminal !== null) blocked.set(log.runId, endedReason(log.state.terminal));
-      const { current, ended } = seriesOf(logs);
+      const { current, ended } = await seriesOf(logs, pause);
       const planned = planSync(current, ended, declared.filter((d) => !blocked.has(d.runId)));
       const refused = declared.flatMap((d) => {
         const reason = blocked.get(d.runId);
         return reason === undefined ? [] : [{ runId: d.runId, timerId: d.timerId, reason }];
       });
-      const plan = withoutSlotless(refused.length === 0 ? planned : { ...planned, conflicts: [...planned.conflicts, ...refused] }, nowMs());
+      const plan = await withoutSlotless(refused.length === 0 ? planned : { ...planned, conflicts: [...planned.conflicts, ...refused] }, nowMs(), pause);
       if (o.dryRun === true || isEmptyPlan(plan)) return { plan, commits: [], unreadableRuns };
       const runs = new Set<string>([...plan.create.map((d) => d.runId), ...plan.update.map((u) => u.declared.runId), ...plan.cancel.map((c) => c.runId)]);
       let done = 0;
@@ -315,7 +325,7 @@ export function createScheduleControls(opts: ScheduleControlsOptions): ScheduleC
             // since the read above (an append to it would fail this run after others were written).
             if (unreadablePartOf(runId, log.bad, log.problems) !== null || log.state.terminal !== null) return { events: [], result: null };
             // Re-planned from the run's log under the lock: what changed since the read above wins.
-            const fresh = seriesOf([log]);
+            const fresh = seriesOfRun(log);
             const mine = declared.filter((d: DeclaredSchedule) => d.runId === runId);
             const runPlan = planSync(fresh.current, fresh.ended, mine);
             const events = syncEventsForRun({ ...runPlan, cancel: runPlan.cancel }, runId, Date.parse(at)).events;
@@ -342,11 +352,17 @@ function endedReason(terminal: string): string {
   return `its run has ended (${terminal}); nothing written`;
 }
 
-/** Moves declared series that have no slot within their bounds after now to the conflicts: nothing is written for them. */
-function withoutSlotless(plan: SyncPlan, atMs: number): SyncPlan {
-  const runs = new Set([...plan.create.map((d) => d.runId), ...plan.update.map((u) => u.declared.runId)]);
+/**
+ * Moves declared series that have no slot within their bounds after now to the conflicts:
+ * nothing is written for them. Each run's part of the plan is taken once (not the whole plan per
+ * run), and `pause` is awaited before each run's slots are computed (a cron step each).
+ */
+async function withoutSlotless(plan: SyncPlan, atMs: number, pause: () => Promise<void>): Promise<SyncPlan> {
   const none = new Set<DeclaredSchedule>();
-  for (const runId of runs) for (const d of syncEventsForRun(plan, runId, atMs).noSlot) none.add(d);
+  for (const [runId, part] of planByRun(plan)) {
+    await pause();
+    for (const d of syncEventsForRun(part, runId, atMs).noSlot) none.add(d);
+  }
   if (none.size === 0) return plan;
   const reason = "no slot within its bounds after now; nothing written";
   return {
@@ -357,15 +373,38 @@ function withoutSlotless(plan: SyncPlan, atMs: number): SyncPlan {
   };
 }
 
-function seriesOf(logs: readonly RunLog[]): { current: CurrentSeries[]; ended: EndedSeries[] } {
+/** The create and update parts of `plan`, by run (cancels are left out: they need no slot). */
+function planByRun(plan: SyncPlan): Map<string, SyncPlan> {
+  const parts = new Map<string, { create: DeclaredSchedule[]; update: SyncPlan["update"][number][] }>();
+  const part = (runId: string): { create: DeclaredSchedule[]; update: SyncPlan["update"][number][] } => {
+    let p = parts.get(runId);
+    if (p === undefined) parts.set(runId, (p = { create: [], update: [] }));
+    return p;
+  };
+  for (const d of plan.create) part(d.runId).create.push(d);
+  for (const u of plan.update) part(u.declared.runId).update.push(u);
+  return new Map([...parts].map(([runId, p]) => [runId, { ...p, cancel: [], unchanged: [], conflicts: [] }]));
+}
+
+/** The armed and ended cron series of these logs, `pause` awaited before each run. */
+async function seriesOf(logs: readonly RunLog[], pause: () => Promise<void>): Promise<{ current: CurrentSeries[]; ended: EndedSeries[] }> {
   const current: CurrentSeries[] = [];
   const ended: EndedSeries[] = [];
   for (const log of logs) {
-    if (log.state.terminal !== null) continue;
-    for (const pending of log.state.pendingTimers.values()) if (pending.cron !== undefined) current.push({ runId: log.runId, pending });
-    ended.push(...endedSeriesOf(log.runId, log.events));
+    await pause();
+    const one = seriesOfRun(log);
+    current.push(...one.current);
+    ended.push(...one.ended);
   }
   return { current, ended };
+}
+
+/** The armed and ended cron series of one run's log (none for an ended run). */
+function seriesOfRun(log: RunLog): { current: CurrentSeries[]; ended: EndedSeries[] } {
+  if (log.state.terminal !== null) return { current: [], ended: [] };
+  const current: CurrentSeries[] = [];
+  for (const pending of log.state.pendingTimers.values()) if (pending.cron !== undefined) current.push({ runId: log.runId, pending });
+  return { current, ended: endedSeriesOf(log.runId, log.events) };
 }
 
 function summaryOf(runId: string, p: PendingTimer): ScheduleSummary {

@@ -12,6 +12,7 @@ import { summarizeRunLog } from "../workflow/run-log-summary.js";
 import { readEachRun, requireRunLog, requireWholeRunLog, type UnreadableRun } from "../workflow/unreadable-runs.js";
 import type { MisfirePolicy } from "../workflow/types.js";
 import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
+import { createTimeSlicer } from "../time/time-slicer.js";
 
 /** One armed timer generation of one run. */
 export interface PendingTimerInfo {
@@ -41,6 +42,12 @@ export interface ListPendingTimersOptions extends ClockOption {
   readonly repoId?: string;
   /** Default `DEFAULT_REF` ("refs/heads/main"). */
   readonly ref?: string;
+  /**
+   * Awaited before each run and each event folded, so a listing of many runs gives the event
+   * loop a turn every few ms (heartbeats, fires and other requests go on meanwhile). Default: a
+   * time slicer of `DEFAULT_SLICE_MS` (src/time/time-slicer.ts), one per call.
+   */
+  readonly pause?: () => Promise<void>;
 }
 
 export interface PendingTimersReport {
@@ -87,9 +94,10 @@ export async function listPendingTimers(store: RepoStore, opts: ListPendingTimer
   const failedRepos: { repoId: string; error: WorkflowHostError }[] = [];
   const unreadableRuns: (UnreadableRun & { repoId: string })[] = [];
   let runs = 0;
+  const pause = opts.pause ?? createTimeSlicer().pause;
   for (const repoId of repoIds) {
     try {
-      const found = await pendingTimersOf(store, principal, repoId, ref, nowMs);
+      const found = await pendingTimersOf(store, principal, repoId, ref, nowMs, pause);
       timers.push(...found.timers);
       badEvents.push(...found.badEvents);
       for (const run of found.unreadable) unreadableRuns.push({ ...run, repoId });
@@ -112,6 +120,7 @@ async function pendingTimersOf(
   repoId: string,
   ref: string,
   nowMs: number,
+  pause: () => Promise<void>,
 ): Promise<{ timers: PendingTimerInfo[]; badEvents: (BadEvent & { repoId: string })[]; unreadable: readonly UnreadableRun[]; runs: number }> {
   const timers: PendingTimerInfo[] = [];
   const badEvents: (BadEvent & { repoId: string })[] = [];
@@ -120,7 +129,7 @@ async function pendingTimersOf(
   // whose folders cannot be read, whose events entry is no folder (no log), or whose log was not
   // read whole (a lost event may be a timer's fire) is named, the others listed.
   const { runs, unreadable } = await readEachRun(reads, async (runId) => {
-    const log = requireRunLog(repoId, await summarizeRunLog(reads, runId));
+    const log = requireRunLog(repoId, await summarizeRunLog(reads, runId, { pause }));
     for (const bad of log.bad) badEvents.push({ ...bad, repoId });
     requireWholeRunLog(repoId, log);
     if (log.state.terminal !== null) return;
@@ -139,6 +148,6 @@ async function pendingTimersOf(
         ...(pending.pausedAt === undefined ? {} : { paused: true }),
       });
     }
-  });
+  }, pause);
   return { timers, badEvents, unreadable, runs: runs.length + unreadable.length };
 }

@@ -34,6 +34,11 @@ export type HttpOnlyErrorCode =
   | "headers_too_large"
   /** The request (headers and body) did not arrive within the request timeout (408). */
   | "request_timeout"
+  /**
+   * Too many heavy reads (timers across runs, schedule lists, sync plans) run and wait already
+   * (503, `Retry-After: 1`); see src/http/heavy-read-gate.ts.
+   */
+  | "busy"
   /** A failure that is not a `WorkflowHostError` (500); the message says nothing more. */
   | "internal";
 
@@ -106,6 +111,7 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<HttpErrorCode, number>> = {
   aborted: 503,
   dispatcher_stopped: 503,
   remote_unavailable: 503,
+  busy: 503,
   cluster_unavailable: 503,
   // Damage or failures inside the host.
   ref_corrupt: 500,

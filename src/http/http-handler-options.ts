@@ -2,6 +2,7 @@
 import type { Logger } from "../logger.js";
 import type { Authorize, Principal } from "../substrate/types.js";
 import type { Clock, Timers } from "../time/clock.js";
+import type { TimeSlicer } from "../time/time-slicer.js";
 import type { HostMonitor } from "./host-monitor.js";
 import type { Authenticate, TokenAuth } from "./http-tokens.js";
 
@@ -34,4 +35,17 @@ export interface HttpHandlerOptions {
   readonly dashboard?: boolean;
   /** Ref holding the run logs (default `DEFAULT_REF` ("refs/heads/main"), as the host's). */
   readonly ref?: string;
+  /**
+   * A fresh time slicer per heavy read (listing timers across runs, their next ticks), so that
+   * read gives the event loop a turn every few ms: the lock's heartbeat, fires and other
+   * requests go on meanwhile. Default `createTimeSlicer()` (`DEFAULT_SLICE_MS`,
+   * src/time/time-slicer.ts).
+   */
+  readonly timeSlicer?: () => TimeSlicer;
+  /**
+   * Heavy reads (GET timers across runs, GET schedules, POST schedules/sync) served at once
+   * (`concurrency`, default 2) and waiting their turn (`queue`, default 64); one more is 503
+   * `busy` with `Retry-After: 1` (src/http/heavy-read-gate.ts).
+   */
+  readonly heavyReads?: { readonly concurrency?: number; readonly queue?: number };
 }

@@ -27,6 +27,8 @@ import type { TimerSpec } from "../host/runtime-types.js";
 import { silentLogger } from "../logger.js";
 import type { CommittedReads, Principal, RepoAction } from "../substrate/types.js";
 import { createSystemTimers, monotonicNowOf, systemClock } from "../time/clock.js";
+import { createTimeSlicer } from "../time/time-slicer.js";
+import { createHeavyReadGate } from "./heavy-read-gate.js";
 import { checkReason } from "../workflow/event-constructors.js";
 import { parseRepoId, parseRunId, parseSignalId, parseSignalName, parseTimerId } from "../workflow/ids.js";
 import { MAX_PREVIEW_TICKS } from "../workflow/schedule/preview.js";
@@ -98,6 +100,8 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
   const clock = opts.clock ?? systemClock;
   const logger = opts.logger ?? silentLogger;
   const ref = opts.ref ?? DEFAULT_REF;
+  const slicer = opts.timeSlicer ?? (() => createTimeSlicer());
+  const heavyReads = createHeavyReadGate(opts.heavyReads?.concurrency, opts.heavyReads?.queue);
   const storePrincipal = opts.principal ?? null;
   const bodyLimit = opts.bodyLimitBytes ?? 1_048_576;
   if (!Number.isSafeInteger(bodyLimit) || bodyLimit < 1) {
@@ -406,13 +410,15 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
   const timersOf = async (repoIds: readonly string[], keepGoing: boolean) => {
     // One instant for every deployment listed.
     const now = clock();
+    // One slicer for the whole answer: listing each deployment, then each series' next ticks.
+    const { pause } = slicer();
     const timers = [];
     const failedRepos: { repoId: string; code: string; message: string }[] = [];
     const unreadableRuns: { repoId: string; runId: string; path: string; code: string; message: string }[] = [];
     for (const repoId of repoIds) {
       let report;
       try {
-        report = await listPendingTimers(host.store, { principal: storePrincipal, repoId, ref, clock: () => now });
+        report = await listPendingTimers(host.store, { principal: storePrincipal, repoId, ref, clock: () => now, pause });
       } catch (error) {
         if (!keepGoing || !isWorkflowHostError(error) || ["authorize_denied", "store_stopped"].includes(error.code)) throw error;
         // Its message names server paths (the log has it); the client is told the code.
@@ -426,6 +432,7 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
         unreadableRuns.push({ repoId, runId: u.runId, path: u.path, code: u.error.code, message: `${u.path} of run ${u.runId} cannot be read (${u.error.code}); its timers are not listed; workflow-host check names the object` });
       }
       for (const t of report.timers) {
+        if (t.cron !== undefined) await pause();
         // dueInMs and lateMs as the CLI's `timers --json` gives them: both ≥ 0, one of them 0.
         timers.push({ ...t, ...(t.cron === undefined ? {} : { nextTicks: nextTicks(t.cron, t.timezone, t.fireAt) }) });
       }
@@ -440,7 +447,7 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     const all = await host.store.listRepos(storePrincipal, WORKFLOW_RUN_KIND);
     const readable: string[] = [];
     for (const repoId of all) if (await allowed(principal, repoId, "read")) readable.push(repoId);
-    return timersOf(readable, true);
+    return heavyReads.run(() => timersOf(readable, true));
   });
 
   route("GET", "/v1/deployments/:repoId/timers", async (request) => {
@@ -448,7 +455,7 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     const repoId = parseRepoId(rawRepo);
     await requireAllowed(request, repoId, "read");
     ensureRunning();
-    return timersOf([repoId], false);
+    return heavyReads.run(() => timersOf([repoId], false));
   });
 
   route("PUT", "/v1/deployments/:repoId/runs/:runId/timers/:timerId", async (request) => {
@@ -499,7 +506,7 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     const repoId = parseRepoId(rawRepo);
     await requireAllowed(request, repoId, "read");
     ensureRunning();
-    const { series, unreadableRuns } = await host.schedules.listSeries(repoId);
+    const { series, unreadableRuns } = await heavyReads.run(() => host.schedules.listSeries(repoId));
     return {
       repoId,
       series,
@@ -522,7 +529,7 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     await requireAllowed(request, repoId, dryRun ? "read" : "write");
     ensureRunning();
     const sync = () => host.schedules.syncSchedules(repoId, schedules, { dryRun });
-    const r = dryRun ? await sync() : await timedWrite(repoId, sync);
+    const r = await heavyReads.run(() => (dryRun ? sync() : timedWrite(repoId, sync)));
     return {
       repoId,
       dryRun,

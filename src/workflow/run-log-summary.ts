@@ -31,6 +31,7 @@ import { type BadEvent, isMissingRunObject, LogReader, missingObjectError, nextS
 import { compactedLogPath, runsPrefix } from "./paths.js";
 import { type EventsFolder, firstAbove } from "./events-folder.js";
 import { createRunStateFold, type RunStateFoldPoint } from "./run-state.js";
+import { createTimeSlicer } from "../time/time-slicer.js";
 import type { RunEvent, RunState } from "./types.js";
 
 /** Bad entries and problems a summary lists when no `maxReports` is given (the rest are counted). */
@@ -84,6 +85,12 @@ export interface SummarizeRunLogOptions extends ReadRunLogOptions {
   readonly parsedEvents?: ParsedEventCache | null;
   /** Where summaries are kept by run tree oid (default: the process-wide one; null: nowhere). */
   readonly summaries?: RunSummaryCache | null;
+  /**
+   * Awaited before each event is folded, so a long fold gives the event loop a turn (a time
+   * slicer's `pause`, src/time/time-slicer.ts). Default: a slicer of its own
+   * (`DEFAULT_SLICE_MS`).
+   */
+  readonly pause?: () => Promise<void>;
 }
 
 /**
@@ -347,6 +354,9 @@ async function fold(
   }
   const foldCheck = sealedBytes !== null && total > 0 ? new FoldCheck(sealedBytes) : null;
   const state = createRunStateFold(runId, from?.point);
+  // Folding one event can cost a cron step or more (a fire checked against its series' slots):
+  // a log of thousands of them gives the event loop a turn every few ms, whatever its reads.
+  const pause = options.pause ?? createTimeSlicer().pause;
   // An event blob not in the repository (a bad event): nothing of this fold is kept to grow
   // from, so the event is read again once it is restored.
   let missing = false;
@@ -392,6 +402,7 @@ async function fold(
       if (unreadable === null && isMissingRunObject(b.error)) unreadable = b;
     }
     for (const event of taken.events.sort((a, b) => a.seq - b.seq)) {
+      await pause();
       if (terminal !== null) {
         late.add(afterTerminalProblem(runId, event.seq, terminal.type, terminal.seq));
         continue;

@@ -79,6 +79,12 @@ export interface ReadRunLogOptions {
 /** What {@link readRunLog} reads besides {@link ReadRunLogOptions}. */
 export interface ReadRunLogAtOptions extends ReadRunLogOptions, Pick<ReadRunLogFromFilesOptions, "parsedEvents"> {
   /**
+   * Awaited before each event folded into the state, so a long fold gives the event loop a turn
+   * (a time slicer's `pause`, src/time/time-slicer.ts). Default: none; a long log (over
+   * READ_SLICE_ENTRIES events) still gives a turn every READ_SLICE_ENTRIES events.
+   */
+  readonly pause?: () => Promise<void>;
+  /**
    * The oid of `runs/<runId>` at the commit `reads` is pinned to, when the caller has it (a
    * recovery takes each run's from the listing of `runs/`): the run folder and its `events/`
    * are then listed by oid (`CommittedReads.listTree`), not found from the root by name, three
@@ -207,7 +213,13 @@ export async function readRunLog(reads: CommittedReads, runId: string, options: 
       }
     }
   }
-  let log = long ? await reader.finishInSlices() : reader.finish();
+  // Given a pause (the schedule controls, the readers behind HTTP), folded with the event loop
+  // given a turn every few ms, long log or not: one event can cost a cron step (a backfill fire
+  // checked against its series' slots), and 2,048 of them did hold the loop for half a second.
+  // Without one (the scheduler's recovery and fire path, which read every run), a short log is
+  // folded in one go and a long one with a turn every READ_SLICE_ENTRIES events, as before: an
+  // await per event there would cost every recovery a microtask per event of the deployment.
+  let log = options.pause !== undefined ? await reader.finishInSlices(options.pause) : long ? await reader.finishInSlices() : reader.finish();
   const sealedBytes = layout.compacted === null ? null : await readOrMissing(reads, runId, compactedLogPath(runId), layout.compacted.oid, strays);
   if (layout.compacted !== null && sealedBytes !== null) {
     const bytes = sealedBytes;
@@ -780,15 +792,19 @@ export class LogReader {
   }
 
   /**
-   * As {@link finish}, folding the state {@link READ_SLICE_ENTRIES} events at a time with a turn
-   * of the event loop between two: for a long log, whose fold is otherwise one long stretch.
+   * As {@link finish}, awaiting `pause` (a time slicer's, when given) before each event folded, and giving
+   * the event loop a turn every {@link READ_SLICE_ENTRIES} events in any case: the fold is
+   * otherwise one long stretch.
    */
-  async finishInSlices(): Promise<RunLog> {
+  async finishInSlices(pause?: () => Promise<void>): Promise<RunLog> {
     const sorted = this.#sorted();
     const fold = createRunStateFold(this.#runId);
     const problems: ScheduleProblem[] = [];
     for (let i = 0; i < sorted.ended.length; i += 1) {
+      // A turn every READ_SLICE_ENTRIES events whatever the clock says, and one whenever the
+      // slicer's slice is used up (a few costly events).
       if (i > 0 && i % READ_SLICE_ENTRIES === 0) await new Promise((resolve) => setImmediate(resolve));
+      else if (pause !== undefined) await pause();
       const skipped = fold.apply(sorted.ended[i] as RunEvent);
       if (skipped !== null) problems.push(skipped);
     }

@@ -15,6 +15,7 @@
 import { WorkflowHostError } from "../errors.js";
 import type { CommittedReads, DirEntry } from "../substrate/types.js";
 import { REPO_OR_RUN_ID_PATTERN } from "./ids.js";
+import { createTimeSlicer } from "../time/time-slicer.js";
 import { runsPrefix } from "./paths.js";
 import { type BadEvent, isMissingRunObject, type RunFolderIndex, type RunLog } from "./run-log.js";
 import type { RunLogSummary } from "./run-log-summary.js";
@@ -140,7 +141,8 @@ export function requireWholeRunLog<L extends RunLogSummary | RunLog>(repoId: str
 /**
  * Lists `runs/` at the commit `reads` is pinned to and reads each run folder whose name is a
  * run id (other entries are passed over, as the scheduler passes them over) with `read`, in
- * name order, one at a time.
+ * name order, one at a time, awaiting `pause` before each (default: a time slicer of
+ * `DEFAULT_SLICE_MS`, src/time/time-slicer.ts, so the event loop gets a turn every few ms).
  * @returns the runs read with their values, and the runs that could not be read (see
  *   {@link readRunOrReport})
  * @throws the listing's errors (a missing or damaged `runs/` folder or root: the whole
@@ -149,11 +151,15 @@ export function requireWholeRunLog<L extends RunLogSummary | RunLog>(repoId: str
 export async function readEachRun<T>(
   reads: CommittedReads,
   read: (runId: string, entry: DirEntry) => Promise<T>,
+  pause: () => Promise<void> = createTimeSlicer().pause,
 ): Promise<{ readonly runs: readonly { readonly runId: string; readonly value: T }[]; readonly unreadable: readonly UnreadableRun[] }> {
   const runs: { runId: string; value: T }[] = [];
   const unreadable: UnreadableRun[] = [];
   for (const entry of await reads.listDir(runsPrefix.slice(0, -1))) {
     if (entry.type !== "tree" || !REPO_OR_RUN_ID_PATTERN.test(entry.name)) continue;
+    // Reads served from the store's caches settle without an event-loop turn: thousands of
+    // runs would otherwise hold the loop (heartbeats, fires, other requests) for seconds.
+    await pause();
     const got = await readRunOrReport(entry.name, () => read(entry.name, entry));
     if (got.unreadable === null) runs.push({ runId: entry.name, value: got.value });
     else unreadable.push(got.unreadable);

@@ -5,7 +5,7 @@
 import type { AddressInfo } from "node:net";
 import { createWorkflowHost, type WorkflowHost } from "../../../src/host/host.js";
 import { createHostMonitor, type HostMonitor, type LiveEvent } from "../../../src/http/host-monitor.js";
-import { createHttpHandler } from "../../../src/http/http-handler.js";
+import { createHttpHandler, type HttpHandlerOptions } from "../../../src/http/http-handler.js";
 import { parseTokenFile } from "../../../src/http/http-tokens.js";
 
 export const ADMIN_TOKEN = "admin-token-0123456789";
@@ -31,12 +31,13 @@ export interface HttpHarness {
   close(): Promise<void>;
 }
 
-export async function startHttpHarness(dataDir: string, deployments: readonly string[] = ["payments", "shipping"]): Promise<HttpHarness> {
+/** `handler`: more options of the HTTP handler (tokens and monitor are the harness's). */
+export async function startHttpHarness(dataDir: string, deployments: readonly string[] = ["payments", "shipping"], handler: Omit<HttpHandlerOptions, "tokens" | "monitor"> = {}): Promise<HttpHarness> {
   const monitor = createHostMonitor();
   const host = createWorkflowHost({ dataDir, watch: false, durability: "none", onEvent: monitor.onEvent, minCommitIntervalMs: 0 });
   await host.start();
   for (const id of deployments) await host.createDeployment(id);
-  const app = createHttpHandler(host, { tokens: parseTokenFile(TOKEN_FILE), monitor });
+  const app = createHttpHandler(host, { ...handler, tokens: parseTokenFile(TOKEN_FILE), monitor });
   await app.listen({ host: "127.0.0.1", port: 0 });
   const { port } = app.server.address() as AddressInfo;
   const baseUrl = `http://127.0.0.1:${port}`;

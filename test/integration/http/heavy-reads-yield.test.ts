@@ -1,0 +1,160 @@
+/**
+ * Reads over every run of a deployment give the event loop a turn as they go (the project's time
+ * slicer, src/time/time-slicer.ts), so no read-only request holds the host's event loop: the
+ * lock's heartbeat, fires and other requests go on while a listing or a sync plan is made.
+ * Shown by order, never by time: the slicers here yield at every pause (slice 0 ms) and count
+ * their pauses; a callback put on the real event loop at the first pause runs before the read
+ * ends.
+ */
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { createScheduleControls } from "../../../seams/scheduler/schedule-controls.js";
+import { listPendingTimers } from "../../../src/host/list-pending-timers.js";
+import { createTimeSlicer, type TimeSlicer } from "../../../src/time/time-slicer.js";
+import { useTempDirs } from "../../helpers/temp-dir.js";
+import { jsonOf, READER_TOKEN, startHttpHarness, type HttpHarness } from "./http-harness.js";
+
+const tempDir = useTempDirs("wh-http-heavy-reads-");
+let harness: HttpHarness | null = null;
+afterEach(async () => {
+  await harness?.close();
+  harness = null;
+});
+
+const RUNS = 24;
+const put = (body: unknown): RequestInit => ({ method: "PUT", body: JSON.stringify(body), headers: { "content-type": "application/json" } });
+
+/**
+ * Pauses that each wait for a macrotask, counted; at the first one a callback is put on the
+ * event loop (`setImmediate`), and `turnAt` is how many pauses had been made when it ran.
+ */
+function countingPauses(): { pause: () => Promise<void>; count: () => number; turnAt: () => number | null } {
+  const slicer = createTimeSlicer(0);
+  let count = 0;
+  let turnAt: number | null = null;
+  return {
+    pause() {
+      if (count === 0) setImmediate(() => (turnAt = count));
+      count += 1;
+      return slicer.pause();
+    },
+    count: () => count,
+    turnAt: () => turnAt,
+  };
+}
+
+/** `payments` with RUNS runs, each with an hourly series. */
+async function manyRuns(handler: Parameters<typeof startHttpHarness>[2] = {}): Promise<HttpHarness> {
+  harness = await startHttpHarness(join(await tempDir(), "data"), ["payments"], handler);
+  for (let i = 0; i < RUNS; i += 1) expect((await harness.request(`/v1/deployments/payments/runs/r${i}/timers/hourly`, put({ cron: "0 * * * *" }))).status).toBe(200);
+  return harness;
+}
+
+describe("pending timers across runs", () => {
+  it("listPendingTimers pauses before each run, and the event loop turns before the listing ends", async () => {
+    const h = await manyRuns();
+    const p = countingPauses();
+    const report = await listPendingTimers(h.host.store, { principal: null, clock: () => new Date(), pause: p.pause });
+    expect(report.timers).toHaveLength(RUNS);
+    expect(p.count()).toBeGreaterThanOrEqual(RUNS);
+    expect(p.turnAt()).not.toBeNull();
+    expect(p.turnAt()).toBeLessThan(p.count());
+  });
+
+  it("GET /v1/timers with a read-only token yields through the handler's slicer", async () => {
+    const slicers: ReturnType<typeof countingPauses>[] = [];
+    const h = await manyRuns({
+      timeSlicer: (): TimeSlicer => {
+        const p = countingPauses();
+        slicers.push(p);
+        return { pause: p.pause };
+      },
+    });
+    const { status, body } = await jsonOf(await h.request("/v1/deployments/payments/timers", { token: READER_TOKEN }));
+    expect(status).toBe(200);
+    expect(body["timers"]).toHaveLength(RUNS);
+    expect(slicers).toHaveLength(1);
+    const [p] = slicers as [ReturnType<typeof countingPauses>];
+    // One pause per run read, and one per series' next ticks at least.
+    expect(p.count()).toBeGreaterThanOrEqual(2 * RUNS);
+    expect(p.turnAt()).toBeLessThan(p.count());
+  });
+});
+
+describe("schedule sync planning", () => {
+  it("a dry-run sync of many declared series pauses per run read and per run planned", async () => {
+    const h = await manyRuns();
+    const p = countingPauses();
+    const controls = createScheduleControls({ store: h.host.store, principal: null, clock: () => new Date(), pause: p.pause });
+    const declared = Array.from({ length: 3 * RUNS }, (_, i) => ({ runId: `s${i}`, timerId: "t", cron: "0 * * * *" }));
+    const { plan, commits } = await controls.syncSchedules("payments", declared, { dryRun: true });
+    expect(plan.create).toHaveLength(3 * RUNS);
+    expect(commits).toEqual([]);
+    // RUNS runs read, 3 × RUNS runs planned (each declared series in its own run).
+    expect(p.count()).toBeGreaterThanOrEqual(RUNS + 3 * RUNS);
+    expect(p.turnAt()).toBeLessThan(p.count());
+  });
+
+  it("listSeries pauses before each run", async () => {
+    const h = await manyRuns();
+    const p = countingPauses();
+    const controls = createScheduleControls({ store: h.host.store, principal: null, clock: () => new Date(), pause: p.pause });
+    expect((await controls.listSeries("payments")).series).toHaveLength(RUNS);
+    expect(p.count()).toBeGreaterThanOrEqual(RUNS);
+    expect(p.turnAt()).toBeLessThan(p.count());
+  });
+});
+
+describe("one run's log", () => {
+  it("describe folds a run's log with a pause before each event", async () => {
+    const h = await manyRuns();
+    const controls = createScheduleControls({ store: h.host.store, principal: null, clock: () => new Date() });
+    const TRIGGERS = 20;
+    for (let i = 0; i < TRIGGERS; i += 1) expect((await controls.trigger("payments", "r0", "hourly", `q${i}`)).outcome).toBe("triggered");
+    const p = countingPauses();
+    const counted = createScheduleControls({ store: h.host.store, principal: null, clock: () => new Date(), pause: p.pause });
+    const described = await counted.describe("payments", "r0", "hourly");
+    expect(described.history.fires).toHaveLength(TRIGGERS);
+    // RunStarted (if any), TimerSet and the fires: one pause each at least.
+    expect(p.count()).toBeGreaterThanOrEqual(TRIGGERS + 1);
+    expect(p.turnAt()).toBeLessThan(p.count());
+  });
+});
+
+describe("heavy reads at once", () => {
+  it("one more heavy read than the server runs and queues is 503 busy with Retry-After; the one running ends 200", async () => {
+    let entered!: () => void;
+    const inside = new Promise<void>((resolve) => (entered = resolve));
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let first = true;
+    const h = await manyRuns({
+      heavyReads: { concurrency: 1, queue: 0 },
+      // The first listing waits at its first pause until released.
+      timeSlicer: (): TimeSlicer => {
+        const mine = first;
+        first = false;
+        let paused = false;
+        return {
+          pause() {
+            if (!mine || paused) return Promise.resolve();
+            paused = true;
+            entered();
+            return held;
+          },
+        };
+      },
+    });
+    const running = h.request("/v1/timers", { token: READER_TOKEN });
+    await inside;
+    const refused = await h.request("/v1/deployments/payments/timers", { token: READER_TOKEN });
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get("retry-after")).toBe("1");
+    expect(((await refused.json()) as { code: string }).code).toBe("busy");
+    // Requests that are not heavy reads are served meanwhile.
+    expect((await h.request("/healthz", { token: null })).status).toBe(200);
+    release();
+    expect((await running).status).toBe(200);
+    expect((await h.request("/v1/deployments/payments/timers", { token: READER_TOKEN })).status).toBe(200);
+  });
+});
