@@ -12,10 +12,12 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { FakeClock } from "../../../src/testing/index.js";
 import { WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
+import { checkDeployments } from "../../../src/host/check-deployments.js";
 import { makeScheduler } from "../../helpers/fixture-scheduler.js";
 import { git, gitAt } from "../../helpers/git-cli.js";
-import { armedRuns, badOf, event, fired, GitWriter, PAST, settle, SOON, started, timerSet, usePlumbingDeployments } from "../../helpers/plumbing-deployment.js";
+import { armedRuns, badOf, event, fired, GitWriter, NOW, PAST, settle, SOON, started, timerSet, usePlumbingDeployments } from "../../helpers/plumbing-deployment.js";
 import { useTempDirs } from "../../helpers/temp-dir.js";
+import { runCli } from "../../unit/cli/cli-io.js";
 
 class LosingWriter extends GitWriter {
   /** Removes one loose object's file. */
@@ -135,5 +137,21 @@ describe("a run whose one-shot's TimerFired object is lost", () => {
     } finally {
       await scheduler.stop();
     }
+  });
+
+  it("check names a log that holds a second TimerFired of one one-shot generation (as a host that fired from the rest of the log wrote it)", async () => {
+    const d = await deployment();
+    const run = await d.w.run([started(), timerSet(2, "once", PAST), firedEvent(3, "once", PAST), timerSet(4, "later", LATER), firedEvent(5, "once", PAST)]);
+    const cancelled = await d.w.run([started(), timerSet(2, "c", LATER), event(3, "TimerCancelled", { timerId: "c" }), firedEvent(4, "c", LATER)]);
+    const ok = await d.w.run([started(), timerSet(2, "once", PAST), firedEvent(3, "once", PAST), timerSet(4, "once", LATER), firedEvent(5, "once", LATER)]);
+    await d.w.commit({ "r-twice": run.tree, "r-cancelled": cancelled.tree, "r-ok": ok.tree });
+    const report = await checkDeployments(d.store);
+    expect(report.problems).toEqual([
+      expect.objectContaining({ repoId: "d", path: "runs/r-cancelled/events/4.json", seq: 4, code: "event_invalid", message: expect.stringContaining("TimerFired of c, which is not armed") }),
+      expect.objectContaining({ repoId: "d", path: "runs/r-twice/events/5.json", seq: 5, code: "event_invalid", message: expect.stringContaining("TimerFired of once, which is not armed (already fired") }),
+    ]);
+    const cli = await runCli(["check", "-d", d.dataDir], { clock: () => new Date(NOW) });
+    expect(cli.code).toBe(1);
+    expect(cli.stdout + cli.stderr).toContain("runs/r-twice/events/5.json");
   });
 });
