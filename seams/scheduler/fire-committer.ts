@@ -9,7 +9,9 @@
  * refused is bisected so the healthy timers still commit. A batch that fails because one run's
  * folder is not in the repository (a disk fault, a bad copy) commits without that run, found by
  * its folder oids or by bisecting the batch by run; the run is reported and retried after
- * `retryMaxMs`. stop() ends any wait and lets the commit in flight finish.
+ * `retryMaxMs`. A run whose log, read at the parent, lacks an event's object is not fired from
+ * the rest of it (the lost event could be the very fire): its timers are left out the same way.
+ * stop() ends any wait and lets the commit in flight finish.
  *
  * Time is injected: "now" is the context's clock, the throttle waits on its timers and measures
  * their monotonic `now`, and the commit's work is sliced on that same monotonic time.
