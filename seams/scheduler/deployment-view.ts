@@ -13,12 +13,13 @@
  * scheduler retries the whole tracker after a backoff; a ref rewritten by a force push
  * re-reads the runs the rewrite touched (tail-commit.ts).
  *
- * An object of one run that is not in the repository (a disk fault, a bad copy, a partial
- * fetch) is that run's problem, never the deployment's: a missing event blob is a bad event at
- * its seq, a missing run folder or `events/` folder skips the run (reported, nothing armed; see
- * readRunLog). Such runs are read again with backoff until they read whole (an object that
- * arrives late, as a copy completes, is then applied). Only what every run needs (the tip
- * commit, the root, `runs/`) fails the recovery.
+ * An object of one run that is not in the repository or is damaged (a disk fault, a bad copy, a
+ * partial fetch) is that run's problem, never the deployment's: a missing event blob is a bad
+ * event at its seq, a missing run folder or `events/` folder makes the log unreadable (see
+ * readRunLog); either way the run is reported and nothing of it is armed (the lost event could be
+ * a one-shot's `TimerFired`). Such runs are read again with backoff until they read whole (an
+ * object that arrives late, as a copy completes, is then applied), and only then installed and
+ * armed. Only what every run needs (the tip commit, the root, `runs/`) fails the recovery.
  */
 import { WorkflowHostError } from "../../src/errors.js";
 import type { CommittedReads, DirEntry, Principal, RepoId } from "../../src/substrate/types.js";
@@ -112,9 +113,10 @@ export class DeploymentView {
   firesIdle: () => Promise<void> = () => Promise.resolve();
   private stopped = false;
   /**
-   * Runs read with one of their objects missing (see readRunLog), with those objects: an
-   * event's blob (the record lacks that event) or the run folder or its `events/` folder (no
-   * record). Read again by {@link repair} once those objects can be read.
+   * Runs read with one of their objects missing or damaged (see readRunLog), with those objects:
+   * an event's blob, `blobs/`, the sealed log, or the run folder or its `events/` folder. None of
+   * them has a record (nothing of it is armed); each is read again by {@link repair} once those
+   * objects can be read.
    */
   private readonly damaged = new Map<string, readonly MissingObject[]>();
   /** The repair's timer (on the injected timers), while one is set. */
@@ -234,8 +236,13 @@ export class DeploymentView {
           ahead.delete(i);
         }
         const record = await this.applyLog(scan, log, entry.oid);
-        badEvents += record.bad;
         reread += 1;
+        if (record === undefined) {
+          // Read with an object of its log lost or damaged: reported, nothing armed (see applyLog).
+          badEvents += log.bad.length + log.problems.length;
+          continue;
+        }
+        badEvents += record.bad;
         if (record.reused === true) continue;
         pending += record.state.terminal === null ? record.state.pendingTimers.size : 0;
         // Untouched until something asks for it: kept as a row (see run-table.ts).
@@ -268,13 +275,21 @@ export class DeploymentView {
   private skipRun(runId: string, error: WorkflowHostError): void {
     const path = typeof error.data.path === "string" ? error.data.path : `${runsPrefix}${runId}`;
     this.reportBad({ runId, path, seq: null, error });
+    this.dropDamaged(runId, [{ oid: String(error.data.oid), tree: true }]);
+  }
+
+  /**
+   * Drops what the view held of a run not read whole (its queued timers, its record) and keeps
+   * it in {@link damaged} with the objects it was read without, to be read again by {@link repair}.
+   */
+  private dropDamaged(runId: string, missing: readonly MissingObject[]): void {
     const record = this.runs.get(runId);
     if (record !== undefined) {
       for (const timerId of record.queued) this.ctx.queue.disarm(this.repoId, runId, timerId);
       this.runs.delete(runId);
       this.indexDirty = true;
     }
-    this.damaged.set(runId, [{ oid: String(error.data.oid), tree: true }]);
+    this.damaged.set(runId, missing);
   }
 
   /** Sets the repair's timer when runs wait for it and none is set (see {@link repair}). */
@@ -557,7 +572,8 @@ export class DeploymentView {
 
   /**
    * Reads a run's whole log at `reads` and installs it (a re-read by the tail). A run whose
-   * folder or `events/` folder is not in the repository is reported and dropped (see skipRun).
+   * folder or `events/` folder is not in the repository is reported and dropped (see skipRun),
+   * as is one read with any other object of its log lost or damaged (see applyLog).
    * @returns its record, or undefined when it was dropped
    */
   async readRun(reads: CommittedReads, runId: string): Promise<RunRecord | undefined> {
@@ -572,10 +588,23 @@ export class DeploymentView {
     return this.applyLog(reads, log, null);
   }
 
-  /** Installs a run's log as read at `reads` and arms its timers. */
-  private async applyLog(reads: CommittedReads, log: RunLog, runTreeOid: string | null): Promise<RunRecord> {
+  /**
+   * Installs a run's log as read at `reads` and arms its timers. A log read with an object lost
+   * or damaged (an event blob, `blobs/`, the sealed log: readRunLog's `object_missing`, or
+   * `object_corrupt` naming the run) is reported and not installed: the lost event could be a
+   * one-shot's `TimerFired`, its cancel or the run's end, and the rest of the log would arm (and
+   * fire) it again. What the view held of the run is dropped, and {@link repair} installs it once
+   * it reads whole (design notes §69).
+   * @returns its record, or undefined when it was not installed
+   */
+  private async applyLog(reads: CommittedReads, log: RunLog, runTreeOid: string | null): Promise<RunRecord | undefined> {
     const runId = log.runId;
     for (const bad of [...log.bad, ...log.problems]) this.reportBad(bad);
+    const missing = missingObjects(log);
+    if (missing.length > 0) {
+      this.dropDamaged(runId, missing);
+      return undefined;
+    }
     const state = timerState(log.state);
     const record = this.recordOf(runId, state);
     record.state = state;
@@ -585,9 +614,7 @@ export class DeploymentView {
     // Counted with the bad files, so the recovery index keeps no summary of this run and every
     // start reports its problems again.
     record.bad = log.bad.length + log.problems.length;
-    const missing = missingObjects(log);
-    if (missing.length > 0) this.damaged.set(runId, missing);
-    else this.damaged.delete(runId);
+    this.damaged.delete(runId);
     // A folder that reuses an archived run's id is not that run, nor a new one: reported, never armed.
     this.archive ??= await this.archiveReads.open();
     const reused = await reusedArchivedRunProblem(this.archive, runId, record.runTreeOid);

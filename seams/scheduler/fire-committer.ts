@@ -9,7 +9,9 @@
  * refused is bisected so the healthy timers still commit. A batch that fails because one run's
  * folder is not in the repository (a disk fault, a bad copy) commits without that run, found by
  * its folder oids or by bisecting the batch by run; the run is reported and retried after
- * `retryMaxMs`. stop() ends any wait and lets the commit in flight finish.
+ * `retryMaxMs`. A run whose log, read at the parent, lacks an event's object is not fired from
+ * the rest of it (the lost event could be the very fire): its timers are left out the same way.
+ * stop() ends any wait and lets the commit in flight finish.
  *
  * Time is injected: "now" is the context's clock, the throttle waits on its timers and measures
  * their monotonic `now`, and the commit's work is sliced on that same monotonic time.
@@ -22,6 +24,7 @@ import { eventsFolder, runEventsPrefix, runsPrefix } from "../../src/workflow/pa
 import type { TimerHandle } from "../../src/time/clock.js";
 import { deepFreeze } from "../../src/workflow/parsed-event-cache.js";
 import { readRunLog } from "../../src/workflow/run-log.js";
+import { unreadablePartOf, unreadableRunError } from "../../src/workflow/unreadable-runs.js";
 import { applyEvent } from "../../src/workflow/run-state.js";
 import { planDueTimer, type FirePlan } from "../../src/workflow/timer-ledger.js";
 import { prepareTicksBetween } from "../../src/workflow/cron.js";
@@ -37,6 +40,8 @@ type Added = CommittedEvents["events"][number];
 /** A run a commit appends to: its events tree at the parent, and its state after the commit. */
 type After = { runId: string; parentEventsOid: string | null; state: RunState; maxFileSeq: number; append: number };
 type Outcome = { timer: PendingTimer; plan: FirePlan; runId: string };
+/** A run whose log, read at the commit's parent, lacks an object: its due timers, and why (see FireCommitter.freshRun). */
+type Refused = { runId: string; timers: PendingTimer[]; error: WorkflowHostError };
 
 export class FireCommitter {
   /** Due timers waiting for the fire loop, with the queue time they were delivered at. */
@@ -196,7 +201,7 @@ export class FireCommitter {
     const slicer = createTimeSlicer(DEFAULT_SLICE_MS, this.monoMs);
     let result;
     try {
-      result = await this.ctx.store.writeTreeDelta<{ outcomes: Outcome[]; after: After[]; added: Added[] }>(this.ctx.principal, this.view.rid, this.ctx.ref, {
+      result = await this.ctx.store.writeTreeDelta<{ outcomes: Outcome[]; after: After[]; added: Added[]; refused: Refused[] }>(this.ctx.principal, this.view.rid, this.ctx.ref, {
         message: `Fire ${due.length} timer${due.length === 1 ? "" : "s"}`,
         pause: slicer.pause,
         // Every change is an event this commit built from the log at the parent, under the repo
@@ -214,6 +219,7 @@ export class FireCommitter {
           const outcomes: Outcome[] = [];
           const after: After[] = [];
           const added: Added[] = [];
+          const refused: Refused[] = [];
           // The view's records are at this very parent: each run's state is taken as it is,
           // without looking its folder up in the parent's tree.
           const current = this.view.recordsAt(parentSha);
@@ -251,7 +257,11 @@ export class FireCommitter {
               runsSincePause = 0;
               await slicer.pause();
             }
-            const fresh = current ? this.currentRun(runId) ?? (await this.freshRun(reads, runId)) : await this.freshRun(reads, runId);
+            const fresh = current ? this.currentRun(runId) ?? (await this.freshRun(reads, runId, refused)) : await this.freshRun(reads, runId, refused);
+            if (fresh === null) {
+              refused[refused.length - 1]?.timers.push(...(timers ?? [held as PendingTimer]));
+              continue;
+            }
             // Read now: `fresh` may be the view's record, which the tail may move on while this awaits.
             const parentEventsOid = fresh.eventsOid;
             let state = fresh.state;
@@ -302,7 +312,7 @@ export class FireCommitter {
               appends.push(parentEventsOid === null ? { folder, sub: eventsFolder, files } : { folder, sub: eventsFolder, files, subOid: parentEventsOid });
             }
           }
-          return { appends, result: { outcomes, after, added } };
+          return { appends, result: { outcomes, after, added, refused } };
         },
       });
     } catch (error) {
@@ -312,6 +322,7 @@ export class FireCommitter {
     this.retryMs = this.ctx.retryInitialMs;
     if (result.committed) this.ctx.count("commits");
     this.reportOutcomes(result.result?.outcomes ?? [], result.commitSha ?? "");
+    this.reportRefused(result.result?.refused ?? []);
     if (result.committed) this.handOverCommitted(result.commitSha as string, result.parentSha, result.result?.added ?? []);
     // Reported first: the fires are committed once the ref moved; adopting is bookkeeping.
     if (result.committed) {
@@ -344,6 +355,22 @@ export class FireCommitter {
         this.ctx.count("skippedTicks", plan.skipped.count);
         this.ctx.report({ type: "skipped", repoId, runId, timerId: timer.timerId, ...plan.skipped, commitSha });
       }
+    }
+  }
+
+  /**
+   * Reports each run a commit left out because its log at the parent lacks an object (see
+   * {@link freshRun}): `commit_failed` with its `runId` and the run's error, its timers re-armed
+   * after `retryMaxMs` (as a run whose folder is lost, see {@link withoutMissingRuns}); the view
+   * drops them when its tail reaches that commit and finds the run damaged.
+   */
+  private reportRefused(refused: readonly Refused[]): void {
+    if (refused.length === 0) return;
+    const atMs = wallMs(this.ctx) + this.ctx.retryMaxMs;
+    for (const { runId, timers, error } of refused) {
+      this.ctx.count("commitFailures");
+      this.ctx.report({ type: "commit_failed", repoId: this.view.repoId, runId, timers: timers.length, retryInMs: this.ctx.retryMaxMs, error });
+      for (const timer of timers) this.view.rearm(runId, timer, atMs);
     }
   }
 
@@ -428,9 +455,13 @@ export class FireCommitter {
 
   /**
    * The run at the commit `reads` is pinned to: the cached state when its events tree is
-   * unchanged, else its log read afresh. `eventsOid` is that tree's oid at the commit.
+   * unchanged, else its log read afresh. `eventsOid` is that tree's oid at the commit. A log read
+   * afresh with an object lost or damaged (an event blob, `blobs/`, the sealed log) is not fired
+   * from: the lost event could be the very `TimerFired` of a due one-shot, so its timers are
+   * refused (added to `refused`, design notes §69).
+   * @returns null when the run is refused
    */
-  private async freshRun(reads: CommittedReads, runId: string): Promise<{ state: RunState; maxFileSeq: number; eventsOid: string | null }> {
+  private async freshRun(reads: CommittedReads, runId: string, refused: Refused[]): Promise<{ state: RunState; maxFileSeq: number; eventsOid: string | null } | null> {
     const cached = this.view.run(runId);
     // The run's folder unchanged since the view read it (one lookup in `runs/`, no read of the
     // run's own folder): its state holds, the events folder in it too.
@@ -440,6 +471,11 @@ export class FireCommitter {
     const oid = await reads.treeOid(runEventsPrefix(runId).slice(0, -1));
     if (cached !== undefined && oid !== null && cached.eventsOid === oid) return { state: cached.state, maxFileSeq: cached.maxFileSeq, eventsOid: oid };
     const log = await readRunLog(reads, runId, { maxEventBytes: this.ctx.maxEventBytes });
+    const unreadable = unreadablePartOf(runId, log.bad, log.problems);
+    if (unreadable !== null) {
+      refused.push({ runId, timers: [], error: unreadableRunError(this.view.repoId, unreadable, "none of its timers was fired; they are tried again") });
+      return null;
+    }
     return { state: log.state, maxFileSeq: log.maxFileSeq, eventsOid: oid };
   }
 

@@ -37,7 +37,9 @@ export interface CancelTimerDurablyOptions {
  *   `already_fired`, `already_cancelled`, `run_terminal` (the run has ended) or `not_armed`
  *   (never set)
  * @throws `repo_id_invalid`, `id_invalid` (run or timer id), `config_invalid` (no clock) before any read; every error of
- *   the run-log append (`repo_not_found`, `ref_locked`, `payload_too_large` for a long reason…)
+ *   the run-log append (`repo_not_found`, `ref_locked`, `payload_too_large` for a long reason…);
+ *   `object_missing`/`object_corrupt` (`unreadableRun: true`, nothing written) when any object of
+ *   the run's log cannot be read: the lost event could be the timer's fire or cancel
  */
 export async function cancelTimerDurably(opts: CancelTimerDurablyOptions): Promise<{ outcome: CancelOutcome; commitSha: string | null }> {
   const { repoId, runId, timerId, reason } = opts;
@@ -46,7 +48,8 @@ export async function cancelTimerDurably(opts: CancelTimerDurablyOptions): Promi
   parseTimerId(timerId);
   checkReason(reason);
   const clock = clockOf(opts, "cancelTimerDurably");
-  const log = openRunLog({ store: opts.store, principal: opts.principal, repoId, ...(opts.ref === undefined ? {} : { ref: opts.ref }), ...(opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes }) });
+  // The lost event could be the timer's fire or cancel (design notes §69): refused, not guessed.
+  const log = openRunLog({ store: opts.store, principal: opts.principal, repoId, requireWhole: true, ...(opts.ref === undefined ? {} : { ref: opts.ref }), ...(opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes }) });
   const result = await log.append<CancelOutcome>(runId, `Cancel timer ${timerId} of ${runId}`, (current) => {
     if (current.state.terminal !== null) return { append: [], result: "run_terminal" };
     if (current.state.pendingTimers.has(timerId)) {

@@ -64,7 +64,8 @@ export interface EndRunResult {
  *   run_not_found when the run has no event on the live ref (nothing is written); run_archived
  *   when retention moved it to the archive ref (it ended already; nothing is written);
  *   event_invalid with `data.reason` "already_ended" when the run ended with another outcome;
- *   payload_too_large; the store's write errors
+ *   payload_too_large; object_missing/object_corrupt (`unreadableRun: true`, nothing written) when
+ *   any object of the run's log cannot be read (design notes §69); the store's write errors
  */
 export async function endRun(opts: EndRunOptions): Promise<EndRunResult> {
   const repoId = parseRepoId(opts.repoId);
@@ -79,6 +80,8 @@ export async function endRun(opts: EndRunOptions): Promise<EndRunResult> {
     store: opts.store,
     principal: opts.principal,
     repoId,
+    // The lost event could be the run's end: a second terminal event is never written on a guess.
+    requireWhole: true,
     ...(opts.ref === undefined ? {} : { ref: opts.ref }),
     ...(opts.maxEventBytes === undefined ? {} : { maxEventBytes: opts.maxEventBytes }),
   });

@@ -19,7 +19,7 @@
  * tailer that sees the same event twice (a repeated watcher notification) stays correct.
  */
 import { isScheduleEnded, isSchedulePaused, isScheduleResumed, isSignalConsumed, isSignalReceived, isTerminalEvent, isTimerCancelled, isTimerFired, isTimerSet, isTimerSkipped } from "./event-guards.js";
-import { advanceSeries, armTimer, offSeriesFireProblem, pauseProblem, pauseTransition, timerTransition } from "./timer-lifecycle.js";
+import { advanceSeries, armTimer, notArmedFireProblem, offSeriesFireProblem, pauseProblem, pauseTransition, timerTransition } from "./timer-lifecycle.js";
 import { isOffSeriesFire } from "./schedule/series-state.js";
 import type {
   PendingTimer,
@@ -66,6 +66,9 @@ export function reduceRunState(runId: string, events: Iterable<RunEvent>): RunSt
 /**
  * A schedule event that breaks the controls' rules, as only a `git push` can write it. It is
  * skipped (it changes nothing in the state):
+ * - a `TimerFired` of a timer that is not armed: its one-shot generation already fired (a second
+ *   fire, as a host that fired from a log with a lost event wrote it, design notes §69), it was
+ *   cancelled or ended, or it was never set;
  * - a manual `TimerFired` whose `requestId` already fired that timer;
  * - a manual `TimerFired` of a timer that is not an armed cron series;
  * - a backfill `TimerFired` whose `scheduledFor` is after its `firedAt` (or its event's `at`), at
@@ -356,7 +359,11 @@ class Draft {
       this.onOffSeriesFire(timer, event);
       return;
     }
-    if (timer === undefined) return;
+    if (timer === undefined) {
+      // Nothing to fire: a second fire of a one-shot's generation, or a fire after a cancel.
+      if (this.problems !== null && isTimerFired(event)) this.problem(event.seq, notArmedFireProblem(event));
+      return;
+    }
     const step = timerTransition(timer, event);
     if (step.kind === "disarm") this.disarm(timerId);
     else if (step.kind === "advance") this.advance(timerId, step.after);

@@ -88,6 +88,17 @@ export function pauseProblem(armed: PendingTimer | undefined, event: SchedulePau
 }
 
 /**
+ * Why a plain `TimerFired` (not manual, not backfill) of a timer that is not armed is one the
+ * scheduler never writes: it fires exactly once per armed generation, decided under the repo
+ * lock, so such a fire is a second fire of a one-shot (as a host wrote it from a log with a
+ * lost event, design notes §69), a fire after a cancel or an end, or a fire of a timer never
+ * set. It changes nothing in the state.
+ */
+export function notArmedFireProblem(event: TimerFiredEvent): string {
+  return `TimerFired of ${event.data.timerId}, which is not armed (already fired, cancelled, ended or never set); allowed: one fire per armed generation`;
+}
+
+/**
  * Why a manual or backfill `TimerFired` (see `isOffSeriesFire`) is one the controls never write,
  * or null when it is not. Neither kind moves the series, problem or not.
  * - manual: its `requestId` already fired the timer (`repeatedRequest`), or the timer is not an

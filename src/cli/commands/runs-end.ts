@@ -30,7 +30,8 @@ Safe next to a running host. Once older than the deployment's retention
 (serve --retention-ms, default 7 days), the run moves to refs/archive/runs.
 
 Exit codes: 0 ended (or already ended so), 1 the run ended otherwise or its id belongs to an
-archived run (event_invalid), 2 usage.
+archived run (event_invalid), or an object of its log is missing or damaged (object_missing,
+object_corrupt: the lost event could be its end; nothing written), 2 usage.
 
 Options:
   -d, --data-dir DIR   data dir (default: $WORKFLOW_HOST_DATA_DIR)

@@ -29,7 +29,9 @@ the outcome says which.
 
 Outcomes (exit 0): cancelled, already_fired, already_cancelled, run_terminal.
 A timer id that was never set is timer_not_found (exit 1); a run that retention moved to
-refs/archive/runs is run_archived (exit 1: its log is closed).
+refs/archive/runs is run_archived (exit 1: its log is closed). A run with an object of its
+log missing or damaged is object_missing or object_corrupt (exit 1, nothing written: the lost
+event could be this timer's fire); workflow-host check lists what is lost.
 
 Options:
   -d, --data-dir DIR   data dir (default: $WORKFLOW_HOST_DATA_DIR)

@@ -3,9 +3,10 @@
  * built with the real git CLI and damaged on disk: the deployment keeps serving every other run,
  * as with a missing object (missing-objects.test.ts). The pack that fails its trailer checksum is
  * still read object by object, each checked on its own; a damaged event blob is that run's bad
- * event at its seq (`object_corrupt`, naming oid and path); a damaged `events/` folder skips the
- * run until it reads again; `git fsck` names the same object. A damaged `runs/` folder still
- * fails the deployment (nothing can be read).
+ * event at its seq (`object_corrupt`, naming oid and path), and nothing of that run is armed
+ * until it reads whole; a damaged `events/` folder skips the run until it reads again; `git
+ * fsck` names the same object. A damaged `runs/` folder still fails the deployment (nothing can
+ * be read).
  */
 import { open, readdir, truncate } from "node:fs/promises";
 import { join } from "node:path";
@@ -77,7 +78,7 @@ async function collectWarnings<T>(body: (warnings: readonly Error[]) => Promise<
 }
 
 describe("a deployment with one damaged object", () => {
-  it("reads a pack that fails its checksum object by object: a flipped event blob is its run's bad event, the other runs fire", async () => {
+  it("reads a pack that fails its checksum object by object: a flipped event blob is its run's bad event, that run is not armed, the other runs fire", async () => {
     const d = await deployment();
     const ok = await d.w.run([started(), timerSet(2, "t", PAST)]);
     const hurt = await d.w.run([started(), timerSet(2, "flipped", PAST), timerSet(3, "kept", PAST)]);
@@ -99,13 +100,16 @@ describe("a deployment with one damaged object", () => {
         await d.clock.advance(0);
         await scheduler.idle();
         expect(events.filter((e) => e.type === "repo_failed")).toEqual([]);
-        expect(events.filter((e) => e.type === "recovered")).toEqual([expect.objectContaining({ repoId: "d", commitSha: commit, runs: 2 })]);
+        // The damaged run is not installed (as a run whose folder is lost): one run held.
+        expect(events.filter((e) => e.type === "recovered")).toEqual([expect.objectContaining({ repoId: "d", commitSha: commit, runs: 1 })]);
         const bad = badOf(events, "r-hurt");
         expect(bad).toHaveLength(1);
         expect(bad[0]).toMatchObject({ seq: 2, path: "runs/r-hurt/events/2.json", error: { code: "object_corrupt", data: { oid: damaged, path: "runs/r-hurt/events/2.json", runId: "r-hurt" } } });
         expect(bad[0]?.error.message).toContain(damaged);
         expect(bad[0]?.error.message).toContain("runs/r-hurt/events/2.json");
-        expect(fired(events)).toEqual(["r-hurt/kept", "r-ok/t"]);
+        // Nothing of the damaged run is armed until it reads whole (design notes §69).
+        expect(armedRuns(events)).toEqual(["r-ok"]);
+        expect(fired(events)).toEqual(["r-ok/t"]);
         // The pack's failed checksum is told once, naming the pack.
         const packName = packPath.split("/").at(-1)?.replace(/\.pack$/, "") as string;
         expect(warnings.filter((w) => w.message.includes(packName))).toHaveLength(1);
@@ -115,7 +119,7 @@ describe("a deployment with one damaged object", () => {
     });
   });
 
-  it("reads a truncated loose event object as its run's bad event; the other runs fire", async () => {
+  it("reads a truncated loose event object as its run's bad event; that run is not armed, the other runs fire", async () => {
     const d = await deployment();
     const ok = await d.w.run([started(), timerSet(2, "t", PAST)]);
     const hurt = await d.w.run([started(), timerSet(2, "torn", PAST), timerSet(3, "kept", PAST)]);
@@ -135,7 +139,8 @@ describe("a deployment with one damaged object", () => {
       expect(events.filter((e) => e.type === "repo_failed")).toEqual([]);
       const bad = badOf(events, "r-hurt");
       expect(bad).toEqual([expect.objectContaining({ seq: 2, path: "runs/r-hurt/events/2.json", error: expect.objectContaining({ code: "object_corrupt", data: expect.objectContaining({ oid: damaged }) }) })]);
-      expect(fired(events)).toEqual(["r-hurt/kept", "r-ok/t"]);
+      expect(armedRuns(events)).toEqual(["r-ok"]);
+      expect(fired(events)).toEqual(["r-ok/t"]);
     } finally {
       await scheduler.stop();
     }

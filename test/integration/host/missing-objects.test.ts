@@ -1,9 +1,10 @@
 /**
  * A deployment whose store lost one object (a disk fault, a bad copy, a partial fetch), built
  * with the real git CLI as loose objects, one of which is then removed: the deployment keeps
- * serving every other run. A missing event blob is that run's bad event at its seq; a missing
- * run folder or `events/` folder skips that run (reported, nothing armed); only a missing
- * `runs/` folder or tip commit fails the deployment (nothing can be read). A fire commit that
+ * serving every other run. A missing event blob is that run's bad event at its seq, and nothing
+ * of that run is armed until it reads whole; a missing run folder or `events/` folder skips that
+ * run (reported, nothing armed); only a missing `runs/` folder or tip commit fails the
+ * deployment (nothing can be read). A fire commit that
  * meets a run's missing folder commits the other runs' fires and reports that run.
  */
 import { rm } from "node:fs/promises";
@@ -24,7 +25,7 @@ class LosingWriter extends GitWriter {
 const deployment = usePlumbingDeployments(useTempDirs("wh-missing-obj-"), (gitdir) => new LosingWriter(gitdir));
 
 describe("a deployment with one object missing", () => {
-  it("recovers and fires the other runs; a missing event blob is that run's bad event at its seq", async () => {
+  it("recovers and fires the other runs; a missing event blob is that run's bad event at its seq, and nothing of that run is armed", async () => {
     const d = await deployment();
     const ok = await d.w.run([started(), timerSet(2, "t", PAST)]);
     const blob = await d.w.run([started(), timerSet(2, "lost", PAST), timerSet(3, "kept", PAST)]);
@@ -37,14 +38,17 @@ describe("a deployment with one object missing", () => {
       await d.clock.advance(0);
       await scheduler.idle();
       expect(events.filter((e) => e.type === "repo_failed")).toEqual([]);
-      expect(events.filter((e) => e.type === "recovered")).toEqual([expect.objectContaining({ repoId: "d", commitSha: commit, runs: 2 })]);
+      // The damaged run is not installed (as a run whose folder is lost): one run held.
+      expect(events.filter((e) => e.type === "recovered")).toEqual([expect.objectContaining({ repoId: "d", commitSha: commit, runs: 1 })]);
       const bad = badOf(events, "r-blob");
       expect(bad).toHaveLength(1);
       expect(bad[0]).toMatchObject({ seq: 2, path: "runs/r-blob/events/2.json", error: { code: "object_missing", data: { oid: lost, path: "runs/r-blob/events/2.json" } } });
       expect(bad[0]?.error.message).toContain(lost);
       expect(bad[0]?.error.message).toContain("runs/r-blob/events/2.json");
-      // The run's other events fold as around any bad event: its other timer fires.
-      expect(fired(events)).toEqual(["r-blob/kept", "r-ok/t"]);
+      // Nothing of the run is armed until it reads whole: the lost event could have been the
+      // fire or cancel of any of its timers (design notes §69). The other run fires.
+      expect(armedRuns(events)).toEqual(["r-ok"]);
+      expect(fired(events)).toEqual(["r-ok/t"]);
     } finally {
       await scheduler.stop();
     }

@@ -362,6 +362,54 @@ describe("readers outside the scheduler on a deployment with damaged runs", () =
     expect(named((JSON.parse(list.stdout) as { unreadableRuns: { runId: string; path: string; code: string }[] }).unreadableRuns)).toEqual(named1);
   });
 
+  it("timer cancel and runs complete refuse a run whose log lost an event (the lost one is the timer's fire): exit 1 naming the run and what is lost, nothing written", async () => {
+    const d = await deployment();
+    const fired = event(3, "TimerFired", { timerId: "t", scheduledFor: PAST, firedAt: PAST });
+    const run = await d.w.run([started(), timerSet(2, "t", PAST), fired, timerSet(4, "z", SOON)]);
+    await d.w.commit({ "r-fired": run.tree });
+    await d.w.lose(run.blobs[2] as string);
+    const tip = await d.w.tip();
+    const named = "object_missing: run r-fired of deployment d cannot be read whole: event 3 (runs/r-fired/events/3.json";
+    // On the rest of the log t is armed: a cancel would answer `cancelled` where the truth is `already_fired`.
+    const cancel = await runCli(["timer", "cancel", "-d", d.dataDir, "-r", "d", "--run", "r-fired", "-t", "t"], { clock });
+    expect(cancel.code).toBe(1);
+    expect(cancel.stderr).toContain(`workflow-host: ${named}`);
+    expect(cancel.stderr).toContain("nothing was written");
+    const cancelJson = await runCli(["timer", "cancel", "-d", d.dataDir, "-r", "d", "--run", "r-fired", "-t", "z", "--json"], { clock });
+    expect(cancelJson.code).toBe(1);
+    expect(JSON.parse(cancelJson.stdout)).toEqual({ error: { code: "object_missing", message: expect.stringContaining(named) } });
+    for (const verb of ["complete", "fail", "cancel"]) {
+      const end = await runCli(["runs", verb, "-d", d.dataDir, "-r", "d", "--run", "r-fired"], { clock });
+      expect(end.code, verb).toBe(1);
+      expect(end.stderr, verb).toContain(`workflow-host: ${named}`);
+    }
+    expect(await d.w.tip()).toBe(tip);
+  });
+
+  it("HTTP DELETE of a timer of a run whose log lost an event is 409 naming the run; nothing written, nor fired by the host", async () => {
+    const d = await deployment();
+    const fired = event(3, "TimerFired", { timerId: "t", scheduledFor: PAST, firedAt: PAST });
+    const run = await d.w.run([started(), timerSet(2, "t", PAST), fired, timerSet(4, "z", "2099-01-01T00:00:00.000Z")]);
+    await d.w.commit({ "r-fired": run.tree });
+    await d.w.lose(run.blobs[2] as string);
+    const events = async (): Promise<string> => (await gitAt(d.w.gitdir, ["ls-tree", "--name-only", "main", "runs/r-fired/events/"])).trim();
+    const before = await events();
+    await d.store.close();
+    const h = await startHttpHarness(d.dataDir, []);
+    try {
+      for (const timerId of ["t", "z"]) {
+        const response = await h.request(`/v1/deployments/d/runs/r-fired/timers/${timerId}`, { method: "DELETE" });
+        expect(response.status, timerId).toBe(409);
+        const body = (await response.json()) as { code: string; message: string };
+        expect(body.code).toBe("object_missing");
+        expect(body.message).toContain("run r-fired of deployment d cannot be read whole: event 3 (runs/r-fired/events/3.json");
+      }
+    } finally {
+      await h.close();
+    }
+    expect(await events()).toBe(before);
+  });
+
   it("appends of two runs committed in one batch: the run whose last event is lost fails alone, named; the other run's append commits", async () => {
     const d = await deployment();
     const ok = await d.w.run([started(), timerSet(2, "t", SOON)]);

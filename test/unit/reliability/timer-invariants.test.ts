@@ -46,8 +46,9 @@ describe("the timer log checker", () => {
       run("stale", set("a", "2026-05-01T10:00:00.000Z"), set("a", "2026-05-01T10:30:00.000Z"), fired("a", "2026-05-01T10:00:00.000Z"), fired("a", "2026-05-01T10:30:00.000Z")),
     );
     expect(found.map((v) => v.split(":")[0])).toEqual([
-      "runs/double/events/3.json (TimerFired)",
-      "runs/cancelled/events/3.json (TimerFired)",
+      // A fire of a timer that is not armed is a problem the log reader names (and skips).
+      "runs/double/events/3.json",
+      "runs/cancelled/events/3.json",
       "runs/early/events/2.json (TimerFired)",
       "run lost",
       "runs/stale/events/3.json (TimerFired)",
