@@ -15,6 +15,7 @@ import { makeScheduler, repoIdOf } from "../../helpers/fixture-scheduler.js";
 import { git, gitAt, runGit } from "../../helpers/git-cli.js";
 import { armedRuns, badOf, fired, GitWriter, PAST, settle, SOON, started, timerSet, usePlumbingDeployments } from "../../helpers/plumbing-deployment.js";
 import { useTempDirs } from "../../helpers/temp-dir.js";
+import { collectWarnings } from "../../helpers/process-warnings.js";
 
 /** Objects written with git's plumbing, packed with `git repack`, one then damaged on disk. */
 class DamagingWriter extends GitWriter {
@@ -62,20 +63,6 @@ class DamagingWriter extends GitWriter {
 }
 
 const deployment = usePlumbingDeployments(useTempDirs("wh-corrupt-obj-"), (gitdir) => new DamagingWriter(gitdir));
-
-/** Process warnings emitted while `body` runs. */
-async function collectWarnings<T>(body: (warnings: readonly Error[]) => Promise<T>): Promise<T> {
-  const warnings: Error[] = [];
-  const listen = (w: Error): void => {
-    warnings.push(w);
-  };
-  process.on("warning", listen);
-  try {
-    return await body(warnings);
-  } finally {
-    process.off("warning", listen);
-  }
-}
 
 describe("a deployment with one damaged object", () => {
   it("reads a pack that fails its checksum object by object: a flipped event blob is its run's bad event, that run is not armed, the other runs fire", async () => {

@@ -12,6 +12,7 @@ import { makeScheduler, repoIdOf } from "../../helpers/fixture-scheduler.js";
 import { git, gitAt, runGit } from "../../helpers/git-cli.js";
 import { event, fired, GitWriter, PAST, started, timerSet, usePlumbingDeployments } from "../../helpers/plumbing-deployment.js";
 import { useTempDirs } from "../../helpers/temp-dir.js";
+import { collectWarnings } from "../../helpers/process-warnings.js";
 
 const tempDir = useTempDirs("wh-idx-rebuild-");
 
@@ -35,20 +36,6 @@ class PackingWriter extends GitWriter {
 }
 
 const deployment = usePlumbingDeployments(tempDir, (gitdir) => new PackingWriter(gitdir));
-
-/** Process warnings emitted while `body` runs. */
-async function collectWarnings<T>(body: (warnings: readonly (Error & { code?: string })[]) => Promise<T>): Promise<T> {
-  const warnings: (Error & { code?: string })[] = [];
-  const listen = (w: Error): void => {
-    warnings.push(w);
-  };
-  process.on("warning", listen);
-  try {
-    return await body(warnings);
-  } finally {
-    process.off("warning", listen);
-  }
-}
 
 /** A long event (so git finds deltas between the events of different runs). */
 const note = (seq: number, run: string): string => event(seq, "Noted", { run, text: `${"the same long text of every run, ".repeat(12)}${run}` });

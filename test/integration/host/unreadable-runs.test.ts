@@ -47,6 +47,17 @@ class DamagingWriter extends GitWriter {
 
 const deployment = usePlumbingDeployments(useTempDirs("wh-unreadable-runs-"), (gitdir) => new DamagingWriter(gitdir));
 
+/**
+ * Run `r-fired` of `d`: one-shot `t` set and fired in the past (seqs 2, 3), `z` set for `zAt`
+ * (seq 4), then the TimerFired's object lost: on the rest of the log `t` looks armed.
+ */
+async function runWithLostFire(d: Awaited<ReturnType<typeof deployment>>, zAt: string = SOON): Promise<void> {
+  const fired = event(3, "TimerFired", { timerId: "t", scheduledFor: PAST, firedAt: PAST });
+  const run = await d.w.run([started(), timerSet(2, "t", PAST), fired, timerSet(4, "z", zAt)]);
+  await d.w.commit({ "r-fired": run.tree });
+  await d.w.lose(run.blobs[2] as string);
+}
+
 const cronSet = (seq: number, timerId: string, cron: string): string => event(seq, "TimerSet", { timerId, fireAt: SOON, cron, owner: "sync" });
 const ended = (seq: number): string => event(seq, "RunCompleted", {});
 const clock = (): Date => new Date(NOW);
@@ -307,10 +318,7 @@ describe("readers outside the scheduler on a deployment with damaged runs", () =
 
   it("a one-shot timer whose TimerFired is lost is not set again by a replayed timer set (it would fire twice)", async () => {
     const d = await deployment();
-    const fired = event(3, "TimerFired", { timerId: "t", scheduledFor: PAST, firedAt: PAST });
-    const run = await d.w.run([started(), timerSet(2, "t", PAST), fired, timerSet(4, "z", SOON)]);
-    await d.w.commit({ "r-fired": run.tree });
-    await d.w.lose(run.blobs[2] as string);
+    await runWithLostFire(d);
     const tip = await d.w.tip();
     // The same request as seq 2: on the whole log a no-op (it fired at that instant); on the rest, a new TimerSet.
     const set = await runCli(["timer", "set", "-d", d.dataDir, "-r", "d", "--run", "r-fired", "-t", "t", "--fire-at", PAST], { clock });
@@ -364,10 +372,7 @@ describe("readers outside the scheduler on a deployment with damaged runs", () =
 
   it("timer cancel and runs complete refuse a run whose log lost an event (the lost one is the timer's fire): exit 1 naming the run and what is lost, nothing written", async () => {
     const d = await deployment();
-    const fired = event(3, "TimerFired", { timerId: "t", scheduledFor: PAST, firedAt: PAST });
-    const run = await d.w.run([started(), timerSet(2, "t", PAST), fired, timerSet(4, "z", SOON)]);
-    await d.w.commit({ "r-fired": run.tree });
-    await d.w.lose(run.blobs[2] as string);
+    await runWithLostFire(d);
     const tip = await d.w.tip();
     const named = "object_missing: run r-fired of deployment d cannot be read whole: event 3 (runs/r-fired/events/3.json";
     // On the rest of the log t is armed: a cancel would answer `cancelled` where the truth is `already_fired`.
@@ -388,10 +393,7 @@ describe("readers outside the scheduler on a deployment with damaged runs", () =
 
   it("HTTP DELETE of a timer of a run whose log lost an event is 409 naming the run; nothing written, nor fired by the host", async () => {
     const d = await deployment();
-    const fired = event(3, "TimerFired", { timerId: "t", scheduledFor: PAST, firedAt: PAST });
-    const run = await d.w.run([started(), timerSet(2, "t", PAST), fired, timerSet(4, "z", "2099-01-01T00:00:00.000Z")]);
-    await d.w.commit({ "r-fired": run.tree });
-    await d.w.lose(run.blobs[2] as string);
+    await runWithLostFire(d, "2099-01-01T00:00:00.000Z");
     const events = async (): Promise<string> => (await gitAt(d.w.gitdir, ["ls-tree", "--name-only", "main", "runs/r-fired/events/"])).trim();
     const before = await events();
     await d.store.close();
