@@ -182,7 +182,12 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     if (answer.unexpected) logger.error(`${request.method} ${request.routeOptions.url ?? request.url} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
     return reply.code(answer.status).headers(answer.headers).send(answer.body);
   });
-  const routeNotFound = (request: FastifyRequest): HttpError => new HttpError("route_not_found", `no route ${request.method} ${request.url.split("?")[0] ?? ""}; the API is under /v1`);
+  // A path under /v1 is told where the routes are listed; one outside it, that the API is under /v1.
+  const routeNotFound = (request: FastifyRequest): HttpError => {
+    const path = request.url.split("?")[0] ?? "";
+    const hint = path === "/v1" || path.startsWith("/v1/") ? "the routes are listed in the README's HTTP table (\"HTTP: API, wake-ups, metrics, dashboard\")" : "the API is under /v1";
+    return new HttpError("route_not_found", `no route ${request.method} ${path}; ${hint}`);
+  };
   app.setNotFoundHandler((request, reply) => {
     const answer = errorReply(routeNotFound(request));
     return reply.code(answer.status).send(answer.body);
