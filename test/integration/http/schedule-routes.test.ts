@@ -86,7 +86,7 @@ describe("schedule routes", () => {
     expect(triggered.body["firedAt"]).toEqual(expect.any(String));
     const before = await tip(h);
     const again = await jsonOf(await h.request(`${SERIES}/trigger`, post({ requestId: "deploy-412" })));
-    expect([again.status, again.body["outcome"], again.body["firedAt"], again.body["commitSha"]]).toEqual([200, "duplicate", null, null]);
+    expect([again.status, again.body["outcome"], again.body["firedAt"], again.body["commitSha"]]).toEqual([200, "duplicate", triggered.body["firedAt"], null]);
     expect(await tip(h)).toBe(before);
     const manual = (await events(h)).filter((e) => e.type === "TimerFired" && e.data["manual"] === true);
     expect(manual.map((e) => e.data["requestId"])).toEqual(["deploy-412"]);
