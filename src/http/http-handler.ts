@@ -604,7 +604,10 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     const to = parseInstant(body["to"], "to");
     const maxTicks = body["maxTicks"];
     if (maxTicks !== undefined && (typeof maxTicks !== "number" || !Number.isSafeInteger(maxTicks) || maxTicks < 1 || maxTicks > MAX_BACKFILL_TICKS)) {
-      throw new HttpError("body_invalid", `maxTicks ${describeValue(maxTicks)} is not valid; allowed: a whole number in 1..${MAX_BACKFILL_TICKS}`);
+      // JSON reading rounds a number past 2^53 − 1 (9007199254740993 reads as …992): echoing it
+      // would name a value that was never sent.
+      const shown = typeof maxTicks === "number" && Math.abs(maxTicks) > Number.MAX_SAFE_INTEGER ? "" : ` ${describeValue(maxTicks)}`;
+      throw new HttpError("body_invalid", `maxTicks${shown} is not a whole number in 1..${MAX_BACKFILL_TICKS}`);
     }
     const r = await onSeries(request, s, "write", () => host.schedules.backfill(s.repoId, s.runId, s.timerId, { from, to, ...(maxTicks === undefined ? {} : { maxTicks }) }));
     return { ...s, ...r };
