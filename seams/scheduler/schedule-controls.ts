@@ -96,7 +96,9 @@ export interface ScheduleControls {
   resume(repoId: string, runId: string, timerId: string, opts?: { catchUp?: boolean }): Promise<{ outcome: "resumed" | "not_paused"; skipped: number; commitSha: string | null }>;
   /**
    * Fires a series now (`TimerFired` with `manual: true`, `requestId`); a `requestId` already
-   * fired for this series appends nothing (`duplicate`). The armed slot does not move.
+   * fired for this series appends nothing (`duplicate`, `commitSha` null) and answers that
+   * fire's `firedAt` (null only for a fire recorded with no time, which this host never writes).
+   * The armed slot does not move.
    * @throws as {@link pause}; `id_invalid` for a bad requestId
    */
   trigger(repoId: string, runId: string, timerId: string, requestId: string): Promise<{ outcome: "triggered" | "duplicate"; firedAt: string | null; commitSha: string | null }>;
@@ -260,7 +262,7 @@ export function createScheduleControls(opts: ScheduleControlsOptions): ScheduleC
       await requireLogOf(repoId, runId);
       const written = await append(repoId, runId, `Trigger schedule ${timerId} of ${runId} (request ${requestId})`, (log, at) => {
         const plan = planTrigger(log.state, log.events, timerId, requestId, Date.parse(at));
-        return { events: plan.events, result: { outcome: plan.outcome, firedAt: plan.outcome === "triggered" ? at : null } };
+        return { events: plan.events, result: { outcome: plan.outcome, firedAt: plan.outcome === "triggered" ? at : plan.firedAt } };
       });
       const r = written.result ?? { outcome: "duplicate" as const, firedAt: null };
       return { ...r, commitSha: written.committed ? written.commitSha : null };

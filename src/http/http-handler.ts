@@ -182,7 +182,12 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     if (answer.unexpected) logger.error(`${request.method} ${request.routeOptions.url ?? request.url} failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
     return reply.code(answer.status).headers(answer.headers).send(answer.body);
   });
-  const routeNotFound = (request: FastifyRequest): HttpError => new HttpError("route_not_found", `no route ${request.method} ${request.url.split("?")[0] ?? ""}; the API is under /v1`);
+  // A path under /v1 is told where the routes are listed; one outside it, that the API is under /v1.
+  const routeNotFound = (request: FastifyRequest): HttpError => {
+    const path = request.url.split("?")[0] ?? "";
+    const hint = path === "/v1" || path.startsWith("/v1/") ? "the routes are listed in the README's HTTP table (\"HTTP: API, wake-ups, metrics, dashboard\")" : "the API is under /v1";
+    return new HttpError("route_not_found", `no route ${request.method} ${path}; ${hint}`);
+  };
   app.setNotFoundHandler((request, reply) => {
     const answer = errorReply(routeNotFound(request));
     return reply.code(answer.status).send(answer.body);
@@ -599,7 +604,10 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     const to = parseInstant(body["to"], "to");
     const maxTicks = body["maxTicks"];
     if (maxTicks !== undefined && (typeof maxTicks !== "number" || !Number.isSafeInteger(maxTicks) || maxTicks < 1 || maxTicks > MAX_BACKFILL_TICKS)) {
-      throw new HttpError("body_invalid", `maxTicks ${describeValue(maxTicks)} is not valid; allowed: a whole number in 1..${MAX_BACKFILL_TICKS}`);
+      // JSON reading rounds a number past 2^53 − 1 (9007199254740993 reads as …992): echoing it
+      // would name a value that was never sent.
+      const shown = typeof maxTicks === "number" && Math.abs(maxTicks) > Number.MAX_SAFE_INTEGER ? "" : ` ${describeValue(maxTicks)}`;
+      throw new HttpError("body_invalid", `maxTicks${shown} is not a whole number in 1..${MAX_BACKFILL_TICKS}`);
     }
     const r = await onSeries(request, s, "write", () => host.schedules.backfill(s.repoId, s.runId, s.timerId, { from, to, ...(maxTicks === undefined ? {} : { maxTicks }) }));
     return { ...s, ...r };

@@ -61,7 +61,10 @@ export interface PackWriter {
    * durable), `discard` removes the temp files.
    */
   stage(encoded: EncodedPack, flushFolder: boolean): StagedPack;
-  /** Starts the one sweep of stale temp files (see sweepTemps), once per writer. */
+  /**
+   * Starts the sweep of stale temp files (see sweepTemps): the first call, and a call once a
+   * file the last sweep kept for being too young has turned stale; else does nothing.
+   */
   sweep(): void;
   /** Resolves when the sweep (if started) is done. */
   swept(): Promise<void>;
@@ -77,14 +80,21 @@ export function createPackWriter(opts: PackWriterOptions): PackWriter {
   const packDir = `${gitdir}/objects/pack`;
   const tempPrefix = randomBytes(4).toString("hex");
   let tempCounter = 0;
-  /** The one sweep of stale temp files (see sweepTemps). */
+  /** The last sweep of stale temp files, running or done (see sweepTemps). */
   let sweeping: Promise<void> | null = null;
+  /**
+   * When the first file the last sweep kept only for being too young (another writer's) turns
+   * stale; null when it kept none. A host restarted within minutes of a kill finds the killed
+   * one's spare pair young at its first sweep: swept again then, not at its own next restart.
+   */
+  let sweepAgainAt: number | null = null;
   let packDirMade = false;
   const now = (): number => clock().getTime();
 
   /**
-   * Removes what killed writers left, once per store (at the first read of the repository), in
-   * the background, best effort:
+   * Removes what killed writers left, at the first read of the repository and again (at a read
+   * or commit) once a file it kept for being too young has turned stale, in the background,
+   * best effort:
    * - temp files in `objects/` (git's `tmp_` prefix: `tmp_pack_`, `tmp_idx_`, `tmp_obj_`) older
    *   than {@link STALE_TEMP_MS}, or empty and older than {@link STALE_SPARE_MS} (a spare pair).
    *   Nothing refers to them (a pack counts once renamed into `objects/pack/`), and a live
@@ -96,28 +106,41 @@ export function createPackWriter(opts: PackWriterOptions): PackWriter {
    * `.idx` is not removed: it may be the only copy of its objects (an index lost), and the
    * reader indexes it once it is old enough (pack-reader.ts, ORPHAN_PACK_MS); one a killed
    * merge or commit placed is whole, and indexed it only duplicates objects until a merge.
+   * This writer's own temp files are this writer's to remove (close, discard, an old spare
+   * replaced): one kept never makes a sweep again.
    */
   async function sweepTemps(): Promise<void> {
+    let againAt = Number.POSITIVE_INFINITY;
+    const keep = (staleAt: number): void => {
+      againAt = Math.min(againAt, Math.floor(staleAt) + 1);
+    };
     try {
       const dir = `${gitdir}/objects`;
       for (const name of await fs.readdirOrEmpty(dir)) {
         if (!name.startsWith("tmp_")) continue;
         const stat = await fs.statOrNull(`${dir}/${name}`);
         if (stat === null || !stat.isFile()) continue;
+        const empty = Number(stat.size) === 0;
         const ageMs = now() - stat.mtimeMs;
-        if (ageMs > STALE_TEMP_MS || (Number(stat.size) === 0 && ageMs > STALE_SPARE_MS)) await fs.unlinkQuiet(`${dir}/${name}`);
+        if (ageMs > STALE_TEMP_MS || (empty && ageMs > STALE_SPARE_MS)) await fs.unlinkQuiet(`${dir}/${name}`);
+        else if (!name.startsWith(`tmp_pack_${tempPrefix}`) && !name.startsWith(`tmp_idx_${tempPrefix}`)) keep(stat.mtimeMs + (empty ? STALE_SPARE_MS : STALE_TEMP_MS));
       }
       const names = new Set(await fs.readdirOrEmpty(packDir));
       for (const name of names) {
         if (!/^pack-[0-9a-f]{40,64}\.rev$/.test(name) || names.has(name.replace(/\.rev$/, ".idx"))) continue;
         const stat = await fs.statOrNull(`${packDir}/${name}`);
-        if (stat === null || !stat.isFile() || now() - stat.mtimeMs <= STALE_TEMP_MS) continue;
+        if (stat === null || !stat.isFile()) continue;
+        if (now() - stat.mtimeMs <= STALE_TEMP_MS) {
+          keep(stat.mtimeMs + STALE_TEMP_MS);
+          continue;
+        }
         // Looked at once more just before: an index that arrived meanwhile makes it a pack.
         if ((await fs.statOrNull(`${packDir}/${name.replace(/\.rev$/, ".idx")}`)) === null) await fs.unlinkQuiet(`${packDir}/${name}`);
       }
     } catch {
       // A file left is only wasted space.
     }
+    sweepAgainAt = Number.isFinite(againAt) ? againAt : null;
   }
 
   const tempName = (kind: "pack" | "idx"): string => `${gitdir}/objects/tmp_${kind}_${tempPrefix}${(tempCounter++).toString(36)}`;
@@ -244,7 +267,10 @@ export function createPackWriter(opts: PackWriterOptions): PackWriter {
   return {
     stage: stageEncoded,
     sweep() {
-      sweeping ??= sweepTemps();
+      // sweepAgainAt is set only once the last sweep is done: never two at once.
+      if (sweeping !== null && (sweepAgainAt === null || now() < sweepAgainAt || closed)) return;
+      sweepAgainAt = null;
+      sweeping = sweepTemps();
     },
     async swept() {
       await sweeping;

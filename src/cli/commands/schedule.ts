@@ -275,7 +275,8 @@ export const scheduleTriggerCommand: CliCommand = {
   help: `Usage: workflow-host schedule trigger --data-dir DIR --repo R --run X --timer T --request-id ID [--json]
 
 Appends a TimerFired with manual: true and the request id, scheduledFor = firedAt = now. The
-same request id again for this series writes nothing (a retried request runs once). The next
+same request id again for this series writes nothing (a retried request runs once) and answers
+the first fire's firedAt, with commitSha null. The next
 regular slot does not move.
 
 Options:
@@ -292,7 +293,7 @@ Example:
     const requestId = checkFlags(name, () => parseSignalId(requiredFlag(name, values, "request-id"), "requestId"));
     const r = await withControls(name, values, io, (c) => c.trigger(t.repoId, t.runId, t.timerId, requestId));
     if (values["json"] === true) printJson(io, { ...t, requestId, ...r });
-    else printLine(io, r.outcome === "triggered" ? `TimerFired (manual, request ${requestId}) for ${t.timerId} of ${t.runId} at ${r.firedAt ?? "-"} (commit ${shortSha(r.commitSha)})` : `request ${requestId} already fired ${t.timerId} of ${t.runId}; nothing written`);
+    else printLine(io, r.outcome === "triggered" ? `TimerFired (manual, request ${requestId}) for ${t.timerId} of ${t.runId} at ${r.firedAt ?? "-"} (commit ${shortSha(r.commitSha)})` : `request ${requestId} already fired ${t.timerId} of ${t.runId} at ${r.firedAt ?? "-"}; nothing written`);
     return 0;
   },
 };

@@ -64,16 +64,21 @@ export function planResume(state: RunState, timerId: string, nowMs: number, catc
   return { outcome: "resumed", events, skipped: count };
 }
 
-/** Trigger now: a manual fire, once per `requestId` (see the module comment). */
-export function planTrigger(state: RunState, events: Iterable<RunEvent>, timerId: string, requestId: string, nowMs: number): ControlOutcome<"triggered" | "duplicate"> {
+/**
+ * Trigger now: a manual fire, once per `requestId` (see the module comment).
+ * @returns `firedAt`: now for a new fire; for a `duplicate`, the `firedAt` of the fire that
+ *   `requestId` made (else its event's `at`, else its `scheduledFor`; null only for an event
+ *   that holds none of them, which this host never writes), so a retry answers as the first call did
+ */
+export function planTrigger(state: RunState, events: Iterable<RunEvent>, timerId: string, requestId: string, nowMs: number): ControlOutcome<"triggered" | "duplicate"> & { readonly firedAt: string | null } {
   armedSeries(state, timerId);
   for (const event of events) {
     if (isTimerFired(event) && event.data.timerId === timerId && event.data.manual === true && event.data.requestId === requestId) {
-      return { outcome: "duplicate", events: [] };
+      return { outcome: "duplicate", events: [], firedAt: event.data.firedAt ?? event.at ?? event.data.scheduledFor ?? null };
     }
   }
   const now = isoFromMs(nowMs);
-  return { outcome: "triggered", events: [newTimerFired({ timerId, scheduledFor: now, firedAt: now, manual: true, requestId })] };
+  return { outcome: "triggered", events: [newTimerFired({ timerId, scheduledFor: now, firedAt: now, manual: true, requestId })], firedAt: now };
 }
 
 /**

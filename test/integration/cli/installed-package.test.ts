@@ -41,6 +41,24 @@ describe("workflow-host installed in a project", () => {
     expect(demo.stdout).not.toContain("npm run cli");
   }, 180_000);
 
+  it("exports workflow-host/package.json, which tools read (require, import with type json)", async () => {
+    const project = await tempDir();
+    const pkgDir = join(project, "node_modules", "workflow-host");
+    await mkdir(pkgDir, { recursive: true });
+    await cp(join(REPO_ROOT, "package.json"), join(pkgDir, "package.json"));
+    await writeFile(
+      join(project, "read-version.mjs"),
+      `import { createRequire } from "node:module";
+const required = createRequire(import.meta.url)("workflow-host/package.json");
+const imported = (await import("workflow-host/package.json", { with: { type: "json" } })).default;
+console.log(JSON.stringify({ required: required.version, imported: imported.name + "@" + imported.version }));
+`,
+    );
+    const read = await run(process.execPath, ["read-version.mjs"], project);
+    expect({ code: read.code, stderr: read.stderr }).toEqual({ code: 0, stderr: "" });
+    expect(JSON.parse(read.stdout)).toEqual({ required: "0.1.0", imported: "workflow-host@0.1.0" });
+  }, 60_000);
+
   it("a copy without dist/ (a clone's folder installed unbuilt) says to build it, with no stack trace", async () => {
     const project = await tempDir();
     const pkgDir = join(project, "node_modules", "workflow-host");

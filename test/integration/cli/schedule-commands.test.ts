@@ -42,8 +42,13 @@ describe("workflow-host schedule", () => {
     expect(list).toEqual({ repoId: "reports", series: [expect.objectContaining({ timerId: "hourly", nextAt: "2026-05-01T11:00:00.000Z", owner: "sync", paused: false })], unreadableRuns: [] });
 
     expect((await json<{ outcome: string }>(["schedule", "pause", ...s, "--reason", "maintenance"])).outcome).toBe("paused");
-    expect((await json<{ outcome: string }>(["schedule", "trigger", ...s, "--request-id", "req-1"])).outcome).toBe("triggered");
-    expect((await json<{ outcome: string; commitSha: string | null }>(["schedule", "trigger", ...s, "--request-id", "req-1"]))).toMatchObject({ outcome: "duplicate", commitSha: null });
+    const triggered = await json<{ outcome: string; firedAt: string }>(["schedule", "trigger", ...s, "--request-id", "req-1"]);
+    expect(triggered).toMatchObject({ outcome: "triggered", firedAt: expect.any(String) as unknown });
+    const clockAtTrigger = now;
+    now = new Date(Date.parse(now) + 60_000).toISOString();
+    // A retry answers the first fire's firedAt, not null and not now.
+    expect((await json<{ outcome: string; firedAt: string | null; commitSha: string | null }>(["schedule", "trigger", ...s, "--request-id", "req-1"]))).toMatchObject({ outcome: "duplicate", firedAt: triggered.firedAt, commitSha: null });
+    now = clockAtTrigger;
     const back = await json<{ fired: string[] }>(["schedule", "backfill", ...s, "--from", "2026-05-01T07:00:00Z", "--to", "2026-05-01T09:00:00Z"]);
     expect(back.fired).toHaveLength(3);
 

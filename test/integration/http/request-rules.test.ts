@@ -126,6 +126,20 @@ describe("methods", () => {
     }
   });
 
+  it("says what is true in a 404's message: a path under /v1 is pointed at the route table, one outside it at /v1", async () => {
+    const h = await start();
+    const messageOf = async (path: string): Promise<string> => (JSON.parse((await send(h, "GET", path)).text) as { message: string }).message;
+    for (const path of ["/v1/nothing-here", "/v1", "/v1/deployments/payments/runs/r1/timers"]) {
+      const message = await messageOf(`${path}?x=1`);
+      expect({ path, message }).toEqual({ path, message: expect.stringContaining(`no route GET ${path}; `) as unknown });
+      expect({ path, message }).toEqual({ path, message: expect.not.stringContaining("under /v1") as unknown });
+      expect({ path, message }).toEqual({ path, message: expect.stringContaining("README") as unknown });
+    }
+    for (const path of ["/v2/deployments", "/deployments", "/v1x/deployments"]) {
+      expect({ path, message: await messageOf(path) }).toEqual({ path, message: expect.stringMatching(new RegExp(`no route GET ${path}; the API is under /v1$`)) as unknown });
+    }
+  });
+
   it("answers CONNECT with 400 {code, message} instead of dropping the connection, and goes on serving", async () => {
     const h = await start();
     const { hostname, port } = new URL(h.baseUrl);

@@ -86,7 +86,7 @@ describe("schedule routes", () => {
     expect(triggered.body["firedAt"]).toEqual(expect.any(String));
     const before = await tip(h);
     const again = await jsonOf(await h.request(`${SERIES}/trigger`, post({ requestId: "deploy-412" })));
-    expect([again.status, again.body["outcome"], again.body["firedAt"], again.body["commitSha"]]).toEqual([200, "duplicate", null, null]);
+    expect([again.status, again.body["outcome"], again.body["firedAt"], again.body["commitSha"]]).toEqual([200, "duplicate", triggered.body["firedAt"], null]);
     expect(await tip(h)).toBe(before);
     const manual = (await events(h)).filter((e) => e.type === "TimerFired" && e.data["manual"] === true);
     expect(manual.map((e) => e.data["requestId"])).toEqual(["deploy-412"]);
@@ -203,6 +203,17 @@ describe("schedule routes", () => {
     // The messages say what is missing and what a query takes.
     expect((await jsonOf(await h.request(`${SERIES}/trigger`, post()))).body["message"]).toContain("requestId");
     expect((await jsonOf(await h.request(`${SERIES}?count=3`))).body["message"]).toBe('body_invalid: unknown query field "count"; allowed: next, last');
+    // A maxTicks past 2^53 − 1 is refused without echoing the rounded number JSON reading made of it.
+    const backfill = (maxTicks: string): RequestInit => ({ method: "POST", body: `{"from":"2024-01-01T00:00:00Z","to":"2025-06-01T00:00:00Z","maxTicks":${maxTicks}}`, headers: { "content-type": "application/json" } });
+    for (const [maxTicks, message] of [
+      ["9007199254740993", "body_invalid: maxTicks is not a whole number in 1..1000"],
+      ["1e400", "body_invalid: maxTicks is not a whole number in 1..1000"],
+      ["1001", "body_invalid: maxTicks 1001 is not a whole number in 1..1000"],
+      ["2.5", "body_invalid: maxTicks 2.5 is not a whole number in 1..1000"],
+    ] as const) {
+      const answer = await jsonOf(await h.request(`${SERIES}/backfill`, backfill(maxTicks)));
+      expect({ maxTicks, status: answer.status, message: answer.body["message"] }).toEqual({ maxTicks, status: 400, message });
+    }
     expect(await tip(h)).toBe(before);
     expect(await events(h)).toEqual(logBefore);
   });

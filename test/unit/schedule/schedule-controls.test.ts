@@ -115,10 +115,12 @@ describe("trigger now", () => {
     const first = await c.trigger(REPO, "r1", "s", "req-1");
     expect(first).toMatchObject({ outcome: "triggered", firedAt: "2026-05-01T10:30:00.000Z" });
     await h.restart();
-    expect(await c.trigger(REPO, "r1", "s", "req-1")).toEqual({ outcome: "duplicate", firedAt: null, commitSha: null });
+    await advance(h, 5 * MIN); // 10:35
+    // A retry answers the first fire's firedAt (not null, not now), and writes nothing.
+    expect(await c.trigger(REPO, "r1", "s", "req-1")).toEqual({ outcome: "duplicate", firedAt: "2026-05-01T10:30:00.000Z", commitSha: null });
     expect(h.scheduler.queuedTimers().map((t) => t.fireAt)).toEqual(["2026-05-01T11:00:00.000Z"]);
     await h.restart();
-    await advance(h, 31 * MIN); // 11:01
+    await advance(h, 26 * MIN); // 11:01
     const log = await h.log("r1");
     const manual = ofType(log, "TimerFired").filter((e) => dataOf(e)["manual"] === true).map(dataOf);
     expect(manual).toEqual([{ timerId: "s", scheduledFor: "2026-05-01T10:30:00.000Z", firedAt: "2026-05-01T10:30:00.000Z", manual: true, requestId: "req-1" }]);

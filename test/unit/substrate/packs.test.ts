@@ -1,5 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { STALE_TEMP_MS } from "../../../src/substrate/pack-store.js";
+import { createBlockingFsAdapter, createFsAdapter } from "../../../src/substrate/fs-adapter.js";
+import { hashObject } from "../../../src/substrate/git-object.js";
+import { ScopedLruCache } from "../../../src/substrate/lru-cache.js";
+import { createPackStore, STALE_SPARE_MS, STALE_TEMP_MS } from "../../../src/substrate/pack-store.js";
 import type { RepoStore } from "../../../src/substrate/types.js";
 import { createMemStore, DATA_DIR, GITDIR, looseObjects, REPO } from "../../helpers/memfs-repo-store.js";
 import { createMemFs, type MemFs } from "../../helpers/memfs.js";
@@ -160,6 +163,33 @@ describe("pack files", () => {
     await next.writeTree(null, REPO, "main", { files: { "runs/r00001/events/2.json": '{"seq":2}' }, message: "after a crash" });
     await next.close();
     expect(tempFiles(fs)).toEqual(["tmp_pack_live3"]);
+  });
+
+  it("sweeps again once a killed writer's spare pair, young at the first sweep (a host restarted at once), has turned stale", async () => {
+    const mem = createMemFs();
+    const gitdir = GITDIR;
+    const dir = `${gitdir}/objects`;
+    mem.mkdirSync(`${dir}/pack`, { recursive: true });
+    const startMs = Date.now();
+    let nowMs = startMs;
+    const store = createPackStore({ fs: createFsAdapter(mem), quickFs: createBlockingFsAdapter(mem), gitdir, repoKey: gitdir, packBytes: new ScopedLruCache(1 << 20), durable: false, clock: () => new Date(nowMs) });
+    // The spare pair of a host killed 10 s ago: empty, too young for the first sweep.
+    const dead = ["tmp_pack_dead0", "tmp_idx_dead1"];
+    for (const name of dead) {
+      mem.writeFileSync(`${dir}/${name}`, "");
+      mem.utimesSync(`${dir}/${name}`, (startMs - 10_000) / 1000, (startMs - 10_000) / 1000);
+    }
+    await store.write([hashObject("blob", Buffer.from("first"))]);
+    await store.idle();
+    expect(tempFiles(mem).filter((name) => dead.includes(name)).sort()).toEqual([...dead].sort());
+    // Five minutes on: the dead pair is stale (empty, older than STALE_SPARE_MS); this writer's
+    // own files, made after startMs, are not.
+    nowMs = startMs + STALE_SPARE_MS;
+    await store.write([hashObject("blob", Buffer.from("second"))]);
+    await store.idle();
+    expect(tempFiles(mem).filter((name) => dead.includes(name))).toEqual([]);
+    await store.close();
+    expect(tempFiles(mem)).toEqual([]);
   });
 
   it("removes a reverse index left without its pack (a reader's write racing a merge, a user's rm) once old, and a killed reader's temp file", async () => {
