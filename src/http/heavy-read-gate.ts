@@ -17,9 +17,12 @@ export const DEFAULT_HEAVY_READ_QUEUE = 64;
 export interface HeavyReadGate {
   /**
    * Runs `work` once fewer than `concurrency` others run; resolves or rejects as it does.
-   * @throws HttpError `busy` (503, `Retry-After: 1`) when `queue` others wait already
+   * @param gone aborted when the client that asked went away (its connection closed): a read
+   *   still waiting then leaves the queue and its work never runs (one already running goes on)
+   * @throws HttpError `busy` (503, `Retry-After: 1`) when `queue` others wait already, or when
+   *   `gone` was aborted before the read's turn came
    */
-  run<T>(work: () => Promise<T>): Promise<T>;
+  run<T>(work: () => Promise<T>, gone?: AbortSignal): Promise<T>;
   /** Heavy reads running and waiting now. */
   load(): { readonly running: number; readonly waiting: number };
 }
@@ -39,14 +42,30 @@ export function createHeavyReadGate(concurrency: number = DEFAULT_HEAVY_READ_CON
     if (next === undefined) running -= 1;
     else next();
   };
+  const left = (): HttpError => new HttpError("busy", "the client closed the connection before the read's turn came; nothing was read", { "retry-after": "1" });
   return {
-    async run<T>(work: () => Promise<T>): Promise<T> {
+    async run<T>(work: () => Promise<T>, gone?: AbortSignal): Promise<T> {
+      if (gone?.aborted === true) throw left();
       if (running < concurrency) running += 1;
       else if (waiting.length >= queue) {
         throw new HttpError("busy", `${running} heavy reads run and ${waiting.length} wait (at most ${concurrency} at once, ${queue} waiting); send it again in a second`, { "retry-after": "1" });
       } else {
-        // The slot of the read that ends is handed over as it stands (running unchanged).
-        await new Promise<void>((resolve) => waiting.push(resolve));
+        // The slot of the read that ends is handed over as it stands (running unchanged). A
+        // client gone meanwhile takes its place out of the queue: a reader that asks and hangs
+        // up, again and again, holds no turn from the others.
+        await new Promise<void>((resolve, reject) => {
+          const turn = (): void => {
+            gone?.removeEventListener("abort", leave);
+            resolve();
+          };
+          const leave = (): void => {
+            const at = waiting.indexOf(turn);
+            if (at >= 0) waiting.splice(at, 1);
+            reject(left());
+          };
+          waiting.push(turn);
+          gone?.addEventListener("abort", leave, { once: true });
+        });
       }
       try {
         return await work();

@@ -64,6 +64,8 @@ export interface HostMonitor {
   recordRequest(route: string, method: string, status: number): void;
   /** Sets how pending timers are counted per deployment when `/metrics` is read. */
   setPendingSource(source: () => Iterable<{ repoId: string }>): void;
+  /** Sets where the heavy reads running and waiting (heavy-read-gate.ts) are read when `/metrics` is read. */
+  setHeavyReadSource(source: () => { readonly running: number; readonly waiting: number }): void;
 }
 
 const LATENESS_BUCKETS_S = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 3600];
@@ -92,6 +94,18 @@ export function createHostMonitor(opts: HostMonitorOptions = {}): HostMonitor {
       const counts = new Map<string, number>();
       for (const t of pendingSource()) counts.set(t.repoId, (counts.get(t.repoId) ?? 0) + 1);
       for (const [deployment, n] of counts) this.set({ deployment }, n);
+    },
+  });
+  let heavyReadSource: () => { readonly running: number; readonly waiting: number } = () => ({ running: 0, waiting: 0 });
+  new Gauge({
+    name: `${p}http_heavy_reads`,
+    help: "Heavy HTTP reads (listings across runs, sync plans): state=running, and state=waiting for a turn (a full queue answers 503 busy).",
+    labelNames: ["state"],
+    registers,
+    collect() {
+      const load = heavyReadSource();
+      this.set({ state: "running" }, load.running);
+      this.set({ state: "waiting" }, load.waiting);
     },
   });
   const commitDuration = new Histogram({ name: `${p}commit_duration_seconds`, help: "Commit durations: source=fire from the fire's stamp to its report, source=api for writes made over HTTP.", labelNames: ["source"], buckets: COMMIT_BUCKETS_S, registers });
@@ -204,6 +218,9 @@ export function createHostMonitor(opts: HostMonitorOptions = {}): HostMonitor {
     },
     setPendingSource(source) {
       pendingSource = source;
+    },
+    setHeavyReadSource(source) {
+      heavyReadSource = source;
     },
   };
 }

@@ -102,6 +102,17 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
   const ref = opts.ref ?? DEFAULT_REF;
   const slicer = opts.timeSlicer ?? (() => createTimeSlicer());
   const heavyReads = createHeavyReadGate(opts.heavyReads?.concurrency, opts.heavyReads?.queue);
+  /**
+   * Aborted when the client closes the connection before its answer was sent: a heavy read still
+   * waiting for its turn then leaves the queue (heavy-read-gate.ts).
+   */
+  const clientGone = (reply: FastifyReply): AbortSignal => {
+    const gone = new AbortController();
+    reply.raw.once("close", () => {
+      if (!reply.raw.writableFinished) gone.abort();
+    });
+    return gone.signal;
+  };
   const storePrincipal = opts.principal ?? null;
   const bodyLimit = opts.bodyLimitBytes ?? 1_048_576;
   if (!Number.isSafeInteger(bodyLimit) || bodyLimit < 1) {
@@ -110,6 +121,7 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
   const timers = opts.timers ?? createSystemTimers({ unref: true });
   const monotonicNow = monotonicNowOf(timers);
   monitor.setPendingSource(() => (host.state === "running" ? host.scheduler.queuedTimers() : []));
+  monitor.setHeavyReadSource(() => heavyReads.load());
 
   const app = fastify({
     bodyLimit,
@@ -446,21 +458,21 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     return { now: now.toISOString(), timers: timers.sort((a, b) => Date.parse(a.fireAt) - Date.parse(b.fireAt)), failedRepos, unreadableRuns };
   };
 
-  route("GET", "/v1/timers", async (request) => {
+  route("GET", "/v1/timers", async (request, reply) => {
     ensureRunning();
     const principal = principalOf(request);
     const all = await host.store.listRepos(storePrincipal, WORKFLOW_RUN_KIND);
     const readable: string[] = [];
     for (const repoId of all) if (await allowed(principal, repoId, "read")) readable.push(repoId);
-    return heavyReads.run(() => timersOf(readable, true));
+    return heavyReads.run(() => timersOf(readable, true), clientGone(reply));
   });
 
-  route("GET", "/v1/deployments/:repoId/timers", async (request) => {
+  route("GET", "/v1/deployments/:repoId/timers", async (request, reply) => {
     const { repoId: rawRepo } = request.params as { repoId: string };
     const repoId = parseRepoId(rawRepo);
     await requireAllowed(request, repoId, "read");
     ensureRunning();
-    return heavyReads.run(() => timersOf([repoId], false));
+    return heavyReads.run(() => timersOf([repoId], false), clientGone(reply));
   });
 
   route("PUT", "/v1/deployments/:repoId/runs/:runId/timers/:timerId", async (request) => {
@@ -506,12 +518,12 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
   // the repo lock, decided from the run's log at the tip, and the running scheduler picks it up
   // through its tail; ids, body and query are checked before anything is read or written.
 
-  route("GET", "/v1/deployments/:repoId/schedules", async (request) => {
+  route("GET", "/v1/deployments/:repoId/schedules", async (request, reply) => {
     const { repoId: rawRepo } = request.params as { repoId: string };
     const repoId = parseRepoId(rawRepo);
     await requireAllowed(request, repoId, "read");
     ensureRunning();
-    const { series, unreadableRuns } = await heavyReads.run(() => host.schedules.listSeries(repoId));
+    const { series, unreadableRuns } = await heavyReads.run(() => host.schedules.listSeries(repoId), clientGone(reply));
     return {
       repoId,
       series,
@@ -523,7 +535,7 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
   // Reconciles the deployment's sync-owned series with a declared set (`schedule sync --file`):
   // the set is checked whole before anything is read; a dry run writes nothing and needs only
   // the right to read. Conflicts are left alone and listed (the rest is applied): 200 either way.
-  route("POST", "/v1/deployments/:repoId/schedules/sync", async (request) => {
+  route("POST", "/v1/deployments/:repoId/schedules/sync", async (request, reply) => {
     const { repoId: rawRepo } = request.params as { repoId: string };
     const repoId = parseRepoId(rawRepo);
     const body = objectBody(request.body, SYNC_FIELDS);
@@ -534,7 +546,7 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     await requireAllowed(request, repoId, dryRun ? "read" : "write");
     ensureRunning();
     const sync = () => host.schedules.syncSchedules(repoId, schedules, { dryRun });
-    const r = await heavyReads.run(() => (dryRun ? sync() : timedWrite(repoId, sync)));
+    const r = await heavyReads.run(() => (dryRun ? sync() : timedWrite(repoId, sync)), clientGone(reply));
     return {
       repoId,
       dryRun,

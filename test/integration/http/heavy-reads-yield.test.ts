@@ -157,4 +157,55 @@ describe("heavy reads at once", () => {
     expect((await running).status).toBe(200);
     expect((await h.request("/v1/deployments/payments/timers", { token: READER_TOKEN })).status).toBe(200);
   });
+  it("a heavy read whose client hangs up while it waits leaves the queue: its work never runs, and the gauge counts it out", async () => {
+    let entered!: () => void;
+    const inside = new Promise<void>((resolve) => (entered = resolve));
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let works = 0;
+    const h = await manyRuns({
+      heavyReads: { concurrency: 1, queue: 1 },
+      // Each listing's work makes one slicer; the first waits at its first pause until released.
+      timeSlicer: (): TimeSlicer => {
+        const mine = works === 0;
+        works += 1;
+        let paused = false;
+        return {
+          pause() {
+            if (!mine || paused) return Promise.resolve();
+            paused = true;
+            entered();
+            return held;
+          },
+        };
+      },
+    });
+    const gauge = async (): Promise<{ running: number; waiting: number }> => {
+      const text = await (await h.request("/metrics")).text();
+      const value = (state: string): number => Number(new RegExp(`^workflow_host_http_heavy_reads\\{state="${state}"\\} (\\d+)$`, "m").exec(text)?.[1] ?? Number.NaN);
+      return { running: value("running"), waiting: value("waiting") };
+    };
+    /** Reads the gauge until it shows `want` (a bounded number of turns, no time asserted). */
+    const gaugeBecomes = async (want: { running: number; waiting: number }): Promise<{ running: number; waiting: number }> => {
+      let seen = await gauge();
+      for (let i = 0; i < 200 && (seen.running !== want.running || seen.waiting !== want.waiting); i += 1) {
+        await new Promise((resolve) => setTimeout(resolve, 10));
+        seen = await gauge();
+      }
+      return seen;
+    };
+    const running = h.request("/v1/timers", { token: READER_TOKEN });
+    await inside;
+    const hangsUp = new AbortController();
+    const waiting = h.request("/v1/deployments/payments/timers", { token: READER_TOKEN, signal: hangsUp.signal });
+    expect(await gaugeBecomes({ running: 1, waiting: 1 })).toEqual({ running: 1, waiting: 1 });
+    hangsUp.abort();
+    await expect(waiting).rejects.toThrow();
+    expect(await gaugeBecomes({ running: 1, waiting: 0 })).toEqual({ running: 1, waiting: 0 });
+    release();
+    expect((await running).status).toBe(200);
+    expect((await h.request("/v1/deployments/payments/timers", { token: READER_TOKEN })).status).toBe(200);
+    // The first listing and the last: the one whose client hung up never ran.
+    expect(works).toBe(2);
+  });
 });

@@ -41,6 +41,37 @@ describe("createHeavyReadGate", () => {
     expect(gate.load()).toEqual({ running: 0, waiting: 0 });
   });
 
+  it("drops a waiting read whose client went away: its work never runs, its place in the queue is freed, and the turn goes to the next", async () => {
+    const gate = createHeavyReadGate(1, 2);
+    const started: string[] = [];
+    const first = deferred();
+    const a = gate.run(async () => {
+      started.push("a");
+      await first.promise;
+    });
+    const gone = new AbortController();
+    const b = gate.run(async () => {
+      started.push("b");
+    }, gone.signal);
+    const c = gate.run(async () => {
+      started.push("c");
+    });
+    expect(gate.load()).toEqual({ running: 1, waiting: 2 });
+    gone.abort();
+    await expect(b).rejects.toMatchObject({ name: "HttpError", code: "busy" });
+    expect(gate.load()).toEqual({ running: 1, waiting: 1 });
+    first.resolve();
+    await Promise.all([a, c]);
+    expect(started).toEqual(["a", "c"]);
+    expect(gate.load()).toEqual({ running: 0, waiting: 0 });
+    // A client gone before its read was asked for takes no turn at all.
+    const before = new AbortController();
+    before.abort();
+    await expect(gate.run(async () => started.push("d"), before.signal)).rejects.toMatchObject({ code: "busy" });
+    expect(started).toEqual(["a", "c"]);
+    expect(gate.load()).toEqual({ running: 0, waiting: 0 });
+  });
+
   it("refuses bounds that are not whole numbers in range (config_invalid)", () => {
     expect(() => createHeavyReadGate(0, 1)).toThrow(expect.objectContaining({ code: "config_invalid" }) as Error);
     expect(() => createHeavyReadGate(1, -1)).toThrow(expect.objectContaining({ code: "config_invalid" }) as Error);
