@@ -107,7 +107,8 @@ describe("/metrics", () => {
 
     // Bounded labels: never a run or timer id.
     const labelNames = new Set(samples.flatMap((s) => Object.keys(s.labels)));
-    expect([...labelNames].sort()).toEqual(["deployment", "le", "method", "outcome", "route", "source", "status"].filter((l) => labelNames.has(l)));
+    expect([...labelNames].sort()).toEqual(["deployment", "le", "method", "outcome", "route", "source", "state", "status"].filter((l) => labelNames.has(l)));
+    expect(samples.filter((s) => s.name === "workflow_host_http_heavy_reads").map((s) => s.labels["state"]).sort()).toEqual(["running", "waiting"]);
     for (const s of samples) for (const v of Object.values(s.labels)) expect(runs).not.toContain(v);
   });
 });
