@@ -95,6 +95,20 @@ export async function settle(clock: FakeClock, scheduler: { idle(): Promise<void
   }
 }
 
+/**
+ * As {@link settle}, moving the fake clock `stepMs` ahead at each turn: for a retry whose timer
+ * is set after real I/O that may end after the clock was moved past the instant it aims at (a
+ * repair's backoff), so the test waits for the retry however slowly the I/O went.
+ */
+export async function settleAdvancing(clock: FakeClock, scheduler: { idle(): Promise<void> }, done: () => boolean, what: string, stepMs = 100): Promise<void> {
+  for (let turn = 0; !done(); turn += 1) {
+    if (turn >= 5_000) throw new Error(`never happened: ${what}`);
+    await clock.advance(stepMs);
+    await scheduler.idle();
+    await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+}
+
 /** `runId/timerId` of every fire, sorted. */
 export const fired = (events: readonly SchedulerEvent[]): string[] => events.flatMap((e) => (e.type === "fired" ? [`${e.runId}/${e.timerId}`] : [])).sort();
 /** The runs any timer was armed for, sorted. */

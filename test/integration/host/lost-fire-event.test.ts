@@ -15,7 +15,7 @@ import { WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
 import { checkDeployments } from "../../../src/host/check-deployments.js";
 import { makeScheduler } from "../../helpers/fixture-scheduler.js";
 import { git, gitAt } from "../../helpers/git-cli.js";
-import { armedRuns, badOf, event, fired, GitWriter, NOW, PAST, settle, SOON, started, timerSet, usePlumbingDeployments } from "../../helpers/plumbing-deployment.js";
+import { armedRuns, badOf, event, fired, GitWriter, NOW, PAST, settle, settleAdvancing, SOON, started, timerSet, usePlumbingDeployments } from "../../helpers/plumbing-deployment.js";
 import { useTempDirs } from "../../helpers/temp-dir.js";
 import { runCli } from "../../unit/cli/cli-io.js";
 
@@ -74,7 +74,7 @@ describe("a run whose one-shot's TimerFired object is lost", () => {
       await d.w.blob(onceFired);
       // The repair tries again at its backoff (at most retryMaxMs).
       await d.clock.advance(31_000);
-      await settle(d.clock, scheduler, () => armedRuns(events).includes("r-lost"), "the restored run armed");
+      await settleAdvancing(d.clock, scheduler, () => armedRuns(events).includes("r-lost"), "the restored run armed");
       await d.clock.advance(5 * 60_000);
       await settle(d.clock, scheduler, () => fired(events).includes("r-lost/later"), "the restored run's timer fired");
       expect(fired(events)).toEqual(["r-lost/later", "r-ok/t"]);
