@@ -43,6 +43,36 @@ function countingPauses(): { pause: () => Promise<void>; count: () => number; tu
   };
 }
 
+/**
+ * Slicers for the handler (`timeSlicer`), one per listing's work, counted in `works()`: the first
+ * listing waits at its first pause until `release()`; `inside` resolves when it got there.
+ */
+function firstListingHeld(): { timeSlicer: () => TimeSlicer; inside: Promise<void>; release: () => void; works: () => number } {
+  let entered!: () => void;
+  const inside = new Promise<void>((resolve) => (entered = resolve));
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  let works = 0;
+  return {
+    timeSlicer: (): TimeSlicer => {
+      const mine = works === 0;
+      works += 1;
+      let paused = false;
+      return {
+        pause() {
+          if (!mine || paused) return Promise.resolve();
+          paused = true;
+          entered();
+          return held;
+        },
+      };
+    },
+    inside,
+    release,
+    works: () => works,
+  };
+}
+
 /** `payments` with RUNS runs, each with an hourly series. */
 async function manyRuns(handler: Parameters<typeof startHttpHarness>[2] = {}): Promise<HttpHarness> {
   harness = await startHttpHarness(join(await tempDir(), "data"), ["payments"], handler);
@@ -123,28 +153,9 @@ describe("one run's log", () => {
 
 describe("heavy reads at once", () => {
   it("one more heavy read than the server runs and queues is 503 busy with Retry-After; the one running ends 200", async () => {
-    let entered!: () => void;
-    const inside = new Promise<void>((resolve) => (entered = resolve));
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    let first = true;
-    const h = await manyRuns({
-      heavyReads: { concurrency: 1, queue: 0 },
-      // The first listing waits at its first pause until released.
-      timeSlicer: (): TimeSlicer => {
-        const mine = first;
-        first = false;
-        let paused = false;
-        return {
-          pause() {
-            if (!mine || paused) return Promise.resolve();
-            paused = true;
-            entered();
-            return held;
-          },
-        };
-      },
-    });
+    const { timeSlicer, inside, release } = firstListingHeld();
+    // The first listing waits at its first pause until released.
+    const h = await manyRuns({ heavyReads: { concurrency: 1, queue: 0 }, timeSlicer });
     const running = h.request("/v1/timers", { token: READER_TOKEN });
     await inside;
     const refused = await h.request("/v1/deployments/payments/timers", { token: READER_TOKEN });
@@ -158,28 +169,8 @@ describe("heavy reads at once", () => {
     expect((await h.request("/v1/deployments/payments/timers", { token: READER_TOKEN })).status).toBe(200);
   });
   it("a heavy read whose client hangs up while it waits leaves the queue: its work never runs, and the gauge counts it out", async () => {
-    let entered!: () => void;
-    const inside = new Promise<void>((resolve) => (entered = resolve));
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    let works = 0;
-    const h = await manyRuns({
-      heavyReads: { concurrency: 1, queue: 1 },
-      // Each listing's work makes one slicer; the first waits at its first pause until released.
-      timeSlicer: (): TimeSlicer => {
-        const mine = works === 0;
-        works += 1;
-        let paused = false;
-        return {
-          pause() {
-            if (!mine || paused) return Promise.resolve();
-            paused = true;
-            entered();
-            return held;
-          },
-        };
-      },
-    });
+    const { timeSlicer, inside, release, works } = firstListingHeld();
+    const h = await manyRuns({ heavyReads: { concurrency: 1, queue: 1 }, timeSlicer });
     const gauge = async (): Promise<{ running: number; waiting: number }> => {
       const text = await (await h.request("/metrics")).text();
       const value = (state: string): number => Number(new RegExp(`^workflow_host_http_heavy_reads\\{state="${state}"\\} (\\d+)$`, "m").exec(text)?.[1] ?? Number.NaN);
@@ -206,6 +197,6 @@ describe("heavy reads at once", () => {
     expect((await running).status).toBe(200);
     expect((await h.request("/v1/deployments/payments/timers", { token: READER_TOKEN })).status).toBe(200);
     // The first listing and the last: the one whose client hung up never ran.
-    expect(works).toBe(2);
+    expect(works()).toBe(2);
   });
 });
