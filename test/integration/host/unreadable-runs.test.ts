@@ -67,6 +67,19 @@ const clock = (): Date => new Date(NOW);
  * lost; a sync-owned series in it), `r-torn` (its `events/` folder truncated), `r-gap` (a cron
  * series; its seq-3 blob lost), `r-done` (ended) and `r-done-gap` (ended; its seq-2 blob lost).
  */
+/**
+ * {@link damaged}, served over HTTP by a real host; `folders()` reads the damaged runs' folder
+ * oids (compared, not the tip: the host, on the real clock, may fire r-ok's timer), `before` as
+ * they were when the host started.
+ */
+async function damagedServed(): Promise<{ d: Awaited<ReturnType<typeof damaged>>; h: Awaited<ReturnType<typeof startHttpHarness>>; folders: () => Promise<string>; before: string }> {
+  const d = await damaged();
+  const folders = async (): Promise<string> => (await gitAt(d.w.gitdir, ["rev-parse", "main:runs/r-lost", "main:runs/r-torn"])).trim();
+  const before = await folders();
+  await d.store.close();
+  return { d, h: await startHttpHarness(d.dataDir, []), folders, before };
+}
+
 async function damaged(): Promise<PlumbingDeployment<DamagingWriter> & { oids: Record<string, string> }> {
   const d = await deployment();
   const ok = await d.w.run([started(), timerSet(2, "t", SOON), cronSet(3, "c", "* * * * *")]);
@@ -584,12 +597,7 @@ describe("readers outside the scheduler on a deployment with damaged runs", () =
   });
 
   it("HTTP answers a run that cannot be read with 409 and its code, for its views and its writes; other runs as before", async () => {
-    const d = await damaged();
-    // The host (on the real clock) may fire r-ok's timer: the damaged runs' folders are compared, not the tip.
-    const folders = async (): Promise<string> => (await gitAt(d.w.gitdir, ["rev-parse", "main:runs/r-lost", "main:runs/r-torn"])).trim();
-    const before = await folders();
-    await d.store.close();
-    const h = await startHttpHarness(d.dataDir, []);
+    const { d, h, folders, before } = await damagedServed();
     try {
       for (const [runId, code, what] of [
         ["r-lost", "object_missing", "its run folder (runs/r-lost"],
@@ -661,11 +669,7 @@ describe("readers outside the scheduler on a deployment with damaged runs", () =
   });
 
   it("HTTP schedule routes list the other runs' series naming the unreadable runs, and answer a write to a run not read whole 409, writing nothing", async () => {
-    const d = await damaged();
-    const folders = async (): Promise<string> => (await gitAt(d.w.gitdir, ["rev-parse", "main:runs/r-lost", "main:runs/r-torn"])).trim();
-    const before = await folders();
-    await d.store.close();
-    const h = await startHttpHarness(d.dataDir, []);
+    const { d, h, folders, before } = await damagedServed();
     try {
       const listed = await h.request("/v1/deployments/d/schedules");
       expect(listed.status).toBe(200);
