@@ -31,7 +31,7 @@ import { createTimeSlicer } from "../time/time-slicer.js";
 import { createHeavyReadGate } from "./heavy-read-gate.js";
 import { checkReason } from "../workflow/event-constructors.js";
 import { parseRepoId, parseRunId, parseSignalId, parseSignalName, parseTimerId } from "../workflow/ids.js";
-import { MAX_PREVIEW_TICKS } from "../workflow/schedule/preview.js";
+import { MAX_PREVIEW_TICKS, previewCron } from "../workflow/schedule/preview.js";
 import { MAX_BACKFILL_TICKS } from "../workflow/schedule/schedule-controls.js";
 import { parseDeclaredSchedules } from "../workflow/schedule/sync-plan.js";
 import { parseInstant } from "../workflow/time.js";
@@ -43,7 +43,7 @@ import { ARCHIVE_REF, archivedRunError } from "../workflow/run-archive.js";
 import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
 import { loadDashboardAssets } from "./dashboard-assets.js";
 import { clientErrorResponse, errorReply, HTTP_STATUS_BY_CODE, HttpError, serverFailureMessage } from "./http-errors.js";
-import { countQuery, nextTicks, noBody, objectBody, onlyQueryFields, pageQuery, presentedToken } from "./http-request.js";
+import { countQuery, nextTicks, noBody, objectBody, onlyQueryFields, pageQuery, presentedToken, stringQuery } from "./http-request.js";
 import { streamLiveEvents } from "./live-event-stream.js";
 
 import type { HttpHandlerOptions } from "./http-handler-options.js";
@@ -69,6 +69,10 @@ const BACKFILL_FIELDS = ["from", "to", "maxTicks"] as const;
 const SYNC_FIELDS = ["schedules", "dryRun"] as const;
 /** Query fields of `GET …/schedules/:timerId` (`schedule describe --next N --last M`). */
 const DESCRIBE_QUERY = ["next", "last"] as const;
+/** Query fields of `GET /v1/schedules/preview` (`schedule preview`'s flags, camel-cased as the bodies' fields). */
+const PREVIEW_QUERY = ["cron", "timezone", "next", "after", "startAt", "endAt", "maxTicks"] as const;
+/** `maxTicks` of a preview: the largest `schedule preview --max-ticks` takes. */
+const MAX_PREVIEW_MAX_TICKS = 1_000_000;
 /** `last` of a describe: most fires listed (`schedule describe --last`). */
 const MAX_DESCRIBE_FIRES = 100_000;
 
@@ -526,11 +530,39 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     const { series, unreadableRuns } = await heavyReads.run(() => host.schedules.listSeries(repoId), clientGone(reply));
     return {
       repoId,
+      // Whether this token may pause, resume, trigger and backfill here (the dashboard offers
+      // its controls by it); each write is still authorized on its own.
+      mayWrite: await allowed(principalOf(request), repoId, "write"),
       series,
       // As GET …/timers names them: the run, where in it and the code, never a server path.
       unreadableRuns: unreadableRuns.map((u) => ({ runId: u.runId, path: u.path, code: u.error.code, message: `${u.path} of run ${u.runId} cannot be read (${u.error.code}); its series are not listed; workflow-host check names the object` })),
     };
   });
+
+  // The next slots of a cron expression not set anywhere (`schedule preview --cron --json`):
+  // reads no deployment, so any valid token may ask; the query is checked as the CLI checks
+  // its flags, and `previewCron` (the CLI's call) checks the expression, zone and instants.
+  route("GET", "/v1/schedules/preview", async (request) => {
+    const query = request.query as Record<string, unknown>;
+    const cron = stringQuery(query, "cron");
+    if (cron === undefined) throw new HttpError("body_invalid", 'the query needs cron: 5 fields, or 6 with seconds first (?cron=0%202%20*%20*%20*)');
+    const timezone = stringQuery(query, "timezone");
+    const next = countQuery(query, "next", { min: 1, max: MAX_PREVIEW_TICKS }, 5);
+    const maxTicks = query["maxTicks"] === undefined ? undefined : countQuery(query, "maxTicks", { min: 1, max: MAX_PREVIEW_MAX_TICKS }, 1);
+    const after = stringQuery(query, "after") ?? clock().toISOString();
+    const startAt = stringQuery(query, "startAt");
+    const endAt = stringQuery(query, "endAt");
+    const slots = previewCron({
+      cron,
+      after,
+      count: next,
+      ...(timezone === undefined ? {} : { timezone }),
+      ...(startAt === undefined ? {} : { startAt }),
+      ...(endAt === undefined ? {} : { endAt }),
+      ...(maxTicks === undefined ? {} : { maxTicks }),
+    });
+    return { cron, timezone: timezone ?? "UTC", after, slots };
+  }, { query: PREVIEW_QUERY });
 
   // Reconciles the deployment's sync-owned series with a declared set (`schedule sync --file`):
   // the set is checked whole before anything is read; a dry run writes nothing and needs only
