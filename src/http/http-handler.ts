@@ -42,6 +42,7 @@ import { asUnreadableRunError, requireRunFolderLog, requireRunLog } from "../wor
 import { ARCHIVE_REF, archivedRunError } from "../workflow/run-archive.js";
 import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
 import { loadDashboardAssets } from "./dashboard-assets.js";
+import type { ScheduleAction } from "./host-monitor.js";
 import { clientErrorResponse, errorReply, HTTP_STATUS_BY_CODE, HttpError, serverFailureMessage } from "./http-errors.js";
 import { countQuery, nextTicks, noBody, objectBody, onlyQueryFields, pageQuery, presentedToken, stringQuery } from "./http-request.js";
 import { streamLiveEvents } from "./live-event-stream.js";
@@ -579,6 +580,7 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     ensureRunning();
     const sync = () => host.schedules.syncSchedules(repoId, schedules, { dryRun });
     const r = await heavyReads.run(() => (dryRun ? sync() : timedWrite(repoId, sync)), clientGone(reply));
+    if (r.commits.length > 0) monitor.recordScheduleChange({ repoId, action: "sync", outcome: "synced" });
     return {
       repoId,
       dryRun,
@@ -592,6 +594,11 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
   const seriesOf = (request: FastifyRequest): { repoId: string; runId: string; timerId: string } => {
     const params = request.params as { repoId: string; runId: string; timerId: string };
     return { repoId: parseRepoId(params.repoId), runId: parseRunId(params.runId), timerId: parseTimerId(params.timerId) };
+  };
+
+  /** Tells live subscribers (the dashboard) of a schedule write that committed something. */
+  const changed = (s: { repoId: string; runId: string; timerId: string }, action: ScheduleAction, outcome: string, commitSha: string | null): void => {
+    if (commitSha !== null) monitor.recordScheduleChange({ ...s, action, outcome });
   };
 
   /** The principal's right, the host running and the run there (404 run_not_found, 409 archived or unreadable), then `work`. */
@@ -618,6 +625,7 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     if (reason !== undefined && typeof reason !== "string") throw new HttpError("body_invalid", `reason ${describeValue(reason)} is not valid; allowed: one string of at most 1000 characters`);
     checkReason(reason);
     const r = await onSeries(request, s, "write", () => host.schedules.pause(s.repoId, s.runId, s.timerId, reason === undefined ? {} : { reason }));
+    changed(s, "pause", r.outcome, r.commitSha);
     return { ...s, ...r };
   });
 
@@ -626,6 +634,7 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     const catchUp = objectBody(request.body, RESUME_FIELDS)["catchUp"];
     if (catchUp !== undefined && typeof catchUp !== "boolean") throw new HttpError("body_invalid", `catchUp ${describeValue(catchUp)} is not valid; allowed: true or false`);
     const r = await onSeries(request, s, "write", () => host.schedules.resume(s.repoId, s.runId, s.timerId, { catchUp: catchUp === true }));
+    changed(s, "resume", r.outcome, r.commitSha);
     return { ...s, ...r };
   });
 
@@ -635,6 +644,7 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     if (given === undefined) throw new HttpError("body_invalid", "the body needs requestId: the trigger's idempotency key (1-256 of A-Z a-z 0-9 _ . : -); the same one again fires nothing");
     const requestId = parseSignalId(given, "requestId");
     const r = await onSeries(request, s, "write", () => host.schedules.trigger(s.repoId, s.runId, s.timerId, requestId));
+    changed(s, "trigger", r.outcome, r.commitSha);
     return { ...s, requestId, ...r };
   });
 
@@ -654,6 +664,7 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
       throw new HttpError("body_invalid", `maxTicks${shown} is not a whole number in 1..${MAX_BACKFILL_TICKS}`);
     }
     const r = await onSeries(request, s, "write", () => host.schedules.backfill(s.repoId, s.runId, s.timerId, { from, to, ...(maxTicks === undefined ? {} : { maxTicks }) }));
+    changed(s, "backfill", r.fired.length === 0 ? "none_fired" : "fired", r.commitSha);
     return { ...s, ...r };
   });
 

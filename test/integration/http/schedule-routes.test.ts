@@ -112,6 +112,25 @@ describe("schedule routes", () => {
     expect(((await jsonOf(await h.request(SERIES))).body["history"] as { fires: unknown[] }).fires).toHaveLength(3);
   });
 
+  it("sends each schedule write that committed something to live subscribers (a schedule event), and nothing for a write that wrote nothing", async () => {
+    const h = await start();
+    const seen: unknown[] = [];
+    const stop = h.monitor.subscribe((e) => {
+      if (e.type === "schedule") seen.push(e);
+    });
+    // Published before the answer is sent: what is seen once a request is answered is all of it.
+    expect((await h.request(`${SERIES}/pause`, post({ reason: "freeze" }))).status).toBe(200);
+    expect(seen).toEqual([{ type: "schedule", repoId: "payments", runId: "reports", timerId: "yearly", action: "pause", outcome: "paused" }]);
+    expect((await h.request(`${SERIES}/pause`, post())).status).toBe(200);
+    expect((await h.request(`${SERIES}/pause`, { ...post(), token: READER_TOKEN })).status).toBe(403);
+    expect(seen).toHaveLength(1);
+    expect((await h.request(`${SERIES}/resume`, post())).status).toBe(200);
+    expect((await h.request(`${SERIES}/trigger`, post({ requestId: "t-1" }))).status).toBe(200);
+    expect((await h.request(`${SERIES}/trigger`, post({ requestId: "t-1" }))).status).toBe(200);
+    expect(seen.map((e) => (e as { action: string; outcome: string }).outcome)).toEqual(["paused", "resumed", "triggered"]);
+    stop();
+  });
+
   it("lets a read-only token list and describe but not write (403), and keeps a token of another deployment out (403), writing nothing", async () => {
     const h = await start();
     const listed = await jsonOf(await h.request("/v1/deployments/payments/schedules", { token: READER_TOKEN }));
