@@ -16,10 +16,14 @@ const state = {
   /** The run shown in the run log and where its next page starts, or null. */
   runPage: null,
   /**
-   * Per deployment read, in order: `{repoId, mayWrite, series, unreadableRuns}` of
-   * GET /v1/deployments/:repo/schedules, or `{repoId, error}` when that read failed.
+   * repoId → `{repoId, mayWrite, series, unreadableRuns}` of GET /v1/deployments/:repo/schedules,
+   * or `{repoId, error}` when that read failed. Shown in the order of `deployments`.
    */
-  schedules: [],
+  schedules: new Map(),
+  /** repoId → number of the newest schedules read started for it (an older answer is dropped). */
+  scheduleReads: new Map(),
+  /** Deployments whose schedules the next reload reads again; null: every one. */
+  dirtySchedules: new Set(),
   /** The schedule control waiting for its dialog's answer: `{verb, repoId, runId, timerId}`, or null. */
   pendingAction: null,
 };
@@ -84,8 +88,8 @@ async function api(path, body) {
   }
   // A proxy in between may answer with something that is not the API's JSON.
   const answer = await response.json().catch(() => null);
-  if (!response.ok) {
-    const error = new Error(answer?.message || `HTTP ${response.status}`);
+  if (!response.ok || answer === null) {
+    const error = new Error(answer?.message || `HTTP ${response.status}${response.ok ? ": the answer is not JSON" : ""}`);
     error.code = answer?.code;
     error.status = response.status;
     throw error;
@@ -95,7 +99,7 @@ async function api(path, body) {
 
 /** "HTTP 403 authorize_denied: …": the status and the route's code, then its message. */
 function describeError(error) {
-  if (error.status === undefined) return error.message;
+  if (error.status === undefined || error.message.startsWith("HTTP ")) return error.message;
   const code = error.code && !error.message.startsWith(`${error.code}:`) ? `${error.code}: ` : "";
   return `HTTP ${error.status} ${code}${error.message}`;
 }
@@ -176,7 +180,9 @@ function renderSchedules() {
   const ticksByKey = new Map(state.timers.filter((t) => t.cron).map((t) => [keyOf(t), t.nextTicks || [t.fireAt]]));
   const rows = [];
   const problems = [];
-  for (const d of state.schedules) {
+  for (const { repoId } of state.deployments) {
+    const d = state.schedules.get(repoId);
+    if (d === undefined) continue;
     if (d.error) {
       problems.push(`${d.repoId}: ${d.error}`);
       continue;
@@ -210,18 +216,27 @@ function renderSchedules() {
   $("schedules-unreadable").textContent = problems.length === 0 ? "" : `Not listed: ${problems.join(", ")}.`;
 }
 
-/** Each readable deployment's series, one deployment at a time (each list is a heavy read). */
-async function loadSchedules() {
-  const out = [];
+let scheduleReadCount = 0;
+
+/**
+ * The series of the readable deployments in `only` (default: every one), one deployment at a
+ * time (each list is a heavy read on the host). An answer older than another read of the same
+ * deployment started since is dropped.
+ */
+async function loadSchedules(only = null) {
   for (const { repoId } of state.deployments) {
+    if (only !== null && !only.has(repoId)) continue;
+    const read = ++scheduleReadCount;
+    state.scheduleReads.set(repoId, read);
+    let answer;
     try {
-      out.push(await api(`/v1/deployments/${encodeURIComponent(repoId)}/schedules`));
+      answer = await api(`/v1/deployments/${encodeURIComponent(repoId)}/schedules`);
     } catch (error) {
       if (state.token === null) throw error;
-      out.push({ repoId, error: describeError(error) });
+      answer = { repoId, error: describeError(error) };
     }
+    if (state.scheduleReads.get(repoId) === read) state.schedules.set(repoId, answer);
   }
-  state.schedules = out;
   renderSchedules();
 }
 
@@ -274,7 +289,7 @@ async function runAction(target, body) {
     status.textContent = `Could not ${target.verb} ${what}: ${describeError(error)}`;
   }
   // The state shown follows what the host now holds (and whether this token may still write).
-  await loadSchedules().catch(() => undefined);
+  await loadSchedules(new Set([target.repoId])).catch(() => undefined);
 }
 
 function isFiredOneShot(key, fire) {
@@ -383,10 +398,15 @@ async function loadAll() {
   await loadSchedules();
 }
 
-function scheduleReload() {
+/** Reads deployments, timers and the schedules of `repoId` (default: of every deployment) again, 250 ms later. */
+function scheduleReload(repoId) {
+  if (repoId === undefined) state.dirtySchedules = null;
+  else state.dirtySchedules?.add(repoId);
   if (state.reloadTimer !== null) return;
   state.reloadTimer = setTimeout(async () => {
     state.reloadTimer = null;
+    const dirty = state.dirtySchedules;
+    state.dirtySchedules = new Set();
     try {
       const [deployments, timers] = await Promise.all([api("/v1/deployments"), api("/v1/timers")]);
       state.deployments = deployments.deployments;
@@ -394,7 +414,9 @@ function scheduleReload() {
       state.unreadableRuns = timers.unreadableRuns ?? [];
       renderDeployments();
       renderTimers();
-      await loadSchedules();
+      // A deployment not read yet (new, or its read failed before) is read too.
+      const unread = state.deployments.filter((d) => !state.schedules.has(d.repoId)).map((d) => d.repoId);
+      await loadSchedules(dirty === null ? null : new Set([...dirty, ...unread]));
     } catch {
       // The next live event tries again.
     }
@@ -408,9 +430,9 @@ function onLiveEvent(type, event) {
     state.firedSince.set(keyOf(event.fire), event.fire);
     renderFires();
     renderTimers();
-    scheduleReload();
+    scheduleReload(event.fire.repoId);
   } else if (type === "armed" || type === "cancelled" || type === "skipped" || type === "recovered" || type === "schedule") {
-    scheduleReload();
+    scheduleReload(event.repoId);
   }
 }
 
@@ -458,6 +480,8 @@ async function follow() {
 function forgetToken(message) {
   sessionStorage.removeItem(TOKEN_KEY);
   state.token = null;
+  // Another token may see other deployments, with other rights.
+  state.schedules.clear();
   $("main").hidden = true;
   $("login").hidden = false;
   $("live").textContent = message;
