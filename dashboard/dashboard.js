@@ -15,6 +15,17 @@ const state = {
   reloadTimer: null,
   /** The run shown in the run log and where its next page starts, or null. */
   runPage: null,
+  /**
+   * repoId → `{repoId, mayWrite, series, unreadableRuns}` of GET /v1/deployments/:repo/schedules,
+   * or `{repoId, error}` when that read failed. Shown in the order of `deployments`.
+   */
+  schedules: new Map(),
+  /** repoId → number of the newest schedules read started for it (an older answer is dropped). */
+  scheduleReads: new Map(),
+  /** Deployments whose schedules the next reload reads again; null: every one. */
+  dirtySchedules: new Set(),
+  /** The schedule control waiting for its dialog's answer: `{verb, repoId, runId, timerId}`, or null. */
+  pendingAction: null,
 };
 
 const $ = (id) => document.getElementById(id);
@@ -59,21 +70,41 @@ function lateness(ms) {
 
 // --- API ----------------------------------------------------------------------------------
 
-async function api(path) {
-  const response = await fetch(path, { headers: { authorization: `Bearer ${state.token}` } });
+/**
+ * A request with the token; `body` (an object) is sent as JSON with POST. Answers that are not
+ * 2xx throw an Error with the route's `code` and `status` (401 also forgets the token).
+ */
+async function api(path, body) {
+  const init = { headers: { authorization: `Bearer ${state.token}` } };
+  if (body !== undefined) {
+    init.method = "POST";
+    init.headers["content-type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  const response = await fetch(path, init);
   if (response.status === 401) {
     forgetToken("That token was refused.");
     throw new Error("unauthorized");
   }
-  const body = await response.json();
-  if (!response.ok) {
-    const error = new Error(body.message || `HTTP ${response.status}`);
-    error.code = body.code;
+  // A proxy in between may answer with something that is not the API's JSON.
+  const answer = await response.json().catch(() => null);
+  if (!response.ok || answer === null) {
+    const error = new Error(answer?.message || `HTTP ${response.status}${response.ok ? ": the answer is not JSON" : ""}`);
+    error.code = answer?.code;
     error.status = response.status;
     throw error;
   }
-  return body;
+  return answer;
 }
+
+/** "HTTP 403 authorize_denied: …": the status and the route's code, then its message. */
+function describeError(error) {
+  if (error.status === undefined || error.message.startsWith("HTTP ")) return error.message;
+  const code = error.code && !error.message.startsWith(`${error.code}:`) ? `${error.code}: ` : "";
+  return `HTTP ${error.status} ${code}${error.message}`;
+}
+
+const seriesPath = (repoId, runId, timerId) => `/v1/deployments/${encodeURIComponent(repoId)}/runs/${encodeURIComponent(runId)}/schedules/${encodeURIComponent(timerId)}`;
 
 // --- rendering ----------------------------------------------------------------------------
 
@@ -102,7 +133,8 @@ function renderTimers() {
     const fired = state.firedSince.get(keyOf(t));
     // A cron series keeps a pending row (its next tick); a fired one-shot shows as fired.
     if (fired && !t.cron && Date.parse(t.fireAt) <= Date.parse(fired.scheduledFor)) continue;
-    const status = t.lateMs > 0 ? "due" : "pending";
+    // A paused series keeps its armed slot but fires nothing until it is resumed.
+    const status = t.paused ? "paused" : t.lateMs > 0 ? "due" : "pending";
     const tr = row([t.repoId, runButton(t.repoId, t.runId), t.timerId, utc(t.fireAt), local(t.fireAt), el("time", relative(t.fireAt)), el("span", status)]);
     tr.dataset.timer = keyOf(t);
     tr.dataset.status = status;
@@ -124,16 +156,140 @@ function renderTimers() {
   $("timers-unreadable").hidden = unreadable.length === 0;
   $("timers-unreadable").textContent =
     unreadable.length === 0 ? "" : `Not listed: ${unreadable.map((u) => `${u.repoId}/${u.runId} (${u.code} at ${u.path})`).join(", ")}; workflow-host check names what to restore.`;
+  // A series' next ticks come with the pending timers.
+  renderSchedules();
+}
 
-  const series = state.timers.filter((t) => t.cron);
-  $("cron").replaceChildren(
-    ...series.map((t) => {
-      const list = el("ol");
-      for (const tick of t.nextTicks || [t.fireAt]) list.append(el("li", utc(tick)));
-      return row([`${t.repoId} / ${t.runId} / ${t.timerId}`, el("code", t.cron), t.timezone || "UTC", list]);
-    }),
-  );
-  $("cron-empty").hidden = series.length > 0;
+// --- schedules ------------------------------------------------------------------------------
+
+function controlButton(label, verb, s, readOnly) {
+  const button = el("button", label);
+  button.type = "button";
+  button.dataset.action = verb;
+  button.setAttribute("aria-label", `${label} ${s.timerId} of run ${s.runId} in ${s.repoId}`);
+  if (readOnly) {
+    button.disabled = true;
+    button.title = `This token may only read ${s.repoId}`;
+  } else {
+    button.addEventListener("click", () => askAction(verb, s));
+  }
+  return button;
+}
+
+function renderSchedules() {
+  const ticksByKey = new Map(state.timers.filter((t) => t.cron).map((t) => [keyOf(t), t.nextTicks || [t.fireAt]]));
+  const rows = [];
+  const problems = [];
+  for (const { repoId } of state.deployments) {
+    const d = state.schedules.get(repoId);
+    if (d === undefined) continue;
+    if (d.error) {
+      problems.push(`${d.repoId}: ${d.error}`);
+      continue;
+    }
+    for (const u of d.unreadableRuns) problems.push(`${d.repoId}/${u.runId} (${u.code} at ${u.path})`);
+    for (const series of d.series) {
+      const s = { ...series, repoId: d.repoId };
+      const key = keyOf(s);
+      const stateCell = el("span", s.paused ? `paused${s.pausedAt ? ` since ${utc(s.pausedAt)}` : ""}` : "running", s.paused ? "status-paused" : undefined);
+      const cell = el("div");
+      cell.append(stateCell);
+      if (s.paused && s.pauseReason) cell.append(el("div", `reason: ${s.pauseReason}`, "pause-reason"));
+      const ticks = el("ol", null, "ticks");
+      for (const tick of ticksByKey.get(key) || [s.nextAt]) ticks.append(el("li", utc(tick)));
+      const last = s.lastFire ? `${utc(s.lastFire.firedAt || s.lastFire.scheduledFor)}${s.lastFire.kind === "scheduled" ? "" : ` (${s.lastFire.kind})`}` : "never";
+      const controls = el("div", null, "controls");
+      controls.append(
+        s.paused ? controlButton("Resume", "resume", s, !d.mayWrite) : controlButton("Pause…", "pause", s, !d.mayWrite),
+        controlButton("Trigger now…", "trigger", s, !d.mayWrite),
+      );
+      if (!d.mayWrite) controls.append(el("span", "read only", "hint"));
+      const tr = row([s.repoId, runButton(s.repoId, s.runId), s.timerId, el("code", s.cron), s.timezone, cell, ticks, last, controls]);
+      tr.dataset.series = key;
+      tr.dataset.state = s.paused ? "paused" : "running";
+      rows.push(tr);
+    }
+  }
+  $("schedules").replaceChildren(...rows);
+  $("schedules-empty").hidden = rows.length > 0;
+  $("schedules-unreadable").hidden = problems.length === 0;
+  $("schedules-unreadable").textContent = problems.length === 0 ? "" : `Not listed: ${problems.join(", ")}.`;
+}
+
+let scheduleReadCount = 0;
+
+/**
+ * The series of the readable deployments in `only` (default: every one), one deployment at a
+ * time (each list is a heavy read on the host). An answer older than another read of the same
+ * deployment started since is dropped.
+ */
+async function loadSchedules(only = null) {
+  for (const { repoId } of state.deployments) {
+    if (only !== null && !only.has(repoId)) continue;
+    const read = ++scheduleReadCount;
+    state.scheduleReads.set(repoId, read);
+    let answer;
+    try {
+      answer = await api(`/v1/deployments/${encodeURIComponent(repoId)}/schedules`);
+    } catch (error) {
+      if (state.token === null) throw error;
+      answer = { repoId, error: describeError(error) };
+    }
+    if (state.scheduleReads.get(repoId) === read) state.schedules.set(repoId, answer);
+  }
+  renderSchedules();
+}
+
+const ACTIONS = {
+  pause: { title: "Pause a schedule", confirm: "Pause", done: "Paused", reason: true },
+  resume: { title: "Resume a schedule", confirm: "Resume", done: "Resumed", reason: false },
+  trigger: { title: "Fire a schedule now", confirm: "Trigger now", done: "Triggered", reason: false },
+};
+
+/** Pause and trigger ask first (a reason for a pause; a trigger starts the workflow's step); resume does not. */
+function askAction(verb, s) {
+  const target = { verb, repoId: s.repoId, runId: s.runId, timerId: s.timerId };
+  if (verb === "resume") {
+    void runAction(target, {});
+    return;
+  }
+  state.pendingAction = target;
+  const a = ACTIONS[verb];
+  $("action-title").textContent = a.title;
+  $("action-what").textContent = verb === "pause"
+    ? `No slot of ${s.timerId} (run ${s.runId} in ${s.repoId}) fires until it is resumed.`
+    : `Fire ${s.timerId} (run ${s.runId} in ${s.repoId}) once now; its next slot stays where it is.`;
+  $("action-reason-field").hidden = !a.reason;
+  $("action-reason").value = "";
+  $("action-confirm").textContent = a.confirm;
+  $("action-dialog").showModal();
+  if (a.reason) $("action-reason").focus();
+}
+
+/** A key the host takes once per series (1-256 of A-Z a-z 0-9 _ . : -): a second send of the same one fires nothing. */
+function newRequestId() {
+  const bytes = crypto.getRandomValues(new Uint8Array(8));
+  return `dashboard-${Date.now().toString(36)}-${Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("")}`;
+}
+
+async function runAction(target, body) {
+  const status = $("schedules-status");
+  const what = `${target.timerId} of run ${target.runId} in ${target.repoId}`;
+  const buttons = document.querySelectorAll(`#schedules tr[data-series="${CSS.escape(keyOf(target))}"] button[data-action]`);
+  for (const b of buttons) b.disabled = true;
+  status.classList.remove("error");
+  status.textContent = `${ACTIONS[target.verb].confirm}: ${what}…`;
+  try {
+    const r = await api(`${seriesPath(target.repoId, target.runId, target.timerId)}/${target.verb}`, body);
+    const nothing = r.outcome === "already_paused" || r.outcome === "not_paused" || r.outcome === "duplicate";
+    status.textContent = nothing ? `${what}: ${r.outcome.replace("_", " ")}; nothing written.` : `${ACTIONS[target.verb].done} ${what}.`;
+  } catch (error) {
+    if (state.token === null) return;
+    status.classList.add("error");
+    status.textContent = `Could not ${target.verb} ${what}: ${describeError(error)}`;
+  }
+  // The state shown follows what the host now holds (and whether this token may still write).
+  await loadSchedules(new Set([target.repoId])).catch(() => undefined);
 }
 
 function isFiredOneShot(key, fire) {
@@ -239,12 +395,18 @@ async function loadAll() {
   renderDeployments();
   renderTimers();
   renderFires();
+  await loadSchedules();
 }
 
-function scheduleReload() {
+/** Reads deployments, timers and the schedules of `repoId` (default: of every deployment) again, 250 ms later. */
+function scheduleReload(repoId) {
+  if (repoId === undefined) state.dirtySchedules = null;
+  else state.dirtySchedules?.add(repoId);
   if (state.reloadTimer !== null) return;
   state.reloadTimer = setTimeout(async () => {
     state.reloadTimer = null;
+    const dirty = state.dirtySchedules;
+    state.dirtySchedules = new Set();
     try {
       const [deployments, timers] = await Promise.all([api("/v1/deployments"), api("/v1/timers")]);
       state.deployments = deployments.deployments;
@@ -252,6 +414,9 @@ function scheduleReload() {
       state.unreadableRuns = timers.unreadableRuns ?? [];
       renderDeployments();
       renderTimers();
+      // A deployment not read yet (new, or its read failed before) is read too.
+      const unread = state.deployments.filter((d) => !state.schedules.has(d.repoId)).map((d) => d.repoId);
+      await loadSchedules(dirty === null ? null : new Set([...dirty, ...unread]));
     } catch {
       // The next live event tries again.
     }
@@ -265,9 +430,9 @@ function onLiveEvent(type, event) {
     state.firedSince.set(keyOf(event.fire), event.fire);
     renderFires();
     renderTimers();
-    scheduleReload();
-  } else if (type === "armed" || type === "cancelled" || type === "skipped" || type === "recovered") {
-    scheduleReload();
+    scheduleReload(event.fire.repoId);
+  } else if (type === "armed" || type === "cancelled" || type === "skipped" || type === "recovered" || type === "schedule") {
+    scheduleReload(event.repoId);
   }
 }
 
@@ -315,6 +480,8 @@ async function follow() {
 function forgetToken(message) {
   sessionStorage.removeItem(TOKEN_KEY);
   state.token = null;
+  // Another token may see other deployments, with other rights.
+  state.schedules.clear();
   $("main").hidden = true;
   $("login").hidden = false;
   $("live").textContent = message;
@@ -340,6 +507,19 @@ function start() {
     void open($("token").value.trim()).catch(() => undefined);
   });
   $("run-more").addEventListener("click", () => void showMoreEvents());
+  $("action-cancel").addEventListener("click", () => $("action-dialog").close());
+  $("action-dialog").addEventListener("close", () => {
+    state.pendingAction = null;
+  });
+  $("action-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const target = state.pendingAction;
+    $("action-dialog").close();
+    if (target === null) return;
+    const reason = $("action-reason").value.trim();
+    const body = target.verb === "pause" ? (reason === "" ? {} : { reason }) : { requestId: newRequestId() };
+    void runAction(target, body);
+  });
   $("run-search").addEventListener("submit", (event) => {
     event.preventDefault();
     void showRun($("run-id").value.trim(), $("run-deployment").value);

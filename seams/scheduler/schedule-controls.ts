@@ -19,7 +19,7 @@ import { asUnreadableRunError, readEachRun, requireRunFolderLog, requireRunLog, 
 import { WORKFLOW_RUN_KIND } from "../../src/workflow/workflow-run-kind.js";
 import { armedSeries, planBackfill, planPause, planResume, planTrigger } from "../../src/workflow/schedule/schedule-controls.js";
 import { previewSeries, type PreviewTick } from "../../src/workflow/schedule/preview.js";
-import { seriesHistory, type SeriesHistory } from "../../src/workflow/schedule/series-history.js";
+import { seriesHistory, seriesMarks, type SeriesFire, type SeriesHistory, type SeriesMarks } from "../../src/workflow/schedule/series-history.js";
 import {
   endedSeriesOf,
   isEmptyPlan,
@@ -72,6 +72,10 @@ export interface ScheduleSummary {
   readonly maxTicks: number | null;
   readonly slot: number;
   readonly jitterMs: number | null;
+  /** The reason given to the pause in force (`schedule pause --reason`), or null (running, or paused without one). */
+  readonly pauseReason: string | null;
+  /** The series' last fire in the run's log (scheduled, manual or backfill; `describe`'s last `history.fires`), or null. */
+  readonly lastFire: SeriesFire | null;
 }
 
 export interface ScheduleDescription extends ScheduleSummary {
@@ -222,7 +226,8 @@ export function createScheduleControls(opts: ScheduleControlsOptions): ScheduleC
     const { logs, unreadable } = await readLogs(repoId);
     for (const log of logs) {
       if (log.state.terminal !== null) continue;
-      for (const pending of log.state.pendingTimers.values()) if (pending.cron !== undefined) out.push(summaryOf(log.runId, pending));
+      const marks = seriesMarks(log.events);
+      for (const pending of log.state.pendingTimers.values()) if (pending.cron !== undefined) out.push(summaryOf(log.runId, pending, marks.get(pending.timerId)));
     }
     const series = out.sort((a, b) => (a.runId < b.runId ? -1 : a.runId > b.runId ? 1 : a.timerId < b.timerId ? -1 : a.timerId > b.timerId ? 1 : 0));
     return { series, unreadableRuns: unreadable };
@@ -295,7 +300,7 @@ export function createScheduleControls(opts: ScheduleControlsOptions): ScheduleC
       // A run whose events entry is a file or a link holds no log: event_invalid, not "not found".
       const log = requireRunLog(repoId, await readOne(repoId, runId));
       const pending = armedSeries(log.state, timerId);
-      return { ...summaryOf(runId, pending), next: previewSeries(runId, pending, o.next ?? 5), history: seriesHistory(log.events, timerId) };
+      return { ...summaryOf(runId, pending, seriesMarks(log.events).get(timerId)), next: previewSeries(runId, pending, o.next ?? 5), history: seriesHistory(log.events, timerId) };
     },
 
     async syncSchedules(repoId, desired, o = {}) {
@@ -409,7 +414,7 @@ function seriesOfRun(log: RunLog): { current: CurrentSeries[]; ended: EndedSerie
   return { current, ended: endedSeriesOf(log.runId, log.events) };
 }
 
-function summaryOf(runId: string, p: PendingTimer): ScheduleSummary {
+function summaryOf(runId: string, p: PendingTimer, marks: SeriesMarks | undefined): ScheduleSummary {
   return {
     runId,
     timerId: p.timerId,
@@ -425,5 +430,7 @@ function summaryOf(runId: string, p: PendingTimer): ScheduleSummary {
     maxTicks: p.maxTicks ?? null,
     slot: p.slot ?? 1,
     jitterMs: p.jitterMs ?? null,
+    pauseReason: p.pausedAt === undefined ? null : (marks?.pauseReason ?? null),
+    lastFire: marks?.lastFire ?? null,
   };
 }

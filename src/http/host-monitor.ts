@@ -32,7 +32,16 @@ export type LiveEvent =
   | { readonly type: "cancelled"; readonly repoId: string; readonly runId: string; readonly timerId: string }
   | { readonly type: "signal"; readonly repoId: string; readonly runId: string; readonly signalName: string; readonly signalId: string; readonly seq: number; readonly duplicate: boolean }
   | { readonly type: "bad_event"; readonly repoId: string; readonly path: string; readonly seq: number | null; readonly code: string }
-  | { readonly type: "recovered"; readonly repoId: string };
+  | { readonly type: "recovered"; readonly repoId: string }
+  /**
+   * A schedule changed through the HTTP face (a pause, resume, trigger or backfill that wrote
+   * something; a sync that committed: no `runId`, `timerId`). Changes made by the CLI on the same
+   * data dir are not reported here.
+   */
+  | { readonly type: "schedule"; readonly repoId: string; readonly runId?: string; readonly timerId?: string; readonly action: ScheduleAction; readonly outcome: string };
+
+/** What a {@link LiveEvent} of type `schedule` reports. */
+export type ScheduleAction = "pause" | "resume" | "trigger" | "backfill" | "sync";
 
 export interface HostMonitorOptions {
   /** Clock for commit durations of fires (ms between the fire's stamp and its report). Default the system clock. */
@@ -58,6 +67,8 @@ export interface HostMonitor {
   subscribe(listener: (event: LiveEvent) => void): () => void;
   /** Records a signal delivery made through the HTTP face (counted, and sent to subscribers). */
   recordDelivery(delivery: { repoId: string; runId: string; signalName: string; signalId: string; seq: number; duplicate: boolean }): void;
+  /** Sends a schedule change made through the HTTP face to subscribers (a `schedule` live event). */
+  recordScheduleChange(change: { repoId: string; runId?: string; timerId?: string; action: ScheduleAction; outcome: string }): void;
   /** Records how long a write made through the HTTP face took (seconds), and whether it failed. */
   recordApiCommit(seconds: number, failed: boolean, repoId: string): void;
   /** Records one answered HTTP request; `route` is the route pattern, never the concrete URL. */
@@ -208,6 +219,9 @@ export function createHostMonitor(opts: HostMonitorOptions = {}): HostMonitor {
     recordDelivery(d) {
       deliveries.inc({ deployment: d.repoId, outcome: d.duplicate ? "duplicate" : "delivered" });
       publish({ type: "signal", ...d });
+    },
+    recordScheduleChange(c) {
+      publish({ type: "schedule", ...c });
     },
     recordApiCommit(seconds, failed, repoId) {
       commitDuration.observe({ source: "api" }, seconds);

@@ -31,7 +31,7 @@ import { createTimeSlicer } from "../time/time-slicer.js";
 import { createHeavyReadGate } from "./heavy-read-gate.js";
 import { checkReason } from "../workflow/event-constructors.js";
 import { parseRepoId, parseRunId, parseSignalId, parseSignalName, parseTimerId } from "../workflow/ids.js";
-import { MAX_PREVIEW_TICKS } from "../workflow/schedule/preview.js";
+import { MAX_PREVIEW_TICKS, previewCron } from "../workflow/schedule/preview.js";
 import { MAX_BACKFILL_TICKS } from "../workflow/schedule/schedule-controls.js";
 import { parseDeclaredSchedules } from "../workflow/schedule/sync-plan.js";
 import { parseInstant } from "../workflow/time.js";
@@ -42,8 +42,9 @@ import { asUnreadableRunError, requireRunFolderLog, requireRunLog } from "../wor
 import { ARCHIVE_REF, archivedRunError } from "../workflow/run-archive.js";
 import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
 import { loadDashboardAssets } from "./dashboard-assets.js";
+import type { ScheduleAction } from "./host-monitor.js";
 import { clientErrorResponse, errorReply, HTTP_STATUS_BY_CODE, HttpError, serverFailureMessage } from "./http-errors.js";
-import { countQuery, nextTicks, noBody, objectBody, onlyQueryFields, pageQuery, presentedToken } from "./http-request.js";
+import { countQuery, nextTicks, noBody, objectBody, onlyQueryFields, pageQuery, presentedToken, stringQuery } from "./http-request.js";
 import { streamLiveEvents } from "./live-event-stream.js";
 
 import type { HttpHandlerOptions } from "./http-handler-options.js";
@@ -69,6 +70,10 @@ const BACKFILL_FIELDS = ["from", "to", "maxTicks"] as const;
 const SYNC_FIELDS = ["schedules", "dryRun"] as const;
 /** Query fields of `GET …/schedules/:timerId` (`schedule describe --next N --last M`). */
 const DESCRIBE_QUERY = ["next", "last"] as const;
+/** Query fields of `GET /v1/schedules/preview` (`schedule preview`'s flags, camel-cased as the bodies' fields). */
+const PREVIEW_QUERY = ["cron", "timezone", "next", "after", "startAt", "endAt", "maxTicks"] as const;
+/** `maxTicks` of a preview: the largest `schedule preview --max-ticks` takes. */
+const MAX_PREVIEW_MAX_TICKS = 1_000_000;
 /** `last` of a describe: most fires listed (`schedule describe --last`). */
 const MAX_DESCRIBE_FIRES = 100_000;
 
@@ -526,11 +531,39 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     const { series, unreadableRuns } = await heavyReads.run(() => host.schedules.listSeries(repoId), clientGone(reply));
     return {
       repoId,
+      // Whether this token may pause, resume, trigger and backfill here (the dashboard offers
+      // its controls by it); each write is still authorized on its own.
+      mayWrite: await allowed(principalOf(request), repoId, "write"),
       series,
       // As GET …/timers names them: the run, where in it and the code, never a server path.
       unreadableRuns: unreadableRuns.map((u) => ({ runId: u.runId, path: u.path, code: u.error.code, message: `${u.path} of run ${u.runId} cannot be read (${u.error.code}); its series are not listed; workflow-host check names the object` })),
     };
   });
+
+  // The next slots of a cron expression not set anywhere (`schedule preview --cron --json`):
+  // reads no deployment, so any valid token may ask; the query is checked as the CLI checks
+  // its flags, and `previewCron` (the CLI's call) checks the expression, zone and instants.
+  route("GET", "/v1/schedules/preview", async (request) => {
+    const query = request.query as Record<string, unknown>;
+    const cron = stringQuery(query, "cron");
+    if (cron === undefined) throw new HttpError("body_invalid", 'the query needs cron: 5 fields, or 6 with seconds first (?cron=0%202%20*%20*%20*)');
+    const timezone = stringQuery(query, "timezone");
+    const next = countQuery(query, "next", { min: 1, max: MAX_PREVIEW_TICKS }, 5);
+    const maxTicks = query["maxTicks"] === undefined ? undefined : countQuery(query, "maxTicks", { min: 1, max: MAX_PREVIEW_MAX_TICKS }, 1);
+    const after = stringQuery(query, "after") ?? clock().toISOString();
+    const startAt = stringQuery(query, "startAt");
+    const endAt = stringQuery(query, "endAt");
+    const slots = previewCron({
+      cron,
+      after,
+      count: next,
+      ...(timezone === undefined ? {} : { timezone }),
+      ...(startAt === undefined ? {} : { startAt }),
+      ...(endAt === undefined ? {} : { endAt }),
+      ...(maxTicks === undefined ? {} : { maxTicks }),
+    });
+    return { cron, timezone: timezone ?? "UTC", after, slots };
+  }, { query: PREVIEW_QUERY });
 
   // Reconciles the deployment's sync-owned series with a declared set (`schedule sync --file`):
   // the set is checked whole before anything is read; a dry run writes nothing and needs only
@@ -547,6 +580,7 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     ensureRunning();
     const sync = () => host.schedules.syncSchedules(repoId, schedules, { dryRun });
     const r = await heavyReads.run(() => (dryRun ? sync() : timedWrite(repoId, sync)), clientGone(reply));
+    if (r.commits.length > 0) monitor.recordScheduleChange({ repoId, action: "sync", outcome: "synced" });
     return {
       repoId,
       dryRun,
@@ -560,6 +594,11 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
   const seriesOf = (request: FastifyRequest): { repoId: string; runId: string; timerId: string } => {
     const params = request.params as { repoId: string; runId: string; timerId: string };
     return { repoId: parseRepoId(params.repoId), runId: parseRunId(params.runId), timerId: parseTimerId(params.timerId) };
+  };
+
+  /** Tells live subscribers (the dashboard) of a schedule write that committed something. */
+  const changed = (s: { repoId: string; runId: string; timerId: string }, action: ScheduleAction, outcome: string, commitSha: string | null): void => {
+    if (commitSha !== null) monitor.recordScheduleChange({ ...s, action, outcome });
   };
 
   /** The principal's right, the host running and the run there (404 run_not_found, 409 archived or unreadable), then `work`. */
@@ -586,6 +625,7 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     if (reason !== undefined && typeof reason !== "string") throw new HttpError("body_invalid", `reason ${describeValue(reason)} is not valid; allowed: one string of at most 1000 characters`);
     checkReason(reason);
     const r = await onSeries(request, s, "write", () => host.schedules.pause(s.repoId, s.runId, s.timerId, reason === undefined ? {} : { reason }));
+    changed(s, "pause", r.outcome, r.commitSha);
     return { ...s, ...r };
   });
 
@@ -594,6 +634,7 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     const catchUp = objectBody(request.body, RESUME_FIELDS)["catchUp"];
     if (catchUp !== undefined && typeof catchUp !== "boolean") throw new HttpError("body_invalid", `catchUp ${describeValue(catchUp)} is not valid; allowed: true or false`);
     const r = await onSeries(request, s, "write", () => host.schedules.resume(s.repoId, s.runId, s.timerId, { catchUp: catchUp === true }));
+    changed(s, "resume", r.outcome, r.commitSha);
     return { ...s, ...r };
   });
 
@@ -603,6 +644,7 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     if (given === undefined) throw new HttpError("body_invalid", "the body needs requestId: the trigger's idempotency key (1-256 of A-Z a-z 0-9 _ . : -); the same one again fires nothing");
     const requestId = parseSignalId(given, "requestId");
     const r = await onSeries(request, s, "write", () => host.schedules.trigger(s.repoId, s.runId, s.timerId, requestId));
+    changed(s, "trigger", r.outcome, r.commitSha);
     return { ...s, requestId, ...r };
   });
 
@@ -622,6 +664,7 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
       throw new HttpError("body_invalid", `maxTicks${shown} is not a whole number in 1..${MAX_BACKFILL_TICKS}`);
     }
     const r = await onSeries(request, s, "write", () => host.schedules.backfill(s.repoId, s.runId, s.timerId, { from, to, ...(maxTicks === undefined ? {} : { maxTicks }) }));
+    changed(s, "backfill", r.fired.length === 0 ? "none_fired" : "fired", r.commitSha);
     return { ...s, ...r };
   });
 

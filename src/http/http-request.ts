@@ -117,6 +117,19 @@ export function countQuery(query: unknown, field: string, range: { min: number; 
   return wholeNumber((query ?? {}) as Record<string, unknown>, field, range.min, range.max, (message) => new HttpError("body_invalid", message)) ?? fallback;
 }
 
+/**
+ * A text query field (`?cron=…` of a preview), given once; an empty value is a value (`?cron=`
+ * is an expression that does not parse, not a missing field, as `--cron ""` is for the CLI).
+ * @returns the text, or undefined when the field is absent
+ * @throws body_invalid for a field given more than once
+ */
+export function stringQuery(query: unknown, field: string): string | undefined {
+  const raw = ((query ?? {}) as Record<string, unknown>)[field];
+  if (raw === undefined) return undefined;
+  if (typeof raw !== "string") throw new HttpError("body_invalid", `${field} is given more than once; allowed: one value`);
+  return raw;
+}
+
 function wholeNumber(
   query: Record<string, unknown>,
   field: string,

@@ -69,7 +69,8 @@ describe("dashboard", () => {
     const row = 'tr[data-timer="payments/order-17/reminder"]';
     await page.waitForSelector(`#timers ${row}[data-status="pending"]`, { timeout: 10_000 });
     await page.waitForFunction(`document.getElementById("live")?.textContent === "live"`, { timeout: 10_000 });
-    expect(await page.$eval("#cron", (n) => n.textContent)).toContain("0 2 * * *");
+    await page.waitForSelector('#schedules tr[data-series="shipping/reports/nightly"]', { timeout: 10_000 });
+    expect(await page.$eval("#schedules", (n) => n.textContent)).toContain("0 2 * * *");
     const navigationsBefore = navigations;
 
     // Reschedule the timer to fire now; the page must show it fired, with its lateness, within 2 s.

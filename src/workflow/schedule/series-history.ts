@@ -50,22 +50,9 @@ export function seriesHistory(events: Iterable<RunEvent>, timerId: string): Seri
       case "TimerSet":
         end = null;
         break;
-      case "TimerFired": {
-        const scheduledFor = str("scheduledFor");
-        const firedAt = str("firedAt");
-        const due = str("jitteredFor") ?? scheduledFor;
-        const fire: SeriesFire = {
-          seq: event.seq,
-          scheduledFor,
-          firedAt,
-          latenessMs: due === null || firedAt === null ? null : Date.parse(firedAt) - Date.parse(due),
-          kind: d["manual"] === true ? "manual" : d["backfill"] === true ? "backfill" : "scheduled",
-          ...(str("requestId") === null ? {} : { requestId: str("requestId") as string }),
-          ...(str("jitteredFor") === null ? {} : { jitteredFor: str("jitteredFor") as string }),
-        };
-        fires.push(fire);
+      case "TimerFired":
+        fires.push(fireOf(event.seq, d));
         break;
-      }
       case "TimerSkipped":
         skips.push({ seq: event.seq, reason: str("reason") ?? "missed", firstMissed: str("firstMissed") ?? "", lastMissed: str("lastMissed") ?? "", count: d["count"] as number });
         break;
@@ -85,4 +72,52 @@ export function seriesHistory(events: Iterable<RunEvent>, timerId: string): Seri
     }
   }
   return { fires, skips, pauses, end };
+}
+
+/** A `TimerFired`'s data as a {@link SeriesFire}. */
+function fireOf(seq: number, d: Record<string, unknown>): SeriesFire {
+  const str = (k: string): string | null => (typeof d[k] === "string" ? (d[k] as string) : null);
+  const scheduledFor = str("scheduledFor");
+  const firedAt = str("firedAt");
+  const due = str("jitteredFor") ?? scheduledFor;
+  return {
+    seq,
+    scheduledFor,
+    firedAt,
+    latenessMs: due === null || firedAt === null ? null : Date.parse(firedAt) - Date.parse(due),
+    kind: d["manual"] === true ? "manual" : d["backfill"] === true ? "backfill" : "scheduled",
+    ...(str("requestId") === null ? {} : { requestId: str("requestId") as string }),
+    ...(str("jitteredFor") === null ? {} : { jitteredFor: str("jitteredFor") as string }),
+  };
+}
+
+/** What a list of series shows of each one's story (see {@link seriesMarks}). */
+export interface SeriesMarks {
+  /** The reason of the pause in force (the last `SchedulePaused` not followed by a `ScheduleResumed`), or null. */
+  readonly pauseReason: string | null;
+  /** The last `TimerFired` of the series (scheduled, manual or backfill), or null. */
+  readonly lastFire: SeriesFire | null;
+}
+
+/**
+ * Every timer's {@link SeriesMarks} in one pass over a run's events (seq order), for a list of
+ * series: `seriesHistory` per series would read the log once per series. Timers with nothing to
+ * mark are absent.
+ */
+export function seriesMarks(events: Iterable<RunEvent>): Map<string, SeriesMarks> {
+  const marks = new Map<string, { pauseReason: string | null; lastFire: SeriesFire | null }>();
+  const of = (timerId: string) => {
+    let m = marks.get(timerId);
+    if (m === undefined) marks.set(timerId, (m = { pauseReason: null, lastFire: null }));
+    return m;
+  };
+  for (const event of events) {
+    const d = (event as { data?: Record<string, unknown> }).data;
+    const timerId = d?.["timerId"];
+    if (d === undefined || typeof timerId !== "string") continue;
+    if (event.type === "TimerFired") of(timerId).lastFire = fireOf(event.seq, d);
+    else if (event.type === "SchedulePaused") of(timerId).pauseReason = typeof d["reason"] === "string" ? d["reason"] : null;
+    else if (event.type === "ScheduleResumed") of(timerId).pauseReason = null;
+  }
+  return marks;
 }

@@ -75,6 +75,7 @@ const ROUTES: ReadonlyArray<readonly [string, string]> = [
   ["/v1/deployments/payments/runs/r1/signals", "POST"],
   ["/v1/deployments/payments/schedules", "GET, HEAD"],
   ["/v1/deployments/payments/schedules/sync", "POST"],
+  ["/v1/schedules/preview", "GET, HEAD"],
   ["/v1/deployments/payments/runs/r1/schedules/s1", "GET, HEAD"],
   ["/v1/deployments/payments/runs/r1/schedules/s1/pause", "POST"],
   ["/v1/deployments/payments/runs/r1/schedules/s1/resume", "POST"],

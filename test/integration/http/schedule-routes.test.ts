@@ -55,7 +55,7 @@ describe("schedule routes", () => {
     const h = await start();
     const listed = await jsonOf(await h.request("/v1/deployments/payments/schedules"));
     expect(listed.status).toBe(200);
-    expect(listed.body).toEqual({ repoId: "payments", series: [expect.objectContaining({ runId: "reports", timerId: "yearly", cron: "0 0 1 1 *", timezone: "UTC", paused: false, owner: null })], unreadableRuns: [] });
+    expect(listed.body).toEqual({ repoId: "payments", mayWrite: true, series: [expect.objectContaining({ runId: "reports", timerId: "yearly", cron: "0 0 1 1 *", timezone: "UTC", paused: false, pauseReason: null, lastFire: null, owner: null })], unreadableRuns: [] });
     const nextAt = (listed.body["series"] as Series[])[0]!.nextAt;
     expect(nextAt).toMatch(/^\d{4}-01-01T00:00:00\.000Z$/);
 
@@ -70,7 +70,8 @@ describe("schedule routes", () => {
     expect(paused.status).toBe(200);
     expect(paused.body).toEqual({ repoId: "payments", runId: "reports", timerId: "yearly", outcome: "paused", commitSha: expect.stringMatching(/^[0-9a-f]{40}$/) });
     expect((await jsonOf(await h.request(`${SERIES}/pause`, post()))).body).toMatchObject({ outcome: "already_paused", commitSha: null });
-    expect(((await jsonOf(await h.request("/v1/deployments/payments/schedules"))).body["series"] as Series[])[0]).toMatchObject({ paused: true, nextAt });
+    expect(((await jsonOf(await h.request("/v1/deployments/payments/schedules"))).body["series"] as Series[])[0]).toMatchObject({ paused: true, pauseReason: "warehouse migration", nextAt });
+    expect((await jsonOf(await h.request(SERIES))).body).toMatchObject({ paused: true, pauseReason: "warehouse migration" });
     // The running scheduler takes the pause up through its tail: the series leaves its queue.
     const queued = (): boolean => h.host.scheduler.queuedTimers().some((t) => t.repoId === "payments" && t.timerId === "yearly");
     await vi.waitFor(() => expect(queued()).toBe(false), { timeout: 20_000 });
@@ -79,6 +80,7 @@ describe("schedule routes", () => {
     expect([resumed.status, resumed.body["outcome"], resumed.body["skipped"]]).toEqual([200, "resumed", 0]);
     expect((await jsonOf(await h.request(`${SERIES}/resume`, post()))).body).toMatchObject({ outcome: "not_paused", commitSha: null });
     await vi.waitFor(() => expect(queued()).toBe(true), { timeout: 20_000 });
+    expect(((await jsonOf(await h.request("/v1/deployments/payments/schedules"))).body["series"] as Series[])[0]).toMatchObject({ paused: false, pauseReason: null });
 
     const triggered = await jsonOf(await h.request(`${SERIES}/trigger`, post({ requestId: "deploy-412" })));
     expect(triggered.status).toBe(200);
@@ -90,8 +92,10 @@ describe("schedule routes", () => {
     expect(await tip(h)).toBe(before);
     const manual = (await events(h)).filter((e) => e.type === "TimerFired" && e.data["manual"] === true);
     expect(manual.map((e) => e.data["requestId"])).toEqual(["deploy-412"]);
-    // A trigger does not move the next slot.
-    expect(((await jsonOf(await h.request("/v1/deployments/payments/schedules"))).body["series"] as Series[])[0]!.nextAt).toBe(nextAt);
+    // A trigger does not move the next slot; the list names it as the last fire.
+    const afterTrigger = ((await jsonOf(await h.request("/v1/deployments/payments/schedules"))).body["series"] as Series[])[0]!;
+    expect(afterTrigger.nextAt).toBe(nextAt);
+    expect(afterTrigger).toMatchObject({ lastFire: { kind: "manual", requestId: "deploy-412", firedAt: triggered.body["firedAt"] } });
 
     const range = { from: "2024-01-01T00:00:00Z", to: "2025-06-01T00:00:00+02:00" };
     const backfilled = await jsonOf(await h.request(`${SERIES}/backfill`, post(range)));
@@ -108,9 +112,30 @@ describe("schedule routes", () => {
     expect(((await jsonOf(await h.request(SERIES))).body["history"] as { fires: unknown[] }).fires).toHaveLength(3);
   });
 
+  it("sends each schedule write that committed something to live subscribers (a schedule event), and nothing for a write that wrote nothing", async () => {
+    const h = await start();
+    const seen: unknown[] = [];
+    const stop = h.monitor.subscribe((e) => {
+      if (e.type === "schedule") seen.push(e);
+    });
+    // Published before the answer is sent: what is seen once a request is answered is all of it.
+    expect((await h.request(`${SERIES}/pause`, post({ reason: "freeze" }))).status).toBe(200);
+    expect(seen).toEqual([{ type: "schedule", repoId: "payments", runId: "reports", timerId: "yearly", action: "pause", outcome: "paused" }]);
+    expect((await h.request(`${SERIES}/pause`, post())).status).toBe(200);
+    expect((await h.request(`${SERIES}/pause`, { ...post(), token: READER_TOKEN })).status).toBe(403);
+    expect(seen).toHaveLength(1);
+    expect((await h.request(`${SERIES}/resume`, post())).status).toBe(200);
+    expect((await h.request(`${SERIES}/trigger`, post({ requestId: "t-1" }))).status).toBe(200);
+    expect((await h.request(`${SERIES}/trigger`, post({ requestId: "t-1" }))).status).toBe(200);
+    expect(seen.map((e) => (e as { action: string; outcome: string }).outcome)).toEqual(["paused", "resumed", "triggered"]);
+    stop();
+  });
+
   it("lets a read-only token list and describe but not write (403), and keeps a token of another deployment out (403), writing nothing", async () => {
     const h = await start();
-    expect((await h.request("/v1/deployments/payments/schedules", { token: READER_TOKEN })).status).toBe(200);
+    const listed = await jsonOf(await h.request("/v1/deployments/payments/schedules", { token: READER_TOKEN }));
+    // The list says the token may not write (the dashboard disables its controls by it).
+    expect([listed.status, listed.body["mayWrite"], (listed.body["series"] as Series[]).length]).toEqual([200, false, 1]);
     expect((await h.request(`${SERIES}?next=2`, { token: READER_TOKEN })).status).toBe(200);
     const writes: [string, RequestInit][] = [
       [`${SERIES}/pause`, post({ reason: "no" })],
