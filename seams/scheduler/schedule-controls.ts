@@ -17,7 +17,7 @@ import { openRunFolder, readRunLog, type RunLog } from "../../src/workflow/run-l
 import { openRunLog } from "../../src/workflow/run-log-writer.js";
 import { asUnreadableRunError, readEachRun, requireRunFolderLog, requireRunLog, requireWholeRunLog, unreadablePartOf, type UnreadableRun } from "../../src/workflow/unreadable-runs.js";
 import { WORKFLOW_RUN_KIND } from "../../src/workflow/workflow-run-kind.js";
-import { armedSeries, planBackfill, planPause, planResume, planTrigger } from "../../src/workflow/schedule/schedule-controls.js";
+import { armedSeries, backfillLimit, planBackfill, planPause, planResume, planTrigger } from "../../src/workflow/schedule/schedule-controls.js";
 import { previewSeries, type PreviewTick } from "../../src/workflow/schedule/preview.js";
 import { seriesHistory, type SeriesHistory } from "../../src/workflow/schedule/series-history.js";
 import {
@@ -105,8 +105,13 @@ export interface ScheduleControls {
   /**
    * Fires each slot of `[from, to]` (inclusive, in the past, before the armed slot) that has not
    * fired, as `TimerFired` with `backfill: true`; a second backfill of the range fires nothing.
-   * @param opts.maxTicks - most slots (1 … 1 000, default 1 000)
-   * @throws as {@link pause}; `time_invalid` (range); `backfill_too_large`
+   * The range is fired whole or not at all: a range of more slots than `maxTicks` is refused
+   * before anything is written, never cut short.
+   * @param opts.maxTicks - most slots, a whole number 1 … 1 000 (default 1 000)
+   * @throws as {@link pause}; `time_invalid` (range); `usage` for a `maxTicks` out of range (it
+   *   was lowered to 1 000 unsaid); `backfill_too_large` for a range of more slots than
+   *   `maxTicks` (fired or not), nothing written, with `data.lastSlotWithin` (where a range that
+   *   fits ends) and `data.nextSlot` (where the next starts), both in its message too
    */
   backfill(repoId: string, runId: string, timerId: string, range: { from: string; to: string; maxTicks?: number }): Promise<{ fired: readonly string[]; alreadyFired: readonly string[]; emptyBecause: string | null; commitSha: string | null }>;
   /**
@@ -272,6 +277,7 @@ export function createScheduleControls(opts: ScheduleControlsOptions): ScheduleC
       ids(repoId, runId, timerId);
       const fromIso = parseInstant(range.from, "from");
       const toIso = parseInstant(range.to, "to");
+      backfillLimit(range.maxTicks);
       await requireLogOf(repoId, runId);
       const written = await append(repoId, runId, `Backfill schedule ${timerId} of ${runId} from ${fromIso} to ${toIso}`, (log, at) => {
         const plan = planBackfill(log.state, log.events, timerId, { fromIso, toIso, ...(range.maxTicks === undefined ? {} : { maxTicks: range.maxTicks }) }, Date.parse(at));

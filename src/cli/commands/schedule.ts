@@ -308,7 +308,9 @@ export const scheduleBackfillCommand: CliCommand = {
 Appends a TimerFired with backfill: true and its scheduledFor for every slot of the series in
 [from, to] (both in the past, before the armed slot) that has not fired yet. Backfilling the same
 range again writes nothing; when nothing is fired the output says why (json: emptyBecause). A
-range of more than K slots (default and most 1000) is refused.
+range of more than K slots (default and most 1000; fired or not) is refused whole, never cut
+short: backfill_too_large, exit 1, nothing written, the message naming where a range of K
+slots ends and where the next starts (backfill to the one, then from the other).
 
 Options:
 ${SERIES_FLAGS}
