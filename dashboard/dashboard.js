@@ -268,6 +268,9 @@ function onLiveEvent(type, event) {
     scheduleReload();
   } else if (type === "armed" || type === "cancelled" || type === "skipped" || type === "recovered") {
     scheduleReload();
+  } else if (type === "error" && event.code === "token_expired") {
+    // The stream's last event before it ends: the token reached its expiresAt.
+    forgetToken("That token has expired.");
   }
 }
 

@@ -31,13 +31,13 @@ export interface HttpHarness {
   close(): Promise<void>;
 }
 
-/** `handler`: more options of the HTTP handler (tokens and monitor are the harness's). */
-export async function startHttpHarness(dataDir: string, deployments: readonly string[] = ["payments", "shipping"], handler: Omit<HttpHandlerOptions, "tokens" | "monitor"> = {}): Promise<HttpHarness> {
+/** `handler`: more options of the HTTP handler (the monitor is the harness's; tokens default to TOKEN_FILE's). */
+export async function startHttpHarness(dataDir: string, deployments: readonly string[] = ["payments", "shipping"], handler: Omit<HttpHandlerOptions, "monitor"> = {}): Promise<HttpHarness> {
   const monitor = createHostMonitor();
   const host = createWorkflowHost({ dataDir, watch: false, durability: "none", onEvent: monitor.onEvent, minCommitIntervalMs: 0 });
   await host.start();
   for (const id of deployments) await host.createDeployment(id);
-  const app = createHttpHandler(host, { ...handler, tokens: parseTokenFile(TOKEN_FILE), monitor });
+  const app = createHttpHandler(host, { ...handler, tokens: handler.tokens ?? parseTokenFile(TOKEN_FILE), monitor });
   await app.listen({ host: "127.0.0.1", port: 0 });
   const { port } = app.server.address() as AddressInfo;
   const baseUrl = `http://127.0.0.1:${port}`;
