@@ -376,7 +376,8 @@ export function createScheduleControls(opts: ScheduleControlsOptions): ScheduleC
  * the lock, …) after the others were written: the first failure's code (so `io_failed` stays
  * `io_failed`), its message naming how far the sync got, and in `data` the runs written
  * (`writtenRuns`), the commits that hold them (`commits`) and the runs that failed
- * (`failedRuns: [{runId, code}]`); the original error is the `cause`. Each run's changes are in
+ * (`failedRuns: [{runId, code}]`) beside the first failure's own data; the original error is
+ * the `cause`. Each run's changes are in
  * one commit or in none, so syncing the same set again converges.
  */
 function syncFailedError(repoId: string, cause: unknown, failures: readonly { runId: string; error: unknown }[], writtenRuns: readonly string[], commits: readonly string[], total: number): unknown {
@@ -387,7 +388,9 @@ function syncFailedError(repoId: string, cause: unknown, failures: readonly { ru
   return new WorkflowHostError(
     cause.code,
     `sync of deployment ${repoId} wrote ${writtenRuns.length} of ${total} runs; ${failures.length} failed, nothing written to them (first: run ${first.runId}: ${cause.message}); syncing the same set again converges`,
-    { repoId, writtenRuns, commits, failedRuns },
+    // The first failure's own data first (a lost object's runId and path keep it the run's
+    // problem: 409 over HTTP, as when it failed alone), then how far the sync got.
+    { ...cause.data, repoId, writtenRuns, commits, failedRuns },
     { cause },
   );
 }
