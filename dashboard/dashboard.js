@@ -433,6 +433,9 @@ function onLiveEvent(type, event) {
     scheduleReload(event.fire.repoId);
   } else if (type === "armed" || type === "cancelled" || type === "skipped" || type === "recovered" || type === "schedule") {
     scheduleReload(event.repoId);
+  } else if (type === "error" && event.code === "token_expired") {
+    // The stream's last event before it ends: the token reached its expiresAt.
+    forgetToken("That token has expired.");
   }
 }
 

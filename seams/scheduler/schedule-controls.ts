@@ -10,6 +10,7 @@
  * with `backfill: true`, `TimerSet` with `owner: "sync"`, `TimerCancelled` reason
  * `sync: not declared`. Every event is validated before it is written.
  */
+import { WorkflowHostError } from "../../src/errors.js";
 import { parseRepoId, parseRunId, parseSignalId, parseTimerId } from "../../src/workflow/ids.js";
 import { parseInstant } from "../../src/workflow/time.js";
 import { checkReason } from "../../src/workflow/event-constructors.js";
@@ -17,7 +18,7 @@ import { openRunFolder, readRunLog, type RunLog } from "../../src/workflow/run-l
 import { openRunLog } from "../../src/workflow/run-log-writer.js";
 import { asUnreadableRunError, readEachRun, requireRunFolderLog, requireRunLog, requireWholeRunLog, unreadablePartOf, type UnreadableRun } from "../../src/workflow/unreadable-runs.js";
 import { WORKFLOW_RUN_KIND } from "../../src/workflow/workflow-run-kind.js";
-import { armedSeries, planBackfill, planPause, planResume, planTrigger } from "../../src/workflow/schedule/schedule-controls.js";
+import { armedSeries, backfillLimit, planBackfill, planPause, planResume, planTrigger } from "../../src/workflow/schedule/schedule-controls.js";
 import { previewSeries, type PreviewTick } from "../../src/workflow/schedule/preview.js";
 import { seriesHistory, seriesMarks, type SeriesFire, type SeriesHistory, type SeriesMarks } from "../../src/workflow/schedule/series-history.js";
 import {
@@ -109,8 +110,13 @@ export interface ScheduleControls {
   /**
    * Fires each slot of `[from, to]` (inclusive, in the past, before the armed slot) that has not
    * fired, as `TimerFired` with `backfill: true`; a second backfill of the range fires nothing.
-   * @param opts.maxTicks - most slots (1 … 1 000, default 1 000)
-   * @throws as {@link pause}; `time_invalid` (range); `backfill_too_large`
+   * The range is fired whole or not at all: a range of more slots than `maxTicks` is refused
+   * before anything is written, never cut short.
+   * @param opts.maxTicks - most slots, a whole number 1 … 1 000 (default 1 000)
+   * @throws as {@link pause}; `time_invalid` (range); `usage` for a `maxTicks` out of range (it
+   *   was lowered to 1 000 unsaid); `backfill_too_large` for a range of more slots than
+   *   `maxTicks` (fired or not), nothing written, with `data.lastSlotWithin` (where a range that
+   *   fits ends) and `data.nextSlot` (where the next starts), both in its message too
    */
   backfill(repoId: string, runId: string, timerId: string, range: { from: string; to: string; maxTicks?: number }): Promise<{ fired: readonly string[]; alreadyFired: readonly string[]; emptyBecause: string | null; commitSha: string | null }>;
   /**
@@ -138,10 +144,18 @@ export interface ScheduleControls {
   /**
    * Reconciles the deployment's sync-owned series with `desired` (see
    * src/workflow/schedule/sync-plan.ts). Commits nothing when nothing changed, or with `dryRun`.
-   * Applied run by run (one commit per run, commits grouped by the per-ref write queue), so an
-   * interrupted sync leaves some runs synced; syncing the same set again converges.
-   * `onRunWritten(done, total)` is called after each run's commit. Conflicts (and declared series
-   * with no slot in their bounds) are left out and listed in `plan.conflicts`.
+   * Each run's changes are one append, all in one commit or none; the appends of several runs
+   * share commits (the group commit of `appendRunEvents`: those queued while a commit is in
+   * flight go in the next, up to 1 000 a commit), so `commits` lists the distinct commits, fewer
+   * than the runs. An interrupted sync leaves some runs synced; syncing the same set again
+   * converges. `onRunWritten(done, total)` is called after each run's append settled written.
+   * Conflicts (and declared series with no slot in their bounds) are left out and listed in
+   * `plan.conflicts`.
+   *
+   * When the append to some runs fails (an I/O error, a run archived since the read), the call
+   * waits for every other run's append to settle, then throws the first failure's code with
+   * `data.writtenRuns`, `data.commits` and `data.failedRuns` (`[{runId, code}]`): nothing of
+   * the sync is still written after it throws.
    *
    * A run that could not be read whole (its folder, `events/` folder or an event missing or
    * damaged: `object_missing`, `object_corrupt`; or no log, its `events` entry a file or a link:
@@ -153,7 +167,7 @@ export interface ScheduleControls {
    * planned before any write, so the dry run shows it and the other runs are applied.
    * @throws `config_invalid` (also more than 10 000 series), `id_invalid`, `cron_invalid`,
    *   `time_invalid` for the declared set (before any write); `object_corrupt` for a missing or
-   *   damaged `runs/` folder; write errors
+   *   damaged `runs/` folder; write errors (`io_failed`, …) as described above
    */
   syncSchedules(
     repoId: string,
@@ -277,6 +291,7 @@ export function createScheduleControls(opts: ScheduleControlsOptions): ScheduleC
       ids(repoId, runId, timerId);
       const fromIso = parseInstant(range.from, "from");
       const toIso = parseInstant(range.to, "to");
+      backfillLimit(range.maxTicks);
       await requireLogOf(repoId, runId);
       const written = await append(repoId, runId, `Backfill schedule ${timerId} of ${runId} from ${fromIso} to ${toIso}`, (log, at) => {
         const plan = planBackfill(log.state, log.events, timerId, { fromIso, toIso, ...(range.maxTicks === undefined ? {} : { maxTicks: range.maxTicks }) }, Date.parse(at));
@@ -325,7 +340,9 @@ export function createScheduleControls(opts: ScheduleControlsOptions): ScheduleC
       if (o.dryRun === true || isEmptyPlan(plan)) return { plan, commits: [], unreadableRuns };
       const runs = new Set<string>([...plan.create.map((d) => d.runId), ...plan.update.map((u) => u.declared.runId), ...plan.cancel.map((c) => c.runId)]);
       let done = 0;
-      const results = await Promise.all(
+      // Every run's append is awaited, failed or not, before the call answers: a failure is
+      // reported once nothing of this sync is still being written, naming what was.
+      const settled = await Promise.allSettled(
         [...runs].map(async (runId) => {
           const written = await append(repoId, runId, `Sync schedules of ${runId}`, (log, at) => {
             // Nothing is written to a run whose log under the lock is not whole, or that has ended
@@ -340,13 +357,47 @@ export function createScheduleControls(opts: ScheduleControlsOptions): ScheduleC
           }, false);
           done += 1;
           o.onRunWritten?.(done, runs.size);
-          return written;
+          return { runId, written };
         }),
       );
-      const commits = [...new Set(results.filter((r) => r.committed).map((r) => r.commitSha as string))];
+      const results = settled.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
+      const commits = [...new Set(results.filter((r) => r.written.committed).map((r) => r.written.commitSha as string))];
+      const failures = [...runs].flatMap((runId, i) => {
+        const r = settled[i];
+        return r?.status === "rejected" ? [{ runId, error: r.reason as unknown }] : [];
+      });
+      const first = failures[0];
+      if (first !== undefined) {
+        const writtenRuns = results.filter((r) => r.written.committed).map((r) => r.runId);
+        throw syncFailedError(repoId, first.error, failures, writtenRuns, commits, runs.size);
+      }
       return { plan, commits, unreadableRuns };
     },
   };
+}
+
+/**
+ * A sync whose append to some runs failed (an I/O error, the run archived between the read and
+ * the lock, …) after the others were written: the first failure's code (so `io_failed` stays
+ * `io_failed`), its message naming how far the sync got, and in `data` the runs written
+ * (`writtenRuns`), the commits that hold them (`commits`) and the runs that failed
+ * (`failedRuns: [{runId, code}]`) beside the first failure's own data; the original error is
+ * the `cause`. Each run's changes are in
+ * one commit or in none, so syncing the same set again converges.
+ */
+function syncFailedError(repoId: string, cause: unknown, failures: readonly { runId: string; error: unknown }[], writtenRuns: readonly string[], commits: readonly string[], total: number): unknown {
+  // A failure that is no WorkflowHostError is a fault of the code, not of a run: thrown as it is.
+  if (!(cause instanceof WorkflowHostError)) return cause;
+  const first = failures[0] as { runId: string; error: unknown };
+  const failedRuns = failures.map((f) => ({ runId: f.runId, code: f.error instanceof WorkflowHostError ? f.error.code : f.error instanceof Error ? f.error.name : "Error" }));
+  return new WorkflowHostError(
+    cause.code,
+    `sync of deployment ${repoId} wrote ${writtenRuns.length} of ${total} runs; ${failures.length} failed, nothing written to them (first: run ${first.runId}: ${cause.message}); syncing the same set again converges`,
+    // The first failure's own data first (a lost object's runId and path keep it the run's
+    // problem: 409 over HTTP, as when it failed alone), then how far the sync got.
+    { ...cause.data, repoId, writtenRuns, commits, failedRuns },
+    { cause },
+  );
 }
 
 /** Why a series declared in a run that could not be read is left alone. */

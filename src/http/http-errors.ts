@@ -16,6 +16,11 @@ export type HttpOnlyErrorCode =
   /** A token that the token file (or `authenticate`) does not know (401). */
   | "token_invalid"
   /**
+   * A known token past its `expiresAt` (the principal's `expiresAtMs`) by the handler's clock
+   * (401); the body says no more than that (not whose token, nor since when).
+   */
+  | "token_expired"
+  /**
    * The body is not JSON, or not the object the route takes, or the query holds a field the
    * route does not take (400; a route that takes a page says `page_invalid` instead).
    */
@@ -83,6 +88,7 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<HttpErrorCode, number>> = {
   // Who is asking.
   token_missing: 401,
   token_invalid: 401,
+  token_expired: 401,
   authorize_denied: 403,
   // What is asked for.
   repo_not_found: 404,

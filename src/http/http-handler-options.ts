@@ -7,9 +7,17 @@ import type { HostMonitor } from "./host-monitor.js";
 import type { Authenticate, TokenAuth } from "./http-tokens.js";
 
 export interface HttpHandlerOptions {
-  /** Tokens from `loadTokenFile`/`parseTokenFile`; or give `authenticate` and `authorize`. */
+  /**
+   * Tokens from `loadTokenFile`/`parseTokenFile`; or give `authenticate` and `authorize`. A
+   * token whose entry has `expiresAt` is refused from that instant on by {@link clock} (401
+   * `token_expired`), and a live stream opened with it ends then.
+   */
   readonly tokens?: TokenAuth;
-  /** Token → principal (null: 401). Used when `tokens` is not given. */
+  /**
+   * Token → principal (null: 401 `token_invalid`). Used when `tokens` is not given. A principal
+   * that is an object with a finite number `expiresAtMs` (ms since the epoch) expires as a token
+   * file's `expiresAt` does (see `principalExpiresAtMs`).
+   */
   readonly authenticate?: Authenticate;
   /** The principal's right on a deployment (action `read` or `write`). Used when `tokens` is not given. */
   readonly authorize?: Authorize;
@@ -20,11 +28,12 @@ export interface HttpHandlerOptions {
   readonly monitor: HostMonitor;
   /** Principal the handler's own store calls run as (the host's `principal`). Default null. */
   readonly principal?: Principal;
-  /** Clock for `dueInMs` and cron next ticks. Default the system clock. */
+  /** Clock for `dueInMs`, cron next ticks and tokens' expiry. Default the system clock. */
   readonly clock?: Clock;
   /**
-   * Timers for the live event stream's keep-alive pings; their `now` (monotonic ms) times the
-   * writes for the commit histogram. Default the system's, unref'd (they never keep the process up).
+   * Timers for the live event stream's keep-alive pings and its token's expiry; their `now`
+   * (monotonic ms) times the writes for the commit histogram. Default the system's, unref'd
+   * (they never keep the process up).
    */
   readonly timers?: Timers;
   /** Largest request body (bytes, default 1 MiB); larger is 413 and nothing is written. */

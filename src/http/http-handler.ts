@@ -48,7 +48,7 @@ import { countQuery, nextTicks, noBody, objectBody, onlyQueryFields, pageQuery, 
 import { streamLiveEvents } from "./live-event-stream.js";
 
 import type { HttpHandlerOptions } from "./http-handler-options.js";
-import type { ReplaceableTokens } from "./http-tokens.js";
+import { principalExpiresAtMs, type ReplaceableTokens } from "./http-tokens.js";
 import type { Duplex } from "node:stream";
 
 export type { HttpHandlerOptions } from "./http-handler-options.js";
@@ -235,6 +235,9 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     if (token === null) throw new HttpError("token_missing", "send a token as Authorization: Bearer <token> or X-Workflow-Host-Token", { "www-authenticate": 'Bearer realm="workflow-host"' });
     const principal = await authenticate(token);
     if (principal === null || principal === undefined) throw new HttpError("token_invalid", "the token is not known", { "www-authenticate": 'Bearer realm="workflow-host", error="invalid_token"' });
+    // A token past its expiresAt (by the handler's clock): its own code, and nothing more (not
+    // whose token, nor since when).
+    if (isExpired(principal)) throw new HttpError("token_expired", "the token has expired", { "www-authenticate": 'Bearer realm="workflow-host", error="invalid_token", error_description="the token has expired"' });
     principals.set(request, principal);
   });
   app.addHook("onResponse", async (request, reply) => {
@@ -282,6 +285,16 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
   }
 
   const principalOf = (request: FastifyRequest): Principal => principals.get(request) ?? null;
+  /** Ms until `principal`'s token expires by the clock (0 when it has), or null when it never does. */
+  const expiresInMs = (principal: Principal): number | null => {
+    const expiresAtMs = principalExpiresAtMs(principal);
+    return expiresAtMs === null ? null : Math.max(0, expiresAtMs - clock().getTime());
+  };
+  /** Whether `principal`'s token has expired: its `expiresAtMs` (see `principalExpiresAtMs`) is at or before the clock's now. */
+  const isExpired = (principal: Principal): boolean => {
+    const expiresAtMs = principalExpiresAtMs(principal);
+    return expiresAtMs !== null && clock().getTime() >= expiresAtMs;
+  };
 
   async function allowed(principal: Principal, repoId: string | "*", action: RepoAction): Promise<boolean> {
     try {
@@ -761,7 +774,7 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     // HEAD: the stream's headers and nothing more (a hijacked stream never answered a HEAD).
     if (request.method === "HEAD") return reply.header("content-type", "text/event-stream; charset=utf-8").header("cache-control", "no-cache").send();
     const principal = principalOf(request);
-    streamLiveEvents(request, reply, { monitor, timers, streams, mayRead: (repoId) => allowed(principal, repoId, "read") });
+    streamLiveEvents(request, reply, { monitor, timers, streams, mayRead: (repoId) => allowed(principal, repoId, "read"), expired: () => isExpired(principal), expiresInMs: () => expiresInMs(principal) });
   });
 
   // The wake-up contract of cloud schedulers: POST only, default signal name "wake".

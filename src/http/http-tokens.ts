@@ -10,6 +10,9 @@
  *
  * `"*"` stands for every deployment. Actions: `read` (timers, runs, deployments, the live feed;
  * `read` on `"*"` also opens `/metrics`) and `write` (signals, wake-ups, set and cancel timers).
+ * An entry may carry `"expiresAt"`: an RFC 3339 instant with its offset
+ * (`"2026-07-01T00:00:00Z"`); the token is refused from that instant on (`createHttpHandler`
+ * answers 401 `token_expired` by its clock, and ends the live streams opened with it then).
  * Tokens are compared by their SHA-256, so a lookup takes the same time whatever the token.
  */
 import { createHash } from "node:crypto";
@@ -18,6 +21,7 @@ import { readCappedText } from "../substrate/capped-read.js";
 import { WorkflowHostError, describeValue } from "../errors.js";
 import type { Authorize, Principal } from "../substrate/types.js";
 import { REPO_OR_RUN_ID_PATTERN } from "../workflow/ids.js";
+import { parseInstant } from "../workflow/time.js";
 
 /** What a token may do. */
 export type TokenAction = "read" | "write";
@@ -28,6 +32,20 @@ export interface TokenPrincipal {
   readonly name: string;
   /** Deployment id (or `"*"`) → the actions allowed there. */
   readonly deployments: Readonly<Record<string, readonly TokenAction[]>>;
+  /** When the token stops being valid (ms since the epoch, from the entry's `expiresAt`); absent: never. */
+  readonly expiresAtMs?: number;
+}
+
+/**
+ * When a principal's token stops being valid: its `expiresAtMs` (ms since the epoch) when it is
+ * an object carrying a finite number there (a {@link TokenPrincipal} from a token file with
+ * `expiresAt`, or a principal an own `authenticate` returns), else null (never).
+ * `createHttpHandler` refuses the principal from that instant on, by its clock.
+ */
+export function principalExpiresAtMs(principal: Principal): number | null {
+  if (typeof principal !== "object" || principal === null) return null;
+  const at = (principal as { expiresAtMs?: unknown }).expiresAtMs;
+  return typeof at === "number" && Number.isFinite(at) ? at : null;
 }
 
 /** Resolves a presented token to its principal, or null when the token is unknown. */
@@ -43,6 +61,7 @@ export interface TokenAuth {
 
 const TOKEN_PATTERN = /^[\x21-\x7e]{16,512}$/;
 const ACTIONS: readonly TokenAction[] = ["read", "write"];
+const ENTRY_FIELDS: readonly string[] = ["principal", "deployments", "expiresAt"];
 
 /**
  * Checks a parsed token file.
@@ -50,13 +69,14 @@ const ACTIONS: readonly TokenAction[] = ["read", "write"];
  * @param source where it came from, for messages
  * @throws config_invalid when the shape is wrong: a token shorter than 16 or longer than 512 printable
  *   ASCII characters, a principal that is not a 1–128 character string, a deployment key that
- *   is neither `"*"` nor a valid repo id, an action other than `read`/`write`
+ *   is neither `"*"` nor a valid repo id, an action other than `read`/`write`, an `expiresAt`
+ *   that is not an RFC 3339 instant with its offset
  */
 export function parseTokenFile(json: unknown, source = "the token file"): TokenAuth {
   const bad = (detail: string): WorkflowHostError => new WorkflowHostError("config_invalid", `${source}: ${detail}`, { source });
   if (typeof json !== "object" || json === null || Array.isArray(json)) throw bad('must be a JSON object {"tokens": {...}}');
   // A field the file does not take is refused, not ignored: a token entry's `"readOnly": true` or
-  // `"expires"` would otherwise look like a restriction and restrict nothing.
+  // `"expires"` (for `expiresAt`) would otherwise look like a restriction and restrict nothing.
   const extraTop = Object.keys(json).find((key) => key !== "tokens");
   if (extraTop !== undefined) throw bad(`unknown field ${describeValue(extraTop)}; the file takes only "tokens"`);
   const tokens = (json as { tokens?: unknown }).tokens;
@@ -65,9 +85,9 @@ export function parseTokenFile(json: unknown, source = "the token file"): TokenA
   for (const [token, entry] of Object.entries(tokens as Record<string, unknown>)) {
     if (!TOKEN_PATTERN.test(token)) throw bad(`a token must be 16 to 512 printable ASCII characters without spaces; ${token.length} characters given`);
     if (typeof entry !== "object" || entry === null) throw bad(`the entry of a token must be {principal, deployments}`);
-    const { principal, deployments } = entry as { principal?: unknown; deployments?: unknown };
-    const extra = Object.keys(entry).find((key) => key !== "principal" && key !== "deployments");
-    if (extra !== undefined) throw bad(`unknown field ${describeValue(extra)} in the entry of principal ${describeValue(principal)}; an entry takes only principal and deployments`);
+    const { principal, deployments, expiresAt } = entry as { principal?: unknown; deployments?: unknown; expiresAt?: unknown };
+    const extra = Object.keys(entry).find((key) => !ENTRY_FIELDS.includes(key));
+    if (extra !== undefined) throw bad(`unknown field ${describeValue(extra)} in the entry of principal ${describeValue(principal)}; an entry takes only principal, deployments and expiresAt`);
     if (typeof principal !== "string" || principal.length < 1 || principal.length > 128) throw bad(`principal ${describeValue(principal)} must be a string of 1 to 128 characters`);
     if (typeof deployments !== "object" || deployments === null || Array.isArray(deployments)) throw bad(`deployments of ${principal} must be an object {"<repoId>" | "*": ["read", "write"]}`);
     const allowed: Record<string, TokenAction[]> = {};
@@ -78,7 +98,15 @@ export function parseTokenFile(json: unknown, source = "the token file"): TokenA
       }
       allowed[repoId] = [...actions];
     }
-    byHash.set(hashToken(token), { name: principal, deployments: allowed });
+    let expiresAtMs: number | undefined;
+    if (expiresAt !== undefined) {
+      try {
+        expiresAtMs = Date.parse(parseInstant(expiresAt, "expiresAt"));
+      } catch {
+        throw bad(`expiresAt ${describeValue(expiresAt)} of ${principal} is not an RFC 3339 instant with its offset (e.g. "2026-07-01T00:00:00Z")`);
+      }
+    }
+    byHash.set(hashToken(token), { name: principal, deployments: allowed, ...(expiresAtMs === undefined ? {} : { expiresAtMs }) });
   }
   const authenticate: Authenticate = (token) => byHash.get(hashToken(token)) ?? null;
   const authorize: Authorize = (principal, repoId, _ref, action) => {

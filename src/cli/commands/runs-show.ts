@@ -35,8 +35,9 @@ export const runsShowCommand: CliCommand = {
        workflow-host runs show --data-dir DIR --repo R --run X [--limit N] --last [--json]
 
 Prints how many events run X holds, a page of them in seq order (the first ${DEFAULT_LIMIT}, or
---limit N after seq --after SEQ, or with --last the last ones: the seqs above the highest - N), the
-events that could not be read and breaks of the log's rules (missing seqs, events after the
+--limit N after seq --after SEQ, or with --last the last ones: the seqs above the highest - N;
+an entry of the page that could not be read is an UNREADABLE line at its seq), the entries
+elsewhere in the log that could not be read and breaks of the log's rules (missing seqs, events after the
 terminal one, which are skipped; a sealed log that is not valid; entries outside the run
 folder's layout), and the state the whole log folds to: last seq, terminal event, armed
 timers, signals not yet consumed. The last line says how the next page starts.
@@ -166,12 +167,22 @@ Examples:
       const where = `run ${runId} in ${repoId} at ${shortSha(commitSha)}${archived === null ? "" : ` (archived: ${archived})`}`;
       printLine(io, `${where}: ${summary.eventCount} events${summary.eventCount === 0 ? "" : ` (seq ${summary.firstSeq ?? "?"}..${summary.state.lastSeq})`}`);
       let nextAfter: number | null = null;
+      const unreadableLine = (bad: BadEvent): string => `  ${String(bad.seq ?? "?").padStart(4)}  UNREADABLE      ${bad.path}: ${bad.error.message}`;
+      // An unreadable entry of a page is printed at its seq among the page's events; those of
+      // the rest of the log (and any without a seq) follow the pages, as before.
+      const shownBad = new Set<string>();
       for await (const page of pages()) {
-        for (const event of page.events) printLine(io, `  ${String(event.seq).padStart(4)}  ${event.type.padEnd(15)} ${describeEvent(event)}`);
+        for (const row of bySeq(page.events, page.bad)) {
+          if (row.bad !== undefined) {
+            shownBad.add(row.bad.path);
+            printLine(io, unreadableLine(row.bad));
+          } else printLine(io, `  ${String(row.event.seq).padStart(4)}  ${row.event.type.padEnd(15)} ${describeEvent(row.event)}`);
+        }
         nextAfter = page.nextAfter;
       }
-      for (const bad of summary.bad) printLine(io, `  ${String(bad.seq ?? "?").padStart(4)}  UNREADABLE      ${bad.path}: ${bad.error.message}`);
-      if (summary.badCount > summary.bad.length) printLine(io, `  … and ${summary.badCount - summary.bad.length} more unreadable entries`);
+      for (const bad of summary.bad) if (!shownBad.has(bad.path)) printLine(io, unreadableLine(bad));
+      const listedBad = new Set([...shownBad, ...summary.bad.map((b) => b.path)]).size;
+      if (summary.badCount > listedBad) printLine(io, `  … and ${summary.badCount - listedBad} more unreadable entries`);
       for (const p of summary.problems) printLine(io, `  ${String(p.seq ?? "?").padStart(4)}  PROBLEM         ${p.path}: ${p.error.message}`);
       if (summary.problemCount > summary.problems.length) printLine(io, `  … and ${summary.problemCount - summary.problems.length} more problems`);
       if (lost !== null) printLine(io, `state: not known: the log was not read whole (${lostPart?.path ?? ""} ${lost.code})`);
@@ -192,6 +203,21 @@ Examples:
     return 1;
   },
 };
+
+/**
+ * A page's events and unreadable entries in one list by seq (each list is in seq order already);
+ * an entry without a seq comes after the events.
+ */
+function bySeq(events: readonly RunEvent[], bad: readonly BadEvent[]): ({ event: RunEvent; bad?: undefined } | { bad: BadEvent })[] {
+  const out: ({ event: RunEvent; bad?: undefined } | { bad: BadEvent })[] = [];
+  const rest = [...bad].sort((a, b) => (a.seq ?? Infinity) - (b.seq ?? Infinity));
+  let i = 0;
+  for (const event of events) {
+    for (let next = rest[i]; next !== undefined && (next.seq ?? Infinity) < event.seq; next = rest[++i]) out.push({ bad: next });
+    out.push({ event });
+  }
+  return out.concat(rest.slice(i).map((b) => ({ bad: b })));
+}
 
 /** `text` with every line but the first indented by `pad`, and the first too. */
 function indent(text: string, pad: string): string {

@@ -308,7 +308,9 @@ export const scheduleBackfillCommand: CliCommand = {
 Appends a TimerFired with backfill: true and its scheduledFor for every slot of the series in
 [from, to] (both in the past, before the armed slot) that has not fired yet. Backfilling the same
 range again writes nothing; when nothing is fired the output says why (json: emptyBecause). A
-range of more than K slots (default and most 1000) is refused.
+range of more than K slots (default and most 1000; fired or not) is refused whole, never cut
+short: backfill_too_large, exit 1, nothing written, the message naming where a range of K
+slots ends and where the next starts (backfill to the one, then from the other).
 
 Options:
 ${SERIES_FLAGS}
@@ -353,10 +355,14 @@ no slot within its bounds; the rest is applied. Prints the plan; commits nothing
 changed, or with --dry-run. At most 10000 series may be declared (config_invalid beyond, before
 anything is written).
 
-The sync is applied run by run (one commit per run), with progress on stderr every 100 runs
-and at the end ("schedule sync: 300 of 1200 runs written"; with --json one object per line,
-{"event":"progress","done":300,"total":1200}). An interrupted
-sync leaves some runs synced and others not; running the same sync again converges.
+The sync is applied run by run: each run's changes are in one commit or in none, and several
+runs share a commit (up to 1000 a commit; --json's commits lists the distinct ones), with
+progress on stderr every 100 runs and at the end ("schedule sync: 300 of 1200 runs written";
+with --json one object per line, {"event":"progress","done":300,"total":1200}). An interrupted
+sync leaves some runs synced and others not; running the same sync again converges. When
+writing some runs fails (io_failed fails every run of its commit, run_archived that run only),
+the sync exits 1 once every run's write has ended, the message saying how many runs were
+written and which failed; nothing is written after it exits.
 
 Options:
   -d, --data-dir DIR   data dir (default: $WORKFLOW_HOST_DATA_DIR)

@@ -81,8 +81,9 @@ Options:
       --http ADDR         also serve the HTTP API, wake-ups, /metrics and the dashboard on
                           PORT, HOST:PORT or [IPV6]:PORT (a bare port is 127.0.0.1); needs --tokens
       --tokens FILE       JSON token file: {"tokens": {"<token>": {"principal": "ops",
-                          "deployments": {"*": ["read", "write"]}}}} (see the README's HTTP
-                          section)
+                          "deployments": {"*": ["read", "write"]}, "expiresAt"?: ISO}}} (see
+                          the README's HTTP section); a token is refused from its expiresAt on
+                          (401 token_expired) and its live streams end then
       --retention-ms N    a run that ended more than N ms ago leaves main for the archive ref
                           refs/archive/runs, in batched commits at quiet moments (default
                           604800000: 7 days); off keeps every run live

@@ -13,7 +13,9 @@
  *   `scheduledFor = firedAt = now`; nothing when that requestId already fired this series. The
  *   armed slot does not move.
  * - backfill: one `TimerFired` with `backfill: true` per slot in `[from, to]` that is before the
- *   armed slot and has no fire yet (of any kind but manual), at most `maxTicks` (1 000).
+ *   armed slot and has no fire yet (of any kind but manual). A range of more than `maxTicks`
+ *   (1 … 1 000, default 1 000) slots is refused whole (`backfill_too_large`, naming where a
+ *   range that fits ends), never cut short.
  */
 import { WorkflowHostError } from "../../errors.js";
 import { ticksBetween } from "../cron.js";
@@ -82,12 +84,29 @@ export function planTrigger(state: RunState, events: Iterable<RunEvent>, timerId
 }
 
 /**
+ * The most slots a backfill fires: `maxTicks`, or {@link MAX_BACKFILL_TICKS} when not given.
+ * A value out of range is refused, never lowered to the ceiling (it was, silently: 5 000 became
+ * 1 000, and 1.5 was a bare RangeError), as the CLI's `--max-ticks` and the HTTP route refuse it.
+ * @throws `usage` (data `{field: "maxTicks", value}`) unless a whole number 1 … {@link MAX_BACKFILL_TICKS}
+ */
+export function backfillLimit(maxTicks: number | undefined): number {
+  const limit = maxTicks ?? MAX_BACKFILL_TICKS;
+  if (!Number.isSafeInteger(limit) || limit < 1 || limit > MAX_BACKFILL_TICKS) {
+    throw new WorkflowHostError("usage", `backfill maxTicks ${String(limit)} is not valid; allowed: a whole number 1 … ${MAX_BACKFILL_TICKS}`, { field: "maxTicks", value: limit });
+  }
+  return limit;
+}
+
+/**
  * Backfill the slots of `[fromIso, toIso]` (both inclusive; see the module comment).
- * @param maxTicks - most slots (default and ceiling {@link MAX_BACKFILL_TICKS})
+ * @param maxTicks - most slots, a whole number 1 … {@link MAX_BACKFILL_TICKS} (default {@link MAX_BACKFILL_TICKS})
  * @returns the fires to append, the slots already fired (skipped as done), and when nothing is
- *   to fire, why (`emptyBecause`; null otherwise)
- * @throws `schedule_not_found`; `time_invalid` when from > to or to is after now;
- *   `backfill_too_large` when the range holds more than `maxTicks` slots to consider
+ *   to fire, why (`emptyBecause`; null otherwise). A range is fired whole or not at all: never cut.
+ * @throws `schedule_not_found`; `time_invalid` when from > to or to is after now; `usage` for a
+ *   `maxTicks` out of range (data `{field, value}`); `backfill_too_large` when the range holds more
+ *   than `maxTicks` slots to consider (fired or not), with `data.count`, `data.maxTicks`,
+ *   `data.lastSlotWithin` (the last of the first `maxTicks` slots: a `to` that fits) and
+ *   `data.nextSlot` (the slot after it: the next range's `from`)
  */
 export function planBackfill(
   state: RunState,
@@ -102,7 +121,7 @@ export function planBackfill(
   if (fromMs > toMs || toMs > nowMs) {
     throw new WorkflowHostError("time_invalid", `backfill range ${range.fromIso} .. ${range.toIso} is not a past range; allowed: from <= to <= now (${isoFromMs(nowMs)})`, { from: range.fromIso, to: range.toIso });
   }
-  const limit = Math.min(range.maxTicks ?? MAX_BACKFILL_TICKS, MAX_BACKFILL_TICKS);
+  const limit = backfillLimit(range.maxTicks);
   // Slots before the armed one only: the armed slot and later belong to the running series.
   const untilMs = Math.min(toMs, Date.parse(pending.fireAt) - 1);
   // The search starts 1 ms before `from` (its start is exclusive), kept inside the instants'
@@ -110,7 +129,15 @@ export function planBackfill(
   // at exactly that first instant is then not found.)
   const span = untilMs < fromMs ? null : ticksBetween(pending.cron as string, pending.timezone ?? "UTC", isoFromMs(Math.max(fromMs - 1, MIN_MS)), isoFromMs(untilMs), limit, "first");
   if (span !== null && span.count > limit) {
-    throw new WorkflowHostError("backfill_too_large", `backfill of ${timerId} from ${range.fromIso} to ${range.toIso} covers ${span.count} slots; allowed: at most ${limit}`, { timerId, count: span.count, maxTicks: limit });
+    // The whole range or nothing: the caller is told where a range of `limit` slots ends and
+    // where the next would start, so the range can be split, never cut short unseen.
+    const lastSlotWithin = span.ticks.at(-1) as string;
+    const nextSlot = ticksBetween(pending.cron as string, pending.timezone ?? "UTC", lastSlotWithin, isoFromMs(untilMs), 1, "first").ticks[0] ?? null;
+    throw new WorkflowHostError(
+      "backfill_too_large",
+      `backfill of ${timerId} from ${range.fromIso} to ${range.toIso} covers ${span.count} slots; allowed: at most ${limit} (nothing was written; the first ${limit} end at ${lastSlotWithin}: backfill to ${lastSlotWithin}, then from ${nextSlot ?? "the next slot"})`,
+      { timerId, count: span.count, maxTicks: limit, lastSlotWithin, nextSlot },
+    );
   }
   const done = new Set<number>();
   for (const event of events) {

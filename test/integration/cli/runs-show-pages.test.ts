@@ -79,6 +79,20 @@ describe("runs show on a long run", () => {
     expect(all.stdout).not.toMatch(/more events follow/);
   });
 
+  it("prints an unreadable entry at its seq among the page's events, and one of another page after the events", async () => {
+    const seqsOf = (stdout: string) => stdout.split("\n").flatMap((line) => /^\s+(\d+)\s{2}(StepDone|TimerSet|UNREADABLE)\s/.exec(line)?.slice(1, 3).join(" ") ?? []);
+    const around = await runCli(["runs", "show", "-d", dataDir, "-r", "dep", "--run", "long", "--after", String(BAD_SEQ - 3), "--limit", "6"]);
+    expect(around.code, around.stderr).toBe(0);
+    expect(seqsOf(around.stdout)).toEqual([`${BAD_SEQ - 2} StepDone`, `${BAD_SEQ - 1} StepDone`, `${BAD_SEQ} UNREADABLE`, `${BAD_SEQ + 1} StepDone`, `${BAD_SEQ + 2} StepDone`, `${BAD_SEQ + 3} StepDone`]);
+    expect(around.stdout.match(/UNREADABLE/g)).toHaveLength(1);
+    // Every event with --all: the one line stays at its seq.
+    const all = seqsOf((await runCli(["runs", "show", "-d", dataDir, "-r", "dep", "--run", "long", "--all", "--limit", "250"])).stdout);
+    expect(all.map((row) => Number(row.split(" ")[0]))).toEqual(Array.from({ length: EVENTS }, (_, i) => i + 1));
+    // The first page does not hold seq 700: its line follows the page, once.
+    const first = seqsOf((await runCli(["runs", "show", "-d", dataDir, "-r", "dep", "--run", "long"])).stdout);
+    expect(first.slice(-2)).toEqual(["100 StepDone", `${BAD_SEQ} UNREADABLE`]);
+  });
+
   it("refuses a page out of range or --last with --all (exit 2, usage)", async () => {
     for (const flags of [["--limit", "0"], ["--limit", "abc"], ["--limit", "1001"], ["--after", "-1"], ["--last", "--all"], ["--last", "--after", "3"]]) {
       const out = await runCli(["runs", "show", "-d", dataDir, "-r", "dep", "--run", "long", ...flags]);

@@ -124,6 +124,10 @@ describe("workflow-host schedule", () => {
     const malformed = await cli(["schedule", "backfill", ...s, "--from", "2026-11-30", "--to", "2026-05-01T09:00:00Z"]);
     expect(malformed.code).toBe(2);
     expect(malformed.stderr).toContain("time_invalid");
+    // A range of more slots than --max-ticks is refused whole, saying where a range that fits ends.
+    const tooLong = await cli(["schedule", "backfill", ...s, "--from", "2026-05-01T07:00:00Z", "--to", "2026-05-01T09:00:00Z", "--max-ticks", "2", "--json"]);
+    expect(tooLong.code).toBe(1);
+    expect(JSON.parse(tooLong.stdout)).toEqual({ error: { code: "backfill_too_large", message: expect.stringContaining("the first 2 end at 2026-05-01T08:00:00.000Z: backfill to 2026-05-01T08:00:00.000Z, then from 2026-05-01T09:00:00.000Z") } });
 
     expect((await cli(["schedule", "pause", ...s])).code).toBe(0);
     now = "2026-05-01T13:00:00.000Z";

@@ -225,8 +225,11 @@ describe("schedule routes", () => {
       const answer = await jsonOf(await h.request(path, init));
       expect({ path, body: init.body, status: answer.status, code: answer.body["code"] }).toEqual({ path, body: init.body, status: 400, code });
     }
-    // The messages say what is missing and what a query takes.
+    // The messages say what is missing and what a query takes; a range longer than maxTicks,
+    // refused whole, where a range that fits ends and where the next starts.
     expect((await jsonOf(await h.request(`${SERIES}/trigger`, post()))).body["message"]).toContain("requestId");
+    const tooLong = await jsonOf(await h.request(`${SERIES}/backfill`, post({ from: "2020-01-01T00:00:00Z", to: "2025-06-01T00:00:00Z", maxTicks: 2 })));
+    expect(tooLong.body["message"]).toMatch(/^backfill_too_large: .* allowed: at most 2 \(nothing was written; the first 2 end at \S+: backfill to \S+, then from \d{4}-\S+Z\)$/);
     expect((await jsonOf(await h.request(`${SERIES}?count=3`))).body["message"]).toBe('body_invalid: unknown query field "count"; allowed: next, last');
     // A maxTicks past 2^53 − 1 is refused without echoing the rounded number JSON reading made of it.
     const backfill = (maxTicks: string): RequestInit => ({ method: "POST", body: `{"from":"2024-01-01T00:00:00Z","to":"2025-06-01T00:00:00Z","maxTicks":${maxTicks}}`, headers: { "content-type": "application/json" } });

@@ -72,6 +72,15 @@ describe("workflow-host serve --http", () => {
     await serve.waitFor(/token file .* changed but was not taken/, 20_000);
     expect(await statusWith(ADMIN_TOKEN)).toBe(200);
     expect(await statusWith(PAYMENTS_TOKEN)).toBe(401);
+    // So does a malformed expiresAt (a date without its time and offset): the tokens in place stay.
+    await writeFile(tokens, JSON.stringify({ tokens: { ...kept, [ADMIN_TOKEN]: { ...TOKEN_FILE.tokens[ADMIN_TOKEN], expiresAt: "2020-01-01" } } }));
+    await serve.waitFor(/token file .* changed but was not taken.*expiresAt "2020-01-01"/, 20_000);
+    expect(await statusWith(ADMIN_TOKEN)).toBe(200);
+    // A valid one is taken: an expiresAt in the past ends the token at once.
+    await writeFile(tokens, JSON.stringify({ tokens: { ...kept, [ADMIN_TOKEN]: { ...TOKEN_FILE.tokens[ADMIN_TOKEN], expiresAt: "2020-01-01T00:00:00Z" } } }));
+    await pollUntil(async () => ((await statusWith(ADMIN_TOKEN)) === 401 ? true : undefined), 20_000, serve, 100);
+    const expired = await fetch(`${base}/v1/deployments`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    expect(await expired.json()).toEqual({ code: "token_expired", message: expect.any(String) });
     serve.kill("SIGTERM");
     expect(await serve.exited).toEqual({ code: 0, signal: null });
   });
@@ -108,6 +117,11 @@ describe("workflow-host serve --http", () => {
     const badFile = await cliInProcess(["serve", "--data-dir", dataDir, "--http", "8080", "--tokens", bad]);
     expect(badFile.code).toBe(1);
     expect(badFile.stderr).toMatch(/^workflow-host: config_invalid: token file /);
+    await writeFile(bad, JSON.stringify({ tokens: { [ADMIN_TOKEN]: { ...TOKEN_FILE.tokens[ADMIN_TOKEN], expiresAt: "next week" } } }));
+    const badExpiry = await cliInProcess(["serve", "--data-dir", dataDir, "--http", "8080", "--tokens", bad]);
+    expect(badExpiry.code).toBe(1);
+    expect(badExpiry.stderr).toMatch(/^workflow-host: config_invalid: token file .*expiresAt "next week"/);
+    expect(badExpiry.stderr).not.toContain(ADMIN_TOKEN);
     // The flag is checked before the file it names is read.
     const badFlag = await cliInProcess(["serve", "--data-dir", dataDir, "--http", "nowhere", "--tokens", bad]);
     expect(badFlag.code).toBe(2);

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { errorReply, HTTP_STATUS_BY_CODE } from "../../../src/http/http-errors.js";
-import { parseTokenFile } from "../../../src/http/http-tokens.js";
+import { parseTokenFile, principalExpiresAtMs } from "../../../src/http/http-tokens.js";
 import { parseListenAddress } from "../../../src/http/listen-address.js";
 import { WorkflowHostError } from "../../../src/errors.js";
 import { expectCode } from "../../helpers/expect-code.js";
@@ -57,6 +57,33 @@ describe("parseTokenFile", () => {
       { tokens: { "long-enough-token-01": { principal: "a", deployments: { "*": ["read"] } } }, revoked: ["long-enough-token-01"] },
     ]) {
       expectCode(() => parseTokenFile(bad), "config_invalid");
+    }
+  });
+});
+
+describe("a token's expiresAt", () => {
+  const withExpiry = (expiresAt: unknown) => ({ tokens: { "long-enough-token-01": { principal: "a", deployments: { "*": ["read"] }, expiresAt } } });
+
+  it("is read as an instant (any offset) onto the token's principal; a token without it never expires", async () => {
+    const auth = parseTokenFile({ tokens: { ...FILE.tokens, ...withExpiry("2026-07-01T02:00:00+02:00").tokens } });
+    const expiring = await auth.authenticate("long-enough-token-01");
+    expect(principalExpiresAtMs(expiring)).toBe(Date.parse("2026-07-01T00:00:00Z"));
+    expect(principalExpiresAtMs(await auth.authenticate("ops-token-0123456789"))).toBeNull();
+    expect(principalExpiresAtMs("ops")).toBeNull();
+    expect(principalExpiresAtMs({ name: "own", expiresAtMs: Number.NaN })).toBeNull();
+  });
+
+  it("makes the file invalid (config_invalid) when malformed, naming neither the token nor taking a date without its time or offset", () => {
+    for (const expiresAt of ["tomorrow", "2026-07-01", "2026-07-01T00:00:00", "2026-13-01T00:00:00Z", "", 1_782_864_000_000, null, true]) {
+      let caught: unknown;
+      try {
+        parseTokenFile(withExpiry(expiresAt));
+      } catch (error) {
+        caught = error;
+      }
+      expect(caught, String(expiresAt)).toMatchObject({ name: "WorkflowHostError", code: "config_invalid" });
+      expect((caught as Error).message).toContain("expiresAt");
+      expect((caught as Error).message).not.toContain("long-enough-token-01");
     }
   });
 });

@@ -163,6 +163,29 @@ describe("backfill", () => {
     expect(firedOf(await h.log("r1"))).toEqual([]);
   });
 
+  it("refuses a range longer than maxTicks whole, naming where a range that fits ends and the next starts", async () => {
+    const { h, c } = await setup({ cron: "0 * * * *" });
+    const at = (hh: string) => `2026-05-01T${hh}:00:00.000Z`;
+    const cut = c.backfill(REPO, "r1", "s", { from: at("03"), to: at("09"), maxTicks: 3 });
+    await expect(cut).rejects.toMatchObject({ code: "backfill_too_large", data: { count: 7, maxTicks: 3, lastSlotWithin: at("05"), nextSlot: at("06") } });
+    await expect(cut).rejects.toThrow(/backfill to 2026-05-01T05:00:00.000Z, then from 2026-05-01T06:00:00.000Z/);
+    expect(firedOf(await h.log("r1"))).toEqual([]);
+    // Split where it says, the range is fired whole.
+    expect((await c.backfill(REPO, "r1", "s", { from: at("03"), to: at("05"), maxTicks: 3 })).fired).toEqual([at("03"), at("04"), at("05")]);
+    await expect(c.backfill(REPO, "r1", "s", { from: at("06"), to: at("09"), maxTicks: 3 })).rejects.toMatchObject({ code: "backfill_too_large", data: { count: 4, nextSlot: at("09") } });
+    expect((await c.backfill(REPO, "r1", "s", { from: at("06"), to: at("09"), maxTicks: 4 })).fired).toEqual([at("06"), at("07"), at("08"), at("09")]);
+  });
+
+  it("refuses a maxTicks out of 1 … 1 000 (usage) before writing, never lowering it to the ceiling", async () => {
+    const { h, c } = await setup({ cron: "0 * * * *" });
+    const range = { from: "2026-05-01T05:00:00Z", to: "2026-05-01T09:00:00Z" };
+    for (const maxTicks of [5_000, 1_001, 0, -1, 1.5, Number.NaN]) {
+      await expect(c.backfill(REPO, "r1", "s", { ...range, maxTicks })).rejects.toMatchObject({ name: "WorkflowHostError", code: "usage", data: { field: "maxTicks" } });
+    }
+    expect(firedOf(await h.log("r1"))).toEqual([]);
+    expect((await c.backfill(REPO, "r1", "s", { ...range, maxTicks: 1_000 })).fired).toHaveLength(5);
+  });
+
   it("takes a range that starts at the first instant of year 0000, the start of the instants' range", async () => {
     const { h, c } = await setup({ cron: "0 12 1 1 *" });
     // The search for slots started 1 ms before `from`, outside the range: time_invalid naming -62167219200001.
