@@ -7,20 +7,10 @@
  * deployment (nothing can be read). A fire commit that
  * meets a run's missing folder commits the other runs' fires and reports that run.
  */
-import { rm } from "node:fs/promises";
-import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { makeScheduler } from "../../helpers/fixture-scheduler.js";
-import { armedRuns, badOf, fired, GitWriter, PAST, settle, SOON, started, timerSet, usePlumbingDeployments } from "../../helpers/plumbing-deployment.js";
+import { armedRuns, badOf, fired, LosingWriter, PAST, settle, SOON, started, timerSet, usePlumbingDeployments } from "../../helpers/plumbing-deployment.js";
 import { useTempDirs } from "../../helpers/temp-dir.js";
-
-/** Loose objects written with git's plumbing, one of which a test then removes. */
-class LosingWriter extends GitWriter {
-  /** Removes one loose object's file. */
-  async lose(oid: string): Promise<void> {
-    await rm(join(this.gitdir, "objects", oid.slice(0, 2), oid.slice(2)));
-  }
-}
 
 const deployment = usePlumbingDeployments(useTempDirs("wh-missing-obj-"), (gitdir) => new LosingWriter(gitdir));
 
