@@ -27,6 +27,8 @@ export interface ObjectSource {
    * folder once (see {@link CommittedReads.listTree}); optional (without it, the tree is read).
    */
   listTree?(oid: Oid): Promise<readonly DirEntry[]>;
+  /** See {@link CommittedReads.stored}; optional. */
+  stored?(oid: Oid): boolean | Promise<boolean>;
 }
 
 /** Folders whose stored bytes one {@link CommittedReads} keeps for point lookups (newest last). */
@@ -151,6 +153,7 @@ export function createCommittedReads(source: ObjectSource, commitSha: Oid | null
       return out;
     },
     treeOid,
+    ...(source.stored === undefined ? {} : { stored: (oid: Oid) => (source.stored as (o: Oid) => boolean | Promise<boolean>)(oid) }),
     ...(source.read === undefined
       ? {}
       : {

@@ -226,6 +226,29 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
     }
   }
 
+  /**
+   * Whether `oid` is stored, without reading it (see ObjectSource.stored): true at once when a
+   * known pack's index holds it; else a look for its loose file, then in packs added since.
+   */
+  function stored(oid: Oid): boolean | Promise<boolean> {
+    if (isHexOid(oid) && packs.contains(oid)) return true;
+    return storedElsewhere(oid);
+  }
+
+  async function storedElsewhere(oid: Oid): Promise<boolean> {
+    if (!isHexOid(oid)) return false;
+    if ((await quickFs.statOrNull(loosePath(oid))) !== null) return true;
+    try {
+      // A pack added since they were listed (another process, `git gc`), or one only git can read.
+      return (await packs.read(oid, true)) !== null || (await readPacked(oid)) !== null;
+    } catch (error) {
+      // There but damaged is there: the readers report the damage when they read it.
+      if (isDamagedObject(error)) return true;
+      if (isAbsentObject(error)) return false;
+      throw error;
+    }
+  }
+
   async function readTyped(oid: Oid, type: ObjectType, point = false): Promise<GitObject> {
     const object = await read(oid, point);
     if (object.type !== type) throw corrupt(oid, `is a ${object.type}, expected a ${type}`, undefined, { ...ABSENT, found: object.type });
@@ -294,6 +317,7 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
 
   return {
     read: (oid) => read(oid),
+    stored,
     holdsHistory,
     async readTree(oid) {
       const hit = cachedTree(oid);

@@ -99,6 +99,15 @@ export interface CommittedReads {
    */
   readTreeBytes?(oid: Oid): Promise<Uint8Array | null>;
   /**
+   * Whether the object `oid` is in the repository, without reading it: true (not a promise) when
+   * a known pack's index holds it (an in-memory lookup, no inflate), else a promise after a look
+   * for its loose file and in packs added since. An object there but damaged counts as there
+   * (its reader reports the damage); an oid that is not 40 hex digits is not there.
+   * @throws an I/O error of that look as the store raises it
+   * Optional: without it, callers cannot tell without reading the object.
+   */
+  stored?(oid: Oid): boolean | Promise<boolean>;
+  /**
    * Reads pinned to the same commit, for a walk that reads most objects once (a recovery reading
    * every run's log): what it reads is taken from the store's caches when there, but not added
    * to them (except big folders), so a walk of a million events neither pushes out what the
@@ -163,6 +172,8 @@ export interface FolderAppend {
 export interface AppendedFolder {
   readonly folder: Oid;
   readonly sub: Oid;
+  /** The blob oid of the append's last file (as `files` lists them). */
+  readonly last: Oid;
 }
 
 /** What a `computeDelta` returns: the delta plus any value the caller wants back. */
