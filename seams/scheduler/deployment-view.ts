@@ -637,7 +637,7 @@ export class DeploymentView {
     record.state = state;
     record.maxFileSeq = log.maxFileSeq;
     record.eventsOid = log.eventsOid !== undefined ? log.eventsOid : await reads.treeOid(runEventsPrefix(runId).slice(0, -1));
-    record.lastEventOid = log.lastEventOid ?? null;
+    record.lastEventOid = log.lastEventOid !== undefined ? log.lastEventOid : record.eventsOid === null ? null : await eventFileOid(reads, runId, log.maxFileSeq);
     record.runTreeOid = runTreeOid ?? (await reads.treeOid(`${runsPrefix}${runId}`));
     // Counted with the bad files, so the recovery index keeps no summary of this run and every
     // start reports its problems again.
@@ -813,6 +813,15 @@ function missingObjects(log: RunLog): MissingObject[] {
 /** Whether a run's log was read with one of its objects missing. */
 function missesObjects(log: RunLog): boolean {
   return missingObjects(log).length > 0;
+}
+
+/**
+ * The oid of the run's event file `<seq>.json` at `reads` (a lookup in folders the read just
+ * walked), or null when there is none. A log with a folder there has a bad event and is never
+ * kept in the recovery index, so what it names there is not checked.
+ */
+function eventFileOid(reads: CommittedReads, runId: string, seq: number): Promise<string | null> {
+  return seq < 0 ? Promise.resolve(null) : reads.treeOid(`${runEventsPrefix(runId)}${seq}.json`);
 }
 
 /** Whether every one of `missing` can be read now (false while one is still not there, or cannot be read). */

@@ -70,9 +70,10 @@ export interface RunLog {
    */
   readonly eventsOid?: string | null;
   /**
-   * Set by {@link readRunLog}: the blob oid of the event file `<maxFileSeq>.json` (the log's
-   * last file) when it is a regular file, else null; what the recovery index keeps so a start
-   * can check that object is still stored (design notes §74).
+   * Set by {@link readRunLog} given the run folder's oid, as {@link eventsOid}: the blob oid of
+   * the event file `<maxFileSeq>.json` (the log's last file) when it is a regular file, else
+   * null; what the recovery index keeps so a start can check that object is still stored
+   * (design notes §74).
    */
   readonly lastEventOid?: string | null;
 }
@@ -252,9 +253,7 @@ export async function readRunLog(reads: CommittedReads, runId: string, options: 
       else if (log.state.terminal === null) strays.push(notEndedProblem(runId));
     }
   }
-  const lastEventOid = lastSeq === log.maxFileSeq ? lastOid : null;
-  if (options.runTreeOid !== undefined) log = { ...log, eventsOid, lastEventOid };
-  else if (lastEventOid !== null) log = { ...log, lastEventOid };
+  if (options.runTreeOid !== undefined) log = { ...log, eventsOid, lastEventOid: lastSeq === log.maxFileSeq ? lastOid : null };
   return strays.length === 0 ? log : { ...log, problems: [...strays, ...log.problems] };
 }
 
