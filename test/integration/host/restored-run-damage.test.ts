@@ -9,11 +9,11 @@
  * and the real scheduler on a fake clock. A damaged object that is still there is not seen by
  * that check (design notes §74); the last case shows what the scheduler then does.
  */
-import { readFile, writeFile } from "node:fs/promises";
+import { readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { makeScheduler } from "../../helpers/fixture-scheduler.js";
-import { armedRuns, badOf, fired, LosingWriter, settle, settleAdvancing, SOON, started, timerSet, usePlumbingDeployments } from "../../helpers/plumbing-deployment.js";
+import { armedRuns, badOf, fired, LosingWriter, PAST, settleAdvancing, SOON, started, timerSet, usePlumbingDeployments } from "../../helpers/plumbing-deployment.js";
 import { useTempDirs } from "../../helpers/temp-dir.js";
 import { gitAt, runGit } from "../../helpers/git-cli.js";
 import { RECOVERY_INDEX_FILE } from "../../../src/workflow/recovery-index.js";
@@ -29,6 +29,8 @@ type Damage = (
   run: { tree: string; events: string; blobs: string[] },
   addRun: () => Promise<void>,
 ) => Promise<{ oid: string; path: string; seq: number | null; code: string; runs: number }>;
+
+const LATER = "2026-01-01T12:05:00.000Z";
 
 const objectFile = (w: LosingWriter, oid: string): string => join(w.gitdir, "objects", oid.slice(0, 2), oid.slice(2));
 
@@ -112,6 +114,50 @@ describe("a run damaged while the host was stopped, restored from the recovery i
       expect(fired(events)).toEqual(["r-hurt/u", "r-ok/t"]);
       expect(await d.w.eventFiles("r-hurt")).toEqual(["1.json", "2.json", "3.json"]);
       expect(badOf(events, "r-hurt")).toHaveLength(1);
+    } finally {
+      await scheduler.stop();
+    }
+  });
+  it("its last event, a TimerFired this host committed before its clean stop, is lost: reported at start; restored, only the other timer fires", async () => {
+    const d = await deployment();
+    const hurt = await d.w.run([started(), timerSet(2, "once", PAST), timerSet(3, "later", LATER)]);
+    const ok = await d.w.run([started(), timerSet(2, "t", SOON)]);
+    await d.w.commit({ "r-hurt": hurt.tree, "r-ok": ok.tree });
+    // The first host fires `once` (4.json, in its commit's pack) and stops cleanly: the index
+    // keeps the run as that commit left it, with 4.json's blob as its last event.
+    const first = makeScheduler(d.store, d.clock);
+    await first.scheduler.start();
+    await d.clock.advance(0);
+    await first.scheduler.idle();
+    expect(fired(first.events)).toEqual(["r-hurt/once"]);
+    await first.scheduler.stop();
+    const firedOid = (await gitAt(d.w.gitdir, ["rev-parse", "main:runs/r-hurt/events/4.json"])).trim();
+    // Its pack unpacked into loose objects (git's own unpack-objects), so one object can be removed.
+    const packDir = join(d.w.gitdir, "objects", "pack");
+    for (const name of (await readdir(packDir)).filter((n) => n.endsWith(".pack"))) {
+      const pack = await readFile(join(packDir, name));
+      await rm(join(packDir, name));
+      await rm(join(packDir, name.replace(/\.pack$/, ".idx")));
+      expect((await runGit([`--git-dir=${d.w.gitdir}`, "unpack-objects", "-q"], { input: pack })).code).toBe(0);
+    }
+    const kept = await readFile(objectFile(d.w, firedOid));
+    await d.w.lose(firedOid);
+    const store = await d.reopen();
+    const { scheduler, events } = makeScheduler(store, d.clock, { retryInitialMs: 500, retryMaxMs: 30_000 });
+    await scheduler.start();
+    try {
+      expect(badOf(events, "r-hurt")).toEqual([
+        expect.objectContaining({ seq: 4, path: "runs/r-hurt/events/4.json", error: expect.objectContaining({ code: "object_missing", data: expect.objectContaining({ oid: firedOid }) }) }),
+      ]);
+      expect(armedRuns(events)).toEqual(["r-ok"]);
+      await d.clock.advance(10 * 60_000);
+      await scheduler.idle();
+      expect(fired(events)).toEqual(["r-ok/t"]);
+      await writeFile(objectFile(d.w, firedOid), kept);
+      await settleAdvancing(d.clock, scheduler, () => fired(events).includes("r-hurt/later"), "the restored run's timer fired", 1_000);
+      await scheduler.idle();
+      expect(fired(events)).toEqual(["r-hurt/later", "r-ok/t"]);
+      expect(await d.w.eventFiles("r-hurt")).toEqual(["1.json", "2.json", "3.json", "4.json", "5.json"]);
     } finally {
       await scheduler.stop();
     }
