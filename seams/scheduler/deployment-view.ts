@@ -32,7 +32,7 @@ import type { PendingTimer, RunState } from "../../src/workflow/types.js";
 import { WORKFLOW_RUN_KIND } from "../../src/workflow/workflow-run-kind.js";
 import { reusedArchivedRunProblem } from "../../src/workflow/run-archive.js";
 import { ArchiveReads } from "./archive-reads.js";
-import { decodeRecoveryColumns, eventsOidAt, lastEventOidAt, noEventsOidAt, RECOVERY_INDEX_FILE, RecoveryIndexWriter, type RecoveryIndex } from "../../src/workflow/recovery-index.js";
+import { decodeRecoveryColumns, eventsOidAt, lastEventOidAt, noEventsOidAt, noLastEventOidAt, RECOVERY_INDEX_FILE, RecoveryIndexWriter, type RecoveryIndex } from "../../src/workflow/recovery-index.js";
 import { MASK_BITS, RunTable, UnpausedTimers, type RunRecord } from "./run-table.js";
 import { applyTailCommit } from "./tail-commit.js";
 import { createTimeSlicer, DEFAULT_SLICE_MS } from "../../src/time/time-slicer.js";
@@ -169,13 +169,15 @@ export class DeploymentView {
     // would hold the event loop past the host lock's heartbeat limit (its fires then refused).
     const slicer = createTimeSlicer(DEFAULT_SLICE_MS, monotonicMs(this.ctx));
     let pending = 0;
+    // Which of the objects the index's rows rest on known packs hold, all rows at once (see rowLoss).
+    const packed = index === null ? null : packedRows(reads, index);
     if (index !== null && noArchiveLookups && runsTree !== null && index.runsTreeOid === runsTree) {
       // The very `runs/` folder the index holds every run of: each run is its row, unread.
       let lost = 0;
       for (let i = 0; i < index.runIds.length; i++) {
         if (i % RESTORED_PER_PAUSE === 0) await slicer.pause();
         const runId = index.runIds[i] as string;
-        const loss = rowLoss(reads, runId, index.runTreeOids, i * OID_LENGTH, index, i);
+        const loss = rowLoss(reads, runId, index, i, packed);
         if (loss === null || (await loss) === null) pending += this.restoreRow(runId, index.runTreeOids, i * OID_LENGTH, index, i);
         else {
           lost += 1;
@@ -227,7 +229,7 @@ export class DeploymentView {
       const entry = entries[i] as DirEntry;
       const row = index === null ? -1 : restorableRow(index, entry);
       if (row >= 0 && (noArchiveLookups || (await reusedArchivedRunProblem(this.archive, entry.name, entry.oid)) === null)) {
-        const loss = rowLoss(reads, entry.name, entry.oid, 0, index as RecoveryIndex, row);
+        const loss = rowLoss(reads, entry.name, index as RecoveryIndex, row, packed);
         const lost = loss === null ? null : await loss;
         if (lost === null) pending += this.restoreRow(entry.name, entry.oid, 0, index as RecoveryIndex, row);
         else {
@@ -849,37 +851,52 @@ interface RowLoss {
   readonly tree: boolean;
 }
 
+/** Per row of a recovery index, 1 where known packs hold its events folder, its last event's blob (see CommittedReads.packedAll). */
+interface PackedRows {
+  readonly events: Uint8Array;
+  readonly lasts: Uint8Array;
+}
+
+/** The rows' {@link PackedRows}, or null when the reads cannot tell in one go. */
+function packedRows(reads: CommittedReads, index: RecoveryIndex): PackedRows | null {
+  const packedAll = reads.packedAll;
+  if (packedAll === undefined) return null;
+  return { events: packedAll.call(reads, index.eventsOids), lasts: packedAll.call(reads, index.lastEventOids) };
+}
+
 /**
- * Whether the objects row `row` of the recovery index rests on are still stored: the run folder
- * (`runTreeOid` at `runTreeAt`), its `events/` folder and its last event's blob, for a run that
- * has not ended and has pending timers (what the scheduler would fire from the row). The index
- * was made from a whole read of that very tree, but an object can be lost afterwards while the
- * host is stopped (a deleted loose file, a lost pack, a bad copy): the row would then arm and
- * fire a run whose log has a hole, and the fire commit append after it (design notes §74).
- * Existence only, no read: a pack index lookup each (a loose file's stat when no known pack
- * holds it). A damaged object that is still there, and a lost event before the last, are not
- * seen here (`check` reads every object).
+ * Whether the objects row `row` of the recovery index rests on are still stored: the run's
+ * `events/` folder and its last event's blob, for a run that has not ended and has pending
+ * timers (what the scheduler would fire from the row). The index was made from a whole read of
+ * that very tree, but an object can be lost afterwards while the host is stopped (a deleted
+ * loose file, a lost pack, a bad copy): the row would then arm and fire a run whose log has a
+ * hole, and the fire commit append after it (design notes §74). Existence only, no read: a pack
+ * index lookup each, all rows at once (`packed`), and a loose file's stat for an object no known
+ * pack holds. Not seen here: a damaged object that is still there, a lost event before the last,
+ * a lost run folder (a fire commit rebuilds it from its `events/` oid; the tip's log is whole);
+ * `check` reads every object.
  * @returns null when they are all stored (at once, no promise, when known packs hold them), else
  *   the first that is not, or a promise of either
  */
-function rowLoss(reads: CommittedReads, runId: string, runTreeOids: string, runTreeAt: number, index: RecoveryIndex, row: number): RowLoss | null | Promise<RowLoss | null> {
+function rowLoss(reads: CommittedReads, runId: string, index: RecoveryIndex, row: number, packed: PackedRows | null): RowLoss | null | Promise<RowLoss | null> {
   const stored = reads.stored;
   if (stored === undefined || index.terminals[row] !== null || (index.firstTimer[row + 1] as number) === (index.firstTimer[row] as number)) return null;
-  const runTreeOid = runTreeAt === 0 && runTreeOids.length === OID_LENGTH ? runTreeOids : runTreeOids.slice(runTreeAt, runTreeAt + OID_LENGTH);
-  const eventsOid = eventsOidAt(index, row);
-  const lastOid = eventsOid === null ? null : lastEventOidAt(index, row);
-  const a = stored.call(reads, runTreeOid);
-  const b = eventsOid === null ? true : stored.call(reads, eventsOid);
-  const c = lastOid === null ? true : stored.call(reads, lastOid);
-  if (a === true && b === true && c === true) return null;
-  const runPath = `${runsPrefix}${runId}`;
-  // Each awaited in turn below: one that fails after an earlier loss is found is not left unhandled.
-  for (const check of [b, c]) if (check instanceof Promise) check.catch(() => undefined);
+  if (noEventsOidAt(index, row)) return null;
+  const noLast = noLastEventOidAt(index, row);
+  // Known packs hold both (a deployment this host wrote): no string, no call per object.
+  if (packed !== null && packed.events[row] === 1 && (noLast || packed.lasts[row] === 1)) return null;
+  const eventsOid = eventsOidAt(index, row) as string;
+  const lastOid = noLast ? null : lastEventOidAt(index, row);
+  const a = stored.call(reads, eventsOid);
+  const b = lastOid === null ? true : stored.call(reads, lastOid);
+  if (a === true && b === true) return null;
+  // Awaited in turn below: the second, when the first is already a loss, is not left unhandled.
+  if (b instanceof Promise) b.catch(() => undefined);
   return (async (): Promise<RowLoss | null> => {
-    if (!(await a)) return { oid: runTreeOid, path: runPath, seq: null, tree: true };
-    if (!(await b)) return { oid: eventsOid as string, path: `${runPath}/events`, seq: null, tree: true };
+    const eventsPath = `${runsPrefix}${runId}/events`;
+    if (!(await a)) return { oid: eventsOid, path: eventsPath, seq: null, tree: true };
     const seq = index.runNumbers[3 * row] as number;
-    if (!(await c)) return { oid: lastOid as string, path: `${runPath}/events/${seq}.json`, seq, tree: false };
+    if (!(await b)) return { oid: lastOid as string, path: `${eventsPath}/${seq}.json`, seq, tree: false };
     return null;
   })();
 }

@@ -29,6 +29,8 @@ export interface ObjectSource {
   listTree?(oid: Oid): Promise<readonly DirEntry[]>;
   /** See {@link CommittedReads.stored}; optional. */
   stored?(oid: Oid): boolean | Promise<boolean>;
+  /** See {@link CommittedReads.packedAll}; optional. */
+  packedAll?(hexOids: string): Uint8Array;
 }
 
 /** Folders whose stored bytes one {@link CommittedReads} keeps for point lookups (newest last). */
@@ -154,6 +156,7 @@ export function createCommittedReads(source: ObjectSource, commitSha: Oid | null
     },
     treeOid,
     ...(source.stored === undefined ? {} : { stored: (oid: Oid) => (source.stored as (o: Oid) => boolean | Promise<boolean>)(oid) }),
+    ...(source.packedAll === undefined ? {} : { packedAll: (hexOids: string) => (source.packedAll as (h: string) => Uint8Array)(hexOids) }),
     ...(source.read === undefined
       ? {}
       : {

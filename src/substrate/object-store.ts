@@ -43,6 +43,10 @@ const RECENT_BIG_TREES = 4;
 /** Deltas of big trees kept per repository for pack merging (a few hundred bytes each). */
 const DELTA_BASES_KEPT = 1_024;
 
+/** Length of an oid in hex digits and in bytes. */
+const OID_HEX = 40;
+const OID_BYTES = 20;
+
 /** Bytes of built trees kept per repository (see ObjectStore.rememberBuiltTrees). */
 const BUILT_TREE_BYTES = 32 * 1024 * 1024;
 
@@ -235,6 +239,17 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
     return storedElsewhere(oid);
   }
 
+  /** See ObjectSource.packedAll. */
+  function packedAll(hexOids: string): Uint8Array {
+    const count = Math.floor(hexOids.length / OID_HEX);
+    const out = new Uint8Array(count);
+    // One native decode of the whole column (dashes, which stand for none, as zeros: git's
+    // null oid, never an object), then one index lookup per oid.
+    const bytes = Buffer.from(hexOids.replaceAll("-", "0"), "hex");
+    if (bytes.length === count * OID_BYTES) packs.markPacked(bytes, out);
+    return out;
+  }
+
   async function storedElsewhere(oid: Oid): Promise<boolean> {
     if (!isHexOid(oid)) return false;
     if ((await quickFs.statOrNull(loosePath(oid))) !== null) return true;
@@ -318,6 +333,7 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
   return {
     read: (oid) => read(oid),
     stored,
+    packedAll,
     holdsHistory,
     async readTree(oid) {
       const hit = cachedTree(oid);

@@ -63,6 +63,7 @@ export function typedReads(reads: CommittedReads, where: string): CommittedReads
       : { readTreeBytes: (oid: string) => guard(() => (reads.readTreeBytes as (o: string) => Promise<Uint8Array | null>)(oid), () => `reading tree ${oid}`) }),
     ...(reads.scan === undefined ? {} : { scan: () => typedReads((reads.scan as () => CommittedReads)(), where) }),
     ...(reads.stored === undefined ? {} : { stored: (oid: string) => storedGuarded(reads.stored as (o: string) => boolean | Promise<boolean>, oid, guard) }),
+    ...(reads.packedAll === undefined ? {} : { packedAll: reads.packedAll.bind(reads) }),
   };
 }
 

@@ -108,6 +108,15 @@ export interface CommittedReads {
    */
   stored?(oid: Oid): boolean | Promise<boolean>;
   /**
+   * {@link stored}'s in-memory part for many oids at once: `hexOids` holds them end to end (40
+   * characters each; 40 dashes stand for none); the answer holds, per oid, 1 when a known pack's
+   * index holds it, else 0 (for none too; ask {@link stored} about the others: a loose file or a
+   * pack added since).
+   * One decode of the whole string, one index lookup per oid: a start asks about every run.
+   * Optional.
+   */
+  packedAll?(hexOids: string): Uint8Array;
+  /**
    * Reads pinned to the same commit, for a walk that reads most objects once (a recovery reading
    * every run's log): what it reads is taken from the store's caches when there, but not added
    * to them (except big folders), so a walk of a million events neither pushes out what the

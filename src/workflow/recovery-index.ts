@@ -271,6 +271,11 @@ export function lastEventOidAt(index: RecoveryIndex, row: number): string | null
   return index.lastEventOids.startsWith(NO_OID, at) ? null : index.lastEventOids.slice(at, at + OID_LENGTH);
 }
 
+/** Whether row i's last event blob oid is null (none or unknown). */
+export function noLastEventOidAt(index: RecoveryIndex, row: number): boolean {
+  return index.lastEventOids.startsWith(NO_OID, row * OID_LENGTH);
+}
+
 /** Whether row i's events folder oid is null. */
 export function noEventsOidAt(index: RecoveryIndex, row: number): boolean {
   return index.eventsOids.startsWith(NO_OID, row * OID_LENGTH);
