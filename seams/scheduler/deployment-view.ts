@@ -178,10 +178,11 @@ export class DeploymentView {
         if (i % RESTORED_PER_PAUSE === 0) await slicer.pause();
         const runId = index.runIds[i] as string;
         const loss = rowLoss(reads, runId, index, i, packed);
-        if (loss === null || (await loss) === null) pending += this.restoreRow(runId, index.runTreeOids, i * OID_LENGTH, index, i);
+        const found = loss === null ? null : await loss;
+        if (found === null) pending += this.restoreRow(runId, index.runTreeOids, i * OID_LENGTH, index, i);
         else {
           lost += 1;
-          this.dropLost(runId, (await loss) as RowLoss);
+          this.dropLost(runId, found);
         }
       }
       this.indexDirty = false;
@@ -233,6 +234,7 @@ export class DeploymentView {
         const lost = loss === null ? null : await loss;
         if (lost === null) pending += this.restoreRow(entry.name, entry.oid, 0, index as RecoveryIndex, row);
         else {
+          // Reported as a bad event; the index is written again, without it.
           badEvents += 1;
           reread += 1;
           this.dropLost(entry.name, lost);
