@@ -25,14 +25,14 @@ import { WorkflowHostError } from "../../src/errors.js";
 import type { CommittedReads, DirEntry, Principal, RepoId } from "../../src/substrate/types.js";
 import { runEventsPrefix, runsPrefix } from "../../src/workflow/paths.js";
 import { runsEntryProblem } from "../../src/workflow/log-problems.js";
-import { isMissingRunObject, readRunLog, type BadEvent, type RunLog } from "../../src/workflow/run-log.js";
+import { isMissingRunObject, missingObjectError, readRunLog, type BadEvent, type RunLog } from "../../src/workflow/run-log.js";
 import type { TimerHandle } from "../../src/time/clock.js";
 import { slotDueMs } from "../../src/workflow/schedule/jitter.js";
 import type { PendingTimer, RunState } from "../../src/workflow/types.js";
 import { WORKFLOW_RUN_KIND } from "../../src/workflow/workflow-run-kind.js";
 import { reusedArchivedRunProblem } from "../../src/workflow/run-archive.js";
 import { ArchiveReads } from "./archive-reads.js";
-import { decodeRecoveryColumns, noEventsOidAt, RECOVERY_INDEX_FILE, RecoveryIndexWriter, type RecoveryIndex } from "../../src/workflow/recovery-index.js";
+import { decodeRecoveryColumns, eventsOidAt, lastEventOidAt, noEventsOidAt, noLastEventOidAt, RECOVERY_INDEX_FILE, RecoveryIndexWriter, type RecoveryIndex } from "../../src/workflow/recovery-index.js";
 import { MASK_BITS, RunTable, UnpausedTimers, type RunRecord } from "./run-table.js";
 import { applyTailCommit } from "./tail-commit.js";
 import { createTimeSlicer, DEFAULT_SLICE_MS } from "../../src/time/time-slicer.js";
@@ -169,14 +169,26 @@ export class DeploymentView {
     // would hold the event loop past the host lock's heartbeat limit (its fires then refused).
     const slicer = createTimeSlicer(DEFAULT_SLICE_MS, monotonicMs(this.ctx));
     let pending = 0;
+    // Which of the objects the index's rows rest on known packs hold, all rows at once (see rowLoss).
+    const packed = index === null ? null : packedRows(reads, index);
     if (index !== null && noArchiveLookups && runsTree !== null && index.runsTreeOid === runsTree) {
       // The very `runs/` folder the index holds every run of: each run is its row, unread.
+      let lost = 0;
       for (let i = 0; i < index.runIds.length; i++) {
         if (i % RESTORED_PER_PAUSE === 0) await slicer.pause();
-        pending += this.restoreRow(index.runIds[i] as string, index.runTreeOids, i * OID_LENGTH, index, i);
+        const runId = index.runIds[i] as string;
+        const loss = rowLoss(reads, runId, index, i, packed);
+        const found = loss === null ? null : await loss;
+        if (found === null) pending += this.restoreRow(runId, index.runTreeOids, i * OID_LENGTH, index, i);
+        else {
+          lost += 1;
+          this.dropLost(runId, found);
+        }
       }
       this.indexDirty = false;
-      this.recovered(tip, pending, 0, startedMs);
+      // A run left out for a lost object: the next index does not claim every run of this folder.
+      if (lost > 0) this.persistIndex(null, () => this.afterFirstFires());
+      this.recovered(tip, pending, lost, startedMs);
       return;
     }
     let badEvents = 0;
@@ -218,7 +230,15 @@ export class DeploymentView {
       const entry = entries[i] as DirEntry;
       const row = index === null ? -1 : restorableRow(index, entry);
       if (row >= 0 && (noArchiveLookups || (await reusedArchivedRunProblem(this.archive, entry.name, entry.oid)) === null)) {
-        pending += this.restoreRow(entry.name, entry.oid, 0, index as RecoveryIndex, row);
+        const loss = rowLoss(reads, entry.name, index as RecoveryIndex, row, packed);
+        const lost = loss === null ? null : await loss;
+        if (lost === null) pending += this.restoreRow(entry.name, entry.oid, 0, index as RecoveryIndex, row);
+        else {
+          // Reported as a bad event; the index is written again, without it.
+          badEvents += 1;
+          reread += 1;
+          this.dropLost(entry.name, lost);
+        }
       } else {
         sincePause = RESTORED_PER_PAUSE;
         for (let k = i; k <= i + READ_AHEAD; k++) readAhead(k);
@@ -276,6 +296,16 @@ export class DeploymentView {
     const path = typeof error.data.path === "string" ? error.data.path : `${runsPrefix}${runId}`;
     this.reportBad({ runId, path, seq: null, error });
     this.dropDamaged(runId, [{ oid: String(error.data.oid), tree: true }]);
+  }
+
+  /**
+   * Reports a run restored from the recovery index whose stored objects fail the start's check
+   * (see {@link rowLoss}) and keeps it, unarmed, for {@link repair}, exactly as a run read with
+   * that object lost: its log is read whole once the object is back.
+   */
+  private dropLost(runId: string, loss: RowLoss): void {
+    this.reportBad({ runId, path: loss.path, seq: loss.seq, error: missingObjectError(runId, loss.path, loss.oid) });
+    this.dropDamaged(runId, [{ oid: loss.oid, tree: loss.tree }]);
   }
 
   /**
@@ -410,12 +440,13 @@ export class DeploymentView {
    * Moves a run to its state after a commit of this process (see FireCommitter), when the view
    * still holds it at `parentEventsOid`, the state that commit was made from.
    */
-  adopt(runId: string, after: { state: RunState; maxFileSeq: number; eventsOid: string | null; runTreeOid: string | null }): void {
+  adopt(runId: string, after: { state: RunState; maxFileSeq: number; eventsOid: string | null; lastEventOid: string | null; runTreeOid: string | null }): void {
     const record = this.runs.get(runId);
     if (record === undefined) return;
     record.state = after.state;
     record.maxFileSeq = after.maxFileSeq;
     record.eventsOid = after.eventsOid;
+    record.lastEventOid = after.lastEventOid;
     record.runTreeOid = after.runTreeOid;
     this.indexDirty = true;
     this.sync(runId, record);
@@ -556,7 +587,7 @@ export class DeploymentView {
       this.ctx.queue.settle(this.repoId, runId, NO_TIMERS, lastSeq);
     }
     const noEvents = noEventsOidAt(index, row);
-    this.runs.addRow(runId, runTreeOid, runTreeAt, noEvents ? "" : index.eventsOids, row * OID_LENGTH, index.runNumbers[3 * row] as number, lastSeq, terminal, index.timers, first, count, queuedIds ?? queued);
+    this.runs.addRow(runId, runTreeOid, runTreeAt, noEvents ? "" : index.eventsOids, row * OID_LENGTH, noEvents ? "" : index.lastEventOids, index.runNumbers[3 * row] as number, lastSeq, terminal, index.timers, first, count, queuedIds ?? queued);
     return terminal === null ? count : 0;
   }
 
@@ -564,7 +595,7 @@ export class DeploymentView {
   private recordOf(runId: string, state: RunState): RunRecord {
     let record = this.runs.get(runId);
     if (record === undefined) {
-      record = { state, maxFileSeq: -1, eventsOid: null, runTreeOid: null, bad: 0, queued: [] };
+      record = { state, maxFileSeq: -1, eventsOid: null, lastEventOid: null, runTreeOid: null, bad: 0, queued: [] };
       this.runs.set(runId, record);
     }
     return record;
@@ -610,6 +641,7 @@ export class DeploymentView {
     record.state = state;
     record.maxFileSeq = log.maxFileSeq;
     record.eventsOid = log.eventsOid !== undefined ? log.eventsOid : await reads.treeOid(runEventsPrefix(runId).slice(0, -1));
+    record.lastEventOid = log.lastEventOid !== undefined ? log.lastEventOid : record.eventsOid === null ? null : await eventFileOid(reads, runId, log.maxFileSeq);
     record.runTreeOid = runTreeOid ?? (await reads.treeOid(`${runsPrefix}${runId}`));
     // Counted with the bad files, so the recovery index keeps no summary of this run and every
     // start reports its problems again.
@@ -787,6 +819,15 @@ function missesObjects(log: RunLog): boolean {
   return missingObjects(log).length > 0;
 }
 
+/**
+ * The oid of the run's event file `<seq>.json` at `reads` (a lookup in folders the read just
+ * walked), or null when there is none. A log with a folder there has a bad event and is never
+ * kept in the recovery index, so what it names there is not checked.
+ */
+function eventFileOid(reads: CommittedReads, runId: string, seq: number): Promise<string | null> {
+  return seq < 0 ? Promise.resolve(null) : reads.treeOid(`${runEventsPrefix(runId)}${seq}.json`);
+}
+
 /** Whether every one of `missing` can be read now (false while one is still not there, or cannot be read). */
 async function allThere(reads: CommittedReads, missing: readonly MissingObject[]): Promise<boolean> {
   try {
@@ -803,6 +844,64 @@ async function allThere(reads: CommittedReads, missing: readonly MissingObject[]
 
 /** Length of a hex object id. */
 const OID_LENGTH = 40;
+
+/** The first object a restored row rests on that is not stored (see {@link rowLoss}). */
+interface RowLoss {
+  readonly oid: string;
+  readonly path: string;
+  readonly seq: number | null;
+  readonly tree: boolean;
+}
+
+/** Per row of a recovery index, 1 where known packs hold its events folder, its last event's blob (see CommittedReads.packedAll). */
+interface PackedRows {
+  readonly events: Uint8Array;
+  readonly lasts: Uint8Array;
+}
+
+/** The rows' {@link PackedRows}, or null when the reads cannot tell in one go. */
+function packedRows(reads: CommittedReads, index: RecoveryIndex): PackedRows | null {
+  const packedAll = reads.packedAll;
+  if (packedAll === undefined) return null;
+  return { events: packedAll.call(reads, index.eventsOids), lasts: packedAll.call(reads, index.lastEventOids) };
+}
+
+/**
+ * Whether the objects row `row` of the recovery index rests on are still stored: the run's
+ * `events/` folder and its last event's blob, for a run that has not ended and has pending
+ * timers (what the scheduler would fire from the row). The index was made from a whole read of
+ * that very tree, but an object can be lost afterwards while the host is stopped (a deleted
+ * loose file, a lost pack, a bad copy): the row would then arm and fire a run whose log has a
+ * hole, and the fire commit append after it (design notes §74). Existence only, no read: a pack
+ * index lookup each, all rows at once (`packed`), and a loose file's stat for an object no known
+ * pack holds. Not seen here: a damaged object that is still there, a lost event before the last,
+ * a lost run folder (a fire commit rebuilds it from its `events/` oid; the tip's log is whole);
+ * `check` reads every object.
+ * @returns null when they are all stored (at once, no promise, when known packs hold them), else
+ *   the first that is not, or a promise of either
+ */
+function rowLoss(reads: CommittedReads, runId: string, index: RecoveryIndex, row: number, packed: PackedRows | null): RowLoss | null | Promise<RowLoss | null> {
+  const stored = reads.stored;
+  if (stored === undefined || index.terminals[row] !== null || (index.firstTimer[row + 1] as number) === (index.firstTimer[row] as number)) return null;
+  if (noEventsOidAt(index, row)) return null;
+  const noLast = noLastEventOidAt(index, row);
+  // Known packs hold both (a deployment this host wrote): no string, no call per object.
+  if (packed !== null && packed.events[row] === 1 && (noLast || packed.lasts[row] === 1)) return null;
+  const eventsOid = eventsOidAt(index, row) as string;
+  const lastOid = noLast ? null : lastEventOidAt(index, row);
+  const a = stored.call(reads, eventsOid);
+  const b = lastOid === null ? true : stored.call(reads, lastOid);
+  if (a === true && b === true) return null;
+  // Awaited in turn below: the second, when the first is already a loss, is not left unhandled.
+  if (b instanceof Promise) b.catch(() => undefined);
+  return (async (): Promise<RowLoss | null> => {
+    const eventsPath = `${runsPrefix}${runId}/events`;
+    if (!(await a)) return { oid: eventsOid, path: eventsPath, seq: null, tree: true };
+    const seq = index.runNumbers[3 * row] as number;
+    if (!(await b)) return { oid: lastOid as string, path: `${eventsPath}/${seq}.json`, seq, tree: false };
+    return null;
+  })();
+}
 
 /** Runs a fire commit of this process adopted (see DeploymentView.noteOwnCommit). */
 export interface OwnCommit {

@@ -398,16 +398,20 @@ export class FireCommitter {
       const built = appended?.[run.append];
       let runTreeOid: string | null | undefined;
       let eventsOid: string | null | undefined;
+      // The last event's blob (the recovery index keeps it, design notes §74); unknown when the
+      // append went through the generic edit (then a start does not check it for this run).
+      let lastEventOid: string | null = null;
       if (built !== undefined) {
         runTreeOid = built.folder;
         eventsOid = built.sub;
+        lastEventOid = built.last;
       } else {
         const runFolder = `${runsPrefix}${run.runId}`;
         runTreeOid = folderOid(runFolder);
         eventsOid = folderOid(`${runFolder}/${eventsFolder}`);
       }
       if (runTreeOid === undefined || eventsOid === undefined) continue;
-      this.view.adopt(run.runId, { state: run.state, maxFileSeq: run.maxFileSeq, eventsOid, runTreeOid });
+      this.view.adopt(run.runId, { state: run.state, maxFileSeq: run.maxFileSeq, eventsOid, lastEventOid, runTreeOid });
       adopted.add(run.runId);
     }
     if (adopted.size > 0) this.view.noteOwnCommit(commitSha, parentSha, adopted, adopted.size === after.length);
@@ -441,8 +445,9 @@ export class FireCommitter {
       const record = this.view.run(run.runId);
       if (record === undefined || run.parentEventsOid === null || record.eventsOid !== run.parentEventsOid) continue;
       const eventsOid = await reads.treeOid(runEventsPrefix(run.runId).slice(0, -1));
+      const lastEventOid = await reads.treeOid(`${runEventsPrefix(run.runId)}${eventFileName(run.maxFileSeq)}`);
       const runTreeOid = await reads.treeOid(`${runsPrefix}${run.runId}`);
-      this.view.adopt(run.runId, { state: run.state, maxFileSeq: run.maxFileSeq, eventsOid, runTreeOid });
+      this.view.adopt(run.runId, { state: run.state, maxFileSeq: run.maxFileSeq, eventsOid, lastEventOid, runTreeOid });
     }
   }
 

@@ -26,6 +26,12 @@ export interface RunRecord {
   maxFileSeq: number;
   /** Oid of `runs/<runId>/events` the state was read at; null when unknown. */
   eventsOid: string | null;
+  /**
+   * Blob oid of the event file `<maxFileSeq>.json` there (the log's last), kept in the recovery
+   * index so a start can check it is stored before it trusts the run's row (design notes §74);
+   * null when none or unknown.
+   */
+  lastEventOid: string | null;
   /** Oid of `runs/<runId>` the state was read at (the recovery index key); null when unknown. */
   runTreeOid: string | null;
   /** Bad events known in the log; a run with any is never put in the recovery index. */
@@ -37,6 +43,8 @@ export interface RunRecord {
 }
 
 const OID_LENGTH = 40;
+/** "-": the recovery index's columns hold dashes for an oid that is none or unknown. */
+const DASH = 0x2d;
 /**
  * Numbers per row in {@link RunTable}'s `nums`: eventsAt, maxFileSeq, lastSeq, first, count,
  * queued mask, terminal (index in `terminalKinds`), timer list (index in `timerLists`), runTreeAt.
@@ -59,6 +67,8 @@ export class RunTable implements ReadonlyMap<string, RunRecord> {
   #runTreeOids: string[] = [];
   /** Per row: a string holding its events folder's oid at `eventsAt` ("" for none). */
   #eventsOids: string[] = [];
+  /** Per row: a string holding its last event's blob oid at `eventsAt` ("" or dashes for none or unknown). */
+  #lastEventOids: string[] = [];
   /** Rows added so far (including the ones turned into records since). */
   #count = 0;
   /** NUMS numbers per row (a typed array: a warm start adds 100,000 rows at once). */
@@ -120,6 +130,8 @@ export class RunTable implements ReadonlyMap<string, RunRecord> {
    * Keeps a run as a row (replacing any record or row of it).
    * @param runTreeOid a string holding the run folder's tree oid at `runTreeAt`
    * @param eventsOid a string holding the events folder's oid at `eventsAt` ("" for none)
+   * @param lastEventOid a string holding the last event's blob oid at `eventsAt` ("" or dashes
+   *   there for none or unknown)
    * @param timers a list the table may keep (never changed): the run's pending timers are
    *   `timers[first]` … `timers[first + count - 1]`, in its state's order, each id once
    * @param queued which of them the record's `queued` lists: bit i for `timers[first + i]`
@@ -131,6 +143,7 @@ export class RunTable implements ReadonlyMap<string, RunRecord> {
     runTreeAt: number,
     eventsOid: string,
     eventsAt: number,
+    lastEventOid: string,
     maxFileSeq: number,
     lastSeq: number,
     terminal: TerminalEventType | null,
@@ -144,6 +157,7 @@ export class RunTable implements ReadonlyMap<string, RunRecord> {
     this.#rowOf.set(runId, row);
     this.#runTreeOids.push(runTreeOid);
     this.#eventsOids.push(eventsOid);
+    this.#lastEventOids.push(lastEventOid);
     let n = NUMS * row;
     if (n + NUMS > this.#nums.length) {
       const grown = new Float64Array(this.#nums.length * 2);
@@ -179,7 +193,7 @@ export class RunTable implements ReadonlyMap<string, RunRecord> {
       i += 1;
     }
     const queued = i > MASK_BITS ? [...record.queued] : mask;
-    this.addRow(runId, record.runTreeOid, 0, record.eventsOid ?? "", 0, record.maxFileSeq, record.state.lastSeq, record.state.terminal, this.#ownTimers, first, i, queued);
+    this.addRow(runId, record.runTreeOid, 0, record.eventsOid ?? "", 0, record.lastEventOid ?? "", record.maxFileSeq, record.state.lastSeq, record.state.terminal, this.#ownTimers, first, i, queued);
   }
 
   /** Each run's queued timer ids, records and rows alike, without turning rows into records. */
@@ -202,11 +216,11 @@ export class RunTable implements ReadonlyMap<string, RunRecord> {
   writeSummaries(writer: RecoveryIndexWriter): void {
     for (const [runId, r] of this.#records) {
       if (r.bad > 0 || r.runTreeOid === null) continue;
-      writer.add(runId, r.runTreeOid, r.eventsOid, r.maxFileSeq, r.state.lastSeq, r.state.terminal, [...r.state.pendingTimers.values()]);
+      writer.add(runId, r.runTreeOid, r.eventsOid, r.lastEventOid, r.maxFileSeq, r.state.lastSeq, r.state.terminal, [...r.state.pendingTimers.values()]);
     }
     for (const [runId, row] of this.#rowOf) {
       const n = NUMS * row;
-      writer.add(runId, this.#runTreeOidOf(row), this.#eventsOidOf(row), this.#nums[n + 1] as number, this.#nums[n + 2] as number, this.#terminalOf(row), this.#timerList(row), this.#nums[n + 3] as number, this.#nums[n + 4] as number);
+      writer.add(runId, this.#runTreeOidOf(row), this.#eventsOidOf(row), this.#lastEventOidOf(row), this.#nums[n + 1] as number, this.#nums[n + 2] as number, this.#terminalOf(row), this.#timerList(row), this.#nums[n + 3] as number, this.#nums[n + 4] as number);
     }
   }
 
@@ -228,6 +242,13 @@ export class RunTable implements ReadonlyMap<string, RunRecord> {
     const source = this.#eventsOids[row] as string;
     if (source === "") return null;
     const at = this.#nums[NUMS * row] as number;
+    return at === 0 && source.length === OID_LENGTH ? source : source.slice(at, at + OID_LENGTH);
+  }
+
+  #lastEventOidOf(row: number): string | null {
+    const source = this.#lastEventOids[row] as string;
+    const at = this.#nums[NUMS * row] as number;
+    if (source.length < at + OID_LENGTH || source.charCodeAt(at) === DASH) return null;
     return at === 0 && source.length === OID_LENGTH ? source : source.slice(at, at + OID_LENGTH);
   }
 
@@ -265,6 +286,7 @@ export class RunTable implements ReadonlyMap<string, RunRecord> {
       state: { runId, lastSeq: Math.floor(this.#nums[n + 2] as number), terminal: this.#terminalOf(row), pendingTimers, observedSignalIds: NO_SIGNAL_IDS, unconsumedSignals: NO_SIGNALS },
       maxFileSeq: Math.floor(this.#nums[n + 1] as number),
       eventsOid: this.#eventsOidOf(row),
+      lastEventOid: this.#lastEventOidOf(row),
       runTreeOid: this.#runTreeOidOf(row),
       bad: 0,
       queued: this.#queuedOf(row),
@@ -279,6 +301,7 @@ export class RunTable implements ReadonlyMap<string, RunRecord> {
     this.#count = 0;
     this.#runTreeOids = [];
     this.#eventsOids = [];
+    this.#lastEventOids = [];
     this.#nums = new Float64Array(NUMS * 64);
     this.#terminalKinds = [null];
     this.#timerLists = [];

@@ -150,6 +150,10 @@ export async function applyTailCommit(view: DeploymentView, commit: CommitChange
       if (armed) ctx.report({ type: "cancelled", repoId: view.repoId, runId, timerId: cancelled, commitSha: commit.commitSha });
     }
     record.eventsOid = await reads.treeOid(runEventsPrefix(runId).slice(0, -1));
+    // The last event's blob, which the recovery index keeps (design notes §74): the last add
+    // when it is the log's last file (adds come after maxFileSeq, sorted by seq).
+    const lastAdd = change.adds[change.adds.length - 1];
+    record.lastEventOid = lastAdd !== undefined && lastAdd.seq === record.maxFileSeq ? lastAdd.oid : null;
     record.runTreeOid = await reads.treeOid(`${runsPrefix}${runId}`);
     view.indexDirty = true;
     view.sync(runId, record);

@@ -27,6 +27,10 @@ export interface ObjectSource {
    * folder once (see {@link CommittedReads.listTree}); optional (without it, the tree is read).
    */
   listTree?(oid: Oid): Promise<readonly DirEntry[]>;
+  /** See {@link CommittedReads.stored}; optional. */
+  stored?(oid: Oid): boolean | Promise<boolean>;
+  /** See {@link CommittedReads.packedAll}; optional. */
+  packedAll?(hexOids: string): Uint8Array;
 }
 
 /** Folders whose stored bytes one {@link CommittedReads} keeps for point lookups (newest last). */
@@ -151,6 +155,8 @@ export function createCommittedReads(source: ObjectSource, commitSha: Oid | null
       return out;
     },
     treeOid,
+    ...(source.stored === undefined ? {} : { stored: (oid: Oid) => (source.stored as (o: Oid) => boolean | Promise<boolean>)(oid) }),
+    ...(source.packedAll === undefined ? {} : { packedAll: (hexOids: string) => (source.packedAll as (h: string) => Uint8Array)(hexOids) }),
     ...(source.read === undefined
       ? {}
       : {

@@ -525,7 +525,7 @@ export async function planAppends(source: AppendSource, rootOid: Oid | null, app
     }
     plan.objects.push(built.sub, built.folder);
     plan.folders.push((parent as ParsedTree).sorted ? { path: segments, oid: built.folder.oid, within, at: { tree: (parent as ParsedTree).oid, index: position } } : { path: segments, oid: built.folder.oid, within });
-    plan.built[index] = { folder: built.folder.oid, sub: built.sub.oid };
+    plan.built[index] = { folder: built.folder.oid, sub: built.sub.oid, last: (files[files.length - 1] as AppendedFile).oid };
   }
   if (packedAppends.length > 0) withDeferredChanges(plan, packedAppends, blobRows, packed as PackedObjects);
   return plan;
@@ -600,7 +600,7 @@ function deferredChangesOf(appends: readonly FolderAppend[], blobRows: readonly 
  * bytes hold it). Null when the direct build declines (see the module comment); undefined when
  * an object is too big for an entry here (the caller builds the run as objects).
  */
-function packAppend(packed: PackedObjects, append: FolderAppend, folder: Uint8Array, oidAt: number, subContent: Uint8Array, blobRows: number[]): { folder: Oid; sub: Oid } | null | undefined {
+function packAppend(packed: PackedObjects, append: FolderAppend, folder: Uint8Array, oidAt: number, subContent: Uint8Array, blobRows: number[]): AppendedFolder | null | undefined {
   if (oidAt < 0) return null;
   if (append.files.length === 1) return packOne(packed, append, folder, oidAt, subContent, blobRows);
   const plan = planMerge(subContent, append.files);
@@ -616,6 +616,7 @@ function packAppend(packed: PackedObjects, append: FolderAppend, folder: Uint8Ar
     rows.push(row);
     blobRows.push(row);
   }
+  const last = packed.lastOid;
   // begin() first: it may move to a new chunk, which `buffer` then names.
   const subAt = packed.begin(subLength);
   writeMerge(packed.buffer, subAt, subContent, plan, packed.oids, rows);
@@ -626,7 +627,7 @@ function packAppend(packed: PackedObjects, append: FolderAppend, folder: Uint8Ar
   out.set(folder, at);
   copyBytes(packed.oids, subRow * OID_BYTES, subRow * OID_BYTES + OID_BYTES, out, at + oidAt);
   packed.finish(true);
-  return { folder: packed.lastOid, sub };
+  return { folder: packed.lastOid, sub, last };
 }
 
 /**
@@ -634,7 +635,7 @@ function packAppend(packed: PackedObjects, append: FolderAppend, folder: Uint8Ar
  * or offsets arrays: the name is checked as a string and its place found in the same pass that
  * checks the old subfolder.
  */
-function packOne(packed: PackedObjects, append: FolderAppend, folder: Uint8Array, oidAt: number, subContent: Uint8Array, blobRows: number[]): { folder: Oid; sub: Oid } | null | undefined {
+function packOne(packed: PackedObjects, append: FolderAppend, folder: Uint8Array, oidAt: number, subContent: Uint8Array, blobRows: number[]): AppendedFolder | null | undefined {
   const file = append.files[0] as { readonly name: string; readonly content: Uint8Array };
   const name = file.name;
   if (!plainString(name)) return null;
@@ -656,6 +657,7 @@ function packOne(packed: PackedObjects, append: FolderAppend, folder: Uint8Array
   let at = packed.begin(file.content.byteLength);
   packed.buffer.set(file.content, at);
   const row = packed.finish(false);
+  const last = packed.lastOid;
   blobRows.push(row);
   at = packed.begin(subLength);
   let out = packed.buffer;
@@ -673,7 +675,7 @@ function packOne(packed: PackedObjects, append: FolderAppend, folder: Uint8Array
   out.set(folder, at);
   copyBytes(packed.oids, subRow * OID_BYTES, subRow * OID_BYTES + OID_BYTES, out, at + oidAt);
   packed.finish(true);
-  return { folder: packed.lastOid, sub };
+  return { folder: packed.lastOid, sub, last };
 }
 
 /** {@link compareNames} of a file name given as a string of plain ASCII against an entry's raw name. */

@@ -43,6 +43,10 @@ const RECENT_BIG_TREES = 4;
 /** Deltas of big trees kept per repository for pack merging (a few hundred bytes each). */
 const DELTA_BASES_KEPT = 1_024;
 
+/** Length of an oid in hex digits and in bytes. */
+const OID_HEX = 40;
+const OID_BYTES = 20;
+
 /** Bytes of built trees kept per repository (see ObjectStore.rememberBuiltTrees). */
 const BUILT_TREE_BYTES = 32 * 1024 * 1024;
 
@@ -226,6 +230,40 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
     }
   }
 
+  /**
+   * Whether `oid` is stored, without reading it (see ObjectSource.stored): true at once when a
+   * known pack's index holds it; else a look for its loose file, then in packs added since.
+   */
+  function stored(oid: Oid): boolean | Promise<boolean> {
+    if (isHexOid(oid) && packs.contains(oid)) return true;
+    return storedElsewhere(oid);
+  }
+
+  /** See ObjectSource.packedAll. */
+  function packedAll(hexOids: string): Uint8Array {
+    const count = Math.floor(hexOids.length / OID_HEX);
+    const out = new Uint8Array(count);
+    // One native decode of the whole column (dashes, which stand for none, as zeros: git's
+    // null oid, never an object), then one index lookup per oid.
+    const bytes = Buffer.from(hexOids.replaceAll("-", "0"), "hex");
+    if (bytes.length === count * OID_BYTES) packs.markPacked(bytes, out);
+    return out;
+  }
+
+  async function storedElsewhere(oid: Oid): Promise<boolean> {
+    if (!isHexOid(oid)) return false;
+    if ((await quickFs.statOrNull(loosePath(oid))) !== null) return true;
+    try {
+      // A pack added since they were listed (another process, `git gc`), or one only git can read.
+      return (await packs.read(oid, true)) !== null || (await readPacked(oid)) !== null;
+    } catch (error) {
+      // There but damaged is there: the readers report the damage when they read it.
+      if (isDamagedObject(error)) return true;
+      if (isAbsentObject(error)) return false;
+      throw error;
+    }
+  }
+
   async function readTyped(oid: Oid, type: ObjectType, point = false): Promise<GitObject> {
     const object = await read(oid, point);
     if (object.type !== type) throw corrupt(oid, `is a ${object.type}, expected a ${type}`, undefined, { ...ABSENT, found: object.type });
@@ -294,6 +332,8 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
 
   return {
     read: (oid) => read(oid),
+    stored,
+    packedAll,
     holdsHistory,
     async readTree(oid) {
       const hit = cachedTree(oid);

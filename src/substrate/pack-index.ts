@@ -23,6 +23,12 @@ export interface PackIndex {
   readonly packChecksum: string;
   /** Entry number of `oid` (hex, or its 20 raw bytes), or -1. */
   find(oid: Oid | Uint8Array): number;
+  /**
+   * Sets `found[i]` to 1 for each of the `found.length` oids of `oids` (20 bytes each, end to
+   * end) this index holds; leaves the others as they are. One loop for many lookups (a start
+   * checks every run's objects), without a call, copy or view per oid.
+   */
+  markFound(oids: Uint8Array, found: Uint8Array): void;
   /** Oid of entry `i` (index order: sorted by oid). */
   oidAt(i: number): Oid;
   /** Byte offset of entry `i` in the pack. */
@@ -126,6 +132,30 @@ export function parsePackIndex(name: string, bytes: Uint8Array, packSize: number
         else lo = mid + 1;
       }
       return -1;
+    },
+    markFound(oids, found) {
+      // Byte compares on plain typed arrays: a start calls this once per column, before the code
+      // is optimised, and indexed reads cost less than DataView calls there.
+      const count = Math.min(found.length, Math.floor(oids.byteLength / 20));
+      for (let k = 0; k < count; k++) {
+        if (found[k] === 1) continue;
+        const p = k * 20;
+        const first = oids[p] as number;
+        let lo = fanoutAt(first - 1);
+        let hi = fanoutAt(first);
+        while (lo < hi) {
+          const mid = (lo + hi) >>> 1;
+          const at = oidsAt + mid * 20;
+          let j = 1;
+          while (j < 20 && buf[at + j] === oids[p + j]) j++;
+          if (j === 20) {
+            found[k] = 1;
+            break;
+          }
+          if ((buf[at + j] as number) > (oids[p + j] as number)) hi = mid;
+          else lo = mid + 1;
+        }
+      }
     },
     oidAt: (i) => buf.toString("hex", oidsAt + i * 20, oidsAt + i * 20 + 20),
     offsetAt: offsetOf,

@@ -139,6 +139,8 @@ export interface PackReader {
   readInMemory(oid: Oid, view?: boolean): GitObject | undefined;
   /** Whether a known pack holds `oid` (an in-memory index lookup, no rescan). */
   contains(oid: Oid): boolean;
+  /** Sets `found[i]` to 1 for each of the oids of `oids` (20 bytes each, end to end) a known pack holds (see PackIndex.markFound). */
+  markPacked(oids: Uint8Array, found: Uint8Array): void;
   /** Resolves once the pack folder was listed and its indexes loaded (once per store). */
   ensureScanned(): Promise<void>;
   /** Known packs, most recently hit first (lookups move the pack that answered to the front). */
@@ -793,6 +795,9 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
     read,
     readInMemory,
     contains: (oid) => locate(oid) !== null,
+    markPacked(oids, found) {
+      for (let i = 0; i < packs.length; i++) (packs[i] as LoadedPack).index.markFound(oids, found);
+    },
     ensureScanned,
     get packs() {
       return packs;

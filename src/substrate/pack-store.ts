@@ -100,6 +100,8 @@ export interface PackStore {
    * archive commit does) would only store a second copy until a merge drops it.
    */
   contains(oid: Oid): boolean;
+  /** Sets `found[i]` to 1 for each of the oids of `oids` (20 bytes each, end to end) a known pack holds. */
+  markPacked(oids: Uint8Array, found: Uint8Array): void;
   /**
    * Starts merging small packs in the background when there are too many (see module
    * comment); one merge at a time, failures ignored. Returns at once: a merge copies megabytes
@@ -186,6 +188,7 @@ export function createPackStore(opts: PackStoreOptions): PackStore {
     },
     stage,
     contains: reader.contains,
+    markPacked: reader.markPacked,
     maintain: maintenance.maintain,
     compact: maintenance.compact,
     async idle() {

@@ -62,7 +62,20 @@ export function typedReads(reads: CommittedReads, where: string): CommittedReads
       ? {}
       : { readTreeBytes: (oid: string) => guard(() => (reads.readTreeBytes as (o: string) => Promise<Uint8Array | null>)(oid), () => `reading tree ${oid}`) }),
     ...(reads.scan === undefined ? {} : { scan: () => typedReads((reads.scan as () => CommittedReads)(), where) }),
+    ...(reads.stored === undefined ? {} : { stored: (oid: string) => storedGuarded(reads.stored as (o: string) => boolean | Promise<boolean>, oid, guard) }),
+    ...(reads.packedAll === undefined ? {} : { packedAll: reads.packedAll.bind(reads) }),
   };
+}
+
+/** {@link CommittedReads.stored} through `guard` when it answers with a promise (a known pack's answer stays synchronous). */
+function storedGuarded(stored: (oid: string) => boolean | Promise<boolean>, oid: string, guard: <T>(run: () => Promise<T>, doing: () => string) => Promise<T>): boolean | Promise<boolean> {
+  let answer: boolean | Promise<boolean>;
+  try {
+    answer = stored(oid);
+  } catch (error) {
+    answer = Promise.reject(error);
+  }
+  return answer === true || answer === false ? answer : guard(() => answer as Promise<boolean>, () => `looking for object ${oid}`);
 }
 
 /**

@@ -99,6 +99,24 @@ export interface CommittedReads {
    */
   readTreeBytes?(oid: Oid): Promise<Uint8Array | null>;
   /**
+   * Whether the object `oid` is in the repository, without reading it: true (not a promise) when
+   * a known pack's index holds it (an in-memory lookup, no inflate), else a promise after a look
+   * for its loose file and in packs added since. An object there but damaged counts as there
+   * (its reader reports the damage); an oid that is not 40 hex digits is not there.
+   * @throws an I/O error of that look as the store raises it
+   * Optional: without it, callers cannot tell without reading the object.
+   */
+  stored?(oid: Oid): boolean | Promise<boolean>;
+  /**
+   * {@link stored}'s in-memory part for many oids at once: `hexOids` holds them end to end (40
+   * characters each; 40 dashes stand for none); the answer holds, per oid, 1 when a known pack's
+   * index holds it, else 0 (for none too; ask {@link stored} about the others: a loose file or a
+   * pack added since).
+   * One decode of the whole string, one index lookup per oid: a start asks about every run.
+   * Optional.
+   */
+  packedAll?(hexOids: string): Uint8Array;
+  /**
    * Reads pinned to the same commit, for a walk that reads most objects once (a recovery reading
    * every run's log): what it reads is taken from the store's caches when there, but not added
    * to them (except big folders), so a walk of a million events neither pushes out what the
@@ -163,6 +181,8 @@ export interface FolderAppend {
 export interface AppendedFolder {
   readonly folder: Oid;
   readonly sub: Oid;
+  /** The blob oid of the append's last file (as `files` lists them). */
+  readonly last: Oid;
 }
 
 /** What a `computeDelta` returns: the delta plus any value the caller wants back. */

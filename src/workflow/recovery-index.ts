@@ -26,8 +26,12 @@ import type { PendingTimer, TerminalEventType } from "./types.js";
  * version is inside), so a new layout replaces the old file instead of leaving it beside.
  */
 export const RECOVERY_INDEX_FILE = "run-index.v1.json";
-/** Layout version of the file. */
-const FORMAT_VERSION = 2;
+/**
+ * Layout version of the file. 3: each run's last event blob oid (`lastEventOids`), which a start
+ * checks is stored before it trusts a row (design notes §74); a file of version 2 is not used,
+ * so the first start after the change reads every log once.
+ */
+const FORMAT_VERSION = 3;
 /** Version of the RunState semantics the summaries were computed with. */
 export const RUN_STATE_VERSION = 2;
 const FORMAT_NAME = "workflow-host run index";
@@ -42,6 +46,8 @@ export interface RunSummary {
   readonly runTreeOid: string;
   /** Oid of `runs/<runId>/events`, or null when the run has no events folder. */
   readonly eventsOid: string | null;
+  /** Blob oid of the event file `<maxFileSeq>.json` (the log's last), or null when none or unknown. */
+  readonly lastEventOid?: string | null;
   readonly maxFileSeq: number;
   readonly lastSeq: number;
   readonly terminal: TerminalEventType | null;
@@ -76,6 +82,8 @@ interface Columns {
   readonly runTreeOids: string;
   /** `eventsOid` of every run, end to end ({@link NO_OID} for null). */
   readonly eventsOids: string;
+  /** `lastEventOid` of every run, end to end ({@link NO_OID} for null). */
+  readonly lastEventOids: string;
   /** Per run: maxFileSeq, lastSeq, number of pending timers. */
   readonly runNumbers: number[];
   /** Per run: its terminal event type, or null. */
@@ -118,6 +126,7 @@ export class RecoveryIndexWriter {
   readonly #runIds: string[] = [];
   readonly #runTreeOids: string[] = [];
   readonly #eventsOids: string[] = [];
+  readonly #lastEventOids: string[] = [];
   readonly #runNumbers: number[] = [];
   readonly #terminals: (string | null)[] = [];
   readonly #timerIds: string[] = [];
@@ -129,11 +138,15 @@ export class RecoveryIndexWriter {
   /** @param maxEventBytes the limit the summaries were read with (it must match on load) */
   constructor(private readonly maxEventBytes: number) {}
 
-  /** Adds a run whose pending timers are `timers[first]` … `timers[first + count - 1]`. */
-  add(runId: string, runTreeOid: string, eventsOid: string | null, maxFileSeq: number, lastSeq: number, terminal: TerminalEventType | null, timers: readonly PendingTimer[], first = 0, count = timers.length): void {
+  /**
+   * Adds a run whose pending timers are `timers[first]` … `timers[first + count - 1]`.
+   * @param lastEventOid the blob oid of its event file `<maxFileSeq>.json`, null when none or unknown
+   */
+  add(runId: string, runTreeOid: string, eventsOid: string | null, lastEventOid: string | null, maxFileSeq: number, lastSeq: number, terminal: TerminalEventType | null, timers: readonly PendingTimer[], first = 0, count = timers.length): void {
     this.#runIds.push(runId);
     this.#runTreeOids.push(runTreeOid);
     this.#eventsOids.push(eventsOid ?? NO_OID);
+    this.#lastEventOids.push(lastEventOid !== null && lastEventOid.length === OID_LENGTH ? lastEventOid : NO_OID);
     this.#runNumbers.push(maxFileSeq, lastSeq, count);
     this.#terminals.push(terminal);
     for (let i = first; i < first + count; i++) {
@@ -163,6 +176,7 @@ export class RecoveryIndexWriter {
       runIds: this.#runIds,
       runTreeOids: this.#runTreeOids.join(""),
       eventsOids: this.#eventsOids.join(""),
+      lastEventOids: this.#lastEventOids.join(""),
       runNumbers: this.#runNumbers,
       terminals: this.#terminals,
       timerIds: this.#timerIds,
@@ -182,7 +196,7 @@ export class RecoveryIndexWriter {
  */
 export function encodeRecoveryIndex(maxEventBytes: number, runs: Iterable<readonly [string, RunSummary]>, header: RecoveryIndexHeader = {}): Uint8Array {
   const writer = new RecoveryIndexWriter(maxEventBytes);
-  for (const [runId, s] of runs) writer.add(runId, s.runTreeOid, s.eventsOid, s.maxFileSeq, s.lastSeq, s.terminal, s.pendingTimers);
+  for (const [runId, s] of runs) writer.add(runId, s.runTreeOid, s.eventsOid, s.lastEventOid ?? null, s.maxFileSeq, s.lastSeq, s.terminal, s.pendingTimers);
   return writer.bytes(null, header);
 }
 
@@ -229,6 +243,8 @@ export interface RecoveryIndex {
   readonly runTreeOids: string;
   /** `eventsOid` of row i at `i * 40` (see {@link eventsOidAt}). */
   readonly eventsOids: string;
+  /** `lastEventOid` of row i at `i * 40` ({@link NO_OID} for none; see {@link lastEventOidAt}). */
+  readonly lastEventOids: string;
   /** maxFileSeq, lastSeq and number of timers of row i at `3 * i`. */
   readonly runNumbers: readonly number[];
   readonly terminals: readonly (TerminalEventType | null)[];
@@ -247,6 +263,17 @@ export interface RecoveryIndex {
 export function eventsOidAt(index: RecoveryIndex, row: number): string | null {
   const at = row * OID_LENGTH;
   return index.eventsOids.startsWith(NO_OID, at) ? null : index.eventsOids.slice(at, at + OID_LENGTH);
+}
+
+/** Row i's last event blob oid (null when none or unknown). */
+export function lastEventOidAt(index: RecoveryIndex, row: number): string | null {
+  const at = row * OID_LENGTH;
+  return index.lastEventOids.startsWith(NO_OID, at) ? null : index.lastEventOids.slice(at, at + OID_LENGTH);
+}
+
+/** Whether row i's last event blob oid is null (none or unknown). */
+export function noLastEventOidAt(index: RecoveryIndex, row: number): boolean {
+  return index.lastEventOids.startsWith(NO_OID, row * OID_LENGTH);
 }
 
 /** Whether row i's events folder oid is null. */
@@ -269,16 +296,16 @@ export function decodeRecoveryColumns(bytes: Uint8Array, maxEventBytes: number):
   const b = body as Partial<Columns> | null;
   if (b === null || typeof b !== "object" || b.format !== FORMAT_NAME || b.version !== FORMAT_VERSION || b.runState !== RUN_STATE_VERSION) return null;
   if (b.maxEventBytes !== maxEventBytes) return null;
-  const { runIds, runTreeOids, eventsOids, runNumbers, terminals, timerIds, fireAts, setSeqs, stepIds, extras } = b;
+  const { runIds, runTreeOids, eventsOids, lastEventOids, runNumbers, terminals, timerIds, fireAts, setSeqs, stepIds, extras } = b;
   if (!isArray(runIds) || !isArray(runNumbers) || !isArray(terminals) || !isArray(timerIds) || !isArray(fireAts) || !isArray(setSeqs) || !isArray(stepIds) || !isArray(extras)) return null;
-  if (typeof runTreeOids !== "string" || typeof eventsOids !== "string") return null;
+  if (typeof runTreeOids !== "string" || typeof eventsOids !== "string" || typeof lastEventOids !== "string") return null;
   const runsTreeOid = b.runsTreeOid ?? null;
   if (runsTreeOid !== null && (typeof runsTreeOid !== "string" || !/^[0-9a-f]{40}$/.test(runsTreeOid))) return null;
   const archiveSha = b.archiveSha;
   if (archiveSha !== undefined && archiveSha !== null && (typeof archiveSha !== "string" || !/^[0-9a-f]{40}$/.test(archiveSha))) return null;
   const n = runIds.length;
   const count = timerIds.length;
-  if (runTreeOids.length !== n * OID_LENGTH || eventsOids.length !== n * OID_LENGTH || runNumbers.length !== 3 * n || terminals.length !== n) return null;
+  if (runTreeOids.length !== n * OID_LENGTH || eventsOids.length !== n * OID_LENGTH || lastEventOids.length !== n * OID_LENGTH || runNumbers.length !== 3 * n || terminals.length !== n) return null;
   if (fireAts.length !== count || setSeqs.length !== count || stepIds.length !== count || extras.length !== count) return null;
   const timers: PendingTimer[] = new Array<PendingTimer>(count);
   const firstTimer = new Int32Array(n + 1);
@@ -308,6 +335,7 @@ export function decodeRecoveryColumns(bytes: Uint8Array, maxEventBytes: number):
     runIds: ids,
     runTreeOids,
     eventsOids,
+    lastEventOids,
     runNumbers: runNumbers as number[],
     terminals: terminals as (TerminalEventType | null)[],
     timers,
@@ -344,6 +372,7 @@ export function decodeRecoveryIndex(bytes: Uint8Array, maxEventBytes: number, he
     out.set(runId, {
       runTreeOid: index.runTreeOids.slice(i * OID_LENGTH, (i + 1) * OID_LENGTH),
       eventsOid: eventsOidAt(index, i),
+      lastEventOid: lastEventOidAt(index, i),
       maxFileSeq: index.runNumbers[3 * i] as number,
       lastSeq: index.runNumbers[3 * i + 1] as number,
       terminal: index.terminals[i] as TerminalEventType | null,

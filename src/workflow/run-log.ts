@@ -69,6 +69,13 @@ export interface RunLog {
    * there is none, so a caller that keeps it need not find it again from the root.
    */
   readonly eventsOid?: string | null;
+  /**
+   * Set by {@link readRunLog} given the run folder's oid, as {@link eventsOid}: the blob oid of
+   * the event file `<maxFileSeq>.json` (the log's last file) when it is a regular file, else
+   * null; what the recovery index keeps so a start can check that object is still stored
+   * (design notes §74).
+   */
+  readonly lastEventOid?: string | null;
 }
 
 export interface ReadRunLogOptions {
@@ -164,6 +171,9 @@ export async function readRunLog(reads: CommittedReads, runId: string, options: 
   const blobs = long ? (reads.scan?.() ?? reads) : reads;
   const reader = new LogReader(runId, long && options.parsedEvents === undefined ? { ...options, parsedEvents: null } : options);
   const eventFiles: { seq: number; oid: string }[] = [];
+  // The file with the highest seq so far and its blob oid (see RunLog.lastEventOid).
+  let lastSeq = -1;
+  let lastOid: string | null = null;
   // A slice's blobs are read in one call when the reads can (see CommittedReads.readBlobsByOid);
   // a long log a slice at a time, the event loop given a turn between two (a run's whole log of
   // 200,000 events was one stretch of seconds).
@@ -192,6 +202,10 @@ export async function readRunLog(reads: CommittedReads, runId: string, options: 
       const entry = slice[i - from] as DirEntry;
       const seq = parseEventPathName(entry.name);
       const regular = entry.type === "blob" && isRegularFileMode(entry.mode);
+      if (seq !== null && seq > lastSeq) {
+        lastSeq = seq;
+        lastOid = regular ? entry.oid : null;
+      }
       // Kept only to check a sealed log against (most runs have none).
       if (seq !== null && layout.compacted !== null) eventFiles.push({ seq, oid: regular ? entry.oid : "" });
       if (entry.type === "tree") reader.notFile(entry.name, "folder");
@@ -239,7 +253,7 @@ export async function readRunLog(reads: CommittedReads, runId: string, options: 
       else if (log.state.terminal === null) strays.push(notEndedProblem(runId));
     }
   }
-  if (options.runTreeOid !== undefined) log = { ...log, eventsOid };
+  if (options.runTreeOid !== undefined) log = { ...log, eventsOid, lastEventOid: lastSeq === log.maxFileSeq ? lastOid : null };
   return strays.length === 0 ? log : { ...log, problems: [...strays, ...log.problems] };
 }
 

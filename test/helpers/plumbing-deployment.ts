@@ -3,7 +3,7 @@
  * `update-ref`) beside a store and a scheduler on a fake clock: what the tests of damaged and
  * missing objects start from before they remove or damage one object on disk.
  */
-import { mkdir } from "node:fs/promises";
+import { mkdir, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach } from "vitest";
 import type { SchedulerEvent } from "../../seams/scheduler/scheduler-types.js";
@@ -53,11 +53,33 @@ export class GitWriter {
   }
 }
 
+/** A {@link GitWriter} that also removes loose objects, for the tests of lost objects. */
+export class LosingWriter extends GitWriter {
+  /** Removes one loose object's file. */
+  async lose(oid: string): Promise<void> {
+    await rm(join(this.gitdir, "objects", oid.slice(0, 2), oid.slice(2)));
+  }
+  /** The oid `text` would have as a blob, without writing it (`hash-object` without `-w`). */
+  async oidOf(text: string): Promise<string> {
+    return (await git([`--git-dir=${this.gitdir}`, "hash-object", "--stdin"], { input: text })).trim();
+  }
+  /** Event file names of `runs/<runId>/events/` on main. */
+  async eventFiles(runId: string): Promise<string[]> {
+    return (await gitAt(this.gitdir, ["ls-tree", "--name-only", "main", `runs/${runId}/events/`])).trim().split("\n").map((p) => p.split("/").at(-1) as string);
+  }
+}
+
 export interface PlumbingDeployment<W extends GitWriter> {
   readonly dataDir: string;
   readonly w: W;
   readonly clock: FakeClock;
+  /** The store the deployment was opened with (see {@link reopen}). */
   readonly store: RepoStore;
+  /**
+   * Closes {@link store} and opens another on the same data dir, as a restarted host does (its
+   * caches empty, so what was lost on disk meanwhile is not served from memory).
+   */
+  reopen(): Promise<RepoStore>;
 }
 
 /**
@@ -76,9 +98,18 @@ export function usePlumbingDeployments<W extends GitWriter>(tempDir: () => Promi
     await mkdir(join(dataDir, "deployments"), { recursive: true });
     await git(["init", "--bare", "-q", "-b", "main", gitdir]);
     const clock = createFakeClock(NOW);
-    const store = createRepoStore({ dataDir, kindHandlers: [workflowRunKind()], authorize: allowAll, clock: clock.clock, watch: false });
-    opened.push(store);
-    return { dataDir, w: writer(gitdir), clock, store };
+    const open = (): RepoStore => {
+      const store = createRepoStore({ dataDir, kindHandlers: [workflowRunKind()], authorize: allowAll, clock: clock.clock, watch: false });
+      opened.push(store);
+      return store;
+    };
+    const store = open();
+    const reopen = async (): Promise<RepoStore> => {
+      await store.close();
+      opened.splice(opened.indexOf(store), 1);
+      return open();
+    };
+    return { dataDir, w: writer(gitdir), clock, store, reopen };
   };
 }
 

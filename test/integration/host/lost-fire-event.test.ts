@@ -7,32 +7,15 @@
  * at the commit's parent) each leave such a run unarmed and reported, the other runs fire, and
  * once the object is restored the run is installed and nothing fires twice.
  */
-import { rm } from "node:fs/promises";
-import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { FakeClock } from "../../../src/testing/index.js";
 import { WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
 import { checkDeployments } from "../../../src/host/check-deployments.js";
 import { makeScheduler } from "../../helpers/fixture-scheduler.js";
-import { git, gitAt } from "../../helpers/git-cli.js";
-import { armedRuns, badOf, event, fired, GitWriter, NOW, PAST, settle, settleAdvancing, SOON, started, timerSet, usePlumbingDeployments } from "../../helpers/plumbing-deployment.js";
+import { gitAt } from "../../helpers/git-cli.js";
+import { armedRuns, badOf, event, fired, LosingWriter, NOW, PAST, settle, settleAdvancing, SOON, started, timerSet, usePlumbingDeployments } from "../../helpers/plumbing-deployment.js";
 import { useTempDirs } from "../../helpers/temp-dir.js";
 import { runCli } from "../../unit/cli/cli-io.js";
-
-class LosingWriter extends GitWriter {
-  /** Removes one loose object's file. */
-  async lose(oid: string): Promise<void> {
-    await rm(join(this.gitdir, "objects", oid.slice(0, 2), oid.slice(2)));
-  }
-  /** The oid `text` would have as a blob, without writing it (`hash-object` without `-w`). */
-  async oidOf(text: string): Promise<string> {
-    return (await git([`--git-dir=${this.gitdir}`, "hash-object", "--stdin"], { input: text })).trim();
-  }
-  /** Event file names of `runs/<runId>/events/` on main. */
-  async eventFiles(runId: string): Promise<string[]> {
-    return (await gitAt(this.gitdir, ["ls-tree", "--name-only", "main", `runs/${runId}/events/`])).trim().split("\n").map((p) => p.split("/").at(-1) as string);
-  }
-}
 
 const deployment = usePlumbingDeployments(useTempDirs("wh-lost-fire-"), (gitdir) => new LosingWriter(gitdir));
 

@@ -129,6 +129,7 @@ type Outcome = { readonly ok: unknown } | { readonly error: unknown };
 const comparable = (log: RunLog): unknown => ({
   ...log,
   eventsOid: undefined,
+  lastEventOid: undefined,
   bad: log.bad.map((b) => [b.path, b.seq, b.error.code, b.error.message]),
   problems: log.problems.map((p) => [p.path, p.seq, p.error.code, p.error.message]),
 });
@@ -148,13 +149,19 @@ async function compareReads(store: RepoStore, runIds: readonly string[]): Promis
   for (const runId of runIds) {
     const byPath = await outcome(() => readRunLog(reads.scan?.() ?? reads, runId, { parsedEvents: null }));
     let eventsOid: string | null | undefined;
+    let lastEventOid: string | null | undefined;
+    let maxFileSeq = -1;
     const byOid = await outcome(async () => {
       const log = await readRunLog(reads.scan?.() ?? reads, runId, { parsedEvents: null, runTreeOid: runOids.get(runId) as string });
       eventsOid = log.eventsOid;
+      lastEventOid = log.lastEventOid;
+      maxFileSeq = log.maxFileSeq;
       return log;
     });
     expect({ runId, byOid }).toEqual({ runId, byOid: byPath });
     if ("ok" in byOid) expect({ runId, eventsOid }).toEqual({ runId, eventsOid: await reads.treeOid(`runs/${runId}/events`) });
+    // The last event file's blob, when it is one (a folder or link there is a bad entry, told as null).
+    if ("ok" in byOid && lastEventOid !== null) expect({ runId, lastEventOid }).toEqual({ runId, lastEventOid: await reads.treeOid(`runs/${runId}/events/${maxFileSeq}.json`) });
   }
 }
 

@@ -5,6 +5,7 @@ import type { PendingTimer } from "../../../src/workflow/types.js";
 
 const OID_A = "a".repeat(40);
 const OID_B = "b".repeat(40);
+const OID_C = "c".repeat(40);
 
 function timer(timerId: string, extra: Partial<PendingTimer> = {}): PendingTimer {
   return { timerId, fireAt: "2026-05-01T01:00:00.000Z", setSeq: 3, ...extra };
@@ -15,6 +16,7 @@ function record(runId: string, timers: PendingTimer[], queued: string[], extra: 
     state: { runId, lastSeq: 7, terminal: null, pendingTimers: new Map(timers.map((t) => [t.timerId, t])), observedSignalIds: new Set(), unconsumedSignals: [] },
     maxFileSeq: 8,
     eventsOid: OID_B,
+    lastEventOid: OID_C,
     runTreeOid: OID_A,
     bad: 0,
     queued,
@@ -73,21 +75,22 @@ describe("run table", () => {
 
   it("summarises rows and records alike without turning rows into records, and forgets queued ids", () => {
     const table = new RunTable();
-    table.compact("r1", record("r1", [timer("t")], ["t"], { eventsOid: null }));
+    table.compact("r1", record("r1", [timer("t")], ["t"], { eventsOid: null, lastEventOid: null }));
     table.set("r2", record("r2", [timer("u")], ["u"]));
-    table.addRow("r3", `${OID_B}${OID_A}`, 40, `${"-".repeat(40)}${OID_B}`, 40, 5, 4, "RunCompleted", [timer("x"), timer("v")], 1, 1, 0);
+    table.addRow("r3", `${OID_B}${OID_A}`, 40, `${"-".repeat(40)}${OID_B}`, 40, `${OID_A}${OID_C}`, 5, 4, "RunCompleted", [timer("x"), timer("v")], 1, 1, 0);
     expect(table.size).toBe(3);
     const writer = new RecoveryIndexWriter(1_000);
     table.writeSummaries(writer);
     const written = decodeRecoveryIndex(writer.bytes(), 1_000);
     expect(table.rows).toBe(2);
-    expect(written?.get("r1")).toEqual({ runTreeOid: OID_A, eventsOid: null, maxFileSeq: 8, lastSeq: 7, terminal: null, pendingTimers: [timer("t")] });
-    expect(written?.get("r2")).toEqual({ runTreeOid: OID_A, eventsOid: OID_B, maxFileSeq: 8, lastSeq: 7, terminal: null, pendingTimers: [timer("u")] });
-    expect(written?.get("r3")).toEqual({ runTreeOid: OID_A, eventsOid: OID_B, maxFileSeq: 5, lastSeq: 4, terminal: "RunCompleted", pendingTimers: [timer("v")] });
+    expect(written?.get("r1")).toEqual({ runTreeOid: OID_A, eventsOid: null, lastEventOid: null, maxFileSeq: 8, lastSeq: 7, terminal: null, pendingTimers: [timer("t")] });
+    expect(written?.get("r2")).toEqual({ runTreeOid: OID_A, eventsOid: OID_B, lastEventOid: OID_C, maxFileSeq: 8, lastSeq: 7, terminal: null, pendingTimers: [timer("u")] });
+    expect(written?.get("r3")).toEqual({ runTreeOid: OID_A, eventsOid: OID_B, lastEventOid: OID_C, maxFileSeq: 5, lastSeq: 4, terminal: "RunCompleted", pendingTimers: [timer("v")] });
     expect(new Map(table.queuedTimers())).toEqual(new Map([["r1", ["t"]], ["r2", ["u"]], ["r3", []]]));
     table.clearQueued();
     expect([...table.queuedTimers()].flatMap(([, ids]) => ids)).toEqual([]);
     expect(table.get("r3")?.eventsOid).toBe(OID_B);
+    expect(table.get("r3")?.lastEventOid).toBe(OID_C);
     expect([...table.keys()].sort()).toEqual(["r1", "r2", "r3"]);
     expect([...table.values()].map((r) => r.state.runId).sort()).toEqual(["r1", "r2", "r3"]);
     expect(table.rows).toBe(0);

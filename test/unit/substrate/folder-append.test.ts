@@ -196,7 +196,8 @@ describe("a write with appends", () => {
         if (mode === "appends") {
           expect(result.appended).toHaveLength(appendRuns.length);
           for (const [k, i] of appendRuns.entries()) {
-            expect(result.appended?.[k], `seed ${seed} run ${i}`).toEqual({ folder: await reads.treeOid(`runs/run-${i}`), sub: await reads.treeOid(`runs/run-${i}/events`) });
+            const last = files(i).at(-1)?.name as string;
+            expect(result.appended?.[k], `seed ${seed} run ${i}`).toEqual({ folder: await reads.treeOid(`runs/run-${i}`), sub: await reads.treeOid(`runs/run-${i}/events`), last: await reads.treeOid(`runs/run-${i}/events/${last}`) });
           }
         }
         await store.close();
@@ -289,7 +290,7 @@ describe("a big subfolder with a pause given", () => {
     expect(plan.puts).toEqual([]);
     const direct = appendToSubfolder(runRaw.content, "events", eventsRaw.content, files.map((f) => ({ name: f.name, oid: hashObject("blob", f.content).oid })));
     expect(direct).not.toBeNull();
-    expect(plan.built[0]).toEqual({ folder: direct?.folder.oid, sub: direct?.sub.oid });
+    expect(plan.built[0]).toEqual({ folder: direct?.folder.oid, sub: direct?.sub.oid, last: hashObject("blob", Buffer.from("b")).oid });
     const sub = plan.objects.find((o) => o.oid === direct?.sub.oid);
     expect(Buffer.compare(Buffer.from(sub?.content ?? []), Buffer.from(direct?.sub.content ?? []))).toBe(0);
     expect(hashObject("tree", sub?.content ?? new Uint8Array()).oid).toBe(direct?.sub.oid);

@@ -5,14 +5,15 @@ const LIMIT = 1_048_576;
 const oid = (c: string): string => c.repeat(40);
 
 const summaries: [string, RunSummary][] = [
-  ["r1", { runTreeOid: oid("a"), eventsOid: oid("b"), maxFileSeq: 3, lastSeq: 3, terminal: null, pendingTimers: [{ timerId: "t", fireAt: "2026-05-01T01:00:00.000Z", setSeq: 2 }] }],
-  ["r2", { runTreeOid: oid("c"), eventsOid: null, maxFileSeq: -1, lastSeq: -1, terminal: null, pendingTimers: [] }],
-  ["r3", { runTreeOid: oid("d"), eventsOid: oid("e"), maxFileSeq: 9, lastSeq: 8, terminal: "RunCompleted", pendingTimers: [] }],
+  ["r1", { runTreeOid: oid("a"), eventsOid: oid("b"), lastEventOid: oid("1"), maxFileSeq: 3, lastSeq: 3, terminal: null, pendingTimers: [{ timerId: "t", fireAt: "2026-05-01T01:00:00.000Z", setSeq: 2 }] }],
+  ["r2", { runTreeOid: oid("c"), eventsOid: null, lastEventOid: null, maxFileSeq: -1, lastSeq: -1, terminal: null, pendingTimers: [] }],
+  ["r3", { runTreeOid: oid("d"), eventsOid: oid("e"), lastEventOid: null, maxFileSeq: 9, lastSeq: 8, terminal: "RunCompleted", pendingTimers: [] }],
   [
     "r4",
     {
       runTreeOid: oid("f"),
       eventsOid: oid("0"),
+      lastEventOid: oid("2"),
       maxFileSeq: 5,
       lastSeq: 5,
       terminal: null,

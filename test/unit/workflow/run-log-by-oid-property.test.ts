@@ -95,6 +95,7 @@ function source(objects: Map<Oid, GitObject>): ObjectSource {
 const comparable = (log: RunLog): unknown => ({
   ...log,
   eventsOid: undefined,
+  lastEventOid: undefined,
   bad: log.bad.map((b) => [b.path, b.seq, b.error.code, b.error.message]),
   problems: log.problems.map((p) => [p.path, p.seq, p.error.code, p.error.message]),
 });
