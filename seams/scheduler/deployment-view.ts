@@ -169,15 +169,18 @@ export class DeploymentView {
     // would hold the event loop past the host lock's heartbeat limit (its fires then refused).
     const slicer = createTimeSlicer(DEFAULT_SLICE_MS, monotonicMs(this.ctx));
     let pending = 0;
-    // Which of the objects the index's rows rest on known packs hold, all rows at once (see rowLoss).
-    const packed = index === null ? null : packedRows(reads, index);
+    // The object files are the very ones the index was written with (no pack gone, no loose
+    // object anywhere): every object its rows rest on is still stored, nothing to look up.
+    const unchanged = index !== null && index.storeMark !== null && (await storeMarkOf(reads)) === index.storeMark;
+    // Else, which of the objects the index's rows rest on known packs hold, all rows at once (see rowLoss).
+    const packed = index === null || unchanged ? null : packedRows(reads, index);
     if (index !== null && noArchiveLookups && runsTree !== null && index.runsTreeOid === runsTree) {
       // The very `runs/` folder the index holds every run of: each run is its row, unread.
       let lost = 0;
       for (let i = 0; i < index.runIds.length; i++) {
         if (i % RESTORED_PER_PAUSE === 0) await slicer.pause();
         const runId = index.runIds[i] as string;
-        const loss = rowLoss(reads, runId, index, i, packed);
+        const loss = unchanged ? null : rowLoss(reads, runId, index, i, packed);
         const found = loss === null ? null : await loss;
         if (found === null) pending += this.restoreRow(runId, index.runTreeOids, i * OID_LENGTH, index, i);
         else {
@@ -230,7 +233,7 @@ export class DeploymentView {
       const entry = entries[i] as DirEntry;
       const row = index === null ? -1 : restorableRow(index, entry);
       if (row >= 0 && (noArchiveLookups || (await reusedArchivedRunProblem(this.archive, entry.name, entry.oid)) === null)) {
-        const loss = rowLoss(reads, entry.name, index as RecoveryIndex, row, packed);
+        const loss = unchanged ? null : rowLoss(reads, entry.name, index as RecoveryIndex, row, packed);
         const lost = loss === null ? null : await loss;
         if (lost === null) pending += this.restoreRow(entry.name, entry.oid, 0, index as RecoveryIndex, row);
         else {
@@ -541,7 +544,8 @@ export class DeploymentView {
    * Writes every run whose state is known to match its tree oid, in the background (one write
    * at a time; stop() waits for it). Failures are ignored: the index is only a cache.
    * @param runsTree the `runs/` folder the runs are all the runs of, exactly, or null
-   * @param waitFor started now: what the write also waits for (the bytes are made now)
+   * @param waitFor started now: what the write also waits for (the rows are taken now; the
+   *   object files' mark, see CommittedReads.storeMark, when the write begins)
    */
   private persistIndex(runsTree: string | null = null, waitFor?: () => Promise<void>): void {
     const { store, principal } = this.ctx;
@@ -550,11 +554,17 @@ export class DeploymentView {
     const after = waitFor?.();
     const writer = new RecoveryIndexWriter(this.ctx.maxEventBytes);
     this.runs.writeSummaries(writer);
-    const bytes = writer.bytes(runsTree, this.checkedArchiveSha === undefined ? {} : { archiveSha: this.checkedArchiveSha });
+    const header = this.checkedArchiveSha === undefined ? {} : { archiveSha: this.checkedArchiveSha };
     const previous = this.persisting ?? Promise.resolve();
     this.persisting = previous
       .then(() => after)
-      .then(() => store.writeDerived?.(principal, this.rid, RECOVERY_INDEX_FILE, bytes))
+      // The object files' mark is taken after the rows' objects are stored (they are committed),
+      // so an equal mark at a start means they still are; a merge or another writer's pack in
+      // between only makes the next start's mark differ (it then looks the objects up).
+      .then(async () => {
+        const storeMark = await store.openCommittedReads(principal, this.rid, this.ctx.ref).then(storeMarkOf, () => null);
+        return store.writeDerived?.(principal, this.rid, RECOVERY_INDEX_FILE, writer.bytes(runsTree, { ...header, storeMark }));
+      })
       .then((written) => {
         // A directory sat where the index goes (every start walked all runs): moved aside, said once.
         if (written?.displaced !== undefined) this.ctx.report({ type: "index_replaced", repoId: this.repoId, displacedTo: written.displaced });
@@ -844,6 +854,15 @@ async function allThere(reads: CommittedReads, missing: readonly MissingObject[]
 
 /** Length of a hex object id. */
 const OID_LENGTH = 40;
+
+/** `reads.storeMark()`, or null when the store has none or it fails (the rows' objects are then looked up). */
+async function storeMarkOf(reads: CommittedReads): Promise<string | null> {
+  try {
+    return (await reads.storeMark?.()) ?? null;
+  } catch {
+    return null;
+  }
+}
 
 /** The first object a restored row rests on that is not stored (see {@link rowLoss}). */
 interface RowLoss {

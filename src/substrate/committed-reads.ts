@@ -31,6 +31,8 @@ export interface ObjectSource {
   stored?(oid: Oid): boolean | Promise<boolean>;
   /** See {@link CommittedReads.packedAll}; optional. */
   packedAll?(hexOids: string): Uint8Array;
+  /** See {@link CommittedReads.storeMark}; optional. */
+  storeMark?(): Promise<string | null>;
 }
 
 /** Folders whose stored bytes one {@link CommittedReads} keeps for point lookups (newest last). */
@@ -157,6 +159,7 @@ export function createCommittedReads(source: ObjectSource, commitSha: Oid | null
     treeOid,
     ...(source.stored === undefined ? {} : { stored: (oid: Oid) => (source.stored as (o: Oid) => boolean | Promise<boolean>)(oid) }),
     ...(source.packedAll === undefined ? {} : { packedAll: (hexOids: string) => (source.packedAll as (h: string) => Uint8Array)(hexOids) }),
+    ...(source.storeMark === undefined ? {} : { storeMark: () => (source.storeMark as () => Promise<string | null>)() }),
     ...(source.read === undefined
       ? {}
       : {

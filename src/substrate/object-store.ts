@@ -16,7 +16,7 @@
  * writes are cached as they are written, so the commit's own readers (validation, the tail)
  * never go back to disk for them.
  */
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { constants as zlibConstants, deflateSync, inflateSync } from "node:zlib";
 import { WorkflowHostError } from "../errors.js";
 import { systemClock } from "../time/clock.js";
@@ -42,6 +42,9 @@ const MIN_TREE_ENTRY_BYTES = 24;
 const RECENT_BIG_TREES = 4;
 /** Deltas of big trees kept per repository for pack merging (a few hundred bytes each). */
 const DELTA_BASES_KEPT = 1_024;
+
+/** Most object files (packs, indexes and loose objects) a {@link ObjectSource.storeMark} names; more: no mark. */
+const MARKED_FILES_MAX = 4_096;
 
 /** Length of an oid in hex digits and in bytes. */
 const OID_HEX = 40;
@@ -250,6 +253,26 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
     return out;
   }
 
+  /** See ObjectSource.storeMark. */
+  async function storeMark(): Promise<string | null> {
+    const top = await quickFs.readdirOrEmpty(objectsDir);
+    if (top.includes("info")) {
+      const info = await quickFs.readdirOrEmpty(`${objectsDir}/info`);
+      if (info.includes("alternates") || info.includes("http-alternates")) return null;
+    }
+    const names = (await quickFs.readdirOrEmpty(`${objectsDir}/pack`)).filter((name) => /^pack-[0-9a-f]{40}\.(pack|idx)$/.test(name));
+    // Loose objects by name too (a store's first commit is two of them): a deployment of many
+    // (written by git itself) has no mark, its rows' objects are looked up instead.
+    for (const dir of top) {
+      if (!/^[0-9a-f]{2}$/.test(dir)) continue;
+      for (const rest of await quickFs.readdirOrEmpty(`${objectsDir}/${dir}`)) {
+        if (!/^[0-9a-f]{38}$/.test(rest)) continue;
+        if (names.push(`${dir}${rest}`) > MARKED_FILES_MAX) return null;
+      }
+    }
+    return createHash("sha1").update(names.sort().join("\n")).digest("hex");
+  }
+
   async function storedElsewhere(oid: Oid): Promise<boolean> {
     if (!isHexOid(oid)) return false;
     if ((await quickFs.statOrNull(loosePath(oid))) !== null) return true;
@@ -334,6 +357,7 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
     read: (oid) => read(oid),
     stored,
     packedAll,
+    storeMark,
     holdsHistory,
     async readTree(oid) {
       const hit = cachedTree(oid);

@@ -64,6 +64,7 @@ export function typedReads(reads: CommittedReads, where: string): CommittedReads
     ...(reads.scan === undefined ? {} : { scan: () => typedReads((reads.scan as () => CommittedReads)(), where) }),
     ...(reads.stored === undefined ? {} : { stored: (oid: string) => storedGuarded(reads.stored as (o: string) => boolean | Promise<boolean>, oid, guard) }),
     ...(reads.packedAll === undefined ? {} : { packedAll: reads.packedAll.bind(reads) }),
+    ...(reads.storeMark === undefined ? {} : { storeMark: () => guard(() => (reads.storeMark as () => Promise<string | null>)(), () => "listing the object folders") }),
   };
 }
 

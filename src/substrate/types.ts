@@ -117,6 +117,17 @@ export interface CommittedReads {
    */
   packedAll?(hexOids: string): Uint8Array;
   /**
+   * A mark of the files that hold the repository's objects now: the SHA-1 (hex) of the sorted
+   * names of `objects/pack/pack-*.pack` and `.idx` and of the loose objects, or null when objects
+   * may live elsewhere too (an `objects/info/alternates`) or there are over 4,096 such files.
+   * Pack files are never changed in place (their names are their checksums), nor are loose
+   * objects (their names are their oids), so two equal marks mean every object stored at the
+   * first is stored at the second: a start that finds the mark the recovery index was written
+   * with need not look its rows' objects up (design notes §74). A few readdirs, no object read.
+   * Optional.
+   */
+  storeMark?(): Promise<string | null>;
+  /**
    * Reads pinned to the same commit, for a walk that reads most objects once (a recovery reading
    * every run's log): what it reads is taken from the store's caches when there, but not added
    * to them (except big folders), so a walk of a million events neither pushes out what the

@@ -77,6 +77,11 @@ interface Columns {
    * restored run up in the archive again (the archive only grows by the host's retention commits).
    */
   readonly archiveSha?: string | null;
+  /**
+   * `CommittedReads.storeMark` when the file was written: a start that finds the same mark knows
+   * every object the rows rest on is still stored (design notes §74). Absent: not known.
+   */
+  readonly storeMark?: string;
   readonly runIds: string[];
   /** `runTreeOid` of every run, end to end. */
   readonly runTreeOids: string;
@@ -116,6 +121,8 @@ function extraOf(timer: PendingTimer): 0 | Record<string, string | number> {
 export interface RecoveryIndexHeader {
   /** The archive commit its runs were checked against (see Columns.archiveSha); absent: unknown. */
   archiveSha?: string | null;
+  /** The object files' mark when the file was written (see Columns.storeMark); absent: none. */
+  storeMark?: string | null;
 }
 
 /**
@@ -173,6 +180,7 @@ export class RecoveryIndexWriter {
       maxEventBytes: this.maxEventBytes,
       runsTreeOid,
       ...(header.archiveSha === undefined ? {} : { archiveSha: header.archiveSha }),
+      ...(header.storeMark === undefined || header.storeMark === null ? {} : { storeMark: header.storeMark }),
       runIds: this.#runIds,
       runTreeOids: this.#runTreeOids.join(""),
       eventsOids: this.#eventsOids.join(""),
@@ -255,6 +263,8 @@ export interface RecoveryIndex {
   readonly runsTreeOid: string | null;
   /** The archive commit the rows were checked against (see Columns.archiveSha); undefined: unknown. */
   readonly archiveSha: string | null | undefined;
+  /** The object files' mark when it was written (see Columns.storeMark), or null. */
+  readonly storeMark: string | null;
   /** Row of `runId`, or -1. Fast when asked in the order the rows were written. */
   rowOf(runId: string): number;
 }
@@ -301,6 +311,8 @@ export function decodeRecoveryColumns(bytes: Uint8Array, maxEventBytes: number):
   if (typeof runTreeOids !== "string" || typeof eventsOids !== "string" || typeof lastEventOids !== "string") return null;
   const runsTreeOid = b.runsTreeOid ?? null;
   if (runsTreeOid !== null && (typeof runsTreeOid !== "string" || !/^[0-9a-f]{40}$/.test(runsTreeOid))) return null;
+  const storeMark = b.storeMark ?? null;
+  if (storeMark !== null && (typeof storeMark !== "string" || !/^[0-9a-f]{40}$/.test(storeMark))) return null;
   const archiveSha = b.archiveSha;
   if (archiveSha !== undefined && archiveSha !== null && (typeof archiveSha !== "string" || !/^[0-9a-f]{40}$/.test(archiveSha))) return null;
   const n = runIds.length;
@@ -342,6 +354,7 @@ export function decodeRecoveryColumns(bytes: Uint8Array, maxEventBytes: number):
     firstTimer,
     runsTreeOid,
     archiveSha,
+    storeMark,
     rowOf(runId) {
       // A start asks in listing order, which is the order the rows were written in.
       if (ids[next] === runId) return next++;
