@@ -29,6 +29,7 @@ import { isMissingRunObject, readRunLog, type BadEvent, type RunLog } from "../.
 import type { TimerHandle } from "../../src/time/clock.js";
 import { slotDueMs } from "../../src/workflow/schedule/jitter.js";
 import type { PendingTimer, RunState } from "../../src/workflow/types.js";
+import type { ServedPendingTimers } from "./scheduler-types.js";
 import { WORKFLOW_RUN_KIND } from "../../src/workflow/workflow-run-kind.js";
 import { reusedArchivedRunProblem } from "../../src/workflow/run-archive.js";
 import { ArchiveReads } from "./archive-reads.js";
@@ -37,6 +38,7 @@ import { MASK_BITS, RunTable, UnpausedTimers, type RunRecord } from "./run-table
 import { applyTailCommit } from "./tail-commit.js";
 import { createTimeSlicer, DEFAULT_SLICE_MS } from "../../src/time/time-slicer.js";
 import { monotonicMs, wallMs, type TrackerContext } from "./tracker-context.js";
+import { requireRunLog, unreadablePartOf, type UnreadableRun } from "../../src/workflow/unreadable-runs.js";
 
 /**
  * Most own commits whose adopted runs are remembered for the tail (see DeploymentView.noteOwnCommit):
@@ -119,6 +121,18 @@ export class DeploymentView {
    * objects can be read.
    */
   private readonly damaged = new Map<string, readonly MissingObject[]>();
+  /**
+   * Runs the pending-timer listing names as unreadable, as the fold of the logs names them
+   * (src/host/list-pending-timers.ts): each {@link damaged} run with the first object of it that
+   * could not be read, and each run held whose `events` entry is a file or a link, so that it
+   * holds no log (`event_invalid`, see requireRunLog).
+   */
+  private readonly unreadable = new Map<string, UnreadableRun>();
+  /**
+   * Bumped at every change of what {@link pendingSnapshot} reads that does not move
+   * {@link appliedSha} (a repair installs a run at the same commit).
+   */
+  private changes = 0;
   /** The repair's timer (on the injected timers), while one is set. */
   private repairTimer: { handle: TimerHandle } | null = null;
   /** The repair's next delay (ms): `retryInitialMs`, doubled per try up to `retryMaxMs`; 0 while none is due. */
@@ -275,14 +289,16 @@ export class DeploymentView {
   private skipRun(runId: string, error: WorkflowHostError): void {
     const path = typeof error.data.path === "string" ? error.data.path : `${runsPrefix}${runId}`;
     this.reportBad({ runId, path, seq: null, error });
-    this.dropDamaged(runId, [{ oid: String(error.data.oid), tree: true }]);
+    this.dropDamaged(runId, [{ oid: String(error.data.oid), tree: true }], { runId, path, error });
   }
 
   /**
    * Drops what the view held of a run not read whole (its queued timers, its record) and keeps
    * it in {@link damaged} with the objects it was read without, to be read again by {@link repair}.
    */
-  private dropDamaged(runId: string, missing: readonly MissingObject[]): void {
+  private dropDamaged(runId: string, missing: readonly MissingObject[], unreadable: UnreadableRun): void {
+    this.changes += 1;
+    this.unreadable.set(runId, unreadable);
     const record = this.runs.get(runId);
     if (record !== undefined) {
       for (const timerId of record.queued) this.ctx.queue.disarm(this.repoId, runId, timerId);
@@ -323,6 +339,8 @@ export class DeploymentView {
         const runTreeOid = await reads.treeOid(`${runsPrefix}${runId}`);
         if (runTreeOid === null) {
           this.damaged.delete(runId);
+          this.unreadable.delete(runId);
+          this.changes += 1;
           continue;
         }
         // Its log (up to a million events) is read again only once what was missing is there.
@@ -395,6 +413,32 @@ export class DeploymentView {
     }
   }
 
+  /**
+   * Every pending timer of the runs held, as the fold of the logs at {@link appliedSha} lists
+   * them (src/host/list-pending-timers.ts), read synchronously, without turning rows into
+   * records. Null while recovering, once stopped, and for a ref with no commit; "unsettled" while
+   * the records are not all at one commit (the tail applying a commit, a refused rewind, a fire
+   * commit of this process in flight or adopted ahead of the tail).
+   */
+  pendingSnapshot(): ServedPendingTimers | "unsettled" | null {
+    const sha = this.appliedSha;
+    if (this.stopped || this.tail === null) return null;
+    if (sha === undefined || this.ownWrite !== null || this.ownCommits.size > 0) return "unsettled";
+    if (sha === null) return null;
+    const runIds: string[] = [];
+    const timers: PendingTimer[] = [];
+    this.runs.forEachPending((runId, timer) => {
+      runIds.push(runId);
+      timers.push(timer);
+    });
+    const unreadable: UnreadableRun[] = [];
+    // A run the tail has since dropped (moved to the archive) is no longer listed by the fold either.
+    for (const [runId, run] of this.unreadable) if (this.damaged.has(runId) || this.runs.has(runId)) unreadable.push(run);
+    const version = this.changes;
+    const current = (): boolean => !this.stopped && this.appliedSha === sha && this.changes === version && this.ownWrite === null && this.ownCommits.size === 0;
+    return { repoId: this.repoId, commitSha: sha, runs: this.runs.size + this.damaged.size, runIds, timers, unreadable, current };
+  }
+
   /** The run's record, or undefined for an unknown run. */
   run(runId: string): RunRecord | undefined {
     return this.runs.get(runId);
@@ -418,6 +462,7 @@ export class DeploymentView {
     record.eventsOid = after.eventsOid;
     record.runTreeOid = after.runTreeOid;
     this.indexDirty = true;
+    this.changes += 1;
     this.sync(runId, record);
   }
 
@@ -602,7 +647,7 @@ export class DeploymentView {
     for (const bad of [...log.bad, ...log.problems]) this.reportBad(bad);
     const missing = missingObjects(log);
     if (missing.length > 0) {
-      this.dropDamaged(runId, missing);
+      this.dropDamaged(runId, missing, unreadablePartOf(runId, log.bad, log.problems) as UnreadableRun);
       return undefined;
     }
     const state = timerState(log.state);
@@ -615,6 +660,10 @@ export class DeploymentView {
     // start reports its problems again.
     record.bad = log.bad.length + log.problems.length;
     this.damaged.delete(runId);
+    this.changes += 1;
+    const noLog = noLogOf(this.repoId, log);
+    if (noLog === null) this.unreadable.delete(runId);
+    else this.unreadable.set(runId, noLog);
     // A folder that reuses an archived run's id is not that run, nor a new one: reported, never armed.
     this.archive ??= await this.archiveReads.open();
     const reused = await reusedArchivedRunProblem(this.archive, runId, record.runTreeOid);
@@ -762,6 +811,20 @@ export class DeploymentView {
   reportBad(bad: BadEvent): void {
     this.ctx.count("badEvents");
     this.ctx.report({ type: "bad_event", repoId: this.repoId, runId: bad.runId, seq: bad.seq, path: bad.path, error: bad.error });
+  }
+}
+
+/**
+ * The run's {@link UnreadableRun} when it holds no log (its `events` entry a file or a link; see
+ * requireRunLog), else null.
+ */
+function noLogOf(repoId: string, log: RunLog): UnreadableRun | null {
+  try {
+    requireRunLog(repoId, log);
+    return null;
+  } catch (error) {
+    const e = error as WorkflowHostError;
+    return { runId: log.runId, path: String(e.data["path"]), error: e };
   }
 }
 

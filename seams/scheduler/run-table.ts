@@ -188,6 +188,26 @@ export class RunTable implements ReadonlyMap<string, RunRecord> {
     for (const [runId, row] of this.#rowOf) yield [runId, this.#queuedOf(row)];
   }
 
+  /**
+   * Calls `visit` with each pending timer of every run that has not ended (paused series
+   * included, in each run's state order), records and rows alike, without turning rows into
+   * records. Synchronous: the caller sees every run at one instant.
+   */
+  forEachPending(visit: (runId: string, timer: PendingTimer) => void): void {
+    for (const [runId, record] of this.#records) {
+      if (record.state.terminal !== null) continue;
+      for (const timer of record.state.pendingTimers.values()) visit(runId, timer);
+    }
+    for (const [runId, row] of this.#rowOf) {
+      const n = NUMS * row;
+      const count = this.#nums[n + 4] as number;
+      if (count === 0 || this.#terminalOf(row) !== null) continue;
+      const timers = this.#timerList(row);
+      const first = this.#nums[n + 3] as number;
+      for (let i = first; i < first + count; i++) visit(runId, timers[i] as PendingTimer);
+    }
+  }
+
   /** Forgets every queued timer id (the view disarmed them all). */
   clearQueued(): void {
     for (const record of this.#records.values()) record.queued = [];

@@ -316,6 +316,11 @@ export function createWorkflowHostScheduler(opts: SchedulerOptions): WorkflowHos
       return queue.entries().sort((a, b) => Date.parse(a.fireAt) - Date.parse(b.fireAt));
     },
 
+    servedPendingTimers(repoId) {
+      if (state === "stopped") return null;
+      return trackers.get(repoId)?.pendingSnapshot() ?? null;
+    },
+
     stats(): SchedulerStats {
       let runs = 0;
       for (const tracker of trackers.values()) runs += tracker.runs.size;
