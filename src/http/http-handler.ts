@@ -21,13 +21,14 @@ import { METHODS } from "node:http";
 import { fastify, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { DuplicateJsonKeyError, parseJsonText } from "../config-json.js";
 import { describeValue, isWorkflowHostError, WorkflowHostError } from "../errors.js";
-import { listPendingTimers } from "../host/list-pending-timers.js";
+import { listPendingTimers, listServedPendingTimers, type PendingTimersReport } from "../host/list-pending-timers.js";
 import type { WorkflowHost } from "../host/host.js";
 import type { TimerSpec } from "../host/runtime-types.js";
 import { silentLogger } from "../logger.js";
 import type { CommittedReads, Principal, RepoAction } from "../substrate/types.js";
 import { createSystemTimers, monotonicNowOf, systemClock } from "../time/clock.js";
 import { createTimeSlicer } from "../time/time-slicer.js";
+import { slicedSort } from "../time/sliced-sort.js";
 import { createHeavyReadGate } from "./heavy-read-gate.js";
 import { checkReason } from "../workflow/event-constructors.js";
 import { parseRepoId, parseRunId, parseSignalId, parseSignalName, parseTimerId } from "../workflow/ids.js";
@@ -423,19 +424,27 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
    * listed, as `workflow-host timers` does; otherwise its error is the answer. A run whose
    * folder cannot be read (a missing or damaged object) is named in `unreadableRuns` either way
    * and the deployment's other runs are listed.
+   *
+   * A deployment this host serves and has recovered is listed from the scheduler's memory
+   * (listServedPendingTimers: no log read, the same content as the fold at the commit it names);
+   * any other (not served here: leased elsewhere, not discovered yet; not recovered yet) folds
+   * its logs, through the heavy-read gate (`gone`: the client hung up). `deployments` says, per
+   * deployment listed, which commit its part reflects and where it came from (design notes §76).
    */
-  const timersOf = async (repoIds: readonly string[], keepGoing: boolean) => {
+  const timersOf = async (repoIds: readonly string[], keepGoing: boolean, gone: AbortSignal) => {
     // One instant for every deployment listed.
     const now = clock();
     // One slicer for the whole answer: listing each deployment, then each series' next ticks.
     const { pause } = slicer();
-    const timers = [];
+    const listed: { info: PendingTimersReport["timers"][number]; fireAtMs: number }[] = [];
     const failedRepos: { repoId: string; code: string; message: string }[] = [];
     const unreadableRuns: { repoId: string; runId: string; path: string; code: string; message: string }[] = [];
+    const deployments: { repoId: string; commitSha: string | null; source: "scheduler" | "log" }[] = [];
     for (const repoId of repoIds) {
-      let report;
+      let report = host.state === "running" ? await listServedPendingTimers(host.scheduler, repoId, { clock: () => now, pause }) : null;
+      const source = report === null ? "log" : "scheduler";
       try {
-        report = await listPendingTimers(host.store, { principal: storePrincipal, repoId, ref, clock: () => now, pause });
+        report ??= await heavyReads.run(() => listPendingTimers(host.store, { principal: storePrincipal, repoId, ref, clock: () => now, pause }), gone);
       } catch (error) {
         if (!keepGoing || !isWorkflowHostError(error) || ["authorize_denied", "store_stopped"].includes(error.code)) throw error;
         // Its message names server paths (the log has it); the client is told the code.
@@ -443,19 +452,36 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
         failedRepos.push({ repoId, code: error.code, message: HTTP_STATUS_BY_CODE[error.code] === 500 ? serverFailureMessage(error.code) : error.message });
         continue;
       }
+      deployments.push({ repoId, commitSha: report.commits[0]?.commitSha ?? null, source });
       for (const u of report.unreadableRuns) {
         // The client is told the run, where in it and the code: the store's message may name a
         // server path (the host reported the run with it when it recovered the deployment).
         unreadableRuns.push({ repoId, runId: u.runId, path: u.path, code: u.error.code, message: `${u.path} of run ${u.runId} cannot be read (${u.error.code}); its timers are not listed; workflow-host check names the object` });
       }
-      for (const t of report.timers) {
-        if (t.cron !== undefined) await pause();
+      for (const info of report.timers) listed.push({ info, fireAtMs: Date.parse(info.fireAt) });
+    }
+    // By fireAt across deployments, each one's order kept for equal instants (a stable sort).
+    const sorted = await slicedSort(listed, (a, b) => a.fireAtMs - b.fireAtMs, pause);
+    // Series of one cron and zone due at one tick (hundreds of runs on one schedule) share their next ticks.
+    const ticksOf = new Map<string, string[]>();
+    const timers = [];
+    for (const { info: t } of sorted) {
+      if (t.cron === undefined) {
         // dueInMs and lateMs as the CLI's `timers --json` gives them: both ≥ 0, one of them 0.
-        timers.push({ ...t, ...(t.cron === undefined ? {} : { nextTicks: nextTicks(t.cron, t.timezone, t.fireAt) }) });
+        timers.push(t);
+        continue;
       }
+      const key = `${t.cron}\u0000${t.timezone ?? ""}\u0000${t.fireAt}`;
+      let ticks = ticksOf.get(key);
+      if (ticks === undefined) {
+        await pause();
+        ticks = nextTicks(t.cron, t.timezone, t.fireAt);
+        ticksOf.set(key, ticks);
+      }
+      timers.push({ ...t, nextTicks: ticks });
     }
     // `now` is the instant every dueInMs counts from.
-    return { now: now.toISOString(), timers: timers.sort((a, b) => Date.parse(a.fireAt) - Date.parse(b.fireAt)), failedRepos, unreadableRuns };
+    return { now: now.toISOString(), timers, failedRepos, unreadableRuns, deployments };
   };
 
   route("GET", "/v1/timers", async (request, reply) => {
@@ -464,7 +490,7 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     const all = await host.store.listRepos(storePrincipal, WORKFLOW_RUN_KIND);
     const readable: string[] = [];
     for (const repoId of all) if (await allowed(principal, repoId, "read")) readable.push(repoId);
-    return heavyReads.run(() => timersOf(readable, true), clientGone(reply));
+    return timersOf(readable, true, clientGone(reply));
   });
 
   route("GET", "/v1/deployments/:repoId/timers", async (request, reply) => {
@@ -472,7 +498,7 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     const repoId = parseRepoId(rawRepo);
     await requireAllowed(request, repoId, "read");
     ensureRunning();
-    return heavyReads.run(() => timersOf([repoId], false), clientGone(reply));
+    return timersOf([repoId], false, clientGone(reply));
   });
 
   route("PUT", "/v1/deployments/:repoId/runs/:runId/timers/:timerId", async (request) => {
