@@ -176,6 +176,16 @@ export interface ListServedPendingTimersOptions extends ClockOption {
   readonly settle?: () => Promise<void>;
   /** Asks before giving up on a deployment that stays unsettled (then null). Default 100. */
   readonly tries?: number;
+  /**
+   * The deployment's ref tip now (e.g. the store's `resolveRef`), read once before the
+   * scheduler is asked; what it throws is thrown (a damaged ref: fold it, and the fold reports
+   * it as before). While the scheduler is behind it (the tail has not applied another writer's
+   * commit yet) the scheduler is asked again after `poke()` and `settle()`, up to `tries`; after
+   * that the answer is the scheduler's, at the commit it names. Default: none (no such wait).
+   */
+  readonly tip?: () => Promise<string | null>;
+  /** Asks the store to look at the ref now (see RepoStore.poke), before waiting for the tail. */
+  readonly poke?: () => void;
 }
 
 /** How many of the served timers are made into listing entries between two pauses. */
@@ -189,7 +199,7 @@ const LISTED_PER_PAUSE = 512;
  * the host holds as damaged or as holding no log; `failedRepos` is empty.
  * @returns null when the scheduler does not serve `repoId` or has not recovered it (fold the
  *   logs instead), or when its runs stayed unsettled for `tries` asks
- * @throws config_invalid without a clock
+ * @throws config_invalid without a clock; what `tip` throws
  */
 export async function listServedPendingTimers(
   scheduler: { servedPendingTimers(repoId: string): ServedPendingTimers | "unsettled" | null },
@@ -200,11 +210,14 @@ export async function listServedPendingTimers(
   const pause = opts.pause ?? createTimeSlicer().pause;
   const settle = opts.settle ?? (() => new Promise<void>((resolve) => setTimeout(resolve, 10)));
   const tries = opts.tries ?? 100;
+  const tip = opts.tip === undefined ? undefined : await opts.tip();
   let served: ServedPendingTimers | "unsettled" | null = null;
   for (let i = 0; i < tries; i++) {
     if (i > 0) await settle();
     served = scheduler.servedPendingTimers(repoId);
-    if (served !== "unsettled") break;
+    if (served === null) return null;
+    if (served !== "unsettled" && (tip === undefined || served.commitSha === tip)) break;
+    if (i === 0) opts.poke?.();
   }
   if (served === null || served === "unsettled") return null;
   const { runIds, timers: held } = served;

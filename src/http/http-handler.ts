@@ -27,7 +27,7 @@ import type { TimerSpec } from "../host/runtime-types.js";
 import { silentLogger } from "../logger.js";
 import type { CommittedReads, Principal, RepoAction } from "../substrate/types.js";
 import { createSystemTimers, monotonicNowOf, systemClock } from "../time/clock.js";
-import { createTimeSlicer } from "../time/time-slicer.js";
+import { createTimeSlicer, type TimeSlicer } from "../time/time-slicer.js";
 import { slicedSort } from "../time/sliced-sort.js";
 import { createHeavyReadGate } from "./heavy-read-gate.js";
 import { checkReason } from "../workflow/event-constructors.js";
@@ -434,14 +434,20 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
   const timersOf = async (repoIds: readonly string[], keepGoing: boolean, gone: AbortSignal) => {
     // One instant for every deployment listed.
     const now = clock();
-    // One slicer for the whole answer: listing each deployment, then each series' next ticks.
-    const { pause } = slicer();
+    // One slicer for the whole answer (listing each deployment, then each series' next ticks),
+    // made at its first pause: a request that leaves the heavy-read queue makes none.
+    let sliced: TimeSlicer | null = null;
+    const pause = (): Promise<void> => (sliced ??= slicer()).pause();
     const listed: { info: PendingTimersReport["timers"][number]; fireAtMs: number }[] = [];
     const failedRepos: { repoId: string; code: string; message: string }[] = [];
     const unreadableRuns: { repoId: string; runId: string; path: string; code: string; message: string }[] = [];
     const deployments: { repoId: string; commitSha: string | null; source: "scheduler" | "log" }[] = [];
     for (const repoId of repoIds) {
-      let report = host.state === "running" ? await listServedPendingTimers(host.scheduler, repoId, { clock: () => now, pause }) : null;
+      const rid = { kind: WORKFLOW_RUN_KIND, id: repoId };
+      // The ref is read first (one file): a damaged one is folded, and reported as the fold reports it.
+      const tip = (): Promise<string | null> => host.store.resolveRef(storePrincipal, rid, ref);
+      let report: PendingTimersReport | null =
+        host.state === "running" ? await listServedPendingTimers(host.scheduler, repoId, { clock: () => now, pause, tip, poke: () => host.store.poke(rid) }).catch(() => null) : null;
       const source = report === null ? "log" : "scheduler";
       try {
         report ??= await heavyReads.run(() => listPendingTimers(host.store, { principal: storePrincipal, repoId, ref, clock: () => now, pause }), gone);
