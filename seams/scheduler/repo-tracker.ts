@@ -64,8 +64,8 @@ export class RepoTracker {
   }
 
   /** See {@link DeploymentView.pendingSnapshot}. */
-  pendingSnapshot(): ServedPendingTimers | "unsettled" | null {
-    return this.view.pendingSnapshot();
+  pendingSnapshot(pause: () => Promise<void>): Promise<ServedPendingTimers | "unsettled" | null> {
+    return this.view.pendingSnapshot(pause);
   }
 
   /** The run's record, or undefined for an unknown run. */

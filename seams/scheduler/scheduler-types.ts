@@ -127,8 +127,6 @@ export interface ServedPendingTimers {
   readonly timers: readonly PendingTimer[];
   /** Runs the fold would name as unreadable: held as damaged until they read whole (design notes §52, §69), or holding no log. */
   readonly unreadable: readonly UnreadableRun[];
-  /** Whether the deployment is still at `commitSha` with nothing of the above changed since (sync). */
-  readonly current: () => boolean;
 }
 
 export type SchedulerEvent =
@@ -209,15 +207,17 @@ export interface WorkflowHostScheduler {
   /** Every timer held in memory, sorted by fireAt. */
   queuedTimers(): QueuedTimer[];
   /**
-   * The pending timers of deployment `repoId` from the scheduler's memory, read synchronously
-   * (no log is read; see {@link ServedPendingTimers}).
+   * The pending timers of deployment `repoId` from the scheduler's memory (no log is read; see
+   * {@link ServedPendingTimers}), all at one commit: the walk awaits `pause` every few thousand
+   * runs (default: a time slicer of 10 ms) and starts over when the runs changed meanwhile; the
+   * fourth walk is made in one go.
    * @returns null when this scheduler does not serve `repoId` (not listed active, leased
    *   elsewhere, failed and waiting to retry), its recovery has not completed or its ref has no
    *   commit; "unsettled" while its runs are not all at one commit (a commit being applied by the
    *   tail, a fire commit of this host in flight or not yet reached by the tail): ask again
    *   shortly
    */
-  servedPendingTimers(repoId: string): ServedPendingTimers | "unsettled" | null;
+  servedPendingTimers(repoId: string, pause?: () => Promise<void>): Promise<ServedPendingTimers | "unsettled" | null>;
   stats(): SchedulerStats;
   /** Polls `listActiveDeployments` now and recovers new deployments; resolves when they are armed. */
   refresh(): Promise<void>;

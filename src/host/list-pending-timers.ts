@@ -202,7 +202,7 @@ const LISTED_PER_PAUSE = 512;
  * @throws config_invalid without a clock; what `tip` throws
  */
 export async function listServedPendingTimers(
-  scheduler: { servedPendingTimers(repoId: string): ServedPendingTimers | "unsettled" | null },
+  scheduler: { servedPendingTimers(repoId: string, pause?: () => Promise<void>): Promise<ServedPendingTimers | "unsettled" | null> },
   repoId: string,
   opts: ListServedPendingTimersOptions,
 ): Promise<PendingTimersReport | null> {
@@ -214,7 +214,7 @@ export async function listServedPendingTimers(
   let served: ServedPendingTimers | "unsettled" | null = null;
   for (let i = 0; i < tries; i++) {
     if (i > 0) await settle();
-    served = scheduler.servedPendingTimers(repoId);
+    served = await scheduler.servedPendingTimers(repoId, pause);
     if (served === null) return null;
     if (served !== "unsettled" && (tip === undefined || served.commitSha === tip)) break;
     if (i === 0) opts.poke?.();

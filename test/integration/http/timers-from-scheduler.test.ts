@@ -87,7 +87,7 @@ async function seeded(): Promise<Awaited<ReturnType<typeof deployment>>> {
 
 /** A second HTTP face of the same host whose scheduler serves nothing: every deployment is folded. */
 function foldingApp(host: WorkflowHost): ReturnType<typeof createHttpHandler> {
-  const scheduler = new Proxy(host.scheduler, { get: (target, key) => (key === "servedPendingTimers" ? () => null : Reflect.get(target, key)) });
+  const scheduler = new Proxy(host.scheduler, { get: (target, key) => (key === "servedPendingTimers" ? () => Promise.resolve(null) : Reflect.get(target, key)) });
   const folding = new Proxy(host, { get: (target, key) => (key === "scheduler" ? scheduler : Reflect.get(target, key)) });
   return createHttpHandler(folding, { tokens: parseTokenFile(TOKEN_FILE), monitor: createHostMonitor(), clock: () => NOW });
 }
@@ -268,7 +268,7 @@ describe("a deployment whose recovery has not completed", () => {
     const starting = scheduler.start();
     try {
       await inside;
-      expect(scheduler.servedPendingTimers("d")).toBeNull();
+      expect(await scheduler.servedPendingTimers("d")).toBeNull();
       expect(await listServedPendingTimers(scheduler, "d", { clock: () => NOW })).toBeNull();
       // The fold answers meanwhile.
       const folded = await listPendingTimers(store, { repoId: "d", clock: () => NOW });
