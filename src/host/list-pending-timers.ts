@@ -14,6 +14,7 @@ import type { MisfirePolicy, PendingTimer } from "../workflow/types.js";
 import type { ServedPendingTimers } from "../../seams/scheduler/scheduler-types.js";
 import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
 import { createTimeSlicer } from "../time/time-slicer.js";
+import { createSystemTimers, type Timers } from "../time/clock.js";
 import { slicedSort } from "../time/sliced-sort.js";
 
 /** One armed timer generation of one run. */
@@ -170,10 +171,11 @@ export interface ListServedPendingTimersOptions extends ClockOption {
   /** Awaited every few hundred timers listed and sorted. Default: a time slicer of `DEFAULT_SLICE_MS`, one per call. */
   readonly pause?: () => Promise<void>;
   /**
-   * Awaited before asking again while the deployment's runs are not all at one commit (a fire
-   * commit of the host in flight, the tail applying a commit). Default: 10 ms of real time.
+   * Timers for the 10 ms waited before asking again while the deployment's runs are not all at
+   * one commit (a fire commit of the host in flight, the tail applying a commit). Default
+   * node's, unref'd.
    */
-  readonly settle?: () => Promise<void>;
+  readonly timers?: Timers;
   /** Asks before giving up on a deployment that stays unsettled (then null). Default 100. */
   readonly tries?: number;
   /**
@@ -187,6 +189,9 @@ export interface ListServedPendingTimersOptions extends ClockOption {
   /** Asks the store to look at the ref now (see RepoStore.poke), before waiting for the tail. */
   readonly poke?: () => void;
 }
+
+/** How long (ms) {@link listServedPendingTimers} waits before asking an unsettled deployment again. */
+const SETTLE_MS = 10;
 
 /** How many of the served timers are made into listing entries between two pauses. */
 const LISTED_PER_PAUSE = 512;
@@ -208,7 +213,8 @@ export async function listServedPendingTimers(
 ): Promise<PendingTimersReport | null> {
   const nowMs = clockOf(opts, "listServedPendingTimers")().getTime();
   const pause = opts.pause ?? createTimeSlicer().pause;
-  const settle = opts.settle ?? (() => new Promise<void>((resolve) => setTimeout(resolve, 10)));
+  const waits = opts.timers ?? createSystemTimers({ unref: true });
+  const settle = (): Promise<void> => new Promise<void>((resolve) => waits.setTimeout(resolve, SETTLE_MS));
   const tries = opts.tries ?? 100;
   const tip = opts.tip === undefined ? undefined : await opts.tip();
   let served: ServedPendingTimers | "unsettled" | null = null;
