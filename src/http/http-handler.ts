@@ -18,6 +18,7 @@
  */
 import { DEFAULT_REF } from "../substrate/ref-name.js";
 import { METHODS } from "node:http";
+import { Readable } from "node:stream";
 import { fastify, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { DuplicateJsonKeyError, parseJsonText } from "../config-json.js";
 import { describeValue, isWorkflowHostError, WorkflowHostError } from "../errors.js";
@@ -497,11 +498,17 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     }
     const head = JSON.stringify({ now: now.toISOString() }).slice(0, -1);
     const tail = JSON.stringify({ failedRepos, unreadableRuns, deployments }).slice(1);
-    return `${head},"timers":[${parts.join(",")}],${tail}`;
+    const chunks = [`${head},"timers":[`];
+    for (let i = 0; i < parts.length; i++) chunks.push(i === 0 ? (parts[i] as string) : `,${parts[i] as string}`);
+    chunks.push(`],${tail}`);
+    return chunks;
   };
 
-  /** The timers answer as JSON text (sent as it is: fastify does not serialise a string again). */
-  const sendJson = (reply: FastifyReply, text: string): FastifyReply => reply.header("content-type", "application/json; charset=utf-8").send(text);
+  /**
+   * The timers answer, JSON text in pieces, sent as a stream of them: one 15 MB string (100,000
+   * timers) was one synchronous write of its whole UTF-8 encoding.
+   */
+  const sendJson = (reply: FastifyReply, chunks: readonly string[]): FastifyReply => reply.header("content-type", "application/json; charset=utf-8").send(Readable.from(chunks, { objectMode: false }));
 
   route("GET", "/v1/timers", async (request, reply) => {
     ensureRunning();
