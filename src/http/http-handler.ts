@@ -474,7 +474,9 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     // Series of one cron and zone due at one tick (hundreds of runs on one schedule) share their next ticks.
     const ticksOf = new Map<string, string[]>();
     const listing = [];
-    for (const { info: t } of sorted) {
+    for (let i = 0; i < sorted.length; i++) {
+      if (i % JSON_TIMERS_PER_PAUSE === 0) await pause();
+      const t = (sorted[i] as (typeof sorted)[number]).info;
       if (t.cron === undefined) {
         // dueInMs and lateMs as the CLI's `timers --json` gives them: both ≥ 0, one of them 0.
         listing.push(t);
