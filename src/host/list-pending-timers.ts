@@ -179,11 +179,11 @@ export interface ListServedPendingTimersOptions extends ClockOption {
   /** Asks before giving up on a deployment that stays unsettled (then null). Default 100. */
   readonly tries?: number;
   /**
-   * The deployment's ref tip now (e.g. the store's `resolveRef`), read once before the
-   * scheduler is asked; what it throws is thrown (a damaged ref: fold it, and the fold reports
-   * it as before). While the scheduler is behind it (the tail has not applied another writer's
-   * commit yet) the scheduler is asked again after `poke()` and `settle()`, up to `tries`; after
-   * that the answer is the scheduler's, at the commit it names. Default: none (no such wait).
+   * The deployment's ref tip now (e.g. the store's `resolveRef`), read before each ask; what it
+   * throws is thrown (a damaged ref: fold it, and the fold reports it as before). The
+   * scheduler's answer is taken only when it is at that tip: while it is behind (the tail has
+   * not applied another writer's commit yet) it is asked again after `poke()` and a wait, up to
+   * `tries`, then null (fold). Default: none (the scheduler's commit is taken as it is).
    */
   readonly tip?: () => Promise<string | null>;
   /** Asks the store to look at the ref now (see RepoStore.poke), before waiting for the tail. */
@@ -203,7 +203,7 @@ const LISTED_PER_PAUSE = 512;
  * is empty (the host reported each as it read it: `bad_event`); `unreadableRuns` names the runs
  * the host holds as damaged or as holding no log; `failedRepos` is empty.
  * @returns null when the scheduler does not serve `repoId` or has not recovered it (fold the
- *   logs instead), or when its runs stayed unsettled for `tries` asks
+ *   logs instead), or when its runs stayed unsettled or behind `tip` for `tries` asks
  * @throws config_invalid without a clock; what `tip` throws
  */
 export async function listServedPendingTimers(
@@ -216,16 +216,17 @@ export async function listServedPendingTimers(
   const waits = opts.timers ?? createSystemTimers({ unref: true });
   const settle = (): Promise<void> => new Promise<void>((resolve) => waits.setTimeout(resolve, SETTLE_MS));
   const tries = opts.tries ?? 100;
-  const tip = opts.tip === undefined ? undefined : await opts.tip();
   let served: ServedPendingTimers | "unsettled" | null = null;
-  for (let i = 0; i < tries; i++) {
+  let atTip = false;
+  for (let i = 0; i < tries && !atTip; i++) {
     if (i > 0) await settle();
+    const tip = opts.tip === undefined ? undefined : await opts.tip();
     served = await scheduler.servedPendingTimers(repoId, pause);
     if (served === null) return null;
-    if (served !== "unsettled" && (tip === undefined || served.commitSha === tip)) break;
-    if (i === 0) opts.poke?.();
+    atTip = served !== "unsettled" && (tip === undefined || served.commitSha === tip);
+    if (!atTip && i === 0) opts.poke?.();
   }
-  if (served === null || served === "unsettled") return null;
+  if (served === null || served === "unsettled" || !atTip) return null;
   const { runIds, timers: held } = served;
   const listed: { info: PendingTimerInfo; fireAtMs: number }[] = new Array(held.length);
   for (let i = 0; i < held.length; i++) {
