@@ -7,6 +7,7 @@ export type {
   SchedulerEvent,
   SchedulerOptions,
   SchedulerStats,
+  ServedPendingTimers,
   WorkflowHostScheduler,
 } from "./scheduler/scheduler-types.js";
 export { createWorkflowHostSignalChannel } from "./signals/signal-channel.js";

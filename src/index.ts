@@ -35,7 +35,7 @@ export type * from "./host/runtime-types.js";
 
 // Seams
 export { createWorkflowHostScheduler } from "../seams/scheduler/scheduler.js";
-export type { CancelOutcome, QueuedTimer, SchedulerEvent, SchedulerOptions, SchedulerStats, WorkflowHostScheduler } from "../seams/scheduler/scheduler-types.js";
+export type { CancelOutcome, QueuedTimer, SchedulerEvent, SchedulerOptions, SchedulerStats, ServedPendingTimers, WorkflowHostScheduler } from "../seams/scheduler/scheduler-types.js";
 export { createWorkflowHostSignalChannel } from "../seams/signals/signal-channel.js";
 export type { DeliverResult, ReceivedSignal, SignalChannelOptions, WorkflowHostSignalChannel } from "../seams/signals/signal-channel-types.js";
 export { cancelTimerDurably, type CancelTimerDurablyOptions } from "../seams/scheduler/timer-cancel.js";

@@ -29,6 +29,7 @@ import { isMissingRunObject, missingObjectError, readRunLog, type BadEvent, type
 import type { TimerHandle } from "../../src/time/clock.js";
 import { slotDueMs } from "../../src/workflow/schedule/jitter.js";
 import type { PendingTimer, RunState } from "../../src/workflow/types.js";
+import type { ServedPendingTimers } from "./scheduler-types.js";
 import { WORKFLOW_RUN_KIND } from "../../src/workflow/workflow-run-kind.js";
 import { reusedArchivedRunProblem } from "../../src/workflow/run-archive.js";
 import { ArchiveReads } from "./archive-reads.js";
@@ -37,6 +38,7 @@ import { MASK_BITS, RunTable, UnpausedTimers, type RunRecord } from "./run-table
 import { applyTailCommit } from "./tail-commit.js";
 import { createTimeSlicer, DEFAULT_SLICE_MS } from "../../src/time/time-slicer.js";
 import { monotonicMs, wallMs, type TrackerContext } from "./tracker-context.js";
+import { requireRunLog, unreadablePartOf, type UnreadableRun } from "../../src/workflow/unreadable-runs.js";
 
 /**
  * Most own commits whose adopted runs are remembered for the tail (see DeploymentView.noteOwnCommit):
@@ -49,6 +51,12 @@ const OWN_COMMITS_KEPT = 4_096;
 const READ_AHEAD = 8;
 
 export type { RunRecord } from "./run-table.js";
+
+/** Runs walked by {@link DeploymentView.pendingSnapshot} between two looks at the time slicer. */
+const WALK_STEP = 4_096;
+
+/** Walks of {@link DeploymentView.pendingSnapshot} that may be started over; the last is made in one go. */
+const WALK_TRIES = 4;
 
 /** Runs restored from the recovery index between two looks at the time slicer (each costs no I/O). */
 const RESTORED_PER_PAUSE = 64;
@@ -119,6 +127,18 @@ export class DeploymentView {
    * objects can be read.
    */
   private readonly damaged = new Map<string, readonly MissingObject[]>();
+  /**
+   * Runs the pending-timer listing names as unreadable, as the fold of the logs names them
+   * (src/host/list-pending-timers.ts): each {@link damaged} run with the first object of it that
+   * could not be read, and each run held whose `events` entry is a file or a link, so that it
+   * holds no log (`event_invalid`, see requireRunLog).
+   */
+  private readonly unreadable = new Map<string, UnreadableRun>();
+  /**
+   * Bumped at every change of what {@link pendingSnapshot} reads that does not move
+   * {@link appliedSha} (a repair installs a run at the same commit).
+   */
+  private changes = 0;
   /** The repair's timer (on the injected timers), while one is set. */
   private repairTimer: { handle: TimerHandle } | null = null;
   /** The repair's next delay (ms): `retryInitialMs`, doubled per try up to `retryMaxMs`; 0 while none is due. */
@@ -298,7 +318,7 @@ export class DeploymentView {
   private skipRun(runId: string, error: WorkflowHostError): void {
     const path = typeof error.data.path === "string" ? error.data.path : `${runsPrefix}${runId}`;
     this.reportBad({ runId, path, seq: null, error });
-    this.dropDamaged(runId, [{ oid: String(error.data.oid), tree: true }]);
+    this.dropDamaged(runId, [{ oid: String(error.data.oid), tree: true }], { runId, path, error });
   }
 
   /**
@@ -315,7 +335,9 @@ export class DeploymentView {
    * Drops what the view held of a run not read whole (its queued timers, its record) and keeps
    * it in {@link damaged} with the objects it was read without, to be read again by {@link repair}.
    */
-  private dropDamaged(runId: string, missing: readonly MissingObject[]): void {
+  private dropDamaged(runId: string, missing: readonly MissingObject[], unreadable: UnreadableRun): void {
+    this.changes += 1;
+    this.unreadable.set(runId, unreadable);
     const record = this.runs.get(runId);
     if (record !== undefined) {
       for (const timerId of record.queued) this.ctx.queue.disarm(this.repoId, runId, timerId);
@@ -356,6 +378,8 @@ export class DeploymentView {
         const runTreeOid = await reads.treeOid(`${runsPrefix}${runId}`);
         if (runTreeOid === null) {
           this.damaged.delete(runId);
+          this.unreadable.delete(runId);
+          this.changes += 1;
           continue;
         }
         // Its log (up to a million events) is read again only once what was missing is there.
@@ -428,6 +452,49 @@ export class DeploymentView {
     }
   }
 
+  /**
+   * Every pending timer of the runs held, as the fold of the logs at {@link appliedSha} lists
+   * them (src/host/list-pending-timers.ts), without turning rows into records. The walk awaits
+   * `pause` every {@link WALK_STEP} runs; when the runs changed meanwhile (a tail step, a fire
+   * commit, a repair) it starts over, and after {@link WALK_TRIES} such tries walks them in one
+   * go (~15 ms at 100,000 runs), so an answer comes however busy the deployment is.
+   * @returns null while recovering, once stopped, and for a ref with no commit; "unsettled"
+   *   while the records are not all at one commit (the tail applying a commit, a refused rewind,
+   *   a fire commit of this process in flight or adopted ahead of the tail)
+   */
+  async pendingSnapshot(pause: () => Promise<void>): Promise<ServedPendingTimers | "unsettled" | null> {
+    for (let attempt = 1; ; attempt++) {
+      const sha = this.appliedSha;
+      if (this.stopped || this.tail === null) return null;
+      if (sha === undefined || this.ownWrite !== null || this.ownCommits.size > 0) return "unsettled";
+      if (sha === null) return null;
+      const version = this.changes;
+      const held = this.runs.changes;
+      const current = (): boolean => !this.stopped && this.appliedSha === sha && this.changes === version && this.runs.changes === held && this.ownWrite === null && this.ownCommits.size === 0;
+      const runIds: string[] = [];
+      const timers: PendingTimer[] = [];
+      const visit = (runId: string, timer: PendingTimer): void => {
+        runIds.push(runId);
+        timers.push(timer);
+      };
+      const step = this.runs.pendingWalk();
+      const whole = attempt >= WALK_TRIES;
+      let intact = true;
+      while (!step(whole ? Number.POSITIVE_INFINITY : WALK_STEP, visit)) {
+        await pause();
+        if (!current()) {
+          intact = false;
+          break;
+        }
+      }
+      if (!intact) continue;
+      const unreadable: UnreadableRun[] = [];
+      // A run the tail has since dropped (moved to the archive) is no longer listed by the fold either.
+      for (const [runId, run] of this.unreadable) if (this.damaged.has(runId) || this.runs.has(runId)) unreadable.push(run);
+      return { repoId: this.repoId, commitSha: sha, runs: this.runs.size + this.damaged.size, runIds, timers, unreadable };
+    }
+  }
+
   /** The run's record, or undefined for an unknown run. */
   run(runId: string): RunRecord | undefined {
     return this.runs.get(runId);
@@ -452,6 +519,7 @@ export class DeploymentView {
     record.lastEventOid = after.lastEventOid;
     record.runTreeOid = after.runTreeOid;
     this.indexDirty = true;
+    this.changes += 1;
     this.sync(runId, record);
   }
 
@@ -643,7 +711,7 @@ export class DeploymentView {
     for (const bad of [...log.bad, ...log.problems]) this.reportBad(bad);
     const missing = missingObjects(log);
     if (missing.length > 0) {
-      this.dropDamaged(runId, missing);
+      this.dropDamaged(runId, missing, unreadablePartOf(runId, log.bad, log.problems) as UnreadableRun);
       return undefined;
     }
     const state = timerState(log.state);
@@ -657,6 +725,10 @@ export class DeploymentView {
     // start reports its problems again.
     record.bad = log.bad.length + log.problems.length;
     this.damaged.delete(runId);
+    this.changes += 1;
+    const noLog = noLogOf(this.repoId, log);
+    if (noLog === null) this.unreadable.delete(runId);
+    else this.unreadable.set(runId, noLog);
     // A folder that reuses an archived run's id is not that run, nor a new one: reported, never armed.
     this.archive ??= await this.archiveReads.open();
     const reused = await reusedArchivedRunProblem(this.archive, runId, record.runTreeOid);
@@ -804,6 +876,20 @@ export class DeploymentView {
   reportBad(bad: BadEvent): void {
     this.ctx.count("badEvents");
     this.ctx.report({ type: "bad_event", repoId: this.repoId, runId: bad.runId, seq: bad.seq, path: bad.path, error: bad.error });
+  }
+}
+
+/**
+ * The run's {@link UnreadableRun} when it holds no log (its `events` entry a file or a link; see
+ * requireRunLog), else null.
+ */
+function noLogOf(repoId: string, log: RunLog): UnreadableRun | null {
+  try {
+    requireRunLog(repoId, log);
+    return null;
+  } catch (error) {
+    const e = error as WorkflowHostError;
+    return { runId: log.runId, path: String(e.data["path"]), error: e };
   }
 }
 

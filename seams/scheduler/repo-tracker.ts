@@ -8,6 +8,7 @@
  * scheduler retries the whole tracker after a backoff.
  */
 import { DeploymentView, type RunRecord } from "./deployment-view.js";
+import type { ServedPendingTimers } from "./scheduler-types.js";
 import { FireCommitter } from "./fire-committer.js";
 import type { DueGeneration } from "./scheduler-queue.js";
 import type { TrackerContext } from "./tracker-context.js";
@@ -60,6 +61,11 @@ export class RepoTracker {
   /** See {@link FireCommitter.releaseThrottle}. */
   releaseThrottle(): void {
     this.committer.releaseThrottle();
+  }
+
+  /** See {@link DeploymentView.pendingSnapshot}. */
+  pendingSnapshot(pause: () => Promise<void>): Promise<ServedPendingTimers | "unsettled" | null> {
+    return this.view.pendingSnapshot(pause);
   }
 
   /** The run's record, or undefined for an unknown run. */

@@ -82,8 +82,16 @@ export class RunTable implements ReadonlyMap<string, RunRecord> {
   /** Queued ids of rows with more than MASK_BITS timers, by row. */
   #queuedLists = new Map<number, readonly string[]>();
 
+  /** Bumped whenever a run is added, replaced, removed or turned from a row into a record (see {@link pendingWalk}). */
+  #changes = 0;
+
   get size(): number {
     return this.#records.size + this.#rowOf.size;
+  }
+
+  /** A count that moves whenever the set of runs, or how one is held, changes. */
+  get changes(): number {
+    return this.#changes;
   }
 
   /** Runs held as rows, not turned into records yet. */
@@ -115,12 +123,14 @@ export class RunTable implements ReadonlyMap<string, RunRecord> {
   }
 
   set(runId: string, record: RunRecord): this {
+    this.#changes += 1;
     if (this.#rowOf.delete(runId)) this.#dropColumnsWhenEmpty();
     this.#records.set(runId, record);
     return this;
   }
 
   delete(runId: string): boolean {
+    this.#changes += 1;
     const row = this.#rowOf.delete(runId);
     if (row) this.#dropColumnsWhenEmpty();
     return this.#records.delete(runId) || row;
@@ -152,6 +162,7 @@ export class RunTable implements ReadonlyMap<string, RunRecord> {
     count: number,
     queued: number | readonly string[],
   ): void {
+    this.#changes += 1;
     this.#records.delete(runId);
     const row = this.#count++;
     this.#rowOf.set(runId, row);
@@ -200,6 +211,45 @@ export class RunTable implements ReadonlyMap<string, RunRecord> {
   *queuedTimers(): IterableIterator<[string, readonly string[]]> {
     for (const [runId, record] of this.#records) yield [runId, record.queued];
     for (const [runId, row] of this.#rowOf) yield [runId, this.#queuedOf(row)];
+  }
+
+  /**
+   * A walk over each pending timer of every run that has not ended (paused series included, in
+   * each run's state order), records and rows alike, without turning rows into records. Each
+   * `step(runs, visit)` calls `visit` for the timers of up to `runs` more runs and returns true
+   * once every run was walked. Valid while the table does not change ({@link changes}): a
+   * caller that lets the event loop turn between steps must start over if it did.
+   */
+  pendingWalk(): (runs: number, visit: (runId: string, timer: PendingTimer) => void) => boolean {
+    const records = this.#records.entries();
+    const rows = this.#rowOf.entries();
+    let inRows = false;
+    return (runs, visit) => {
+      for (let n = 0; n < runs; n++) {
+        if (!inRows) {
+          const next = records.next();
+          if (next.done === true) {
+            inRows = true;
+            n -= 1;
+            continue;
+          }
+          const [runId, record] = next.value;
+          if (record.state.terminal !== null) continue;
+          for (const timer of record.state.pendingTimers.values()) visit(runId, timer);
+          continue;
+        }
+        const next = rows.next();
+        if (next.done === true) return true;
+        const [runId, row] = next.value;
+        const at = NUMS * row;
+        const count = this.#nums[at + 4] as number;
+        if (count === 0 || this.#terminalOf(row) !== null) continue;
+        const timers = this.#timerList(row);
+        const first = this.#nums[at + 3] as number;
+        for (let i = first; i < first + count; i++) visit(runId, timers[i] as PendingTimer);
+      }
+      return false;
+    };
   }
 
   /** Forgets every queued timer id (the view disarmed them all). */

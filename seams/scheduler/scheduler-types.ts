@@ -5,7 +5,8 @@ import type { StoreOption } from "../../src/substrate/store-option.js";
 import type { Logger } from "../../src/logger.js";
 import type { Principal, RepoId, RepoStore } from "../../src/substrate/types.js";
 import type { Clock, Timers } from "../../src/time/clock.js";
-import type { MisfirePolicy, RunEvent } from "../../src/workflow/types.js";
+import type { MisfirePolicy, PendingTimer, RunEvent } from "../../src/workflow/types.js";
+import type { UnreadableRun } from "../../src/workflow/unreadable-runs.js";
 import type { WorkflowHostError } from "../../src/errors.js";
 
 export interface SchedulerOptionsBase {
@@ -109,6 +110,25 @@ export interface QueuedTimer {
   readonly timezone?: string;
 }
 
+/**
+ * The pending timers of one deployment as the scheduler holds them (see
+ * {@link WorkflowHostScheduler.servedPendingTimers}): what the fold of its logs at `commitSha`
+ * lists (src/host/list-pending-timers.ts), read from memory. Timer `i` is `timers[i]` of run
+ * `runIds[i]`, each run's in its state's order, paused series included, ended runs left out.
+ */
+export interface ServedPendingTimers {
+  readonly repoId: string;
+  /** The commit every run was read at: the live tail's last applied commit (it may trail the ref's tip by one tail step). */
+  readonly commitSha: string;
+  /** Run folders held, readable or not. */
+  readonly runs: number;
+  readonly runIds: readonly string[];
+  /** The run states' own objects (never changed in place: a new state holds new ones). */
+  readonly timers: readonly PendingTimer[];
+  /** Runs the fold would name as unreadable: held as damaged until they read whole (design notes §52, §69), or holding no log. */
+  readonly unreadable: readonly UnreadableRun[];
+}
+
 export type SchedulerEvent =
   | { readonly type: "recovered"; readonly repoId: string; readonly commitSha: string | null; readonly runs: number; readonly pending: number; readonly badEvents: number; readonly ms: number }
   | { readonly type: "fired"; readonly repoId: string; readonly runId: string; readonly timerId: string; readonly scheduledFor: string; readonly firedAt: string; readonly commitSha: string }
@@ -186,6 +206,18 @@ export interface WorkflowHostScheduler {
   cancelTimer(repoId: string, runId: string, timerId: string, reason?: string): Promise<{ outcome: CancelOutcome; commitSha: string | null }>;
   /** Every timer held in memory, sorted by fireAt. */
   queuedTimers(): QueuedTimer[];
+  /**
+   * The pending timers of deployment `repoId` from the scheduler's memory (no log is read; see
+   * {@link ServedPendingTimers}), all at one commit: the walk awaits `pause` every few thousand
+   * runs (default: a time slicer of 10 ms) and starts over when the runs changed meanwhile; the
+   * fourth walk is made in one go.
+   * @returns null when this scheduler does not serve `repoId` (not listed active, leased
+   *   elsewhere, failed and waiting to retry), its recovery has not completed or its ref has no
+   *   commit; "unsettled" while its runs are not all at one commit (a commit being applied by the
+   *   tail, a fire commit of this host in flight or not yet reached by the tail): ask again
+   *   shortly
+   */
+  servedPendingTimers(repoId: string, pause?: () => Promise<void>): Promise<ServedPendingTimers | "unsettled" | null>;
   stats(): SchedulerStats;
   /** Polls `listActiveDeployments` now and recovers new deployments; resolves when they are armed. */
   refresh(): Promise<void>;

@@ -22,6 +22,7 @@ import { DEFAULT_REF } from "../../src/substrate/ref-name.js";
 import { WorkflowHostError } from "../../src/errors.js";
 import { silentLogger, type Logger } from "../../src/logger.js";
 import { createSystemTimers, type TimerHandle, type Timers } from "../../src/time/clock.js";
+import { createTimeSlicer } from "../../src/time/time-slicer.js";
 import { DEFAULT_MAX_CATCH_UP, DEFAULT_MISFIRE_GRACE_MS } from "../../src/workflow/timer-ledger.js";
 import { WORKFLOW_RUN_KIND } from "../../src/workflow/workflow-run-kind.js";
 import { RepoTracker, type TrackerContext } from "./repo-tracker.js";
@@ -314,6 +315,11 @@ export function createWorkflowHostScheduler(opts: SchedulerOptions): WorkflowHos
 
     queuedTimers() {
       return queue.entries().sort((a, b) => Date.parse(a.fireAt) - Date.parse(b.fireAt));
+    },
+
+    async servedPendingTimers(repoId, pause = createTimeSlicer().pause) {
+      if (state === "stopped") return null;
+      return (await trackers.get(repoId)?.pendingSnapshot(pause)) ?? null;
     },
 
     stats(): SchedulerStats {

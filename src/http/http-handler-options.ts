@@ -31,9 +31,10 @@ export interface HttpHandlerOptions {
   /** Clock for `dueInMs`, cron next ticks and tokens' expiry. Default the system clock. */
   readonly clock?: Clock;
   /**
-   * Timers for the live event stream's keep-alive pings and its token's expiry; their `now`
-   * (monotonic ms) times the writes for the commit histogram. Default the system's, unref'd
-   * (they never keep the process up).
+   * Timers for the live event stream's keep-alive pings and its token's expiry, and the short
+   * waits of `GET …/timers` for a served deployment's tail (10 ms each); their `now` (monotonic
+   * ms) times the writes for the commit histogram. Default the system's, unref'd (they never
+   * keep the process up).
    */
   readonly timers?: Timers;
   /** Largest request body (bytes, default 1 MiB); larger is 413 and nothing is written. */

@@ -18,16 +18,18 @@
  */
 import { DEFAULT_REF } from "../substrate/ref-name.js";
 import { METHODS } from "node:http";
+import { Readable } from "node:stream";
 import { fastify, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { DuplicateJsonKeyError, parseJsonText } from "../config-json.js";
 import { describeValue, isWorkflowHostError, WorkflowHostError } from "../errors.js";
-import { listPendingTimers } from "../host/list-pending-timers.js";
+import { listPendingTimers, listServedPendingTimers, type PendingTimersReport } from "../host/list-pending-timers.js";
 import type { WorkflowHost } from "../host/host.js";
 import type { TimerSpec } from "../host/runtime-types.js";
 import { silentLogger } from "../logger.js";
 import type { CommittedReads, Principal, RepoAction } from "../substrate/types.js";
 import { createSystemTimers, monotonicNowOf, systemClock } from "../time/clock.js";
-import { createTimeSlicer } from "../time/time-slicer.js";
+import { createTimeSlicer, type TimeSlicer } from "../time/time-slicer.js";
+import { slicedSort } from "../time/sliced-sort.js";
 import { createHeavyReadGate } from "./heavy-read-gate.js";
 import { checkReason } from "../workflow/event-constructors.js";
 import { parseRepoId, parseRunId, parseSignalId, parseSignalName, parseTimerId } from "../workflow/ids.js";
@@ -55,6 +57,8 @@ export type { HttpHandlerOptions } from "./http-handler-options.js";
 
 /** Longest path parameter routed (characters); ids are checked by their own parsers after that. */
 const MAX_PATH_PARAM_CHARS = 1024;
+/** Timers of a `GET …/timers` answer written as JSON between two pauses of its slicer. */
+const JSON_TIMERS_PER_PAUSE = 2_048;
 /** The largest `limit` of `GET /v1/fires` (the fires a host keeps are fewer by default: 500). */
 const MAX_RECENT_FIRES = 10_000;
 
@@ -441,19 +445,33 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
    * listed, as `workflow-host timers` does; otherwise its error is the answer. A run whose
    * folder cannot be read (a missing or damaged object) is named in `unreadableRuns` either way
    * and the deployment's other runs are listed.
+   *
+   * A deployment this host serves and has recovered is listed from the scheduler's memory
+   * (listServedPendingTimers: no log read, the same content as the fold at the commit it names);
+   * any other (not served here: leased elsewhere, not discovered yet; not recovered yet) folds
+   * its logs, through the heavy-read gate (`gone`: the client hung up). `deployments` says, per
+   * deployment listed, which commit its part reflects and where it came from (design notes §76).
    */
-  const timersOf = async (repoIds: readonly string[], keepGoing: boolean) => {
+  const timersOf = async (repoIds: readonly string[], keepGoing: boolean, gone: AbortSignal) => {
     // One instant for every deployment listed.
     const now = clock();
-    // One slicer for the whole answer: listing each deployment, then each series' next ticks.
-    const { pause } = slicer();
-    const timers = [];
+    // One slicer for the whole answer (listing each deployment, then each series' next ticks),
+    // made at its first pause: a request that leaves the heavy-read queue makes none.
+    let sliced: TimeSlicer | null = null;
+    const pause = (): Promise<void> => (sliced ??= slicer()).pause();
+    const listed: { info: PendingTimersReport["timers"][number]; fireAtMs: number }[] = [];
     const failedRepos: { repoId: string; code: string; message: string }[] = [];
     const unreadableRuns: { repoId: string; runId: string; path: string; code: string; message: string }[] = [];
+    const deployments: { repoId: string; commitSha: string | null; source: "scheduler" | "log" }[] = [];
     for (const repoId of repoIds) {
-      let report;
+      const rid = { kind: WORKFLOW_RUN_KIND, id: repoId };
+      // The ref is read first (one file): a damaged one is folded, and reported as the fold reports it.
+      const tip = (): Promise<string | null> => host.store.resolveRef(storePrincipal, rid, ref);
+      let report: PendingTimersReport | null =
+        host.state === "running" ? await listServedPendingTimers(host.scheduler, repoId, { clock: () => now, pause, tip, poke: () => host.store.poke(rid), timers }).catch(() => null) : null;
+      const source = report === null ? "log" : "scheduler";
       try {
-        report = await listPendingTimers(host.store, { principal: storePrincipal, repoId, ref, clock: () => now, pause });
+        report ??= await heavyReads.run(() => listPendingTimers(host.store, { principal: storePrincipal, repoId, ref, clock: () => now, pause }), gone);
       } catch (error) {
         if (!keepGoing || !isWorkflowHostError(error) || ["authorize_denied", "store_stopped"].includes(error.code)) throw error;
         // Its message names server paths (the log has it); the client is told the code.
@@ -461,20 +479,56 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
         failedRepos.push({ repoId, code: error.code, message: HTTP_STATUS_BY_CODE[error.code] === 500 ? serverFailureMessage(error.code) : error.message });
         continue;
       }
+      deployments.push({ repoId, commitSha: report.commits[0]?.commitSha ?? null, source });
       for (const u of report.unreadableRuns) {
         // The client is told the run, where in it and the code: the store's message may name a
         // server path (the host reported the run with it when it recovered the deployment).
         unreadableRuns.push({ repoId, runId: u.runId, path: u.path, code: u.error.code, message: `${u.path} of run ${u.runId} cannot be read (${u.error.code}); its timers are not listed; workflow-host check names the object` });
       }
-      for (const t of report.timers) {
-        if (t.cron !== undefined) await pause();
-        // dueInMs and lateMs as the CLI's `timers --json` gives them: both ≥ 0, one of them 0.
-        timers.push({ ...t, ...(t.cron === undefined ? {} : { nextTicks: nextTicks(t.cron, t.timezone, t.fireAt) }) });
-      }
+      for (const info of report.timers) listed.push({ info, fireAtMs: Date.parse(info.fireAt) });
     }
-    // `now` is the instant every dueInMs counts from.
-    return { now: now.toISOString(), timers: timers.sort((a, b) => Date.parse(a.fireAt) - Date.parse(b.fireAt)), failedRepos, unreadableRuns };
+    // By fireAt across deployments, each one's order kept for equal instants (a stable sort).
+    const sorted = await slicedSort(listed, (a, b) => a.fireAtMs - b.fireAtMs, pause);
+    // Series of one cron and zone due at one tick (hundreds of runs on one schedule) share their next ticks.
+    const ticksOf = new Map<string, string[]>();
+    const listing = [];
+    for (let i = 0; i < sorted.length; i++) {
+      if (i % JSON_TIMERS_PER_PAUSE === 0) await pause();
+      const t = (sorted[i] as (typeof sorted)[number]).info;
+      if (t.cron === undefined) {
+        // dueInMs and lateMs as the CLI's `timers --json` gives them: both ≥ 0, one of them 0.
+        listing.push(t);
+        continue;
+      }
+      const key = `${t.cron}\u0000${t.timezone ?? ""}\u0000${t.fireAt}`;
+      let ticks = ticksOf.get(key);
+      if (ticks === undefined) {
+        await pause();
+        ticks = nextTicks(t.cron, t.timezone, t.fireAt);
+        ticksOf.set(key, ticks);
+      }
+      listing.push({ ...t, nextTicks: ticks });
+    }
+    // `now` is the instant every dueInMs counts from. Written as JSON here, a slice of timers
+    // between two pauses: 100,000 timers are 15 MB, one JSON.stringify of them held the loop ~100 ms.
+    const parts: string[] = [];
+    for (let i = 0; i < listing.length; i += JSON_TIMERS_PER_PAUSE) {
+      await pause();
+      parts.push(JSON.stringify(listing.slice(i, i + JSON_TIMERS_PER_PAUSE)).slice(1, -1));
+    }
+    const head = JSON.stringify({ now: now.toISOString() }).slice(0, -1);
+    const tail = JSON.stringify({ failedRepos, unreadableRuns, deployments }).slice(1);
+    const chunks = [`${head},"timers":[`];
+    for (let i = 0; i < parts.length; i++) chunks.push(i === 0 ? (parts[i] as string) : `,${parts[i] as string}`);
+    chunks.push(`],${tail}`);
+    return chunks;
   };
+
+  /**
+   * The timers answer, JSON text in pieces, sent as a stream of them: one 15 MB string (100,000
+   * timers) was one synchronous write of its whole UTF-8 encoding.
+   */
+  const sendJson = (reply: FastifyReply, chunks: readonly string[]): FastifyReply => reply.header("content-type", "application/json; charset=utf-8").send(Readable.from(chunks, { objectMode: false }));
 
   route("GET", "/v1/timers", async (request, reply) => {
     ensureRunning();
@@ -482,7 +536,7 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     const all = await host.store.listRepos(storePrincipal, WORKFLOW_RUN_KIND);
     const readable: string[] = [];
     for (const repoId of all) if (await allowed(principal, repoId, "read")) readable.push(repoId);
-    return heavyReads.run(() => timersOf(readable, true), clientGone(reply));
+    return sendJson(reply, await timersOf(readable, true, clientGone(reply)));
   });
 
   route("GET", "/v1/deployments/:repoId/timers", async (request, reply) => {
@@ -490,7 +544,7 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     const repoId = parseRepoId(rawRepo);
     await requireAllowed(request, repoId, "read");
     ensureRunning();
-    return heavyReads.run(() => timersOf([repoId], false), clientGone(reply));
+    return sendJson(reply, await timersOf([repoId], false, clientGone(reply)));
   });
 
   route("PUT", "/v1/deployments/:repoId/runs/:runId/timers/:timerId", async (request) => {

@@ -11,8 +11,9 @@ import { afterEach, describe, expect, it } from "vitest";
 import { createScheduleControls } from "../../../seams/scheduler/schedule-controls.js";
 import { listPendingTimers } from "../../../src/host/list-pending-timers.js";
 import { createTimeSlicer, type TimeSlicer } from "../../../src/time/time-slicer.js";
+import { WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
 import { useTempDirs } from "../../helpers/temp-dir.js";
-import { jsonOf, READER_TOKEN, startHttpHarness, type HttpHarness } from "./http-harness.js";
+import { ADMIN_TOKEN, jsonOf, READER_TOKEN, startHttpHarness, type HttpHarness } from "./http-harness.js";
 
 const tempDir = useTempDirs("wh-http-heavy-reads-");
 let harness: HttpHarness | null = null;
@@ -73,9 +74,17 @@ function firstListingHeld(): { timeSlicer: () => TimeSlicer; inside: Promise<voi
   };
 }
 
-/** `payments` with RUNS runs, each with an hourly series. */
-async function manyRuns(handler: Parameters<typeof startHttpHarness>[2] = {}): Promise<HttpHarness> {
-  harness = await startHttpHarness(join(await tempDir(), "data"), ["payments"], handler);
+/**
+ * `payments` with RUNS runs, each with an hourly series. Made in the store behind the host's
+ * back, and never discovered (once an hour): the host does not serve it, so its timers are
+ * listed by folding the logs, a heavy read (a served deployment's come from the scheduler's
+ * memory, design notes §76).
+ */
+async function manyRuns(handler: Parameters<typeof startHttpHarness>[2] = {}, served: readonly string[] = []): Promise<HttpHarness> {
+  // `served` are made first, through the host (which then serves them): a deployment made after
+  // them is not discovered.
+  harness = await startHttpHarness(join(await tempDir(), "data"), served, handler, { discoverEveryMs: 3_600_000 });
+  await harness.host.store.initRepo(null, { kind: WORKFLOW_RUN_KIND, id: "payments" });
   for (let i = 0; i < RUNS; i += 1) expect((await harness.request(`/v1/deployments/payments/runs/r${i}/timers/hourly`, put({ cron: "0 * * * *" }))).status).toBe(200);
   return harness;
 }
@@ -167,6 +176,22 @@ describe("heavy reads at once", () => {
     release();
     expect((await running).status).toBe(200);
     expect((await h.request("/v1/deployments/payments/timers", { token: READER_TOKEN })).status).toBe(200);
+  });
+  it("the timers of a deployment the host serves are no heavy read: answered from memory while the gate is full", async () => {
+    const { timeSlicer, inside, release } = firstListingHeld();
+    const h = await manyRuns({ heavyReads: { concurrency: 1, queue: 0 }, timeSlicer }, ["served"]);
+    expect((await h.request("/v1/deployments/served/runs/r1/timers/t", put({ fireAt: "2099-01-01T00:00:00Z" }))).status).toBe(200);
+    // The fold of payments holds the one turn; a second fold would be refused (the test above).
+    const running = h.request("/v1/deployments/payments/timers", { token: ADMIN_TOKEN });
+    await inside;
+    const served = await jsonOf(await h.request("/v1/deployments/served/timers", { token: ADMIN_TOKEN }));
+    expect(served.status).toBe(200);
+    expect(served.body["deployments"]).toEqual([{ repoId: "served", commitSha: expect.any(String), source: "scheduler" }]);
+    expect((served.body["timers"] as { timerId: string }[]).map((t) => t.timerId)).toEqual(["t"]);
+    release();
+    const folded = await jsonOf(await running);
+    expect(folded.status).toBe(200);
+    expect((folded.body["deployments"] as { source: string }[])[0]?.source).toBe("log");
   });
   it("a heavy read whose client hangs up while it waits leaves the queue: its work never runs, and the gauge counts it out", async () => {
     const { timeSlicer, inside, release, works } = firstListingHeld();

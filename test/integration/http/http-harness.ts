@@ -4,6 +4,7 @@
  */
 import type { AddressInfo } from "node:net";
 import { createWorkflowHost, type WorkflowHost } from "../../../src/host/host.js";
+import type { WorkflowHostOptions } from "../../../src/host/host-types.js";
 import { createHostMonitor, type HostMonitor, type LiveEvent } from "../../../src/http/host-monitor.js";
 import { createHttpHandler, type HttpHandlerOptions } from "../../../src/http/http-handler.js";
 import { parseTokenFile } from "../../../src/http/http-tokens.js";
@@ -31,10 +32,15 @@ export interface HttpHarness {
   close(): Promise<void>;
 }
 
-/** `handler`: more options of the HTTP handler (the monitor is the harness's; `tokens` default {@link TOKEN_FILE}'s). */
-export async function startHttpHarness(dataDir: string, deployments: readonly string[] = ["payments", "shipping"], handler: Omit<HttpHandlerOptions, "monitor"> = {}): Promise<HttpHarness> {
+/** `handler`: more options of the HTTP handler (the monitor is the harness's; `tokens` default {@link TOKEN_FILE}'s); `hostOptions`: of the host. */
+export async function startHttpHarness(
+  dataDir: string,
+  deployments: readonly string[] = ["payments", "shipping"],
+  handler: Omit<HttpHandlerOptions, "monitor"> = {},
+  hostOptions: Pick<WorkflowHostOptions, "discoverEveryMs"> = {},
+): Promise<HttpHarness> {
   const monitor = createHostMonitor();
-  const host = createWorkflowHost({ dataDir, watch: false, durability: "none", onEvent: monitor.onEvent, minCommitIntervalMs: 0 });
+  const host = createWorkflowHost({ dataDir, watch: false, durability: "none", onEvent: monitor.onEvent, minCommitIntervalMs: 0, ...hostOptions });
   await host.start();
   for (const id of deployments) await host.createDeployment(id);
   const app = createHttpHandler(host, { ...handler, tokens: handler.tokens ?? parseTokenFile(TOKEN_FILE), monitor });

@@ -99,3 +99,37 @@ describe("run table", () => {
     expect(table.size).toBe(2);
   });
 });
+
+describe("the pending-timer walk", () => {
+  it("visits every pending timer of runs not ended, rows and records alike, in steps, without turning rows into records", () => {
+    const table = new RunTable();
+    const paused = timer("p", { cron: "0 * * * *", timezone: "UTC", pausedAt: "" });
+    table.compact("r-row", record("r-row", [timer("a"), paused], ["a"]));
+    table.compact("r-ended", record("r-ended", [timer("x")], [], { state: { runId: "r-ended", lastSeq: 9, terminal: "RunCompleted", pendingTimers: new Map([["x", timer("x")]]), observedSignalIds: new Set(), unconsumedSignals: [] } }));
+    table.set("r-record", record("r-record", [timer("b")], ["b"]));
+    table.set("r-done", record("r-done", [timer("y")], [], { state: { runId: "r-done", lastSeq: 9, terminal: "RunFailed", pendingTimers: new Map([["y", timer("y")]]), observedSignalIds: new Set(), unconsumedSignals: [] } }));
+    const before = table.changes;
+    const seen: string[] = [];
+    const step = table.pendingWalk();
+    let steps = 0;
+    while (!step(1, (runId, t) => seen.push(`${runId}/${t.timerId}`))) steps += 1;
+    expect(seen.sort()).toEqual(["r-record/b", "r-row/a", "r-row/p"]);
+    expect(steps).toBeGreaterThanOrEqual(3);
+    expect(table.rows).toBe(2);
+    expect(table.changes).toBe(before);
+  });
+
+  it("moves the change count when a row becomes a record, and when runs come and go", () => {
+    const table = new RunTable();
+    table.compact("r1", record("r1", [timer("a")], ["a"]));
+    let at = table.changes;
+    table.get("r1");
+    expect(table.changes).not.toBe(at);
+    at = table.changes;
+    table.set("r2", record("r2", [], []));
+    expect(table.changes).not.toBe(at);
+    at = table.changes;
+    table.delete("r2");
+    expect(table.changes).not.toBe(at);
+  });
+});
