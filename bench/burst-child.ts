@@ -19,13 +19,16 @@
  * move) and `commitCpuMs` the process's CPU time over the same spans (less sensitive to other
  * jobs on a shared machine), so per-commit cost can be compared across deployment sizes. With
  * `BURST_CPU_PROFILE=<file>` set, the fire phase alone (clock move → last fire) is profiled
- * through the inspector and written there as a `.cpuprofile`.
+ * through the inspector and written there as a `.cpuprofile`; with `BURST_TIMELINE=<file>`, a
+ * per-commit timeline of it (lateness-timeline.ts: cut, plan, pack and ref steps, flushes, GC)
+ * is written there.
  */
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { BASE_MS } from "./bench-context.js";
 import { createOffsetClock, openRig } from "./scheduler-rig.js";
 import { startPhaseProfile } from "./phase-profile.js";
 import { CommitTimings, mainThreadCpuMs, nowMs, processCpuMs } from "./stats.js";
+import { startTimeline } from "./lateness-timeline.js";
 
 const args = process.argv.slice(2);
 const warmAt = args.indexOf("--warm");
@@ -44,6 +47,8 @@ const DUE_LEAD_MS = 100;
 const WARM_CLOCK_MS = BASE_MS - 1_200_000;
 
 const clock = createOffsetClock(BASE_MS - 3_600_000 - Date.now());
+const timelineFile = process.env.BURST_TIMELINE;
+const timeline = timelineFile === undefined || timelineFile === "" ? undefined : startTimeline();
 let fired = 0;
 /** Fires the phase under way (warm-up, then the measured burst) waits for. */
 let expected = warmup > 0 ? warmup : timers;
@@ -60,11 +65,13 @@ const rig = openRig(
   (event) => {
     if (event.type !== "fired") return;
     if (measuring) timings.fired(event.commitSha);
+    if (measuring) timeline?.fired(Date.parse(event.scheduledFor), clock.nowMs(), event.commitSha);
     if (++fired === expected) done();
   },
-  { maxArmMs: 20, ...(maxBatch === undefined ? {} : { maxBatch }) },
+  { maxArmMs: 20, ...(maxBatch === undefined ? {} : { maxBatch }), ...(timeline === undefined ? {} : { timers: timeline.timers }) },
   { durability },
 );
+timeline?.wrapStore(rig.store);
 const r0 = nowMs();
 await rig.scheduler.start();
 const recoverMs = nowMs() - r0;
@@ -100,6 +107,7 @@ const cpu0 = processCpuMs();
 const t0 = nowMs() + DUE_LEAD_MS;
 clock.offsetMs = BASE_MS - (Date.now() + DUE_LEAD_MS);
 timings.start(t0);
+timeline?.markPhase();
 await phaseDone;
 const fireMs = nowMs() - t0;
 const cpuMs = processCpuMs() - cpu0;
@@ -110,4 +118,5 @@ await stopHeapProfile();
 await rig.scheduler.idle();
 const commits = rig.scheduler.stats().commits - warmCommits;
 await rig.close();
+if (timeline !== undefined && timelineFile !== undefined) timeline.write(timelineFile);
 process.stdout.write(`${JSON.stringify({ firesPerSec: (timers / fireMs) * 1_000, fireMs, recoverMs, ...(warmMs === undefined ? {} : { warmup, warmMs }), commits, commitMs: timings.wallMs, cpuMs, mainCpuMs, commitCpuMs: timings.cpuMs, maxLoopDelayMs: loopDelay.max / 1e6 })}\n`);

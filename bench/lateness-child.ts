@@ -8,8 +8,11 @@
  * read as its commit was prepared) minus its fireAt, the part of `late` spent before the commit
  * (wake-up, group-commit wait, a commit ahead of it); the last three are over the measured
  * phase (clock move → last fire). With `LATENESS_CPU_PROFILE=<file>` set, that phase alone is
- * profiled (V8 CPU profile, JSON); with `LATENESS_TIMELINE=<file>`, a per-commit timeline of it
- * is written there (see lateness-timeline.ts).
+ * profiled (V8 CPU profile, JSON), or with `LATENESS_HEAP_PROFILE=<file>` sampled for
+ * allocations instead (see phase-profile.ts: `HEAP_LIVE`, `HEAP_PROMOTED`); with
+ * `LATENESS_TIMELINE=<file>`, a per-commit timeline of it is written there (see
+ * lateness-timeline.ts); `LATENESS_MIN_COMMIT_INTERVAL_MS=<ms>` tries another group-commit
+ * interval than the scheduler's default.
  */
 import { monitorEventLoopDelay, performance } from "node:perf_hooks";
 import { startPhaseProfile } from "./phase-profile.js";
@@ -35,6 +38,13 @@ const allFired = new Promise<void>((resolve) => {
   done = resolve;
 });
 const timelineFile = process.env.LATENESS_TIMELINE;
+/** `LATENESS_MIN_COMMIT_INTERVAL_MS`: the group-commit interval to try instead of the scheduler's default (design notes §78). */
+const intervalArg = process.env.LATENESS_MIN_COMMIT_INTERVAL_MS;
+const minCommitIntervalMs = intervalArg === undefined || intervalArg === "" ? undefined : Number(intervalArg);
+if (minCommitIntervalMs !== undefined && !(Number.isFinite(minCommitIntervalMs) && minCommitIntervalMs >= 0)) {
+  process.stderr.write(`LATENESS_MIN_COMMIT_INTERVAL_MS ${intervalArg} is not a number of milliseconds\n`);
+  process.exit(2);
+}
 const timeline = timelineFile === undefined || timelineFile === "" ? undefined : startTimeline();
 // maxArmMs only bounds how soon the queue notices the clock move below; arms for due-soon
 // timers are exact whatever the cap.
@@ -44,11 +54,11 @@ const rig = openRig(dataDir, [repoId], clock.clock, (event) => {
   startLate.push(Date.parse(event.firedAt) - Date.parse(event.scheduledFor));
   timeline?.fired(Date.parse(event.scheduledFor), clock.nowMs(), event.commitSha);
   if (late.length === timers) done();
-}, { maxArmMs: 100, ...(timeline === undefined ? {} : { timers: timeline.timers }) }, { durability });
+}, { maxArmMs: 100, ...(minCommitIntervalMs === undefined ? {} : { minCommitIntervalMs }), ...(timeline === undefined ? {} : { timers: timeline.timers }) }, { durability });
 timeline?.wrapStore(rig.store);
 await rig.scheduler.start();
 const commits0 = rig.scheduler.stats().commits;
-const stopCpuProfile = await startPhaseProfile("LATENESS_CPU_PROFILE");
+const stopCpuProfile = process.env.LATENESS_HEAP_PROFILE ? await startPhaseProfile("LATENESS_HEAP_PROFILE", "heap") : await startPhaseProfile("LATENESS_CPU_PROFILE");
 const loopDelay = monitorEventLoopDelay({ resolution: 1 });
 loopDelay.enable();
 const cpu0 = process.cpuUsage();

@@ -4,7 +4,9 @@
  * then `await stop()`. A CPU profile (`.cpuprofile`, for Chrome DevTools or `--cpu-prof` tools)
  * or, with `kind: "heap"`, a sampling heap profile (`.heapprofile`): every allocation of the
  * phase, also those collected since, or with `HEAP_LIVE=1` only those still alive when it ends
- * (what survived into the old generation). Unset or empty: nothing is started and `stop` does nothing.
+ * (what survived into the old generation), or with `HEAP_PROMOTED=1` those alive at the end and
+ * those a full collection reclaimed (objects that outlived the young generation: the garbage
+ * that makes mark-compacts, design notes §78). Unset or empty: nothing is started and `stop` does nothing.
  */
 import { writeFileSync } from "node:fs";
 import { Session } from "node:inspector/promises";
@@ -25,8 +27,9 @@ export async function startPhaseProfile(envVar: string, kind: "cpu" | "heap" = "
     await session.post("Profiler.start");
   } else {
     await session.post("HeapProfiler.enable");
-    // Objects collected by GC are kept in the samples (the churn), unless HEAP_LIVE=1 asks for the survivors.
-    await session.post("HeapProfiler.startSampling", { samplingInterval: 4096, includeObjectsCollectedByMajorGC: process.env.HEAP_LIVE !== "1", includeObjectsCollectedByMinorGC: process.env.HEAP_LIVE !== "1" } as never);
+    // Objects collected by GC are kept in the samples (the churn), unless HEAP_LIVE=1 asks for the
+    // survivors, or HEAP_PROMOTED=1 for what outlived the young generation.
+    await session.post("HeapProfiler.startSampling", { samplingInterval: 4096, includeObjectsCollectedByMajorGC: process.env.HEAP_LIVE !== "1", includeObjectsCollectedByMinorGC: process.env.HEAP_LIVE !== "1" && process.env.HEAP_PROMOTED !== "1" } as never);
   }
   return async () => {
     const { profile } = kind === "cpu" ? await session.post("Profiler.stop") : await session.post("HeapProfiler.stopSampling");
