@@ -240,10 +240,11 @@ async function servedAroundDamage(d: Awaited<ReturnType<typeof deployment>>, bas
     expect(problem.message).toContain(packName);
   }
   // Nothing written for the bad pack: git would refuse it, and a rebuilt index must not make it look sound.
+  // (The fires' commits add packs of their own.)
   const after = await filesOf(d.w.packDir);
-  expect([...after.keys()]).toEqual([...before.keys()]);
+  expect([...after.keys()].filter((name) => name.startsWith(packName))).toEqual([...before.keys()]);
   for (const [name, bytes] of before) expect(after.get(name)?.equals(bytes)).toBe(true);
-  expect((await readdir(join(d.w.gitdir, "objects"))).filter((n) => n.startsWith("tmp_"))).toEqual([]);
+  expect((await readdir(join(d.w.gitdir, "objects"))).filter((n) => n.startsWith("tmp_idx_rebuilt") || n.startsWith("tmp_rev"))).toEqual([]);
   expect((await d.w.fsck()).code).not.toBe(0);
 }
 
