@@ -5,12 +5,12 @@
  * happened, telling it once by a process warning naming the pack. A pack that fails its own
  * checksum is not indexed from: the damaged index stays reported as before, nothing rewritten.
  */
-import { copyFile, readdir, readFile, truncate, unlink, utimes, writeFile } from "node:fs/promises";
+import { copyFile, readdir, readFile, rename, truncate, unlink, utimes, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { makeScheduler, repoIdOf } from "../../helpers/fixture-scheduler.js";
 import { git, gitAt, runGit } from "../../helpers/git-cli.js";
-import { armedRuns, badOf, event, fired, GitWriter, PAST, started, timerSet, usePlumbingDeployments } from "../../helpers/plumbing-deployment.js";
+import { armedRuns, badOf, event, fired, GitWriter, PAST, settleAdvancing, started, timerSet, usePlumbingDeployments } from "../../helpers/plumbing-deployment.js";
 import { flipInPack, packListing } from "../../helpers/pack-damage.js";
 import { checkDeployments } from "../../../src/host/check-deployments.js";
 import { useTempDirs } from "../../helpers/temp-dir.js";
@@ -248,35 +248,72 @@ async function servedAroundDamage(d: Awaited<ReturnType<typeof deployment>>, bas
   expect((await d.w.fsck()).code).not.toBe(0);
 }
 
+/** An event blob of one run only, no delta's base, with other runs' objects after it in the pack (a walk must read on past it). */
+async function loneEvent(base: string, objects: Record<string, string[]>): Promise<string> {
+  const entries = await packListing(`${base}.pack`);
+  const bases = new Set(entries.flatMap((e) => (e.base === undefined ? [] : [e.base])));
+  const blobs = entries.filter((e) => e.type === "blob");
+  const victim = blobs.find((e, k) => {
+    const owners = ownersOf(objects, e.oid);
+    return !bases.has(e.oid) && owners.length === 1 && blobs.slice(k + 1).some((later) => !ownersOf(objects, later.oid).includes(owners[0] as string));
+  });
+  expect(victim).toBeDefined();
+  return (victim as { oid: string }).oid;
+}
+
 describe("a pack index damaged or lost, its pack failing its checksum too", () => {
   it("(one byte of one event's entry flipped, the index truncated) is indexed in memory from the entries that read: the run holding that event is named, every other run fires, nothing is written", async () => {
     const d = await deployment();
-    const { base, due, objects: blobs } = await historyPacked(d);
-    const entries = await packListing(`${base}.pack`);
-    const bases = new Set(entries.flatMap((e) => (e.base === undefined ? [] : [e.base])));
-    const inPack = entries.filter((e) => e.type === "blob");
-    // An event of one run, no delta's base, with other runs' events after it (read past it).
-    const victim = inPack.find((e, k) => !bases.has(e.oid) && ownersOf(blobs, e.oid).length === 1 && inPack.slice(k + 1).some((later) => !ownersOf(blobs, later.oid).includes(ownersOf(blobs, e.oid)[0] as string)));
-    expect(victim).toBeDefined();
-    await flipInPack(`${base}.pack`, (victim as { oid: string }).oid);
+    const { base, due, objects } = await historyPacked(d);
+    const victim = await loneEvent(base, objects);
+    await flipInPack(`${base}.pack`, victim);
     await truncate(`${base}.idx`, 2000);
-    await servedAroundDamage(d, base, due, ownersOf(blobs, (victim as { oid: string }).oid));
+    await servedAroundDamage(d, base, due, ownersOf(objects, victim));
+  });
+
+  it("(one byte of one event's entry flipped, the index truncated) is read whole again once the pack and its index are restored from a copy: the named run's timer fires", async () => {
+    const d = await deployment();
+    const { base, due, objects } = await historyPacked(d);
+    const victim = await loneEvent(base, objects);
+    const [run] = ownersOf(objects, victim) as [string];
+    const copies = { pack: await readFile(`${base}.pack`), idx: await readFile(`${base}.idx`) };
+    await flipInPack(`${base}.pack`, victim);
+    await truncate(`${base}.idx`, 2000);
+    const { scheduler, events } = makeScheduler(d.store, d.clock, { retryInitialMs: 500, retryMaxMs: 30_000 });
+    await scheduler.start();
+    try {
+      await d.clock.advance(0);
+      await scheduler.idle();
+      expect(events.filter((e) => e.type === "repo_failed")).toEqual([]);
+      expect(fired(events)).toEqual(due.filter((t) => !t.startsWith(`${run}/`)));
+      expect(badOf(events, run).length).toBeGreaterThan(0);
+      // Restored as from a backup: each file written aside and renamed into place.
+      for (const [ext, bytes] of Object.entries(copies)) {
+        await writeFile(`${base}.${ext}.restored`, bytes);
+        await rename(`${base}.${ext}.restored`, `${base}.${ext}`);
+      }
+      expect((await d.w.fsck()).code).toBe(0);
+      await settleAdvancing(d.clock, scheduler, () => fired(events).length >= due.length, "the restored run's timer fired");
+      expect(fired(events)).toEqual(due);
+    } finally {
+      await scheduler.stop();
+    }
   });
 
   it("(the pack truncated by a crash, its index lost) is indexed in memory up to the cut: the runs whose events were past it are named, the others fire, nothing is written", async () => {
     const d = await deployment();
-    const { base, due, objects: blobs } = await historyPacked(d);
+    const { base, due, objects } = await historyPacked(d);
     const entries = await packListing(`${base}.pack`);
     // Cut inside an object of one run that comes after every object main needs beyond its runs
     // (its commit, root, `runs/` folder, an event all runs share); the first commit's may follow.
     const reachable = new Set((await gitAt(d.w.gitdir, ["rev-list", "--objects", "--no-walk", "main"])).split("\n").map((l) => l.slice(0, 40)));
-    const lastShared = Math.max(...entries.filter((e) => reachable.has(e.oid) && ownersOf(blobs, e.oid).length !== 1).map((e) => e.offset));
+    const lastShared = Math.max(...entries.filter((e) => reachable.has(e.oid) && ownersOf(objects, e.oid).length !== 1).map((e) => e.offset));
     const single = entries.filter((e) => e.offset > lastShared);
     expect(single.length).toBeGreaterThan(2);
     const cut = single[Math.floor(single.length / 2)] as (typeof single)[number];
-    const damaged = [...new Set(entries.filter((e) => e.offset >= cut.offset).flatMap((e) => ownersOf(blobs, e.oid)))].sort();
+    const damaged = [...new Set(entries.filter((e) => e.offset >= cut.offset).flatMap((e) => ownersOf(objects, e.oid)))].sort();
     expect(damaged.length).toBeGreaterThan(0);
-    expect(damaged.length).toBeLessThan(Object.keys(blobs).length);
+    expect(damaged.length).toBeLessThan(Object.keys(objects).length);
     await truncate(`${base}.pack`, cut.offset + 3);
     await unlink(`${base}.idx`);
     const old = new Date(Date.now() - 5 * 60_000);
