@@ -1,9 +1,10 @@
 /**
  * A pack's own checks, read from its file in chunks: its trailer (the SHA-1 of everything before
  * it), and its index rebuilt from its entries, as `git index-pack` does, for a pack whose `.idx`
- * is damaged or lost (see pack-reader.ts).
+ * is damaged or lost (see pack-reader.ts); or, when the pack itself is damaged too, an index in
+ * memory of the entries that still read (design notes §79).
  *
- * Both read the pack through {@link CHUNK_BYTES} ranges (the window is grown, doubling, for an
+ * All read the pack through {@link CHUNK_BYTES} ranges (the window is grown, doubling, for an
  * entry longer than that), never the whole file at once, and await `pause` between chunks and
  * every few entries, so a pack of hundreds of MB never holds the event loop for long (one big
  * object is still inflated in one call, as reads do).
