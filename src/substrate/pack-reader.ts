@@ -16,7 +16,7 @@ import type { ScopedLruCache } from "./lru-cache.js";
 import { applyDelta, crc32, type EntryHead, inflateEntry, isDelta, type PackIndex, parseEntryHead, parsePackIndex, typeOfCode } from "./pack-file.js";
 import { encodeReverseIndex, packOrder, parseReverseIndex, reverseIndexBytes } from "./pack-rev-index.js";
 import { createWindowReads } from "./pack-windows.js";
-import { packTrailer, rebuildPackIndex } from "./pack-reindex.js";
+import { packTrailer, rebuildPackIndex, salvagePackIndex } from "./pack-reindex.js";
 import { type Clock, systemClock } from "../time/clock.js";
 import type { Oid } from "./types.js";
 
@@ -221,6 +221,11 @@ function packNotAFile(name: string, path: string, found: string): WorkflowHostEr
   return new WorkflowHostError("object_corrupt", `pack ${name} cannot be read: ${path} is ${found}; remove it or restore the pack`, { pack: name, path, found, reason: "not_a_file" });
 }
 
+/** True for {@link rebuildPackIndex}'s refusal of a pack (its checksum, an entry that does not decode), not an I/O error. */
+function isRefusal(error: unknown): error is WorkflowHostError {
+  return error instanceof WorkflowHostError && error.code === "object_corrupt";
+}
+
 /** Creates the reader of the packs in `packDir`. */
 export function createPackReader(opts: PackReaderOptions): PackReader {
   const { fs, quickFs, packDir, repoKey, packBytes, packWindows } = opts;
@@ -247,6 +252,15 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
    * changed (a scan follows every miss, and each try reads the whole pack).
    */
   const refused = new Map<string, string>();
+  /**
+   * Packs whose index is damaged or lost and that cannot be indexed again (they fail their
+   * checksum, or an entry does not decode), indexed in memory from the entries that still read
+   * (see {@link salvagedPack}), by name: the pack as loaded, what of it was read, and the pack's
+   * and index file's size and mtime then (the pack is indexed again once either changes).
+   */
+  const salvaged = new Map<string, { key: string; pack: LoadedPack; indexed: number; unreadable: number }>();
+  /** Salvages under way, by name: two scans meeting the same pack share one. */
+  const salvaging = new Map<string, Promise<LoadedPack>>();
   /** Big packs whose trailer is being or was checked in the background (see checkTrailer). */
   const trailerChecked = new Set<string>();
   const trailerChecks = new Set<Promise<void>>();
@@ -354,6 +368,8 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
     if (notPack !== null) throw packNotAFile(name, packPath, notPack);
     const size = Number(stat.size);
     const idxPath = `${packDir}/${name}.idx`;
+    const known = salvaged.get(name);
+    if (known !== undefined && known.key === (await salvageKey(stat, idxPath))) return known.pack;
     let idx = await readBoundedFileOrNull(fsFor(size), idxPath, MAX_PACK_INDEX_BYTES, (found) => packNotAFile(name, idxPath, found));
     /** Set when the index was rebuilt here: the pack's trailer was checked then. */
     let rebuilt = false;
@@ -364,6 +380,13 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
         rebuilt = true;
       } catch (error) {
         if (error instanceof PackGone) throw error;
+        if (isRefusal(error)) {
+          const kept = await salvagedPack(name, packPath, stat, "is missing", error).catch((why: unknown) => {
+            if (why instanceof PackGone) throw why;
+            return null;
+          });
+          if (kept !== null) return kept;
+        }
         // Not a pack this store can index (or not now: an I/O error, tried again at the next
         // scan): left as it is, as git leaves it (told once).
         warnOnce(`${packPath}#orphan`, `pack ${name} (${packPath}) has no index and cannot be indexed (${error instanceof Error ? error.message : String(error)}); it is left as it is: restore its index or the pack`, PACK_INDEX_WARNING);
@@ -389,15 +412,28 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
       try {
         idx = await rebuiltIndex(name, packPath, stat, `is damaged (${error.message})`);
       } catch (why) {
-        // Not rebuilt (the pack fails its checksum, or an I/O error, tried again at the next
-        // scan): the index's own damage is what is reported.
+        // Not rebuilt. The pack fails its checksum (or an entry does not decode): what of it
+        // still reads is indexed in memory, the rest is its runs' problem. An I/O error (tried
+        // again at the next scan), or a pack of which nothing can be read: the index's own
+        // damage is what is reported.
         if (why instanceof PackGone) throw why;
-        throw error;
+        if (!isRefusal(why)) throw error;
+        try {
+          return await salvagedPack(name, packPath, stat, `is damaged (${error.message})`, why);
+        } catch (failed) {
+          if (failed instanceof PackGone) throw failed;
+          throw error;
+        }
       }
       rebuilt = true;
       index = parseIndex(name, idx, size, rewrite);
     }
     if (index.count >= REVERSE_INDEX_MIN_OBJECTS) await takeReverseIndex(name, index, size, rewrite);
+    if (salvaged.delete(name)) {
+      // Restored (its index, or the pack): read and checked afresh, nothing of the damaged copy kept.
+      unverified.delete(name);
+      packBytes.delete(repoKey, name);
+    }
     const pack: LoadedPack = { name, index, size, mergeable: true };
     if (size > WHOLE_PACK_MAX_BYTES && !rebuilt) checkTrailer(pack);
     return pack;
@@ -406,6 +442,61 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
   function parseIndex(name: string, idx: Uint8Array, size: number, rewrite: (order: Uint32Array) => Buffer | null): PackIndex {
     const count = idx.byteLength >= 8 + 1024 ? Buffer.from(idx.buffer, idx.byteOffset, idx.byteLength).readUInt32BE(8 + 255 * 4) : 0;
     return parsePackIndex(name, idx, size, count >= REVERSE_INDEX_MIN_OBJECTS ? rewrite : undefined);
+  }
+
+  /** The pack file's and its index file's size and mtime, as {@link salvaged} keeps them. */
+  async function salvageKey(stat: { size: number | bigint; mtimeMs: number }, idxPath: string): Promise<string> {
+    const idx = await quickFs.statOrNull(idxPath).catch(() => null);
+    return `${Number(stat.size)}:${stat.mtimeMs}|${idx === null ? "none" : `${Number(idx.size)}:${idx.mtimeMs}`}`;
+  }
+
+  /**
+   * The pack `name`, whose index `why` (is missing, is damaged) and which {@link rebuiltIndex}
+   * refused (`refusal`: it fails its trailer checksum, or an entry does not decode), loaded with
+   * an index built in memory from the entries that still read (pack-reindex.ts
+   * `salvagePackIndex`). Nothing is written: not its index (git refuses the pack all the same,
+   * and an index on disk would make it look sound), not a reverse index. The pack is read as a
+   * pack failing its checksum is (each object hashed against its oid), never merged, and told
+   * once by a process warning ({@link PACK_INDEX_WARNING}) naming it, how many objects were
+   * indexed and how many entries could not be read; an object it does not index is then that
+   * object's damage (see `read`), so a run holding one is that run's problem. Kept until the
+   * pack or index file changes (see {@link salvaged}); two scans share one walk.
+   * @throws `object_corrupt` when nothing of it can be read (not a version 2 pack); PackGone
+   */
+  function salvagedPack(name: string, packPath: string, stat: { size: number | bigint; mtimeMs: number }, why: string, refusal: WorkflowHostError): Promise<LoadedPack> {
+    let pending = salvaging.get(name);
+    if (pending === undefined) {
+      pending = (async () => {
+        const key = await salvageKey(stat, `${packDir}/${name}.idx`);
+        const size = Number(stat.size);
+        let walk: Awaited<ReturnType<typeof salvagePackIndex>>;
+        try {
+          walk = await salvagePackIndex(fs, packPath, size, yieldToLoop);
+        } catch (error) {
+          if (errnoCode(error) === "ENOENT") throw new PackGone(name);
+          throw error;
+        }
+        const pack: LoadedPack = { name, index: walk.index, size, mergeable: false };
+        unverified.add(name);
+        if (!ages.has(name)) setAge(name, Number(stat.mtimeMs));
+        salvaged.set(name, { key, pack, indexed: walk.indexed, unreadable: walk.unreadable });
+        // This is the pack's one warning: its failed checksum is not told again by a read.
+        reportedPacks.add(packPath);
+        const refused = typeof refusal.data.reason === "string" && refusal.data.reason !== "not_reindexed" ? refusal.data.reason : "it fails its checksum or an entry does not decode";
+        warnOnce(
+          `${packPath}#salvaged@${key}`,
+          `pack ${name} (${packPath}) is damaged: its index ${why}, and it cannot be indexed again (${refused}); ${walk.indexed} object${walk.indexed === 1 ? "" : "s"} indexed in memory from the entries that read, ${walk.unreadable} entr${walk.unreadable === 1 ? "y" : "ies"} could not be read (${walk.reason}). The runs holding those are reported as unreadable, the others are served; nothing is written for this pack: restore it and its index from a remote or a backup (git fsck and git index-pack refuse it)`,
+          PACK_INDEX_WARNING,
+        );
+        return pack;
+      })();
+      salvaging.set(name, pending);
+      const done = (): void => {
+        salvaging.delete(name);
+      };
+      pending.then(done, done);
+    }
+    return pending;
   }
 
   /**
@@ -528,7 +619,9 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
     for (let round = 0; round < 5; round++) {
       const names = new Set(await quickFs.readdirOrEmpty(packDir));
       const known = new Map(packs.map((p) => [p.name, p]));
-      const kept = packs.filter((p) => names.has(`${p.name}.idx`) && names.has(`${p.name}.pack`));
+      // A pack indexed in memory (see salvaged) is loaded again at each scan: a cheap check
+      // of its files' stats, its index kept while they are unchanged.
+      const kept = packs.filter((p) => !salvaged.has(p.name) && names.has(`${p.name}.idx`) && names.has(`${p.name}.pack`));
       const fresh: string[] = [];
       /** Packs listed without an index (see loadPack). */
       const orphans = new Set<string>();
@@ -541,7 +634,7 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
         }
         if (!file.endsWith(".idx")) continue;
         const name = file.slice(0, -4);
-        if (!known.has(name) && names.has(`${name}.pack`)) fresh.push(name);
+        if ((!known.has(name) || salvaged.has(name)) && names.has(`${name}.pack`)) fresh.push(name);
       }
       // All at once: a reader behind a busy writer has one new pack per commit to load.
       let unreadable = 0;
@@ -564,6 +657,7 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
         ),
       );
       for (const name of broken.keys()) if (!names.has(`${name}.idx`)) broken.delete(name);
+      for (const name of salvaged.keys()) if (!names.has(`${name}.pack`)) salvaged.delete(name);
       const added = loaded.filter((pack): pack is LoadedPack => pack !== null);
       // An orphan left unindexed (too young, or not a pack) is not a pack that vanished.
       const vanished = added.length + unreadable < fresh.length - loaded.filter((pack, i) => pack === null && orphans.has(fresh[i] as string)).length;
@@ -780,6 +874,12 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
               { oid, pack: name, reason: "damaged pack index" },
               { cause: why },
             );
+          }
+          if (allowRescan && salvaged.size > 0) {
+            // It may be among a damaged pack's entries that could not be read: that object's
+            // damage (its run's problem), never a missing object of a sound store.
+            const [name, lost] = salvaged.entries().next().value as [string, { indexed: number; unreadable: number }];
+            throw damagedObject(oid, `it is in no readable pack, and pack ${name} is damaged (its index lost or damaged, the pack failing its checksum: ${lost.unreadable} of its entries could not be read); restore the pack from a remote or a backup`, { pack: name, unreadableEntries: lost.unreadable });
           }
           return null;
         }

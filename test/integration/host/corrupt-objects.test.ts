@@ -8,14 +8,15 @@
  * fsck` names the same object. A damaged `runs/` folder still fails the deployment (nothing can
  * be read).
  */
-import { open, readdir, truncate } from "node:fs/promises";
+import { readdir, truncate } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { makeScheduler, repoIdOf } from "../../helpers/fixture-scheduler.js";
-import { git, gitAt, runGit } from "../../helpers/git-cli.js";
+import { gitAt, runGit } from "../../helpers/git-cli.js";
 import { armedRuns, badOf, fired, GitWriter, PAST, settle, SOON, started, timerSet, usePlumbingDeployments } from "../../helpers/plumbing-deployment.js";
 import { useTempDirs } from "../../helpers/temp-dir.js";
 import { collectWarnings } from "../../helpers/process-warnings.js";
+import { flipInPack } from "../../helpers/pack-damage.js";
 
 /** Objects written with git's plumbing, packed with `git repack`, one then damaged on disk. */
 class DamagingWriter extends GitWriter {
@@ -26,30 +27,9 @@ class DamagingWriter extends GitWriter {
     expect(names).toHaveLength(1);
     return join(this.gitdir, "objects", "pack", names[0] as string);
   }
-  /**
-   * Flips one byte inside `oid`'s entry of the pack (found with `git verify-pack -v`), in its
-   * deflated data; returns a function putting the byte back.
-   */
-  async flipInPack(packPath: string, oid: string): Promise<() => Promise<void>> {
-    const listing = await git(["verify-pack", "-v", packPath.replace(/\.pack$/, ".idx")]);
-    const line = listing.split("\n").find((l) => l.startsWith(`${oid} `));
-    if (line === undefined) throw new Error(`${oid} is not in ${packPath}`);
-    const [, , , sizeInPack, offset] = line.trim().split(/\s+/).map(Number) as number[];
-    const at = (offset as number) + (sizeInPack as number) - 6;
-    const handle = await open(packPath, "r+");
-    try {
-      const one = Buffer.alloc(1);
-      await handle.read(one, 0, 1, at);
-      const original = one[0] as number;
-      await handle.write(Buffer.from([original ^ 0x5a]), 0, 1, at);
-      return async () => {
-        const h = await open(packPath, "r+");
-        await h.write(Buffer.from([original]), 0, 1, at);
-        await h.close();
-      };
-    } finally {
-      await handle.close();
-    }
+  /** See flipInPack (test/helpers/pack-damage.ts). */
+  flipInPack(packPath: string, oid: string): Promise<() => Promise<void>> {
+    return flipInPack(packPath, oid);
   }
   /** Truncates a loose object's file to 10 bytes (`head -c 10`). */
   async truncateLoose(oid: string): Promise<void> {

@@ -11,8 +11,8 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { createFsAdapter } from "../../../src/substrate/fs-adapter.js";
 import { hashObject } from "../../../src/substrate/git-object.js";
-import { encodePack } from "../../../src/substrate/pack-file.js";
-import { CHUNK_BYTES, packTrailer, rebuildPackIndex } from "../../../src/substrate/pack-reindex.js";
+import { crc32, encodePack, parsePackIndex } from "../../../src/substrate/pack-file.js";
+import { CHUNK_BYTES, packTrailer, rebuildPackIndex, salvagePackIndex } from "../../../src/substrate/pack-reindex.js";
 
 const fs = createFsAdapter();
 const dirs: string[] = [];
@@ -70,6 +70,70 @@ describe("rebuildPackIndex", () => {
     const bytes = Buffer.concat([body, createHash("sha1").update(body).digest()]);
     const path = await packFile(bytes);
     await expect(rebuildPackIndex(fs, path, bytes.length, pause)).rejects.toMatchObject({ code: "object_corrupt" });
+  });
+});
+
+describe("salvagePackIndex", () => {
+  const events = Array.from({ length: 5 }, (_, i) => hashObject("blob", Buffer.from(`{"seq":${i},"text":"event number ${i}"}`)));
+
+  /** Checks that every object of `expected` is indexed where the whole pack's index has it, with that entry's CRC-32 and end. */
+  function expectIndexed(salvaged: Awaited<ReturnType<typeof salvagePackIndex>>, encoded: ReturnType<typeof encodePack>, bytes: Buffer, expected: readonly string[], lost: readonly string[]): void {
+    expect(salvaged.indexed).toBe(expected.length);
+    expect(salvaged.unreadable).toBe(lost.length);
+    const whole = parsePackIndex("whole", encoded.idx, encoded.pack.length);
+    for (const oid of expected) {
+      const i = salvaged.index.find(oid);
+      expect(i).toBeGreaterThanOrEqual(0);
+      const offset = salvaged.index.offsetAt(i);
+      expect(offset).toBe(whole.offsetAt(whole.find(oid)));
+      const end = salvaged.index.endOf(offset);
+      expect(end).toBe(whole.endOf(offset));
+      expect(crc32(bytes.subarray(offset, end))).toBe(salvaged.index.crcAt(i));
+    }
+    for (const oid of lost) expect(salvaged.index.find(oid)).toBe(-1);
+  }
+
+  it("indexes every entry but one whose bytes were altered, reading on past it; never under another oid", async () => {
+    const encoded = encodePack(events);
+    const bytes = Buffer.from(encoded.pack);
+    // The store's entries are stored blocks: the text is in the pack as is.
+    const at = bytes.indexOf('"event number 2"');
+    bytes[at + 3] = "E".charCodeAt(0);
+    const path = await packFile(bytes);
+    const salvaged = await salvagePackIndex(fs, path, bytes.length, pause);
+    expectIndexed(salvaged, encoded, bytes, [0, 1, 3, 4].map((i) => (events[i] as { oid: string }).oid), [(events[2] as { oid: string }).oid]);
+    // The altered content's own hash is not indexed either (its stream fails its check).
+    const altered = hashObject("blob", Buffer.from('{"seq":2,"text":"Event number 2"}'));
+    expect(salvaged.index.find(altered.oid)).toBe(-1);
+    expect(salvaged.reason).toMatch(/does not inflate/);
+    // The whole rebuild refuses it (its trailer).
+    await expect(rebuildPackIndex(fs, path, bytes.length, pause)).rejects.toMatchObject({ code: "object_corrupt" });
+  });
+
+  it("indexes the entries before the cut of a truncated pack, none after", async () => {
+    const encoded = encodePack(events);
+    const whole = parsePackIndex("whole", encoded.idx, encoded.pack.length);
+    const cutAt = whole.offsetAt(whole.find((events[3] as { oid: string }).oid)) + 5;
+    const bytes = Buffer.from(encoded.pack.subarray(0, cutAt));
+    const path = await packFile(bytes);
+    const salvaged = await salvagePackIndex(fs, path, bytes.length, pause);
+    expectIndexed(salvaged, encoded, bytes, [0, 1, 2].map((i) => (events[i] as { oid: string }).oid), [3, 4].map((i) => (events[i] as { oid: string }).oid));
+    expect(salvaged.reason).toMatch(/cannot be read from offset/);
+  });
+
+  it("indexes a whole pack whose trailer alone is damaged, every entry", async () => {
+    const encoded = encodePack(events);
+    const bytes = Buffer.from(encoded.pack);
+    bytes[bytes.length - 1] = (bytes[bytes.length - 1] as number) ^ 0xff;
+    const path = await packFile(bytes);
+    expectIndexed(await salvagePackIndex(fs, path, bytes.length, pause), encoded, bytes, events.map((e) => e.oid), []);
+  });
+
+  it("refuses a file whose header is not a pack's: nothing can be read", async () => {
+    const bytes = Buffer.from(encodePack(events).pack);
+    bytes.write("KCAP", 0, "latin1");
+    const path = await packFile(bytes);
+    await expect(salvagePackIndex(fs, path, bytes.length, pause)).rejects.toMatchObject({ code: "object_corrupt" });
   });
 });
 
