@@ -327,8 +327,9 @@ export class DeploymentView {
    * that object lost: its log is read whole once the object is back.
    */
   private dropLost(runId: string, loss: RowLoss): void {
-    this.reportBad({ runId, path: loss.path, seq: loss.seq, error: missingObjectError(runId, loss.path, loss.oid) });
-    this.dropDamaged(runId, [{ oid: loss.oid, tree: loss.tree }]);
+    const error = missingObjectError(runId, loss.path, loss.oid);
+    this.reportBad({ runId, path: loss.path, seq: loss.seq, error });
+    this.dropDamaged(runId, [{ oid: loss.oid, tree: loss.tree }], { runId, path: loss.path, error });
   }
 
   /**
