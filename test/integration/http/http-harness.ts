@@ -3,6 +3,9 @@
  * tests, the browser test and the HTTP benchmark.
  */
 import type { AddressInfo } from "node:net";
+import { join } from "node:path";
+import { afterEach } from "vitest";
+import { useTempDirs } from "../../helpers/temp-dir.js";
 import { createWorkflowHost, type WorkflowHost } from "../../../src/host/host.js";
 import type { WorkflowHostOptions } from "../../../src/host/host-types.js";
 import { createHostMonitor, type HostMonitor, type LiveEvent } from "../../../src/http/host-monitor.js";
@@ -80,4 +83,22 @@ export async function startHttpHarness(
 /** JSON body of a response, with its status. */
 export async function jsonOf(response: Response): Promise<{ status: number; body: Record<string, unknown> }> {
   return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+}
+
+/**
+ * A harness per test, on a new temp dir's `data`, closed after the test: `const start =
+ * useHttpHarness("wh-http-x-")` at the top of a file, then `const h = await start()` in a test
+ * (the arguments are {@link startHttpHarness}'s after the data dir).
+ */
+export function useHttpHarness(prefix: string): (...rest: Parameters<typeof startHttpHarness> extends [string, ...infer R] ? R : never) => Promise<HttpHarness> {
+  const tempDir = useTempDirs(prefix);
+  let open: HttpHarness | null = null;
+  afterEach(async () => {
+    await open?.close();
+    open = null;
+  });
+  return async (...rest) => {
+    open = await startHttpHarness(join(await tempDir(), "data"), ...rest);
+    return open;
+  };
 }

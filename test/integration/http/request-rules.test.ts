@@ -7,22 +7,11 @@
 import { readFile } from "node:fs/promises";
 import { request as httpRequest } from "node:http";
 import { connect } from "node:net";
-import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { useTempDirs } from "../../helpers/temp-dir.js";
-import { ADMIN_TOKEN, jsonOf, PAYMENTS_TOKEN, startHttpHarness, type HttpHarness } from "./http-harness.js";
+import { describe, expect, it } from "vitest";
+import { ADMIN_TOKEN, jsonOf, PAYMENTS_TOKEN, useHttpHarness, type HttpHarness } from "./http-harness.js";
 
-const tempDir = useTempDirs("wh-http-rules-");
-let harness: HttpHarness | null = null;
-afterEach(async () => {
-  await harness?.close();
-  harness = null;
-});
+const start = useHttpHarness("wh-http-rules-");
 
-async function start(): Promise<HttpHarness> {
-  harness = await startHttpHarness(join(await tempDir(), "data"));
-  return harness;
-}
 
 interface Answer {
   readonly status: number;

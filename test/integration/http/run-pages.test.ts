@@ -4,19 +4,12 @@
  * port; archived runs page the same way; bad pages are 400 page_invalid; a refused token gets
  * nothing.
  */
-import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { buildFixtureRepo } from "../../../src/testing/fixture-repo.js";
 import { ARCHIVE_REF } from "../../../src/workflow/run-archive.js";
-import { useTempDirs } from "../../helpers/temp-dir.js";
-import { jsonOf, PAYMENTS_TOKEN, startHttpHarness, type HttpHarness } from "./http-harness.js";
+import { jsonOf, PAYMENTS_TOKEN, useHttpHarness, type HttpHarness } from "./http-harness.js";
 
-const tempDir = useTempDirs("wh-http-pages-");
-let harness: HttpHarness | null = null;
-afterEach(async () => {
-  await harness?.close();
-  harness = null;
-});
+const start = useHttpHarness("wh-http-pages-");
 
 const EVENTS = 2_500;
 const BAD_SEQ = 1_200;
@@ -30,10 +23,6 @@ function longRun(runId: string): Record<string, string | object> {
   return files;
 }
 
-async function start(): Promise<HttpHarness> {
-  harness = await startHttpHarness(join(await tempDir(), "data"));
-  return harness;
-}
 
 /** Every page of the events route from the start; the seqs and bad seqs seen, and how many pages. */
 async function pageThrough(h: HttpHarness, path: string, limit: number): Promise<{ seqs: number[]; bad: number[]; pages: number; archived: unknown[] }> {

@@ -5,23 +5,12 @@
  * unknown zone 400 `cron_invalid`, `next` in 1..1000, a bad instant 400 `time_invalid`), any
  * valid token (a read-only one too) and none refused.
  */
-import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { previewCron } from "../../../src/workflow/schedule/preview.js";
-import { useTempDirs } from "../../helpers/temp-dir.js";
-import { jsonOf, READER_TOKEN, startHttpHarness, type HttpHarness } from "./http-harness.js";
+import { jsonOf, READER_TOKEN, useHttpHarness } from "./http-harness.js";
 
-const tempDir = useTempDirs("wh-http-preview-");
-let harness: HttpHarness | null = null;
-afterEach(async () => {
-  await harness?.close();
-  harness = null;
-});
+const start = useHttpHarness("wh-http-preview-");
 
-async function start(): Promise<HttpHarness> {
-  harness = await startHttpHarness(join(await tempDir(), "data"));
-  return harness;
-}
 
 const preview = (query: Record<string, string>) => `/v1/schedules/preview?${new URLSearchParams(query).toString()}`;
 
