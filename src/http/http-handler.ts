@@ -30,7 +30,7 @@ import type { CommittedReads, Principal, RepoAction } from "../substrate/types.j
 import { createSystemTimers, monotonicNowOf, systemClock } from "../time/clock.js";
 import { createTimeSlicer, type TimeSlicer } from "../time/time-slicer.js";
 import { slicedSort } from "../time/sliced-sort.js";
-import { createHeavyReadGate } from "./heavy-read-gate.js";
+import { createHeavyReadGate, DEFAULT_HEAVY_READ_CONCURRENCY } from "./heavy-read-gate.js";
 import { checkReason } from "../workflow/event-constructors.js";
 import { parseRepoId, parseRunId, parseSignalId, parseSignalName, parseTimerId } from "../workflow/ids.js";
 import { MAX_PREVIEW_TICKS, previewCron } from "../workflow/schedule/preview.js";
@@ -111,6 +111,13 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
   const ref = opts.ref ?? DEFAULT_REF;
   const slicer = opts.timeSlicer ?? (() => createTimeSlicer());
   const heavyReads = createHeavyReadGate(opts.heavyReads?.concurrency, opts.heavyReads?.queue);
+  /**
+   * Whole timer listings at once: twice the heavy reads (a listing that folds a deployment also
+   * takes a heavy read's place, so two folding ones leave room for listings served from the
+   * scheduler), the same queue. A served listing reads no log but builds and sends the whole
+   * answer (15 MB at 100,000 timers): unbounded, clients polling at once would each cost that.
+   */
+  const listings = createHeavyReadGate(2 * (opts.heavyReads?.concurrency ?? DEFAULT_HEAVY_READ_CONCURRENCY), opts.heavyReads?.queue);
   /**
    * Aborted when the client closes the connection before its answer was sent: a heavy read still
    * waiting for its turn then leaves the queue (heavy-read-gate.ts).
@@ -536,7 +543,8 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     const all = await host.store.listRepos(storePrincipal, WORKFLOW_RUN_KIND);
     const readable: string[] = [];
     for (const repoId of all) if (await allowed(principal, repoId, "read")) readable.push(repoId);
-    return sendJson(reply, await timersOf(readable, true, clientGone(reply)));
+    const gone = clientGone(reply);
+    return sendJson(reply, await listings.run(() => timersOf(readable, true, gone), gone));
   });
 
   route("GET", "/v1/deployments/:repoId/timers", async (request, reply) => {
@@ -544,7 +552,8 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
     const repoId = parseRepoId(rawRepo);
     await requireAllowed(request, repoId, "read");
     ensureRunning();
-    return sendJson(reply, await timersOf([repoId], false, clientGone(reply)));
+    const gone = clientGone(reply);
+    return sendJson(reply, await listings.run(() => timersOf([repoId], false, gone), gone));
   });
 
   route("PUT", "/v1/deployments/:repoId/runs/:runId/timers/:timerId", async (request) => {

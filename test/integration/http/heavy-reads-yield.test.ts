@@ -46,25 +46,27 @@ function countingPauses(): { pause: () => Promise<void>; count: () => number; tu
 
 /**
  * Slicers for the handler (`timeSlicer`), one per listing's work, counted in `works()`: the first
- * listing waits at its first pause until `release()`; `inside` resolves when it got there.
+ * `held` listings wait at their first pause until `release()`; `inside` resolves when all got there.
  */
-function firstListingHeld(): { timeSlicer: () => TimeSlicer; inside: Promise<void>; release: () => void; works: () => number } {
+function firstListingHeld(held = 1): { timeSlicer: () => TimeSlicer; inside: Promise<void>; release: () => void; works: () => number } {
   let entered!: () => void;
   const inside = new Promise<void>((resolve) => (entered = resolve));
   let release!: () => void;
-  const held = new Promise<void>((resolve) => (release = resolve));
+  const gate = new Promise<void>((resolve) => (release = resolve));
   let works = 0;
+  let waiting = 0;
   return {
     timeSlicer: (): TimeSlicer => {
-      const mine = works === 0;
+      const mine = works < held;
       works += 1;
       let paused = false;
       return {
         pause() {
           if (!mine || paused) return Promise.resolve();
           paused = true;
-          entered();
-          return held;
+          waiting += 1;
+          if (waiting === held) entered();
+          return gate;
         },
       };
     },
@@ -192,6 +194,24 @@ describe("heavy reads at once", () => {
     const folded = await jsonOf(await running);
     expect(folded.status).toBe(200);
     expect((folded.body["deployments"] as { source: string }[])[0]?.source).toBe("log");
+  });
+  it("listings answered from memory are bounded too: twice the heavy reads at once, then 503 busy", async () => {
+    // One heavy read at once and none waiting: two listings at once, none waiting.
+    const { timeSlicer, inside, release } = firstListingHeld(2);
+    const h = await manyRuns({ heavyReads: { concurrency: 1, queue: 0 }, timeSlicer }, ["served"]);
+    expect((await h.request("/v1/deployments/served/runs/r1/timers/t", put({ fireAt: "2099-01-01T00:00:00Z" }))).status).toBe(200);
+    const first = h.request("/v1/deployments/served/timers", { token: ADMIN_TOKEN });
+    const second = h.request("/v1/deployments/served/timers", { token: ADMIN_TOKEN });
+    await inside;
+    const refused = await h.request("/v1/deployments/served/timers", { token: ADMIN_TOKEN });
+    expect(refused.status).toBe(503);
+    expect(((await refused.json()) as { code: string }).code).toBe("busy");
+    release();
+    for (const answer of [await first, await second]) {
+      const body = await jsonOf(answer);
+      expect(body.status).toBe(200);
+      expect((body.body["timers"] as { timerId: string }[]).map((t) => t.timerId)).toEqual(["t"]);
+    }
   });
   it("a heavy read whose client hangs up while it waits leaves the queue: its work never runs, and the gauge counts it out", async () => {
     const { timeSlicer, inside, release, works } = firstListingHeld();
