@@ -9,6 +9,7 @@ import type { RepoId, RepoStore } from "../../src/substrate/types.js";
 import type { FakeClock } from "../../src/testing/fake-clock.js";
 import { readRunLog, type RunLog } from "../../src/workflow/run-log.js";
 import { WORKFLOW_RUN_KIND } from "../../src/workflow/workflow-run-kind.js";
+import { outOfTurns } from "./wait-turns.js";
 
 const HOUR_MS = 3_600_000;
 
@@ -94,6 +95,7 @@ export function armedByLog(logs: ReadonlyMap<string, RunLog>): QueueView[] {
 export async function waitForCaughtUp(scheduler: WorkflowHostScheduler, store: RepoStore, repoId: string, maxTurns = 20_000): Promise<void> {
   let tip: string | null | undefined;
   let wanted: QueueView[] = [];
+  const since = performance.now();
   for (let turn = 0; ; turn += 1) {
     await scheduler.idle();
     const now = await store.resolveRef(null, repoIdOf(repoId), "refs/heads/main");
@@ -103,7 +105,7 @@ export async function waitForCaughtUp(scheduler: WorkflowHostScheduler, store: R
     }
     const have = queueOf(scheduler, repoId);
     if (JSON.stringify(have) === JSON.stringify(wanted)) return;
-    if (turn >= maxTurns) {
+    if (outOfTurns(turn, maxTurns, since)) {
       throw new Error(`scheduler queue never matched the log of ${repoId} at ${String(tip)}:\nqueue ${JSON.stringify(have)}\nlog   ${JSON.stringify(wanted)}`);
     }
     await new Promise<void>((resolve) => setImmediate(resolve));

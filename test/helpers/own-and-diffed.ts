@@ -5,6 +5,7 @@
 import { createFsFromVolume, Volume } from "memfs";
 import { allowAll, createRepoStore } from "../../src/substrate/index.js";
 import type { CommitChange, RepoId, RepoStore } from "../../src/substrate/types.js";
+import { outOfTurns } from "./wait-turns.js";
 
 /**
  * Opens two stores on one fresh memfs volume, runs `before` (not observed), subscribes both to
@@ -34,7 +35,8 @@ export async function ownAndDiffedChanges(
   const theirs = collect(other.subscribe(null, rid, "main", { from: "head", signal: abort.signal }), seen);
   await write(writer, rid);
   other.poke();
-  for (let turn = 0; turn < 2_000 && (own.length < commits || seen.length < commits); turn++) await new Promise<void>((resolve) => setImmediate(resolve));
+  const since = performance.now();
+  for (let turn = 0; !outOfTurns(turn, 2_000, since) && (own.length < commits || seen.length < commits); turn++) await new Promise<void>((resolve) => setImmediate(resolve));
   abort.abort();
   await Promise.all([mine, theirs]);
   await writer.close();

@@ -13,6 +13,7 @@ import type { RepoStore } from "../../src/substrate/types.js";
 import { createFakeClock, type FakeClock } from "../../src/testing/index.js";
 import { workflowRunKind } from "../../src/workflow/workflow-run-kind.js";
 import { git, gitAt } from "./git-cli.js";
+import { outOfTurns } from "./wait-turns.js";
 
 /** The fake clock's start; PAST is due at once, SOON a minute later. */
 export const NOW = "2026-01-01T12:00:00.000Z";
@@ -118,8 +119,9 @@ export function usePlumbingDeployments<W extends GitWriter>(tempDir: () => Promi
  * `done()` holds: a repair's reads are real I/O, which `idle()` does not wait for.
  */
 export async function settle(clock: FakeClock, scheduler: { idle(): Promise<void> }, done: () => boolean, what: string): Promise<void> {
+  const since = performance.now();
   for (let turn = 0; !done(); turn += 1) {
-    if (turn >= 5_000) throw new Error(`never happened: ${what}`);
+    if (outOfTurns(turn, 5_000, since)) throw new Error(`never happened: ${what}`);
     await clock.advance(0);
     await scheduler.idle();
     await new Promise<void>((resolve) => setImmediate(resolve));
@@ -132,8 +134,9 @@ export async function settle(clock: FakeClock, scheduler: { idle(): Promise<void
  * repair's backoff), so the test waits for the retry however slowly the I/O went.
  */
 export async function settleAdvancing(clock: FakeClock, scheduler: { idle(): Promise<void> }, done: () => boolean, what: string, stepMs = 100): Promise<void> {
+  const since = performance.now();
   for (let turn = 0; !done(); turn += 1) {
-    if (turn >= 5_000) throw new Error(`never happened: ${what}`);
+    if (outOfTurns(turn, 5_000, since)) throw new Error(`never happened: ${what}`);
     await clock.advance(stepMs);
     await scheduler.idle();
     await new Promise<void>((resolve) => setImmediate(resolve));

@@ -16,6 +16,7 @@ import { gitAt } from "../../helpers/git-cli.js";
 import { armedRuns, badOf, event, fired, LosingWriter, NOW, PAST, settle, settleAdvancing, SOON, started, timerSet, usePlumbingDeployments } from "../../helpers/plumbing-deployment.js";
 import { useTempDirs } from "../../helpers/temp-dir.js";
 import { runCli } from "../../unit/cli/cli-io.js";
+import { outOfTurns } from "../../helpers/wait-turns.js";
 
 const deployment = usePlumbingDeployments(useTempDirs("wh-lost-fire-"), (gitdir) => new LosingWriter(gitdir));
 
@@ -24,8 +25,9 @@ const deployment = usePlumbingDeployments(useTempDirs("wh-lost-fire-"), (gitdir)
  * failed deployment is retried by the next look once its backoff has passed.
  */
 async function ticking(clock: FakeClock, scheduler: { idle(): Promise<void>; refresh(): Promise<void> }, done: () => boolean, what: string): Promise<void> {
+  const since = performance.now();
   for (let turn = 0; !done(); turn += 1) {
-    if (turn >= 600) throw new Error(`never happened: ${what}`);
+    if (outOfTurns(turn, 600, since)) throw new Error(`never happened: ${what}`);
     await clock.advance(1_000);
     await scheduler.refresh();
     await scheduler.idle();

@@ -11,6 +11,7 @@ import { readRunLog } from "../../../src/workflow/run-log.js";
 import { appendRunEvents } from "../../../src/workflow/run-log-append.js";
 import type { RunEvent } from "../../../src/workflow/types.js";
 import { workflowRunKind, WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
+import { outOfTurns } from "../../helpers/wait-turns.js";
 
 export interface Harness {
   readonly clock: FakeClock;
@@ -134,8 +135,9 @@ export function ofType(log: readonly RunEvent[], type: string): RunEvent[] {
  * @throws Error naming `what` after `maxTurns` turns
  */
 export async function until(done: () => boolean | Promise<boolean>, what: string, maxTurns = 20_000): Promise<void> {
+  const since = performance.now();
   for (let turn = 0; !(await done()); turn += 1) {
-    if (turn >= maxTurns) throw new Error(`never happened: ${what}`);
+    if (outOfTurns(turn, maxTurns, since)) throw new Error(`never happened: ${what}`);
     await new Promise<void>((resolve) => setImmediate(resolve));
   }
 }

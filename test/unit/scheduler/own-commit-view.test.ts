@@ -15,6 +15,7 @@ import { createFakeClock, type FakeClock } from "../../../src/testing/fake-clock
 import { decodeRecoveryIndex, RECOVERY_INDEX_FILE, type RunSummary } from "../../../src/workflow/recovery-index.js";
 import { appendRunEvents } from "../../../src/workflow/run-log-append.js";
 import { workflowRunKind, WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
+import { outOfTurns } from "../../helpers/wait-turns.js";
 
 const RID = { kind: WORKFLOW_RUN_KIND, id: "dep" };
 const START = "2026-05-01T00:00:00.000Z";
@@ -91,7 +92,8 @@ describe("own fire commits: adopted from the write vs read back by the tail", ()
     expect(a.stats().commits).toBeGreaterThan(2);
 
     storeB.poke();
-    for (let turn = 0; turn < 2_000 && queueOf(b).join() !== queueOf(a).join(); turn++) {
+    const since = performance.now();
+    for (let turn = 0; !outOfTurns(turn, 2_000, since) && queueOf(b).join() !== queueOf(a).join(); turn++) {
       await new Promise<void>((resolve) => setImmediate(resolve));
     }
     expect(queueOf(b)).toEqual(queueOf(a));

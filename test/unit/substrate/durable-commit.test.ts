@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { GITDIR, REPO, createMemStore } from "../../helpers/memfs-repo-store.js";
 import { createMemFs, type MemFs } from "../../helpers/memfs.js";
+import { outOfTurns } from "../../helpers/wait-turns.js";
 
 type Op = { readonly op: "flush"; readonly path: string } | { readonly op: "rename"; readonly from: string; readonly to: string };
 
@@ -131,7 +132,8 @@ describe("a durable commit", () => {
     const writing = store.writeTree(null, REPO, "main", { files: { "runs/r1/events/2.json": '{"seq":2}' }, message: "second" });
     const flushedKinds = (): string[] => ops.filter((o): o is Op & { op: "flush" } => o.op === "flush").map((o) => kind(o.path));
     // Waits on the commit's own steps (event-loop turns, never time) for the lock's flush.
-    for (let turn = 0; turn < 1_000 && !flushedKinds().includes("ref"); turn++) await new Promise((resolve) => setImmediate(resolve));
+    const since = performance.now();
+    for (let turn = 0; !outOfTurns(turn, 1_000, since) && !flushedKinds().includes("ref"); turn++) await new Promise((resolve) => setImmediate(resolve));
     expect(flushedKinds()).toContain("ref");
     expect(flushedKinds()).not.toContain("pack");
     expect(ops.some((o) => o.op === "rename" && o.to === `${GITDIR}/refs/heads/main`)).toBe(false);

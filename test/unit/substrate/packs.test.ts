@@ -6,6 +6,7 @@ import { createPackStore, STALE_SPARE_MS, STALE_TEMP_MS } from "../../../src/sub
 import type { RepoStore } from "../../../src/substrate/types.js";
 import { createMemStore, DATA_DIR, GITDIR, looseObjects, REPO } from "../../helpers/memfs-repo-store.js";
 import { createMemFs, type MemFs } from "../../helpers/memfs.js";
+import { outOfTurns } from "../../helpers/wait-turns.js";
 
 function packFiles(fs: MemFs): string[] {
   return (fs.readdirSync(`${GITDIR}/objects/pack`) as string[]).filter((name) => name.endsWith(".pack")).sort();
@@ -243,7 +244,8 @@ describe("pack files", () => {
     const commit = (k: number) => store.writeTree(null, REPO, "main", { files: { [`runs/r1/events/${k}.json`]: `{"seq":${k}}` }, message: `k ${k}` });
     /** The spare pair, once the store has made it in the background. */
     const spare = async (): Promise<string[]> => {
-      for (let turn = 0; turn < 1_000 && tempFiles(fs).length < 2; turn++) await new Promise((resolve) => setImmediate(resolve));
+      const since = performance.now();
+      for (let turn = 0; !outOfTurns(turn, 1_000, since) && tempFiles(fs).length < 2; turn++) await new Promise((resolve) => setImmediate(resolve));
       return tempFiles(fs).sort();
     };
     await commit(1);
