@@ -260,7 +260,15 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
       const info = await quickFs.readdirOrEmpty(`${objectsDir}/info`);
       if (info.includes("alternates") || info.includes("http-alternates")) return null;
     }
-    const names = (await quickFs.readdirOrEmpty(`${objectsDir}/pack`)).filter((name) => /^pack-[0-9a-f]{40}\.(pack|idx)$/.test(name));
+    const names: string[] = [];
+    // A pack or index changed in place (truncated, a byte flipped, lost and restored) keeps its
+    // name, not its size and time: both are part of the mark.
+    for (const name of await quickFs.readdirOrEmpty(`${objectsDir}/pack`)) {
+      if (!/^pack-[0-9a-f]{40}\.(pack|idx)$/.test(name)) continue;
+      const stat = await quickFs.statOrNull(`${objectsDir}/pack/${name}`);
+      if (stat === null) return null;
+      names.push(`${name} ${stat.size} ${stat.mtimeMs}`);
+    }
     // Loose objects by name too (a store's first commit is two of them): a deployment of many
     // (written by git itself) has no mark, its rows' objects are looked up instead.
     for (const dir of top) {
@@ -280,9 +288,11 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
       // A pack added since they were listed (another process, `git gc`), or one only git can read.
       return (await packs.read(oid, true)) !== null || (await readPacked(oid)) !== null;
     } catch (error) {
-      // There but damaged is there: the readers report the damage when they read it.
-      if (isDamagedObject(error)) return true;
-      if (isAbsentObject(error)) return false;
+      // Not stored whole: damaged, or not found while a damaged pack is loaded (design notes
+      // §79: an object of its unreadable part cannot be told from one never there). Either way
+      // it cannot be read, and a caller trusting it as stored (a start restoring a run unread)
+      // would append after it.
+      if (isDamagedObject(error) || isAbsentObject(error)) return false;
       throw error;
     }
   }

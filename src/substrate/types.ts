@@ -101,8 +101,9 @@ export interface CommittedReads {
   /**
    * Whether the object `oid` is in the repository, without reading it: true (not a promise) when
    * a known pack's index holds it (an in-memory lookup, no inflate), else a promise after a look
-   * for its loose file and in packs added since. An object there but damaged counts as there
-   * (its reader reports the damage); an oid that is not 40 hex digits is not there.
+   * for its loose file and in packs added since. An object that cannot be read whole is not
+   * there: damaged, or not found while a damaged pack is loaded (its unreadable part cannot be
+   * told from objects never stored); an oid that is not 40 hex digits is not there either.
    * @throws an I/O error of that look as the store raises it
    * Optional: without it, callers cannot tell without reading the object.
    */
@@ -118,11 +119,13 @@ export interface CommittedReads {
   packedAll?(hexOids: string): Uint8Array;
   /**
    * A mark of the files that hold the repository's objects now: the SHA-1 (hex) of the sorted
-   * names of `objects/pack/pack-*.pack` and `.idx` and of the loose objects, or null when objects
+   * names, sizes and modification times of `objects/pack/pack-*.pack` and `.idx`, and of the
+   * names of the loose objects, or null when objects
    * may live elsewhere too (an `objects/info/alternates`) or there are over 4,096 such files.
-   * Pack files are never changed in place (their names are their checksums), nor are loose
-   * objects (their names are their oids), so two equal marks mean every object stored at the
-   * first is stored at the second: a start that finds the mark the recovery index was written
+   * Pack files are never changed in place by a writer (their names are their checksums; one
+   * truncated or rewritten by a fault or a copy changes size or time), nor are loose objects
+   * (their names are their oids), so two equal marks mean every object stored at the first is
+   * stored at the second: a start that finds the mark the recovery index was written
    * with need not look its rows' objects up (design notes §74). A few readdirs, no object read.
    * Optional.
    */
