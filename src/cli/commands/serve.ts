@@ -184,6 +184,7 @@ Examples:
     });
     let app: { close(): Promise<unknown>; server: { closeAllConnections(): void } } | null = null;
     let stopFollowingTokens = (): void => undefined;
+    const restoreWarnings = json ? warningsAsJson(logger) : (): void => undefined;
     try {
       await host.start();
       // Named once per start: later discoveries pass over them quietly.
@@ -230,6 +231,7 @@ Examples:
     } finally {
       stopFollowingTokens();
       signals.dispose();
+      restoreWarnings();
       // The host has stopped (or never started): a request still open, such as a client
       // trickling its body, would be answered 503 at best, so it is not waited for (it held the
       // process up to the request timeout after "stopped" was printed).
@@ -263,6 +265,25 @@ function retentionFlags(values: Parameters<CliCommand["run"]>[0]): { endedRunsAf
  * none that an operator acknowledged (`check --acknowledge`). The acknowledgements of a
  * deployment are read once, at its first bad event.
  */
+/**
+ * With `--json`, the process's warnings (a damaged pack's `WORKFLOW_HOST_PACK_*`, Node's own)
+ * are logged as JSON lines like every other message, instead of Node's text on stderr: Node's
+ * own printer is a `warning` listener, taken off here and put back by the function returned.
+ */
+function warningsAsJson(logger: ReturnType<typeof createCliLogger>): () => void {
+  const printers = process.listeners("warning");
+  const log = (warning: Error): void => {
+    const code = (warning as { code?: unknown }).code;
+    logger.warn(warning.message, { warning: warning.name, ...(typeof code === "string" ? { code } : {}) });
+  };
+  process.removeAllListeners("warning");
+  process.on("warning", log);
+  return () => {
+    process.off("warning", log);
+    for (const printer of printers) if (!process.listeners("warning").includes(printer)) process.on("warning", printer);
+  };
+}
+
 function badEventFilter(hostOf: () => WorkflowHost) {
   const seen = new Set<string>();
   const acknowledged = new Map<string, Promise<Set<string>>>();
