@@ -64,7 +64,7 @@ export function newTimerSkipped(
   return withAt({ type: "TimerSkipped" as const, data: { ...defined(data), reason: data.reason ?? "missed" } }, at);
 }
 
-/** Longest `reason` of a TimerCancelled or SchedulePaused written here, in characters (UTF-16 code units). */
+/** Longest `reason` of a TimerCancelled or SchedulePaused written here, in characters (Unicode code points: an emoji is one). */
 export const MAX_REASON_CHARS = 1_000;
 
 /**
@@ -75,8 +75,13 @@ export const MAX_REASON_CHARS = 1_000;
 export function checkReason(reason: unknown): void {
   if (reason === undefined) return;
   if (typeof reason !== "string") throw new WorkflowHostError("event_invalid", `reason is ${typeof reason}; allowed: a string of at most ${MAX_REASON_CHARS} characters`, { field: "reason" });
+  // Counted only past the limit in code units: no reason under it can be over it in characters.
   if (reason.length > MAX_REASON_CHARS) {
-    throw new WorkflowHostError("event_invalid", `reason is ${reason.length} characters long; allowed: at most ${MAX_REASON_CHARS}`, { field: "reason", lengthChars: reason.length, maxChars: MAX_REASON_CHARS });
+    let chars = 0;
+    for (const _ of reason) chars += 1;
+    if (chars > MAX_REASON_CHARS) {
+      throw new WorkflowHostError("event_invalid", `reason is ${chars} characters long; allowed: at most ${MAX_REASON_CHARS}`, { field: "reason", lengthChars: chars, maxChars: MAX_REASON_CHARS });
+    }
   }
 }
 

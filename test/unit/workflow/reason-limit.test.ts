@@ -19,6 +19,12 @@ describe("cancel and pause reasons", () => {
     expectCode(() => newSchedulePaused({ timerId: "t", reason: `${longest}r` }, at), "event_invalid");
   });
 
+  it("counts characters, not UTF-16 code units: 1000 emoji are taken, 1001 refused with their count", () => {
+    const emoji = "\u{1F680}".repeat(MAX_REASON_CHARS);
+    expect(newSchedulePaused({ timerId: "t", reason: emoji }, at).data.reason).toBe(emoji);
+    expect(() => newTimerCancelled({ timerId: "t", reason: `${emoji}\u{1F680}` }, at)).toThrow(/reason is 1001 characters long/);
+  });
+
   it.each([
     [["schedule", "pause", "-d", "/nonexistent/data", "-r", "dep", "--run", "r1", "-t", "t1"]],
     [["timer", "cancel", "-d", "/nonexistent/data", "-r", "dep", "--run", "r1", "-t", "t1"]],
