@@ -51,17 +51,25 @@ function counted(store: RepoStore): { store: RepoStore; lookups: () => number } 
   return { store: proxy, lookups: () => lookups };
 }
 
+/**
+ * Runs `r-hurt` and `r-ok`, each `[WorkflowStarted, TimerSet]`, in one pack; a first start reads
+ * both whole and its clean stop writes the recovery index with the object files' mark.
+ */
+async function indexedPacks(): Promise<{ d: Awaited<ReturnType<typeof deployment>>; hurt: Awaited<ReturnType<LosingWriter["run"]>> }> {
+  const d = await deployment();
+  const hurt = await d.w.run([started(), timerSet(2, "u", SOON)]);
+  const ok = await d.w.run([started(), timerSet(2, "t", SOON)]);
+  await d.w.commit({ "r-hurt": hurt.tree, "r-ok": ok.tree });
+  await packAll(d.w.gitdir);
+  const first = makeScheduler(d.store, d.clock);
+  await first.scheduler.start();
+  await first.scheduler.stop();
+  return { d, hurt };
+}
+
 describe("the start's check of restored rows and the object files' mark", () => {
   it("looks nothing up when the files are the ones the index was written with, and finds a run's lost last event when a pack was rewritten without it", async () => {
-    const d = await deployment();
-    const hurt = await d.w.run([started(), timerSet(2, "u", SOON)]);
-    const ok = await d.w.run([started(), timerSet(2, "t", SOON)]);
-    await d.w.commit({ "r-hurt": hurt.tree, "r-ok": ok.tree });
-    await packAll(d.w.gitdir);
-    // A first start reads both runs whole; its clean stop writes the index with the mark.
-    const first = makeScheduler(d.store, d.clock);
-    await first.scheduler.start();
-    await first.scheduler.stop();
+    const { d, hurt } = await indexedPacks();
     const indexFile = join(d.w.gitdir, "workflow-host", RECOVERY_INDEX_FILE);
     expect(await readFile(indexFile, "utf8")).toMatch(/"storeMark":"[0-9a-f]{40}"/);
 
@@ -100,14 +108,7 @@ describe("the start's check of restored rows and the object files' mark", () => 
     ["lost", (idx: string) => rm(idx)],
     ["truncated in place (its name kept)", (idx: string) => truncate(idx, 500)],
   ] as const)("a run whose last event is in the unreadable part of a damaged pack whose index was %s is reported at start, not fired after it", async (_how, damageIndex) => {
-    const d = await deployment();
-    const hurt = await d.w.run([started(), timerSet(2, "u", SOON)]);
-    const ok = await d.w.run([started(), timerSet(2, "t", SOON)]);
-    await d.w.commit({ "r-hurt": hurt.tree, "r-ok": ok.tree });
-    await packAll(d.w.gitdir);
-    const first = makeScheduler(d.store, d.clock);
-    await first.scheduler.start();
-    await first.scheduler.stop();
+    const { d, hurt } = await indexedPacks();
     // One byte of the last event's entry flipped (the pack fails its checksum), its index lost
     // or torn, the pack older than a minute (as after a disk fault): it is indexed in memory from
     // the entries that read (design notes §79), without that blob. The object files' mark moves
