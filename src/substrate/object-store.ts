@@ -485,13 +485,12 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
       if (end !== undefined) (ends ??= []).push(end);
     }
     const staged = stageUncounted(all, pause, novel, packed);
-    if (ends === undefined) return staged;
-    let pending: (() => void)[] | undefined = ends;
-    const endAll = (): void => {
-      for (const end of pending ?? []) end();
-      pending = undefined;
-    };
-    void staged.settled.then(endAll);
+    const counted = ends;
+    if (counted !== undefined) {
+      void staged.settled.then(() => {
+        for (const end of counted) end();
+      });
+    }
     return staged;
   }
 
@@ -559,7 +558,10 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
       const worker = async (): Promise<void> => {
         while (next < batch.length) await writeOne(batch[next++] as GitObject, touched);
       };
-      await Promise.all(Array.from({ length: Math.min(WRITE_PARALLELISM, batch.length) }, worker));
+      // Every worker ends before a failure is reported: none still reads an object's bytes
+      // once the write settled (owned bytes, tree-buffers.ts, are reused after that).
+      const outcomes = await Promise.allSettled(Array.from({ length: Math.min(WRITE_PARALLELISM, batch.length) }, worker));
+      for (const outcome of outcomes) if (outcome.status === "rejected") throw outcome.reason;
     };
     // Commits go last, so an interrupted write never leaves a commit whose tree is missing.
     await writeAll(objects.filter((o) => o.type !== "commit"));
