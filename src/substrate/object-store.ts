@@ -24,7 +24,8 @@ import { errnoCode } from "./fs-adapter.js";
 import { MAX_LOOSE_OBJECT_BYTES, readBoundedFileOrNull } from "./bounded-file.js";
 import { isHexOid } from "./hex-oid.js";
 import { damagedObject, decodeCommit, type GitObject, isDamagedObject, type ObjectType, unwrapObject, wrapObject } from "./git-object.js";
-import { decodeTree, type DeltaBase, dirEntriesOf, EMPTY_TREE_OID, type ParsedTree } from "./tree-object.js";
+import { BIG_TREE_ENTRIES, decodeTree, type DeltaBase, dirEntriesOf, EMPTY_TREE_OID, type ParsedTree, retireTree } from "./tree-object.js";
+import { startWrite } from "./tree-buffers.js";
 import { dirEntriesOfTreeBytes } from "./tree-bytes.js";
 import { createPackStore, type StagedObjects } from "./pack-store.js";
 import type { PackedObjects } from "./packed-objects.js";
@@ -35,7 +36,7 @@ import type { ObjectStore, ObjectStoreOptions } from "./object-store-types.js";
 export type { ObjectCaches, ObjectStore, ObjectStoreOptions } from "./object-store-types.js";
 
 /** Trees with at least this many entries are cached per repository as recent versions (see createObjectStore). */
-export const BIG_TREE_ENTRIES = 2_048;
+export { BIG_TREE_ENTRIES } from "./tree-object.js";
 /** The fewest bytes a tree entry takes (a one-byte mode and name, a space, a NUL, the oid). */
 const MIN_TREE_ENTRY_BYTES = 24;
 /** Recent versions of big trees kept per repository. */
@@ -137,9 +138,14 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
       return;
     }
     const at = recentBigTrees.findIndex((t) => t.oid === tree.oid);
-    if (at >= 0) recentBigTrees.splice(at, 1);
+    if (at >= 0) {
+      const [old] = recentBigTrees.splice(at, 1);
+      if (old !== undefined && old !== tree) retireTree(old);
+    }
     recentBigTrees.unshift(tree);
-    if (recentBigTrees.length > RECENT_BIG_TREES) recentBigTrees.pop();
+    // A version dropped here is edited no more (the next read of it decodes it from its pack):
+    // its owned bytes, if any, may be reused once its pack is written (tree-buffers.ts).
+    if (recentBigTrees.length > RECENT_BIG_TREES) retireTree(recentBigTrees.pop() as ParsedTree);
   }
   /**
    * Trees a committed write built from stored bytes (folder appends: a run's folder and its
@@ -470,6 +476,26 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
 
   /** See {@link ObjectStore.stageObjects}. */
   function stageObjects(all: readonly GitObject[], pause?: () => Promise<void>, novel?: ReadonlySet<Oid>, packed?: PackedObjects): StagedObjects {
+    // A big folder's version in owned bytes (tree-buffers.ts) is counted as written until the
+    // write settles: its bytes are not reused while the pack or loose file is written from them.
+    let ends: (() => void)[] | undefined;
+    for (const object of all) {
+      if (object.type !== "tree" || object.content.byteLength < BIG_TREE_ENTRIES * MIN_TREE_ENTRY_BYTES) continue;
+      const end = startWrite(object.content);
+      if (end !== undefined) (ends ??= []).push(end);
+    }
+    const staged = stageUncounted(all, pause, novel, packed);
+    const counted = ends;
+    if (counted !== undefined) {
+      void staged.settled.then(() => {
+        for (const end of counted) end();
+      });
+    }
+    return staged;
+  }
+
+  /** {@link stageObjects} without counting owned bytes' writes. */
+  function stageUncounted(all: readonly GitObject[], pause?: () => Promise<void>, novel?: ReadonlySet<Oid>, packed?: PackedObjects): StagedObjects {
     // Objects a known pack holds already are not written again (the commit always is). Each
     // look is a search of every pack's index: most of a commit's trees are known to be new.
     const stored = (o: GitObject): boolean => o.type !== "commit" && novel?.has(o.oid) !== true && packs.contains(o.oid);
@@ -478,7 +504,7 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
     if (inPack !== undefined && objects.length + inPack.count < opts.packThreshold) {
       // Loose after all: the built entries as objects, each stored under its own name.
       objects = [...inPack.objects(), ...objects.filter((o) => !inPack.has(o.oid))];
-      return stageObjects(objects, pause);
+      return stageUncounted(objects, pause);
     }
     const remember = (): void => {
       for (const object of objects) {
@@ -497,16 +523,29 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
           remember();
         },
         discard: staged.discard,
+        settled: staged.settled,
       };
     }
     // Loose objects are written under their final names (each atomically), so nothing is
-    // written before `publish`.
+    // written before `publish`; settled once that write settled, or once discarded unpublished.
+    let settle: () => void = () => undefined;
+    const settled = new Promise<void>((resolve) => (settle = resolve));
+    let publishing = false;
     return {
       async publish() {
-        await writeLoose(objects);
+        publishing = true;
+        try {
+          await writeLoose(objects);
+        } finally {
+          settle();
+        }
         remember();
       },
-      discard: () => Promise.resolve(),
+      discard: () => {
+        if (!publishing) settle();
+        return Promise.resolve();
+      },
+      settled,
     };
   }
 
@@ -519,7 +558,10 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
       const worker = async (): Promise<void> => {
         while (next < batch.length) await writeOne(batch[next++] as GitObject, touched);
       };
-      await Promise.all(Array.from({ length: Math.min(WRITE_PARALLELISM, batch.length) }, worker));
+      // Every worker ends before a failure is reported: none still reads an object's bytes
+      // once the write settled (owned bytes, tree-buffers.ts, are reused after that).
+      const outcomes = await Promise.allSettled(Array.from({ length: Math.min(WRITE_PARALLELISM, batch.length) }, worker));
+      for (const outcome of outcomes) if (outcome.status === "rejected") throw outcome.reason;
     };
     // Commits go last, so an interrupted write never leaves a commit whose tree is missing.
     await writeAll(objects.filter((o) => o.type !== "commit"));

@@ -77,10 +77,14 @@ export interface TreeShape {
   entry(i: number): Pick<TreeEntry, "name" | "type">;
 }
 
-/** The shape of a parsed tree (from the object cache: nothing to parse). */
-export function shapeOfParsed(tree: ParsedTree): TreeShape {
-  const content = Buffer.from(tree.content.buffer, tree.content.byteOffset, tree.content.byteLength);
-  return { content, offsets: tree.offsets, count: tree.count, entry: (i) => entryAt(tree, i) as TreeEntry };
+/**
+ * The shape of a parsed tree (from the object cache: nothing to parse), over `content`: the
+ * same tree's bytes as read from its pack (the parsed tree's own `content` may be a copy made
+ * on the ask, tree-buffers.ts), or by default the tree's.
+ */
+export function shapeOfParsed(tree: ParsedTree, content?: Buffer): TreeShape {
+  const bytes = content ?? Buffer.from(tree.content.buffer, tree.content.byteOffset, tree.content.byteLength);
+  return { content: bytes, offsets: tree.offsets, count: tree.count, entry: (i) => entryAt(tree, i) as TreeEntry };
 }
 
 /** The shape of raw tree content: entry starts found with two byte searches per entry. */
@@ -232,7 +236,8 @@ export async function mergePacks(
   };
   const shapeOf = (oid: Oid, content: Buffer): TreeShape | null => {
     const cached = cachedTree(oid);
-    return cached !== undefined && cached.content.byteLength === content.length ? shapeOfParsed(cached) : shapeOfContent(content);
+    // The pack's bytes of the same oid: the parsed tree gives only the entries' places and names.
+    return cached !== undefined && cached.offsets[cached.count] === content.length ? shapeOfParsed(cached, content) : shapeOfContent(content);
   };
   const rememberBig = (at: number, depth: number, shape: TreeShape | null): void => {
     const key = shape === null ? null : folderKey(shape);

@@ -133,6 +133,12 @@ export interface StagedObjects {
   publish(): Promise<void>;
   /** Removes the temp files (after the writes in flight finish); never throws. */
   discard(): Promise<void>;
+  /**
+   * Resolves (never rejects) once nothing reads the objects' contents for this write any more:
+   * the pack's bytes are written, or encoding or writing failed. Owned bytes (tree-buffers.ts)
+   * are reused only after it.
+   */
+  readonly settled: Promise<void>;
 }
 
 /** Creates the pack store of the bare repository at `gitdir`. */
@@ -159,6 +165,10 @@ export function createPackStore(opts: PackStoreOptions): PackStore {
       const encoding = encodePackGently(objects, pause, packed).then((encoded) => writer.stage(encoded, false));
       encoding.catch(() => undefined);
       return {
+        settled: encoding.then(
+          (staged) => staged.settled,
+          () => undefined,
+        ),
         async publish() {
           const staged = await encoding;
           await reader.ensureScanned();
@@ -172,6 +182,7 @@ export function createPackStore(opts: PackStoreOptions): PackStore {
     }
     const staged = writer.stage(encodePack(objects, packed), false);
     return {
+      settled: staged.settled,
       async publish() {
         await reader.ensureScanned();
         reader.adopt(await staged.publish());

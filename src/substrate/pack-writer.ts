@@ -52,6 +52,8 @@ export interface StagedPack {
   publish(): Promise<LoadedPack>;
   /** Removes the temp files (after the writes in flight finish); never throws. */
   discard(): Promise<void>;
+  /** Resolves (never rejects) once both files' writes settled: the pack's pieces are read no more. */
+  readonly settled: Promise<void>;
 }
 
 export interface PackWriter {
@@ -235,6 +237,10 @@ export function createPackWriter(opts: PackWriterOptions): PackWriter {
       await removeFiles(tempPack, tempIdx);
     };
     return {
+      settled: written.then(
+        () => undefined,
+        () => undefined,
+      ),
       async publish() {
         try {
           await written;

@@ -18,6 +18,7 @@ import { WorkflowHostError } from "../errors.js";
 import { codePointRank, compareCodePoints, type GitObject, hashObject } from "./git-object.js";
 import { adler32, adler32Combine, knownAdler32, rememberAdler32 } from "./adler32.js";
 import type { DeltaWriter } from "./git-delta.js";
+import { countCopy, isCurrent, type OwnedContent, retire } from "./tree-buffers.js";
 import { isRefusedEntryName } from "./repo-path.js";
 import type { DirEntry, Oid } from "./types.js";
 
@@ -47,7 +48,10 @@ export interface ParsedTree {
    * {@link forEachEntry}: this copies a pointer per entry.
    */
   readonly entries: readonly TreeEntry[];
-  /** The object's content. */
+  /**
+   * The object's content. A version whose bytes the write engine owns (tree-buffers.ts) hands
+   * out a copy here, made on the first ask: the owned bytes are reused once the version is old.
+   */
   readonly content: Uint8Array;
   /** Byte offset of each entry in `content`, then `content.byteLength`. */
   readonly offsets: Uint32Array;
@@ -69,6 +73,12 @@ export interface ParsedTree {
    * are not carried into the trees the store writes. Absent when there are none.
    */
   readonly refusedNames?: readonly string[];
+  /**
+   * True when some name did not decode as UTF-8 (it holds U+FFFD): the content is then not what
+   * its entries would be written as, so no version of it is kept in owned bytes (see
+   * tree-buffers.ts), whose content may have to be written again from the entries.
+   */
+  readonly lossy?: boolean;
 }
 
 /** A delta from the tree `oid` (see {@link ParsedTree.deltaBase}). */
@@ -76,6 +86,12 @@ export interface DeltaBase {
   readonly oid: Oid;
   readonly delta: Buffer;
 }
+
+/**
+ * Trees with at least this many entries are big: cached per repository as recent versions
+ * (object-store.ts), and their edited versions kept in owned bytes (tree-buffers.ts).
+ */
+export const BIG_TREE_ENTRIES = 2_048;
 
 /** Edited trees whose base is at least this big carry a {@link DeltaBase}. */
 export const DELTA_BASE_MIN_BYTES = 16 * 1024;
@@ -155,16 +171,25 @@ class Tree implements ParsedTree {
   refusedNames?: readonly string[];
   nameIndex?: Map<string, number>;
   dirEntries?: readonly DirEntry[];
+  lossy?: boolean;
   #entries: readonly TreeEntry[] | undefined;
+  #content: Uint8Array;
+  /** The owned bytes #content is a view of (tree-buffers.ts), if any. */
+  readonly #owned: OwnedContent | undefined;
+  /** An owned version's content as handed out: a copy, made on the first ask. */
+  #copy: Uint8Array | undefined;
 
   constructor(
     readonly oid: Oid,
     readonly chunks: readonly (readonly TreeEntry[])[],
-    readonly content: Uint8Array,
+    content: Uint8Array,
     readonly offsets: Uint32Array,
     readonly sorted: boolean,
     readonly deltaBase?: DeltaBase,
+    owned?: OwnedContent,
   ) {
+    this.#content = content;
+    this.#owned = owned;
     const starts = new Uint32Array(chunks.length + 1);
     let n = 0;
     for (let c = 0; c < chunks.length; c++) {
@@ -180,6 +205,58 @@ class Tree implements ParsedTree {
     this.#entries ??= this.chunks.flat();
     return this.#entries;
   }
+
+  get content(): Uint8Array {
+    const owned = this.#owned;
+    if (owned === undefined) return this.#content;
+    if (this.#copy === undefined) {
+      const current = isCurrent(owned);
+      countCopy(!current);
+      this.#copy = current ? Buffer.from(owned.view) : contentFromEntries(this, owned.view.length);
+    }
+    return this.#copy;
+  }
+
+  /** The owned bytes while they hold this version, else undefined (see {@link editableContent}). */
+  static ownedOf(tree: ParsedTree): OwnedContent | undefined {
+    if (!(tree instanceof Tree)) return undefined;
+    const owned = tree.#owned;
+    return owned !== undefined && isCurrent(owned) ? owned : undefined;
+  }
+}
+
+/**
+ * A version's content written again from its entries (its owned bytes were reused): the same
+ * bytes, as every owned version is made from a tree whose names decoded exactly (not
+ * {@link ParsedTree.lossy}); checked against the oid all the same.
+ * @throws `object_corrupt` when the bytes written are not the tree's (never expected)
+ */
+function contentFromEntries(tree: Tree, size: number): Buffer {
+  const out = Buffer.allocUnsafe(size);
+  let at = 0;
+  for (const chunk of tree.chunks) for (const entry of chunk) at = writeEntry(out, at, entry);
+  if (at !== size || hashObject("tree", out).oid !== tree.oid) throw corrupt(tree.oid, "its entries do not write its content again (owned bytes reused)");
+  return out;
+}
+
+/**
+ * The bytes an edit of `tree` copies from: the owned bytes while they hold this version (no copy
+ * made), else {@link ParsedTree.content}. Only for a read that ends before the caller returns
+ * or awaits (tree-splice.ts): owned bytes may be reused afterwards.
+ */
+export function editableContent(tree: ParsedTree): Uint8Array {
+  return Tree.ownedOf(tree)?.view ?? tree.content;
+}
+
+/** The owned bytes of `tree` while they hold it (see tree-buffers.ts), else undefined. */
+export function ownedContentOf(tree: ParsedTree): OwnedContent | undefined {
+  return Tree.ownedOf(tree);
+}
+
+/** The object store keeps `tree` no longer among its recent big trees: its owned bytes may be reused once written. */
+export function retireTree(tree: ParsedTree): void {
+  const owned = Tree.ownedOf(tree);
+  if (owned !== undefined) retire(owned);
 }
 
 /** Appends `entries` to `chunks` in pieces of {@link ENTRY_CHUNK} (none when empty). */
@@ -222,24 +299,30 @@ function treeAdler32(chunks: readonly (readonly TreeEntry[])[], content: Uint8Ar
  * (and then remembered).
  */
 export function contentAdler32(tree: ParsedTree): number {
-  const known = knownAdler32(tree.content);
+  const content = editableContent(tree);
+  const known = knownAdler32(content);
   if (known !== undefined) return known;
-  const value = treeAdler32(tree.chunks, tree.content, tree.offsets);
-  rememberAdler32(tree.content, value);
+  const value = treeAdler32(tree.chunks, content, tree.offsets);
+  rememberAdler32(content, value);
   return value;
 }
 
 /**
  * Hashes built content and wraps it as a {@link ParsedTree} (with its delta from `deltaFrom`, if
  * any). `adler`: the content's Adler-32 when the caller knows it (else a big tree's is assembled
- * from its chunks').
+ * from its chunks'). `owned`: the owned bytes `content` is the view of (tree-buffers.ts): the
+ * tree then hands out copies, and the object (for the commit's pack write only) the view.
+ * `lossy`: see {@link ParsedTree.lossy} (an edit of a lossy tree is lossy).
  */
-export function finishTree(chunks: (readonly TreeEntry[])[], content: Buffer, offsets: Uint32Array, sorted: boolean, deltaFrom?: { oid: Oid; writer: DeltaWriter }, adler?: number): { tree: ParsedTree; object: GitObject } {
+export function finishTree(chunks: (readonly TreeEntry[])[], content: Buffer, offsets: Uint32Array, sorted: boolean, deltaFrom?: { oid: Oid; writer: DeltaWriter }, adler?: number, owned?: OwnedContent, lossy?: boolean): { tree: ParsedTree; object: GitObject } {
   const object = hashObject("tree", content);
   // A big folder's zlib checksum (the pack writer stores it) from its chunks': see adler32.ts.
   if (content.length >= DELTA_BASE_MIN_BYTES) rememberAdler32(object.content, adler ?? treeAdler32(chunks, content, offsets));
+  // Written out now (a copy): the delta's inserts are views of `content`, which may be reused.
   const deltaBase = deltaFrom === undefined ? undefined : { oid: deltaFrom.oid, delta: deltaFrom.writer.finish() };
-  return { tree: new Tree(object.oid, chunks, content, offsets, sorted, deltaBase), object };
+  const tree = new Tree(object.oid, chunks, content, offsets, sorted, deltaBase, owned);
+  if (lossy === true) tree.lossy = true;
+  return { tree, object };
 }
 
 /** Entry `i` of the tree (stored order), or undefined past the end. */
@@ -328,7 +411,9 @@ export function decodeTree(oid: Oid, content: Uint8Array): ParsedTree {
   for (const c of chunks) {
     for (const entry of c) {
       // Cheap first test: every refused name is empty or holds ".", "/", NUL or "~".
-      if (entry.name.length > 0 && !/[./\0~]/.test(entry.name)) continue;
+      // U+FFFD too: a name that was not UTF-8 (see ParsedTree.lossy).
+      if (entry.name.length > 0 && !/[./\0~\uFFFD]/.test(entry.name)) continue;
+      if (entry.name.includes("\uFFFD")) tree.lossy = true;
       if (isRefusedEntryName(entry.name)) tree.refusedNames = [...(tree.refusedNames ?? []), entry.name];
     }
   }

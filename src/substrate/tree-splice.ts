@@ -3,15 +3,20 @@
  * content with the changed entries spliced in, unchanged entries keep their bytes, and the
  * parsed entries' chunks an edit does not touch are shared with the version it was made from.
  * A big folder's edit also records the git delta from its base, written from the splice itself.
+ * A big folder's new version is written into bytes the write engine owns and reuses
+ * (tree-buffers.ts: who may hold them, and when they are reused), not into a new buffer.
  */
 import type { GitObject } from "./git-object.js";
 import { adler32Patch } from "./adler32.js";
 import { DeltaWriter } from "./git-delta.js";
 import { knownTreeEntryCrc, rememberTreeEntryCrc, StoredEntryCrcPatch } from "./entry-crc.js";
+import { type OwnedContent, takeTreeBuffer } from "./tree-buffers.js";
 import {
+  BIG_TREE_ENTRIES,
   compareTreeEntries,
   contentAdler32,
   DELTA_BASE_MIN_BYTES,
+  editableContent,
   ENTRY_CHUNK,
   entryAt,
   entrySize,
@@ -19,6 +24,7 @@ import {
   indexOfEntry,
   lowerBound,
   makeTree,
+  ownedContentOf,
   pushChunks,
   writeEntry,
   type ParsedTree,
@@ -71,9 +77,12 @@ export function editTree(base: ParsedTree, changes: ReadonlyMap<string, TreeEntr
     }
   }
   const n = base.count;
-  const content = Buffer.allocUnsafe(size + ((base.offsets[n] as number) - (base.offsets[Math.min(next, n)] as number)));
+  const total = size + ((base.offsets[n] as number) - (base.offsets[Math.min(next, n)] as number));
+  const owned = ownedVersion(base, count + (n - Math.min(next, n)), total);
+  const content = owned?.view ?? Buffer.allocUnsafe(total);
   const offsets = new Uint32Array(count + (n - Math.min(next, n)) + 1);
-  const source = Buffer.from(base.content.buffer, base.content.byteOffset, base.content.byteLength);
+  const baseContent = editableContent(base);
+  const source = Buffer.from(baseContent.buffer, baseContent.byteOffset, baseContent.byteLength);
   // The splice is a delta already: copies of the base's spans, inserts of the new entries.
   const delta = source.length >= DELTA_BASE_MIN_BYTES ? new DeltaWriter(source.length, content) : undefined;
   // No closures here: each one made per call costs more than a small folder's whole splice
@@ -94,7 +103,17 @@ export function editTree(base: ParsedTree, changes: ReadonlyMap<string, TreeEntr
   }
   if (next < n) copySpan(base, out, next, n);
   offsets[out.k] = out.at;
-  return finishTree(editChunks(base, events), content, offsets, true, delta === undefined ? undefined : { oid: base.oid, writer: delta });
+  return finishTree(editChunks(base, events), content, offsets, true, delta === undefined ? undefined : { oid: base.oid, writer: delta }, undefined, owned, base.lossy);
+}
+
+/**
+ * Owned bytes (tree-buffers.ts) for an edit of `base` into a version of `count` entries and
+ * `size` bytes: for a big folder whose names decoded exactly; undefined otherwise (a buffer of
+ * its own, as before). Taken before the base's bytes are read, never the base's own.
+ */
+function ownedVersion(base: ParsedTree, count: number, size: number): OwnedContent | undefined {
+  if (count < BIG_TREE_ENTRIES || base.lossy === true) return undefined;
+  return takeTreeBuffer(size, ownedContentOf(base));
 }
 
 /**
@@ -111,8 +130,11 @@ function patchTree(base: ParsedTree, changes: ReadonlyMap<string, TreeEntry | nu
   if (events.length > 2) events.sort(compareEdits);
   const n = base.count;
   const offsets = base.offsets;
-  const source = Buffer.from(base.content.buffer, base.content.byteOffset, base.content.byteLength);
-  const content = Buffer.allocUnsafe(source.length);
+  const size = offsets[n] as number;
+  const owned = ownedVersion(base, n, size);
+  const baseContent = editableContent(base);
+  const source = Buffer.from(baseContent.buffer, baseContent.byteOffset, baseContent.byteLength);
+  const content = owned?.view ?? Buffer.allocUnsafe(source.length);
   source.copy(content);
   const big = source.length >= DELTA_BASE_MIN_BYTES;
   const delta = big ? new DeltaWriter(source.length, content) : undefined;
@@ -123,13 +145,13 @@ function patchTree(base: ParsedTree, changes: ReadonlyMap<string, TreeEntry | nu
   // KB in that time: a burst that re-oids 8,000 of 20,000 runs' entries (900 KB) patched for
   // 15 ms what the pack writer reads in well under 1.
   const few = (events.length / 2) * CRC_PATCH_BYTES_PER_CHANGE < source.length;
-  const baseCrc = big && few && source.length > 65_535 ? knownTreeEntryCrc(base.content) : undefined;
+  const baseCrc = big && few && source.length > 65_535 ? knownTreeEntryCrc(baseContent) : undefined;
   const crc = baseCrc === undefined ? undefined : new StoredEntryCrcPatch(baseCrc, source.length);
   adler = reOid(events, offsets, source, content, delta, adler, crc);
   const next = events.length === 0 ? 0 : (events[events.length - 1] as { at: number }).at + 1;
   if (next < n) delta?.copy(offsets[next] as number, offsets[n] as number);
   if (crc !== undefined && adler !== undefined) rememberTreeEntryCrc(content, crc.finish(contentAdler32(base), adler));
-  return finishTree(editChunks(base, events), content, offsets, true, delta === undefined ? undefined : { oid: base.oid, writer: delta }, adler);
+  return finishTree(editChunks(base, events), content, offsets, true, delta === undefined ? undefined : { oid: base.oid, writer: delta }, adler, owned, base.lossy);
 }
 
 /**
