@@ -30,6 +30,7 @@ import type { TimerHandle } from "../../src/time/clock.js";
 import { slotDueMs } from "../../src/workflow/schedule/jitter.js";
 import type { PendingTimer, RunState } from "../../src/workflow/types.js";
 import type { ServedPendingTimers } from "./scheduler-types.js";
+import type { DueGeneration } from "./scheduler-queue.js";
 import { WORKFLOW_RUN_KIND } from "../../src/workflow/workflow-run-kind.js";
 import { reusedArchivedRunProblem } from "../../src/workflow/run-archive.js";
 import { ArchiveReads } from "./archive-reads.js";
@@ -509,9 +510,10 @@ export class DeploymentView {
 
   /**
    * Moves a run to its state after a commit of this process (see FireCommitter), when the view
-   * still holds it at `parentEventsOid`, the state that commit was made from.
+   * still holds it at `parentEventsOid`, the state that commit was made from. `fired`: the run's
+   * generations that commit took, as delivered (their queue keys disarm them, see {@link sync}).
    */
-  adopt(runId: string, after: { state: RunState; maxFileSeq: number; eventsOid: string | null; lastEventOid: string | null; runTreeOid: string | null }): void {
+  adopt(runId: string, after: { state: RunState; maxFileSeq: number; eventsOid: string | null; lastEventOid: string | null; runTreeOid: string | null }, fired?: DueGeneration | readonly DueGeneration[]): void {
     const record = this.runs.get(runId);
     if (record === undefined) return;
     record.state = after.state;
@@ -521,7 +523,7 @@ export class DeploymentView {
     record.runTreeOid = after.runTreeOid;
     this.indexDirty = true;
     this.changes += 1;
-    this.sync(runId, record);
+    this.sync(runId, record, fired);
   }
 
   /**
@@ -746,8 +748,12 @@ export class DeploymentView {
     return record;
   }
 
-  /** Makes the queue hold exactly the run's armed, unsuppressed timers (none once stopped: stop() disarmed them). */
-  sync(runId: string, record: RunRecord): void {
+  /**
+   * Makes the queue hold exactly the run's armed, unsuppressed timers (none once stopped: stop()
+   * disarmed them). `delivered`: generations of this run as the queue delivered them (a fire
+   * commit's); a timer among them is disarmed by its delivered key, not by a key built anew.
+   */
+  sync(runId: string, record: RunRecord, delivered?: DueGeneration | readonly DueGeneration[]): void {
     if (this.stopped) return;
     // A paused series is armed in the log but not queued: nothing of it is due until it resumes.
     const wanted: ReadonlyMap<string, PendingTimer> = record.state.terminal === null && record.reused !== true ? armedUnpaused(record.state.pendingTimers) : NO_TIMERS;
@@ -756,7 +762,9 @@ export class DeploymentView {
     for (let i = 0; i < record.queued.length; i++) {
       const timerId = record.queued[i] as string;
       if (wanted.has(timerId)) continue;
-      this.ctx.queue.disarm(this.repoId, runId, timerId);
+      const key = deliveredKey(delivered, timerId);
+      if (key === undefined) this.ctx.queue.disarm(this.repoId, runId, timerId);
+      else this.ctx.queue.disarmKey(key);
       dropped += 1;
     }
     if (dropped === record.queued.length) {
@@ -1051,4 +1059,20 @@ function armedUnpaused(timers: ReadonlyMap<string, PendingTimer>): ReadonlyMap<s
   for (const t of timers.values()) if (t.pausedAt !== undefined) paused = true;
   if (!paused) return timers;
   return new Map([...timers].filter(([, t]) => t.pausedAt === undefined));
+}
+
+/**
+ * The queue key of `timerId`'s generation among `delivered` (one generation, or a list), or
+ * undefined: a delivered key is the very string the queue holds (built, flattened and hashed once
+ * at arming), where building `repo/run/timer` again makes a new string to hash per fired timer.
+ */
+function deliveredKey(delivered: DueGeneration | readonly DueGeneration[] | undefined, timerId: string): string | undefined {
+  if (delivered === undefined) return undefined;
+  if (!Array.isArray(delivered)) {
+    const one = delivered as DueGeneration;
+    return one.pending.timerId === timerId ? one.key : undefined;
+  }
+  const list = delivered as readonly DueGeneration[];
+  for (let i = 0; i < list.length; i++) if ((list[i] as DueGeneration).pending.timerId === timerId) return (list[i] as DueGeneration).key;
+  return undefined;
 }

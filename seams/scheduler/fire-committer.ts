@@ -38,7 +38,7 @@ import { monotonicMs, wallMs, type TrackerContext } from "./tracker-context.js";
 
 type Added = CommittedEvents["events"][number];
 /** A run a commit appends to: its events tree at the parent, and its state after the commit. */
-type After = { runId: string; parentEventsOid: string | null; state: RunState; maxFileSeq: number; append: number };
+type After = { runId: string; parentEventsOid: string | null; state: RunState; maxFileSeq: number; append: number; due: DueGeneration | DueGeneration[] };
 type Outcome = { timer: PendingTimer; plan: FirePlan; runId: string };
 /** A run whose log, read at the commit's parent, lacks an object: its due timers, and why (see FireCommitter.freshRun). */
 type Refused = { runId: string; timers: PendingTimer[]; error: WorkflowHostError };
@@ -223,19 +223,16 @@ export class FireCommitter {
           // The view's records are at this very parent: each run's state is taken as it is,
           // without looking its folder up in the parent's tree.
           const current = this.view.recordsAt(parentSha);
-          // A run's one timer as it is (a burst's usual run), a list from its second on.
-          const byRun = new Map<string, PendingTimer | PendingTimer[]>();
-          // A series tick is judged on time or missed when the host took it up, not now.
-          const takenUpMs = new Map<PendingTimer, number>();
+          // A run's one due generation as it is (a burst's usual run), a list from its second on.
+          const byRun = new Map<string, DueGeneration | DueGeneration[]>();
           // Loops here and below are indexed, once per timer: a for-of makes an iterator result
           // per step until V8 has optimised the loop, which a fresh host's first burst runs before.
           for (let i = 0; i < due.length; i++) {
             const d = due[i] as DueGeneration;
-            if (d.pending.cron !== undefined) takenUpMs.set(d.pending, d.takenUpMs);
             const held = byRun.get(d.runId);
-            if (held === undefined) byRun.set(d.runId, d.pending);
-            else if (Array.isArray(held)) held.push(d.pending);
-            else byRun.set(d.runId, [held, d.pending]);
+            if (held === undefined) byRun.set(d.runId, d);
+            else if (Array.isArray(held)) held.push(d);
+            else byRun.set(d.runId, [held, d]);
           }
           // One options object for the commit; a series tick gets its own (with when it was taken up).
           const planOptions = { nowMs, ...this.ctx.planOptions };
@@ -248,7 +245,7 @@ export class FireCommitter {
           const runIds = [...byRun.keys()].sort();
           for (let r = 0; r < runIds.length; r++) {
             const runId = runIds[r] as string;
-            const held = byRun.get(runId) as PendingTimer | PendingTimer[];
+            const held = byRun.get(runId) as DueGeneration | DueGeneration[];
             const timers = Array.isArray(held) ? held : null;
             const count = timers === null ? 1 : timers.length;
             // A turn for the event loop when the slice is used up, asked every few runs: an
@@ -259,7 +256,7 @@ export class FireCommitter {
             }
             const fresh = current ? this.currentRun(runId) ?? (await this.freshRun(reads, runId, refused)) : await this.freshRun(reads, runId, refused);
             if (fresh === null) {
-              refused[refused.length - 1]?.timers.push(...(timers ?? [held as PendingTimer]));
+              refused[refused.length - 1]?.timers.push(...(timers === null ? [(held as DueGeneration).pending] : timers.map((d) => d.pending)));
               continue;
             }
             // Read now: `fresh` may be the view's record, which the tail may move on while this awaits.
@@ -271,11 +268,12 @@ export class FireCommitter {
             let files: { name: string; content: Uint8Array }[] | null = null;
             if (timers !== null) timers.sort(byFireAt);
             for (let t = 0; t < count; t++) {
-              const timer = timers === null ? (held as PendingTimer) : (timers[t] as PendingTimer);
+              const d = timers === null ? (held as DueGeneration) : (timers[t] as DueGeneration);
+              const timer = d.pending;
               const counting = prepareCatchUp(state.pendingTimers.get(timer.timerId), at, slicer.pause);
               if (counting !== undefined) await counting;
-              const takenUp = takenUpMs.get(timer);
-              const plan = planDueTimer(state, timer, takenUp === undefined ? planOptions : { ...planOptions, takenUpMs: takenUp });
+              // A series tick is judged on time or missed when the host took it up, not now.
+              const plan = planDueTimer(state, timer, timer.cron === undefined ? planOptions : { ...planOptions, takenUpMs: d.takenUpMs });
               outcomes.push({ timer, plan, runId });
               if (plan.kind !== "append") continue;
               for (let e = 0; e < plan.events.length; e++) {
@@ -307,7 +305,7 @@ export class FireCommitter {
               }
             }
             if (files !== null) {
-              after.push({ runId, parentEventsOid, state, maxFileSeq: seq - 1, append: appends.length });
+              after.push({ runId, parentEventsOid, state, maxFileSeq: seq - 1, append: appends.length, due: held });
               const folder = `${runsPrefix}${runId}`;
               appends.push(parentEventsOid === null ? { folder, sub: eventsFolder, files } : { folder, sub: eventsFolder, files, subOid: parentEventsOid });
             }
@@ -411,7 +409,7 @@ export class FireCommitter {
         eventsOid = folderOid(`${runFolder}/${eventsFolder}`);
       }
       if (runTreeOid === undefined || eventsOid === undefined) continue;
-      this.view.adopt(run.runId, { state: run.state, maxFileSeq: run.maxFileSeq, eventsOid, lastEventOid, runTreeOid });
+      this.view.adopt(run.runId, { state: run.state, maxFileSeq: run.maxFileSeq, eventsOid, lastEventOid, runTreeOid }, run.due);
       adopted.add(run.runId);
     }
     if (adopted.size > 0) this.view.noteOwnCommit(commitSha, parentSha, adopted, adopted.size === after.length);
@@ -559,8 +557,8 @@ export class FireCommitter {
 }
 
 /** Oldest fireAt first. */
-function byFireAt(a: PendingTimer, b: PendingTimer): number {
-  return Date.parse(a.fireAt) - Date.parse(b.fireAt);
+function byFireAt(a: DueGeneration, b: DueGeneration): number {
+  return Date.parse(a.pending.fireAt) - Date.parse(b.pending.fireAt);
 }
 
 /** Event file names by seq, made once each: a burst's runs share the few seqs they are at. */

@@ -67,6 +67,12 @@ export interface SchedulerQueue {
   /** Drops the timer's queued generation. @returns whether one was queued */
   disarm(repoId: string, runId: string, timerId: string): boolean;
   /**
+   * {@link disarm} by the timer's queue key as delivered ({@link DueGeneration.key}): the string
+   * the queue already holds and has hashed, so no key is built and hashed again (a fire commit
+   * disarms every timer it fired). @returns whether a generation was queued
+   */
+  disarmKey(key: string): boolean;
+  /**
    * Drops the timer from memory and refuses its generations up to `upToSetSeq` (a TimerSet seq)
    * from now on; a newer generation is armed as usual and ends the suppression. A negative
    * `upToSetSeq` (no generation known) only drops it.
@@ -192,6 +198,7 @@ export function createSchedulerQueue(opts: SchedulerQueueOptions): SchedulerQueu
     disarm(repoId, runId, timerId) {
       return disarm(timerKey(repoId, runId, timerId));
     },
+    disarmKey: disarm,
     suppress(repoId, runId, timerId, upToSetSeq) {
       const runKey = `${repoId}/${runId}`;
       let run = suppressions.get(runKey);
