@@ -431,7 +431,7 @@ function onLiveEvent(type, event) {
     renderFires();
     renderTimers();
     scheduleReload(event.fire.repoId);
-  } else if (type === "armed" || type === "cancelled" || type === "skipped" || type === "recovered" || type === "schedule") {
+  } else if (type === "armed" || type === "cancelled" || type === "skipped" || type === "recovered" || type === "schedule" || type === "paused" || type === "resumed") {
     scheduleReload(event.repoId);
   } else if (type === "error" && event.code === "token_expired") {
     // The stream's last event before it ends: the token reached its expiresAt.

@@ -135,6 +135,13 @@ export type SchedulerEvent =
   | { readonly type: "skipped"; readonly repoId: string; readonly runId: string; readonly timerId: string; readonly firstMissed: string; readonly lastMissed: string; readonly count: number; readonly commitSha: string }
   | { readonly type: "armed"; readonly repoId: string; readonly runId: string; readonly timerId: string; readonly fireAt: string }
   | { readonly type: "cancelled"; readonly repoId: string; readonly runId: string; readonly timerId: string; readonly commitSha: string | null }
+  /**
+   * A cron series was paused (`SchedulePaused`) or resumed (`ScheduleResumed`) by the commit
+   * `commitSha`, whoever wrote it (the HTTP face, the CLI, another process, a push): one report
+   * per change of its state, once the tail applied it; `reason` the pause's, when it gave one.
+   */
+  | { readonly type: "paused"; readonly repoId: string; readonly runId: string; readonly timerId: string; readonly reason?: string; readonly commitSha: string }
+  | { readonly type: "resumed"; readonly repoId: string; readonly runId: string; readonly timerId: string; readonly commitSha: string }
   | { readonly type: "bad_event"; readonly repoId: string; readonly runId: string; readonly seq: number | null; readonly path: string; readonly error: WorkflowHostError }
   /**
    * A fire commit failed; its `timers` are re-armed `retryInMs` later. With `runId`: only that

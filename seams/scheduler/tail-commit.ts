@@ -15,8 +15,8 @@ import { afterTerminalProblem, classifyRunPath, rewrittenProblem, sequenceProble
 import type { BadEvent } from "../../src/workflow/run-log.js";
 import { applyEvent } from "../../src/workflow/run-state.js";
 import { createTimeSlicer, DEFAULT_SLICE_MS } from "../../src/time/time-slicer.js";
-import { isTimerCancelled } from "../../src/workflow/event-guards.js";
-import type { RunEvent } from "../../src/workflow/types.js";
+import { isSchedulePaused, isScheduleResumed, isTimerCancelled } from "../../src/workflow/event-guards.js";
+import type { PendingTimer, RunEvent } from "../../src/workflow/types.js";
 import { runsMovedToArchive } from "../../src/workflow/run-archive.js";
 import type { DeploymentView } from "./deployment-view.js";
 import { monotonicMs } from "./tracker-context.js";
@@ -145,9 +145,13 @@ export async function applyTailCommit(view: DeploymentView, commit: CommitChange
       }
       const cancelled = isTimerCancelled(event) ? event.data.timerId : null;
       const armed = cancelled !== null && record.state.pendingTimers.has(cancelled);
+      const series = isSchedulePaused(event) || isScheduleResumed(event) ? event.data.timerId : null;
+      const wasPaused = series !== null && record.state.pendingTimers.get(series)?.pausedAt !== undefined;
       record.state = applyEvent(record.state, event);
       // Whoever wrote it (this host, the CLI, another process, a push): one report per cancel.
       if (armed) ctx.report({ type: "cancelled", repoId: view.repoId, runId, timerId: cancelled, commitSha: commit.commitSha });
+      // And one per pause or resume that changed the series' state (the dashboard follows them).
+      if (series !== null) reportPauseChange(view, runId, series, wasPaused, record.state.pendingTimers.get(series), event, commit.commitSha);
     }
     record.eventsOid = await reads.treeOid(runEventsPrefix(runId).slice(0, -1));
     // The last event's blob, which the recovery index keeps (design notes §74): the last add
@@ -162,6 +166,18 @@ export async function applyTailCommit(view: DeploymentView, commit: CommitChange
     const record = view.runs.get(removed.runId);
     if (record === undefined || record.bad > 0 || record.state.terminal === null) view.reportBad(removed);
   }
+}
+
+/** Reports `paused` or `resumed` when the series `timerId` of `runId` changed state (`after`: its pending timer after `event`). */
+function reportPauseChange(view: DeploymentView, runId: string, timerId: string, wasPaused: boolean, after: PendingTimer | undefined, event: RunEvent, commitSha: string): void {
+  const paused = after?.pausedAt !== undefined;
+  if (after === undefined || paused === wasPaused) return;
+  if (!paused) {
+    view.ctx.report({ type: "resumed", repoId: view.repoId, runId, timerId, commitSha });
+    return;
+  }
+  const reason = isSchedulePaused(event) && typeof event.data.reason === "string" ? event.data.reason : undefined;
+  view.ctx.report({ type: "paused", repoId: view.repoId, runId, timerId, ...(reason === undefined ? {} : { reason }), commitSha });
 }
 
 /** The run a path under `runs/` belongs to, or "" for any other path. */

@@ -30,13 +30,16 @@ export type LiveEvent =
   | { readonly type: "armed"; readonly repoId: string; readonly runId: string; readonly timerId: string; readonly fireAt: string }
   | { readonly type: "skipped"; readonly repoId: string; readonly runId: string; readonly timerId: string; readonly count: number; readonly firstMissed: string; readonly lastMissed: string; readonly reason: string }
   | { readonly type: "cancelled"; readonly repoId: string; readonly runId: string; readonly timerId: string }
+  /** A cron series paused or resumed, whoever wrote it (the HTTP face, the CLI, a push), once the host applied it. */
+  | { readonly type: "paused"; readonly repoId: string; readonly runId: string; readonly timerId: string; readonly reason?: string }
+  | { readonly type: "resumed"; readonly repoId: string; readonly runId: string; readonly timerId: string }
   | { readonly type: "signal"; readonly repoId: string; readonly runId: string; readonly signalName: string; readonly signalId: string; readonly seq: number; readonly duplicate: boolean }
   | { readonly type: "bad_event"; readonly repoId: string; readonly path: string; readonly seq: number | null; readonly code: string }
   | { readonly type: "recovered"; readonly repoId: string }
   /**
    * A schedule changed through the HTTP face (a pause, resume, trigger or backfill that wrote
    * something; a sync that committed: no `runId`, `timerId`). Changes made by the CLI on the same
-   * data dir are not reported here.
+   * data dir are not reported here (a pause or resume of theirs is, as `paused` or `resumed`).
    */
   | { readonly type: "schedule"; readonly repoId: string; readonly runId?: string; readonly timerId?: string; readonly action: ScheduleAction; readonly outcome: string };
 
@@ -182,6 +185,12 @@ export function createHostMonitor(opts: HostMonitorOptions = {}): HostMonitor {
         break;
       case "armed":
         publish({ type: "armed", repoId: event.repoId, runId: event.runId, timerId: event.timerId, fireAt: event.fireAt });
+        break;
+      case "paused":
+        publish({ type: "paused", repoId: event.repoId, runId: event.runId, timerId: event.timerId, ...(event.reason === undefined ? {} : { reason: event.reason }) });
+        break;
+      case "resumed":
+        publish({ type: "resumed", repoId: event.repoId, runId: event.runId, timerId: event.timerId });
         break;
       case "bad_event":
         badEvents.inc({ deployment: event.repoId });

@@ -22,7 +22,7 @@ import { Readable } from "node:stream";
 import { fastify, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { DuplicateJsonKeyError, parseJsonText } from "../config-json.js";
 import { describeValue, isWorkflowHostError, WorkflowHostError } from "../errors.js";
-import { listPendingTimers, listServedPendingTimers, type PendingTimersReport } from "../host/list-pending-timers.js";
+import { listPendingTimers, listServedPendingTimers, type PendingTimerInfo, type PendingTimersReport } from "../host/list-pending-timers.js";
 import type { WorkflowHost } from "../host/host.js";
 import type { TimerSpec } from "../host/runtime-types.js";
 import { silentLogger } from "../logger.js";
@@ -46,7 +46,7 @@ import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
 import { loadDashboardAssets } from "./dashboard-assets.js";
 import type { ScheduleAction } from "./host-monitor.js";
 import { clientErrorResponse, errorReply, HTTP_STATUS_BY_CODE, HttpError, serverFailureMessage } from "./http-errors.js";
-import { countQuery, nextTicks, noBody, objectBody, onlyQueryFields, pageQuery, presentedToken, stringQuery } from "./http-request.js";
+import { afterTimersCursor, countQuery, encodeTimersCursor, nextTicks, noBody, objectBody, onlyQueryFields, pageQuery, presentedToken, stringQuery, timersPageQuery, type TimersCursor } from "./http-request.js";
 import { streamLiveEvents } from "./live-event-stream.js";
 
 import type { HttpHandlerOptions } from "./http-handler-options.js";
@@ -57,6 +57,16 @@ export type { HttpHandlerOptions } from "./http-handler-options.js";
 
 /** Longest path parameter routed (characters); ids are checked by their own parsers after that. */
 const MAX_PATH_PARAM_CHARS = 1024;
+/** The order of `GET …/timers`: fireAt, then repo, run and timer id (list-pending-timers.ts's, across deployments). */
+function compareListed(a: { readonly fireAtMs: number; readonly info: PendingTimerInfo }, b: { readonly fireAtMs: number; readonly info: PendingTimerInfo }): number {
+  if (a.fireAtMs !== b.fireAtMs) return a.fireAtMs - b.fireAtMs;
+  const x = a.info;
+  const y = b.info;
+  if (x.repoId !== y.repoId) return x.repoId < y.repoId ? -1 : 1;
+  if (x.runId !== y.runId) return x.runId < y.runId ? -1 : 1;
+  return x.timerId < y.timerId ? -1 : x.timerId > y.timerId ? 1 : 0;
+}
+
 /** Timers of a `GET …/timers` answer written as JSON between two pauses of its slicer. */
 const JSON_TIMERS_PER_PAUSE = 2_048;
 /** The largest `limit` of `GET /v1/fires` (the fires a host keeps are fewer by default: 500). */
@@ -459,7 +469,7 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
    * its logs, through the heavy-read gate (`gone`: the client hung up). `deployments` says, per
    * deployment listed, which commit its part reflects and where it came from (design notes §76).
    */
-  const timersOf = async (repoIds: readonly string[], keepGoing: boolean, gone: AbortSignal) => {
+  const timersOf = async (repoIds: readonly string[], keepGoing: boolean, gone: AbortSignal, page: { readonly after?: TimersCursor; readonly limit?: number }) => {
     // One instant for every deployment listed.
     const now = clock();
     // One slicer for the whole answer (listing each deployment, then each series' next ticks),
@@ -492,10 +502,18 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
         // server path (the host reported the run with it when it recovered the deployment).
         unreadableRuns.push({ repoId, runId: u.runId, path: u.path, code: u.error.code, message: `${u.path} of run ${u.runId} cannot be read (${u.error.code}); its timers are not listed; workflow-host check names the object` });
       }
-      for (const info of report.timers) listed.push({ info, fireAtMs: Date.parse(info.fireAt) });
+      const after = page.after;
+      for (const info of report.timers) {
+        const fireAtMs = Date.parse(info.fireAt);
+        if (after === undefined || afterTimersCursor(after, fireAtMs, info.repoId, info.runId, info.timerId)) listed.push({ info, fireAtMs });
+      }
     }
-    // By fireAt across deployments, each one's order kept for equal instants (a stable sort).
-    const sorted = await slicedSort(listed, (a, b) => a.fireAtMs - b.fireAtMs, pause);
+    // By fireAt across deployments, then repo, run and timer id: one place per timer, which the
+    // page's cursor names.
+    const all = await slicedSort(listed, compareListed, pause);
+    const sorted = page.limit === undefined || all.length <= page.limit ? all : all.slice(0, page.limit);
+    const last = sorted.length < all.length ? sorted[sorted.length - 1] : undefined;
+    const nextAfter = last === undefined ? null : encodeTimersCursor({ fireAtMs: last.fireAtMs, repoId: last.info.repoId, runId: last.info.runId, timerId: last.info.timerId });
     // Series of one cron and zone due at one tick (hundreds of runs on one schedule) share their next ticks.
     const ticksOf = new Map<string, string[]>();
     const listing = [];
@@ -524,7 +542,7 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
       parts.push(JSON.stringify(listing.slice(i, i + JSON_TIMERS_PER_PAUSE)).slice(1, -1));
     }
     const head = JSON.stringify({ now: now.toISOString() }).slice(0, -1);
-    const tail = JSON.stringify({ failedRepos, unreadableRuns, deployments }).slice(1);
+    const tail = JSON.stringify({ nextAfter, failedRepos, unreadableRuns, deployments }).slice(1);
     const chunks = [`${head},"timers":[`];
     for (let i = 0; i < parts.length; i++) chunks.push(i === 0 ? (parts[i] as string) : `,${parts[i] as string}`);
     chunks.push(`],${tail}`);
@@ -538,23 +556,25 @@ export function createHttpHandler(host: WorkflowHost, opts: HttpHandlerOptions):
   const sendJson = (reply: FastifyReply, chunks: readonly string[]): FastifyReply => reply.header("content-type", "application/json; charset=utf-8").send(Readable.from(chunks, { objectMode: false }));
 
   route("GET", "/v1/timers", async (request, reply) => {
+    const page = timersPageQuery(request.query);
     ensureRunning();
     const principal = principalOf(request);
     const all = await host.store.listRepos(storePrincipal, WORKFLOW_RUN_KIND);
     const readable: string[] = [];
     for (const repoId of all) if (await allowed(principal, repoId, "read")) readable.push(repoId);
     const gone = clientGone(reply);
-    return sendJson(reply, await listings.run(() => timersOf(readable, true, gone), gone));
-  });
+    return sendJson(reply, await listings.run(() => timersOf(readable, true, gone, page), gone));
+  }, { query: "page" });
 
   route("GET", "/v1/deployments/:repoId/timers", async (request, reply) => {
     const { repoId: rawRepo } = request.params as { repoId: string };
     const repoId = parseRepoId(rawRepo);
+    const page = timersPageQuery(request.query);
     await requireAllowed(request, repoId, "read");
     ensureRunning();
     const gone = clientGone(reply);
-    return sendJson(reply, await listings.run(() => timersOf([repoId], false, gone), gone));
-  });
+    return sendJson(reply, await listings.run(() => timersOf([repoId], false, gone, page), gone));
+  }, { query: "page" });
 
   route("PUT", "/v1/deployments/:repoId/runs/:runId/timers/:timerId", async (request) => {
     const params = request.params as { repoId: string; runId: string; timerId: string };

@@ -107,6 +107,62 @@ export function pageQuery(query: unknown, fields: readonly (keyof PageQuery)[], 
   return out;
 }
 
+/** Most timers in one page of `GET …/timers` (`?limit=`). */
+export const MAX_PAGE_TIMERS = 10_000;
+
+/**
+ * Where a page of pending timers starts: after the timer with this place in the listing's order
+ * (fireAt, then repo, run and timer id; see list-pending-timers.ts).
+ */
+export interface TimersCursor {
+  /** The last listed timer's fireAt, epoch ms. */
+  readonly fireAtMs: number;
+  readonly repoId: string;
+  readonly runId: string;
+  readonly timerId: string;
+}
+
+/** The cursor a page hands out as `nextAfter`: base64url of `[fireAtMs, repoId, runId, timerId]` as JSON (opaque to clients). */
+export function encodeTimersCursor(cursor: TimersCursor): string {
+  return Buffer.from(JSON.stringify([cursor.fireAtMs, cursor.repoId, cursor.runId, cursor.timerId]), "utf8").toString("base64url");
+}
+
+/** Whether the timer at (`fireAtMs`, repo, run, timer) comes after `cursor` in the listing's order. */
+export function afterTimersCursor(cursor: TimersCursor, fireAtMs: number, repoId: string, runId: string, timerId: string): boolean {
+  if (fireAtMs !== cursor.fireAtMs) return fireAtMs > cursor.fireAtMs;
+  const key = `${repoId}\u0000${runId}\u0000${timerId}`;
+  return key > `${cursor.repoId}\u0000${cursor.runId}\u0000${cursor.timerId}`;
+}
+
+/**
+ * Reads a page of pending timers from `?after=<cursor>&limit=<n>` (each once): `after` a
+ * `nextAfter` of an earlier page, `limit` in 1..{@link MAX_PAGE_TIMERS}. Without `limit` every
+ * timer is listed (one answer: 15 MB at 100,000 timers). Keyset paging: a page starts after the
+ * last timer of the one before, so timers that fire or are added between two pages never make a
+ * page repeat or skip the others (a timer set again for another instant moves in the order).
+ * @throws page_invalid for a limit that is not a whole number in range, a cursor this server did
+ *   not hand out, a field given twice, or another field
+ */
+export function timersPageQuery(query: unknown): { readonly after?: TimersCursor; readonly limit?: number } {
+  const given = (query ?? {}) as Record<string, unknown>;
+  const { limit } = pageQuery({ ...given, after: undefined }, ["after", "limit"], MAX_PAGE_TIMERS);
+  const raw = given.after;
+  if (raw === undefined) return limit === undefined ? {} : { limit };
+  const refuse = (): WorkflowHostError =>
+    new WorkflowHostError("page_invalid", `after ${describeValue(raw)} is not valid; allowed: the nextAfter of an earlier page, given once`, { field: "after", value: raw });
+  if (typeof raw !== "string" || raw.length > 4_096 || !/^[A-Za-z0-9_-]+$/.test(raw)) throw refuse();
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(raw, "base64url").toString("utf8"));
+  } catch {
+    throw refuse();
+  }
+  if (!Array.isArray(parsed) || parsed.length !== 4 || !Number.isSafeInteger(parsed[0]) || !parsed.slice(1).every((p) => typeof p === "string")) throw refuse();
+  const [fireAtMs, repoId, runId, timerId] = parsed as [number, string, string, string];
+  const after = { fireAtMs, repoId, runId, timerId };
+  return limit === undefined ? { after } : { after, limit };
+}
+
 /**
  * A whole-number query field that is not a page's (`?next=5` of a schedule): decimal digits,
  * given once, in `min`..`max`. (The route's `query` list has refused other fields already.)

@@ -91,6 +91,12 @@ export const PACK_INDEX_WARNING = "WORKFLOW_HOST_PACK_INDEX";
  * later lost it (removed by hand, a bad copy, a crash of the file system).
  */
 export const ORPHAN_PACK_MS = 60_000;
+/**
+ * A pack file without its index younger than this (ms) is left for its writer, not even
+ * indexed in memory (see youngOrphan): its index follows within milliseconds, and a scan
+ * meeting a merge's big pack between its two renames would otherwise walk all of it.
+ */
+export const ORPHAN_GRACE_MS = 2_000;
 
 /** Gives the event loop back (between chunks of a long check, see pack-reindex.ts). */
 const yieldToLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
@@ -261,6 +267,14 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
   const salvaged = new Map<string, { key: string; pack: LoadedPack; indexed: number; unreadable: number }>();
   /** Salvages under way, by name: two scans meeting the same pack share one. */
   const salvaging = new Map<string, Promise<LoadedPack>>();
+  /**
+   * Packs without an index younger than {@link ORPHAN_PACK_MS} whose trailer checksum matches,
+   * indexed in memory (see {@link youngOrphan}), by name, with the pack file's size and mtime
+   * then; a pack that failed it maps to null (not tried again until the file changes).
+   */
+  const youngOrphans = new Map<string, { key: string; pack: LoadedPack | null }>();
+  /** Young orphans being indexed, by name: two scans meeting one share the walk. */
+  const indexingYoung = new Map<string, Promise<LoadedPack | null>>();
   /** Big packs whose trailer is being or was checked in the background (see checkTrailer). */
   const trailerChecked = new Set<string>();
   const trailerChecks = new Set<Promise<void>>();
@@ -374,7 +388,10 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
     /** Set when the index was rebuilt here: the pack's trailer was checked then. */
     let rebuilt = false;
     if (idx === null) {
-      if (!orphan || now() - Number(stat.mtimeMs) <= ORPHAN_PACK_MS) return null;
+      if (!orphan) return null;
+      const age = now() - Number(stat.mtimeMs);
+      if (age <= ORPHAN_GRACE_MS) return null;
+      if (age <= ORPHAN_PACK_MS) return youngOrphan(name, packPath, stat);
       try {
         idx = await rebuiltIndex(name, packPath, stat, "is missing");
         rebuilt = true;
@@ -493,6 +510,47 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
       salvaging.set(name, pending);
       const done = (): void => {
         salvaging.delete(name);
+      };
+      pending.then(done, done);
+    }
+    return pending;
+  }
+
+  /**
+   * A pack listed without an index, older than {@link ORPHAN_GRACE_MS} and younger than
+   * {@link ORPHAN_PACK_MS}: its writer's index
+   * may arrive any moment (git and pack-writer.ts place the pack first), or it may be a copy
+   * made without one (a restore of `objects/pack`). Either way it is whole once its trailer
+   * checksum matches (a writer renames a pack into place only once written), so it is indexed in
+   * memory (pack-reindex.ts `rebuildPackIndex`) and served: before, its objects were missing for
+   * a minute, and a deployment whose tip was in it failed. Nothing is written (the writer's own
+   * index may be on its way; an old orphan gets one written, see loadPack); not merged (a merge
+   * would remove the pack its writer is about to index). A pack that fails the check is left
+   * for its writer, as before (null), and not walked again until its file changes.
+   */
+  async function youngOrphan(name: string, packPath: string, stat: { size: number | bigint; mtimeMs: number }): Promise<LoadedPack | null> {
+    const key = `${Number(stat.size)}:${stat.mtimeMs}`;
+    const known = youngOrphans.get(name);
+    if (known !== undefined && known.key === key) return known.pack;
+    let pending = indexingYoung.get(name);
+    if (pending === undefined) {
+      pending = (async () => {
+        const size = Number(stat.size);
+        let pack: LoadedPack | null = null;
+        try {
+          const { idx } = await rebuildPackIndex(fs, packPath, size, yieldToLoop);
+          pack = { name, index: parsePackIndex(name, idx, size), size, mergeable: false };
+        } catch (error) {
+          if (errnoCode(error) === "ENOENT") throw new PackGone(name);
+          if (!(error instanceof WorkflowHostError)) throw error;
+        }
+        youngOrphans.set(name, { key, pack });
+        if (pack !== null && !ages.has(name)) setAge(name, Number(stat.mtimeMs));
+        return pack;
+      })();
+      indexingYoung.set(name, pending);
+      const done = (): void => {
+        indexingYoung.delete(name);
       };
       pending.then(done, done);
     }
@@ -621,7 +679,8 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
       const known = new Map(packs.map((p) => [p.name, p]));
       // A pack indexed in memory (see salvaged) is loaded again at each scan: a cheap check
       // of its files' stats, its index kept while they are unchanged.
-      const kept = packs.filter((p) => !salvaged.has(p.name) && names.has(`${p.name}.idx`) && names.has(`${p.name}.pack`));
+      // So is a young pack indexed in memory (see youngOrphan), until its own index arrives.
+      const kept = packs.filter((p) => !salvaged.has(p.name) && !youngOrphans.has(p.name) && names.has(`${p.name}.idx`) && names.has(`${p.name}.pack`));
       const fresh: string[] = [];
       /** Packs listed without an index (see loadPack). */
       const orphans = new Set<string>();
@@ -634,7 +693,7 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
         }
         if (!file.endsWith(".idx")) continue;
         const name = file.slice(0, -4);
-        if ((!known.has(name) || salvaged.has(name)) && names.has(`${name}.pack`)) fresh.push(name);
+        if ((!known.has(name) || salvaged.has(name) || youngOrphans.has(name)) && names.has(`${name}.pack`)) fresh.push(name);
       }
       // All at once: a reader behind a busy writer has one new pack per commit to load.
       let unreadable = 0;
@@ -658,6 +717,7 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
       );
       for (const name of broken.keys()) if (!names.has(`${name}.idx`)) broken.delete(name);
       for (const name of salvaged.keys()) if (!names.has(`${name}.pack`)) salvaged.delete(name);
+      for (const name of youngOrphans.keys()) if (!orphans.has(name)) youngOrphans.delete(name);
       const added = loaded.filter((pack): pack is LoadedPack => pack !== null);
       // An orphan left unindexed (too young, or not a pack) is not a pack that vanished.
       const vanished = added.length + unreadable < fresh.length - loaded.filter((pack, i) => pack === null && orphans.has(fresh[i] as string)).length;

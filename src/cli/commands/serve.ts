@@ -489,6 +489,12 @@ export function printEvent(io: CliIo, event: SchedulerEvent, json: boolean): voi
     case "cancelled":
       line("cancelled", `${event.repoId}/${event.runId}/${event.timerId}${event.commitSha === null ? "" : ` commit ${shortSha(event.commitSha)}`}`);
       break;
+    case "paused":
+      line("paused", `${event.repoId}/${event.runId}/${event.timerId}${event.reason === undefined ? "" : ` reason ${JSON.stringify(event.reason)}`} commit ${shortSha(event.commitSha)}`);
+      break;
+    case "resumed":
+      line("resumed", `${event.repoId}/${event.runId}/${event.timerId} commit ${shortSha(event.commitSha)}`);
+      break;
     case "bad_event":
       line("bad-event", `${event.repoId}: ${event.path}${event.seq === null ? "" : ` (seq ${event.seq})`}: ${event.error.message}`);
       break;

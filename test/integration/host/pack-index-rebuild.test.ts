@@ -179,15 +179,47 @@ describe("a pack index damaged or lost, its pack whole", () => {
     });
   }
 
-  it("a pack without its index that is only seconds old is left for its writer (not indexed)", async () => {
+  it("a whole pack without its index, ten seconds old (a copy made without it), is indexed in memory: every run fires; nothing is written for it while it is young", async () => {
     const d = await deployment();
-    const { base } = await historyPacked(d);
+    const { base, due } = await historyPacked(d);
     await unlink(`${base}.idx`);
-    await recoverAndFire(d, (events) => {
-      expect(events.filter((e) => e.type === "repo_failed").length).toBeGreaterThan(0);
+    const young = new Date(Date.now() - 10_000);
+    await utimes(`${base}.pack`, young, young);
+    const name = base.split("/").at(-1) as string;
+    const told = await collectWarnings(async (warnings) => {
+      await recoverAndFire(d, (events) => {
+        expect(events.filter((e) => e.type === "repo_failed")).toEqual([]);
+        expect(fired(events)).toEqual(due);
+      });
+      return warnings.filter((w) => w.message.includes(name));
     });
-    expect((await readdir(d.w.packDir)).filter((n) => n.endsWith(".idx"))).toEqual([]);
+    // Its writer's index may be on its way: none written, nothing told.
+    expect((await readdir(d.w.packDir)).filter((n) => n.startsWith(name) && (n.endsWith(".idx") || n.endsWith(".rev")))).toEqual([]);
+    expect(told).toEqual([]);
   });
+
+  for (const { what, damage } of [
+    { what: "placed this instant (its writer's index follows within milliseconds)", damage: async () => undefined },
+    {
+      what: "ten seconds old and failing its checksum (a tool writing it in place)",
+      damage: async (base: string) => {
+        await truncate(`${base}.pack`, (await readFile(`${base}.pack`)).length - 7);
+        const young = new Date(Date.now() - 10_000);
+        await utimes(`${base}.pack`, young, young);
+      },
+    },
+  ]) {
+    it(`a pack without its index ${what} is left for its writer (not indexed)`, async () => {
+      const d = await deployment();
+      const { base } = await historyPacked(d);
+      await unlink(`${base}.idx`);
+      await damage(base);
+      await recoverAndFire(d, (events) => {
+        expect(events.filter((e) => e.type === "repo_failed").length).toBeGreaterThan(0);
+      });
+      expect((await readdir(d.w.packDir)).filter((n) => n.endsWith(".idx"))).toEqual([]);
+    });
+  }
 });
 
 /** The names and bytes of every file in `dir`. */
