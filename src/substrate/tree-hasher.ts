@@ -5,8 +5,9 @@
  * everything up to the end of the folder's entry does not need the folder's oid, so the main
  * thread runs it (`beside`) while the hasher thread computes the oid.
  *
- * The hand-over is synchronous: the header and content are copied into a shared slot (reused,
- * grown as needed), the hasher thread is woken through an `Atomics` word, `beside` runs, and the
+ * The hand-over is synchronous: the content is copied into a shared slot (reused, grown as
+ * needed; content that lies in a `SharedArrayBuffer` already is read where it is), the hasher
+ * thread is woken through an `Atomics` word, `beside` runs, and the
  * main thread waits on another word for the 20 bytes. No promise, so the tree edit that asked
  * stays synchronous. Until the thread has started (the first call starts it), after it failed,
  * or when it does not answer within {@link ANSWER_WAIT_MS}, the oid is hashed here: the bytes are
@@ -16,13 +17,17 @@ import { createHash } from "node:crypto";
 import { MessageChannel, type MessagePort, Worker } from "node:worker_threads";
 import type { Oid } from "./types.js";
 
-/** Control words (Int32 indexes): requests made, requests answered, ready, the request's byte length. */
+/**
+ * Control words (Int32 indexes): requests made, requests answered, ready, the content's byte
+ * offset and length in the shared buffer last posted.
+ */
 const REQUEST = 0;
 const ANSWERED = 1;
 const READY = 2;
-const LENGTH = 3;
+const OFFSET = 3;
+const LENGTH = 4;
 /** Where the answer's 20 bytes are in the control buffer. */
-const ANSWER_AT = 16;
+const ANSWER_AT = 20;
 
 /** How long (ms) the main thread waits for the hasher thread before hashing the tree itself. */
 const ANSWER_WAIT_MS = 2_000;
@@ -34,15 +39,16 @@ const { createHash } = require("node:crypto");
 const control = new Int32Array(workerData.control);
 const answer = new Uint8Array(workerData.control, ${ANSWER_AT}, 20);
 const port = workerData.port;
-let slot = null;
+let shared = null;
 let seen = 0;
 Atomics.store(control, ${READY}, 1);
 for (;;) {
   Atomics.wait(control, ${REQUEST}, seen);
   seen = Atomics.load(control, ${REQUEST});
-  for (let m = receiveMessageOnPort(port); m !== undefined; m = receiveMessageOnPort(port)) slot = m.message;
+  for (let m = receiveMessageOnPort(port); m !== undefined; m = receiveMessageOnPort(port)) shared = m.message;
+  const offset = Atomics.load(control, ${OFFSET});
   const length = Atomics.load(control, ${LENGTH});
-  answer.set(createHash("sha1").update(new Uint8Array(slot, 0, length)).digest());
+  answer.set(createHash("sha1").update("tree " + length + "\\0", "latin1").update(new Uint8Array(shared, offset, length)).digest());
   Atomics.store(control, ${ANSWERED}, seen);
   Atomics.notify(control, ${ANSWERED});
 }
@@ -53,7 +59,10 @@ interface HasherThread {
   readonly answer: Uint8Array;
   readonly port: MessagePort;
   readonly worker: Worker;
+  /** The thread's own slot content is copied into. */
   slot: SharedArrayBuffer | null;
+  /** The shared buffer last posted to the thread. */
+  posted: SharedArrayBuffer | null;
   requests: number;
 }
 
@@ -70,7 +79,7 @@ function startThread(): HasherThread | null {
     const worker = new Worker(THREAD_SOURCE, { eval: true, workerData: { control, port: channel.port2 }, transferList: [channel.port2] });
     worker.unref();
     channel.port1.unref();
-    const started: HasherThread = { control: new Int32Array(control), answer: new Uint8Array(control, ANSWER_AT, 20), port: channel.port1, worker, slot: null, requests: 0 };
+    const started: HasherThread = { control: new Int32Array(control), answer: new Uint8Array(control, ANSWER_AT, 20), port: channel.port1, worker, slot: null, posted: null, requests: 0 };
     // A thread that fails or exits is not used again.
     worker.on("error", () => retire(started));
     worker.on("exit", () => retire(started));
@@ -110,26 +119,36 @@ export function treeOidBeside(content: Uint8Array, beside: () => void): Oid {
     beside();
     return createHash("sha1").update(head, "latin1").update(content).digest("hex");
   }
-  const length = head.length + content.byteLength;
-  if (hasher.slot === null || hasher.slot.byteLength < length) {
-    // Grown by half again: a folder that grows a run at a time is not copied into a new slot each commit.
-    hasher.slot = new SharedArrayBuffer(Math.ceil(length * 1.5));
-    hasher.port.postMessage(hasher.slot);
+  const length = content.byteLength;
+  let where: Uint8Array;
+  if (content.buffer instanceof SharedArrayBuffer) {
+    where = content;
+  } else {
+    if (hasher.slot === null || hasher.slot.byteLength < length) {
+      // Grown by half again: a folder that grows a run at a time does not get a new slot each commit.
+      hasher.slot = new SharedArrayBuffer(Math.ceil(length * 1.5));
+    }
+    where = new Uint8Array(hasher.slot, 0, length);
+    where.set(content);
   }
-  const slot = new Uint8Array(hasher.slot, 0, length);
-  for (let i = 0; i < head.length; i++) slot[i] = head.charCodeAt(i);
-  slot.set(content, head.length);
+  const buffer = where.buffer as SharedArrayBuffer;
+  if (hasher.posted !== buffer) {
+    // Queued before the thread is woken: it takes the buffer from its port when it wakes.
+    hasher.port.postMessage(buffer);
+    hasher.posted = buffer;
+  }
   const request = ++hasher.requests;
+  Atomics.store(hasher.control, OFFSET, where.byteOffset);
   Atomics.store(hasher.control, LENGTH, length);
   Atomics.store(hasher.control, REQUEST, request);
   Atomics.notify(hasher.control, REQUEST);
   try {
     beside();
   } finally {
-    // Always waited for: the slot must not be written again while the thread reads it.
+    // Always waited for: the bytes must not change while the thread reads them.
     if (!awaitAnswer(hasher, request)) retire(hasher);
   }
-  if (thread !== hasher) return createHash("sha1").update(slot).digest("hex");
+  if (thread !== hasher) return createHash("sha1").update(head, "latin1").update(where).digest("hex");
   besideCount++;
   return Buffer.from(hasher.answer).toString("hex");
 }
