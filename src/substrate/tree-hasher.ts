@@ -31,19 +31,20 @@ const SIGNAL = 5;
 /** Where the answer's 20 bytes are in the control buffer. */
 const ANSWER_AT = 24;
 /**
- * How long (ms) the hasher thread, once woken, spins for the request before it blocks again, and
- * the main thread spins for the answer before it blocks. Measured on this project's 2-core VM
- * (design notes §81): a thread blocked for 20 ms takes ~1–1.3 ms to wake, and the main thread
- * woken from `Atomics.wait` lost ~1.7 ms where a spin lost nothing; the hash itself is ~1.8 ms.
+ * How many times the hasher thread, once woken, looks for the request before it blocks again,
+ * and the main thread for the answer before it blocks (counted, not timed: ~10 ns a look, so a
+ * few ms). Measured on this project's 2-core VM (design notes §81): a thread blocked for 20 ms
+ * takes ~1–1.3 ms to wake, and the main thread woken from `Atomics.wait` lost ~1.7 ms where a
+ * spin lost nothing; the hash itself is ~1.8 ms.
  */
-const SPIN_MS = 10;
+const SPIN_LOOKS = 400_000;
 
 /** How long (ms) the main thread waits for the hasher thread before hashing the tree itself. */
 const ANSWER_WAIT_MS = 2_000;
 
 /**
  * The hasher thread: plain JavaScript (no loader), blocked in `Atomics.wait` between requests.
- * Woken ahead of a request ({@link wakeTreeHasher}), it spins for it up to SPIN_MS, then blocks
+ * Woken ahead of a request ({@link wakeTreeHasher}), it looks for it up to SPIN_LOOKS times, then blocks
  * again.
  */
 const THREAD_SOURCE = `
@@ -56,11 +57,11 @@ let shared = null;
 let seen = 0;
 let signal = 0;
 Atomics.store(control, ${READY}, 1);
+Atomics.notify(control, ${READY});
 for (;;) {
   Atomics.wait(control, ${SIGNAL}, signal);
   signal = Atomics.load(control, ${SIGNAL});
-  const until = performance.now() + ${SPIN_MS};
-  while (Atomics.load(control, ${REQUEST}) === seen && performance.now() < until);
+  for (let i = 0; i < ${SPIN_LOOKS} && Atomics.load(control, ${REQUEST}) === seen; i++);
   if (Atomics.load(control, ${REQUEST}) === seen) continue;
   seen = Atomics.load(control, ${REQUEST});
   for (let m = receiveMessageOnPort(port); m !== undefined; m = receiveMessageOnPort(port)) shared = m.message;
@@ -189,29 +190,29 @@ export function wakeTreeHasher(): void {
   if (hasher !== null && Atomics.load(hasher.control, READY) === 1) signal(hasher);
 }
 
-/** Waits for the answer to `request` (spinning first, see SPIN_MS); false when the thread did not answer in time. */
+/**
+ * Waits for the answer to `request` (looking for it first, see SPIN_LOOKS); false when the
+ * thread did not answer within {@link ANSWER_WAIT_MS}. The answered count changes only for
+ * this request (one at a time), so one wait that sees no change has timed out.
+ */
 function awaitAnswer(hasher: HasherThread, request: number): boolean {
-  const start = performance.now();
-  while (Atomics.load(hasher.control, ANSWERED) !== request && performance.now() - start < SPIN_MS);
-  const until = start + ANSWER_WAIT_MS;
-  for (;;) {
-    const answered = Atomics.load(hasher.control, ANSWERED);
-    if (answered === request) return true;
-    const left = until - performance.now();
-    if (left <= 0) return false;
-    Atomics.wait(hasher.control, ANSWERED, answered, left);
-  }
+  for (let i = 0; i < SPIN_LOOKS; i++) if (Atomics.load(hasher.control, ANSWERED) === request) return true;
+  const answered = Atomics.load(hasher.control, ANSWERED);
+  if (answered === request) return true;
+  Atomics.wait(hasher.control, ANSWERED, answered, ANSWER_WAIT_MS);
+  return Atomics.load(hasher.control, ANSWERED) === request;
 }
+
+/** `Atomics.waitAsync` (node ≥ 16; not in this project's TypeScript lib). */
+const waitAsync = (Atomics as unknown as { waitAsync(array: Int32Array, index: number, value: number, timeoutMs: number): { value: Promise<string> | string } }).waitAsync;
 
 /** Resolves once the hasher thread is up (starting it), false when it cannot be; for tests and benches. */
 export async function treeHasherReady(): Promise<boolean> {
   readyThread();
-  for (let i = 0; i < 500; i++) {
-    if (broken || thread === null) return false;
-    if (Atomics.load(thread.control, READY) === 1) return true;
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  return false;
+  const starting = thread;
+  if (starting === null) return false;
+  if (Atomics.load(starting.control, READY) !== 1) await waitAsync(starting.control, READY, 0, 5_000).value;
+  return !broken && thread === starting && Atomics.load(starting.control, READY) === 1;
 }
 
 /** How many oids the hasher thread computed in this process (see {@link treeOidBeside}). */
