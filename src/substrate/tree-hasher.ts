@@ -19,34 +19,20 @@ import type { Oid } from "./types.js";
 
 /**
  * Control words (Int32 indexes): requests made, requests answered, ready, the content's byte
- * offset and length in the shared buffer last posted, signals (bumped for each wake-up and each
- * request: what the thread blocks on).
+ * offset and length in the shared buffer last posted.
  */
 const REQUEST = 0;
 const ANSWERED = 1;
 const READY = 2;
 const OFFSET = 3;
 const LENGTH = 4;
-const SIGNAL = 5;
 /** Where the answer's 20 bytes are in the control buffer. */
-const ANSWER_AT = 24;
-/**
- * How many times the hasher thread, once woken, looks for the request before it blocks again,
- * and the main thread for the answer before it blocks (counted, not timed: ~10 ns a look, so a
- * few ms). Measured on this project's 2-core VM (design notes §81): a thread blocked for 20 ms
- * takes ~1–1.3 ms to wake, and the main thread woken from `Atomics.wait` lost ~1.7 ms where a
- * spin lost nothing; the hash itself is ~1.8 ms.
- */
-const SPIN_LOOKS = 400_000;
+const ANSWER_AT = 20;
 
 /** How long (ms) the main thread waits for the hasher thread before hashing the tree itself. */
 const ANSWER_WAIT_MS = 2_000;
 
-/**
- * The hasher thread: plain JavaScript (no loader), blocked in `Atomics.wait` between requests.
- * Woken ahead of a request ({@link wakeTreeHasher}), it looks for it up to SPIN_LOOKS times, then blocks
- * again.
- */
+/** The hasher thread: plain JavaScript (no loader), blocked in `Atomics.wait` between requests. */
 const THREAD_SOURCE = `
 const { workerData, receiveMessageOnPort } = require("node:worker_threads");
 const { createHash } = require("node:crypto");
@@ -55,14 +41,10 @@ const answer = new Uint8Array(workerData.control, ${ANSWER_AT}, 20);
 const port = workerData.port;
 let shared = null;
 let seen = 0;
-let signal = 0;
 Atomics.store(control, ${READY}, 1);
 Atomics.notify(control, ${READY});
 for (;;) {
-  Atomics.wait(control, ${SIGNAL}, signal);
-  signal = Atomics.load(control, ${SIGNAL});
-  for (let i = 0; i < ${SPIN_LOOKS} && Atomics.load(control, ${REQUEST}) === seen; i++);
-  if (Atomics.load(control, ${REQUEST}) === seen) continue;
+  Atomics.wait(control, ${REQUEST}, seen);
   seen = Atomics.load(control, ${REQUEST});
   for (let m = receiveMessageOnPort(port); m !== undefined; m = receiveMessageOnPort(port)) shared = m.message;
   const offset = Atomics.load(control, ${OFFSET});
@@ -70,7 +52,6 @@ for (;;) {
   answer.set(createHash("sha1").update("tree " + length + "\\0", "latin1").update(new Uint8Array(shared, offset, length)).digest());
   Atomics.store(control, ${ANSWERED}, seen);
   Atomics.notify(control, ${ANSWERED});
-  signal = Atomics.load(control, ${SIGNAL});
 }
 `;
 
@@ -149,8 +130,6 @@ export function treeOidBeside(content: Uint8Array, beside: () => void): Oid {
       hasher.slot = new SharedArrayBuffer(Math.ceil(length * 1.5));
     }
     where = new Uint8Array(hasher.slot, 0, length);
-    // The thread wakes up while the bytes are copied.
-    signal(hasher);
     where.set(content);
   }
   const buffer = where.buffer as SharedArrayBuffer;
@@ -163,7 +142,7 @@ export function treeOidBeside(content: Uint8Array, beside: () => void): Oid {
   Atomics.store(hasher.control, OFFSET, where.byteOffset);
   Atomics.store(hasher.control, LENGTH, length);
   Atomics.store(hasher.control, REQUEST, request);
-  signal(hasher);
+  Atomics.notify(hasher.control, REQUEST);
   try {
     beside();
   } finally {
@@ -175,28 +154,13 @@ export function treeOidBeside(content: Uint8Array, beside: () => void): Oid {
   return Buffer.from(hasher.answer).toString("hex");
 }
 
-function signal(hasher: HasherThread): void {
-  Atomics.add(hasher.control, SIGNAL, 1);
-  Atomics.notify(hasher.control, SIGNAL);
-}
-
 /**
- * Wakes the hasher thread ahead of a {@link treeOidBeside} call expected within a few ms (a
- * commit about to rewrite its big folder): the thread then spins for it instead of being woken
- * by it. Does nothing until the thread is up.
- */
-export function wakeTreeHasher(): void {
-  const hasher = thread;
-  if (hasher !== null && Atomics.load(hasher.control, READY) === 1) signal(hasher);
-}
-
-/**
- * Waits for the answer to `request` (looking for it first, see SPIN_LOOKS); false when the
- * thread did not answer within {@link ANSWER_WAIT_MS}. The answered count changes only for
- * this request (one at a time), so one wait that sees no change has timed out.
+ * Waits for the answer to `request`; false when the thread did not answer within
+ * {@link ANSWER_WAIT_MS}. The answered count changes only for this request (one at a time), so
+ * one wait that sees no change has timed out. Blocked, not spinning (design notes §81: spinning
+ * here and in the thread was measured no faster on the 2-core VM, and burns the other core).
  */
 function awaitAnswer(hasher: HasherThread, request: number): boolean {
-  for (let i = 0; i < SPIN_LOOKS; i++) if (Atomics.load(hasher.control, ANSWERED) === request) return true;
   const answered = Atomics.load(hasher.control, ANSWERED);
   if (answered === request) return true;
   Atomics.wait(hasher.control, ANSWERED, answered, ANSWER_WAIT_MS);

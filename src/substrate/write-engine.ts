@@ -31,7 +31,6 @@ import { WorkflowHostError, describeValue } from "../errors.js";
 import { createCommittedReads, type ObjectSource } from "./committed-reads.js";
 import { holdMerges } from "./pack-merge-thread.js";
 import { encodeCommit, type GitObject, hashObject, type Identity } from "./git-object.js";
-import { wakeTreeHasher } from "./tree-hasher.js";
 import { type BigTreeBeside, decodeTree, EMPTY_TREE_OID, findEntry, type ParsedTree } from "./tree-object.js";
 import type { Sleep } from "./ref-store.js";
 import type { RepoHandle } from "./repo-handle.js";
@@ -266,9 +265,6 @@ async function prepare<R>(deps: WriteEngineDeps, name: string, tip: Oid | null, 
   appended = await planWriteAppends(repo, planned, baseTree, blobs, puts, packed, pause);
   const deferredChanges = appended?.deferredChanges;
   const beside = appended !== undefined && planned.clear === undefined ? prefixBeside(packed, puts, deletes, appended) : undefined;
-  // The hasher thread takes ~1 ms to wake after a commit's worth of sleep: woken now, it is up
-  // by the time the folder is rewritten (when the last such write had a folder that big).
-  if (beside !== undefined && hashedBeside.has(repo)) wakeTreeHasher();
   const edit = await applyTreeEdits(readOld, baseTree, {
     ...(planned.clear === undefined ? {} : { clear: planned.clear }),
     deletes,
@@ -276,10 +272,6 @@ async function prepare<R>(deps: WriteEngineDeps, name: string, tip: Oid | null, 
     ...(deferredChanges === undefined ? {} : { deferredChanges }),
     ...(beside === undefined ? {} : { beside }),
   }, pause);
-  if (beside !== undefined) {
-    if (packed.prefix === undefined) hashedBeside.delete(repo);
-    else hashedBeside.add(repo);
-  }
   if (edit.rootOid === (baseTree ?? EMPTY_TREE_OID)) return { kind: "noop", result: planned.result };
 
   if (repo.handler.validatePush !== undefined && planned.prevalidated !== true) {
@@ -393,9 +385,6 @@ async function prepare<R>(deps: WriteEngineDeps, name: string, tip: Oid | null, 
  * folder that did not change, an object already stored), the encoder does not use the prefix.
  * Undefined when the write is not of that shape.
  */
-/** Repositories whose last write of prefixBeside's shape hashed a big folder beside its pack. */
-const hashedBeside = new WeakSet<RepoHandle>();
-
 function prefixBeside(packed: PackedObjects, puts: readonly { path: readonly string[] }[], deletes: readonly (readonly string[])[], appended: AppendPlan): BigTreeBeside | undefined {
   if (packed.count === 0 || puts.length > 0 || deletes.length > 0 || appended.objects.length > 0) return undefined;
   const folders = new Set<string>();
