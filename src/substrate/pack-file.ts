@@ -13,7 +13,7 @@
  *        CRC-32 of each entry's bytes | 31-bit offsets (high bit: index into 64-bit offsets) |
  *        64-bit offsets | pack checksum | SHA-1 of everything before.
  */
-import { createHash } from "node:crypto";
+import { createHash, type Hash } from "node:crypto";
 import * as zlib from "node:zlib";
 import { constants as zlibConstants, deflateSync } from "node:zlib";
 import { adler32Of } from "./adler32.js";
@@ -329,13 +329,86 @@ function startPieces(layout: Layout): Pieces {
 }
 
 /** The SHA-1 of everything before the trailer. */
-function sha1Of(out: Pieces, layout: { size: number }): Buffer {
+function sha1Of(out: Pieces, layout: Layout): Buffer {
   if (out.external === 0) return sha1Now(out.flat.subarray(0, layout.size));
   if (out.at > out.runStart) out.parts.push(out.flat.subarray(out.runStart, out.at));
   out.runStart = out.at;
+  const ahead = prefixFor(layout);
+  if (ahead !== undefined) {
+    // The pieces the prefix covers end where its bytes end: the hash goes on from the next one.
+    let left = ahead.bytes;
+    let i = 0;
+    while (left > 0 && i < out.parts.length) left -= (out.parts[i++] as Uint8Array).byteLength;
+    if (left === 0) {
+      prefixesUsed++;
+      for (; i < out.parts.length; i++) ahead.hash.update(out.parts[i] as Uint8Array);
+      return ahead.hash.digest();
+    }
+  }
   const hash = createHash("sha1");
   for (const part of out.parts) hash.update(part);
   return hash.digest();
+}
+
+/**
+ * The start of a pack's trailer hash, taken before the pack is encoded (design notes §81): the
+ * SHA-1 state after the pack's header (`count` objects), the entries of `packed` and the entry
+ * of the tree with `tree` as content, in that order. A fire commit takes it while the tree's
+ * oid is hashed on another thread (tree-hasher.ts): nothing in these bytes depends on that oid.
+ * The encoder goes on from it when the pack it lays out starts with exactly these bytes (same
+ * count, the same `packed` referenced as pieces, this tree's entry first after them); otherwise
+ * it hashes the whole pack as always. Used once.
+ */
+export class PackPrefix {
+  /** Bytes hashed into {@link hash}. */
+  readonly bytes: number;
+  readonly hash: Hash;
+  used = false;
+
+  constructor(
+    readonly packed: PackedObjects,
+    readonly count: number,
+    readonly tree: Uint8Array,
+  ) {
+    const hash = createHash("sha1");
+    const head = Buffer.allocUnsafe(12);
+    head.write("PACK", 0, "latin1");
+    head.writeUInt32BE(2, 4);
+    head.writeUInt32BE(count, 8);
+    hash.update(head);
+    let bytes = 12;
+    for (const part of packed.parts()) {
+      hash.update(part);
+      bytes += part.byteLength;
+    }
+    const entryHead = entryHeader(TYPE_CODES.tree, tree.byteLength);
+    hash.update(entryHead);
+    bytes += entryHead.byteLength;
+    for (const part of entryPayload("tree", tree)) {
+      hash.update(part);
+      bytes += part.byteLength;
+    }
+    this.bytes = bytes;
+    this.hash = hash;
+  }
+}
+
+/** Packs whose trailer hash went on from a {@link PackPrefix}, in this process (for tests). */
+let prefixesUsed = 0;
+
+/** How many packs this process sealed from a {@link PackPrefix} (see design notes §81). */
+export function packPrefixesUsed(): number {
+  return prefixesUsed;
+}
+
+/** `layout`'s packed entries' {@link PackPrefix} when the pack starts with its bytes (then marked used). */
+function prefixFor(layout: Layout): PackPrefix | undefined {
+  const prefix = layout.packed?.prefix;
+  if (prefix === undefined || prefix.used || prefix.packed !== layout.packed || layout.inline || prefix.count !== layout.count) return undefined;
+  const first = layout.items[0];
+  if (first === undefined || first.payload === null || first.object.type !== "tree" || first.object.content !== prefix.tree) return undefined;
+  prefix.used = true;
+  return prefix;
 }
 
 function sealPieces(out: Pieces, layout: { size: number }, entries: EntryTable, trailer: Buffer): EncodedPack {

@@ -17,7 +17,7 @@
  */
 import * as nodeCrypto from "node:crypto";
 import { createHash } from "node:crypto";
-import { crc32, crc32Range } from "./pack-file.js";
+import { crc32, crc32Range, type PackPrefix } from "./pack-file.js";
 import type { GitObject } from "./git-object.js";
 import type { Oid } from "./types.js";
 
@@ -105,6 +105,11 @@ export class PackedObjects {
   #chunkBytes: number;
   /** The oid of the object {@link finish} closed last, as 40 hex digits. */
   lastOid: Oid = "";
+  /**
+   * The pack's trailer hash over its header, these entries and a big tree's entry after them,
+   * taken ahead (pack-file.ts PackPrefix); undefined when none was.
+   */
+  prefix: PackPrefix | undefined = undefined;
 
   /**
    * @param rows how many objects to make room for at first (it grows)

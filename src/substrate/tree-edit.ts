@@ -6,6 +6,7 @@
 import { WorkflowHostError, describeValue } from "../errors.js";
 import { compareCodePoints, type GitObject } from "./git-object.js";
 import {
+  type BigTreeBeside,
   BLOB_MODE,
   EMPTY_TREE_OID,
   entryAt,
@@ -40,6 +41,11 @@ export interface TreeEdits {
    * mostly never asked for). Such a folder must differ from the one it replaces (an append does).
    */
   readonly deferredChanges?: () => readonly PathChange[];
+  /**
+   * Work to run while the first big folder the edit rewrites is hashed (tree-object.ts
+   * BigTreeBeside): a commit's pack hashes its start meanwhile (design notes §81).
+   */
+  readonly beside?: BigTreeBeside;
 }
 
 /** `within` of a built folder whose changes come from {@link TreeEdits.deferredChanges}. */
@@ -336,6 +342,7 @@ export async function applyTreeEdits(read: ReadTree, baseOid: Oid | null, edits:
   const spliced = new Set<Oid>();
   let deferredUsed = false;
   const deferredChanges = edits.deferredChanges;
+  const beside = edits.beside;
   const readAny: ReadTree = (oid) => {
     const hit = pending.get(oid);
     return hit !== undefined ? Promise.resolve(hit) : read(oid);
@@ -410,7 +417,7 @@ export async function applyTreeEdits(read: ReadTree, baseOid: Oid | null, edits:
     const built =
       old === null
         ? makeTree([...edits.values()].filter((e): e is TreeEntry => e !== null))
-        : editTree(old, edits, positions);
+        : editTree(old, edits, positions, beside);
     // An empty folder cannot exist in git; only the root may be the empty tree.
     if (built.tree.count === 0 && !isRoot) return null;
     if (built.tree.oid === oldOid) return oldOid;

@@ -20,6 +20,7 @@ import { adler32, adler32Combine, knownAdler32, rememberAdler32 } from "./adler3
 import type { DeltaWriter } from "./git-delta.js";
 import { countCopy, isCurrent, type OwnedContent, retire } from "./tree-buffers.js";
 import { isRefusedEntryName } from "./repo-path.js";
+import { treeOidBeside } from "./tree-hasher.js";
 import type { DirEntry, Oid } from "./types.js";
 
 /** A tree entry as stored. `mode` keeps git's text ("40000", "100644", "100755", ...). */
@@ -308,16 +309,34 @@ export function contentAdler32(tree: ParsedTree): number {
 }
 
 /**
+ * Work to run on the calling thread while a big tree's oid is hashed on another (tree-hasher.ts):
+ * a commit's pack hashes the bytes before the tree's entry and the entry itself meanwhile
+ * (design notes §81). `run` gets the tree's content once, for the first tree of at least
+ * {@link BESIDE_MIN_BYTES} the edit finishes; it must not change it.
+ */
+export interface BigTreeBeside {
+  run(content: Buffer): void;
+}
+
+/**
+ * Trees from this size are hashed beside {@link BigTreeBeside} work: below it, handing the bytes
+ * to another thread and waiting for the answer costs about what the hash does (~0.25 ms).
+ */
+export const BESIDE_MIN_BYTES = 256 * 1024;
+
+/**
  * Hashes built content and wraps it as a {@link ParsedTree} (with its delta from `deltaFrom`, if
  * any). `adler`: the content's Adler-32 when the caller knows it (else a big tree's is assembled
  * from its chunks'). `owned`: the owned bytes `content` is the view of (tree-buffers.ts): the
  * tree then hands out copies, and the object (for the commit's pack write only) the view.
- * `lossy`: see {@link ParsedTree.lossy} (an edit of a lossy tree is lossy).
+ * `lossy`: see {@link ParsedTree.lossy} (an edit of a lossy tree is lossy). `beside`: work to
+ * overlap with a big tree's hash (see {@link BigTreeBeside}).
  */
-export function finishTree(chunks: (readonly TreeEntry[])[], content: Buffer, offsets: Uint32Array, sorted: boolean, deltaFrom?: { oid: Oid; writer: DeltaWriter }, adler?: number, owned?: OwnedContent, lossy?: boolean): { tree: ParsedTree; object: GitObject } {
-  const object = hashObject("tree", content);
+export function finishTree(chunks: (readonly TreeEntry[])[], content: Buffer, offsets: Uint32Array, sorted: boolean, deltaFrom?: { oid: Oid; writer: DeltaWriter }, adler?: number, owned?: OwnedContent, lossy?: boolean, beside?: BigTreeBeside): { tree: ParsedTree; object: GitObject } {
   // A big folder's zlib checksum (the pack writer stores it) from its chunks': see adler32.ts.
-  if (content.length >= DELTA_BASE_MIN_BYTES) rememberAdler32(object.content, adler ?? treeAdler32(chunks, content, offsets));
+  // Remembered before the oid is hashed: work done beside the hash may lay out its pack entry.
+  if (content.length >= DELTA_BASE_MIN_BYTES) rememberAdler32(content, adler ?? treeAdler32(chunks, content, offsets));
+  const object: GitObject = beside !== undefined && content.length >= BESIDE_MIN_BYTES ? { oid: treeOidBeside(content, () => beside.run(content)), type: "tree", content } : hashObject("tree", content);
   // Written out now (a copy): the delta's inserts are views of `content`, which may be reused.
   const deltaBase = deltaFrom === undefined ? undefined : { oid: deltaFrom.oid, delta: deltaFrom.writer.finish() };
   const tree = new Tree(object.oid, chunks, content, offsets, sorted, deltaBase, owned);

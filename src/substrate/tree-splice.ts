@@ -27,6 +27,7 @@ import {
   ownedContentOf,
   pushChunks,
   writeEntry,
+  type BigTreeBeside,
   type ParsedTree,
   type TreeEntry,
 } from "./tree-object.js";
@@ -36,8 +37,9 @@ import {
  * (value null). Unchanged entries keep their bytes: the content is spliced, not re-encoded.
  * @param positions where names of `changes` are in `base` (index, or -1: absent), when the caller
  *   looked them up already; others are searched for
+ * @param beside work to run while a big result's oid is hashed (tree-object.ts BigTreeBeside)
  */
-export function editTree(base: ParsedTree, changes: ReadonlyMap<string, TreeEntry | null>, positions?: ReadonlyMap<string, number>): { tree: ParsedTree; object: GitObject } {
+export function editTree(base: ParsedTree, changes: ReadonlyMap<string, TreeEntry | null>, positions?: ReadonlyMap<string, number>, beside?: BigTreeBeside): { tree: ParsedTree; object: GitObject } {
   if (!base.sorted) {
     const merged = new Map(base.entries.map((e) => [e.name, e]));
     for (const [name, entry] of changes) {
@@ -47,7 +49,7 @@ export function editTree(base: ParsedTree, changes: ReadonlyMap<string, TreeEntr
     return makeTree([...merged.values()]);
   }
   const at = (name: string): number => positions?.get(name) ?? indexOfEntry(base, name);
-  const patched = patchTree(base, changes, at);
+  const patched = patchTree(base, changes, at, beside);
   if (patched !== undefined) return patched;
   // Edits as (position in base, kind): an insert at p goes before base[p]; a removal drops base[p].
   const events: { at: number; insert?: TreeEntry }[] = [];
@@ -103,7 +105,7 @@ export function editTree(base: ParsedTree, changes: ReadonlyMap<string, TreeEntr
   }
   if (next < n) copySpan(base, out, next, n);
   offsets[out.k] = out.at;
-  return finishTree(editChunks(base, events), content, offsets, true, delta === undefined ? undefined : { oid: base.oid, writer: delta }, undefined, owned, base.lossy);
+  return finishTree(editChunks(base, events), content, offsets, true, delta === undefined ? undefined : { oid: base.oid, writer: delta }, undefined, owned, base.lossy, beside);
 }
 
 /**
@@ -124,7 +126,7 @@ function ownedVersion(base: ParsedTree, count: number, size: number): OwnedConte
  * that changed instead of read again (see adler32Patch). Same bytes, oid, chunks and delta as the
  * general splice. Undefined when some change is anything else.
  */
-function patchTree(base: ParsedTree, changes: ReadonlyMap<string, TreeEntry | null>, position: (name: string) => number): { tree: ParsedTree; object: GitObject } | undefined {
+function patchTree(base: ParsedTree, changes: ReadonlyMap<string, TreeEntry | null>, position: (name: string) => number, beside?: BigTreeBeside): { tree: ParsedTree; object: GitObject } | undefined {
   const events = reOidEvents(base, changes, position);
   if (events === undefined) return undefined;
   if (events.length > 2) events.sort(compareEdits);
@@ -151,7 +153,7 @@ function patchTree(base: ParsedTree, changes: ReadonlyMap<string, TreeEntry | nu
   const next = events.length === 0 ? 0 : (events[events.length - 1] as { at: number }).at + 1;
   if (next < n) delta?.copy(offsets[next] as number, offsets[n] as number);
   if (crc !== undefined && adler !== undefined) rememberTreeEntryCrc(content, crc.finish(contentAdler32(base), adler));
-  return finishTree(editChunks(base, events), content, offsets, true, delta === undefined ? undefined : { oid: base.oid, writer: delta }, adler, owned, base.lossy);
+  return finishTree(editChunks(base, events), content, offsets, true, delta === undefined ? undefined : { oid: base.oid, writer: delta }, adler, owned, base.lossy, beside);
 }
 
 /**

@@ -31,13 +31,14 @@ import { WorkflowHostError, describeValue } from "../errors.js";
 import { createCommittedReads, type ObjectSource } from "./committed-reads.js";
 import { holdMerges } from "./pack-merge-thread.js";
 import { encodeCommit, type GitObject, hashObject, type Identity } from "./git-object.js";
-import { decodeTree, EMPTY_TREE_OID, findEntry, type ParsedTree } from "./tree-object.js";
+import { type BigTreeBeside, decodeTree, EMPTY_TREE_OID, findEntry, type ParsedTree } from "./tree-object.js";
 import type { Sleep } from "./ref-store.js";
 import type { RepoHandle } from "./repo-handle.js";
 import { parseRepoPath } from "./repo-path.js";
 import { applyTreeEdits, type TreeEditResult } from "./tree-edit.js";
 import { planAppends, type AppendPlan, type AppendSource } from "./folder-append.js";
 import { PackedObjects } from "./packed-objects.js";
+import { PackPrefix } from "./pack-file.js";
 import type { AppendedFolder, CommittedReads, FolderAppend, Oid, PathChange, RefMove, WriteResult } from "./types.js";
 
 /** Blob contents by repo path: strings are stored as UTF-8. */
@@ -263,11 +264,13 @@ async function prepare<R>(deps: WriteEngineDeps, name: string, tip: Oid | null, 
   const readOld = (oid: Oid): Promise<ParsedTree> => store.readTreeForEdit(oid, cacheOld);
   appended = await planWriteAppends(repo, planned, baseTree, blobs, puts, packed, pause);
   const deferredChanges = appended?.deferredChanges;
+  const beside = appended !== undefined && planned.clear === undefined ? prefixBeside(packed, puts, deletes, appended) : undefined;
   const edit = await applyTreeEdits(readOld, baseTree, {
     ...(planned.clear === undefined ? {} : { clear: planned.clear }),
     deletes,
     puts: appended === undefined ? puts : [...puts, ...appended.folders],
     ...(deferredChanges === undefined ? {} : { deferredChanges }),
+    ...(beside === undefined ? {} : { beside }),
   }, pause);
   if (edit.rootOid === (baseTree ?? EMPTY_TREE_OID)) return { kind: "noop", result: planned.result };
 
@@ -370,6 +373,35 @@ async function prepare<R>(deps: WriteEngineDeps, name: string, tip: Oid | null, 
     novel = all;
   }
   return { kind: "commit", commit, objects, trees: edit.pending.values(), result: planned.result, pause, changes: edit.exact ? frozenChanges(edit) : null, folderOid, appended: appended?.built, novel, packed: packed.count > 0 ? packed : undefined, built: appended?.objects ?? [] };
+}
+
+/**
+ * For a write whose new objects are all built into `packed` (a fire commit) and whose edit puts
+ * only the built folders: the pack's trailer hash is started (pack-file.ts PackPrefix) while
+ * the big folder above them (`runs/`) is hashed on the hasher thread (tree-object.ts
+ * BigTreeBeside; design notes §81). The pack will hold `packed`'s entries, one new tree per folder
+ * on the put paths (the root included) and the commit; the new folders come parents after
+ * children, so the big one is the first after `packed`. When the pack turns out otherwise (a
+ * folder that did not change, an object already stored), the encoder does not use the prefix.
+ * Undefined when the write is not of that shape.
+ */
+function prefixBeside(packed: PackedObjects, puts: readonly { path: readonly string[] }[], deletes: readonly (readonly string[])[], appended: AppendPlan): BigTreeBeside | undefined {
+  if (packed.count === 0 || puts.length > 0 || deletes.length > 0 || appended.objects.length > 0) return undefined;
+  const folders = new Set<string>();
+  for (const { path } of appended.folders) {
+    let prefix = "";
+    folders.add(prefix);
+    for (let i = 0; i < path.length - 1; i++) {
+      prefix += `${path[i] as string}/`;
+      folders.add(prefix);
+    }
+  }
+  const count = packed.count + folders.size + 1;
+  return {
+    run(content) {
+      packed.prefix ??= new PackPrefix(packed, count, content);
+    },
+  };
 }
 
 /**

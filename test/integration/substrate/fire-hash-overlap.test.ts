@@ -1,0 +1,85 @@
+/**
+ * Fire commits on a deployment whose `runs/` folder is big enough (≥ 256 KiB) for its oid to be
+ * hashed on the hasher thread while the pack's trailer hash is started beside it (design notes
+ * §81): the packs must be what git expects (`git verify-pack -v`, `git fsck --strict --full`),
+ * every commit's `runs/` oid the one `git mktree` computes from its entries, across many commits,
+ * sliced and unsliced encodings, and a pack merge in between.
+ */
+import { readdir } from "node:fs/promises";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { allowAll } from "../../../src/substrate/allow-all.js";
+import { packPrefixesUsed } from "../../../src/substrate/pack-file.js";
+import { createRepoStore } from "../../../src/substrate/repo-store.js";
+import { treeHasherReady, treeOidsHashedBeside } from "../../../src/substrate/tree-hasher.js";
+import type { FolderAppend, RepoId } from "../../../src/substrate/types.js";
+import { plainKind } from "../../helpers/append-merge.js";
+import { git, gitAt, runGit } from "../../helpers/git-cli.js";
+import { useTempDirs } from "../../helpers/temp-dir.js";
+
+const tempDir = useTempDirs("wh-hash-overlap-");
+const REPO: RepoId = { kind: plainKind.kind, id: "dep-1" };
+/** 4,600 runs of 32-character ids: a `runs/` folder of 4,600 × 59 bytes, 265 KiB. */
+const RUNS = 4_600;
+const runId = (i: number): string => `run-${String(i).padStart(6, "0")}-${"x".repeat(21)}`;
+
+function fireAppends(round: number): FolderAppend[] {
+  const seq = round + 1;
+  // Runs spread over the folder, a different set each round (some fired twice over the rounds).
+  return Array.from({ length: 40 }, (_, k) => (k * 113 + round * 7) % RUNS)
+    .sort((a, b) => a - b)
+    .map((i) => ({ folder: `runs/${runId(i)}`, sub: "events", files: [{ name: `${seq}-${round}.json`, content: Buffer.from(`{"seq":${seq},"round":${round},"run":${i},"type":"TimerFired"}`) }] }));
+}
+
+describe("fire commits on a big runs/ folder, its oid hashed beside the pack's trailer", () => {
+  it("write packs git verifies and runs/ oids git computes, over many commits and a pack merge", async () => {
+    expect(await treeHasherReady()).toBe(true);
+    const dataDir = await tempDir();
+    const gitdir = join(dataDir, "deployments", "dep-1.git");
+    const store = createRepoStore({ dataDir, kindHandlers: [plainKind], authorize: allowAll, watch: false, packThreshold: 1, clock: () => new Date("2026-01-01T00:00:00Z") });
+    await store.initRepo(null, REPO);
+    const files: Record<string, string> = {};
+    for (let i = 0; i < RUNS; i++) files[`runs/${runId(i)}/events/1.json`] = `{"seq":1,"run":${i}}`;
+    await store.writeTree(null, REPO, "main", { files, message: "seed" });
+    const hashed = treeOidsHashedBeside();
+    const prefixed = packPrefixesUsed();
+    const ROUNDS = 8;
+    for (let round = 1; round <= ROUNDS; round++) {
+      // Every other round sliced (the encoder's gentle path), as the scheduler's commits are.
+      const pause = round % 2 === 0 ? { pause: () => new Promise<void>((resolve) => setImmediate(resolve)) } : {};
+      const result = await store.writeTreeDelta(null, REPO, "main", { message: `fire ${round}`, prevalidated: true, ...pause, computeDelta: () => Promise.resolve({ appends: fireAppends(round) }) });
+      expect(result.committed).toBe(true);
+      // A merge of the packs so far in the middle: the later commits splice from merged packs.
+      if (round === ROUNDS / 2) await store.compactPacks?.(null, REPO);
+    }
+    // Each fire commit's runs/ oid came from the hasher thread, its pack's trailer from the prefix.
+    expect(treeOidsHashedBeside() - hashed).toBe(ROUNDS);
+    expect(packPrefixesUsed() - prefixed).toBe(ROUNDS);
+    await store.close();
+
+    const fsck = await runGit([`--git-dir=${gitdir}`, "fsck", "--strict", "--full", "--no-dangling"]);
+    expect({ code: fsck.code, stdout: fsck.stdout, stderr: fsck.stderr }).toEqual({ code: 0, stdout: "", stderr: "" });
+    const packDir = join(gitdir, "objects", "pack");
+    const idxs = (await readdir(packDir)).filter((n) => n.endsWith(".idx"));
+    expect(idxs.length).toBeGreaterThan(0);
+    for (const idx of idxs) {
+      const verified = await runGit(["verify-pack", "-v", join(packDir, idx)]);
+      expect({ code: verified.code, stderr: verified.stderr }, idx).toEqual({ code: 0, stderr: "" });
+    }
+    const commits = (await gitAt(gitdir, ["rev-list", "main"])).split("\n").filter(Boolean);
+    // The fire commits, the seed and what initRepo wrote before it.
+    expect(commits.length).toBeGreaterThan(ROUNDS);
+    for (const sha of commits.slice(0, ROUNDS)) {
+      const runs = (await gitAt(gitdir, ["rev-parse", `${sha}:runs`])).trim();
+      const listed = await gitAt(gitdir, ["ls-tree", `${sha}:runs`]);
+      expect(listed.split("\n").filter(Boolean)).toHaveLength(RUNS);
+      const made = (await git([`--git-dir=${gitdir}`, "mktree", "--missing"], { input: `${listed.trimEnd()}\n` })).trim();
+      expect(made, sha).toBe(runs);
+    }
+    for (let round = 1; round <= ROUNDS; round++) {
+      const first = fireAppends(round)[0] as FolderAppend;
+      const file = first.files[0] as { name: string; content: Uint8Array };
+      expect((await gitAt(gitdir, ["show", `main:${first.folder}/events/${file.name}`])).trim()).toBe(Buffer.from(file.content).toString());
+    }
+  }, 120_000);
+});
