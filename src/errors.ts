@@ -19,6 +19,8 @@ export type ErrorCode =
   // git substrate (src/substrate)
   | "authorize_denied"
   | "path_violation"
+  /** A file's content given to a write is neither bytes (a Uint8Array) nor a string; nothing was written. `data.path` names the file. */
+  | "content_invalid"
   | "push_rejected"
   | "ref_conflict"
   | "ref_locked"

@@ -75,6 +75,7 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<HttpErrorCode, number>> = {
   cron_invalid: 400,
   event_invalid: 400,
   path_violation: 400,
+  content_invalid: 400,
   usage: 400,
   body_invalid: 400,
   url_invalid: 400,

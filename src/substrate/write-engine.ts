@@ -128,11 +128,19 @@ function jitter(ms: number): number {
   return ms * (0.5 + Math.random());
 }
 
-/** Entries of a {@link FileMap}. */
+/**
+ * Entries of a {@link FileMap}, each content checked to be bytes or a string.
+ * @throws content_invalid for any other content (null, a number, an object), before anything is written
+ */
 export function fileEntries(files: FileMap | undefined): [string, Uint8Array | string][] {
   if (files === undefined) return [];
-  if (files instanceof Map) return [...(files as ReadonlyMap<string, Uint8Array | string>).entries()];
-  return Object.entries(files as Readonly<Record<string, Uint8Array | string>>);
+  const entries = files instanceof Map ? [...(files as ReadonlyMap<string, Uint8Array | string>).entries()] : Object.entries(files as Readonly<Record<string, Uint8Array | string>>);
+  for (const [path, content] of entries) {
+    if (typeof content !== "string" && !(content instanceof Uint8Array)) {
+      throw new WorkflowHostError("content_invalid", `the content of ${describeValue(path)} is ${describeValue(content)}; allowed: a Uint8Array (bytes) or a string (written as UTF-8)`, { path });
+    }
+  }
+  return entries;
 }
 
 /** The distinct parent folders of `changes`, each ending in "/" ("" for root-level files). */

@@ -56,8 +56,8 @@ Runs the host: takes the data dir's host lock, recovers every deployment's timer
 (TimerFired, cron follow-ups, TimerSkipped) and follows new commits, including ones pushed with
 git or written by other workflow-host commands. New deployments are picked up within 2 s.
 Prints one line per report on stdout: every timer fired, every tick skipped, every
-cancellation (whoever wrote it: this host, another workflow-host command, a git push), every
-bad event. A bad event is reported once per start, and not at all once acknowledged with
+cancellation and every schedule paused or resumed (whoever wrote it: this host, another
+workflow-host command, a git push), every bad event. A bad event is reported once per start, and not at all once acknowledged with
 workflow-host check --acknowledge. Log messages (start, stop, lock takeover) go to stderr.
 
 SIGINT or SIGTERM stops it gracefully (the commit in flight finishes, the lock is released)

@@ -237,6 +237,21 @@ describe("writes", () => {
     expect(await store.resolveRef(null, REPO, "main")).toBe(genesis);
   });
 
+  it("writeTree refuses a file whose content is neither bytes nor a string (content_invalid, naming it) and commits nothing", async () => {
+    const { store, genesis, fs } = await initialised();
+    const objectsBefore = looseObjects(fs).length;
+    for (const content of [null, undefined, 5, { text: "x" }, [1, 2]]) {
+      const files = { "runs/r1/events/1.json": "fine", "runs/r1/events/2.json": content } as unknown as Record<string, string>;
+      const refused = await store.writeTree(null, REPO, "main", { files, message: "bad" }).then(
+        () => null,
+        (error: unknown) => error as { code?: string; data?: { path?: string } },
+      );
+      expect({ content, code: refused?.code, path: refused?.data?.path }).toEqual({ content, code: "content_invalid", path: "runs/r1/events/2.json" });
+    }
+    expect(await store.resolveRef(null, REPO, "main")).toBe(genesis);
+    expect(looseObjects(fs).length).toBe(objectsBefore);
+  });
+
   it("writeTreeDelta applies puts and deletes in one commit and returns the result", async () => {
     const { store } = await initialised();
     await store.writeTree(null, REPO, "main", { files: { "runs/r1/events/1.json": "a", "runs/old/events/1.json": "z" }, message: "seed" });
