@@ -11,7 +11,7 @@ import { encodeReverseIndex, packOrder } from "./pack-rev-index.js";
 import { packLength } from "./pack-file.js";
 import { PackGone, REVERSE_INDEX_MIN_OBJECTS } from "./pack-reader.js";
 import { runMergeJob, type MergeJob, type MergeJobIo } from "./pack-merge-job.js";
-import { type MergeReply, YIELD_MAX_WAITS, YIELD_WAIT_MS } from "./pack-merge-thread.js";
+import { lowerThreadPriority, MERGE_THREAD_NICE, type MergeReply, YIELD_MAX_WAITS, YIELD_WAIT_MS } from "./pack-merge-thread.js";
 
 function isMissing(error: unknown): boolean {
   return (error as { code?: unknown } | null)?.code === "ENOENT";
@@ -100,6 +100,10 @@ async function answer(id: number, job: MergeJob): Promise<MergeReply> {
     return { id, kind: "failed", message: error instanceof Error ? error.message : String(error), ...(damagedPack === undefined ? {} : { damagedPack }) };
   }
 }
+
+// Background work: on a machine with fewer free cores than busy threads, the event loop that
+// fires timers wins the core (see MERGE_THREAD_NICE).
+lowerThreadPriority(MERGE_THREAD_NICE);
 
 let chain = Promise.resolve();
 parentPort?.on("message", (message: { id: number; job: MergeJob }) => {

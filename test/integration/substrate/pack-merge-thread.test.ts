@@ -3,6 +3,7 @@
  * bytes as a merge on the store's own thread, and a merge cut short at any file-system step
  * leaves every object readable and `git fsck --strict` clean.
  */
+import { readFileSync } from "node:fs";
 import { cp, readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -11,7 +12,7 @@ import { createBlockingFsAdapter, createFsAdapter, type FsAdapter } from "../../
 import { ScopedLruCache } from "../../../src/substrate/lru-cache.js";
 import { hashObject, type GitObject } from "../../../src/substrate/git-object.js";
 import { shapeOfContent, treeDelta } from "../../../src/substrate/pack-merge.js";
-import { holdMerges, mergeOnThread, mergeYields } from "../../../src/substrate/pack-merge-thread.js";
+import { holdMerges, MERGE_THREAD_NICE, mergeOnThread, mergeYields } from "../../../src/substrate/pack-merge-thread.js";
 import { createPackStore, type PackStore } from "../../../src/substrate/pack-store.js";
 import { createRepoStore } from "../../../src/substrate/repo-store.js";
 import type { DeltaBase } from "../../../src/substrate/tree-object.js";
@@ -122,6 +123,12 @@ async function expectEveryCommitReadable(dataDir: string): Promise<void> {
   }
 }
 
+/** A thread's nice value: field 19 of `/proc/<which>/stat` (after the command name in parentheses). */
+function threadNice(which: string): number {
+  const stat = readFileSync(`/proc/${which}/stat`, "utf8");
+  return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[16]);
+}
+
 describe("merging packs on the merge thread", () => {
   it("writes the same merged pack as a merge on the store's own thread", async () => {
     const here = await unmergedRepo();
@@ -147,6 +154,21 @@ describe("merging packs on the merge thread", () => {
     await expectEveryCommitReadable(there);
     const verified = await gitAt(gitdirOf(there), ["verify-pack", "-v", join(packDirOf(there), mergedHere.find((n) => !before.includes(n)) as string)]);
     expect(verified).toMatch(/chain length = [1-9]/);
+  });
+
+  // Run at a nice value of 10 or more (e.g. `nice -n 19 npm test`), every thread is as low already.
+  it.runIf(process.platform === "linux" && threadNice("thread-self") < 10)("runs at a lower CPU priority (nice 10) than the thread that posts it, which keeps its own", async () => {
+    const { readdirSync, readlinkSync, statSync } = await import("node:fs");
+    const ownTid = readlinkSync("/proc/thread-self").split("/").pop() as string;
+    const ownNice = threadNice("thread-self");
+    const here = await unmergedRepo();
+    const packDir = packDirOf(here);
+    const sources = (await packNames(here)).map((idx) => idx.slice(0, -4)).map((name) => ({ name, size: statSync(join(packDir, `${name}.pack`)).size }));
+    expect((await mergeOnThread({ packDir, sources, known: [] }))?.count).toBeGreaterThan(300);
+    const niceByTid = new Map(readdirSync("/proc/self/task").map((tid) => [tid, threadNice(`self/task/${tid}`)]));
+    // The merge thread (started by the first job in this process, or earlier) sits at nice 10.
+    expect([...niceByTid.values()].filter((nice) => nice === MERGE_THREAD_NICE).length).toBeGreaterThanOrEqual(1);
+    expect(niceByTid.get(ownTid)).toBe(ownNice);
   });
 
   it("a job that yields to commits waits while one is in flight and merges the same bytes; other jobs and free moments do not wait", async () => {
