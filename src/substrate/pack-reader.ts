@@ -98,6 +98,24 @@ export const ORPHAN_PACK_MS = 60_000;
  */
 export const ORPHAN_GRACE_MS = 2_000;
 
+/**
+ * The walk of a pack under way for `name` in `pending`, or `start()`'s, kept there until it
+ * settles: two scans meeting the same pack share one walk (an index rebuilt, salvaged or built
+ * in memory).
+ */
+function sharedWalk<T>(pending: Map<string, Promise<T>>, name: string, start: () => Promise<T>): Promise<T> {
+  let walk = pending.get(name);
+  if (walk === undefined) {
+    walk = start();
+    pending.set(name, walk);
+    const done = (): void => {
+      pending.delete(name);
+    };
+    walk.then(done, done);
+  }
+  return walk;
+}
+
 /** Gives the event loop back (between chunks of a long check, see pack-reindex.ts). */
 const yieldToLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
@@ -481,39 +499,30 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
    * @throws `object_corrupt` when nothing of it can be read (not a version 2 pack); PackGone
    */
   function salvagedPack(name: string, packPath: string, stat: { size: number | bigint; mtimeMs: number }, why: string, refusal: WorkflowHostError): Promise<LoadedPack> {
-    let pending = salvaging.get(name);
-    if (pending === undefined) {
-      pending = (async () => {
-        const key = await salvageKey(stat, `${packDir}/${name}.idx`);
-        const size = Number(stat.size);
-        let walk: Awaited<ReturnType<typeof salvagePackIndex>>;
-        try {
-          walk = await salvagePackIndex(fs, packPath, size, yieldToLoop);
-        } catch (error) {
-          if (errnoCode(error) === "ENOENT") throw new PackGone(name);
-          throw error;
-        }
-        const pack: LoadedPack = { name, index: walk.index, size, mergeable: false };
-        unverified.add(name);
-        if (!ages.has(name)) setAge(name, Number(stat.mtimeMs));
-        salvaged.set(name, { key, pack, indexed: walk.indexed, unreadable: walk.unreadable });
-        // This is the pack's one warning: its failed checksum is not told again by a read.
-        reportedPacks.add(packPath);
-        const refused = typeof refusal.data.reason === "string" && refusal.data.reason !== "not_reindexed" ? refusal.data.reason : "it fails its checksum or an entry does not decode";
-        warnOnce(
-          `${packPath}#salvaged@${key}`,
-          `pack ${name} (${packPath}) is damaged: its index ${why}, and it cannot be indexed again (${refused}); ${walk.indexed} object${walk.indexed === 1 ? "" : "s"} indexed in memory from the entries that read, ${walk.unreadable} entr${walk.unreadable === 1 ? "y" : "ies"} could not be read (${walk.reason}). The runs holding those are reported as unreadable, the others are served; nothing is written for this pack: restore it and its index from a remote or a backup (git fsck and git index-pack refuse it)`,
-          PACK_INDEX_WARNING,
-        );
-        return pack;
-      })();
-      salvaging.set(name, pending);
-      const done = (): void => {
-        salvaging.delete(name);
-      };
-      pending.then(done, done);
-    }
-    return pending;
+    return sharedWalk(salvaging, name, async () => {
+      const key = await salvageKey(stat, `${packDir}/${name}.idx`);
+      const size = Number(stat.size);
+      let walk: Awaited<ReturnType<typeof salvagePackIndex>>;
+      try {
+        walk = await salvagePackIndex(fs, packPath, size, yieldToLoop);
+      } catch (error) {
+        if (errnoCode(error) === "ENOENT") throw new PackGone(name);
+        throw error;
+      }
+      const pack: LoadedPack = { name, index: walk.index, size, mergeable: false };
+      unverified.add(name);
+      if (!ages.has(name)) setAge(name, Number(stat.mtimeMs));
+      salvaged.set(name, { key, pack, indexed: walk.indexed, unreadable: walk.unreadable });
+      // This is the pack's one warning: its failed checksum is not told again by a read.
+      reportedPacks.add(packPath);
+      const refused = typeof refusal.data.reason === "string" && refusal.data.reason !== "not_reindexed" ? refusal.data.reason : "it fails its checksum or an entry does not decode";
+      warnOnce(
+        `${packPath}#salvaged@${key}`,
+        `pack ${name} (${packPath}) is damaged: its index ${why}, and it cannot be indexed again (${refused}); ${walk.indexed} object${walk.indexed === 1 ? "" : "s"} indexed in memory from the entries that read, ${walk.unreadable} entr${walk.unreadable === 1 ? "y" : "ies"} could not be read (${walk.reason}). The runs holding those are reported as unreadable, the others are served; nothing is written for this pack: restore it and its index from a remote or a backup (git fsck and git index-pack refuse it)`,
+        PACK_INDEX_WARNING,
+      );
+      return pack;
+    });
   }
 
   /**
@@ -532,29 +541,20 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
     const key = `${Number(stat.size)}:${stat.mtimeMs}`;
     const known = youngOrphans.get(name);
     if (known !== undefined && known.key === key) return known.pack;
-    let pending = indexingYoung.get(name);
-    if (pending === undefined) {
-      pending = (async () => {
-        const size = Number(stat.size);
-        let pack: LoadedPack | null = null;
-        try {
-          const { idx } = await rebuildPackIndex(fs, packPath, size, yieldToLoop);
-          pack = { name, index: parsePackIndex(name, idx, size), size, mergeable: false };
-        } catch (error) {
-          if (errnoCode(error) === "ENOENT") throw new PackGone(name);
-          if (!(error instanceof WorkflowHostError)) throw error;
-        }
-        youngOrphans.set(name, { key, pack });
-        if (pack !== null && !ages.has(name)) setAge(name, Number(stat.mtimeMs));
-        return pack;
-      })();
-      indexingYoung.set(name, pending);
-      const done = (): void => {
-        indexingYoung.delete(name);
-      };
-      pending.then(done, done);
-    }
-    return pending;
+    return sharedWalk(indexingYoung, name, async () => {
+      const size = Number(stat.size);
+      let pack: LoadedPack | null = null;
+      try {
+        const { idx } = await rebuildPackIndex(fs, packPath, size, yieldToLoop);
+        pack = { name, index: parsePackIndex(name, idx, size), size, mergeable: false };
+      } catch (error) {
+        if (errnoCode(error) === "ENOENT") throw new PackGone(name);
+        if (!(error instanceof WorkflowHostError)) throw error;
+      }
+      youngOrphans.set(name, { key, pack });
+      if (pack !== null && !ages.has(name)) setAge(name, Number(stat.mtimeMs));
+      return pack;
+    });
   }
 
   /**
@@ -570,41 +570,32 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
     const key = `${Number(stat.size)}:${stat.mtimeMs}`;
     const failed = refused.get(name);
     if (failed === key) return Promise.reject(new WorkflowHostError("object_corrupt", `pack ${name} cannot be indexed (tried before)`, { pack: name, reason: "not_reindexed" }));
-    let pending = rebuilding.get(name);
-    if (pending === undefined) {
-      pending = (async () => {
-        const size = Number(stat.size);
-        let rebuilt: { idx: Buffer; checksum: string };
-        try {
-          rebuilt = await rebuildPackIndex(fs, packPath, size, yieldToLoop);
-        } catch (error) {
-          if (errnoCode(error) === "ENOENT") throw new PackGone(name);
-          if (error instanceof WorkflowHostError) refused.set(name, key);
-          throw error;
-        }
-        const temp = `${packDir.replace(/\/pack$/, "")}/tmp_idx_rebuilt_${process.pid.toString(36)}_${Math.random().toString(36).slice(2, 10)}`;
-        try {
-          await fs.writeNewFile(temp, rebuilt.idx, true);
-          if ((await fs.statOrNull(packPath)) === null) throw new PackGone(name);
-          await fs.rename(temp, `${packDir}/${name}.idx`);
-        } catch (error) {
-          await fs.unlinkQuiet(temp).catch(() => undefined);
-          throw error;
-        }
-        warnOnce(
-          `${packPath}#index@${key}`,
-          `pack ${name} (${packPath}): its index ${why}; it was rebuilt from the pack, whose checksum matches (as git index-pack does), and its objects are read as before`,
-          PACK_INDEX_WARNING,
-        );
-        return rebuilt.idx;
-      })();
-      rebuilding.set(name, pending);
-      const done = (): void => {
-        rebuilding.delete(name);
-      };
-      pending.then(done, done);
-    }
-    return pending;
+    return sharedWalk(rebuilding, name, async () => {
+      const size = Number(stat.size);
+      let rebuilt: { idx: Buffer; checksum: string };
+      try {
+        rebuilt = await rebuildPackIndex(fs, packPath, size, yieldToLoop);
+      } catch (error) {
+        if (errnoCode(error) === "ENOENT") throw new PackGone(name);
+        if (error instanceof WorkflowHostError) refused.set(name, key);
+        throw error;
+      }
+      const temp = `${packDir.replace(/\/pack$/, "")}/tmp_idx_rebuilt_${process.pid.toString(36)}_${Math.random().toString(36).slice(2, 10)}`;
+      try {
+        await fs.writeNewFile(temp, rebuilt.idx, true);
+        if ((await fs.statOrNull(packPath)) === null) throw new PackGone(name);
+        await fs.rename(temp, `${packDir}/${name}.idx`);
+      } catch (error) {
+        await fs.unlinkQuiet(temp).catch(() => undefined);
+        throw error;
+      }
+      warnOnce(
+        `${packPath}#index@${key}`,
+        `pack ${name} (${packPath}): its index ${why}; it was rebuilt from the pack, whose checksum matches (as git index-pack does), and its objects are read as before`,
+        PACK_INDEX_WARNING,
+      );
+      return rebuilt.idx;
+    });
   }
 
   /**
