@@ -172,8 +172,10 @@ export function applyEvent(state: RunState, event: RunEvent): RunState {
  * has checked `event.seq > state.lastSeq`.
  */
 function oneShotFired(state: RunState, event: RunEvent): RunState | null {
-  if (!isTimerFired(event) || state.terminal !== null) return null;
-  const data = event.data;
+  // The type compared here, not through isTimerFired: a guard V8 compiled for recovery's parsed
+  // events was deoptimised by the first event a fire commit made (another object shape).
+  if (event.type !== "TimerFired" || state.terminal !== null) return null;
+  const data = (event as TimerFiredEvent).data;
   if (data.manual === true || data.backfill === true) return null;
   const timer = state.pendingTimers.get(data.timerId);
   if (timer === undefined || timer.cron !== undefined || data.scheduledFor !== timer.fireAt) return null;
