@@ -14,7 +14,7 @@
 import { WorkflowHostError, describeValue } from "../errors.js";
 import { validateCron } from "./cron.js";
 import { eventBaseProblem, isKnownEventType, isTerminalEventType, knownEventProblem } from "./event-shapes.js";
-import { NAME_ID_PATTERN, parseSignalId, parseSignalName, parseStepId, parseTimerId } from "./ids.js";
+import { parseSignalId, parseSignalName, parseStepId, parseTimerId } from "./ids.js";
 import { assertJsonValue, jsonTextNestsDeeper, MAX_EVENT_DEPTH } from "./json-value.js";
 import { parseInstant } from "./time.js";
 import { parseTimeZone } from "./time-zone.js";
@@ -333,22 +333,36 @@ function plainTimerFired(seq: number, atValue: unknown, dataValue: unknown, opts
   const data = dataValue as Json;
   if (typeof data !== "object" || data === null || Array.isArray(data) || !hasKeys(data, DATA_KEYS)) return null;
   if (!Number.isSafeInteger(seq) || seq < 0) throw eventInvalid(opts, undefined, `seq ${describeValue(seq)} is not a non-negative integer`);
-  let at: string;
-  try {
-    at = parseInstant(atValue, "at");
-  } catch (error) {
-    throw inEventError(opts, seq, error);
+  // A fire commit gives every event it lays out the same `at` and `firedAt` (its "now"): each
+  // is checked once and its stretch of the template kept as bytes (see TimerFiredBlocks); a
+  // value that differs from the last one is checked (and may throw) as before, in the same order.
+  let head = lastHead;
+  if (head === null || atValue !== head.input) {
+    let at: string;
+    try {
+      at = parseInstant(atValue, "at");
+    } catch (error) {
+      throw inEventError(opts, seq, error);
+    }
+    lastHead = head = { input: atValue as string, value: at, bytes: Buffer.from(`,"type":"TimerFired","at":"${at}","data":{"timerId":"`, "latin1") };
   }
   const timerId = fieldOf(opts, seq, data, "timerId", "data.timerId", parseTimerId);
-  const scheduledFor = fieldOf(opts, seq, data, "scheduledFor", "data.scheduledFor", parseInstant);
-  const firedAt = fieldOf(opts, seq, data, "firedAt", "data.firedAt", parseInstant);
-  // Ids and stored instants are ASCII that JSON writes as it is: no escapes, one byte a char.
-  if (!NAME_ID_PATTERN.test(timerId)) return null;
+  const scheduledForValue = data.scheduledFor;
+  const scheduledFor = scheduledForValue === lastScheduledForInput && lastScheduledFor !== "" ? lastScheduledFor : fieldOf(opts, seq, data, "scheduledFor", "data.scheduledFor", parseInstant);
+  lastScheduledForInput = scheduledForValue as string;
+  lastScheduledFor = scheduledFor;
+  let tail = lastTail;
+  if (tail === null || data.firedAt !== tail.input) {
+    const firedAt = fieldOf(opts, seq, data, "firedAt", "data.firedAt", parseInstant);
+    lastTail = tail = { input: data.firedAt as string, value: firedAt, bytes: Buffer.from(`","firedAt":"${firedAt}"}}`, "latin1") };
+  }
+  // Ids and stored instants are ASCII that JSON writes as it is: no escapes, one byte a char
+  // (parseTimerId's pattern and the stored instant form allow nothing else).
   // `{"seq":${seq},"type":"TimerFired","at":"${at}","data":{"timerId":"${timerId}","scheduledFor":"${scheduledFor}","firedAt":"${firedAt}"}}`,
   // written piece by piece into its buffer: no string of the whole event (its concatenations and
   // their flattening were ~9 MB of a 20,000-fire burst's garbage).
   const seqDigits = decimalDigits(seq);
-  const length = TIMER_FIRED_FIXED_BYTES + seqDigits + at.length + timerId.length + scheduledFor.length + firedAt.length;
+  const length = TF_SEQ.length + seqDigits + head.bytes.length + timerId.length + TF_SCHEDULED_FOR.length + scheduledFor.length + tail.bytes.length;
   if (length > maxBytes(opts)) {
     throw new WorkflowHostError(
       "payload_too_large",
@@ -357,30 +371,47 @@ function plainTimerFired(seq: number, atValue: unknown, dataValue: unknown, opts
     );
   }
   const bytes = Buffer.allocUnsafe(length);
-  let w = TF_SEQ.copy(bytes, 0);
+  // Typed-array copies and a loop per string: each Buffer copy or write is a call into C++.
+  bytes.set(TF_SEQ, 0);
+  let w = TF_SEQ.length;
   for (let n = seq, i = w + seqDigits - 1; i >= w; i--, n = Math.floor(n / 10)) bytes[i] = 0x30 + (n % 10);
   w += seqDigits;
-  w += TF_AT.copy(bytes, w);
-  w += bytes.write(at, w, "latin1");
-  w += TF_TIMER_ID.copy(bytes, w);
-  w += bytes.write(timerId, w, "latin1");
-  w += TF_SCHEDULED_FOR.copy(bytes, w);
-  w += bytes.write(scheduledFor, w, "latin1");
-  w += TF_FIRED_AT.copy(bytes, w);
-  w += bytes.write(firedAt, w, "latin1");
-  TF_END.copy(bytes, w);
-  const normalised = Object.freeze({ seq, type: "TimerFired" as const, at, data: Object.freeze({ timerId, scheduledFor, firedAt }) });
+  bytes.set(head.bytes, w);
+  w += head.bytes.length;
+  w = writeAscii(bytes, w, timerId);
+  bytes.set(TF_SCHEDULED_FOR, w);
+  w = writeAscii(bytes, w + TF_SCHEDULED_FOR.length, scheduledFor);
+  bytes.set(tail.bytes, w);
+  const normalised = Object.freeze({ seq, type: "TimerFired" as const, at: head.value, data: Object.freeze({ timerId, scheduledFor, firedAt: tail.value }) });
   return { bytes, event: normalised };
 }
 
+/** Writes an ASCII string's chars at `at` as one byte each. @returns the offset after it */
+function writeAscii(bytes: Uint8Array, at: number, text: string): number {
+  for (let i = 0; i < text.length; i++) bytes[at + i] = text.charCodeAt(i);
+  return at + text.length;
+}
+
+/**
+ * A stretch of the plain TimerFired template around an instant a fire commit shares between
+ * its events: the value as given (`input`), as checked (`value`, normalised) and the stretch's bytes.
+ */
+interface TimerFiredBlock {
+  readonly input: string;
+  readonly value: string;
+  readonly bytes: Uint8Array;
+}
+/** `,"type":"TimerFired","at":"<at>","data":{"timerId":"` for the last `at` laid out. */
+let lastHead: TimerFiredBlock | null = null;
+/** `","firedAt":"<firedAt>"}}` for the last `firedAt` laid out. */
+let lastTail: TimerFiredBlock | null = null;
+/** The last `scheduledFor` laid out, as given and as checked ("" for none yet: no instant is ""). */
+let lastScheduledForInput = "";
+let lastScheduledFor = "";
+
 /** The fixed pieces of a plain TimerFired's bytes (see serializePlainTimerFired), in order. */
 const TF_SEQ = Buffer.from('{"seq":', "latin1");
-const TF_AT = Buffer.from(',"type":"TimerFired","at":"', "latin1");
-const TF_TIMER_ID = Buffer.from('","data":{"timerId":"', "latin1");
 const TF_SCHEDULED_FOR = Buffer.from('","scheduledFor":"', "latin1");
-const TF_FIRED_AT = Buffer.from('","firedAt":"', "latin1");
-const TF_END = Buffer.from('"}}', "latin1");
-const TIMER_FIRED_FIXED_BYTES = TF_SEQ.length + TF_AT.length + TF_TIMER_ID.length + TF_SCHEDULED_FOR.length + TF_FIRED_AT.length + TF_END.length;
 
 /** Decimal digits of a non-negative safe integer. */
 function decimalDigits(n: number): number {

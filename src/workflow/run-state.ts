@@ -156,10 +156,56 @@ export function createRunStateFold(runId: string, from?: RunStateFoldPoint): Run
  */
 export function applyEvent(state: RunState, event: RunEvent): RunState {
   if (event.seq <= state.lastSeq) return state;
+  const fired = oneShotFired(state, event);
+  if (fired !== null) return fired;
   const draft = Draft.from(state);
   draft.apply(event);
   return draft.finish();
 }
+
+/**
+ * {@link applyEvent} of the event a fire commit applies most, the `TimerFired` of an armed
+ * one-shot at its own `fireAt`, made directly: the state {@link Draft} makes for it (the timer
+ * disarmed, nothing else changed but `lastSeq`), without a draft per fire. null for any other
+ * case (the draft handles it): another event, a run that ended, a manual or backfill fire, a
+ * series, a timer not armed, a `scheduledFor` that is not the very `fireAt` string. The caller
+ * has checked `event.seq > state.lastSeq`.
+ */
+function oneShotFired(state: RunState, event: RunEvent): RunState | null {
+  // The type compared here, not through isTimerFired: a guard V8 compiled for recovery's parsed
+  // events was deoptimised by the first event a fire commit made (another object shape).
+  if (event.type !== "TimerFired" || state.terminal !== null) return null;
+  const data = (event as TimerFiredEvent).data;
+  if (data.manual === true || data.backfill === true) return null;
+  const timer = state.pendingTimers.get(data.timerId);
+  if (timer === undefined || timer.cron !== undefined || data.scheduledFor !== timer.fireAt) return null;
+  // The draft's check that the two are the same instant (timerTransition): equal strings are
+  // when the instant can be read at all; a burst's fires share their fireAt, read once.
+  if (timer.fireAt !== lastReadableInstant) {
+    if (Number.isNaN(Date.parse(timer.fireAt))) return null;
+    lastReadableInstant = timer.fireAt;
+  }
+  let pendingTimers: Map<string, PendingTimer>;
+  if (state.pendingTimers.size === 1) {
+    // As Draft.disarm: the run's only timer going leaves the shared empty map.
+    pendingTimers = NO_TIMERS;
+  } else {
+    pendingTimers = new Map(state.pendingTimers);
+    pendingTimers.delete(data.timerId);
+  }
+  // Laid out as Draft.finish lays a state out (same fields, same order).
+  return {
+    runId: state.runId,
+    lastSeq: event.seq,
+    terminal: null,
+    pendingTimers,
+    observedSignalIds: state.observedSignalIds,
+    unconsumedSignals: state.unconsumedSignals,
+  };
+}
+
+/** The last `fireAt` {@link oneShotFired} found Date.parse reads ("" for none: no instant is ""). */
+let lastReadableInstant = "";
 
 /** A cron tick not computed yet: the first tick after `after` (skipped when re-armed first). */
 interface Advance {

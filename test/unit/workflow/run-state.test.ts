@@ -221,6 +221,36 @@ describe("ordering and tailing", () => {
     expect(applyEvent(state, fired(2, "t1", T10))).toBe(state);
   });
 
+  it("applies a one-shot's fire (made without a draft) exactly as the whole fold does, and leaves every other fire to the draft", () => {
+    const T10_OFFSET = "2026-05-01T12:00:00+02:00";
+    const cases: [string, RunEvent[], RunEvent][] = [
+      ["the run's only timer", [set(1, "t1", T10)], fired(2, "t1", T10)],
+      ["one of two timers", [set(1, "t1", T10), set(2, "t2", T12)], fired(3, "t1", T10)],
+      ["a later timer of two", [set(1, "t1", T10), set(2, "t2", T12)], fired(3, "t2", T12)],
+      ["with signals kept", [set(1, "t1", T10), received(2, "s-1")], fired(3, "t1", T10)],
+      ["the same instant written otherwise", [set(1, "t1", T10)], fired(2, "t1", T10_OFFSET)],
+      ["an older generation's instant (stale)", [set(1, "t1", T12)], fired(2, "t1", T10)],
+      ["no scheduledFor", [set(1, "t1", T10)], fired(2, "t1")],
+      ["a timer not armed", [set(1, "t1", T10)], fired(2, "t2", T10)],
+      ["a series", [set(1, "c", T10, { cron: "*/5 * * * *" })], fired(2, "c", T10)],
+      ["a manual fire of a one-shot", [set(1, "t1", T10)], { seq: 2, type: "TimerFired", data: { timerId: "t1", manual: true, requestId: "q", scheduledFor: T10, firedAt: T10 } } as RunEvent],
+      ["a backfill fire of a one-shot", [set(1, "t1", T10)], { seq: 2, type: "TimerFired", data: { timerId: "t1", backfill: true, scheduledFor: T10, firedAt: T10 } } as RunEvent],
+      ["a run that ended", [set(1, "t1", T10), { seq: 2, type: "RunCompleted" } as RunEvent], fired(3, "t1", T10)],
+    ];
+    for (const [name, log, event] of cases) {
+      const before = reduceRunState("r1", log);
+      const snapshot = JSON.stringify([...before.pendingTimers]);
+      const after = applyEvent(before, event);
+      expect(after, name).toEqual(reduceRunState("r1", [...log, event]));
+      expect(after.observedSignalIds, name).toBe(before.observedSignalIds);
+      expect(after.unconsumedSignals, name).toBe(before.unconsumedSignals);
+      expect(JSON.stringify([...before.pendingTimers]), name).toBe(snapshot);
+    }
+    // A state that ended yet lists a timer (as a summary may hold it): the fire changes nothing but lastSeq.
+    const ended = { ...reduceRunState("r1", [set(1, "t1", T10)]), terminal: "RunCompleted" as const };
+    expect(applyEvent(ended, fired(2, "t1", T10))).toEqual({ ...ended, lastSeq: 2 });
+  });
+
   it("folds to the same state as reduceRunState for a cron log", () => {
     const events = [set(1, "c", T10, { cron: "*/5 * * * *" }), fired(2, "c", T10), received(3, "s"), fired(4, "c", "2026-05-01T10:05:00.000Z")];
     const folded = events.reduce(applyEvent, emptyRunState("r1"));

@@ -78,4 +78,34 @@ describe("serializePlainTimerFired", () => {
     expect(codeOf(() => serializePlainTimerFiredOf(-1, "TimerFired", "2026-05-01T00:00:00.000Z", ok))).toBe("event_invalid");
     expect(codeOf(() => serializePlainTimerFiredOf(1, "TimerFired", "2026-05-01T00:00:00.000Z", ok, { maxEventBytes: 50 }))).toBe("payload_too_large");
   });
+  it("lays out each event from its own instants when consecutive events share some and differ in others (the kept stretches)", () => {
+    const instants = ["2026-05-01T00:00:00.000Z", "2026-05-01T00:00:00.001Z", "2026-05-01T02:00:00+02:00", "2027-01-01T00:00:00Z"];
+    // Every order of (at, scheduledFor, firedAt) over these instants, one after another: each
+    // event's bytes must be serializeEvent's for that event, whatever the previous one was.
+    let seq = 1;
+    for (const at of instants) {
+      for (const scheduledFor of instants) {
+        for (const firedAt of instants) {
+          const event = fired(seq, at, { timerId: `t-${seq}`, scheduledFor, firedAt });
+          const fields = serializePlainTimerFiredOf(seq, "TimerFired", at, { timerId: `t-${seq}`, scheduledFor, firedAt });
+          expect(Buffer.from(fields?.bytes ?? []).toString("utf8"), `${at} ${scheduledFor} ${firedAt}`).toBe(Buffer.from(serializeEvent(event)).toString("utf8"));
+          expect(fields?.event).toEqual(parseEvent(fields?.bytes ?? new Uint8Array()));
+          seq += 1;
+        }
+      }
+    }
+  });
+
+  it("still checks an instant that follows a valid one (nothing is taken as checked unless it is the same value)", () => {
+    const ok = { timerId: "t", scheduledFor: "2026-05-01T00:00:00.000Z", firedAt: "2026-05-01T00:00:00.000Z" };
+    expect(serializePlainTimerFiredOf(1, "TimerFired", "2026-05-01T00:00:00.000Z", ok)).not.toBeNull();
+    expect(codeOf(() => serializePlainTimerFiredOf(2, "TimerFired", "2026-05-01T00:00:00", ok))).toBe("time_invalid");
+    expect(codeOf(() => serializePlainTimerFiredOf(2, "TimerFired", undefined as unknown as string, ok))).toBe("time_invalid");
+    expect(codeOf(() => serializePlainTimerFiredOf(2, "TimerFired", "2026-05-01T00:00:00.000Z", { ...ok, scheduledFor: "2026-02-30T00:00:00.000Z" }))).toBe("time_invalid");
+    expect(codeOf(() => serializePlainTimerFiredOf(2, "TimerFired", "2026-05-01T00:00:00.000Z", { ...ok, scheduledFor: 5 }))).toBe("time_invalid");
+    expect(codeOf(() => serializePlainTimerFiredOf(2, "TimerFired", "2026-05-01T00:00:00.000Z", { ...ok, firedAt: "2026-13-01T00:00:00.000Z" }))).toBe("time_invalid");
+    // The failed values were not kept: the valid ones still pass after them.
+    expect(serializePlainTimerFiredOf(3, "TimerFired", "2026-05-01T00:00:00.000Z", ok)).not.toBeNull();
+    expect(codeOf(() => serializePlainTimerFiredOf(4, "TimerFired", "2026-05-01T00:00:00.000Z", ok, { maxEventBytes: 50 }))).toBe("payload_too_large");
+  });
 });
