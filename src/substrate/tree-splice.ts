@@ -238,7 +238,7 @@ function reOid(
     const end = offsets[at + 1] as number;
     if (at > next) delta?.copy(offsets[next] as number, start);
     // The oid is the entry's last 20 bytes; name and mode are the base's, byte for byte.
-    writeHexOid(content, end - 20, (inserts[e] as TreeEntry).oid, source);
+    content.write((inserts[e] as TreeEntry).oid, end - 20, "hex");
     // The whole old and new contents, read at the oid's place: no views per entry.
     if (adler !== undefined) adler = adler32Patch(adler, source.length, end - 20, source, content, 20, end - 20);
     crc?.replaced(end - 20, source, content, 20, end - 20);
@@ -272,35 +272,6 @@ function reOidChunks(base: ParsedTree, ats: readonly number[], inserts: readonly
     pushChunks(chunks, out);
   }
   return chunks;
-}
-
-/** Value of each char code 0–127 as a lowercase hex digit, -1 for anything else. */
-const HEX_DIGIT = new Int8Array(128).fill(-1);
-for (let c = 0; c < 16; c++) HEX_DIGIT["0123456789abcdef".charCodeAt(c)] = c;
-
-/**
- * Writes the 20 bytes of the hex oid `oid` (40 lowercase hex digits) at `at` in `content`:
- * `content.write(oid, at, "hex")`, decoded here (a fire commit re-oids one entry per fired run,
- * and the call into node's hex writer cost ~0.35 µs each, more than the loop). Anything else
- * (uppercase, the wrong length, a non-hex digit) is left to `Buffer.write`, with the 20 bytes
- * restored from `source` first, so the bytes are exactly what that call writes.
- * Exported for tests.
- */
-export function writeHexOid(content: Buffer, at: number, oid: string, source: Uint8Array): void {
-  if (oid.length === 40) {
-    let bad = 0;
-    for (let j = 0; j < 20; j++) {
-      const c = oid.charCodeAt(2 * j);
-      const d = oid.charCodeAt(2 * j + 1);
-      const hi = c < 128 ? (HEX_DIGIT[c] as number) : -1;
-      const lo = d < 128 ? (HEX_DIGIT[d] as number) : -1;
-      bad |= hi | lo;
-      content[at + j] = (hi << 4) | lo;
-    }
-    if (bad >= 0) return;
-    for (let j = 0; j < 20; j++) content[at + j] = source[at + j] as number;
-  }
-  content.write(oid, at, "hex");
 }
 
 /**
