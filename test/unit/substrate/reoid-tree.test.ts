@@ -76,6 +76,8 @@ describe("reOidTree", () => {
     expect(reOidTree(base, [4], [{ ...at(4), mode: BLOB_MODE, type: "blob" }])).toBeUndefined();
     expect(reOidTree(base, [RUNS], [{ name: nameOf(RUNS), mode: TREE_MODE, oid: oidOf(RUNS, 1), type: "tree" }])).toBeUndefined();
     expect(reOidTree(base, [4, 5], [at(4)])).toBeUndefined();
+    expect(reOidTree(base, [4.5], [at(4)])).toBeUndefined();
+    expect(reOidTree(base, [-1], [at(0)])).toBeUndefined();
   });
 });
 
