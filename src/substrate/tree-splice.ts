@@ -145,23 +145,16 @@ export function reOidTree(base: ParsedTree, ats: readonly number[], inserts: rea
   return reOidSorted(base, ats, inserts, beside);
 }
 
-/**
- * Whether each insert replaces the entry at its index, name, type and mode kept, the indices
- * strictly ascending. The entries are found by walking the chunks along (the indices ascend),
- * not by a search per index.
- */
+/** Whether each insert replaces the entry at its index, name, type and mode kept, the indices strictly ascending. */
 function reOidsFit(base: ParsedTree, ats: readonly number[], inserts: readonly TreeEntry[]): boolean {
-  const starts = base.chunkStarts;
-  let c = 0;
   let last = -1;
   for (let i = 0; i < ats.length; i++) {
     const at = ats[i] as number;
-    if (!(at > last) || at >= base.count || (at | 0) !== at) return false;
+    if (!(at > last)) return false;
     last = at;
-    while (at >= (starts[c + 1] as number)) c++;
-    const old = (base.chunks[c] as readonly TreeEntry[])[at - (starts[c] as number)] as TreeEntry;
     const entry = inserts[i] as TreeEntry;
-    if (old.type !== entry.type || old.mode !== entry.mode || old.name !== entry.name) return false;
+    const old = entryAt(base, at);
+    if (old === undefined || old.type !== entry.type || old.mode !== entry.mode || old.name !== entry.name) return false;
   }
   return true;
 }
