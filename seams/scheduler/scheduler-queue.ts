@@ -145,17 +145,62 @@ function toDue(entries: readonly TimerQueueEntry<PendingTimer>[], takenUpMs: num
 
 const NO_SUPPRESSIONS: ReadonlyMap<string, number> = new Map();
 
+/** A delivery not filed in the delivered map yet: its entries, and the first not taken back. */
+interface Delivery {
+  readonly entries: readonly TimerQueueEntry<PendingTimer>[];
+  next: number;
+}
+
 /** Creates the queue; see {@link SchedulerQueue}. @throws `time_invalid` for a bad `maxArmMs` */
 export function createSchedulerQueue(opts: SchedulerQueueOptions): SchedulerQueue {
   /**
    * `repo/run/timer` → setSeq of a generation delivered and not back in the queue yet (held by
    * the fire loop, or waiting for a retry). An entry lives only while its generation is out.
+   * The deliveries not yet filed here are in `outstanding` (see there): together they are that map.
    */
   const delivered = new Map<string, number>();
+  /**
+   * Deliveries not filed in `delivered` yet, oldest first: the keys and setSeqs of each (from
+   * `next` on; a key is in one place at most, as a generation is only delivered from the queue).
+   * A fire loop disarms the timers it fired in the order they were delivered (a burst's 20,000):
+   * a disarm or arm of the key at the oldest delivery's `next` only moves `next` on, where filing
+   * and deleting each key cost two map updates per fire. Any other key files them all first.
+   */
+  const outstanding: Delivery[] = [];
+  /** Files every outstanding delivery into `delivered`. */
+  const file = (): void => {
+    for (let d = 0; d < outstanding.length; d++) {
+      const { entries, next } = outstanding[d] as Delivery;
+      for (let i = next; i < entries.length; i++) {
+        const entry = entries[i] as TimerQueueEntry<PendingTimer>;
+        delivered.set(entry.key, entry.payload.setSeq);
+      }
+    }
+    outstanding.length = 0;
+  };
+  /**
+   * Takes `key` out of the delivered generations. @returns its setSeq, or undefined when none
+   * was out.
+   */
+  const takeDelivered = (key: string): number | undefined => {
+    const oldest = outstanding[0];
+    if (oldest !== undefined) {
+      const entry = oldest.entries[oldest.next] as TimerQueueEntry<PendingTimer>;
+      if (entry.key === key) {
+        oldest.next += 1;
+        if (oldest.next === oldest.entries.length) outstanding.shift();
+        return entry.payload.setSeq;
+      }
+      file();
+    }
+    const setSeq = delivered.get(key);
+    if (setSeq !== undefined) delivered.delete(key);
+    return setSeq;
+  };
   /** `repo/run` → timerId → the newest suppressed generation (setSeq); older ones are too. */
   const suppressions = new Map<string, Map<string, number>>();
   const markDelivered = (entries: readonly TimerQueueEntry<PendingTimer>[]): DueGeneration[] => {
-    for (const entry of entries) delivered.set(entry.key, entry.payload.setSeq);
+    if (entries.length > 0) outstanding.push({ entries, next: 0 });
     return toDue(entries, opts.clock().getTime());
   };
   const queue: TimerQueue<PendingTimer> = createTimerQueue<PendingTimer>({
@@ -180,14 +225,13 @@ export function createSchedulerQueue(opts: SchedulerQueueOptions): SchedulerQueu
     return false;
   };
   const disarm = (key: string): boolean => {
-    delivered.delete(key);
+    takeDelivered(key);
     return queue.cancel(key);
   };
   return {
     arm(repoId, runId, pending, atMs) {
       const key = timerKey(repoId, runId, pending.timerId);
-      const back = delivered.get(key) === pending.setSeq;
-      delivered.delete(key);
+      const back = takeDelivered(key) === pending.setSeq;
       if (isSuppressed(repoId, runId, pending)) return "suppressed";
       const current = queue.get(key);
       if (current !== undefined && current.fireAtMs === atMs && current.payload.setSeq === pending.setSeq && current.payload.fireAt === pending.fireAt) {

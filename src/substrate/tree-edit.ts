@@ -19,7 +19,7 @@ import {
   unusualMode,
 } from "./tree-object.js";
 import { diffTrees, type ReadTree } from "./tree-diff.js";
-import { editTree } from "./tree-splice.js";
+import { editTree, reOidTree } from "./tree-splice.js";
 import type { Oid, PathChange } from "./types.js";
 
 /** Edits in application order: `clear` subtree, then `deletes`, then `puts`. */
@@ -196,6 +196,13 @@ interface FolderEdit {
   readonly deferredChanges: (() => readonly PathChange[]) | undefined;
   /** Set once a folder put with DEFERRED_CHANGES was taken. */
   deferredUsed: boolean;
+  /**
+   * Built folders that replace a folder found at its hinted index (EntryPosition) of a tree in
+   * git order, in the order taken: their indices and new entries, kept out of `edits` and
+   * `positions` (see takeReOids). Null until the first.
+   */
+  reAts: number[] | null;
+  reEntries: TreeEntry[] | null;
 }
 
 /** The entry `name` of `old` (a hint checked first) and its index, noted in `positions` for a sorted folder. */
@@ -217,6 +224,8 @@ function locate(old: ParsedTree | null, name: string, child: EditNode, positions
  */
 function putBuiltFolders(children: Iterator<[string, EditNode]>, folder: FolderEdit): [string, EditNode] | undefined {
   const { old, base, edits, positions, folders, changes } = folder;
+  // The hints name this very tree when it is in git order: then the entry there is the one.
+  const hintTree = old !== null && old.sorted ? old.oid : null;
   for (;;) {
     const step = children.next();
     if (step.done === true) return undefined;
@@ -224,7 +233,10 @@ function putBuiltFolders(children: Iterator<[string, EditNode]>, folder: FolderE
     const put = child.put;
     const within = child.within;
     if (put === undefined || within === undefined) return step.value;
-    const existing = locate(old, name, child, positions);
+    const hint = child.at;
+    const hinted = hint !== undefined && hint.tree === hintTree ? entryAt(old as ParsedTree, hint.index) : undefined;
+    const atHint = hinted !== undefined && hinted.name === name;
+    const existing = atHint ? hinted : locate(old, name, child, positions);
     if (existing?.type === "commit") throw gitlinkInTheWay(`${base}${name}`);
     // A folder built by the caller from the one here: its changes are the caller's.
     if (existing?.type !== "tree") throw builtFolderMissing(`${base}${name}`);
@@ -234,8 +246,46 @@ function putBuiltFolders(children: Iterator<[string, EditNode]>, folder: FolderE
       if (folder.deferredChanges === undefined) throw new TypeError("a folder put with deferred changes needs TreeEdits.deferredChanges");
       folder.deferredUsed = true;
     } else for (const change of within) changes.push(change);
-    edits.set(name, { name, mode: TREE_MODE, oid: put, type: "tree" });
+    const entry: TreeEntry = { name, mode: TREE_MODE, oid: put, type: "tree" };
+    if (atHint && existing.mode === TREE_MODE) {
+      // An entry re-oided in place, its index known: kept out of the maps (takeReOids).
+      const index = (hint as EntryPosition).index;
+      if (folder.reAts === null) {
+        folder.reAts = [index];
+        folder.reEntries = [entry];
+      } else {
+        folder.reAts.push(index);
+        (folder.reEntries as TreeEntry[]).push(entry);
+      }
+      continue;
+    }
+    if (atHint) positions.set(name, (hint as EntryPosition).index);
+    edits.set(name, entry);
   }
+}
+
+/**
+ * The folder's re-oided built folders (FolderEdit.reAts) as its new tree when they are all its
+ * edits (a fire commit's `runs/`: no map of them, no search, no sort, reOidTree); otherwise they
+ * are moved into `edits` and `positions` for the general splice, and undefined.
+ */
+function takeReOids(folder: FolderEdit, beside: BigTreeBeside | undefined): { tree: ParsedTree; object: GitObject } | undefined {
+  const ats = folder.reAts;
+  const entries = folder.reEntries;
+  const old = folder.old;
+  if (ats === null || entries === null || old === null) return undefined;
+  folder.reAts = null;
+  folder.reEntries = null;
+  if (folder.edits.size === 0 && (old.refusedNames?.length ?? 0) === 0) {
+    const built = reOidTree(old, ats, entries, beside);
+    if (built !== undefined) return built;
+  }
+  for (let i = 0; i < ats.length; i++) {
+    const entry = entries[i] as TreeEntry;
+    folder.edits.set(entry.name, entry);
+    folder.positions.set(entry.name, ats[i] as number);
+  }
+  return undefined;
 }
 
 /**
@@ -365,7 +415,7 @@ export async function applyTreeEdits(read: ReadTree, baseOid: Oid | null, edits:
     const edits = new Map<string, TreeEntry | null>();
     // Where each edited name is in the old tree, so the splice does not search for it again.
     const positions = new Map<string, number>();
-    const folder: FolderEdit = { old, base, edits, positions, folders, changes, deferredChanges, deferredUsed: false };
+    const folder: FolderEdit = { old, base, edits, positions, folders, changes, deferredChanges, deferredUsed: false, reAts: null, reEntries: null };
     const children = (node.children ?? NO_CHILDREN)[Symbol.iterator]();
     for (;;) {
       // Runs of folders the caller built (a fire commit's every run) are taken synchronously.
@@ -403,6 +453,7 @@ export async function applyTreeEdits(read: ReadTree, baseOid: Oid | null, edits:
         edits.set(name, { name, mode: TREE_MODE, oid: newSub, type: "tree" });
       }
     }
+    const reOided = takeReOids(folder, beside);
     // Names git's fsck refuses (a `..` or `.git` pushed by hand) are not carried into the new
     // tree: they would make every later commit fail `git fsck --strict`. They are dropped
     // without a change record (nothing a reader accepted is lost: readers report such entries
@@ -412,12 +463,13 @@ export async function applyTreeEdits(read: ReadTree, baseOid: Oid | null, edits:
       edits.set(name, null);
       exact = false;
     }
-    if (edits.size === 0 && old !== null) return old.oid;
+    if (reOided === undefined && edits.size === 0 && old !== null) return old.oid;
     if (old !== null && !old.sorted) exact = false;
     const built =
-      old === null
+      reOided ??
+      (old === null
         ? makeTree([...edits.values()].filter((e): e is TreeEntry => e !== null))
-        : editTree(old, edits, positions, beside);
+        : editTree(old, edits, positions, beside));
     // An empty folder cannot exist in git; only the root may be the empty tree.
     if (built.tree.count === 0 && !isRoot) return null;
     if (built.tree.oid === oldOid) return oldOid;

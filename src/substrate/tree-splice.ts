@@ -120,16 +120,46 @@ function ownedVersion(base: ParsedTree, count: number, size: number): OwnedConte
 
 /**
  * {@link editTree} when every change gives an existing entry a new oid, name, type and mode
- * kept (a fire commit's `runs/`: each run's folder changed): every entry keeps its size and
- * place, so the content is the base's with 20-byte oids overwritten, the offsets are the base's
- * (shared), no entry is searched for twice, and a big folder's Adler-32 is patched for the bytes
- * that changed instead of read again (see adler32Patch). Same bytes, oid, chunks and delta as the
- * general splice. Undefined when some change is anything else.
+ * kept (a fire commit's `runs/`: each run's folder changed): see {@link reOidTree}. Undefined
+ * when some change is anything else.
  */
 function patchTree(base: ParsedTree, changes: ReadonlyMap<string, TreeEntry | null>, position: (name: string) => number, beside?: BigTreeBeside): { tree: ParsedTree; object: GitObject } | undefined {
-  const events = reOidEvents(base, changes, position);
-  if (events === undefined) return undefined;
-  if (events.length > 2) events.sort(compareEdits);
+  const ats: number[] = [];
+  const inserts: TreeEntry[] = [];
+  if (!reOidEdits(base, changes, position, ats, inserts)) return undefined;
+  return reOidSorted(base, ats, inserts, beside);
+}
+
+/**
+ * {@link editTree} of a tree in git order when every change gives an existing entry a new oid,
+ * its name, type and mode kept: `inserts[i]` replaces the entry at index `ats[i]`, the indices
+ * strictly ascending (a fire commit's `runs/`, one changed run folder each, given in run order by
+ * the tree edit: no map of the changes, no search, no sort). Every entry keeps its size and
+ * place, so the content is the base's with 20-byte oids overwritten, the offsets are the base's
+ * (shared), and a big folder's Adler-32 is patched for the bytes that changed instead of read
+ * again (see adler32Patch). Same bytes, oid, chunks and delta as the general splice.
+ * @returns undefined, having changed nothing, when the changes are not that (then {@link editTree})
+ */
+export function reOidTree(base: ParsedTree, ats: readonly number[], inserts: readonly TreeEntry[], beside?: BigTreeBeside): { tree: ParsedTree; object: GitObject } | undefined {
+  if (!base.sorted || ats.length !== inserts.length || !reOidsFit(base, ats, inserts)) return undefined;
+  return reOidSorted(base, ats, inserts, beside);
+}
+
+/** Whether each insert replaces the entry at its index, name, type and mode kept, the indices strictly ascending. */
+function reOidsFit(base: ParsedTree, ats: readonly number[], inserts: readonly TreeEntry[]): boolean {
+  let last = -1;
+  for (let i = 0; i < ats.length; i++) {
+    const at = ats[i] as number;
+    if (!(at > last)) return false;
+    last = at;
+    const entry = inserts[i] as TreeEntry;
+    const old = entryAt(base, at);
+    if (old === undefined || old.type !== entry.type || old.mode !== entry.mode || old.name !== entry.name) return false;
+  }
+  return true;
+}
+
+function reOidSorted(base: ParsedTree, ats: readonly number[], inserts: readonly TreeEntry[], beside?: BigTreeBeside): { tree: ParsedTree; object: GitObject } {
   const n = base.count;
   const offsets = base.offsets;
   const size = offsets[n] as number;
@@ -146,41 +176,54 @@ function patchTree(base: ParsedTree, changes: ReadonlyMap<string, TreeEntry | nu
   // past the rest of the folder (~1–2 µs), where node's CRC-32 of the whole entry reads a few
   // KB in that time: a burst that re-oids 8,000 of 20,000 runs' entries (900 KB) patched for
   // 15 ms what the pack writer reads in well under 1.
-  const few = (events.length / 2) * CRC_PATCH_BYTES_PER_CHANGE < source.length;
+  const few = ats.length * CRC_PATCH_BYTES_PER_CHANGE < source.length;
   const baseCrc = big && few && source.length > 65_535 ? knownTreeEntryCrc(baseContent) : undefined;
   const crc = baseCrc === undefined ? undefined : new StoredEntryCrcPatch(baseCrc, source.length);
-  adler = reOid(events, offsets, source, content, delta, adler, crc);
-  const next = events.length === 0 ? 0 : (events[events.length - 1] as { at: number }).at + 1;
+  adler = reOid(ats, inserts, offsets, source, content, delta, adler, crc);
+  const next = ats.length === 0 ? 0 : (ats[ats.length - 1] as number) + 1;
   if (next < n) delta?.copy(offsets[next] as number, offsets[n] as number);
   if (crc !== undefined && adler !== undefined) rememberTreeEntryCrc(content, crc.finish(contentAdler32(base), adler));
-  return finishTree(editChunks(base, events), content, offsets, true, delta === undefined ? undefined : { oid: base.oid, writer: delta }, adler, owned, base.lossy, beside);
+  return finishTree(reOidChunks(base, ats, inserts), content, offsets, true, delta === undefined ? undefined : { oid: base.oid, writer: delta }, adler, owned, base.lossy, beside);
 }
 
 /**
- * patchTree's edits, an insert and a removal at each changed entry's position (unsorted);
- * undefined when some change is not a new oid for an existing entry with its name, type and mode.
- * The loops of patchTree are functions of their own: patchTree runs once per commit, its loops
- * once per changed run, and only they are compiled by the optimiser (see design notes §58).
+ * patchTree's edits into `ats` and `inserts` (sorted by index); false when some change is not a
+ * new oid for an existing entry with its name, type and mode. The loops of patchTree are
+ * functions of their own: patchTree runs once per commit, its loops once per changed run, and
+ * only they are compiled by the optimiser (see design notes §58).
  */
-function reOidEvents(base: ParsedTree, changes: ReadonlyMap<string, TreeEntry | null>, position: (name: string) => number): { at: number; insert?: TreeEntry }[] | undefined {
-  const events: { at: number; insert?: TreeEntry }[] = [];
+function reOidEdits(base: ParsedTree, changes: ReadonlyMap<string, TreeEntry | null>, position: (name: string) => number, ats: number[], inserts: TreeEntry[]): boolean {
+  let ascending = true;
   for (const [name, entry] of changes) {
-    if (entry === null) return undefined;
+    if (entry === null) return false;
     const at = position(name);
     const old = at < 0 ? undefined : entryAt(base, at);
-    if (old === undefined || old.type !== entry.type || old.mode !== entry.mode || old.name !== entry.name) return undefined;
-    events.push({ at, insert: entry }, { at });
+    if (old === undefined || old.type !== entry.type || old.mode !== entry.mode || old.name !== entry.name) return false;
+    if (ats.length > 0 && at < (ats[ats.length - 1] as number)) ascending = false;
+    ats.push(at);
+    inserts.push(entry);
   }
-  return events;
+  if (!ascending) {
+    // Names are unique in a tree, so are their indices: a sort by index is the splice's order.
+    const order = ats.map((_, i) => i).sort((x, y) => (ats[x] as number) - (ats[y] as number));
+    const sortedAts = order.map((i) => ats[i] as number);
+    const sortedInserts = order.map((i) => inserts[i] as TreeEntry);
+    for (let i = 0; i < order.length; i++) {
+      ats[i] = sortedAts[i] as number;
+      inserts[i] = sortedInserts[i] as TreeEntry;
+    }
+  }
+  return true;
 }
 
 /**
- * Writes each sorted edit's new oid over its entry's in `content` (a copy of `source`), noting
- * the unchanged spans before each and the entry in `delta`, patching `adler` and `crc`.
+ * Writes each re-oided entry's new oid over its entry's in `content` (a copy of `source`),
+ * noting the unchanged spans before each and the entry in `delta`, patching `adler` and `crc`.
  * @returns the patched Adler-32 (undefined when not given one)
  */
 function reOid(
-  events: readonly { at: number; insert?: TreeEntry }[],
+  ats: readonly number[],
+  inserts: readonly TreeEntry[],
   offsets: Uint32Array,
   source: Buffer,
   content: Buffer,
@@ -189,13 +232,13 @@ function reOid(
   crc: StoredEntryCrcPatch | undefined,
 ): number | undefined {
   let next = 0;
-  for (let e = 0; e < events.length; e += 2) {
-    const { at, insert } = events[e] as { at: number; insert: TreeEntry };
+  for (let e = 0; e < ats.length; e++) {
+    const at = ats[e] as number;
     const start = offsets[at] as number;
     const end = offsets[at + 1] as number;
     if (at > next) delta?.copy(offsets[next] as number, start);
     // The oid is the entry's last 20 bytes; name and mode are the base's, byte for byte.
-    content.write(insert.oid, end - 20, "hex");
+    content.write((inserts[e] as TreeEntry).oid, end - 20, "hex");
     // The whole old and new contents, read at the oid's place: no views per entry.
     if (adler !== undefined) adler = adler32Patch(adler, source.length, end - 20, source, content, 20, end - 20);
     crc?.replaced(end - 20, source, content, 20, end - 20);
@@ -203,6 +246,32 @@ function reOid(
     next = at + 1;
   }
   return adler;
+}
+
+/**
+ * The chunks of `base` with the entries at `ats` (ascending) replaced by `inserts`: what
+ * {@link editChunks} makes of the same edits (an insert and a removal at each index).
+ */
+function reOidChunks(base: ParsedTree, ats: readonly number[], inserts: readonly TreeEntry[]): (readonly TreeEntry[])[] {
+  const chunks: (readonly TreeEntry[])[] = [];
+  const last = base.chunks.length - 1;
+  let e = 0;
+  for (let c = 0; c <= last; c++) {
+    const chunk = base.chunks[c] as readonly TreeEntry[];
+    const start = base.chunkStarts[c] as number;
+    const end = base.chunkStarts[c + 1] as number;
+    if (e >= ats.length || (ats[e] as number) >= end) {
+      chunks.push(chunk);
+      continue;
+    }
+    const out = chunk.slice();
+    while (e < ats.length && (ats[e] as number) < end) {
+      out[(ats[e] as number) - start] = inserts[e] as TreeEntry;
+      e++;
+    }
+    pushChunks(chunks, out);
+  }
+  return chunks;
 }
 
 /**
