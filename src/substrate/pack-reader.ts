@@ -178,9 +178,13 @@ export interface PackReader {
   ageOf(pack: LoadedPack): number;
   /**
    * Records `placed` as a known pack, forgetting the packs named in `replaced`: as a merge of
-   * them when there are any (its age theirs), else as the newest pack.
+   * them when there are any (its age theirs), else as the newest pack. `written`: the pack's
+   * bytes as this process just wrote them (pieces in order, trailer included), kept (up to
+   * {@link WRITTEN_KEPT_BYTES} of them, a pack of at most {@link WHOLE_PACK_MAX_BYTES}) until the
+   * pack is first read whole, which then takes them instead of reading the file back and
+   * hashing it (see {@link writtenBytes}).
    */
-  adopt(placed: LoadedPack, replaced?: ReadonlySet<string>): void;
+  adopt(placed: LoadedPack, replaced?: ReadonlySet<string>, written?: readonly Uint8Array[]): void;
   /** Closes the packs kept open for point reads (later point reads open them again). */
   close(): Promise<void>;
 }
@@ -236,6 +240,13 @@ export function storedView(bytes: Buffer, dataAt: number, size: number): Buffer 
   if (len !== size || (nlen ^ 0xffff) !== len) return null;
   return bytes.subarray(at + 5, at + 5 + size);
 }
+
+/**
+ * Bytes of the packs this process wrote that a reader keeps until it reads them whole (see
+ * PackReader.adopt): a fire commit's next commit reads back the run folders the one before
+ * wrote.
+ */
+export const WRITTEN_KEPT_BYTES = 32 * 1024 * 1024;
 
 /** Largest pack index read (bytes): some 38 million objects. */
 const MAX_PACK_INDEX_BYTES = 1024 * 1024 * 1024;
@@ -314,6 +325,13 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
    * is then taken up).
    */
   const unverified = new Set<string>();
+  /**
+   * Packs this process wrote (see PackReader.adopt), by name, oldest first: their pieces and
+   * size, until read whole. Bytes it wrote itself are the file's bytes by construction: the
+   * checksum the whole read would check is the one the writer computed over these bytes.
+   */
+  const written = new Map<string, { readonly parts: readonly Uint8Array[]; readonly size: number }>();
+  let writtenKept = 0;
 
   const fsFor = (bytes: number): FsAdapter => adapterFor(bytes, fs, quickFs);
   const { loadOnce, cachedWindow, loadWindow } = createWindowReads(fs, packWindows, repoKey, (name) => new PackGone(name));
@@ -769,6 +787,7 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
       if (pack.size <= WHOLE_PACK_MAX_BYTES) {
         const whole =
           packBytes.get(repoKey, pack.name) ??
+          writtenBytes(pack) ??
           (await loadOnce(pack.name, async () => {
             const bytes = await fsFor(pack.size).readFile(path);
             const read = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
@@ -829,11 +848,35 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
     return damagedObject(oid, `its entry in pack ${pack.name}${unverified.has(pack.name) ? " (which fails its checksum)" : ""}: ${reason}`, { pack: pack.name }, error);
   }
 
+  /**
+   * The whole bytes of `pack` when this process wrote it and kept them (see {@link written}),
+   * put in the pack cache as a read of the file would; undefined otherwise.
+   */
+  function writtenBytes(pack: LoadedPack): Buffer | undefined {
+    const kept = written.get(pack.name);
+    if (kept === undefined) return undefined;
+    written.delete(pack.name);
+    writtenKept -= kept.size;
+    if (kept.size !== pack.size || unverified.has(pack.name)) return undefined;
+    const whole = kept.parts.length === 1 ? Buffer.from((kept.parts[0] as Uint8Array).buffer, (kept.parts[0] as Uint8Array).byteOffset, kept.size) : Buffer.concat(kept.parts, kept.size);
+    if (whole.byteLength !== kept.size) return undefined;
+    packBytes.set(repoKey, pack.name, whole, whole.byteLength);
+    return whole;
+  }
+
+  /** Forgets the kept bytes of `name` (see {@link written}). */
+  function forgetWritten(name: string): void {
+    const kept = written.get(name);
+    if (kept === undefined) return;
+    written.delete(name);
+    writtenKept -= kept.size;
+  }
+
   /** {@link entryBytes} when they are in memory already (a cached pack or window), else undefined. */
   function entryBytesInMemory(pack: LoadedPack, offset: number, crc: number): { bytes: Buffer; verified: boolean } | undefined {
     const end = pack.index.endOf(offset);
     if (pack.size <= WHOLE_PACK_MAX_BYTES) {
-      const whole = packBytes.get(repoKey, pack.name);
+      const whole = packBytes.get(repoKey, pack.name) ?? writtenBytes(pack);
       return whole === undefined ? undefined : wholeEntry(pack, whole.subarray(offset, end), offset, crc);
     }
     const start = offset - (offset % WINDOW_BYTES);
@@ -954,7 +997,21 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
       return packs;
     },
     ageOf: (pack) => ages.get(pack.name) ?? newestAge,
-    adopt(placed, replaced) {
+    adopt(placed, replaced, bytes) {
+      for (const name of replaced ?? []) forgetWritten(name);
+      if (bytes !== undefined && placed.size <= WHOLE_PACK_MAX_BYTES && !written.has(placed.name)) {
+        let size = 0;
+        for (const part of bytes) size += part.byteLength;
+        if (size === placed.size) {
+          written.set(placed.name, { parts: bytes, size });
+          writtenKept += size;
+          // Oldest first out.
+          for (const [name] of written) {
+            if (writtenKept <= WRITTEN_KEPT_BYTES) break;
+            forgetWritten(name);
+          }
+        }
+      }
       let age = Number.NEGATIVE_INFINITY;
       for (const name of replaced ?? []) age = Math.max(age, ages.get(name) ?? Number.NEGATIVE_INFINITY);
       if (age === Number.NEGATIVE_INFINITY) age = newestAge === Number.NEGATIVE_INFINITY ? 0 : newestAge + 1;
