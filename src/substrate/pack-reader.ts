@@ -179,10 +179,10 @@ export interface PackReader {
   /**
    * Records `placed` as a known pack, forgetting the packs named in `replaced`: as a merge of
    * them when there are any (its age theirs), else as the newest pack. `written`: the pack's
-   * bytes as this process just wrote them (pieces in order, trailer included), kept (up to
-   * {@link WRITTEN_KEPT_BYTES} of them, a pack of at most {@link WHOLE_PACK_MAX_BYTES}) until the
-   * pack is first read whole, which then takes them instead of reading the file back and
-   * hashing it (see {@link writtenBytes}).
+   * bytes as this process just wrote them (pieces in order, trailer included), kept (the newest
+   * {@link WRITTEN_KEPT_BYTES} of them, a pack of at most {@link WHOLE_PACK_MAX_BYTES}; dropped
+   * when the pack is merged away) and read in place of the file: a pack this process wrote is
+   * not read back from disk and hashed again.
    */
   adopt(placed: LoadedPack, replaced?: ReadonlySet<string>, written?: readonly Uint8Array[]): void;
   /** Closes the packs kept open for point reads (later point reads open them again). */
@@ -242,7 +242,7 @@ export function storedView(bytes: Buffer, dataAt: number, size: number): Buffer 
 }
 
 /**
- * Bytes of the packs this process wrote that a reader keeps until it reads them whole (see
+ * Bytes of the packs this process wrote that a reader keeps, newest first (see
  * PackReader.adopt): a fire commit's next commit reads back the run folders the one before
  * wrote.
  */
@@ -326,11 +326,11 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
    */
   const unverified = new Set<string>();
   /**
-   * Packs this process wrote (see PackReader.adopt), by name, oldest first: their pieces and
-   * size, until read whole. Bytes it wrote itself are the file's bytes by construction: the
-   * checksum the whole read would check is the one the writer computed over these bytes.
+   * Packs this process wrote (see PackReader.adopt), by name, oldest first: their pieces, size
+   * and where each piece ends. Bytes it wrote itself are the file's bytes by construction: the
+   * checksum a read of the file would check is the one the writer computed over these bytes.
    */
-  const written = new Map<string, { readonly parts: readonly Uint8Array[]; readonly size: number }>();
+  const written = new Map<string, { readonly parts: readonly Uint8Array[]; readonly size: number; readonly ends: Float64Array }>();
   let writtenKept = 0;
 
   const fsFor = (bytes: number): FsAdapter => adapterFor(bytes, fs, quickFs);
@@ -785,9 +785,10 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
     const path = `${packDir}/${pack.name}.pack`;
     try {
       if (pack.size <= WHOLE_PACK_MAX_BYTES) {
+        const kept = writtenEntry(pack, offset, end);
+        if (kept !== undefined) return { bytes: kept, verified: true };
         const whole =
           packBytes.get(repoKey, pack.name) ??
-          writtenBytes(pack) ??
           (await loadOnce(pack.name, async () => {
             const bytes = await fsFor(pack.size).readFile(path);
             const read = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
@@ -849,19 +850,34 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
   }
 
   /**
-   * The whole bytes of `pack` when this process wrote it and kept them (see {@link written}),
-   * put in the pack cache as a read of the file would; undefined otherwise.
+   * The bytes `[offset, end)` of `pack` when this process wrote it and keeps them (see
+   * {@link written}): a view of the piece that holds them (a copy for an entry across pieces);
+   * undefined otherwise.
    */
-  function writtenBytes(pack: LoadedPack): Buffer | undefined {
+  function writtenEntry(pack: LoadedPack, offset: number, end: number): Buffer | undefined {
     const kept = written.get(pack.name);
-    if (kept === undefined) return undefined;
-    written.delete(pack.name);
-    writtenKept -= kept.size;
-    if (kept.size !== pack.size || unverified.has(pack.name)) return undefined;
-    const whole = kept.parts.length === 1 ? Buffer.from((kept.parts[0] as Uint8Array).buffer, (kept.parts[0] as Uint8Array).byteOffset, kept.size) : Buffer.concat(kept.parts, kept.size);
-    if (whole.byteLength !== kept.size) return undefined;
-    packBytes.set(repoKey, pack.name, whole, whole.byteLength);
-    return whole;
+    if (kept === undefined || kept.size !== pack.size || unverified.has(pack.name) || offset < 0 || end > kept.size || end <= offset) return undefined;
+    const ends = kept.ends;
+    let lo = 0;
+    let hi = ends.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if ((ends[mid] as number) > offset) hi = mid;
+      else lo = mid + 1;
+    }
+    const part = kept.parts[lo] as Uint8Array;
+    const partStart = (ends[lo] as number) - part.byteLength;
+    if (end <= (ends[lo] as number)) return Buffer.from(part.buffer, part.byteOffset + offset - partStart, end - offset);
+    const out = Buffer.allocUnsafe(end - offset);
+    let at = 0;
+    for (let i = lo; at < out.length; i++) {
+      const piece = kept.parts[i] as Uint8Array;
+      const from = i === lo ? offset - partStart : 0;
+      const take = Math.min(piece.byteLength - from, out.length - at);
+      out.set(piece.subarray(from, from + take), at);
+      at += take;
+    }
+    return out;
   }
 
   /** Forgets the kept bytes of `name` (see {@link written}). */
@@ -876,7 +892,9 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
   function entryBytesInMemory(pack: LoadedPack, offset: number, crc: number): { bytes: Buffer; verified: boolean } | undefined {
     const end = pack.index.endOf(offset);
     if (pack.size <= WHOLE_PACK_MAX_BYTES) {
-      const whole = packBytes.get(repoKey, pack.name) ?? writtenBytes(pack);
+      const kept = writtenEntry(pack, offset, end);
+      if (kept !== undefined) return { bytes: kept, verified: true };
+      const whole = packBytes.get(repoKey, pack.name);
       return whole === undefined ? undefined : wholeEntry(pack, whole.subarray(offset, end), offset, crc);
     }
     const start = offset - (offset % WINDOW_BYTES);
@@ -1000,10 +1018,14 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
     adopt(placed, replaced, bytes) {
       for (const name of replaced ?? []) forgetWritten(name);
       if (bytes !== undefined && placed.size <= WHOLE_PACK_MAX_BYTES && !written.has(placed.name)) {
+        const ends = new Float64Array(bytes.length);
         let size = 0;
-        for (const part of bytes) size += part.byteLength;
+        for (let i = 0; i < bytes.length; i++) {
+          size += (bytes[i] as Uint8Array).byteLength;
+          ends[i] = size;
+        }
         if (size === placed.size) {
-          written.set(placed.name, { parts: bytes, size });
+          written.set(placed.name, { parts: bytes, size, ends });
           writtenKept += size;
           // Oldest first out.
           for (const [name] of written) {
