@@ -179,12 +179,14 @@ export interface PackReader {
   /**
    * Records `placed` as a known pack, forgetting the packs named in `replaced`: as a merge of
    * them when there are any (its age theirs), else as the newest pack. `written`: the pack's
-   * bytes as this process just wrote them (pieces in order, trailer included), kept (the newest
+   * bytes as this process just wrote them (pieces in order, trailer included; `lent`: the
+   * pieces that are not the writer's to keep, EncodedPack.lent, which are not kept: an entry
+   * in one is read from the file as before), kept (the newest
    * {@link WRITTEN_KEPT_BYTES} of them, a pack of at most {@link WHOLE_PACK_MAX_BYTES}; dropped
    * when the pack is merged away) and read in place of the file: a pack this process wrote is
    * not read back from disk and hashed again.
    */
-  adopt(placed: LoadedPack, replaced?: ReadonlySet<string>, written?: readonly Uint8Array[]): void;
+  adopt(placed: LoadedPack, replaced?: ReadonlySet<string>, written?: { readonly parts: readonly Uint8Array[]; readonly lent: readonly number[] }): void;
   /** Closes the packs kept open for point reads (later point reads open them again). */
   close(): Promise<void>;
 }
@@ -330,7 +332,7 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
    * and where each piece ends. Bytes it wrote itself are the file's bytes by construction: the
    * checksum a read of the file would check is the one the writer computed over these bytes.
    */
-  const written = new Map<string, { readonly parts: readonly Uint8Array[]; readonly size: number; readonly ends: Float64Array }>();
+  const written = new Map<string, { readonly parts: readonly (Uint8Array | null)[]; readonly size: number; readonly ends: Float64Array }>();
   let writtenKept = 0;
 
   const fsFor = (bytes: number): FsAdapter => adapterFor(bytes, fs, quickFs);
@@ -851,8 +853,8 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
 
   /**
    * The bytes `[offset, end)` of `pack` when this process wrote it and keeps them (see
-   * {@link written}): a view of the piece that holds them (a copy for an entry across pieces);
-   * undefined otherwise.
+   * {@link written}): a view of the piece that holds them; undefined otherwise (an entry in or
+   * across a piece lent by an object's owner, see EncodedPack.lent).
    */
   function writtenEntry(pack: LoadedPack, offset: number, end: number): Buffer | undefined {
     const kept = written.get(pack.name);
@@ -865,19 +867,12 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
       if ((ends[mid] as number) > offset) hi = mid;
       else lo = mid + 1;
     }
-    const part = kept.parts[lo] as Uint8Array;
+    const part = kept.parts[lo];
+    if (part === undefined || part === null) return undefined;
     const partStart = (ends[lo] as number) - part.byteLength;
-    if (end <= (ends[lo] as number)) return Buffer.from(part.buffer, part.byteOffset + offset - partStart, end - offset);
-    const out = Buffer.allocUnsafe(end - offset);
-    let at = 0;
-    for (let i = lo; at < out.length; i++) {
-      const piece = kept.parts[i] as Uint8Array;
-      const from = i === lo ? offset - partStart : 0;
-      const take = Math.min(piece.byteLength - from, out.length - at);
-      out.set(piece.subarray(from, from + take), at);
-      at += take;
-    }
-    return out;
+    // An entry lies in one piece (the encoder's own buffer, or a block of entries built
+    // beforehand); one that does not is read as before.
+    return end <= (ends[lo] as number) ? Buffer.from(part.buffer, part.byteOffset + offset - partStart, end - offset) : undefined;
   }
 
   /** Forgets the kept bytes of `name` (see {@link written}). */
@@ -1015,17 +1010,22 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
       return packs;
     },
     ageOf: (pack) => ages.get(pack.name) ?? newestAge,
-    adopt(placed, replaced, bytes) {
+    adopt(placed, replaced, given) {
       for (const name of replaced ?? []) forgetWritten(name);
-      if (bytes !== undefined && placed.size <= WHOLE_PACK_MAX_BYTES && !written.has(placed.name)) {
-        const ends = new Float64Array(bytes.length);
+      if (given !== undefined && placed.size <= WHOLE_PACK_MAX_BYTES && !written.has(placed.name)) {
+        const { parts: all, lent } = given;
+        const ends = new Float64Array(all.length);
+        const parts: (Uint8Array | null)[] = [];
         let size = 0;
-        for (let i = 0; i < bytes.length; i++) {
-          size += (bytes[i] as Uint8Array).byteLength;
+        for (let i = 0; i < all.length; i++) {
+          const part = all[i] as Uint8Array;
+          size += part.byteLength;
           ends[i] = size;
+          parts.push(part);
         }
+        for (const i of lent) parts[i] = null;
         if (size === placed.size) {
-          written.set(placed.name, { parts: bytes, size, ends });
+          written.set(placed.name, { parts, size, ends });
           writtenKept += size;
           // Oldest first out.
           for (const [name] of written) {

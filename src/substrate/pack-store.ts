@@ -173,7 +173,7 @@ export function createPackStore(opts: PackStoreOptions): PackStore {
           const { encoded, staged } = await encoding;
           await reader.ensureScanned();
           // The bytes written, for the reader to take instead of reading the file back (PackReader.adopt).
-          reader.adopt(await staged.publish(), undefined, packParts(encoded));
+          reader.adopt(await staged.publish(), undefined, { parts: packParts(encoded), lent: encoded.lent ?? [] });
         },
         async discard() {
           const staged = await encoding.catch(() => null);
@@ -187,7 +187,7 @@ export function createPackStore(opts: PackStoreOptions): PackStore {
       settled: staged.settled,
       async publish() {
         await reader.ensureScanned();
-        reader.adopt(await staged.publish(), undefined, packParts(encoded));
+        reader.adopt(await staged.publish(), undefined, { parts: packParts(encoded), lent: encoded.lent ?? [] });
       },
       discard: staged.discard,
     };
@@ -218,3 +218,4 @@ export function createPackStore(opts: PackStoreOptions): PackStore {
     },
   };
 }
+
