@@ -55,20 +55,6 @@ function adlerOf(b: Uint8Array, from: number, to: number): number {
   return ((s2 << 16) | s1) >>> 0;
 }
 
-/** Values of the hex digits 0-9 and a-f by char code (a hash's hex output has no other). */
-const HEX_VALUES = new Uint8Array(128);
-for (let i = 0; i < 10; i++) HEX_VALUES[0x30 + i] = i;
-for (let i = 0; i < 6; i++) HEX_VALUES[0x61 + i] = 10 + i;
-
-/**
- * Writes the 20 bytes of `hex` (a hash's 40 lowercase hex digits) at `out[at…]`: a loop here
- * instead of `Buffer.write(…, "hex")`, whose call into node's string decoder cost about as
- * much as one small object's hash, once per object.
- */
-function writeHashHex(hex: string, out: Uint8Array, at: number): void {
-  for (let i = 0; i < 20; i++) out[at + i] = ((HEX_VALUES[hex.charCodeAt(2 * i)] as number) << 4) | (HEX_VALUES[hex.charCodeAt(2 * i + 1)] as number);
-}
-
 /** Bytes of a pack entry header for `size` bytes of content. */
 function entryHeaderLength(size: number): number {
   let n = 1;
@@ -227,7 +213,7 @@ export class PackedObjects {
     this.lastOid = oid;
     const row = this.#count;
     if (row === this.#offsets.length) this.#grow();
-    writeHashHex(oid, this.#oids, row * 20);
+    this.#oids.write(oid, row * 20, 20, "hex");
     const earlier = this.#findOrAdd(row);
     if (earlier >= 0) return earlier;
     // The entry: type and size header, zlib header, one final stored block, content, Adler-32.
