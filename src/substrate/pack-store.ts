@@ -218,4 +218,3 @@ export function createPackStore(opts: PackStoreOptions): PackStore {
     },
   };
 }
-
