@@ -49,7 +49,9 @@ export interface ObjectStore extends ObjectSource {
   /**
    * One object when it can be had without I/O (a whole, undeltified entry of a pack already in
    * memory), else undefined: a caller that then reads it with {@link read} spares a promise per
-   * object in the common case. @throws `object_corrupt` as `read`.
+   * object in the common case. Its content may be a view of the cached pack's bytes (an entry
+   * stored as one block in a pack whose checksum was checked): read it, never change it.
+   * @throws `object_corrupt` as `read`.
    */
   readInMemory(oid: Oid): GitObject | undefined;
   /**

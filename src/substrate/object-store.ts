@@ -451,7 +451,9 @@ export function createObjectStore(opts: ObjectStoreOptions): ObjectStore {
       await stageObjects(objects).publish();
     },
     stageObjects,
-    readInMemory: (oid) => builtTrees.get(oid) ?? packs.readInMemory(oid),
+    // A view of the cached pack when the entry is one stored block (a fire commit reads every
+    // run's `events/` folder here, and copied each of them out only to read it once).
+    readInMemory: (oid) => builtTrees.get(oid) ?? packs.readInMemory(oid, true),
     cachedTree: (oid) => cachedTree(oid),
     rememberTrees(trees) {
       for (const tree of trees) cacheTree(tree);

@@ -222,6 +222,12 @@ export interface EncodedPack {
    * copied into one buffer. Absent: {@link pack} is the one piece. See {@link packParts}.
    */
   readonly parts?: readonly Uint8Array[];
+  /**
+   * Which of {@link parts} (their indexes, ascending) are views of an object's own bytes, which
+   * their owner may write over later (a big folder's reused buffers, tree-buffers.ts): only the
+   * other pieces are the encoder's own, never written again.
+   */
+  readonly lent?: readonly number[];
 }
 
 /** The pieces whose concatenation is the pack's bytes (see EncodedPack.parts). */
@@ -242,6 +248,7 @@ class PiecedPack implements EncodedPack {
   #pack: Buffer | undefined;
   constructor(
     readonly parts: readonly Uint8Array[],
+    readonly lent: readonly number[],
     readonly idx: Buffer,
     readonly checksum: string,
     readonly count: number,
@@ -318,6 +325,8 @@ interface Pieces {
   /** Start of the run of {@link flat} not yet pushed to {@link parts}. */
   runStart: number;
   readonly parts: Uint8Array[];
+  /** Indexes of {@link parts} that are objects' payloads (see EncodedPack.lent). */
+  readonly lent: number[];
   /** Entries whose payload is referenced (see planEntries), plus one for entries built beforehand. */
   readonly external: number;
 }
@@ -325,7 +334,7 @@ interface Pieces {
 function startPieces(layout: Layout): Pieces {
   // Without big objects the pack is the one buffer, trailer included, as it always was.
   const flat = Buffer.allocUnsafe(layout.external === 0 ? layout.size + 20 : layout.flatSize);
-  return { flat, at: 0, runStart: 0, parts: [], external: layout.external };
+  return { flat, at: 0, runStart: 0, parts: [], lent: [], external: layout.external };
 }
 
 /** The SHA-1 of everything before the trailer. */
@@ -417,7 +426,7 @@ function sealPieces(out: Pieces, layout: { size: number }, entries: EntryTable, 
     trailer.copy(out.flat, layout.size);
     return { pack: out.flat, idx, checksum: trailer.toString("hex"), count: entries.count };
   }
-  return new PiecedPack([...out.parts, trailer], idx, trailer.toString("hex"), entries.count);
+  return new PiecedPack([...out.parts, trailer], out.lent, idx, trailer.toString("hex"), entries.count);
 }
 
 /** Objects encoded between two pauses of {@link encodePackGently}. */
@@ -444,7 +453,7 @@ export async function encodePackGently(objects: readonly GitObject[], pause: () 
   for (;;) {
     const step = steps.next();
     if (step.done === true) {
-      if (out.external > 0) return new PiecedPack([...out.parts, trailer], step.value, trailer.toString("hex"), entries.count);
+      if (out.external > 0) return new PiecedPack([...out.parts, trailer], out.lent, step.value, trailer.toString("hex"), entries.count);
       trailer.copy(out.flat, layout.size);
       return { pack: out.flat, idx: step.value, checksum: trailer.toString("hex"), count: entries.count };
     }
@@ -563,6 +572,7 @@ function writeEntries(out: Pieces, layout: Layout, entries: EntryTable, from: nu
       const known = tree ? knownTreeEntryCrc(content) : undefined;
       let crc = known ?? crc32(pack.subarray(start, at));
       for (const part of payload) {
+        out.lent.push(out.parts.length);
         out.parts.push(part);
         if (known === undefined) crc = crc32(part, crc);
       }

@@ -178,9 +178,15 @@ export interface PackReader {
   ageOf(pack: LoadedPack): number;
   /**
    * Records `placed` as a known pack, forgetting the packs named in `replaced`: as a merge of
-   * them when there are any (its age theirs), else as the newest pack.
+   * them when there are any (its age theirs), else as the newest pack. `written`: the pack's
+   * bytes as this process just wrote them (pieces in order, trailer included; `lent`: the
+   * pieces that are not the writer's to keep, EncodedPack.lent, which are not kept: an entry
+   * in one is read from the file as before), kept (the newest
+   * {@link WRITTEN_KEPT_BYTES} of them, a pack of at most {@link WHOLE_PACK_MAX_BYTES}; dropped
+   * when the pack is merged away) and read in place of the file: a pack this process wrote is
+   * not read back from disk and hashed again.
    */
-  adopt(placed: LoadedPack, replaced?: ReadonlySet<string>): void;
+  adopt(placed: LoadedPack, replaced?: ReadonlySet<string>, written?: { readonly parts: readonly Uint8Array[]; readonly lent: readonly number[] }): void;
   /** Closes the packs kept open for point reads (later point reads open them again). */
   close(): Promise<void>;
 }
@@ -236,6 +242,13 @@ export function storedView(bytes: Buffer, dataAt: number, size: number): Buffer 
   if (len !== size || (nlen ^ 0xffff) !== len) return null;
   return bytes.subarray(at + 5, at + 5 + size);
 }
+
+/**
+ * Bytes of the packs this process wrote that a reader keeps, newest first (see
+ * PackReader.adopt): a fire commit's next commit reads back the run folders the one before
+ * wrote.
+ */
+export const WRITTEN_KEPT_BYTES = 32 * 1024 * 1024;
 
 /** Largest pack index read (bytes): some 38 million objects. */
 const MAX_PACK_INDEX_BYTES = 1024 * 1024 * 1024;
@@ -314,6 +327,13 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
    * is then taken up).
    */
   const unverified = new Set<string>();
+  /**
+   * Packs this process wrote (see PackReader.adopt), by name, oldest first: their pieces, size
+   * and where each piece ends. Bytes it wrote itself are the file's bytes by construction: the
+   * checksum a read of the file would check is the one the writer computed over these bytes.
+   */
+  const written = new Map<string, { readonly parts: readonly (Uint8Array | null)[]; readonly size: number; readonly ends: Float64Array }>();
+  let writtenKept = 0;
 
   const fsFor = (bytes: number): FsAdapter => adapterFor(bytes, fs, quickFs);
   const { loadOnce, cachedWindow, loadWindow } = createWindowReads(fs, packWindows, repoKey, (name) => new PackGone(name));
@@ -767,6 +787,8 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
     const path = `${packDir}/${pack.name}.pack`;
     try {
       if (pack.size <= WHOLE_PACK_MAX_BYTES) {
+        const kept = writtenEntry(pack, offset, end);
+        if (kept !== undefined) return { bytes: kept, verified: true };
         const whole =
           packBytes.get(repoKey, pack.name) ??
           (await loadOnce(pack.name, async () => {
@@ -829,10 +851,44 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
     return damagedObject(oid, `its entry in pack ${pack.name}${unverified.has(pack.name) ? " (which fails its checksum)" : ""}: ${reason}`, { pack: pack.name }, error);
   }
 
+  /**
+   * The bytes `[offset, end)` of `pack` when this process wrote it and keeps them (see
+   * {@link written}): a view of the piece that holds them; undefined otherwise (an entry in or
+   * across a piece lent by an object's owner, see EncodedPack.lent).
+   */
+  function writtenEntry(pack: LoadedPack, offset: number, end: number): Buffer | undefined {
+    const kept = written.get(pack.name);
+    if (kept === undefined || kept.size !== pack.size || unverified.has(pack.name) || offset < 0 || end > kept.size || end <= offset) return undefined;
+    const ends = kept.ends;
+    let lo = 0;
+    let hi = ends.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if ((ends[mid] as number) > offset) hi = mid;
+      else lo = mid + 1;
+    }
+    const part = kept.parts[lo];
+    if (part === undefined || part === null) return undefined;
+    const partStart = (ends[lo] as number) - part.byteLength;
+    // An entry lies in one piece (the encoder's own buffer, or a block of entries built
+    // beforehand); one that does not is read as before.
+    return end <= (ends[lo] as number) ? Buffer.from(part.buffer, part.byteOffset + offset - partStart, end - offset) : undefined;
+  }
+
+  /** Forgets the kept bytes of `name` (see {@link written}). */
+  function forgetWritten(name: string): void {
+    const kept = written.get(name);
+    if (kept === undefined) return;
+    written.delete(name);
+    writtenKept -= kept.size;
+  }
+
   /** {@link entryBytes} when they are in memory already (a cached pack or window), else undefined. */
   function entryBytesInMemory(pack: LoadedPack, offset: number, crc: number): { bytes: Buffer; verified: boolean } | undefined {
     const end = pack.index.endOf(offset);
     if (pack.size <= WHOLE_PACK_MAX_BYTES) {
+      const kept = writtenEntry(pack, offset, end);
+      if (kept !== undefined) return { bytes: kept, verified: true };
       const whole = packBytes.get(repoKey, pack.name);
       return whole === undefined ? undefined : wholeEntry(pack, whole.subarray(offset, end), offset, crc);
     }
@@ -954,7 +1010,30 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
       return packs;
     },
     ageOf: (pack) => ages.get(pack.name) ?? newestAge,
-    adopt(placed, replaced) {
+    adopt(placed, replaced, given) {
+      for (const name of replaced ?? []) forgetWritten(name);
+      if (given !== undefined && placed.size <= WHOLE_PACK_MAX_BYTES && !written.has(placed.name)) {
+        const { parts: all, lent } = given;
+        const ends = new Float64Array(all.length);
+        const parts: (Uint8Array | null)[] = [];
+        let size = 0;
+        for (let i = 0; i < all.length; i++) {
+          const part = all[i] as Uint8Array;
+          size += part.byteLength;
+          ends[i] = size;
+          parts.push(part);
+        }
+        for (const i of lent) parts[i] = null;
+        if (size === placed.size) {
+          written.set(placed.name, { parts, size, ends });
+          writtenKept += size;
+          // Oldest first out.
+          for (const [name] of written) {
+            if (writtenKept <= WRITTEN_KEPT_BYTES) break;
+            forgetWritten(name);
+          }
+        }
+      }
       let age = Number.NEGATIVE_INFINITY;
       for (const name of replaced ?? []) age = Math.max(age, ages.get(name) ?? Number.NEGATIVE_INFINITY);
       if (age === Number.NEGATIVE_INFINITY) age = newestAge === Number.NEGATIVE_INFINITY ? 0 : newestAge + 1;

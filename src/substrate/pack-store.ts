@@ -16,7 +16,7 @@ import type { Clock } from "../time/clock.js";
 import type { FsAdapter } from "./fs-adapter.js";
 import type { GitObject } from "./git-object.js";
 import type { ScopedLruCache } from "./lru-cache.js";
-import { encodePack, encodePackGently } from "./pack-file.js";
+import { encodePack, encodePackGently, packParts } from "./pack-file.js";
 import type { PackedObjects } from "./packed-objects.js";
 import { createPackMaintenance, MAX_PACKS } from "./pack-maintenance.js";
 import { createPackReader } from "./pack-reader.js";
@@ -162,30 +162,32 @@ export function createPackStore(opts: PackStoreOptions): PackStore {
 
   function stage(objects: readonly GitObject[], pause?: () => Promise<void>, packed?: PackedObjects): StagedObjects {
     if (pause !== undefined) {
-      const encoding = encodePackGently(objects, pause, packed).then((encoded) => writer.stage(encoded, false));
+      const encoding = encodePackGently(objects, pause, packed).then((encoded) => ({ encoded, staged: writer.stage(encoded, false) }));
       encoding.catch(() => undefined);
       return {
         settled: encoding.then(
-          (staged) => staged.settled,
+          ({ staged }) => staged.settled,
           () => undefined,
         ),
         async publish() {
-          const staged = await encoding;
+          const { encoded, staged } = await encoding;
           await reader.ensureScanned();
-          reader.adopt(await staged.publish());
+          // The bytes written, for the reader to take instead of reading the file back (PackReader.adopt).
+          reader.adopt(await staged.publish(), undefined, { parts: packParts(encoded), lent: encoded.lent ?? [] });
         },
         async discard() {
           const staged = await encoding.catch(() => null);
-          await staged?.discard();
+          await staged?.staged.discard();
         },
       };
     }
-    const staged = writer.stage(encodePack(objects, packed), false);
+    const encoded = encodePack(objects, packed);
+    const staged = writer.stage(encoded, false);
     return {
       settled: staged.settled,
       async publish() {
         await reader.ensureScanned();
-        reader.adopt(await staged.publish());
+        reader.adopt(await staged.publish(), undefined, { parts: packParts(encoded), lent: encoded.lent ?? [] });
       },
       discard: staged.discard,
     };

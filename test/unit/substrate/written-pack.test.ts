@@ -1,0 +1,99 @@
+import { randomBytes } from "node:crypto";
+import { describe, expect, it } from "vitest";
+import { createBlockingFsAdapter, createFsAdapter } from "../../../src/substrate/fs-adapter.js";
+import { type GitObject, hashObject } from "../../../src/substrate/git-object.js";
+import { ScopedLruCache } from "../../../src/substrate/lru-cache.js";
+import { createPackStore } from "../../../src/substrate/pack-store.js";
+import { PackedObjects } from "../../../src/substrate/packed-objects.js";
+import { GITDIR } from "../../helpers/memfs-repo-store.js";
+import { createMemFs, type MemFs } from "../../helpers/memfs.js";
+
+function openStore(mem: MemFs) {
+  mem.mkdirSync(`${GITDIR}/objects/pack`, { recursive: true });
+  return createPackStore({ fs: createFsAdapter(mem), quickFs: createBlockingFsAdapter(mem), gitdir: GITDIR, repoKey: GITDIR, packBytes: new ScopedLruCache(64 << 20), durable: false, clock: () => new Date() });
+}
+
+function packFile(mem: MemFs): string {
+  const name = (mem.readdirSync(`${GITDIR}/objects/pack`) as string[]).find((n) => n.endsWith(".pack")) as string;
+  return `${GITDIR}/objects/pack/${name}`;
+}
+
+/** Small blobs and trees (laid out in place) and big ones (referenced as pieces of the pack). */
+function someObjects(): GitObject[] {
+  const objects: GitObject[] = [];
+  for (let i = 0; i < 40; i++) objects.push(hashObject("blob", Buffer.from(`{"seq":${i},"pad":"${"x".repeat(i * 7)}"}`)));
+  objects.push(hashObject("blob", randomBytes(200_000)));
+  objects.push(hashObject("tree", Buffer.concat([Buffer.from("100644 a\0", "latin1"), Buffer.from((objects[0] as GitObject).oid, "hex")])));
+  objects.push(hashObject("blob", Buffer.alloc(90_000, 7)));
+  return objects;
+}
+
+/** `objects` built into pack entries as a fire commit builds its events and folders. */
+function packedOf(objects: readonly GitObject[]): PackedObjects {
+  const packed = new PackedObjects(16, 4_096);
+  for (const o of objects) {
+    const at = packed.begin(o.content.byteLength);
+    packed.buffer.set(o.content, at);
+    packed.finish(o.type === "tree");
+  }
+  return packed;
+}
+
+describe("a pack this process wrote", () => {
+  it("is read from the bytes written while its file is gone, except an object's own bytes lent to it (read from the file)", async () => {
+    const mem = createMemFs();
+    const store = openStore(mem);
+    const all = someObjects();
+    const built = all.slice(0, 30);
+    const objects = all.slice(30);
+    const big = objects.find((o) => o.content.byteLength === 200_000) as GitObject;
+    const bigCopy = Buffer.from(big.content);
+    const staged = store.stage(objects, undefined, packedOf(built));
+    await staged.publish();
+    // The big blob's bytes went into the pack as a view of its own buffer: its owner writes over
+    // them now (a reused buffer); the pack file has the right ones.
+    (big.content as Uint8Array).fill(0);
+    const read = await store.read(big.oid, false);
+    expect(Buffer.from(read?.content as Uint8Array).equals(bigCopy)).toBe(true);
+    (big.content as Uint8Array).set(bigCopy);
+    const path = packFile(mem);
+    // The file is gone: only the kept bytes can answer for the rest.
+    mem.unlinkSync(path);
+    for (const object of [...built, ...objects.filter((o) => o.content.byteLength < 65_536)]) {
+      const again = await store.read(object.oid, false);
+      expect(again?.type).toBe(object.type);
+      expect(Buffer.from(again?.content as Uint8Array).equals(Buffer.from(object.content))).toBe(true);
+      const inMemory = store.readInMemory(object.oid, true);
+      expect(Buffer.from(inMemory?.content as Uint8Array).equals(Buffer.from(object.content))).toBe(true);
+    }
+    await store.close();
+  });
+
+  it("is taken in memory at once by readInMemory (no read of the file first)", async () => {
+    const mem = createMemFs();
+    const store = openStore(mem);
+    const objects = someObjects().slice(0, 40);
+    await store.write(objects);
+    mem.unlinkSync(packFile(mem));
+    const first = objects[3] as GitObject;
+    expect(Buffer.from(store.readInMemory(first.oid, true)?.content as Uint8Array).toString()).toBe(Buffer.from(first.content).toString());
+    await store.close();
+  });
+
+  it("is not kept past a fresh store: a new store reads the file", async () => {
+    const mem = createMemFs();
+    const store = openStore(mem);
+    const objects = someObjects().slice(0, 10);
+    await store.write(objects);
+    await store.close();
+    const again = openStore(mem);
+    const path = packFile(mem);
+    const bytes = Buffer.from(mem.readFileSync(path) as Uint8Array);
+    // A flipped byte in an entry: the fresh store reads the file, which fails its checksum.
+    bytes[20] = (bytes[20] as number) ^ 0xff;
+    mem.writeFileSync(path, bytes);
+    const results = await Promise.allSettled(objects.map((o) => again.read(o.oid, false)));
+    expect(results.some((r) => r.status === "rejected" || r.value === null || !Buffer.from(r.value.content).equals(Buffer.from((objects[results.indexOf(r)] as GitObject).content)))).toBe(true);
+    await again.close();
+  });
+});
