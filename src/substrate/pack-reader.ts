@@ -250,6 +250,22 @@ export function storedView(bytes: Buffer, dataAt: number, size: number): Buffer 
  */
 export const WRITTEN_KEPT_BYTES = 32 * 1024 * 1024;
 
+/**
+ * The packs every reader of this process keeps as written, oldest first: one budget of
+ * {@link WRITTEN_KEPT_BYTES} for the process, however many deployments (readers) it serves, so a
+ * host of many busy deployments holds no more than one of them would.
+ */
+const keptWritten = new Set<{ readonly size: number; readonly forget: () => void }>();
+let keptWrittenBytes = 0;
+
+/** Drops the oldest kept packs of any reader until the process's kept bytes fit the budget. */
+function trimKeptWritten(): void {
+  for (const kept of keptWritten) {
+    if (keptWrittenBytes <= WRITTEN_KEPT_BYTES) break;
+    kept.forget();
+  }
+}
+
 /** Largest pack index read (bytes): some 38 million objects. */
 const MAX_PACK_INDEX_BYTES = 1024 * 1024 * 1024;
 
@@ -332,8 +348,7 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
    * and where each piece ends. Bytes it wrote itself are the file's bytes by construction: the
    * checksum a read of the file would check is the one the writer computed over these bytes.
    */
-  const written = new Map<string, { readonly parts: readonly (Uint8Array | null)[]; readonly size: number; readonly ends: Float64Array }>();
-  let writtenKept = 0;
+  const written = new Map<string, { readonly parts: readonly (Uint8Array | null)[]; readonly size: number; readonly ends: Float64Array; readonly entry: { readonly size: number; readonly forget: () => void } }>();
 
   const fsFor = (bytes: number): FsAdapter => adapterFor(bytes, fs, quickFs);
   const { loadOnce, cachedWindow, loadWindow } = createWindowReads(fs, packWindows, repoKey, (name) => new PackGone(name));
@@ -880,7 +895,8 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
     const kept = written.get(name);
     if (kept === undefined) return;
     written.delete(name);
-    writtenKept -= kept.size;
+    keptWritten.delete(kept.entry);
+    keptWrittenBytes -= kept.size;
   }
 
   /** {@link entryBytes} when they are in memory already (a cached pack or window), else undefined. */
@@ -1025,13 +1041,13 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
         }
         for (const i of lent) parts[i] = null;
         if (size === placed.size) {
-          written.set(placed.name, { parts, size, ends });
-          writtenKept += size;
-          // Oldest first out.
-          for (const [name] of written) {
-            if (writtenKept <= WRITTEN_KEPT_BYTES) break;
-            forgetWritten(name);
-          }
+          const name = placed.name;
+          const entry = { size, forget: () => forgetWritten(name) };
+          written.set(name, { parts, size, ends, entry });
+          keptWritten.add(entry);
+          keptWrittenBytes += size;
+          // Oldest first out, whichever reader kept it.
+          trimKeptWritten();
         }
       }
       let age = Number.NEGATIVE_INFINITY;
@@ -1043,6 +1059,8 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
       if (replaced !== undefined && replaced.size > 0) dropHandles(new Set(packs.map((p) => p.name)));
     },
     async close() {
+      // Kept written packs are a cache: a closed reader gives its share of the budget back.
+      for (const name of [...written.keys()]) forgetWritten(name);
       closing = true;
       while (trailerChecks.size > 0) await Promise.all(trailerChecks);
       closing = false;

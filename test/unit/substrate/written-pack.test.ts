@@ -96,4 +96,55 @@ describe("a pack this process wrote", () => {
     expect(results.some((r) => r.status === "rejected" || r.value === null || !Buffer.from(r.value.content).equals(Buffer.from((objects[results.indexOf(r)] as GitObject).content)))).toBe(true);
     await again.close();
   });
+
+  /** `n` distinct small blobs (laid out in the pack's own buffer, not lent): ~1 KB each. */
+  const smallBlobs = (n: number): GitObject[] => Array.from({ length: n }, () => hashObject("blob", randomBytes(1_000)));
+
+  it("is kept within one budget for the whole process, oldest first whichever store wrote it", async () => {
+    const memA = createMemFs();
+    const memB = createMemFs();
+    const a = openStore(memA);
+    const b = openStore(memB);
+    // ~7 MB by store A, then ~28 MB by store B: 35 MB written, over the 32 MiB kept.
+    const first = smallBlobs(7_000);
+    await a.write(first);
+    const later: GitObject[][] = [];
+    for (let i = 0; i < 4; i++) {
+      later.push(smallBlobs(7_000));
+      await b.write(later[i] as GitObject[]);
+    }
+    // Nothing read a pack file, so only kept bytes answer readInMemory: A's pack, the oldest,
+    // was let go for B's (each store alone is under the budget); B's four are kept.
+    expect(a.readInMemory((first[0] as GitObject).oid, true)).toBeUndefined();
+    for (const objects of later) {
+      const object = objects[objects.length - 1] as GitObject;
+      expect(Buffer.from(b.readInMemory(object.oid, true)?.content as Uint8Array).equals(Buffer.from(object.content))).toBe(true);
+    }
+    // The one let go is still read, from its file.
+    expect(Buffer.from((await a.read((first[0] as GitObject).oid, false))?.content as Uint8Array).equals(Buffer.from((first[0] as GitObject).content))).toBe(true);
+    await a.close();
+    await b.close();
+  });
+
+  it("gives its share of the budget back when its store is closed", async () => {
+    const memA = createMemFs();
+    const memB = createMemFs();
+    const b = openStore(memB);
+    const later: GitObject[][] = [];
+    for (let i = 0; i < 4; i++) {
+      // A writes ~7 MB between B's second and third pack, and is closed.
+      if (i === 2) {
+        const a = openStore(memA);
+        await a.write(smallBlobs(7_000));
+        await a.close();
+      }
+      later.push(smallBlobs(7_000));
+      await b.write(later[i] as GitObject[]);
+    }
+    // 28 MB kept by B alone: its oldest is still kept (with A's 7 MB still counted, 35 MB, it
+    // was the oldest let go).
+    const oldest = (later[0] as GitObject[])[0] as GitObject;
+    expect(Buffer.from(b.readInMemory(oldest.oid, true)?.content as Uint8Array).equals(Buffer.from(oldest.content))).toBe(true);
+    await b.close();
+  });
 });
