@@ -197,8 +197,9 @@ export function createPackMaintenance(opts: PackMaintenanceOptions): PackMainten
 
   /** One merge of the {@link mergeSet} (or of `pick`). @returns whether another round may make progress */
   async function mergeOnce(pick: () => LoadedPack[] = mergeSet): Promise<boolean> {
+    let chosen: LoadedPack[] = [];
     try {
-      const chosen = pick();
+      chosen = pick();
       if (chosen.length < 2) return false;
       const merged = await merge(chosen);
       if (merged === null) {
@@ -233,6 +234,10 @@ export function createPackMaintenance(opts: PackMaintenanceOptions): PackMainten
           return true;
         }
       }
+      // A source this process wrote is read from the bytes it kept, so no read met its file
+      // truncated or deleted since: checked now, it is left out and the others merge on (else
+      // the same merge failed after every commit).
+      if (await reader.recheckWritten(chosen.map((pack) => pack.name)).catch(() => false)) return true;
       // Merging is an optimisation: on any failure the packs stay as they were (a merged pack
       // already in place only duplicates objects, which git allows).
       return false;

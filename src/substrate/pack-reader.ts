@@ -187,6 +187,16 @@ export interface PackReader {
    * not read back from disk and hashed again.
    */
   adopt(placed: LoadedPack, replaced?: ReadonlySet<string>, written?: { readonly parts: readonly Uint8Array[]; readonly lent: readonly number[] }): void;
+  /**
+   * After a merge of `names` failed other than on a damaged entry: the packs among them kept as
+   * written (see {@link adopt}) are let go and their files checked now, as a first read of the
+   * file would have. Such a pack is served from the kept bytes, so no read met a file truncated
+   * or deleted since; the same merge then failed after every commit. A file failing its
+   * checksum is told once ({@link PACK_CHECKSUM_WARNING}) and left out of merges; a missing one
+   * is left out of merges (a read of one of its objects then rescans, as for any pack gone).
+   * @returns whether any of them was left out of merges
+   */
+  recheckWritten(names: readonly string[]): Promise<boolean>;
   /** Closes the packs kept open for point reads (later point reads open them again). */
   close(): Promise<void>;
 }
@@ -1057,6 +1067,32 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
       setAge(placed.name, age);
       packs = [placed, ...packs.filter((p) => p.name !== placed.name && replaced?.has(p.name) !== true)];
       if (replaced !== undefined && replaced.size > 0) dropHandles(new Set(packs.map((p) => p.name)));
+    },
+    async recheckWritten(names) {
+      let left = false;
+      for (const name of names) {
+        if (!written.has(name)) continue;
+        forgetWritten(name);
+        const pack = packs.find((p) => p.name === name);
+        if (pack === undefined || !pack.mergeable) continue;
+        const path = `${packDir}/${name}.pack`;
+        let read: Buffer;
+        try {
+          const bytes = await fsFor(pack.size).readFile(path);
+          read = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+        } catch (error) {
+          if (errnoCode(error) !== "ENOENT") throw error;
+          pack.mergeable = false;
+          left = true;
+          continue;
+        }
+        const sum = read.length < 32 ? "" : createHash("sha1").update(read.subarray(0, read.length - 20)).digest("hex");
+        if (read.length !== pack.size || sum !== read.toString("hex", read.length - 20) || sum !== pack.index.packChecksum) {
+          failedChecksum(pack, path);
+          left = true;
+        } else packBytes.set(repoKey, name, read, read.byteLength);
+      }
+      return left;
     },
     async close() {
       // Kept written packs are a cache: a closed reader gives its share of the budget back.

@@ -3,6 +3,8 @@ import { describe, expect, it } from "vitest";
 import { createBlockingFsAdapter, createFsAdapter } from "../../../src/substrate/fs-adapter.js";
 import { type GitObject, hashObject } from "../../../src/substrate/git-object.js";
 import { ScopedLruCache } from "../../../src/substrate/lru-cache.js";
+import { MAX_PACKS } from "../../../src/substrate/pack-maintenance.js";
+import { PACK_CHECKSUM_WARNING } from "../../../src/substrate/pack-reader.js";
 import { createPackStore } from "../../../src/substrate/pack-store.js";
 import { PackedObjects } from "../../../src/substrate/packed-objects.js";
 import { GITDIR } from "../../helpers/memfs-repo-store.js";
@@ -146,5 +148,47 @@ describe("a pack this process wrote", () => {
     const oldest = (later[0] as GitObject[])[0] as GitObject;
     expect(Buffer.from(b.readInMemory(oldest.oid, true)?.content as Uint8Array).equals(Buffer.from(oldest.content))).toBe(true);
     await b.close();
+  });
+
+  it("whose file is truncated or deleted since is left out of merges once a merge fails on it; the others merge on", async () => {
+    for (const damage of ["truncate", "delete"] as const) {
+      const mem = createMemFs();
+      const store = openStore(mem);
+      const warnings: string[] = [];
+      const onWarning = (warning: Error & { code?: string }): void => {
+        if (warning.code === PACK_CHECKSUM_WARNING) warnings.push(warning.message);
+      };
+      process.on("warning", onWarning);
+      try {
+        const blobs = smallBlobs(MAX_PACKS + 1);
+        const packDir = `${GITDIR}/objects/pack`;
+        const packNames = (): string[] => (mem.readdirSync(packDir) as string[]).filter((n) => n.endsWith(".pack"));
+        for (let i = 0; i < MAX_PACKS; i++) {
+          const before = new Set(packNames());
+          await store.write([blobs[i] as GitObject]);
+          // The newest pack (kept as written: reads of it never meet its file) is damaged on disk.
+          if (i === MAX_PACKS - 1) {
+            const newest = `${packDir}/${packNames().find((n) => !before.has(n)) as string}`;
+            if (damage === "delete") mem.unlinkSync(newest);
+            else mem.writeFileSync(newest, (mem.readFileSync(newest) as Buffer).subarray(0, 40));
+          }
+        }
+        // One pack more than MAX_PACKS: a merge of them all fails on the damaged file, which is
+        // then left out, and the other 16 merge into one.
+        await store.write([blobs[MAX_PACKS] as GitObject]);
+        store.maintain();
+        await store.idle();
+        expect(packNames().length).toBe(damage === "delete" ? 1 : 2);
+        await new Promise((resolve) => setImmediate(resolve));
+        expect(warnings.length).toBe(damage === "delete" ? 0 : 1);
+        for (const [i, blob] of blobs.entries()) {
+          if (i === MAX_PACKS - 1) continue;
+          expect(Buffer.from((await store.read(blob.oid, false))?.content as Uint8Array).equals(Buffer.from(blob.content))).toBe(true);
+        }
+      } finally {
+        process.off("warning", onWarning);
+        await store.close();
+      }
+    }
   });
 });
