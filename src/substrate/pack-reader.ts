@@ -276,6 +276,16 @@ function trimKeptWritten(): void {
   }
 }
 
+/**
+ * Whether a whole pack's bytes end in git's trailer, the SHA-1 of everything before it, and that
+ * trailer is `checksum` (its index's record of it); false for bytes too short to be a pack.
+ */
+function trailerMatches(read: Buffer, checksum: string): boolean {
+  if (read.length < 32) return false;
+  const sum = createHash("sha1").update(read.subarray(0, read.length - 20)).digest("hex");
+  return sum === read.toString("hex", read.length - 20) && sum === checksum;
+}
+
 /** Largest pack index read (bytes): some 38 million objects. */
 const MAX_PACK_INDEX_BYTES = 1024 * 1024 * 1024;
 
@@ -820,8 +830,7 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
             const bytes = await fsFor(pack.size).readFile(path);
             const read = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
             // One SHA-1 over the whole pack (git's own trailer) instead of one per object read.
-            const sum = createHash("sha1").update(read.subarray(0, Math.max(0, read.length - 20))).digest("hex");
-            if (read.length < 32 || sum !== read.toString("hex", read.length - 20) || sum !== pack.index.packChecksum) {
+            if (!trailerMatches(read, pack.index.packChecksum)) {
               failedChecksum(pack, path);
             } else {
               unverified.delete(pack.name);
@@ -1086,8 +1095,7 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
           left = true;
           continue;
         }
-        const sum = read.length < 32 ? "" : createHash("sha1").update(read.subarray(0, read.length - 20)).digest("hex");
-        if (read.length !== pack.size || sum !== read.toString("hex", read.length - 20) || sum !== pack.index.packChecksum) {
+        if (read.length !== pack.size || !trailerMatches(read, pack.index.packChecksum)) {
           failedChecksum(pack, path);
           left = true;
         } else packBytes.set(repoKey, name, read, read.byteLength);
