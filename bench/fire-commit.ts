@@ -7,7 +7,9 @@
  * (fire-commit-child.ts) recovers the deployment, moves its clock past the due timers and
  * times the commits the scheduler makes back to back, `BATCH` at a time. The first `WARM_UP`
  * commits are left out (caches filling, code compiling); of the rest, wall time and process CPU
- * per commit are shown as mean, p50 and p99, and the main thread's CPU as a mean. The "baseline"
+ * per commit are shown as mean, p50 and p99, and the main thread's CPU as a mean. Each size runs
+ * `REPEATS` times, the sizes alternating, and its try with the lower wall mean is shown (every
+ * try's mean is in the notes). The "baseline"
  * column is the small deployment, so the ratio says how much of the small commit's cost the big
  * one keeps (the target is a ratio of at most 2 on wall time).
  */
@@ -22,6 +24,13 @@ import { ms, num, row, target, times, type TableRow, type TargetCheck } from "./
 const BATCH = 250;
 /** Commits left out at the start of each child's series. */
 const WARM_UP = 5;
+/**
+ * Children per size and durability; the try with the lower wall mean counts. One try alone
+ * moved by ~25% with what ran just before it (the first child after the 100,000-run
+ * deployment was generated: 25–28 ms a commit against 19–20 ms for the next ones, at either
+ * durability).
+ */
+const REPEATS = 2;
 const DAY_MS = 86_400_000;
 
 interface ChildOutput {
@@ -73,6 +82,32 @@ export function fireCommitSpec(runs: number, due: number, batch: number): RepoSp
   };
 }
 
+/** One child's series reduced to what the table and notes show. */
+interface Measured {
+  readonly wall: Summary;
+  readonly cpu: Summary;
+  readonly mainMean: number;
+  readonly writtenMean: number;
+  readonly commits: number;
+  readonly off: number;
+  readonly recoverMs: number;
+}
+
+/** Only full commits after the warm-up count (the scheduler may split a batch when timers become due in pieces). */
+function summariseChild(r: ChildOutput, warmUp: number, batch: number): Measured {
+  const keep = r.batches.map((n, i) => (i >= warmUp && n === batch ? i : -1)).filter((i) => i >= 0);
+  const pick = (xs: readonly number[]): number[] => keep.map((i) => xs[i] as number);
+  return {
+    wall: summarise(pick(r.wallMs)),
+    cpu: summarise(pick(r.cpuMs)),
+    mainMean: summarise(pick(r.mainCpuMs)).mean,
+    writtenMean: summarise(pick(r.writeBytes)).mean,
+    commits: keep.length,
+    off: r.batches.length - warmUp - keep.length,
+    recoverMs: r.recoverMs,
+  };
+}
+
 async function measure(ctx: BenchContext, spec: RepoSpec, due: number, batch: number, durability: Durability): Promise<ChildOutput> {
   const repo = await ctx.cache.checkout(spec);
   try {
@@ -90,6 +125,7 @@ export const fireCommit: Benchmark = {
     const batch = ctx.quick ? 50 : BATCH;
     const measured = ctx.quick ? 4 : 40;
     const warmUp = ctx.quick ? 1 : WARM_UP;
+    const repeats = ctx.quick ? 1 : REPEATS;
     const due = batch * (warmUp + measured);
     const durabilities: readonly Durability[] = ctx.quick ? ["none"] : DURABILITIES;
     const rows: TableRow[] = [];
@@ -101,23 +137,17 @@ export const fireCommit: Benchmark = {
       await ctx.cache.pristine(spec);
     }
     for (const durability of durabilities) {
-      const out = new Map<number, { wall: Summary; cpu: Summary; mainMean: number; writtenMean: number; commits: number; off: number; recoverMs: number }>();
-      for (const [runs, spec] of specs) {
-        ctx.log(`fire-commit: ${num(runs)} runs, ${num(due)} fires in commits of ${num(batch)}, ${durability}`);
-        const r = await measure(ctx, spec, due, batch, durability);
-        // Only full commits count (the scheduler may split a batch when timers become due in pieces).
-        const keep = r.batches.map((n, i) => (i >= warmUp && n === batch ? i : -1)).filter((i) => i >= 0);
-        const pick = (xs: readonly number[]): number[] => keep.map((i) => xs[i] as number);
-        const main = pick(r.mainCpuMs);
-        out.set(runs, {
-          wall: summarise(pick(r.wallMs)),
-          cpu: summarise(pick(r.cpuMs)),
-          mainMean: summarise(main).mean,
-          writtenMean: summarise(pick(r.writeBytes)).mean,
-          commits: keep.length,
-          off: r.batches.length - warmUp - keep.length,
-          recoverMs: r.recoverMs,
-        });
+      const out = new Map<number, Measured>();
+      const tries = new Map<number, number[]>();
+      // Sizes alternate within each try, so a slow stretch of the machine lands on both.
+      for (let attempt = 1; attempt <= repeats; attempt++) {
+        for (const [runs, spec] of specs) {
+          ctx.log(`fire-commit: ${num(runs)} runs, ${num(due)} fires in commits of ${num(batch)}, ${durability}, try ${attempt}/${repeats}`);
+          const m = summariseChild(await measure(ctx, spec, due, batch, durability), warmUp, batch);
+          tries.set(runs, [...(tries.get(runs) ?? []), m.wall.mean]);
+          const best = out.get(runs);
+          if (best === undefined || m.wall.mean < best.wall.mean) out.set(runs, m);
+        }
       }
       const s = out.get(small);
       const b = out.get(big);
@@ -134,6 +164,7 @@ export const fireCommit: Benchmark = {
             `main thread CPU mean ${ms(o.mainMean)}; written per commit (pack, index, ref, merges meanwhile) ${(o.writtenMean / 1e6).toFixed(2)} MB; recovery before firing ${ms(o.recoverMs)}.`,
         );
       }
+      if (repeats > 1) notes.push(`${durability}: wall mean of each try (the lower one shown, for both sizes alike, as the peer section takes each side's best try): ${[small, big].map((runs) => `${num(runs)} runs ${(tries.get(runs) ?? []).map(ms).join(", ")}`).join("; ")}.`);
       notes.push(`${durability}: big / small ratio, wall ${times(b.wall.mean / s.wall.mean)}, process CPU ${times(b.cpu.mean / s.cpu.mean)}, main thread CPU ${times(b.mainMean / s.mainMean)} (the table's ratio column is the inverse).`);
       if (!ctx.quick) {
         const ratio = b.wall.mean / s.wall.mean;
