@@ -4,7 +4,7 @@
  * leaves every object readable and `git fsck --strict` clean.
  */
 import { readFileSync } from "node:fs";
-import { cp, readdir } from "node:fs/promises";
+import { cp, readdir, stat, utimes } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { allowAll } from "../../../src/substrate/allow-all.js";
@@ -42,6 +42,18 @@ async function unmergedRepo(): Promise<string> {
   }
   await store.close();
   return dataDir;
+}
+
+/** Gives each pack (and its index) an mtime of its own whole second, keeping their order by (mtime, name). */
+async function spreadPackTimes(dataDir: string): Promise<void> {
+  const dir = packDirOf(dataDir);
+  const names = (await packNames(dataDir)).map((idx) => idx.slice(0, -4));
+  const mtimes = new Map(await Promise.all(names.map(async (name) => [name, (await stat(join(dir, `${name}.pack`))).mtimeMs] as const)));
+  names.sort((a, b) => (mtimes.get(a) as number) - (mtimes.get(b) as number) || (a < b ? -1 : 1));
+  const base = Math.floor(Date.now() / 1_000) - names.length - 60;
+  for (const [i, name] of names.entries()) {
+    for (const ext of [".pack", ".idx"]) await utimes(join(dir, `${name}${ext}`), base + i, base + i);
+  }
 }
 
 async function packNames(dataDir: string): Promise<string[]> {
@@ -133,7 +145,11 @@ describe("merging packs on the merge thread", () => {
   it("writes the same merged pack as a merge on the store's own thread", async () => {
     const here = await unmergedRepo();
     const there = await tempDir();
-    // Timestamps kept: a merge takes its sources oldest first by their files' mtimes.
+    // A merge takes its sources oldest first by their packs' mtimes (ties by name). A copy keeps
+    // mtimes to the millisecond only, which can tie two packs written within one (and the name
+    // then orders them differently): each pack gets its own whole second first, in the order
+    // the merge reads here, and the copy keeps that.
+    await spreadPackTimes(here);
     await cp(here, there, { recursive: true, preserveTimestamps: true });
     const before = await packNames(here);
     expect(before.length).toBe(APPENDS + 2);
