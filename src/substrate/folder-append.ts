@@ -29,6 +29,7 @@ import { assertEntryName, parseRepoPath } from "./repo-path.js";
 import { findEntry, type ParsedTree, TreeCursor } from "./tree-object.js";
 import { DEFERRED_CHANGES, type EntryPosition } from "./tree-edit.js";
 import { copyBytes } from "./byte-copy.js";
+import { writeHexOid } from "./hex-oid.js";
 import { PACKED_BLOB_MAX_BYTES, PACKED_MAX_BYTES, type PackedObjects } from "./packed-objects.js";
 import type { AppendedFolder, FolderAppend, Oid, PathChange } from "./types.js";
 
@@ -703,7 +704,7 @@ let onlyScratch: { readonly sub: string; readonly whole: Buffer; readonly conten
  * done with it copies it first.
  */
 function onlySubfolder(sub: string, subOid: Oid, folderOid: Oid): GitObject | null {
-  if (!isOid(subOid)) return null;
+  if (subOid.length !== 40) return null;
   let scratch = onlyScratch;
   if (scratch === null || scratch.sub !== sub) {
     const length = TREE_MODE_BYTES.length + 1 + sub.length + 1 + OID_BYTES;
@@ -717,7 +718,8 @@ function onlySubfolder(sub: string, subOid: Oid, folderOid: Oid): GitObject | nu
     scratch = { sub, whole, content: whole.subarray(head.length), oidAt: at };
     onlyScratch = scratch;
   }
-  scratch.whole.write(subOid, scratch.oidAt, "hex");
+  // The oid's check (40 lowercase hex digits) and its bytes in one pass.
+  if (!writeHexOid(subOid, scratch.whole, scratch.oidAt)) return null;
   return sha1Hex(scratch.whole) === folderOid ? { oid: folderOid, type: "tree", content: scratch.content } : null;
 }
 

@@ -16,6 +16,7 @@ import type { ScopedLruCache } from "./lru-cache.js";
 import { applyDelta, crc32, type EntryHead, inflateEntry, isDelta, type PackIndex, parseEntryHead, parsePackIndex, typeOfCode } from "./pack-file.js";
 import { encodeReverseIndex, packOrder, parseReverseIndex, reverseIndexBytes } from "./pack-rev-index.js";
 import { createWindowReads } from "./pack-windows.js";
+import { writeHexOid } from "./hex-oid.js";
 import { packTrailer, rebuildPackIndex, salvagePackIndex } from "./pack-reindex.js";
 import { type Clock, systemClock } from "../time/clock.js";
 import type { Oid } from "./types.js";
@@ -797,7 +798,7 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
   }
 
   function locate(oid: Oid): { pack: LoadedPack; entry: number } | null {
-    if (packs.length === 0 || oidBytes.write(oid, 0, "hex") !== 20) return null;
+    if (packs.length === 0 || (!writeHexOid(oid, oidBytes, 0) && oidBytes.write(oid, 0, "hex") !== 20)) return null;
     for (let i = 0; i < packs.length; i++) {
       const pack = packs[i] as LoadedPack;
       const entry = pack.index.find(oidBytes);

@@ -18,6 +18,7 @@
 import * as nodeCrypto from "node:crypto";
 import { createHash } from "node:crypto";
 import { crc32, crc32Range, type PackPrefix } from "./pack-file.js";
+import { writeHexOid } from "./hex-oid.js";
 import type { GitObject } from "./git-object.js";
 import type { Oid } from "./types.js";
 
@@ -213,7 +214,8 @@ export class PackedObjects {
     this.lastOid = oid;
     const row = this.#count;
     if (row === this.#offsets.length) this.#grow();
-    this.#oids.write(oid, row * 20, 20, "hex");
+    // Always 40 lowercase hex digits here: the loop's write, never the fallback.
+    if (!writeHexOid(oid, this.#oids, row * 20)) this.#oids.write(oid, row * 20, 20, "hex");
     const earlier = this.#findOrAdd(row);
     if (earlier >= 0) return earlier;
     // The entry: type and size header, zlib header, one final stored block, content, Adler-32.

@@ -8,6 +8,7 @@
  */
 import type { GitObject } from "./git-object.js";
 import { adler32Patch } from "./adler32.js";
+import { writeHexOid } from "./hex-oid.js";
 import { DeltaWriter } from "./git-delta.js";
 import { knownTreeEntryCrc, rememberTreeEntryCrc, StoredEntryCrcPatch } from "./entry-crc.js";
 import { type OwnedContent, takeTreeBuffer } from "./tree-buffers.js";
@@ -238,7 +239,8 @@ function reOid(
     const end = offsets[at + 1] as number;
     if (at > next) delta?.copy(offsets[next] as number, start);
     // The oid is the entry's last 20 bytes; name and mode are the base's, byte for byte.
-    content.write((inserts[e] as TreeEntry).oid, end - 20, "hex");
+    const oid = (inserts[e] as TreeEntry).oid;
+    if (!writeHexOid(oid, content, end - 20)) content.write(oid, end - 20, "hex");
     // The whole old and new contents, read at the oid's place: no views per entry.
     if (adler !== undefined) adler = adler32Patch(adler, source.length, end - 20, source, content, 20, end - 20);
     crc?.replaced(end - 20, source, content, 20, end - 20);
