@@ -15,6 +15,11 @@
  * objects the queue holds, and from then on the record is the run (it is changed in place by
  * the tail and the fire committer, as before). Only runs without bad events and with a known
  * tree oid become rows: the others keep records (their reports repeat at every start).
+ *
+ * A fire commit does not make records of the rows it fires: it plans from a row's state
+ * ({@link RunTable.base}) and writes the state after the fire back into the row
+ * ({@link RunTable.adoptRow}) when the row can hold it (no timer left, no signal), so the row
+ * then stands for exactly the record adopting the fire would have left.
  */
 import type { RecoveryIndexWriter } from "../../src/workflow/recovery-index.js";
 import type { PendingTimer, RunState, TerminalEventType } from "../../src/workflow/types.js";
