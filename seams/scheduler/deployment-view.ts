@@ -512,9 +512,15 @@ export class DeploymentView {
    * Moves a run to its state after a commit of this process (see FireCommitter), when the view
    * still holds it at `parentEventsOid`, the state that commit was made from. `fired`: the run's
    * generations that commit took, as delivered (their queue keys disarm them, see {@link sync}).
+   * `record`: the run's record when the caller holds it (what {@link run} gives now); looked up
+   * when left out.
    */
-  adopt(runId: string, after: { state: RunState; maxFileSeq: number; eventsOid: string | null; lastEventOid: string | null; runTreeOid: string | null }, fired?: DueGeneration | readonly DueGeneration[]): void {
-    const record = this.runs.get(runId);
+  adopt(
+    runId: string,
+    after: { state: RunState; maxFileSeq: number; eventsOid: string | null; lastEventOid: string | null; runTreeOid: string | null },
+    fired?: DueGeneration | readonly DueGeneration[],
+    record: RunRecord | undefined = this.runs.get(runId),
+  ): void {
     if (record === undefined) return;
     record.state = after.state;
     record.maxFileSeq = after.maxFileSeq;
@@ -524,6 +530,30 @@ export class DeploymentView {
     this.indexDirty = true;
     this.changes += 1;
     this.sync(runId, record, fired);
+  }
+
+  /**
+   * {@link adopt} for a run kept as row `row` of the run table (RunTable.base gave it, and the
+   * table has not changed since): moved in the row itself, without turning it into a record,
+   * when the row can hold the state after the commit (RunTable.adoptRow) and the view is not
+   * stopping; the queue is then synced as {@link sync} syncs a run with no timer armed.
+   * @returns false when declined (the caller adopts the run's record instead)
+   */
+  adoptRow(runId: string, row: number, after: { state: RunState; maxFileSeq: number; eventsOid: string | null; lastEventOid: string | null; runTreeOid: string | null }, fired?: DueGeneration | readonly DueGeneration[]): boolean {
+    if (this.stopped) return false;
+    const queued = this.runs.adoptRow(row, after.state, after.maxFileSeq, after.eventsOid, after.lastEventOid, after.runTreeOid);
+    if (queued === null) return false;
+    this.indexDirty = true;
+    this.changes += 1;
+    // sync() with nothing wanted: every queued timer is dropped, by its delivered key when it has one.
+    for (let i = 0; i < queued.length; i++) {
+      const timerId = queued[i] as string;
+      const key = deliveredKey(fired, timerId);
+      if (key === undefined) this.ctx.queue.disarm(this.repoId, runId, timerId);
+      else this.ctx.queue.disarmKey(key);
+    }
+    this.ctx.queue.settle(this.repoId, runId, NO_TIMERS, after.state.lastSeq);
+    return true;
   }
 
   /**

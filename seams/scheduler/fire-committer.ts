@@ -32,13 +32,21 @@ import { createTimeSlicer, DEFAULT_SLICE_MS } from "../../src/time/time-slicer.j
 import { isoFromMs } from "../../src/workflow/time.js";
 import type { PendingTimer, RunEvent, RunState } from "../../src/workflow/types.js";
 import type { DeploymentView } from "./deployment-view.js";
+import { RowBase, type RunRecord } from "./run-table.js";
 import type { DueGeneration } from "./scheduler-queue.js";
 import type { CommittedEvents } from "./scheduler-types.js";
 import { monotonicMs, wallMs, type TrackerContext } from "./tracker-context.js";
 
 type Added = CommittedEvents["events"][number];
-/** A run a commit appends to: its events tree at the parent, and its state after the commit. */
-type After = { runId: string; parentEventsOid: string | null; state: RunState; maxFileSeq: number; append: number; due: DueGeneration | DueGeneration[] };
+/**
+ * A run a commit appends to: its events tree at the parent, and its state after the commit.
+ * `base`: what the view gave the plan of it (its record, or its row, see RunTable.base; null when
+ * the run was read afresh), taken as the run's at the adopt while the view's run table has not
+ * changed since planning began (`Planned.tableAt`): no second lookup, no record made of a row.
+ */
+type After = { runId: string; parentEventsOid: string | null; state: RunState; maxFileSeq: number; append: number; due: DueGeneration | DueGeneration[]; base: RunRecord | RowBase | null };
+/** What a fire commit's plan hands on: `tableAt` is the view's RunTable.changes when planning began. */
+type Planned = { outcomes: Outcome[]; after: After[]; added: Added[]; refused: Refused[]; tableAt: number };
 type Outcome = { timer: PendingTimer; plan: FirePlan; runId: string };
 /** A run whose log, read at the commit's parent, lacks an object: its due timers, and why (see FireCommitter.freshRun). */
 type Refused = { runId: string; timers: PendingTimer[]; error: WorkflowHostError };
@@ -201,7 +209,7 @@ export class FireCommitter {
     const slicer = createTimeSlicer(DEFAULT_SLICE_MS, this.monoMs);
     let result;
     try {
-      result = await this.ctx.store.writeTreeDelta<{ outcomes: Outcome[]; after: After[]; added: Added[]; refused: Refused[] }>(this.ctx.principal, this.view.rid, this.ctx.ref, {
+      result = await this.ctx.store.writeTreeDelta<Planned>(this.ctx.principal, this.view.rid, this.ctx.ref, {
         message: `Fire ${due.length} timer${due.length === 1 ? "" : "s"}`,
         pause: slicer.pause,
         // Every change is an event this commit built from the log at the parent, under the repo
@@ -211,6 +219,8 @@ export class FireCommitter {
         computeDelta: async (parentSha, reads) => {
           this.view.assertNotRewound();
           this.view.ownWrite = { parentSha, settled };
+          // Before any run is taken: a run added, replaced, removed or made a record from here on moves it.
+          const tableAt = this.view.runs.changes;
           const nowMs = Math.max(wallMs(this.ctx), floorMs);
           const at = isoFromMs(nowMs);
           // Each run's new event files, appended to its events folder: the store builds the run's
@@ -254,7 +264,8 @@ export class FireCommitter {
               runsSincePause = 0;
               await slicer.pause();
             }
-            const fresh = current ? this.currentRun(runId) ?? (await this.freshRun(reads, runId, refused)) : await this.freshRun(reads, runId, refused);
+            const base = current ? this.currentRun(runId) : undefined;
+            const fresh = base ?? (await this.freshRun(reads, runId, refused));
             if (fresh === null) {
               refused[refused.length - 1]?.timers.push(...(timers === null ? [(held as DueGeneration).pending] : timers.map((d) => d.pending)));
               continue;
@@ -305,12 +316,12 @@ export class FireCommitter {
               }
             }
             if (files !== null) {
-              after.push({ runId, parentEventsOid, state, maxFileSeq: seq - 1, append: appends.length, due: held });
+              after.push({ runId, parentEventsOid, state, maxFileSeq: seq - 1, append: appends.length, due: held, base: base ?? null });
               const folder = `${runsPrefix}${runId}`;
               appends.push(parentEventsOid === null ? { folder, sub: eventsFolder, files } : { folder, sub: eventsFolder, files, subOid: parentEventsOid });
             }
           }
-          return { appends, result: { outcomes, after, added, refused } };
+          return { appends, result: { outcomes, after, added, refused, tableAt } };
         },
       });
     } catch (error) {
@@ -326,7 +337,7 @@ export class FireCommitter {
     if (result.committed) {
       const after = result.result?.after ?? [];
       const folderOid = result.folderOid;
-      if (folderOid !== undefined) this.adoptFromWrite(result.commitSha as string, result.parentSha, after, folderOid, result.appended);
+      if (folderOid !== undefined) this.adoptFromWrite(result.commitSha as string, result.parentSha, after, result.result?.tableAt ?? -1, folderOid, result.appended);
       else await this.adoptOwnCommit(result.commitSha as string, after);
     }
   }
@@ -381,15 +392,21 @@ export class FireCommitter {
     commitSha: string,
     parentSha: string | null,
     after: readonly After[],
+    tableAt: number,
     folderOid: (path: string) => string | null | undefined,
     appended: readonly (AppendedFolder | undefined)[] | undefined,
   ): void {
     if (after.length === 0 || this.stopped) return;
     const adopted = new Set<string>();
+    // No run added, replaced, removed or made a record since the plan took them: each base is still the run's.
+    const held = this.view.runs.changes === tableAt;
     for (let i = 0; i < after.length; i++) {
       const run = after[i] as After;
-      const record = this.view.run(run.runId);
-      if (record === undefined || run.parentEventsOid === null || record.eventsOid !== run.parentEventsOid) continue;
+      if (run.parentEventsOid === null) continue;
+      const base = held ? run.base : null;
+      const row = base instanceof RowBase ? base.row : -1;
+      const record = row >= 0 ? undefined : base !== null ? (base as RunRecord) : this.view.run(run.runId);
+      if (row >= 0 ? !this.view.runs.rowEventsAt(row, run.parentEventsOid) : record === undefined || record.eventsOid !== run.parentEventsOid) continue;
       // The folders the store built from this run's append, by position (no path per run); a run
       // whose append went through the generic edit is looked up by path. The run ids are the
       // view's own (checked when read): the paths are built, not parsed.
@@ -409,7 +426,9 @@ export class FireCommitter {
         eventsOid = folderOid(`${runFolder}/${eventsFolder}`);
       }
       if (runTreeOid === undefined || eventsOid === undefined) continue;
-      this.view.adopt(run.runId, { state: run.state, maxFileSeq: run.maxFileSeq, eventsOid, lastEventOid, runTreeOid }, run.due);
+      const state = { state: run.state, maxFileSeq: run.maxFileSeq, eventsOid, lastEventOid, runTreeOid };
+      // A row the state does not fit is made its record (still the one it stood for) and adopted as one.
+      if (row < 0 || !this.view.adoptRow(run.runId, row, state, run.due)) this.view.adopt(run.runId, state, run.due, record);
       adopted.add(run.runId);
     }
     if (adopted.size > 0) this.view.noteOwnCommit(commitSha, parentSha, adopted, adopted.size === after.length);
@@ -449,9 +468,12 @@ export class FireCommitter {
     }
   }
 
-  /** The view's record of a run as {@link freshRun} returns it, when it knows the run's events folder. */
-  private currentRun(runId: string): { readonly state: RunState; readonly maxFileSeq: number; readonly eventsOid: string | null } | undefined {
-    const cached = this.view.run(runId);
+  /**
+   * The view's record of a run (or its row, not made a record: RunTable.base) as {@link freshRun}
+   * returns it, when it knows the run's events folder.
+   */
+  private currentRun(runId: string): RunRecord | RowBase | undefined {
+    const cached = this.view.runs.base(runId);
     // The record itself (read before anything awaits; adopted only after the commit): no copy per run.
     return cached === undefined || cached.eventsOid === null ? undefined : cached;
   }

@@ -15,6 +15,11 @@
  * objects the queue holds, and from then on the record is the run (it is changed in place by
  * the tail and the fire committer, as before). Only runs without bad events and with a known
  * tree oid become rows: the others keep records (their reports repeat at every start).
+ *
+ * A fire commit does not make records of the rows it fires: it plans from a row's state
+ * ({@link RunTable.base}) and writes the state after the fire back into the row
+ * ({@link RunTable.adoptRow}) when the row can hold it (no timer left, no signal), so the row
+ * then stands for exactly the record adopting the fire would have left.
  */
 import type { RecoveryIndexWriter } from "../../src/workflow/recovery-index.js";
 import type { PendingTimer, RunState, TerminalEventType } from "../../src/workflow/types.js";
@@ -40,6 +45,20 @@ export interface RunRecord {
   queued: string[];
   /** The folder reuses an archived run's id (reported as a bad event): none of its timers is armed. */
   reused?: boolean;
+}
+
+/**
+ * A run kept as a row, as a fire plans from it (see {@link RunTable.base}): its state as the
+ * row's record would hold it, made without the record. `row` names the row for
+ * {@link RunTable.adoptRow} while the table's {@link RunTable.changes} has not moved.
+ */
+export class RowBase {
+  constructor(
+    readonly row: number,
+    readonly state: RunState,
+    readonly maxFileSeq: number,
+    readonly eventsOid: string | null,
+  ) {}
 }
 
 const OID_LENGTH = 40;
@@ -120,6 +139,55 @@ export class RunTable implements ReadonlyMap<string, RunRecord> {
     if (record !== undefined) return record;
     const row = this.#rowOf.get(runId);
     return row === undefined ? undefined : this.#materialize(runId, row);
+  }
+
+  /**
+   * What a fire plans the run from: its record, or for a run kept as a row a {@link RowBase},
+   * without turning the row into a record (a fire of such a run is then adopted into the row
+   * itself, see {@link adoptRow}); undefined for an unknown run.
+   */
+  base(runId: string): RunRecord | RowBase | undefined {
+    const record = this.#records.get(runId);
+    if (record !== undefined) return record;
+    const row = this.#rowOf.get(runId);
+    return row === undefined ? undefined : new RowBase(row, this.#stateOf(runId, row), Math.floor(this.#nums[NUMS * row + 1] as number), this.#eventsOidOf(row));
+  }
+
+  /** Whether row `row` (a run's, see {@link base}) holds its events folder at `eventsOid`. */
+  rowEventsAt(row: number, eventsOid: string): boolean {
+    const source = this.#eventsOids[row] as string;
+    return source !== "" && source.startsWith(eventsOid, this.#nums[NUMS * row] as number);
+  }
+
+  /**
+   * Moves the run kept as row `row` to its state after a fire commit, in the row itself: the
+   * record it stands for from then on is the one the view's adopt makes of the record it stood
+   * for before (same state, oids and seqs, no timer queued). Only a state the row can hold is
+   * taken: no pending timer left, no signal, a known tree oid; the caller turns the row into a
+   * record and adopts that otherwise. The caller knows the row is still the run's (no
+   * {@link changes} since {@link base} gave it).
+   * @returns the timer ids the row had queued (the caller disarms them), or null when declined
+   */
+  adoptRow(row: number, state: RunState, maxFileSeq: number, eventsOid: string | null, lastEventOid: string | null, runTreeOid: string | null): readonly string[] | null {
+    if (state.pendingTimers.size > 0 || runTreeOid === null || state.observedSignalIds.size > 0 || state.unconsumedSignals.length > 0) return null;
+    const queued = this.#queuedOf(row);
+    let terminalKind = this.#terminalKinds.indexOf(state.terminal);
+    if (terminalKind < 0) terminalKind = this.#terminalKinds.push(state.terminal) - 1;
+    this.#runTreeOids[row] = runTreeOid;
+    this.#eventsOids[row] = eventsOid ?? "";
+    this.#lastEventOids[row] = lastEventOid ?? "";
+    this.#queuedLists.delete(row);
+    const n = NUMS * row;
+    const nums = this.#nums;
+    nums[n] = 0;
+    nums[n + 1] = maxFileSeq;
+    nums[n + 2] = state.lastSeq;
+    nums[n + 3] = 0;
+    nums[n + 4] = 0;
+    nums[n + 5] = 0;
+    nums[n + 6] = terminalKind;
+    nums[n + 8] = 0;
+    return queued;
   }
 
   set(runId: string, record: RunRecord): this {
@@ -321,19 +389,25 @@ export class RunTable implements ReadonlyMap<string, RunRecord> {
     return ids ?? [];
   }
 
-  #materialize(runId: string, row: number): RunRecord {
+  /** The state of the record row `row` stands for (a new one each call). */
+  #stateOf(runId: string, row: number): RunState {
     const n = NUMS * row;
     const timers = this.#timerList(row);
     const first = this.#nums[n + 3] as number;
     const end = first + (this.#nums[n + 4] as number);
     const pendingTimers = new Map<string, PendingTimer>();
     for (let i = first; i < end; i++) pendingTimers.set((timers[i] as PendingTimer).timerId, timers[i] as PendingTimer);
+    // Through Math.floor (the numbers are integers): a Float64Array element read by code not
+    // yet optimised is a boxed double even when integral, and a record or state holding one
+    // changed its fields' representation, so every record recovery made (small integers) no
+    // longer matched the code that syncs them ("wrong map", design notes §58).
+    return { runId, lastSeq: Math.floor(this.#nums[n + 2] as number), terminal: this.#terminalOf(row), pendingTimers, observedSignalIds: NO_SIGNAL_IDS, unconsumedSignals: NO_SIGNALS };
+  }
+
+  #materialize(runId: string, row: number): RunRecord {
+    const n = NUMS * row;
     const record: RunRecord = {
-      // Through Math.floor (the numbers are integers): a Float64Array element read by code not
-      // yet optimised is a boxed double even when integral, and a record or state holding one
-      // changed its fields' representation, so every record recovery made (small integers) no
-      // longer matched the code that syncs them ("wrong map", design notes §58).
-      state: { runId, lastSeq: Math.floor(this.#nums[n + 2] as number), terminal: this.#terminalOf(row), pendingTimers, observedSignalIds: NO_SIGNAL_IDS, unconsumedSignals: NO_SIGNALS },
+      state: this.#stateOf(runId, row),
       maxFileSeq: Math.floor(this.#nums[n + 1] as number),
       eventsOid: this.#eventsOidOf(row),
       lastEventOid: this.#lastEventOidOf(row),

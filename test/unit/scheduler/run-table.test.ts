@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { RunTable, type RunRecord } from "../../../seams/scheduler/run-table.js";
+import { RowBase, RunTable, type RunRecord } from "../../../seams/scheduler/run-table.js";
 import { decodeRecoveryIndex, RecoveryIndexWriter } from "../../../src/workflow/recovery-index.js";
 import type { PendingTimer } from "../../../src/workflow/types.js";
 
@@ -131,5 +131,42 @@ describe("the pending-timer walk", () => {
     at = table.changes;
     table.delete("r2");
     expect(table.changes).not.toBe(at);
+  });
+
+  it("gives a fire the state of a run kept as a row without making a record, and takes the state after the fire into the row", () => {
+    const table = new RunTable();
+    const fired = timer("t1");
+    table.compact("r1", record("r1", [fired], ["t1"]));
+    table.compact("r2", record("r2", [timer("t2")], ["t2"]));
+    const at = table.changes;
+    const base = table.base("r1");
+    expect(base).toBeInstanceOf(RowBase);
+    expect(table.rows).toBe(2);
+    expect(table.changes).toBe(at);
+    const row = (base as RowBase).row;
+    expect({ maxFileSeq: base?.maxFileSeq, eventsOid: base?.eventsOid, lastSeq: base?.state.lastSeq, timers: [...(base?.state.pendingTimers.values() ?? [])] }).toEqual({ maxFileSeq: 8, eventsOid: OID_B, lastSeq: 7, timers: [fired] });
+    expect(table.rowEventsAt(row, OID_B)).toBe(true);
+    expect(table.rowEventsAt(row, OID_C)).toBe(false);
+
+    const after = { runId: "r1", lastSeq: 9, terminal: null, pendingTimers: new Map(), observedSignalIds: new Set<string>(), unconsumedSignals: [] };
+    // Declined, the row untouched: a timer left, or no tree oid known.
+    expect(table.adoptRow(row, { ...after, pendingTimers: new Map([["t9", timer("t9")]]) }, 9, OID_C, OID_A, OID_B)).toBeNull();
+    expect(table.adoptRow(row, after, 9, OID_C, OID_A, null)).toBeNull();
+    expect(table.adoptRow(row, after, 9, OID_C, null, OID_B)).toEqual(["t1"]);
+    expect(table.rows).toBe(2);
+    expect(table.rowEventsAt(row, OID_C)).toBe(true);
+    expect(table.cleanAt("r1", OID_B)).toBe(true);
+    expect([...table.queuedTimers()]).toEqual([["r1", []], ["r2", ["t2"]]]);
+    // The record it stands for is the adopted one; the other row is as it was.
+    expect(view(table.get("r1"))).toEqual(view(record("r1", [], [], { state: after, maxFileSeq: 9, eventsOid: OID_C, lastEventOid: null, runTreeOid: OID_B })));
+    expect(view(table.get("r2"))).toEqual(view(record("r2", [timer("t2")], ["t2"])));
+  });
+
+  it("gives a fire the record of a run that has one", () => {
+    const table = new RunTable();
+    const held = record("r1", [timer("t1")], ["t1"]);
+    table.set("r1", held);
+    expect(table.base("r1")).toBe(held);
+    expect(table.base("r2")).toBeUndefined();
   });
 });
