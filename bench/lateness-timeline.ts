@@ -58,6 +58,8 @@ export interface Timeline {
   merges: [number, number][];
   /** When the first worker thread of the process was created (−1: none in the phase) */
   threadStart: number;
+  /** `process.hrtime` (ms) − `performance.now()`: places a CPU profile's samples (V8's monotonic µs) on this timeline. */
+  hrMinusPerf: number;
 }
 
 export interface TimelineRecorder {
@@ -71,7 +73,7 @@ export interface TimelineRecorder {
 }
 
 export function startTimeline(): TimelineRecorder {
-  const t: Timeline = { monoMinusEpoch: 0, commits: [], wakes: [], gc: [], fires: [], allFlushes: [], threads: [], merges: [], threadStart: -1 };
+  const t: Timeline = { monoMinusEpoch: 0, commits: [], wakes: [], gc: [], fires: [], allFlushes: [], threads: [], merges: [], threadStart: -1, hrMinusPerf: Number(process.hrtime.bigint()) / 1e6 - performance.now() };
   // The merge thread's jobs ({id, job} posted, {id, kind} back), seen from this side; other
   // threads' messages (a module loader's hooks thread) are not counted.
   const workerProto = Worker.prototype as unknown as { postMessage(value: unknown, ...rest: unknown[]): void; emit(event: string | symbol, ...args: unknown[]): boolean };

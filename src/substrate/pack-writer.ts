@@ -22,7 +22,7 @@ import { randomBytes } from "node:crypto";
 import type { Clock } from "../time/clock.js";
 import { errnoCode, type FileHandleLike, type FsAdapter } from "./fs-adapter.js";
 import { type EncodedPack, packLength, parsePackIndex } from "./pack-file.js";
-import { adapterFor, type LoadedPack, QUICK_PACK_BYTES } from "./pack-reader.js";
+import { type LoadedPack, QUICK_PACK_BYTES } from "./pack-reader.js";
 
 /** Temp files in `objects/` older than this (ms) are a dead writer's and are removed. */
 export const STALE_TEMP_MS = 15 * 60_000;
@@ -35,6 +35,18 @@ const SPARE_MAX_AGE_MS = 60_000;
  */
 export const STALE_SPARE_MS = 5 * SPARE_MAX_AGE_MS;
 const EMPTY = new Uint8Array(0);
+/**
+ * A commit's pack (staged with `flushFolder` false) up to this size (bytes) is written with the
+ * quick (blocking) adapter into the spare temp pair, like packs up to QUICK_PACK_BYTES: a fire
+ * commit at 10,000 runs is ~380 KB (its `runs/` folder, stored), and through the thread pool its
+ * two files cost six round trips (open, write, close each), every one of which waits for a pool
+ * thread and then for the event loop to be scheduled again; on a busy 2-core machine those waits,
+ * not the writes (~0.1 ms into the page cache), made the slow commits that the p99 fires wait on
+ * (design notes §92). Bigger commits (an import; `runs/` at 100,000 runs is 3.8 MB) and merged
+ * packs still go through the pool, so a slow disk holds the event loop for at most this much.
+ * Flushes (durability "fsync") always go through the pool.
+ */
+export const QUICK_COMMIT_PACK_BYTES = 1024 * 1024;
 
 export interface PackWriterOptions {
   readonly fs: FsAdapter;
@@ -61,6 +73,8 @@ export interface PackWriter {
    * Writes `encoded` to two temp files in `objects/`; `publish` renames the pack into
    * `objects/pack/` and then its index (flushing the pack folder after when `flushFolder` and
    * durable), `discard` removes the temp files.
+   * @param flushFolder true for a merged pack, false for a commit's pack (its name is made durable
+   *   by the ref folder's flush; written with the quick adapter up to QUICK_COMMIT_PACK_BYTES)
    */
   stage(encoded: EncodedPack, flushFolder: boolean): StagedPack;
   /**
@@ -212,20 +226,21 @@ export function createPackWriter(opts: PackWriterOptions): PackWriter {
   /**
    * Writes `encoded` to two temp files in `objects/`; `publish` renames the pack into
    * `objects/pack/` and then its index, `discard` removes the temp files. Until published, no
-   * reader (git or this store) sees the objects. A commit's pack (≤ QUICK_PACK_BYTES) is written
-   * with the quick adapter into the spare pair: through the thread pool, the three calls per file
-   * cost more than the write itself (measured: −1 ms of a 4 ms signal delivery). Bigger packs
-   * (merges, imports) go through the pool, both files at once, so a slow disk does not stall
-   * the event loop.
+   * reader (git or this store) sees the objects. A small pack (≤ QUICK_PACK_BYTES) and a commit's
+   * pack (`flushFolder` false, ≤ QUICK_COMMIT_PACK_BYTES) are written with the quick adapter into
+   * the spare pair: through the thread pool, the three calls per file cost more than the write
+   * itself (measured: −1 ms of a 4 ms signal delivery; §92: the pool's round trips were the slow
+   * fire commits' wait). Bigger packs (merges, imports) go through the pool, both files at once,
+   * so a slow disk does not stall the event loop.
    */
   function stageEncoded(encoded: EncodedPack, flushFolder: boolean): StagedPack {
     const name = `pack-${encoded.checksum}`;
     const size = packLength(encoded);
-    const quick = size <= QUICK_PACK_BYTES;
+    const quick = size <= (flushFolder ? QUICK_PACK_BYTES : QUICK_COMMIT_PACK_BYTES);
     const pair = quick ? takeSpare() : null;
     const tempPack = pair?.pack ?? tempName("pack");
     const tempIdx = pair?.idx ?? tempName("idx");
-    const writer = adapterFor(size, fs, quickFs);
+    const writer = quick ? quickFs : fs;
     const write = (path: string, data: Uint8Array | readonly Uint8Array[]): Promise<void> => (pair !== null ? writeSpare(path, data) : writer.writeNewFile(path, data, durable));
     // A pack holding big objects is written from its pieces (see EncodedPack.parts), never joined.
     const written = Promise.all([write(tempPack, encoded.parts ?? encoded.pack), write(tempIdx, encoded.idx)]);

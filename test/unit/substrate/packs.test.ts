@@ -3,6 +3,7 @@ import { createBlockingFsAdapter, createFsAdapter } from "../../../src/substrate
 import { hashObject } from "../../../src/substrate/git-object.js";
 import { ScopedLruCache } from "../../../src/substrate/lru-cache.js";
 import { createPackStore, STALE_SPARE_MS, STALE_TEMP_MS } from "../../../src/substrate/pack-store.js";
+import { QUICK_COMMIT_PACK_BYTES } from "../../../src/substrate/pack-writer.js";
 import type { RepoStore } from "../../../src/substrate/types.js";
 import { createMemStore, DATA_DIR, GITDIR, looseObjects, REPO } from "../../helpers/memfs-repo-store.js";
 import { createMemFs, type MemFs } from "../../helpers/memfs.js";
@@ -266,6 +267,65 @@ describe("pack files", () => {
     const reads = await fresh.openCommittedReads(null, REPO, "main");
     expect((await reads.listDir("runs/r1/events")).map((entry) => entry.name).sort()).toEqual(["1.json", "2.json", "3.json"]);
     expect(Buffer.from((await reads.readBlob("runs/r1/events/3.json")) as Uint8Array).toString()).toBe('{"seq":3}');
+    await fresh.close();
+  });
+
+  it("writes a commit's pack up to QUICK_COMMIT_PACK_BYTES into the spare pair with blocking calls, a bigger one through the thread pool", async () => {
+    const fs = createMemFs();
+    // The thread-pool adapter's calls that write a pack's or index's bytes into a temp file (a
+    // spare pair is made empty through the pool too: not counted).
+    const poolWrites: string[] = [];
+    const promises = fs.promises as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
+    const open = promises.open as (...args: unknown[]) => Promise<unknown>;
+    const writeFile = promises.writeFile as (...args: unknown[]) => Promise<unknown>;
+    promises.open = (path, ...rest) => {
+      if (String(path).includes("/objects/tmp_")) poolWrites.push(String(path));
+      return open.call(fs.promises, path, ...rest);
+    };
+    promises.writeFile = (path, data, ...rest) => {
+      if (String(path).includes("/objects/tmp_") && (data as Uint8Array).byteLength > 0) poolWrites.push(String(path));
+      return writeFile.call(fs.promises, path, data, ...rest);
+    };
+    const { store } = createMemStore({ fs, packThreshold: 1 });
+    await store.initRepo(null, REPO);
+    /** Bytes zlib cannot shrink (xorshift), so the pack is about `n` bytes. */
+    const noise = (n: number, seed: number): Uint8Array => {
+      const out = new Uint8Array(n);
+      let x = seed;
+      for (let i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >>> 17;
+        x ^= x << 5;
+        out[i] = x & 0xff;
+      }
+      return out;
+    };
+    const spare = async (): Promise<string[]> => {
+      const since = performance.now();
+      for (let turn = 0; !outOfTurns(turn, 1_000, since) && tempFiles(fs).length < 2; turn++) await new Promise((resolve) => setImmediate(resolve));
+      return tempFiles(fs).sort();
+    };
+    await store.writeTree(null, REPO, "main", { files: { "runs/r1/events/1.json": "{}" }, message: "small" });
+    const first = await spare();
+    expect(first).toHaveLength(2);
+    poolWrites.length = 0;
+    // ~300 KB: past QUICK_PACK_BYTES, within QUICK_COMMIT_PACK_BYTES (a fire commit's pack at 10,000 runs).
+    const middle = noise(300 * 1024, 7);
+    await store.writeTree(null, REPO, "main", { files: { "runs/r1/blobs/middle": middle }, message: "middle" });
+    expect(poolWrites).toEqual([]);
+    const second = await spare();
+    expect(second.filter((name) => first.includes(name))).toEqual([]);
+    // Past QUICK_COMMIT_PACK_BYTES: both files through the pool, the spare pair left for the next.
+    const big = noise(QUICK_COMMIT_PACK_BYTES + 64 * 1024, 11);
+    await store.writeTree(null, REPO, "main", { files: { "runs/r1/blobs/big": big }, message: "big" });
+    expect(poolWrites.map((path) => path.replace(/.*\/objects\/tmp_(pack|idx)_.*/, "$1")).sort()).toEqual(["idx", "pack"]);
+    expect(tempFiles(fs).sort()).toEqual(second);
+    await store.close();
+    expect(tempFiles(fs)).toEqual([]);
+    const { store: fresh } = createMemStore({ fs });
+    const reads = await fresh.openCommittedReads(null, REPO, "main");
+    expect(Buffer.compare(Buffer.from((await reads.readBlob("runs/r1/blobs/middle")) as Uint8Array), Buffer.from(middle))).toBe(0);
+    expect(Buffer.compare(Buffer.from((await reads.readBlob("runs/r1/blobs/big")) as Uint8Array), Buffer.from(big))).toBe(0);
     await fresh.close();
   });
 
