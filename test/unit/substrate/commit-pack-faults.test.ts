@@ -115,3 +115,30 @@ describe("a commit's pack written with blocking calls, when the disk fails", () 
     await fresh.close();
   });
 });
+
+describe("two stores committing to one repository, each writing its commit packs into its own spare pair", () => {
+  it("lands every commit of both (losers retry), leaves no temp file with bytes, and a fresh store reads every file", async () => {
+    const fs = createMemFs();
+    const { store: a } = createMemStore({ fs, packThreshold: 1, durability: "fsync" });
+    const { store: b } = createMemStore({ fs, packThreshold: 1, durability: "fsync" });
+    await a.initRepo(null, REPO);
+    const blobs = new Map<string, Uint8Array>();
+    const commit = async (store: typeof a, name: string, seed: number): Promise<void> => {
+      // ~200 KB each: past QUICK_PACK_BYTES, within QUICK_COMMIT_PACK_BYTES.
+      const bytes = noise(200 * 1024, seed);
+      blobs.set(`runs/r1/blobs/${name}`, bytes);
+      const result = await store.writeTree(null, REPO, "main", { files: { [`runs/r1/blobs/${name}`]: bytes }, message: name });
+      expect(result.committed).toBe(true);
+    };
+    for (let round = 0; round < 6; round++) await Promise.all([commit(a, `a${round}`, 100 + round), commit(b, `b${round}`, 200 + round)]);
+    await a.close();
+    await b.close();
+    expect(tempFiles(fs)).toEqual([]);
+    const names = packFiles(fs);
+    expect(names.filter((n) => n.endsWith(".pack")).map((n) => n.replace(/\.pack$/, ".idx"))).toEqual(names.filter((n) => n.endsWith(".idx")));
+    const { store: fresh } = createMemStore({ fs });
+    const reads = await fresh.openCommittedReads(null, REPO, "main");
+    for (const [path, bytes] of blobs) expect({ path, same: Buffer.compare(Buffer.from((await reads.readBlob(path)) as Uint8Array), Buffer.from(bytes)) }).toEqual({ path, same: 0 });
+    await fresh.close();
+  });
+});
