@@ -175,3 +175,53 @@ describe("a fire commit's adopt when something touches its runs between plan and
     });
   }
 });
+
+describe("a fire commit's adopt when a listener touches a later run of the same commit during the adopt", () => {
+  it("an `armed` report (a series' next tick, armed while the commit's runs are adopted) whose listener looks up a run adopted after it", async () => {
+    const x = await createHarness(START);
+    h = x;
+    // Adopted in run id order: "a" (a series: its next tick is armed and reported) before "b" and "c".
+    await x.append("a", { type: "WorkflowStarted", data: { workflow: "w" } }, { type: "TimerSet", data: { timerId: "tick", fireAt: "2026-01-01T00:01:00.000Z", cron: "* * * * *", timezone: "UTC" } });
+    for (const runId of ["b", "c"]) await x.append(runId, { type: "WorkflowStarted", data: { workflow: "w" } }, { type: "TimerSet", data: { timerId: "t", fireAt: "2026-01-01T00:01:00.000Z" } });
+    let touched = 0;
+    // Restarted: recovery keeps the runs as rows.
+    await x.restart({
+      onEvent: (e) => {
+        x.events.push(e);
+        if (e.type !== "armed" || e.runId !== "a" || e.fireAt !== "2026-01-01T00:02:00.000Z") return;
+        touched += 1;
+        // A synchronous call that looks "b" up (dropQueued of a timer it does not have changes nothing else): its row becomes a record.
+        x.scheduler.dropQueued(REPO, "b", "none");
+      },
+    });
+    await x.clock.advance(61_000);
+    await x.scheduler.idle();
+    expect(touched).toBe(1);
+    await x.scheduler.stop();
+    const index = await summaries(x.store);
+    const reads = await x.store.openCommittedReads(null, RID, "refs/heads/main");
+    for (const runId of ["b", "c"]) {
+      const log = await x.log(runId);
+      expect(log.map((e) => e.type)).toEqual(["WorkflowStarted", "TimerSet", "TimerFired"]);
+      expect({ runId, ...index.get(runId) }).toEqual({
+        runId,
+        runTreeOid: await reads.treeOid(`runs/${runId}`),
+        eventsOid: await reads.treeOid(`runs/${runId}/events`),
+        lastEventOid: await reads.treeOid(`runs/${runId}/events/3.json`),
+        maxFileSeq: 3,
+        lastSeq: 3,
+        terminal: null,
+        pendingTimers: [],
+      });
+    }
+    // And nothing fires twice: past "b"'s and "c"'s timers, only the series ticks on.
+    await x.restart({ repoStore: x.store });
+    await x.clock.advance(60_000);
+    await x.scheduler.idle();
+    for (const runId of ["b", "c"]) expect({ runId, fired: ofTypeCount(await x.log(runId), "TimerFired") }).toEqual({ runId, fired: 1 });
+  });
+});
+
+function ofTypeCount(log: readonly RunEvent[], type: string): number {
+  return log.filter((e) => e.type === type).length;
+}
