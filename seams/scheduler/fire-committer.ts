@@ -398,11 +398,16 @@ export class FireCommitter {
   ): void {
     if (after.length === 0 || this.stopped) return;
     const adopted = new Set<string>();
-    // No run added, replaced, removed or made a record since the plan took them: each base is still the run's.
-    const held = this.view.runs.changes === tableAt;
+    // The run table as the plan left it, with the changes this loop made itself (a row made its
+    // record). Checked before each run, not once: adopting a run reports (a series' next tick is
+    // "armed"), and a listener may look a later run of this commit up there, making its row a
+    // record the plan's row no longer stands for.
+    let tableNow = tableAt;
     for (let i = 0; i < after.length; i++) {
       const run = after[i] as After;
       if (run.parentEventsOid === null) continue;
+      // No run added, replaced, removed or made a record since the plan took them (but by this loop): each base is still the run's.
+      const held = this.view.runs.changes === tableNow;
       const base = held ? run.base : null;
       const row = base instanceof RowBase ? base.row : -1;
       const record = row >= 0 ? undefined : base !== null ? (base as RunRecord) : this.view.run(run.runId);
@@ -427,8 +432,14 @@ export class FireCommitter {
       }
       if (runTreeOid === undefined || eventsOid === undefined) continue;
       const state = { state: run.state, maxFileSeq: run.maxFileSeq, eventsOid, lastEventOid, runTreeOid };
-      // A row the state does not fit is made its record (still the one it stood for) and adopted as one.
-      if (row < 0 || !this.view.adoptRow(run.runId, row, state, run.due)) this.view.adopt(run.runId, state, run.due, record);
+      if (row < 0) this.view.adopt(run.runId, state, run.due, record);
+      else if (!this.view.adoptRow(run.runId, row, state, run.due)) {
+        // A row the state does not fit is made its record (still the one it stood for: one change
+        // of the table, this loop's own) and adopted as one.
+        const made = this.view.run(run.runId);
+        tableNow = this.view.runs.changes;
+        this.view.adopt(run.runId, state, run.due, made);
+      }
       adopted.add(run.runId);
     }
     if (adopted.size > 0) this.view.noteOwnCommit(commitSha, parentSha, adopted, adopted.size === after.length);
