@@ -7,8 +7,9 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { createScheduleControls } from "../../../seams/scheduler/schedule-controls.js";
 import { WorkflowHostError } from "../../../src/errors.js";
-import type { RepoStore, WriteTreeDeltaOptions } from "../../../src/substrate/types.js";
+import type { RepoStore } from "../../../src/substrate/types.js";
 import { WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
+import { afterPlan } from "../../helpers/after-plan.js";
 import { createHarness, REPO, type Harness } from "../scheduler/harness.js";
 
 const NOW = "2026-05-01T10:00:00.000Z";
@@ -26,24 +27,10 @@ afterEach(async () => {
  * (the others of its commit are committed again without it).
  */
 function failingFor(store: RepoStore, failing: string, code: "io_failed" | "run_archived", broken: () => boolean): RepoStore {
-  return new Proxy(store, {
-    get(target, name) {
-      if (name === "writeTreeDelta") {
-        return <R>(principal: Parameters<RepoStore["writeTreeDelta"]>[0], repoId: Parameters<RepoStore["writeTreeDelta"]>[1], ref: string, opts: WriteTreeDeltaOptions<R>) =>
-          target.writeTreeDelta<R>(principal, repoId, ref, {
-            ...opts,
-            computeDelta: async (parentSha, reads) => {
-              const delta = await opts.computeDelta(parentSha, reads);
-              if (delta !== null && broken() && (delta.appends ?? []).some((a) => a.folder === `runs/${failing}`)) {
-                throw new WorkflowHostError(code, code === "io_failed" ? "EIO: i/o error, write" : `run ${failing} was archived`, code === "io_failed" ? { errno: "EIO" } : {});
-              }
-              return delta;
-            },
-          });
-      }
-      const value: unknown = Reflect.get(target, name, target);
-      return typeof value === "function" ? (value as (...args: unknown[]) => unknown).bind(target) : value;
-    },
+  return afterPlan(store, (delta) => {
+    if (delta !== null && broken() && (delta.appends ?? []).some((a) => a.folder === `runs/${failing}`)) {
+      throw new WorkflowHostError(code, code === "io_failed" ? "EIO: i/o error, write" : `run ${failing} was archived`, code === "io_failed" ? { errno: "EIO" } : {});
+    }
   });
 }
 

@@ -11,30 +11,12 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { RepoStore } from "../../../src/substrate/types.js";
 import { decodeRecoveryIndex, RECOVERY_INDEX_FILE, type RunSummary } from "../../../src/workflow/recovery-index.js";
 import { WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
+import { afterPlan } from "../../helpers/after-plan.js";
 import { createHarness, firedOf, REPO, type Harness } from "./harness.js";
 
 const START = "2026-01-01T00:00:00.000Z";
 const RID = { kind: WORKFLOW_RUN_KIND, id: REPO };
 const RUNS = ["r-1", "r-2", "r-3"];
-
-/** The store, calling `planned()` once each fire commit's changes are decided (under the lock, before they are written). */
-function afterPlan(store: RepoStore, planned: () => void): RepoStore {
-  return new Proxy(store, {
-    get(target, key, receiver) {
-      if (key !== "writeTreeDelta") return Reflect.get(target, key, receiver) as unknown;
-      const write: RepoStore["writeTreeDelta"] = (principal, rid, ref, opts) =>
-        target.writeTreeDelta(principal, rid, ref, {
-          ...opts,
-          computeDelta: async (parentSha, reads) => {
-            const delta = await opts.computeDelta(parentSha, reads);
-            planned();
-            return delta;
-          },
-        });
-      return write;
-    },
-  });
-}
 
 let h: Harness | null = null;
 afterEach(async () => {

@@ -8,6 +8,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { WorkflowHostError } from "../../../src/errors.js";
 import type { RepoStore } from "../../../src/substrate/types.js";
+import { afterPlan } from "../../helpers/after-plan.js";
 import { createHarness, firedOf, type Harness } from "./harness.js";
 
 const START = "2026-01-01T00:00:00.000Z";
@@ -15,21 +16,9 @@ const LOST = "9".repeat(40);
 
 /** The store, whose fire commits fail as a lost object would while `failing(folders)` holds for the runs they append to. */
 function losing(store: RepoStore, failing: (folders: readonly string[]) => boolean): RepoStore {
-  return new Proxy(store, {
-    get(target, key, receiver) {
-      if (key !== "writeTreeDelta") return Reflect.get(target, key, receiver) as unknown;
-      const write: RepoStore["writeTreeDelta"] = (principal, rid, ref, opts) =>
-        target.writeTreeDelta(principal, rid, ref, {
-          ...opts,
-          computeDelta: async (parentSha, reads) => {
-            const delta = await opts.computeDelta(parentSha, reads);
-            const folders = (delta?.appends ?? []).map((a) => a.folder);
-            if (failing(folders)) throw new WorkflowHostError("object_corrupt", `git object ${LOST} cannot be read: missing (neither loose nor in a pack)`, { oid: LOST, reason: "missing", absent: true });
-            return delta;
-          },
-        });
-      return write;
-    },
+  return afterPlan(store, (delta) => {
+    const folders = (delta?.appends ?? []).map((a) => a.folder);
+    if (failing(folders)) throw new WorkflowHostError("object_corrupt", `git object ${LOST} cannot be read: missing (neither loose nor in a pack)`, { oid: LOST, reason: "missing", absent: true });
   });
 }
 
