@@ -11,3 +11,11 @@ export function seededRandom(seed: number): () => number {
     return (x >>> 0) / 2 ** 32;
   };
 }
+
+/** `n` bytes from {@link seededRandom}: zlib cannot shrink them, so a pack holding them is about `n` bytes. */
+export function seededBytes(n: number, seed: number): Uint8Array {
+  const next = seededRandom(seed);
+  const out = new Uint8Array(n);
+  for (let i = 0; i < n; i++) out[i] = Math.floor(next() * 256);
+  return out;
+}

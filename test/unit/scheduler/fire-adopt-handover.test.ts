@@ -8,14 +8,10 @@
  * timers as the view holds them), against the log at the tip.
  */
 import { afterEach, describe, expect, it } from "vitest";
-import type { RepoStore } from "../../../src/substrate/types.js";
-import { decodeRecoveryIndex, RECOVERY_INDEX_FILE, type RunSummary } from "../../../src/workflow/recovery-index.js";
-import { WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
 import { afterPlan } from "../../helpers/after-plan.js";
-import { createHarness, firedOf, REPO, type Harness } from "./harness.js";
+import { createHarness, recoveryIndexOf, tipOidsOf, firedOf, REPO, type Harness } from "./harness.js";
 
 const START = "2026-01-01T00:00:00.000Z";
-const RID = { kind: WORKFLOW_RUN_KIND, id: REPO };
 const RUNS = ["r-1", "r-2", "r-3"];
 
 let h: Harness | null = null;
@@ -24,12 +20,6 @@ afterEach(async () => {
   h = null;
 });
 
-async function summaries(store: RepoStore): Promise<Map<string, RunSummary>> {
-  const bytes = await store.readDerived?.(null, RID, RECOVERY_INDEX_FILE);
-  const index = bytes === null || bytes === undefined ? null : decodeRecoveryIndex(bytes, 1_048_576);
-  expect(index).not.toBeNull();
-  return index as Map<string, RunSummary>;
-}
 
 describe("a fire commit's adopt of the runs it planned from", () => {
   for (const lookedUp of [null, "r-2"]) {
@@ -47,17 +37,14 @@ describe("a fire commit's adopt of the runs it planned from", () => {
       expect(h.scheduler.queuedTimers()).toEqual([]);
       await h.scheduler.stop();
 
-      const index = await summaries(h.store);
-      const reads = await h.store.openCommittedReads(null, RID, "refs/heads/main");
+      const index = await recoveryIndexOf(h.store);
       for (const runId of RUNS) {
         const log = await h.log(runId);
         expect(firedOf(log)).toHaveLength(1);
-        const last = log[log.length - 1]?.seq;
+        const last = log[log.length - 1]?.seq as number;
         expect({ runId, ...index.get(runId) }).toEqual({
           runId,
-          runTreeOid: await reads.treeOid(`runs/${runId}`),
-          eventsOid: await reads.treeOid(`runs/${runId}/events`),
-          lastEventOid: await reads.treeOid(`runs/${runId}/events/${last}.json`),
+          ...(await tipOidsOf(h.store, runId, last)),
           maxFileSeq: last,
           lastSeq: last,
           terminal: null,

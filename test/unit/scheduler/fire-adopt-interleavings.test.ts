@@ -9,34 +9,12 @@
  * exactly once (none after its run ended or it was cancelled).
  */
 import { afterEach, describe, expect, it } from "vitest";
-import type { RepoStore } from "../../../src/substrate/types.js";
-import { decodeRecoveryIndex, RECOVERY_INDEX_FILE, type RunSummary } from "../../../src/workflow/recovery-index.js";
 import type { RunEvent } from "../../../src/workflow/types.js";
-import { WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
-import { createHarness, REPO, until, type Harness } from "./harness.js";
+import { afterPlan } from "../../helpers/after-plan.js";
+import { createHarness, recoveryIndexOf, tipOidsOf, REPO, until, type Harness } from "./harness.js";
 
 const START = "2026-01-01T00:00:00.000Z";
-const RID = { kind: WORKFLOW_RUN_KIND, id: REPO };
 const RUNS = ["r-1", "r-2", "r-3", "r-4"];
-
-/** The store, calling `planned()` once each fire commit's changes are decided (under the lock, before they are written). */
-function afterPlan(store: RepoStore, planned: () => void): RepoStore {
-  return new Proxy(store, {
-    get(target, key, receiver) {
-      if (key !== "writeTreeDelta") return Reflect.get(target, key, receiver) as unknown;
-      const write: RepoStore["writeTreeDelta"] = (principal, rid, ref, opts) =>
-        target.writeTreeDelta(principal, rid, ref, {
-          ...opts,
-          computeDelta: async (parentSha, reads) => {
-            const delta = await opts.computeDelta(parentSha, reads);
-            planned();
-            return delta;
-          },
-        });
-      return write;
-    },
-  });
-}
 
 let h: Harness | null = null;
 afterEach(async () => {
@@ -44,12 +22,6 @@ afterEach(async () => {
   h = null;
 });
 
-async function summaries(store: RepoStore): Promise<Map<string, RunSummary>> {
-  const bytes = await store.readDerived?.(null, RID, RECOVERY_INDEX_FILE);
-  const index = bytes === null || bytes === undefined ? null : decodeRecoveryIndex(bytes, 1_048_576);
-  expect(index).not.toBeNull();
-  return index as Map<string, RunSummary>;
-}
 
 const event = (seq: number, type: string, data: Record<string, unknown>): string => JSON.stringify({ seq, type, at: "2026-01-01T00:00:30.000Z", data });
 
@@ -97,8 +69,7 @@ function fates(log: readonly RunEvent[]): { fired: Map<string, number>; open: st
  * clock is past every timer, so each generation fired (or was cancelled) exactly once.
  */
 async function check(x: Harness, settled: boolean): Promise<void> {
-  const index = await summaries(x.store);
-  const reads = await x.store.openCommittedReads(null, RID, "refs/heads/main");
+  const index = await recoveryIndexOf(x.store);
   for (const runId of [...RUNS, "r-9"]) {
     const log = await x.log(runId);
     if (log.length === 0) {
@@ -116,9 +87,7 @@ async function check(x: Harness, settled: boolean): Promise<void> {
     const pending = summary?.pendingTimers.map((p) => p.timerId).sort();
     expect({ runId, ...summary, pendingTimers: pending }).toEqual({
       runId,
-      runTreeOid: await reads.treeOid(`runs/${runId}`),
-      eventsOid: await reads.treeOid(`runs/${runId}/events`),
-      lastEventOid: await reads.treeOid(`runs/${runId}/events/${last}.json`),
+      ...(await tipOidsOf(x.store, runId, last)),
       maxFileSeq: last,
       lastSeq: last,
       terminal: fate.terminal,
@@ -198,16 +167,13 @@ describe("a fire commit's adopt when a listener touches a later run of the same 
     await x.scheduler.idle();
     expect(touched).toBe(1);
     await x.scheduler.stop();
-    const index = await summaries(x.store);
-    const reads = await x.store.openCommittedReads(null, RID, "refs/heads/main");
+    const index = await recoveryIndexOf(x.store);
     for (const runId of ["b", "c"]) {
       const log = await x.log(runId);
       expect(log.map((e) => e.type)).toEqual(["WorkflowStarted", "TimerSet", "TimerFired"]);
       expect({ runId, ...index.get(runId) }).toEqual({
         runId,
-        runTreeOid: await reads.treeOid(`runs/${runId}`),
-        eventsOid: await reads.treeOid(`runs/${runId}/events`),
-        lastEventOid: await reads.treeOid(`runs/${runId}/events/3.json`),
+        ...(await tipOidsOf(x.store, runId, 3)),
         maxFileSeq: 3,
         lastSeq: 3,
         terminal: null,

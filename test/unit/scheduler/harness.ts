@@ -7,6 +7,7 @@ import type { SchedulerEvent, SchedulerOptions, WorkflowHostScheduler } from "..
 import { allowAll, createRepoStore } from "../../../src/substrate/index.js";
 import type { RepoStore } from "../../../src/substrate/types.js";
 import { createFakeClock, type FakeClock } from "../../../src/testing/fake-clock.js";
+import { decodeRecoveryIndex, RECOVERY_INDEX_FILE, type RunSummary } from "../../../src/workflow/recovery-index.js";
 import { readRunLog } from "../../../src/workflow/run-log.js";
 import { appendRunEvents } from "../../../src/workflow/run-log-append.js";
 import type { RunEvent } from "../../../src/workflow/types.js";
@@ -140,4 +141,25 @@ export async function until(done: () => boolean | Promise<boolean>, what: string
     if (outOfTurns(turn, maxTurns, since)) throw new Error(`never happened: ${what}`);
     await new Promise<void>((resolve) => setImmediate(resolve));
   }
+}
+
+/**
+ * The recovery index the scheduler wrote for `repo` at its last stop: each run's seqs, oids and
+ * timers as its view held them. Fails the test when there is none.
+ */
+export async function recoveryIndexOf(store: RepoStore, repo = REPO): Promise<Map<string, RunSummary>> {
+  const bytes = await store.readDerived?.(null, { kind: WORKFLOW_RUN_KIND, id: repo }, RECOVERY_INDEX_FILE);
+  const index = bytes === null || bytes === undefined ? null : decodeRecoveryIndex(bytes, 1_048_576);
+  if (index === null) throw new Error(`no recovery index for ${repo}`);
+  return index;
+}
+
+/** A run's tree oids at the tip of `main` as the recovery index holds them: its folder, its `events/`, its event `lastSeq`. */
+export async function tipOidsOf(store: RepoStore, runId: string, lastSeq: number, repo = REPO): Promise<{ runTreeOid: string | null; eventsOid: string | null; lastEventOid: string | null }> {
+  const reads = await store.openCommittedReads(null, { kind: WORKFLOW_RUN_KIND, id: repo }, "refs/heads/main");
+  return {
+    runTreeOid: await reads.treeOid(`runs/${runId}`),
+    eventsOid: await reads.treeOid(`runs/${runId}/events`),
+    lastEventOid: await reads.treeOid(`runs/${runId}/events/${lastSeq}.json`),
+  };
 }

@@ -8,41 +8,20 @@
  */
 import { describe, expect, it } from "vitest";
 import { createMemStore, GITDIR, REPO } from "../../helpers/memfs-repo-store.js";
+import { createFaultyMemFs } from "../../helpers/faulty-memfs.js";
 import { createMemFs, type MemFs } from "../../helpers/memfs.js";
+import { seededBytes } from "../../helpers/seeded-random.js";
 
 /** A memfs whose `nth` call (counted from arming) named `name` fails with `errno`. */
 function faultyFs(): { fs: MemFs; failNth(name: string, nth: number, errno: string): void; failed(): number } {
-  const inner = createMemFs();
   let armed: { name: string; left: number; errno: string } | null = null;
   let failed = 0;
-  const check = (key: string): void => {
-    if (armed === null || key !== armed.name) return;
-    armed.left -= 1;
-    if (armed.left > 0) return;
-    const error = new Error(`${armed.errno}: simulated, ${key}`) as NodeJS.ErrnoException;
-    error.code = armed.errno;
-    error.syscall = key.replace(/Sync$/, "");
+  const fs = createFaultyMemFs((call) => {
+    if (armed === null || call !== armed.name || --armed.left > 0) return null;
+    const { errno } = armed;
     armed = null;
     failed += 1;
-    throw error;
-  };
-  const wrap = <T extends object>(target: T): T =>
-    new Proxy(target, {
-      get(t, key, receiver) {
-        const value = Reflect.get(t, key, receiver) as unknown;
-        if (typeof value !== "function" || typeof key !== "string") return value;
-        return (...args: unknown[]) => {
-          check(key);
-          return (value as (...a: unknown[]) => unknown).apply(t, args);
-        };
-      },
-    });
-  const promises = wrap(inner.promises);
-  const fs = new Proxy(inner, {
-    get(t, key, receiver) {
-      if (key === "promises") return promises;
-      return Reflect.get(wrap(t), key, receiver) as unknown;
-    },
+    return errno;
   });
   return {
     fs,
@@ -53,19 +32,7 @@ function faultyFs(): { fs: MemFs; failNth(name: string, nth: number, errno: stri
   };
 }
 
-/** Bytes zlib cannot shrink (xorshift), so a pack holding them is about `n` bytes. */
-function noise(n: number, seed: number): Uint8Array {
-  const out = new Uint8Array(n);
-  let x = seed;
-  for (let i = 0; i < n; i++) {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    out[i] = x & 0xff;
-  }
-  return out;
-}
-
+const noise = seededBytes;
 const tempFiles = (fs: MemFs): string[] => (fs.readdirSync(`${GITDIR}/objects`) as string[]).filter((name) => name.startsWith("tmp_")).sort();
 const packFiles = (fs: MemFs): string[] => ((fs.readdirSync(`${GITDIR}/objects/pack`) as string[]) ?? []).sort();
 

@@ -1,38 +1,14 @@
 import { describe, expect, it } from "vitest";
 import { asIoFailure, createBlockingFsAdapter, createFsAdapter, errnoCode } from "../../../src/substrate/fs-adapter.js";
 import { createMemStore, REPO } from "../../helpers/memfs-repo-store.js";
+import { createFaultyMemFs } from "../../helpers/faulty-memfs.js";
 import { createMemFs, type MemFs } from "../../helpers/memfs.js";
 
-/** A memfs whose calls fail with `errno` while `failing` matches their name. */
+/** A memfs whose calls fail with `errno` while `calls` matches their name. */
 function faultyFs(): { fs: MemFs; fail(errno: string | null, calls?: RegExp): void } {
-  const inner = createMemFs();
   let errno: string | null = null;
   let calls = /./;
-  const check = (name: string): void => {
-    if (errno === null || !calls.test(name)) return;
-    const error = new Error(`${errno}: simulated, ${name}`) as NodeJS.ErrnoException;
-    error.code = errno;
-    error.syscall = name.replace(/Sync$/, "");
-    throw error;
-  };
-  const wrap = <T extends object>(target: T): T =>
-    new Proxy(target, {
-      get(t, key, receiver) {
-        const value = Reflect.get(t, key, receiver) as unknown;
-        if (typeof value !== "function" || typeof key !== "string") return value;
-        return (...args: unknown[]) => {
-          check(key);
-          return (value as (...a: unknown[]) => unknown).apply(t, args);
-        };
-      },
-    });
-  const promises = wrap(inner.promises);
-  const fs = new Proxy(inner, {
-    get(t, key, receiver) {
-      if (key === "promises") return promises;
-      return Reflect.get(wrap(t), key, receiver) as unknown;
-    },
-  });
+  const fs = createFaultyMemFs((call) => (errno !== null && calls.test(call) ? errno : null));
   return {
     fs,
     fail(next, which = /./) {

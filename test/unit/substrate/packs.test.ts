@@ -7,6 +7,7 @@ import { QUICK_COMMIT_PACK_BYTES } from "../../../src/substrate/pack-writer.js";
 import type { RepoStore } from "../../../src/substrate/types.js";
 import { createMemStore, DATA_DIR, GITDIR, looseObjects, REPO } from "../../helpers/memfs-repo-store.js";
 import { createMemFs, type MemFs } from "../../helpers/memfs.js";
+import { seededBytes } from "../../helpers/seeded-random.js";
 import { outOfTurns } from "../../helpers/wait-turns.js";
 
 function packFiles(fs: MemFs): string[] {
@@ -288,18 +289,7 @@ describe("pack files", () => {
     };
     const { store } = createMemStore({ fs, packThreshold: 1 });
     await store.initRepo(null, REPO);
-    /** Bytes zlib cannot shrink (xorshift), so the pack is about `n` bytes. */
-    const noise = (n: number, seed: number): Uint8Array => {
-      const out = new Uint8Array(n);
-      let x = seed;
-      for (let i = 0; i < n; i++) {
-        x ^= x << 13;
-        x ^= x >>> 17;
-        x ^= x << 5;
-        out[i] = x & 0xff;
-      }
-      return out;
-    };
+    const noise = seededBytes;
     const spare = async (): Promise<string[]> => {
       const since = performance.now();
       for (let turn = 0; !outOfTurns(turn, 1_000, since) && tempFiles(fs).length < 2; turn++) await new Promise((resolve) => setImmediate(resolve));
