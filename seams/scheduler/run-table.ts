@@ -171,22 +171,12 @@ export class RunTable implements ReadonlyMap<string, RunRecord> {
   adoptRow(row: number, state: RunState, maxFileSeq: number, eventsOid: string | null, lastEventOid: string | null, runTreeOid: string | null): readonly string[] | null {
     if (state.pendingTimers.size > 0 || runTreeOid === null || state.observedSignalIds.size > 0 || state.unconsumedSignals.length > 0) return null;
     const queued = this.#queuedOf(row);
-    let terminalKind = this.#terminalKinds.indexOf(state.terminal);
-    if (terminalKind < 0) terminalKind = this.#terminalKinds.push(state.terminal) - 1;
     this.#runTreeOids[row] = runTreeOid;
     this.#eventsOids[row] = eventsOid ?? "";
     this.#lastEventOids[row] = lastEventOid ?? "";
     this.#queuedLists.delete(row);
-    const n = NUMS * row;
-    const nums = this.#nums;
-    nums[n] = 0;
-    nums[n + 1] = maxFileSeq;
-    nums[n + 2] = state.lastSeq;
-    nums[n + 3] = 0;
-    nums[n + 4] = 0;
-    nums[n + 5] = 0;
-    nums[n + 6] = terminalKind;
-    nums[n + 8] = 0;
+    // The oids are whole strings now (at 0); no timers, so the timer list stays as it was.
+    this.#setNums(row, 0, maxFileSeq, state.lastSeq, 0, 0, 0, state.terminal, this.#nums[NUMS * row + 7] as number, 0);
     return queued;
   }
 
@@ -237,26 +227,14 @@ export class RunTable implements ReadonlyMap<string, RunRecord> {
     this.#runTreeOids.push(runTreeOid);
     this.#eventsOids.push(eventsOid);
     this.#lastEventOids.push(lastEventOid);
-    let n = NUMS * row;
-    if (n + NUMS > this.#nums.length) {
+    if (NUMS * row + NUMS > this.#nums.length) {
       const grown = new Float64Array(this.#nums.length * 2);
       grown.set(this.#nums);
       this.#nums = grown;
     }
-    let terminalKind = this.#terminalKinds.indexOf(terminal);
-    if (terminalKind < 0) terminalKind = this.#terminalKinds.push(terminal) - 1;
     let list = this.#timerLists.indexOf(timers);
     if (list < 0) list = this.#timerLists.push(timers) - 1;
-    const nums = this.#nums;
-    nums[n++] = eventsAt;
-    nums[n++] = maxFileSeq;
-    nums[n++] = lastSeq;
-    nums[n++] = first;
-    nums[n++] = count;
-    nums[n++] = typeof queued === "number" ? queued : 0;
-    nums[n++] = terminalKind;
-    nums[n++] = list;
-    nums[n] = runTreeAt;
+    this.#setNums(row, eventsAt, maxFileSeq, lastSeq, first, count, typeof queued === "number" ? queued : 0, terminal, list, runTreeAt);
     if (typeof queued !== "number") this.#queuedLists.set(row, queued);
   }
 
@@ -387,6 +365,23 @@ export class RunTable implements ReadonlyMap<string, RunRecord> {
       else ids.push(id);
     }
     return ids ?? [];
+  }
+
+  /** Row `row`'s numbers, in the order its getters read them; `terminal` kept as its kind's index. */
+  #setNums(row: number, eventsAt: number, maxFileSeq: number, lastSeq: number, first: number, count: number, queuedMask: number, terminal: TerminalEventType | null, list: number, runTreeAt: number): void {
+    let terminalKind = this.#terminalKinds.indexOf(terminal);
+    if (terminalKind < 0) terminalKind = this.#terminalKinds.push(terminal) - 1;
+    const n = NUMS * row;
+    const nums = this.#nums;
+    nums[n] = eventsAt;
+    nums[n + 1] = maxFileSeq;
+    nums[n + 2] = lastSeq;
+    nums[n + 3] = first;
+    nums[n + 4] = count;
+    nums[n + 5] = queuedMask;
+    nums[n + 6] = terminalKind;
+    nums[n + 7] = list;
+    nums[n + 8] = runTreeAt;
   }
 
   /** The state of the record row `row` stands for (a new one each call). */
