@@ -546,12 +546,7 @@ export class DeploymentView {
     this.indexDirty = true;
     this.changes += 1;
     // sync() with nothing wanted: every queued timer is dropped, by its delivered key when it has one.
-    for (let i = 0; i < queued.length; i++) {
-      const timerId = queued[i] as string;
-      const key = deliveredKey(fired, timerId);
-      if (key === undefined) this.ctx.queue.disarm(this.repoId, runId, timerId);
-      else this.ctx.queue.disarmKey(key);
-    }
+    for (let i = 0; i < queued.length; i++) this.disarmQueued(runId, queued[i] as string, fired);
     this.ctx.queue.settle(this.repoId, runId, NO_TIMERS, after.state.lastSeq);
     return true;
   }
@@ -778,6 +773,13 @@ export class DeploymentView {
     return record;
   }
 
+  /** Takes a queued timer of the run out of the queue: by its delivered key when `delivered` holds it, else by its id. */
+  private disarmQueued(runId: string, timerId: string, delivered: DueGeneration | readonly DueGeneration[] | undefined): void {
+    const key = deliveredKey(delivered, timerId);
+    if (key === undefined) this.ctx.queue.disarm(this.repoId, runId, timerId);
+    else this.ctx.queue.disarmKey(key);
+  }
+
   /**
    * Makes the queue hold exactly the run's armed, unsuppressed timers (none once stopped: stop()
    * disarmed them). `delivered`: generations of this run as the queue delivered them (a fire
@@ -792,9 +794,7 @@ export class DeploymentView {
     for (let i = 0; i < record.queued.length; i++) {
       const timerId = record.queued[i] as string;
       if (wanted.has(timerId)) continue;
-      const key = deliveredKey(delivered, timerId);
-      if (key === undefined) this.ctx.queue.disarm(this.repoId, runId, timerId);
-      else this.ctx.queue.disarmKey(key);
+      this.disarmQueued(runId, timerId, delivered);
       dropped += 1;
     }
     if (dropped === record.queued.length) {
