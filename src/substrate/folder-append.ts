@@ -28,7 +28,7 @@ import { hashObject, type GitObject } from "./git-object.js";
 import { assertEntryName, parseRepoPath } from "./repo-path.js";
 import { findEntry, type ParsedTree, TreeCursor } from "./tree-object.js";
 import { DEFERRED_CHANGES, type EntryPosition } from "./tree-edit.js";
-import { copyBytes } from "./byte-copy.js";
+import { copyBytes, writeAsciiChars } from "./byte-copy.js";
 import { writeHexOid } from "./hex-oid.js";
 import { PACKED_BLOB_MAX_BYTES, PACKED_MAX_BYTES, type PackedObjects } from "./packed-objects.js";
 import type { AppendedFolder, FolderAppend, Oid, PathChange } from "./types.js";
@@ -664,8 +664,9 @@ function packOne(packed: PackedObjects, append: FolderAppend, folder: Uint8Array
   let out = packed.buffer;
   if (insertAt > 0) copyBytes(subContent, 0, insertAt, out, at);
   at += insertAt;
-  at += BLOB_PREFIX.copy(out, at);
-  at += out.write(name, at, "latin1");
+  at += copyBytes(BLOB_PREFIX, 0, BLOB_PREFIX.length, out, at);
+  // ASCII (plainString above): a byte a char.
+  at += writeAsciiChars(name, out, at);
   out[at++] = 0;
   at += copyBytes(packed.oids, row * OID_BYTES, row * OID_BYTES + OID_BYTES, out, at);
   if (subContent.length > insertAt) copyBytes(subContent, insertAt, subContent.length, out, at);

@@ -16,6 +16,7 @@ import { validateCron } from "./cron.js";
 import { eventBaseProblem, isKnownEventType, isTerminalEventType, knownEventProblem } from "./event-shapes.js";
 import { parseSignalId, parseSignalName, parseStepId, parseTimerId } from "./ids.js";
 import { assertJsonValue, jsonTextNestsDeeper, MAX_EVENT_DEPTH } from "./json-value.js";
+import { writeAsciiChars } from "../substrate/byte-copy.js";
 import { parseInstant } from "./time.js";
 import { parseTimeZone } from "./time-zone.js";
 import type { RunEvent } from "./types.js";
@@ -378,18 +379,13 @@ function plainTimerFired(seq: number, atValue: unknown, dataValue: unknown, opts
   w += seqDigits;
   bytes.set(head.bytes, w);
   w += head.bytes.length;
-  w = writeAscii(bytes, w, timerId);
+  w += writeAsciiChars(timerId, bytes, w);
   bytes.set(TF_SCHEDULED_FOR, w);
-  w = writeAscii(bytes, w + TF_SCHEDULED_FOR.length, scheduledFor);
+  w += TF_SCHEDULED_FOR.length;
+  w += writeAsciiChars(scheduledFor, bytes, w);
   bytes.set(tail.bytes, w);
   const normalised = Object.freeze({ seq, type: "TimerFired" as const, at: head.value, data: Object.freeze({ timerId, scheduledFor, firedAt: tail.value }) });
   return { bytes, event: normalised };
-}
-
-/** Writes an ASCII string's chars at `at` as one byte each. @returns the offset after it */
-function writeAscii(bytes: Uint8Array, at: number, text: string): number {
-  for (let i = 0; i < text.length; i++) bytes[at + i] = text.charCodeAt(i);
-  return at + text.length;
 }
 
 /**

@@ -13,6 +13,10 @@ import type { PendingTimer } from "../types.js";
 const FNV_OFFSET = 0x811c9dc5;
 const FNV_PRIME = 0x01000193;
 
+/** The last slot {@link slotDueMs} read, and its epoch ms (NaN for an unreadable one). */
+let lastSlotIso = "";
+let lastSlotMs = Number.NaN;
+
 function fnv1a32(text: string): number {
   let hash = FNV_OFFSET;
   for (let i = 0; i < text.length; i++) {
@@ -40,7 +44,13 @@ export function jitterDelayMs(runId: string, timerId: string, slotIso: string, j
  * @returns epoch ms, never before the slot
  */
 export function slotDueMs(runId: string, timer: PendingTimer, slotIso: string = timer.fireAt): number {
-  const slotMs = Date.parse(slotIso);
+  // A burst's timers share their instant: read once, not once per fire (Date.parse is a call
+  // into the runtime, ~0.3 µs).
+  if (slotIso !== lastSlotIso) {
+    lastSlotMs = Date.parse(slotIso);
+    lastSlotIso = slotIso;
+  }
+  const slotMs = lastSlotMs;
   if (timer.jitterMs === undefined || timer.jitterMs === 0 || timer.cron === undefined) return slotMs;
   let gapMs = Number.POSITIVE_INFINITY;
   try {
