@@ -708,12 +708,19 @@ export class DeploymentView {
   }
 
   /**
-   * Reads a run's whole log at `reads` and installs it (a re-read by the tail). A run whose
-   * folder or `events/` folder is not in the repository is reported and dropped (see skipRun),
-   * as is one read with any other object of its log lost or damaged (see applyLog).
+   * Reads a run's whole log at `reads` and installs it (a re-read by the tail). A run with no
+   * folder at `reads` (deleted by the commit) is dropped (see {@link dropRun}): a fresh recovery
+   * there would not hold it. A run whose folder or `events/` folder is named but not in the
+   * repository is reported and dropped (see skipRun), as is one read with any other object of
+   * its log lost or damaged (see applyLog).
    * @returns its record, or undefined when it was dropped
    */
   async readRun(reads: CommittedReads, runId: string): Promise<RunRecord | undefined> {
+    const runTreeOid = await reads.treeOid(`${runsPrefix}${runId}`);
+    if (runTreeOid === null) {
+      this.dropRun(runId);
+      return undefined;
+    }
     let log: RunLog;
     try {
       log = await readRunLog(reads, runId, { maxEventBytes: this.ctx.maxEventBytes });
@@ -722,7 +729,24 @@ export class DeploymentView {
       this.skipRun(runId, error);
       return undefined;
     }
-    return this.applyLog(reads, log, null);
+    return this.applyLog(reads, log, runTreeOid);
+  }
+
+  /**
+   * Forgets a run whose folder the commit being applied removed (retention moved it to the
+   * archive ref, or a pushed commit deleted it, which the tail reports): its queued timers
+   * are disarmed, it leaves the run table and the runs waiting for {@link repair}, and the
+   * recovery index is written again without it. No-op for a run the view does not know.
+   */
+  dropRun(runId: string): void {
+    const record = this.runs.get(runId);
+    if (record !== undefined) {
+      for (const timerId of record.queued) this.ctx.queue.disarm(this.repoId, runId, timerId);
+      this.runs.delete(runId);
+      this.indexDirty = true;
+    }
+    const damaged = this.damaged.delete(runId);
+    if (this.unreadable.delete(runId) || damaged || record !== undefined) this.changes += 1;
   }
 
   /**

@@ -3,7 +3,9 @@
  * a run are applied in seq order when they extend its state; anything else (an edit, a
  * deletion, an out-of-order seq) re-reads the whole run. A run the fire committer already moved
  * to this commit's state (same events tree oid) is left as it is: a state is a function of its
- * tree. Runs a retention commit moved to the archive ref are dropped, unreported.
+ * tree. Runs a retention commit moved to the archive ref are dropped, unreported; runs whose
+ * folder a commit deleted any other way (a push) are dropped too, their removed event files
+ * reported as rewrites, so the view is what a fresh recovery at the commit reads.
  */
 import { WorkflowHostError } from "../../src/errors.js";
 import type { CommitChange, Principal } from "../../src/substrate/types.js";
@@ -92,9 +94,7 @@ export async function applyTailCommit(view: DeploymentView, commit: CommitChange
     for (const runId of moved) {
       await slicer.pause();
       byRun.delete(runId);
-      const record = view.runs.get(runId);
-      if (record !== undefined) for (const timerId of record.queued) ctx.queue.disarm(view.repoId, runId, timerId);
-      view.runs.delete(runId);
+      view.dropRun(runId);
     }
   }
   for (const problem of problems.values()) view.reportBad(problem);
@@ -113,9 +113,9 @@ export async function applyTailCommit(view: DeploymentView, commit: CommitChange
     change.adds.sort((a, b) => a.seq - b.seq);
     const extends_ = record !== undefined && !change.reread && (change.adds[0]?.seq ?? 0) > record.maxFileSeq;
     if (!extends_ || record === undefined) {
-      if (record !== undefined || (await reads.treeOid(`${runsPrefix}${runId}`)) !== null) {
-        await view.readRun(reads, runId);
-      }
+      // Read whole; a run whose folder this commit deleted is dropped there, as a fresh
+      // recovery at this commit would not hold it (its removed event files are reported above).
+      await view.readRun(reads, runId);
       continue;
     }
     const gaps = sequenceProblems(runId, change.adds.map((a) => a.seq), record.maxFileSeq);

@@ -95,6 +95,21 @@ export async function pushFiles(gitdir: string, work: string, files: Readonly<Re
   await git(["push", "--quiet", "origin", "HEAD:main"], { cwd: work });
 }
 
+/**
+ * Removes `paths` (files or whole folders, relative to the repo root) in the clone `work` of the
+ * bare repository `gitdir`, commits and pushes to `main` with the real `git` CLI, as an outside
+ * writer would. Clones first when `work` does not exist yet, else pulls `main` first.
+ * @returns the pushed commit's sha
+ */
+export async function pushRemovals(gitdir: string, work: string, paths: readonly string[], message: string): Promise<string> {
+  if (!existsSync(work)) await git(["clone", "--quiet", gitdir, work]);
+  else await git(["pull", "--quiet", "--ff-only", "origin", "main"], { cwd: work });
+  await git(["rm", "-r", "--quiet", "--", ...paths], { cwd: work });
+  await git(["commit", "--quiet", "-m", message], { cwd: work });
+  await git(["push", "--quiet", "origin", "HEAD:main"], { cwd: work });
+  return (await git(["rev-parse", "HEAD"], { cwd: work })).trim();
+}
+
 /** `git diff-tree -r` of a commit against its parent, as CommitChange-shaped rows (path, oid, status). */
 export async function gitDiffTree(gitdir: string, sha: string): Promise<{ path: string; oid: string; status: string }[]> {
   const out = await gitAt(gitdir, ["diff-tree", "-r", "--no-commit-id", "--no-renames", sha]);

@@ -11,7 +11,7 @@ import { ARCHIVE_REF } from "../../../src/workflow/run-archive.js";
 import { readRunLog } from "../../../src/workflow/run-log.js";
 import { subscribeKind, type KindIssue } from "../../../src/workflow/subscribe-kind.js";
 import { WORKFLOW_RUN_KIND, workflowRunKind } from "../../../src/workflow/workflow-run-kind.js";
-import { createHarness, REPO, type Harness } from "../scheduler/harness.js";
+import { createHarness, recoveryIndexOf, REPO, until, type Harness } from "../scheduler/harness.js";
 
 const NOW = "2026-05-01T10:00:00.000Z";
 const RID = { kind: WORKFLOW_RUN_KIND, id: REPO };
@@ -274,6 +274,23 @@ describe("a big retention pass", () => {
       startsWith.mockRestore();
     }
     expect(h.events.filter((e) => e.type === "bad_event")).toEqual([]);
+  });
+
+  it("the recovery index written at stop holds no row of the runs the tail saw leave for the archive", async () => {
+    const h = await setup();
+    await aged(h, 3);
+    await h.append("live", { type: "TimerSet", data: { timerId: "t", fireAt: "2026-06-01T00:00:00Z" } });
+    await h.scheduler.start();
+    await h.scheduler.idle();
+    expect((await archiveEndedRuns({ store: h.store, principal: null, repoId: REPO, nowMs: h.clock.now(), endedRunsAfterMs: DAY })).archived).toHaveLength(3);
+    const tip = await h.store.resolveRef(null, RID, "refs/heads/main");
+    await until(async () => {
+      const served = await h.scheduler.servedPendingTimers(REPO);
+      return served !== null && served !== "unsettled" && served.commitSha === tip;
+    }, "the tail took the retention commit");
+    expect(h.scheduler.stats().runs).toBe(1);
+    await h.scheduler.stop();
+    expect([...(await recoveryIndexOf(h.store)).keys()]).toEqual(["live"]);
   });
 
   it("a pass gives the event loop a turn between runs: its pause is awaited for each run it reads, copies and checks", async () => {
