@@ -20,6 +20,7 @@ export type { HostLock, HostLockHolder, HostLockOptions, HostLockState } from ".
 export { stopOnSignals, type SignalStop, type StopOnSignalsOptions } from "./host/stop-on-signals.js";
 export { openWorkflowStore, type OpenWorkflowStoreOptions } from "./host/open-workflow-store.js";
 export { listPendingTimers, type PendingTimerInfo, type PendingTimersReport } from "./host/list-pending-timers.js";
+export { decodeTimersCursor, encodeTimersCursor, type TimersCursor } from "./host/timers-cursor.js";
 export { checkDeployments, type CheckReport, type DeploymentProblem } from "./host/check-deployments.js";
 export { compactRun, type CompactRunOptions, type CompactRunResult } from "./host/compact-run.js";
 export { endRun, type EndRunOptions, type EndRunResult, type RunOutcome } from "./host/end-run.js";

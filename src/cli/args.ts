@@ -122,6 +122,9 @@ export function intFlag(command: string, values: FlagValues, name: string, range
   return value;
 }
 
+/** Largest `--limit` of a listing that pages (`runs list`, `timers`). */
+export const MAX_LIST_LIMIT = 10_000_000;
+
 /** One of a fixed set of words, or `fallback` when absent. @throws usage for another value */
 export function choiceFlag<T extends string>(command: string, values: FlagValues, name: string, choices: readonly T[], fallback: T): T {
   const raw = stringFlag(values, name);

@@ -3,7 +3,7 @@
  * if it started now. Needs no running host and takes no lock, so it is safe next to one.
  */
 import { DEFAULT_REF } from "../substrate/ref-name.js";
-import { isWorkflowHostError, type WorkflowHostError } from "../errors.js";
+import { describeValue, isWorkflowHostError, WorkflowHostError } from "../errors.js";
 import { clockOf, type ClockOption } from "../time/clock-option.js";
 import type { Principal, RepoStore } from "../substrate/types.js";
 import { parseRepoId } from "../workflow/ids.js";
@@ -16,6 +16,7 @@ import { WORKFLOW_RUN_KIND } from "../workflow/workflow-run-kind.js";
 import { createTimeSlicer } from "../time/time-slicer.js";
 import { createSystemTimers, type Timers } from "../time/clock.js";
 import { slicedSort } from "../time/sliced-sort.js";
+import { compareTimerPlaces, type TimersCursor } from "./timers-cursor.js";
 
 /** One armed timer generation of one run. */
 export interface PendingTimerInfo {
@@ -51,11 +52,31 @@ export interface ListPendingTimersOptions extends ClockOption {
    * time slicer of `DEFAULT_SLICE_MS` (src/time/time-slicer.ts), one per call.
    */
   readonly pause?: () => Promise<void>;
+  /**
+   * A page: only the timers after this place in the listing's order (a previous page's
+   * `nextAfter`; see src/host/timers-cursor.ts). Default: from the first timer.
+   */
+  readonly after?: TimersCursor;
+  /**
+   * A page: at most this many timers (a whole number >= 1); only they are made into listing
+   * entries, and a few times this many timers are held at once, never every timer. Default: every timer.
+   */
+  readonly limit?: number;
 }
 
 export interface PendingTimersReport {
-  /** Sorted by fireAt, then repo, run and timer id. */
+  /**
+   * Sorted by fireAt, then repo, run and timer id (plain code-unit order); with `after` or
+   * `limit`, the page of them: the timers after `after`, at most `limit`.
+   */
   readonly timers: readonly PendingTimerInfo[];
+  /** Every pending timer of the runs read, on this page or not. */
+  readonly pendingTimers: number;
+  /**
+   * The `after` of the next page (the place of this page's last timer) when more timers follow
+   * this page, else null.
+   */
+  readonly nextAfter: TimersCursor | null;
   /** Events that could not be read (skipped, as a host would); `workflow-host check` explains them. */
   readonly badEvents: readonly (BadEvent & { readonly repoId: string })[];
   /**
@@ -89,15 +110,20 @@ export interface PendingTimersReport {
  * Lists every armed timer of every non-terminal run.
  * @returns the timers, any unreadable events and runs met on the way and, when every deployment
  *   is listed, the deployments that could not be read (`failedRepos`)
- * @throws repo_id_invalid for a bad `repoId`, config_invalid without a clock; with `repoId`: repo_not_found, ref_corrupt,
+ * @throws page_invalid for a `limit` that is not a whole number >= 1 (before anything is read);
+ *   repo_id_invalid for a bad `repoId`, config_invalid without a clock; with `repoId`: repo_not_found, ref_corrupt,
  *   object_corrupt (the tip's root or `runs/` folder), io_failed; authorize_denied
  */
 export async function listPendingTimers(store: RepoStore, opts: ListPendingTimersOptions): Promise<PendingTimersReport> {
   const nowMs = clockOf(opts, "listPendingTimers")().getTime();
+  const limit = opts.limit ?? Number.POSITIVE_INFINITY;
+  if (opts.limit !== undefined && !(Number.isSafeInteger(opts.limit) && opts.limit >= 1)) {
+    throw new WorkflowHostError("page_invalid", `limit ${describeValue(opts.limit)} is not valid for a page of pending timers; allowed: a whole number >= 1`, { field: "limit", value: opts.limit });
+  }
   const principal = opts.principal ?? null;
   const ref = opts.ref ?? DEFAULT_REF;
   const repoIds = opts.repoId === undefined ? await store.listRepos(principal, WORKFLOW_RUN_KIND) : [parseRepoId(opts.repoId)];
-  const timers: PendingTimerInfo[] = [];
+  const page = new TimersPage(opts.after ?? null, limit);
   const badEvents: (BadEvent & { repoId: string })[] = [];
   const failedRepos: { repoId: string; error: WorkflowHostError }[] = [];
   const unreadableRuns: (UnreadableRun & { repoId: string })[] = [];
@@ -106,8 +132,9 @@ export async function listPendingTimers(store: RepoStore, opts: ListPendingTimer
   const pause = opts.pause ?? createTimeSlicer().pause;
   for (const repoId of repoIds) {
     try {
-      const found = await pendingTimersOf(store, principal, repoId, ref, nowMs, pause);
-      timers.push(...found.timers);
+      // Kept apart until the deployment is read whole: one that fails lists none of its timers.
+      const found = await pendingTimersOf(store, principal, repoId, ref, new TimersPage(page.after, limit), pause);
+      page.merge(found.page);
       badEvents.push(...found.badEvents);
       for (const run of found.unreadable) unreadableRuns.push({ ...run, repoId });
       runs += found.runs;
@@ -118,9 +145,66 @@ export async function listPendingTimers(store: RepoStore, opts: ListPendingTimer
       failedRepos.push({ repoId, error });
     }
   }
-  const key = (t: PendingTimerInfo): string => `${t.repoId}\u0000${t.runId}\u0000${t.timerId}`;
-  timers.sort((a, b) => Date.parse(a.fireAt) - Date.parse(b.fireAt) || (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
-  return { timers, badEvents, failedRepos, unreadableRuns, repos: repoIds.length, runs, commits };
+  const { kept, nextAfter } = page.finish();
+  // Only the page's timers are made into listing entries.
+  const timers = kept.map((c) => pendingTimerInfo(c.place.repoId, c.place.runId, c.pending, nowMs));
+  return { timers, pendingTimers: page.count, nextAfter, badEvents, failedRepos, unreadableRuns, repos: repoIds.length, runs, commits };
+}
+
+/** A pending timer met by the fold, at its place in the listing's order. */
+interface PlacedTimer {
+  readonly place: TimersCursor;
+  readonly pending: PendingTimer;
+}
+
+/**
+ * The page of the listing being gathered while the logs are folded: counts every timer offered,
+ * keeps those after `after`, and never holds more than `2 × limit` of them (sorted and cut back
+ * to `limit` when it gets there), so a page of 100 of a million timers holds a few hundred.
+ */
+class TimersPage {
+  /** Every timer offered (and merged). */
+  count = 0;
+  /** Those after `after`: the page and what follows it. */
+  #following = 0;
+  #kept: PlacedTimer[] = [];
+
+  constructor(
+    readonly after: TimersCursor | null,
+    readonly limit: number,
+  ) {}
+
+  offer(repoId: string, runId: string, pending: PendingTimer): void {
+    this.count += 1;
+    const place = { fireAtMs: Date.parse(pending.fireAt), repoId, runId, timerId: pending.timerId };
+    if (this.after !== null && compareTimerPlaces(place, this.after) <= 0) return;
+    this.#following += 1;
+    this.#keep({ place, pending });
+  }
+
+  /** Takes in the timers another page (of one deployment, same bounds) gathered. */
+  merge(other: TimersPage): void {
+    this.count += other.count;
+    this.#following += other.#following;
+    for (const placed of other.#kept) this.#keep(placed);
+  }
+
+  /** The page, in the listing's order, and the next page's `after` when more timers follow. */
+  finish(): { kept: readonly PlacedTimer[]; nextAfter: TimersCursor | null } {
+    this.#cut();
+    const last = this.#kept.at(-1);
+    return { kept: this.#kept, nextAfter: this.#following > this.#kept.length && last !== undefined ? last.place : null };
+  }
+
+  #keep(placed: PlacedTimer): void {
+    this.#kept.push(placed);
+    if (this.#kept.length >= 2 * this.limit) this.#cut();
+  }
+
+  #cut(): void {
+    this.#kept.sort((a, b) => compareTimerPlaces(a.place, b.place));
+    if (this.#kept.length > this.limit) this.#kept.length = this.limit;
+  }
 }
 
 /** One armed generation of run `runId` as the listing gives it, `dueInMs` and `lateMs` counted from `nowMs`. */
@@ -147,10 +231,9 @@ async function pendingTimersOf(
   principal: Principal,
   repoId: string,
   ref: string,
-  nowMs: number,
+  page: TimersPage,
   pause: () => Promise<void>,
-): Promise<{ timers: PendingTimerInfo[]; badEvents: (BadEvent & { repoId: string })[]; unreadable: readonly UnreadableRun[]; runs: number; commitSha: string | null }> {
-  const timers: PendingTimerInfo[] = [];
+): Promise<{ page: TimersPage; badEvents: (BadEvent & { repoId: string })[]; unreadable: readonly UnreadableRun[]; runs: number; commitSha: string | null }> {
   const badEvents: (BadEvent & { repoId: string })[] = [];
   const reads = await store.openCommittedReads(principal, { kind: WORKFLOW_RUN_KIND, id: repoId }, ref);
   // Folded event by event (a run's log has no size bound), and kept by the run's tree oid; a run
@@ -161,9 +244,9 @@ async function pendingTimersOf(
     for (const bad of log.bad) badEvents.push({ ...bad, repoId });
     requireWholeRunLog(repoId, log);
     if (log.state.terminal !== null) return;
-    for (const pending of log.state.pendingTimers.values()) timers.push(pendingTimerInfo(repoId, runId, pending, nowMs));
+    for (const pending of log.state.pendingTimers.values()) page.offer(repoId, runId, pending);
   }, pause);
-  return { timers, badEvents, unreadable, runs: runs.length + unreadable.length, commitSha: reads.commitSha };
+  return { page, badEvents, unreadable, runs: runs.length + unreadable.length, commitSha: reads.commitSha };
 }
 
 /** Options of {@link listServedPendingTimers}; `clock` as for {@link listPendingTimers}. */
@@ -199,7 +282,7 @@ const LISTED_PER_PAUSE = 512;
 /**
  * The pending timers of one deployment a running scheduler serves, from the scheduler's memory
  * (see `WorkflowHostScheduler.servedPendingTimers`): no log is read, and the report is what
- * {@link listPendingTimers} with this `repoId` gives at the commit `commits[0]` names. `badEvents`
+ * {@link listPendingTimers} with this `repoId` (and no page) gives at the commit `commits[0]` names. `badEvents`
  * is empty (the host reported each as it read it: `bad_event`); `unreadableRuns` names the runs
  * the host holds as damaged or as holding no log; `failedRepos` is empty.
  * @returns null when the scheduler does not serve `repoId` or has not recovered it (fold the
@@ -241,7 +324,7 @@ export async function listServedPendingTimers(
   // In the order the fold meets them: `runs/` as git orders a folder's entries (each a folder: its name and "/").
   const treeOrder = (runId: string): string => `${runId}/`;
   const unreadableRuns = served.unreadable.map((run) => ({ ...run, repoId })).sort((a, b) => (treeOrder(a.runId) < treeOrder(b.runId) ? -1 : treeOrder(a.runId) > treeOrder(b.runId) ? 1 : 0));
-  return { timers, badEvents: [], failedRepos: [], unreadableRuns, repos: 1, runs: served.runs, commits: [{ repoId, commitSha: served.commitSha }] };
+  return { timers, pendingTimers: timers.length, nextAfter: null, badEvents: [], failedRepos: [], unreadableRuns, repos: 1, runs: served.runs, commits: [{ repoId, commitSha: served.commitSha }] };
 }
 
 /** By run id, then timer id. */

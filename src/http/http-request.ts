@@ -3,6 +3,7 @@ import type { FastifyRequest } from "fastify";
 import { describeValue, WorkflowHostError } from "../errors.js";
 import { nextTick } from "../workflow/cron.js";
 import { MAX_PAGE_EVENTS } from "../workflow/run-log.js";
+import { decodeTimersCursor, type TimersCursor } from "../host/timers-cursor.js";
 import { HttpError } from "./http-errors.js";
 
 /**
@@ -110,29 +111,7 @@ export function pageQuery(query: unknown, fields: readonly (keyof PageQuery)[], 
 /** Most timers in one page of `GET …/timers` (`?limit=`). */
 export const MAX_PAGE_TIMERS = 10_000;
 
-/**
- * Where a page of pending timers starts: after the timer with this place in the listing's order
- * (fireAt, then repo, run and timer id; see list-pending-timers.ts).
- */
-export interface TimersCursor {
-  /** The last listed timer's fireAt, epoch ms. */
-  readonly fireAtMs: number;
-  readonly repoId: string;
-  readonly runId: string;
-  readonly timerId: string;
-}
-
-/** The cursor a page hands out as `nextAfter`: base64url of `[fireAtMs, repoId, runId, timerId]` as JSON (opaque to clients). */
-export function encodeTimersCursor(cursor: TimersCursor): string {
-  return Buffer.from(JSON.stringify([cursor.fireAtMs, cursor.repoId, cursor.runId, cursor.timerId]), "utf8").toString("base64url");
-}
-
-/** Whether the timer at (`fireAtMs`, repo, run, timer) comes after `cursor` in the listing's order. */
-export function afterTimersCursor(cursor: TimersCursor, fireAtMs: number, repoId: string, runId: string, timerId: string): boolean {
-  if (fireAtMs !== cursor.fireAtMs) return fireAtMs > cursor.fireAtMs;
-  const key = `${repoId}\u0000${runId}\u0000${timerId}`;
-  return key > `${cursor.repoId}\u0000${cursor.runId}\u0000${cursor.timerId}`;
-}
+export { afterTimersCursor, encodeTimersCursor, type TimersCursor } from "../host/timers-cursor.js";
 
 /**
  * Reads a page of pending timers from `?after=<cursor>&limit=<n>` (each once): `after` a
@@ -150,16 +129,8 @@ export function timersPageQuery(query: unknown): { readonly after?: TimersCursor
   if (raw === undefined) return limit === undefined ? {} : { limit };
   const refuse = (): WorkflowHostError =>
     new WorkflowHostError("page_invalid", `after ${describeValue(raw)} is not valid; allowed: the nextAfter of an earlier page, given once`, { field: "after", value: raw });
-  if (typeof raw !== "string" || raw.length > 4_096 || !/^[A-Za-z0-9_-]+$/.test(raw)) throw refuse();
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(Buffer.from(raw, "base64url").toString("utf8"));
-  } catch {
-    throw refuse();
-  }
-  if (!Array.isArray(parsed) || parsed.length !== 4 || !Number.isSafeInteger(parsed[0]) || !parsed.slice(1).every((p) => typeof p === "string")) throw refuse();
-  const [fireAtMs, repoId, runId, timerId] = parsed as [number, string, string, string];
-  const after = { fireAtMs, repoId, runId, timerId };
+  const after = typeof raw === "string" ? decodeTimersCursor(raw) : null;
+  if (after === null) throw refuse();
   return limit === undefined ? { after } : { after, limit };
 }
 

@@ -1,6 +1,6 @@
 import { DEFAULT_REF } from "../../substrate/ref-name.js";
 import { parseRepoId, parseRunId } from "../../workflow/ids.js";
-import { checkFlags, dataDirFlag, dataDirOption, intFlag, requiredFlag, stringFlag } from "../args.js";
+import { checkFlags, dataDirFlag, dataDirOption, intFlag, MAX_LIST_LIMIT, requiredFlag, stringFlag } from "../args.js";
 import type { CliCommand } from "../command.js";
 import { oneLine, plural, shortSha, table } from "../format.js";
 import { printJson, printLine } from "../io.js";
@@ -15,7 +15,7 @@ const ARCHIVE = "refs/archive/runs";
 /** Runs `--archived` lists when no `--limit` is given: each listed run's log is read. */
 export const DEFAULT_ARCHIVED_LIMIT = 1_000;
 /** Largest `--limit`. */
-const MAX_LIMIT = 10_000_000;
+const MAX_LIMIT = MAX_LIST_LIMIT;
 /** A listing that reads logs for longer than this says how far it got on stderr, then as often (ms). */
 const PROGRESS_EVERY_MS = 2_000;
 /** A count with thousands separators. */
