@@ -312,4 +312,43 @@ describe("a pushed commit that deletes a run's folder, at the edges", () => {
       await scheduler.stop();
     }
   });
+  it("a push after a warm start, the runs held as the recovery index's rows", async () => {
+    const d = await deployment();
+    await threeRuns(d);
+    const first = makeScheduler(d.store, d.clock);
+    await first.scheduler.start();
+    await viewAt(first.scheduler, await tipOf(d));
+    await first.scheduler.stop();
+    const { scheduler, events } = makeScheduler(d.store, d.clock);
+    await scheduler.start();
+    try {
+      await viewAt(scheduler, await tipOf(d));
+      await pushRemovals(d.w.gitdir, join(await tempDir(), "work"), ["runs/r-gone", "runs/r-soon"], "remove two runs");
+      d.store.poke(RID);
+      const live = await expectAsFresh(d, scheduler);
+      expect(live.pending).toEqual([`r-keep/k@${LATER}`]);
+      await fireAll(d, scheduler, events, ["r-keep/k"]);
+    } finally {
+      await scheduler.stop();
+    }
+    await warmAsFresh(d);
+  });
+
+  it("the runs/ folder replaced by a file", async () => {
+    const d = await deployment();
+    await threeRuns(d);
+    const { scheduler, events } = makeScheduler(d.store, d.clock);
+    await scheduler.start();
+    try {
+      await viewAt(scheduler, await tipOf(d));
+      await pushEdit(d, join(await tempDir(), "work"), ["runs"], { runs: "not a folder\n" }, "a file for runs/");
+      d.store.poke(RID);
+      const live = await expectAsFresh(d, scheduler);
+      expect({ runs: live.runs, statsRuns: live.statsRuns, pending: live.pending }).toEqual({ runs: 0, statsRuns: 0, pending: [] });
+      await fireAll(d, scheduler, events, []);
+    } finally {
+      await scheduler.stop();
+    }
+    await warmAsFresh(d);
+  });
 });
