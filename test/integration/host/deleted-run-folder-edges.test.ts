@@ -351,4 +351,44 @@ describe("a pushed commit that deletes a run's folder, at the edges", () => {
     }
     await warmAsFresh(d);
   });
+  it("a run folder deleted and pushed back as it was, the tail seeing both commits at once: its timers fire once", async () => {
+    const d = await deployment();
+    await threeRuns(d);
+    const { scheduler, events } = makeScheduler(d.store, d.clock);
+    await scheduler.start();
+    try {
+      await viewAt(scheduler, await tipOf(d));
+      const work = join(await tempDir(), "work");
+      await pushRemovals(d.w.gitdir, work, ["runs/r-gone"], "remove r-gone");
+      await pushEdit(d, work, [], runFiles("r-gone", [started(), timerSet(2, "g1", LATER), timerSet(3, "g2", LATEST)]), "put r-gone back");
+      d.store.poke(RID);
+      const live = await expectAsFresh(d, scheduler);
+      expect(live.pending).toEqual([`r-gone/g1@${LATER}`, `r-gone/g2@${LATEST}`, `r-keep/k@${LATER}`, `r-soon/s@${SOON}`]);
+      await fireAll(d, scheduler, events, ["r-gone/g1", "r-gone/g2", "r-keep/k", "r-soon/s"]);
+      await expectAsFresh(d, scheduler);
+    } finally {
+      await scheduler.stop();
+    }
+    await warmAsFresh(d);
+  });
+
+  it("a run's events/ folder deleted, the folder kept for a file beside it", async () => {
+    const d = await deployment();
+    await threeRuns(d);
+    const work = join(await tempDir(), "work");
+    await pushFiles(d.w.gitdir, work, { "runs/r-gone/grants.json": "{}\n" }, "a grants file");
+    const { scheduler, events } = makeScheduler(d.store, d.clock);
+    await scheduler.start();
+    try {
+      await viewAt(scheduler, await tipOf(d));
+      await pushRemovals(d.w.gitdir, work, ["runs/r-gone/events"], "remove r-gone's log");
+      d.store.poke(RID);
+      await expectAsFresh(d, scheduler);
+      await fireAll(d, scheduler, events, ["r-keep/k", "r-soon/s"]);
+      await expectAsFresh(d, scheduler);
+    } finally {
+      await scheduler.stop();
+    }
+    await warmAsFresh(d);
+  });
 });
