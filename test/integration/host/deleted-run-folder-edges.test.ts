@@ -391,4 +391,43 @@ describe("a pushed commit that deletes a run's folder, at the edges", () => {
     }
     await warmAsFresh(d);
   });
+  it("the push lands while a fire commit of that run is in flight: its compare-and-swap loses, the retry is planned on the push", async () => {
+    const d = await deployment();
+    await threeRuns(d);
+    const work = join(await tempDir(), "work");
+    // The first fire commit's plan, once made at the old tip, is overtaken by the push before its ref move.
+    let pushed: string | null = null;
+    let plans = 0;
+    const write = d.store.writeTreeDelta.bind(d.store);
+    (d.store as { writeTreeDelta: typeof d.store.writeTreeDelta }).writeTreeDelta = (principal, rid, ref, opts) =>
+      write(principal, rid, ref, {
+        ...opts,
+        computeDelta: async (parentSha, reads) => {
+          const delta = await opts.computeDelta(parentSha, reads);
+          plans += 1;
+          if (pushed === null) pushed = await pushRemovals(d.w.gitdir, work, ["runs/r-soon"], "remove r-soon");
+          return delta;
+        },
+      });
+    const { scheduler, events } = makeScheduler(d.store, d.clock);
+    await scheduler.start();
+    try {
+      await viewAt(scheduler, await tipOf(d));
+      await d.clock.advance(60_000);
+      await settle(d.clock, scheduler, () => pushed !== null, "the fire commit was planned");
+      await scheduler.idle();
+      d.store.poke(RID);
+      await scheduler.idle();
+      expect(plans).toBeGreaterThanOrEqual(2);
+      await noFolder(d, "r-soon");
+      expect(fired(events)).toEqual([]);
+      await expectAsFresh(d, scheduler);
+      await fireAll(d, scheduler, events, ["r-gone/g1", "r-gone/g2", "r-keep/k"]);
+      await noFolder(d, "r-soon");
+      await expectAsFresh(d, scheduler);
+    } finally {
+      await scheduler.stop();
+    }
+    await warmAsFresh(d);
+  });
 });
