@@ -16,12 +16,13 @@ import type { WorkflowHostScheduler } from "../../../seams/scheduler/scheduler-t
 import { WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
 import { makeScheduler, queueOf, type QueueView } from "../../helpers/fixture-scheduler.js";
 import { git, gitAt, pushFiles, pushRemovals } from "../../helpers/git-cli.js";
-import { event, fired, GitWriter, settle, SOON, started, timerSet, usePlumbingDeployments, type PlumbingDeployment } from "../../helpers/plumbing-deployment.js";
+import { event, fired, GitWriter, LosingWriter, settle, SOON, started, timerSet, usePlumbingDeployments, type PlumbingDeployment } from "../../helpers/plumbing-deployment.js";
 import { useTempDirs } from "../../helpers/temp-dir.js";
 import { outOfTurns } from "../../helpers/wait-turns.js";
 
 const tempDir = useTempDirs("wh-deleted-run-edges-");
 const deployment = usePlumbingDeployments(tempDir, (gitdir) => new GitWriter(gitdir));
+const losing = usePlumbingDeployments(tempDir, (gitdir) => new LosingWriter(gitdir));
 const RID = { kind: WORKFLOW_RUN_KIND, id: "d" };
 const LATER = "2026-01-01T12:05:00.000Z";
 const LATEST = "2026-01-01T12:06:00.000Z";
@@ -425,6 +426,30 @@ describe("a pushed commit that deletes a run's folder, at the edges", () => {
       await fireAll(d, scheduler, events, ["r-gone/g1", "r-gone/g2", "r-keep/k"]);
       await noFolder(d, "r-soon");
       await expectAsFresh(d, scheduler);
+    } finally {
+      await scheduler.stop();
+    }
+    await warmAsFresh(d);
+  });
+  it("an unreadable run (an event's object lost) whose folder a commit deletes leaves the unreadable runs", async () => {
+    const d = await losing();
+    const lost = await d.w.run([started(), timerSet(2, "l", LATER)]);
+    const keep = await d.w.run([started(), timerSet(2, "k", LATER)]);
+    await d.w.commit({ "r-lost": lost.tree, "r-keep": keep.tree });
+    await d.w.lose(lost.blobs[1] as string);
+    const { scheduler, events } = makeScheduler(d.store, d.clock);
+    await scheduler.start();
+    try {
+      expect((await viewAt(scheduler, await tipOf(d))).unreadable).toEqual(["r-lost"]);
+      // A commit on the tip without r-lost's folder (git cannot clone a repository with an object lost).
+      const runsTree = await d.w.tree([{ mode: "40000", name: "r-keep", oid: keep.tree }]);
+      const root = await d.w.tree([{ mode: "40000", name: "runs", oid: runsTree }]);
+      const commit = (await gitAt(d.w.gitdir, ["commit-tree", root, "-p", "main", "-m", "remove r-lost"])).trim();
+      await gitAt(d.w.gitdir, ["update-ref", "refs/heads/main", commit]);
+      d.store.poke(RID);
+      const live = await expectAsFresh(d, scheduler);
+      expect({ unreadable: live.unreadable, statsRuns: live.statsRuns }).toEqual({ unreadable: [], statsRuns: 1 });
+      await fireAll(d, scheduler, events, ["r-keep/k"]);
     } finally {
       await scheduler.stop();
     }
