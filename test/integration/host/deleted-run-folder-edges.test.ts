@@ -296,23 +296,30 @@ describe("a pushed commit that deletes a run's folder, at the edges", () => {
     await warmAsFresh(d);
   });
 
-  it("a warm restart right after the push, the index written before it", async () => {
+  const afterIndex: [string, readonly string[], Readonly<Record<string, string>>, string[]][] = [
+    ["a run folder deleted", ["runs/r-gone"], {}, ["r-keep/k", "r-soon/s"]],
+    ["a run folder replaced by a file", ["runs/r-gone"], { "runs/r-gone": "x\n" }, ["r-keep/k", "r-soon/s"]],
+    ["runs/ deleted", ["runs"], { "README.md": "x\n" }, []],
+    ["a run folder replaced by another log", ["runs/r-gone"], runFiles("r-gone", [started(), timerSet(2, "n", LATER)]), ["r-gone/n", "r-keep/k", "r-soon/s"]],
+  ];
+  it.each(afterIndex)("a warm restart right after the push (%s), the index written before it", async (_what, remove, files, expected) => {
     const d = await deployment();
     await threeRuns(d);
     const first = makeScheduler(d.store, d.clock);
     await first.scheduler.start();
     await viewAt(first.scheduler, await tipOf(d));
     await first.scheduler.stop();
-    await pushRemovals(d.w.gitdir, join(await tempDir(), "work"), ["runs/r-gone"], "remove r-gone");
+    await pushEdit(d, join(await tempDir(), "work"), remove, files, "edit while the host was down");
     await warmAsFresh(d);
     const { scheduler, events } = makeScheduler(d.store, d.clock);
     await scheduler.start();
     try {
-      await fireAll(d, scheduler, events, ["r-keep/k", "r-soon/s"]);
+      await fireAll(d, scheduler, events, expected);
     } finally {
       await scheduler.stop();
     }
   });
+
   it("a push after a warm start, the runs held as the recovery index's rows", async () => {
     const d = await deployment();
     await threeRuns(d);
