@@ -16,7 +16,7 @@ import type { WorkflowHostScheduler } from "../../../seams/scheduler/scheduler-t
 import { WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
 import { makeScheduler, queueOf, type QueueView } from "../../helpers/fixture-scheduler.js";
 import { git, gitAt, pushFiles, pushRemovals } from "../../helpers/git-cli.js";
-import { event, fired, GitWriter, LosingWriter, settle, SOON, started, timerSet, usePlumbingDeployments, type PlumbingDeployment } from "../../helpers/plumbing-deployment.js";
+import { badOf, event, fired, GitWriter, LosingWriter, settle, SOON, started, timerSet, usePlumbingDeployments, type PlumbingDeployment } from "../../helpers/plumbing-deployment.js";
 import { useTempDirs } from "../../helpers/temp-dir.js";
 import { outOfTurns } from "../../helpers/wait-turns.js";
 
@@ -288,6 +288,8 @@ describe("a pushed commit that deletes a run's folder, at the edges", () => {
       d.store.poke(RID);
       const live = await expectAsFresh(d, scheduler);
       expect(live.pending).toEqual([`r-keep/k@${LATER}`, `r-soon/s@${SOON}`]);
+      // Reported: the file as not a run folder, and each removed event file as a rewrite.
+      expect(badOf(events, "r-gone").map((b) => b.path).sort()).toEqual(["runs/r-gone", "runs/r-gone/events/1.json", "runs/r-gone/events/2.json", "runs/r-gone/events/3.json"]);
       await fireAll(d, scheduler, events, ["r-keep/k", "r-soon/s"]);
       await expectAsFresh(d, scheduler);
     } finally {
