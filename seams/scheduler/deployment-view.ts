@@ -709,15 +709,17 @@ export class DeploymentView {
 
   /**
    * Reads a run's whole log at `reads` and installs it (a re-read by the tail). A run with no
-   * folder at `reads` (deleted by the commit) is dropped (see {@link dropRun}): a fresh recovery
-   * there would not hold it. A run whose folder or `events/` folder is named but not in the
+   * folder at `reads` (deleted by the commit, or replaced by a file or a gitlink of its name) is
+   * dropped (see {@link dropRun}): a fresh recovery there would not hold it (the file is reported
+   * as not a run folder, from the commit's change). A run whose folder or `events/` folder is named but not in the
    * repository is reported and dropped (see skipRun), as is one read with any other object of
    * its log lost or damaged (see applyLog).
    * @returns its record, or undefined when it was dropped
    */
   async readRun(reads: CommittedReads, runId: string): Promise<RunRecord | undefined> {
     const runTreeOid = await reads.treeOid(`${runsPrefix}${runId}`);
-    if (runTreeOid === null) {
+    // treeOid names a blob too: a file where the folder was is no run (readBlob is null for a folder).
+    if (runTreeOid === null || (await reads.readBlob(`${runsPrefix}${runId}`)) !== null) {
       this.dropRun(runId);
       return undefined;
     }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { copyBytes } from "../../../src/substrate/byte-copy.js";
+import { copyBytes, writeAsciiChars } from "../../../src/substrate/byte-copy.js";
 
 describe("copyBytes", () => {
   it("copies a range of a buffer or a plain Uint8Array, short and long, as Buffer.copy does", () => {
@@ -12,6 +12,19 @@ describe("copyBytes", () => {
         expect(copyBytes(source, 17, 17 + length, target, 10)).toBe(length);
         expect(target.equals(expected), `length ${length}`).toBe(true);
       }
+    }
+  });
+});
+
+describe("writeAsciiChars", () => {
+  it("writes printable ASCII names and ids as Buffer.write(latin1) does, at an offset, touching nothing else", () => {
+    const printable = String.fromCharCode(...Array.from({ length: 0x7f - 0x20 }, (_, i) => 0x20 + i));
+    for (const text of ["", "a", "10.json", "x.y:z-w_v", "T".repeat(256), printable]) {
+      const target = Buffer.alloc(text.length + 20, 0xee);
+      const expected = Buffer.alloc(text.length + 20, 0xee);
+      expected.write(text, 7, "latin1");
+      expect(writeAsciiChars(text, target, 7)).toBe(text.length);
+      expect(target.equals(expected), JSON.stringify(text)).toBe(true);
     }
   });
 });
