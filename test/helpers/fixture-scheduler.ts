@@ -133,3 +133,53 @@ export async function runUntil(run: RunningScheduler, store: RepoStore, repoId: 
 function cmp(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
+
+/** What a scheduler holds of one deployment, as its callers see it (see {@link heldViewAt}). */
+export interface HeldView {
+  readonly commitSha: string;
+  /** `stats().runs`. */
+  readonly statsRuns: number;
+  /** Run folders held, readable or not (servedPendingTimers). */
+  readonly runs: number;
+  /** Every pending timer as `runId/timerId@fireAt`, with " paused" for a paused one, sorted. */
+  readonly pending: string[];
+  /** The timers armed in memory. */
+  readonly queued: QueueView[];
+  /** The runs held as unreadable, sorted. */
+  readonly unreadable: string[];
+}
+
+/**
+ * The scheduler's view of `repoId` once every run is at `commitSha` (its tail applied it).
+ * @throws Error when the scheduler does not get there within 5,000 turns of the event loop
+ */
+export async function heldViewAt(scheduler: WorkflowHostScheduler, repoId: string, commitSha: string): Promise<HeldView> {
+  const since = performance.now();
+  for (let turn = 0; ; turn += 1) {
+    await scheduler.idle();
+    const served = await scheduler.servedPendingTimers(repoId);
+    if (served !== null && served !== "unsettled" && served.commitSha === commitSha) {
+      return {
+        commitSha,
+        statsRuns: scheduler.stats().runs,
+        runs: served.runs,
+        pending: served.timers.map((t, i) => `${served.runIds[i] as string}/${t.timerId}@${t.fireAt}${t.pausedAt === undefined ? "" : " paused"}`).sort(),
+        queued: queueOf(scheduler, repoId),
+        unreadable: served.unreadable.map((u) => u.runId).sort(),
+      };
+    }
+    if (outOfTurns(turn, 5_000, since)) throw new Error(`the scheduler never held ${repoId} at ${commitSha}: ${JSON.stringify(served)}`);
+    await new Promise<void>((resolve) => setImmediate(resolve));
+  }
+}
+
+/** {@link heldViewAt} of a scheduler started afresh on `store` with no recovery index (every log read at the tip), stopped after. */
+export async function freshHeldViewAt(store: RepoStore, clock: FakeClock, repoId: string, commitSha: string): Promise<HeldView> {
+  const { scheduler } = makeScheduler(store, clock, { recoveryIndex: false });
+  await scheduler.start();
+  try {
+    return await heldViewAt(scheduler, repoId, commitSha);
+  } finally {
+    await scheduler.stop();
+  }
+}

@@ -96,18 +96,29 @@ export async function pushFiles(gitdir: string, work: string, files: Readonly<Re
 }
 
 /**
- * Removes `paths` (files or whole folders, relative to the repo root) in the clone `work` of the
- * bare repository `gitdir`, commits and pushes to `main` with the real `git` CLI, as an outside
- * writer would. Clones first when `work` does not exist yet, else pulls `main` first.
+ * One commit in the clone `work` of the bare repository `gitdir`, pushed to `main` with the real
+ * `git` CLI, as an outside writer would: removes `remove` (files or whole folders, relative to the
+ * repo root), then writes `files` (path → content). Clones first when `work` does not exist yet,
+ * else pulls `main` first.
  * @returns the pushed commit's sha
  */
-export async function pushRemovals(gitdir: string, work: string, paths: readonly string[], message: string): Promise<string> {
+export async function pushChanges(gitdir: string, work: string, remove: readonly string[], files: Readonly<Record<string, string>>, message: string): Promise<string> {
   if (!existsSync(work)) await git(["clone", "--quiet", gitdir, work]);
   else await git(["pull", "--quiet", "--ff-only", "origin", "main"], { cwd: work });
-  await git(["rm", "-r", "--quiet", "--", ...paths], { cwd: work });
+  if (remove.length > 0) await git(["rm", "-r", "--quiet", "--", ...remove], { cwd: work });
+  for (const [path, content] of Object.entries(files)) {
+    await mkdir(dirname(join(work, path)), { recursive: true });
+    await writeFile(join(work, path), content);
+  }
+  await git(["add", "--all"], { cwd: work });
   await git(["commit", "--quiet", "-m", message], { cwd: work });
   await git(["push", "--quiet", "origin", "HEAD:main"], { cwd: work });
   return (await git(["rev-parse", "HEAD"], { cwd: work })).trim();
+}
+
+/** {@link pushChanges} that only removes `paths`. @returns the pushed commit's sha */
+export function pushRemovals(gitdir: string, work: string, paths: readonly string[], message: string): Promise<string> {
+  return pushChanges(gitdir, work, paths, {}, message);
 }
 
 /** `git diff-tree -r` of a commit against its parent, as CommitChange-shaped rows (path, oid, status). */

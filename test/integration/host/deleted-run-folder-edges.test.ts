@@ -8,17 +8,14 @@
  * of a deleted run fires, no timer fires twice, and no commit fails. Real git CLI on a real
  * store, the real scheduler on a fake clock.
  */
-import { existsSync } from "node:fs";
-import { mkdir, writeFile } from "node:fs/promises";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { WorkflowHostScheduler } from "../../../seams/scheduler/scheduler-types.js";
 import { WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
-import { makeScheduler, queueOf, type QueueView } from "../../helpers/fixture-scheduler.js";
-import { git, gitAt, pushFiles, pushRemovals } from "../../helpers/git-cli.js";
+import { freshHeldViewAt, heldViewAt, makeScheduler, type HeldView } from "../../helpers/fixture-scheduler.js";
+import { git, gitAt, pushChanges, pushFiles, pushRemovals } from "../../helpers/git-cli.js";
 import { badOf, event, fired, GitWriter, LosingWriter, settle, SOON, started, timerSet, usePlumbingDeployments, type PlumbingDeployment } from "../../helpers/plumbing-deployment.js";
 import { useTempDirs } from "../../helpers/temp-dir.js";
-import { outOfTurns } from "../../helpers/wait-turns.js";
 
 const tempDir = useTempDirs("wh-deleted-run-edges-");
 const deployment = usePlumbingDeployments(tempDir, (gitdir) => new GitWriter(gitdir));
@@ -28,61 +25,13 @@ const LATER = "2026-01-01T12:05:00.000Z";
 const LATEST = "2026-01-01T12:06:00.000Z";
 const cronSet = (seq: number, timerId: string): string => event(seq, "TimerSet", { timerId, fireAt: SOON, cron: "* * * * *" });
 
-interface HeldView {
-  readonly commitSha: string;
-  readonly statsRuns: number;
-  readonly runs: number;
-  readonly pending: string[];
-  readonly queued: QueueView[];
-  readonly unreadable: string[];
-}
-
-async function viewAt(scheduler: WorkflowHostScheduler, commitSha: string): Promise<HeldView> {
-  const since = performance.now();
-  for (let turn = 0; ; turn += 1) {
-    await scheduler.idle();
-    const served = await scheduler.servedPendingTimers("d");
-    if (served !== null && served !== "unsettled" && served.commitSha === commitSha) {
-      return {
-        commitSha,
-        statsRuns: scheduler.stats().runs,
-        runs: served.runs,
-        pending: served.timers.map((t, i) => `${served.runIds[i] as string}/${t.timerId}@${t.fireAt}${t.pausedAt === undefined ? "" : " paused"}`).sort(),
-        queued: queueOf(scheduler, "d"),
-        unreadable: served.unreadable.map((u) => u.runId).sort(),
-      };
-    }
-    if (outOfTurns(turn, 5_000, since)) throw new Error(`the scheduler never held d at ${commitSha}: ${JSON.stringify(served)}`);
-    await new Promise<void>((resolve) => setImmediate(resolve));
-  }
-}
-
-async function freshViewAt(d: PlumbingDeployment<GitWriter>, commitSha: string): Promise<HeldView> {
-  const { scheduler } = makeScheduler(d.store, d.clock, { recoveryIndex: false });
-  await scheduler.start();
-  try {
-    return await viewAt(scheduler, commitSha);
-  } finally {
-    await scheduler.stop();
-  }
-}
+const viewAt = (scheduler: WorkflowHostScheduler, commitSha: string): Promise<HeldView> => heldViewAt(scheduler, "d", commitSha);
+const freshViewAt = (d: PlumbingDeployment<GitWriter>, commitSha: string): Promise<HeldView> => freshHeldViewAt(d.store, d.clock, "d", commitSha);
 
 const tipOf = async (d: PlumbingDeployment<GitWriter>): Promise<string> => (await gitAt(d.w.gitdir, ["rev-parse", "main"])).trim();
 
-/** One commit in the clone `work`: removes `remove`, writes `files`, pushes. @returns its sha */
-async function pushEdit(d: PlumbingDeployment<GitWriter>, work: string, remove: readonly string[], files: Readonly<Record<string, string>>, message: string): Promise<string> {
-  if (!existsSync(work)) await git(["clone", "--quiet", d.w.gitdir, work]);
-  else await git(["pull", "--quiet", "--ff-only", "origin", "main"], { cwd: work });
-  if (remove.length > 0) await git(["rm", "-r", "--quiet", "--", ...remove], { cwd: work });
-  for (const [path, content] of Object.entries(files)) {
-    await mkdir(dirname(join(work, path)), { recursive: true });
-    await writeFile(join(work, path), content);
-  }
-  await git(["add", "--all"], { cwd: work });
-  await git(["commit", "--quiet", "-m", message], { cwd: work });
-  await git(["push", "--quiet", "origin", "HEAD:main"], { cwd: work });
-  return (await git(["rev-parse", "HEAD"], { cwd: work })).trim();
-}
+const pushEdit = (d: PlumbingDeployment<GitWriter>, work: string, remove: readonly string[], files: Readonly<Record<string, string>>, message: string): Promise<string> =>
+  pushChanges(d.w.gitdir, work, remove, files, message);
 
 const fileOf = (lines: readonly string[]): Record<string, string> => Object.fromEntries(lines.map((text, i) => [`events/${i + 1}.json`, text]));
 const runFiles = (runId: string, lines: readonly string[]): Record<string, string> =>

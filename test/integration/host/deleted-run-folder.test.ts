@@ -13,11 +13,10 @@ import { describe, expect, it } from "vitest";
 import type { WorkflowHostScheduler } from "../../../seams/scheduler/scheduler-types.js";
 import { WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
 import { decodeRecoveryColumns, RECOVERY_INDEX_FILE } from "../../../src/workflow/recovery-index.js";
-import { makeScheduler, queueOf, type QueueView } from "../../helpers/fixture-scheduler.js";
+import { freshHeldViewAt, heldViewAt, makeScheduler, queueOf, type HeldView } from "../../helpers/fixture-scheduler.js";
 import { gitAt, pushRemovals } from "../../helpers/git-cli.js";
 import { badOf, fired, GitWriter, settle, SOON, started, timerSet, usePlumbingDeployments, type PlumbingDeployment } from "../../helpers/plumbing-deployment.js";
 import { useTempDirs } from "../../helpers/temp-dir.js";
-import { outOfTurns } from "../../helpers/wait-turns.js";
 import { recoveryIndexOf } from "../../unit/scheduler/harness.js";
 
 const tempDir = useTempDirs("wh-deleted-run-");
@@ -26,51 +25,10 @@ const RID = { kind: WORKFLOW_RUN_KIND, id: "d" };
 const LATER = "2026-01-01T12:05:00.000Z";
 const LATEST = "2026-01-01T12:06:00.000Z";
 
-/** What the scheduler holds of deployment `d`, as its callers see it. */
-interface HeldView {
-  readonly commitSha: string;
-  /** `stats().runs`. */
-  readonly statsRuns: number;
-  /** Run folders held, readable or not (servedPendingTimers). */
-  readonly runs: number;
-  /** Every pending timer as `runId/timerId@fireAt`, sorted. */
-  readonly pending: string[];
-  /** The timers armed in memory. */
-  readonly queued: QueueView[];
-  readonly unreadable: string[];
-}
-
-/** The scheduler's view of `d` once every run is at `commitSha` (its tail applied it). */
-async function viewAt(scheduler: WorkflowHostScheduler, commitSha: string): Promise<HeldView> {
-  const since = performance.now();
-  for (let turn = 0; ; turn += 1) {
-    await scheduler.idle();
-    const served = await scheduler.servedPendingTimers("d");
-    if (served !== null && served !== "unsettled" && served.commitSha === commitSha) {
-      return {
-        commitSha,
-        statsRuns: scheduler.stats().runs,
-        runs: served.runs,
-        pending: served.timers.map((t, i) => `${served.runIds[i] as string}/${t.timerId}@${t.fireAt}`).sort(),
-        queued: queueOf(scheduler, "d"),
-        unreadable: served.unreadable.map((u) => u.runId).sort(),
-      };
-    }
-    if (outOfTurns(turn, 5_000, since)) throw new Error(`the scheduler never held d at ${commitSha}: ${JSON.stringify(served)}`);
-    await new Promise<void>((resolve) => setImmediate(resolve));
-  }
-}
-
+/** The scheduler's view of `d` once every run is at `commitSha`. */
+const viewAt = (scheduler: WorkflowHostScheduler, commitSha: string): Promise<HeldView> => heldViewAt(scheduler, "d", commitSha);
 /** A scheduler started afresh on the same store, with no recovery index: every log read at the tip. */
-async function freshViewAt(d: PlumbingDeployment<GitWriter>, commitSha: string): Promise<HeldView> {
-  const { scheduler } = makeScheduler(d.store, d.clock, { recoveryIndex: false });
-  await scheduler.start();
-  try {
-    return await viewAt(scheduler, commitSha);
-  } finally {
-    await scheduler.stop();
-  }
-}
+const freshViewAt = (d: PlumbingDeployment<GitWriter>, commitSha: string): Promise<HeldView> => freshHeldViewAt(d.store, d.clock, "d", commitSha);
 
 /** The `runs/` folder oid the recovery index of `d` says its rows are every run of, or null. */
 async function indexClaimOf(d: PlumbingDeployment<GitWriter>): Promise<string | null> {
