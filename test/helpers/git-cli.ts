@@ -82,17 +82,11 @@ export function hasGitCli(): Promise<boolean> {
 /**
  * Commits `files` (path → content, relative to the repo root) in the clone `work` of the bare
  * repository `gitdir` and pushes them to `main` with the real `git` CLI, as an outside writer
- * would. Clones first when `work` does not exist yet.
+ * would ({@link pushChanges} removing nothing). Clones first when `work` does not exist yet,
+ * else pulls `main` first.
  */
 export async function pushFiles(gitdir: string, work: string, files: Readonly<Record<string, string>>, message: string): Promise<void> {
-  if (!existsSync(work)) await git(["clone", "--quiet", gitdir, work]);
-  for (const [path, content] of Object.entries(files)) {
-    await mkdir(dirname(join(work, path)), { recursive: true });
-    await writeFile(join(work, path), content);
-  }
-  await git(["add", "--all"], { cwd: work });
-  await git(["commit", "--quiet", "-m", message], { cwd: work });
-  await git(["push", "--quiet", "origin", "HEAD:main"], { cwd: work });
+  await pushChanges(gitdir, work, [], files, message);
 }
 
 /**
