@@ -10,7 +10,7 @@
  */
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import type { WorkflowHostScheduler } from "../../../seams/scheduler/scheduler-types.js";
+import type { SchedulerEvent, WorkflowHostScheduler } from "../../../seams/scheduler/scheduler-types.js";
 import { WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
 import { freshHeldViewAt, heldViewAt, makeScheduler, type HeldView } from "../../helpers/fixture-scheduler.js";
 import { git, gitAt, pushChanges, pushFiles, pushRemovals } from "../../helpers/git-cli.js";
@@ -66,6 +66,21 @@ async function warmAsFresh(d: PlumbingDeployment<GitWriter>): Promise<void> {
   }
 }
 
+/**
+ * Starts a host on `d`, runs `body` with it (and its events), stops it, then checks a warm
+ * restart from the index it wrote at stop against a fresh recovery (see {@link warmAsFresh}).
+ */
+async function withLiveHost(d: PlumbingDeployment<GitWriter>, body: (scheduler: WorkflowHostScheduler, events: readonly SchedulerEvent[]) => Promise<void>): Promise<void> {
+  const { scheduler, events } = makeScheduler(d.store, d.clock);
+  await scheduler.start();
+  try {
+    await body(scheduler, events);
+  } finally {
+    await scheduler.stop();
+  }
+  await warmAsFresh(d);
+}
+
 /** Moves the clock past every fireAt above and lets what is due fire. */
 async function fireAll(d: PlumbingDeployment<GitWriter>, scheduler: WorkflowHostScheduler, events: readonly { type: string }[], expected: readonly string[]): Promise<void> {
   await d.clock.advance(7 * 60_000);
@@ -83,9 +98,7 @@ describe("a pushed commit that deletes a run's folder, at the edges", () => {
   it("the push wins the race with a fire commit of that run: the fire commit is planned on the push and neither fires nor re-creates the run", async () => {
     const d = await deployment();
     await threeRuns(d);
-    const { scheduler, events } = makeScheduler(d.store, d.clock);
-    await scheduler.start();
-    try {
+    await withLiveHost(d, async (scheduler, events) => {
       // Pushed, and not yet seen by the tail (no poke): the fire commit's plan runs on it.
       await pushRemovals(d.w.gitdir, join(await tempDir(), "work"), ["runs/r-soon"], "remove r-soon");
       await d.clock.advance(60_000);
@@ -98,18 +111,13 @@ describe("a pushed commit that deletes a run's folder, at the edges", () => {
       await fireAll(d, scheduler, events, ["r-gone/g1", "r-gone/g2", "r-keep/k"]);
       await noFolder(d, "r-soon");
       await expectAsFresh(d, scheduler);
-    } finally {
-      await scheduler.stop();
-    }
-    await warmAsFresh(d);
+    });
   });
 
   it("the fire commit wins: the push is made on it, and the run's fired timer stays fired once", async () => {
     const d = await deployment();
     await threeRuns(d);
-    const { scheduler, events } = makeScheduler(d.store, d.clock);
-    await scheduler.start();
-    try {
+    await withLiveHost(d, async (scheduler, events) => {
       await d.clock.advance(60_000);
       await settle(d.clock, scheduler, () => fired(events).length >= 1, "r-soon fired");
       await pushRemovals(d.w.gitdir, join(await tempDir(), "work"), ["runs/r-soon", "runs/r-gone"], "remove two runs");
@@ -118,36 +126,26 @@ describe("a pushed commit that deletes a run's folder, at the edges", () => {
       expect(live.pending).toEqual([`r-keep/k@${LATER}`]);
       await fireAll(d, scheduler, events, ["r-soon/s", "r-keep/k"]);
       await expectAsFresh(d, scheduler);
-    } finally {
-      await scheduler.stop();
-    }
-    await warmAsFresh(d);
+    });
   });
 
   it("a folder deleted and re-created with another log in one commit holds the new log only", async () => {
     const d = await deployment();
     await threeRuns(d);
-    const { scheduler, events } = makeScheduler(d.store, d.clock);
-    await scheduler.start();
-    try {
+    await withLiveHost(d, async (scheduler, events) => {
       await pushEdit(d, join(await tempDir(), "work"), ["runs/r-gone"], runFiles("r-gone", [started(), timerSet(2, "n", LATER)]), "replace r-gone");
       d.store.poke(RID);
       const live = await expectAsFresh(d, scheduler);
       expect(live.pending).toEqual([`r-gone/n@${LATER}`, `r-keep/k@${LATER}`, `r-soon/s@${SOON}`]);
       await fireAll(d, scheduler, events, ["r-gone/n", "r-keep/k", "r-soon/s"]);
       await expectAsFresh(d, scheduler);
-    } finally {
-      await scheduler.stop();
-    }
-    await warmAsFresh(d);
+    });
   });
 
   it("a folder deleted and re-created in two quick commits, the tail seeing both at once", async () => {
     const d = await deployment();
     await threeRuns(d);
-    const { scheduler, events } = makeScheduler(d.store, d.clock);
-    await scheduler.start();
-    try {
+    await withLiveHost(d, async (scheduler, events) => {
       const work = join(await tempDir(), "work");
       await pushRemovals(d.w.gitdir, work, ["runs/r-gone", "runs/r-soon"], "remove");
       await pushEdit(d, work, [], { ...runFiles("r-gone", [started(), timerSet(2, "n", LATER)]), ...runFiles("r-soon", [started()]) }, "re-create");
@@ -156,10 +154,7 @@ describe("a pushed commit that deletes a run's folder, at the edges", () => {
       expect(live.pending).toEqual([`r-gone/n@${LATER}`, `r-keep/k@${LATER}`]);
       await fireAll(d, scheduler, events, ["r-gone/n", "r-keep/k"]);
       await expectAsFresh(d, scheduler);
-    } finally {
-      await scheduler.stop();
-    }
-    await warmAsFresh(d);
+    });
   });
 
   it("a series run and a paused series run deleted: nothing of them fires", async () => {
@@ -170,9 +165,7 @@ describe("a pushed commit that deletes a run's folder, at the edges", () => {
       "r-keep": await d.w.run([started(), timerSet(2, "k", LATER)]),
     };
     await d.w.commit(Object.fromEntries(Object.entries(runs).map(([name, run]) => [name, run.tree])));
-    const { scheduler, events } = makeScheduler(d.store, d.clock);
-    await scheduler.start();
-    try {
+    await withLiveHost(d, async (scheduler, events) => {
       expect((await viewAt(scheduler, await tipOf(d))).pending.some((p) => p.startsWith("r-paused/p@") && p.endsWith("paused"))).toBe(true);
       await pushRemovals(d.w.gitdir, join(await tempDir(), "work"), ["runs/r-cron", "runs/r-paused"], "remove the series");
       d.store.poke(RID);
@@ -180,10 +173,7 @@ describe("a pushed commit that deletes a run's folder, at the edges", () => {
       expect(live.pending).toEqual([`r-keep/k@${LATER}`]);
       await fireAll(d, scheduler, events, ["r-keep/k"]);
       await expectAsFresh(d, scheduler);
-    } finally {
-      await scheduler.stop();
-    }
-    await warmAsFresh(d);
+    });
   });
 
   it("a sealed run (events.jsonl) deleted", async () => {
@@ -192,18 +182,13 @@ describe("a pushed commit that deletes a run's folder, at the edges", () => {
     const work = join(await tempDir(), "work");
     const sealed = [started(), event(2, "RunCompleted", {})].map((l) => `${l}\n`).join("");
     await pushFiles(d.w.gitdir, work, { "runs/r-sealed/events.jsonl": sealed }, "a sealed run");
-    const { scheduler, events } = makeScheduler(d.store, d.clock);
-    await scheduler.start();
-    try {
+    await withLiveHost(d, async (scheduler, events) => {
       expect((await viewAt(scheduler, await tipOf(d))).statsRuns).toBe(4);
       await pushRemovals(d.w.gitdir, work, ["runs/r-sealed"], "remove the sealed run");
       d.store.poke(RID);
       expect((await expectAsFresh(d, scheduler)).statsRuns).toBe(3);
       await fireAll(d, scheduler, events, ["r-gone/g1", "r-gone/g2", "r-keep/k", "r-soon/s"]);
-    } finally {
-      await scheduler.stop();
-    }
-    await warmAsFresh(d);
+    });
   });
 
   it("the whole runs/ folder deleted", async () => {
@@ -212,27 +197,20 @@ describe("a pushed commit that deletes a run's folder, at the edges", () => {
     const work = join(await tempDir(), "work");
     // Something else in the deployment, so the commit is not empty.
     await pushFiles(d.w.gitdir, work, { "README.md": "x\n" }, "a readme");
-    const { scheduler, events } = makeScheduler(d.store, d.clock);
-    await scheduler.start();
-    try {
+    await withLiveHost(d, async (scheduler, events) => {
       await viewAt(scheduler, await tipOf(d));
       await pushRemovals(d.w.gitdir, work, ["runs"], "remove every run");
       d.store.poke(RID);
       const live = await expectAsFresh(d, scheduler);
       expect({ runs: live.runs, statsRuns: live.statsRuns, pending: live.pending }).toEqual({ runs: 0, statsRuns: 0, pending: [] });
       await fireAll(d, scheduler, events, []);
-    } finally {
-      await scheduler.stop();
-    }
-    await warmAsFresh(d);
+    });
   });
 
   it("a run folder replaced by a file of the same name", async () => {
     const d = await deployment();
     await threeRuns(d);
-    const { scheduler, events } = makeScheduler(d.store, d.clock);
-    await scheduler.start();
-    try {
+    await withLiveHost(d, async (scheduler, events) => {
       await pushEdit(d, join(await tempDir(), "work"), ["runs/r-gone"], { "runs/r-gone": "not a folder\n" }, "a file for r-gone");
       d.store.poke(RID);
       const live = await expectAsFresh(d, scheduler);
@@ -241,10 +219,7 @@ describe("a pushed commit that deletes a run's folder, at the edges", () => {
       expect(badOf(events, "r-gone").map((b) => b.path).sort()).toEqual(["runs/r-gone", "runs/r-gone/events/1.json", "runs/r-gone/events/2.json", "runs/r-gone/events/3.json"]);
       await fireAll(d, scheduler, events, ["r-keep/k", "r-soon/s"]);
       await expectAsFresh(d, scheduler);
-    } finally {
-      await scheduler.stop();
-    }
-    await warmAsFresh(d);
+    });
   });
 
   const afterIndex: [string, readonly string[], Readonly<Record<string, string>>, string[]][] = [
@@ -278,44 +253,32 @@ describe("a pushed commit that deletes a run's folder, at the edges", () => {
     await first.scheduler.start();
     await viewAt(first.scheduler, await tipOf(d));
     await first.scheduler.stop();
-    const { scheduler, events } = makeScheduler(d.store, d.clock);
-    await scheduler.start();
-    try {
+    await withLiveHost(d, async (scheduler, events) => {
       await viewAt(scheduler, await tipOf(d));
       await pushRemovals(d.w.gitdir, join(await tempDir(), "work"), ["runs/r-gone", "runs/r-soon"], "remove two runs");
       d.store.poke(RID);
       const live = await expectAsFresh(d, scheduler);
       expect(live.pending).toEqual([`r-keep/k@${LATER}`]);
       await fireAll(d, scheduler, events, ["r-keep/k"]);
-    } finally {
-      await scheduler.stop();
-    }
-    await warmAsFresh(d);
+    });
   });
 
   it("the runs/ folder replaced by a file", async () => {
     const d = await deployment();
     await threeRuns(d);
-    const { scheduler, events } = makeScheduler(d.store, d.clock);
-    await scheduler.start();
-    try {
+    await withLiveHost(d, async (scheduler, events) => {
       await viewAt(scheduler, await tipOf(d));
       await pushEdit(d, join(await tempDir(), "work"), ["runs"], { runs: "not a folder\n" }, "a file for runs/");
       d.store.poke(RID);
       const live = await expectAsFresh(d, scheduler);
       expect({ runs: live.runs, statsRuns: live.statsRuns, pending: live.pending }).toEqual({ runs: 0, statsRuns: 0, pending: [] });
       await fireAll(d, scheduler, events, []);
-    } finally {
-      await scheduler.stop();
-    }
-    await warmAsFresh(d);
+    });
   });
   it("a run folder deleted and pushed back as it was, the tail seeing both commits at once: its timers fire once", async () => {
     const d = await deployment();
     await threeRuns(d);
-    const { scheduler, events } = makeScheduler(d.store, d.clock);
-    await scheduler.start();
-    try {
+    await withLiveHost(d, async (scheduler, events) => {
       await viewAt(scheduler, await tipOf(d));
       const work = join(await tempDir(), "work");
       await pushRemovals(d.w.gitdir, work, ["runs/r-gone"], "remove r-gone");
@@ -325,10 +288,7 @@ describe("a pushed commit that deletes a run's folder, at the edges", () => {
       expect(live.pending).toEqual([`r-gone/g1@${LATER}`, `r-gone/g2@${LATEST}`, `r-keep/k@${LATER}`, `r-soon/s@${SOON}`]);
       await fireAll(d, scheduler, events, ["r-gone/g1", "r-gone/g2", "r-keep/k", "r-soon/s"]);
       await expectAsFresh(d, scheduler);
-    } finally {
-      await scheduler.stop();
-    }
-    await warmAsFresh(d);
+    });
   });
 
   it("a run's events/ folder deleted, the folder kept for a file beside it", async () => {
@@ -336,19 +296,14 @@ describe("a pushed commit that deletes a run's folder, at the edges", () => {
     await threeRuns(d);
     const work = join(await tempDir(), "work");
     await pushFiles(d.w.gitdir, work, { "runs/r-gone/grants.json": "{}\n" }, "a grants file");
-    const { scheduler, events } = makeScheduler(d.store, d.clock);
-    await scheduler.start();
-    try {
+    await withLiveHost(d, async (scheduler, events) => {
       await viewAt(scheduler, await tipOf(d));
       await pushRemovals(d.w.gitdir, work, ["runs/r-gone/events"], "remove r-gone's log");
       d.store.poke(RID);
       await expectAsFresh(d, scheduler);
       await fireAll(d, scheduler, events, ["r-keep/k", "r-soon/s"]);
       await expectAsFresh(d, scheduler);
-    } finally {
-      await scheduler.stop();
-    }
-    await warmAsFresh(d);
+    });
   });
   it("the push lands while a fire commit of that run is in flight: its compare-and-swap loses, the retry is planned on the push", async () => {
     const d = await deployment();
@@ -368,9 +323,7 @@ describe("a pushed commit that deletes a run's folder, at the edges", () => {
           return delta;
         },
       });
-    const { scheduler, events } = makeScheduler(d.store, d.clock);
-    await scheduler.start();
-    try {
+    await withLiveHost(d, async (scheduler, events) => {
       await viewAt(scheduler, await tipOf(d));
       await d.clock.advance(60_000);
       await settle(d.clock, scheduler, () => pushed !== null, "the fire commit was planned");
@@ -384,10 +337,7 @@ describe("a pushed commit that deletes a run's folder, at the edges", () => {
       await fireAll(d, scheduler, events, ["r-gone/g1", "r-gone/g2", "r-keep/k"]);
       await noFolder(d, "r-soon");
       await expectAsFresh(d, scheduler);
-    } finally {
-      await scheduler.stop();
-    }
-    await warmAsFresh(d);
+    });
   });
   it("an unreadable run (an event's object lost) whose folder a commit deletes leaves the unreadable runs", async () => {
     const d = await losing();
@@ -395,9 +345,7 @@ describe("a pushed commit that deletes a run's folder, at the edges", () => {
     const keep = await d.w.run([started(), timerSet(2, "k", LATER)]);
     await d.w.commit({ "r-lost": lost.tree, "r-keep": keep.tree });
     await d.w.lose(lost.blobs[1] as string);
-    const { scheduler, events } = makeScheduler(d.store, d.clock);
-    await scheduler.start();
-    try {
+    await withLiveHost(d, async (scheduler, events) => {
       expect((await viewAt(scheduler, await tipOf(d))).unreadable).toEqual(["r-lost"]);
       // A commit on the tip without r-lost's folder (git cannot clone a repository with an object lost).
       const runsTree = await d.w.tree([{ mode: "40000", name: "r-keep", oid: keep.tree }]);
@@ -408,9 +356,6 @@ describe("a pushed commit that deletes a run's folder, at the edges", () => {
       const live = await expectAsFresh(d, scheduler);
       expect({ unreadable: live.unreadable, statsRuns: live.statsRuns }).toEqual({ unreadable: [], statsRuns: 1 });
       await fireAll(d, scheduler, events, ["r-keep/k"]);
-    } finally {
-      await scheduler.stop();
-    }
-    await warmAsFresh(d);
+    });
   });
 });
