@@ -39,10 +39,9 @@ Options:
       --after CURSOR   list the timers after CURSOR (the previous page's nextAfter)
       --json           print {now, timers: [{repoId, runId, timerId, fireAt, dueInMs, lateMs,
                        setSeq, cron?, timezone?, misfire?, stepId?}], pendingTimers,
-                       badEvents: [{repoId,
-                       runId, path, seq, code, message}], failedRepos: [{repoId, code,
-                       message}], unreadableRuns: [{repoId, runId, path, code, message}],
-                       repos, runs}; dueInMs is the time until fireAt and lateMs the time
+                       badEvents: [{repoId, runId, path, seq, code, message}],
+                       failedRepos: [{repoId, code, message}], unreadableRuns: [{repoId,
+                       runId, path, code, message}], repos, runs, nextAfter}; dueInMs is the time until fireAt and lateMs the time
                        past it, in ms (one of them is 0); a deployment that cannot be read
                        (failedRepos) or a run whose folder cannot be read (unreadableRuns:
                        object_missing, object_corrupt) or whose events entry is a file or a
