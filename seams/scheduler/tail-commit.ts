@@ -5,7 +5,9 @@
  * to this commit's state (same events tree oid) is left as it is: a state is a function of its
  * tree. Runs a retention commit moved to the archive ref are dropped, unreported; runs whose
  * folder a commit deleted any other way (a push) are dropped too, their removed event files
- * reported as rewrites, so the view is what a fresh recovery at the commit reads.
+ * reported as rewrites, so the view is what a fresh recovery at the commit reads. A sealed log
+ * that was a run's whole log (`events.jsonl`, no event files) is as immutable as an event file:
+ * its removal or change is reported the same way, unless retention moved the run.
  */
 import { WorkflowHostError } from "../../src/errors.js";
 import type { CommitChange, Principal } from "../../src/substrate/types.js";
@@ -13,7 +15,7 @@ import { parseEvent } from "../../src/workflow/events.js";
 import { parseCompactedLogPath, runEventsPrefix, runsPrefix } from "../../src/workflow/paths.js";
 import { immutableChangedProblem } from "../../src/workflow/run-folder.js";
 import { isRegularFileMode } from "../../src/substrate/tree-object.js";
-import { afterTerminalProblem, classifyRunPath, rewrittenProblem, sequenceProblems } from "../../src/workflow/log-problems.js";
+import { afterTerminalProblem, classifyRunPath, rewrittenProblem, sealRewrittenProblem, sequenceProblems } from "../../src/workflow/log-problems.js";
 import type { BadEvent } from "../../src/workflow/run-log.js";
 import { applyEvent } from "../../src/workflow/run-state.js";
 import { createTimeSlicer, DEFAULT_SLICE_MS } from "../../src/time/time-slicer.js";
@@ -45,7 +47,8 @@ export async function applyTailCommit(view: DeploymentView, commit: CommitChange
     if (runId !== undefined) sealing.add(runId);
   }
   const folded: BadEvent[] = [];
-  // Runs whose event files this commit removes outside a seal: a retention commit's, or a rewrite.
+  // Runs whose event files (or whole sealed log) this commit removes outside a seal: a retention
+  // commit's, or a rewrite.
   const removedRuns = new Set<string>();
   for (const change of commit.changes) {
     if (adopted !== undefined && adopted.has(runIdOfPath(change.path))) continue;
@@ -76,6 +79,13 @@ export async function applyTailCommit(view: DeploymentView, commit: CommitChange
       if (change.status === "deleted" && sealing.has(place.runId)) folded.push(rewrittenProblem(place.runId, place.seq, change.path, change.status));
       else problems.set(change.path, rewrittenProblem(place.runId, place.seq, change.path, change.status));
       if (change.status === "deleted" && !sealing.has(place.runId)) removedRuns.add(place.runId);
+    } else if (place.kind === "run" && change.status !== "added" && parseCompactedLogPath(change.path) !== null && readFromSealAlone(view, place.runId)) {
+      // The run's whole log as the view holds it (before this commit), changed or removed: a
+      // seal never changes, so it is reported as an event file would be (a valid seal only: an
+      // invalid one, reported when read, may be replaced or removed). Not for a run that
+      // retention moved to the archive ref (see below).
+      problems.set(change.path, sealRewrittenProblem(place.runId, change.path, change.status));
+      if (change.status === "deleted") removedRuns.add(place.runId);
     }
   }
   if (removedRuns.size > 0) {
@@ -178,6 +188,16 @@ function reportPauseChange(view: DeploymentView, runId: string, timerId: string,
   }
   const reason = isSchedulePaused(event) && typeof event.data.reason === "string" ? event.data.reason : undefined;
   view.ctx.report({ type: "paused", repoId: view.repoId, runId, timerId, ...(reason === undefined ? {} : { reason }), commitSha });
+}
+
+/**
+ * Whether the view read the run's log from its sealed log alone: no `events/` folder (eventsOid
+ * null, as the view records it from the tree), and ended (only a valid seal is read as the log;
+ * an invalid one leaves the run with no events). A run held as a row is looked at as it is.
+ */
+function readFromSealAlone(view: DeploymentView, runId: string): boolean {
+  const held = view.runs.base(runId);
+  return held !== undefined && held.eventsOid === null && held.state.terminal !== null;
 }
 
 /** The run a path under `runs/` belongs to, or "" for any other path. */

@@ -7,7 +7,8 @@
  *   name is not a run id, anything in a run folder outside its layout (see run-folder.ts);
  * - breaks of density: a first seq above 1, missing seqs;
  * - events after a terminal event;
- * - an event file changed or removed after it was written (the log is append-only);
+ * - an event file changed or removed after it was written (the log is append-only), and so a
+ *   sealed log (`events.jsonl`) that was the run's whole log (a seal never changes);
  * - a schedule event the schedule controls never write (see `ScheduleProblem` in run-state.ts).
  */
 import { WorkflowHostError, type ErrorCode } from "../errors.js";
@@ -106,6 +107,14 @@ export function scheduleProblem(runId: string, seq: number, detail: string): Bad
 /** An event file a later commit modified or deleted: the log is append-only. */
 export function rewrittenProblem(runId: string, seq: number, path: string, status: "modified" | "deleted"): BadEvent {
   return problem(runId, path, seq, "event_invalid", `${path} was ${status} after it was written; event files are append-only, so the log now reads as the new tip says`);
+}
+
+/**
+ * A sealed log (`runs/<runId>/events.jsonl`) a later commit modified or deleted while it was the
+ * run's whole log (a valid seal, no event files beside it): a seal never changes. `seq` null.
+ */
+export function sealRewrittenProblem(runId: string, path: string, status: "modified" | "deleted"): BadEvent {
+  return problem(runId, path, null, "event_invalid", `${path} was ${status} after it was written; a sealed log never changes, so the log now reads as the new tip says`);
 }
 
 function notARunFolder(path: string, what: string): BadEvent {

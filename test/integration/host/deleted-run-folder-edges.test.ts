@@ -2,9 +2,11 @@
  * Edges of a pushed commit that deletes a run's whole folder (design notes §94): the push racing
  * a fire commit of that run (either wins the compare-and-swap), a folder deleted and re-created
  * with another log (in one commit, or two quick ones), a series (cron) run and a paused one, a
- * sealed run (`events.jsonl`), the whole `runs/` folder, a run folder replaced by a file of the
- * same name, and a warm restart from the recovery index right after such a push. In each, the
- * live view equals a fresh recovery at the tip (runs, pending timers, `stats().runs`), nothing
+ * sealed run (`events.jsonl` alone: its log deleted, its folder deleted or its log changed, each
+ * reported as a removed event file is; moved to the archive ref, sealed, or an invalid seal
+ * removed, none of them reported), the whole `runs/` folder, a run folder replaced by a file of
+ * the same name, and a warm restart from the recovery index right after such a push. In each,
+ * the live view equals a fresh recovery at the tip (runs, pending timers, `stats().runs`), nothing
  * of a deleted run fires, no timer fires twice, and no commit fails. Real git CLI on a real
  * store, the real scheduler on a fake clock.
  */
@@ -24,6 +26,9 @@ const RID = { kind: WORKFLOW_RUN_KIND, id: "d" };
 const LATER = "2026-01-01T12:05:00.000Z";
 const LATEST = "2026-01-01T12:06:00.000Z";
 const cronSet = (seq: number, timerId: string): string => event(seq, "TimerSet", { timerId, fireAt: SOON, cron: "* * * * *" });
+const SEALED = "runs/r-sealed/events.jsonl";
+/** A sealed log of `lines`: each event's bytes followed by \n. */
+const jsonl = (lines: readonly string[]): string => lines.map((l) => `${l}\n`).join("");
 
 const viewAt = (scheduler: WorkflowHostScheduler, commitSha: string): Promise<HeldView> => heldViewAt(scheduler, "d", commitSha);
 const freshViewAt = (d: PlumbingDeployment<GitWriter>, commitSha: string): Promise<HeldView> => freshHeldViewAt(d.store, d.clock, "d", commitSha);
@@ -184,18 +189,110 @@ describe("a pushed commit that deletes a run's folder, at the edges", () => {
     });
   });
 
-  it("a sealed run (events.jsonl) deleted", async () => {
-    const d = await deployment();
+  /** `r-sealed`: an ended run kept as its sealed log alone (no events/ folder), pushed beside the three runs. */
+  async function withSealedRun(d: PlumbingDeployment<GitWriter>, work: string): Promise<void> {
     await threeRuns(d);
+    await pushFiles(d.w.gitdir, work, { [SEALED]: jsonl([started(), event(2, "RunCompleted", {})]) }, "a sealed run");
+  }
+
+  /** The bad events reported of `runId`, as `path seq message` (a message starts with its code). */
+  const badLines = (events: readonly SchedulerEvent[], runId: string): string[] => badOf(events, runId).map((b) => `${b.path} ${String(b.seq)} ${b.error.message}`);
+  const rewritten = (status: "deleted" | "modified"): string =>
+    `${SEALED} null event_invalid: ${SEALED} was ${status} after it was written; a sealed log never changes, so the log now reads as the new tip says`;
+  const notEnded = `${SEALED} null event_invalid: ${SEALED} seals a run that has not ended; only a run whose last event is RunCompleted, RunFailed or RunCancelled may be sealed`;
+
+  // A sealed log is as immutable as an event file: a push that deletes or changes it is reported
+  // like a removed event file, whatever it leaves of the run.
+  const sealedPushes: [string, readonly string[], Readonly<Record<string, string>>, readonly string[]][] = [
+    ["its events.jsonl deleted", [SEALED], {}, [rewritten("deleted")]],
+    ["its whole folder deleted", ["runs/r-sealed"], {}, [rewritten("deleted")]],
+    ["its events.jsonl modified to another ended log", [], { [SEALED]: jsonl([started(), event(2, "RunFailed", {})]) }, [rewritten("modified")]],
+    ["its events.jsonl modified to a log that has not ended, with a timer due in a minute", [], { [SEALED]: jsonl([started(), timerSet(2, "x", SOON)]) }, [rewritten("modified"), notEnded]],
+  ];
+  it.each(sealedPushes)("a sealed run (events.jsonl alone), %s: reported as a rewrite, and nothing of it fires", async (_what, remove, files, reported) => {
+    const d = await deployment();
     const work = join(await tempDir(), "work");
-    const sealed = [started(), event(2, "RunCompleted", {})].map((l) => `${l}\n`).join("");
-    await pushFiles(d.w.gitdir, work, { "runs/r-sealed/events.jsonl": sealed }, "a sealed run");
+    await withSealedRun(d, work);
     await withLiveHost(d, async (scheduler, events) => {
       expect((await viewAt(scheduler, await tipOf(d))).statsRuns).toBe(4);
+      expect(badLines(events, "r-sealed")).toEqual([]);
+      await pushEdit(d, work, remove, files, "change the sealed run");
+      d.store.poke(RID);
+      const live = await expectAsFresh(d, scheduler);
+      expect(live.pending.filter((p) => p.startsWith("r-sealed/"))).toEqual([]);
+      expect(badLines(events, "r-sealed")).toEqual(reported);
+      await fireAll(d, scheduler, events, ["r-gone/g1", "r-gone/g2", "r-keep/k", "r-soon/s"]);
+    });
+  });
+
+  it("a sealed run deleted after a warm start, the run held as the recovery index's row: reported as a rewrite", async () => {
+    const d = await deployment();
+    const work = join(await tempDir(), "work");
+    await withSealedRun(d, work);
+    const first = makeScheduler(d.store, d.clock);
+    await first.scheduler.start();
+    await viewAt(first.scheduler, await tipOf(d));
+    await first.scheduler.stop();
+    await withLiveHost(d, async (scheduler, events) => {
+      await viewAt(scheduler, await tipOf(d));
       await pushRemovals(d.w.gitdir, work, ["runs/r-sealed"], "remove the sealed run");
       d.store.poke(RID);
       expect((await expectAsFresh(d, scheduler)).statsRuns).toBe(3);
+      expect(badLines(events, "r-sealed")).toEqual([rewritten("deleted")]);
       await fireAll(d, scheduler, events, ["r-gone/g1", "r-gone/g2", "r-keep/k", "r-soon/s"]);
+    });
+  });
+
+  it("a sealed run moved to the archive ref (a retention commit, pushed): dropped, nothing reported", async () => {
+    const d = await deployment();
+    const work = join(await tempDir(), "work");
+    await withSealedRun(d, work);
+    await withLiveHost(d, async (scheduler, events) => {
+      await viewAt(scheduler, await tipOf(d));
+      // The archive commit: refs/archive/runs holds the very folder r-sealed has on main.
+      const folder = (await gitAt(d.w.gitdir, ["rev-parse", "main:runs/r-sealed"])).trim();
+      const runsTree = await d.w.tree([{ mode: "40000", name: "r-sealed", oid: folder }]);
+      const root = await d.w.tree([{ mode: "40000", name: "runs", oid: runsTree }]);
+      const archived = (await gitAt(d.w.gitdir, ["commit-tree", root, "-m", "archive r-sealed"])).trim();
+      await gitAt(d.w.gitdir, ["update-ref", "refs/archive/runs", archived]);
+      // The retention commit.
+      await pushRemovals(d.w.gitdir, work, ["runs/r-sealed"], "retention: r-sealed");
+      d.store.poke(RID);
+      expect((await expectAsFresh(d, scheduler)).statsRuns).toBe(3);
+      expect(badLines(events, "r-sealed")).toEqual([]);
+      await fireAll(d, scheduler, events, ["r-gone/g1", "r-gone/g2", "r-keep/k", "r-soon/s"]);
+    });
+  });
+
+  it("an events.jsonl standing alone that is not a valid seal, removed: reported once, when read, not again as a rewrite", async () => {
+    const d = await deployment();
+    const work = join(await tempDir(), "work");
+    await threeRuns(d);
+    await pushFiles(d.w.gitdir, work, { [SEALED]: jsonl([started(), timerSet(2, "x", SOON)]) }, "a log that has not ended, as a seal");
+    await withLiveHost(d, async (scheduler, events) => {
+      await viewAt(scheduler, await tipOf(d));
+      expect(badLines(events, "r-sealed")).toEqual([notEnded]);
+      await pushRemovals(d.w.gitdir, work, [SEALED], "remove the bad seal");
+      d.store.poke(RID);
+      await expectAsFresh(d, scheduler);
+      expect(badLines(events, "r-sealed")).toEqual([notEnded]);
+      await fireAll(d, scheduler, events, ["r-gone/g1", "r-gone/g2", "r-keep/k", "r-soon/s"]);
+    });
+  });
+
+  it("a commit that seals an ended run (events.jsonl added, its event files removed) reports nothing", async () => {
+    const d = await deployment();
+    const lines = [started(), event(2, "RunCompleted", {})];
+    const done = await d.w.run(lines);
+    const keep = await d.w.run([started(), timerSet(2, "k", LATER)]);
+    await d.w.commit({ "r-sealed": done.tree, "r-keep": keep.tree });
+    await withLiveHost(d, async (scheduler, events) => {
+      await viewAt(scheduler, await tipOf(d));
+      await pushEdit(d, join(await tempDir(), "work"), ["runs/r-sealed/events"], { [SEALED]: jsonl(lines) }, "seal r-sealed");
+      d.store.poke(RID);
+      expect((await expectAsFresh(d, scheduler)).statsRuns).toBe(2);
+      expect(badLines(events, "r-sealed")).toEqual([]);
+      await fireAll(d, scheduler, events, ["r-keep/k"]);
     });
   });
 
