@@ -33,6 +33,13 @@ export const QUICK_PACK_BYTES = 64 * 1024;
  */
 const WHOLE_PACK_MAX_BYTES = 8 * 1024 * 1024;
 /**
+ * How long (ms) a big pack's background trailer check waits after the pack's first read before
+ * it hashes anything: the reads that made it load (a start arming every pending timer) go
+ * first. Hashing a big deployment's packs beside a warm start of 1,000,000 events took ~6% of
+ * that start on its own thread (design notes §96). Close cuts the wait short.
+ */
+const TRAILER_CHECK_DELAY_MS = 1_000;
+/**
  * Bigger packs are read in windows of this size (plus {@link WINDOW_SPILL}), cached with the
  * whole packs (same byte budget): a recovery walks a 40 MB pack of 200 000 events mostly in
  * order, so a few windows serve it, where reading it whole kept 40 MB per pack in memory and
@@ -346,6 +353,8 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
   /** Big packs whose trailer is being or was checked in the background (see checkTrailer). */
   const trailerChecked = new Set<string>();
   const trailerChecks = new Set<Promise<void>>();
+  /** Trailer checks waiting out {@link TRAILER_CHECK_DELAY_MS}, each woken early by close. */
+  const trailerWaits = new Set<() => void>();
   let closing = false;
   /**
    * Packs whose index cannot be parsed (truncated, wrong checksum), with why: their objects
@@ -656,18 +665,28 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
 
   /**
    * Checks the trailer of a big pack (one read through windows, whose trailer no read checks) in
-   * the background, once per reader: its bytes hashed in chunks with the event loop given back
-   * between them (pack-reindex.ts). A mismatch is told as a small pack's is (the
-   * {@link PACK_CHECKSUM_WARNING}); the pack's entries are then hashed against their oids as
-   * well as checked against their CRC-32s, and the pack is not merged. Stopped by close; a pack
-   * that vanished meanwhile is let go.
+   * the background, once per reader, starting {@link TRAILER_CHECK_DELAY_MS} after its first read:
+   * its bytes hashed in chunks with the event loop given back between them (pack-reindex.ts). A
+   * mismatch is told as a small pack's is (the {@link PACK_CHECKSUM_WARNING}); the pack's
+   * entries are then hashed against their oids as well as checked against their CRC-32s, and
+   * the pack is not merged. Stopped by close (a wait cut short); a pack that vanished meanwhile
+   * is let go.
    */
   function checkTrailer(pack: LoadedPack): void {
     if (trailerChecked.has(pack.name)) return;
     trailerChecked.add(pack.name);
     const path = `${packDir}/${pack.name}.pack`;
     const check = (async () => {
-      await yieldToLoop();
+      await new Promise<void>((resolve) => {
+        const wake = (): void => {
+          clearTimeout(timer);
+          trailerWaits.delete(wake);
+          resolve();
+        };
+        // Not what keeps a process alive: a process about to exit skips the check.
+        const timer = setTimeout(wake, TRAILER_CHECK_DELAY_MS).unref();
+        trailerWaits.add(wake);
+      });
       const sums = await packTrailer(fs, path, pack.size, yieldToLoop, () => closing);
       if (sums === null) {
         // Stopped by close: not counted as checked.
@@ -1107,6 +1126,7 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
       // Kept written packs are a cache: a closed reader gives its share of the budget back.
       for (const name of [...written.keys()]) forgetWritten(name);
       closing = true;
+      for (const wake of [...trailerWaits]) wake();
       while (trailerChecks.size > 0) await Promise.all(trailerChecks);
       closing = false;
       while (revWrites.size > 0) await Promise.all(revWrites);

@@ -18,6 +18,7 @@
  * Bump {@link RUN_STATE_VERSION} whenever `reduceRunState` changes what it derives from a log:
  * summaries made by the old reducer are then ignored.
  */
+import { isAscii } from "node:buffer";
 import { isTerminalEventType } from "./event-shapes.js";
 import type { PendingTimer, TerminalEventType } from "./types.js";
 
@@ -299,7 +300,10 @@ export function noEventsOidAt(index: RecoveryIndex, row: number): boolean {
 export function decodeRecoveryColumns(bytes: Uint8Array, maxEventBytes: number): RecoveryIndex | null {
   let body: unknown;
   try {
-    body = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("utf8"));
+    const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    // Almost always ASCII (ids, oids, instants): then latin1 gives the same string without
+    // utf8's decoding, a third of the text step at 100,000 runs (a 19 MB file).
+    body = JSON.parse(isAscii(text) ? text.toString("latin1") : text.toString("utf8"));
   } catch {
     return null;
   }

@@ -140,29 +140,37 @@ describe("a truncated pack index", () => {
   });
 });
 
+const OK_TEXT = '{"ok":"small"}';
+
+/**
+ * A deployment whose one pack is over 8 MiB (read through windows) with one byte of its big blob
+ * flipped: only a read of that blob, or the pack's trailer, would see it.
+ * @returns the data dir and the pack's name (no extension)
+ */
+async function damagedBigPack(): Promise<{ dataDir: string; packName: string }> {
+  const dataDir = await tempDir();
+  const store = openStore(dataDir);
+  await store.initRepo(null, REPO);
+  // Random text does not shrink: the pack is over 8 MiB.
+  const big = randomBytes(7 * 1024 * 1024).toString("base64");
+  await store.writeTree(null, REPO, "main", { files: { "runs/r1/events/1.json": OK_TEXT, "runs/r2/blob.txt": big }, message: "big" });
+  await store.close();
+  const packDir = join(gitdirOf(dataDir), "objects", "pack");
+  const packs = (await readdir(packDir)).filter((n) => n.endsWith(".pack"));
+  expect(packs).toHaveLength(1);
+  const packPath = join(packDir, packs[0] as string);
+  const bytes = await readFile(packPath);
+  expect(bytes.length).toBeGreaterThan(8 * 1024 * 1024);
+  const at = bytes.indexOf(big.slice(0, 64));
+  expect(at).toBeGreaterThan(0);
+  bytes[at + 1_000_000] = bytes[at + 1_000_000] === 0x41 ? 0x42 : 0x41;
+  await writeFile(packPath, bytes);
+  return { dataDir, packName: (packs[0] as string).replace(/\.pack$/, "") };
+}
+
 describe("a pack over 8 MiB (read through windows) that fails its checksum", () => {
   it("is found by a check of its trailer in the background and told as a small pack's is; its other objects read", async () => {
-    const dataDir = await tempDir();
-    const gitdir = gitdirOf(dataDir);
-    const store = openStore(dataDir);
-    await store.initRepo(null, REPO);
-    // Random text does not shrink: the pack is over 8 MiB.
-    const big = randomBytes(7 * 1024 * 1024).toString("base64");
-    const okText = '{"ok":"small"}';
-    await store.writeTree(null, REPO, "main", { files: { "runs/r1/events/1.json": okText, "runs/r2/blob.txt": big }, message: "big" });
-    await store.close();
-    const packDir = join(gitdir, "objects", "pack");
-    const packs = (await readdir(packDir)).filter((n) => n.endsWith(".pack"));
-    expect(packs).toHaveLength(1);
-    const packPath = join(packDir, packs[0] as string);
-    const bytes = await readFile(packPath);
-    expect(bytes.length).toBeGreaterThan(8 * 1024 * 1024);
-    // One byte of the big blob flipped: only a read of that blob, or the trailer, would see it.
-    const at = bytes.indexOf(big.slice(0, 64));
-    expect(at).toBeGreaterThan(0);
-    bytes[at + 1_000_000] = bytes[at + 1_000_000] === 0x41 ? 0x42 : 0x41;
-    await writeFile(packPath, bytes);
-
+    const { dataDir, packName } = await damagedBigPack();
     const warnings: (Error & { code?: string })[] = [];
     const listen = (w: Error): void => {
       warnings.push(w);
@@ -171,13 +179,46 @@ describe("a pack over 8 MiB (read through windows) that fails its checksum", () 
     const reopened = openStore(dataDir);
     try {
       const reads = await reopened.openCommittedReads(null, REPO, "main");
-      expect(Buffer.from((await reads.readBlob("runs/r1/events/1.json")) as Uint8Array).toString()).toBe(okText);
-      const packName = (packs[0] as string).replace(/\.pack$/, "");
+      expect(Buffer.from((await reads.readBlob("runs/r1/events/1.json")) as Uint8Array).toString()).toBe(OK_TEXT);
       await vi.waitFor(() => expect(warnings.filter((w) => w.code === "WORKFLOW_HOST_PACK_CHECKSUM" && w.message.includes(packName))).toHaveLength(1), { timeout: 20_000, interval: 20 });
-      expect(Buffer.from((await reads.readBlob("runs/r1/events/1.json")) as Uint8Array).toString()).toBe(okText);
+      expect(Buffer.from((await reads.readBlob("runs/r1/events/1.json")) as Uint8Array).toString()).toBe(OK_TEXT);
       await expect(reads.readBlob("runs/r2/blob.txt")).rejects.toMatchObject({ code: "object_corrupt" });
     } finally {
       await reopened.close();
+      process.off("warning", listen);
+    }
+  });
+
+  it("waits a while after the first read before it hashes the pack, and a close during that wait returns without it", async () => {
+    const { dataDir, packName } = await damagedBigPack();
+    const warnings: (Error & { code?: string })[] = [];
+    const listen = (w: Error): void => {
+      warnings.push(w);
+    };
+    const told = (): (Error & { code?: string })[] => warnings.filter((w) => w.code === "WORKFLOW_HOST_PACK_CHECKSUM" && w.message.includes(packName));
+    process.on("warning", listen);
+    try {
+      // Only the timers are faked: the check's wait can then end only by close (a close that
+      // waited it out would never return), while the file system and the event loop run as usual.
+      vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
+      try {
+        const reopened = openStore(dataDir);
+        const reads = await reopened.openCommittedReads(null, REPO, "main");
+        expect(Buffer.from((await reads.readBlob("runs/r1/events/1.json")) as Uint8Array).toString()).toBe(OK_TEXT);
+        await reopened.close();
+        expect(told()).toEqual([]);
+      } finally {
+        vi.useRealTimers();
+      }
+      // A reader opened later checks the pack once its wait is over.
+      const again = openStore(dataDir);
+      try {
+        await (await again.openCommittedReads(null, REPO, "main")).readBlob("runs/r1/events/1.json");
+        await vi.waitFor(() => expect(told()).toHaveLength(1), { timeout: 20_000, interval: 20 });
+      } finally {
+        await again.close();
+      }
+    } finally {
       process.off("warning", listen);
     }
   });

@@ -31,6 +31,14 @@ describe("recovery index file", () => {
     expect(decoded === null ? null : [...decoded]).toEqual(summaries);
   });
 
+  it("reads back text beyond ASCII (a step id, a timer id) as written, byte for byte", () => {
+    const wide: [string, RunSummary][] = [
+      ["r5", { runTreeOid: oid("a"), eventsOid: oid("b"), lastEventOid: oid("1"), maxFileSeq: 1, lastSeq: 1, terminal: null, pendingTimers: [{ timerId: "tür-⏰", fireAt: "2026-05-01T01:00:00.000Z", setSeq: 1, stepId: "wärten 𝄞" }] }],
+    ];
+    const decoded = decodeRecoveryIndex(encodeRecoveryIndex(LIMIT, [...summaries, ...wide]), LIMIT);
+    expect(decoded === null ? null : [...decoded]).toEqual([...summaries, ...wide]);
+  });
+
   it("says which archive commit its runs were checked against, when it was told; not when it was not", () => {
     for (const archiveSha of [oid("c"), null]) {
       const header: { archiveSha?: string | null } = {};
