@@ -203,6 +203,8 @@ function renderSchedules() {
         s.paused ? controlButton("Resume", "resume", s, !d.mayWrite) : controlButton("Pause…", "pause", s, !d.mayWrite),
         controlButton("Trigger now…", "trigger", s, !d.mayWrite),
       );
+      // Backfill is offered only where this token may write (the others show why they are off).
+      if (d.mayWrite) controls.append(controlButton("Backfill…", "backfill", s, false));
       if (!d.mayWrite) controls.append(el("span", "read only", "hint"));
       const tr = row([s.repoId, runButton(s.repoId, s.runId), s.timerId, el("code", s.cron), s.timezone, cell, ticks, last, controls]);
       tr.dataset.series = key;
@@ -244,9 +246,23 @@ const ACTIONS = {
   pause: { title: "Pause a schedule", confirm: "Pause", done: "Paused", reason: true },
   resume: { title: "Resume a schedule", confirm: "Resume", done: "Resumed", reason: false },
   trigger: { title: "Fire a schedule now", confirm: "Trigger now", done: "Triggered", reason: false },
+  backfill: { title: "Backfill a schedule", confirm: "Backfill", done: "Backfilled", reason: false, range: true },
 };
 
-/** Pause and trigger ask first (a reason for a pause; a trigger starts the workflow's step); resume does not. */
+/** An instant as the range fields show it: RFC 3339 in UTC, whole seconds (`2026-05-01T10:00:00Z`). */
+const rangeInstant = (ms) => new Date(Math.floor(ms / 1_000) * 1_000).toISOString().replace(/\.000Z$/, "Z");
+
+/**
+ * The backfill range offered: from the series' last tick (its last scheduled or backfilled
+ * slot; a trigger now is no tick), else from an hour ago, to now.
+ */
+function backfillRange(s) {
+  const now = Date.now();
+  const tick = s.lastFire && s.lastFire.kind !== "manual" && s.lastFire.scheduledFor ? Date.parse(s.lastFire.scheduledFor) : NaN;
+  return { from: rangeInstant(Number.isNaN(tick) ? now - 3_600_000 : tick), to: rangeInstant(now) };
+}
+
+/** Pause, trigger and backfill ask first (a reason for a pause; a range for a backfill; a trigger starts the workflow's step); resume does not. */
 function askAction(verb, s) {
   const target = { verb, repoId: s.repoId, runId: s.runId, timerId: s.timerId };
   if (verb === "resume") {
@@ -258,12 +274,39 @@ function askAction(verb, s) {
   $("action-title").textContent = a.title;
   $("action-what").textContent = verb === "pause"
     ? `No slot of ${s.timerId} (run ${s.runId} in ${s.repoId}) fires until it is resumed.`
-    : `Fire ${s.timerId} (run ${s.runId} in ${s.repoId}) once now; its next slot stays where it is.`;
+    : verb === "backfill"
+      ? `Fire once each slot of ${s.timerId} (run ${s.runId} in ${s.repoId}) from..to, both in the past and before its armed slot, that has not fired yet; a second backfill of the range fires nothing.`
+      : `Fire ${s.timerId} (run ${s.runId} in ${s.repoId}) once now; its next slot stays where it is.`;
   $("action-reason-field").hidden = !a.reason;
   $("action-reason").value = "";
+  $("action-range-field").hidden = !a.range;
+  if (a.range) {
+    const range = backfillRange(s);
+    $("action-from").value = range.from;
+    $("action-to").value = range.to;
+    $("action-max-ticks").value = "";
+  }
   $("action-confirm").textContent = a.confirm;
   $("action-dialog").showModal();
   if (a.reason) $("action-reason").focus();
+  if (a.range) $("action-from").focus();
+}
+
+/** The body of a backfill from the dialog's fields; the route checks them (its refusal is shown). */
+function backfillBody() {
+  const body = { from: $("action-from").value.trim(), to: $("action-to").value.trim() };
+  const maxTicks = $("action-max-ticks").value.trim();
+  if (maxTicks !== "") body.maxTicks = Number(maxTicks);
+  return body;
+}
+
+/** What a backfill did: how many slots fired (first … last), or that none did and why. */
+function backfillDone(what, r) {
+  const already = r.alreadyFired.length;
+  if (r.fired.length === 0) return `${what}: 0 slots fired, ${already} had fired already: ${r.emptyBecause ?? "nothing to fire"}; nothing written.`;
+  const first = utc(r.fired[0]);
+  const span = r.fired.length === 1 ? first : `${first} … ${utc(r.fired.at(-1))}`;
+  return `Backfilled ${what}: ${r.fired.length} slot${r.fired.length === 1 ? "" : "s"} fired (${span})${already > 0 ? `, ${already} had fired already` : ""}.`;
 }
 
 /** A key the host takes once per series (1-256 of A-Z a-z 0-9 _ . : -): a second send of the same one fires nothing. */
@@ -282,7 +325,9 @@ async function runAction(target, body) {
   try {
     const r = await api(`${seriesPath(target.repoId, target.runId, target.timerId)}/${target.verb}`, body);
     const nothing = r.outcome === "already_paused" || r.outcome === "not_paused" || r.outcome === "duplicate";
-    status.textContent = nothing ? `${what}: ${r.outcome.replace("_", " ")}; nothing written.` : `${ACTIONS[target.verb].done} ${what}.`;
+    status.textContent = target.verb === "backfill"
+      ? backfillDone(what, r)
+      : nothing ? `${what}: ${r.outcome.replace("_", " ")}; nothing written.` : `${ACTIONS[target.verb].done} ${what}.`;
   } catch (error) {
     if (state.token === null) return;
     status.classList.add("error");
@@ -520,7 +565,7 @@ function start() {
     $("action-dialog").close();
     if (target === null) return;
     const reason = $("action-reason").value.trim();
-    const body = target.verb === "pause" ? (reason === "" ? {} : { reason }) : { requestId: newRequestId() };
+    const body = target.verb === "pause" ? (reason === "" ? {} : { reason }) : target.verb === "backfill" ? backfillBody() : { requestId: newRequestId() };
     void runAction(target, body);
   });
   $("run-search").addEventListener("submit", (event) => {
