@@ -3,7 +3,9 @@
  * `update-ref`) beside a store and a scheduler on a fake clock: what the tests of damaged and
  * missing objects start from before they remove or damage one object on disk.
  */
-import { mkdir, rm } from "node:fs/promises";
+import { createHash } from "node:crypto";
+import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach } from "vitest";
 import type { SchedulerEvent } from "../../seams/scheduler/scheduler-types.js";
@@ -26,28 +28,68 @@ export const event = (seq: number, type: string, data: unknown): string => JSON.
 export const started = (): string => event(1, "WorkflowStarted", { workflow: "w" });
 export const timerSet = (seq: number, timerId: string, fireAt: string): string => event(seq, "TimerSet", { timerId, fireAt });
 
-/** Writes loose objects with git's plumbing; trees byte for byte as given (names in git's order). */
+/** A tree's bytes: `entries` in git's order (a folder's name sorts as if it ended in "/"). */
+function treeBytes(entries: readonly Entry[]): Buffer {
+  const sorted = [...entries].sort((a, b) => Buffer.compare(Buffer.from(a.mode === "40000" ? `${a.name}/` : a.name), Buffer.from(b.mode === "40000" ? `${b.name}/` : b.name)));
+  return Buffer.concat(sorted.flatMap((e) => [Buffer.from(`${e.mode} ${e.name}\0`, "utf8"), Buffer.from(e.oid, "hex")]));
+}
+
+/** The oid git gives a tree of these bytes (SHA-1 of "tree <size>\0" and the bytes). */
+const treeOid = (bytes: Buffer): string => createHash("sha1").update(`tree ${bytes.length}\0`).update(bytes).digest("hex");
+
+/**
+ * Writes loose objects with git's plumbing; trees byte for byte as given (names in git's order).
+ * {@link run} and {@link commit} write their objects of one type with one `git hash-object` (a
+ * folder's oid, which its parent's bytes name, computed here first and checked against git's).
+ */
 export class GitWriter {
   constructor(readonly gitdir: string) {}
   async blob(text: string): Promise<string> {
     return (await git([`--git-dir=${this.gitdir}`, "hash-object", "-w", "--stdin"], { input: text })).trim();
   }
   async tree(entries: readonly Entry[]): Promise<string> {
-    const sorted = [...entries].sort((a, b) => Buffer.compare(Buffer.from(a.mode === "40000" ? `${a.name}/` : a.name), Buffer.from(b.mode === "40000" ? `${b.name}/` : b.name)));
-    const bytes = Buffer.concat(sorted.flatMap((e) => [Buffer.from(`${e.mode} ${e.name}\0`, "utf8"), Buffer.from(e.oid, "hex")]));
-    return (await git([`--git-dir=${this.gitdir}`, "hash-object", "-t", "tree", "-w", "--stdin"], { input: bytes })).trim();
+    return (await git([`--git-dir=${this.gitdir}`, "hash-object", "-t", "tree", "-w", "--stdin"], { input: treeBytes(entries) })).trim();
+  }
+  /**
+   * Writes each of `contents` as an object of `type` with one `git hash-object -w --no-filters`
+   * (as `--stdin` writes it: the bytes as they are); their oids, in order.
+   */
+  private async writeEach(type: "blob" | "tree", contents: readonly (string | Buffer)[]): Promise<string[]> {
+    const dir = await mkdtemp(join(tmpdir(), "wh-git-writer-"));
+    try {
+      const paths = contents.map((_, i) => join(dir, String(i)));
+      await Promise.all(contents.map((content, i) => writeFile(paths[i] as string, content)));
+      const oids = (await git([`--git-dir=${this.gitdir}`, "hash-object", "-w", "--no-filters", "-t", type, "--", ...paths])).trim().split("\n");
+      if (oids.length !== contents.length) throw new Error(`git hash-object wrote ${oids.length} objects of ${contents.length}`);
+      return oids;
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }
+  /** Writes trees each naming the one before (the first names no other); their oids, checked against git's. */
+  private async writeTreeChain(first: readonly Entry[], parents: readonly ((childOid: string) => readonly Entry[])[]): Promise<string[]> {
+    const bytes = [treeBytes(first)];
+    for (const parent of parents) bytes.push(treeBytes(parent(treeOid(bytes[bytes.length - 1] as Buffer))));
+    const oids = await this.writeEach("tree", bytes);
+    const expected = bytes.map(treeOid);
+    if (oids.join() !== expected.join()) throw new Error(`git wrote trees ${oids.join(", ")}, not ${expected.join(", ")}`);
+    return oids;
   }
   /** A run folder `{ events: { <seq>.json: text } }`; returns its oid, its events oid and each event's blob oid. */
   async run(files: readonly string[]): Promise<{ tree: string; events: string; blobs: string[] }> {
-    const blobs: string[] = [];
-    for (const text of files) blobs.push(await this.blob(text));
-    const events = await this.tree(blobs.map((oid, i) => ({ mode: "100644", name: `${i + 1}.json`, oid })));
-    return { tree: await this.tree([{ mode: "40000", name: "events", oid: events }]), events, blobs };
+    const blobs = files.length === 0 ? [] : await this.writeEach("blob", files);
+    const [events, tree] = (await this.writeTreeChain(
+      blobs.map((oid, i) => ({ mode: "100644", name: `${i + 1}.json`, oid })),
+      [(oid) => [{ mode: "40000", name: "events", oid }]],
+    )) as [string, string];
+    return { tree, events, blobs };
   }
   /** Commits `runs/<name>` for each run and moves `refs/heads/main` to it. */
   async commit(runs: Readonly<Record<string, string>>): Promise<{ commit: string; root: string; runsTree: string }> {
-    const runsTree = await this.tree(Object.entries(runs).map(([name, oid]) => ({ mode: "40000", name, oid })));
-    const root = await this.tree([{ mode: "40000", name: "runs", oid: runsTree }]);
+    const [runsTree, root] = (await this.writeTreeChain(
+      Object.entries(runs).map(([name, oid]) => ({ mode: "40000", name, oid })),
+      [(oid) => [{ mode: "40000", name: "runs", oid }]],
+    )) as [string, string];
     const commit = (await gitAt(this.gitdir, ["commit-tree", root, "-m", "deployment"])).trim();
     await gitAt(this.gitdir, ["update-ref", "refs/heads/main", commit]);
     return { commit, root, runsTree };

@@ -3,8 +3,11 @@
  * only when they are regular files within the documented bound (64 MiB; token files 16 MiB): a
  * FIFO no one writes to (which blocked the command for good), an endless device, a folder, or a
  * file over the bound is refused before it is read: config_invalid, exit 1, for every option (a
- * file the command cannot use fails the command; exit 2 is for the command line itself). Each
- * runs the real CLI in a child process.
+ * file the command cannot use fails the command; exit 2 is for the command line itself). A FIFO
+ * or a device is given to the real CLI in a child process (a read that regressed would block or
+ * never end: a child is killed after the test, a stuck read in this process is not); every other
+ * file goes to the CLI's entry in this process, which takes the same steps without the start-up of
+ * a child.
  */
 import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -14,7 +17,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { MAX_CONFIG_FILE_BYTES } from "../../../src/cli/read-config-file.js";
 import { loadTokenFile, MAX_TOKEN_FILE_BYTES } from "../../../src/http/http-tokens.js";
 import { useTempDirs } from "../../helpers/temp-dir.js";
-import { killAllChildren, runCliProcess } from "../host/cli-child.js";
+import { cliInProcess, killAllChildren, runCliProcess } from "../host/cli-child.js";
 
 const tempDir = useTempDirs("wfh-cli-file-kinds-");
 afterEach(killAllChildren);
@@ -49,10 +52,14 @@ async function pathOf(kind: Kind, bound: number): Promise<string> {
 
 const KINDS: Kind[] = ["fifo", "device", "folder", "over the bound"];
 
+/** The CLI for a path of `kind`: in a child process only where a read could block or never end. */
+const cliFor = (kind: Kind): ((args: readonly string[]) => Promise<{ code: number | null; stdout: string; stderr: string }>) =>
+  kind === "fifo" || kind === "device" ? runCliProcess : cliInProcess;
+
 describe("a file option given something other than a regular file within the bound", () => {
   it.each(KINDS)("schedule sync --file <%s>: config_invalid, exit 1, nothing read", async (kind) => {
     const file = await pathOf(kind, MAX_CONFIG_FILE_BYTES);
-    const run = await runCliProcess(["schedule", "sync", "-d", await tempDir(), "-r", "dep", "--file", file, "--json"]);
+    const run = await cliFor(kind)(["schedule", "sync", "-d", await tempDir(), "-r", "dep", "--file", file, "--json"]);
     expect(run.code).toBe(1);
     expect((JSON.parse(run.stdout) as { error: { code: string } }).error.code).toBe("config_invalid");
   });
@@ -60,7 +67,7 @@ describe("a file option given something other than a regular file within the bou
   it.each(KINDS)("serve --dispatch <%s>: config_invalid, exit 1, before the data dir is touched", async (kind) => {
     const file = await pathOf(kind, MAX_CONFIG_FILE_BYTES);
     const dataDir = join(await tempDir(), "data");
-    const run = await runCliProcess(["serve", "-d", dataDir, "--init", "--dispatch", file]);
+    const run = await cliFor(kind)(["serve", "-d", dataDir, "--init", "--dispatch", file]);
     expect(run.code).toBe(1);
     expect(run.stderr).toMatch(/^workflow-host: config_invalid: /);
     expect(existsSync(dataDir)).toBe(false);
@@ -69,7 +76,7 @@ describe("a file option given something other than a regular file within the bou
   it.each(KINDS)("serve --tokens <%s>: config_invalid, exit 1, before the data dir is touched", async (kind) => {
     const file = await pathOf(kind, MAX_TOKEN_FILE_BYTES);
     const dataDir = join(await tempDir(), "data");
-    const run = await runCliProcess(["serve", "-d", dataDir, "--init", "--http", "127.0.0.1:0", "--tokens", file]);
+    const run = await cliFor(kind)(["serve", "-d", dataDir, "--init", "--http", "127.0.0.1:0", "--tokens", file]);
     expect(run.code).toBe(1);
     expect(run.stderr).toMatch(/^workflow-host: config_invalid: /);
     expect(existsSync(dataDir)).toBe(false);
@@ -92,7 +99,7 @@ describe("a file option naming a file with bad content", () => {
     await writeFile(unknownField, JSON.stringify({ consumers: [], tokens: {}, revoked: [] }));
     const dataDir = join(root, "data");
     const syncDir = join(root, "sync-data");
-    expect((await runCliProcess(["repo", "create", "-d", syncDir, "-r", "dep"])).code).toBe(0);
+    expect((await cliInProcess(["repo", "create", "-d", syncDir, "-r", "dep"])).code).toBe(0);
     const runs: Record<string, string[]> = {
       "schedule sync --file": ["schedule", "sync", "-d", syncDir, "-r", "dep", "--file"],
       "serve --dispatch": ["serve", "-d", dataDir, "--init", "--dispatch"],
@@ -100,11 +107,11 @@ describe("a file option naming a file with bad content", () => {
     };
     for (const [what, argv] of Object.entries(runs)) {
       for (const file of [garbled, unknownField]) {
-        const run = await runCliProcess([...argv, file, "--json"]);
+        const run = await cliInProcess([...argv, file, "--json"]);
         expect({ what, file, code: run.code, error: (JSON.parse(run.stdout) as { error: { code: string } }).error.code }).toEqual({ what, file, code: 1, error: "config_invalid" });
       }
     }
-    const badFlag = await runCliProcess(["serve", "-d", dataDir, "--init", "--http", "127.0.0.1:0", "--tokens", garbled, "--poll-ms", "soon"]);
+    const badFlag = await cliInProcess(["serve", "-d", dataDir, "--init", "--http", "127.0.0.1:0", "--tokens", garbled, "--poll-ms", "soon"]);
     expect(badFlag.code).toBe(2);
     expect(badFlag.stderr).toMatch(/^workflow-host: usage: /);
     expect(existsSync(dataDir)).toBe(false);
@@ -138,11 +145,11 @@ describe("a file option naming a file with bad content", () => {
         /the key "payments" is given twice in tokens\["<a token>"\]\.deployments; only the last would count/,
       ],
     };
-    expect((await runCliProcess(["repo", "create", "-d", join(root, "sync-data"), "-r", "dep"])).code).toBe(0);
+    expect((await cliInProcess(["repo", "create", "-d", join(root, "sync-data"), "-r", "dep"])).code).toBe(0);
     for (const [what, [text, argv, message]] of Object.entries(files)) {
       const file = join(root, `${what.replace(/[^a-z]+/g, "-")}.json`);
       await writeFile(file, text);
-      const run = await runCliProcess([...argv, file]);
+      const run = await cliInProcess([...argv, file]);
       expect({ what, code: run.code, stderr: run.stderr }).toMatchObject({ what, code: 1, stderr: expect.stringMatching(/^workflow-host: config_invalid: /) });
       expect(run.stderr).toMatch(message);
       expect(run.stderr).not.toContain(token);
@@ -151,7 +158,7 @@ describe("a file option naming a file with bad content", () => {
     // A byte order mark before the JSON is skipped.
     const bom = join(root, "bom.json");
     await writeFile(bom, '\ufeff[{"runId":"r1","timerId":"h","cron":"0 * * * *"}]');
-    const sync = await runCliProcess(["schedule", "sync", "-d", join(root, "sync-data"), "-r", "dep", "--dry-run", "--file", bom]);
+    const sync = await cliInProcess(["schedule", "sync", "-d", join(root, "sync-data"), "-r", "dep", "--dry-run", "--file", bom]);
     expect([sync.code, sync.stdout]).toEqual([0, expect.stringContaining("1 to create")]);
     const tokens = join(root, "bom-tokens.json");
     await writeFile(tokens, `\ufeff{"tokens":{"${token}":{"principal":"ops","deployments":{"*":["read"]}}}}`);

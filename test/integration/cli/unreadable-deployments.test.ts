@@ -3,7 +3,9 @@
  * `repo list` names a deployment folder that is a dangling link or a link leading out of the data
  * dir (`path_escapes_data_dir`, exit 1, as `timers` and `check` do), and a `deployments` that is
  * a file is `io_failed` (errno ENOTDIR) for every command that lists deployments, never "0
- * deployments". Each runs the real CLI in a child process.
+ * deployments". The commands run through the CLI's in-process entry (the same `main` a child
+ * runs, without its start-up); `serve` runs in a child process, which can be killed if a
+ * regression made it start serving.
  */
 import { mkdir, symlink, writeFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -12,7 +14,7 @@ import { gitAt } from "../../helpers/git-cli.js";
 import { useTempDirs } from "../../helpers/temp-dir.js";
 import { openWorkflowStore } from "../../../src/host/open-workflow-store.js";
 import { WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
-import { runCliProcess } from "../host/cli-child.js";
+import { cliInProcess, runCliProcess } from "../host/cli-child.js";
 
 const tempDir = useTempDirs("wfh-cli-unreadable-");
 
@@ -20,7 +22,7 @@ const tempDir = useTempDirs("wfh-cli-unreadable-");
 async function dataDirWithLink(target: (root: string) => Promise<string>): Promise<string> {
   const root = await tempDir();
   const dataDir = join(root, "data");
-  expect((await runCliProcess(["repo", "create", "-d", dataDir, "-r", "good"])).code).toBe(0);
+  expect((await cliInProcess(["repo", "create", "-d", dataDir, "-r", "good"])).code).toBe(0);
   await symlink(await target(root), join(dataDir, "deployments", "link.git"));
   return dataDir;
 }
@@ -44,7 +46,7 @@ describe("repo list with a deployment folder that is a symbolic link it must not
     ["leading out of the data dir", outside],
   ])("names the %s link as unreadable (path_escapes_data_dir), lists the others, exit 1 (JSON)", async (_, target) => {
     const dataDir = await dataDirWithLink(target);
-    const run = await runCliProcess(["repo", "list", "-d", dataDir, "--json"]);
+    const run = await cliInProcess(["repo", "list", "-d", dataDir, "--json"]);
     expect(run.code).toBe(1);
     const body = JSON.parse(run.stdout) as RepoListJson;
     expect(body.repos.map((r) => r.repoId)).toEqual(["good"]);
@@ -57,7 +59,7 @@ describe("repo list with a deployment folder that is a symbolic link it must not
     ["leading out of the data dir", outside],
   ])("names the %s link on stderr and on stdout, exit 1 (text)", async (_, target) => {
     const dataDir = await dataDirWithLink(target);
-    const run = await runCliProcess(["repo", "list", "-d", dataDir]);
+    const run = await cliInProcess(["repo", "list", "-d", dataDir]);
     expect(run.code).toBe(1);
     expect(run.stderr).toMatch(/^workflow-host: path_escapes_data_dir: /m);
     expect(run.stdout).toMatch(/^good {2}\S+good\.git$/m);
@@ -75,7 +77,7 @@ describe("a data dir whose deployments is a plain file", () => {
 
   it.each(["repo list", "timers", "check"])("%s: io_failed (ENOTDIR), exit 1, never 0 deployments", async (command) => {
     const dataDir = await dataDirWithFile();
-    const run = await runCliProcess([...command.split(" "), "-d", dataDir, "--json"]);
+    const run = await cliInProcess([...command.split(" "), "-d", dataDir, "--json"]);
     expect(run.code).toBe(1);
     expect(run.stderr).toMatch(/^workflow-host: io_failed: .*ENOTDIR/m);
     expect((JSON.parse(run.stdout) as { error: { code: string } }).error.code).toBe("io_failed");

@@ -75,11 +75,13 @@ describe("host lock across processes", () => {
   it("takes over the lock of a SIGKILLed host, logs the takeover, and fires its timers once (D3)", async () => {
     const dataDir = await newDataDir();
     const gitdir = join(dataDir, "deployments", "dep.git");
-    expect((await cliInProcess(["timer", "set", "-d", dataDir, "-r", "dep", "--run", "r1", "-t", "after-crash", "--delay-ms", "20000"])).code).toBe(0);
-    // Due 20 s after it is set: far enough that a slow start of the first host still sees it pending
-    // (its banner counts it), so the fire is left to the host that takes over.
-    const crashed = spawnCli(["serve", "--data-dir", dataDir]);
-    await crashed.waitFor(/^serving .*1 timer armed/);
+    // The timer is set once the first host serves, and that host is killed as soon as it says it
+    // armed it: the 5 s before it is due are spent by the kill alone (not by the host's start-up,
+    // which takes seconds under load), so the fire is left to the host that takes over.
+    const crashed = spawnCli(["serve", "--data-dir", dataDir, "--poll-ms", "200"]);
+    await crashed.waitFor(/^serving /);
+    expect((await cliInProcess(["timer", "set", "-d", dataDir, "-r", "dep", "--run", "r1", "-t", "after-crash", "--delay-ms", "5000"])).code).toBe(0);
+    await crashed.waitFor(/ armed +dep\/r1\/after-crash for /);
     crashed.kill("SIGKILL");
     expect((await crashed.exited).signal).toBe("SIGKILL");
     // A killed process releases nothing: its lock folder and holder file stay behind.

@@ -5,15 +5,15 @@
  * happened, telling it once by a process warning naming the pack. A pack that fails its own
  * checksum is not indexed from: the damaged index stays reported as before, nothing rewritten.
  */
-import { copyFile, readdir, readFile, rename, truncate, unlink, utimes, writeFile } from "node:fs/promises";
-import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { copyFile, cp, readdir, readFile, rename, truncate, unlink, utimes, writeFile } from "node:fs/promises";
+import { basename, join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
 import { makeScheduler, repoIdOf } from "../../helpers/fixture-scheduler.js";
 import { git, gitAt, runGit } from "../../helpers/git-cli.js";
 import { armedRuns, badOf, event, fired, GitWriter, PAST, settleAdvancing, started, timerSet, usePlumbingDeployments } from "../../helpers/plumbing-deployment.js";
 import { flipInPack, packListing } from "../../helpers/pack-damage.js";
 import { checkDeployments } from "../../../src/host/check-deployments.js";
-import { useTempDirs } from "../../helpers/temp-dir.js";
+import { makeTempDir, removeTempDir, useTempDirs } from "../../helpers/temp-dir.js";
 import { collectWarnings } from "../../helpers/process-warnings.js";
 
 const tempDir = useTempDirs("wh-idx-rebuild-");
@@ -42,32 +42,41 @@ const deployment = usePlumbingDeployments(tempDir, (gitdir) => new PackingWriter
 /** A long event (so git finds deltas between the events of different runs). */
 const note = (seq: number, run: string): string => event(seq, "Noted", { run, text: `${"the same long text of every run, ".repeat(12)}${run}` });
 
+interface PackedHistory {
+  /** The pack's path without extension. */
+  readonly base: string;
+  /** `runId/timerId` of every timer due, sorted. */
+  readonly due: string[];
+  /** Each run's folders and event blobs. */
+  readonly objects: Record<string, string[]>;
+}
+
 /**
- * A deployment with history (two commits, six runs with similar events: packed with deltas),
- * each run with one timer due; returns the pack's path (no extension) and the timers due.
+ * Writes with `w` a deployment with history (two commits, six runs with similar events: packed
+ * with deltas), each run with one timer due.
  */
-async function historyPacked(d: Awaited<ReturnType<typeof deployment>>, refDeltas = false): Promise<{ base: string; due: string[]; objects: Record<string, string[]> }> {
+async function writeHistoryPacked(w: PackingWriter, refDeltas: boolean): Promise<PackedHistory> {
   const runs: Record<string, string> = {};
   const objects: Record<string, string[]> = {};
   const due: string[] = [];
   for (let i = 0; i < 3; i++) {
-    const r = await d.w.run([started(), note(2, `r${i}`), timerSet(3, `t${i}`, PAST)]);
+    const r = await w.run([started(), note(2, `r${i}`), timerSet(3, `t${i}`, PAST)]);
     runs[`r${i}`] = r.tree;
     objects[`r${i}`] = [r.tree, r.events, ...r.blobs];
     due.push(`r${i}/t${i}`);
   }
-  await d.w.commit(runs);
+  await w.commit(runs);
   for (let i = 3; i < 6; i++) {
-    const r = await d.w.run([started(), note(2, `r${i}`), note(3, `r${i}-again`), timerSet(4, `t${i}`, PAST)]);
+    const r = await w.run([started(), note(2, `r${i}`), note(3, `r${i}-again`), timerSet(4, `t${i}`, PAST)]);
     runs[`r${i}`] = r.tree;
     objects[`r${i}`] = [r.tree, r.events, ...r.blobs];
     due.push(`r${i}/t${i}`);
   }
-  const parent = (await gitAt(d.w.gitdir, ["rev-parse", "main"])).trim();
-  const { root } = await d.w.commit(runs);
-  const commit = (await gitAt(d.w.gitdir, ["commit-tree", root, "-p", parent, "-m", "second"])).trim();
-  await gitAt(d.w.gitdir, ["update-ref", "refs/heads/main", commit]);
-  const base = await d.w.pack(refDeltas);
+  const parent = (await gitAt(w.gitdir, ["rev-parse", "main"])).trim();
+  const { root } = await w.commit(runs);
+  const commit = (await gitAt(w.gitdir, ["commit-tree", root, "-p", parent, "-m", "second"])).trim();
+  await gitAt(w.gitdir, ["update-ref", "refs/heads/main", commit]);
+  const base = await w.pack(refDeltas);
   // The pack holds deltas (the rebuild resolves them).
   const listing = await git(["verify-pack", "-v", `${base}.idx`]);
   expect(listing).toMatch(/chain length = 1:/);
@@ -76,6 +85,37 @@ async function historyPacked(d: Awaited<ReturnType<typeof deployment>>, refDelta
   const deltaTypes = new Set(listing.split("\n").flatMap((l) => (/^[0-9a-f]{40} \w+ +\d+ \d+ \d+ \d+ [0-9a-f]{40}$/.test(l.trim()) ? [((pack[Number(l.trim().split(/\s+/)[4])] as number) >> 4) & 7] : [])));
   expect([...deltaTypes]).toEqual([refDeltas ? 7 : 6]);
   return { base, due: due.sort(), objects };
+}
+
+// Each variant (ofs- or ref-deltas) is written once for the file, in a bare repo of its own, and
+// copied into each test's deployment: git writes the same objects and pack every time (fixed
+// dates), so a copy holds what writing it again would, and the copy's files are as new as a
+// pack just written (the cases that need an older pack set its mtime).
+const pristineHistories = new Map<boolean, Promise<PackedHistory & { gitdir: string }>>();
+const pristineRoots: string[] = [];
+afterAll(async () => {
+  for (const root of pristineRoots.splice(0)) await removeTempDir(root);
+});
+
+/**
+ * {@link writeHistoryPacked}'s deployment in `d` (copied in; see above); returns the pack's path
+ * (no extension) and the timers due.
+ */
+async function historyPacked(d: Awaited<ReturnType<typeof deployment>>, refDeltas = false): Promise<PackedHistory> {
+  let pristine = pristineHistories.get(refDeltas);
+  if (pristine === undefined) {
+    pristine = (async () => {
+      const root = await makeTempDir("wh-idx-rebuild-pristine-");
+      pristineRoots.push(root);
+      const gitdir = join(root, "d.git");
+      await git(["init", "--bare", "-q", "-b", "main", gitdir]);
+      return { gitdir, ...(await writeHistoryPacked(new PackingWriter(gitdir), refDeltas)) };
+    })();
+    pristineHistories.set(refDeltas, pristine);
+  }
+  const { gitdir, base, due, objects } = await pristine;
+  await cp(gitdir, d.w.gitdir, { recursive: true, force: true });
+  return { base: join(d.w.packDir, basename(base)), due: [...due], objects };
 }
 
 /** The index `git index-pack` builds for a copy of the pack at `base` (no extension). */

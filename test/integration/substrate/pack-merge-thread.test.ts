@@ -6,7 +6,7 @@
 import { readFileSync } from "node:fs";
 import { cp, readdir, stat, utimes } from "node:fs/promises";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { allowAll } from "../../../src/substrate/allow-all.js";
 import { createBlockingFsAdapter, createFsAdapter, type FsAdapter } from "../../../src/substrate/fs-adapter.js";
 import { ScopedLruCache } from "../../../src/substrate/lru-cache.js";
@@ -19,7 +19,7 @@ import type { DeltaBase } from "../../../src/substrate/tree-object.js";
 import type { Oid, RepoId } from "../../../src/substrate/types.js";
 import { plainKind } from "../../helpers/append-merge.js";
 import { git, gitAt } from "../../helpers/git-cli.js";
-import { useTempDirs } from "../../helpers/temp-dir.js";
+import { makeTempDir, removeTempDir, useTempDirs } from "../../helpers/temp-dir.js";
 import { expectFsckClean } from "./fixtures/git-checks.js";
 
 const tempDir = useTempDirs("wh-merge-thread-");
@@ -29,9 +29,8 @@ const gitdirOf = (dataDir: string): string => join(dataDir, "deployments", "dep-
 const packDirOf = (dataDir: string): string => join(gitdirOf(dataDir), "objects", "pack");
 const runOf = (k: number): string => `r${String((k * 37) % 300).padStart(4, "0")}`;
 
-/** A deployment of 300 runs and 14 appends, one pack per commit, none merged yet. */
-async function unmergedRepo(): Promise<string> {
-  const dataDir = await tempDir();
+/** Writes into `dataDir` a deployment of 300 runs and 14 appends, one pack per commit, none merged yet. */
+async function writeUnmergedRepo(dataDir: string): Promise<void> {
   const store = createRepoStore({ dataDir, kindHandlers: [plainKind], authorize: allowAll, watch: false, packThreshold: 1, clock: () => new Date("2026-01-01T00:00:00Z") });
   await store.initRepo(null, REPO);
   const seed: Record<string, string> = {};
@@ -41,6 +40,23 @@ async function unmergedRepo(): Promise<string> {
     await store.writeTree(null, REPO, "main", { files: { [`runs/${runOf(k)}/events/${k + 2}.json`]: `{"seq":${k + 2},"type":"Step","data":{"k":${k}}}` }, message: `append ${k}` });
   }
   await store.close();
+}
+
+// Every test that starts from the unmerged deployment gets a copy of one written once for the
+// file (its packs' mtimes kept): the same bytes as writing it for each test, without 15 commits of a pack each per test.
+let pristineUnmerged = "";
+beforeAll(async () => {
+  pristineUnmerged = await makeTempDir("wh-merge-thread-pristine-");
+  await writeUnmergedRepo(pristineUnmerged);
+});
+afterAll(async () => {
+  if (pristineUnmerged !== "") await removeTempDir(pristineUnmerged);
+});
+
+/** A copy, in a folder of its own, of a deployment of 300 runs and 14 appends, one pack per commit, none merged yet. */
+async function unmergedRepo(): Promise<string> {
+  const dataDir = await tempDir();
+  await cp(pristineUnmerged, dataDir, { recursive: true, preserveTimestamps: true });
   return dataDir;
 }
 
