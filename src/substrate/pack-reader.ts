@@ -18,7 +18,7 @@ import { encodeReverseIndex, packOrder, parseReverseIndex, reverseIndexBytes } f
 import { createWindowReads } from "./pack-windows.js";
 import { writeHexOid } from "./hex-oid.js";
 import { packTrailer, rebuildPackIndex, salvagePackIndex } from "./pack-reindex.js";
-import { type Clock, systemClock } from "../time/clock.js";
+import { type Clock, createSystemTimers, systemClock, type Timers } from "../time/clock.js";
 import type { Oid } from "./types.js";
 
 /**
@@ -161,7 +161,15 @@ export interface PackReaderOptions {
    * mtimes the file system stamps, so the system clock in production (the default).
    */
   readonly clock?: Clock;
+  /**
+   * Timers for the wait before a big pack's trailer check ({@link TRAILER_CHECK_DELAY_MS}).
+   * Default: the system's, unref'd (a process about to exit does not wait to check a pack).
+   */
+  readonly timers?: Timers;
 }
+
+/** The default {@link PackReaderOptions.timers}. */
+const unrefTimers = createSystemTimers({ unref: true });
 
 /** The known packs of one repository and the reads out of them. */
 export interface PackReader {
@@ -324,6 +332,7 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
   const revWrites = new Set<Promise<void>>();
   const oidBytes = Buffer.alloc(20);
   const clock = opts.clock ?? systemClock;
+  const timers = opts.timers ?? unrefTimers;
   const now = (): number => clock().getTime();
   /** Indexes being rebuilt, by pack name: two scans meeting the same damage share one. */
   const rebuilding = new Map<string, Promise<Uint8Array>>();
@@ -679,12 +688,11 @@ export function createPackReader(opts: PackReaderOptions): PackReader {
     const check = (async () => {
       await new Promise<void>((resolve) => {
         const wake = (): void => {
-          clearTimeout(timer);
+          timers.clearTimeout(timer);
           trailerWaits.delete(wake);
           resolve();
         };
-        // Not what keeps a process alive: a process about to exit skips the check.
-        const timer = setTimeout(wake, TRAILER_CHECK_DELAY_MS).unref();
+        const timer = timers.setTimeout(wake, TRAILER_CHECK_DELAY_MS);
         trailerWaits.add(wake);
       });
       const sums = await packTrailer(fs, path, pack.size, yieldToLoop, () => closing);
