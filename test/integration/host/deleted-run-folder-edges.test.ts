@@ -91,6 +91,14 @@ async function warmAsFresh(d: PlumbingDeployment<GitWriter>): Promise<void> {
   }
 }
 
+/** Starts a host on `d` and stops it once its view is at the tip: the recovery index is written then. */
+async function writeIndexAtTip(d: PlumbingDeployment<GitWriter>): Promise<void> {
+  const first = makeScheduler(d.store, d.clock);
+  await first.scheduler.start();
+  await viewAt(first.scheduler, await tipOf(d));
+  await first.scheduler.stop();
+}
+
 /**
  * Starts a host on `d`, runs `body` with it (and its events), stops it, then checks a warm
  * restart from the index it wrote at stop against a fresh recovery (see {@link warmAsFresh}).
@@ -249,10 +257,7 @@ describe("a pushed commit that deletes a run's folder, at the edges", () => {
     const d = await deployment();
     const work = join(await tempDir(), "work");
     await withSealedRun(d, work);
-    const first = makeScheduler(d.store, d.clock);
-    await first.scheduler.start();
-    await viewAt(first.scheduler, await tipOf(d));
-    await first.scheduler.stop();
+    await writeIndexAtTip(d);
     await withLiveHost(d, async (scheduler, events) => {
       await viewAt(scheduler, await tipOf(d));
       await pushRemovals(d.w.gitdir, work, ["runs/r-sealed"], "remove the sealed run");
@@ -356,10 +361,7 @@ describe("a pushed commit that deletes a run's folder, at the edges", () => {
   it.each(afterIndex)("a warm restart right after the push (%s), the index written before it", async (_what, remove, files, expected) => {
     const d = await deployment();
     await threeRuns(d);
-    const first = makeScheduler(d.store, d.clock);
-    await first.scheduler.start();
-    await viewAt(first.scheduler, await tipOf(d));
-    await first.scheduler.stop();
+    await writeIndexAtTip(d);
     await pushEdit(d, join(await tempDir(), "work"), remove, files, "edit while the host was down");
     await warmAsFresh(d);
     const { scheduler, events } = makeScheduler(d.store, d.clock);
@@ -374,10 +376,7 @@ describe("a pushed commit that deletes a run's folder, at the edges", () => {
   it("a push after a warm start, the runs held as the recovery index's rows", async () => {
     const d = await deployment();
     await threeRuns(d);
-    const first = makeScheduler(d.store, d.clock);
-    await first.scheduler.start();
-    await viewAt(first.scheduler, await tipOf(d));
-    await first.scheduler.stop();
+    await writeIndexAtTip(d);
     await withLiveHost(d, async (scheduler, events) => {
       await viewAt(scheduler, await tipOf(d));
       await pushRemovals(d.w.gitdir, join(await tempDir(), "work"), ["runs/r-gone", "runs/r-soon"], "remove two runs");
