@@ -1,7 +1,7 @@
 /**
  * The host lock between real processes (cases D1, D3).
  */
-import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, utimesSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { gitAt } from "../../helpers/git-cli.js";
@@ -63,12 +63,36 @@ describe("host lock across processes", () => {
 
   it("waits for the guard another host holds (host.lock.guard/, made while it takes or releases the lock) instead of exiting without a word", async () => {
     const dataDir = await newDataDir();
-    // As another host leaves it in the middle of an acquire: fresh, so it is waited for, and it
-    // goes stale after 2 s (nobody refreshes it), so it is then removed and the lock taken.
-    mkdirSync(join(dataDir, "host.lock.guard"));
+    const guard = join(dataDir, "host.lock.guard");
+    // As another host holds it in the middle of an acquire: refreshed (its mtime set to now)
+    // every 250 ms for the first 3 s, so it is fresh whenever the host looks at it then, however
+    // long the host takes to start, and waited for; then left to go stale 2 s later (within the
+    // host's 5 s wait for a guard), removed and the lock taken.
+    mkdirSync(guard);
     const serve = spawnCli(["serve", "--data-dir", dataDir]);
-    const outcome = await Promise.race([serve.waitFor(/^serving /, 30_000).then(() => "serving"), serve.exited.then((exit) => `exited ${exit.code} ${serve.stderr()}`)]);
-    expect(outcome).toBe("serving");
+    let refreshing = true;
+    const refresher = setInterval(() => {
+      const now = new Date();
+      try {
+        utimesSync(guard, now, now);
+      } catch {
+        // Removed once stale: nothing left to refresh.
+      }
+    }, 250);
+    const stopRefreshing = setTimeout(() => {
+      clearInterval(refresher);
+      refreshing = false;
+    }, 3_000);
+    try {
+      const outcome = await Promise.race([
+        serve.waitFor(/^serving /, 30_000).then(() => (refreshing ? "serving while the guard was fresh" : "serving")),
+        serve.exited.then((exit) => `exited ${exit.code} ${serve.stderr()}`),
+      ]);
+      expect(outcome).toBe("serving");
+    } finally {
+      clearInterval(refresher);
+      clearTimeout(stopRefreshing);
+    }
     expect(await terminate(serve)).toBe(0);
   });
 
