@@ -65,7 +65,7 @@ describe("host lock across processes", () => {
     const dataDir = await newDataDir();
     const guard = join(dataDir, "host.lock.guard");
     // As another host holds it in the middle of an acquire: refreshed (its mtime set to now)
-    // every 250 ms for the first 3 s, so it is fresh whenever the host looks at it then, however
+    // every 250 ms for the first 2.5 s, so it is fresh whenever the host looks at it then, however
     // long the host takes to start, and waited for; then left to go stale 2 s later (within the
     // host's 5 s wait for a guard), removed and the lock taken.
     mkdirSync(guard);
@@ -82,7 +82,7 @@ describe("host lock across processes", () => {
     const stopRefreshing = setTimeout(() => {
       clearInterval(refresher);
       refreshing = false;
-    }, 3_000);
+    }, 2_500);
     try {
       const outcome = await Promise.race([
         serve.waitFor(/^serving /, 30_000).then(() => (refreshing ? "serving while the guard was fresh" : "serving")),
