@@ -4,10 +4,10 @@
  * missing objects start from before they remove or damage one object on disk.
  */
 import { createHash } from "node:crypto";
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { cp, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach } from "vitest";
+import { afterAll, afterEach } from "vitest";
 import type { SchedulerEvent } from "../../seams/scheduler/scheduler-types.js";
 import { allowAll } from "../../src/substrate/allow-all.js";
 import { createRepoStore } from "../../src/substrate/repo-store.js";
@@ -15,6 +15,7 @@ import type { RepoStore } from "../../src/substrate/types.js";
 import { createFakeClock, type FakeClock } from "../../src/testing/index.js";
 import { workflowRunKind } from "../../src/workflow/workflow-run-kind.js";
 import { git, gitAt } from "./git-cli.js";
+import { makeTempDir, removeTempDir } from "./temp-dir.js";
 import { outOfTurns } from "./wait-turns.js";
 
 /** The fake clock's start; PAST is due at once, SOON a minute later. */
@@ -27,6 +28,32 @@ export type Entry = { readonly mode: string; readonly name: string; readonly oid
 export const event = (seq: number, type: string, data: unknown): string => JSON.stringify({ seq, type, at: `2026-01-01T00:00:0${seq}.000Z`, data });
 export const started = (): string => event(1, "WorkflowStarted", { workflow: "w" });
 export const timerSet = (seq: number, timerId: string, fireAt: string): string => event(seq, "TimerSet", { timerId, fireAt });
+
+/**
+ * A fixture repository written once per test file and copied into each test that asks for it:
+ * the first call runs `write` on a new bare repo (branch `main`), every call copies that repo's
+ * files over `gitdir` and returns what `write` returned; the repo is removed after the file.
+ * For fixtures git writes the same way every time (fixed dates): a copy holds what writing them
+ * again would, in a folder of the test's own. Call it at the top of a test file.
+ */
+export function writtenOnce<T>(prefix: string, write: (gitdir: string) => Promise<T>): (gitdir: string) => Promise<T> {
+  let pristine: Promise<{ gitdir: string; value: T }> | undefined;
+  let root: string | undefined;
+  afterAll(async () => {
+    if (root !== undefined) await removeTempDir(root);
+  });
+  return async (into) => {
+    pristine ??= (async () => {
+      root = await makeTempDir(prefix);
+      const gitdir = join(root, "d.git");
+      await git(["init", "--bare", "-q", "-b", "main", gitdir]);
+      return { gitdir, value: await write(gitdir) };
+    })();
+    const { gitdir, value } = await pristine;
+    await cp(gitdir, into, { recursive: true, force: true });
+    return value;
+  };
+}
 
 /** A tree's bytes: `entries` in git's order (a folder's name sorts as if it ended in "/"). */
 function treeBytes(entries: readonly Entry[]): Buffer {

@@ -10,15 +10,14 @@
  * of a deleted run fires, no timer fires twice, and no commit fails. Real git CLI on a real
  * store, the real scheduler on a fake clock.
  */
-import { cp } from "node:fs/promises";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { SchedulerEvent, WorkflowHostScheduler } from "../../../seams/scheduler/scheduler-types.js";
 import { WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
 import { freshHeldViewAt, heldViewAt, makeScheduler, type HeldView } from "../../helpers/fixture-scheduler.js";
-import { git, gitAt, pushChanges, pushFiles, pushRemovals } from "../../helpers/git-cli.js";
-import { badOf, event, fired, GitWriter, LosingWriter, settle, SOON, started, timerSet, usePlumbingDeployments, type PlumbingDeployment } from "../../helpers/plumbing-deployment.js";
-import { makeTempDir, removeTempDir, useTempDirs } from "../../helpers/temp-dir.js";
+import { gitAt, pushChanges, pushFiles, pushRemovals } from "../../helpers/git-cli.js";
+import { badOf, event, fired, GitWriter, LosingWriter, settle, SOON, started, timerSet, usePlumbingDeployments, writtenOnce, type PlumbingDeployment } from "../../helpers/plumbing-deployment.js";
+import { useTempDirs } from "../../helpers/temp-dir.js";
 
 const tempDir = useTempDirs("wh-deleted-run-edges-");
 const deployment = usePlumbingDeployments(tempDir, (gitdir) => new GitWriter(gitdir));
@@ -45,23 +44,11 @@ const runFiles = (runId: string, lines: readonly string[]): Record<string, strin
 
 /** `r-gone` (due in 5 and 6 minutes), `r-soon` (due in a minute) and `r-keep` (in 5). */
 async function threeRuns(d: PlumbingDeployment<GitWriter>): Promise<void> {
-  await cp(await (pristineThreeRuns ??= writeThreeRuns()), d.w.gitdir, { recursive: true, force: true });
+  await threeRunsOnce(d.w.gitdir);
 }
 
-// The three runs are written once for the file, in a bare repo of its own, and copied into each
-// test's deployment: git writes the same objects every time (fixed dates), so a copy holds what
-// writing them again would.
-let pristineThreeRuns: Promise<string> | undefined;
-let pristineRoot: string | undefined;
-afterAll(async () => {
-  if (pristineRoot !== undefined) await removeTempDir(pristineRoot);
-});
-
-/** Writes {@link threeRuns}'s commit into a bare repo of its own; its gitdir. */
-async function writeThreeRuns(): Promise<string> {
-  pristineRoot = await makeTempDir("wh-deleted-run-edges-pristine-");
-  const gitdir = join(pristineRoot, "d.git");
-  await git(["init", "--bare", "-q", "-b", "main", gitdir]);
+/** {@link threeRuns}'s commit, written once for the file (see writtenOnce). */
+const threeRunsOnce = writtenOnce("wh-deleted-run-edges-pristine-", async (gitdir) => {
   const w = new GitWriter(gitdir);
   const runs = {
     "r-gone": await w.run([started(), timerSet(2, "g1", LATER), timerSet(3, "g2", LATEST)]),
@@ -69,8 +56,7 @@ async function writeThreeRuns(): Promise<string> {
     "r-keep": await w.run([started(), timerSet(2, "k", LATER)]),
   };
   await w.commit(Object.fromEntries(Object.entries(runs).map(([name, run]) => [name, run.tree])));
-  return gitdir;
-}
+});
 
 /** Checks the live view against a fresh recovery at the tip, and a warm restart from the index the live host writes at stop. */
 async function expectAsFresh(d: PlumbingDeployment<GitWriter>, scheduler: WorkflowHostScheduler): Promise<HeldView> {

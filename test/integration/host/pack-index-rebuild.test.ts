@@ -5,15 +5,15 @@
  * happened, telling it once by a process warning naming the pack. A pack that fails its own
  * checksum is not indexed from: the damaged index stays reported as before, nothing rewritten.
  */
-import { copyFile, cp, readdir, readFile, rename, truncate, unlink, utimes, writeFile } from "node:fs/promises";
+import { copyFile, readdir, readFile, rename, truncate, unlink, utimes, writeFile } from "node:fs/promises";
 import { basename, join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { makeScheduler, repoIdOf } from "../../helpers/fixture-scheduler.js";
 import { git, gitAt, runGit } from "../../helpers/git-cli.js";
-import { armedRuns, badOf, event, fired, GitWriter, PAST, settleAdvancing, started, timerSet, usePlumbingDeployments } from "../../helpers/plumbing-deployment.js";
+import { armedRuns, badOf, event, fired, GitWriter, PAST, settleAdvancing, started, timerSet, usePlumbingDeployments, writtenOnce } from "../../helpers/plumbing-deployment.js";
 import { flipInPack, packListing } from "../../helpers/pack-damage.js";
 import { checkDeployments } from "../../../src/host/check-deployments.js";
-import { makeTempDir, removeTempDir, useTempDirs } from "../../helpers/temp-dir.js";
+import { useTempDirs } from "../../helpers/temp-dir.js";
 import { collectWarnings } from "../../helpers/process-warnings.js";
 
 const tempDir = useTempDirs("wh-idx-rebuild-");
@@ -87,36 +87,19 @@ async function writeHistoryPacked(w: PackingWriter, refDeltas: boolean): Promise
   return { base, due: due.sort(), objects };
 }
 
-// Each variant (ofs- or ref-deltas) is written once for the file, in a bare repo of its own, and
-// copied into each test's deployment: git writes the same objects and pack every time (fixed
-// dates), so a copy holds what writing it again would, and the copy's files are as new as a
-// pack just written (the cases that need an older pack set its mtime).
-const pristineHistories = new Map<boolean, Promise<PackedHistory & { gitdir: string }>>();
-const pristineRoots: string[] = [];
-afterAll(async () => {
-  for (const root of pristineRoots.splice(0)) await removeTempDir(root);
-});
-
 /**
- * {@link writeHistoryPacked}'s deployment in `d` (copied in; see above); returns the pack's path
- * (no extension) and the timers due.
+ * {@link writeHistoryPacked}'s deployment in `d`, copied in from a repository written once per
+ * delta kind for the file: the copy's files are as new as a pack just written (the cases that
+ * need an older pack set its mtime). Returns the pack's path (no extension) and the timers due.
  */
 async function historyPacked(d: Awaited<ReturnType<typeof deployment>>, refDeltas = false): Promise<PackedHistory> {
-  let pristine = pristineHistories.get(refDeltas);
-  if (pristine === undefined) {
-    pristine = (async () => {
-      const root = await makeTempDir("wh-idx-rebuild-pristine-");
-      pristineRoots.push(root);
-      const gitdir = join(root, "d.git");
-      await git(["init", "--bare", "-q", "-b", "main", gitdir]);
-      return { gitdir, ...(await writeHistoryPacked(new PackingWriter(gitdir), refDeltas)) };
-    })();
-    pristineHistories.set(refDeltas, pristine);
-  }
-  const { gitdir, base, due, objects } = await pristine;
-  await cp(gitdir, d.w.gitdir, { recursive: true, force: true });
+  const { base, due, objects } = await (refDeltas ? refDeltaHistory : ofsDeltaHistory)(d.w.gitdir);
   return { base: join(d.w.packDir, basename(base)), due: [...due], objects };
 }
+
+/** {@link historyPacked}'s repository for each delta kind, written once for the file (see writtenOnce). */
+const ofsDeltaHistory = writtenOnce("wh-idx-rebuild-pristine-", (gitdir) => writeHistoryPacked(new PackingWriter(gitdir), false));
+const refDeltaHistory = writtenOnce("wh-idx-rebuild-pristine-", (gitdir) => writeHistoryPacked(new PackingWriter(gitdir), true));
 
 /** The index `git index-pack` builds for a copy of the pack at `base` (no extension). */
 async function indexByGit(base: string): Promise<Buffer> {

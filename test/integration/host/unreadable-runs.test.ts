@@ -9,9 +9,9 @@
  * schedule controls (`list`; `sync` writes nothing into a run it cannot read). A damaged `runs/`
  * folder still fails the whole deployment.
  */
-import { cp, truncate, rm, writeFile } from "node:fs/promises";
+import { truncate, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createScheduleControls } from "../../../seams/scheduler/schedule-controls.js";
 import { createWorkflowHostSignalChannel } from "../../../seams/signals/signal-channel.js";
 import { archiveEndedRuns } from "../../../src/host/archive-ended-runs.js";
@@ -20,9 +20,9 @@ import { compactRun } from "../../../src/host/compact-run.js";
 import { listPendingTimers } from "../../../src/host/list-pending-timers.js";
 import { appendRunEvents } from "../../../src/workflow/run-log-append.js";
 import { WORKFLOW_RUN_KIND } from "../../../src/workflow/workflow-run-kind.js";
-import { git, gitAt } from "../../helpers/git-cli.js";
-import { event, GitWriter, NOW, PAST, SOON, started, timerSet, usePlumbingDeployments, type PlumbingDeployment } from "../../helpers/plumbing-deployment.js";
-import { makeTempDir, removeTempDir, useTempDirs } from "../../helpers/temp-dir.js";
+import { gitAt } from "../../helpers/git-cli.js";
+import { event, GitWriter, NOW, PAST, SOON, started, timerSet, usePlumbingDeployments, writtenOnce, type PlumbingDeployment } from "../../helpers/plumbing-deployment.js";
+import { useTempDirs } from "../../helpers/temp-dir.js";
 import { startHttpHarness } from "../http/http-harness.js";
 import { runCli } from "../../unit/cli/cli-io.js";
 
@@ -82,25 +82,11 @@ async function damagedServed(): Promise<{ d: Awaited<ReturnType<typeof damaged>>
  */
 async function damaged(): Promise<PlumbingDeployment<DamagingWriter> & { oids: Record<string, string> }> {
   const d = await deployment();
-  const { gitdir, oids } = await (pristineDamaged ??= writePristineDamaged());
-  await cp(gitdir, d.w.gitdir, { recursive: true, force: true });
-  return { ...d, oids };
+  return { ...d, oids: await damagedOnce(d.w.gitdir) };
 }
 
-// The damaged deployment is written (and damaged) once for the file, in a bare repo of its own,
-// and copied into each test's deployment: git writes the same objects every time (fixed dates),
-// so a copy holds what writing and damaging it again would.
-let pristineDamaged: Promise<{ gitdir: string; oids: Record<string, string> }> | undefined;
-let pristineRoot: string | undefined;
-afterAll(async () => {
-  if (pristineRoot !== undefined) await removeTempDir(pristineRoot);
-});
-
-/** Writes {@link damaged}'s deployment into a bare repo of its own; its gitdir and the oids lost or torn. */
-async function writePristineDamaged(): Promise<{ gitdir: string; oids: Record<string, string> }> {
-  pristineRoot = await makeTempDir("wh-unreadable-runs-pristine-");
-  const gitdir = join(pristineRoot, "d.git");
-  await git(["init", "--bare", "-q", "-b", "main", gitdir]);
+/** {@link damaged}'s deployment, written and damaged once for the file (see writtenOnce); the oids lost or torn. */
+const damagedOnce = writtenOnce("wh-unreadable-runs-pristine-", async (gitdir) => {
   const d = { w: new DamagingWriter(gitdir) };
   const ok = await d.w.run([started(), timerSet(2, "t", SOON), cronSet(3, "c", "* * * * *")]);
   const lost = await d.w.run([started(), cronSet(2, "c2", "* * * * *")]);
@@ -113,8 +99,8 @@ async function writePristineDamaged(): Promise<{ gitdir: string; oids: Record<st
   await d.w.tear(torn.events);
   await d.w.lose(gap.blobs[2] as string);
   await d.w.lose(doneGap.blobs[1] as string);
-  return { gitdir, oids: { lost: lost.tree, torn: torn.events, gap: gap.blobs[2] as string, doneGap: doneGap.blobs[1] as string } };
-}
+  return { lost: lost.tree, torn: torn.events, gap: gap.blobs[2] as string, doneGap: doneGap.blobs[1] as string };
+});
 
 /** The two runs that cannot be read at all, as every list names them. */
 const UNREADABLE = [
