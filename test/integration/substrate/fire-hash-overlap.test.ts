@@ -1,5 +1,5 @@
 /**
- * Fire commits on a deployment whose `runs/` folder is big enough (≥ 256 KiB) for its oid to be
+ * Fire commits on a deployment whose `runs/` folder is big enough (≥ 1 MiB, BESIDE_MIN_BYTES) for its oid to be
  * hashed on the hasher thread while the pack's trailer hash is started beside it (design notes
  * §81): the packs must be what git expects (`git verify-pack -v`, `git fsck --strict --full`),
  * every commit's `runs/` oid the one `git mktree` computes from its entries, across many commits,
@@ -12,6 +12,7 @@ import { allowAll } from "../../../src/substrate/allow-all.js";
 import { packPrefixesUsed } from "../../../src/substrate/pack-file.js";
 import { createRepoStore } from "../../../src/substrate/repo-store.js";
 import { treeHasherReady, treeOidsHashedBeside } from "../../../src/substrate/tree-hasher.js";
+import { BESIDE_MIN_BYTES } from "../../../src/substrate/tree-object.js";
 import type { FolderAppend, RepoId } from "../../../src/substrate/types.js";
 import { plainKind } from "../../helpers/append-merge.js";
 import { git, gitAt, runGit } from "../../helpers/git-cli.js";
@@ -19,16 +20,18 @@ import { useTempDirs } from "../../helpers/temp-dir.js";
 
 const tempDir = useTempDirs("wh-hash-overlap-");
 const REPO: RepoId = { kind: plainKind.kind, id: "dep-1" };
-/** 4,600 runs of 32-character ids: a `runs/` folder of 4,600 × 59 bytes, 265 KiB. */
+/** 4,600 runs of 220-character ids: a `runs/` folder of 4,600 × 247 bytes, 1.08 MiB. */
 const RUNS = 4_600;
-const runId = (i: number): string => `run-${String(i).padStart(6, "0")}-${"x".repeat(21)}`;
+const runId = (i: number): string => `run-${String(i).padStart(6, "0")}-${"x".repeat(209)}`;
+/** The same runs with 32-character ids: 4,600 × 59 bytes, 265 KiB, below BESIDE_MIN_BYTES. */
+const smallRunId = (i: number): string => `run-${String(i).padStart(6, "0")}-${"x".repeat(21)}`;
 
-function fireAppends(round: number): FolderAppend[] {
+function fireAppends(round: number, idOf: (i: number) => string = runId): FolderAppend[] {
   const seq = round + 1;
   // Runs spread over the folder, a different set each round (some fired twice over the rounds).
   return Array.from({ length: 40 }, (_, k) => (k * 113 + round * 7) % RUNS)
     .sort((a, b) => a - b)
-    .map((i) => ({ folder: `runs/${runId(i)}`, sub: "events", files: [{ name: `${seq}-${round}.json`, content: Buffer.from(`{"seq":${seq},"round":${round},"run":${i},"type":"TimerFired"}`) }] }));
+    .map((i) => ({ folder: `runs/${idOf(i)}`, sub: "events", files: [{ name: `${seq}-${round}.json`, content: Buffer.from(`{"seq":${seq},"round":${round},"run":${i},"type":"TimerFired"}`) }] }));
 }
 
 describe("fire commits on a big runs/ folder, its oid hashed beside the pack's trailer", () => {
@@ -82,4 +85,29 @@ describe("fire commits on a big runs/ folder, its oid hashed beside the pack's t
       expect((await gitAt(gitdir, ["show", `main:${first.folder}/events/${file.name}`])).trim()).toBe(Buffer.from(file.content).toString());
     }
   }, 120_000);
+
+  it("hashes a runs/ folder below BESIDE_MIN_BYTES on the committing thread: the hand-over costs more than the hash", async () => {
+    expect(BESIDE_MIN_BYTES).toBeGreaterThan(RUNS * (27 + smallRunId(0).length));
+    expect(await treeHasherReady()).toBe(true);
+    const dataDir = await tempDir();
+    const gitdir = join(dataDir, "deployments", "dep-1.git");
+    const store = createRepoStore({ dataDir, kindHandlers: [plainKind], authorize: allowAll, watch: false, packThreshold: 1, clock: () => new Date("2026-01-01T00:00:00Z") });
+    await store.initRepo(null, REPO);
+    const files: Record<string, string> = {};
+    for (let i = 0; i < RUNS; i++) files[`runs/${smallRunId(i)}/events/1.json`] = `{"seq":1,"run":${i}}`;
+    await store.writeTree(null, REPO, "main", { files, message: "seed" });
+    const hashed = treeOidsHashedBeside();
+    const ROUNDS = 3;
+    for (let round = 1; round <= ROUNDS; round++) {
+      const result = await store.writeTreeDelta(null, REPO, "main", { message: `fire ${round}`, prevalidated: true, computeDelta: () => Promise.resolve({ appends: fireAppends(round, smallRunId) }) });
+      expect(result.committed).toBe(true);
+    }
+    expect(treeOidsHashedBeside() - hashed).toBe(0);
+    await store.close();
+    const fsck = await runGit([`--git-dir=${gitdir}`, "fsck", "--strict", "--full", "--no-dangling"]);
+    expect({ code: fsck.code, stdout: fsck.stdout, stderr: fsck.stderr }).toEqual({ code: 0, stdout: "", stderr: "" });
+    const tip = (await gitAt(gitdir, ["rev-parse", "main:runs"])).trim();
+    const listed = await gitAt(gitdir, ["ls-tree", "main:runs"]);
+    expect((await git([`--git-dir=${gitdir}`, "mktree", "--missing"], { input: `${listed.trimEnd()}\n` })).trim()).toBe(tip);
+  }, 60_000);
 });
