@@ -270,6 +270,7 @@ export function createConsumerLane(deps: LaneDeps): ConsumerLane {
     }
     if (issue.type === "bad_event") logger.warn(`consumer ${consumer.name}: bad event skipped: ${issue.path} (${issue.error.message})`, tag);
     else if (issue.type === "event_rewritten") logger.warn(`consumer ${consumer.name}: event ${issue.path} was ${issue.status} after commit; ignored`, tag);
+    else if (issue.type === "log_rewritten") logger.warn(`consumer ${consumer.name}: sealed log ${issue.path} was ${issue.status} after commit; its events are not handed over again`, tag);
     else logger.warn(`consumer ${consumer.name}: ref ${deps.ref} of ${rid.id} rewritten from ${issue.from ?? "nothing"} to ${issue.to}; events after the rewrite are handed over`, tag);
   }
 

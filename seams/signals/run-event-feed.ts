@@ -102,6 +102,7 @@ export function createRunEventFeed(opts: RunEventFeedOptions): RunEventFeed {
   function onIssue(issue: KindIssue): void {
     if (issue.type === "bad_event") logger.warn(`bad event skipped: ${issue.path} (${issue.error.message})`, { repoId, seq: issue.seq });
     else if (issue.type === "event_rewritten") logger.warn(`event ${issue.path} was ${issue.status} after commit; ignored`, { repoId });
+    else if (issue.type === "log_rewritten") logger.warn(`sealed log ${issue.path} was ${issue.status} after commit; its events are not delivered again`, { repoId });
     else logger.warn(`ref ${ref} of ${repoId} rewritten from ${issue.from ?? "nothing"} to ${issue.to}`, { repoId });
   }
 

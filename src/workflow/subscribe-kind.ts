@@ -3,7 +3,9 @@
  * files it added, parsed, in numeric seq order per run, and the events of a sealed log
  * (`events.jsonl`) it added that no event file held, so a run sealed in either form replays
  * every event once. Bad files and edits to existing events
- * (possible only through `git push`, which skips validatePush) are reported and skipped. A run
+ * (possible only through `git push`, which skips validatePush) are reported and skipped; so is a
+ * sealed log that was a run's whole log (valid, no event files beside it) and that a later
+ * commit modified or removed (`log_rewritten`: its events are not replayed a second time). A run
  * removed whole by a retention commit is not a rewrite when the archive ref holds each of its
  * removed event files unchanged (see run-archive.ts); any other removal is reported.
  */
@@ -28,6 +30,12 @@ export interface KindEvent {
 export type KindIssue =
   | { readonly type: "bad_event"; readonly runId: string; readonly seq: number; readonly path: string; readonly commitSha: string; readonly error: WorkflowHostError }
   | { readonly type: "event_rewritten"; readonly runId: string; readonly seq: number; readonly path: string; readonly commitSha: string; readonly status: "modified" | "deleted" }
+  /**
+   * A run's sealed log (`runs/<runId>/events.jsonl`) that was its whole log at the parent (valid,
+   * no event files beside it) and that this commit modified or removed: a seal never changes.
+   * Its events are not yielded again; the log now reads as the new tip says.
+   */
+  | { readonly type: "log_rewritten"; readonly runId: string; readonly path: string; readonly commitSha: string; readonly status: "modified" | "deleted" }
   | { readonly type: "ref_rewritten"; readonly from: string | null; readonly to: string };
 
 /** Parses one event file; the default is {@link parseEvent} with the file's seq checked. */
@@ -40,7 +48,7 @@ export interface SubscribeKindOptions {
   /** Only this run's events are yielded (default: every run). */
   readonly runId?: string;
   readonly signal?: AbortSignal;
-  /** Told about bad events, edited events and force pushes; default: ignored. */
+  /** Told about bad events, edited events and sealed logs, and force pushes; default: ignored. */
   readonly onIssue?: (issue: KindIssue) => void;
   /** Called after every commit has been handled, with the commit (its events already yielded). */
   readonly onCommit?: (commit: CommitChange) => void;
@@ -85,10 +93,20 @@ export async function* subscribeKind(
     const sealing = new Map<string, { path: string; oid: string; removed: { seq: number; path: string }[] }>();
     // Event files removed outside a seal: a rewrite, unless the run was archived (checked below).
     const removedFiles: { runId: string; seq: number; path: string; status: "modified" | "deleted" }[] = [];
+    // Sealed logs this commit modifies or removes: a rewrite when the seal was the run's whole log.
+    const sealChanges: { runId: string; path: string; status: "modified" | "deleted" }[] = [];
     for (const change of commit.changes) {
       const sealed = parseCompactedLogPath(change.path);
-      if (sealed !== null && change.status !== "deleted" && (options.runId === undefined || sealed.runId === options.runId)) {
-        sealing.set(sealed.runId, { path: change.path, oid: change.oid, removed: [] });
+      if (sealed === null || (options.runId !== undefined && sealed.runId !== options.runId)) continue;
+      if (change.status !== "deleted") sealing.set(sealed.runId, { path: change.path, oid: change.oid, removed: [] });
+      if (change.status !== "added") sealChanges.push({ runId: sealed.runId, path: change.path, status: change.status });
+    }
+    if (sealChanges.length > 0) {
+      const rewritten = await sealsRewritten(store, principal, repoId, commit, sealChanges);
+      for (const seal of rewritten) {
+        // Its events were yielded when the seal came: not again from the edited bytes.
+        sealing.delete(seal.runId);
+        onIssue({ type: "log_rewritten", runId: seal.runId, path: seal.path, commitSha: commit.commitSha, status: seal.status });
       }
     }
     for (const change of commit.changes) {
@@ -152,3 +170,32 @@ export async function* subscribeKind(
   }
 }
 
+
+/**
+ * Of `changes` (sealed logs a commit modified or removed), those that were their run's whole log
+ * at the parent: the seal valid and no event file beside it (a seal beside event files repeats
+ * them, and an invalid one was reported when it came, so changing either is no rewrite). A
+ * removal that moved the run to the archive ref (retention) is none either. The same rule the
+ * scheduler's tail applies (`sealRewrittenProblem`). A push is the only way here: the store's
+ * own commits never change a seal.
+ */
+async function sealsRewritten(
+  store: RepoStore,
+  principal: Principal,
+  repoId: RepoId,
+  commit: CommitChange,
+  changes: readonly { runId: string; path: string; status: "modified" | "deleted" }[],
+): Promise<{ runId: string; path: string; status: "modified" | "deleted" }[]> {
+  if (commit.parentSha === null) return [];
+  const parent = await store.openCommittedReads(principal, repoId, commit.parentSha);
+  const alone: { runId: string; path: string; status: "modified" | "deleted" }[] = [];
+  for (const change of changes) {
+    if ((await parent.listDir(runEventsPrefix(change.runId).slice(0, -1))).length > 0) continue;
+    const bytes = await parent.readBlob(change.path);
+    if (bytes === null || checkCompactedLog(change.runId, bytes).problem !== null) continue;
+    alone.push(change);
+  }
+  const removed = alone.filter((change) => change.status === "deleted").map((change) => change.runId);
+  const moved = removed.length === 0 ? new Set<string>() : await runsMovedToArchive(store, principal, repoId, commit.commitSha, commit.parentSha, removed);
+  return alone.filter((change) => !(change.status === "deleted" && moved.has(change.runId)));
+}

@@ -359,6 +359,44 @@ describe("compactRun", () => {
     expect(seen).toEqual([0, 1, 2]);
     await expect(h.append("old", { type: "StepDone" })).rejects.toMatchObject({ code: "event_invalid" });
   });
+
+  /** Pushes `runs/old/events.jsonl` alone (an ended run's whole log), then `change` as another push; what a subscriber from genesis gets. */
+  async function subscribeAcrossSealChange(h: Harness, change: () => Promise<void>): Promise<{ seen: number[]; issues: KindIssue[] }> {
+    const lines = [
+      { seq: 0, type: "TimerSet", data: { timerId: "w", fireAt: "2026-04-30T09:00:00.000Z", cron: null, stepId: null } },
+      { seq: 1, type: "TimerFired", data: { timerId: "w" } },
+      { seq: 2, type: "RunCancelled" },
+    ];
+    await h.rawWrite({ "runs/old/events.jsonl": lines.map((l) => `${JSON.stringify(l)}\n`).join("") });
+    await change();
+    const tip = await h.store.resolveRef(null, RID, "main");
+    const seen: number[] = [];
+    const issues: KindIssue[] = [];
+    const stop = new AbortController();
+    for await (const item of subscribeKind(h.store, null, RID, "main", undefined, { from: "genesis", signal: stop.signal, onIssue: (i) => issues.push(i), onCommit: (c) => c.commitSha === tip && stop.abort() })) seen.push(item.seq);
+    return { seen, issues };
+  }
+
+  it("reports a pushed edit of a sealed log that stood alone, and does not replay its events a second time", async () => {
+    harness = await createHarness(NOW);
+    const h = harness;
+    const edited = [
+      { seq: 0, type: "TimerSet", data: { timerId: "w", fireAt: "2026-04-30T10:00:00.000Z", cron: null, stepId: null } },
+      { seq: 1, type: "TimerFired", data: { timerId: "w" } },
+      { seq: 2, type: "RunCancelled" },
+    ];
+    const { seen, issues } = await subscribeAcrossSealChange(h, () => h.rawWrite({ [`runs/old/events.jsonl`]: edited.map((l) => `${JSON.stringify(l)}\n`).join("") }));
+    expect(seen).toEqual([0, 1, 2]);
+    expect(issues).toEqual([expect.objectContaining({ type: "log_rewritten", runId: "old", path: "runs/old/events.jsonl", status: "modified" })]);
+  });
+
+  it("reports a pushed removal of a sealed log that stood alone", async () => {
+    harness = await createHarness(NOW);
+    const h = harness;
+    const { seen, issues } = await subscribeAcrossSealChange(h, () => h.rawDelta({ "runs/keep/events/0.json": JSON.stringify({ seq: 0, type: "StepDone" }) }, ["runs/old/events.jsonl"]));
+    expect(seen).toEqual([0, 1, 2, 0]);
+    expect(issues).toEqual([expect.objectContaining({ type: "log_rewritten", runId: "old", path: "runs/old/events.jsonl", status: "deleted" })]);
+  });
 });
 
 describe("runtime.compactRun", () => {

@@ -124,11 +124,17 @@ describe("retention", () => {
       "runs/plain/events/1.json": '{"seq":1,"type":"RunCancelled"}',
       "runs/plain/grants.json": "{}",
     });
+    const from = await h.store.resolveRef(null, RID, "refs/heads/main");
     const pass = await archiveEndedRuns({ store: h.store, principal: null, repoId: REPO, nowMs: h.clock.now(), endedRunsAfterMs: DAY });
     expect(pass.archived).toEqual(["plain", "sealed"]);
     const archive = await h.store.openCommittedReads(null, RID, ARCHIVE_REF);
     expect(new TextDecoder().decode((await archive.readBlob("runs/sealed/events.jsonl")) ?? new Uint8Array())).toBe(`${lines.join("\n")}\n`);
     expect(await archive.readBlob("runs/plain/grants.json")).not.toBeNull();
+    // The sealed log removed by the retention commit is no rewrite (`log_rewritten`) for a subscriber.
+    const issues: KindIssue[] = [];
+    const stop = new AbortController();
+    for await (const event of subscribeKind(h.store, null, RID, "refs/heads/main", undefined, { from: from ?? "genesis", signal: stop.signal, onIssue: (i) => issues.push(i), onCommit: (c) => c.commitSha === pass.commitSha && stop.abort() })) void event;
+    expect(issues).toEqual([]);
   });
 
   it("a retention commit is not reported as a rewrite; the same removal pushed without the archive is", async () => {
