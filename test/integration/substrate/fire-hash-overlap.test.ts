@@ -13,7 +13,7 @@ import { packPrefixesUsed } from "../../../src/substrate/pack-file.js";
 import { createRepoStore } from "../../../src/substrate/repo-store.js";
 import { treeHasherReady, treeOidsHashedBeside } from "../../../src/substrate/tree-hasher.js";
 import { BESIDE_MIN_BYTES } from "../../../src/substrate/tree-object.js";
-import type { FolderAppend, RepoId } from "../../../src/substrate/types.js";
+import type { FolderAppend, RepoId, RepoStore } from "../../../src/substrate/types.js";
 import { plainKind } from "../../helpers/append-merge.js";
 import { git, gitAt, runGit } from "../../helpers/git-cli.js";
 import { useTempDirs } from "../../helpers/temp-dir.js";
@@ -34,16 +34,21 @@ function fireAppends(round: number, idOf: (i: number) => string = runId): Folder
     .map((i) => ({ folder: `runs/${idOf(i)}`, sub: "events", files: [{ name: `${seq}-${round}.json`, content: Buffer.from(`{"seq":${seq},"round":${round},"run":${i},"type":"TimerFired"}`) }] }));
 }
 
+/** A store over a new data dir whose deployment holds {@link RUNS} runs named by `idOf`, one event each. */
+async function seededStore(idOf: (i: number) => string): Promise<{ store: RepoStore; gitdir: string }> {
+  const dataDir = await tempDir();
+  const store = createRepoStore({ dataDir, kindHandlers: [plainKind], authorize: allowAll, watch: false, packThreshold: 1, clock: () => new Date("2026-01-01T00:00:00Z") });
+  await store.initRepo(null, REPO);
+  const files: Record<string, string> = {};
+  for (let i = 0; i < RUNS; i++) files[`runs/${idOf(i)}/events/1.json`] = `{"seq":1,"run":${i}}`;
+  await store.writeTree(null, REPO, "main", { files, message: "seed" });
+  return { store, gitdir: join(dataDir, "deployments", "dep-1.git") };
+}
+
 describe("fire commits on a big runs/ folder, its oid hashed beside the pack's trailer", () => {
   it("write packs git verifies and runs/ oids git computes, over many commits and a pack merge", async () => {
     expect(await treeHasherReady()).toBe(true);
-    const dataDir = await tempDir();
-    const gitdir = join(dataDir, "deployments", "dep-1.git");
-    const store = createRepoStore({ dataDir, kindHandlers: [plainKind], authorize: allowAll, watch: false, packThreshold: 1, clock: () => new Date("2026-01-01T00:00:00Z") });
-    await store.initRepo(null, REPO);
-    const files: Record<string, string> = {};
-    for (let i = 0; i < RUNS; i++) files[`runs/${runId(i)}/events/1.json`] = `{"seq":1,"run":${i}}`;
-    await store.writeTree(null, REPO, "main", { files, message: "seed" });
+    const { store, gitdir } = await seededStore(runId);
     const hashed = treeOidsHashedBeside();
     const prefixed = packPrefixesUsed();
     const ROUNDS = 8;
@@ -89,13 +94,7 @@ describe("fire commits on a big runs/ folder, its oid hashed beside the pack's t
   it("hashes a runs/ folder below BESIDE_MIN_BYTES on the committing thread: the hand-over costs more than the hash", async () => {
     expect(BESIDE_MIN_BYTES).toBeGreaterThan(RUNS * (27 + smallRunId(0).length));
     expect(await treeHasherReady()).toBe(true);
-    const dataDir = await tempDir();
-    const gitdir = join(dataDir, "deployments", "dep-1.git");
-    const store = createRepoStore({ dataDir, kindHandlers: [plainKind], authorize: allowAll, watch: false, packThreshold: 1, clock: () => new Date("2026-01-01T00:00:00Z") });
-    await store.initRepo(null, REPO);
-    const files: Record<string, string> = {};
-    for (let i = 0; i < RUNS; i++) files[`runs/${smallRunId(i)}/events/1.json`] = `{"seq":1,"run":${i}}`;
-    await store.writeTree(null, REPO, "main", { files, message: "seed" });
+    const { store, gitdir } = await seededStore(smallRunId);
     const hashed = treeOidsHashedBeside();
     const ROUNDS = 3;
     for (let round = 1; round <= ROUNDS; round++) {

@@ -31,6 +31,14 @@ const SEALED = "runs/sealed-1/events.jsonl";
 const LIVE_TIMERS = ["live-2/hourly-sync@2026-05-01T11:00:00.000Z", "live-2/reminder@2026-05-01T11:15:00.000Z"];
 
 const text = (bytes: Uint8Array): string => new TextDecoder().decode(bytes);
+/** An ended run's whole log as one sealed file: a timer set, fired, then the run cancelled. */
+const OLD_SEAL = [
+  { seq: 0, type: "TimerSet", data: { timerId: "w", fireAt: "2026-04-30T09:00:00.000Z", cron: null, stepId: null } },
+  { seq: 1, type: "TimerFired", data: { timerId: "w" } },
+  { seq: 2, type: "RunCancelled" },
+]
+  .map((l) => `${JSON.stringify(l)}\n`)
+  .join("");
 
 let harness: Harness | null = null;
 
@@ -343,12 +351,7 @@ describe("compactRun", () => {
   it("replays the events of a sealed log pushed alone", async () => {
     harness = await createHarness(NOW);
     const h = harness;
-    const lines = [
-      { seq: 0, type: "TimerSet", data: { timerId: "w", fireAt: "2026-04-30T09:00:00.000Z", cron: null, stepId: null } },
-      { seq: 1, type: "TimerFired", data: { timerId: "w" } },
-      { seq: 2, type: "RunCancelled" },
-    ];
-    await h.rawWrite({ "runs/old/events.jsonl": lines.map((l) => `${JSON.stringify(l)}\n`).join("") });
+    await h.rawWrite({ "runs/old/events.jsonl": OLD_SEAL });
     const tip = await h.store.resolveRef(null, RID, "main");
     const log = await readRunLog(await h.store.openCommittedReads(null, RID, "main"), "old");
     expect(log.state.terminal).toBe("RunCancelled");
@@ -362,12 +365,7 @@ describe("compactRun", () => {
 
   /** Pushes `runs/old/events.jsonl` alone (an ended run's whole log), then `change` as another push; what a subscriber from genesis gets. */
   async function subscribeAcrossSealChange(h: Harness, change: () => Promise<void>): Promise<{ seen: number[]; issues: KindIssue[] }> {
-    const lines = [
-      { seq: 0, type: "TimerSet", data: { timerId: "w", fireAt: "2026-04-30T09:00:00.000Z", cron: null, stepId: null } },
-      { seq: 1, type: "TimerFired", data: { timerId: "w" } },
-      { seq: 2, type: "RunCancelled" },
-    ];
-    await h.rawWrite({ "runs/old/events.jsonl": lines.map((l) => `${JSON.stringify(l)}\n`).join("") });
+    await h.rawWrite({ "runs/old/events.jsonl": OLD_SEAL });
     await change();
     const tip = await h.store.resolveRef(null, RID, "main");
     const seen: number[] = [];
