@@ -109,4 +109,44 @@ describe("fire commits on a big runs/ folder, its oid hashed beside the pack's t
     const listed = await gitAt(gitdir, ["ls-tree", "main:runs"]);
     expect((await git([`--git-dir=${gitdir}`, "mktree", "--missing"], { input: `${listed.trimEnd()}\n` })).trim()).toBe(tip);
   }, 60_000);
+  it("hashes a runs/ folder of BESIDE_MIN_BYTES - 1 bytes on the committing thread and one of exactly BESIDE_MIN_BYTES beside the trailer", async () => {
+    expect(await treeHasherReady()).toBe(true);
+    const dataDir = await tempDir();
+    const gitdir = join(dataDir, "deployments", "dep-1.git");
+    const store = createRepoStore({ dataDir, kindHandlers: [plainKind], authorize: allowAll, watch: false, packThreshold: 1, clock: () => new Date("2026-01-01T00:00:00Z") });
+    await store.initRepo(null, REPO);
+    // A folder entry is "40000 <name>\0" and a 20-byte oid: 27 bytes and the name.
+    const full = Math.floor((BESIDE_MIN_BYTES - 1) / (27 + runId(0).length));
+    const rest = BESIDE_MIN_BYTES - 1 - full * (27 + runId(0).length);
+    const shortId = (length: number): string => `z-${"z".repeat(length - 2)}`;
+    expect(rest - 27).toBeGreaterThanOrEqual(3);
+    const files: Record<string, string> = {};
+    for (let i = 0; i < full; i++) files[`runs/${runId(i)}/events/1.json`] = `{"seq":1,"run":${i}}`;
+    files[`runs/${shortId(rest - 27)}/events/1.json`] = `{"seq":1}`;
+    await store.writeTree(null, REPO, "main", { files, message: "seed" });
+    const fire = async (round: number): Promise<{ beside: number; prefixes: number }> => {
+      const hashed = treeOidsHashedBeside();
+      const prefixed = packPrefixesUsed();
+      const appends = fireAppends(round).filter((a) => Number(a.folder.slice(9, 15)) < full);
+      const result = await store.writeTreeDelta(null, REPO, "main", { message: `fire ${round}`, prevalidated: true, computeDelta: () => Promise.resolve({ appends }) });
+      expect(result.committed).toBe(true);
+      return { beside: treeOidsHashedBeside() - hashed, prefixes: packPrefixesUsed() - prefixed };
+    };
+    const check = async (size: number): Promise<void> => {
+      const fsck = await runGit([`--git-dir=${gitdir}`, "fsck", "--strict", "--full", "--no-dangling"]);
+      expect({ code: fsck.code, stdout: fsck.stdout, stderr: fsck.stderr }).toEqual({ code: 0, stdout: "", stderr: "" });
+      const runs = (await gitAt(gitdir, ["rev-parse", "main:runs"])).trim();
+      expect(Number((await gitAt(gitdir, ["cat-file", "-s", runs])).trim())).toBe(size);
+      const listed = await gitAt(gitdir, ["ls-tree", "main:runs"]);
+      expect((await git([`--git-dir=${gitdir}`, "mktree", "--missing"], { input: `${listed.trimEnd()}\n` })).trim()).toBe(runs);
+    };
+    expect(await fire(1)).toEqual({ beside: 0, prefixes: 0 });
+    await check(BESIDE_MIN_BYTES - 1);
+    // The short run renamed one character longer: the folder is exactly BESIDE_MIN_BYTES.
+    await store.writeTreeDelta(null, REPO, "main", { message: "rename", computeDelta: () => Promise.resolve({ deletes: [`runs/${shortId(rest - 27)}`], puts: { [`runs/${shortId(rest - 26)}/events/1.json`]: `{"seq":1}` } }) });
+    await check(BESIDE_MIN_BYTES);
+    expect(await fire(2)).toEqual({ beside: 1, prefixes: 1 });
+    await check(BESIDE_MIN_BYTES);
+    await store.close();
+  }, 60_000);
 });
