@@ -109,6 +109,7 @@ describe("fire commits on a big runs/ folder, its oid hashed beside the pack's t
     const listed = await gitAt(gitdir, ["ls-tree", "main:runs"]);
     expect((await git([`--git-dir=${gitdir}`, "mktree", "--missing"], { input: `${listed.trimEnd()}\n` })).trim()).toBe(tip);
   }, 60_000);
+
   it("hashes a runs/ folder of BESIDE_MIN_BYTES - 1 bytes on the committing thread and one of exactly BESIDE_MIN_BYTES beside the trailer", async () => {
     expect(await treeHasherReady()).toBe(true);
     const dataDir = await tempDir();
