@@ -94,7 +94,7 @@ export async function* subscribeKind(
     // Event files removed outside a seal: a rewrite, unless the run was archived (checked below).
     const removedFiles: { runId: string; seq: number; path: string; status: "modified" | "deleted" }[] = [];
     // Sealed logs this commit modifies or removes: a rewrite when the seal was the run's whole log.
-    const sealChanges: { runId: string; path: string; status: "modified" | "deleted" }[] = [];
+    const sealChanges: SealChange[] = [];
     for (const change of commit.changes) {
       const sealed = parseCompactedLogPath(change.path);
       if (sealed === null || (options.runId !== undefined && sealed.runId !== options.runId)) continue;
@@ -170,6 +170,12 @@ export async function* subscribeKind(
   }
 }
 
+/** A sealed log (`runs/<runId>/events.jsonl`) a commit modified or removed. */
+interface SealChange {
+  readonly runId: string;
+  readonly path: string;
+  readonly status: "modified" | "deleted";
+}
 
 /**
  * Of `changes` (sealed logs a commit modified or removed), those that were their run's whole log
@@ -184,11 +190,11 @@ async function sealsRewritten(
   principal: Principal,
   repoId: RepoId,
   commit: CommitChange,
-  changes: readonly { runId: string; path: string; status: "modified" | "deleted" }[],
-): Promise<{ runId: string; path: string; status: "modified" | "deleted" }[]> {
+  changes: readonly SealChange[],
+): Promise<SealChange[]> {
   if (commit.parentSha === null) return [];
   const parent = await store.openCommittedReads(principal, repoId, commit.parentSha);
-  const alone: { runId: string; path: string; status: "modified" | "deleted" }[] = [];
+  const alone: SealChange[] = [];
   for (const change of changes) {
     if ((await parent.listDir(runEventsPrefix(change.runId).slice(0, -1))).length > 0) continue;
     const bytes = await parent.readBlob(change.path);
