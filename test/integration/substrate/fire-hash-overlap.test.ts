@@ -34,13 +34,18 @@ function fireAppends(round: number, idOf: (i: number) => string = runId): Folder
     .map((i) => ({ folder: `runs/${idOf(i)}`, sub: "events", files: [{ name: `${seq}-${round}.json`, content: Buffer.from(`{"seq":${seq},"round":${round},"run":${i},"type":"TimerFired"}`) }] }));
 }
 
-/** A store over a new data dir whose deployment holds {@link RUNS} runs named by `idOf`, one event each. */
-async function seededStore(idOf: (i: number) => string): Promise<{ store: RepoStore; gitdir: string }> {
+/** `count` run ids made by `idOf`, from 0. */
+const idsOf = (idOf: (i: number) => string, count = RUNS): string[] => Array.from({ length: count }, (_, i) => idOf(i));
+
+/** A store over a new data dir whose deployment holds the runs `ids`, one event each. */
+async function seededStore(ids: readonly string[]): Promise<{ store: RepoStore; gitdir: string }> {
   const dataDir = await tempDir();
   const store = createRepoStore({ dataDir, kindHandlers: [plainKind], authorize: allowAll, watch: false, packThreshold: 1, clock: () => new Date("2026-01-01T00:00:00Z") });
   await store.initRepo(null, REPO);
   const files: Record<string, string> = {};
-  for (let i = 0; i < RUNS; i++) files[`runs/${idOf(i)}/events/1.json`] = `{"seq":1,"run":${i}}`;
+  ids.forEach((id, i) => {
+    files[`runs/${id}/events/1.json`] = `{"seq":1,"run":${i}}`;
+  });
   await store.writeTree(null, REPO, "main", { files, message: "seed" });
   return { store, gitdir: join(dataDir, "deployments", "dep-1.git") };
 }
@@ -48,7 +53,7 @@ async function seededStore(idOf: (i: number) => string): Promise<{ store: RepoSt
 describe("fire commits on a big runs/ folder, its oid hashed beside the pack's trailer", () => {
   it("write packs git verifies and runs/ oids git computes, over many commits and a pack merge", async () => {
     expect(await treeHasherReady()).toBe(true);
-    const { store, gitdir } = await seededStore(runId);
+    const { store, gitdir } = await seededStore(idsOf(runId));
     const hashed = treeOidsHashedBeside();
     const prefixed = packPrefixesUsed();
     const ROUNDS = 8;
@@ -94,7 +99,7 @@ describe("fire commits on a big runs/ folder, its oid hashed beside the pack's t
   it("hashes a runs/ folder below BESIDE_MIN_BYTES on the committing thread: the hand-over costs more than the hash", async () => {
     expect(BESIDE_MIN_BYTES).toBeGreaterThan(RUNS * (27 + smallRunId(0).length));
     expect(await treeHasherReady()).toBe(true);
-    const { store, gitdir } = await seededStore(smallRunId);
+    const { store, gitdir } = await seededStore(idsOf(smallRunId));
     const hashed = treeOidsHashedBeside();
     const ROUNDS = 3;
     for (let round = 1; round <= ROUNDS; round++) {
@@ -112,19 +117,12 @@ describe("fire commits on a big runs/ folder, its oid hashed beside the pack's t
 
   it("hashes a runs/ folder of BESIDE_MIN_BYTES - 1 bytes on the committing thread and one of exactly BESIDE_MIN_BYTES beside the trailer", async () => {
     expect(await treeHasherReady()).toBe(true);
-    const dataDir = await tempDir();
-    const gitdir = join(dataDir, "deployments", "dep-1.git");
-    const store = createRepoStore({ dataDir, kindHandlers: [plainKind], authorize: allowAll, watch: false, packThreshold: 1, clock: () => new Date("2026-01-01T00:00:00Z") });
-    await store.initRepo(null, REPO);
     // A folder entry is "40000 <name>\0" and a 20-byte oid: 27 bytes and the name.
     const full = Math.floor((BESIDE_MIN_BYTES - 1) / (27 + runId(0).length));
     const rest = BESIDE_MIN_BYTES - 1 - full * (27 + runId(0).length);
     const shortId = (length: number): string => `z-${"z".repeat(length - 2)}`;
     expect(rest - 27).toBeGreaterThanOrEqual(3);
-    const files: Record<string, string> = {};
-    for (let i = 0; i < full; i++) files[`runs/${runId(i)}/events/1.json`] = `{"seq":1,"run":${i}}`;
-    files[`runs/${shortId(rest - 27)}/events/1.json`] = `{"seq":1}`;
-    await store.writeTree(null, REPO, "main", { files, message: "seed" });
+    const { store, gitdir } = await seededStore([...idsOf(runId, full), shortId(rest - 27)]);
     const fire = async (round: number): Promise<{ beside: number; prefixes: number }> => {
       const hashed = treeOidsHashedBeside();
       const prefixed = packPrefixesUsed();
